@@ -1,0 +1,518 @@
+"""The model card schema: one typed record per published model.
+
+Conventions that keep numbers comparable across cards (they are repeated in the field
+descriptions, which become the committed JSON Schema that editors show):
+
+- ``d_ff`` is the hidden width that the MLP's down-projection reads. For gated units
+  (SwiGLU, GeGLU, ReGLU) that is one branch, as in released configs'
+  ``intermediate_size``; some papers (Gemma's, for one) count both branches, and the
+  card notes it. For mixture-of-experts layers it is one routed expert's width.
+- ``vocab_size`` is the row count of the released embedding matrix (padded); the
+  tokenizer's own size goes in ``tokenizer_vocab_size`` where it differs.
+- ``n_layers`` counts the decoder stack (or the only stack); encoder-decoders give the
+  encoder's depth in ``n_encoder_layers``.
+- ``params_published`` is the authors' headline figure. Exact counts are computed by
+  the builder, never typed in. Derived ratios are properties, never stored.
+- Within ``architecture``, ``null`` on a core value means "not published or not
+  verified" and needs an entry in the card's ``notes`` saying why; on an optional
+  feature (a soft-cap, a sliding window, MoE) it means the feature is not used.
+
+Every field is required unless it says otherwise: a survey needs each choice visible in
+every card, not inherited from a default. Unknown fields are rejected.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
+
+# --- controlled vocabularies -------------------------------------------------------
+
+
+class Kind(StrEnum):
+    DECODER_ONLY = "decoder-only"
+    ENCODER_DECODER = "encoder-decoder"
+    ENCODER_ONLY = "encoder-only"
+
+
+class NormType(StrEnum):
+    LAYERNORM = "layernorm"
+    RMSNORM = "rmsnorm"
+
+
+class NormAffine(StrEnum):
+    """Which learnable parameters a norm carries."""
+
+    SCALE_AND_BIAS = "scale-and-bias"  # classic LayerNorm: gamma and beta
+    SCALE = "scale"  # RMSNorm, or LayerNorm without beta (Command R, PaLM)
+    NONE = "none"  # non-parametric (OLMo 1)
+
+
+class NormPosition(StrEnum):
+    POST = "post"  # x = Norm(x + Sublayer(x)): the original Transformer, OPT-350M
+    PRE = "pre"  # x = x + Sublayer(Norm(x)): GPT-2 onwards
+    DOUBLE = "double"  # x = x + Norm(Sublayer(Norm(x))): "sandwich", Grok-1, Gemma 2/3
+    POST_BRANCH = "post-branch"  # x = x + Norm(Sublayer(x)): OLMo 2, inside the branch
+    RESIDUAL = "resi-dual"  # ResiDual: a Post-LN stream plus a Pre-LN stream (Xie 2023)
+
+
+class Activation(StrEnum):
+    RELU = "relu"
+    GELU = "gelu"
+    SQUARED_RELU = "squared-relu"
+    SILU = "silu"
+    SWIGLU = "swiglu"
+    GEGLU = "geglu"
+    REGLU = "reglu"
+
+    @property
+    def gated(self) -> bool:
+        return self in {Activation.SWIGLU, Activation.GEGLU, Activation.REGLU}
+
+
+class PositionType(StrEnum):
+    SINUSOIDAL = "sinusoidal"
+    LEARNED = "learned"  # learned absolute position embeddings
+    RELATIVE_BIAS = "relative-bias"  # T5-style bucketed bias on attention logits
+    ROPE = "rope"
+    ALIBI = "alibi"
+    NONE = "none"  # NoPE
+
+
+class AttentionVariant(StrEnum):
+    SOFTMAX = "softmax"  # multi-head softmax attention (MHA, GQA or MQA by kv heads)
+    LATENT = "latent"  # multi-head latent attention (DeepSeek-V2 MLA)
+    LINEAR = "linear"  # linear attention / fast weight programmer (Katharopoulos 2020)
+
+
+class LayerKind(StrEnum):
+    """One entry of the per-layer attention pattern, tiled over the layers."""
+
+    GLOBAL = "global"  # full attention, with the card's position scheme
+    LOCAL = "local"  # sliding-window attention, with the card's position scheme
+    GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
+
+
+class SourceKind(StrEnum):
+    PAPER = "paper"
+    CONFIG = "config"  # an official released config file
+    MODEL_CARD = "model-card"
+    CODE = "code"  # official reference implementation
+    BLOG = "blog"  # the organization's own announcement
+
+
+# --- field types ---------------------------------------------------------------------
+
+Positive = Annotated[StrictInt, Field(gt=0)]
+NonNegative = Annotated[StrictInt, Field(ge=0)]
+PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
+Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+SLUG = r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$"
+Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=80)]
+FieldPath = Annotated[str, Field(pattern=r"^[a-z_]+(?:\.[a-z_]+)*$")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+# --- architecture sub-models, one per design axis --------------------------------
+
+
+class Norm(Strict):
+    type: NormType | None = Field(description="Normalization function; null if unknown.")
+    position: NormPosition | None = Field(
+        description="Where the norm sits relative to each sublayer and the residual stream."
+    )
+    affine: NormAffine | None = Field(
+        description="Learnable parameters of each norm: scale-and-bias (LayerNorm), scale "
+        "(RMSNorm, bias-free LayerNorm) or none (non-parametric)."
+    )
+    final: StrictBool | None = Field(
+        description="A norm after the last block, before the output head (pre-norm models)."
+    )
+    shared_in_parallel: StrictBool | None = Field(
+        default=None,
+        description="Parallel blocks only: one norm feeds both attention and MLP (GPT-J, "
+        "PaLM) rather than one norm each (GPT-NeoX). Optional; null for serial blocks.",
+    )
+
+
+class Latent(Strict):
+    """Multi-head latent attention (DeepSeek-V2): K and V come from a low-rank latent."""
+
+    kv_lora_rank: Positive = Field(description="Width of the compressed KV latent (cached).")
+    q_lora_rank: Positive | None = Field(
+        description="Width of the query's low-rank bottleneck; null for a full-rank query."
+    )
+    qk_rope_head_dim: Positive = Field(description="Per-head dims carrying RoPE (shared key).")
+    qk_nope_head_dim: Positive = Field(description="Per-head query/key dims without RoPE.")
+    v_head_dim: Positive = Field(description="Per-head value width.")
+
+
+class Attention(Strict):
+    variant: AttentionVariant = Field(description="softmax, latent (MLA) or linear.")
+    n_heads: Positive | None = Field(description="Query heads per layer.")
+    n_kv_heads: Positive | None = Field(
+        description="Key/value heads: equal to n_heads for MHA, 1 for MQA, between for GQA."
+    )
+    head_dim: Positive | None = Field(
+        description="Per-head width; null means d_model / n_heads (which must divide)."
+    )
+    qk_norm: StrictBool | None = Field(description="A norm on queries and keys before QK^T.")
+    logit_softcap: PositiveFloat | None = Field(
+        description="Attention logits soft-capped as c*tanh(x/c); null if not used."
+    )
+    sliding_window: Positive | None = Field(
+        description="Window of the pattern's local layers, in tokens; null if none."
+    )
+    layer_pattern: list[LayerKind] = Field(
+        min_length=1,
+        description="Per-layer attention kinds, tiled from the first layer over all layers: "
+        "[global] for every layer full; [local, global] alternates (Gemma 2); five locals and "
+        "a global (Gemma 3); three locals and a global-nope (Llama 4).",
+    )
+    latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
+
+
+class Position(Strict):
+    type: PositionType | None = Field(description="Position scheme of the (non-NoPE) layers.")
+    rope_theta: PositiveFloat | None = Field(
+        default=None, description="RoPE base frequency; RoPE only."
+    )
+    rope_theta_local: PositiveFloat | None = Field(
+        default=None, description="RoPE base of local layers where it differs (Gemma 3)."
+    )
+    rotary_fraction: Fraction | None = Field(
+        default=None, description="Share of each head's dims that rotate (GPT-J 0.25); RoPE only."
+    )
+    relative_buckets: Positive | None = Field(
+        default=None, description="Buckets of a T5-style relative bias; relative-bias only."
+    )
+
+
+class MoE(Strict):
+    n_experts: Positive = Field(description="Routed experts per MoE layer.")
+    n_active: Positive = Field(description="Routed experts each token uses (top-k).")
+    n_shared: NonNegative = Field(description="Shared experts every token uses.")
+    shared_d_ff: Positive | None = Field(
+        description="Hidden width of the shared expert block; null when n_shared is 0."
+    )
+    first_dense_layers: NonNegative = Field(description="Leading layers with a dense MLP.")
+    layer_period: Positive = Field(
+        description="Every k-th layer (after the dense ones) is MoE; 1 for all of them."
+    )
+    dense_d_ff: Positive | None = Field(
+        description="Hidden width of the dense MLP layers; null when every layer is MoE."
+    )
+
+
+class MLP(Strict):
+    activation: Activation | None = Field(description="Non-linearity; gated units list the GLU.")
+    d_ff: Positive | None = Field(
+        description="Width the down-projection reads: one branch for gated units (as in "
+        "released configs' intermediate_size), one routed expert for MoE."
+    )
+    moe: MoE | None = Field(description="Mixture-of-experts layout; null for a dense MLP.")
+
+
+class Bias(Strict):
+    qkv: StrictBool | None = Field(description="Bias on the query/key/value projections.")
+    attn_out: StrictBool | None = Field(description="Bias on the attention output projection.")
+    mlp: StrictBool | None = Field(description="Bias on the MLP's linear layers.")
+
+
+class Architecture(Strict):
+    kind: Kind
+    d_model: Positive | None = Field(description="Residual stream width.")
+    n_layers: Positive | None = Field(description="Decoder (or only) stack depth.")
+    n_encoder_layers: Positive | None = Field(
+        default=None, description="Encoder depth; encoder-decoder models only."
+    )
+    vocab_size: Positive | None = Field(description="Rows of the released embedding matrix.")
+    tokenizer_vocab_size: Positive | None = Field(
+        default=None, description="The tokenizer's own size, where it differs from vocab_size."
+    )
+    context_length: Positive | None = Field(description="Maximum sequence length of the release.")
+    norm: Norm
+    attention: Attention
+    position: Position
+    mlp: MLP
+    bias: Bias
+    parallel_layers: StrictBool | None = Field(
+        description="Attention and MLP read the same input and their outputs are summed."
+    )
+    tied_embeddings: StrictBool | None = Field(
+        description="Output projection shares the input embedding matrix."
+    )
+    final_logit_softcap: PositiveFloat | None = Field(
+        description="Output logits soft-capped as c*tanh(x/c); null if not used."
+    )
+
+    # --- derived figures: computed, never stored --------------------------------
+
+    @property
+    def head_dim_effective(self) -> int | None:
+        if self.attention.head_dim is not None:
+            return self.attention.head_dim
+        if self.d_model and self.attention.n_heads:
+            return self.d_model // self.attention.n_heads
+        return None
+
+    @property
+    def gated(self) -> bool | None:
+        return None if self.mlp.activation is None else self.mlp.activation.gated
+
+    @property
+    def d_ff_ratio(self) -> float | None:
+        return _ratio(self.mlp.d_ff, self.d_model)
+
+    @property
+    def aspect_ratio(self) -> float | None:
+        """d_model / n_layers (Kaplan et al. found ~100 best; GPT-3 and Llama sit near 128)."""
+        return _ratio(self.d_model, self.n_layers)
+
+    @property
+    def head_ratio(self) -> float | None:
+        """n_heads * head_dim / d_model: 1 for nearly every model, 16 for T5 11B."""
+        if self.attention.n_heads is None or self.head_dim_effective is None:
+            return None
+        return _ratio(self.attention.n_heads * self.head_dim_effective, self.d_model)
+
+    @property
+    def query_groups(self) -> float | None:
+        """Query heads per KV head: 1 for MHA, n_heads for MQA."""
+        return _ratio(self.attention.n_heads, self.attention.n_kv_heads)
+
+    @property
+    def attention_family(self) -> str | None:
+        """mha, gqa, mqa, mla or linear: how keys and values are shared."""
+        att = self.attention
+        if att.variant is AttentionVariant.LATENT:
+            return "mla"
+        if att.variant is AttentionVariant.LINEAR:
+            return "linear"
+        if att.n_heads is None or att.n_kv_heads is None:
+            return None
+        if att.n_kv_heads == att.n_heads:
+            return "mha"
+        return "mqa" if att.n_kv_heads == 1 else "gqa"
+
+    def layer_kinds(self) -> list[LayerKind]:
+        """The attention pattern expanded to one entry per decoder layer."""
+        return expand_pattern(self.attention.layer_pattern, self.n_layers or 0)
+
+    # --- cross-field rules --------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Architecture:
+        att, pos, moe = self.attention, self.position, self.mlp.moe
+        if att.n_heads and att.n_kv_heads:
+            if att.n_kv_heads > att.n_heads or att.n_heads % att.n_kv_heads:
+                raise ValueError(
+                    f"attention.n_kv_heads ({att.n_kv_heads}) must divide attention.n_heads "
+                    f"({att.n_heads})"
+                )
+        if att.head_dim is None and self.d_model and att.n_heads and self.d_model % att.n_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) is not divisible by attention.n_heads "
+                f"({att.n_heads}): give attention.head_dim"
+            )
+        uses_local = LayerKind.LOCAL in att.layer_pattern
+        if uses_local and att.sliding_window is None:
+            raise ValueError("attention.layer_pattern has local layers: set sliding_window")
+        if att.sliding_window is not None and not uses_local:
+            raise ValueError(
+                "attention.sliding_window is set but attention.layer_pattern has no local "
+                "layer: add 'local' to the pattern or set sliding_window to null"
+            )
+        if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
+            raise ValueError("attention.latent is required for, and only for, variant latent")
+        if pos.type is not PositionType.ROPE:
+            for name in ("rope_theta", "rope_theta_local", "rotary_fraction"):
+                if getattr(pos, name) is not None:
+                    raise ValueError(f"position.{name} is set but position.type is not rope")
+        if pos.type is not PositionType.RELATIVE_BIAS and pos.relative_buckets is not None:
+            raise ValueError("position.relative_buckets is set but position.type is not relative-bias")
+        if (self.kind is Kind.ENCODER_DECODER) != (self.n_encoder_layers is not None):
+            raise ValueError("n_encoder_layers is required for, and only for, encoder-decoder")
+        if self.norm.shared_in_parallel is not None and not self.parallel_layers:
+            raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
+        if moe is not None:
+            if moe.n_active > moe.n_experts:
+                raise ValueError(
+                    f"mlp.moe.n_active ({moe.n_active}) exceeds mlp.moe.n_experts ({moe.n_experts})"
+                )
+            if (moe.n_shared > 0) != (moe.shared_d_ff is not None):
+                raise ValueError("mlp.moe.shared_d_ff is required for, and only for, n_shared > 0")
+            all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
+            if all_moe != (moe.dense_d_ff is None):
+                raise ValueError(
+                    "mlp.moe.dense_d_ff is required for, and only for, models with dense layers "
+                    "(first_dense_layers > 0 or layer_period > 1)"
+                )
+        return self
+
+
+def expand_pattern(pattern: list[LayerKind], n_layers: int) -> list[LayerKind]:
+    """Tile a per-layer pattern from the first layer: ([local, global], 4) -> l g l g."""
+    return [pattern[i % len(pattern)] for i in range(n_layers)]
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return None if not num or not den else num / den
+
+
+# --- the card --------------------------------------------------------------------
+
+
+class Source(Strict):
+    kind: SourceKind
+    title: str = Field(min_length=3, description="Paper title, file name or page title.")
+    url: str = Field(pattern=r"^https?://\S+$")
+    locator: str | None = Field(
+        description="Where in the source: 'Table 2', 'Section 2.1', 'config.json'."
+    )
+    supports: list[FieldPath] = Field(
+        min_length=1,
+        description="Card fields this source gives, as dotted paths; a prefix covers its "
+        "sub-fields ('architecture.attention' covers attention.n_heads).",
+    )
+
+
+class Training(Strict):
+    tokens: Positive | None = Field(description="Pre-training tokens; null if not published.")
+    dropout: Fraction | None = Field(description="Pre-training dropout; 0 for none.")
+    weight_decay: NonNegativeFloat | None = Field(description="AdamW decay.")
+    z_loss: NonNegativeFloat | None = Field(
+        description="Coefficient of the output z-loss (alpha*log^2 Z); 0 for none."
+    )
+
+
+class Card(Strict):
+    id: Slug = Field(description="Unique lowercase slug: family and size, e.g. llama-2-7b.")
+    name: str = Field(min_length=2, description="Display name, e.g. 'Llama 2 7B'.")
+    family: Slug = Field(description="Family slug shared by sizes and versions, e.g. llama-2.")
+    organization: str = Field(min_length=2)
+    release_date: dt.date = Field(description="First public release (paper or weights).")
+    open_weights: StrictBool
+    params_published: Positive | None = Field(
+        description="The authors' headline parameter count, e.g. 175_000_000_000."
+    )
+    training: Training
+    architecture: Architecture
+    sources: list[Source] = Field(min_length=1)
+    notes: dict[FieldPath, str] = Field(
+        default_factory=dict,
+        description="Per-field notes: why a value is null, where sources disagree, what a "
+        "value's convention is.",
+    )
+    research_variant: StrictBool = Field(
+        default=False,
+        description="A research architecture rather than a released model (Pre-LN "
+        "Transformer, ResiDual, linear Transformer); left out of consensus trends.",
+    )
+
+    @property
+    def year(self) -> int:
+        return self.release_date.year
+
+    @model_validator(mode="after")
+    def _checks(self) -> Card:
+        if not dt.date(2017, 1, 1) <= self.release_date <= dt.date.today():
+            raise ValueError(
+                f"release_date {self.release_date} is implausible: "
+                "expected a date from 2017 to today"
+            )
+        missing = [p for p in unexplained_nulls(self) if p not in self.notes]
+        if missing:
+            raise ValueError(
+                f"{missing[0]} is null without a note: say why under notes "
+                f"(unexplained nulls: {', '.join(missing)})"
+            )
+        uncovered = [p for p in sourced_paths(self) if not _covered(p, self.sources)]
+        if uncovered:
+            raise ValueError(
+                f"{uncovered[0]} has no source: list it (or a prefix of it) in a source's "
+                f"supports (unsourced: {', '.join(uncovered)})"
+            )
+        return self
+
+
+# Fields where null means "unknown", as opposed to "feature not used".
+UNKNOWN_WHEN_NULL = (
+    "architecture.d_model",
+    "architecture.n_layers",
+    "architecture.vocab_size",
+    "architecture.context_length",
+    "architecture.norm.type",
+    "architecture.norm.position",
+    "architecture.norm.affine",
+    "architecture.norm.final",
+    "architecture.attention.n_heads",
+    "architecture.attention.n_kv_heads",
+    "architecture.attention.qk_norm",
+    "architecture.position.type",
+    "architecture.mlp.activation",
+    "architecture.mlp.d_ff",
+    "architecture.bias.qkv",
+    "architecture.bias.attn_out",
+    "architecture.bias.mlp",
+    "architecture.parallel_layers",
+    "architecture.tied_embeddings",
+    "params_published",
+)
+
+
+def get_path(card: BaseModel, path: str) -> object:
+    value: object = card
+    for part in path.split("."):
+        value = getattr(value, part, None)
+        if value is None:
+            return None
+    return value
+
+
+def unexplained_nulls(card: Card) -> list[str]:
+    return [p for p in UNKNOWN_WHEN_NULL if get_path(card, p) is None]
+
+
+def sourced_paths(card: Card) -> list[str]:
+    """Every non-null architecture leaf value: each needs a source that supports it."""
+    paths: list[str] = []
+
+    def walk(model: BaseModel, prefix: str) -> None:
+        for name in type(model).model_fields:
+            value = getattr(model, name)
+            path = f"{prefix}.{name}"
+            if isinstance(value, BaseModel):
+                walk(value, path)
+            elif value is not None and name != "kind" and name != "variant":
+                paths.append(path)
+
+    walk(card.architecture, "architecture")
+    return paths
+
+
+def _covered(path: str, sources: list[Source]) -> bool:
+    return any(path == s or path.startswith(s + ".") for src in sources for s in src.supports)
+
+
+
+def catalogue_json_schema() -> dict:
+    """JSON Schema of the catalogue file (a list of cards), for YAML-aware editors."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "archdb catalogue",
+        "description": "A list of model cards, sorted by id. See data/models.yaml's header.",
+        "type": "array",
+        "items": {"$ref": "#/$defs/Card"},
+    }
+    card = Card.model_json_schema(ref_template="#/$defs/{model}")
+    defs = card.pop("$defs", {})
+    schema["$defs"] = {**defs, "Card": card}
+    return schema

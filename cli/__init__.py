@@ -1,0 +1,1 @@
+"""archdb's command-line interface, installed as the package ``archdb_cli``."""

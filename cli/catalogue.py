@@ -1,0 +1,65 @@
+"""Commands that read or check the catalogue: validate, list, schema."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from archdb.catalogue import DEFAULT_PATH, check_catalogue
+from archdb.schema import catalogue_json_schema
+from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+
+SCHEMA_PATH = DEFAULT_PATH.with_name("models.schema.json")
+
+
+def validate(
+    path: Annotated[Path, typer.Argument(help="Catalogue file.", dir_okay=False)] = DEFAULT_PATH,
+) -> None:
+    """Check every card of a catalogue file; list every problem with file:line.
+
+    Exit codes: 0 valid, 1 invalid data, 2 usage error.
+
+    Example: archdb validate data/models.yaml
+    """
+    cards, problems = check_catalogue(path)
+    if problems:
+        for problem in problems:
+            err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]{len(problems)} problem(s)[/] in {path}")
+        raise typer.Exit(1)
+    years = Counter(c.year for c in cards)
+    families = {c.family for c in cards}
+    span = f"{min(years)}–{max(years)}" if years else "none"
+    console.print(
+        f"[green]✓[/] {path}: {len(cards)} cards, {len(families)} families, years {span}",
+        highlight=False,
+    )
+
+
+def list_cards(catalogue: CataloguePath = DEFAULT_PATH, as_json: JsonFlag = False) -> None:
+    """List the catalogue's cards.
+
+    Example: archdb list --json
+    """
+    cat = load(catalogue)
+    if as_json:
+        print_json([card.model_dump(mode="json") for card in cat])
+        return
+    table = Table("id", "name", "year", "params", "kind")
+    for card in cat:
+        params = f"{card.params_published / 1e9:.3g}B" if card.params_published else "?"
+        table.add_row(card.id, card.name, str(card.year), params, card.architecture.kind.value)
+    console.print(table)
+
+
+def schema(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = SCHEMA_PATH,
+) -> None:
+    """Write the catalogue's JSON Schema (committed next to the catalogue)."""
+    output.write_text(json.dumps(catalogue_json_schema(), indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {output}")
