@@ -94,6 +94,16 @@ class LayerKind(StrEnum):
     GLOBAL = "global"  # full attention, with the card's position scheme
     LOCAL = "local"  # sliding-window attention, with the card's position scheme
     GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
+    CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
+
+
+class QKNorm(StrEnum):
+    """Normalization of queries and keys before their dot product."""
+
+    NONE = "none"
+    PER_HEAD = "per-head"  # one norm over each head's dims, shared by heads (Gemma 3, Qwen 3)
+    FULL = "full"  # one norm over the whole projection (OLMo 2)
+    L2 = "l2"  # parameter-free L2 normalization (Llama 4)
 
 
 class SourceKind(StrEnum):
@@ -163,12 +173,15 @@ class Attention(Strict):
     head_dim: Positive | None = Field(
         description="Per-head width; null means d_model / n_heads (which must divide)."
     )
-    qk_norm: StrictBool | None = Field(description="A norm on queries and keys before QK^T.")
+    qk_norm: QKNorm | None = Field(
+        description="Norm on queries and keys before QK^T: none, per-head, full or l2."
+    )
     logit_softcap: PositiveFloat | None = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
     sliding_window: Positive | None = Field(
-        description="Window of the pattern's local layers, in tokens; null if none."
+        description="Window of the pattern's local layers (chunk size of chunked layers), in "
+        "tokens; null if the pattern has neither."
     )
     layer_pattern: list[LayerKind] = Field(
         min_length=1,
@@ -234,6 +247,11 @@ class Architecture(Strict):
         default=None, description="Encoder depth; encoder-decoder models only."
     )
     vocab_size: Positive | None = Field(description="Rows of the released embedding matrix.")
+    embedding_dim: Positive | None = Field(
+        default=None,
+        description="Width of a factorized embedding projected to d_model (OPT-350M: 512); "
+        "optional, null when the embedding is d_model wide.",
+    )
     tokenizer_vocab_size: Positive | None = Field(
         default=None, description="The tokenizer's own size, where it differs from vocab_size."
     )
@@ -322,13 +340,15 @@ class Architecture(Strict):
                 f"d_model ({self.d_model}) is not divisible by attention.n_heads "
                 f"({att.n_heads}): give attention.head_dim"
             )
-        uses_local = LayerKind.LOCAL in att.layer_pattern
+        uses_local = bool({LayerKind.LOCAL, LayerKind.CHUNKED} & set(att.layer_pattern))
         if uses_local and att.sliding_window is None:
-            raise ValueError("attention.layer_pattern has local layers: set sliding_window")
+            raise ValueError(
+                "attention.layer_pattern has local or chunked layers: set sliding_window"
+            )
         if att.sliding_window is not None and not uses_local:
             raise ValueError(
-                "attention.sliding_window is set but attention.layer_pattern has no local "
-                "layer: add 'local' to the pattern or set sliding_window to null"
+                "attention.sliding_window is set but attention.layer_pattern has no local or "
+                "chunked layer: add one to the pattern or set sliding_window to null"
             )
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
