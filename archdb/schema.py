@@ -454,7 +454,8 @@ class Card(Strict):
                 f"{missing[0]} is null without a note: say why under notes "
                 f"(unexplained nulls: {', '.join(missing)})"
             )
-        uncovered = [p for p in sourced_paths(self) if not _covered(p, self.sources)]
+        supported = {path for source in self.sources for path in source.supports}
+        uncovered = [p for p in sourced_paths(self) if not _covered(p, supported)]
         if uncovered:
             raise ValueError(
                 f"{uncovered[0]} has no source: list it (or a prefix of it) in a source's "
@@ -506,21 +507,26 @@ def sourced_paths(card: Card) -> list[str]:
     paths: list[str] = []
 
     def walk(model: BaseModel, prefix: str) -> None:
-        for name in type(model).model_fields:
-            value = getattr(model, name)
-            path = f"{prefix}.{name}"
+        for name, value in model.__dict__.items():
             if isinstance(value, BaseModel):
-                walk(value, path)
-            elif value is not None and name != "kind" and name != "variant":
-                paths.append(path)
+                walk(value, f"{prefix}.{name}")
+            elif value is not None and name not in _UNSOURCED_LEAVES:
+                paths.append(f"{prefix}.{name}")
 
     walk(card.architecture, "architecture")
     return paths
 
 
-def _covered(path: str, sources: list[Source]) -> bool:
-    return any(path == s or path.startswith(s + ".") for src in sources for s in src.supports)
+_UNSOURCED_LEAVES = {"kind", "variant"}  # categorical defaults every card states
 
+
+def _covered(path: str, supported: set[str]) -> bool:
+    """A path is covered by itself or by any of its dotted prefixes."""
+    while path:
+        if path in supported:
+            return True
+        path = path.rpartition(".")[0]
+    return False
 
 
 def catalogue_json_schema() -> dict:

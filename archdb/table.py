@@ -1,0 +1,258 @@
+"""The catalogue as a table: one row per card, its fields flattened, derived figures added.
+
+This is the library's one way to tabulate the catalogue. ``card_row`` is plain Python (the
+quick CLI commands use it without importing pandas, whose import alone takes ~0.5 s);
+``catalogue_frame`` turns the same rows into a pandas DataFrame for the reports.
+
+Column naming:
+
+- A column with a dot is a card field, named by its dotted path exactly as in the card,
+  its sources' ``supports`` and its ``notes``: ``architecture.norm.type``,
+  ``training.z_loss``, ``architecture.mlp.moe.n_experts``. Enums are their string values;
+  ``architecture.attention.layer_pattern`` is its kinds joined by commas
+  (``"local,global"``); an absent sub-model (``moe``, ``latent``) gives null sub-fields.
+  ``sources`` and ``notes`` are not tabulated.
+- A column without a dot is derived, never stored in a card: ``year``, ``lineage``, the
+  ratios, the analytic counts, and the categories the adoption trends count
+  (``bias_scheme``, ``softcap_scheme``, ``layer_mix``, ...). ``DERIVED_COLUMNS`` lists them
+  with their meaning.
+
+Null means what it means in the card: unknown for a core value, "not used" for an
+optional feature. Derived figures are null whenever an input is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import types
+import typing
+from collections.abc import Iterable
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from archdb.schema import Card
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from archdb.catalogue import Catalogue
+
+Row = dict[str, Any]
+
+# Card-level fields left out of the table: provenance, not data to tabulate.
+_SKIPPED = frozenset({"sources", "notes"})
+
+# Derived columns: name -> (Python type, meaning). The order here is the column order.
+DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
+    "year": (int, "release year"),
+    "lineage": (str, "family slug without its trailing version: llama-2 -> llama"),
+    "head_dim_effective": (int, "attention.head_dim, or d_model / n_heads"),
+    "gated": (bool, "the MLP activation is a gated linear unit"),
+    "moe": (bool, "the MLP is a mixture of experts"),
+    "attention_family": (str, "mha, gqa, mqa, mla or linear"),
+    "layer_mix": (str, "the distinct layer kinds of the attention pattern, sorted, joined by +"),
+    "bias_scheme": (str, "none, all, qkv-only or partial: which linear layers carry a bias"),
+    "softcap_scheme": (str, "none, attention, final or attention+final logit soft-capping"),
+    "z_loss_used": (bool, "training.z_loss > 0"),
+    "dropout_used": (bool, "training.dropout > 0"),
+    "weight_decay_used": (bool, "training.weight_decay > 0"),
+    "d_ff_ratio": (float, "d_ff / d_model (one branch of a gated unit; one expert of a MoE)"),
+    "aspect_ratio": (float, "d_model / n_layers"),
+    "head_ratio": (float, "n_heads * head_dim / d_model"),
+    "query_groups": (float, "query heads per key/value head"),
+    "params_exact": (int, "parameters, from the analytic formula"),
+    "params_non_embedding": (int, "parameters outside the embedding and output matrices"),
+    "params_active": (int, "parameters a token uses (MoE: active experts only)"),
+    "kv_cache_bytes_per_token": (int, "KV-cache bytes one token adds at 16-bit precision"),
+    "flops_per_token": (int, "forward FLOPs per token, from the analytic formula"),
+}
+
+_ANALYTIC_KEYS = (
+    "params_exact",
+    "params_non_embedding",
+    "params_active",
+    "kv_cache_bytes_per_token",
+    "flops_per_token",
+    "d_ff_ratio",
+    "aspect_ratio",
+    "head_ratio",
+    "query_groups",
+)
+
+
+# --- columns of the card's own fields ----------------------------------------------
+
+
+def _leaf_type(annotation: Any) -> type | None:
+    """The scalar Python type a field annotation holds (bool/int/float/str), or a model."""
+    if isinstance(annotation, type):
+        if issubclass(annotation, BaseModel):
+            return annotation
+        if issubclass(annotation, Enum | str | dt.date):
+            return str
+        if annotation in (bool, int, float):
+            return annotation
+        return None
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return str
+    for arg in typing.get_args(annotation):
+        if arg is type(None):
+            continue
+        found = _leaf_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _field_columns(model: type[BaseModel], prefix: str = "") -> dict[str, type]:
+    columns: dict[str, type] = {}
+    for name, field in model.model_fields.items():
+        if not prefix and name in _SKIPPED:
+            continue
+        leaf = _leaf_type(field.annotation)
+        path = f"{prefix}{name}"
+        if isinstance(leaf, type) and issubclass(leaf, BaseModel):
+            columns.update(_field_columns(leaf, path + "."))
+        elif leaf is not None:
+            columns[path] = leaf
+    return columns
+
+
+FIELD_COLUMNS: dict[str, type] = _field_columns(Card)
+COLUMNS: dict[str, type] = {**FIELD_COLUMNS, **{k: t for k, (t, _) in DERIVED_COLUMNS.items()}}
+
+
+def _flatten(model: BaseModel | None, model_type: type[BaseModel], prefix: str, out: Row) -> None:
+    for name, field in model_type.model_fields.items():
+        if not prefix and name in _SKIPPED:
+            continue
+        value = getattr(model, name) if model is not None else None
+        leaf = _leaf_type(field.annotation)
+        path = f"{prefix}{name}"
+        if isinstance(leaf, type) and issubclass(leaf, BaseModel):
+            _flatten(value, leaf, path + ".", out)
+        elif leaf is not None:
+            out[path] = _scalar(value)
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list):
+        return ",".join(str(_scalar(v)) for v in value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+# --- derived columns ---------------------------------------------------------------
+
+_VERSION_SUFFIX = re.compile(r"-v?\d+(?:\.\d+)*$")
+
+
+def lineage(family: str) -> str:
+    """A family slug without its trailing version: gpt-3 -> gpt, t5-v1.1 -> t5, t5 -> t5."""
+    return _VERSION_SUFFIX.sub("", family) or family
+
+
+def _bias_scheme(card: Card) -> str | None:
+    b = card.architecture.bias
+    flags = (b.qkv, b.attn_out, b.mlp)
+    if None in flags:
+        return None
+    if not any(flags):
+        return "none"
+    if all(flags):
+        return "all"
+    return "qkv-only" if flags == (True, False, False) else "partial"
+
+
+def _softcap_scheme(card: Card) -> str:
+    attn = card.architecture.attention.logit_softcap is not None
+    final = card.architecture.final_logit_softcap is not None
+    return {(False, False): "none", (True, False): "attention", (False, True): "final"}.get(
+        (attn, final), "attention+final"
+    )
+
+
+def _positive(value: float | None) -> bool | None:
+    return None if value is None else value > 0
+
+
+def _analytic(card: Card) -> dict[str, Any]:
+    """The analytic figures (params, KV cache, FLOPs) and ratios of one card."""
+    arch = card.architecture
+    figures: dict[str, Any] = {k: None for k in _ANALYTIC_KEYS}
+    figures.update(
+        d_ff_ratio=arch.d_ff_ratio,
+        aspect_ratio=arch.aspect_ratio,
+        head_ratio=arch.head_ratio,
+        query_groups=arch.query_groups,
+    )
+    try:
+        from archdb.measure.analytic import derived_figures
+    except ImportError:  # the analytic module is not there yet: ratios only
+        return figures
+    computed = derived_figures(card)
+    figures.update({k: computed.get(k) for k in _ANALYTIC_KEYS if k in computed})
+    return figures
+
+
+def _derived(card: Card) -> Row:
+    arch = card.architecture
+    kinds = sorted({k.value for k in arch.attention.layer_pattern})
+    return {
+        "year": card.year,
+        "lineage": lineage(card.family),
+        "head_dim_effective": arch.head_dim_effective,
+        "gated": arch.gated,
+        "moe": arch.mlp.moe is not None,
+        "attention_family": arch.attention_family,
+        "layer_mix": "+".join(kinds),
+        "bias_scheme": _bias_scheme(card),
+        "softcap_scheme": _softcap_scheme(card),
+        "z_loss_used": _positive(card.training.z_loss),
+        "dropout_used": _positive(card.training.dropout),
+        "weight_decay_used": _positive(card.training.weight_decay),
+        **_analytic(card),
+    }
+
+
+# --- the table ---------------------------------------------------------------------
+
+
+def card_row(card: Card) -> Row:
+    """One card as a flat row: its fields by dotted path, then the derived columns."""
+    row: Row = {}
+    _flatten(card, Card, "", row)
+    derived = _derived(card)
+    row.update((k, derived[k]) for k in DERIVED_COLUMNS)
+    return row
+
+
+def catalogue_rows(cards: Iterable[Card]) -> list[Row]:
+    return [card_row(card) for card in cards]
+
+
+_DTYPES = {bool: "boolean", int: "Int64", float: "Float64", str: "string"}
+
+
+def catalogue_frame(catalogue: Catalogue | Iterable[Card]) -> pd.DataFrame:
+    """The catalogue as a DataFrame: one row per card, in catalogue order, indexed by id.
+
+    Columns have nullable dtypes fixed by the schema (Int64, Float64, boolean, string),
+    so a column keeps its type whatever the catalogue holds, and null is always pd.NA.
+    """
+    import pandas as pd
+
+    rows = catalogue_rows(catalogue)
+    data = {
+        name: pd.array([row[name] for row in rows], dtype=_DTYPES[kind])
+        for name, kind in COLUMNS.items()
+    }
+    frame = pd.DataFrame(data)
+    return frame.set_index(pd.Index(frame["id"], name="card"))

@@ -1,0 +1,208 @@
+"""The loader: valid cards load; each kind of mistake is reported at its line and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archdb.catalogue import (
+    DEFAULT_PATH,
+    CatalogueError,
+    UnknownCardError,
+    load_catalogue,
+    parse_cards,
+)
+from archdb.schema import catalogue_json_schema
+from tests.conftest import VALID_CARD, card_text
+
+
+def replace(old: str, new: str, text: str = VALID_CARD) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def test_valid_card_loads_with_derived_ratios():
+    cards, problems = parse_cards(VALID_CARD, "m.yaml")
+    assert problems == []
+    (card,) = cards
+    arch = card.architecture
+    assert card.year == 2023
+    assert arch.d_ff_ratio == pytest.approx(5632 / 2048)
+    assert arch.aspect_ratio == 128
+    assert arch.query_groups == 4
+    assert arch.head_dim_effective == 128
+    assert arch.attention_family == "gqa"
+    assert arch.gated is True
+
+
+# (case, broken text, line, field, message fragment)
+BAD_CARDS = [
+    ("kv heads do not divide", replace("n_kv_heads: 4", "n_kv_heads: 5"), 23,
+     "architecture.attention.n_kv_heads", "must divide"),
+    ("string for an int", replace("d_model: 2048", 'd_model: "2048"'), 15,
+     "architecture.d_model", "valid integer"),
+    ("float for an int", replace("n_layers: 16", "n_layers: 16.0"), 16,
+     "architecture.n_layers", "valid integer"),
+    ("string for a bool", replace("open_weights: true", "open_weights: yes"), 6,
+     "open_weights", "valid boolean"),
+    ("unknown field", replace("  family: toy\n", "  family: toy\n  colour: red\n"), 4,
+     "colour", "unknown field"),
+    ("misspelt field", replace("    d_model: 2048", "    d_modle: 2048"), 15,
+     "architecture.d_modle", "did you mean 'd_model'"),
+    ("vocabulary", replace("type: rmsnorm", "type: batchnorm"), 19,
+     "architecture.norm.type", "'layernorm' or 'rmsnorm'"),
+    ("window without local layers", replace("sliding_window: null", "sliding_window: 4096"),
+     27, "architecture.attention.sliding_window", "no local"),
+    ("local layers without window", replace("[global]", "[local, global]"), 28,
+     "architecture.attention.layer_pattern", "set sliding_window"),
+    ("rope field without rope", replace("type: rope,", "type: learned,"), 29,
+     "architecture.position.rope_theta", "not rope"),
+    ("implausible date", replace("2023-03-01", "2051-01-01"), 5, "release_date", "implausible"),
+    ("null without a note", replace("d_ff: 5632", "d_ff: null"), 30,
+     "architecture.mlp.d_ff", "null without a note"),
+    ("unsourced value", replace("supports: [architecture]",
+                                "supports: [architecture.d_model, architecture.mlp]"), 16,
+     "architecture.n_layers", "has no source"),
+    ("bad id slug", replace("- id: toy-1b", "- id: Toy 1B"), 1, "id", "pattern"),
+    ("moe active > experts", replace(
+        "moe: null", "moe: {n_experts: 4, n_active: 8, n_shared: 0, shared_d_ff: null, "
+        "first_dense_layers: 0, layer_period: 1, dense_d_ff: null}"), 30,
+     "architecture.mlp.moe.n_active", "exceeds"),
+    ("missing sources", VALID_CARD[: VALID_CARD.index("  sources:")], 1, "sources",
+     "required field is missing"),
+    ("negative width", replace("d_model: 2048", "d_model: -8"), 15, "architecture.d_model",
+     "greater than 0"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "field", "fragment"),
+                         [case[1:] for case in BAD_CARDS], ids=[c[0] for c in BAD_CARDS])
+def test_bad_card_is_reported_at_its_line(text, line, field, fragment):
+    cards, problems = parse_cards(text, "m.yaml")
+    assert cards == []
+    match = [p for p in problems if p.field == field]
+    assert match, [str(p) for p in problems]
+    assert match[0].line == line, str(match[0])
+    assert fragment in match[0].message
+    assert str(match[0]).startswith(f"m.yaml:{line}:")
+    assert match[0].card_id in ("toy-1b", "Toy 1B")
+
+
+def test_duplicate_key_is_an_error_not_a_silent_overwrite():
+    text = replace("    d_model: 2048\n", "    d_model: 2048\n    d_model: 4096\n")
+    cards, problems = parse_cards(text, "m.yaml")
+    assert cards == []
+    assert [(p.line, p.field) for p in problems] == [(16, "architecture.d_model")]
+    assert "duplicate key" in problems[0].message
+
+
+def test_every_duplicate_key_of_a_file_is_reported():
+    one = replace("  name: Toy 1B\n", "  name: Toy 1B\n  name: Again\n")
+    two = replace("    n_layers: 16\n", "    n_layers: 16\n    n_layers: 17\n", card_text("toy-2b"))
+    _, problems = parse_cards(one + two, "m.yaml")
+    assert [p.card_id for p in problems] == ["toy-1b", "toy-2b"]
+
+
+def test_duplicate_id_points_at_the_second_card():
+    text = VALID_CARD + VALID_CARD
+    cards, problems = parse_cards(text, "m.yaml")
+    assert len(cards) == 1
+    (problem,) = problems
+    second = VALID_CARD.count("\n") + 1
+    assert (problem.line, problem.field) == (second, "id")
+    assert "duplicate id" in problem.message
+
+
+@pytest.mark.parametrize("tagged", [
+    "!!python/object/apply:os.system [echo hacked]",
+    "!!python/name:os.system",
+    "!custom Toy",
+    "!!binary aGVsbG8=",
+])
+def test_non_standard_tags_are_refused(tagged):
+    text = replace("name: Toy 1B", f"name: {tagged}")
+    cards, problems = parse_cards(text, "m.yaml")
+    assert cards == []
+    assert problems and problems[0].line == 2
+    assert "tag" in problems[0].message
+
+
+def test_alias_bomb_is_refused_quickly():
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
+        levels.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    text = "- " + "\n  ".join(levels) + "\n"
+    cards, problems = parse_cards(text, "m.yaml")
+    assert cards == []
+    assert any("alias" in p.message for p in problems)
+
+
+def test_small_aliases_are_allowed():
+    text = replace("supports: [architecture]", "supports: &all [architecture]")
+    assert parse_cards(text, "m.yaml")[1] == []
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), [
+    (replace("layer_pattern: [global]", "layer_pattern: [global"), 29, "YAML syntax"),
+    ("models:\n  - id: x\n", 1, "expected a list"),
+    ("", 1, "expected a list"),
+    ("- id: a\n\tname: tab\n", 2, "YAML"),
+])
+def test_broken_yaml_is_reported_with_a_line(text, line, fragment):
+    cards, problems = parse_cards(text, "m.yaml")
+    assert cards == []
+    assert problems[0].line == line, str(problems[0])
+    assert fragment in problems[0].message
+
+
+def test_all_errors_of_a_file_are_reported_in_one_run():
+    text = (replace("n_kv_heads: 4", "n_kv_heads: 3")
+            + replace("d_model: 2048", "d_model: zero", card_text("toy-2b")))
+    _, problems = parse_cards(text, "m.yaml")
+    assert {(p.card_id, p.field) for p in problems} == {
+        ("toy-1b", "architecture.attention.n_kv_heads"),
+        ("toy-2b", "architecture.d_model"),
+    }
+
+
+def test_cards_must_be_sorted_by_id():
+    _, problems = parse_cards(card_text("toy-2b") + card_text("toy-1b"), "m.yaml")
+    (problem,) = problems
+    assert problem.card_id == "toy-1b"
+    assert "move 'toy-1b' before 'toy-2b'" in problem.message
+
+
+def test_load_catalogue_raises_with_every_problem(write_catalogue):
+    path = write_catalogue(replace("n_kv_heads: 4", "n_kv_heads: 3"))
+    with pytest.raises(CatalogueError) as info:
+        load_catalogue(path)
+    assert len(info.value.problems) == 1
+    assert f"{path}:23:" in str(info.value)
+
+
+def test_resolve_by_id_family_and_suggestion(write_catalogue):
+    big = replace("params_published: 1_000_000_000", "params_published: 7_000_000_000",
+                  card_text("toy-7b"))
+    catalogue = load_catalogue(write_catalogue(VALID_CARD + big))
+    assert catalogue.resolve("toy-1b").id == "toy-1b"
+    assert catalogue.resolve("toy").id == "toy-7b"  # a family means its largest model
+    with pytest.raises(UnknownCardError, match="did you mean toy-1b"):
+        catalogue.resolve("toy-1")
+
+
+def test_shipped_catalogue_is_valid():
+    catalogue = load_catalogue()
+    assert len(catalogue) >= 1
+    assert catalogue.ids() == sorted(catalogue.ids())
+
+
+def test_committed_json_schema_is_current():
+    committed = json.loads(DEFAULT_PATH.with_name("models.schema.json").read_text())
+    assert committed == catalogue_json_schema(), "stale schema: run `archdb schema`"
+
+
+def test_catalogue_header_names_the_schema_for_editors():
+    first_line = DEFAULT_PATH.read_text(encoding="utf-8").splitlines()[0]
+    assert first_line == "# yaml-language-server: $schema=./models.schema.json"
