@@ -156,7 +156,7 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
         return [], [Problem(filename, 1, 1, None, None, f"expected a list of cards, got {kind}")]
 
     cards: list[Card] = []
-    failures: list[tuple[int, ValidationError | str]] = []
+    failures: list[tuple[int, ValidationError | int]] = []  # (card, error or first index)
     first_seen: dict[str, int] = {}
     for index, item in enumerate(data):
         try:
@@ -165,7 +165,7 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
             failures.append((index, exc))
             continue
         if card.id in first_seen:
-            failures.append((index, f"duplicate id: already used by card #{first_seen[card.id] + 1}"))
+            failures.append((index, first_seen[card.id]))
             continue
         first_seen[card.id] = index
         cards.append(card)
@@ -202,15 +202,17 @@ def _line_col(message: str) -> tuple[int, int]:
 
 
 def _locate_failures(
-    text: str, filename: str, failures: list[tuple[int, ValidationError | str]]
+    text: str, filename: str, failures: list[tuple[int, ValidationError | int]]
 ) -> list[Problem]:
     root = yaml.compose(text, Loader=_Loader)
     problems: list[Problem] = []
     for index, failure in failures:
         node = root.value[index]
         card_id = _card_id(node)
-        if isinstance(failure, str):
-            problems.append(_at(filename, _find(node, ("id",)), card_id, "id", failure))
+        if isinstance(failure, int):
+            first_line = root.value[failure].start_mark.line + 1
+            message = f"duplicate id: already used by the card at line {first_line}"
+            problems.append(_at(filename, _find(node, ("id",)), card_id, "id", message))
         else:
             problems.extend(_locate(filename, node, card_id, err) for err in failure.errors())
     return problems

@@ -30,7 +30,7 @@ def validate(
     if problems:
         for problem in problems:
             err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
-        err_console.print(f"[red]{len(problems)} problem(s)[/] in {path}")
+        err_console.print(f"[red]{len(problems)} problem(s)[/] in {path}", soft_wrap=True)
         raise typer.Exit(1)
     years = Counter(c.year for c in cards)
     families = {c.family for c in cards}
@@ -38,6 +38,7 @@ def validate(
     console.print(
         f"[green]✓[/] {path}: {len(cards)} cards, {len(families)} families, years {span}",
         highlight=False,
+        soft_wrap=True,
     )
 
 
