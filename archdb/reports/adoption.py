@@ -143,7 +143,7 @@ def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
         groups.setdefault(v, []).append(r)
     if choice.absent is not None:
         on = [r for r, v in known_rows if v != choice.absent]
-        if on and len(groups) > 2:  # with a single "on" value the line would repeat it
+        if len({v for _, v in known_rows if v != choice.absent}) > 1:  # else it repeats one
             groups[ANY] = on
     trends = [_trend(value, members, years, known) for value, members in groups.items()]
     trends.sort(key=lambda t: (t.value == ANY, t.first_use.date, t.value))
