@@ -102,6 +102,7 @@ class QKNorm(StrEnum):
 
     NONE = "none"
     PER_HEAD = "per-head"  # one norm over each head's dims, shared by heads (Gemma 3, Qwen 3)
+    PER_HEAD_UNTIED = "per-head-untied"  # per-head norm, own scale per head (Command R+)
     FULL = "full"  # one norm over the whole projection (OLMo 2)
     L2 = "l2"  # parameter-free L2 normalization (Llama 4)
 
@@ -174,7 +175,9 @@ class Attention(Strict):
         description="Per-head width; null means d_model / n_heads (which must divide)."
     )
     qk_norm: QKNorm | None = Field(
-        description="Norm on queries and keys before QK^T: none, per-head, full or l2."
+        description="Norm on queries and keys before QK^T: none; per-head (one scale shared "
+        "by the heads); per-head-untied (a scale per head); full (over the whole projection); "
+        "l2 (parameter-free)."
     )
     logit_softcap: PositiveFloat | None = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
