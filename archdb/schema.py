@@ -227,7 +227,9 @@ class MoE(Strict):
     )
     first_dense_layers: NonNegative = Field(description="Leading layers with a dense MLP.")
     layer_period: Positive = Field(
-        description="Every k-th layer (after the dense ones) is MoE; 1 for all of them."
+        description="After the dense first layers, every k-th layer is MoE, counting from 1: "
+        "layer i (0-based) is MoE when (i - first_dense_layers + 1) % k == 0; 1 for all of "
+        "them, 2 for layers 1, 3, 5, ... (Llama 4 Maverick)."
     )
     dense_d_ff: Positive | None = Field(
         description="Hidden width of the dense MLP layers; null when every layer is MoE."
