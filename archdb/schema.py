@@ -180,6 +180,16 @@ class Attention(Strict):
         "by the heads); per-head-untied (a scale per head); full (over the whole projection); "
         "l2 (parameter-free)."
     )
+    qk_norm_type: NormType | None = Field(
+        default=None,
+        description="Type of the QK norm where it differs from norm.type (Chameleon: "
+        "layernorm under RMSNorm blocks). Optional; null means norm.type.",
+    )
+    qk_norm_affine: NormAffine | None = Field(
+        default=None,
+        description="Learnable terms of the QK norm where they differ from norm.affine "
+        "(Chameleon: scale-and-bias per head). Optional; null means norm.affine.",
+    )
     logit_softcap: PositiveFloat | None = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
@@ -365,6 +375,12 @@ class Architecture(Strict):
             raise ValueError(
                 "attention.sliding_window is set but attention.layer_pattern has no local or "
                 "chunked layer: add one to the pattern or set sliding_window to null"
+            )
+        has_qk_params = att.qk_norm in (QKNorm.PER_HEAD, QKNorm.PER_HEAD_UNTIED, QKNorm.FULL)
+        if (att.qk_norm_type is not None or att.qk_norm_affine is not None) and not has_qk_params:
+            raise ValueError(
+                "attention.qk_norm_type and qk_norm_affine are only for a per-head, "
+                "per-head-untied or full qk_norm"
             )
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")

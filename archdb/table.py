@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import types
 import typing
 from collections.abc import Iterable
 from enum import Enum
@@ -33,6 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from archdb.builder.layout import BuildError
+from archdb.measure.analytic import default_seq_len, derived_figures, flops
+from archdb.measure.conventions import FlopClass
 from archdb.schema import Card
 
 if TYPE_CHECKING:
@@ -66,8 +68,21 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "params_exact": (int, "parameters, from the analytic formula"),
     "params_non_embedding": (int, "parameters outside the embedding and output matrices"),
     "params_active": (int, "parameters a token uses (MoE: active experts only)"),
-    "kv_cache_bytes_per_token": (int, "KV-cache bytes one token adds at 16-bit precision"),
-    "flops_per_token": (int, "forward FLOPs per token, from the analytic formula"),
+    "kv_cache_bytes_per_token": (
+        float,
+        "KV-cache bytes per token at 16-bit precision, averaged over the context "
+        "(local layers cache only their window)",
+    ),
+    "flops_per_token": (
+        float,
+        "forward FLOPs per token at min(2048, context) tokens (2 per multiply-add), from "
+        "the analytic formula",
+    ),
+    "norm_flops_share": (
+        float,
+        "share of those forward FLOPs spent in norms, QK norms included (analytic, by "
+        "operator class)",
+    ),
 }
 
 _ANALYTIC_KEYS = (
@@ -183,26 +198,38 @@ def _positive(value: float | None) -> bool | None:
     return None if value is None else value > 0
 
 
-def _analytic(card: Card) -> dict[str, Any]:
-    """The analytic figures (params, KV cache, FLOPs) and ratios of one card."""
+def _analytic(card: Card, counts: bool) -> dict[str, Any]:
+    """The ratios of one card and, with ``counts``, its analytic counts (exact params, KV
+    cache, FLOPs); without, those are null."""
+    if counts:
+        computed = derived_figures(card)
+        return {
+            **{k: computed.get(k) for k in _ANALYTIC_KEYS},
+            "norm_flops_share": _norm_flops_share(card),
+        }
     arch = card.architecture
-    figures: dict[str, Any] = {k: None for k in _ANALYTIC_KEYS}
+    figures: dict[str, Any] = dict.fromkeys((*_ANALYTIC_KEYS, "norm_flops_share"))
     figures.update(
         d_ff_ratio=arch.d_ff_ratio,
         aspect_ratio=arch.aspect_ratio,
         head_ratio=arch.head_ratio,
         query_groups=arch.query_groups,
     )
-    try:
-        from archdb.measure.analytic import derived_figures
-    except ImportError:  # the analytic module is not there yet: ratios only
-        return figures
-    computed = derived_figures(card)
-    figures.update({k: computed.get(k) for k in _ANALYTIC_KEYS if k in computed})
     return figures
 
 
-def _derived(card: Card) -> Row:
+def _norm_flops_share(card: Card) -> float | None:
+    """Norms' share of the forward FLOPs, from the analytic per-class breakdown."""
+    arch = card.architecture
+    try:
+        by_class = flops(arch, default_seq_len(arch)).per_token_by_class()
+    except BuildError:  # a size the formula needs is unknown
+        return None
+    total = sum(by_class.values())
+    return by_class.get(FlopClass.NORM, 0.0) / total if total else None
+
+
+def _derived(card: Card, counts: bool) -> Row:
     arch = card.architecture
     kinds = sorted({k.value for k in arch.attention.layer_pattern})
     return {
@@ -218,24 +245,28 @@ def _derived(card: Card) -> Row:
         "z_loss_used": _positive(card.training.z_loss),
         "dropout_used": _positive(card.training.dropout),
         "weight_decay_used": _positive(card.training.weight_decay),
-        **_analytic(card),
+        **_analytic(card, counts),
     }
 
 
 # --- the table ---------------------------------------------------------------------
 
 
-def card_row(card: Card) -> Row:
-    """One card as a flat row: its fields by dotted path, then the derived columns."""
+def card_row(card: Card, counts: bool = True) -> Row:
+    """One card as a flat row: its fields by dotted path, then the derived columns.
+
+    ``counts=False`` skips the analytic formula (exact params, KV cache, FLOPs: about 2 ms
+    a card, leaving them null), for commands that only count choices, such as trends.
+    """
     row: Row = {}
     _flatten(card, Card, "", row)
-    derived = _derived(card)
+    derived = _derived(card, counts)
     row.update((k, derived[k]) for k in DERIVED_COLUMNS)
     return row
 
 
-def catalogue_rows(cards: Iterable[Card]) -> list[Row]:
-    return [card_row(card) for card in cards]
+def catalogue_rows(cards: Iterable[Card], counts: bool = True) -> list[Row]:
+    return [card_row(card, counts) for card in cards]
 
 
 _DTYPES = {bool: "boolean", int: "Int64", float: "Float64", str: "string"}
@@ -247,9 +278,13 @@ def catalogue_frame(catalogue: Catalogue | Iterable[Card]) -> pd.DataFrame:
     Columns have nullable dtypes fixed by the schema (Int64, Float64, boolean, string),
     so a column keeps its type whatever the catalogue holds, and null is always pd.NA.
     """
+    return frame_from_rows(catalogue_rows(catalogue))
+
+
+def frame_from_rows(rows: list[Row]) -> pd.DataFrame:
+    """The DataFrame of rows made by ``card_row`` (for callers that already have them)."""
     import pandas as pd
 
-    rows = catalogue_rows(catalogue)
     data = {
         name: pd.array([row[name] for row in rows], dtype=_DTYPES[kind])
         for name, kind in COLUMNS.items()

@@ -1,9 +1,207 @@
-"""archdb CLI commands: build (see register)."""
+"""Builder commands: build (a toy or the full size of a card) and flops.
+
+Parse, call archdb.measure.summary, render. torch and fvcore are imported inside the
+commands, so the other commands start without them.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from archdb.catalogue import DEFAULT_PATH, CatalogueError, UnknownCardError
+
+from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+
+EXIT_DATA = 1
+EXIT_USAGE = 2
+
+CardArg = Annotated[
+    str, typer.Argument(metavar="ID", help="Card id, or a family (its largest model).")
+]
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+    app.command()(build)
+    app.command()(flops)
+
+
+def _card(card_id: str, catalogue):
+    try:
+        return load(catalogue).resolve(card_id)
+    except UnknownCardError as exc:
+        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_DATA) from None
+    except CatalogueError as exc:
+        for problem in exc.problems:
+            err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_DATA) from None
+
+
+def _fail(card_id: str, exc: Exception) -> typer.Exit:
+    err_console.print(f"[red]error:[/] {card_id}: {exc}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_DATA)
+
+
+def build(
+    card_id: CardArg,
+    size: Annotated[
+        str, typer.Option("--size", help="toy: a CPU-sized model; full: the published size "
+                          "on the meta device (no memory).", case_sensitive=False)
+    ] = "toy",
+    as_json: JsonFlag = False,
+    catalogue: CataloguePath = DEFAULT_PATH,
+) -> None:
+    """Build a card into a PyTorch model: modules, dims, exact parameters and FLOPs.
+
+    Examples:
+      archdb build gemma-2                 (a Gemma-2-like toy: the family's largest card)
+      archdb build llama-3.1-405b --size full --json
+    """
+    size = size.lower()
+    if size not in ("toy", "full"):
+        err_console.print(f"[red]error:[/] --size must be toy or full, got {size!r}")
+        raise typer.Exit(EXIT_USAGE)
+    card = _card(card_id, catalogue)
+    from archdb.builder.layout import BuildError  # noqa: PLC0415 - keeps startup fast
+    from archdb.measure.summary import build_summary  # noqa: PLC0415
+
+    try:
+        summary = build_summary(card, size)  # type: ignore[arg-type]
+    except BuildError as exc:
+        raise _fail(card.id, exc) from None
+    if as_json:
+        print_json(summary.to_dict())
+        return
+    _print_build(summary)
+
+
+def flops(
+    card_id: CardArg,
+    seq_len: Annotated[
+        int | None, typer.Option("--seq-len", min=1, help="Sequence length (default: "
+                                 "min(2048, the card's context)).")
+    ] = None,
+    as_json: JsonFlag = False,
+    catalogue: CataloguePath = DEFAULT_PATH,
+) -> None:
+    """FLOPs per token of a card at full size, by operator class, with the toy's fvcore check.
+
+    Examples:
+      archdb flops llama-3-8b --seq-len 8192
+      archdb flops gemma-2-9b --json
+    """
+    card = _card(card_id, catalogue)
+    from archdb.builder.layout import BuildError  # noqa: PLC0415 - keeps startup fast
+    from archdb.measure.summary import flops_summary  # noqa: PLC0415
+
+    try:
+        summary = flops_summary(card, seq_len)
+    except BuildError as exc:
+        raise _fail(card.id, exc) from None
+    if as_json:
+        print_json(summary.to_dict())
+        return
+    _print_flops(summary)
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+def _print_build(s: Any) -> None:
+    title = f"[bold]{s.id}[/] ({'toy' if s.size == 'toy' else 'full size, meta device'})"
+    tree = Tree(title, highlight=False)
+    for node in s.modules:
+        _add_node(tree, node)
+    console.print(tree)
+    console.print(_pairs("Dims", [(k, f"{v:,}" if isinstance(v, int) else str(v))
+                                  for k, v in s.dims.items()]))
+    if s.scaling is not None:
+        rows = [("rule", s.scaling["rule"])] + [("kept", k) for k in s.scaling["kept"]]
+        rows += [("approximated", a) for a in s.scaling["approximated"]]
+        console.print(_pairs("Scaling", rows))
+    console.print(_params_table(s.params))
+    console.print(_flops_table(s.flops))
+    _print_assumptions(s.assumptions)
+
+
+def _print_flops(s: Any) -> None:
+    console.print(f"[bold]{s.id}[/]: full size, {s.full.seq_len} tokens")
+    console.print(_flops_table(s.full))
+    rows = [
+        ("KV cache / token", f"{s.kv_cache_bytes_per_token:,.0f} bytes at {s.kv_dtype_bytes} "
+         f"bytes per entry, {s.full.seq_len} tokens"),
+        ("parameters", f"{s.params.total:,} (active {s.params.active:,})"),
+    ]
+    if s.training_flops is not None:
+        rows.append(("training ~ 6ND", f"{s.training_flops:.3e} FLOPs "
+                     f"({s.training_tokens:,} tokens, active parameters)"))
+    console.print(_pairs("Cache and training", rows))
+    console.print(f"[bold]toy check[/] ({s.toy.flops.seq_len} tokens; dims "
+                  + ", ".join(f"{k} {v}" for k, v in s.toy.dims.items()) + ")")
+    console.print(_flops_table(s.toy.flops))
+    _print_assumptions(s.toy.assumptions)
+
+
+def _add_node(parent: Tree, node: dict) -> None:
+    params = f" [dim]{node['params']:,}[/]" if node["params"] else ""
+    branch = parent.add(f"{escape(node['name'])}: {escape(node['module'])}{params}")
+    for child in node["children"]:
+        _add_node(branch, child)
+
+
+def _flops_table(f: Any) -> Table:
+    table = Table(title=f"FLOPs per token at {f.seq_len} tokens", box=box.SIMPLE_HEAD,
+                  title_justify="left", caption=f.convention, caption_justify="left")
+    table.add_column("class")
+    table.add_column("dense kernel", justify="right")
+    table.add_column("causal (useful)", justify="right")
+    if f.fvcore is not None:
+        table.add_column("fvcore (toy)", justify="right")
+    for cls, value in f.by_class.items():
+        row = [cls, _num(value), _num(f.by_class_causal[cls])]
+        if f.fvcore_by_class is not None:
+            row.append(_num(f.fvcore_by_class.get(cls, 0.0)))
+        table.add_row(*row)
+    total = ["total", _num(f.analytic), _num(f.analytic_causal)]
+    if f.fvcore is not None:
+        total.append(f"{_num(f.fvcore)} ({f.relative_difference:+.2e})")
+    table.add_row(*total, style="bold")
+    return table
+
+
+def _params_table(p: Any) -> Table:
+    rows = [("total", f"{p.total:,}"), ("non-embedding", f"{p.non_embedding:,}"),
+            ("active per token", f"{p.active:,}")]
+    if p.published:
+        rows.append(("published", f"{p.published:,} ({p.relative_difference:+.2%} exact vs "
+                     "published)"))
+    rows.append(("convention", p.convention))
+    return _pairs("Parameters", rows)
+
+
+def _pairs(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+def _print_assumptions(assumptions: tuple[str, ...]) -> None:
+    for a in assumptions:
+        console.print(f"[yellow]assumed[/] {a}", highlight=False)
+
+
+def _num(x: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:,.3f}{unit}"
+    return f"{x:,.1f}"

@@ -1,4 +1,4 @@
-"""Commands that read or check the catalogue: validate, list, schema."""
+"""Commands that read or check the catalogue: validate, schema."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from archdb.catalogue import DEFAULT_PATH, check_catalogue
 from archdb.schema import catalogue_json_schema
-from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+from .common import console, err_console
 
 SCHEMA_PATH = DEFAULT_PATH.with_name("models.schema.json")
 
@@ -40,22 +39,6 @@ def validate(
         highlight=False,
         soft_wrap=True,
     )
-
-
-def list_cards(catalogue: CataloguePath = DEFAULT_PATH, as_json: JsonFlag = False) -> None:
-    """List the catalogue's cards.
-
-    Example: archdb list --json
-    """
-    cat = load(catalogue)
-    if as_json:
-        print_json([card.model_dump(mode="json") for card in cat])
-        return
-    table = Table("id", "name", "year", "params", "kind")
-    for card in cat:
-        params = f"{card.params_published / 1e9:.3g}B" if card.params_published else "?"
-        table.add_row(card.id, card.name, str(card.year), params, card.architecture.kind.value)
-    console.print(table)
 
 
 def schema(

@@ -21,7 +21,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(catalogue.validate)
-app.command("list")(catalogue.list_cards)
 app.command()(catalogue.schema)
 for module in (query, build, report, contribute):
     module.register(app)

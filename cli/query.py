@@ -1,9 +1,547 @@
-"""archdb CLI commands: query (see register)."""
+"""Query commands: list, show, compare, export, fields. Parse, call archdb.query, render.
+
+Each command is a few lines over the library; the rendering helpers below only format
+values for people (175B, 2.69, 512 KiB). --json prints raw values for scripts.
+"""
 
 from __future__ import annotations
 
+import csv
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from archdb import query
+from archdb.catalogue import DEFAULT_PATH, Catalogue, CatalogueError, UnknownCardError
+from archdb.query import FieldSpec, QueryError
+from archdb.schema import UNKNOWN_WHEN_NULL, Card
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+
+from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+
+EXIT_DATA = 1  # invalid data, or not found
+EXIT_USAGE = 2  # the command line is wrong
+
+
+# --- errors: a message and an exit code, never a traceback --------------------------
+
+
+def fail(message: str, code: int = EXIT_DATA) -> typer.Exit:
+    err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the library's user-facing errors into a clean message and exit code."""
+    try:
+        yield
+    except QueryError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except UnknownCardError as exc:
+        raise fail(str(exc), EXIT_DATA) from None
+    except CatalogueError as exc:
+        for problem in exc.problems:
+            err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_DATA) from None
+    except OSError as exc:
+        raise fail(f"{exc.filename or ''}: {exc.strerror or exc}", EXIT_DATA) from None
+
+
+# --- completion ---------------------------------------------------------------------
+
+
+def _completion_catalogue() -> Catalogue | None:
+    try:
+        return load(Path(os.environ.get("ARCHDB_CATALOGUE", DEFAULT_PATH)))
+    except (CatalogueError, OSError):
+        return None
+
+
+def complete_card(incomplete: str) -> list[str]:
+    cat = _completion_catalogue()
+    return [i for i in cat.ids() if i.startswith(incomplete)] if cat else []
+
+
+def complete_family(incomplete: str) -> list[str]:
+    cat = _completion_catalogue()
+    return sorted({c.family for c in cat if c.family.startswith(incomplete)}) if cat else []
+
+
+def complete_field(incomplete: str) -> list[str]:
+    return [name for name in query.short_names() if name.startswith(incomplete)]
+
+
+# --- formatting for people ------------------------------------------------------------
+
+_COUNTS = ("params", "tokens", "flops")  # columns holding big counts: 175B, 300B
+
+
+def format_value(value: Any, column: str) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) and "bytes" in column:
+        return _human(value, 1024, ("B", "KiB", "MiB", "GiB"))
+    if isinstance(value, int) and any(word in column for word in _COUNTS):
+        return _human(value, 1000, ("", "K", "M", "B", "T"))
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return str(value)
+
+
+def _human(value: int, base: int, units: Sequence[str]) -> str:
+    scaled, unit = float(value), units[0]
+    for unit in units:
+        if abs(scaled) < base or unit == units[-1]:
+            break
+        scaled /= base
+    text = f"{scaled:.3g}" if unit != units[0] else str(value)
+    return f"{text}{'' if base == 1000 else ' '}{unit}".strip()
+
+
+def _justify(spec: FieldSpec) -> str:
+    return "right" if spec.numeric else "left"
+
+
+def print_table(table: Table, width: int | None = None) -> None:
+    """A table at the terminal's width; piped output gets ``width`` so no row wraps."""
+    if console.is_terminal or width is None:
+        console.print(table)
+    else:
+        Console(width=max(width, console.width)).print(table)
+
+
+def _natural_width(rows: list[list[str]], headers: list[str]) -> int:
+    """The width a table needs on one line: widest cell per column, padding and rules."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    return sum(widths) + 3 * len(widths) + 4
+
+
+def _table_of_rows(
+    rows: list[dict[str, Any]], columns: list[query.Column], title: str
+) -> tuple[Table, int]:
+    """The rows as a Rich table, and the width it needs to keep each row on one line."""
+    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+    for column in columns:
+        table.add_column(
+            column.header,
+            justify=_justify(column.field),
+            no_wrap=column.field.name == "id",
+            overflow="fold",
+        )
+    cells = [[format_value(row[c.header], c.field.name) for c in columns] for row in rows]
+    for line in cells:
+        table.add_row(*line)
+    return table, _natural_width(cells, [c.header for c in columns])
+
+
+# --- list ---------------------------------------------------------------------------
+
+
+def list_cards(
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            "-w",
+            help="Condition FIELD OP VALUE; repeat to AND several. Ops: = != < <= > >= in ~.",
+            autocompletion=complete_field,
+        ),
+    ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--family", "-f", help="Only this family (repeatable).", autocompletion=complete_family
+        ),
+    ] = None,
+    sort: Annotated[
+        str | None, typer.Option("--sort", "-s", help="Sort keys, comma-separated; -key descends.")
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option("--columns", "-c", help="Columns, comma-separated, or 'all'."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="At most N rows.")
+    ] = None,
+    as_json: JsonFlag = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    catalogue: CataloguePath = DEFAULT_PATH,
+) -> None:
+    """List cards, filtered, sorted and cut to the columns you ask for.
+
+    Examples:
+      archdb list -w 'year>=2024' -w 'attention=gqa' -w 'vocab_size>100k'
+      archdb list -w 'norm=rmsnorm and activation in (swiglu,geglu)'
+      archdb list --family llama-2 -c id,d_model,d_ff_ratio --json
+      archdb list -w 'layer_pattern~local' -c id,layer_pattern,window --csv
+      archdb list --sort -params --limit 10
+
+    Fields: card paths (norm.type, training.z_loss), short names
+    (activation, params, attention, year) and derived figures
+    (d_ff_ratio, aspect_ratio, params_exact): see `archdb fields`.
+    A null value (unknown, or unused) matches only `=null`. --json prints
+    whole cards (with their derived figures), or with --columns flat rows.
+    """
+    if as_json and as_csv:
+        raise fail("choose one of --json and --csv", EXIT_USAGE)
+    with user_errors():
+        spec = query.Query(
+            query.parse_where(where or []), family or [], query.parse_sort(sort), limit
+        )
+        cols = query.parse_columns(columns)
+        cat = load(catalogue)
+        selected = query.select(cat.cards, spec)
+        rows = query.project(selected, cols)
+    if as_json and columns is None:  # whole cards, as `show --json` prints one
+        print_json([_card_json(cat.get(r["id"])) for r in selected])
+    elif as_json:
+        print_json(rows)
+    elif as_csv:
+        _write_csv(rows, [c.header for c in cols])
+    else:
+        print_table(*_table_of_rows(rows, cols, f"{len(rows)} of {len(cat)} cards"))
+
+
+def _write_csv(rows: list[dict[str, Any]], headers: list[str]) -> None:
+    writer = csv.DictWriter(sys.stdout, fieldnames=headers, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+# --- show ---------------------------------------------------------------------------
+
+
+def show(
+    card_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="Card id, or a family (its largest).", autocompletion=complete_card
+        ),
+    ],
+    as_json: JsonFlag = False,
+    catalogue: CataloguePath = DEFAULT_PATH,
+) -> None:
+    """Show one card: its fields, derived figures, sources and notes.
+
+    Examples:
+      archdb show gemma-2-9b
+      archdb show llama-2          (a family: its largest model)
+      archdb show gpt-3-175b --json | jq .derived.kv_cache_bytes_per_token
+    """
+    with user_errors():
+        card = load(catalogue).resolve(card_id)
+    if as_json:
+        print_json(_card_json(card))
+        return
+    derived = _derived(card)
+    console.print(_card_heading(card))
+    console.print(_fields_table(card))
+    console.print(
+        _pairs_table("Derived figures", [(k, format_value(v, k)) for k, v in derived.items()])
+    )
+    _print_sources(card)
+    if card.notes:
+        console.print(_pairs_table("Notes", list(card.notes.items())))
+
+
+def _card_json(card: Card) -> dict[str, Any]:
+    return {**card.model_dump(mode="json"), "derived": _derived(card)}
+
+
+def _derived(card: Card) -> dict[str, Any]:
+    row = card_row(card)
+    return {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
+
+
+def _card_heading(card: Card) -> str:
+    params = format_value(card.params_published, "params")
+    weights = "open weights" if card.open_weights else "closed weights"
+    variant = " · research variant" if card.research_variant else ""
+    return (
+        f"[bold]{card.name}[/] ({card.id}) · family {card.family} · {card.organization} · "
+        f"released {card.release_date} · {weights} · {params} parameters published{variant}"
+    )
+
+
+def _fields_table(card: Card) -> Table:
+    table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
+    row = card_row(card)
+    for column in FIELD_COLUMNS:
+        if column in ("id", "name", "family", "organization", "release_date", "open_weights"):
+            continue
+        value = row[column]
+        if value is None and _inside_absent_feature(card, column):
+            continue
+        label = column.removeprefix("architecture.")
+        shown = format_value(value, column)
+        table.add_row(label, shown if value is not None else f"[dim]{_null_meaning(column)}[/]")
+    return table
+
+
+def _null_meaning(column: str) -> str:
+    """What null says here: unknown (a core value), unpublished (training) or unused."""
+    if column in UNKNOWN_WHEN_NULL:
+        return "unknown (see notes)"
+    return "not published" if column.startswith("training.") else "not used"
+
+
+def _inside_absent_feature(card: Card, column: str) -> bool:
+    """Sub-fields of an unused feature (moe, latent) or unset optional fields are not shown."""
+    parts = column.split(".")
+    value: Any = card
+    for part in parts[:-1]:
+        value = getattr(value, part, None)
+        if value is None:
+            return column != ".".join(parts[: parts.index(part) + 1])
+    owner = type(value)
+    info = owner.model_fields.get(parts[-1]) if hasattr(owner, "model_fields") else None
+    return info is not None and not info.is_required()
+
+
+def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
+    table = Table("name", "value", title=title, title_justify="left", title_style="bold")
+    for name, value in pairs:
+        table.add_row(name, value)
+    return table
+
+
+def _print_sources(card: Card) -> None:
+    """Sources as lines, not a table: a URL must never be cut."""
+    console.print("[bold]Sources[/]")
+    for n, src in enumerate(card.sources, 1):
+        where = f" ({escape(src.locator)})" if src.locator else ""
+        console.print(f"  {n}. {src.kind.value}: {escape(src.title)}{where}", highlight=False)
+        console.print(f"     {escape(src.url)}", highlight=False, soft_wrap=True)
+        console.print(f"     supports: {', '.join(src.supports)}", highlight=False)
+
+
+# --- compare ------------------------------------------------------------------------
+
+
+def compare(
+    card_ids: Annotated[
+        list[str],
+        typer.Argument(metavar="ID ID...", help="Two or more cards.", autocompletion=complete_card),
+    ],
+    only_diff: Annotated[
+        bool, typer.Option("--only-diff", "-d", help="Only rows that differ.")
+    ] = False,
+    as_json: JsonFlag = False,
+    catalogue: CataloguePath = DEFAULT_PATH,
+) -> None:
+    """Compare cards side by side: differences highlighted, numbers as ratios to the first.
+
+    Examples:
+      archdb compare llama-2-7b gemma-2-9b
+      archdb compare gpt-3-175b llama-2-70b gemma-2-27b --only-diff
+      archdb compare llama-2-7b gemma-2-9b --json
+    """
+    if len(card_ids) < 2:
+        raise fail("compare needs at least two cards", EXIT_USAGE)
+    with user_errors():
+        cat = load(catalogue)
+        cards = [cat.resolve(i) for i in card_ids]
+    rows = _comparison(cards)
+    if as_json:
+        print_json({"cards": [c.id for c in cards], "rows": rows})
+        return
+    print_table(*_comparison_table(cards, [r for r in rows if r["differs"] or not only_diff]))
+
+
+def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
+    """One entry per field: the values, whether they differ, and each value / the first."""
+    table_rows = [card_row(c) for c in cards]
+    fields = query.fields()
+    out = []
+    for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:
+        if column in ("id", "lineage"):
+            continue
+        values = [r[column] for r in table_rows]
+        if all(v is None for v in values):
+            continue
+        first = values[0]
+        ratio_ok = fields[column].numeric and column != "year"
+        ratios = [v / first if ratio_ok and v is not None and first else None for v in values]
+        out.append(
+            {
+                "field": column,
+                "values": values,
+                "differs": len(set(map(repr, values))) > 1,
+                "ratios": ratios,
+            }
+        )
+    return out
+
+
+def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Table, int]:
+    table = Table(
+        "field",
+        title="Comparison (× = ratio to the first card)",
+        title_justify="left",
+        title_style="bold",
+    )
+    for card in cards:
+        table.add_column(card.id, justify="right", overflow="fold")
+    plain: list[list[str]] = []
+    for row in rows:
+        label = row["field"].removeprefix("architecture.")
+        texts = [format_value(v, row["field"]) for v in row["values"]]
+        ratios = [
+            f" ×{r:.3g}" if i and r is not None and f"{r:.3g}" != "1" else ""
+            for i, r in enumerate(row["ratios"])
+        ]
+        plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
+        style = "yellow" if row["differs"] else ""
+        cells = [
+            f"[{style}]{t}[/]{f'[dim]{r}[/]' if r else ''}" if style and i else t + r
+            for i, (t, r) in enumerate(zip(texts, ratios, strict=True))
+        ]
+        table.add_row(f"[bold yellow]{label}[/]" if style else label, *cells)
+    return table, _natural_width(plain, ["field", *(c.id for c in cards)])
+
+
+# --- export -------------------------------------------------------------------------
+
+_FORMATS = ("csv", "json", "parquet")
+
+
+def export(
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-F",
+            help="csv, json or parquet (default: from -o, else csv).",
+            autocompletion=lambda: list(_FORMATS),
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="File to write (parquet needs one); default stdout.",
+            dir_okay=False,
+        ),
+    ] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option("--where", "-w", help="Only matching cards.", autocompletion=complete_field),
+    ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option("--family", "-f", help="Only this family.", autocompletion=complete_family),
+    ] = None,
+    catalogue: CataloguePath = DEFAULT_PATH,
+) -> None:
+    """Export the catalogue as one flat table: card fields and derived figures.
+
+    Columns are the reports' view (archdb.table): dotted card paths and
+    derived names (year, d_ff_ratio, params_exact, ...).
+
+    Examples:
+      archdb export -o catalogue.csv
+      archdb export --format json | jq '.[].params_exact'
+      archdb export -o catalogue.parquet --where 'year>=2023'
+    """
+    fmt = fmt or (output.suffix.lstrip(".") if output and output.suffix else "csv")
+    if fmt not in _FORMATS:
+        raise fail(f"unknown format {fmt!r}: choose csv, json or parquet", EXIT_USAGE)
+    if fmt == "parquet" and output is None:
+        raise fail("parquet is binary: give a file with -o", EXIT_USAGE)
+    with user_errors():
+        conditions = query.parse_where(where or [])
+        cat = load(catalogue)
+        ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
+        frame = _frame([c for c in cat if c.id in ids])
+        _write_frame(frame, fmt, output)
+    if output is not None:
+        err_console.print(f"wrote {len(frame)} cards to {output}", highlight=False)
+
+
+def _frame(cards: list[Card]) -> Any:
+    from archdb.table import catalogue_frame  # pandas: imported only by export
+
+    return catalogue_frame(cards)
+
+
+def _write_frame(frame: Any, fmt: str, output: Path | None) -> None:
+    if fmt == "parquet":
+        frame.to_parquet(output, index=False)
+    elif fmt == "json":
+        text = frame.to_json(orient="records", indent=2, force_ascii=False) + "\n"
+        _write_text(text, output)
+    else:
+        _write_text(frame.to_csv(index=False), output)
+
+
+def _write_text(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+# --- fields -------------------------------------------------------------------------
+
+
+def fields(as_json: JsonFlag = False) -> None:
+    """List every field --where, --sort and --columns accept, with its kind and values.
+
+    Examples:
+      archdb fields
+      archdb fields --json | jq '.[] | select(.kind == "enum")'
+    """
+    specs = list(query.fields().values())
+    if as_json:
+        print_json(
+            [
+                {
+                    "field": s.name,
+                    "name": query.display_name(s.name),
+                    "kind": s.kind,
+                    "choices": list(s.choices),
+                    "description": s.description,
+                }
+                for s in specs
+            ]
+        )
+        return
+    table = Table(
+        "name",
+        "column",
+        "kind",
+        "values / meaning",
+        title="Queryable fields",
+        title_justify="left",
+        title_style="bold",
+    )
+    for s in specs:
+        table.add_row(
+            query.display_name(s.name),
+            s.name,
+            s.kind,
+            ", ".join(s.choices) if s.choices else s.description,
+        )
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+    app.command("list")(list_cards)
+    app.command()(show)
+    app.command()(compare)
+    app.command()(export)
+    app.command()(fields)

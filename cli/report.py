@@ -1,9 +1,199 @@
-"""archdb CLI commands: report (see register)."""
+"""Report commands: `report` writes reports/ (the main job), `trends` prints adoption tables.
+
+`trends` stays quick: it counts in plain Python over the table rows and never imports
+pandas or matplotlib (which only `report` needs).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.table import Table
+
+from archdb.catalogue import DEFAULT_PATH
+from archdb.reports.adoption import (
+    ANY,
+    CHOICES,
+    Adoption,
+    UnknownChoiceError,
+    adoption,
+    find_choice,
+    trend_rows,
+)
+from archdb.table import catalogue_rows
+
+from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+
+REPORTS_PATH = DEFAULT_PATH.parent.parent / "reports"
+EXIT_DATA = 1
+EXIT_USAGE = 2
+
+
+def report(
+    catalogue: CataloguePath = DEFAULT_PATH,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Directory to write.", file_okay=False)
+    ] = REPORTS_PATH,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Write nothing; exit 1 if OUTPUT differs from what the catalogue gives (for CI).",
+        ),
+    ] = False,
+) -> None:
+    """Build the reports (Markdown and SVG figures) from the catalogue into reports/.
+
+    The same catalogue always gives byte-identical files.
+
+    Example: archdb report
+    """
+    from archdb.reports.build import build_reports, stale_files
+
+    cat = load(catalogue)
+    if check:
+        stale = stale_files(cat, output)
+        if stale:
+            err_console.print(
+                f"[red]✗[/] {output} is stale: {', '.join(stale)}; run `archdb report`",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(EXIT_DATA)
+        console.print(f"[green]✓[/] {output} matches {catalogue}", highlight=False)
+        return
+    try:
+        written = build_reports(cat, output)
+    except OSError as exc:
+        err_console.print(
+            f"[red]error:[/] cannot write {output}: {exc.strerror or exc}", highlight=False
+        )
+        raise typer.Exit(EXIT_DATA) from None
+    pages = sum(p.suffix == ".md" for p in written)
+    console.print(
+        f"wrote {pages} pages and {len(written) - pages} figures to {output}", highlight=False
+    )
+
+
+def trends(
+    choice: Annotated[
+        str | None,
+        typer.Argument(
+            help="A choice (norm-type, attention, qk-norm, ...) or a categorical "
+            "field (norm.type, norm.affine); all choices if omitted.",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[int | None, typer.Option("--since", help="First release year.")] = None,
+    until: Annotated[int | None, typer.Option("--until", help="Last release year.")] = None,
+    catalogue: CataloguePath = DEFAULT_PATH,
+    as_json: JsonFlag = False,
+) -> None:
+    """Adoption of design choices by release year: share, first use, majority.
+
+    Shares are over the year's models whose value is known; research variants are left
+    out. "first" is the year of the first model using a value, ">50%" the first year more
+    than half used it, "since" the year from which it stayed the majority.
+
+    Choices: kind, norm-type, norm-position, activation, gated, position, attention,
+    layer-mix, bias, parallel, tied-embeddings, qk-norm, soft-capping, z-loss, moe,
+    dropout, weight-decay.
+
+    Example: archdb trends norm-type --since 2019
+    """
+    if since is not None and until is not None and since > until:
+        err_console.print(f"[red]error:[/] --since {since} is after --until {until}")
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        choices = list(CHOICES) if choice is None else [find_choice(choice)]
+    except UnknownChoiceError as exc:
+        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    rows = trend_rows(catalogue_rows(load(catalogue), counts=False), since, until)
+    results = [adoption(rows, c) for c in choices]
+    if as_json:
+        print_json([_as_json(a) for a in results])
+        return
+    if not rows:
+        console.print("no released models in that window")
+        return
+    for result in results:
+        console.print(_table(result))
+
+
+def _table(result: Adoption) -> Table:
+    """One choice: a row per value, a column per year (share of known values)."""
+    years = [y for y in result.years if result.known.get(y)]
+    c = result.choice
+    unknown = f"; unknown for {len(result.unknown)} models" if result.unknown else ""
+    name = c.title if c.title == c.key else f"{c.title} ({c.key})"
+    table = Table(
+        title=f"{name}: share of each year's models",
+        caption=f"n = models with a known value{unknown}",
+        caption_justify="left",
+        title_justify="left",
+        title_style="bold",
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+        header_style="bold",
+    )
+    table.add_column("value", no_wrap=True)
+    for y in years:
+        table.add_column(str(y), justify="right", no_wrap=True)
+    for name in ("first", ">50%", "since"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for trend in result.values:
+        cells = []
+        for y in years:
+            k = trend.counts.get(y, 0)
+            cells.append(f"{100 * k / result.known[y]:.0f}%" if k else "·")
+        label = f"{ANY} but {c.absent}" if trend.value == ANY else trend.value
+        table.add_row(
+            label,
+            *cells,
+            str(trend.first_use.year),
+            _year(trend.majority_year),
+            _year(trend.consensus_since),
+        )
+    table.add_row("n", *[str(result.known[y]) for y in years], style="dim")
+    return table
+
+
+def _year(year: int | None) -> str:
+    return "–" if year is None else str(year)
+
+
+def _as_json(result: Adoption) -> dict[str, Any]:
+    return {
+        "choice": result.choice.key,
+        "column": result.choice.column,
+        "years": {
+            str(y): {"known": result.known.get(y, 0), "models": result.total.get(y, 0)}
+            for y in result.years
+        },
+        "values": [
+            {
+                "value": t.value,
+                "counts": {str(y): n for y, n in sorted(t.counts.items())},
+                "shares": {
+                    str(y): round(result.share(t, y) or 0.0, 4)
+                    for y in result.years
+                    if result.known.get(y)
+                },
+                "first_use": {"date": t.first_use.date, "models": list(t.first_use.models)},
+                "majority_year": t.majority_year,
+                "consensus_since": t.consensus_since,
+            }
+            for t in result.values
+        ],
+        "unknown": list(result.unknown),
+    }
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+    app.command()(report)
+    app.command()(trends)

@@ -56,27 +56,62 @@ CHOICES: tuple[Choice, ...] = (
     Choice("attention", "Attention variant", "attention_family"),
     Choice("layer-mix", "Attention layer pattern", "layer_mix", "global"),
     Choice("bias", "Bias in linear layers", "bias_scheme", "none"),
-    Choice("parallel", "Parallel layers", "architecture.parallel_layers", "serial",
-           _yes_no("parallel", "serial")),
-    Choice("tied-embeddings", "Tied embeddings", "architecture.tied_embeddings", "untied",
-           _yes_no("tied", "untied")),
+    Choice(
+        "parallel",
+        "Parallel layers",
+        "architecture.parallel_layers",
+        "serial",
+        _yes_no("parallel", "serial"),
+    ),
+    Choice(
+        "tied-embeddings",
+        "Tied embeddings",
+        "architecture.tied_embeddings",
+        "untied",
+        _yes_no("tied", "untied"),
+    ),
     Choice("qk-norm", "QK norm", "architecture.attention.qk_norm", "none"),
     Choice("soft-capping", "Logit soft-capping", "softcap_scheme", "none"),
     Choice("z-loss", "Z-loss", "z_loss_used", "none", _yes_no("z-loss", "none")),
     Choice("moe", "Mixture of experts", "moe", "dense", _yes_no("moe", "dense")),
     Choice("dropout", "Pre-training dropout", "dropout_used", "none", _yes_no("dropout", "none")),
-    Choice("weight-decay", "Weight decay", "weight_decay_used", "none",
-           _yes_no("weight decay", "none")),
+    Choice(
+        "weight-decay", "Weight decay", "weight_decay_used", "none", _yes_no("weight decay", "none")
+    ),
 )
 CHOICE_KEYS: tuple[str, ...] = tuple(c.key for c in CHOICES)
 
 
-def choice(key: str) -> Choice:
-    """The choice named ``key``; KeyError lists the valid names."""
+class UnknownChoiceError(ValueError):
+    """A name that is neither a choice nor a categorical column of the table."""
+
+
+def find_choice(name: str) -> Choice:
+    """A choice by its key (``norm-type``) or by any spelling of a categorical column
+    (``norm.type``, ``architecture.norm.affine``, ``open_weights``): a column that no
+    registered choice counts becomes a choice of its own values."""
+    from archdb.query import QueryError, display_name, resolve_field
+
     for c in CHOICES:
-        if c.key == key:
+        if c.key == name:
             return c
-    raise KeyError(f"unknown choice {key!r}: choose from {', '.join(CHOICE_KEYS)}")
+    try:
+        spec = resolve_field(name)
+    except QueryError:
+        raise UnknownChoiceError(
+            f"unknown choice {name!r}: use one of {', '.join(CHOICE_KEYS)}, or a categorical "
+            "field such as norm.affine (`archdb fields` lists them)"
+        ) from None
+    for c in CHOICES:
+        if c.column == spec.name:
+            return c
+    if spec.kind not in ("enum", "bool", "str", "list"):
+        raise UnknownChoiceError(
+            f"{name!r} is a {spec.kind} column: trends count categorical choices "
+            f"({', '.join(CHOICE_KEYS)}); `archdb list` shows numbers"
+        )
+    label = display_name(spec.name)
+    return Choice(label, label, spec.name)
 
 
 @dataclass(frozen=True)
@@ -103,6 +138,7 @@ class Adoption:
     choice: Choice
     years: tuple[int, ...]  # every year from the first to the last model, gaps included
     known: Mapping[int, int]  # year -> models with a known value
+    total: Mapping[int, int]  # year -> models
     unknown: tuple[str, ...]  # ids of models whose value is null
     values: tuple[ValueTrend, ...]  # by first use; the ``any`` line last
 
@@ -135,8 +171,11 @@ def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
     known_rows = [(r, v) for r, v in labelled if v is not None]
     years = tuple(range(rows[0]["year"], rows[-1]["year"] + 1)) if rows else ()
     known: dict[int, int] = {}
-    for r, _ in known_rows:
-        known[r["year"]] = known.get(r["year"], 0) + 1
+    total: dict[int, int] = {}
+    for r, value in labelled:
+        total[r["year"]] = total.get(r["year"], 0) + 1
+        if value is not None:
+            known[r["year"]] = known.get(r["year"], 0) + 1
 
     groups: dict[str, list[Row]] = {}
     for r, v in known_rows:
@@ -148,7 +187,7 @@ def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
     trends = [_trend(value, members, years, known) for value, members in groups.items()]
     trends.sort(key=lambda t: (t.value == ANY, t.first_use.date, t.value))
     unknown = tuple(r["id"] for r, v in labelled if v is None)
-    return Adoption(choice, years, known, unknown, tuple(trends))
+    return Adoption(choice, years, known, total, unknown, tuple(trends))
 
 
 def adoption_all(rows: Iterable[Row]) -> list[Adoption]:
@@ -156,7 +195,9 @@ def adoption_all(rows: Iterable[Row]) -> list[Adoption]:
     return [adoption(rows, c) for c in CHOICES]
 
 
-def _trend(value: str, members: list[Row], years: tuple[int, ...], known: dict[int, int]) -> ValueTrend:
+def _trend(
+    value: str, members: list[Row], years: tuple[int, ...], known: dict[int, int]
+) -> ValueTrend:
     counts: dict[int, int] = {}
     for r in members:
         counts[r["year"]] = counts.get(r["year"], 0) + 1
@@ -172,7 +213,9 @@ def _trend(value: str, members: list[Row], years: tuple[int, ...], known: dict[i
     )
 
 
-def _consensus_since(years: tuple[int, ...], counts: dict[int, int], known: dict[int, int]) -> int | None:
+def _consensus_since(
+    years: tuple[int, ...], counts: dict[int, int], known: dict[int, int]
+) -> int | None:
     since = None
     for y in reversed([y for y in years if known.get(y)]):
         if counts.get(y, 0) * 2 <= known[y]:
@@ -189,6 +232,8 @@ class Consensus:
     trend: ValueTrend | None
     latest_year: int | None
     latest_share: float | None
+    latest_known: int = 0  # models of the latest year whose value is known
+    latest_total: int = 0  # models of the latest year
 
 
 def consensus(adoption: Adoption) -> Consensus:
@@ -197,9 +242,17 @@ def consensus(adoption: Adoption) -> Consensus:
     if not years:
         return Consensus(adoption.choice, None, None, None)
     latest = years[-1]
-    candidates = [t for t in adoption.values if t.value != ANY]
-    best = max(candidates, key=lambda t: t.counts.get(latest, 0))  # max keeps the first tie
-    return Consensus(adoption.choice, best, latest, adoption.share(best, latest))
+    # The ``any`` line competes too (QK norm of any kind against none); it comes last, and
+    # max keeps the first of equals, so a single value beats an ``any`` that only repeats it.
+    best = max(adoption.values, key=lambda t: t.counts.get(latest, 0))
+    return Consensus(
+        adoption.choice,
+        best,
+        latest,
+        adoption.share(best, latest),
+        adoption.known[latest],
+        adoption.total.get(latest, 0),
+    )
 
 
 def _missing(value: Any) -> bool:

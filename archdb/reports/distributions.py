@@ -55,7 +55,7 @@ def stats(frame: pd.DataFrame, column: str, by: pd.Series | str | None = None) -
 
 
 def outliers(frame: pd.DataFrame, column: str, by: pd.Series | str | None = None) -> pd.DataFrame:
-    """The rows outside Tukey's fences (on log values) of their group, by distance."""
+    """The rows outside Tukey's fences (on log values) of their group, by group and value."""
     data = _valued(frame, column, by)
     found = []
     for group, part in data.groupby("group", sort=True):
@@ -82,11 +82,14 @@ def outliers(frame: pd.DataFrame, column: str, by: pd.Series | str | None = None
     return result.sort_values(["group", "value", "id"], kind="stable", ignore_index=True)
 
 
-def exceptions(frame: pd.DataFrame, column: str, expected: float, rel_tol: float = 1e-9) -> pd.DataFrame:
+def exceptions(
+    frame: pd.DataFrame, column: str, expected: float, rel_tol: float = 1e-9
+) -> pd.DataFrame:
     """Rows whose value differs from ``expected`` (e.g. head ratio != 1), largest first."""
     data = _valued(frame, column, None)
-    off = data[~data["value"].astype(float).map(lambda v: math.isclose(v, expected, rel_tol=rel_tol))]
-    off = off.assign(value=off["value"].astype(float))
+    data = data.assign(value=data["value"].astype(float))
+    keep = [not math.isclose(v, expected, rel_tol=rel_tol) for v in data["value"]]
+    off = data[pd.Series(keep, index=data.index, dtype=bool)]
     return off.sort_values(["value", "year"], ascending=[False, True], kind="stable")[
         ["name", "year", "value"]
     ]
@@ -110,12 +113,16 @@ def per_year(frame: pd.DataFrame, column: str) -> pd.DataFrame:
                 "max_model": hi,
             }
         )
-    return pd.DataFrame(rows, columns=["year", "n", "median", "min", "min_model", "max", "max_model"])
+    return pd.DataFrame(
+        rows, columns=["year", "n", "median", "min", "min_model", "max", "max_model"]
+    )
 
 
 def kv_cache_per_param(frame: pd.DataFrame) -> pd.Series:
     """KV-cache bytes per token per billion parameters: how much cache a model's size costs."""
-    params = frame["params_exact"].astype("Float64").fillna(frame["params_published"].astype("Float64"))
+    params = (
+        frame["params_exact"].astype("Float64").fillna(frame["params_published"].astype("Float64"))
+    )
     return (frame["kv_cache_bytes_per_token"].astype("Float64") / (params / 1e9)).rename(
         "kv_bytes_per_token_per_b"
     )
@@ -124,7 +131,6 @@ def kv_cache_per_param(frame: pd.DataFrame) -> pd.Series:
 def _valued(frame: pd.DataFrame, column: str, by: pd.Series | str | None) -> pd.DataFrame:
     """id-indexed name/year/value/group of the released rows where the value is known."""
     frame = released(frame)
-    value = frame[column] if isinstance(column, str) and column in frame else pd.Series(dtype="Float64")
     if by is None:
         group = pd.Series("all", index=frame.index, dtype="string")
     elif isinstance(by, str):
@@ -132,7 +138,7 @@ def _valued(frame: pd.DataFrame, column: str, by: pd.Series | str | None) -> pd.
     else:
         group = by.reindex(frame.index)
     data = pd.DataFrame(
-        {"name": frame["name"], "year": frame["year"], "value": value, "group": group},
+        {"name": frame["name"], "year": frame["year"], "value": frame[column], "group": group},
         index=frame.index,
     )
     return data.dropna(subset=["value", "group"]).sort_index(kind="stable")

@@ -1,0 +1,118 @@
+"""Attention layers: projections around a kernel (see kernels.py).
+
+- ``HeadAttention``: softmax or linear attention with n_heads queries and n_kv_heads
+  key/value heads (MHA when equal, MQA when 1, GQA between; Ainslie et al. 2023);
+- ``LatentAttention``: DeepSeek-V2's multi-head latent attention (MLA,
+  https://arxiv.org/abs/2405.04434): keys and values are expanded from a small cached
+  latent, plus one RoPE key shared by all heads.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .norms import QKNormPair
+from .positions import RelativeXL, Rotary
+
+
+class HeadAttention(nn.Module):
+    def __init__(
+        self, d_model: int, n_heads: int, n_kv_heads: int, head_dim: int, kernel: nn.Module,
+        qkv_bias: bool, out_bias: bool, rotary: Rotary | None = None,
+        qk_norm: QKNormPair | None = None, relative: RelativeXL | None = None,
+        takes_bias: bool = True,
+    ) -> None:
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
+        self.q = nn.Linear(d_model, n_heads * head_dim, bias=qkv_bias)
+        self.k = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+        self.v = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+        self.o = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
+        self.qk_norm = qk_norm
+        self.rotary = rotary
+        self.relative = relative  # Transformer-XL positions, computed in the layer
+        self.takes_bias = takes_bias  # False: a NoPE layer ignores the stack's score bias
+        self.kernel = kernel
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None,
+                memory: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (B, T, d); memory: the encoder output for cross-attention, else None."""
+        b, t, _ = x.shape
+        src = x if memory is None else memory
+        s = src.shape[1]
+        q = self.q(x).view(b, t, self.n_heads, self.head_dim)
+        k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
+        v = self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
+        if self.qk_norm is not None:
+            q, k = self.qk_norm(q, k)
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        k, v = repeat_kv(k, self.n_heads), repeat_kv(v, self.n_heads)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, D)
+        if not self.takes_bias:
+            bias = None
+        if self.relative is not None:
+            bias = self.relative(q, k)
+        out = self.kernel(q, k, v, bias)
+        return self.o(out.transpose(1, 2).reshape(b, t, -1))  # (B, T, d)
+
+    def extra_repr(self) -> str:
+        return f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"
+
+
+def repeat_kv(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, T, kv_heads, D) -> (B, T, n_heads, D): each KV head serves n_heads/kv_heads queries."""
+    b, t, kv, d = x.shape
+    if kv == n_heads:
+        return x
+    return x.unsqueeze(3).expand(b, t, kv, n_heads // kv, d).reshape(b, t, n_heads, d)
+
+
+class LatentAttention(nn.Module):
+    """MLA: q through an optional low-rank bottleneck, k/v expanded from a cached latent."""
+
+    def __init__(
+        self, d_model: int, n_heads: int, kv_rank: int, q_rank: int | None, rope_dim: int,
+        nope_dim: int, v_dim: int, kernel: nn.Module, make_norm, qkv_bias: bool,
+        out_bias: bool, rotary: Rotary | None,
+    ) -> None:
+        super().__init__()
+        self.n_heads, self.rope_dim, self.nope_dim, self.v_dim = n_heads, rope_dim, nope_dim, v_dim
+        self.kv_rank = kv_rank
+        qk = nope_dim + rope_dim
+        if q_rank is None:
+            self.q = nn.Linear(d_model, n_heads * qk, bias=qkv_bias)
+        else:
+            self.q = nn.Sequential(
+                nn.Linear(d_model, q_rank, bias=qkv_bias),
+                make_norm(q_rank),
+                nn.Linear(q_rank, n_heads * qk, bias=False),
+            )
+        self.kv_down = nn.Linear(d_model, kv_rank + rope_dim, bias=qkv_bias)
+        self.kv_norm = make_norm(kv_rank)
+        self.kv_up = nn.Linear(kv_rank, n_heads * (nope_dim + v_dim), bias=False)
+        self.o = nn.Linear(n_heads * v_dim, d_model, bias=out_bias)
+        self.rotary = rotary
+        self.kernel = kernel
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None,
+                memory: torch.Tensor | None = None) -> torch.Tensor:
+        b, t, _ = x.shape
+        h = self.n_heads
+        q = self.q(x).view(b, t, h, -1)
+        q_nope, q_rope = q.split((self.nope_dim, self.rope_dim), dim=-1)
+        latent, k_rope = self.kv_down(x).split((self.kv_rank, self.rope_dim), dim=-1)
+        kv = self.kv_up(self.kv_norm(latent)).view(b, t, h, -1)
+        k_nope, v = kv.split((self.nope_dim, self.v_dim), dim=-1)
+        k_rope = k_rope.view(b, t, 1, self.rope_dim)
+        if self.rotary is not None:
+            q_rope, k_rope = self.rotary(q_rope), self.rotary(k_rope)
+        q = torch.cat((q_nope, q_rope), dim=-1)
+        k = torch.cat((k_nope, k_rope.expand(b, t, h, self.rope_dim)), dim=-1)
+        out = self.kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), bias)
+        return self.o(out.transpose(1, 2).reshape(b, t, -1))
+
+    def extra_repr(self) -> str:
+        return (f"heads={self.n_heads}, kv_rank={self.kv_rank}, nope_dim={self.nope_dim}, "
+                f"rope_dim={self.rope_dim}, v_dim={self.v_dim}")

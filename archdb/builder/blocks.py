@@ -1,0 +1,97 @@
+"""Transformer blocks: how sublayers join the residual stream, serial or parallel.
+
+A norm position is three optional norm slots around a sublayer f (see layout.NORM_SLOTS):
+``x = after(x + branch(f(before(x))))``. Pre-norm fills ``before``, post-norm ``after``
+(Vaswani et al. 2017), double/sandwich ``before`` and ``branch`` (Grok-1, Gemma 2),
+post-branch only ``branch`` (OLMo 2). An empty slot is ``nn.Identity``.
+
+ResiDual (Xie et al. 2023, https://arxiv.org/abs/2304.14802) keeps two streams: the
+Post-LN stream x and a dual stream d that sums the raw sublayer outputs,
+``x' = LN(x + f(x))``, ``d' = d + f(x)``; the stack returns ``x + LN(d)``. Every block takes
+and returns ``(x, dual)``; ``dual`` is None outside ResiDual.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+Stream = tuple[torch.Tensor, torch.Tensor | None]
+
+
+class Residual(nn.Module):
+    """One sublayer on the residual stream, with its norm slots."""
+
+    def __init__(self, sublayer: nn.Module, before: nn.Module, branch: nn.Module,
+                 after: nn.Module) -> None:
+        super().__init__()
+        self.before, self.sublayer, self.branch, self.after = before, sublayer, branch, after
+
+    def forward(self, x: torch.Tensor, dual: torch.Tensor | None, *args) -> Stream:
+        y = self.branch(self.sublayer(self.before(x), *args))
+        return self.after(x + y), dual
+
+
+class ResiDualResidual(Residual):
+    """ResiDual: the Post-LN stream and the dual stream both receive f(x)."""
+
+    def forward(self, x: torch.Tensor, dual: torch.Tensor | None, *args) -> Stream:
+        y = self.sublayer(x, *args)
+        assert dual is not None
+        return self.after(x + y), dual + y
+
+
+class SerialBlock(nn.Module):
+    """Attention, then (in an encoder-decoder's decoder) cross-attention, then the MLP."""
+
+    def __init__(self, attn: Residual, mlp: Residual, cross: Residual | None = None) -> None:
+        super().__init__()
+        self.attn, self.cross, self.mlp = attn, cross, mlp
+
+    def forward(self, x: torch.Tensor, dual: torch.Tensor | None,
+                bias: torch.Tensor | None = None, memory: torch.Tensor | None = None) -> Stream:
+        x, dual = self.attn(x, dual, bias)
+        if self.cross is not None:
+            x, dual = self.cross(x, dual, None, memory)
+        return self.mlp(x, dual)
+
+
+class ParallelBlock(nn.Module):
+    """x + attn(n1(x)) + mlp(n2(x)) (GPT-J, PaLM); one shared norm or one each (GPT-NeoX)."""
+
+    def __init__(self, attn: nn.Module, mlp: nn.Module, before_attn: nn.Module,
+                 before_mlp: nn.Module | None, branch_attn: nn.Module, branch_mlp: nn.Module,
+                 after: nn.Module) -> None:
+        super().__init__()
+        self.attn, self.mlp = attn, mlp
+        self.before_attn, self.before_mlp = before_attn, before_mlp  # before_mlp None: shared
+        self.branch_attn, self.branch_mlp, self.after = branch_attn, branch_mlp, after
+
+    def forward(self, x: torch.Tensor, dual: torch.Tensor | None,
+                bias: torch.Tensor | None = None, memory: torch.Tensor | None = None) -> Stream:
+        ha = self.before_attn(x)
+        hm = ha if self.before_mlp is None else self.before_mlp(x)
+        y = x + self.branch_attn(self.attn(ha, bias)) + self.branch_mlp(self.mlp(hm))
+        return self.after(y), dual
+
+
+class Stack(nn.Module):
+    """A stack of blocks with its final norm and, for T5/ALiBi, its score bias."""
+
+    def __init__(self, layers: list[nn.Module], final_norm: nn.Module,
+                 position_bias: nn.Module | None, resi_dual: bool) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = final_norm
+        self.position_bias = position_bias  # computed once, shared by the layers (T5)
+        self.resi_dual = resi_dual
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+        t = x.shape[1]
+        bias = None if self.position_bias is None else self.position_bias(t, t)
+        dual = x if self.resi_dual else None
+        for layer in self.layers:
+            x, dual = layer(x, dual, bias, memory)
+        if dual is not None:
+            return x + self.final_norm(dual)
+        return self.final_norm(x)

@@ -1,0 +1,140 @@
+"""Attention kernels: from per-head queries, keys and values to per-head outputs.
+
+Written with explicit matmuls, never a fused scaled_dot_product_attention, so a FLOP
+counter sees every score and value product. The kernel computes what it says:
+
+- ``GlobalKernel``: every query scores every key (the causal mask hides the future);
+- ``LocalKernel``: a banded kernel, each query scores exactly its ``window`` latest keys
+  (Longformer-style sliding window; Mistral, Gemma 2/3 local layers);
+- ``ChunkedKernel``: the sequence is cut into blocks of ``chunk`` tokens and each query
+  scores the keys of its block (Llama 4's chunked attention);
+- ``LinearKernel``: causal linear attention, a running sum of key-value outer products
+  read by the query (Katharopoulos et al. 2020; Schlag et al. 2021's fast weights).
+
+Shapes: q (B, H, Tq, Dqk), k (B, H, Tk, Dqk), v (B, H, Tk, Dv) -> (B, H, Tq, Dv).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SoftmaxKernel(nn.Module):
+    """Shared steps of softmax kernels: scale, bias, soft-cap, mask, softmax."""
+
+    flop_class = "attention"
+
+    def __init__(self, qk_dim: int, causal: bool, softcap: float | None) -> None:
+        super().__init__()
+        self.scale = 1.0 / math.sqrt(qk_dim)
+        self.causal = causal
+        self.softcap = softcap
+
+    def probabilities(self, scores: torch.Tensor, bias: torch.Tensor | None,
+                      allowed: torch.Tensor | None) -> torch.Tensor:
+        if bias is not None:
+            scores = scores + bias
+        if self.softcap is not None:  # Gemma 2, Grok-1: c * tanh(x / c)
+            scores = torch.tanh(scores / self.softcap) * self.softcap
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        return scores.softmax(dim=-1)
+
+    def extra_repr(self) -> str:
+        cap = f", softcap={self.softcap:g}" if self.softcap else ""
+        return f"{type(self).__name__.removesuffix('Kernel').lower()}, causal={self.causal}{cap}"
+
+
+class GlobalKernel(SoftmaxKernel):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+        scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (B, H, Tq, Tk)
+        allowed = causal_mask(q.shape[2], q.device) if self.causal else None
+        return torch.matmul(self.probabilities(scores, bias, allowed), v)
+
+
+class LocalKernel(SoftmaxKernel):
+    """Each query scores its ``window`` latest keys (itself included), padding masked."""
+
+    def __init__(self, qk_dim: int, causal: bool, softcap: float | None, window: int) -> None:
+        super().__init__(qk_dim, causal, softcap)
+        self.window = window
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+        t, w = q.shape[2], self.window
+        if w >= t:  # the window covers the sequence: a global causal kernel
+            scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
+            return torch.matmul(self.probabilities(scores, bias, causal_mask(t, q.device)), v)
+        kw = F.pad(k, (0, 0, w - 1, 0)).unfold(2, w, 1)  # (B, H, T, Dqk, W)
+        vw = F.pad(v, (0, 0, w - 1, 0)).unfold(2, w, 1)  # (B, H, T, Dv, W)
+        scores = torch.matmul((q * self.scale).unsqueeze(-2), kw).squeeze(-2)  # (B, H, T, W)
+        # slot j of query i holds key i - (w - 1) + j: the first w - 1 - i slots are padding
+        slot = torch.arange(w, device=q.device).view(1, -1)
+        allowed = slot >= (w - 1) - torch.arange(t, device=q.device).view(-1, 1)
+        p = self.probabilities(scores, bias, allowed)
+        return torch.matmul(p.unsqueeze(-2), vw.transpose(-1, -2)).squeeze(-2)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, window={self.window}"
+
+
+class ChunkedKernel(SoftmaxKernel):
+    """Causal attention within consecutive blocks of ``chunk`` tokens."""
+
+    def __init__(self, qk_dim: int, causal: bool, softcap: float | None, chunk: int) -> None:
+        super().__init__(qk_dim, causal, softcap)
+        self.chunk = chunk
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+        b, h, t, _ = q.shape
+        c = min(self.chunk, t)
+        full = (t // c) * c
+        outs = []
+        if full:
+            split = (b, h, t // c, c)  # (B, H, n_chunks, C, D)
+            qc = q[:, :, :full].reshape(*split, -1)
+            kc = k[:, :, :full].reshape(*split, -1)
+            vc = v[:, :, :full].reshape(*split, -1)
+            outs.append(self._block(qc, kc, vc).reshape(b, h, full, -1))
+        if full < t:  # a last, shorter chunk
+            outs.append(self._block(q[:, :, full:], k[:, :, full:], v[:, :, full:]))
+        return torch.cat(outs, dim=2) if len(outs) > 1 else outs[0]
+
+    def _block(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
+        return torch.matmul(self.probabilities(scores, None, causal_mask(q.shape[-2], q.device)), v)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, chunk={self.chunk}"
+
+
+def causal_mask(t: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(t, t, dtype=torch.bool, device=device).tril()
+
+
+class LinearKernel(nn.Module):
+    """Causal linear attention with the elu+1 feature map (https://arxiv.org/abs/2006.16236).
+
+    The state S_i = sum_{j<=i} phi(k_j) v_j^T is a fast weight matrix written by outer
+    products and read by phi(q_i); the normalizer z_i = sum_{j<=i} phi(k_j).
+    """
+
+    flop_class = "attention"
+    eps = 1e-6
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+        q, k = F.elu(q) + 1, F.elu(k) + 1
+        state = (k.unsqueeze(-1) * v.unsqueeze(-2)).cumsum(dim=2)  # (B, H, T, Dqk, Dv)
+        num = torch.matmul(q.unsqueeze(-2), state).squeeze(-2)  # (B, H, T, Dv)
+        den = (q * k.cumsum(dim=2)).sum(dim=-1, keepdim=True) + self.eps  # (B, H, T, 1)
+        return num / den
+
+    def extra_repr(self) -> str:
+        return "linear, causal=True, feature_map=elu+1"

@@ -1,0 +1,92 @@
+"""Mixture of experts: a top-k router, routed experts, optional shared experts.
+
+Routing follows Mixtral (https://arxiv.org/abs/2401.04088): pick the top-k router logits
+and softmax over them. Each token runs only its k experts: the experts' weights are
+gathered per (token, expert) pair and applied with a batched matmul, so the work counted
+is exactly the active experts' and the full-size model holds one (experts, in, out)
+tensor per projection (the layout of Hugging Face's fused experts; same parameter count).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .mlp import Act
+
+
+class Router(nn.Module):
+    """Token -> top-k expert indices and their weights (softmax over the chosen logits)."""
+
+    def __init__(self, d_model: int, n_experts: int, top_k: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, n_experts, bias=False)
+        self.top_k = top_k
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
+        logits, index = self.proj(x).topk(self.top_k, dim=-1)  # (N, k)
+        return index, logits.softmax(dim=-1)
+
+
+class Experts(nn.Module):
+    """n_experts MLPs stored as stacked weights; runs each token through its k experts."""
+
+    flop_class = "linear"
+
+    def __init__(self, n_experts: int, d_model: int, d_ff: int, act: Act, gated: bool, bias: bool):
+        super().__init__()
+        self.up = _stacked(n_experts, d_model, d_ff)
+        self.gate = _stacked(n_experts, d_model, d_ff) if gated else None
+        self.down = _stacked(n_experts, d_ff, d_model)
+        self.up_bias = nn.Parameter(torch.zeros(n_experts, d_ff)) if bias else None
+        self.gate_bias = nn.Parameter(torch.zeros(n_experts, d_ff)) if bias and gated else None
+        self.down_bias = nn.Parameter(torch.zeros(n_experts, d_model)) if bias else None
+        self.act = act
+
+    def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        # x: (N, d), index: (N, k) -> (N, k, d)
+        n, k = index.shape
+        flat = index.reshape(-1)  # (N*k,)
+        xs = x.repeat_interleave(k, dim=0).unsqueeze(1)  # (N*k, 1, d)
+        up = _apply(xs, self.up, self.up_bias, flat)  # (N*k, 1, f)
+        if self.gate is not None:
+            h = self.act(_apply(xs, self.gate, self.gate_bias, flat), up)
+        else:
+            h = self.act(up)
+        out = _apply(h, self.down, self.down_bias, flat)  # (N*k, 1, d)
+        return out.view(n, k, -1)
+
+    def extra_repr(self) -> str:
+        e, d, f = self.up.shape
+        return f"experts={e}, d_model={d}, d_ff={f}, gated={self.gate is not None}"
+
+
+def _stacked(n: int, d_in: int, d_out: int) -> nn.Parameter:
+    w = torch.empty(n, d_in, d_out)
+    nn.init.normal_(w, std=1 / math.sqrt(d_in))
+    return nn.Parameter(w)
+
+
+def _apply(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, idx: torch.Tensor):
+    y = torch.bmm(x, w[idx])  # (N*k, 1, in) @ (N*k, in, out)
+    return y if b is None else y + b[idx].unsqueeze(1)
+
+
+class MoE(nn.Module):
+    """Routed experts plus optional shared experts that every token uses (DeepSeekMoE)."""
+
+    def __init__(self, router: Router, experts: Experts, shared: nn.Module | None) -> None:
+        super().__init__()
+        self.router = router
+        self.experts = experts
+        self.shared = shared
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d)
+        flat = x.reshape(-1, x.shape[-1])  # (N, d)
+        index, weight = self.router(flat)
+        y = (self.experts(flat, index) * weight.unsqueeze(-1)).sum(dim=1)  # (N, d)
+        if self.shared is not None:
+            y = y + self.shared(flat)
+        return y.view_as(x)

@@ -1,0 +1,200 @@
+"""Position schemes: absolute (sinusoidal, learned), rotary, biases on attention scores,
+and Transformer-XL's relative scheme.
+
+Tables that depend only on positions (sinusoids, rotary angles, ALiBi and T5 biases) are
+buffers computed once for the context length, so a forward pass only slices them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+# --- absolute: added to the token embeddings -------------------------------------------
+
+
+class SinusoidalPositions(nn.Module):
+    """Vaswani et al. 2017 (https://arxiv.org/abs/1706.03762), Section 3.5."""
+
+    flop_class = "embedding"
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.register_buffer("table", sinusoid_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d)
+        return x + self.table[: x.shape[1]]
+
+
+class LearnedPositions(nn.Module):
+    """A learned vector per position (GPT-1/2/3, OPT)."""
+
+    flop_class = "embedding"
+
+    def __init__(self, rows: int, d_model: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(rows, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table.weight[: x.shape[1]]
+
+
+# --- rotary: rotates query and key dims -------------------------------------------------
+
+
+class Rotary(nn.Module):
+    """RoPE (Su et al. 2021, https://arxiv.org/abs/2104.09864) on the first ``dims`` dims.
+
+    Pairs dims i and i + dims/2 (the GPT-NeoX / Llama layout); partial rotary leaves the
+    remaining dims as they are (GPT-J 0.25, Phi-2 0.4).
+    """
+
+    flop_class = "elementwise"
+
+    def __init__(self, dims: int, theta: float, max_len: int,
+                 tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        super().__init__()
+        self.dims, self.theta = dims, theta
+        cos, sin = tables if tables is not None else rotary_tables(dims, theta, max_len)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, heads, head_dim)
+        t, half = x.shape[1], self.dims // 2
+        cos = self.cos[:t].unsqueeze(1)  # (T, 1, dims)
+        sin = self.sin[:t].unsqueeze(1)
+        rot, keep = x[..., : self.dims], x[..., self.dims :]
+        swapped = torch.cat((rot[..., half:], rot[..., :half]), -1)
+        return torch.cat((rot * cos + swapped * sin, keep), -1)
+
+    def extra_repr(self) -> str:
+        return f"dims={self.dims}, theta={self.theta:g}"
+
+
+def rotary_tables(dims: int, theta: float, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and signed sin tables (max_len, dims), shareable by every layer with this theta."""
+    inv = 1.0 / theta ** (torch.arange(0, dims, 2, dtype=torch.float32) / dims)
+    angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * inv  # (L, dims/2)
+    cos = torch.cat((angles.cos(), angles.cos()), -1)
+    # the sign of rotate_half folded into the table: swap(x) * sin == rotate_half(x) * sin
+    sin = torch.cat((-angles.sin(), angles.sin()), -1)
+    return cos, sin
+
+
+# --- biases on attention scores ---------------------------------------------------------
+
+
+class AlibiBias(nn.Module):
+    """ALiBi (Press et al. 2021, https://arxiv.org/abs/2108.12409): -slope * distance."""
+
+    def __init__(self, n_heads: int, max_len: int) -> None:
+        super().__init__()
+        slopes = torch.tensor(alibi_slopes(n_heads))
+        pos = torch.arange(max_len)
+        distance = (pos.view(1, -1) - pos.view(-1, 1)).abs().float()  # (L, L)
+        self.register_buffer("bias", -slopes.view(-1, 1, 1) * distance, persistent=False)
+
+    def forward(self, t_q: int, t_k: int) -> torch.Tensor:  # -> (heads, Tq, Tk)
+        return self.bias[:, :t_q, :t_k]
+
+
+def alibi_slopes(n_heads: int) -> list[float]:
+    """Geometric slopes 2^(-8/n * i); for n not a power of two, the paper's interleaving."""
+
+    def power_of_two(n: int) -> list[float]:
+        start = 2 ** (-8 / n)
+        return [start ** (i + 1) for i in range(n)]
+
+    if math.log2(n_heads).is_integer():
+        return power_of_two(n_heads)
+    closest = 2 ** math.floor(math.log2(n_heads))
+    return power_of_two(closest) + power_of_two(2 * closest)[0::2][: n_heads - closest]
+
+
+class RelativeBias(nn.Module):
+    """T5's bucketed relative position bias (Raffel et al. 2019, Section 2.1).
+
+    One table per stack, shared by its layers; buckets are log-spaced beyond half of
+    them. Decoders use one-sided (causal) buckets, encoders two-sided.
+    """
+
+    def __init__(self, n_buckets: int, n_heads: int, max_len: int, bidirectional: bool,
+                 max_distance: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(n_buckets, n_heads)
+        pos = torch.arange(max_len)
+        relative = pos.view(1, -1) - pos.view(-1, 1)  # key - query
+        buckets = t5_buckets(relative, bidirectional, n_buckets, max_distance)
+        self.register_buffer("buckets", buckets, persistent=False)
+
+    def forward(self, t_q: int, t_k: int) -> torch.Tensor:  # -> (heads, Tq, Tk)
+        return self.table(self.buckets[:t_q, :t_k]).permute(2, 0, 1)
+
+
+def t5_buckets(relative: torch.Tensor, bidirectional: bool, n_buckets: int,
+               max_distance: int) -> torch.Tensor:
+    out = torch.zeros_like(relative)
+    if bidirectional:
+        n_buckets //= 2
+        out = out + (relative > 0).long() * n_buckets
+        relative = relative.abs()
+    else:
+        relative = -torch.clamp(relative, max=0)
+    exact = n_buckets // 2
+    is_small = relative < exact
+    scaled = torch.log(relative.float().clamp(min=1) / exact) / math.log(max_distance / exact)
+    large = exact + (scaled * (n_buckets - exact)).long()
+    large = torch.clamp(large, max=n_buckets - 1)
+    return out + torch.where(is_small, relative, large)
+
+
+class RelativeXL(nn.Module):
+    """Transformer-XL relative positions (Dai et al. 2019, https://arxiv.org/abs/1901.02860).
+
+    score(i, j) = q_i.k_j + u.k_j + (q_i + v).W_R R_{i-j}: sinusoidal embeddings R of the
+    distance, projected per layer by W_R, with learned biases u and v per layer (the
+    paper's code calls these untied biases; Gopher and Chinchilla use this scheme). This
+    block returns the terms beyond q.k, already scaled, as a bias on the scores.
+    """
+
+    flop_class = "attention"
+
+    def __init__(self, d_model: int, n_heads: int, head_dim: int, scale: float,
+                 table: torch.Tensor, distance: torch.Tensor) -> None:
+        super().__init__()
+        self.n_heads, self.head_dim, self.scale = n_heads, head_dim, scale
+        self.proj = nn.Linear(d_model, n_heads * head_dim, bias=False)  # W_R
+        self.u = nn.Parameter(torch.zeros(n_heads, head_dim))  # content bias
+        self.v = nn.Parameter(torch.zeros(n_heads, head_dim))  # position bias
+        self.register_buffer("table", table, persistent=False)  # (L, d): R_0 .. R_{L-1}
+        self.register_buffer("distance", distance, persistent=False)  # (L, L): max(i - j, 0)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """q, k: (B, H, T, D) -> (B, H, T, T) scaled position and content-bias scores."""
+        b, h, t, d = q.shape
+        r = self.proj(self.table[:t]).view(t, h, d).permute(1, 2, 0)  # (H, D, T) by distance
+        by_distance = torch.matmul(q + self.v.unsqueeze(1), r)  # (B, H, T, T)
+        index = self.distance[:t, :t].expand(b, h, t, t)
+        position = by_distance.gather(-1, index)  # column j holds distance i - j
+        content = torch.matmul(self.u.unsqueeze(1), k.transpose(-1, -2))  # (B, H, 1, T)
+        return (position + content) * self.scale
+
+    def extra_repr(self) -> str:
+        return f"heads={self.n_heads}, head_dim={self.head_dim}"
+
+
+def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
+    """(max_len, d_model) sinusoids of positions (or distances) 0 .. max_len - 1."""
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10_000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)[:, : d_model // 2]
+    return table
+
+
+def distance_index(max_len: int) -> torch.Tensor:
+    pos = torch.arange(max_len)
+    return (pos.view(-1, 1) - pos.view(1, -1)).clamp(min=0)

@@ -1,0 +1,317 @@
+"""The toy scaling rule: one pure function from a full architecture to a toy one.
+
+The toy keeps every categorical choice of the card (norm type, position and affine terms,
+activation, position scheme, attention variant, QK norm, soft-caps, biases, parallel
+blocks, tied embeddings, the layer pattern, MoE routing) and these ratios exactly:
+
+- d_ff/d_model (and the dense, shared-expert, embedding and MLA-rank widths over d_model),
+- query groups n_heads/n_kv_heads (MHA stays MHA, MQA stays MQA),
+- n_heads*head_dim/d_model, and the rotary fraction of a head,
+- the layer pattern's period, the MoE layer period, experts and top-k, shared experts.
+
+It shrinks: every width by one common factor, chosen as the smallest d_model >= 64 for
+which all the ratios above come out as integers (with head_dim >= 8 and even, and
+d_model a multiple of n_heads where the card's is); heads to
+4 (MHA) or 2 KV heads times the query groups; depth to one period of the layer pattern
+(and of the MoE layers, plus one dense layer if the card has leading dense layers), at
+least 2; vocabulary to 256; context to 64 tokens; local windows and chunks to 16 tokens
+(when the card's window is shorter than its context); MLA head dims by a common factor
+to an 8-dim RoPE key. Where no width factor keeps a ratio exactly, the toy rounds it and
+says so in ``approximated``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from archdb.schema import Architecture, AttentionVariant, Kind
+
+from .layout import BuildError, lcm, rotary_dims
+
+
+@dataclass(frozen=True)
+class ToyRule:
+    """The rule's constants (see the module docstring)."""
+
+    d_model_min: int = 64
+    d_model_max: int = 2048
+    head_dim_min: int = 8
+    mha_heads: int = 4
+    kv_heads_max: int = 2
+    vocab: int = 256
+    context: int = 64
+    window: int = 16
+    min_layers: int = 2
+    mla_rope_dim: int = 8
+
+    def describe(self) -> str:
+        return (
+            f"toy rule: widths scaled by one factor to the smallest d_model >= "
+            f"{self.d_model_min} that keeps d_ff/d_model, n_heads*head_dim/d_model and the "
+            f"other width ratios exact (head_dim >= {self.head_dim_min}, even); "
+            f"{self.mha_heads} heads for MHA, else min(kv_heads, {self.kv_heads_max}) KV heads "
+            f"x the query groups; depth = one period of the layer pattern and MoE layers "
+            f"(>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
+            f"{self.window}; every categorical choice kept"
+        )
+
+
+TOY_RULE = ToyRule()
+
+
+@dataclass(frozen=True)
+class Toy:
+    """A toy architecture and what the rule kept, changed and approximated."""
+
+    arch: Architecture
+    rule: str
+    kept: tuple[str, ...]
+    approximated: tuple[str, ...]
+    dims: dict = field(hash=False)
+
+
+def shrink(arch: Architecture, rule: ToyRule = TOY_RULE) -> Toy:
+    """The toy of an architecture (pure: the input is not changed)."""
+    _require_sizes(arch)
+    heads = _toy_heads(arch, rule)
+    n_layers, n_enc, first_dense = _toy_depth(arch, rule)
+    widths = _toy_widths(arch, heads, rule)
+    data = arch.model_dump()
+    data.update(
+        d_model=widths.d_model, n_layers=n_layers, vocab_size=rule.vocab,
+        tokenizer_vocab_size=None, context_length=rule.context,
+        embedding_dim=widths.scaled.get("embedding_dim"),
+    )
+    if arch.kind is Kind.ENCODER_DECODER:
+        data["n_encoder_layers"] = n_enc
+    att = data["attention"]
+    att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
+    if arch.attention.sliding_window is not None:
+        short = arch.attention.sliding_window < (arch.context_length or math.inf)
+        att["sliding_window"] = rule.window if short else rule.context
+    if arch.attention.latent is not None:
+        att["latent"] = widths.latent
+    data["mlp"]["d_ff"] = widths.scaled["d_ff"]
+    moe = data["mlp"]["moe"]
+    if moe is not None:
+        moe["first_dense_layers"] = first_dense
+        moe["dense_d_ff"] = widths.scaled.get("dense_d_ff")
+        moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
+    pos = data["position"]
+    if pos.get("learned_rows") is not None:
+        pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
+    toy = Architecture.model_validate(data)
+    kept = _kept(arch, toy, heads)
+    return Toy(toy, rule.describe(), kept, tuple(widths.approximated), toy_dims(toy))
+
+
+def _require_sizes(arch: Architecture) -> None:
+    missing = [f"architecture.{name}" for name in ("d_model", "n_layers", "mlp.d_ff")
+               if _get(arch, name) is None]
+    if arch.attention.n_heads is None:
+        missing.append("architecture.attention.n_heads")
+    if arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_kv_heads is None:
+        missing.append("architecture.attention.n_kv_heads")
+    if missing:
+        raise BuildError(f"cannot build: unknown (null) sizes: {', '.join(missing)}")
+
+
+def _get(obj: object, path: str) -> object:
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# --- heads and depth ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Heads:
+    n_heads: int
+    n_kv_heads: int
+    groups: int
+
+
+def _toy_heads(arch: Architecture, rule: ToyRule) -> _Heads:
+    att = arch.attention
+    h = att.n_heads
+    kv = h if att.variant is AttentionVariant.LATENT else att.n_kv_heads
+    groups = h // kv
+    if groups == 1:
+        n = min(h, rule.mha_heads)
+        return _Heads(n, n, 1)
+    kv_t = 1 if kv == 1 else min(kv, rule.kv_heads_max)
+    return _Heads(groups * kv_t, kv_t, groups)
+
+
+def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
+    """(decoder layers, encoder layers, leading dense layers) of the toy."""
+    moe = arch.mlp.moe
+    period = len(arch.attention.layer_pattern)
+    first_dense = min(moe.first_dense_layers, 1) if moe else 0
+    moe_period = moe.layer_period if moe else 1
+    n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
+    n_enc = 0
+    if arch.n_encoder_layers:
+        n_enc = max(1, round(arch.n_encoder_layers * n / arch.n_layers))
+    return n, n_enc, first_dense
+
+
+# --- widths -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Widths:
+    d_model: int
+    head_dim: int
+    scaled: dict[str, int]
+    latent: dict | None
+    approximated: list[str]
+
+
+def _width_fields(arch: Architecture) -> dict[str, int]:
+    """Widths that scale with d_model (their ratio to d_model is kept)."""
+    moe, lat = arch.mlp.moe, arch.attention.latent
+    out = {"d_ff": arch.mlp.d_ff, "embedding_dim": arch.embedding_dim}
+    if moe is not None:
+        out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
+    if lat is not None:
+        out |= {"kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _toy_widths(arch: Architecture, heads: _Heads, rule: ToyRule) -> _Widths:
+    d = arch.d_model
+    fields = _width_fields(arch)
+    base = d // math.gcd(d, *fields.values())  # smallest d_model keeping every width ratio
+    latent = arch.attention.latent is not None
+    hd = arch.head_dim_effective
+    inner = None if latent else arch.attention.n_heads * hd
+    rot_ratio = Fraction(rotary_dims(arch, hd), hd) if not latent else None
+    start = math.ceil(min(rule.d_model_min, d) / base) * base
+    for d_t in range(start, min(rule.d_model_max, d) + 1, base):
+        if d_t % heads.n_heads and d % arch.attention.n_heads == 0:
+            continue  # keep d_model divisible by the heads where the card's is
+        head_dim = _head_dim(arch, heads, inner, hd, rot_ratio, Fraction(d_t, d), rule)
+        if head_dim is not None:
+            scaled = {k: v * d_t // d for k, v in fields.items()}
+            return _Widths(d_t, head_dim, scaled, _toy_latent(arch, scaled, rule), [])
+    return _approximate(arch, heads, fields, inner, rule)
+
+
+def _head_dim(arch: Architecture, heads: _Heads, inner: int | None, hd: int,
+              rot_ratio: Fraction | None, scale: Fraction, rule: ToyRule) -> int | None:
+    """The toy head_dim if this width scale keeps the head ratio exactly, else None."""
+    if inner is None:  # MLA: head dims scale on their own
+        return _latent_factor_dims(arch, rule)[0]
+    inner_t = inner * scale
+    if inner_t.denominator != 1 or inner_t.numerator % heads.n_heads:
+        return None
+    head_dim = inner_t.numerator // heads.n_heads
+    if head_dim < min(rule.head_dim_min, hd) or head_dim % 2:
+        return None
+    toy_rot = rotary_dims(arch, head_dim)
+    if rot_ratio is not None and Fraction(toy_rot, head_dim) != rot_ratio:
+        return None
+    return head_dim
+
+
+def _latent_factor_dims(arch: Architecture, rule: ToyRule) -> tuple[int, int, int, int]:
+    """(head_dim, rope, nope, v) of a toy MLA: dims divided by one factor."""
+    lat = arch.attention.latent
+    rope, nope, v = lat.qk_rope_head_dim, lat.qk_nope_head_dim, lat.v_head_dim
+    factor = max(1, rope // rule.mla_rope_dim)
+    while factor > 1 and (rope % factor or nope % factor or v % factor):
+        factor -= 1
+    head_dim = (arch.attention.head_dim or v) // factor or 1
+    return head_dim, rope // factor, nope // factor, v // factor
+
+
+def _toy_latent(arch: Architecture, scaled: dict[str, int], rule: ToyRule) -> dict | None:
+    if arch.attention.latent is None:
+        return None
+    _, rope, nope, v = _latent_factor_dims(arch, rule)
+    return {
+        "kv_lora_rank": max(1, scaled["kv_lora_rank"]),
+        "q_lora_rank": max(1, scaled["q_lora_rank"]) if "q_lora_rank" in scaled else None,
+        "qk_rope_head_dim": rope, "qk_nope_head_dim": nope, "v_head_dim": v,
+    }
+
+
+def _approximate(arch: Architecture, heads: _Heads, fields: dict[str, int], inner: int | None,
+                 rule: ToyRule) -> _Widths:
+    """No common factor keeps every ratio: round each width and list what moved."""
+    d = arch.d_model
+    d_t = min(d, rule.d_model_min)
+    approximated: list[str] = []
+    scaled = {}
+    for name, width in fields.items():
+        scaled[name] = max(1, round(width * d_t / d))
+        if scaled[name] * d != width * d_t:
+            approximated.append(f"{name}/d_model {width / d:.4g} -> {scaled[name] / d_t:.4g}")
+    if inner is None:
+        head_dim = _latent_factor_dims(arch, rule)[0]
+    else:
+        head_dim = max(rule.head_dim_min, round(inner * d_t / d / heads.n_heads))
+        head_dim += head_dim % 2
+        if heads.n_heads * head_dim * d != inner * d_t:
+            approximated.append(
+                f"n_heads*head_dim/d_model {inner / d:.4g} -> {heads.n_heads * head_dim / d_t:.4g}"
+            )
+        hd = arch.head_dim_effective
+        if Fraction(rotary_dims(arch, head_dim), head_dim) != Fraction(rotary_dims(arch, hd), hd):
+            approximated.append("rotary fraction rounded to an even number of dims")
+    return _Widths(d_t, head_dim, scaled, _toy_latent(arch, scaled, rule), approximated)
+
+
+# --- reporting ------------------------------------------------------------------------
+
+
+def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ...]:
+    kept = [
+        "every categorical choice (norm, activation, positions, attention variant, QK norm, "
+        "soft-caps, biases, parallel blocks, tied embeddings)",
+        f"d_ff/d_model = {_ratio(toy.mlp.d_ff, toy.d_model)}",
+        f"query groups = {heads.groups}",
+        f"layer pattern (period {len(toy.attention.layer_pattern)}): "
+        + ", ".join(k.value for k in toy.attention.layer_pattern),
+    ]
+    if toy.head_ratio is not None and toy.attention.latent is None:
+        kept.append(f"n_heads*head_dim/d_model = {_ratio(toy.attention.n_heads * toy.head_dim_effective, toy.d_model)}")
+    if full.position.rotary_fraction is not None:
+        kept.append(f"rotary fraction = {full.position.rotary_fraction:g}")
+    moe = toy.mlp.moe
+    if moe is not None:
+        kept.append(
+            f"MoE: {moe.n_experts} experts, top-{moe.n_active}, {moe.n_shared} shared, "
+            f"layer period {moe.layer_period}, first dense layers "
+            f"{full.mlp.moe.first_dense_layers} -> {moe.first_dense_layers}"
+        )
+    return tuple(kept)
+
+
+def _ratio(num: int, den: int) -> str:
+    r = Fraction(num, den)
+    return f"{float(r):.6g}" if r.denominator == 1 or len(str(r)) > 9 else f"{r} = {float(r):.6g}"
+
+
+def toy_dims(arch: Architecture) -> dict:
+    """The sizes of an architecture as a flat dict (reported next to toy figures)."""
+    att, moe, lat = arch.attention, arch.mlp.moe, arch.attention.latent
+    dims = {
+        "d_model": arch.d_model, "n_layers": arch.n_layers,
+        "n_encoder_layers": arch.n_encoder_layers, "n_heads": att.n_heads,
+        "n_kv_heads": att.n_kv_heads, "head_dim": arch.head_dim_effective,
+        "d_ff": arch.mlp.d_ff, "vocab_size": arch.vocab_size,
+        "context_length": arch.context_length, "sliding_window": att.sliding_window,
+        "embedding_dim": arch.embedding_dim,
+    }
+    if moe is not None:
+        dims |= {"n_experts": moe.n_experts, "n_active": moe.n_active, "n_shared": moe.n_shared,
+                 "shared_d_ff": moe.shared_d_ff, "dense_d_ff": moe.dense_d_ff,
+                 "first_dense_layers": moe.first_dense_layers}
+    if lat is not None:
+        dims |= {f"latent.{k}": v for k, v in lat.model_dump().items()}
+    return {k: v for k, v in dims.items() if v is not None}

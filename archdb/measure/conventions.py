@@ -1,0 +1,72 @@
+"""Counting conventions shared by the analytic formula and the fvcore measurement.
+
+Pure Python: no torch. Both sides import these numbers, so a FLOP means the same thing
+in ``analytic.py`` (formulas over a card) and in ``flops.py`` (handles over a traced toy).
+
+FLOPs are floating-point operations, **2 per multiply-add**: a matmul of (m, k) by (k, n)
+costs 2*m*k*n. fvcore calls multiply-adds "flops"; we never do. Counts are for one forward
+pass, per token, at a stated sequence length (batch size 1).
+
+Elementwise work is counted by convention, not measured in cycles: every elementwise
+function (add, multiply, divide, exp, tanh, GELU, SiLU, ReLU, ...) costs one FLOP per
+output element, a reduction one FLOP per input element, and the fused kernels below cost
+what their decomposition would. Data movement (views, concatenation, gathers, masking,
+top-k selection, embedding lookups) costs nothing.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+FLOPS_PER_MAC = 2
+ELEMENTWISE = 1  # per output element: add, mul, div, neg, exp, tanh, GELU, SiLU, ReLU, ...
+REDUCTION = 1  # per input element: sum, cumsum
+SOFTMAX = 5  # per element: max, subtract, exp, sum, divide
+LAYERNORM = 5  # per element: mean, subtract, square, mean, multiply by rsqrt
+RMSNORM = 3  # per element: square, mean, multiply by rsqrt
+AFFINE = 1  # per element for a norm's scale, and again for its bias
+SOFTCAP = 3  # per element: c * tanh(x / c)
+ROPE = 3  # per rotated element: x * cos + swap(x) * sin
+LINEAR_FEATURE_MAP = 2  # per element: elu(x) + 1 (linear attention)
+
+DEFAULT_KV_DTYPE_BYTES = 2  # bf16/fp16 cache entries
+DEFAULT_SEQ_LEN = 2048  # full-size figures use min(this, the card's context_length)
+
+
+class FlopClass(StrEnum):
+    """Operator classes of the per-class breakdown."""
+
+    LINEAR = "linear"  # weight matmuls: projections, MLPs, experts, router, output head
+    ATTENTION = "attention"  # inside the attention kernel: QK^T, AV, score scale/bias/cap
+    SOFTMAX = "softmax"  # attention and router softmax
+    NORM = "norm"  # every norm, QK norms included
+    ELEMENTWISE = "elementwise"  # activations, gating, residual adds, RoPE, output soft-cap
+    EMBEDDING = "embedding"  # lookups (free) and adding absolute position embeddings
+
+
+FLOP_CONVENTION = (
+    "FLOPs = 2 x multiply-adds, one forward pass, per token at the stated sequence length "
+    "(batch 1); elementwise functions 1 FLOP per element, reductions 1 per input element, "
+    f"softmax {SOFTMAX}, LayerNorm {LAYERNORM} (+{AFFINE} per affine term), RMSNorm "
+    f"{RMSNORM} (+{AFFINE}), soft-cap {SOFTCAP}, RoPE {ROPE} per rotated element; "
+    "gathers, masking and top-k are free"
+)
+ATTENTION_CONVENTION = (
+    "dense: what the toy's kernels compute (every query scores all keys of a global "
+    "layer, its window of a local layer, its chunk of a chunked layer, masked entries "
+    "included); causal: only the unmasked scores, the useful work of a causal decoder"
+)
+ENCODER_DECODER_CONVENTION = (
+    "encoder-decoder: per target token, with a source of the same length; the encoder's "
+    "work is included"
+)
+PARAMS_CONVENTION = (
+    "total: every parameter once (tied embeddings counted once); non-embedding: without "
+    "the token embedding, an untied output head and its bias, and position tables; "
+    "active: per token, routed experts counted only for the top-k"
+)
+KV_CONVENTION = (
+    "K and V entries the decoder caches per token (MLA: the latent plus the shared RoPE "
+    "key; encoder-decoder: self- plus cross-attention), averaged over a sequence of the "
+    "stated length, local and chunked layers capped by their window"
+)

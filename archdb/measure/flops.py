@@ -1,0 +1,216 @@
+"""FLOPs of a toy measured with fvcore, with archdb's handles for every operator.
+
+fvcore traces the model and counts operators through per-op handles. Its defaults would
+mislead here in three ways, so none of them are used:
+- its matmul handles return multiply-adds under the name "flops": ours return 2 x MACs;
+- it silently ignores a list of operators (ReLU, clamp, masked_fill, max, ...) and has no
+  handle for a fused ``scaled_dot_product_attention`` or for norms and activations: we
+  start from an empty table, say which operators are free (data movement) and fail on
+  any other operator without a handle, so nothing is dropped silently;
+- it counts integer index arithmetic like any other: our elementwise handles count
+  floating-point outputs only.
+The per-class breakdown comes from the operator (linear, softmax, norms, embedding) or
+else from the ``flop_class`` of the innermost builder module that runs it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from fvcore.nn.jit_analysis import JitModelAnalysis
+from fvcore.nn.jit_handles import get_shape
+from torch import nn
+
+from archdb.builder.model import example_inputs
+
+from . import conventions as cv
+from .conventions import FlopClass
+
+Handle = Callable[[list, list], int]
+
+
+class UncountedOperatorError(RuntimeError):
+    """The traced model ran an operator the counter has no rule for."""
+
+
+# --- handles --------------------------------------------------------------------------------
+
+
+def _numel(val) -> int:
+    shape = get_shape(val)
+    n = 1
+    for s in shape or ():
+        n *= s
+    return n
+
+
+def _is_float(val) -> bool:
+    kind = val.type().scalarType() if hasattr(val.type(), "scalarType") else None
+    return kind in {"Float", "Double", "Half", "BFloat16"}
+
+
+def _is_none(val) -> bool:
+    return isinstance(val.type(), torch._C.NoneType)
+
+
+def linear_flops(inputs: list, outputs: list) -> int:
+    d_in = get_shape(inputs[1])[1]
+    out = _numel(outputs[0])
+    bias = 0 if len(inputs) < 3 or _is_none(inputs[2]) else out
+    return cv.FLOPS_PER_MAC * out * d_in + bias
+
+
+def matmul_flops(inputs: list, outputs: list) -> int:
+    """(..., m, k) @ (..., k, n): 2 * k per output element, broadcasting included."""
+    k = get_shape(inputs[0])[-1]
+    return cv.FLOPS_PER_MAC * _numel(outputs[0]) * k
+
+
+def per_output(cost: int) -> Handle:
+    def handle(inputs: list, outputs: list) -> int:
+        return cost * _numel(outputs[0]) if _is_float(outputs[0]) else 0
+
+    return handle
+
+
+def per_input(cost: int) -> Handle:
+    def handle(inputs: list, outputs: list) -> int:
+        return cost * _numel(inputs[0]) if _is_float(inputs[0]) else 0
+
+    return handle
+
+
+def layer_norm_flops(inputs: list, outputs: list) -> int:
+    affine = sum(not _is_none(v) for v in inputs[2:4])
+    return _numel(inputs[0]) * (cv.LAYERNORM + cv.AFFINE * affine)
+
+
+def rms_norm_flops(inputs: list, outputs: list) -> int:
+    scale = len(inputs) > 2 and not _is_none(inputs[2])
+    return _numel(inputs[0]) * (cv.RMSNORM + cv.AFFINE * scale)
+
+
+def free(inputs: list, outputs: list) -> int:
+    return 0
+
+
+ELEMENTWISE_OPS = (
+    "add", "add_", "sub", "rsub", "mul", "mul_", "div", "neg", "tanh", "gelu", "silu",
+    "relu", "square", "pow", "elu", "exp", "sigmoid", "rsqrt", "sqrt", "abs", "floor_divide",
+    "remainder", "floor",
+)
+HANDLES: dict[str, Handle] = {
+    "aten::linear": linear_flops,
+    "aten::matmul": matmul_flops,
+    "aten::bmm": matmul_flops,
+    "aten::softmax": per_output(cv.SOFTMAX),
+    "aten::layer_norm": layer_norm_flops,
+    "aten::rms_norm": rms_norm_flops,
+    "aten::sum": per_input(cv.REDUCTION),
+    "aten::cumsum": per_input(cv.REDUCTION),
+    "aten::embedding": free,  # a lookup; listed so it shows in the breakdown
+    **{f"aten::{op}": per_output(cv.ELEMENTWISE) for op in ELEMENTWISE_OPS},
+}
+# Data movement and bookkeeping: no arithmetic on floating-point values.
+FREE_OPS = frozenset(
+    f"aten::{op}" for op in (
+        "view", "reshape", "flatten", "unflatten", "view_as", "expand", "expand_as",
+        "permute", "transpose", "t", "contiguous", "unsqueeze", "squeeze", "select", "slice",
+        "narrow", "index", "index_select", "gather", "cat", "stack", "split",
+        "split_with_sizes", "chunk", "unbind", "unfold", "constant_pad_nd", "pad",
+        "repeat", "repeat_interleave", "topk", "masked_fill", "tril", "triu", "ones",
+        "zeros", "ones_like", "zeros_like", "arange", "full", "empty", "to", "type_as",
+        "detach", "clone", "copy_", "size", "Int", "ScalarImplicit", "ge", "gt", "le", "lt",
+        "eq", "ne", "bitwise_not", "lift_fresh", "alias", "numel",
+    )
+)
+
+
+class _Counter(JitModelAnalysis):
+    """fvcore's graph walker with archdb's handles and an explicit list of free ops."""
+
+    def __init__(self, model: nn.Module, inputs: tuple) -> None:
+        super().__init__(model, inputs)
+        self._ignored_ops = set(FREE_OPS)  # replaces fvcore's silent-ignore list
+        self.set_op_handle(**HANDLES)
+        self.unsupported_ops_warnings(False)
+        self.uncalled_modules_warnings(False)
+
+
+# --- measurement ---------------------------------------------------------------------------
+
+
+OP_CLASS = {
+    "linear": FlopClass.LINEAR,
+    "softmax": FlopClass.SOFTMAX,
+    "layer_norm": FlopClass.NORM,
+    "rms_norm": FlopClass.NORM,
+    "embedding": FlopClass.EMBEDDING,
+}
+
+
+@dataclass(frozen=True)
+class FlopMeasurement:
+    """FLOPs of one forward pass of a toy, as fvcore traced it."""
+
+    seq_len: int
+    by_class: dict[str, int]  # per sequence
+    by_operator: dict[str, int]  # per sequence
+    convention: str = field(default=cv.FLOP_CONVENTION)
+    attention_convention: str = field(default=cv.ATTENTION_CONVENTION)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_class.values())
+
+    @property
+    def per_token(self) -> float:
+        return self.total / self.seq_len
+
+
+def measure_flops(model: nn.Module, seq_len: int) -> FlopMeasurement:
+    """Trace one forward pass of batch 1 and count every operator (dense kernels)."""
+    model.eval()
+    inputs = example_inputs(model, seq_len)
+    with torch.no_grad(), warnings.catch_warnings():
+        # fvcore traces with torch.jit, which torch 2.x marks deprecated; the trace is sound
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch.jit")
+        analysis = _Counter(model, inputs)
+        per_module = analysis.by_module_and_operator()
+        unsupported = analysis.unsupported_ops()
+    if unsupported:
+        ops = ", ".join(f"{op} x{n}" for op, n in sorted(unsupported.items()))
+        raise UncountedOperatorError(f"operators without a FLOP rule: {ops}")
+    return FlopMeasurement(seq_len, _by_class(model, per_module), dict(per_module[""]))
+
+
+def _by_class(model: nn.Module, per_module: dict[str, Counter]) -> dict[str, int]:
+    """Attribute each module's own operators (its count minus its children's) to a class."""
+    names = {m: n for n, m in model.named_modules()}
+    out = Counter({c.value: 0 for c in FlopClass})
+    for name, module in model.named_modules():
+        own = Counter(per_module.get(name, Counter()))
+        for child in module.children():
+            own.subtract(per_module.get(names[child], Counter()))
+        for op, n in own.items():
+            if n:
+                out[_op_class(op, module, model, names)] += n
+    return dict(out)
+
+
+def _op_class(op: str, module: nn.Module, model: nn.Module, names: dict) -> str:
+    if op in OP_CLASS:
+        return OP_CLASS[op].value
+    owner_name = names[module]
+    while True:
+        declared = getattr(module, "flop_class", None)
+        if declared is not None:
+            return FlopClass(declared).value
+        if not owner_name:
+            return FlopClass.ELEMENTWISE.value
+        owner_name = owner_name.rpartition(".")[0]
+        module = model.get_submodule(owner_name)

@@ -1,0 +1,502 @@
+"""A reference nobody here wrote: the same architecture built by Hugging Face transformers.
+
+For each model family that transformers implements, a converter writes the card's
+architecture as that family's transformers config (the way the released config.json
+would), the model is instantiated on the meta device, and its parameters are counted.
+archdb's own count must be the same number.
+
+A converter states the features its family's code fixes (Llama has no parallel blocks,
+Gemma always ties its embeddings, GPT-J's head always has a bias...) and raises
+``NotRepresentable`` when a card asks for something else, so a comparison never passes
+by building a different model. It does *not* patch differences that are the card's to
+fix (an OPT card without its two extra position rows builds, and the counts differ).
+
+transformers is imported lazily: it is a test dependency, not a runtime one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from archdb.builder.layout import embedding_width, fill_unknowns, learned_rows
+from archdb.schema import (
+    Activation,
+    Architecture,
+    AttentionVariant,
+    Kind,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+)
+
+
+class NotRepresentable(ValueError):
+    """The card asks for something the family's transformers code cannot build."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One transformers model family: its config class, model class and converter."""
+
+    model_type: str
+    config_class: str
+    model_class: str
+    convert: Callable[[Architecture], dict]
+    decoder_only_of: str | None = None  # count only this submodule (multimodal models)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise NotRepresentable(message)
+
+
+# --- shared checks --------------------------------------------------------------------------
+
+
+def _norm(a: Architecture, kind: NormType, affine: NormAffine, position: NormPosition,
+          final: bool = True) -> None:
+    n = a.norm
+    _require(n.type is kind, f"norm.type must be {kind.value}")
+    _require(n.affine is affine, f"norm.affine must be {affine.value}")
+    _require(n.position is position, f"norm.position must be {position.value}")
+    _require(n.final is final, f"norm.final must be {final}")
+
+
+def _serial(a: Architecture) -> None:
+    _require(not a.parallel_layers, "parallel_layers must be false")
+
+
+def _parallel(a: Architecture, shared: bool) -> None:
+    _require(bool(a.parallel_layers), "parallel_layers must be true")
+    _require(bool(a.norm.shared_in_parallel) is shared,
+             f"norm.shared_in_parallel must be {shared}")
+
+
+def _act(a: Architecture, *allowed: Activation) -> None:
+    _require(a.mlp.activation in allowed,
+             f"mlp.activation must be one of {', '.join(x.value for x in allowed)}")
+
+
+def _softmax_attention(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
+    _require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant must be softmax")
+    _require(a.attention.qk_norm is qk, f"attention.qk_norm must be {qk.value}")
+
+
+def _position(a: Architecture, *allowed: PositionType) -> None:
+    _require(a.position.type in allowed,
+             f"position.type must be one of {', '.join(x.value for x in allowed)}")
+
+
+def _dense(a: Architecture) -> None:
+    _require(a.mlp.moe is None, "a dense MLP (mlp.moe null)")
+
+
+def _pattern(a: Architecture, *allowed: LayerKind) -> None:
+    _require(set(a.attention.layer_pattern) <= set(allowed),
+             f"layer_pattern may use only {', '.join(x.value for x in allowed)}")
+
+
+def _bias(a: Architecture, qkv: bool, out: bool, mlp: bool, lm_head: bool = False) -> None:
+    b = a.bias
+    got = (b.qkv, b.attn_out, b.mlp, bool(b.lm_head))
+    _require(got == (qkv, out, mlp, lm_head),
+             f"bias (qkv, attn_out, mlp, lm_head) must be {(qkv, out, mlp, lm_head)}, got {got}")
+
+
+def _base(a: Architecture) -> dict:
+    """The Llama-style config fields most families share."""
+    return {
+        "vocab_size": a.vocab_size, "hidden_size": a.d_model,
+        "intermediate_size": a.mlp.d_ff, "num_hidden_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "num_key_value_heads": a.attention.n_kv_heads, "head_dim": a.head_dim_effective,
+        "max_position_embeddings": a.context_length, "tie_word_embeddings": a.tied_embeddings,
+    }
+
+
+def _llama_like(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a, qk)
+    _position(a, PositionType.ROPE)
+
+
+# --- converters -----------------------------------------------------------------------------
+
+
+def llama(a: Architecture) -> dict:
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out, "Llama's attention_bias covers q, k, v and o alike")
+    return _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+
+
+def mistral(a: Architecture) -> dict:
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.LOCAL)
+    _bias(a, False, False, False)
+    return _base(a) | {"sliding_window": a.attention.sliding_window}
+
+
+def mixtral(a: Architecture) -> dict:
+    _llama_like(a)
+    _bias(a, False, False, False)
+    moe = a.mlp.moe
+    _require(moe is not None and moe.first_dense_layers == 0 and moe.layer_period == 1
+             and moe.n_shared == 0, "every layer MoE, no shared experts")
+    return _base(a) | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active,
+                       "sliding_window": a.attention.sliding_window}
+
+
+def qwen2(a: Architecture) -> dict:
+    _llama_like(a)
+    _dense(a)
+    _bias(a, True, False, False)  # Qwen 2 hard-codes bias on q, k, v only
+    return _base(a)
+
+
+def qwen3(a: Architecture) -> dict:
+    _llama_like(a, QKNorm.PER_HEAD)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv}
+
+
+def gemma(a: Architecture) -> dict:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a)
+    _dense(a)
+    _bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    return _base(a)
+
+
+def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a, qk)
+    _dense(a)
+    _bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    return _base(a) | {"sliding_window": a.attention.sliding_window or 4096,
+                       "layer_types": _layer_types(a)}
+
+
+def gemma3_text(a: Architecture) -> dict:
+    return gemma2(a, QKNorm.PER_HEAD)
+
+
+def _layer_types(a: Architecture) -> list[str]:
+    names = {LayerKind.LOCAL: "sliding_attention", LayerKind.CHUNKED: "chunked_attention"}
+    return [names.get(k, "full_attention") for k in a.layer_kinds()]
+
+
+def olmo(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.NONE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv}
+
+
+def olmo2(a: Architecture) -> dict:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a, QKNorm.FULL)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv}
+
+
+def cohere(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
+    _parallel(a, shared=True)
+    _act(a, Activation.SWIGLU)
+    _require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD_UNTIED),
+             "Cohere's QK norm is per head with untied weights")
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv,
+                       "use_qk_norm": a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED}
+
+
+def cohere2(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
+    _parallel(a, shared=True)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv, "layer_types": _layer_types(a),
+                       "sliding_window": a.attention.sliding_window or 4096}
+
+
+def nemotron(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SQUARED_RELU)
+    _softmax_attention(a)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp,
+                       "partial_rotary_factor": a.position.rotary_fraction or 1.0}
+
+
+def deepseek(a: Architecture) -> dict:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    moe, lat = a.mlp.moe, a.attention.latent
+    _require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
+    shared = 0
+    if moe.n_shared:
+        _require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
+        shared = moe.shared_d_ff // a.mlp.d_ff
+    return _base(a) | {
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff, "moe_intermediate_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.n_active,
+        "n_shared_experts": shared, "first_k_dense_replace": moe.first_dense_layers,
+        "kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank,
+        "qk_rope_head_dim": lat.qk_rope_head_dim, "qk_nope_head_dim": lat.qk_nope_head_dim,
+        "v_head_dim": lat.v_head_dim, "head_dim": lat.qk_rope_head_dim,
+        "num_key_value_heads": a.attention.n_heads, "attention_bias": a.bias.qkv,
+        "n_group": 1, "topk_group": 1,
+    }
+
+
+def llama4_text(a: Architecture) -> dict:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
+    _bias(a, False, False, False)
+    moe = a.mlp.moe
+    _require(moe is not None and moe.first_dense_layers == 0, "MoE without leading dense layers")
+    _require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff,
+             "one shared expert as wide as a routed one")
+    nope = [int(k is LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()]
+    return _base(a) | {
+        "intermediate_size_mlp": moe.dense_d_ff or 4 * a.d_model,
+        "num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active,
+        "interleave_moe_layer_step": moe.layer_period, "use_qk_norm": a.attention.qk_norm is QKNorm.L2,
+        "no_rope_layers": [1 - x for x in nope], "attention_chunk_size": a.attention.sliding_window,
+    }
+
+
+def gpt2(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.GELU)
+    _softmax_attention(a)
+    _dense(a)
+    _position(a, PositionType.LEARNED)
+    _bias(a, True, True, True)
+    _require(bool(a.tied_embeddings), "GPT-2 ties its embeddings")
+    _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    return {"vocab_size": a.vocab_size, "n_embd": a.d_model, "n_layer": a.n_layers,
+            "n_head": a.attention.n_heads, "n_inner": a.mlp.d_ff, "n_positions": learned_rows(a)}
+
+
+def openai_gpt(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
+    _serial(a)
+    _act(a, Activation.GELU)
+    _softmax_attention(a)
+    _dense(a)
+    _position(a, PositionType.LEARNED)
+    _bias(a, True, True, True)
+    _require(a.mlp.d_ff == 4 * a.d_model, "GPT-1's MLP is 4 x d_model")
+    _require(bool(a.tied_embeddings), "GPT-1 ties its embeddings")
+    return {"vocab_size": a.vocab_size, "n_embd": a.d_model, "n_layer": a.n_layers,
+            "n_head": a.attention.n_heads, "n_positions": learned_rows(a)}
+
+
+def gptj(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    _parallel(a, shared=True)
+    _act(a, Activation.GELU)
+    _softmax_attention(a)
+    _dense(a)
+    _position(a, PositionType.ROPE)
+    _require(not a.bias.qkv and not a.bias.attn_out and a.bias.mlp,
+             "GPT-J: no attention bias, MLP bias")
+    hd = a.head_dim_effective
+    return {"vocab_size": a.vocab_size, "n_embd": a.d_model, "n_layer": a.n_layers,
+            "n_head": a.attention.n_heads, "n_inner": a.mlp.d_ff,
+            "rotary_dim": int(hd * (a.position.rotary_fraction or 1.0)),
+            "n_positions": a.context_length, "tie_word_embeddings": a.tied_embeddings}
+
+
+def gpt_neox(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    _parallel(a, shared=False)
+    _act(a, Activation.GELU)
+    _softmax_attention(a)
+    _dense(a)
+    _bias(a, True, True, True)
+    return {"vocab_size": a.vocab_size, "hidden_size": a.d_model,
+            "num_hidden_layers": a.n_layers, "num_attention_heads": a.attention.n_heads,
+            "intermediate_size": a.mlp.d_ff, "use_parallel_residual": True,
+            "rotary_pct": a.position.rotary_fraction or 1.0,
+            "max_position_embeddings": a.context_length, "tie_word_embeddings": a.tied_embeddings}
+
+
+def phi(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    _parallel(a, shared=True)
+    _act(a, Activation.GELU)
+    _softmax_attention(a)
+    _dense(a)
+    _bias(a, True, True, True, lm_head=True)
+    return _base(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
+
+
+def opt(a: Architecture) -> dict:
+    _require(a.norm.position in (NormPosition.PRE, NormPosition.POST), "pre- or post-norm")
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, a.norm.position,
+          final=a.norm.position is NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.RELU)
+    _softmax_attention(a)
+    _dense(a)
+    _position(a, PositionType.LEARNED)
+    _bias(a, True, True, True)
+    # OPT's table has max_position_embeddings + 2 rows; the config states the positions.
+    return {"vocab_size": a.vocab_size, "hidden_size": a.d_model,
+            "num_hidden_layers": a.n_layers, "ffn_dim": a.mlp.d_ff,
+            "num_attention_heads": a.attention.n_heads,
+            "max_position_embeddings": a.context_length,
+            "word_embed_proj_dim": embedding_width(a),
+            "do_layer_norm_before": a.norm.position is NormPosition.PRE,
+            "tie_word_embeddings": a.tied_embeddings}
+
+
+def falcon(a: Architecture) -> dict:
+    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    _require(bool(a.parallel_layers), "parallel_layers (Falcon's parallel_attn)")
+    _act(a, Activation.GELU)
+    _softmax_attention(a)
+    _dense(a)
+    b = a.bias
+    _require(b.qkv == b.attn_out == b.mlp, "Falcon's bias flag covers every linear layer")
+    shared = bool(a.norm.shared_in_parallel)
+    kv = a.attention.n_kv_heads
+    classic_mqa = kv == 1 and shared  # Falcon-7B: multi_query, one norm
+    return {"vocab_size": a.vocab_size, "hidden_size": a.d_model,
+            "num_hidden_layers": a.n_layers, "num_attention_heads": a.attention.n_heads,
+            "num_kv_heads": kv, "new_decoder_architecture": not classic_mqa,
+            "multi_query": kv == 1, "parallel_attn": True, "bias": b.qkv,
+            "ffn_hidden_size": a.mlp.d_ff, "num_ln_in_parallel_attn": 1 if shared else 2,
+            "tie_word_embeddings": a.tied_embeddings, "alibi": False}
+
+
+def t5(a: Architecture) -> dict:
+    _require(a.kind is Kind.ENCODER_DECODER, "an encoder-decoder")
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.RELU, Activation.GEGLU)
+    _softmax_attention(a)
+    _dense(a)
+    _position(a, PositionType.RELATIVE_BIAS)
+    _bias(a, False, False, False)
+    # transformers 5 forces tie_word_embeddings=True for the whole T5 family
+    # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
+    _require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
+    return {"vocab_size": a.vocab_size, "d_model": a.d_model, "d_kv": a.head_dim_effective,
+            "d_ff": a.mlp.d_ff, "num_layers": a.n_encoder_layers,
+            "num_decoder_layers": a.n_layers, "num_heads": a.attention.n_heads,
+            "relative_attention_num_buckets": a.position.relative_buckets or 32,
+            "feed_forward_proj": "gated-gelu" if a.mlp.activation.gated else "relu",
+            "tie_word_embeddings": a.tied_embeddings}
+
+
+def chameleon(a: Architecture) -> dict:
+    _llama_like(a, a.attention.qk_norm)
+    _dense(a)
+    _bias(a, False, False, False)
+    # the image tokenizer (vqmodel) is built with defaults and left out of the count
+    return _base(a) | {"vq_config": {}, "vocabulary_map": {"<image>": 0}}
+
+
+REFERENCES: dict[str, Reference] = {
+    r.model_type: r
+    for r in (
+        Reference("llama", "LlamaConfig", "LlamaForCausalLM", llama),
+        Reference("mistral", "MistralConfig", "MistralForCausalLM", mistral),
+        Reference("mixtral", "MixtralConfig", "MixtralForCausalLM", mixtral),
+        Reference("qwen2", "Qwen2Config", "Qwen2ForCausalLM", qwen2),
+        Reference("qwen3", "Qwen3Config", "Qwen3ForCausalLM", qwen3),
+        Reference("gemma", "GemmaConfig", "GemmaForCausalLM", gemma),
+        Reference("gemma2", "Gemma2Config", "Gemma2ForCausalLM", gemma2),
+        Reference("gemma3_text", "Gemma3TextConfig", "Gemma3ForCausalLM", gemma3_text),
+        Reference("olmo", "OlmoConfig", "OlmoForCausalLM", olmo),
+        Reference("olmo2", "Olmo2Config", "Olmo2ForCausalLM", olmo2),
+        Reference("cohere", "CohereConfig", "CohereForCausalLM", cohere),
+        Reference("cohere2", "Cohere2Config", "Cohere2ForCausalLM", cohere2),
+        Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
+        Reference("deepseek_v2", "DeepseekV2Config", "DeepseekV2ForCausalLM", deepseek),
+        Reference("deepseek_v3", "DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek),
+        Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
+        Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
+        Reference("openai-gpt", "OpenAIGPTConfig", "OpenAIGPTLMHeadModel", openai_gpt),
+        Reference("gptj", "GPTJConfig", "GPTJForCausalLM", gptj),
+        Reference("gpt_neox", "GPTNeoXConfig", "GPTNeoXForCausalLM", gpt_neox),
+        Reference("phi", "PhiConfig", "PhiForCausalLM", phi),
+        Reference("opt", "OPTConfig", "OPTForCausalLM", opt),
+        Reference("falcon", "FalconConfig", "FalconForCausalLM", falcon),
+        Reference("t5", "T5Config", "T5ForConditionalGeneration", t5),
+        Reference("chameleon", "ChameleonConfig", "ChameleonForConditionalGeneration",
+                  chameleon, decoder_only_of="vqmodel"),
+    )
+}
+
+# Catalogue family -> the transformers model type that implements it. GPT-3 is listed
+# under GPT-2 because its paper reuses GPT-2's architecture (transformers has no GPT-3).
+FAMILY_TO_MODEL_TYPE: dict[str, str] = {
+    "gpt-1": "openai-gpt", "gpt-2": "gpt2", "gpt-3": "gpt2", "gpt-j": "gptj",
+    "gpt-neox": "gpt_neox", "pythia": "gpt_neox", "opt": "opt",
+    "llama": "llama", "llama-2": "llama", "llama-3": "llama", "llama-3.1": "llama",
+    "llama-3.2": "llama", "llama-3.3": "llama", "llama-4": "llama4_text",
+    "mistral": "mistral", "mixtral": "mixtral", "qwen2": "qwen2", "qwen2.5": "qwen2",
+    "qwen3": "qwen3", "gemma": "gemma", "gemma-2": "gemma2", "gemma-3": "gemma3_text",
+    "olmo": "olmo", "olmo-2": "olmo2", "falcon": "falcon", "falcon-2": "falcon",
+    "command-r": "cohere", "command-r-plus": "cohere", "command-a": "cohere2",
+    "nemotron-4": "nemotron", "deepseek-v2": "deepseek_v2", "deepseek-v3": "deepseek_v3",
+    "t5": "t5", "t5-v1.1": "t5", "phi-2": "phi", "phi-1.5": "phi", "chameleon": "chameleon",
+}
+
+
+def hf_parameter_count(arch: Architecture, model_type: str) -> int:
+    """Parameters of transformers' model for this architecture, built on the meta device."""
+    import torch  # noqa: PLC0415 - heavy, and only for this comparison
+    import transformers  # noqa: PLC0415
+
+    ref = REFERENCES[model_type]
+    arch, _ = fill_unknowns(arch)
+    kwargs = ref.convert(arch)
+    config = getattr(transformers, ref.config_class)(**kwargs)
+    with torch.device("meta"):
+        model = getattr(transformers, ref.model_class)(config)
+    skip = set()
+    if ref.decoder_only_of is not None:
+        for name, module in model.named_modules():
+            if name.endswith(ref.decoder_only_of):
+                skip |= {id(p) for p in module.parameters()}
+    return sum(p.numel() for p in model.parameters() if id(p) not in skip)

@@ -1,0 +1,444 @@
+"""Filter expressions over the catalogue: ``norm.type=rmsnorm``, ``year>=2023``, ...
+
+A query is a list of conditions (all must hold), optional families, a sort order, the
+columns to show and a row limit. It runs over the rows of ``archdb.table`` (one flat row
+per card, derived figures included), so ``list``, ``export`` and the reports agree on
+every value and every column name.
+
+Field names resolve in this order: an exact column (``architecture.norm.type``, ``year``,
+``d_ff_ratio``), the same path without its ``architecture.`` prefix (``norm.type``), a
+short alias (``activation``, ``params``, ``attention``), then a unique last segment
+(``d_model``, ``vocab_size``, ``rope_theta``). Unknown or ambiguous names are errors that
+list what would work.
+
+Operators: ``=``/``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` (numbers and dates),
+``in (a,b)`` and ``not in (a,b)``, ``~`` (contains, case-insensitive). A list field such as
+``layer_pattern`` matches ``=``/``in``/``~`` when any of its entries does. ``null`` is a
+value: ``sliding_window!=null``. A card whose value is null (unknown, or the feature is
+not used) matches no comparison except ``=null``. Several conditions in one expression
+join with ``and``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from archdb import table
+from archdb.schema import Card
+
+Row = dict[str, Any]
+
+
+class QueryError(ValueError):
+    """A malformed expression, an unknown field or a value the field cannot take."""
+
+
+# --- fields ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One queryable column: its table name, value kind and allowed values."""
+
+    name: str  # the column in archdb.table: a dotted card path, or a derived name
+    kind: str  # int, float, bool, str, enum, date or list
+    choices: tuple[str, ...] = ()  # allowed values of an enum (or of a list's entries)
+    description: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("int", "float")
+
+    @property
+    def ordered(self) -> bool:
+        return self.numeric or self.kind == "date"
+
+
+# Short names researchers type; each points at one column.
+ALIASES: dict[str, str] = {
+    "params": "params_published",
+    "date": "release_date",
+    "activation": "architecture.mlp.activation",
+    "norm": "architecture.norm.type",
+    "norm_position": "architecture.norm.position",
+    "position": "architecture.position.type",
+    "attention": "attention_family",
+    "head_dim": "head_dim_effective",
+    "heads": "architecture.attention.n_heads",
+    "kv_heads": "architecture.attention.n_kv_heads",
+    "layers": "architecture.n_layers",
+    "experts": "architecture.mlp.moe.n_experts",
+    "window": "architecture.attention.sliding_window",
+}
+
+# Leaf names too vague to stand alone ("mlp" would mean bias.mlp): write bias.mlp.
+_VAGUE_LEAVES = frozenset({"mlp", "qkv", "attn_out", "final", "affine", "type"})
+
+# Derived columns whose values come from a fixed vocabulary.
+_DERIVED_CHOICES: dict[str, tuple[str, ...]] = {
+    "attention_family": ("mha", "gqa", "mqa", "mla", "linear"),
+    "bias_scheme": ("none", "all", "qkv-only", "partial"),
+    "softcap_scheme": ("none", "attention", "final", "attention+final"),
+}
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool]:
+    """The non-null type of an annotation, and whether it is a list of that type."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin is list:
+        return _unwrap(typing.get_args(annotation)[0])[0], True
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _unwrap(args[0]) if len(args) == 1 else (annotation, False)
+    return annotation, False
+
+
+def _card_field(path: str) -> Any:
+    """The pydantic FieldInfo of a dotted card path."""
+    model: type[BaseModel] = Card
+    info = None
+    for part in path.split("."):
+        info = model.model_fields[part]
+        inner, _ = _unwrap(info.annotation)
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            model = inner
+    return info
+
+
+def _spec_for_card_path(path: str, scalar: type) -> FieldSpec:
+    info = _card_field(path)
+    inner, is_list = _unwrap(info.annotation)
+    choices: tuple[str, ...] = ()
+    if isinstance(inner, type) and issubclass(inner, Enum):
+        choices = tuple(str(m.value) for m in inner)
+    if is_list:
+        kind = "list"
+    elif choices:
+        kind = "enum"
+    elif inner is dt.date:
+        kind = "date"
+    else:
+        kind = scalar.__name__
+    return FieldSpec(path, kind, choices, info.description or "")
+
+
+@cache
+def fields() -> dict[str, FieldSpec]:
+    """Every queryable column by its table name, in table order."""
+    specs = {p: _spec_for_card_path(p, t) for p, t in table.FIELD_COLUMNS.items()}
+    for name, (scalar, meaning) in table.DERIVED_COLUMNS.items():
+        choices = _DERIVED_CHOICES.get(name, ())
+        kind = "enum" if choices else scalar.__name__
+        specs[name] = FieldSpec(name, kind, choices, meaning)
+    return specs
+
+
+@cache
+def _lookup() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Name -> column for every accepted spelling, and the spellings that are ambiguous."""
+    columns = fields()
+    names: dict[str, str] = {}
+    by_last: dict[str, list[str]] = {}
+    for column in columns:
+        by_last.setdefault(column.rsplit(".", 1)[-1], []).append(column)
+    ambiguous = {last: cols for last, cols in by_last.items() if len(cols) > 1}
+    for last, cols in by_last.items():
+        if len(cols) == 1 and last not in _VAGUE_LEAVES:
+            names[last] = cols[0]
+    for column in columns:
+        names[column] = column
+        if column.startswith("architecture."):
+            names[column.removeprefix("architecture.")] = column
+    names.update(ALIASES)
+    for alias in ALIASES:
+        ambiguous.pop(alias, None)
+    return names, ambiguous
+
+
+def short_names() -> list[str]:
+    """The short field names worth listing in help and errors: aliases and unique leaves."""
+    names, _ = _lookup()
+    return sorted(n for n in names if "." not in n)
+
+
+def display_name(column: str) -> str:
+    """The shortest spelling that resolves to a column: what tables and errors show."""
+    names, _ = _lookup()
+    spellings = [n for n, c in names.items() if c == column]
+    return min(spellings, key=lambda n: (len(n), n)) if spellings else column
+
+
+def resolve_field(name: str) -> FieldSpec:
+    """A field by any accepted spelling; QueryError naming valid fields otherwise."""
+    names, ambiguous = _lookup()
+    key = name.strip()
+    if key in names:
+        return fields()[names[key]]
+    if key in ambiguous:
+        options = ", ".join(display_name(c) for c in ambiguous[key])
+        raise QueryError(f"field {key!r} is ambiguous: say which one ({options})")
+    close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise QueryError(
+        f"unknown field {key!r}: {hint}valid fields: {', '.join(short_names())}; or any "
+        "card path such as norm.type or training.z_loss (`archdb fields` lists them all)"
+    )
+
+
+# --- values ------------------------------------------------------------------------
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+_NUMBER = re.compile(r"^([-+]?(?:\d[\d_]*)?\.?\d*(?:e[-+]?\d+)?)([kmbgt]?)$", re.IGNORECASE)
+_NULLS = {"null", "none"}
+_TRUE = {"true", "yes", "1"}
+_FALSE = {"false", "no", "0"}
+
+
+def _number(text: str, spec: FieldSpec) -> int | float:
+    """'100000', '100k', '7B', '1.5e9', '8/3' -> a number of the field's kind."""
+    if "/" in text:
+        num, _, den = text.partition("/")
+        value = _number(num, spec) / _number(den, spec)
+    else:
+        match = _NUMBER.match(text.replace(" ", ""))
+        if not match or not match.group(1).strip("+-."):
+            raise QueryError(f"{display_name(spec.name)} takes a number, not {text!r}")
+        value = float(match.group(1).replace("_", "")) * _SUFFIXES.get(match.group(2).lower(), 1)
+    if spec.kind == "int" and float(value).is_integer():
+        return int(value)
+    return value
+
+
+def _date(text: str, spec: FieldSpec) -> str:
+    """'2024', '2024-06' or '2024-06-01' -> an ISO date string (rows hold ISO strings)."""
+    parts = text.split("-")
+    try:
+        year, month, day = (int(p) for p in [*parts, "1", "1"][:3])
+        return dt.date(year, month, day).isoformat()
+    except (TypeError, ValueError):
+        raise QueryError(
+            f"{display_name(spec.name)} takes a date (YYYY, YYYY-MM or YYYY-MM-DD), not {text!r}"
+        ) from None
+
+
+def _choice(text: str, spec: FieldSpec) -> str:
+    value = text.lower()
+    if value in spec.choices:
+        return value
+    close = difflib.get_close_matches(value, spec.choices, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise QueryError(
+        f"{display_name(spec.name)} cannot be {text!r}: {hint}choose from {', '.join(spec.choices)}"
+    )
+
+
+def parse_value(text: str, spec: FieldSpec) -> Any:
+    """Text typed by a user -> the value as a row holds it; None for ``null``."""
+    text = text.strip().strip("'\"")
+    if text.lower() in _NULLS and text.lower() not in spec.choices:  # qk_norm "none" is a value
+        return None
+    if spec.numeric:
+        return _number(text, spec)
+    if spec.kind == "bool":
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise QueryError(f"{display_name(spec.name)} takes true or false, not {text!r}")
+    if spec.kind == "date":
+        return _date(text, spec)
+    if spec.choices:
+        return _choice(text, spec)
+    return text
+
+
+# --- conditions --------------------------------------------------------------------
+
+_CONDITION = re.compile(
+    r"^\s*(?P<field>[A-Za-z_][\w.]*)\s*"
+    r"(?:(?P<sym>>=|<=|!=|==|=|>|<|~)|(?<=\s)(?P<word>not\s+in|in)\b)"
+    r"\s*(?P<value>.*?)\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_LIST = re.compile(r"^[(\[]?(?P<items>.*?)[)\]]?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``field op value``: one test of a row."""
+
+    field: FieldSpec
+    op: str  # =, !=, <, <=, >, >=, in, not in, ~
+    values: tuple[Any, ...]
+    text: str
+
+    def matches(self, row: Row) -> bool:
+        actual = row.get(self.field.name)
+        if self.op == "~":
+            return actual is not None and str(self.values[0]).lower() in str(actual).lower()
+        if self.op in _ORDER:
+            return actual is not None and _ORDER[self.op](actual, self.values[0])
+        if actual is None:  # unknown or unused: only an explicit null matches
+            return self.op in ("=", "in") and None in self.values
+        wanted = {_fold(v) for v in self.values}
+        entries = str(actual).split(",") if self.field.kind == "list" else [actual]
+        hit = any(_fold(e) in wanted for e in entries)
+        return hit if self.op in ("=", "in") else not hit
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _fold(value: Any) -> Any:
+    """Text compares case-insensitively; numbers, booleans and dates as they are."""
+    return value.lower() if isinstance(value, str) else value
+
+
+_ORDER = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def parse_condition(text: str) -> Condition:
+    """One ``field op value`` expression -> a Condition; QueryError says what is wrong."""
+    match = _CONDITION.match(text)
+    if not match:
+        raise QueryError(
+            f"cannot read {text!r}: write FIELD OP VALUE, e.g. 'norm.type=rmsnorm', "
+            "'year>=2023', 'vocab_size>100k' or 'activation in (swiglu,geglu)'; "
+            "operators: = != < <= > >= in, not in, ~"
+        )
+    spec = resolve_field(match["field"])
+    op = "=" if match["sym"] == "==" else (match["sym"] or " ".join(match["word"].lower().split()))
+    raw = match["value"]
+    if not raw:
+        raise QueryError(f"{text!r} has no value after {op!r}")
+    if op in ("in", "not in"):
+        items = [i for i in _LIST.match(raw)["items"].split(",") if i.strip()]
+        if not items:
+            raise QueryError(f"{text!r}: list the values, e.g. {match['field']} in (a,b)")
+        values = tuple(parse_value(item, spec) for item in items)
+    elif op == "~":
+        if spec.numeric or spec.kind == "bool":
+            raise QueryError(f"~ (contains) needs a text field; {match['field']} is {spec.kind}")
+        values = (raw.strip().strip("'\""),)
+    else:
+        values = (parse_value(raw, spec),)
+    if op in _ORDER:
+        if not spec.ordered:
+            raise QueryError(
+                f"{op} compares numbers or dates; {match['field']} is {spec.kind}: use = or in"
+            )
+        if values == (None,):
+            raise QueryError(f"{text!r}: null cannot be compared with {op}; use = or !=")
+    return Condition(spec, op, values, text.strip())
+
+
+def parse_where(expressions: Iterable[str]) -> list[Condition]:
+    """Every condition of several expressions (each may join conditions with 'and')."""
+    return [parse_condition(part) for expr in expressions for part in _AND.split(expr.strip())]
+
+
+# --- queries -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SortKey:
+    field: FieldSpec
+    descending: bool = False
+
+
+def parse_sort(text: str | None) -> list[SortKey]:
+    """'year,-params' -> sort by year, then by params descending."""
+    if not text:
+        return []
+    keys = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        descending = part.startswith("-")
+        keys.append(SortKey(resolve_field(part.lstrip("+-")), descending))
+    return keys
+
+
+DEFAULT_COLUMNS = (
+    "id",
+    "year",
+    "params",
+    "d_model",
+    "n_layers",
+    "attention",
+    "norm",
+    "activation",
+    "position",
+    "vocab_size",
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column to show: its header (the name as typed) and its field."""
+
+    header: str
+    field: FieldSpec
+
+
+def parse_columns(text: str | None) -> list[Column]:
+    """'id,year,norm.type' -> columns; 'all' -> every column of the table."""
+    if text and text.strip() == "all":
+        return [Column(display_name(name), spec) for name, spec in fields().items()]
+    names = [n.strip() for n in text.split(",")] if text else list(DEFAULT_COLUMNS)
+    return [Column(name, resolve_field(name)) for name in names if name]
+
+
+@dataclass
+class Query:
+    where: list[Condition] = field(default_factory=list)
+    families: list[str] = field(default_factory=list)
+    sort: list[SortKey] = field(default_factory=list)
+    limit: int | None = None
+
+
+def rows(cards: Iterable[Card]) -> list[Row]:
+    """The table rows of some cards (archdb.table's one way to flatten a card)."""
+    return table.catalogue_rows(cards)
+
+
+def select(cards: Sequence[Card], query: Query) -> list[Row]:
+    """The rows of the cards that pass every condition, sorted and cut to the limit."""
+    unknown = sorted(set(query.families) - {c.family for c in cards})
+    if unknown:
+        known = sorted({c.family for c in cards})
+        hints = [m for f in unknown for m in difflib.get_close_matches(f, known, n=3)]
+        hint = f"did you mean {', '.join(hints)}? " if hints else ""
+        raise QueryError(
+            f"no family named {', '.join(unknown)}: {hint}families: {', '.join(known)}"
+        )
+    chosen = [c for c in cards if not query.families or c.family in query.families]
+    selected = [r for r in rows(chosen) if all(c.matches(r) for c in query.where)]
+    for key in reversed(query.sort):  # stable sorts, last key first
+        present = [r for r in selected if r.get(key.field.name) is not None]
+        missing = [r for r in selected if r.get(key.field.name) is None]
+        present.sort(key=lambda r, k=key: r[k.field.name], reverse=key.descending)
+        selected = present + missing  # nulls last in either direction
+    return selected[: query.limit] if query.limit is not None else selected
+
+
+def project(selected: Iterable[Row], columns: Sequence[Column]) -> list[Row]:
+    """Rows cut to the chosen columns, keyed by each column's header."""
+    return [{c.header: row.get(c.field.name) for c in columns} for row in selected]

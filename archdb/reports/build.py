@@ -1,0 +1,256 @@
+"""Build reports/ from a catalogue: compute, render, write. The project's main job.
+
+``build_reports`` is deterministic: the same catalogue gives byte-identical files
+(figures included, see ``archdb.reports.figures``), and it removes the figures it no
+longer makes, so the directory always matches the catalogue exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from archdb.catalogue import Catalogue
+from archdb.reports import claims, families, figures, render
+from archdb.reports import distributions as dist
+from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
+from archdb.reports.claims import ClaimResult, check_claims
+from archdb.table import catalogue_rows, frame_from_rows
+
+FIGURES = "figures"
+PAGES = ("README.md", "adoption.md", "distributions.md", "families.md", "claims.md")
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the pages show, computed once from the catalogue."""
+
+    source: str
+    frame: pd.DataFrame
+    adoptions: list[Adoption]
+    claims: list[ClaimResult]
+
+
+def compute(catalogue: Catalogue) -> ReportData:
+    rows = catalogue_rows(catalogue)
+    frame = frame_from_rows(rows)
+    adoptions = adoption_all(trend_rows(rows))
+    return ReportData(catalogue.path.name, frame, adoptions, check_claims(frame))
+
+
+def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
+    """Write every page and figure under ``output``; return the paths written."""
+    data = compute(catalogue)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / FIGURES).mkdir(exist_ok=True)
+    written: list[Path] = []
+
+    def fig(name: str, make: Callable[[], object]) -> str | None:
+        made = make()
+        if made is None:
+            return None
+        path = output / FIGURES / f"{name}.svg"
+        figures.save_svg(made, path)
+        written.append(path)
+        return f"{FIGURES}/{name}.svg"
+
+    pages = {
+        "adoption.md": _adoption_page(data, fig),
+        "distributions.md": _distributions_page(data, fig),
+        "families.md": _families_page(data),
+        "claims.md": _claims_page(data),
+    }
+    pages["README.md"] = _index_page(data, fig)
+    for name in PAGES:
+        path = output / name
+        path.write_text(pages[name], encoding="utf-8", newline="\n")
+        written.append(path)
+    for stale in sorted((output / FIGURES).glob("*.svg")):
+        if stale not in written:
+            stale.unlink()
+    return written
+
+
+# --- pages ---------------------------------------------------------------------------
+
+FigureSaver = Callable[[str, Callable[[], object]], "str | None"]
+
+
+def _page(title: str, *sections: str) -> str:
+    body = "\n\n".join(s.strip("\n") for s in sections if s)
+    return f"{render.GENERATED}\n\n# {title}\n\n{body}\n"
+
+
+def _scope(data: ReportData) -> str:
+    frame = data.frame
+    research = int(frame["research_variant"].fillna(False).astype(bool).sum())
+    years = frame["year"].dropna()
+    span = f"{int(years.min())}–{int(years.max())}" if len(years) else "none"
+    return (
+        f"From `{data.source}`: {len(frame)} cards ({len(frame) - research} released models, "
+        f"{research} research variants left out of the trends), {frame['family'].nunique()} "
+        f"families, released {span}."
+    )
+
+
+def _index_page(data: ReportData, fig: FigureSaver) -> str:
+    cons = [consensus(a) for a in data.adoptions]
+    overview = fig("consensus", lambda: figures.consensus_figure(data.adoptions, cons))
+    return _page(
+        "Architecture consensus of language models",
+        _scope(data),
+        "Pages: [adoption by year](adoption.md) · [distributions](distributions.md) · "
+        "[family evolution](families.md) · [claims check](claims.md)",
+        "## Consensus by choice\n\n"
+        "For each design choice: the value most of the latest year's models use, when it "
+        "first appeared in the catalogue, the first year it was used by more than half of "
+        "that year's models, and the year from which it has stayed the majority.\n\n"
+        + render.consensus_table(cons),
+        render.figure(overview, "Share of each consensus value by year") if overview else "",
+        f"## Claims of the lecture\n\n{render.verdict_counts(data.claims)}. Details, deciding "
+        "models and disagreements: [claims.md](claims.md).\n\n"
+        + render.claims_summary(data.claims, "claims.md"),
+        "## Where the catalogue disagrees with the lecture\n\n"
+        "Sourced values that contradict what the lecture says, with the models: findings, "
+        "not errors.\n\n" + render.disagreements(data.claims, "claims.md"),
+    )
+
+
+def _adoption_page(data: ReportData, fig: FigureSaver) -> str:
+    sections = [
+        _scope(data),
+        "Each table: the share of a year's models using each value (count in brackets), "
+        "over the models whose value is known; the first card to use it; the first year it "
+        "was used by more than half of that year's models; and the year from which it stayed "
+        "the majority through the latest year. Lines in italics count every value but the "
+        "'off' one together.",
+    ]
+    for adoption in data.adoptions:
+        path = fig(f"adoption-{adoption.choice.key}", lambda a=adoption: figures.adoption_figure(a))
+        sections.append(render.adoption_section(adoption, path))
+    return _page("Adoption of each choice by year", *sections)
+
+
+def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
+    frame = data.frame
+    group = dist.mlp_group(frame)
+    ff_out = dist.outliers(frame, "d_ff_ratio", group)
+    aspect_out = dist.outliers(frame, "aspect_ratio")
+    head_off = dist.exceptions(frame, "head_ratio", 1.0)
+    vocab_years = dist.per_year(frame, "architecture.vocab_size")
+    vocab_out = dist.outliers(frame, "architecture.vocab_size", "year")
+    kv = frame.assign(kv_per_b=dist.kv_cache_per_param(frame))
+    kv_out = dist.outliers(kv, "kv_per_b", "attention_family")
+
+    deciding = {r.number: set(r.deciding) for r in data.claims}  # label what claims cite
+    ff_named = set(ff_out["id"]) | deciding[6]
+    ff_fig = fig("d-ff-ratio", lambda: figures.d_ff_figure(frame, ff_named))
+    aspect_named = set(aspect_out["id"]) | deciding[10]
+    aspect_fig = fig("aspect-ratio", lambda: figures.aspect_figure(frame, aspect_named))
+    head_fig = fig("head-ratio", lambda: figures.head_ratio_figure(frame))
+    vocab_named = set(vocab_years["min_model"]) | set(vocab_years["max_model"])
+    vocab_fig = fig("vocab", lambda: figures.vocab_figure(frame, vocab_named))
+    kv_fig = fig("kv-cache", lambda: figures.kv_cache_figure(frame, set(kv_out["id"])))
+
+    def with_figure(path: str | None, alt: str) -> str:
+        return render.figure(path, alt) if path else ""
+
+    sections = [
+        _scope(data),
+        "Outliers: values more than 1.5 inter-quartile ranges outside the quartiles of their "
+        f"group, on log values; groups of fewer than {dist.MIN_GROUP} have none.",
+        "## d_ff / d_model, gated or not\n\n"
+        "d_ff is the width the down-projection reads: one branch of a gated unit, one expert "
+        "of a mixture of experts (shown apart: an expert is narrow by design).",
+        with_figure(ff_fig, "d_ff/d_model by release date"),
+        render.stats_table(dist.stats(frame, "d_ff_ratio", group)),
+        render.outlier_table(ff_out, "d_ff/d_model"),
+        "## d_model / n_layers against parameters",
+        with_figure(aspect_fig, "aspect ratio against parameters"),
+        render.stats_table(dist.stats(frame, "aspect_ratio")),
+        render.outlier_table(aspect_out, "d_model/n_layers"),
+        "## n_heads · d_head / d_model",
+        with_figure(head_fig, "head ratio by release date"),
+        render.stats_table(dist.stats(frame, "head_ratio")),
+        "Every model where n_heads·d_head ≠ d_model:\n\n"
+        + render.exceptions_table(head_off, "ratio"),
+        "## Vocabulary size over time",
+        with_figure(vocab_fig, "vocabulary size by release date"),
+        render.per_year_table(vocab_years),
+        render.outlier_table(vocab_out, "vocabulary"),
+        "## KV-cache bytes per token against parameters\n\n"
+        "Bytes one token adds to the cache at 16-bit precision; compared across sizes as "
+        "bytes per token per billion parameters.",
+    ]
+    if kv_fig is None:
+        sections.append(
+            "Not available: the catalogue gives no KV-cache figure (it comes "
+            "from `archdb.measure.analytic`)."
+        )
+    else:
+        sections += [
+            with_figure(kv_fig, "KV-cache bytes per token against parameters"),
+            render.stats_table(dist.stats(kv, "kv_per_b", "attention_family")),
+            render.outlier_table(kv_out, "bytes/token/B"),
+        ]
+    return _page("Distributions of ratios and sizes", *sections)
+
+
+def _families_page(data: ReportData) -> str:
+    names = families.lineages(data.frame)
+    sections = [
+        _scope(data),
+        "A lineage is a family slug without its version (llama, llama-2, … llama-4). Each "
+        "row is a version's largest model; *changed* lists the design choices that differ "
+        "from the previous version (an unknown value is not a change).",
+    ]
+    if not names:
+        sections.append("No lineage has two versions in the catalogue yet.")
+    for name in names:
+        sections += [f"## {name}", render.evolution_table(families.evolution(data.frame, name))]
+    return _page("Evolution within model lineages", *sections)
+
+
+def _claims_page(data: ReportData) -> str:
+    return _page(
+        "Claims of the lecture, checked against the catalogue",
+        _scope(data),
+        "Each claim is split into parts: its general statement and the models it names. All "
+        "checkable parts hold: *holds*; all fail: *contradicted*; some of each: *partly*; "
+        "nothing checkable: *not checkable yet*. Thresholds: 'nearly all' is at least "
+        f"{claims.NEARLY_ALL:.0%}, 'most' more than {claims.MOST:.0%}, 'modern' from "
+        f"{claims.MODERN_SINCE} on, 'early' up to {claims.EARLY_UNTIL}, 'the last year' the "
+        f"{claims.RECENT_DAYS} days up to the newest card, 'about x' within "
+        f"{claims.ABOUT:.0%} unless a claim says otherwise. Where the sourced values disagree "
+        "with the lecture, the section says so and names the models.\n\n"
+        f"{render.verdict_counts(data.claims)}.",
+        render.claims_summary(data.claims),
+        *[render.claim_section(r) for r in data.claims],
+    )
+
+
+def stale_files(catalogue: Catalogue, output: Path) -> list[str]:
+    """The files under ``output`` that differ from a fresh build (missing, changed, extra)."""
+    import filecmp
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        build_reports(catalogue, fresh)
+        expected = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
+        actual = (
+            {p.relative_to(output) for p in output.rglob("*") if p.is_file()}
+            if output.is_dir()
+            else set()
+        )
+        owned = {p for p in actual if p.parent == Path(FIGURES) or str(p) in PAGES}
+        stale = sorted(str(p) for p in expected ^ owned)
+        stale += sorted(
+            str(p)
+            for p in expected & owned
+            if not filecmp.cmp(fresh / p, output / p, shallow=False)
+        )
+    return sorted(set(stale))

@@ -1,0 +1,814 @@
+"""The claims check: each claim of the lecture (SPEC, "Claims of the lecture"), judged from
+the catalogue.
+
+One small function per claim takes the catalogue frame (``archdb.table.catalogue_frame``)
+and returns a ``ClaimResult``: a verdict, the models that decide it, one line of evidence
+computed from the catalogue, and every place where the sourced values disagree with what
+the lecture says (a finding, not a bug).
+
+How a verdict is reached. A claim has parts: a general statement ("most modern models
+have no bias") and the lecture's named examples ("Command R keeps LayerNorm"). Each part
+holds, fails, or cannot be checked (no card, or only null values). All checkable parts
+hold: *holds*; all fail: *contradicted*; some of each: *partly*; none checkable: *not
+checkable yet*, with what is missing. A named family holds only if every one of its
+cards agrees (for size-dependent figures, its flagship: the largest card).
+
+Models are named as the lecture names them and matched, ignoring case and punctuation
+("+" reads "plus"), against a card's id, name, family or lineage (``archdb.table.lineage``):
+"Gemma 2" is the family gemma-2, "Llama" is the whole lineage llama, llama-2, ...
+Research variants never count, except in the claims about them (19, 20).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import pandas as pd
+
+from archdb.measure import conventions as cv
+from archdb.reports.distributions import kv_cache_per_param, released
+
+# Thresholds, in one place, so every verdict reads the same words the same way.
+NEARLY_ALL = 0.9  # "nearly universal", "nearly all"
+MOST = 0.5  # "most", "dominate", "has replaced": a majority
+MODERN_SINCE = 2023  # "modern": released from this year on (the lecture is from 2025)
+EARLY_UNTIL = 2022  # "early": released up to this year
+RECENT_DAYS = 365  # "the last year": the 12 months up to the newest card
+ABOUT = 0.25  # "about x": within 25% of x
+
+
+class Verdict(StrEnum):
+    HOLDS = "holds"
+    PARTLY = "partly"
+    CONTRADICTED = "contradicted"
+    NOT_CHECKABLE = "not checkable yet"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    number: int
+    claim: str
+    verdict: Verdict
+    deciding: tuple[str, ...]  # card ids that decide the verdict
+    evidence: str  # one line, computed from the catalogue
+    disagreements: tuple[str, ...] = ()  # sourced values that contradict the lecture
+    findings: tuple[str, ...] = ()  # what else the catalogue shows: other users, caveats
+    missing: tuple[str, ...] = ()  # what would be needed to check it (fully)
+
+
+CLAIMS: dict[int, str] = {
+    1: "Pre-norm is nearly universal; OPT-350M is a post-norm exception.",
+    2: "Double norm: Grok and Gemma 2; OLMo 2 norms only after the sublayer.",
+    3: "RMSNorm has replaced LayerNorm (Llama family, PaLM, Chinchilla, T5); "
+    "Command R/R+ keep LayerNorm.",
+    4: "Most modern models have no bias terms.",
+    5: "Gated units dominate: SwiGLU (Llama, PaLM, OLMo), GeGLU (T5 v1.1, Gemma 2, Gemma 3); "
+    "strong models without them: GPT-3 (GeLU), Nemotron-4 340B (squared ReLU), "
+    "Falcon 2 11B (ReLU).",
+    6: "d_ff = 4·d_model without gating, about 8/3·d_model with it; T5 11B uses 64× and "
+    "Gemma 2 8×.",
+    7: "Serial layers dominate; parallel layers in GPT-J, PaLM, Command R/R+, Falcon 2 11B.",
+    8: "RoPE is the consensus: nearly all of the ~19 dense models of the last year use it.",
+    9: "n_heads·d_head = d_model for nearly all models; T5 is the exception at 16.",
+    10: "d_model/n_layers is about 128 (GPT-3, Llama); Kaplan et al. found ~100 optimal.",
+    11: "Vocabularies: 30–50k for early or monolingual models, 100k–250k for modern "
+    "multilingual ones.",
+    12: "Dropout is gone from pre-training; weight decay stays.",
+    13: "Z-loss: PaLM, then Baichuan 2, DCLM, OLMo 2.",
+    14: "QK norm: Gemma 2, DCLM, OLMo 2 (from vision/multimodal work such as Chameleon).",
+    15: "Soft-capping of logits: Gemma 2, OLMo 2.",
+    16: "GQA/MQA shrink the KV cache; most recent models use GQA.",
+    17: "Long context by mixing sliding-window RoPE layers with periodic full-attention NoPE "
+    "layers: Llama 4, Gemma, Command A.",
+    18: "Normalization is ~0.17% of FLOPs but ~25% of runtime (memory movement).",
+    19: "Pre-LN keeps gradient norms even across layers at initialization; Post-LN does not "
+    "(Xiong et al. 2020).",
+    20: "Linear self-attention is a fast weight programmer: the state is a sum of outer "
+    "products of values and keys, read by the query (Schlag et al. 2021).",
+}
+
+
+# --- naming models as the lecture does ----------------------------------------------
+
+
+def _key(text: object) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(text).lower().replace("+", "plus"))
+
+
+def named(frame: pd.DataFrame, name: str, flagship: bool = False) -> pd.DataFrame:
+    """The cards a lecture's model name refers to (see the module docstring)."""
+    key = _key(name)
+    hit = pd.Series(False, index=frame.index)
+    for column in ("id", "name", "family", "lineage"):
+        hit |= frame[column].map(_key).eq(key).astype(bool)
+    found = frame[hit]
+    if flagship and not found.empty:
+        size = found["params_published"].astype("Float64").fillna(-1.0)
+        found = found.assign(_size=size).sort_values(
+            ["family", "_size", "id"], ascending=[True, False, True], kind="stable"
+        )
+        found = found.groupby("family", sort=False).head(1).drop(columns="_size")
+    return found
+
+
+# --- building a verdict ---------------------------------------------------------------
+
+
+@dataclass
+class _Check:
+    """Accumulates a claim's parts, deciding models, disagreements and findings."""
+
+    frame: pd.DataFrame
+    parts: list[bool | None] = field(default_factory=list)
+    deciding: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def named(
+        self,
+        name: str,
+        column: str,
+        ok: Callable[[Any], bool],
+        expected: str,
+        *,
+        flagship: bool = False,
+        explain: Callable[[pd.Series], str] | None = None,
+    ) -> pd.DataFrame:
+        """Check that the named model(s) have ``ok(value)``: the lecture says ``expected``."""
+        rows = named(self.frame, name, flagship)
+        if rows.empty:
+            self.missing.append(f"no card for {name}")
+            self.parts.append(None)
+            return rows
+        self.deciding.extend(rows.index)
+        known = rows[rows[column].notna()]
+        unknown = [i for i in rows.index if i not in known.index]
+        if unknown:
+            self.missing.append(f"{_label(column)} unknown for {', '.join(unknown)}")
+        if known.empty:
+            self.parts.append(None)
+            return rows
+        bad = _not(known, column, ok)
+        if not bad.empty:
+            values = "; ".join(
+                f"{i} has {_label(column)} {_fmt(r[column])}"
+                + (f" ({explain(r)})" if explain else "")
+                for i, r in bad.iterrows()
+            )
+            self.disagreements.append(f"{name}: {values}, where the lecture says {expected}")
+        self.parts.append(bad.empty)
+        return rows
+
+    def general(
+        self, ok: bool | None, against: Iterable[str] = (), support: Iterable[str] = ()
+    ) -> None:
+        """The claim's general statement. The models that go against it decide it; if
+        none does, the models that bear it out do."""
+        self.parts.append(ok)
+        against = list(against)
+        self.deciding.extend(against or support)
+
+    def result(self, number: int, evidence: str) -> ClaimResult:
+        return ClaimResult(
+            number=number,
+            claim=CLAIMS[number],
+            verdict=combine(self.parts),
+            deciding=tuple(dict.fromkeys(self.deciding)),
+            evidence=evidence,
+            disagreements=tuple(self.disagreements),
+            findings=tuple(self.findings),
+            missing=tuple(self.missing),
+        )
+
+
+def combine(parts: Iterable[bool | None]) -> Verdict:
+    known = [p for p in parts if p is not None]
+    if not known:
+        return Verdict.NOT_CHECKABLE
+    if all(known):
+        return Verdict.HOLDS
+    return Verdict.CONTRADICTED if not any(known) else Verdict.PARTLY
+
+
+def _share(values: pd.Series, ok: Callable[[Any], bool]) -> tuple[int, int]:
+    """(how many known values satisfy ok, how many are known)."""
+    known = values.dropna()
+    return sum(bool(ok(v)) for v in known), len(known)
+
+
+def _at_least(k: int, n: int, threshold: float) -> bool | None:
+    return None if n == 0 else k / n >= threshold
+
+
+def _more_than(k: int, n: int, threshold: float) -> bool | None:
+    return None if n == 0 else k / n > threshold
+
+
+def _mask(mask: pd.Series) -> pd.Series:
+    """A nullable boolean mask with null read as False."""
+    return mask.fillna(False).astype(bool)
+
+
+def _where(frame: pd.DataFrame, mask: pd.Series) -> pd.DataFrame:
+    return frame[_mask(mask)]
+
+
+def _not(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool]) -> pd.DataFrame:
+    """Rows with a known value of ``column`` that fails ``ok``."""
+    return _test(frame, column, ok, False)
+
+
+def _meets(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool]) -> pd.DataFrame:
+    """Rows with a known value of ``column`` that satisfies ``ok``."""
+    return _test(frame, column, ok, True)
+
+
+def _test(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool], want: bool) -> pd.DataFrame:
+    known = frame[frame[column].notna()]
+    passed = pd.Series([bool(ok(v)) for v in known[column]], index=known.index, dtype=bool)
+    return known[passed == want]
+
+
+def _show(part: pd.DataFrame, column: str | None = None) -> list[str]:
+    """Card ids, each with its value of ``column`` when given."""
+    if column is None:
+        return list(part.index)
+    return [f"{i} ({_fmt(v)})" for i, v in part[column].items()]
+
+
+def _list(items: list[str], limit: int = 12) -> str:
+    if not items:
+        return "none"
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def _label(column: str) -> str:
+    return column.removeprefix("architecture.").removeprefix("training.")
+
+
+def _fmt(value: Any) -> str:
+    if hasattr(value, "item"):  # numpy scalars from nullable columns
+        value = value.item()
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.0f}" if value.is_integer() else f"{value:.3g}"
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return str(value)
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k}/{n} ({100 * k / n:.0f}%)" if n else "0/0"
+
+
+def _about(value: Any, target: float, tol: float = ABOUT) -> bool:
+    return value is not None and not pd.isna(value) and abs(float(value) / target - 1) <= tol
+
+
+def _modern(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["year"] >= MODERN_SINCE]
+
+
+def _recent(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """Cards from the 12 months up to the newest card, and the window's first date."""
+    if frame.empty:
+        return frame, None
+    newest = dt.date.fromisoformat(str(frame["release_date"].max()))
+    start = (newest - dt.timedelta(days=RECENT_DAYS)).isoformat()
+    return frame[frame["release_date"] > start], start
+
+
+# --- the claims ---------------------------------------------------------------------
+
+_PRE_LIKE = {"pre", "double"}
+_NORM = "architecture.norm.position"
+
+
+def claim_1(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    modern = _modern(c.frame)
+
+    def pre_like(v: str) -> bool:
+        return v in _PRE_LIKE
+
+    k, n = _share(modern[_NORM], pre_like)
+    off = _not(modern, _NORM, pre_like)
+    c.general(_at_least(k, n, NEARLY_ALL), off.index, _meets(modern, _NORM, pre_like).index)
+    c.named("OPT-350M", _NORM, lambda v: v == "post", "post-norm")
+    c.findings.append(
+        f"every card off pre-norm, any year: "
+        f"{_list(_show(_not(c.frame, _NORM, pre_like), _NORM), 20)}"
+    )
+    return c.result(
+        1,
+        f"{_pct(k, n)} models from {MODERN_SINCE} on norm before each sublayer (pre or "
+        f"double); the others: {_list(_show(off, _NORM))}",
+    )
+
+
+def claim_2(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    for name in ("Grok", "Gemma 2"):
+        c.named(name, _NORM, lambda v: v == "double", "double norm")
+    c.named("OLMo 2", _NORM, lambda v: v == "post-branch", "a norm only after the sublayer")
+    double = _show(_where(c.frame, c.frame[_NORM] == "double"))
+    branch = _show(_where(c.frame, c.frame[_NORM] == "post-branch"))
+    c.findings.append(f"every double-norm card: {_list(double, 20)}")
+    c.findings.append(f"every post-branch card: {_list(branch, 20)}")
+    return c.result(
+        2, f"double norm in {len(double)} cards; a norm only after the sublayer in {len(branch)}"
+    )
+
+
+def claim_3(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    col = "architecture.norm.type"
+    modern, older = _modern(c.frame), c.frame[c.frame["year"] < MODERN_SINCE]
+    k, n = _share(modern[col], lambda v: v == "rmsnorm")
+    k0, n0 = _share(older[col], lambda v: v == "rmsnorm")
+    layernorm = _where(modern, modern[col] == "layernorm")
+    c.general(
+        _more_than(k, n, MOST), layernorm.index, _meets(modern, col, lambda v: v == "rmsnorm").index
+    )
+
+    def affine(row: pd.Series) -> str:
+        return f"affine {_fmt(row['architecture.norm.affine'])}"
+
+    for name in ("Llama", "PaLM", "Chinchilla", "T5"):
+        c.named(name, col, lambda v: v == "rmsnorm", "RMSNorm", explain=affine)
+    for name in ("Command R", "Command R+"):
+        c.named(name, col, lambda v: v == "layernorm", "LayerNorm")
+    c.findings.append(f"LayerNorm cards from {MODERN_SINCE} on: {_list(_show(layernorm), 20)}")
+    return c.result(
+        3,
+        f"RMSNorm in {_pct(k, n)} models from {MODERN_SINCE} on, against {_pct(k0, n0)} before",
+    )
+
+
+def claim_4(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    modern = _modern(c.frame)
+    k, n = _share(modern["bias_scheme"], lambda v: v == "none")
+    with_bias = _not(modern, "bias_scheme", lambda v: v == "none")
+    c.general(
+        _more_than(k, n, MOST),
+        with_bias.index,
+        _meets(modern, "bias_scheme", lambda v: v == "none").index,
+    )
+    c.findings.append(
+        f"cards from {MODERN_SINCE} on with some bias: {_list(_show(with_bias, 'bias_scheme'), 20)}"
+    )
+    unknown = int(modern["bias_scheme"].isna().sum())
+    if unknown:
+        c.missing.append(f"bias unknown for {unknown} cards from {MODERN_SINCE} on")
+    return c.result(
+        4, f"{_pct(k, n)} models from {MODERN_SINCE} on have no bias in any linear layer"
+    )
+
+
+def claim_5(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    col = "architecture.mlp.activation"
+    modern = _modern(c.frame)
+    k, n = _share(modern["gated"], bool)
+    ungated = _not(modern, "gated", bool)
+    c.general(_more_than(k, n, MOST), ungated.index, _meets(modern, "gated", bool).index)
+    expected = {
+        "Llama": "swiglu",
+        "PaLM": "swiglu",
+        "OLMo": "swiglu",
+        "T5 v1.1": "geglu",
+        "Gemma 2": "geglu",
+        "Gemma 3": "geglu",
+        "GPT-3": "gelu",
+        "Nemotron-4 340B": "squared-relu",
+        "Falcon 2 11B": "relu",
+    }
+    for name, act in expected.items():
+        c.named(name, col, lambda v, act=act: v == act, act)
+    c.findings.append(f"non-gated cards from {MODERN_SINCE} on: {_list(_show(ungated, col), 20)}")
+    return c.result(5, f"gated units in {_pct(k, n)} models from {MODERN_SINCE} on")
+
+
+def _dense(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[~_mask(frame["moe"])]
+
+
+def claim_6(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    dense = _dense(c.frame)
+    plain = _where(dense, dense["gated"] == False)  # noqa: E712 (nullable column)
+    glu = _where(dense, dense["gated"] == True)  # noqa: E712
+    plain_med = _median(plain["d_ff_ratio"])
+    glu_med = _median(glu["d_ff_ratio"])
+    c.general(None if plain_med is None else _about(plain_med, 4.0, 0.1))
+    c.general(None if glu_med is None else _about(glu_med, 8 / 3, 0.15))
+    c.named("T5 11B", "d_ff_ratio", lambda v: _about(v, 64, 0.05), "64×")
+
+    def eight(v: float) -> bool:  # either convention: one branch, or both (Gemma's paper)
+        return _about(v, 8, 0.05) or _about(2 * v, 8, 0.05)
+
+    gemma = c.named("Gemma 2", "d_ff_ratio", eight, "8×")
+    for i, v in gemma["d_ff_ratio"].dropna().items():
+        c.findings.append(
+            f"{i}: d_ff/d_model {_fmt(float(v))} per gated branch, "
+            f"{_fmt(2 * float(v))} counting both branches (the Gemma paper's way)"
+        )
+    far_plain = _not(plain, "d_ff_ratio", lambda v: _about(v, 4.0, 0.1))
+    far_glu = _not(glu, "d_ff_ratio", lambda v: _about(v, 8 / 3, 0.15))
+    c.findings.append(
+        f"non-gated dense cards off 4 (±10%): {_list(_show(far_plain, 'd_ff_ratio'), 20)}"
+    )
+    c.findings.append(
+        f"gated dense cards off 8/3 (±15%): {_list(_show(far_glu, 'd_ff_ratio'), 20)}"
+    )
+    return c.result(
+        6,
+        f"median d_ff/d_model {_fmt_opt(plain_med)} over {plain['d_ff_ratio'].notna().sum()} "
+        f"non-gated dense models, {_fmt_opt(glu_med)} over {glu['d_ff_ratio'].notna().sum()} "
+        "gated ones (one branch)",
+    )
+
+
+def _median(values: pd.Series) -> float | None:
+    known = values.dropna().astype(float)
+    return float(known.median()) if len(known) else None
+
+
+def _fmt_opt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def claim_7(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    col = "architecture.parallel_layers"
+    k, n = _share(c.frame[col], lambda v: not v)
+    km, nm = _share(_modern(c.frame)[col], lambda v: not v)
+    parallel = _where(c.frame, c.frame[col] == True)  # noqa: E712
+    c.general(_more_than(k, n, MOST), parallel.index)
+    c.general(_more_than(km, nm, MOST))
+    for name in ("GPT-J", "PaLM", "Command R", "Command R+", "Falcon 2 11B"):
+        c.named(name, col, bool, "parallel layers")
+    c.findings.append(f"every parallel-layer card: {_list(_show(parallel), 20)}")
+    return c.result(
+        7, f"serial layers in {_pct(k, n)} released models, {_pct(km, nm)} from {MODERN_SINCE} on"
+    )
+
+
+def claim_8(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    recent, start = _recent(c.frame)
+    dense = _dense(recent)
+    col = "architecture.position.type"
+    k, n = _share(dense[col], lambda v: v == "rope")
+    other = _not(dense, col, lambda v: v == "rope")
+    rope = _meets(dense, col, lambda v: v == "rope").index
+    c.general(_more_than(k, n, MOST), other.index, rope)  # the consensus: a majority at least
+    c.general(_at_least(k, n, NEARLY_ALL))  # "nearly all"
+    c.findings.append(f"recent dense cards without RoPE: {_list(_show(other, col), 20)}")
+    c.findings.append(f"the window holds {len(dense)} dense cards (the lecture counts ~19)")
+    if start is None:
+        return c.result(8, "no released cards")
+    return c.result(8, f"RoPE in {_pct(k, n)} dense models released after {start}")
+
+
+def _one(v: Any) -> bool:
+    return math.isclose(float(v), 1.0)
+
+
+def claim_9(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    k, n = _share(c.frame["head_ratio"], _one)
+    off = _not(c.frame, "head_ratio", _one)
+    c.general(_at_least(k, n, NEARLY_ALL), off.index)
+    c.named("T5 11B", "head_ratio", lambda v: math.isclose(float(v), 16.0), "16")
+    c.findings.append(
+        f"every card with n_heads·d_head ≠ d_model: {_list(_show(off, 'head_ratio'), 20)}"
+    )
+    return c.result(9, f"n_heads·d_head = d_model in {_pct(k, n)} released models")
+
+
+def claim_10(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    ratios = c.frame["aspect_ratio"].dropna().astype(float)
+    median = _median(ratios)
+    c.general(None if median is None else _about(median, 128))
+    for name in ("GPT-3", "Llama"):
+        c.named(name, "aspect_ratio", lambda v: _about(v, 128), "about 128", flagship=True)
+    near_100 = int(ratios.map(lambda v: _about(v, 100, 0.2)).sum())
+    c.findings.append(f"{near_100} of {len(ratios)} models sit within 20% of Kaplan's ~100")
+    c.missing.append(
+        "Kaplan et al.'s optimum is a loss measurement, which the catalogue does not hold"
+    )
+    if median is None:
+        return c.result(10, "no aspect ratio is known")
+    q1, q3 = ratios.quantile(0.25), ratios.quantile(0.75)
+    return c.result(
+        10,
+        f"median d_model/n_layers {median:.0f} over {len(ratios)} models, "
+        f"middle half {q1:.0f}–{q3:.0f}",
+    )
+
+
+_SMALL_VOCAB = 64_000
+_LARGE_VOCAB = (100_000, 262_144)
+
+
+def claim_11(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    col = "architecture.vocab_size"
+    early = c.frame[c.frame["year"] <= EARLY_UNTIL]
+    late = c.frame[c.frame["year"] > MODERN_SINCE]
+    lo, hi = _LARGE_VOCAB
+
+    def small(v: Any) -> bool:
+        return v < _SMALL_VOCAB
+
+    def large(v: Any) -> bool:
+        return lo <= v <= hi
+
+    ke, ne = _share(early[col], small)
+    kl, nl = _share(late[col], large)
+    big_early, small_late = _not(early, col, small), _not(late, col, large)
+    c.general(_at_least(ke, ne, 0.75), big_early.index, _meets(early, col, small).index)
+    c.general(_at_least(kl, nl, 0.75), small_late.index, _meets(late, col, large).index)
+    c.findings.append(
+        f"cards up to {EARLY_UNTIL} with 64k or more: {_list(_show(big_early, col), 20)}"
+    )
+    c.findings.append(
+        f"cards after {MODERN_SINCE} outside 100k–262k: {_list(_show(small_late, col), 20)}"
+    )
+    c.missing.append(
+        "language coverage is not a card field: 'multilingual' is read as "
+        f"'released after {MODERN_SINCE}'"
+    )
+    return c.result(
+        11,
+        f"vocab under 64k in {_pct(ke, ne)} models up to {EARLY_UNTIL}; 100k–262k in "
+        f"{_pct(kl, nl)} after {MODERN_SINCE}",
+    )
+
+
+def claim_12(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    modern = _modern(c.frame)
+    kd, nd = _share(modern["training.dropout"], lambda v: v == 0)
+    kw, nw = _share(modern["training.weight_decay"], lambda v: v > 0)
+    with_dropout = _not(modern, "training.dropout", lambda v: v == 0)
+    no_dropout = _meets(modern, "training.dropout", lambda v: v == 0).index
+    decay = _meets(modern, "training.weight_decay", lambda v: v > 0).index
+    c.general(_at_least(kd, nd, 0.75) if nd >= 3 else None, with_dropout.index, no_dropout)
+    c.general(_at_least(kw, nw, 0.75) if nw >= 3 else None, (), decay)
+    c.findings.append(
+        f"cards from {MODERN_SINCE} on with dropout: "
+        f"{_list(_show(with_dropout, 'training.dropout'), 20)}"
+    )
+    if nd < len(modern) or nw < len(modern):
+        c.missing.append(
+            f"pre-training dropout is unpublished for {len(modern) - nd} and "
+            f"weight decay for {len(modern) - nw} of {len(modern)} cards from "
+            f"{MODERN_SINCE} on (3 known values are needed for a verdict)"
+        )
+    return c.result(
+        12,
+        f"from {MODERN_SINCE} on, dropout 0 in {_pct(kd, nd)} cards that publish it; "
+        f"weight decay above 0 in {_pct(kw, nw)}",
+    )
+
+
+def claim_13(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    col = "training.z_loss"
+    for name in ("PaLM", "Baichuan 2", "DCLM", "OLMo 2"):
+        c.named(name, col, lambda v: v > 0, "a z-loss")
+    users = _where(c.frame, c.frame[col] > 0).sort_values(["release_date", "id"], kind="stable")
+    palm = named(c.frame, "PaLM")
+    if not users.empty and not palm.empty:
+        first = users.index[0]
+        c.general(first in palm.index, [first])
+        if first not in palm.index:
+            c.disagreements.append(
+                f"the first z-loss card is {first} ({users['release_date'].iloc[0]}), not PaLM"
+            )
+    c.findings.append(f"every z-loss card, by date: {_list(_show(users, col), 20)}")
+    first_user = users.index[0] if len(users) else "none"
+    return c.result(13, f"{len(users)} cards publish a z-loss; the first is {first_user}")
+
+
+def claim_14(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    col = "architecture.attention.qk_norm"
+    for name in ("Gemma 2", "DCLM", "OLMo 2", "Chameleon"):
+        c.named(name, col, lambda v: v != "none", "QK norm")
+    users = _where(c.frame, c.frame[col] != "none").sort_values(
+        ["release_date", "id"], kind="stable"
+    )
+    c.findings.append(f"every QK-norm card, by date: {_list(_show(users, col), 20)}")
+    c.missing.append(
+        "whether a model is multimodal is not a card field: the origin in "
+        "vision/multimodal work is not checked"
+    )
+    first = f"{users.index[0]} ({users['release_date'].iloc[0]})" if len(users) else "none"
+    return c.result(14, f"QK norm in {len(users)} cards; the earliest is {first}")
+
+
+def claim_15(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    for name in ("Gemma 2", "OLMo 2"):
+        c.named(name, "softcap_scheme", lambda v: v != "none", "logit soft-capping")
+    users = _where(c.frame, c.frame["softcap_scheme"] != "none")
+    c.findings.append(f"every soft-capping card: {_list(_show(users, 'softcap_scheme'), 20)}")
+    return c.result(15, f"soft-capping of attention or output logits in {len(users)} cards")
+
+
+def claim_16(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    recent, start = _recent(c.frame)
+    fam = recent["attention_family"]
+    k, n = _share(fam, _is_gqa)
+    c.general(
+        _more_than(k, n, MOST),
+        _not(recent, "attention_family", _is_gqa).index,
+        _meets(recent, "attention_family", _is_gqa).index,
+    )
+    shared = _where(c.frame, c.frame["attention_family"].isin(["gqa", "mqa"]))
+    groups = shared["query_groups"].dropna().astype(float)
+    if len(groups):
+        c.general(bool((groups > 1).all()))
+        c.findings.append(
+            f"GQA/MQA cards keep 1/{groups.median():.0f} of an MHA cache at the median "
+            f"(query groups {groups.min():.0f}–{groups.max():.0f} over {len(groups)} cards)"
+        )
+    per_b = _kv_per_billion(c.frame)
+    if per_b is None:
+        c.missing.append("KV-cache bytes per token (archdb.measure.analytic) to compare sizes")
+    else:
+        c.findings.append(per_b)
+    if start is None:
+        return c.result(16, "no released cards")
+    mix = ", ".join(f"{v} {int((fam == v).sum())}" for v in sorted(fam.dropna().unique()))
+    return c.result(16, f"GQA in {_pct(k, n)} models released after {start} ({mix})")
+
+
+def _is_gqa(v: str) -> bool:
+    return v == "gqa"
+
+
+KV_COMPARE_FROM = 5e9  # compare caches among models this big: small models skew per-B figures
+
+
+def _kv_per_billion(frame: pd.DataFrame) -> str | None:
+    """Median KV-cache bytes per token per billion parameters, by attention family."""
+    per_b = kv_cache_per_param(frame).dropna()
+    params = (
+        frame["params_published"].astype("Float64").fillna(frame["params_exact"].astype("Float64"))
+    )
+    per_b = per_b[_mask(params.reindex(per_b.index) >= KV_COMPARE_FROM)]
+    if per_b.empty:
+        return None
+    fams = frame.loc[per_b.index, "attention_family"]
+    parts = [
+        f"{f} {per_b[_mask(fams == f)].astype(float).median():,.0f} "
+        f"({int(_mask(fams == f).sum())} cards)"
+        for f in ("mha", "gqa", "mqa", "mla")
+        if _mask(fams == f).any()
+    ]
+    return (
+        f"median KV-cache bytes per token per billion parameters, models of "
+        f"{KV_COMPARE_FROM / 1e9:.0f}B or more: " + ", ".join(parts)
+    )
+
+
+def _mixes_nope(v: str) -> bool:
+    kinds = set(v.split("+"))
+    return bool(kinds & {"local", "chunked"}) and "global-nope" in kinds
+
+
+def claim_17(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    expected = "sliding-window RoPE layers mixed with NoPE global layers"
+    for name in ("Llama 4", "Gemma 2", "Gemma 3", "Command A"):
+        c.named(name, "layer_mix", _mixes_nope, expected)
+    mixed = _where(c.frame, c.frame["layer_mix"].str.contains("+", regex=False))
+    nope = _where(mixed, mixed["layer_mix"].str.contains("global-nope", regex=False))
+    c.findings.append(f"every card mixing layer kinds: {_list(_show(mixed, 'layer_mix'), 20)}")
+    return c.result(
+        17,
+        f"{len(mixed)} cards mix attention layer kinds, {len(nope)} of them with NoPE "
+        "global layers",
+    )
+
+
+LECTURE_NORM_FLOP_SHARE = 0.0017  # claim 18's "~0.17% of FLOPs"
+_BAND = 3.0  # "~x" for a share that depends on sizes: within a factor of 3
+
+
+def claim_18(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(released(frame))
+    share = c.frame["norm_flops_share"].dropna().astype(float).sort_values(kind="stable")
+    if share.empty:
+        c.general(None)
+        c.missing.append("forward FLOPs by operator class: no card has the sizes it needs")
+        return c.result(18, "no model's FLOPs could be counted")
+    ends = [share.index[0], share.index[-1]]
+    big = share[share >= 0.01]
+    c.general(big.empty, big.index, ends)  # a tiny share of FLOPs: under 1% everywhere
+    median = float(share.median())
+    near = LECTURE_NORM_FLOP_SHARE / _BAND <= median <= LECTURE_NORM_FLOP_SHARE * _BAND
+    c.general(near, (), ends)
+    if not near:
+        c.disagreements.append(
+            f"the median share is {median:.3%}, not ~{LECTURE_NORM_FLOP_SHARE:.2%}: under "
+            f"archdb's counting convention (LayerNorm {cv.LAYERNORM} FLOPs per element plus "
+            f"{cv.AFFINE} per affine term, RMSNorm {cv.RMSNORM} plus {cv.AFFINE}; "
+            f"{cv.FLOPS_PER_MAC} per multiply-add) norms weigh "
+            + ("less" if median < LECTURE_NORM_FLOP_SHARE else "more")
+            + " than the lecture's figure"
+        )
+    c.findings.append(
+        f"smallest share {ends[0]} ({share.iloc[0]:.4%}), largest {ends[1]} "
+        f"({share.iloc[-1]:.4%}): the share falls as d_model grows"
+    )
+    c.missing.append(
+        "runtime shares need a profiler run (memory traffic), not a catalogue: "
+        "the ~25% of runtime is not checked"
+    )
+    return c.result(
+        18,
+        f"norms are {median:.4%} of forward FLOPs at the median over {len(share)} models "
+        f"({share.iloc[0]:.4%}–{share.iloc[-1]:.4%}; analytic formula)",
+    )
+
+
+def _research(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[_mask(frame["research_variant"])]
+
+
+def claim_19(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(frame)
+    c.general(None)
+    research = _research(frame)
+    research = research[research[_NORM].notna()]
+    c.deciding.extend(research.index)
+    c.findings.append(f"research cards by norm position: {_list(_show(research, _NORM))}")
+    c.missing.append(
+        "gradient norms per layer at initialization, measured on built Post-LN and Pre-LN models"
+    )
+    return c.result(
+        19,
+        "a claim about training dynamics; the catalogue only records where "
+        "each model puts its norms",
+    )
+
+
+def claim_20(frame: pd.DataFrame) -> ClaimResult:
+    c = _Check(frame)
+    c.general(None)
+    linear = _where(frame, frame["architecture.attention.variant"] == "linear")
+    c.deciding.extend(linear.index)
+    c.findings.append(f"linear-attention cards: {_list(_show(linear))}")
+    c.missing.append(
+        "a numerical check that the linear-attention block equals a fast-weight "
+        "update (state = sum of value·keyᵀ, read by the query)"
+    )
+    return c.result(
+        20, "a mathematical identity; the catalogue can only represent the architecture"
+    )
+
+
+CLAIM_CHECKS: tuple[Callable[[pd.DataFrame], ClaimResult], ...] = (
+    claim_1,
+    claim_2,
+    claim_3,
+    claim_4,
+    claim_5,
+    claim_6,
+    claim_7,
+    claim_8,
+    claim_9,
+    claim_10,
+    claim_11,
+    claim_12,
+    claim_13,
+    claim_14,
+    claim_15,
+    claim_16,
+    claim_17,
+    claim_18,
+    claim_19,
+    claim_20,
+)
+
+
+def check_claims(frame: pd.DataFrame) -> list[ClaimResult]:
+    """Every claim's result, in the lecture's order."""
+    return [check(frame) for check in CLAIM_CHECKS]

@@ -1,0 +1,411 @@
+"""Figures of the reports, drawn with matplotlib and written as reproducible SVG.
+
+Each function takes report data (an ``Adoption``, the catalogue frame) and returns a
+``matplotlib.figure.Figure``; ``save_svg`` writes it. No pyplot: figures are plain
+objects, so nothing global (backend, open-figure list) leaks between them.
+
+Byte-identical output: text stays text (``svg.fonttype: none``, so no glyph outlines
+that depend on the installed fonts), element ids come from a fixed hash salt, and the
+metadata carries no date and no library version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib as mpl
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
+
+from archdb.reports.adoption import ANY, Adoption, Consensus
+from archdb.reports.distributions import kv_cache_per_param, mlp_group, released
+
+STYLE = {
+    "svg.hashsalt": "archdb",
+    "svg.fonttype": "none",
+    "font.family": "DejaVu Sans",
+    "font.size": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.5,
+    "legend.frameon": False,
+    "legend.fontsize": 7,
+    "path.simplify": False,
+}
+SVG_METADATA = {"Date": None, "Creator": "archdb report"}
+# Colour-blind-safe palette (Okabe-Ito), assigned in a fixed order.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+GROUP_COLOURS = {"gated": PALETTE[0], "non-gated": PALETTE[1], "MoE (one expert)": PALETTE[2]}
+
+
+@contextmanager
+def style() -> Iterator[None]:
+    """The reports' matplotlib settings, for drawing and saving alike."""
+    with mpl.rc_context(STYLE):
+        yield
+
+
+def save_svg(fig: Figure, path: Path) -> None:
+    with style():
+        fig.savefig(path, format="svg", metadata=SVG_METADATA)
+
+
+def _figure(
+    width: float,
+    height: float,
+    *,
+    left: float = 0.11,
+    right: float = 0.97,
+    bottom: float = 0.15,
+    top: float = 0.89,
+    wspace: float = 0.2,
+    hspace: float = 0.2,
+) -> Figure:
+    """A figure with fixed margins (a layout engine would cost a draw pass per figure)."""
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(
+        left=left, right=right, bottom=bottom, top=top, wspace=wspace, hspace=hspace
+    )
+    return fig
+
+
+# --- adoption ------------------------------------------------------------------------
+
+
+def adoption_figure(adoption: Adoption) -> Figure:
+    """Share of each value of one choice by release year (known values only)."""
+    years = [y for y in adoption.years if adoption.known.get(y)]
+    with style():
+        fig = _figure(7.0, 2.6, left=0.09, right=0.74, bottom=0.26)
+        ax = fig.add_subplot()
+        for i, trend in enumerate(adoption.values):
+            shares = [adoption.share(trend, y) for y in years]
+            dashed = trend.value == ANY
+            ax.plot(
+                years,
+                shares,
+                marker="o",
+                markersize=3,
+                linewidth=1.2,
+                linestyle="--" if dashed else "-",
+                color=PALETTE[i % len(PALETTE)],
+                label=f"{ANY} but {adoption.choice.absent}" if dashed else trend.value,
+            )
+        _share_axis(ax, years)
+        ax.set_xticks(years, [f"{y}\nn={adoption.known[y]}" for y in years])
+        ax.set_title(
+            f"{adoption.choice.title}: share of the year's models (n = known values)", loc="left"
+        )
+        if adoption.values:
+            ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> Figure:
+    """Small multiples: each choice's latest-year consensus value, its share by year."""
+    pairs = [(a, c) for a, c in zip(adoptions, consensus, strict=True) if c.trend is not None]
+    all_years = sorted({y for a, _ in pairs for y in a.years if a.known.get(y)})
+    cols = 4
+    rows = max(1, -(-len(pairs) // cols))
+    with style():
+        height = 1.9 * rows + 0.4
+        fig = _figure(
+            8.0,
+            height,
+            left=0.08,
+            right=0.98,
+            bottom=0.3 / height,
+            top=1 - 0.75 / height,
+            wspace=0.15,
+            hspace=0.75,
+        )
+        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+        for ax, (adoption, cons) in zip(axes.flat, pairs, strict=False):
+            years = [y for y in adoption.years if adoption.known.get(y)]
+            shares = [adoption.share(cons.trend, y) for y in years]
+            ax.plot(years, shares, marker="o", markersize=2.5, linewidth=1.2, color=PALETTE[0])
+            ax.axhline(0.5, color="#999999", linewidth=0.6, linestyle=":")
+            ax.set_title(
+                f"{adoption.choice.title}:\n{_value_label(adoption, cons)}", fontsize=7, loc="left"
+            )
+        for ax in axes.flat:
+            _share_axis(ax, all_years, label=False)
+            if all_years:
+                ticks = all_years[::2] if len(all_years) > 5 else all_years
+                ax.set_xticks(ticks, [f"{y}" for y in ticks])
+        for ax in list(axes.flat)[len(pairs) :]:
+            ax.set_visible(False)
+        fig.suptitle(
+            "Share of each choice's latest consensus value by release year (dotted: half)",
+            fontsize=9,
+            x=0.01,
+            y=1 - 0.15 / height,
+            ha="left",
+            va="top",
+        )
+    return fig
+
+
+def _value_label(adoption: Adoption, cons: Consensus) -> str:
+    value = cons.trend.value if cons.trend else "–"
+    return f"{ANY} but {adoption.choice.absent}" if value == ANY else value
+
+
+def _share_axis(ax: Axes, years: list[int], label: bool = True) -> None:
+    ax.set_ylim(-0.04, 1.04)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    if years:
+        ax.set_xlim(min(years) - 0.5, max(years) + 0.5)
+        ax.set_xticks(years)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v)}"))
+    if label:
+        ax.set_xlabel("release year")
+
+
+# --- distributions -------------------------------------------------------------------
+
+
+def d_ff_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
+    """d_ff/d_model by release date, coloured gated / non-gated / MoE; ``named`` labelled."""
+    data = released(frame).assign(group=mlp_group(frame))
+    if data["d_ff_ratio"].isna().all():
+        return None
+    with style():
+        fig = _figure(6.4, 3.2)
+        ax = fig.add_subplot()
+        for group, colour in GROUP_COLOURS.items():
+            part = data[(data["group"] == group).fillna(False).astype(bool)]
+            part = part[part["d_ff_ratio"].notna()]
+            ax.scatter(
+                _when(part),
+                part["d_ff_ratio"].astype(float),
+                s=14,
+                color=colour,
+                label=f"{group} ({len(part)})",
+                zorder=3,
+            )
+        ax.axhline(4.0, color=GROUP_COLOURS["non-gated"], linewidth=0.8, linestyle=":")
+        ax.axhline(8 / 3, color=GROUP_COLOURS["gated"], linewidth=0.8, linestyle=":")
+        ax.set_yscale("log")
+        _log_ticks(ax, "y", [0.5, 1, 2, 8 / 3, 4, 8, 16, 32, 64])
+        ax.set_ylabel("d_ff / d_model (log)")
+        ax.set_xlabel("release date")
+        ax.set_title("MLP width: 4 without gating, 8/3 with it (dotted)", loc="left")
+        _label_points(ax, data, "d_ff_ratio", named)
+        ax.legend(loc="upper left")
+    return fig
+
+
+def aspect_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
+    """d_model/n_layers against parameters."""
+    data = released(frame)
+    data = data.assign(params=_params(data))
+    data = data[data["aspect_ratio"].notna() & data["params"].notna()]
+    if data.empty:
+        return None
+    with style():
+        fig = _figure(6.4, 3.2)
+        ax = fig.add_subplot()
+        ax.scatter(
+            data["params"].astype(float),
+            data["aspect_ratio"].astype(float),
+            s=14,
+            color=PALETTE[0],
+            zorder=3,
+        )
+        ax.axhline(128, color="#999999", linewidth=0.8, linestyle=":")
+        ax.axhline(100, color="#999999", linewidth=0.8, linestyle="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _log_ticks(ax, "y", [16, 32, 64, 100, 128, 256, 512])
+        ax.set_xlabel("parameters (published, else exact; log)")
+        ax.set_ylabel("d_model / n_layers (log)")
+        ax.set_title(
+            "Aspect ratio: ~128 in GPT-3 and Llama (dotted), Kaplan's ~100 (dashed)", loc="left"
+        )
+        _label_points(ax, data, "aspect_ratio", named, x="params")
+    return fig
+
+
+def head_ratio_figure(frame: pd.DataFrame) -> Figure | None:
+    """n_heads·d_head/d_model by release date; every model off 1 is labelled."""
+    data = released(frame)
+    data = data[data["head_ratio"].notna()]
+    if data.empty:
+        return None
+    off = {str(i) for i, v in data["head_ratio"].items() if abs(float(v) - 1) > 1e-9}
+    with style():
+        fig = _figure(6.4, 2.6)
+        ax = fig.add_subplot()
+        ax.scatter(_when(data), data["head_ratio"].astype(float), s=14, color=PALETTE[0], zorder=3)
+        ax.set_yscale("log")
+        _log_ticks(ax, "y", [0.5, 1, 2, 4, 8, 16])
+        ax.set_ylabel("n_heads·d_head / d_model (log)")
+        ax.set_xlabel("release date")
+        ax.set_title("Head width: n_heads·d_head = d_model almost everywhere", loc="left")
+        _label_points(ax, data, "head_ratio", off)
+    return fig
+
+
+def vocab_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
+    """Vocabulary size by release date, with the lecture's two bands shaded."""
+    data = released(frame)
+    data = data[data["architecture.vocab_size"].notna()]
+    if data.empty:
+        return None
+    with style():
+        fig = _figure(6.4, 3.0)
+        ax = fig.add_subplot()
+        ax.axhspan(
+            30_000,
+            50_000,
+            color=PALETTE[1],
+            alpha=0.12,
+            linewidth=0,
+            label="30k–50k (early, monolingual)",
+        )
+        ax.axhspan(
+            100_000,
+            250_000,
+            color=PALETTE[0],
+            alpha=0.12,
+            linewidth=0,
+            label="100k–250k (modern, multilingual)",
+        )
+        ax.scatter(
+            _when(data),
+            data["architecture.vocab_size"].astype(float),
+            s=14,
+            color=PALETTE[0],
+            zorder=3,
+        )
+        ax.set_yscale("log")
+        _log_ticks(
+            ax,
+            "y",
+            [8_000, 16_000, 32_000, 64_000, 128_000, 256_000],
+            fmt=lambda v, _: f"{v / 1000:.0f}k",
+        )
+        ax.set_ylabel("vocabulary rows (log)")
+        ax.set_xlabel("release date")
+        ax.set_title("Vocabulary size over time", loc="left")
+        _label_points(ax, data, "architecture.vocab_size", named)
+        ax.legend(loc="upper left")
+    return fig
+
+
+def kv_cache_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
+    """KV-cache bytes per token against parameters, by attention family; None without data."""
+    data = released(frame)
+    data = data.assign(params=_params(data), per_b=kv_cache_per_param(data))
+    data = data[data["kv_cache_bytes_per_token"].notna() & data["params"].notna()]
+    if data.empty:
+        return None
+    with style():
+        fig = _figure(6.4, 3.2)
+        ax = fig.add_subplot()
+        families = sorted(str(f) for f in data["attention_family"].dropna().unique())
+        for i, fam in enumerate(families):
+            part = data[(data["attention_family"] == fam).fillna(False).astype(bool)]
+            ax.scatter(
+                part["params"].astype(float),
+                part["kv_cache_bytes_per_token"].astype(float),
+                s=14,
+                color=PALETTE[i % len(PALETTE)],
+                label=f"{fam} ({len(part)})",
+                zorder=3,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("parameters (published, else exact; log)")
+        ax.set_ylabel("KV-cache bytes per token (log)")
+        ax.set_title("KV cache per token: GQA/MQA/MLA sit below MHA", loc="left")
+        _label_points(ax, data, "kv_cache_bytes_per_token", named, x="params")
+        ax.legend(loc="upper left")
+    return fig
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _when(frame: pd.DataFrame) -> list[float]:
+    """Release dates as fractional years, so points of one year spread along the axis."""
+    out = []
+    for value in frame["release_date"]:
+        day = dt.date.fromisoformat(str(value))
+        out.append(day.year + (day.timetuple().tm_yday - 1) / 366)
+    return out
+
+
+def _params(frame: pd.DataFrame) -> pd.Series:
+    published = frame["params_published"].astype("Float64")
+    return published.fillna(frame["params_exact"].astype("Float64"))
+
+
+def _label_points(
+    ax: Axes, frame: pd.DataFrame, column: str, ids: set[str], x: str | None = None
+) -> None:
+    """Write the card id next to each point of ``ids``, nudging labels apart."""
+    part = frame[frame.index.isin(list(ids))]
+    part = part[part[column].notna()]
+    xs = part[x].astype(float).tolist() if x else _when(part)
+    points = sorted(zip(xs, part[column].astype(float).tolist(), map(str, part.index), strict=True))
+    ax.autoscale_view()  # settle the limits, so data -> points is final
+    to_points = 72 / ax.figure.dpi
+    frame_box = tuple(c * to_points for c in ax.bbox.extents)  # the axes, in points
+    placed: list[tuple[float, float, float, float]] = []
+    for xv, yv, label in points:
+        px, py = (c * to_points for c in ax.transData.transform((xv, yv)))
+        width, height = LABEL_CHAR_WIDTH * len(label), LABEL_HEIGHT
+        for dx, dy in _offsets(width):
+            box = (px + dx, py + dy, px + dx + width, py + dy + height)
+            inside = box[0] >= frame_box[0] and box[2] <= frame_box[2] + 20
+            if inside and not any(_overlap(box, other) for other in placed):
+                break
+        else:
+            dx, dy = _offsets(width)[0]
+            box = (px + dx, py + dy, px + dx + width, py + dy + height)
+        placed.append(box)
+        ax.annotate(
+            label,
+            (xv, yv),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            fontsize=LABEL_SIZE,
+            color="#333333",
+            va="bottom",
+            ha="left",
+        )
+
+
+LABEL_SIZE = 6
+LABEL_CHAR_WIDTH = 3.4  # points per character at LABEL_SIZE, DejaVu Sans, a little wide
+LABEL_HEIGHT = 7.0
+
+
+def _offsets(width: float) -> list[tuple[float, float]]:
+    """Where a label may go, in points from its point: right, then below/above, then left."""
+    right = [(3.0, 1.0), (3.0, -8.0), (3.0, 8.0), (3.0, -15.0), (3.0, 15.0)]
+    left = [(-3.0 - width, 1.0), (-3.0 - width, -8.0), (-3.0 - width, 8.0)]
+    return right + left + [(3.0, -22.0), (3.0, 22.0)]
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _log_ticks(ax: Axes, axis: str, ticks: list[float], fmt=None) -> None:
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(mpl.ticker.FixedLocator(ticks))
+    target.set_minor_locator(LogLocator(subs=()))
+    target.set_minor_formatter(NullFormatter())
+    target.set_major_formatter(
+        FuncFormatter(fmt or (lambda v, _: f"{v:.3g}" if abs(v - 8 / 3) > 1e-9 else "8/3"))
+    )

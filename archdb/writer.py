@@ -1,0 +1,383 @@
+"""Add one card to the catalogue file: validate, insert in id order, replace atomically.
+
+The catalogue is a reviewed text file: a contributor's pull request must show exactly one
+added card, so the file is edited as text, never re-dumped. The new card is rendered in the
+catalogue's own style (block mappings, small flow mappings under ``architecture``,
+``175_000_000_000`` for large counts, folded long notes), inserted before the first card
+whose id sorts after it, and every other byte of the file is kept. The result is validated
+as a whole before a temporary file replaces the original, so a failure leaves the
+catalogue untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import stat
+import tempfile
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+import yaml_rs
+
+from archdb.catalogue import parse_cards
+from archdb.schema import Card
+
+WIDTH = 100  # the catalogue's line length
+FLOW_MAX_KEYS = 5  # small mappings under `architecture` are written on one line
+UNDERSCORE_FROM = 1_000_000  # counts from a million up are written 175_000_000_000
+
+
+class WriteError(Exception):
+    """The card was not written; ``problems`` says why, one located message each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class Inserted:
+    card: Card
+    path: Path
+    line: int  # 1-based line where the new card starts
+
+
+# --- rendering a card ------------------------------------------------------------
+
+
+def render_card(data: Mapping[str, Any] | Card) -> str:
+    """One card as catalogue text: a top-level list item, ending with a newline."""
+    if isinstance(data, Card):
+        data = card_data(data)
+    lines = _mapping(data, indent=2, depth=0)
+    lines[0] = "- " + lines[0][2:]
+    return "\n".join(lines) + "\n"
+
+
+def card_data(card: Card) -> dict[str, Any]:
+    """A card as plain data in schema order, leaving out optional fields at their default."""
+    return card.model_dump(mode="python", exclude_defaults=True)
+
+
+def _mapping(data: Mapping[str, Any], indent: int, depth: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    for key, value in data.items():
+        head = f"{pad}{key}:"
+        if isinstance(value, Mapping) and value:
+            flow = _flow_mapping(value) if depth >= 1 and len(value) <= FLOW_MAX_KEYS else None
+            if flow is not None and len(head) + 1 + len(flow) <= WIDTH:
+                lines.append(f"{head} {flow}")
+            else:
+                lines.append(head)
+                lines.extend(_mapping(value, indent + 2, depth + 1))
+        elif isinstance(value, list) and value:
+            lines.extend(_sequence(head, value, indent, depth))
+        else:
+            lines.extend(_scalar_lines(head, value, indent))
+    return lines
+
+
+def _sequence(head: str, items: list[Any], indent: int, depth: int) -> list[str]:
+    if all(not isinstance(i, (Mapping, list)) for i in items):
+        flow = "[" + ", ".join(_scalar(i) for i in items) + "]"
+        if len(head) + 1 + len(flow) <= WIDTH:
+            return [f"{head} {flow}"]
+        return [head, *(f"{' ' * (indent + 2)}- {_scalar(i)}" for i in items)]
+    lines = [head]
+    for item in items:
+        body = (
+            _mapping(item, indent + 4, depth + 1)
+            if isinstance(item, Mapping)
+            else [" " * (indent + 4) + _scalar(item)]
+        )
+        body[0] = " " * (indent + 2) + "- " + body[0].lstrip()
+        lines.extend(body)
+    return lines
+
+
+def _flow_mapping(value: Mapping[str, Any]) -> str | None:
+    if any(
+        isinstance(v, Mapping) or (isinstance(v, list) and v and isinstance(v[0], Mapping))
+        for v in value.values()
+    ):
+        return None
+    parts = []
+    for k, v in value.items():
+        text = "[" + ", ".join(_scalar(i) for i in v) + "]" if isinstance(v, list) else _scalar(v)
+        parts.append(f"{k}: {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _scalar_lines(head: str, value: Any, indent: int) -> list[str]:
+    text = _scalar(value)
+    if len(head) + 1 + len(text) <= WIDTH or not isinstance(value, str) or " " not in value:
+        return [f"{head} {text}"]
+    folded = _folded(value, indent + 2)
+    return [f"{head} >-", *folded] if folded else [f"{head} {text}"]
+
+
+def _folded(value: str, indent: int) -> list[str] | None:
+    """A long string as a folded block, or None where folding could change it."""
+    if "\n" in value or "  " in value or "\t" in value or value != value.strip() or not value:
+        return None
+    lines = textwrap.wrap(value, WIDTH - indent, break_long_words=False, break_on_hyphens=False)
+    block = [" " * indent + line for line in lines]
+    doc = "k: >-\n" + "\n".join(block) + "\n"
+    if yaml_rs.loads(doc) != {"k": value} or yaml.safe_load(doc) != {"k": value}:
+        return None
+    return block
+
+
+def _scalar(value: Any) -> str:
+    """A scalar as YAML text that both the fast and the locating parser read back as-is."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        value = value.value
+    if isinstance(value, int):
+        return f"{value:_}" if abs(value) >= UNDERSCORE_FROM else str(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return _string(str(value))
+
+
+def _float(value: float) -> str:
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:  # YAML 1.1 (the locating parser) needs a dot: 1.0e-06
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def _string(value: str) -> str:
+    plain = yaml.safe_dump(value, default_flow_style=True, width=10**6, allow_unicode=True)
+    plain = plain.removesuffix("\n").removesuffix("\n...").strip()
+    doc = f"k: {plain}\n"
+    try:
+        if yaml_rs.loads(doc) == {"k": value} and yaml.safe_load(doc) == {"k": value}:
+            return plain
+    except (yaml.YAMLError, yaml_rs.YAMLDecodeError):
+        pass
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
+
+
+# --- building a card as data ------------------------------------------------------
+
+
+def skeleton() -> dict[str, Any]:
+    """A card with every required field present and null: the shape contributors fill."""
+    return {
+        "id": None,
+        "name": None,
+        "family": None,
+        "organization": None,
+        "release_date": None,
+        "open_weights": None,
+        "params_published": None,
+        "training": {"tokens": None, "dropout": None, "weight_decay": None, "z_loss": None},
+        "architecture": {
+            "kind": "decoder-only",
+            "d_model": None,
+            "n_layers": None,
+            "vocab_size": None,
+            "context_length": None,
+            "norm": {"type": None, "position": None, "affine": None, "final": None},
+            "attention": {
+                "variant": "softmax",
+                "n_heads": None,
+                "n_kv_heads": None,
+                "head_dim": None,
+                "qk_norm": None,
+                "logit_softcap": None,
+                "sliding_window": None,
+                "layer_pattern": ["global"],
+            },
+            "position": {"type": None},
+            "mlp": {"activation": None, "d_ff": None, "moe": None},
+            "bias": {"qkv": None, "attn_out": None, "mlp": None},
+            "parallel_layers": None,
+            "tied_embeddings": None,
+            "final_logit_softcap": None,
+        },
+        "sources": [],
+        "notes": {},
+    }
+
+
+_SUBMODEL_KEYS = {
+    "moe": ("n_experts", "n_active", "n_shared", "shared_d_ff", "first_dense_layers",
+            "layer_period", "dense_d_ff"),
+    "latent": ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+               "v_head_dim"),
+}  # fmt: skip
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set a dotted card path; an optional feature (moe, latent) appears with null fields."""
+    node = data
+    *parents, leaf = path.split(".")
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = dict.fromkeys(_SUBMODEL_KEYS.get(part, ()))
+        node = node[part]
+    node[leaf] = value
+
+
+def get_path(data: Mapping[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+# --- validating ------------------------------------------------------------------
+
+
+def validate_card(data: Mapping[str, Any]) -> Card:
+    """The card, checked by the catalogue's own loader; WriteError lists every problem."""
+    cards, problems = parse_cards(render_card(data), "<new card>")
+    if problems:
+        raise WriteError([str(p) for p in problems])
+    return cards[0]
+
+
+# --- inserting ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where the card goes: the text to insert at a character offset of the old file."""
+
+    offset: int
+    text: str
+    line: int  # 1-based line of the card in the new file
+
+    def apply(self, old: str) -> str:
+        return old[: self.offset] + self.text + old[self.offset :]
+
+
+def plan_insert(old: str, card: Card, filename: str = "<catalogue>") -> Plan:
+    """Where and how a card joins a catalogue text; WriteError if it cannot."""
+    starts = _item_starts(old, filename)
+    cards, problems = parse_cards(old, filename) if starts else ([], [])
+    if problems:
+        shown = [str(p) for p in problems[:5]]
+        more = [f"... and {len(problems) - 5} more"] if len(problems) > 5 else []
+        raise WriteError(
+            [f"{filename} has problems; fix them before adding a card:", *shown, *more]
+        )
+    ids = [c.id for c in cards]
+    if card.id in ids:
+        line = old.count("\n", 0, starts[ids.index(card.id)]) + 1
+        raise WriteError([f"{filename}:{line}: id {card.id!r} already exists: choose another id"])
+
+    newline = "\r\n" if "\r\n" in old else "\n"
+    body = render_card(card).replace("\n", newline)
+    gap = newline if _blank_separated(old, starts) else ""
+    after = next((i for i, other in enumerate(ids) if other > card.id), None)
+    if after is not None:
+        offset = _block_start(old, starts[after])
+        return Plan(offset, body + gap, old.count("\n", 0, offset) + 1)
+    ending = "" if not old or old.endswith("\n") else newline
+    lead = gap if starts else ("" if not old or old.endswith(newline * 2) else newline)
+    return Plan(len(old), ending + lead + body, (old + ending + lead).count("\n") + 1)
+
+
+def insert_card(path: Path | str, data: Mapping[str, Any] | Card) -> Inserted:
+    """Validate a card, insert it into a catalogue file in id order and replace the file."""
+    path = Path(path)
+    card = data if isinstance(data, Card) else validate_card(data)
+    try:
+        raw = path.read_bytes()
+        old = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WriteError([f"{path}: cannot read the catalogue: {exc}"]) from None
+    plan = plan_insert(old, card, str(path))
+    new = plan.apply(old)
+    _check_result(new, old, card, str(path))
+    _replace(path, new.encode("utf-8"), expected=raw)
+    return Inserted(card, path, plan.line)
+
+
+def _check_result(new: str, old: str, card: Card, filename: str) -> None:
+    """The new file must load, hold the old cards unchanged plus the new one, in order."""
+    before, _ = parse_cards(old, filename) if old.strip() else ([], [])
+    after, problems = parse_cards(new, filename)
+    if problems:
+        raise WriteError([f"the card would break {filename}:", *(str(p) for p in problems)])
+    expected = sorted([*before, card], key=lambda c: c.id)
+    if after != expected:
+        raise WriteError([f"inserting {card.id!r} would change other cards of {filename}"])
+
+
+def _replace(path: Path, content: bytes, expected: bytes) -> None:
+    """Write to a temporary file beside the catalogue, then atomically take its place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+        if path.read_bytes() != expected:  # someone else wrote meanwhile: do not clobber it
+            raise WriteError([f"{path} changed while the card was being added: run it again"])
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _item_starts(text: str, filename: str) -> list[int]:
+    """Character offsets of each top-level card's '-' line, in file order."""
+    try:  # the pure-Python composer: its marks index characters of the text
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise WriteError([f"{filename}: not valid YAML: {exc}"]) from None
+    if root is None:
+        return []
+    if not isinstance(root, yaml.SequenceNode):
+        raise WriteError([f"{filename}: expected a list of cards at the top level"])
+    starts = []
+    for node in root.value:
+        start = text.rfind("\n", 0, node.start_mark.index) + 1
+        while start > 0 and not text.startswith("-", start):  # "-" alone on a line above
+            start = text.rfind("\n", 0, start - 1) + 1
+        starts.append(start)
+    return starts
+
+
+def _line_start(text: str, offset: int) -> int:
+    """The offset of the line before the one starting at ``offset`` (0 at the top)."""
+    return text.rfind("\n", 0, max(offset - 1, 0)) + 1
+
+
+def _block_start(text: str, item_start: int) -> int:
+    """The offset where a card's block begins: its '-' line, or the comments right above it.
+
+    A comment directly above a card (no blank line between) belongs to that card, so a new
+    card goes above the comment. A comment block reaching the top of the file is the header.
+    """
+    start = item_start
+    while start > 0 and text.startswith("#", _line_start(text, start)):
+        start = _line_start(text, start)
+    return item_start if start == 0 else start
+
+
+def _blank_separated(text: str, starts: list[int]) -> bool:
+    """Whether cards are separated by a blank line (the default for a first pair)."""
+    if len(starts) < 2:
+        return True
+    block = _block_start(text, starts[1])
+    return not text[_line_start(text, block) : block].strip()

@@ -1,0 +1,436 @@
+"""The builder: every card's toy builds and runs, each choice becomes its block, the toy
+rule keeps what it says it keeps, and masks hide what they should."""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+
+import pytest
+import torch
+
+from archdb.builder import kernels
+from archdb.builder.attention import HeadAttention, LatentAttention
+from archdb.builder.blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock
+from archdb.builder.layout import BuildError, fill_unknowns, is_moe_layer, rotary_dims
+from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs, module_tree
+from archdb.builder.moe import MoE
+from archdb.builder.norms import HeadwiseNorm, LayerNorm, RMSNorm
+from archdb.builder.positions import AlibiBias, LearnedPositions, RelativeBias, RelativeXL
+from archdb.builder.shrink import shrink
+from archdb.catalogue import load_catalogue
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+)
+
+CARDS = list(load_catalogue())
+SIZED = ("d_model", "n_layers", "mlp.d_ff", "attention.n_heads")
+
+
+def _has_sizes(card) -> bool:
+    a = card.architecture
+    return all(_get(a, p) is not None for p in SIZED) and (
+        a.attention.n_kv_heads is not None or a.attention.latent is not None
+    )
+
+
+def _get(obj, path: str):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# --- a small architecture to vary one choice at a time --------------------------------
+
+BASE = {
+    "kind": "decoder-only", "d_model": 64, "n_layers": 2, "vocab_size": 128,
+    "context_length": 64,
+    "norm": {"type": "rmsnorm", "position": "pre", "affine": "scale", "final": True},
+    "attention": {"variant": "softmax", "n_heads": 4, "n_kv_heads": 2, "head_dim": None,
+                  "qk_norm": "none", "logit_softcap": None, "sliding_window": None,
+                  "layer_pattern": ["global"]},
+    "position": {"type": "rope", "rope_theta": 10000.0},
+    "mlp": {"activation": "swiglu", "d_ff": 128, "moe": None},
+    "bias": {"qkv": False, "attn_out": False, "mlp": False},
+    "parallel_layers": False, "tied_embeddings": False, "final_logit_softcap": None,
+}
+
+
+def make_arch(**changes) -> Architecture:
+    """BASE with dotted-path changes: make_arch(**{"norm.position": "post"})."""
+    data = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        *parents, leaf = path.split(".")
+        node = data
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
+    return Architecture.model_validate(data)
+
+
+def run(arch: Architecture, seq_len: int | None = None) -> torch.Tensor:
+    torch.manual_seed(0)
+    model = build_model(arch).eval()
+    with torch.no_grad():
+        return model(*example_inputs(model, seq_len or arch.context_length))
+
+
+# --- every card -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("card", CARDS, ids=lambda c: c.id)
+def test_every_card_toy_builds_runs_and_is_causal(card):
+    if not _has_sizes(card):
+        with pytest.raises(BuildError, match="unknown \\(null\\) sizes"):
+            shrink(fill_unknowns(card.architecture)[0])
+        return
+    arch = shrink(fill_unknowns(card.architecture)[0]).arch
+    torch.manual_seed(0)
+    model = build_model(arch).eval()
+    inputs = example_inputs(model, arch.context_length)
+    with torch.no_grad():
+        logits = model(*inputs)
+        assert logits.shape == (1, arch.context_length, arch.vocab_size)
+        assert torch.isfinite(logits).all()
+        # changing the last token must not change any earlier position's logits
+        changed = list(inputs)
+        changed[-1] = inputs[-1].clone()
+        changed[-1][0, -1] = (changed[-1][0, -1] + 1) % arch.vocab_size
+        again = model(*changed)
+    assert torch.allclose(logits[:, :-1], again[:, :-1], atol=1e-5)
+    assert not torch.allclose(logits[:, -1], again[:, -1])
+
+
+@pytest.mark.parametrize("card", [c for c in CARDS if _has_sizes(c)], ids=lambda c: c.id)
+def test_toy_rule_keeps_ratios_pattern_and_experts(card):
+    full = fill_unknowns(card.architecture)[0]
+    before = full.model_dump()
+    toy = shrink(full)
+    assert full.model_dump() == before, "shrink must not change its input"
+    assert shrink(full) == toy, "shrink is deterministic"
+    t = toy.arch
+    assert t.d_model <= max(full.d_model, 64) and t.vocab_size == 256
+    assert t.attention.layer_pattern == full.attention.layer_pattern
+    for name in ("kind", "norm", "position", "bias", "parallel_layers", "tied_embeddings",
+                 "final_logit_softcap"):
+        kept = getattr(t, name)
+        if name == "position":
+            assert kept.type == full.position.type and kept.rope_theta == full.position.rope_theta
+        else:
+            assert kept == getattr(full, name)
+    assert t.mlp.activation == full.mlp.activation
+    assert t.attention.qk_norm == full.attention.qk_norm
+    assert t.attention.logit_softcap == full.attention.logit_softcap
+    if not toy.approximated:
+        assert Fraction(t.mlp.d_ff, t.d_model) == Fraction(full.mlp.d_ff, full.d_model)
+        if full.attention.latent is None:
+            inner = Fraction(t.attention.n_heads * t.head_dim_effective, t.d_model)
+            assert inner == Fraction(full.attention.n_heads * full.head_dim_effective,
+                                     full.d_model)
+            assert Fraction(rotary_dims(t, t.head_dim_effective), t.head_dim_effective) == \
+                Fraction(rotary_dims(full, full.head_dim_effective), full.head_dim_effective)
+    if full.attention.latent is None:
+        assert t.query_groups == full.query_groups
+    moe, tmoe = full.mlp.moe, t.mlp.moe
+    if moe is not None:
+        assert (tmoe.n_experts, tmoe.n_active, tmoe.n_shared, tmoe.layer_period) == (
+            moe.n_experts, moe.n_active, moe.n_shared, moe.layer_period)
+        assert tmoe.first_dense_layers == min(moe.first_dense_layers, 1)
+        assert any(is_moe_layer(t, i) for i in range(t.n_layers))
+    assert t.n_layers % len(t.attention.layer_pattern) == 0 or t.n_layers == full.n_layers
+    assert toy.rule and toy.kept and toy.dims["d_model"] == t.d_model
+
+
+def test_unbuildable_sizes_are_named():
+    arch = make_arch(d_model=None, **{"mlp.d_ff": None})
+    with pytest.raises(BuildError, match="architecture.d_model.*architecture.mlp.d_ff"):
+        shrink(arch)
+
+
+def test_null_choices_are_filled_and_reported():
+    arch = make_arch(**{"bias.qkv": None, "tied_embeddings": None, "norm.final": None})
+    filled, assumed = fill_unknowns(arch)
+    assert {a.field for a in assumed} == {"bias.qkv", "tied_embeddings", "norm.final"}
+    assert filled.bias.qkv is False and filled.tied_embeddings is False and filled.norm.final
+    assert fill_unknowns(make_arch()) == (make_arch(), ())
+
+
+# --- one choice, one block ----------------------------------------------------------------
+
+
+CHOICES = [
+    {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},
+    {"norm.type": "layernorm", "norm.affine": "none"},
+    {"norm.position": "post", "norm.final": False},
+    {"norm.position": "double"},
+    {"norm.position": "post-branch"},
+    {"norm.position": "resi-dual"},
+    *({"mlp.activation": a.value} for a in Activation),
+    {"position.type": "sinusoidal", "position.rope_theta": None},
+    {"position.type": "learned", "position.rope_theta": None},
+    {"position.type": "learned", "position.rope_theta": None, "position.learned_rows": 66},
+    {"position.type": "relative-bias", "position.rope_theta": None, "position.relative_buckets": 8},
+    {"position.type": "relative-xl", "position.rope_theta": None},
+    {"position.type": "alibi", "position.rope_theta": None},
+    {"position.type": "none", "position.rope_theta": None},
+    {"position.rotary_fraction": 0.5},
+    {"attention.n_kv_heads": 4},
+    {"attention.n_kv_heads": 1},
+    {"attention.head_dim": 32},
+    *({"attention.qk_norm": q.value} for q in QKNorm),
+    {"attention.qk_norm": "per-head-untied", "attention.qk_norm_type": "layernorm",
+     "attention.qk_norm_affine": "scale-and-bias"},
+    {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
+    {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16},
+    {"attention.layer_pattern": ["local"] * 5 + ["global"], "attention.sliding_window": 8,
+     "position.rope_theta_local": 10000.0, "position.rope_theta": 1e6, "n_layers": 6},
+    {"attention.layer_pattern": ["chunked"] * 3 + ["global-nope"], "n_layers": 4,
+     "attention.sliding_window": 16, "attention.qk_norm": "l2"},
+    {"attention.variant": "latent", "attention.n_kv_heads": 4, "attention.latent": {
+        "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+        "v_head_dim": 16}},
+    {"attention.variant": "latent", "attention.n_kv_heads": 4, "attention.latent": {
+        "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16, "v_head_dim": 16}},
+    {"attention.variant": "linear"},
+    {"mlp.moe": {"n_experts": 4, "n_active": 2, "n_shared": 1, "shared_d_ff": 64,
+                 "first_dense_layers": 1, "layer_period": 1, "dense_d_ff": 256}},
+    {"mlp.moe": {"n_experts": 4, "n_active": 1, "n_shared": 0, "shared_d_ff": None,
+                 "first_dense_layers": 0, "layer_period": 2, "dense_d_ff": 256},
+     "bias.mlp": True},
+    {"parallel_layers": True, "norm.shared_in_parallel": True},
+    {"parallel_layers": True, "norm.shared_in_parallel": False},
+    {"parallel_layers": True, "norm.shared_in_parallel": True, "norm.position": "double"},
+    {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True, "bias.lm_head": True},
+    {"tied_embeddings": True},
+    {"embedding_dim": 32, "tied_embeddings": True},
+    {"kind": "encoder-decoder", "n_encoder_layers": 3, "position.type": "relative-bias",
+     "position.rope_theta": None, "position.relative_buckets": 32},
+    {"kind": "encoder-decoder", "n_encoder_layers": 2, "norm.position": "post",
+     "norm.final": False, "position.type": "sinusoidal", "position.rope_theta": None,
+     "tied_embeddings": True},
+    {"kind": "encoder-decoder", "n_encoder_layers": 2, "norm.position": "resi-dual",
+     "position.type": "sinusoidal", "position.rope_theta": None},
+]
+
+
+@pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items())[:60])
+def test_each_choice_builds_and_runs(changes):
+    logits = run(make_arch(**changes))
+    assert torch.isfinite(logits).all()
+
+
+def _blocks(model):
+    return list(model.decoder.layers)
+
+
+def test_norm_types_and_affine_terms():
+    ln = build_model(make_arch(**{"norm.type": "layernorm", "norm.affine": "scale-and-bias"}))
+    assert isinstance(ln.decoder.final_norm, LayerNorm) and ln.decoder.final_norm.bias is not None
+    none = build_model(make_arch(**{"norm.type": "layernorm", "norm.affine": "none"}))
+    assert none.decoder.final_norm.weight is None and none.decoder.final_norm.bias is None
+    assert isinstance(build_model(make_arch()).decoder.final_norm, RMSNorm)
+
+
+@pytest.mark.parametrize(("position", "slots"), [
+    ("pre", (True, False, False)), ("post", (False, False, True)),
+    ("double", (True, True, False)), ("post-branch", (False, True, False)),
+    ("resi-dual", (False, False, True)),
+])
+def test_norm_positions_fill_their_slots(position, slots):
+    model = build_model(make_arch(**{"norm.position": position}))
+    for block in _blocks(model):
+        for res in (block.attn, block.mlp):
+            got = tuple(not isinstance(getattr(res, s), torch.nn.Identity)
+                        for s in ("before", "branch", "after"))
+            assert got == slots
+            assert isinstance(res, ResiDualResidual) == (position == "resi-dual")
+
+
+def test_post_norm_output_is_normalized():
+    model = build_model(make_arch(**{"norm.position": "post", "norm.final": False,
+                                     "norm.affine": "none", "norm.type": "layernorm"}))
+    hidden = {}
+    model.decoder.register_forward_hook(lambda m, i, o: hidden.setdefault("x", o))
+    with torch.no_grad():
+        model(*example_inputs(model, 16))
+    x = hidden["x"]
+    assert torch.allclose(x.mean(-1), torch.zeros(1, 16), atol=1e-4)
+
+
+def test_parallel_blocks_share_a_norm_or_have_one_each():
+    shared = build_model(make_arch(parallel_layers=True, **{"norm.shared_in_parallel": True}))
+    each = build_model(make_arch(parallel_layers=True, **{"norm.shared_in_parallel": False}))
+    assert all(isinstance(b, ParallelBlock) and b.before_mlp is None for b in _blocks(shared))
+    assert all(isinstance(b.before_mlp, RMSNorm) for b in _blocks(each))
+    assert all(isinstance(b, SerialBlock) for b in _blocks(build_model(make_arch())))
+
+
+def test_layer_pattern_sets_kernels_windows_and_positions():
+    arch = make_arch(**{"attention.layer_pattern": ["chunked", "local", "global-nope", "global"],
+                        "attention.sliding_window": 8, "n_layers": 8,
+                        "position.rope_theta_local": 1e4, "position.rope_theta": 5e5})
+    attns = [b.attn.sublayer for b in _blocks(build_model(arch))]
+    kinds = [type(a.kernel) for a in attns]
+    assert kinds == [kernels.ChunkedKernel, kernels.LocalKernel, kernels.GlobalKernel,
+                     kernels.GlobalKernel] * 2
+    assert attns[0].kernel.chunk == 8 and attns[1].kernel.window == 8
+    assert attns[1].rotary.theta == 1e4 and attns[0].rotary.theta == 5e5
+    assert attns[2].rotary is None and attns[3].rotary.theta == 5e5
+
+
+def test_attention_heads_and_latent_dims():
+    gqa = build_model(make_arch()).decoder.layers[0].attn.sublayer
+    assert isinstance(gqa, HeadAttention) and (gqa.n_heads, gqa.n_kv_heads) == (4, 2)
+    assert gqa.k.out_features == 2 * 16 and gqa.q.out_features == 4 * 16
+    mla = build_model(make_arch(**CHOICES[[i for i, c in enumerate(CHOICES)
+                                           if "attention.latent" in c][0]]))
+    layer = mla.decoder.layers[0].attn.sublayer
+    assert isinstance(layer, LatentAttention)
+    assert layer.kv_down.out_features == 16 + 8 and layer.kv_up.out_features == 4 * (16 + 16)
+
+
+def test_qk_norm_variants_have_their_parameters():
+    def qk(kind, **more):
+        return build_model(make_arch(**{"attention.qk_norm": kind}, **more)).decoder.layers[0] \
+            .attn.sublayer.qk_norm
+
+    assert qk("none") is None
+    assert qk("per-head").q_norm.weight.shape == (16,)
+    untied = qk("per-head-untied")
+    assert isinstance(untied.q_norm, HeadwiseNorm) and untied.k_norm.weight.shape == (2, 16)
+    assert qk("full").q_norm.norm.weight.shape == (64,)
+    assert sum(p.numel() for p in qk("l2").parameters()) == 0
+    cham = qk("per-head-untied", **{"attention.qk_norm_type": "layernorm",
+                                     "attention.qk_norm_affine": "scale-and-bias"})
+    assert isinstance(cham.q_norm.norm, LayerNorm) and cham.q_norm.bias.shape == (4, 16)
+
+
+def test_moe_layers_follow_first_dense_and_period():
+    arch = make_arch(n_layers=6, **{"mlp.moe": {
+        "n_experts": 4, "n_active": 2, "n_shared": 0, "shared_d_ff": None,
+        "first_dense_layers": 1, "layer_period": 2, "dense_d_ff": 256}})
+    moe = [isinstance(b.mlp.sublayer, MoE) for b in _blocks(build_model(arch))]
+    assert moe == [False, False, True, False, True, False]  # layers 2 and 4
+
+
+def test_moe_runs_each_token_through_top_k_experts():
+    arch = make_arch(**{"mlp.moe": {"n_experts": 4, "n_active": 1, "n_shared": 0,
+                                    "shared_d_ff": None, "first_dense_layers": 0,
+                                    "layer_period": 1, "dense_d_ff": None}})
+    moe = build_model(arch).decoder.layers[0].mlp.sublayer
+    x = torch.randn(1, 5, 64)
+    index, weight = moe.router(x.view(-1, 64))
+    assert torch.allclose(weight, torch.ones_like(weight))  # softmax over one expert
+    experts = moe.experts
+    e = int(index[0, 0])
+    expected = (torch.nn.functional.silu(x[0, 0] @ experts.gate[e]) * (x[0, 0] @ experts.up[e])) \
+        @ experts.down[e]
+    assert torch.allclose(moe(x)[0, 0], expected, atol=1e-5)
+
+
+def test_tied_embeddings_share_one_tensor_and_factorized_embeddings_project():
+    tied = build_model(make_arch(tied_embeddings=True))
+    assert tied.head.lm_head.weight is tied.embed.table.weight
+    untied = build_model(make_arch())
+    assert untied.head.lm_head.weight is not untied.embed.table.weight
+    factorized = build_model(make_arch(embedding_dim=32, tied_embeddings=True))
+    assert factorized.embed.table.weight.shape == (128, 32)
+    assert factorized.embed.proj.in_features == 32 and factorized.head.proj.out_features == 32
+
+
+def test_position_blocks():
+    learned = build_model(make_arch(**{"position.type": "learned", "position.rope_theta": None,
+                                       "position.learned_rows": 66}))
+    assert isinstance(learned.positions, LearnedPositions)
+    assert learned.positions.table.weight.shape == (66, 64)
+    t5 = build_model(make_arch(**{"position.type": "relative-bias", "position.rope_theta": None,
+                                  "position.relative_buckets": 8}))
+    assert isinstance(t5.decoder.position_bias, RelativeBias)
+    assert t5.decoder.position_bias.table.weight.shape == (8, 4)
+    assert isinstance(build_model(make_arch(**{"position.type": "alibi",
+                                               "position.rope_theta": None})).decoder
+                      .position_bias, AlibiBias)
+    xl = build_model(make_arch(**{"position.type": "relative-xl", "position.rope_theta": None}))
+    assert isinstance(xl.decoder.layers[0].attn.sublayer.relative, RelativeXL)
+
+
+def test_encoder_decoder_shares_embeddings_and_has_cross_attention():
+    arch = make_arch(kind="encoder-decoder", n_encoder_layers=3, tied_embeddings=True)
+    model = build_model(arch)
+    assert isinstance(model, EncoderDecoderLM) and len(model.encoder.layers) == 3
+    assert all(b.cross is not None for b in model.decoder.layers)
+    assert all(b.cross is None for b in model.encoder.layers)
+    assert model.head.lm_head.weight is model.embed.table.weight
+
+
+# --- masks --------------------------------------------------------------------------------
+
+
+def _one_layer(**changes) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return build_model(make_arch(n_layers=1, **changes)).eval()
+
+
+def _influence(model, t: int, position: int) -> torch.Tensor:
+    """Which output positions change when the token at ``position`` changes."""
+    (tokens,) = example_inputs(model, t)
+    other = tokens.clone()
+    other[0, position] = (other[0, position] + 1) % 128
+    with torch.no_grad():
+        delta = (model(tokens) - model(other)).abs().amax(-1)[0]
+    return delta > 1e-6
+
+
+def test_sliding_window_sees_only_its_window():
+    model = _one_layer(**{"attention.layer_pattern": ["local"], "attention.sliding_window": 8})
+    seen = _influence(model, 32, 4)
+    assert seen[4:12].all() and not seen[12:].any() and not seen[:4].any()
+
+
+def test_chunked_attention_stays_in_its_chunk():
+    model = _one_layer(**{"attention.layer_pattern": ["chunked"], "attention.sliding_window": 8})
+    seen = _influence(model, 30, 9)  # chunk 8..15; the last chunk (24..29) is shorter
+    assert seen[9:16].all() and not seen[16:].any() and not seen[:9].any()
+
+
+@pytest.mark.parametrize("variant", ["global", "linear"])
+def test_global_and_linear_attention_are_causal(variant):
+    changes = {"attention.variant": "linear"} if variant == "linear" else {}
+    seen = _influence(_one_layer(**changes), 16, 5)
+    assert seen[5:].all() and not seen[:5].any()
+
+
+def test_encoder_attends_both_ways():
+    model = build_model(make_arch(kind="encoder-decoder", n_encoder_layers=1, n_layers=1)).eval()
+    src, tgt = example_inputs(model, 12)
+    other = src.clone()
+    other[0, -1] = (other[0, -1] + 1) % 128
+    with torch.no_grad():
+        delta = (model(src, tgt) - model(other, tgt)).abs().amax(-1)[0]
+    assert (delta > 1e-6).all()  # every target position sees the whole source
+
+
+def test_full_size_builds_on_meta_without_memory():
+    arch = make_arch(d_model=8192, n_layers=80, vocab_size=128_000, **{
+        "attention.n_heads": 64, "attention.n_kv_heads": 8, "mlp.d_ff": 28672})
+    model = build_model(arch, device="meta")
+    assert all(p.is_meta for p in model.parameters())
+    assert sum(p.numel() for p in model.parameters()) > 60e9
+
+
+def test_module_tree_folds_alike_layers():
+    arch = make_arch(n_layers=6, **{"attention.layer_pattern": ["local"] * 5 + ["global"],
+                                    "attention.sliding_window": 8})
+    model = build_model(arch)
+    tree = module_tree(model)
+    layers = next(n for n in tree if n["name"] == "decoder")["children"][0]
+    assert [c["name"] for c in layers["children"]] == ["0-4", "5"]
+    assert sum(n["params"] for n in tree) == sum(p.numel() for p in model.parameters())

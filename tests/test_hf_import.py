@@ -1,0 +1,268 @@
+"""import-hf: released config.json files become valid cards with transformers' exact size.
+
+The fixtures in tests/fixtures/hf/ are written by hand from released config.json values
+(see SOURCES.md there). transformers is a test-only dependency: it builds the reference
+model on the meta device, and the card's full-size build must count the same parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from archdb.hf_import import (
+    HFImportError,
+    Identity,
+    guess_identity,
+    import_config,
+    supported_model_types,
+)
+from archdb.writer import validate_card
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+CONFIGS = sorted(p.stem for p in FIXTURES.glob("*.json"))
+IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2024-01-01")
+
+
+def config(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def imported(cfg: dict, url: str = "https://huggingface.co/org/model/blob/main/config.json"):
+    return import_config(cfg, source_url=url, identity=IDENTITY)
+
+
+def card_of(cfg: dict):
+    return validate_card(imported(cfg).card)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_fixture_imports_to_a_valid_card(name):
+    result = imported(config(name))
+    card = validate_card(result.card)
+    assert card.architecture.d_model
+    assert result.from_config, "sizes come from the config"
+    kinds = [s.kind.value for s in card.sources]
+    assert kinds[0] == "config" and card.sources[0].url.startswith("https://huggingface.co/")
+    if result.from_family:
+        assert kinds == ["config", "code"]
+        assert "github.com/huggingface/transformers" in card.sources[1].url
+
+
+# (fixture, {card path: expected value}) - choices transformers keeps in code included
+EXPECTED = [
+    ("llama-2-7b-hf", {"norm.type": "rmsnorm", "norm.position": "pre", "mlp.activation": "swiglu",
+                       "attention.n_kv_heads": 32, "tied_embeddings": False,
+                       "position.rope_theta": 10000.0, "bias.qkv": False}),
+    ("mistral-7b-v0.1", {"attention.layer_pattern": ["local"], "attention.sliding_window": 4096,
+                         "attention.n_kv_heads": 8}),
+    ("mixtral-8x7b-v0.1", {"mlp.moe.n_experts": 8, "mlp.moe.n_active": 2, "mlp.d_ff": 14336,
+                           "mlp.moe.n_shared": 0}),
+    ("gemma-2b", {"mlp.activation": "geglu", "tied_embeddings": True, "attention.n_kv_heads": 1,
+                  "attention.head_dim": 256}),
+    ("gemma-2-2b", {"norm.position": "double", "attention.layer_pattern": ["local", "global"],
+                    "attention.logit_softcap": 50.0, "final_logit_softcap": 30.0}),
+    ("gemma-3-1b-pt", {"attention.layer_pattern": ["local"] * 5 + ["global"],
+                       "attention.qk_norm": "per-head", "position.rope_theta": 1_000_000.0,
+                       "position.rope_theta_local": 10000.0, "attention.sliding_window": 512}),
+    ("qwen2-7b", {"bias.qkv": True, "bias.attn_out": False, "attention.layer_pattern": ["global"],
+                  "attention.sliding_window": None}),
+    ("qwen3-0.6b-base", {"attention.qk_norm": "per-head", "attention.head_dim": 128,
+                         "tied_embeddings": True}),
+    ("qwen3-30b-a3b", {"mlp.d_ff": 768, "mlp.moe.n_experts": 128, "mlp.moe.n_active": 8}),
+    ("olmo-2-1124-7b", {"norm.position": "post-branch", "attention.qk_norm": "full"}),
+    ("phi-2", {"parallel_layers": True, "norm.shared_in_parallel": True, "bias.lm_head": True,
+               "position.rotary_fraction": 0.4, "mlp.activation": "gelu",
+               "norm.type": "layernorm"}),
+    ("phi-3-mini-4k-instruct", {"attention.layer_pattern": ["local"],
+                                "attention.sliding_window": 2047}),
+    ("gpt2", {"d_model": 768, "position.type": "learned", "mlp.d_ff": 3072, "bias.mlp": True,
+              "norm.affine": "scale-and-bias", "tied_embeddings": True, "context_length": 1024}),
+    ("pythia-70m", {"parallel_layers": True, "norm.shared_in_parallel": False,
+                    "position.rotary_fraction": 0.25, "bias.qkv": True, "bias.mlp": True}),
+    ("falcon-7b", {"attention.n_kv_heads": 1, "parallel_layers": True,
+                   "norm.shared_in_parallel": True, "mlp.d_ff": 4 * 4544, "bias.qkv": False,
+                   "tied_embeddings": True}),
+    ("deepseek-v2-lite", {"attention.variant": "latent", "attention.latent.q_lora_rank": None,
+                          "attention.latent.kv_lora_rank": 512, "mlp.moe.n_shared": 2,
+                          "mlp.moe.shared_d_ff": 2816, "mlp.moe.first_dense_layers": 1,
+                          "mlp.moe.dense_d_ff": 10944, "mlp.d_ff": 1408}),
+    ("gpt-j-6b", {"parallel_layers": True, "position.rotary_fraction": 0.25, "bias.qkv": False,
+                  "bias.mlp": True, "bias.lm_head": True, "mlp.d_ff": 16384}),
+    ("c4ai-command-r-v01", {"norm.type": "layernorm", "norm.affine": "scale",
+                            "parallel_layers": True, "position.rope_theta": 8_000_000.0}),
+]  # fmt: skip
+
+
+def arch_value(card, path: str):
+    value = card.architecture
+    for part in path.split("."):
+        value = getattr(value, part)
+    if isinstance(value, list):
+        return [v.value for v in value]
+    return value.value if hasattr(value, "value") else value
+
+
+@pytest.mark.parametrize(("name", "expected"), EXPECTED, ids=[e[0] for e in EXPECTED])
+def test_mapped_values(name, expected):
+    card = card_of(config(name))
+    assert {p: arch_value(card, p) for p in expected} == expected
+
+
+def test_the_fixture_table_covers_every_fixture():
+    assert sorted(name for name, _ in EXPECTED) == CONFIGS
+
+
+# --- naming idioms ----------------------------------------------------------------
+
+
+def test_layer_types_and_sliding_window_pattern_agree():
+    legacy = config("gemma-3-1b-pt")
+    explicit = copy.deepcopy(legacy)
+    del explicit["sliding_window_pattern"]
+    n = explicit["num_hidden_layers"]
+    explicit["layer_types"] = [
+        "full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)
+    ]
+    a, b = card_of(legacy).architecture, card_of(explicit).architecture
+    assert a.attention.layer_pattern == b.attention.layer_pattern
+    assert len(a.attention.layer_pattern) == 6
+
+
+def test_rope_parameters_dict_is_read_like_rope_theta():
+    cfg = config("olmo-2-1124-7b")
+    theta = cfg.pop("rope_theta")
+    cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
+    assert card_of(cfg).architecture.position.rope_theta == theta
+
+
+def test_rope_scaling_is_reported_and_noted():
+    result = imported(config("deepseek-v2-lite"))
+    assert result.unmapped["rope_scaling"]["type"] == "yarn"
+    assert "rope scaling" in result.card["notes"]["architecture.position"]
+
+
+def test_hidden_activation_wins_over_legacy_hidden_act():
+    cfg = config("gemma-2b")  # hidden_act "gelu", hidden_activation "gelu_pytorch_tanh"
+    result = imported(cfg)
+    assert "hidden_act" not in result.unmapped
+    assert card_of(cfg).architecture.mlp.activation.value == "geglu"
+
+
+def test_attribute_map_spellings_gpt2_style():
+    card = card_of(config("gpt2"))
+    assert (card.architecture.d_model, card.architecture.n_layers) == (768, 12)
+    assert card.architecture.attention.n_heads == 12
+
+
+def test_tie_word_embeddings_default_comes_from_the_family_and_is_cited():
+    cfg = config("gemma-2b")
+    assert "tie_word_embeddings" not in cfg
+    result = imported(cfg)
+    assert "architecture.tied_embeddings" in result.from_family
+    code = validate_card(result.card).sources[1]
+    assert any("tied_embeddings" in s for s in code.supports)
+
+
+def test_multimodal_text_config_is_the_decoder():
+    text = config("gemma-3-1b-pt")
+    wrapper = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+               "text_config": text, "vision_config": {"hidden_size": 1152}}  # fmt: skip
+    result = imported(wrapper)
+    assert validate_card(result.card).architecture.d_model == text["hidden_size"]
+    assert "text_config" in result.card["notes"]["architecture"]
+
+
+def test_unmapped_keys_are_reported_not_dropped():
+    assert imported(config("mixtral-8x7b-v0.1")).unmapped == {"router_aux_loss_coef": 0.02}
+    assert imported(config("c4ai-command-r-v01")).unmapped == {"logit_scale": 0.0625}
+    assert "not applied" in imported(config("qwen2-7b")).unmapped["sliding_window"]
+    cfg = config("llama-2-7b-hf")
+    cfg["my_new_knob"] = 3
+    assert imported(cfg).unmapped == {"my_new_knob": 3}
+
+
+# --- refusals ---------------------------------------------------------------------
+
+
+def test_unknown_model_type_lists_the_supported_ones():
+    with pytest.raises(HFImportError, match=r"not supported; supported: .*llama"):
+        imported({"model_type": "mamba", "hidden_size": 8})
+    assert "gemma2" in supported_model_types()
+
+
+def test_a_source_is_required():
+    with pytest.raises(HFImportError, match="source is required"):
+        import_config(config("gpt2"), source_url="", identity=IDENTITY)
+
+
+def test_missing_sizes_are_an_error():
+    cfg = config("llama-2-7b-hf")
+    del cfg["hidden_size"]
+    with pytest.raises(HFImportError, match="no hidden_size"):
+        imported(cfg)
+
+
+def test_identity_guessed_from_the_hub_url():
+    url = "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"
+    assert guess_identity({}, url) == {
+        "id": "llama-2-7b-hf", "name": "Llama 2 7b hf", "family": "llama-2",
+    }  # fmt: skip
+    assert guess_identity({"_name_or_path": "Qwen/Qwen3-0.6B-Base"}, "")["family"] == "qwen3"
+
+
+# --- exact parameters against transformers -----------------------------------------
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_full_size_build_matches_transformers_exactly(name):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archdb.builder.model import build_model, count_parameters
+
+    cfg = config(name)
+    ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        hf_config = transformers.AutoConfig.for_model(**cfg)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    assert ours == sum(p.numel() for p in model.parameters())
+
+
+# Defaults that transformers leaves unset (None) for these families; real configs set them.
+_COMPLETE_DEFAULTS = {
+    "nemotron": {"num_key_value_heads": 48},
+    "deepseek_v2": {"num_experts_per_tok": 6},
+}
+
+
+@pytest.mark.parametrize("model_type", supported_model_types())
+def test_every_family_matches_transformers_on_its_default_config(model_type):
+    """Each family's code-kept choices, checked against transformers' own model.
+
+    transformers' default config of a family is a serialized config like a released one
+    (attribute_map spellings included: Qwen 3 MoE's num_experts is saved as
+    num_local_experts), so a family mapping that gets a norm, a bias or a tie wrong shows
+    up as a parameter difference here.
+    """
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archdb.builder.model import build_model, count_parameters
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        hf_config = transformers.AutoConfig.for_model(
+            model_type, **_COMPLETE_DEFAULTS.get(model_type, {})
+        )
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    cfg = {**hf_config.to_dict(), "model_type": model_type}
+    ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
+    assert ours == sum(p.numel() for p in model.parameters())

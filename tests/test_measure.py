@@ -1,0 +1,253 @@
+"""Measurement: the analytic formulas equal the built models (parameters on the meta device,
+FLOPs counted by fvcore on every toy), and the conventions are the ones stated."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archdb.builder.layout import BuildError, fill_unknowns
+from archdb.builder.model import build_model
+from archdb.builder.shrink import shrink
+from archdb.catalogue import load_catalogue
+from archdb.measure import conventions as cv
+from archdb.measure.analytic import (
+    causal_keys,
+    default_seq_len,
+    dense_keys,
+    derived_figures,
+    flops,
+    kv_cache_bytes_per_token,
+    param_count,
+    training_flops,
+)
+from archdb.measure.flops import UncountedOperatorError, measure_flops
+from archdb.measure.params import full_size_params, measure_params
+from archdb.schema import LayerKind
+from tests.test_builder import CHOICES, make_arch
+
+CARDS = list(load_catalogue())
+
+
+def _buildable(card) -> bool:
+    try:
+        param_count(card.architecture)
+    except BuildError:
+        return False
+    return True
+
+
+def _toy(card):
+    try:
+        return shrink(fill_unknowns(card.architecture)[0]).arch
+    except BuildError:
+        return None
+
+
+TOYS = [(c.id, t) for c in CARDS if (t := _toy(c)) is not None]
+
+
+# --- parameters ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("card", [c for c in CARDS if _buildable(c)], ids=lambda c: c.id)
+def test_analytic_params_equal_the_meta_device_model(card):
+    measured = full_size_params(card.architecture, card.params_published)
+    formula = param_count(card.architecture)
+    assert (formula.total, formula.non_embedding, formula.active) == (
+        measured.total, measured.non_embedding, measured.active)
+    if card.params_published:
+        assert measured.relative_difference == pytest.approx(
+            (measured.total - card.params_published) / card.params_published)
+
+
+@pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
+def test_analytic_params_equal_the_model_for_every_choice(changes):
+    arch = make_arch(**changes)
+    model = build_model(arch)
+    assert param_count(arch).total == sum(p.numel() for p in model.parameters())
+
+
+def test_parameter_conventions():
+    untied = param_count(make_arch())
+    tied = param_count(make_arch(tied_embeddings=True))
+    assert untied.total - tied.total == 128 * 64  # the head, counted once when tied
+    assert untied.non_embedding == tied.non_embedding  # vocab matrices are not counted
+    assert untied.embedding == 2 * 128 * 64
+    moe = make_arch(**{"mlp.moe": {"n_experts": 8, "n_active": 2, "n_shared": 0,
+                                   "shared_d_ff": None, "first_dense_layers": 0,
+                                   "layer_period": 1, "dense_d_ff": None}})
+    count = param_count(moe)
+    expert = 3 * 64 * 128
+    assert count.total - count.active == 2 * (8 - 2) * expert  # 2 layers, 6 idle experts
+    assert measure_params(build_model(moe)).active == count.active
+
+
+def test_meta_count_is_fast_and_large():
+    arch = make_arch(d_model=16384, n_layers=126, vocab_size=128_256, **{
+        "attention.n_heads": 128, "attention.n_kv_heads": 8, "mlp.d_ff": 53248})
+    assert full_size_params(arch).total == param_count(arch).total > 400e9
+
+
+# --- FLOPs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("card_id", "toy"), TOYS, ids=[i for i, _ in TOYS])
+def test_fvcore_and_the_formula_agree_on_every_toy(card_id, toy):
+    measured = measure_flops(build_model(toy), toy.context_length)
+    formula = flops(toy, toy.context_length)
+    total = sum(formula.dense.values())
+    assert abs(measured.total - total) <= 0.005 * total
+    for cls, n in formula.dense.items():  # class by class, too
+        assert abs(measured.by_class[cls] - n) <= 0.005 * total, cls
+    assert measured.by_class["attention"] > 0 and measured.by_class["softmax"] > 0
+
+
+@pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
+def test_fvcore_and_the_formula_agree_for_every_choice(changes):
+    arch = make_arch(**changes)
+    t = 48  # not a multiple of the windows and chunks used above
+    assert measure_flops(build_model(arch), t).total == sum(flops(arch, t).dense.values())
+
+
+def test_flops_are_two_per_multiply_add():
+    class TwoLinears(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Module()
+            self.embed.table = nn.Embedding(10, 8)
+            self.a = nn.Linear(8, 16, bias=True)
+            self.b = nn.Linear(16, 4, bias=False)
+
+        def forward(self, tokens):
+            return self.b(self.a(self.embed.table(tokens)))
+
+    m = measure_flops(TwoLinears(), 5)
+    assert m.by_class["linear"] == 5 * (2 * 8 * 16 + 16 + 2 * 16 * 4)
+    assert m.per_token == 2 * 8 * 16 + 16 + 2 * 16 * 4
+
+
+def test_attention_matmuls_are_counted():
+    arch = make_arch(n_layers=1)
+    t = 32
+    m = measure_flops(build_model(arch), t)
+    h, hd = 4, 16
+    scores_and_values = 2 * (2 * t * t * h * hd)
+    scale, softmax = t * h * hd, cv.SOFTMAX * h * t * t
+    assert m.by_class["attention"] == scores_and_values + scale
+    assert m.by_class["softmax"] == softmax
+
+
+def test_fused_attention_is_refused_not_skipped():
+    class Fused(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Module()
+            self.embed.table = nn.Embedding(10, 8)
+
+        def forward(self, tokens):
+            x = self.embed.table(tokens).unsqueeze(1)
+            return F.scaled_dot_product_attention(x, x, x, is_causal=True)
+
+    with pytest.raises(UncountedOperatorError, match="scaled_dot_product_attention"):
+        measure_flops(Fused(), 6)
+
+
+def test_norms_activations_and_softcaps_are_counted():
+    plain = flops(make_arch(), 32).per_token_by_class()
+    capped = flops(make_arch(**{"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0}),
+                   32).per_token_by_class()
+    assert plain["norm"] > 0 and plain["elementwise"] > 0
+    assert capped["elementwise"] - plain["elementwise"] == cv.SOFTCAP * 128  # final, on logits
+    assert capped["attention"] - plain["attention"] == 2 * 4 * 32 * cv.SOFTCAP  # per score
+
+
+def test_causal_and_window_accounting():
+    t, w = 64, 16
+    assert dense_keys(LayerKind.GLOBAL, None, t) == t * t
+    assert causal_keys(LayerKind.GLOBAL, None, t) == t * (t + 1) // 2
+    assert dense_keys(LayerKind.LOCAL, w, t) == t * w
+    assert causal_keys(LayerKind.LOCAL, w, t) == sum(min(i + 1, w) for i in range(t))
+    assert dense_keys(LayerKind.CHUNKED, w, 40) == 2 * w * w + 8 * 8
+    assert causal_keys(LayerKind.CHUNKED, w, 40) == sum((i % w) + 1 for i in range(40))
+    assert dense_keys(LayerKind.LOCAL, 100, t) == t * t  # a window longer than the sequence
+    local = make_arch(**{"attention.layer_pattern": ["local"], "attention.sliding_window": w})
+    per_token = [flops(local, n).per_token_by_class()["attention"] for n in (128, 512)]
+    assert per_token[0] == per_token[1]  # capped by the window: independent of length
+    glob = [flops(make_arch(), n).per_token_by_class()["attention"] for n in (128, 512)]
+    assert glob[1] > 3 * glob[0]
+    dense, causal = flops(make_arch(), 512).per_token, flops(make_arch(), 512).per_token_causal
+    assert causal < dense
+
+
+def test_linear_flops_are_twice_the_matmul_weights():
+    """A bias-free model: linear FLOPs/token = 2 x (parameters - embedding table - norms)."""
+    arch = make_arch(d_model=256, **{"attention.n_heads": 8, "mlp.d_ff": 512})
+    counts, model = param_count(arch), build_model(arch)
+    norms = sum(p.numel() for n, p in model.named_parameters() if "norm" in n or "before" in n)
+    per_token = flops(arch, 16).per_token_by_class()["linear"]
+    assert per_token == 2 * (counts.total - 128 * 256 - norms)
+
+
+def test_moe_counts_only_active_experts():
+    def moe(k):
+        return make_arch(**{"mlp.moe": {"n_experts": 8, "n_active": k, "n_shared": 0,
+                                        "shared_d_ff": None, "first_dense_layers": 0,
+                                        "layer_period": 1, "dense_d_ff": None}})
+
+    one, two = (flops(moe(k), 32).per_token_by_class()["linear"] for k in (1, 2))
+    assert two - one == 2 * 3 * 2 * 64 * 128  # one more expert in each of 2 layers
+
+
+def test_encoder_decoder_counts_encoder_and_cross_attention():
+    dec = flops(make_arch(), 32).per_token
+    encdec = flops(make_arch(kind="encoder-decoder", n_encoder_layers=2), 32).per_token
+    assert encdec > 1.5 * dec
+
+
+# --- KV cache ----------------------------------------------------------------------------
+
+
+def test_kv_cache_for_mha_gqa_mqa_mla_and_windows():
+    def kv(**changes):
+        return kv_cache_bytes_per_token(make_arch(**changes), 64, dtype_bytes=2)
+
+    assert kv(**{"attention.n_kv_heads": 4}) == 2 * 2 * 4 * 16 * 2  # layers, K+V, heads, dim
+    assert kv() == 2 * 2 * 2 * 16 * 2
+    assert kv(**{"attention.n_kv_heads": 1}) == 2 * 2 * 1 * 16 * 2
+    mla = kv(**{"attention.variant": "latent", "attention.n_kv_heads": 4, "attention.latent": {
+        "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16, "v_head_dim": 16}})
+    assert mla == 2 * (16 + 8) * 2
+    local = kv(**{"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16})
+    assert local == (2 * 2 * 16 * 2) * (16 / 64 + 1)  # the local layer caches 16 of 64
+    assert kv(**{"attention.variant": "linear"}) == 0
+
+
+def test_every_card_has_derived_figures_fast_and_complete():
+    keys = {"params_exact", "params_non_embedding", "params_active", "d_ff_ratio",
+            "aspect_ratio", "head_ratio", "query_groups", "kv_cache_bytes_per_token",
+            "flops_per_token"}
+    for card in CARDS:
+        figures = derived_figures(card)
+        assert keys <= set(figures)
+        if _buildable(card):
+            assert figures["params_exact"] == param_count(card.architecture).total
+            assert figures["flops_seq_len"] == default_seq_len(fill_unknowns(card.architecture)[0])
+        else:
+            assert figures["params_exact"] is None
+
+
+def test_training_compute_is_six_n_d():
+    card = next(c for c in CARDS if c.training.tokens and _buildable(c))
+    assert training_flops(card) == 6 * param_count(card.architecture).active * card.training.tokens
+
+
+def test_toy_forward_is_deterministic_and_measured_on_cpu():
+    arch = make_arch()
+    torch.manual_seed(0)
+    a = measure_flops(build_model(arch), 16)
+    b = measure_flops(build_model(arch), 16)
+    assert a == b and a.per_token == a.total / 16

@@ -1,0 +1,196 @@
+"""The catalogue table: flattened card fields, derived columns, stable dtypes.
+
+``make_card`` builds synthetic cards for this file, test_reports.py and test_claims.py:
+a GPT-3-like base card changed by dotted paths, with notes added for every null that
+needs one, so a test states only what it is about.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from archdb.catalogue import Catalogue, load_catalogue
+from archdb.schema import UNKNOWN_WHEN_NULL, Card
+from archdb.table import COLUMNS, DERIVED_COLUMNS, card_row, catalogue_frame, lineage
+
+BASE: dict[str, Any] = {
+    "id": "base",
+    "name": "Base",
+    "family": "base",
+    "organization": "Test",
+    "release_date": dt.date(2020, 1, 1),
+    "open_weights": True,
+    "params_published": 1_000_000_000,
+    "training": {"tokens": None, "dropout": None, "weight_decay": None, "z_loss": None},
+    "architecture": {
+        "kind": "decoder-only",
+        "d_model": 1024,
+        "n_layers": 8,
+        "vocab_size": 50_000,
+        "context_length": 2048,
+        "norm": {"type": "layernorm", "position": "pre", "affine": "scale-and-bias", "final": True},
+        "attention": {
+            "variant": "softmax",
+            "n_heads": 8,
+            "n_kv_heads": 8,
+            "head_dim": None,
+            "qk_norm": "none",
+            "logit_softcap": None,
+            "sliding_window": None,
+            "layer_pattern": ["global"],
+        },
+        "position": {"type": "learned"},
+        "mlp": {"activation": "gelu", "d_ff": 4096, "moe": None},
+        "bias": {"qkv": True, "attn_out": True, "mlp": True},
+        "parallel_layers": False,
+        "tied_embeddings": True,
+        "final_logit_softcap": None,
+    },
+    "sources": [
+        {
+            "kind": "paper",
+            "title": "A test source",
+            "url": "https://example.org/x",
+            "locator": None,
+            "supports": ["architecture", "training", "params_published"],
+        }
+    ],
+}
+
+
+def make_card(card_id: str, changes: dict[str, Any] | None = None, **fields: Any) -> Card:
+    """A valid card: BASE with ``fields`` (top level) and ``changes`` (dotted paths) applied.
+
+    Example: make_card("llama-2-7b", {"architecture.norm.type": "rmsnorm"}, year=2023)
+    (``year`` sets the release date to 1 June of that year; ``family`` defaults to the
+    id without its size).
+    """
+    data = copy.deepcopy(BASE)
+    data["id"] = card_id
+    data["name"] = card_id
+    data["family"] = fields.pop("family", card_id.rsplit("-", 1)[0] if "-" in card_id else card_id)
+    if "year" in fields:
+        data["release_date"] = dt.date(fields.pop("year"), 6, 1)
+    data.update(fields)
+    for path, value in (changes or {}).items():
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if _get(data, p) is None}
+    notes.update({p: "synthetic" for p in ("training.tokens", "training.dropout")})
+    data["notes"] = notes
+    return Card.model_validate(data)
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def catalogue(*cards: Card) -> Catalogue:
+    return Catalogue(Path("synthetic.yaml"), tuple(sorted(cards, key=lambda c: c.id)))
+
+
+# --- tests ---------------------------------------------------------------------------
+
+
+def test_row_flattens_fields_by_dotted_path() -> None:
+    row = card_row(
+        make_card(
+            "mm-1b",
+            {
+                "architecture.attention.layer_pattern": ["local", "global"],
+                "architecture.attention.sliding_window": 512,
+            },
+        )
+    )
+    assert row["id"] == "mm-1b"
+    assert row["architecture.norm.type"] == "layernorm"  # enums are their values
+    assert row["architecture.attention.layer_pattern"] == "local,global"
+    assert row["architecture.mlp.moe.n_experts"] is None  # absent sub-model: null leaves
+    assert row["release_date"] == "2020-01-01"
+    assert "sources" not in row and "notes" not in row
+    assert list(row) == list(COLUMNS)
+
+
+def test_derived_columns() -> None:
+    card = make_card(
+        "mm-7b",
+        {
+            "architecture.mlp.activation": "swiglu",
+            "architecture.mlp.d_ff": 2816,
+            "architecture.attention.n_kv_heads": 2,
+            "architecture.bias": {"qkv": True, "attn_out": False, "mlp": False},
+            "architecture.attention.logit_softcap": 50.0,
+            "architecture.final_logit_softcap": 30.0,
+            "training.z_loss": 0.0001,
+            "training.weight_decay": 0.0,
+        },
+        family="mm-2",
+    )
+    row = card_row(card)
+    assert row["lineage"] == "mm"
+    assert row["gated"] is True
+    assert row["d_ff_ratio"] == pytest.approx(2.75)
+    assert row["aspect_ratio"] == 128
+    assert row["query_groups"] == 4
+    assert row["attention_family"] == "gqa"
+    assert row["bias_scheme"] == "qkv-only"
+    assert row["softcap_scheme"] == "attention+final"
+    assert row["z_loss_used"] is True
+    assert row["weight_decay_used"] is False
+    assert row["dropout_used"] is None  # unknown stays unknown
+    assert row["layer_mix"] == "global"
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        ("gpt-3", "gpt"),
+        ("t5-v1.1", "t5"),
+        ("t5", "t5"),
+        ("llama", "llama"),
+        ("command-r-plus", "command-r-plus"),
+        ("qwen-2.5", "qwen"),
+    ],
+)
+def test_lineage_strips_only_a_trailing_version(family: str, expected: str) -> None:
+    assert lineage(family) == expected
+
+
+def test_frame_dtypes_do_not_depend_on_content() -> None:
+    empty = catalogue_frame(catalogue())
+    full = catalogue_frame(
+        catalogue(make_card("aa-1b"), make_card("bb-1b", {"training.z_loss": 0.0}))
+    )
+    assert list(empty.columns) == list(full.columns) == list(COLUMNS)
+    assert (empty.dtypes == full.dtypes).all()
+    assert full["training.z_loss"].dtype == "Float64"
+    assert full["architecture.d_model"].dtype == "Int64"
+    assert full["z_loss_used"].dtype == "boolean"
+    assert full["architecture.norm.type"].dtype == "string"
+    assert full.loc["aa-1b", "training.z_loss"] is pd.NA
+    assert list(full.index) == ["aa-1b", "bb-1b"]
+
+
+def test_every_derived_column_is_documented() -> None:
+    assert all(meaning for _, meaning in DERIVED_COLUMNS.values())
+    assert not any("." in name for name in DERIVED_COLUMNS)  # dots are card paths only
+
+
+def test_shipped_catalogue_tabulates() -> None:
+    frame = catalogue_frame(load_catalogue())
+    assert len(frame) >= 1
+    assert frame["id"].is_unique
