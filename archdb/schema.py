@@ -27,7 +27,15 @@ import datetime as dt
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
 
 # --- controlled vocabularies -------------------------------------------------------
 
@@ -129,7 +137,7 @@ FieldPath = Annotated[str, Field(pattern=r"^[a-z_]+(?:\.[a-z_]+)*$")]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # --- architecture sub-models, one per design axis --------------------------------
@@ -355,12 +363,11 @@ class Architecture(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
         att, pos, moe = self.attention, self.position, self.mlp.moe
-        if att.n_heads and att.n_kv_heads:
-            if att.n_kv_heads > att.n_heads or att.n_heads % att.n_kv_heads:
-                raise ValueError(
-                    f"attention.n_kv_heads ({att.n_kv_heads}) must divide attention.n_heads "
-                    f"({att.n_heads})"
-                )
+        if att.n_heads and att.n_kv_heads and att.n_heads % att.n_kv_heads:
+            raise ValueError(
+                f"attention.n_kv_heads ({att.n_kv_heads}) must divide attention.n_heads "
+                f"({att.n_heads})"
+            )
         if att.head_dim is None and self.d_model and att.n_heads and self.d_model % att.n_heads:
             raise ValueError(
                 f"d_model ({self.d_model}) is not divisible by attention.n_heads "
@@ -389,7 +396,9 @@ class Architecture(Strict):
                 if getattr(pos, name) is not None:
                     raise ValueError(f"position.{name} is set but position.type is not rope")
         if pos.type is not PositionType.RELATIVE_BIAS and pos.relative_buckets is not None:
-            raise ValueError("position.relative_buckets is set but position.type is not relative-bias")
+            raise ValueError(
+                "position.relative_buckets is set but position.type is not relative-bias"
+            )
         if pos.type is not PositionType.LEARNED and pos.learned_rows is not None:
             raise ValueError("position.learned_rows is set but position.type is not learned")
         if (self.kind is Kind.ENCODER_DECODER) != (self.n_encoder_layers is not None):

@@ -63,3 +63,12 @@ def write_catalogue(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test gets its own validation cache, so no test sees another's results."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("ARCHDB_CACHE_DIR", str(folder))
+    monkeypatch.delenv("ARCHDB_NO_CACHE", raising=False)
+    return folder
