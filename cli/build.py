@@ -52,8 +52,12 @@ def _fail(card_id: str, exc: Exception) -> typer.Exit:
 def build(
     card_id: CardArg,
     size: Annotated[
-        str, typer.Option("--size", help="toy: a CPU-sized model; full: the published size "
-                          "on the meta device (no memory).", case_sensitive=False)
+        str,
+        typer.Option(
+            "--size",
+            help="toy: a CPU-sized model; full: the published size on the meta device (no memory).",
+            case_sensitive=False,
+        ),
     ] = "toy",
     as_json: JsonFlag = False,
     catalogue: CataloguePath = DEFAULT_PATH,
@@ -69,8 +73,8 @@ def build(
         err_console.print(f"[red]error:[/] --size must be toy or full, got {size!r}")
         raise typer.Exit(EXIT_USAGE)
     card = _card(card_id, catalogue)
-    from archdb.builder.layout import BuildError  # noqa: PLC0415 - keeps startup fast
-    from archdb.measure.summary import build_summary  # noqa: PLC0415
+    from archdb.builder.layout import BuildError
+    from archdb.measure.summary import build_summary
 
     try:
         summary = build_summary(card, size)  # type: ignore[arg-type]
@@ -85,8 +89,10 @@ def build(
 def flops(
     card_id: CardArg,
     seq_len: Annotated[
-        int | None, typer.Option("--seq-len", min=1, help="Sequence length (default: "
-                                 "min(2048, the card's context)).")
+        int | None,
+        typer.Option(
+            "--seq-len", min=1, help="Sequence length (default: min(2048, the card's context))."
+        ),
     ] = None,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = DEFAULT_PATH,
@@ -98,8 +104,8 @@ def flops(
       archdb flops gemma-2-9b --json
     """
     card = _card(card_id, catalogue)
-    from archdb.builder.layout import BuildError  # noqa: PLC0415 - keeps startup fast
-    from archdb.measure.summary import flops_summary  # noqa: PLC0415
+    from archdb.builder.layout import BuildError
+    from archdb.measure.summary import flops_summary
 
     try:
         summary = flops_summary(card, seq_len)
@@ -120,8 +126,9 @@ def _print_build(s: Any) -> None:
     for node in s.modules:
         _add_node(tree, node)
     console.print(tree)
-    console.print(_pairs("Dims", [(k, f"{v:,}" if isinstance(v, int) else str(v))
-                                  for k, v in s.dims.items()]))
+    console.print(
+        _pairs("Dims", [(k, f"{v:,}" if isinstance(v, int) else str(v)) for k, v in s.dims.items()])
+    )
     if s.scaling is not None:
         rows = [("rule", s.scaling["rule"])] + [("kept", k) for k in s.scaling["kept"]]
         rows += [("approximated", a) for a in s.scaling["approximated"]]
@@ -135,16 +142,26 @@ def _print_flops(s: Any) -> None:
     console.print(f"[bold]{s.id}[/]: full size, {s.full.seq_len} tokens")
     console.print(_flops_table(s.full))
     rows = [
-        ("KV cache / token", f"{s.kv_cache_bytes_per_token:,.0f} bytes at {s.kv_dtype_bytes} "
-         f"bytes per entry, {s.full.seq_len} tokens"),
+        (
+            "KV cache / token",
+            f"{s.kv_cache_bytes_per_token:,.0f} bytes at {s.kv_dtype_bytes} "
+            f"bytes per entry, {s.full.seq_len} tokens",
+        ),
         ("parameters", f"{s.params.total:,} (active {s.params.active:,})"),
     ]
     if s.training_flops is not None:
-        rows.append(("training ~ 6ND", f"{s.training_flops:.3e} FLOPs "
-                     f"({s.training_tokens:,} tokens, active parameters)"))
+        rows.append(
+            (
+                "training ~ 6ND",
+                f"{s.training_flops:.3e} FLOPs ({s.training_tokens:,} tokens, active parameters)",
+            )
+        )
     console.print(_pairs("Cache and training", rows))
-    console.print(f"[bold]toy check[/] ({s.toy.flops.seq_len} tokens; dims "
-                  + ", ".join(f"{k} {v}" for k, v in s.toy.dims.items()) + ")")
+    console.print(
+        f"[bold]toy check[/] ({s.toy.flops.seq_len} tokens; dims "
+        + ", ".join(f"{k} {v}" for k, v in s.toy.dims.items())
+        + ")"
+    )
     console.print(_flops_table(s.toy.flops))
     _print_assumptions(s.toy.assumptions)
 
@@ -157,8 +174,13 @@ def _add_node(parent: Tree, node: dict) -> None:
 
 
 def _flops_table(f: Any) -> Table:
-    table = Table(title=f"FLOPs per token at {f.seq_len} tokens", box=box.SIMPLE_HEAD,
-                  title_justify="left", caption=f.convention, caption_justify="left")
+    table = Table(
+        title=f"FLOPs per token at {f.seq_len} tokens",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        caption=f.convention,
+        caption_justify="left",
+    )
     table.add_column("class")
     table.add_column("dense kernel", justify="right")
     table.add_column("causal (useful)", justify="right")
@@ -177,11 +199,15 @@ def _flops_table(f: Any) -> Table:
 
 
 def _params_table(p: Any) -> Table:
-    rows = [("total", f"{p.total:,}"), ("non-embedding", f"{p.non_embedding:,}"),
-            ("active per token", f"{p.active:,}")]
+    rows = [
+        ("total", f"{p.total:,}"),
+        ("non-embedding", f"{p.non_embedding:,}"),
+        ("active per token", f"{p.active:,}"),
+    ]
     if p.published:
-        rows.append(("published", f"{p.published:,} ({p.relative_difference:+.2%} exact vs "
-                     "published)"))
+        rows.append(
+            ("published", f"{p.published:,} ({p.relative_difference:+.2%} exact vs published)")
+        )
     rows.append(("convention", p.convention))
     return _pairs("Parameters", rows)
 

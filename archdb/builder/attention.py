@@ -18,9 +18,17 @@ from .positions import RelativeXL, Rotary
 
 class HeadAttention(nn.Module):
     def __init__(
-        self, d_model: int, n_heads: int, n_kv_heads: int, head_dim: int, kernel: nn.Module,
-        qkv_bias: bool, out_bias: bool, rotary: Rotary | None = None,
-        qk_norm: QKNormPair | None = None, relative: RelativeXL | None = None,
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int,
+        head_dim: int,
+        kernel: nn.Module,
+        qkv_bias: bool,
+        out_bias: bool,
+        rotary: Rotary | None = None,
+        qk_norm: QKNormPair | None = None,
+        relative: RelativeXL | None = None,
         takes_bias: bool = True,
     ) -> None:
         super().__init__()
@@ -35,8 +43,9 @@ class HeadAttention(nn.Module):
         self.takes_bias = takes_bias  # False: a NoPE layer ignores the stack's score bias
         self.kernel = kernel
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None,
-                memory: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, bias: torch.Tensor | None = None, memory: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """x: (B, T, d); memory: the encoder output for cross-attention, else None."""
         b, t, _ = x.shape
         src = x if memory is None else memory
@@ -73,9 +82,19 @@ class LatentAttention(nn.Module):
     """MLA: q through an optional low-rank bottleneck, k/v expanded from a cached latent."""
 
     def __init__(
-        self, d_model: int, n_heads: int, kv_rank: int, q_rank: int | None, rope_dim: int,
-        nope_dim: int, v_dim: int, kernel: nn.Module, make_norm, qkv_bias: bool,
-        out_bias: bool, rotary: Rotary | None,
+        self,
+        d_model: int,
+        n_heads: int,
+        kv_rank: int,
+        q_rank: int | None,
+        rope_dim: int,
+        nope_dim: int,
+        v_dim: int,
+        kernel: nn.Module,
+        make_norm,
+        qkv_bias: bool,
+        out_bias: bool,
+        rotary: Rotary | None,
     ) -> None:
         super().__init__()
         self.n_heads, self.rope_dim, self.nope_dim, self.v_dim = n_heads, rope_dim, nope_dim, v_dim
@@ -96,8 +115,9 @@ class LatentAttention(nn.Module):
         self.rotary = rotary
         self.kernel = kernel
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None,
-                memory: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, bias: torch.Tensor | None = None, memory: torch.Tensor | None = None
+    ) -> torch.Tensor:
         b, t, _ = x.shape
         h = self.n_heads
         q = self.q(x).view(b, t, h, -1)
@@ -114,5 +134,7 @@ class LatentAttention(nn.Module):
         return self.o(out.transpose(1, 2).reshape(b, t, -1))
 
     def extra_repr(self) -> str:
-        return (f"heads={self.n_heads}, kv_rank={self.kv_rank}, nope_dim={self.nope_dim}, "
-                f"rope_dim={self.rope_dim}, v_dim={self.v_dim}")
+        return (
+            f"heads={self.n_heads}, kv_rank={self.kv_rank}, nope_dim={self.nope_dim}, "
+            f"rope_dim={self.rope_dim}, v_dim={self.v_dim}"
+        )

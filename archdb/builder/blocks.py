@@ -22,8 +22,9 @@ Stream = tuple[torch.Tensor, torch.Tensor | None]
 class Residual(nn.Module):
     """One sublayer on the residual stream, with its norm slots."""
 
-    def __init__(self, sublayer: nn.Module, before: nn.Module, branch: nn.Module,
-                 after: nn.Module) -> None:
+    def __init__(
+        self, sublayer: nn.Module, before: nn.Module, branch: nn.Module, after: nn.Module
+    ) -> None:
         super().__init__()
         self.before, self.sublayer, self.branch, self.after = before, sublayer, branch, after
 
@@ -48,8 +49,13 @@ class SerialBlock(nn.Module):
         super().__init__()
         self.attn, self.cross, self.mlp = attn, cross, mlp
 
-    def forward(self, x: torch.Tensor, dual: torch.Tensor | None,
-                bias: torch.Tensor | None = None, memory: torch.Tensor | None = None) -> Stream:
+    def forward(
+        self,
+        x: torch.Tensor,
+        dual: torch.Tensor | None,
+        bias: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+    ) -> Stream:
         x, dual = self.attn(x, dual, bias)
         if self.cross is not None:
             x, dual = self.cross(x, dual, None, memory)
@@ -59,16 +65,28 @@ class SerialBlock(nn.Module):
 class ParallelBlock(nn.Module):
     """x + attn(n1(x)) + mlp(n2(x)) (GPT-J, PaLM); one shared norm or one each (GPT-NeoX)."""
 
-    def __init__(self, attn: nn.Module, mlp: nn.Module, before_attn: nn.Module,
-                 before_mlp: nn.Module | None, branch_attn: nn.Module, branch_mlp: nn.Module,
-                 after: nn.Module) -> None:
+    def __init__(
+        self,
+        attn: nn.Module,
+        mlp: nn.Module,
+        before_attn: nn.Module,
+        before_mlp: nn.Module | None,
+        branch_attn: nn.Module,
+        branch_mlp: nn.Module,
+        after: nn.Module,
+    ) -> None:
         super().__init__()
         self.attn, self.mlp = attn, mlp
         self.before_attn, self.before_mlp = before_attn, before_mlp  # before_mlp None: shared
         self.branch_attn, self.branch_mlp, self.after = branch_attn, branch_mlp, after
 
-    def forward(self, x: torch.Tensor, dual: torch.Tensor | None,
-                bias: torch.Tensor | None = None, memory: torch.Tensor | None = None) -> Stream:
+    def forward(
+        self,
+        x: torch.Tensor,
+        dual: torch.Tensor | None,
+        bias: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+    ) -> Stream:
         ha = self.before_attn(x)
         hm = ha if self.before_mlp is None else self.before_mlp(x)
         y = x + self.branch_attn(self.attn(ha, bias)) + self.branch_mlp(self.mlp(hm))
@@ -78,8 +96,13 @@ class ParallelBlock(nn.Module):
 class Stack(nn.Module):
     """A stack of blocks with its final norm and, for T5/ALiBi, its score bias."""
 
-    def __init__(self, layers: list[nn.Module], final_norm: nn.Module,
-                 position_bias: nn.Module | None, resi_dual: bool) -> None:
+    def __init__(
+        self,
+        layers: list[nn.Module],
+        final_norm: nn.Module,
+        position_bias: nn.Module | None,
+        resi_dual: bool,
+    ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm

@@ -34,8 +34,9 @@ class SoftmaxKernel(nn.Module):
         self.causal = causal
         self.softcap = softcap
 
-    def probabilities(self, scores: torch.Tensor, bias: torch.Tensor | None,
-                      allowed: torch.Tensor | None) -> torch.Tensor:
+    def probabilities(
+        self, scores: torch.Tensor, bias: torch.Tensor | None, allowed: torch.Tensor | None
+    ) -> torch.Tensor:
         if bias is not None:
             scores = scores + bias
         if self.softcap is not None:  # Gemma 2, Grok-1: c * tanh(x / c)
@@ -50,8 +51,9 @@ class SoftmaxKernel(nn.Module):
 
 
 class GlobalKernel(SoftmaxKernel):
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
         scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (B, H, Tq, Tk)
         allowed = causal_mask(q.shape[2], q.device) if self.causal else None
         return torch.matmul(self.probabilities(scores, bias, allowed), v)
@@ -64,8 +66,9 @@ class LocalKernel(SoftmaxKernel):
         super().__init__(qk_dim, causal, softcap)
         self.window = window
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
         t, w = q.shape[2], self.window
         if w >= t:  # the window covers the sequence: a global causal kernel
             scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
@@ -90,8 +93,9 @@ class ChunkedKernel(SoftmaxKernel):
         super().__init__(qk_dim, causal, softcap)
         self.chunk = chunk
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
         b, h, t, _ = q.shape
         c = min(self.chunk, t)
         full = (t // c) * c
@@ -128,8 +132,9 @@ class LinearKernel(nn.Module):
     flop_class = "attention"
     eps = 1e-6
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
         q, k = F.elu(q) + 1, F.elu(k) + 1
         state = (k.unsqueeze(-1) * v.unsqueeze(-2)).cumsum(dim=2)  # (B, H, T, Dqk, Dv)
         num = torch.matmul(q.unsqueeze(-2), state).squeeze(-2)  # (B, H, T, Dv)

@@ -70,7 +70,10 @@ def _unsupported(arch: Architecture) -> str | None:
     att, pos = arch.attention, arch.position.type
     kinds = set(att.layer_pattern)
     windowed = bool(kinds & {LayerKind.LOCAL, LayerKind.CHUNKED})
-    if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL) and windowed:
+    if (
+        pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL)
+        and windowed
+    ):
         return "a position bias (alibi, relative-bias, relative-xl) with local or chunked layers"
     if pos is PositionType.RELATIVE_XL and (
         arch.kind is not Kind.DECODER_ONLY or att.variant is not AttentionVariant.SOFTMAX
@@ -333,9 +336,20 @@ class Assumption:
 
 TABLE_LENGTH = 2048  # position tables for cards without a context_length
 _FILLED = (
-    "norm.type", "norm.position", "norm.affine", "norm.final", "attention.qk_norm",
-    "attention.n_kv_heads", "position.type", "bias.qkv", "bias.attn_out", "bias.mlp",
-    "parallel_layers", "tied_embeddings", "context_length", "vocab_size",
+    "norm.type",
+    "norm.position",
+    "norm.affine",
+    "norm.final",
+    "attention.qk_norm",
+    "attention.n_kv_heads",
+    "position.type",
+    "bias.qkv",
+    "bias.attn_out",
+    "bias.mlp",
+    "parallel_layers",
+    "tied_embeddings",
+    "context_length",
+    "vocab_size",
 )
 
 
@@ -363,12 +377,15 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
 
     fill("norm.type", NormType.LAYERNORM, "the original Transformer's norm")
     fill("norm.position", NormPosition.PRE, "pre-norm, the usual placement")
-    affine = NormAffine.SCALE if data["norm"]["type"] is NormType.RMSNORM else NormAffine.SCALE_AND_BIAS
+    affine = (
+        NormAffine.SCALE if data["norm"]["type"] is NormType.RMSNORM else NormAffine.SCALE_AND_BIAS
+    )
     fill("norm.affine", affine, "the norm type's usual affine terms")
     post = data["norm"]["position"] is NormPosition.POST
     fill("norm.final", not post, "a final norm exactly when the stack is not post-norm")
     fill("attention.qk_norm", QKNorm.NONE, "no QK norm")
-    if data["attention"]["n_kv_heads"] is None and arch.attention.variant is not AttentionVariant.LATENT:
+    mha = arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_heads
+    if data["attention"]["n_kv_heads"] is None and mha:
         fill("attention.n_kv_heads", data["attention"]["n_heads"], "multi-head attention")
     pos = data["position"]
     if pos["rope_theta"] or pos["rotary_fraction"]:

@@ -25,7 +25,14 @@ import math
 import torch
 from torch import nn
 
-from archdb.schema import Architecture, AttentionVariant, Kind, LayerKind, NormPosition, PositionType
+from archdb.schema import (
+    Architecture,
+    AttentionVariant,
+    Kind,
+    LayerKind,
+    NormPosition,
+    PositionType,
+)
 
 from .attention import HeadAttention, LatentAttention
 from .blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock, Stack
@@ -48,7 +55,7 @@ from .layout import (
     score_bias_layer,
 )
 from .mlp import ACTIVATIONS, make_mlp
-from .moe import MoE, Experts, Router
+from .moe import Experts, MoE, Router
 from .norms import make_norm, make_qk_norm
 from .positions import (
     AlibiBias,
@@ -83,8 +90,9 @@ class TokenEmbedding(nn.Module):
 class OutputHead(nn.Module):
     """Hidden states -> logits, with the optional projection and final soft-cap."""
 
-    def __init__(self, d_model: int, width: int, vocab: int, bias: bool,
-                 softcap: float | None) -> None:
+    def __init__(
+        self, d_model: int, width: int, vocab: int, bias: bool, softcap: float | None
+    ) -> None:
         super().__init__()
         self.proj = nn.Linear(d_model, width, bias=False) if width != d_model else None
         self.lm_head = nn.Linear(width, vocab, bias=bias)
@@ -102,8 +110,9 @@ class OutputHead(nn.Module):
 class DecoderLM(nn.Module):
     """tokens (B, T) -> logits (B, T, vocab)."""
 
-    def __init__(self, embed: TokenEmbedding, positions: nn.Module, decoder: Stack,
-                 head: OutputHead) -> None:
+    def __init__(
+        self, embed: TokenEmbedding, positions: nn.Module, decoder: Stack, head: OutputHead
+    ) -> None:
         super().__init__()
         self.embed, self.positions, self.decoder, self.head = embed, positions, decoder, head
 
@@ -114,8 +123,14 @@ class DecoderLM(nn.Module):
 class EncoderDecoderLM(nn.Module):
     """(source tokens (B, S), target tokens (B, T)) -> logits (B, T, vocab)."""
 
-    def __init__(self, embed: TokenEmbedding, positions: nn.Module, encoder: Stack,
-                 decoder: Stack, head: OutputHead) -> None:
+    def __init__(
+        self,
+        embed: TokenEmbedding,
+        positions: nn.Module,
+        encoder: Stack,
+        decoder: Stack,
+        head: OutputHead,
+    ) -> None:
         super().__init__()
         self.embed, self.positions, self.head = embed, positions, head
         self.encoder, self.decoder = encoder, decoder
@@ -157,8 +172,7 @@ class _Assembler:
         a = self.arch
         width = embedding_width(a)
         embed = TokenEmbedding(a.vocab_size, width, self.d)
-        head = OutputHead(self.d, width, a.vocab_size, bool(a.bias.lm_head),
-                          a.final_logit_softcap)
+        head = OutputHead(self.d, width, a.vocab_size, bool(a.bias.lm_head), a.final_logit_softcap)
         if a.tied_embeddings:
             head.lm_head.weight = embed.table.weight
         positions = self.absolute_positions()
@@ -183,8 +197,13 @@ class _Assembler:
         a = self.arch
         if a.position.type is PositionType.RELATIVE_BIAS:
             buckets = relative_buckets(a)
-            return RelativeBias(buckets, self.dims.n_heads, a.context_length,
-                                bidirectional=not causal, max_distance=T5_MAX_DISTANCE)
+            return RelativeBias(
+                buckets,
+                self.dims.n_heads,
+                a.context_length,
+                bidirectional=not causal,
+                max_distance=T5_MAX_DISTANCE,
+            )
         if a.position.type is PositionType.ALIBI:
             return AlibiBias(self.dims.n_heads, a.context_length)
         return None
@@ -207,14 +226,19 @@ class _Assembler:
     def residual(self, sublayer: nn.Module) -> Residual:
         slots = NORM_SLOTS[self.arch.norm.position]
         cls = ResiDualResidual if self.arch.norm.position is NormPosition.RESIDUAL else Residual
-        return cls(sublayer, self.norm_if(slots.before), self.norm_if(slots.branch),
-                   self.norm_if(slots.after))
+        return cls(
+            sublayer,
+            self.norm_if(slots.before),
+            self.norm_if(slots.branch),
+            self.norm_if(slots.after),
+        )
 
     def parallel_block(self, attn: nn.Module, mlp: nn.Module) -> ParallelBlock:
         slots = NORM_SLOTS[self.arch.norm.position]
         shared = parallel_shared_norm(self.arch) or not slots.before
         return ParallelBlock(
-            attn, mlp,
+            attn,
+            mlp,
             before_attn=self.norm_if(slots.before),
             before_mlp=None if shared else self.norm_if(slots.before),
             branch_attn=self.norm_if(slots.branch),
@@ -241,27 +265,53 @@ class _Assembler:
         if a.attention.variant is AttentionVariant.LATENT:
             lat = a.attention.latent
             return LatentAttention(
-                self.d, dims.n_heads, lat.kv_lora_rank, lat.q_lora_rank, lat.qk_rope_head_dim,
-                lat.qk_nope_head_dim, lat.v_head_dim, kernel, self.norm, bias.qkv,
-                bias.attn_out, rotary,
+                self.d,
+                dims.n_heads,
+                lat.kv_lora_rank,
+                lat.q_lora_rank,
+                lat.qk_rope_head_dim,
+                lat.qk_nope_head_dim,
+                lat.v_head_dim,
+                kernel,
+                self.norm,
+                bias.qkv,
+                bias.attn_out,
+                rotary,
             )
         s = qk_norm_spec(a)
-        qk_norm = make_qk_norm(a.attention.qk_norm, s.type, dims.n_heads, dims.n_kv_heads,
-                               dims.qk_dim, s.scale, s.bias)
+        qk_norm = make_qk_norm(
+            a.attention.qk_norm, s.type, dims.n_heads, dims.n_kv_heads, dims.qk_dim, s.scale, s.bias
+        )
         takes_bias = spec is not None and score_bias_layer(spec, a)
         relative = None
         if takes_bias and a.position.type is PositionType.RELATIVE_XL:
             relative = self.relative_xl()
-        return HeadAttention(self.d, dims.n_heads, dims.n_kv_heads, dims.qk_dim, kernel,
-                             bias.qkv, bias.attn_out, rotary, qk_norm, relative, takes_bias)
+        return HeadAttention(
+            self.d,
+            dims.n_heads,
+            dims.n_kv_heads,
+            dims.qk_dim,
+            kernel,
+            bias.qkv,
+            bias.attn_out,
+            rotary,
+            qk_norm,
+            relative,
+            takes_bias,
+        )
 
     def relative_xl(self) -> RelativeXL:
         """Transformer-XL positions; layers share the distance tables, not the weights."""
         if not self.xl_tables:
             n = self.arch.context_length
             self.xl_tables = (sinusoid_table(n, self.d), distance_index(n))
-        return RelativeXL(self.d, self.dims.n_heads, self.dims.qk_dim,
-                          1.0 / math.sqrt(self.dims.qk_dim), *self.xl_tables)
+        return RelativeXL(
+            self.d,
+            self.dims.n_heads,
+            self.dims.qk_dim,
+            1.0 / math.sqrt(self.dims.qk_dim),
+            *self.xl_tables,
+        )
 
     def rotary(self, dims: int, theta: float) -> Rotary:
         """A rotary block; layers with the same theta share one pair of angle tables."""
@@ -318,17 +368,25 @@ def module_tree(model: nn.Module) -> list[dict]:
     (nn.Identity) are left out. Parameters count each tensor once (a tied head shows 0).
     """
     seen: set[int] = set()
-    return [_node(name, child, seen) for name, child in model.named_children()
-            if not isinstance(child, nn.Identity)]
+    return [
+        _node(name, child, seen)
+        for name, child in model.named_children()
+        if not isinstance(child, nn.Identity)
+    ]
 
 
 def _node(name: str, module: nn.Module, seen: set[int]) -> dict:
     if isinstance(module, nn.ModuleList):
         runs = _fold_layers(module, seen)
-        return {"name": name, "module": f"{len(module)} layers",
-                "params": sum(r["params"] for r in runs), "children": runs}
-    children = [_node(n, c, seen) for n, c in module.named_children()
-                if not isinstance(c, nn.Identity)]
+        return {
+            "name": name,
+            "module": f"{len(module)} layers",
+            "params": sum(r["params"] for r in runs),
+            "children": runs,
+        }
+    children = [
+        _node(n, c, seen) for n, c in module.named_children() if not isinstance(c, nn.Identity)
+    ]
     own = sum(p.numel() for p in module.parameters(recurse=False) if _first(p, seen))
     total = own + sum(c["params"] for c in children)
     return {"name": name, "module": _label(module), "params": total, "children": children}

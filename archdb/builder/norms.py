@@ -99,14 +99,21 @@ class QKNormPair(nn.Module):
 
 
 def make_qk_norm(
-    kind: QKNorm, norm: NormType, n_heads: int, n_kv_heads: int, head_dim: int,
-    scale: bool, bias: bool,
+    kind: QKNorm,
+    norm: NormType,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    scale: bool,
+    bias: bool,
 ) -> QKNormPair | None:
     """The QK norm of a card: none, per-head (shared scale), per-head-untied, full or l2."""
     if kind is QKNorm.NONE:
         return None
     if kind is QKNorm.PER_HEAD:
-        return QKNormPair(make_norm(norm, head_dim, scale, bias), make_norm(norm, head_dim, scale, bias))
+        return QKNormPair(
+            make_norm(norm, head_dim, scale, bias), make_norm(norm, head_dim, scale, bias)
+        )
     if kind is QKNorm.PER_HEAD_UNTIED:
         return QKNormPair(
             HeadwiseNorm(norm, n_heads, head_dim, scale, bias),

@@ -53,8 +53,13 @@ class Rotary(nn.Module):
 
     flop_class = "elementwise"
 
-    def __init__(self, dims: int, theta: float, max_len: int,
-                 tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+    def __init__(
+        self,
+        dims: int,
+        theta: float,
+        max_len: int,
+        tables: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> None:
         super().__init__()
         self.dims, self.theta = dims, theta
         cos, sin = tables if tables is not None else rotary_tables(dims, theta, max_len)
@@ -120,8 +125,9 @@ class RelativeBias(nn.Module):
     them. Decoders use one-sided (causal) buckets, encoders two-sided.
     """
 
-    def __init__(self, n_buckets: int, n_heads: int, max_len: int, bidirectional: bool,
-                 max_distance: int) -> None:
+    def __init__(
+        self, n_buckets: int, n_heads: int, max_len: int, bidirectional: bool, max_distance: int
+    ) -> None:
         super().__init__()
         self.table = nn.Embedding(n_buckets, n_heads)
         pos = torch.arange(max_len)
@@ -133,8 +139,9 @@ class RelativeBias(nn.Module):
         return self.table(self.buckets[:t_q, :t_k]).permute(2, 0, 1)
 
 
-def t5_buckets(relative: torch.Tensor, bidirectional: bool, n_buckets: int,
-               max_distance: int) -> torch.Tensor:
+def t5_buckets(
+    relative: torch.Tensor, bidirectional: bool, n_buckets: int, max_distance: int
+) -> torch.Tensor:
     out = torch.zeros_like(relative)
     if bidirectional:
         n_buckets //= 2
@@ -161,8 +168,15 @@ class RelativeXL(nn.Module):
 
     flop_class = "attention"
 
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, scale: float,
-                 table: torch.Tensor, distance: torch.Tensor) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        head_dim: int,
+        scale: float,
+        table: torch.Tensor,
+        distance: torch.Tensor,
+    ) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.scale = n_heads, head_dim, scale
         self.proj = nn.Linear(d_model, n_heads * head_dim, bias=False)  # W_R

@@ -36,7 +36,7 @@ class ToyRule:
     """The rule's constants (see the module docstring)."""
 
     d_model_min: int = 64
-    d_model_max: int = 2048
+    d_model_max: int = 1024
     head_dim_min: int = 8
     mha_heads: int = 4
     kv_heads_max: int = 2
@@ -80,8 +80,11 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE) -> Toy:
     widths = _toy_widths(arch, heads, rule)
     data = arch.model_dump()
     data.update(
-        d_model=widths.d_model, n_layers=n_layers, vocab_size=rule.vocab,
-        tokenizer_vocab_size=None, context_length=rule.context,
+        d_model=widths.d_model,
+        n_layers=n_layers,
+        vocab_size=rule.vocab,
+        tokenizer_vocab_size=None,
+        context_length=rule.context,
         embedding_dim=widths.scaled.get("embedding_dim"),
     )
     if arch.kind is Kind.ENCODER_DECODER:
@@ -108,8 +111,11 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE) -> Toy:
 
 
 def _require_sizes(arch: Architecture) -> None:
-    missing = [f"architecture.{name}" for name in ("d_model", "n_layers", "mlp.d_ff")
-               if _get(arch, name) is None]
+    missing = [
+        f"architecture.{name}"
+        for name in ("d_model", "n_layers", "mlp.d_ff")
+        if _get(arch, name) is None
+    ]
     if arch.attention.n_heads is None:
         missing.append("architecture.attention.n_heads")
     if arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_kv_heads is None:
@@ -191,18 +197,30 @@ def _toy_widths(arch: Architecture, heads: _Heads, rule: ToyRule) -> _Widths:
     inner = None if latent else arch.attention.n_heads * hd
     rot_ratio = Fraction(rotary_dims(arch, hd), hd) if not latent else None
     start = math.ceil(min(rule.d_model_min, d) / base) * base
-    for d_t in range(start, min(rule.d_model_max, d) + 1, base):
-        if d_t % heads.n_heads and d % arch.attention.n_heads == 0:
-            continue  # keep d_model divisible by the heads where the card's is
-        head_dim = _head_dim(arch, heads, inner, hd, rot_ratio, Fraction(d_t, d), rule)
-        if head_dim is not None:
-            scaled = {k: v * d_t // d for k, v in fields.items()}
-            return _Widths(d_t, head_dim, scaled, _toy_latent(arch, scaled, rule), [])
+    # First keep everything; failing that, everything but an exact rotary fraction (a
+    # full model may round its rotating dims: int(128 * 0.4) = 51 -> 50).
+    for rotary, moved in ((rot_ratio, []), (None, ["rotary fraction rounded to even dims"])):
+        for d_t in range(start, min(rule.d_model_max, d) + 1, base):
+            if d_t % heads.n_heads and d % arch.attention.n_heads == 0:
+                continue  # keep d_model divisible by the heads where the card's is
+            head_dim = _head_dim(arch, heads, inner, hd, rotary, Fraction(d_t, d), rule)
+            if head_dim is not None:
+                scaled = {k: v * d_t // d for k, v in fields.items()}
+                return _Widths(d_t, head_dim, scaled, _toy_latent(arch, scaled, rule), moved)
+        if rot_ratio is None or rot_ratio == 1:
+            break
     return _approximate(arch, heads, fields, inner, rule)
 
 
-def _head_dim(arch: Architecture, heads: _Heads, inner: int | None, hd: int,
-              rot_ratio: Fraction | None, scale: Fraction, rule: ToyRule) -> int | None:
+def _head_dim(
+    arch: Architecture,
+    heads: _Heads,
+    inner: int | None,
+    hd: int,
+    rot_ratio: Fraction | None,
+    scale: Fraction,
+    rule: ToyRule,
+) -> int | None:
     """The toy head_dim if this width scale keeps the head ratio exactly, else None."""
     if inner is None:  # MLA: head dims scale on their own
         return _latent_factor_dims(arch, rule)[0]
@@ -236,15 +254,20 @@ def _toy_latent(arch: Architecture, scaled: dict[str, int], rule: ToyRule) -> di
     return {
         "kv_lora_rank": max(1, scaled["kv_lora_rank"]),
         "q_lora_rank": max(1, scaled["q_lora_rank"]) if "q_lora_rank" in scaled else None,
-        "qk_rope_head_dim": rope, "qk_nope_head_dim": nope, "v_head_dim": v,
+        "qk_rope_head_dim": rope,
+        "qk_nope_head_dim": nope,
+        "v_head_dim": v,
     }
 
 
-def _approximate(arch: Architecture, heads: _Heads, fields: dict[str, int], inner: int | None,
-                 rule: ToyRule) -> _Widths:
+def _approximate(
+    arch: Architecture, heads: _Heads, fields: dict[str, int], inner: int | None, rule: ToyRule
+) -> _Widths:
     """No common factor keeps every ratio: round each width and list what moved."""
     d = arch.d_model
     d_t = min(d, rule.d_model_min)
+    if inner is not None:  # wide enough for the toy's heads at the card's head ratio
+        d_t = max(d_t, math.ceil(heads.n_heads * rule.head_dim_min * d / inner))
     approximated: list[str] = []
     scaled = {}
     for name, width in fields.items():
@@ -279,7 +302,8 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         + ", ".join(k.value for k in toy.attention.layer_pattern),
     ]
     if toy.head_ratio is not None and toy.attention.latent is None:
-        kept.append(f"n_heads*head_dim/d_model = {_ratio(toy.attention.n_heads * toy.head_dim_effective, toy.d_model)}")
+        inner = toy.attention.n_heads * toy.head_dim_effective
+        kept.append(f"n_heads*head_dim/d_model = {_ratio(inner, toy.d_model)}")
     if full.position.rotary_fraction is not None:
         kept.append(f"rotary fraction = {full.position.rotary_fraction:g}")
     moe = toy.mlp.moe
@@ -301,17 +325,27 @@ def toy_dims(arch: Architecture) -> dict:
     """The sizes of an architecture as a flat dict (reported next to toy figures)."""
     att, moe, lat = arch.attention, arch.mlp.moe, arch.attention.latent
     dims = {
-        "d_model": arch.d_model, "n_layers": arch.n_layers,
-        "n_encoder_layers": arch.n_encoder_layers, "n_heads": att.n_heads,
-        "n_kv_heads": att.n_kv_heads, "head_dim": arch.head_dim_effective,
-        "d_ff": arch.mlp.d_ff, "vocab_size": arch.vocab_size,
-        "context_length": arch.context_length, "sliding_window": att.sliding_window,
+        "d_model": arch.d_model,
+        "n_layers": arch.n_layers,
+        "n_encoder_layers": arch.n_encoder_layers,
+        "n_heads": att.n_heads,
+        "n_kv_heads": att.n_kv_heads,
+        "head_dim": arch.head_dim_effective,
+        "d_ff": arch.mlp.d_ff,
+        "vocab_size": arch.vocab_size,
+        "context_length": arch.context_length,
+        "sliding_window": att.sliding_window,
         "embedding_dim": arch.embedding_dim,
     }
     if moe is not None:
-        dims |= {"n_experts": moe.n_experts, "n_active": moe.n_active, "n_shared": moe.n_shared,
-                 "shared_d_ff": moe.shared_d_ff, "dense_d_ff": moe.dense_d_ff,
-                 "first_dense_layers": moe.first_dense_layers}
+        dims |= {
+            "n_experts": moe.n_experts,
+            "n_active": moe.n_active,
+            "n_shared": moe.n_shared,
+            "shared_d_ff": moe.shared_d_ff,
+            "dense_d_ff": moe.dense_d_ff,
+            "first_dense_layers": moe.first_dense_layers,
+        }
     if lat is not None:
         dims |= {f"latent.{k}": v for k, v in lat.model_dump().items()}
     return {k: v for k, v in dims.items() if v is not None}

@@ -1,1 +1,9 @@
-"""archdb.measure."""
+"""archdb.measure: exact parameters, FLOPs and KV cache, each with its convention.
+
+- ``conventions``: what a FLOP and a parameter count mean here (pure Python);
+- ``analytic``: formulas over a card, torch-free (``derived_figures`` for queries);
+- ``params``: counts read from a built model (meta device for full size);
+- ``flops``: fvcore with archdb's operator handles, on a toy;
+- ``summary``: what ``archdb build`` and ``archdb flops`` report;
+- ``hf_reference``: the same architecture in Hugging Face transformers, for tests.
+"""

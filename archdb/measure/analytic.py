@@ -114,8 +114,9 @@ def _param_count(arch: Architecture) -> ParamCount:
             relative_tables += relative_buckets(arch) * dims.n_heads
     embedding = token_table + head + head_bias + positions + relative_tables
     total = embedding + factorized + body
-    return ParamCount(total=total, non_embedding=total - embedding, active=total - inactive,
-                      embedding=embedding)
+    return ParamCount(
+        total=total, non_embedding=total - embedding, active=total - inactive, embedding=embedding
+    )
 
 
 def _buildable(arch: Architecture) -> Architecture:
@@ -132,8 +133,9 @@ def _norm_params(ns: NormSpec, width: int) -> int:
     return width * (int(ns.scale) + int(ns.bias))
 
 
-def _layer_params(arch: Architecture, spec: LayerSpec, ns: NormSpec, dims: HeadDims,
-                  cross: bool) -> int:
+def _layer_params(
+    arch: Architecture, spec: LayerSpec, ns: NormSpec, dims: HeadDims, cross: bool
+) -> int:
     n = _attention_params(arch, ns, dims) + _mlp_layer_params(arch, spec)
     n += _norm_params(ns, arch.d_model) * _norms_per_block(arch, cross)
     if cross:
@@ -166,11 +168,16 @@ def _attention_params(arch: Architecture, ns: NormSpec, dims: HeadDims) -> int:
             ql = lat.q_lora_rank
             q = _linear(d, ql, b.qkv) + _norm_params(ns, ql) + _linear(ql, h * qk, False)
         kvr = lat.kv_lora_rank
-        kv_path = (_linear(d, kvr + lat.qk_rope_head_dim, b.qkv) + _norm_params(ns, kvr)
-                   + _linear(kvr, h * (lat.qk_nope_head_dim + dims.v_dim), False))
+        kv_path = (
+            _linear(d, kvr + lat.qk_rope_head_dim, b.qkv)
+            + _norm_params(ns, kvr)
+            + _linear(kvr, h * (lat.qk_nope_head_dim + dims.v_dim), False)
+        )
         return q + kv_path + _linear(h * dims.v_dim, d, b.attn_out)
     hd = dims.qk_dim
-    proj = _linear(d, h * hd, b.qkv) + 2 * _linear(d, kv * hd, b.qkv) + _linear(h * hd, d, b.attn_out)
+    proj = (
+        _linear(d, h * hd, b.qkv) + 2 * _linear(d, kv * hd, b.qkv) + _linear(h * hd, d, b.attn_out)
+    )
     return proj + _qk_norm_params(arch.attention.qk_norm, qk_norm_spec(arch), h, kv, hd)
 
 
@@ -410,7 +417,9 @@ class _FlopCounter:
             + cv.REDUCTION * qk * vd  # running sum of the state
             + cv.FLOPS_PER_MAC * qk * vd  # q . state
             + cv.REDUCTION * qk  # running sum of keys
-            + qk + cv.REDUCTION * qk + 1  # q . z (+ eps)
+            + qk
+            + cv.REDUCTION * qk
+            + 1  # q . z (+ eps)
             + vd  # divide
         )
         self.elementwise(h * per_head, C.ATTENTION)
@@ -443,8 +452,9 @@ class _FlopCounter:
 # --- KV cache -------------------------------------------------------------------------------
 
 
-def kv_cache_bytes_per_token(arch: Architecture, seq_len: int | None = None,
-                             dtype_bytes: int = cv.DEFAULT_KV_DTYPE_BYTES) -> float:
+def kv_cache_bytes_per_token(
+    arch: Architecture, seq_len: int | None = None, dtype_bytes: int = cv.DEFAULT_KV_DTYPE_BYTES
+) -> float:
     """Bytes of K/V cache per token, averaged over ``seq_len`` tokens (default: context)."""
     return _kv_cache(_buildable(arch), seq_len, dtype_bytes)
 
@@ -479,12 +489,19 @@ def derived_figures(card: Card) -> dict:
     """Derived figures of a card (None where the card lacks what a figure needs)."""
     arch = card.architecture
     out: dict = {
-        "params_exact": None, "params_non_embedding": None, "params_active": None,
-        "d_ff_ratio": arch.d_ff_ratio, "aspect_ratio": arch.aspect_ratio,
-        "head_ratio": arch.head_ratio, "query_groups": arch.query_groups,
-        "kv_cache_bytes_per_token": None, "flops_per_token": None,
-        "flops_seq_len": None, "kv_seq_len": None,
-        "kv_dtype_bytes": cv.DEFAULT_KV_DTYPE_BYTES, "assumptions": [],
+        "params_exact": None,
+        "params_non_embedding": None,
+        "params_active": None,
+        "d_ff_ratio": arch.d_ff_ratio,
+        "aspect_ratio": arch.aspect_ratio,
+        "head_ratio": arch.head_ratio,
+        "query_groups": arch.query_groups,
+        "kv_cache_bytes_per_token": None,
+        "flops_per_token": None,
+        "flops_seq_len": None,
+        "kv_seq_len": None,
+        "kv_dtype_bytes": cv.DEFAULT_KV_DTYPE_BYTES,
+        "assumptions": [],
     }
     try:
         filled, assumed = fill_unknowns(arch)
@@ -494,11 +511,13 @@ def derived_figures(card: Card) -> dict:
     params = _param_count(filled)
     seq = default_seq_len(filled)
     out |= {
-        "params_exact": params.total, "params_non_embedding": params.non_embedding,
+        "params_exact": params.total,
+        "params_non_embedding": params.non_embedding,
         "params_active": params.active,
         "kv_cache_bytes_per_token": _kv_cache(filled, None, cv.DEFAULT_KV_DTYPE_BYTES),
         "kv_seq_len": filled.context_length,
-        "flops_per_token": _FlopCounter(filled, seq).count().per_token, "flops_seq_len": seq,
+        "flops_per_token": _FlopCounter(filled, seq).count().per_token,
+        "flops_seq_len": seq,
         "assumptions": [str(x) for x in assumed],
     }
     return out

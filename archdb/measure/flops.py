@@ -21,9 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from fvcore.nn.jit_analysis import JitModelAnalysis
-from fvcore.nn.jit_handles import get_shape
 from torch import nn
+
+with warnings.catch_warnings():  # fvcore's import scripts a helper; torch 2.x warns on that
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from fvcore.nn.jit_analysis import JitModelAnalysis
+    from fvcore.nn.jit_handles import get_shape
 
 from archdb.builder.model import example_inputs
 
@@ -99,9 +102,29 @@ def free(inputs: list, outputs: list) -> int:
 
 
 ELEMENTWISE_OPS = (
-    "add", "add_", "sub", "rsub", "mul", "mul_", "div", "neg", "tanh", "gelu", "silu",
-    "relu", "square", "pow", "elu", "exp", "sigmoid", "rsqrt", "sqrt", "abs", "floor_divide",
-    "remainder", "floor",
+    "add",
+    "add_",
+    "sub",
+    "rsub",
+    "mul",
+    "mul_",
+    "div",
+    "neg",
+    "tanh",
+    "gelu",
+    "silu",
+    "relu",
+    "square",
+    "pow",
+    "elu",
+    "exp",
+    "sigmoid",
+    "rsqrt",
+    "sqrt",
+    "abs",
+    "floor_divide",
+    "remainder",
+    "floor",
 )
 HANDLES: dict[str, Handle] = {
     "aten::linear": linear_flops,
@@ -117,15 +140,67 @@ HANDLES: dict[str, Handle] = {
 }
 # Data movement and bookkeeping: no arithmetic on floating-point values.
 FREE_OPS = frozenset(
-    f"aten::{op}" for op in (
-        "view", "reshape", "flatten", "unflatten", "view_as", "expand", "expand_as",
-        "permute", "transpose", "t", "contiguous", "unsqueeze", "squeeze", "select", "slice",
-        "narrow", "index", "index_select", "gather", "cat", "stack", "split",
-        "split_with_sizes", "chunk", "unbind", "unfold", "constant_pad_nd", "pad",
-        "repeat", "repeat_interleave", "topk", "masked_fill", "tril", "triu", "ones",
-        "zeros", "ones_like", "zeros_like", "arange", "full", "empty", "to", "type_as",
-        "detach", "clone", "copy_", "size", "Int", "ScalarImplicit", "ge", "gt", "le", "lt",
-        "eq", "ne", "bitwise_not", "lift_fresh", "alias", "numel",
+    f"aten::{op}"
+    for op in (
+        "view",
+        "reshape",
+        "flatten",
+        "unflatten",
+        "view_as",
+        "expand",
+        "expand_as",
+        "permute",
+        "transpose",
+        "t",
+        "contiguous",
+        "unsqueeze",
+        "squeeze",
+        "select",
+        "slice",
+        "narrow",
+        "index",
+        "index_select",
+        "gather",
+        "cat",
+        "stack",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "unfold",
+        "constant_pad_nd",
+        "pad",
+        "repeat",
+        "repeat_interleave",
+        "topk",
+        "masked_fill",
+        "tril",
+        "triu",
+        "ones",
+        "zeros",
+        "ones_like",
+        "zeros_like",
+        "arange",
+        "full",
+        "empty",
+        "to",
+        "type_as",
+        "detach",
+        "clone",
+        "copy_",
+        "size",
+        "Int",
+        "ScalarImplicit",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "eq",
+        "ne",
+        "bitwise_not",
+        "lift_fresh",
+        "alias",
+        "numel",
     )
 )
 

@@ -57,8 +57,9 @@ def _require(ok: bool, message: str) -> None:
 # --- shared checks --------------------------------------------------------------------------
 
 
-def _norm(a: Architecture, kind: NormType, affine: NormAffine, position: NormPosition,
-          final: bool = True) -> None:
+def _norm(
+    a: Architecture, kind: NormType, affine: NormAffine, position: NormPosition, final: bool = True
+) -> None:
     n = a.norm
     _require(n.type is kind, f"norm.type must be {kind.value}")
     _require(n.affine is affine, f"norm.affine must be {affine.value}")
@@ -72,13 +73,14 @@ def _serial(a: Architecture) -> None:
 
 def _parallel(a: Architecture, shared: bool) -> None:
     _require(bool(a.parallel_layers), "parallel_layers must be true")
-    _require(bool(a.norm.shared_in_parallel) is shared,
-             f"norm.shared_in_parallel must be {shared}")
+    _require(bool(a.norm.shared_in_parallel) is shared, f"norm.shared_in_parallel must be {shared}")
 
 
 def _act(a: Architecture, *allowed: Activation) -> None:
-    _require(a.mlp.activation in allowed,
-             f"mlp.activation must be one of {', '.join(x.value for x in allowed)}")
+    _require(
+        a.mlp.activation in allowed,
+        f"mlp.activation must be one of {', '.join(x.value for x in allowed)}",
+    )
 
 
 def _softmax_attention(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
@@ -87,8 +89,10 @@ def _softmax_attention(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
 
 
 def _position(a: Architecture, *allowed: PositionType) -> None:
-    _require(a.position.type in allowed,
-             f"position.type must be one of {', '.join(x.value for x in allowed)}")
+    _require(
+        a.position.type in allowed,
+        f"position.type must be one of {', '.join(x.value for x in allowed)}",
+    )
 
 
 def _dense(a: Architecture) -> None:
@@ -96,25 +100,33 @@ def _dense(a: Architecture) -> None:
 
 
 def _pattern(a: Architecture, *allowed: LayerKind) -> None:
-    _require(set(a.attention.layer_pattern) <= set(allowed),
-             f"layer_pattern may use only {', '.join(x.value for x in allowed)}")
+    _require(
+        set(a.attention.layer_pattern) <= set(allowed),
+        f"layer_pattern may use only {', '.join(x.value for x in allowed)}",
+    )
 
 
 def _bias(a: Architecture, qkv: bool, out: bool, mlp: bool, lm_head: bool = False) -> None:
     b = a.bias
     got = (b.qkv, b.attn_out, b.mlp, bool(b.lm_head))
-    _require(got == (qkv, out, mlp, lm_head),
-             f"bias (qkv, attn_out, mlp, lm_head) must be {(qkv, out, mlp, lm_head)}, got {got}")
+    _require(
+        got == (qkv, out, mlp, lm_head),
+        f"bias (qkv, attn_out, mlp, lm_head) must be {(qkv, out, mlp, lm_head)}, got {got}",
+    )
 
 
 def _base(a: Architecture) -> dict:
     """The Llama-style config fields most families share."""
     return {
-        "vocab_size": a.vocab_size, "hidden_size": a.d_model,
-        "intermediate_size": a.mlp.d_ff, "num_hidden_layers": a.n_layers,
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "intermediate_size": a.mlp.d_ff,
+        "num_hidden_layers": a.n_layers,
         "num_attention_heads": a.attention.n_heads,
-        "num_key_value_heads": a.attention.n_kv_heads, "head_dim": a.head_dim_effective,
-        "max_position_embeddings": a.context_length, "tie_word_embeddings": a.tied_embeddings,
+        "num_key_value_heads": a.attention.n_kv_heads,
+        "head_dim": a.head_dim_effective,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
     }
 
 
@@ -140,19 +152,33 @@ def llama(a: Architecture) -> dict:
 def mistral(a: Architecture) -> dict:
     _llama_like(a)
     _dense(a)
-    _pattern(a, LayerKind.LOCAL)
+    _require(len(set(a.attention.layer_pattern)) == 1, "one kind of layer: local or global")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
     _bias(a, False, False, False)
     return _base(a) | {"sliding_window": a.attention.sliding_window}
+
+
+def phi3(a: Architecture) -> dict:
+    """Phi-3 and Phi-4: Llama's layout with fused qkv and gate/up (the same counts)."""
+    return mistral(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
 
 
 def mixtral(a: Architecture) -> dict:
     _llama_like(a)
     _bias(a, False, False, False)
     moe = a.mlp.moe
-    _require(moe is not None and moe.first_dense_layers == 0 and moe.layer_period == 1
-             and moe.n_shared == 0, "every layer MoE, no shared experts")
-    return _base(a) | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active,
-                       "sliding_window": a.attention.sliding_window}
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.layer_period == 1
+        and moe.n_shared == 0,
+        "every layer MoE, no shared experts",
+    )
+    return _base(a) | {
+        "num_local_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "sliding_window": a.attention.sliding_window,
+    }
 
 
 def qwen2(a: Architecture) -> dict:
@@ -167,6 +193,24 @@ def qwen3(a: Architecture) -> dict:
     _dense(a)
     _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
     return _base(a) | {"attention_bias": a.bias.qkv}
+
+
+def qwen3_moe(a: Architecture) -> dict:
+    _llama_like(a, QKNorm.PER_HEAD)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    moe = a.mlp.moe
+    _require(
+        moe is not None and moe.first_dense_layers == 0 and moe.n_shared == 0,
+        "MoE from the first layer, no shared experts",
+    )
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "moe_intermediate_size": a.mlp.d_ff,
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "decoder_sparse_step": moe.layer_period,
+    }
 
 
 def gemma(a: Architecture) -> dict:
@@ -189,8 +233,10 @@ def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
     _bias(a, False, False, False)
     _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
     _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    return _base(a) | {"sliding_window": a.attention.sliding_window or 4096,
-                       "layer_types": _layer_types(a)}
+    return _base(a) | {
+        "sliding_window": a.attention.sliding_window or 4096,
+        "layer_types": _layer_types(a),
+    }
 
 
 def gemma3_text(a: Architecture) -> dict:
@@ -226,13 +272,17 @@ def cohere(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
     _parallel(a, shared=True)
     _act(a, Activation.SWIGLU)
-    _require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD_UNTIED),
-             "Cohere's QK norm is per head with untied weights")
+    _require(
+        a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD_UNTIED),
+        "Cohere's QK norm is per head with untied weights",
+    )
     _dense(a)
     _pattern(a, LayerKind.GLOBAL)
     _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {"attention_bias": a.bias.qkv,
-                       "use_qk_norm": a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED}
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "use_qk_norm": a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED,
+    }
 
 
 def cohere2(a: Architecture) -> dict:
@@ -242,8 +292,11 @@ def cohere2(a: Architecture) -> dict:
     _softmax_attention(a)
     _dense(a)
     _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {"attention_bias": a.bias.qkv, "layer_types": _layer_types(a),
-                       "sliding_window": a.attention.sliding_window or 4096}
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "layer_types": _layer_types(a),
+        "sliding_window": a.attention.sliding_window or 4096,
+    }
 
 
 def nemotron(a: Architecture) -> dict:
@@ -253,8 +306,11 @@ def nemotron(a: Architecture) -> dict:
     _softmax_attention(a)
     _dense(a)
     _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
-    return _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp,
-                       "partial_rotary_factor": a.position.rotary_fraction or 1.0}
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "mlp_bias": a.bias.mlp,
+        "partial_rotary_factor": a.position.rotary_fraction or 1.0,
+    }
 
 
 def deepseek(a: Architecture) -> dict:
@@ -270,14 +326,22 @@ def deepseek(a: Architecture) -> dict:
         _require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
         shared = moe.shared_d_ff // a.mlp.d_ff
     return _base(a) | {
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff, "moe_intermediate_size": a.mlp.d_ff,
-        "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.n_active,
-        "n_shared_experts": shared, "first_k_dense_replace": moe.first_dense_layers,
-        "kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank,
-        "qk_rope_head_dim": lat.qk_rope_head_dim, "qk_nope_head_dim": lat.qk_nope_head_dim,
-        "v_head_dim": lat.v_head_dim, "head_dim": lat.qk_rope_head_dim,
-        "num_key_value_heads": a.attention.n_heads, "attention_bias": a.bias.qkv,
-        "n_group": 1, "topk_group": 1,
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+        "moe_intermediate_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "n_shared_experts": shared,
+        "first_k_dense_replace": moe.first_dense_layers,
+        "kv_lora_rank": lat.kv_lora_rank,
+        "q_lora_rank": lat.q_lora_rank,
+        "qk_rope_head_dim": lat.qk_rope_head_dim,
+        "qk_nope_head_dim": lat.qk_nope_head_dim,
+        "v_head_dim": lat.v_head_dim,
+        "head_dim": lat.qk_rope_head_dim,
+        "num_key_value_heads": a.attention.n_heads,
+        "attention_bias": a.bias.qkv,
+        "n_group": 1,
+        "topk_group": 1,
     }
 
 
@@ -289,14 +353,19 @@ def llama4_text(a: Architecture) -> dict:
     _bias(a, False, False, False)
     moe = a.mlp.moe
     _require(moe is not None and moe.first_dense_layers == 0, "MoE without leading dense layers")
-    _require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff,
-             "one shared expert as wide as a routed one")
+    _require(
+        moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff,
+        "one shared expert as wide as a routed one",
+    )
     nope = [int(k is LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()]
     return _base(a) | {
         "intermediate_size_mlp": moe.dense_d_ff or 4 * a.d_model,
-        "num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active,
-        "interleave_moe_layer_step": moe.layer_period, "use_qk_norm": a.attention.qk_norm is QKNorm.L2,
-        "no_rope_layers": [1 - x for x in nope], "attention_chunk_size": a.attention.sliding_window,
+        "num_local_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "interleave_moe_layer_step": moe.layer_period,
+        "use_qk_norm": a.attention.qk_norm is QKNorm.L2,
+        "no_rope_layers": [1 - x for x in nope],
+        "attention_chunk_size": a.attention.sliding_window,
     }
 
 
@@ -310,8 +379,14 @@ def gpt2(a: Architecture) -> dict:
     _bias(a, True, True, True)
     _require(bool(a.tied_embeddings), "GPT-2 ties its embeddings")
     _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
-    return {"vocab_size": a.vocab_size, "n_embd": a.d_model, "n_layer": a.n_layers,
-            "n_head": a.attention.n_heads, "n_inner": a.mlp.d_ff, "n_positions": learned_rows(a)}
+    return {
+        "vocab_size": a.vocab_size,
+        "n_embd": a.d_model,
+        "n_layer": a.n_layers,
+        "n_head": a.attention.n_heads,
+        "n_inner": a.mlp.d_ff,
+        "n_positions": learned_rows(a),
+    }
 
 
 def openai_gpt(a: Architecture) -> dict:
@@ -324,24 +399,37 @@ def openai_gpt(a: Architecture) -> dict:
     _bias(a, True, True, True)
     _require(a.mlp.d_ff == 4 * a.d_model, "GPT-1's MLP is 4 x d_model")
     _require(bool(a.tied_embeddings), "GPT-1 ties its embeddings")
-    return {"vocab_size": a.vocab_size, "n_embd": a.d_model, "n_layer": a.n_layers,
-            "n_head": a.attention.n_heads, "n_positions": learned_rows(a)}
+    return {
+        "vocab_size": a.vocab_size,
+        "n_embd": a.d_model,
+        "n_layer": a.n_layers,
+        "n_head": a.attention.n_heads,
+        "n_positions": learned_rows(a),
+    }
 
 
 def gptj(a: Architecture) -> dict:
+    """GPT-J; its output head always has a bias (a card without bias.lm_head differs)."""
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
     _parallel(a, shared=True)
     _act(a, Activation.GELU)
     _softmax_attention(a)
     _dense(a)
     _position(a, PositionType.ROPE)
-    _require(not a.bias.qkv and not a.bias.attn_out and a.bias.mlp,
-             "GPT-J: no attention bias, MLP bias")
+    _require(
+        not a.bias.qkv and not a.bias.attn_out and a.bias.mlp, "GPT-J: no attention bias, MLP bias"
+    )
     hd = a.head_dim_effective
-    return {"vocab_size": a.vocab_size, "n_embd": a.d_model, "n_layer": a.n_layers,
-            "n_head": a.attention.n_heads, "n_inner": a.mlp.d_ff,
-            "rotary_dim": int(hd * (a.position.rotary_fraction or 1.0)),
-            "n_positions": a.context_length, "tie_word_embeddings": a.tied_embeddings}
+    return {
+        "vocab_size": a.vocab_size,
+        "n_embd": a.d_model,
+        "n_layer": a.n_layers,
+        "n_head": a.attention.n_heads,
+        "n_inner": a.mlp.d_ff,
+        "rotary_dim": int(hd * (a.position.rotary_fraction or 1.0)),
+        "n_positions": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+    }
 
 
 def gpt_neox(a: Architecture) -> dict:
@@ -351,11 +439,17 @@ def gpt_neox(a: Architecture) -> dict:
     _softmax_attention(a)
     _dense(a)
     _bias(a, True, True, True)
-    return {"vocab_size": a.vocab_size, "hidden_size": a.d_model,
-            "num_hidden_layers": a.n_layers, "num_attention_heads": a.attention.n_heads,
-            "intermediate_size": a.mlp.d_ff, "use_parallel_residual": True,
-            "rotary_pct": a.position.rotary_fraction or 1.0,
-            "max_position_embeddings": a.context_length, "tie_word_embeddings": a.tied_embeddings}
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "intermediate_size": a.mlp.d_ff,
+        "use_parallel_residual": True,
+        "rotary_pct": a.position.rotary_fraction or 1.0,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+    }
 
 
 def phi(a: Architecture) -> dict:
@@ -364,14 +458,21 @@ def phi(a: Architecture) -> dict:
     _act(a, Activation.GELU)
     _softmax_attention(a)
     _dense(a)
-    _bias(a, True, True, True, lm_head=True)
+    b = a.bias
+    _require(b.qkv and b.attn_out and b.mlp, "Phi has a bias on every linear layer")
+    # Phi's output head always has a bias: a card without bias.lm_head counts differently
     return _base(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
 
 
 def opt(a: Architecture) -> dict:
     _require(a.norm.position in (NormPosition.PRE, NormPosition.POST), "pre- or post-norm")
-    _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, a.norm.position,
-          final=a.norm.position is NormPosition.PRE)
+    _norm(
+        a,
+        NormType.LAYERNORM,
+        NormAffine.SCALE_AND_BIAS,
+        a.norm.position,
+        final=a.norm.position is NormPosition.PRE,
+    )
     _serial(a)
     _act(a, Activation.RELU)
     _softmax_attention(a)
@@ -379,13 +480,17 @@ def opt(a: Architecture) -> dict:
     _position(a, PositionType.LEARNED)
     _bias(a, True, True, True)
     # OPT's table has max_position_embeddings + 2 rows; the config states the positions.
-    return {"vocab_size": a.vocab_size, "hidden_size": a.d_model,
-            "num_hidden_layers": a.n_layers, "ffn_dim": a.mlp.d_ff,
-            "num_attention_heads": a.attention.n_heads,
-            "max_position_embeddings": a.context_length,
-            "word_embed_proj_dim": embedding_width(a),
-            "do_layer_norm_before": a.norm.position is NormPosition.PRE,
-            "tie_word_embeddings": a.tied_embeddings}
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "ffn_dim": a.mlp.d_ff,
+        "num_attention_heads": a.attention.n_heads,
+        "max_position_embeddings": a.context_length,
+        "word_embed_proj_dim": embedding_width(a),
+        "do_layer_norm_before": a.norm.position is NormPosition.PRE,
+        "tie_word_embeddings": a.tied_embeddings,
+    }
 
 
 def falcon(a: Architecture) -> dict:
@@ -399,12 +504,21 @@ def falcon(a: Architecture) -> dict:
     shared = bool(a.norm.shared_in_parallel)
     kv = a.attention.n_kv_heads
     classic_mqa = kv == 1 and shared  # Falcon-7B: multi_query, one norm
-    return {"vocab_size": a.vocab_size, "hidden_size": a.d_model,
-            "num_hidden_layers": a.n_layers, "num_attention_heads": a.attention.n_heads,
-            "num_kv_heads": kv, "new_decoder_architecture": not classic_mqa,
-            "multi_query": kv == 1, "parallel_attn": True, "bias": b.qkv,
-            "ffn_hidden_size": a.mlp.d_ff, "num_ln_in_parallel_attn": 1 if shared else 2,
-            "tie_word_embeddings": a.tied_embeddings, "alibi": False}
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "num_kv_heads": kv,
+        "new_decoder_architecture": not classic_mqa,
+        "multi_query": kv == 1,
+        "parallel_attn": True,
+        "bias": b.qkv,
+        "ffn_hidden_size": a.mlp.d_ff,
+        "num_ln_in_parallel_attn": 1 if shared else 2,
+        "tie_word_embeddings": a.tied_embeddings,
+        "alibi": False,
+    }
 
 
 def t5(a: Architecture) -> dict:
@@ -419,16 +533,29 @@ def t5(a: Architecture) -> dict:
     # transformers 5 forces tie_word_embeddings=True for the whole T5 family
     # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
     _require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
-    return {"vocab_size": a.vocab_size, "d_model": a.d_model, "d_kv": a.head_dim_effective,
-            "d_ff": a.mlp.d_ff, "num_layers": a.n_encoder_layers,
-            "num_decoder_layers": a.n_layers, "num_heads": a.attention.n_heads,
-            "relative_attention_num_buckets": a.position.relative_buckets or 32,
-            "feed_forward_proj": "gated-gelu" if a.mlp.activation.gated else "relu",
-            "tie_word_embeddings": a.tied_embeddings}
+    return {
+        "vocab_size": a.vocab_size,
+        "d_model": a.d_model,
+        "d_kv": a.head_dim_effective,
+        "d_ff": a.mlp.d_ff,
+        "num_layers": a.n_encoder_layers,
+        "num_decoder_layers": a.n_layers,
+        "num_heads": a.attention.n_heads,
+        "relative_attention_num_buckets": a.position.relative_buckets or 32,
+        "feed_forward_proj": "gated-gelu" if a.mlp.activation.gated else "relu",
+        "tie_word_embeddings": a.tied_embeddings,
+    }
 
 
 def chameleon(a: Architecture) -> dict:
-    _llama_like(a, a.attention.qk_norm)
+    # transformers' port learns one QK LayerNorm per head; the official checkpoint shares
+    # one per model-parallel shard, which the port cannot express.
+    _llama_like(a, QKNorm.PER_HEAD_UNTIED)
+    _require(
+        a.attention.qk_norm_type is NormType.LAYERNORM
+        and a.attention.qk_norm_affine is NormAffine.SCALE_AND_BIAS,
+        "Chameleon's QK norm is a LayerNorm with scale and bias",
+    )
     _dense(a)
     _bias(a, False, False, False)
     # the image tokenizer (vqmodel) is built with defaults and left out of the count
@@ -441,8 +568,10 @@ REFERENCES: dict[str, Reference] = {
         Reference("llama", "LlamaConfig", "LlamaForCausalLM", llama),
         Reference("mistral", "MistralConfig", "MistralForCausalLM", mistral),
         Reference("mixtral", "MixtralConfig", "MixtralForCausalLM", mixtral),
+        Reference("phi3", "Phi3Config", "Phi3ForCausalLM", phi3),
         Reference("qwen2", "Qwen2Config", "Qwen2ForCausalLM", qwen2),
         Reference("qwen3", "Qwen3Config", "Qwen3ForCausalLM", qwen3),
+        Reference("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeForCausalLM", qwen3_moe),
         Reference("gemma", "GemmaConfig", "GemmaForCausalLM", gemma),
         Reference("gemma2", "Gemma2Config", "Gemma2ForCausalLM", gemma2),
         Reference("gemma3_text", "Gemma3TextConfig", "Gemma3ForCausalLM", gemma3_text),
@@ -462,35 +591,86 @@ REFERENCES: dict[str, Reference] = {
         Reference("opt", "OPTConfig", "OPTForCausalLM", opt),
         Reference("falcon", "FalconConfig", "FalconForCausalLM", falcon),
         Reference("t5", "T5Config", "T5ForConditionalGeneration", t5),
-        Reference("chameleon", "ChameleonConfig", "ChameleonForConditionalGeneration",
-                  chameleon, decoder_only_of="vqmodel"),
+        Reference(
+            "chameleon",
+            "ChameleonConfig",
+            "ChameleonForConditionalGeneration",
+            chameleon,
+            decoder_only_of="vqmodel",
+        ),
     )
 }
 
 # Catalogue family -> the transformers model type that implements it. GPT-3 is listed
 # under GPT-2 because its paper reuses GPT-2's architecture (transformers has no GPT-3).
 FAMILY_TO_MODEL_TYPE: dict[str, str] = {
-    "gpt-1": "openai-gpt", "gpt-2": "gpt2", "gpt-3": "gpt2", "gpt-j": "gptj",
-    "gpt-neox": "gpt_neox", "pythia": "gpt_neox", "opt": "opt",
-    "llama": "llama", "llama-2": "llama", "llama-3": "llama", "llama-3.1": "llama",
-    "llama-3.2": "llama", "llama-3.3": "llama", "llama-4": "llama4_text",
-    "mistral": "mistral", "mixtral": "mixtral", "qwen2": "qwen2", "qwen2.5": "qwen2",
-    "qwen3": "qwen3", "gemma": "gemma", "gemma-2": "gemma2", "gemma-3": "gemma3_text",
-    "olmo": "olmo", "olmo-2": "olmo2", "falcon": "falcon", "falcon-2": "falcon",
-    "command-r": "cohere", "command-r-plus": "cohere", "command-a": "cohere2",
-    "nemotron-4": "nemotron", "deepseek-v2": "deepseek_v2", "deepseek-v3": "deepseek_v3",
-    "t5": "t5", "t5-v1.1": "t5", "phi-2": "phi", "phi-1.5": "phi", "chameleon": "chameleon",
+    "gpt-1": "openai-gpt",
+    "gpt-2": "gpt2",
+    "gpt-3": "gpt2",
+    "gpt-j": "gptj",
+    "gpt-neox": "gpt_neox",
+    "pythia": "gpt_neox",
+    "opt": "opt",
+    "llama": "llama",
+    "llama-2": "llama",
+    "llama-3": "llama",
+    "llama-3.1": "llama",
+    "llama-3.2": "llama",
+    "llama-3.3": "llama",
+    "llama-4": "llama4_text",
+    "mistral": "mistral",
+    "mistral-nemo": "mistral",
+    "mixtral": "mixtral",
+    "phi-3": "phi3",
+    "phi-4": "phi3",
+    "smollm2": "llama",
+    "qwen2": "qwen2",
+    "qwen2.5": "qwen2",
+    "qwen3": "qwen3",
+    "gemma": "gemma",
+    "gemma-2": "gemma2",
+    "gemma-3": "gemma3_text",
+    "olmo": "olmo",
+    "olmo-2": "olmo2",
+    "falcon": "falcon",
+    "falcon-2": "falcon",
+    "command-r": "cohere",
+    "command-r-plus": "cohere",
+    "command-a": "cohere2",
+    "nemotron-4": "nemotron",
+    "deepseek-v2": "deepseek_v2",
+    "deepseek-v3": "deepseek_v3",
+    "t5": "t5",
+    "t5-v1.1": "t5",
+    "phi-2": "phi",
+    "phi-1.5": "phi",
+    "chameleon": "chameleon",
 }
+
+
+# Families whose mixture-of-experts members are a different transformers model type.
+MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe"}
+
+
+def model_type_for(family: str, arch: Architecture) -> str | None:
+    """The transformers model type of a card, or None when transformers has none."""
+    model_type = FAMILY_TO_MODEL_TYPE.get(family)
+    if model_type is not None and arch.mlp.moe is not None:
+        model_type = MOE_MODEL_TYPE.get(model_type, model_type)
+    return model_type
 
 
 def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     """Parameters of transformers' model for this architecture, built on the meta device."""
-    import torch  # noqa: PLC0415 - heavy, and only for this comparison
-    import transformers  # noqa: PLC0415
+    import torch
+    import transformers
 
     ref = REFERENCES[model_type]
     arch, _ = fill_unknowns(arch)
-    kwargs = ref.convert(arch)
+    # special-token ids are not parameters; the configs' defaults may lie outside a toy's
+    # vocabulary, which transformers warns about or refuses
+    kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+    kwargs |= ref.convert(arch)
     config = getattr(transformers, ref.config_class)(**kwargs)
     with torch.device("meta"):
         model = getattr(transformers, ref.model_class)(config)

@@ -39,8 +39,9 @@ class ParamReport:
         return (self.total - self.published) / self.published
 
 
-def measure_params(model: nn.Module, published: int | None = None,
-                   assumptions: tuple[str, ...] = ()) -> ParamReport:
+def measure_params(
+    model: nn.Module, published: int | None = None, assumptions: tuple[str, ...] = ()
+) -> ParamReport:
     total = sum(p.numel() for p in model.parameters())
     embedding = _embedding_params(model)
     inactive = 0
@@ -50,8 +51,14 @@ def measure_params(model: nn.Module, published: int | None = None,
             per_expert = sum(p.numel() for p in module.parameters()) // n_experts
             top_k = _top_k(model, module)
             inactive += (n_experts - top_k) * per_expert
-    return ParamReport(total=total, non_embedding=total - embedding, active=total - inactive,
-                       embedding=embedding, published=published, assumptions=assumptions)
+    return ParamReport(
+        total=total,
+        non_embedding=total - embedding,
+        active=total - inactive,
+        embedding=embedding,
+        published=published,
+        assumptions=assumptions,
+    )
 
 
 def full_size_params(arch: Architecture, published: int | None = None) -> ParamReport:

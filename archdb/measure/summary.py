@@ -51,8 +51,9 @@ class FlopFigures:
         return None if self.fvcore is None else (self.fvcore - self.analytic) / self.analytic
 
 
-def flop_figures(count: FlopCount, measured: FlopMeasurement | None,
-                 encoder_decoder: bool) -> FlopFigures:
+def flop_figures(
+    count: FlopCount, measured: FlopMeasurement | None, encoder_decoder: bool
+) -> FlopFigures:
     t = count.seq_len
     return FlopFigures(
         seq_len=t,
@@ -61,9 +62,9 @@ def flop_figures(count: FlopCount, measured: FlopMeasurement | None,
         by_class=count.per_token_by_class(),
         by_class_causal=count.per_token_by_class(causal=True),
         fvcore=None if measured is None else measured.per_token,
-        fvcore_by_class=None if measured is None else {
-            k: v / t for k, v in measured.by_class.items()
-        },
+        fvcore_by_class=None
+        if measured is None
+        else {k: v / t for k, v in measured.by_class.items()},
         encoder_decoder_convention=cv.ENCODER_DECODER_CONVENTION if encoder_decoder else None,
     )
 
@@ -88,9 +89,13 @@ class BuildSummary:
             "scaling": self.scaling,
             "params": p.total,
             "params_detail": {
-                "total": p.total, "non_embedding": p.non_embedding, "active": p.active,
-                "embedding": p.embedding, "published": p.published,
-                "relative_difference": p.relative_difference, "convention": p.convention,
+                "total": p.total,
+                "non_embedding": p.non_embedding,
+                "active": p.active,
+                "embedding": p.embedding,
+                "published": p.published,
+                "relative_difference": p.relative_difference,
+                "convention": p.convention,
             },
             "seq_len": self.flops.seq_len,
             "flops": _flops_dict(self.flops),
@@ -126,8 +131,9 @@ def build_summary(card: Card, size: Size = "toy") -> BuildSummary:
     notes = tuple(str(a) for a in assumed)
     params = measure_params(model, published, notes)
     figures = flop_figures(flops(arch, seq_len), measured, arch.n_encoder_layers is not None)
-    return BuildSummary(card.id, size, toy_dims(arch), scaling, params, figures,
-                        module_tree(model), notes)
+    return BuildSummary(
+        card.id, size, toy_dims(arch), scaling, params, figures, module_tree(model), notes
+    )
 
 
 @dataclass(frozen=True)
@@ -173,12 +179,21 @@ def flops_summary(card: Card, seq_len: int | None = None) -> FlopsSummary:
     seq = seq_len or default_seq_len(arch)
     full = flop_figures(flops(arch, seq), None, arch.n_encoder_layers is not None)
     counts = param_count(arch)
-    params = ParamReport(counts.total, counts.non_embedding, counts.active, counts.embedding,
-                         card.params_published, tuple(str(a) for a in assumed))
+    params = ParamReport(
+        counts.total,
+        counts.non_embedding,
+        counts.active,
+        counts.embedding,
+        card.params_published,
+        tuple(str(a) for a in assumed),
+    )
     return FlopsSummary(
-        id=card.id, full=full, params=params,
+        id=card.id,
+        full=full,
+        params=params,
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(arch, seq),
         kv_dtype_bytes=cv.DEFAULT_KV_DTYPE_BYTES,
-        training_tokens=card.training.tokens, training_flops=training_flops(card),
+        training_tokens=card.training.tokens,
+        training_flops=training_flops(card),
         toy=build_summary(card, "toy"),
     )
