@@ -11,6 +11,7 @@ import typer
 
 from archdb.catalogue import DEFAULT_PATH, check_catalogue
 from archdb.schema import catalogue_json_schema
+
 from .common import console, err_console
 
 SCHEMA_PATH = DEFAULT_PATH.with_name("models.schema.json")

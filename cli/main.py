@@ -10,6 +10,7 @@ import sys
 import typer
 
 from archdb.catalogue import CatalogueError, UnknownCardError
+
 from . import build, catalogue, contribute, query, report
 from .common import err_console
 

@@ -38,46 +38,125 @@ def test_valid_card_loads_with_derived_ratios():
 
 # (case, broken text, line, field, message fragment)
 BAD_CARDS = [
-    ("kv heads do not divide", replace("n_kv_heads: 4", "n_kv_heads: 5"), 23,
-     "architecture.attention.n_kv_heads", "must divide"),
-    ("string for an int", replace("d_model: 2048", 'd_model: "2048"'), 15,
-     "architecture.d_model", "valid integer"),
-    ("float for an int", replace("n_layers: 16", "n_layers: 16.0"), 16,
-     "architecture.n_layers", "valid integer"),
-    ("string for a bool", replace("open_weights: true", "open_weights: yes"), 6,
-     "open_weights", "valid boolean"),
-    ("unknown field", replace("  family: toy\n", "  family: toy\n  colour: red\n"), 4,
-     "colour", "unknown field"),
-    ("misspelt field", replace("    d_model: 2048", "    d_modle: 2048"), 15,
-     "architecture.d_modle", "did you mean 'd_model'"),
-    ("vocabulary", replace("type: rmsnorm", "type: batchnorm"), 19,
-     "architecture.norm.type", "'layernorm' or 'rmsnorm'"),
-    ("window without local layers", replace("sliding_window: null", "sliding_window: 4096"),
-     27, "architecture.attention.sliding_window", "no local"),
-    ("local layers without window", replace("[global]", "[local, global]"), 28,
-     "architecture.attention.layer_pattern", "set sliding_window"),
-    ("rope field without rope", replace("type: rope,", "type: learned,"), 29,
-     "architecture.position.rope_theta", "not rope"),
+    (
+        "kv heads do not divide",
+        replace("n_kv_heads: 4", "n_kv_heads: 5"),
+        23,
+        "architecture.attention.n_kv_heads",
+        "must divide",
+    ),
+    (
+        "string for an int",
+        replace("d_model: 2048", 'd_model: "2048"'),
+        15,
+        "architecture.d_model",
+        "valid integer",
+    ),
+    (
+        "float for an int",
+        replace("n_layers: 16", "n_layers: 16.0"),
+        16,
+        "architecture.n_layers",
+        "valid integer",
+    ),
+    (
+        "string for a bool",
+        replace("open_weights: true", "open_weights: yes"),
+        6,
+        "open_weights",
+        "valid boolean",
+    ),
+    (
+        "unknown field",
+        replace("  family: toy\n", "  family: toy\n  colour: red\n"),
+        4,
+        "colour",
+        "unknown field",
+    ),
+    (
+        "misspelt field",
+        replace("    d_model: 2048", "    d_modle: 2048"),
+        15,
+        "architecture.d_modle",
+        "did you mean 'd_model'",
+    ),
+    (
+        "vocabulary",
+        replace("type: rmsnorm", "type: batchnorm"),
+        19,
+        "architecture.norm.type",
+        "'layernorm' or 'rmsnorm'",
+    ),
+    (
+        "window without local layers",
+        replace("sliding_window: null", "sliding_window: 4096"),
+        27,
+        "architecture.attention.sliding_window",
+        "no local",
+    ),
+    (
+        "local layers without window",
+        replace("[global]", "[local, global]"),
+        28,
+        "architecture.attention.layer_pattern",
+        "set sliding_window",
+    ),
+    (
+        "rope field without rope",
+        replace("type: rope,", "type: learned,"),
+        29,
+        "architecture.position.rope_theta",
+        "not rope",
+    ),
     ("implausible date", replace("2023-03-01", "2051-01-01"), 5, "release_date", "implausible"),
-    ("null without a note", replace("d_ff: 5632", "d_ff: null"), 30,
-     "architecture.mlp.d_ff", "null without a note"),
-    ("unsourced value", replace("supports: [architecture]",
-                                "supports: [architecture.d_model, architecture.mlp]"), 16,
-     "architecture.n_layers", "has no source"),
+    (
+        "null without a note",
+        replace("d_ff: 5632", "d_ff: null"),
+        30,
+        "architecture.mlp.d_ff",
+        "null without a note",
+    ),
+    (
+        "unsourced value",
+        replace("supports: [architecture]", "supports: [architecture.d_model, architecture.mlp]"),
+        16,
+        "architecture.n_layers",
+        "has no source",
+    ),
     ("bad id slug", replace("- id: toy-1b", "- id: Toy 1B"), 1, "id", "pattern"),
-    ("moe active > experts", replace(
-        "moe: null", "moe: {n_experts: 4, n_active: 8, n_shared: 0, shared_d_ff: null, "
-        "first_dense_layers: 0, layer_period: 1, dense_d_ff: null}"), 30,
-     "architecture.mlp.moe.n_active", "exceeds"),
-    ("missing sources", VALID_CARD[: VALID_CARD.index("  sources:")], 1, "sources",
-     "required field is missing"),
-    ("negative width", replace("d_model: 2048", "d_model: -8"), 15, "architecture.d_model",
-     "greater than 0"),
+    (
+        "moe active > experts",
+        replace(
+            "moe: null",
+            "moe: {n_experts: 4, n_active: 8, n_shared: 0, shared_d_ff: null, "
+            "first_dense_layers: 0, layer_period: 1, dense_d_ff: null}",
+        ),
+        30,
+        "architecture.mlp.moe.n_active",
+        "exceeds",
+    ),
+    (
+        "missing sources",
+        VALID_CARD[: VALID_CARD.index("  sources:")],
+        1,
+        "sources",
+        "required field is missing",
+    ),
+    (
+        "negative width",
+        replace("d_model: 2048", "d_model: -8"),
+        15,
+        "architecture.d_model",
+        "greater than 0",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("text", "line", "field", "fragment"),
-                         [case[1:] for case in BAD_CARDS], ids=[c[0] for c in BAD_CARDS])
+@pytest.mark.parametrize(
+    ("text", "line", "field", "fragment"),
+    [case[1:] for case in BAD_CARDS],
+    ids=[c[0] for c in BAD_CARDS],
+)
 def test_bad_card_is_reported_at_its_line(text, line, field, fragment):
     cards, problems = parse_cards(text, "m.yaml")
     assert cards == []
@@ -114,12 +193,15 @@ def test_duplicate_id_points_at_the_second_card():
     assert "duplicate id" in problem.message
 
 
-@pytest.mark.parametrize("tagged", [
-    "!!python/object/apply:os.system [echo hacked]",
-    "!!python/name:os.system",
-    "!custom Toy",
-    "!!binary aGVsbG8=",
-])
+@pytest.mark.parametrize(
+    "tagged",
+    [
+        "!!python/object/apply:os.system [echo hacked]",
+        "!!python/name:os.system",
+        "!custom Toy",
+        "!!binary aGVsbG8=",
+    ],
+)
 def test_non_standard_tags_are_refused(tagged):
     text = replace("name: Toy 1B", f"name: {tagged}")
     cards, problems = parse_cards(text, "m.yaml")
@@ -144,12 +226,15 @@ def test_small_aliases_are_allowed():
     assert parse_cards(text, "m.yaml")[1] == []
 
 
-@pytest.mark.parametrize(("text", "line", "fragment"), [
-    (replace("layer_pattern: [global]", "layer_pattern: [global"), 29, "YAML syntax"),
-    ("models:\n  - id: x\n", 1, "expected a list"),
-    ("", 1, "expected a list"),
-    ("- id: a\n\tname: tab\n", 2, "YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        (replace("layer_pattern: [global]", "layer_pattern: [global"), 29, "YAML syntax"),
+        ("models:\n  - id: x\n", 1, "expected a list"),
+        ("", 1, "expected a list"),
+        ("- id: a\n\tname: tab\n", 2, "YAML"),
+    ],
+)
 def test_broken_yaml_is_reported_with_a_line(text, line, fragment):
     cards, problems = parse_cards(text, "m.yaml")
     assert cards == []
@@ -158,8 +243,9 @@ def test_broken_yaml_is_reported_with_a_line(text, line, fragment):
 
 
 def test_all_errors_of_a_file_are_reported_in_one_run():
-    text = (replace("n_kv_heads: 4", "n_kv_heads: 3")
-            + replace("d_model: 2048", "d_model: zero", card_text("toy-2b")))
+    text = replace("n_kv_heads: 4", "n_kv_heads: 3") + replace(
+        "d_model: 2048", "d_model: zero", card_text("toy-2b")
+    )
     _, problems = parse_cards(text, "m.yaml")
     assert {(p.card_id, p.field) for p in problems} == {
         ("toy-1b", "architecture.attention.n_kv_heads"),
@@ -183,8 +269,9 @@ def test_load_catalogue_raises_with_every_problem(write_catalogue):
 
 
 def test_resolve_by_id_family_and_suggestion(write_catalogue):
-    big = replace("params_published: 1_000_000_000", "params_published: 7_000_000_000",
-                  card_text("toy-7b"))
+    big = replace(
+        "params_published: 1_000_000_000", "params_published: 7_000_000_000", card_text("toy-7b")
+    )
     catalogue = load_catalogue(write_catalogue(VALID_CARD + big))
     assert catalogue.resolve("toy-1b").id == "toy-1b"
     assert catalogue.resolve("toy").id == "toy-7b"  # a family means its largest model

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from archdb_cli.main import app
 from typer.testing import CliRunner
 
-from archdb_cli.main import app
 from tests.conftest import VALID_CARD, card_text
 
 runner = CliRunner()
@@ -17,8 +17,9 @@ runner = CliRunner()
 def archdb(*args: str) -> subprocess.CompletedProcess:
     """Run the real entry point, as a user would, to see exit codes and stderr."""
     code = "from archdb_cli.main import run; run()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_valid_catalogue_summary(write_catalogue):
@@ -34,13 +35,16 @@ def test_shipped_catalogue_validates():
     assert "cards" in result.output
 
 
-@pytest.mark.parametrize(("text", "where"), [
-    (VALID_CARD.replace("n_kv_heads: 4", "n_kv_heads: 3"), ":23:"),
-    (VALID_CARD.replace("  name: Toy 1B\n", "  name: Toy 1B\n  name: Toy\n"), ":3:"),
-    (VALID_CARD.replace("name: Toy 1B", "name: !!python/object/apply:os.system [id]"), ":2:"),
-    (VALID_CARD + VALID_CARD, ":41:"),
-    ("- [unclosed\n", ":2:"),
-])
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (VALID_CARD.replace("n_kv_heads: 4", "n_kv_heads: 3"), ":23:"),
+        (VALID_CARD.replace("  name: Toy 1B\n", "  name: Toy 1B\n  name: Toy\n"), ":3:"),
+        (VALID_CARD.replace("name: Toy 1B", "name: !!python/object/apply:os.system [id]"), ":2:"),
+        (VALID_CARD + VALID_CARD, ":41:"),
+        ("- [unclosed\n", ":2:"),
+    ],
+)
 def test_invalid_catalogue_exits_1_with_location_and_no_traceback(write_catalogue, text, where):
     path = write_catalogue(text)
     result = archdb("validate", str(path))
