@@ -32,10 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from archdb.builder.layout import BuildError
-from archdb.measure.analytic import default_seq_len, derived_figures, flops
-from archdb.measure.conventions import FlopClass
-from archdb.schema import Card
+from archdb.measure.analytic import derived_figures
+from archdb.schema import Card, get_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,20 +136,8 @@ def _field_columns(model: type[BaseModel], prefix: str = "") -> dict[str, type]:
 
 
 FIELD_COLUMNS: dict[str, type] = _field_columns(Card)
+_FIELD_PATHS = tuple(FIELD_COLUMNS)
 COLUMNS: dict[str, type] = {**FIELD_COLUMNS, **{k: t for k, (t, _) in DERIVED_COLUMNS.items()}}
-
-
-def _flatten(model: BaseModel | None, model_type: type[BaseModel], prefix: str, out: Row) -> None:
-    for name, field in model_type.model_fields.items():
-        if not prefix and name in _SKIPPED:
-            continue
-        value = getattr(model, name) if model is not None else None
-        leaf = _leaf_type(field.annotation)
-        path = f"{prefix}{name}"
-        if isinstance(leaf, type) and issubclass(leaf, BaseModel):
-            _flatten(value, leaf, path + ".", out)
-        elif leaf is not None:
-            out[path] = _scalar(value)
 
 
 def _scalar(value: Any) -> Any:
@@ -203,10 +189,7 @@ def _analytic(card: Card, counts: bool) -> dict[str, Any]:
     cache, FLOPs); without, those are null."""
     if counts:
         computed = derived_figures(card)
-        return {
-            **{k: computed.get(k) for k in _ANALYTIC_KEYS},
-            "norm_flops_share": _norm_flops_share(card),
-        }
+        return {k: computed.get(k) for k in (*_ANALYTIC_KEYS, "norm_flops_share")}
     arch = card.architecture
     figures: dict[str, Any] = dict.fromkeys((*_ANALYTIC_KEYS, "norm_flops_share"))
     figures.update(
@@ -216,17 +199,6 @@ def _analytic(card: Card, counts: bool) -> dict[str, Any]:
         query_groups=arch.query_groups,
     )
     return figures
-
-
-def _norm_flops_share(card: Card) -> float | None:
-    """Norms' share of the forward FLOPs, from the analytic per-class breakdown."""
-    arch = card.architecture
-    try:
-        by_class = flops(arch, default_seq_len(arch)).per_token_by_class()
-    except BuildError:  # a size the formula needs is unknown
-        return None
-    total = sum(by_class.values())
-    return by_class.get(FlopClass.NORM, 0.0) / total if total else None
 
 
 def _derived(card: Card, counts: bool) -> Row:
@@ -258,8 +230,7 @@ def card_row(card: Card, counts: bool = True) -> Row:
     ``counts=False`` skips the analytic formula (exact params, KV cache, FLOPs: about 2 ms
     a card, leaving them null), for commands that only count choices, such as trends.
     """
-    row: Row = {}
-    _flatten(card, Card, "", row)
+    row: Row = {path: _scalar(get_path(card, path)) for path in _FIELD_PATHS}
     derived = _derived(card, counts)
     row.update((k, derived[k]) for k in DERIVED_COLUMNS)
     return row

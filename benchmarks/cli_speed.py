@@ -6,11 +6,17 @@ Each command runs as a user runs it: a fresh interpreter through the ``archdb`` 
 point, output to a pipe. The report gives the best and median of N runs per command, the
 floor every command pays (interpreter start, and importing the CLI), and whether any heavy
 module (torch, pandas, matplotlib, fvcore, transformers) was imported on the way.
+
+Python normally caches compiled bytecode (.pyc) after a module's first import; a machine
+that sets PYTHONDONTWRITEBYTECODE recompiles every module on every start instead, which
+costs a CLI like this one 0.1-0.2 s. The commands run as installed CLIs normally run
+(bytecode cached, after one warm-up run); --no-bytecode-cache measures the other way.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -33,9 +39,14 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
+ENV = dict(os.environ)
+
+
 def timed(argv: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV
+    )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv[3:])} failed ({done.returncode}): {done.stderr[-500:]}")
@@ -60,7 +71,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--catalogue", type=Path, default=None, help="default: the shipped one")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="recompile every module on every start (PYTHONDONTWRITEBYTECODE=1)",
+    )
     args = parser.parse_args()
+    if args.no_bytecode_cache:
+        ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    print(f"bytecode cache: {'off' if args.no_bytecode_cache else 'on'}")
     catalogue = ["-C", str(args.catalogue)] if args.catalogue else []
 
     print(f"{'command':<14} {'best s':>7} {'median s':>8}   target < {TARGET} s")
@@ -73,6 +94,7 @@ def main() -> None:
     for name, command in COMMANDS.items():
         extra = catalogue if command[0] != "validate" else [str(args.catalogue)] * bool(catalogue)
         argv = [sys.executable, "-c", ENTRY, *command, *extra]
+        timed(argv)  # warm-up: writes bytecode and the validation cache
         times = [timed(argv) for _ in range(args.repeat)]
         heavy = heavy_imports([*command, *extra])
         print(row(name, times, f"imports {', '.join(heavy)}" if heavy else ""))

@@ -48,3 +48,9 @@ def schema(
     """Write the catalogue's JSON Schema (committed next to the catalogue)."""
     output.write_text(json.dumps(catalogue_json_schema(), indent=2) + "\n", encoding="utf-8")
     console.print(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the main app."""
+    app.command()(validate)
+    app.command()(schema)

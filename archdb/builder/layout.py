@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from archdb.schema import (
     Activation,
     Architecture,
@@ -363,34 +365,33 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     """
     if not any(get_path(arch, p) is None for p in _FILLED):
         return arch, ()
-    data = arch.model_dump()
+    updates: dict[str, object] = {}
     made: list[Assumption] = []
 
+    def current(path: str) -> object:
+        return updates[path] if path in updates else get_path(arch, path)
+
     def fill(path: str, value: object, why: str) -> None:
-        *parents, leaf = path.split(".")
-        node = data
-        for p in parents:
-            node = node[p]
-        if node[leaf] is None:
-            node[leaf] = value
+        if current(path) is None:
+            updates[path] = value
             made.append(Assumption(path, value, why))
 
     fill("norm.type", NormType.LAYERNORM, "the original Transformer's norm")
     fill("norm.position", NormPosition.PRE, "pre-norm, the usual placement")
     affine = (
-        NormAffine.SCALE if data["norm"]["type"] is NormType.RMSNORM else NormAffine.SCALE_AND_BIAS
+        NormAffine.SCALE if current("norm.type") is NormType.RMSNORM else NormAffine.SCALE_AND_BIAS
     )
     fill("norm.affine", affine, "the norm type's usual affine terms")
-    post = data["norm"]["position"] is NormPosition.POST
+    post = current("norm.position") is NormPosition.POST
     fill("norm.final", not post, "a final norm exactly when the stack is not post-norm")
     fill("attention.qk_norm", QKNorm.NONE, "no QK norm")
     mha = arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_heads
-    if data["attention"]["n_kv_heads"] is None and mha:
-        fill("attention.n_kv_heads", data["attention"]["n_heads"], "multi-head attention")
-    pos = data["position"]
-    if pos["rope_theta"] or pos["rotary_fraction"]:
+    if mha:
+        fill("attention.n_kv_heads", arch.attention.n_heads, "multi-head attention")
+    pos = arch.position
+    if pos.rope_theta or pos.rotary_fraction:
         fill("position.type", PositionType.ROPE, "the card gives RoPE settings")
-    elif pos["relative_buckets"]:
+    elif pos.relative_buckets:
         fill("position.type", PositionType.RELATIVE_BIAS, "the card gives relative buckets")
     fill("position.type", PositionType.NONE, "no position scheme")
     for part in ("qkv", "attn_out", "mlp"):
@@ -398,8 +399,22 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     fill("parallel_layers", False, "serial blocks")
     fill("tied_embeddings", False, "separate output head")
     fill("context_length", TABLE_LENGTH, "position tables sized for this many tokens")
-    if data["vocab_size"] is None and arch.tokenizer_vocab_size is not None:
+    if arch.tokenizer_vocab_size is not None:
         fill("vocab_size", arch.tokenizer_vocab_size, "the tokenizer's size, no padding")
-    if not made:
-        return arch, ()
-    return Architecture.model_validate(data), tuple(made)
+    return _replaced(arch, updates), tuple(made)
+
+
+def _replaced(model: BaseModel, updates: dict[str, object]) -> BaseModel:
+    """A copy with dotted paths replaced: the filled values are valid by construction, so
+    no re-validation (which would build pydantic's validators on a query command's path)."""
+    direct: dict[str, object] = {}
+    nested: dict[str, dict[str, object]] = {}
+    for path, value in updates.items():
+        head, _, rest = path.partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            direct[head] = value
+    for head, sub in nested.items():
+        direct[head] = _replaced(getattr(model, head), sub)
+    return model.model_copy(update=direct)

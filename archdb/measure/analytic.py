@@ -498,6 +498,7 @@ def derived_figures(card: Card) -> dict:
         "query_groups": arch.query_groups,
         "kv_cache_bytes_per_token": None,
         "flops_per_token": None,
+        "norm_flops_share": None,
         "flops_seq_len": None,
         "kv_seq_len": None,
         "kv_dtype_bytes": cv.DEFAULT_KV_DTYPE_BYTES,
@@ -510,13 +511,15 @@ def derived_figures(card: Card) -> dict:
         return out
     params = _param_count(filled)
     seq = default_seq_len(filled)
+    forward = _FlopCounter(filled, seq).count()
     out |= {
         "params_exact": params.total,
         "params_non_embedding": params.non_embedding,
         "params_active": params.active,
         "kv_cache_bytes_per_token": _kv_cache(filled, None, cv.DEFAULT_KV_DTYPE_BYTES),
         "kv_seq_len": filled.context_length,
-        "flops_per_token": _FlopCounter(filled, seq).count().per_token,
+        "flops_per_token": forward.per_token,
+        "norm_flops_share": forward.dense.get(C.NORM, 0) / sum(forward.dense.values()),
         "flops_seq_len": seq,
         "assumptions": [str(x) for x in assumed],
     }
