@@ -38,7 +38,10 @@ def compute(catalogue: Catalogue) -> ReportData:
     rows = catalogue_rows(catalogue)
     frame = frame_from_rows(rows)
     adoptions = adoption_all(trend_rows(rows))
-    return ReportData(catalogue.path.name, frame, adoptions, check_claims(frame))
+    from archdb.measure.experiments import measure_claims  # torch: the main job only
+
+    claims = check_claims(frame, measure_claims(catalogue))
+    return ReportData(catalogue.path.name, frame, adoptions, claims)
 
 
 def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
