@@ -12,19 +12,13 @@ from archdb.schema import NormPosition
 from archdb.table import catalogue_frame
 
 
-def small_pre_ln_card():
-    """The Pre-LN research card at a quarter of its width, for a quick run."""
-    card = load_catalogue().get("pre-ln-transformer")
-    arch = card.architecture
-    small = arch.model_copy(
-        update={"d_model": 128, "mlp": arch.mlp.model_copy(update={"d_ff": 512})}
-    )
-    return card.model_copy(update={"architecture": small})
+def pre_ln_card():
+    return load_catalogue().get("pre-ln-transformer")
 
 
 @pytest.fixture(scope="module")
 def placement():
-    return ex.norm_placement(small_pre_ln_card())
+    return ex.norm_placement(pre_ln_card())
 
 
 def test_post_ln_gradients_grow_toward_the_top_and_pre_ln_stay_even(placement):
@@ -42,10 +36,10 @@ def test_with_pytorch_default_init_both_placements_are_even(placement):
 
 
 def test_the_experiment_really_moves_the_norms():
-    base = ex.experiment_architecture(small_pre_ln_card())
+    base = ex.experiment_architecture(pre_ln_card())
     post = ex.with_norm_position(base, NormPosition.POST)
     assert post.norm.position is NormPosition.POST and post.norm.final is False
-    assert base.vocab_size == ex.EXPERIMENT_VOCAB
+    assert (base.n_layers, base.n_encoder_layers) == (6, 6)  # the card's depth
 
 
 def test_linear_attention_equals_the_fast_weight_programmer():
