@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import difflib
 import gc
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +32,6 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "models.yaml"
 
 ALIAS_EXPANSION_LIMIT = 10_000  # nodes aliases may re-use, in total, per file
 _ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=ALIAS_EXPANSION_LIMIT)
-# A tag starts a node: after a line start, indentation, "- ", ": ", "[", "{" or ",".
-_TAG = re.compile(r"(?:^|[\s\[{,])!", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -155,7 +152,7 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
         data = yaml_rs.loads(text, alias_limits=_ALIAS_LIMITS)
     except yaml_rs.YAMLDecodeError as exc:
         return [], _locating().structure_problems(text, filename, str(exc))
-    if _TAG.search(text):  # yaml_rs drops unknown tags silently: let the node pass judge
+    if _may_have_tag(text):  # yaml_rs drops unknown tags silently: let the node pass judge
         problems = _locating().structure_problems(text, filename, None)
         if problems:
             return [], problems
@@ -186,3 +183,15 @@ def _locating():
     from archdb import locate
 
     return locate
+
+
+def _may_have_tag(text: str) -> bool:
+    """Whether a "!" stands where a YAML node may start (line start, after a blank, "[", "{"
+    or ","): a tag, or a "!" in prose. str.find keeps this fast on large files, where a
+    regular expression scan costs more than parsing."""
+    at = text.find("!")
+    while at != -1:
+        if at == 0 or text[at - 1] in " \t\r\n[{,":
+            return True
+        at = text.find("!", at + 1)
+    return False

@@ -293,3 +293,12 @@ def test_committed_json_schema_is_current():
 def test_catalogue_header_names_the_schema_for_editors():
     first_line = DEFAULT_PATH.read_text(encoding="utf-8").splitlines()[0]
     assert first_line == "# yaml-language-server: $schema=./models.schema.json"
+
+
+def test_an_exclamation_mark_in_prose_is_not_a_tag():
+    text = replace(
+        "      supports: [architecture]\n",
+        "      supports: [architecture]\n  notes:\n    architecture: n_heads != d_model here!\n",
+    )
+    cards, problems = parse_cards(text, "m.yaml")
+    assert problems == [] and cards[0].notes["architecture"].endswith("here!")
