@@ -16,10 +16,17 @@ from rich.tree import Tree
 
 from archdb.catalogue import DEFAULT_PATH, CatalogueError, UnknownCardError
 
-from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
-
-EXIT_DATA = 1
-EXIT_USAGE = 2
+from .common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    CataloguePath,
+    JsonFlag,
+    console,
+    fail,
+    load,
+    print_json,
+    print_problems,
+)
 
 CardArg = Annotated[
     str, typer.Argument(metavar="ID", help="Card id, or a family (its largest model).")
@@ -36,17 +43,14 @@ def _card(card_id: str, catalogue):
     try:
         return load(catalogue).resolve(card_id)
     except UnknownCardError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(EXIT_DATA) from None
+        raise fail(str(exc)) from None
     except CatalogueError as exc:
-        for problem in exc.problems:
-            err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+        print_problems(exc.problems)
         raise typer.Exit(EXIT_DATA) from None
 
 
 def _fail(card_id: str, exc: Exception) -> typer.Exit:
-    err_console.print(f"[red]error:[/] {card_id}: {exc}", highlight=False, soft_wrap=True)
-    return typer.Exit(EXIT_DATA)
+    return fail(f"{card_id}: {exc}")
 
 
 def build(
@@ -70,8 +74,7 @@ def build(
     """
     size = size.lower()
     if size not in ("toy", "full"):
-        err_console.print(f"[red]error:[/] --size must be toy or full, got {size!r}")
-        raise typer.Exit(EXIT_USAGE)
+        raise fail(f"--size must be toy or full, got {size!r}", EXIT_USAGE)
     card = _card(card_id, catalogue)
     from archdb.builder.layout import BuildError
     from archdb.measure.summary import build_summary

@@ -12,7 +12,7 @@ import typer
 from archdb.catalogue import DEFAULT_PATH, check_catalogue
 from archdb.schema import catalogue_json_schema
 
-from .common import console, err_console
+from .common import EXIT_DATA, console, err_console, print_problems
 
 SCHEMA_PATH = DEFAULT_PATH.with_name("models.schema.json")
 
@@ -28,10 +28,9 @@ def validate(
     """
     cards, problems = check_catalogue(path)
     if problems:
-        for problem in problems:
-            err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+        print_problems(problems)
         err_console.print(f"[red]{len(problems)} problem(s)[/] in {path}", soft_wrap=True)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_DATA)
     years = Counter(c.year for c in cards)
     families = {c.family for c in cards}
     span = f"{min(years)}–{max(years)}" if years else "none"

@@ -22,8 +22,17 @@ from archdb.query import FieldSpec, QueryError
 from archdb.schema import UNKNOWN_WHEN_NULL, SourceKind
 from archdb.table import FIELD_COLUMNS
 
-from .common import CataloguePath, console, err_console, load
-from .query import EXIT_DATA, EXIT_USAGE, complete_card, fail, user_errors
+from .common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    CataloguePath,
+    console,
+    err_console,
+    fail,
+    load,
+    print_problems,
+)
+from .query import complete_card, user_errors
 
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Print the card's YAML instead of adding it.")
@@ -47,8 +56,7 @@ def contribute_errors() -> Iterator[None]:
         try:
             yield
         except WriteError as exc:
-            for problem in exc.problems:
-                err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+            print_problems(exc.problems)
             raise typer.Exit(EXIT_DATA) from None
         except HFImportError as exc:
             raise fail(str(exc), EXIT_DATA) from None

@@ -75,13 +75,12 @@ def run() -> None:
     except Exception as exc:
         from archdb.catalogue import CatalogueError, UnknownCardError
 
-        from .common import err_console
+        from .common import EXIT_DATA, fail, print_problems
 
         if isinstance(exc, CatalogueError):
-            for problem in exc.problems:
-                err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
-            sys.exit(1)
+            print_problems(exc.problems)
+            sys.exit(EXIT_DATA)
         if isinstance(exc, UnknownCardError):
-            err_console.print(f"[red]error:[/] {exc}", highlight=False)
-            sys.exit(1)
+            fail(str(exc))
+            sys.exit(EXIT_DATA)
         raise

@@ -26,18 +26,20 @@ from archdb.query import FieldSpec, QueryError
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
-from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
-
-EXIT_DATA = 1  # invalid data, or not found
-EXIT_USAGE = 2  # the command line is wrong
-
+from .common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    CataloguePath,
+    JsonFlag,
+    console,
+    err_console,
+    fail,
+    load,
+    print_json,
+    print_problems,
+)
 
 # --- errors: a message and an exit code, never a traceback --------------------------
-
-
-def fail(message: str, code: int = EXIT_DATA) -> typer.Exit:
-    err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
 
 
 @contextmanager
@@ -50,8 +52,7 @@ def user_errors() -> Iterator[None]:
     except UnknownCardError as exc:
         raise fail(str(exc), EXIT_DATA) from None
     except CatalogueError as exc:
-        for problem in exc.problems:
-            err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
+        print_problems(exc.problems)
         raise typer.Exit(EXIT_DATA) from None
     except OSError as exc:
         raise fail(f"{exc.filename or ''}: {exc.strerror or exc}", EXIT_DATA) from None
