@@ -6,6 +6,8 @@ commands, so the other commands start without them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -39,18 +41,31 @@ def register(app: typer.Typer) -> None:
     app.command()(flops)
 
 
-def _card(card_id: str, catalogue):
+def _summarize(
+    card_id: str,
+    catalogue: Path,
+    summarize: Callable[[Any], Any],
+    render: Callable[[Any], None],
+    as_json: bool,
+) -> None:
+    """Resolve the card, compute its summary and print it; user errors exit cleanly."""
+    from archdb.builder.layout import BuildError
+
     try:
-        return load(catalogue).resolve(card_id)
+        card = load(catalogue).resolve(card_id)
     except UnknownCardError as exc:
         raise fail(str(exc)) from None
     except CatalogueError as exc:
         print_problems(exc.problems)
         raise typer.Exit(EXIT_DATA) from None
-
-
-def _fail(card_id: str, exc: Exception) -> typer.Exit:
-    return fail(f"{card_id}: {exc}")
+    try:
+        summary = summarize(card)
+    except BuildError as exc:
+        raise fail(f"{card.id}: {exc}") from None
+    if as_json:
+        print_json(summary.to_dict())
+    else:
+        render(summary)
 
 
 def build(
@@ -75,18 +90,9 @@ def build(
     size = size.lower()
     if size not in ("toy", "full"):
         raise fail(f"--size must be toy or full, got {size!r}", EXIT_USAGE)
-    card = _card(card_id, catalogue)
-    from archdb.builder.layout import BuildError
     from archdb.measure.summary import build_summary
 
-    try:
-        summary = build_summary(card, size)  # type: ignore[arg-type]
-    except BuildError as exc:
-        raise _fail(card.id, exc) from None
-    if as_json:
-        print_json(summary.to_dict())
-        return
-    _print_build(summary)
+    _summarize(card_id, catalogue, lambda c: build_summary(c, size), _print_build, as_json)
 
 
 def flops(
@@ -106,18 +112,9 @@ def flops(
       archdb flops llama-3-8b --seq-len 8192
       archdb flops gemma-2-9b --json
     """
-    card = _card(card_id, catalogue)
-    from archdb.builder.layout import BuildError
     from archdb.measure.summary import flops_summary
 
-    try:
-        summary = flops_summary(card, seq_len)
-    except BuildError as exc:
-        raise _fail(card.id, exc) from None
-    if as_json:
-        print_json(summary.to_dict())
-        return
-    _print_flops(summary)
+    _summarize(card_id, catalogue, lambda c: flops_summary(c, seq_len), _print_flops, as_json)
 
 
 # --- rendering -------------------------------------------------------------------------
