@@ -247,18 +247,22 @@ def _at(
 
 
 def order_problems(text: str, filename: str, cards: list[Card]) -> list[Problem]:
-    """Cards are kept sorted by id so that a new card has exactly one place to go."""
-    unsorted = [i for i in range(1, len(cards)) if cards[i].id < cards[i - 1].id]
-    if not unsorted:
+    """Cards are kept sorted by id so that a new card has exactly one place to go, and a
+    card's lineage names a card of the same catalogue."""
+    ids = {card.id for card in cards}
+    found = [
+        (i, ("id",), f"cards are sorted by id: move {cards[i].id!r} before {cards[i - 1].id!r}")
+        for i in range(1, len(cards))
+        if cards[i].id < cards[i - 1].id
+    ] + [
+        (i, ("lineage",), f"lineage {card.lineage!r} is not a card of this catalogue")
+        for i, card in enumerate(cards)
+        if card.lineage is not None and card.lineage not in ids
+    ]
+    if not found:
         return []
     root = yaml.compose(text, Loader=_Loader)
     return [
-        _at(
-            filename,
-            _find(root.value[i], ("id",)),
-            cards[i].id,
-            "id",
-            f"cards are sorted by id: move {cards[i].id!r} before {cards[i - 1].id!r}",
-        )
-        for i in unsorted
+        _at(filename, _find(root.value[i], path), cards[i].id, path[0], message)
+        for i, path, message in sorted(found)
     ]

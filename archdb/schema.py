@@ -122,6 +122,9 @@ class SourceKind(StrEnum):
     MODEL_CARD = "model-card"
     CODE = "code"  # official reference implementation
     BLOG = "blog"  # the organization's own announcement
+    # A copy of an official artifact (a mirror, a fine-tune that keeps the config, a
+    # third-party registry): weaker than the original, so it names what it copies.
+    MIRROR = "mirror"
 
 
 # --- field types ---------------------------------------------------------------------
@@ -440,11 +443,26 @@ class Source(Strict):
     locator: str | None = Field(
         description="Where in the source: 'Table 2', 'Section 2.1', 'config.json'."
     )
+    copies: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="Mirror sources only: the URL of the official artifact this copy "
+        "reproduces (e.g. the organization's config.json). Optional otherwise null.",
+    )
     supports: list[FieldPath] = Field(
         min_length=1,
         description="Card fields this source gives, as dotted paths; a prefix covers its "
         "sub-fields ('architecture.attention' covers attention.n_heads).",
     )
+
+    @model_validator(mode="after")
+    def _mirror_names_its_original(self) -> Source:
+        if (self.kind is SourceKind.MIRROR) != (self.copies is not None):
+            raise ValueError(
+                "copies is required for, and only for, kind mirror: a mirror names the URL "
+                "of the official artifact it copies"
+            )
+        return self
 
 
 class Training(Strict):
@@ -474,6 +492,12 @@ class Card(Strict):
         description="Per-field notes: why a value is null, where sources disagree, what a "
         "value's convention is.",
     )
+    lineage: Slug | None = Field(
+        default=None,
+        description="Id of the catalogue card this model descends from: trained from its "
+        "weights (DeepSeek-R1 from DeepSeek-V3) or the previous release of the same line "
+        "(Llama 3.1 from Llama 3). Optional; null for a new line.",
+    )
     research_variant: StrictBool = Field(
         default=False,
         description="A research architecture rather than a released model (Pre-LN "
@@ -498,6 +522,8 @@ class Card(Strict):
                 f"{missing[0]} is null without a note: say why under notes "
                 f"(unexplained nulls: {', '.join(missing)})"
             )
+        if self.lineage == self.id:
+            raise ValueError("lineage names the card itself: name the card it descends from")
         supported = {path for source in self.sources for path in source.supports}
         uncovered = [p for p in sourced_paths(self) if not _covered(p, supported)]
         if uncovered:
@@ -562,6 +588,12 @@ def sourced_paths(card: Card) -> list[str]:
 
 
 _UNSOURCED_LEAVES = {"kind", "variant"}  # categorical defaults every card states
+
+
+def mirror_only_paths(card: Card) -> list[str]:
+    """Sourced values whose only sources are mirrors (copies of an official artifact)."""
+    official = {p for s in card.sources if s.kind is not SourceKind.MIRROR for p in s.supports}
+    return [p for p in sourced_paths(card) if not _covered(p, official)]
 
 
 def _covered(path: str, supported: set[str]) -> bool:

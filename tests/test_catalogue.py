@@ -13,7 +13,7 @@ from archdb.catalogue import (
     load_catalogue,
     parse_cards,
 )
-from archdb.schema import catalogue_json_schema
+from archdb.schema import catalogue_json_schema, mirror_only_paths, sourced_paths
 from tests.conftest import VALID_CARD, card_text
 
 
@@ -143,6 +143,20 @@ BAD_CARDS = [
         "required field is missing",
     ),
     (
+        "mirror without what it copies",
+        replace("    - kind: config\n", "    - kind: mirror\n"),
+        36,
+        "sources.0",
+        "copies is required",
+    ),
+    (
+        "lineage names itself",
+        replace("  open_weights: true\n", "  open_weights: true\n  lineage: toy-1b\n"),
+        7,
+        "lineage",
+        "names the card itself",
+    ),
+    (
         "negative width",
         replace("d_model: 2048", "d_model: -8"),
         15,
@@ -166,6 +180,32 @@ def test_bad_card_is_reported_at_its_line(text, line, field, fragment):
     assert fragment in match[0].message
     assert str(match[0]).startswith(f"m.yaml:{line}:")
     assert match[0].card_id in ("toy-1b", "Toy 1B")
+
+
+def test_a_mirror_names_the_official_artifact_it_copies():
+    mirror = replace(
+        "    - kind: config\n",
+        "    - kind: mirror\n      copies: https://example.org/official/config.json\n",
+    )
+    (card,), problems = parse_cards(mirror, "m.yaml")
+    assert problems == []
+    assert mirror_only_paths(card) == sourced_paths(card)
+    (official,), _ = parse_cards(VALID_CARD, "m.yaml")
+    assert mirror_only_paths(official) == []
+
+
+def test_lineage_must_name_a_card_of_the_catalogue():
+    child = replace(
+        "  open_weights: true\n", "  open_weights: true\n  lineage: toy-1b\n", card_text("toy-2b")
+    )
+    cards, problems = parse_cards(VALID_CARD + child, "m.yaml")
+    assert problems == [] and cards[1].lineage == "toy-1b"
+    orphan = child.replace("lineage: toy-1b", "lineage: toy-0b")
+    _, problems = parse_cards(VALID_CARD + orphan, "m.yaml")
+    assert [(p.card_id, p.field, p.line) for p in problems] == [
+        ("toy-2b", "lineage", VALID_CARD.count("\n") + 7)
+    ]
+    assert "not a card of this catalogue" in problems[0].message
 
 
 def test_duplicate_key_is_an_error_not_a_silent_overwrite():
