@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from archdb.catalogue import DEFAULT_PATH
 from archdb.reports.adoption import (
     ANY,
     CHOICES,
@@ -26,15 +25,18 @@ from archdb.table import catalogue_rows
 
 from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
 
-REPORTS_PATH = DEFAULT_PATH.parent.parent / "reports"
+REPORTS_PATH = Path("reports")  # in the current folder, never inside the installation
 EXIT_DATA = 1
 EXIT_USAGE = 2
 
 
 def report(
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Directory to write.", file_okay=False)
+        Path,
+        typer.Option(
+            "--output", "-o", help="Directory to write (in the current folder).", file_okay=False
+        ),
     ] = REPORTS_PATH,
     check: Annotated[
         bool,
@@ -62,7 +64,7 @@ def report(
                 soft_wrap=True,
             )
             raise typer.Exit(EXIT_DATA)
-        console.print(f"[green]✓[/] {output} matches {catalogue}", highlight=False)
+        console.print(f"[green]✓[/] {output} matches {cat.path}", highlight=False)
         return
     try:
         written = build_reports(cat, output)
@@ -88,7 +90,7 @@ def trends(
     ] = None,
     since: Annotated[int | None, typer.Option("--since", help="First release year.")] = None,
     until: Annotated[int | None, typer.Option("--until", help="Last release year.")] = None,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Adoption of design choices by release year: share, first use, majority.
