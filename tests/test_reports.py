@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.reports import distributions as dist
-from archdb.reports import families
+from archdb.reports import families, render
 from archdb.reports.adoption import (
     ANY,
     CHOICE_KEYS,
@@ -298,6 +298,12 @@ def test_a_value_few_cards_publish_is_never_the_majority() -> None:
     only_2024 = consensus(adoption(rows_2024, find_choice("z-loss")))
     assert only_2024.trend.value == "z-loss" and only_2024.latest_share == 1.0
     assert not only_2024.is_consensus and only_2024.trend.majority_year is None
+    table = render.consensus_table([headline, only_2024])
+    lines = table.splitlines()
+    assert "| known |" in lines[0]
+    assert "| z-loss | 100% in 2025 | 2 of 3 |" in lines[2]
+    assert "*no consensus* (most common: z-loss, used by 1 of 4 models)" in lines[3]
+    assert "| 1 of 4 |" in lines[3]
 
 
 # --- numeric trends ------------------------------------------------------------------
