@@ -174,7 +174,7 @@ def _print_numeric(trend: NumericTrend, as_json: bool) -> None:
         table.add_column(name, justify="right", no_wrap=True)
     for label, found, models in [
         *((str(y), trend.by_year[y], trend.total[y]) for y in trend.years),
-        ("all", trend.overall, sum(trend.total.values())),
+        (f"{trend.years[0]}–{trend.years[-1]}", trend.overall, sum(trend.total.values())),
     ]:
         numbers = [found.low, found.q1, found.median, found.q3, found.high] if found else [None] * 5
         table.add_row(
@@ -182,7 +182,7 @@ def _print_numeric(trend: NumericTrend, as_json: bool) -> None:
             str(found.n if found else 0),
             str(models),
             *[_number(v, trend.field) for v in numbers],
-            style="bold" if label == "all" else "",
+            style="bold" if "–" in label else "",
         )
     console.print(table)
 

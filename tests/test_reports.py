@@ -358,7 +358,11 @@ def test_trends_numeric_choice_on_the_shipped_catalogue() -> None:
         assert got["q3"] == pytest.approx(values.quantile(0.75))
     table = runner.invoke(app, ["trends", "d_ff_ratio", "-w", "activation=swiglu"])
     assert table.exit_code == 0
-    assert all(w in table.output for w in ("median", "Q1", "Q3", "2024", "all"))
+    assert all(w in table.output for w in ("median", "Q1", "Q3", "2024"))
+    overall = data["overall"]
+    span = f"{min(data['years'])}–{max(data['years'])}"  # the row over every year shown
+    (last,) = [line for line in table.output.splitlines() if line.strip().startswith(span)]
+    assert last.split()[1] == str(overall["n"]) and f"{overall['median']:.3g}" in last
 
 
 def test_trends_all_choices(tmp_path: Path) -> None:
