@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from archdb_cli.main import app
+from archdb_cli.main import COMMANDS, app
 from typer.testing import CliRunner
 
 import archdb
@@ -115,7 +115,7 @@ def test_cli_follows_the_rules_and_help_names_no_machine_path(
 ) -> None:
     runner = CliRunner()
     monkeypatch.delenv(CATALOGUE_ENV, raising=False)
-    for command in ("list", "report", "validate", "show", "schema", "build"):
+    for command in COMMANDS:
         text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
         assert str(REPO) not in text and "site-packages" not in text, command
     assert "ARCHDB_CATALOGUE" in runner.invoke(app, ["list", "--help"]).output
