@@ -85,9 +85,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
 
 
 def _run(installed, *args: str, cwd: Path | None = None, **extra: str):
+    """One command in the empty folder (generous timeout: `report` runs torch experiments,
+    about 8 s on an idle machine, minutes on a shared busy one)."""
     _, empty, env = installed
     return subprocess.run(
-        args, cwd=cwd or empty, env=env | extra, capture_output=True, text=True, timeout=120
+        args, cwd=cwd or empty, env=env | extra, capture_output=True, text=True, timeout=900
     )
 
 
