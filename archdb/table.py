@@ -83,6 +83,18 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     ),
 }
 
+# Derived columns left null by ``card_row(counts=False)``: the analytic formula's counts.
+COUNTED_COLUMNS = frozenset(
+    {
+        "params_exact",
+        "params_non_embedding",
+        "params_active",
+        "kv_cache_bytes_per_token",
+        "flops_per_token",
+        "norm_flops_share",
+    }
+)
+
 _ANALYTIC_KEYS = (
     "params_exact",
     "params_non_embedding",

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from archdb.catalogue import DEFAULT_PATH, CatalogueError, UnknownCardError
+from archdb.catalogue import CatalogueError, UnknownCardError
 
 from .common import (
     EXIT_DATA,
@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
 def _summarize(
     card_id: str,
-    catalogue: Path,
+    catalogue: Path | None,
     summarize: Callable[[Any], Any],
     render: Callable[[Any], None],
     as_json: bool,
@@ -79,7 +79,7 @@ def build(
         ),
     ] = "toy",
     as_json: JsonFlag = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Build a card into a PyTorch model: modules, dims, exact parameters and FLOPs.
 
@@ -104,7 +104,7 @@ def flops(
         ),
     ] = None,
     as_json: JsonFlag = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """FLOPs per token of a card at full size, by operator class, with the toy's fvcore check.
 

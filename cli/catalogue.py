@@ -9,16 +9,22 @@ from typing import Annotated
 
 import typer
 
-from archdb.catalogue import DEFAULT_PATH, check_catalogue
+from archdb.catalogue import (
+    CATALOGUE_RULES,
+    CatalogueLocationError,
+    check_catalogue,
+    resolve_catalogue,
+)
 from archdb.schema import catalogue_json_schema
 
-from .common import EXIT_DATA, console, err_console, print_problems
-
-SCHEMA_PATH = DEFAULT_PATH.with_name("models.schema.json")
+from .common import EXIT_DATA, EXIT_USAGE, console, err_console, fail, print_problems
 
 
 def validate(
-    path: Annotated[Path, typer.Argument(help="Catalogue file.", dir_okay=False)] = DEFAULT_PATH,
+    path: Annotated[
+        Path | None,
+        typer.Argument(help=f"Catalogue file. {CATALOGUE_RULES}", dir_okay=False),
+    ] = None,
 ) -> None:
     """Check every card of a catalogue file; list every problem with file:line.
 
@@ -26,6 +32,7 @@ def validate(
 
     Example: archdb validate data/models.yaml
     """
+    path = resolve_catalogue(path)
     cards, problems = check_catalogue(path)
     if problems:
         print_problems(problems)
@@ -42,9 +49,23 @@ def validate(
 
 
 def schema(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = SCHEMA_PATH,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Where to write. Default: models.schema.json beside the catalogue "
+            "(the rules of --catalogue elsewhere), never inside the installation.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write the catalogue's JSON Schema (committed next to the catalogue)."""
+    if output is None:
+        try:
+            output = resolve_catalogue(writing=True).with_name("models.schema.json")
+        except CatalogueLocationError as exc:
+            raise fail(f"{exc}; or give --output", EXIT_USAGE) from None
     output.write_text(json.dumps(catalogue_json_schema(), indent=2) + "\n", encoding="utf-8")
     console.print(f"wrote {output}")
 

@@ -11,19 +11,21 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from archdb.catalogue import DEFAULT_PATH, Catalogue, load_catalogue
+from archdb.catalogue import CATALOGUE_RULES, Catalogue, load_catalogue
 
 console = Console()
 err_console = Console(stderr=True)
 
+# No default path here: archdb.catalogue.resolve_catalogue applies the rules at run time
+# (a path fixed at import would name this machine's installation in --help).
 CataloguePath = Annotated[
-    Path,
+    Path | None,
     typer.Option(
         "--catalogue",
         "-C",
-        help="Catalogue file to read.",
-        envvar="ARCHDB_CATALOGUE",
+        help=f"Catalogue file to read. {CATALOGUE_RULES}",
         dir_okay=False,
+        show_default=False,
     ),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -44,7 +46,8 @@ def fail(message: str, code: int = EXIT_DATA) -> typer.Exit:
     return typer.Exit(code)
 
 
-def load(path: Path = DEFAULT_PATH) -> Catalogue:
+def load(path: Path | None = None) -> Catalogue:
+    """The catalogue at ``path``, else the one archdb.catalogue.resolve_catalogue finds."""
     return load_catalogue(path)
 
 

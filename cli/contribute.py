@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from archdb import query
-from archdb.catalogue import DEFAULT_PATH
+from archdb.catalogue import CatalogueLocationError, resolve_catalogue
 from archdb.query import FieldSpec, QueryError
 from archdb.schema import UNKNOWN_WHEN_NULL, SourceKind
 from archdb.table import FIELD_COLUMNS
@@ -60,6 +60,8 @@ def contribute_errors() -> Iterator[None]:
             raise typer.Exit(EXIT_DATA) from None
         except HFImportError as exc:
             raise fail(str(exc), EXIT_DATA) from None
+        except CatalogueLocationError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
 
 
 def _interactive(flag: bool | None) -> bool:
@@ -245,7 +247,7 @@ def new(
     ] = "architecture",
     interactive: Interactive = None,
     dry_run: DryRun = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Add a new card: from flags, from prompts offering each vocabulary, or both.
 
@@ -292,14 +294,16 @@ def new(
         _finish(data, render_card, insert_card, catalogue, dry_run)
 
 
-def _finish(data: dict[str, Any], render: Any, insert: Any, catalogue: Path, dry_run: bool) -> None:
+def _finish(
+    data: dict[str, Any], render: Any, insert: Any, catalogue: Path | None, dry_run: bool
+) -> None:
     from archdb.writer import validate_card
 
     card = validate_card(_without_empty(data))
     if dry_run:
         sys.stdout.write(render(card))
         return
-    added = insert(catalogue, card)
+    added = insert(resolve_catalogue(catalogue, writing=True), card)
     console.print(
         f"[green]✓[/] added {card.id} to {added.path}:{added.line}; check it with "
         f"`archdb show {card.id}` and `git diff {added.path}`",
@@ -333,7 +337,7 @@ def import_hf(
     open_weights: Annotated[bool, typer.Option("--open-weights/--closed-weights")] = True,
     interactive: Interactive = None,
     dry_run: DryRun = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Import a card from a Hugging Face config.json (Llama, Gemma, Qwen, ...).
 

@@ -7,7 +7,6 @@ values for people (175B, 2.69, 512 KiB). --json prints raw values for scripts.
 from __future__ import annotations
 
 import csv
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from archdb import query
-from archdb.catalogue import DEFAULT_PATH, Catalogue, CatalogueError, UnknownCardError
+from archdb.catalogue import Catalogue, CatalogueError, UnknownCardError
 from archdb.query import FieldSpec, QueryError
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
@@ -63,7 +62,7 @@ def user_errors() -> Iterator[None]:
 
 def _completion_catalogue() -> Catalogue | None:
     try:
-        return load(Path(os.environ.get("ARCHDB_CATALOGUE", DEFAULT_PATH)))
+        return load()  # completion sees no options: the default catalogue
     except (CatalogueError, OSError):
         return None
 
@@ -178,7 +177,7 @@ def list_cards(
     ] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """List cards, filtered, sorted and cut to the columns you ask for.
 
@@ -232,7 +231,7 @@ def show(
         ),
     ],
     as_json: JsonFlag = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Show one card: its fields, derived figures, sources and notes.
 
@@ -340,7 +339,7 @@ def compare(
         bool, typer.Option("--only-diff", "-d", help="Only rows that differ.")
     ] = False,
     as_json: JsonFlag = False,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Compare cards side by side: differences highlighted, numbers as ratios to the first.
 
@@ -445,7 +444,7 @@ def export(
         list[str] | None,
         typer.Option("--family", "-f", help="Only this family.", autocompletion=complete_family),
     ] = None,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Export the catalogue as one flat table: card fields and derived figures.
 

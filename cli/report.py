@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from archdb.catalogue import DEFAULT_PATH
+from archdb.query import FieldSpec
 from archdb.reports.adoption import (
     ANY,
     CHOICES,
@@ -20,21 +20,25 @@ from archdb.reports.adoption import (
     UnknownChoiceError,
     adoption,
     find_choice,
-    trend_rows,
+    select_trend_rows,
 )
-from archdb.table import catalogue_rows
+from archdb.reports.numeric import NumericTrend, numeric_field, numeric_trend
 
 from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+from .query import complete_field, format_value, user_errors
 
-REPORTS_PATH = DEFAULT_PATH.parent.parent / "reports"
+REPORTS_PATH = Path("reports")  # in the current folder, never inside the installation
 EXIT_DATA = 1
 EXIT_USAGE = 2
 
 
 def report(
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Directory to write.", file_okay=False)
+        Path,
+        typer.Option(
+            "--output", "-o", help="Directory to write (in the current folder).", file_okay=False
+        ),
     ] = REPORTS_PATH,
     check: Annotated[
         bool,
@@ -62,7 +66,7 @@ def report(
                 soft_wrap=True,
             )
             raise typer.Exit(EXIT_DATA)
-        console.print(f"[green]✓[/] {output} matches {catalogue}", highlight=False)
+        console.print(f"[green]✓[/] {output} matches {cat.path}", highlight=False)
         return
     try:
         written = build_reports(cat, output)
@@ -81,46 +85,115 @@ def trends(
     choice: Annotated[
         str | None,
         typer.Argument(
-            help="A choice (norm-type, attention, qk-norm, ...) or a categorical "
-            "field (norm.type, norm.affine); all choices if omitted.",
+            help="A choice (norm-type, attention, qk-norm, ...), a categorical "
+            "field (norm.type, norm.affine) or a numeric one (d_ff_ratio, vocab_size); "
+            "all choices if omitted.",
             show_default=False,
         ),
     ] = None,
-    since: Annotated[int | None, typer.Option("--since", help="First release year.")] = None,
-    until: Annotated[int | None, typer.Option("--until", help="Last release year.")] = None,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    since: Annotated[
+        int | None, typer.Option("--since", help="First year shown (facts stay whole).")
+    ] = None,
+    until: Annotated[
+        int | None, typer.Option("--until", help="Last year shown (facts stay whole).")
+    ] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            "-w",
+            help="Only models matching FIELD OP VALUE (as in `archdb list`); repeatable.",
+            autocompletion=complete_field,
+        ),
+    ] = None,
+    catalogue: CataloguePath = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Adoption of design choices by release year: share, first use, majority.
+    A numeric field gives its median, quartiles and n by year instead.
 
-    Shares are over the year's models whose value is known; research variants are left
-    out. "first" is the year of the first model using a value, ">50%" the first year more
-    than half used it, "since" the year from which it stayed the majority.
+    Shares are over the year's models whose value is known (n known of the
+    year's models); research variants are left out. "first" is the year of the
+    first model using a value, ">50%" the first year it held the majority (more
+    than half of the known values and at least half of all the year's models),
+    "since" the year from which it kept it. --since and --until only hide
+    years: first use and majority are counted over the whole catalogue.
 
     Choices: kind, norm-type, norm-position, activation, gated, position, attention,
     layer-mix, bias, parallel, tied-embeddings, qk-norm, soft-capping, z-loss, moe,
     dropout, weight-decay.
 
-    Example: archdb trends norm-type --since 2019
+    Examples:
+      archdb trends norm-type --since 2019
+      archdb trends d_ff_ratio --where activation=swiglu
     """
     if since is not None and until is not None and since > until:
         err_console.print(f"[red]error:[/] --since {since} is after --until {until}")
         raise typer.Exit(EXIT_USAGE)
+    numeric = numeric_field(choice) if choice is not None else None
     try:
-        choices = list(CHOICES) if choice is None else [find_choice(choice)]
+        choices = [] if numeric else list(CHOICES) if choice is None else [find_choice(choice)]
+        columns = [numeric.name] if numeric else [c.column for c in choices]
+        with user_errors():
+            rows = select_trend_rows(load(catalogue), where or [], columns)
     except UnknownChoiceError as exc:
         err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
-    rows = trend_rows(catalogue_rows(load(catalogue), counts=False), since, until)
-    results = [adoption(rows, c) for c in choices]
+    if numeric is not None:
+        _print_numeric(numeric_trend(rows, numeric, since, until), as_json)
+        return
+    results = [adoption(rows, c).window(since, until) for c in choices]
     if as_json:
         print_json([_as_json(a) for a in results])
         return
-    if not rows:
+    if not any(result.years for result in results):
         console.print("no released models in that window")
         return
     for result in results:
         console.print(_table(result))
+
+
+def _print_numeric(trend: NumericTrend, as_json: bool) -> None:
+    if as_json:
+        print_json(trend.as_dict())
+        return
+    if not trend.years:
+        console.print("no released models in that window")
+        return
+    table = Table(
+        title=f"{trend.title}: by release year",
+        caption="n = models with a known value, of the year's models; research variants out",
+        caption_justify="left",
+        title_justify="left",
+        title_style="bold",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+    )
+    for name in ("year", "n", "of", "min", "Q1", "median", "Q3", "max"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for label, found, models in [
+        *((str(y), trend.by_year[y], trend.total[y]) for y in trend.years),
+        (f"{trend.years[0]}–{trend.years[-1]}", trend.overall, sum(trend.total.values())),
+    ]:
+        numbers = [found.low, found.q1, found.median, found.q3, found.high] if found else [None] * 5
+        table.add_row(
+            label,
+            str(found.n if found else 0),
+            str(models),
+            *[_number(v, trend.field) for v in numbers],
+            style="bold" if "–" in label else "",
+        )
+    console.print(table)
+
+
+def _number(value: float | None, spec: FieldSpec) -> str:
+    """Counts as people read them (671B, 256000), ratios to three figures."""
+    if value is None:
+        return "·"
+    if spec.kind == "int" and value.is_integer():
+        return format_value(int(value), spec.name)
+    return f"{value:.3g}" if abs(value) < 1000 else format_value(value, spec.name)
 
 
 def _table(result: Adoption) -> Table:
@@ -128,10 +201,12 @@ def _table(result: Adoption) -> Table:
     years = [y for y in result.years if result.known.get(y)]
     c = result.choice
     unknown = f"; unknown for {len(result.unknown)} models" if result.unknown else ""
+    if not years:
+        return Table(title=f"{result.choice.title}: no models in the years shown")
     name = c.title if c.title == c.key else f"{c.title} ({c.key})"
     table = Table(
         title=f"{name}: share of each year's models",
-        caption=f"n = models with a known value{unknown}",
+        caption=f"n = models with a known value / the year's models{unknown}",
         caption_justify="left",
         title_justify="left",
         title_style="bold",
@@ -158,7 +233,7 @@ def _table(result: Adoption) -> Table:
             _year(trend.majority_year),
             _year(trend.consensus_since),
         )
-    table.add_row("n", *[str(result.known[y]) for y in years], style="dim")
+    table.add_row("n", *[f"{result.known[y]}/{result.total.get(y, 0)}" for y in years], style="dim")
     return table
 
 
@@ -177,7 +252,7 @@ def _as_json(result: Adoption) -> dict[str, Any]:
         "values": [
             {
                 "value": t.value,
-                "counts": {str(y): n for y, n in sorted(t.counts.items())},
+                "counts": {str(y): t.counts[y] for y in result.years if t.counts.get(y)},
                 "shares": {
                     str(y): round(result.share(t, y) or 0.0, 4)
                     for y in result.years

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.reports import distributions as dist
-from archdb.reports import families
+from archdb.reports import families, render
 from archdb.reports.adoption import (
     ANY,
     CHOICE_KEYS,
@@ -22,9 +22,11 @@ from archdb.reports.adoption import (
     adoption,
     consensus,
     find_choice,
+    select_trend_rows,
     trend_rows,
 )
 from archdb.reports.build import PAGES, build_reports, stale_files
+from archdb.reports.numeric import numeric_field, numeric_trend, spread
 from archdb.table import catalogue_frame, catalogue_rows
 from tests.test_table import catalogue, make_card
 
@@ -124,7 +126,7 @@ def test_find_find_choice_or_field(name: str, column: str) -> None:
     assert find_choice(name).column == column
 
 
-@pytest.mark.parametrize("name", ["no-such-choice", "d_model"])
+@pytest.mark.parametrize("name", ["no-such-choice", "d_model", "release_date"])
 def test_find_choice_refuses_unknown_and_numeric(name: str) -> None:
     with pytest.raises(UnknownChoiceError):
         find_choice(name)
@@ -250,7 +252,117 @@ def test_trends_table_and_json(tmp_path: Path) -> None:
     assert data[0]["choice"] == "norm-type"
     rms = next(v for v in data[0]["values"] if v["value"] == "rmsnorm")
     assert rms["shares"] == {"2022": 0.5, "2023": 1.0, "2024": 1.0}
-    assert rms["first_use"]["models"] == ["rms-2022"]  # the window starts in 2022
+    assert rms["counts"] == {"2022": 1, "2023": 1, "2024": 1}
+    # the window only hides years: first use and majority are the whole catalogue's
+    assert rms["first_use"]["models"] == ["rms-2021"]
+    ln = next(v for v in data[0]["values"] if v["value"] == "layernorm")
+    assert ln["first_use"]["date"].startswith("2019") and ln["majority_year"] == 2019
+    assert data[0]["years"]["2023"] == {"known": 1, "models": 2}
+    assert data[0]["unknown"] == ["unknown-2023"]
+    table = runner.invoke(app, ["trends", "norm.type", "--since", "2022", "-C", str(path)])
+    layernorm = next(line for line in table.output.splitlines() if line.startswith("layernorm"))
+    assert layernorm.split()[-3:] == ["2019", "2019", "–"]  # first, >50%, since
+    assert "2021" not in table.output.splitlines()[1]  # the header shows 2022 on only
+    assert "1/2" in table.output  # 2023: one known value of two models
+
+
+def test_window_hides_years_but_keeps_the_facts() -> None:
+    whole = _norm_adoption()
+    shown = whole.window(since=2022)
+    assert shown.years == (2022, 2023, 2024)
+    assert shown.values == whole.values  # same first use, majority and consensus
+    assert shown.window(until=2022).years == (2022,)
+    assert shown.window(until=2022).unknown == ()  # the 2023 null is not shown
+    assert whole.window(since=2030).years == ()
+
+
+def test_a_value_few_cards_publish_is_never_the_majority() -> None:
+    """Z-loss as the catalogue has it: 100% of the known, but 1 known of 4 models."""
+    zl = {"training.z_loss": 1e-4}
+    cards = catalogue(
+        make_card("zl-2024", zl, year=2024),
+        *(make_card(f"quiet-{i}-2024", year=2024) for i in range(3)),
+        make_card("zl-2025a", zl, year=2025),
+        make_card("zl-2025b", zl, year=2025),
+        make_card("quiet-2025", year=2025),
+    )
+    result = adoption(catalogue_rows(cards), find_choice("z-loss"))
+    (used,) = result.values
+    assert result.share(used, 2024) == 1.0 and result.known[2024] == 1
+    assert not result.holds_majority(used, 2024)  # 1 of 4 models
+    assert result.holds_majority(used, 2025)  # 2 of 3 models
+    assert used.majority_year == 2025 and used.consensus_since == 2025
+    headline = consensus(result)
+    assert headline.is_consensus and headline.latest_count == 2
+    rows_2024 = [r for r in catalogue_rows(cards) if r["year"] == 2024]
+    only_2024 = consensus(adoption(rows_2024, find_choice("z-loss")))
+    assert only_2024.trend.value == "z-loss" and only_2024.latest_share == 1.0
+    assert not only_2024.is_consensus and only_2024.trend.majority_year is None
+    table = render.consensus_table([headline, only_2024])
+    lines = table.splitlines()
+    assert "| known |" in lines[0]
+    assert "| z-loss | 100% in 2025 | 2 of 3 |" in lines[2]
+    assert "*no consensus* (most common: z-loss, used by 1 of 4 models)" in lines[3]
+    assert "| 1 of 4 |" in lines[3]
+
+
+# --- numeric trends ------------------------------------------------------------------
+
+
+def test_spread_matches_pandas_quantiles() -> None:
+    import pandas as pd
+
+    for values in ([3.0], [1.0, 2.0], [4.0, 1.0, 8 / 3, 3.5, 2.0], list(range(11))):
+        got = spread(values)
+        series = pd.Series(values, dtype=float)
+        expected = [series.min(), series.quantile(0.25), series.median()]
+        expected += [series.quantile(0.75), series.max()]
+        assert [got.low, got.q1, got.median, got.q3, got.high] == pytest.approx(expected)
+        assert got.n == len(values)
+    assert spread([]) is None
+
+
+def test_numeric_trend_by_year_with_unknowns_and_a_window() -> None:
+    cards = catalogue(
+        make_card("aa-2022", {"architecture.mlp.d_ff": 4096}, year=2022),
+        make_card("bb-2022", {"architecture.mlp.d_ff": 8192}, year=2022),
+        make_card("cc-2023", {"architecture.mlp.d_ff": 2048}, year=2023),
+        make_card("dd-2023", {"architecture.mlp.d_ff": None}, year=2023),
+        make_card("ee-2024", {"architecture.mlp.d_ff": 4096}, research_variant=True, year=2024),
+    )
+    rows = select_trend_rows(cards)
+    trend = numeric_trend(rows, numeric_field("d_ff_ratio"))
+    assert trend.years == (2022, 2023)  # the research variant is left out
+    d_model = cards.get("aa-2022").architecture.d_model
+    assert trend.by_year[2022].median == pytest.approx((4096 + 8192) / 2 / d_model)
+    assert trend.known(2023) == 1 and trend.total[2023] == 2
+    assert trend.unknown == ("dd-2023",)
+    assert trend.overall.n == 3
+    assert numeric_trend(rows, numeric_field("d_ff"), since=2023).years == (2023,)
+    assert numeric_field("norm.type") is None and numeric_field("year") is None
+
+
+def test_trends_numeric_choice_on_the_shipped_catalogue() -> None:
+    """`trends d_ff_ratio --where activation=swiglu`: the figures pandas gives."""
+    frame = load_catalogue().where("activation=swiglu").frame()
+    frame = frame[~frame["research_variant"].fillna(False).astype(bool)]
+    result = runner.invoke(app, ["trends", "d_ff_ratio", "-w", "activation=swiglu", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    for year, values in frame.groupby("year")["d_ff_ratio"]:
+        values = values.dropna().astype(float)
+        got = data["years"][str(year)]
+        assert got["known"] == len(values) and got["models"] == len(frame[frame["year"] == year])
+        assert got["median"] == pytest.approx(values.median())
+        assert got["q1"] == pytest.approx(values.quantile(0.25))
+        assert got["q3"] == pytest.approx(values.quantile(0.75))
+    table = runner.invoke(app, ["trends", "d_ff_ratio", "-w", "activation=swiglu"])
+    assert table.exit_code == 0
+    assert all(w in table.output for w in ("median", "Q1", "Q3", "2024"))
+    overall = data["overall"]
+    span = f"{min(data['years'])}–{max(data['years'])}"  # the row over every year shown
+    (last,) = [line for line in table.output.splitlines() if line.strip().startswith(span)]
+    assert last.split()[1] == str(overall["n"]) and f"{overall['median']:.3g}" in last
 
 
 def test_trends_all_choices(tmp_path: Path) -> None:
@@ -263,7 +375,9 @@ def test_trends_all_choices(tmp_path: Path) -> None:
     "args",
     [
         ["trends", "no-such-choice"],
-        ["trends", "d_model"],
+        ["trends", "release_date"],
+        ["trends", "d_ff_ratio", "--where", "no_such_field=1"],
+        ["trends", "norm-type", "-w", "norm"],
         ["trends", "--since", "2024", "--until", "2020"],
     ],
 )

@@ -6,10 +6,16 @@ released models, and the trends are about what released models chose.
 
 Conventions, stated once:
 - A year's share of a value is over the year's models whose value is *known*; models
-  with a null value are counted apart (``unknown``), never as "not used".
-- A value "became the majority" in the first year its share exceeds one half;
-  ``consensus_since`` is the first year from which it stays above one half in every
-  later year that has models (null if it is not the majority in the latest year).
+  with a null value are counted apart (``unknown``), never as "not used". Every share
+  travels with its ``known`` and ``total`` counts, so a 100% of 1 known in 10 reads as such.
+- A value holds the majority of a year when more than half of the known values are it
+  *and* at least half of all the year's models (known or not) use it: a value a few
+  cards publish is never the majority, however high its share of the known.
+  ``majority_year`` is the first year it holds the majority; ``consensus_since`` the
+  first year from which it holds it in every later year that has models (null if it
+  does not hold it in the latest year).
+- First use, majority and consensus are facts about the whole catalogue: a display
+  window (``Adoption.window``, ``archdb trends --since``) only hides years.
 - For a feature with an "off" value (QK norm ``none``, MoE ``dense``), an extra line
   ``any`` counts every "on" value together.
 """
@@ -17,10 +23,11 @@ Conventions, stated once:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from archdb.table import Row
+from archdb.schema import Card
+from archdb.table import COUNTED_COLUMNS, Row, catalogue_rows
 
 ANY = "any"
 
@@ -108,7 +115,7 @@ def find_choice(name: str) -> Choice:
     if spec.kind not in ("enum", "bool", "str", "list"):
         raise UnknownChoiceError(
             f"{name!r} is a {spec.kind} column: trends count categorical choices "
-            f"({', '.join(CHOICE_KEYS)}); `archdb list` shows numbers"
+            f"({', '.join(CHOICE_KEYS)}) and give numbers by year (d_ff_ratio, vocab_size)"
         )
     label = display_name(spec.name)
     return Choice(label, label, spec.name)
@@ -136,11 +143,27 @@ class ValueTrend:
 @dataclass(frozen=True)
 class Adoption:
     choice: Choice
-    years: tuple[int, ...]  # every year from the first to the last model, gaps included
+    years: tuple[int, ...]  # the years shown: first to last model (or a window), gaps kept
     known: Mapping[int, int]  # year -> models with a known value
     total: Mapping[int, int]  # year -> models
-    unknown: tuple[str, ...]  # ids of models whose value is null
+    unknown_by_year: Mapping[int, tuple[str, ...]]  # year -> ids of models with a null
     values: tuple[ValueTrend, ...]  # by first use; the ``any`` line last
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        """Ids of the shown years' models whose value is null."""
+        return tuple(i for y in self.years for i in self.unknown_by_year.get(y, ()))
+
+    def window(self, since: int | None = None, until: int | None = None) -> Adoption:
+        """The same adoption showing only the years from ``since`` to ``until``: first
+        use, majority and consensus stay those of the whole catalogue."""
+        shown = tuple(
+            y for y in self.years if (since is None or y >= since) and (until is None or y <= until)
+        )
+        return replace(self, years=shown)
+
+    def holds_majority(self, trend: ValueTrend, year: int) -> bool:
+        return _holds_majority(trend.counts.get(year, 0), self.known, self.total, year)
 
     def share(self, trend: ValueTrend, year: int) -> float | None:
         n = self.known.get(year, 0)
@@ -164,6 +187,21 @@ def trend_rows(
     ]
 
 
+def select_trend_rows(
+    cards: Iterable[Card], where: Iterable[str] = (), columns: Iterable[str] = ()
+) -> list[Row]:
+    """The rows trends count (``trend_rows``) of the cards matching every ``where``
+    expression (the language of ``archdb list --where``). The analytic counts (exact
+    params, KV cache, FLOPs) are computed only when a condition or ``columns`` reads one:
+    counting choices stays quick."""
+    from archdb.query import parse_where
+
+    conditions = parse_where(where)
+    read = {*columns, *(c.field.name for c in conditions)}
+    rows = catalogue_rows(cards, counts=bool(read & COUNTED_COLUMNS))
+    return [r for r in trend_rows(rows) if all(c.matches(r) for c in conditions)]
+
+
 def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
     """Adoption of one choice over ``rows`` (already filtered by ``trend_rows``)."""
     rows = sorted(rows, key=lambda r: (r["release_date"], r["id"]))
@@ -172,10 +210,13 @@ def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
     years = tuple(range(rows[0]["year"], rows[-1]["year"] + 1)) if rows else ()
     known: dict[int, int] = {}
     total: dict[int, int] = {}
+    unknown: dict[int, tuple[str, ...]] = {}
     for r, value in labelled:
         total[r["year"]] = total.get(r["year"], 0) + 1
         if value is not None:
             known[r["year"]] = known.get(r["year"], 0) + 1
+        else:
+            unknown[r["year"]] = (*unknown.get(r["year"], ()), r["id"])
 
     groups: dict[str, list[Row]] = {}
     for r, v in known_rows:
@@ -184,9 +225,8 @@ def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
         on = [r for r, v in known_rows if v != choice.absent]
         if len({v for _, v in known_rows if v != choice.absent}) > 1:  # else it repeats one
             groups[ANY] = on
-    trends = [_trend(value, members, years, known) for value, members in groups.items()]
+    trends = [_trend(value, members, years, known, total) for value, members in groups.items()]
     trends.sort(key=lambda t: (t.value == ANY, t.first_use.date, t.value))
-    unknown = tuple(r["id"] for r, v in labelled if v is None)
     return Adoption(choice, years, known, total, unknown, tuple(trends))
 
 
@@ -196,29 +236,40 @@ def adoption_all(rows: Iterable[Row]) -> list[Adoption]:
 
 
 def _trend(
-    value: str, members: list[Row], years: tuple[int, ...], known: dict[int, int]
+    value: str,
+    members: list[Row],
+    years: tuple[int, ...],
+    known: dict[int, int],
+    total: dict[int, int],
 ) -> ValueTrend:
     counts: dict[int, int] = {}
     for r in members:
         counts[r["year"]] = counts.get(r["year"], 0) + 1
     first_date = members[0]["release_date"]
     first = FirstUse(first_date, tuple(r["id"] for r in members if r["release_date"] == first_date))
-    majority = [y for y in years if known.get(y) and counts.get(y, 0) * 2 > known[y]]
+    held = [y for y in years if known.get(y) and _holds_majority(counts.get(y, 0), known, total, y)]
     return ValueTrend(
         value=value,
         counts=counts,
         first_use=first,
-        majority_year=majority[0] if majority else None,
-        consensus_since=_consensus_since(years, counts, known),
+        majority_year=held[0] if held else None,
+        consensus_since=_consensus_since(years, counts, known, total),
     )
 
 
+def _holds_majority(
+    count: int, known: Mapping[int, int], total: Mapping[int, int], year: int
+) -> bool:
+    """More than half of the year's known values, and at least half of all its models."""
+    return count * 2 > known.get(year, 0) and count * 2 >= total.get(year, 0) > 0
+
+
 def _consensus_since(
-    years: tuple[int, ...], counts: dict[int, int], known: dict[int, int]
+    years: tuple[int, ...], counts: dict[int, int], known: dict[int, int], total: dict[int, int]
 ) -> int | None:
     since = None
     for y in reversed([y for y in years if known.get(y)]):
-        if counts.get(y, 0) * 2 <= known[y]:
+        if not _holds_majority(counts.get(y, 0), known, total, y):
             break
         since = y
     return since
@@ -226,7 +277,8 @@ def _consensus_since(
 
 @dataclass(frozen=True)
 class Consensus:
-    """The headline of one choice: the value most models used in the latest year."""
+    """The headline of one choice: the value most models used in the latest year, and
+    whether that makes it a consensus (it holds the majority: see the module's rules)."""
 
     choice: Choice
     trend: ValueTrend | None
@@ -234,6 +286,11 @@ class Consensus:
     latest_share: float | None
     latest_known: int = 0  # models of the latest year whose value is known
     latest_total: int = 0  # models of the latest year
+    is_consensus: bool = False  # False when too few of the year's models use it
+
+    @property
+    def latest_count(self) -> int:
+        return self.trend.counts.get(self.latest_year, 0) if self.trend else 0
 
 
 def consensus(adoption: Adoption) -> Consensus:
@@ -252,6 +309,7 @@ def consensus(adoption: Adoption) -> Consensus:
         adoption.share(best, latest),
         adoption.known[latest],
         adoption.total.get(latest, 0),
+        adoption.holds_majority(best, latest),
     )
 
 

@@ -108,10 +108,13 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "Pages: [adoption by year](adoption.md) · [distributions](distributions.md) · "
         "[family evolution](families.md) · [claims check](claims.md)",
         "## Consensus by choice\n\n"
-        "For each design choice: the value most of the latest year's models use, when it "
-        "first appeared in the catalogue, the first year it was used by more than half of "
-        "that year's models, and the year from which it has stayed the majority.\n\n"
-        + render.consensus_table(cons),
+        "For each design choice: the value most of the latest year's models use, its share "
+        "of the models whose value is known and how many of the year's models that is "
+        "(*known*), when it first appeared in the catalogue, the first year it held the "
+        "majority, and the year from which it has kept it. A value holds the majority of a "
+        "year when more than half of the known values are it and at least half of all the "
+        "year's models use it: a value only a few cards publish (1 of 10 known) is never "
+        "called consensus, however high its share of the known.\n\n" + render.consensus_table(cons),
         render.figure(overview, "Share of each consensus value by year") if overview else "",
         f"## Claims of the lecture\n\n{render.verdict_counts(data.claims)}. Details, deciding "
         "models and disagreements: [claims.md](claims.md).\n\n"
@@ -126,10 +129,11 @@ def _adoption_page(data: ReportData, fig: FigureSaver) -> str:
     sections = [
         _scope(data),
         "Each table: the share of a year's models using each value (count in brackets), "
-        "over the models whose value is known; the first card to use it; the first year it "
-        "was used by more than half of that year's models; and the year from which it stayed "
-        "the majority through the latest year. Lines in italics count every value but the "
-        "'off' one together.",
+        "over the models whose value is known (the last row: known of the year's models; "
+        "grey bars in the figures); the first card to use it; the first year it held the "
+        "majority (more than half of the known values and at least half of all the year's "
+        "models); and the year from which it kept the majority through the latest year. "
+        "Lines in italics count every value but the 'off' one together.",
     ]
     for adoption in data.adoptions:
         path = fig(f"adoption-{adoption.choice.key}", lambda a=adoption: figures.adoption_figure(a))

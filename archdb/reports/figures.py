@@ -15,12 +15,15 @@ import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
+from matplotlib.transforms import Bbox
 
 from archdb.reports.adoption import ANY, Adoption, Consensus
 from archdb.reports.distributions import kv_cache_per_param, mlp_group, released
@@ -98,10 +101,12 @@ def adoption_figure(adoption: Adoption) -> Figure:
                 color=PALETTE[i % len(PALETTE)],
                 label=f"{ANY} but {adoption.choice.absent}" if dashed else trend.value,
             )
+        _known_bars(ax, adoption, years)
         _share_axis(ax, years)
-        ax.set_xticks(years, [f"{y}\nn={adoption.known[y]}" for y in years])
+        ax.set_xticks(years, [f"{y}\n{adoption.known[y]}/{adoption.total[y]}" for y in years])
+        ax.set_xlabel("release year; under each: models with a known value / the year's models")
         ax.set_title(
-            f"{adoption.choice.title}: share of the year's models (n = known values)", loc="left"
+            f"{adoption.choice.title}: share of the known values, by release year", loc="left"
         )
         if adoption.values:
             ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -115,21 +120,22 @@ def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> F
     cols = 4
     rows = max(1, -(-len(pairs) // cols))
     with style():
-        height = 1.9 * rows + 0.4
+        height = 2.0 * rows + 0.75
         fig = _figure(
             8.0,
             height,
             left=0.08,
             right=0.98,
             bottom=0.3 / height,
-            top=1 - 0.75 / height,
+            top=1 - 1.05 / height,
             wspace=0.15,
-            hspace=0.75,
+            hspace=0.9,
         )
         axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
         for ax, (adoption, cons) in zip(axes.flat, pairs, strict=False):
             years = [y for y in adoption.years if adoption.known.get(y)]
             shares = [adoption.share(cons.trend, y) for y in years]
+            _known_bars(ax, adoption, years)
             ax.plot(years, shares, marker="o", markersize=2.5, linewidth=1.2, color=PALETTE[0])
             ax.axhline(0.5, color="#999999", linewidth=0.6, linestyle=":")
             ax.set_title(
@@ -143,7 +149,9 @@ def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> F
         for ax in list(axes.flat)[len(pairs) :]:
             ax.set_visible(False)
         fig.suptitle(
-            "Share of each choice's latest consensus value by release year (dotted: half)",
+            "Share of the known values using each choice's latest most common value, by "
+            "release year\ndotted: half; grey: the share of the year's models whose value is "
+            "known;\n'no consensus': fewer than half of all the latest year's models use it",
             fontsize=9,
             x=0.01,
             y=1 - 0.15 / height,
@@ -155,7 +163,17 @@ def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> F
 
 def _value_label(adoption: Adoption, cons: Consensus) -> str:
     value = cons.trend.value if cons.trend else "–"
-    return f"{ANY} but {adoption.choice.absent}" if value == ANY else value
+    label = f"{ANY} but {adoption.choice.absent}" if value == ANY else value
+    if cons.trend is not None and not cons.is_consensus:
+        label += f"\nno consensus: {cons.latest_known}/{cons.latest_total} known"
+    return label
+
+
+def _known_bars(ax: Axes, adoption: Adoption, years: list[int]) -> None:
+    """Grey bars: the share of each year's models whose value is known, behind the lines."""
+    known = [adoption.known.get(y, 0) / adoption.total[y] for y in years]
+    label = "known, of the year's models"
+    ax.bar(years, known, width=0.7, color="#e3e3e3", linewidth=0, zorder=0, label=label)
 
 
 def _share_axis(ax: Axes, years: list[int], label: bool = True) -> None:
@@ -198,8 +216,8 @@ def d_ff_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         ax.set_ylabel("d_ff / d_model (log)")
         ax.set_xlabel("release date")
         ax.set_title("MLP width: 4 without gating, 8/3 with it (dotted)", loc="left")
-        _label_points(ax, data, "d_ff_ratio", named)
         ax.legend(loc="upper left")
+        _label_points(ax, data, "d_ff_ratio", named)
     return fig
 
 
@@ -296,8 +314,8 @@ def vocab_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         ax.set_ylabel("vocabulary rows (log)")
         ax.set_xlabel("release date")
         ax.set_title("Vocabulary size over time", loc="left")
-        _label_points(ax, data, "architecture.vocab_size", named)
         ax.legend(loc="upper left")
+        _label_points(ax, data, "architecture.vocab_size", named)
     return fig
 
 
@@ -327,8 +345,8 @@ def kv_cache_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         ax.set_xlabel("parameters (published, else exact; log)")
         ax.set_ylabel("KV-cache bytes per token (log)")
         ax.set_title("KV cache per token: GQA/MQA/MLA sit below MHA", loc="left")
-        _label_points(ax, data, "kv_cache_bytes_per_token", named, x="params")
         ax.legend(loc="upper left")
+        _label_points(ax, data, "kv_cache_bytes_per_token", named, x="params")
     return fig
 
 
@@ -352,53 +370,108 @@ def _params(frame: pd.DataFrame) -> pd.Series:
 def _label_points(
     ax: Axes, frame: pd.DataFrame, column: str, ids: set[str], x: str | None = None
 ) -> None:
-    """Write the card id next to each point of ``ids``, nudging labels apart."""
+    """Write the card id next to each point of ``ids``: every label inside the axes, apart
+    from the other labels and the legend, and off the points where it can be.
+
+    A deterministic placement pass, measured with the Agg renderer's real text extents:
+    labels are placed left to right; each takes the first candidate position (right of its
+    point, then left, nudged up and down in growing steps) that stays inside the axes and
+    overlaps no placed label and no legend, preferring one that covers no point; a label
+    moved away from its point gets a thin leader line.
+    """
     part = frame[frame.index.isin(list(ids))]
     part = part[part[column].notna()]
+    if part.empty:
+        return
     xs = part[x].astype(float).tolist() if x else _when(part)
     points = sorted(zip(xs, part[column].astype(float).tolist(), map(str, part.index), strict=True))
-    ax.autoscale_view()  # settle the limits, so data -> points is final
-    to_points = 72 / ax.figure.dpi
-    frame_box = tuple(c * to_points for c in ax.bbox.extents)  # the axes, in points
-    placed: list[tuple[float, float, float, float]] = []
+    ax.autoscale_view()  # settle the limits, so data -> display is final
+    renderer = _renderer(ax.figure)
+    scale = ax.figure.dpi / 72  # display pixels per point
+    inner = ax.bbox.padded(-LABEL_PAD * scale)
+    blocked = [leg.get_window_extent(renderer) for leg in [ax.get_legend()] if leg]
+    markers = [_marker_box(ax, p, scale) for c in ax.collections for p in c.get_offsets()]
     for xv, yv, label in points:
-        px, py = (c * to_points for c in ax.transData.transform((xv, yv)))
-        width, height = LABEL_CHAR_WIDTH * len(label), LABEL_HEIGHT
-        for dx, dy in _offsets(width):
-            box = (px + dx, py + dy, px + dx + width, py + dy + height)
-            inside = box[0] >= frame_box[0] and box[2] <= frame_box[2] + 20
-            if inside and not any(_overlap(box, other) for other in placed):
-                break
-        else:
-            dx, dy = _offsets(width)[0]
-            box = (px + dx, py + dy, px + dx + width, py + dy + height)
-        placed.append(box)
+        probe = ax.text(0, 0, label, fontsize=LABEL_SIZE)
+        extent = probe.get_window_extent(renderer)
+        probe.remove()
+        px, py = ax.transData.transform((xv, yv))
+        box = _place(px, py, extent.width, extent.height, scale, inner, blocked, markers)
+        far = abs(box.y0 + box.height / 2 - py) > 10 * scale
+        far |= box.x0 - px > 8 * scale or px - box.x1 > 8 * scale
         ax.annotate(
             label,
             (xv, yv),
-            xytext=(dx, dy),
+            xytext=((box.x0 - px) / scale, (box.y0 - py) / scale),
             textcoords="offset points",
             fontsize=LABEL_SIZE,
             color="#333333",
             va="bottom",
             ha="left",
+            arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.4} if far else None,
         )
+        blocked.append(box.padded(LABEL_PAD * scale / 2))
 
 
 LABEL_SIZE = 6
-LABEL_CHAR_WIDTH = 3.4  # points per character at LABEL_SIZE, DejaVu Sans, a little wide
-LABEL_HEIGHT = 7.0
+LABEL_PAD = 1.5  # points kept clear between a label and the axes' edge or another label
+_NUDGES = (0, 1, -1, 2, -2, 3, -3, 4, -4, 6, -6, 8, -8, 11, -11, 14, -14, 18, -18, 24, -24)
 
 
-def _offsets(width: float) -> list[tuple[float, float]]:
-    """Where a label may go, in points from its point: right, then below/above, then left."""
-    right = [(3.0, 1.0), (3.0, -8.0), (3.0, 8.0), (3.0, -15.0), (3.0, 15.0)]
-    left = [(-3.0 - width, 1.0), (-3.0 - width, -8.0), (-3.0 - width, 8.0)]
-    return right + left + [(3.0, -22.0), (3.0, 22.0)]
+def _place(
+    px: float,
+    py: float,
+    width: float,
+    height: float,
+    scale: float,
+    inner: Bbox,
+    blocked: list[Bbox],
+    markers: list[Bbox],
+) -> Bbox:
+    """The first free box for a label of its size near (px, py), all in display pixels."""
+    gap = 3.5 * scale
+    fallback: Bbox | None = None
+    for step in _NUDGES:
+        y0 = py - height / 2 + step * 4.5 * scale
+        for x0 in (px + gap, px - gap - width):
+            box = _clamp(Bbox.from_bounds(x0, y0, width, height), inner)
+            if any(box.overlaps(other) for other in blocked):
+                continue
+            if not any(box.overlaps(m) for m in markers):
+                return box
+            fallback = fallback or box
+    if fallback is not None:
+        return fallback
+    # Nothing free near the point: the first free slot anywhere in the axes, top down.
+    for row in range(int(inner.height // height)):
+        for column in range(int(inner.width // width)):
+            box = Bbox.from_bounds(
+                inner.x0 + column * width, inner.y1 - (row + 1) * height, width, height
+            )
+            if not any(box.overlaps(other) for other in blocked):
+                return box
+    raise ValueError("no room left in the axes for another point label")
 
 
-def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+def _clamp(box: Bbox, inner: Bbox) -> Bbox:
+    """``box`` moved (not resized) to lie inside ``inner``."""
+    dx = max(inner.x0 - box.x0, 0.0) + min(inner.x1 - box.x1, 0.0)
+    dy = max(inner.y0 - box.y0, 0.0) + min(inner.y1 - box.y1, 0.0)
+    return box.translated(dx, dy)
+
+
+def _marker_box(ax: Axes, offset: Any, scale: float) -> Bbox:
+    cx, cy = ax.transData.transform(offset)
+    r = 2.0 * scale
+    return Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
+
+
+def _renderer(fig: Figure) -> Any:
+    """The Agg renderer measuring text, so placement uses the extents fonts really have."""
+    canvas = fig.canvas
+    if not hasattr(canvas, "get_renderer"):
+        canvas = FigureCanvasAgg(fig)
+    return canvas.get_renderer()
 
 
 def _log_ticks(ax: Axes, axis: str, ticks: list[float], fmt=None) -> None:

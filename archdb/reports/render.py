@@ -98,7 +98,13 @@ def adoption_section(adoption: Adoption, figure_path: str | None) -> str:
         label = f"*{ANY} but {c.absent}*" if trend.value == ANY else trend.value
         rows.append([label, *cells, first, trend.majority_year, trend.consensus_since])
     rows.append(
-        ["*models with a known value*", *[adoption.known.get(y, 0) for y in years], "", "", ""]
+        [
+            "*known / the year's models*",
+            *[f"{adoption.known.get(y, 0)} / {adoption.total.get(y, 0)}" for y in years],
+            "",
+            "",
+            "",
+        ]
     )
     parts.append(table(headers, rows, right=range(1, len(years) + 1)))
     if adoption.unknown:
@@ -118,25 +124,34 @@ def consensus_table(consensus: list[Consensus]) -> str:
     for cons in consensus:
         t = cons.trend
         if t is None:
-            rows.append([cons.choice.title, "–", "–", "–", "–", "–"])
+            rows.append([cons.choice.title, "–", "–", "–", "–", "–", "–"])
             continue
-        known = (
-            ""
-            if cons.latest_known == cons.latest_total
-            else (f" ({cons.latest_known} of {cons.latest_total} known)")
-        )
         value = f"{ANY} but {cons.choice.absent}" if t.value == ANY else t.value
+        if not cons.is_consensus:
+            value = (
+                f"*no consensus* (most common: {value}, used by {cons.latest_count} of "
+                f"{cons.latest_total} models)"
+            )
         rows.append(
             [
                 f"{cons.choice.title} (`{cons.choice.key}`)",
                 value,
-                f"{pct(cons.latest_share)} in {cons.latest_year}{known}",
+                f"{pct(cons.latest_share)} in {cons.latest_year}",
+                f"{cons.latest_known} of {cons.latest_total}",
                 f"{t.first_use.date}: {', '.join(t.first_use.models[:2])}",
                 t.majority_year,
                 t.consensus_since,
             ]
         )
-    headers = ["choice", "latest consensus", "share", "first use", "majority in", "consensus since"]
+    headers = [
+        "choice",
+        "latest consensus",
+        "share of known",
+        "known",
+        "first use",
+        "majority in",
+        "consensus since",
+    ]
     return table(headers, rows)
 
 

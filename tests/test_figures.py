@@ -1,0 +1,126 @@
+"""Report figures: every text inside the figure, point labels inside their axes and apart,
+the known share drawn, and the same bytes on every render."""
+
+from __future__ import annotations
+
+import io
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Annotation, Text
+
+from archdb.catalogue import load_catalogue
+from archdb.reports import build, figures
+from archdb.table import catalogue_frame
+from tests.test_table import make_card
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def report_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Figure]:
+    """Every figure `archdb report` makes from the shipped catalogue, by file name (the
+    torch experiments of claims 19-20 skipped: no figure reads them)."""
+    import archdb.measure.experiments
+
+    made: dict[str, Figure] = {}
+    original = figures.save_svg
+
+    def keep(fig: Figure, path: Path) -> None:
+        made[path.stem] = fig
+        original(fig, path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "save_svg", keep)
+        patch.setattr(archdb.measure.experiments, "measure_claims", lambda cards: None)
+        build.build_reports(
+            load_catalogue(REPO / "data" / "models.yaml"), tmp_path_factory.mktemp("r")
+        )
+    return made
+
+
+def _drawn(fig: Figure):
+    canvas = FigureCanvasAgg(fig)
+    with figures.style():
+        canvas.draw()
+    return canvas.get_renderer()
+
+
+def _texts(fig: Figure) -> list[Text]:
+    """Titles, point labels and legend entries (tick labels: see the tight box)."""
+    texts = list(fig.texts)
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, *ax.texts]
+        if ax.get_legend() is not None:
+            texts += ax.get_legend().get_texts()
+    return [t for t in texts if t.get_visible() and t.get_text().strip()]
+
+
+def _check_labels(fig: Figure) -> int:
+    """Assert every text is inside the figure and point labels are inside and apart."""
+    renderer = _drawn(fig)
+    page = fig.bbox
+    drawn = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)  # inches -> pixels
+    assert page.x0 - 0.5 <= drawn.x0 and drawn.x1 <= page.x1 + 0.5, (fig, drawn, page)
+    assert page.y0 - 0.5 <= drawn.y0 and drawn.y1 <= page.y1 + 0.5, (fig, drawn, page)
+    for text in _texts(fig):
+        box = text.get_window_extent(renderer)
+        assert page.x0 - 0.5 <= box.x0 and box.x1 <= page.x1 + 0.5, text.get_text()
+        assert page.y0 - 0.5 <= box.y0 and box.y1 <= page.y1 + 0.5, text.get_text()
+    labelled = 0
+    for ax in fig.axes:
+        labels = [t for t in ax.texts if isinstance(t, Annotation)]
+        # the text itself: an Annotation's own extent adds its leader line
+        boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in labels]
+        legend = ax.get_legend()
+        for name, box in boxes:
+            assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1, f"{name} leaves the axes"
+            assert ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1, f"{name} leaves the axes"
+            if legend is not None:
+                assert not box.overlaps(legend.get_window_extent(renderer)), name
+        for (a, box_a), (b, box_b) in combinations(boxes, 2):
+            assert not box_a.overlaps(box_b), f"{a} overlaps {b}"
+        labelled += len(labels)
+    return labelled
+
+
+def test_every_report_figure_keeps_its_texts_inside_and_labels_apart(report_figures) -> None:
+    assert {"d-ff-ratio", "vocab", "kv-cache", "aspect-ratio", "consensus"} <= set(report_figures)
+    labelled = {name: _check_labels(fig) for name, fig in report_figures.items()}
+    assert labelled["d-ff-ratio"] >= 5 and labelled["vocab"] >= 10  # labels exist to check
+    assert "llama-4-maverick" in {t.get_text() for t in report_figures["kv-cache"].axes[0].texts}
+
+
+def test_crowded_labels_at_the_edge_are_placed_apart_inside() -> None:
+    """Twelve models released the same day with nearly the same ratio, the latest date on
+    the axis: every label would start at the right edge and on top of the others."""
+    cards = [
+        make_card(f"crowded-model-{i:02d}", {"architecture.mlp.d_ff": 4096 + 64 * i}, year=2025)
+        for i in range(12)
+    ]
+    cards.append(make_card("early-1b", year=2019))
+    frame = catalogue_frame(cards)
+    fig = figures.d_ff_figure(frame, {c.id for c in cards})
+    assert _check_labels(fig) == 13
+
+
+def test_figures_show_how_many_values_are_known(report_figures) -> None:
+    z_loss = report_figures["adoption-z-loss"]
+    ticks = [t.get_text() for t in z_loss.axes[0].get_xticklabels()]
+    assert any(t.endswith("/10") and t.startswith("2025") for t in ticks), ticks
+    bars = [p.get_height() for p in z_loss.axes[0].patches]
+    assert bars and max(bars) < 1  # no year has every card's z-loss
+    titles = [ax.get_title(loc="left") for ax in report_figures["consensus"].axes]
+    assert any(t.startswith("Z-loss:") and "no consensus: 1/10 known" in t for t in titles)
+
+
+def test_figures_render_to_the_same_bytes(report_figures) -> None:
+    for name in ("d-ff-ratio", "vocab", "consensus"):
+        first, second = io.BytesIO(), io.BytesIO()
+        for out in (first, second):
+            with figures.style():
+                report_figures[name].savefig(out, format="svg", metadata=figures.SVG_METADATA)
+        assert first.getvalue() == second.getvalue(), name

@@ -1,0 +1,146 @@
+"""The built wheel works outside a checkout: installed into a fresh venv, run from an empty
+folder (validate, list, show, build, report, and the README's Python example).
+
+The venv reuses the dependencies already installed here through a .pth file (no
+download, a few seconds), but sees none of the checkout: archdb comes from the wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "archdb", "cli", "data/models.yaml")
+SOURCES += ("data/models.schema.json",)
+
+PIP = (sys.executable, "-m", "pip")
+
+pytestmark = pytest.mark.wheel
+
+
+def _setuptools_is_recent() -> bool:
+    major = int(version("setuptools").split(".")[0])
+    return major >= 77  # pyproject's build requirement (PEP 639 license field)
+
+
+def _build_wheel(tmp: Path) -> Path:
+    """Build from a copy of the tracked sources, so the checkout gets no build/ folder."""
+    src = tmp / "src"
+    for name in SOURCES:
+        target = src / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(REPO / name, target)
+    dist = tmp / "dist"
+    subprocess.run(
+        [*PIP, "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index", "-w", dist, src],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    (wheel,) = dist.glob("archdb-*.whl")
+    return wheel
+
+
+def _venv_with(wheel: Path, tmp: Path) -> Path:
+    """A fresh venv holding only the wheel; the dependencies come from this environment."""
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [*PIP, "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    # Added after installing, so pip never sees (or uninstalls) the editable archdb here.
+    deps = [p for p in sys.path if p.endswith("-packages") and Path(p).is_dir()]
+    (site,) = (venv / "lib").glob("python3.*/site-packages")
+    (site / "_archdb_test_deps.pth").write_text("\n".join(deps) + "\n")
+    return venv
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    if not _setuptools_is_recent():
+        pytest.skip("building the wheel needs setuptools>=77: pip install -e '.[test]'")
+    tmp = tmp_path_factory.mktemp("wheel")
+    venv = _venv_with(_build_wheel(tmp), tmp)
+    empty = tmp / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARCHDB_", "PYTHON"))}
+    env |= {"ARCHDB_CACHE_DIR": str(tmp / "cache"), "NO_COLOR": "1", "COLUMNS": "200"}
+    return venv, empty, env
+
+
+def _run(installed, *args: str, cwd: Path | None = None, **extra: str):
+    """One command in the empty folder (generous timeout: `report` runs torch experiments,
+    about 8 s on an idle machine, minutes on a shared busy one)."""
+    _, empty, env = installed
+    return subprocess.run(
+        args, cwd=cwd or empty, env=env | extra, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_the_wheel_ships_the_catalogue_and_the_cli_finds_it(installed) -> None:
+    venv, empty, _ = installed
+    archdb = str(venv / "bin" / "archdb")
+    where = _run(
+        installed, str(venv / "bin" / "python"), "-c", "import archdb; print(archdb.__file__)"
+    )
+    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr
+
+    validate = _run(installed, archdb, "validate")
+    assert validate.returncode == 0, validate.stderr
+    packaged = venv.glob("lib/python3.*/site-packages/archdb/data/models.yaml")
+    assert f"{next(packaged)}: 68 cards" in validate.stdout
+    shipped_schema = next(venv.glob("lib/python3.*/site-packages/archdb/data/models.schema.json"))
+    assert shipped_schema.read_bytes() == (REPO / "data" / "models.schema.json").read_bytes()
+
+    listed = _run(installed, archdb, "list", "-w", "year>=2024", "--json", "-c", "id,year")
+    assert listed.returncode == 0, listed.stderr
+    assert {r["id"] for r in json.loads(listed.stdout)} >= {"gemma-2-9b", "llama-3.1-405b"}
+
+    shown = _run(installed, archdb, "show", "llama-2-7b")
+    assert shown.returncode == 0 and "Llama 2 7B" in shown.stdout, shown.stderr
+
+    built = _run(installed, archdb, "build", "gemma-2", "--json")
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["id"] == "gemma-2-27b"
+
+    # ARCHDB_CATALOGUE wins over the packaged copy, for every command.
+    broken = empty.parent / "broken.yaml"
+    broken.write_text("- id: 1\n")
+    for command in ("validate", "list"):
+        bad = _run(installed, archdb, command, ARCHDB_CATALOGUE=str(broken))
+        assert bad.returncode == 1 and "broken.yaml:1" in bad.stderr, (command, bad.stderr)
+
+
+def test_the_installed_report_writes_into_the_current_folder(installed) -> None:
+    venv, empty, _ = installed
+    result = _run(installed, str(venv / "bin" / "archdb"), "report")
+    assert result.returncode == 0, result.stderr
+    assert (empty / "reports" / "README.md").is_file()
+    assert len(list((empty / "reports" / "figures").glob("*.svg"))) > 10
+    assert not list(venv.rglob("*.svg"))  # nothing written into the installation
+
+
+def test_the_readme_python_example_runs_from_the_wheel(installed) -> None:
+    venv, _, _ = installed
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Python", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)[1]
+    result = _run(installed, str(venv / "bin" / "python"), "-c", example)
+    assert result.returncode == 0, result.stderr
+    assert "4096" in result.stdout  # Llama 2 7B's d_model, printed by the example
