@@ -2,22 +2,31 @@
 
 Two passes keep loading fast and errors precise:
 
-- The fast pass parses with yaml_rs (a Rust YAML 1.2 parser: ``true``/``false`` are the
-  only booleans, ``1e-4`` is a float) which refuses duplicate keys and bounds alias
-  expansion, then validates every card with pydantic. A valid file never pays for line
-  numbers.
+- A screen of the raw bytes refuses what the two parsers below would read differently,
+  each with its line: a file over ``MAX_BYTES``, a byte-order mark, bytes that are not
+  UTF-8, and characters YAML does not allow in a stream (NUL, ESC and other controls, even
+  in a comment) or reads as a line break only in YAML 1.1 (U+0085, U+2028, U+2029).
+- The fast pass parses with yaml_rs (a Rust YAML 1.2 core-schema parser: ``true``/``false``
+  are the only booleans, ``1e-4`` is a float, ``2024-06-01`` is a string whether quoted or
+  not and becomes a date only where the schema asks for one) which refuses duplicate keys
+  and bounds alias expansion and nesting, then validates every card with pydantic. A valid
+  file never pays for line numbers.
 - Only when something is wrong does the locating pass compose the text with PyYAML into
   nodes that keep their line marks, and map each problem to the node it concerns.
   PyYAML's own loaders are unsafe for a reviewed data file in two quiet ways (a
   duplicate key silently keeps the last value; aliases expand without bound), so this
   pass walks the nodes itself and reports every duplicate key, non-standard tag and
-  runaway alias in the file, not just the first.
+  runaway alias in the file, not just the first. It resolves plain scalars with the same
+  YAML 1.2 core rules as the fast pass (``archdb.locate.resolve_plain``; a differential
+  test holds the two to one semantics), and refuses explicit tags.
 """
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import gc
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +41,14 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "models.yaml"
 
 ALIAS_EXPANSION_LIMIT = 10_000  # nodes aliases may re-use, in total, per file
 _ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=ALIAS_EXPANSION_LIMIT)
+MAX_BYTES = 64 * 2**20  # a catalogue file's size limit: 10,000 cards take about 45 MiB
+MAX_PROBLEMS_SHOWN = 20  # per kind of problem the byte screen finds
+
+# Characters YAML 1.2 does not allow in a stream (c-printable's complement), with U+0085,
+# U+2028 and U+2029, which YAML 1.1 (the locating parser) reads as line breaks and YAML 1.2
+# (the fast parser) does not, and U+FEFF, a byte-order mark away from the file's start.
+_NOT_YAML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+_LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -46,10 +63,19 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        """One line, with any control character in it escaped (``\\x1b``): a hostile key
+        or id must not reach a terminal raw."""
         where = " ".join(x for x in (self.card_id, self.field) if x)
-        return (
-            f"{self.file}:{self.line}:{self.column}: {where + ': ' if where else ''}{self.message}"
-        )
+        prefix = f"{self.file}:{self.line}:{self.column}: "
+        return printable(prefix + (f"{where}: " if where else "") + self.message)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text with control characters (and bidirectional overrides) written as escapes."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class CatalogueError(Exception):
@@ -107,31 +133,81 @@ class UnknownCardError(KeyError):
 
 
 def load_catalogue(path: Path | str = DEFAULT_PATH) -> Catalogue:
-    """Load and validate the catalogue; raise CatalogueError listing every problem."""
+    """Load and validate the catalogue (through the validation cache); raise
+    CatalogueError listing every problem."""
     path = Path(path)
-    cards, problems = check_catalogue(path)
+    cards, problems = check_catalogue(path, use_cache=True)
     if problems:
         raise CatalogueError(problems)
     return Catalogue(path, tuple(cards))
 
 
-def check_catalogue(path: Path, use_cache: bool = True) -> tuple[list[Card], list[Problem]]:
+def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], list[Problem]]:
     """Validate a catalogue file, returning the valid cards and all problems found.
 
-    A file that validated before, byte for byte and under the same schema, is read from
-    the validation cache instead (see archdb.cache): query commands start faster.
+    Always a full load unless ``use_cache``: then a file that validated before, byte for
+    byte and under the same schema, is read from the validation cache instead (see
+    archdb.cache), so that query commands start faster. ``archdb validate`` never trusts
+    the cache.
     """
+    filename = str(path)
     try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [Problem(str(path), 1, 1, None, None, f"cannot read file: {exc}")]
+        raw = read_bounded(path)
+    except OSError as exc:
+        return [], [Problem(filename, 1, 1, None, None, f"cannot read file: {_os_reason(exc)}")]
+    if len(raw) > MAX_BYTES:
+        message = f"file is larger than {MAX_BYTES // 2**20} MiB: refused"
+        return [], [Problem(filename, 1, 1, None, None, message)]
     if use_cache and (cached := cache.read(raw)) is not None:
         return cached, []
-    cards, problems = parse_cards(text, str(path))
+    text, problems = decode_catalogue(raw, filename)
+    if problems:
+        return [], problems
+    cards, problems = parse_cards(text, filename)
     if use_cache and not problems:
         cache.write(raw, cards)
     return cards, problems
+
+
+def read_bounded(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """At most ``limit + 1`` bytes of a file: enough to tell that it is too large, so that
+    /dev/zero or a runaway file cannot exhaust memory."""
+    with open(path, "rb") as file:
+        return file.read(limit + 1)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def decode_catalogue(raw: bytes, filename: str) -> tuple[str, list[Problem]]:
+    """The file's text, or the problems that stop both parsers from reading it alike."""
+    if raw.startswith(codecs.BOM_UTF8):
+        message = "the file starts with a UTF-8 byte-order mark: save it as UTF-8 without one"
+        return "", [Problem(filename, 1, 1, None, None, message)]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = len(raw[raw.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode(errors="replace"))
+        byte = raw[exc.start : exc.start + 1].hex().upper()
+        message = f"not UTF-8: byte 0x{byte} cannot be decoded ({exc.reason})"
+        return "", [Problem(filename, line, column + 1, None, None, message)]
+    return text, _character_problems(text, filename)
+
+
+def _character_problems(text: str, filename: str) -> list[Problem]:
+    """Each character YAML forbids or the two parsers read differently, with its line."""
+    problems: list[Problem] = []
+    for found in _NOT_YAML.finditer(text):
+        if len(problems) == MAX_PROBLEMS_SHOWN:
+            break
+        line_start = max(text.rfind("\n", 0, found.start()), text.rfind("\r", 0, found.start()))
+        line = len(_LINE_BREAK.findall(text, 0, line_start + 1)) + 1
+        char = f"U+{ord(found.group()):04X}"
+        message = f"character {char} is not allowed in a YAML file (even in a comment)"
+        problems.append(Problem(filename, line, found.start() - line_start, None, None, message))
+    return problems
 
 
 def parse_cards(text: str, filename: str = "<string>") -> tuple[list[Card], list[Problem]]:
@@ -149,8 +225,8 @@ def parse_cards(text: str, filename: str = "<string>") -> tuple[list[Card], list
 
 def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
     try:
-        data = yaml_rs.loads(text, alias_limits=_ALIAS_LIMITS)
-    except yaml_rs.YAMLDecodeError as exc:
+        data = load_yaml(text)
+    except (yaml_rs.YAMLDecodeError, ValueError) as exc:  # ValueError: an int too long
         return [], _locating().structure_problems(text, filename, str(exc))
     if _may_have_tag(text):  # yaml_rs drops unknown tags silently: let the node pass judge
         problems = _locating().structure_problems(text, filename, None)
@@ -177,6 +253,11 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
     if not failures:
         return cards, _locating().order_problems(text, filename, cards)
     return cards, _locating().locate_failures(text, filename, failures)
+
+
+def load_yaml(text: str) -> object:
+    """The fast pass's reading of YAML text: core schema, no dates, bounded aliases."""
+    return yaml_rs.loads(text, alias_limits=_ALIAS_LIMITS, parse_datetime=False)
 
 
 def _locating():
