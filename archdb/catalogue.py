@@ -5,7 +5,8 @@ Two passes keep loading fast and errors precise:
 - A screen of the raw bytes refuses what the two parsers below would read differently,
   each with its line: a file over ``MAX_BYTES``, a byte-order mark, bytes that are not
   UTF-8, and characters YAML does not allow in a stream (NUL, ESC and other controls, even
-  in a comment) or reads as a line break only in YAML 1.1 (U+0085, U+2028, U+2029).
+  in a comment) or reads as a line break only in YAML 1.1 (U+0085, U+2028, U+2029),
+  and runs of over ``MAX_DIGITS`` digits (converting a huge number is quadratic).
 - The fast pass parses with yaml_rs (a Rust YAML 1.2 core-schema parser: ``true``/``false``
   are the only booleans, ``1e-4`` is a float, ``2024-06-01`` is a string whether quoted or
   not and becomes a date only where the schema asks for one) which refuses duplicate keys
@@ -48,6 +49,9 @@ MAX_PROBLEMS_SHOWN = 20  # per kind of problem the byte screen finds
 # U+2028 and U+2029, which YAML 1.1 (the locating parser) reads as line breaks and YAML 1.2
 # (the fast parser) does not, and U+FEFF, a byte-order mark away from the file's start.
 _NOT_YAML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+MAX_DIGITS = 100  # digits in a row (underscores between them allowed)
+# Each repetition is one digit and the underscores after it: no ambiguity, so linear.
+_LONG_NUMBER = re.compile(f"(?:[0-9]_*){{{MAX_DIGITS + 1}}}[0-9_]*")  # the whole run
 _LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
@@ -163,7 +167,7 @@ def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], li
     text, problems = decode_catalogue(raw, filename)
     if problems:
         return [], problems
-    cards, problems = parse_cards(text, filename)
+    cards, problems = parse_cards(text, filename, screened=True)
     if use_cache and not problems:
         cache.write(raw, cards)
     return cards, problems
@@ -193,25 +197,76 @@ def decode_catalogue(raw: bytes, filename: str) -> tuple[str, list[Problem]]:
         byte = raw[exc.start : exc.start + 1].hex().upper()
         message = f"not UTF-8: byte 0x{byte} cannot be decoded ({exc.reason})"
         return "", [Problem(filename, line, column + 1, None, None, message)]
+    if _looks_clean(raw):
+        return text, []
     return text, _character_problems(text, filename)
 
 
+def screen_text(text: str, filename: str) -> list[Problem]:
+    """The byte screen's problems for text already decoded (a lone surrogate included)."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        message = f"character U+{ord(text[exc.start]):04X} is not valid Unicode"
+        return [_problem_at(text, exc.start, filename, message)]
+    return [] if _looks_clean(raw) else _character_problems(text, filename)
+
+
+# Fast screens over the bytes, each a C loop: only a file that fails one is scanned again
+# with the regular expressions that locate each problem.
+_C0_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+_NOT_C0 = bytes(b for b in range(256) if b not in _C0_BYTES)
+_DIGITS_AS_ZERO = bytes(ord("0") if 0x30 <= b <= 0x39 else b for b in range(256))
+_NOT_YAML_NON_ASCII = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _looks_clean(raw: bytes) -> bool:
+    """No forbidden control byte, no forbidden non-ASCII character, no long digit run."""
+    if raw.translate(None, delete=_NOT_C0):
+        return False
+    if b"0" * (MAX_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO, delete=b"_"):
+        return False
+    return raw.isascii() or not _NOT_YAML_NON_ASCII.search(raw.decode("utf-8"))
+
+
 def _character_problems(text: str, filename: str) -> list[Problem]:
-    """Each character YAML forbids or the two parsers read differently, with its line."""
+    """Each character YAML forbids or the two parsers read differently, and each run of
+    digits too long to be a bounded number, with its line."""
     problems: list[Problem] = []
     for found in _NOT_YAML.finditer(text):
         if len(problems) == MAX_PROBLEMS_SHOWN:
             break
-        line_start = max(text.rfind("\n", 0, found.start()), text.rfind("\r", 0, found.start()))
-        line = len(_LINE_BREAK.findall(text, 0, line_start + 1)) + 1
         char = f"U+{ord(found.group()):04X}"
         message = f"character {char} is not allowed in a YAML file (even in a comment)"
-        problems.append(Problem(filename, line, found.start() - line_start, None, None, message))
+        problems.append(_problem_at(text, found.start(), filename, message))
+    for found in _LONG_NUMBER.finditer(text):
+        if len(problems) >= 2 * MAX_PROBLEMS_SHOWN:
+            break
+        message = (
+            f"over {MAX_DIGITS} digits in a row: no bounded value needs them (and converting "
+            "a huge number costs time quadratic in its length)"
+        )
+        problems.append(_problem_at(text, found.start(), filename, message))
     return problems
 
 
-def parse_cards(text: str, filename: str = "<string>") -> tuple[list[Card], list[Problem]]:
-    """Validate catalogue text: the valid cards, and every problem located by line."""
+def _problem_at(text: str, offset: int, filename: str, message: str) -> Problem:
+    """A problem at a character offset, with YAML's line breaks (LF, CRLF or CR)."""
+    line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset))
+    line = len(_LINE_BREAK.findall(text, 0, line_start + 1)) + 1
+    return Problem(filename, line, offset - line_start, None, None, message)
+
+
+def parse_cards(
+    text: str, filename: str = "<string>", screened: bool = False
+) -> tuple[list[Card], list[Problem]]:
+    """Validate catalogue text: the valid cards, and every problem located by line.
+
+    The text is screened first (as ``decode_catalogue`` screens a file's bytes) unless the
+    caller already did.
+    """
+    if not screened and (problems := screen_text(text, filename)):
+        return [], problems
     # Loading allocates many small objects that all stay alive: the cyclic collector
     # would rescan them again and again (quadratic growth), so it pauses meanwhile.
     gc_was_enabled = gc.isenabled()

@@ -216,15 +216,17 @@ class _Builder:
             return None
         mapping: dict[object, object] = {}
         for key_node, value_node in node.value:
+            key = self._build(key_node, card_id, path, out, depth + 1)
             if key_node.tag == PLAIN and key_node.value == "<<":
                 out.append(
                     self._problem(key_node, card_id, path, "merge keys (<<) are not allowed")
                 )
-                continue
-            key = self._build(key_node, card_id, path, out, depth + 1)
-            if not isinstance(key, str):
+            elif not isinstance(key, str):
                 message = f"key {_brief(key)} is not a string"
                 out.append(self._problem(key_node, card_id, path, message))
+            if isinstance(key, list):  # a complex key: the fast parser makes it a tuple
+                key = tuple(key)
+            if isinstance(key, dict):
                 continue
             if key in mapping:
                 out.append(
