@@ -379,7 +379,7 @@ def lock_path(target: Path) -> Path:
 
 
 @contextmanager
-def catalogue_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+def catalogue_lock(target: Path, timeout: float | None = None) -> Iterator[None]:
     """Hold the catalogue's exclusive lock (a flock on a file beside it) meanwhile.
 
     The lock file stays: removing it would let a third writer lock a new file while a
@@ -392,6 +392,7 @@ def catalogue_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None
             [f"{target}: cannot create the lock file {lock_path(target).name}: "
              f"{exc.strerror or exc}"]
         ) from None  # fmt: skip
+    timeout = LOCK_TIMEOUT if timeout is None else timeout
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -427,9 +428,11 @@ def _replace(path: Path, content: bytes, expected: bytes) -> None:
             if read_bounded(path) != expected:  # written meanwhile by one that did not lock
                 raise WriteError([f"{path} changed while the card was being added: run it again"])
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):  # a full disk, a folder we may not write to, ...
+                raise WriteError([f"{path}: cannot write: {exc.strerror or exc}"]) from None
             raise
 
 
