@@ -419,21 +419,13 @@ def parse_condition(text: str) -> Condition:
     return Condition(spec, op, values, text.strip())
 
 
+# "and" as a word between blanks; lookarounds of one character, so the scan is linear
+_AND = re.compile(r"(?<=\s)and(?=\s)", re.IGNORECASE)
+
+
 def split_and(expression: str) -> list[str]:
-    """An expression's conditions: the parts between blank-separated 'and' words
-    (case-insensitive). A scan of its words, so linear in its length."""
-    parts: list[str] = []
-    start = 0
-    previous_end = None  # end of the word before the current one
-    for word in re.finditer(r"\S+", expression):
-        if word.group().lower() == "and" and previous_end is not None:
-            parts.append(expression[start:previous_end])
-            start = word.end()
-            previous_end = None
-            continue
-        previous_end = word.end()
-    parts.append(expression[start:])
-    return [part.strip() for part in parts]
+    """An expression's conditions: the parts between blank-separated 'and' words."""
+    return [part.strip() for part in _AND.split(expression.strip())]
 
 
 def parse_where(expressions: Iterable[str]) -> list[Condition]:
