@@ -144,6 +144,7 @@ MAX_PARAMS = 10**15  # a quadrillion parameters
 MAX_TOKENS = 10**17  # training tokens
 MAX_MAGNITUDE = 1e12  # RoPE bases, soft-caps, decay and loss coefficients
 MAX_PATTERN = MAX_DEPTH  # entries of a per-layer pattern
+MAX_IMPLIED_PARAMS = 10**17  # what the sizes together imply: counts stay well inside int64
 
 Width = Annotated[StrictInt, Field(gt=0, le=MAX_WIDTH)]
 Depth = Annotated[StrictInt, Field(gt=0, le=MAX_DEPTH)]
@@ -479,7 +480,35 @@ class Architecture(Strict):
                     "mlp.moe.dense_d_ff is required for, and only for, models with dense layers "
                     "(first_dense_layers > 0 or layer_period > 1)"
                 )
+        implied = self.implied_params_bound()
+        if implied > MAX_IMPLIED_PARAMS:
+            raise ValueError(
+                f"the sizes imply up to {implied:.1e} parameters, over the limit of "
+                f"{MAX_IMPLIED_PARAMS:.0e}: far above any model; check d_model, n_layers, "
+                "the head counts, d_ff, the experts and vocab_size"
+            )
         return self
+
+    def implied_params_bound(self) -> int:
+        """A quick upper bound on the parameters the sizes imply (unknown sizes count 1).
+
+        Each size is bounded alone, but their products are not: 100,000 layers of a
+        million-wide model would overflow the 64-bit counts that tables and reports hold.
+        """
+        att, mlp, moe = self.attention, self.mlp, self.mlp.moe
+        d = self.d_model or 1
+        head = self.head_dim_effective or 1
+        widths = [d, (att.n_heads or 1) * head, (att.n_kv_heads or 1) * head]
+        if att.latent is not None:
+            widths += astuple_ints(att.latent)
+        ffs = [mlp.d_ff or 1]
+        if moe is not None:
+            ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1]
+        experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
+        layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
+        per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts
+        rows = (self.vocab_size or 1) + (self.position.learned_rows or self.context_length or 1)
+        return layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
 
 
 def expand_pattern(pattern: list[LayerKind], n_layers: int) -> list[LayerKind]:
@@ -496,6 +525,11 @@ def pattern_counts(pattern: list[LayerKind], n_layers: int) -> dict[LayerKind, i
         uses = (n_layers - i + period - 1) // period if i < n_layers else 0
         counts[kind] = counts.get(kind, 0) + uses
     return counts
+
+
+def astuple_ints(model: BaseModel) -> tuple[int, ...]:
+    """The int fields of a sub-model (the latent ranks and head widths)."""
+    return tuple(v for v in model.__dict__.values() if isinstance(v, int))
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:

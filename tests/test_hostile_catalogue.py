@@ -344,3 +344,48 @@ def test_load_catalogue_raises_catalogue_error_for_every_hostile_file(tmp_path):
         with pytest.raises(CatalogueError) as caught:
             load_catalogue(path)
         assert caught.value.problems
+
+
+# --- sizes together --------------------------------------------------------------------
+
+AT_THE_BOUNDS = [
+    ("d_model: 2048", "d_model: 1_048_576"),
+    ("n_layers: 16", "n_layers: 10_000"),
+    ("vocab_size: 32000", "vocab_size: 16_777_216"),
+    ("context_length: 4096", "context_length: 1_073_741_824"),
+    ("d_ff: 5632", "d_ff: 1_048_576"),
+    ("params_published: 1_000_000_000", "params_published: 1_000_000_000_000_000"),
+    ("tokens: 100_000_000_000", "tokens: 100_000_000_000_000_000"),
+    ("n_heads: 16", "n_heads: 1024"),
+    ("n_kv_heads: 4", "n_kv_heads: 1024"),
+    ("rope_theta: 10000.0", "rope_theta: 1.0e12"),
+    ("layer_pattern: [global]", "layer_pattern: [local, global]"),
+    ("sliding_window: null", "sliding_window: 1_073_741_824"),
+]
+
+
+def test_sizes_whose_product_is_absurd_are_refused_at_architecture():
+    text = VALID_CARD.replace("n_layers: 16", "n_layers: 100_000")
+    text = text.replace("d_model: 2048", "d_model: 1_048_576").replace(
+        "d_ff: 5632", "d_ff: 1_048_576"
+    )
+    problem = only_problem(text)
+    assert (problem.line, problem.field) == (14, "architecture")
+    assert "over the limit of 1e+17" in problem.message
+
+
+@pytest.mark.parametrize("layers", ["10_000", "100_000"])
+def test_a_card_at_the_bounds_tabulates_quickly_without_overflow(layers):
+    from archdb.table import card_row, frame_from_rows
+
+    text = VALID_CARD
+    for old, new in AT_THE_BOUNDS:
+        text = text.replace(old, new)
+    if layers == "100_000":  # the deepest stack, at ordinary widths
+        text = VALID_CARD.replace("n_layers: 16", "n_layers: 100_000")
+    cards, problems = parse_cards(text)
+    assert problems == []
+    start = time.perf_counter()
+    frame = frame_from_rows([card_row(cards[0])])
+    assert time.perf_counter() - start < 2
+    assert int(frame["params_exact"].iloc[0]) > 0
