@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import errno
 import gc
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +133,8 @@ class UnknownCardError(KeyError):
         self.name = name
         self.suggestions = suggestions
         hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(f"no card or family named {name!r}{hint}")
+        shown = repr(name) if len(name) <= 80 else repr(name[:77]) + "..."
+        super().__init__(f"no card or family named {shown}{hint}")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -173,10 +177,16 @@ def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], li
     return cards, problems
 
 
-def read_bounded(path: Path, limit: int = MAX_BYTES) -> bytes:
+def read_bounded(path: Path | str, limit: int = MAX_BYTES) -> bytes:
     """At most ``limit + 1`` bytes of a file: enough to tell that it is too large, so that
-    /dev/zero or a runaway file cannot exhaust memory."""
-    with open(path, "rb") as file:
+    /dev/zero or a runaway file cannot exhaust memory. A named pipe or socket is refused
+    (OSError) rather than waited on: opening one would block until a writer came."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb", closefd=True) as file:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise OSError(errno.EINVAL, "a pipe or socket, not a file", str(path))
+        os.set_blocking(fd, True)
         return file.read(limit + 1)
 
 

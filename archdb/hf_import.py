@@ -43,6 +43,7 @@ from pydantic import (
     ValidationError,
 )
 
+from archdb.catalogue import read_bounded
 from archdb.schema import (
     MAX_CONTEXT,
     MAX_COUNT,
@@ -74,8 +75,7 @@ def read_config(path: Path | str) -> dict[str, Any]:
     """A config.json as a dict: at most MAX_CONFIG_BYTES, bounded numbers and nesting."""
     path = Path(path)
     try:
-        with open(path, "rb") as file:
-            raw = file.read(MAX_CONFIG_BYTES + 1)
+        raw = read_bounded(path, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise HFImportError(f"{path}: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:

@@ -389,3 +389,23 @@ def test_a_card_at_the_bounds_tabulates_quickly_without_overflow(layers):
     frame = frame_from_rows([card_row(cards[0])])
     assert time.perf_counter() - start < 2
     assert int(frame["params_exact"].iloc[0]) > 0
+
+
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path):
+    import os
+
+    fifo = tmp_path / "models.yaml"
+    os.mkfifo(fifo)
+    start = time.perf_counter()
+    (problem,) = check_catalogue(fifo)[1]
+    assert time.perf_counter() - start < 2
+    assert "a pipe or socket, not a file" in problem.message
+
+
+def test_an_unknown_card_name_is_quoted_in_brief(tmp_path):
+    from archdb.catalogue import UnknownCardError, load_catalogue
+
+    catalogue = load_catalogue(_written(tmp_path, VALID_CARD.encode()))
+    with pytest.raises(UnknownCardError) as caught:
+        catalogue.resolve("\x1b[2J" + "x" * 100_000)
+    assert len(str(caught.value)) < 200 and "\x1b" not in str(caught.value)
