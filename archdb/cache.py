@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
-from archdb import schema
+from archdb import files, schema
 
 if TYPE_CHECKING:
     from archdb.schema import Card
@@ -81,8 +81,7 @@ def read(raw: bytes) -> list[Card] | None:
     if not enabled():
         return None
     try:
-        with open(entry_path(raw), "rb") as file:
-            blob = file.read(MAX_ENTRY_BYTES + 1)
+        blob = files.read_bounded(entry_path(raw), MAX_ENTRY_BYTES)
         if len(blob) > MAX_ENTRY_BYTES:
             return None
         entry = _Entry.model_validate_json(blob)

@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import codecs
 import difflib
-import errno
 import gc
-import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +35,7 @@ from pathlib import Path
 import yaml_rs
 from pydantic import ValidationError
 
-from archdb import cache
+from archdb import cache, files
 from archdb.schema import Card
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "models.yaml"
@@ -178,16 +175,8 @@ def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], li
 
 
 def read_bounded(path: Path | str, limit: int = MAX_BYTES) -> bytes:
-    """At most ``limit + 1`` bytes of a file: enough to tell that it is too large, so that
-    /dev/zero or a runaway file cannot exhaust memory. A named pipe or socket is refused
-    (OSError) rather than waited on: opening one would block until a writer came."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb", closefd=True) as file:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-            raise OSError(errno.EINVAL, "a pipe or socket, not a file", str(path))
-        os.set_blocking(fd, True)
-        return file.read(limit + 1)
+    """At most ``limit + 1`` bytes of a catalogue file (see archdb.files)."""
+    return files.read_bounded(path, limit)
 
 
 def _os_reason(exc: OSError) -> str:

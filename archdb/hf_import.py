@@ -43,7 +43,7 @@ from pydantic import (
     ValidationError,
 )
 
-from archdb.catalogue import read_bounded
+from archdb.files import read_bounded
 from archdb.schema import (
     MAX_CONTEXT,
     MAX_COUNT,

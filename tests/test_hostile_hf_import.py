@@ -113,7 +113,7 @@ def test_twenty_thousand_layer_types_take_linear_time():
     cfg = edited("gemma-2-2b", num_hidden_layers=n, layer_types=types)
     start = time.perf_counter()
     imported = importing(cfg)
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 3  # minutes before
     pattern = imported.card["architecture"]["attention"]["layer_pattern"]
     assert len(pattern) == n and pattern[-1] == "global"
 

@@ -75,7 +75,7 @@ def test_long_operands_parse_in_linear_time(expression):
         parse_where([expression])
     except QueryError as exc:
         assert len(str(exc)) < 1000
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 1  # 0.2 s at most on an idle machine
 
 
 def test_the_parser_scales_linearly():
