@@ -280,7 +280,7 @@ def parse_cards(
 def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
     try:
         data = load_yaml(text)
-    except (yaml_rs.YAMLDecodeError, ValueError) as exc:  # ValueError: an int too long
+    except YAML_ERRORS as exc:
         return [], _locating().structure_problems(text, filename, str(exc))
     if _may_have_tag(text):  # yaml_rs drops unknown tags silently: let the node pass judge
         problems = _locating().structure_problems(text, filename, None)
@@ -309,8 +309,14 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
     return cards, _locating().locate_failures(text, filename, failures)
 
 
+# What yaml_rs raises on text it cannot turn into Python data: a syntax error, an int too
+# long to convert (ValueError), a mapping used as a key (TypeError: unhashable).
+YAML_ERRORS = (yaml_rs.YAMLDecodeError, ValueError, TypeError, RecursionError)
+
+
 def load_yaml(text: str) -> object:
-    """The fast pass's reading of YAML text: core schema, no dates, bounded aliases."""
+    """The fast pass's reading of YAML text: core schema, no dates, bounded aliases.
+    Raises one of YAML_ERRORS on text it cannot read."""
     return yaml_rs.loads(text, alias_limits=_ALIAS_LIMITS, parse_datetime=False)
 
 

@@ -224,9 +224,8 @@ class _Builder:
             elif not isinstance(key, str):
                 message = f"key {_brief(key)} is not a string"
                 out.append(self._problem(key_node, card_id, path, message))
-            if isinstance(key, list):  # a complex key: the fast parser makes it a tuple
-                key = tuple(key)
-            if isinstance(key, dict):
+            key = _hashable(key)
+            if key is _UNHASHABLE:
                 continue
             if key in mapping:
                 out.append(
@@ -243,6 +242,27 @@ class _Builder:
 
     def _problem(self, node: yaml.Node, card_id: str | None, path: tuple, msg: str) -> Problem:
         return _at(self.filename, node, card_id, _dotted(path), msg)
+
+
+_UNHASHABLE = object()
+
+
+def _hashable(key: object) -> object:
+    """A complex key as the fast parser holds it (a list as a tuple, a mapping as a
+    frozenset of its items), or _UNHASHABLE."""
+    if isinstance(key, list):
+        key = tuple(key)
+    elif isinstance(key, dict):
+        key = frozenset(key.items()) if all(_is_hashable(v) for v in key.values()) else key
+    return key if _is_hashable(key) else _UNHASHABLE
+
+
+def _is_hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:

@@ -40,9 +40,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-import yaml_rs
 
-from archdb.catalogue import MAX_BYTES, decode_catalogue, load_yaml, parse_cards, read_bounded
+from archdb.catalogue import (
+    MAX_BYTES,
+    YAML_ERRORS,
+    decode_catalogue,
+    load_yaml,
+    parse_cards,
+    read_bounded,
+)
 from archdb.schema import Card
 
 WIDTH = 100  # the catalogue's line length
@@ -185,7 +191,7 @@ def _string(value: str) -> str:
     try:
         if load_yaml(doc) == {"k": value} and yaml.safe_load(doc) == {"k": value}:
             return plain
-    except (yaml.YAMLError, yaml_rs.YAMLDecodeError, ValueError):
+    except (yaml.YAMLError, *YAML_ERRORS):
         pass
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
 
@@ -312,7 +318,7 @@ def existing_cards(old: str, filename: str) -> list[Card]:
     try:
         if load_yaml(old) is None:
             return []
-    except (yaml_rs.YAMLDecodeError, ValueError):
+    except YAML_ERRORS:
         pass  # parse_cards locates what is wrong
     cards, problems = parse_cards(old, filename)
     if problems:
