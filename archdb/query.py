@@ -505,7 +505,7 @@ def select(cards: Sequence[Card], query: Query) -> list[Row]:
         known = sorted({c.family for c in cards})
         hints = [m for f in unknown for m in difflib.get_close_matches(f, known, n=3)]
         hint = f"did you mean {', '.join(hints)}? " if hints else ""
-        named = ", ".join(_brief(f) for f in unknown[:5])
+        named = ", ".join(f if f.isprintable() and len(f) <= 60 else _brief(f) for f in unknown[:5])
         raise QueryError(f"no family named {named}: {hint}families: {', '.join(known)}")
     chosen = [c for c in cards if not query.families or c.family in query.families]
     selected = [r for r in rows(chosen) if all(c.matches(r) for c in query.where)]
