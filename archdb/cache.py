@@ -1,27 +1,41 @@
-"""A cache of validated catalogues, so that query commands skip re-validation.
+"""A cache of validated catalogues, so that query commands skip parsing and locating.
 
-Validating builds pydantic's validators and checks every card: about 0.1 s for the
-shipped catalogue, a third of a query command's budget. A file that validated before is
-stored as pickled cards under a key made of its bytes and the code that judged them
-(the schema's source and the pydantic version), so any edit to either misses the cache.
-The cache lives in the user's own cache folder, like __pycache__; a cache that cannot be
-read or written is ignored, never an error. Set ARCHDB_NO_CACHE=1 to bypass it.
+Parsing and validating the shipped catalogue costs about 0.1 s, a third of a query
+command's budget. A file that validated before is stored as plain JSON: the cards'
+``model_dump``, the SHA-256 of the exact catalogue bytes they came from and a fingerprint
+of the code that judged them (the schema's source and the pydantic version). The entry's
+file name is made of both hashes, and the entry repeats them inside, so an entry copied
+under another name, or left from another schema, is never used.
+
+Nothing in the cache is trusted: an entry is read with ``json`` (never ``pickle``: a
+planted file cannot run code) and its cards are validated again by the schema, which
+costs a few milliseconds. A missing, truncated, malformed or mismatched entry is ignored
+and the catalogue is loaded in full; a cache that cannot be written only costs speed.
+``archdb validate`` never reads the cache (``check_catalogue(use_cache=False)``).
+
+The cache lives in the user's own cache folder, like __pycache__. Set ARCHDB_NO_CACHE=1
+to bypass it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import tempfile
+from functools import cache as memoize
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
+from pydantic import BaseModel, ConfigDict
 
-from archdb import schema
+from archdb import files, schema
 
-_FORMAT = b"archdb-cache-1"
+if TYPE_CHECKING:
+    from archdb.schema import Card
+
+FORMAT = "archdb-cache-2"
+MAX_ENTRY_BYTES = 512 * 2**20  # an entry is a few times its catalogue; larger is not ours
 
 
 def cache_dir() -> Path:
@@ -33,35 +47,71 @@ def enabled() -> bool:
     return not os.environ.get("ARCHDB_NO_CACHE")
 
 
-def _key(raw: bytes) -> str:
-    digest = hashlib.sha256(_FORMAT)
+@memoize
+def schema_fingerprint() -> str:
+    """What judged the cards: the cache format, the schema's source, pydantic's version."""
+    digest = hashlib.sha256(FORMAT.encode())
     digest.update(Path(schema.__file__).read_bytes())
     digest.update(pydantic.VERSION.encode())
-    digest.update(raw)
     return digest.hexdigest()
 
 
-def read(raw: bytes) -> list[Any] | None:
-    """The cards validated from exactly these bytes, or None."""
+def content_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def entry_path(raw: bytes) -> Path:
+    name = hashlib.sha256(f"{schema_fingerprint()}:{content_hash(raw)}".encode()).hexdigest()
+    return cache_dir() / f"{name}.json"
+
+
+class _Entry(BaseModel):
+    """One cached catalogue, as stored; validating it re-validates every card."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    format: Literal["archdb-cache-2"]
+    catalogue_sha256: str
+    schema_fingerprint: str
+    cards: list[schema.Card]
+
+
+def read(raw: bytes) -> list[Card] | None:
+    """The cards validated from exactly these bytes, or None (and the caller loads)."""
     if not enabled():
         return None
     try:
-        with open(cache_dir() / f"{_key(raw)}.pickle", "rb") as file:
-            cards = pickle.load(file)
-    except Exception:  # missing, truncated or from another version: validate instead
+        blob = files.read_bounded(entry_path(raw), MAX_ENTRY_BYTES)
+        if len(blob) > MAX_ENTRY_BYTES:
+            return None
+        entry = _Entry.model_validate_json(blob)
+    except (OSError, ValueError, RecursionError):  # ValidationError is a ValueError
         return None
-    return cards if isinstance(cards, list) else None
+    if entry.catalogue_sha256 != content_hash(raw):
+        return None  # copied from another catalogue's entry
+    if entry.schema_fingerprint != schema_fingerprint():
+        return None
+    return list(entry.cards)
 
 
 def write(raw: bytes, cards: list[Any]) -> None:
     """Store validated cards atomically; failure to write only costs speed."""
     if not enabled():
         return
+    entry = _Entry(
+        format=FORMAT,
+        catalogue_sha256=content_hash(raw),
+        schema_fingerprint=schema_fingerprint(),
+        cards=cards,
+    )
+    tmp = None
     try:
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as tmp:
-            pickle.dump(cards, tmp, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp.name, folder / f"{_key(raw)}.pickle")
+        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
+            tmp = handle.name
+            handle.write(entry.model_dump_json().encode())
+        os.replace(tmp, entry_path(raw))
     except OSError:
-        return
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)

@@ -2,23 +2,33 @@
 
 Two passes keep loading fast and errors precise:
 
-- The fast pass parses with yaml_rs (a Rust YAML 1.2 parser: ``true``/``false`` are the
-  only booleans, ``1e-4`` is a float) which refuses duplicate keys and bounds alias
-  expansion, then validates every card with pydantic. A valid file never pays for line
-  numbers.
+- A screen of the raw bytes refuses what the two parsers below would read differently,
+  each with its line: a file over ``MAX_BYTES``, a byte-order mark, bytes that are not
+  UTF-8, and characters YAML does not allow in a stream (NUL, ESC and other controls, even
+  in a comment) or reads as a line break only in YAML 1.1 (U+0085, U+2028, U+2029),
+  and runs of over ``MAX_DIGITS`` digits (converting a huge number is quadratic).
+- The fast pass parses with yaml_rs (a Rust YAML 1.2 core-schema parser: ``true``/``false``
+  are the only booleans, ``1e-4`` is a float, ``2024-06-01`` is a string whether quoted or
+  not and becomes a date only where the schema asks for one) which refuses duplicate keys
+  and bounds alias expansion and nesting, then validates every card with pydantic. A valid
+  file never pays for line numbers.
 - Only when something is wrong does the locating pass compose the text with PyYAML into
   nodes that keep their line marks, and map each problem to the node it concerns.
   PyYAML's own loaders are unsafe for a reviewed data file in two quiet ways (a
   duplicate key silently keeps the last value; aliases expand without bound), so this
   pass walks the nodes itself and reports every duplicate key, non-standard tag and
-  runaway alias in the file, not just the first.
+  runaway alias in the file, not just the first. It resolves plain scalars with the same
+  YAML 1.2 core rules as the fast pass (``archdb.locate.resolve_plain``; a differential
+  test holds the two to one semantics), and refuses explicit tags.
 """
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import gc
 import os
+import re
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +38,7 @@ from typing import TYPE_CHECKING
 import yaml_rs
 from pydantic import ValidationError
 
-from archdb import cache
+from archdb import cache, files
 from archdb.schema import Card
 
 if TYPE_CHECKING:
@@ -105,6 +115,17 @@ def resolve_catalogue(explicit: Path | str | None = None, *, writing: bool = Fal
 
 ALIAS_EXPANSION_LIMIT = 10_000  # nodes aliases may re-use, in total, per file
 _ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=ALIAS_EXPANSION_LIMIT)
+MAX_BYTES = 64 * 2**20  # a catalogue file's size limit: 10,000 cards take about 45 MiB
+MAX_PROBLEMS_SHOWN = 20  # per kind of problem the byte screen finds
+
+# Characters YAML 1.2 does not allow in a stream (c-printable's complement), with U+0085,
+# U+2028 and U+2029, which YAML 1.1 (the locating parser) reads as line breaks and YAML 1.2
+# (the fast parser) does not, and U+FEFF, a byte-order mark away from the file's start.
+_NOT_YAML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+MAX_DIGITS = 100  # digits in a row (underscores between them allowed)
+# Each repetition is one digit and the underscores after it: no ambiguity, so linear.
+_LONG_NUMBER = re.compile(f"(?:[0-9]_*){{{MAX_DIGITS + 1}}}[0-9_]*")  # the whole run
+_LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -119,10 +140,19 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        """One line, with any control character in it escaped (``\\x1b``): a hostile key
+        or id must not reach a terminal raw."""
         where = " ".join(x for x in (self.card_id, self.field) if x)
-        return (
-            f"{self.file}:{self.line}:{self.column}: {where + ': ' if where else ''}{self.message}"
-        )
+        prefix = f"{self.file}:{self.line}:{self.column}: "
+        return printable(prefix + (f"{where}: " if where else "") + self.message)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text with control characters (and bidirectional overrides) written as escapes."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class CatalogueError(Exception):
@@ -208,45 +238,145 @@ class UnknownCardError(KeyError):
         self.name = name
         self.suggestions = suggestions
         hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(f"no card or family named {name!r}{hint}")
+        shown = repr(name) if len(name) <= 80 else repr(name[:77]) + "..."
+        super().__init__(f"no card or family named {shown}{hint}")
 
     def __str__(self) -> str:
         return str(self.args[0])
 
 
 def load_catalogue(path: Path | str | None = None) -> Catalogue:
-    """Load and validate the catalogue; raise CatalogueError listing every problem.
+    """Load and validate the catalogue (through the validation cache); raise
+    CatalogueError listing every problem.
 
     Without ``path``, the catalogue ``resolve_catalogue`` finds.
     """
     path = resolve_catalogue(path)
-    cards, problems = check_catalogue(path)
+    cards, problems = check_catalogue(path, use_cache=True)
     if problems:
         raise CatalogueError(problems)
     return Catalogue(path, tuple(cards))
 
 
-def check_catalogue(path: Path, use_cache: bool = True) -> tuple[list[Card], list[Problem]]:
+def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], list[Problem]]:
     """Validate a catalogue file, returning the valid cards and all problems found.
 
-    A file that validated before, byte for byte and under the same schema, is read from
-    the validation cache instead (see archdb.cache): query commands start faster.
+    Always a full load unless ``use_cache``: then a file that validated before, byte for
+    byte and under the same schema, is read from the validation cache instead (see
+    archdb.cache), so that query commands start faster. ``archdb validate`` never trusts
+    the cache.
     """
+    filename = str(path)
     try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [Problem(str(path), 1, 1, None, None, f"cannot read file: {exc}")]
+        raw = read_bounded(path)
+    except OSError as exc:
+        return [], [Problem(filename, 1, 1, None, None, f"cannot read file: {_os_reason(exc)}")]
+    if len(raw) > MAX_BYTES:
+        message = f"file is larger than {MAX_BYTES // 2**20} MiB: refused"
+        return [], [Problem(filename, 1, 1, None, None, message)]
     if use_cache and (cached := cache.read(raw)) is not None:
         return cached, []
-    cards, problems = parse_cards(text, str(path))
+    text, problems = decode_catalogue(raw, filename)
+    if problems:
+        return [], problems
+    cards, problems = parse_cards(text, filename, screened=True)
     if use_cache and not problems:
         cache.write(raw, cards)
     return cards, problems
 
 
-def parse_cards(text: str, filename: str = "<string>") -> tuple[list[Card], list[Problem]]:
-    """Validate catalogue text: the valid cards, and every problem located by line."""
+def read_bounded(path: Path | str, limit: int = MAX_BYTES) -> bytes:
+    """At most ``limit + 1`` bytes of a catalogue file (see archdb.files)."""
+    return files.read_bounded(path, limit)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def decode_catalogue(raw: bytes, filename: str) -> tuple[str, list[Problem]]:
+    """The file's text, or the problems that stop both parsers from reading it alike."""
+    if raw.startswith(codecs.BOM_UTF8):
+        message = "the file starts with a UTF-8 byte-order mark: save it as UTF-8 without one"
+        return "", [Problem(filename, 1, 1, None, None, message)]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = len(raw[raw.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode(errors="replace"))
+        byte = raw[exc.start : exc.start + 1].hex().upper()
+        message = f"not UTF-8: byte 0x{byte} cannot be decoded ({exc.reason})"
+        return "", [Problem(filename, line, column + 1, None, None, message)]
+    if _looks_clean(raw):
+        return text, []
+    return text, _character_problems(text, filename)
+
+
+def screen_text(text: str, filename: str) -> list[Problem]:
+    """The byte screen's problems for text already decoded (a lone surrogate included)."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        message = f"character U+{ord(text[exc.start]):04X} is not valid Unicode"
+        return [_problem_at(text, exc.start, filename, message)]
+    return [] if _looks_clean(raw) else _character_problems(text, filename)
+
+
+# Fast screens over the bytes, each a C loop: only a file that fails one is scanned again
+# with the regular expressions that locate each problem.
+_C0_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+_NOT_C0 = bytes(b for b in range(256) if b not in _C0_BYTES)
+_DIGITS_AS_ZERO = bytes(ord("0") if 0x30 <= b <= 0x39 else b for b in range(256))
+_NOT_YAML_NON_ASCII = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _looks_clean(raw: bytes) -> bool:
+    """No forbidden control byte, no forbidden non-ASCII character, no long digit run."""
+    if raw.translate(None, delete=_NOT_C0):
+        return False
+    if b"0" * (MAX_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO, delete=b"_"):
+        return False
+    return raw.isascii() or not _NOT_YAML_NON_ASCII.search(raw.decode("utf-8"))
+
+
+def _character_problems(text: str, filename: str) -> list[Problem]:
+    """Each character YAML forbids or the two parsers read differently, and each run of
+    digits too long to be a bounded number, with its line."""
+    problems: list[Problem] = []
+    for found in _NOT_YAML.finditer(text):
+        if len(problems) == MAX_PROBLEMS_SHOWN:
+            break
+        char = f"U+{ord(found.group()):04X}"
+        message = f"character {char} is not allowed in a YAML file (even in a comment)"
+        problems.append(_problem_at(text, found.start(), filename, message))
+    for found in _LONG_NUMBER.finditer(text):
+        if len(problems) >= 2 * MAX_PROBLEMS_SHOWN:
+            break
+        message = (
+            f"over {MAX_DIGITS} digits in a row: no bounded value needs them (and converting "
+            "a huge number costs time quadratic in its length)"
+        )
+        problems.append(_problem_at(text, found.start(), filename, message))
+    return problems
+
+
+def _problem_at(text: str, offset: int, filename: str, message: str) -> Problem:
+    """A problem at a character offset, with YAML's line breaks (LF, CRLF or CR)."""
+    line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset))
+    line = len(_LINE_BREAK.findall(text, 0, line_start + 1)) + 1
+    return Problem(filename, line, offset - line_start, None, None, message)
+
+
+def parse_cards(
+    text: str, filename: str = "<string>", screened: bool = False
+) -> tuple[list[Card], list[Problem]]:
+    """Validate catalogue text: the valid cards, and every problem located by line.
+
+    The text is screened first (as ``decode_catalogue`` screens a file's bytes) unless the
+    caller already did.
+    """
+    if not screened and (problems := screen_text(text, filename)):
+        return [], problems
     # Loading allocates many small objects that all stay alive: the cyclic collector
     # would rescan them again and again (quadratic growth), so it pauses meanwhile.
     gc_was_enabled = gc.isenabled()
@@ -260,8 +390,8 @@ def parse_cards(text: str, filename: str = "<string>") -> tuple[list[Card], list
 
 def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
     try:
-        data = yaml_rs.loads(text, alias_limits=_ALIAS_LIMITS)
-    except yaml_rs.YAMLDecodeError as exc:
+        data = load_yaml(text)
+    except YAML_ERRORS as exc:
         return [], _locating().structure_problems(text, filename, str(exc))
     if _may_have_tag(text):  # yaml_rs drops unknown tags silently: let the node pass judge
         problems = _locating().structure_problems(text, filename, None)
@@ -288,6 +418,17 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
     if not failures:
         return cards, _locating().order_problems(text, filename, cards)
     return cards, _locating().locate_failures(text, filename, failures)
+
+
+# What yaml_rs raises on text it cannot turn into Python data: a syntax error, an int too
+# long to convert (ValueError), a mapping used as a key (TypeError: unhashable).
+YAML_ERRORS = (yaml_rs.YAMLDecodeError, ValueError, TypeError, RecursionError)
+
+
+def load_yaml(text: str) -> object:
+    """The fast pass's reading of YAML text: core schema, no dates, bounded aliases.
+    Raises one of YAML_ERRORS on text it cannot read."""
+    return yaml_rs.loads(text, alias_limits=_ALIAS_LIMITS, parse_datetime=False)
 
 
 def _locating():

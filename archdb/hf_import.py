@@ -14,17 +14,46 @@ Spellings differ between architectures and are all accepted: ``hidden_size`` / `
 ``rope_theta`` / ``rope_parameters`` / ``rotary_emb_base``, ``rope_scaling`` dicts, and
 multimodal configs whose language model sits under ``text_config``. Every key that maps to
 no card field is reported, so nothing is dropped silently.
+
+A config is hostile input: ``read_config`` bounds the bytes read, the number of digits and
+the nesting of the JSON, and ``import_config`` checks the type and range of every key it
+reads (``ConfigShape``) before mapping anything, so a wrong type is an HFImportError naming
+the key, never a traceback; every step is linear in the config's size.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
-from archdb.schema import UNKNOWN_WHEN_NULL
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+
+from archdb.files import read_bounded
+from archdb.schema import (
+    MAX_CONTEXT,
+    MAX_COUNT,
+    MAX_DEPTH,
+    MAX_MAGNITUDE,
+    MAX_PATTERN,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    UNKNOWN_WHEN_NULL,
+)
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -33,6 +62,232 @@ TRANSFORMERS_MODELS = (
 
 class HFImportError(ValueError):
     """The config cannot become a card (unknown model type, missing sizes, bad identity)."""
+
+
+# --- reading and checking a config -----------------------------------------------
+
+MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few kB; id2label tables reach 100s of kB
+MAX_JSON_DEPTH = 64  # a config nests three or four levels
+MAX_DIGITS = 40  # digits of a JSON number: far beyond any bounded size
+
+
+def read_config(path: Path | str) -> dict[str, Any]:
+    """A config.json as a dict: at most MAX_CONFIG_BYTES, bounded numbers and nesting."""
+    path = Path(path)
+    try:
+        raw = read_bounded(path, MAX_CONFIG_BYTES)
+    except OSError as exc:
+        raise HFImportError(f"{path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise HFImportError(f"{path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config")
+    try:
+        data = json.loads(
+            raw.decode("utf-8"),
+            parse_int=_bounded_int,
+            parse_float=_bounded_float,
+            parse_constant=_no_constant,
+        )
+    except RecursionError:
+        raise HFImportError(f"{path}: JSON nested too deeply: not a config") from None
+    except UnicodeDecodeError as exc:
+        raise HFImportError(f"{path}: not UTF-8 (byte {exc.start}): not a config") from None
+    except json.JSONDecodeError as exc:
+        raise HFImportError(
+            f"{path}:{exc.lineno}:{exc.colno}: not a JSON config: {exc.msg}"
+        ) from None
+    except ValueError as exc:  # from the number hooks below
+        raise HFImportError(f"{path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise HFImportError(f"{path}: expected a JSON object (a config.json)")
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise HFImportError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise ValueError(f"a number with {len(text):,} digits: refused")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    if len(text) > MAX_DIGITS * 2:
+        raise ValueError(f"a number written with {len(text):,} characters: refused")
+    return float(text)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _depth(value: object) -> int:
+    """Nesting depth of JSON data, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            break
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _finite_number(value: object) -> float:
+    """A JSON number (not a boolean, not a string, finite) as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return float(value)
+
+
+def _sized(low: int, high: int) -> Any:
+    return Annotated[StrictInt, Field(ge=low, le=high)]
+
+
+Number = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, le=MAX_MAGNITUDE)]
+Share = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, le=1)]
+Width = _sized(1, MAX_WIDTH)
+Heads = _sized(1, MAX_COUNT)
+Layers = _sized(1, MAX_DEPTH)
+Tokens = _sized(1, MAX_CONTEXT)
+Name = Annotated[StrictStr, Field(max_length=200)]
+
+
+class _Keys(BaseModel):
+    """Keys are checked; others pass through (they are reported as unmapped)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+
+
+class RopeParameters(_Keys):
+    rope_theta: Number | None = None
+    partial_rotary_factor: Share | None = None
+    rope_type: Name | None = None
+    full_attention: RopeParameters | None = None
+    sliding_attention: RopeParameters | None = None
+
+
+class ConfigShape(_Keys):
+    """The type and range of every key import_config reads (bounds: archdb.schema's)."""
+
+    model_type: Name | None = None
+    name_or_path: Name | None = Field(None, alias="_name_or_path")
+    text_config: dict[str, Any] | None = None
+    # sizes
+    hidden_size: Width | None = None
+    n_embd: Width | None = None
+    n_embed: Width | None = None
+    d_model: Width | None = None
+    num_hidden_layers: Layers | None = None
+    n_layer: Layers | None = None
+    num_layers: Layers | None = None
+    num_attention_heads: Heads | None = None
+    n_head: Heads | None = None
+    num_heads: Heads | None = None
+    num_key_value_heads: Heads | None = None
+    num_kv_heads: Heads | None = None
+    n_head_kv: Heads | None = None
+    head_dim: Width | None = None
+    vocab_size: _sized(1, MAX_VOCAB) | None = None
+    max_position_embeddings: Tokens | None = None
+    n_positions: Tokens | None = None
+    max_sequence_length: Tokens | None = None
+    seq_length: Tokens | None = None
+    n_ctx: Tokens | None = None
+    intermediate_size: Width | None = None
+    n_inner: Width | None = None
+    ffn_hidden_size: Width | None = None
+    ffn_dim: Width | None = None
+    word_embed_proj_dim: Width | None = None
+    # activation
+    hidden_activation: Name | None = None
+    hidden_act: Name | None = None
+    activation_function: Name | None = None
+    activation: Name | None = None
+    # positions
+    rope_parameters: RopeParameters | None = None
+    rope_theta: Number | None = None
+    rotary_emb_base: Number | None = None
+    rope_embedding_base: Number | None = None
+    rope_local_base_freq: Number | None = None
+    partial_rotary_factor: Share | None = None
+    rotary_pct: Share | None = None
+    rope_scaling: dict[str, Any] | None = None
+    rotary: StrictBool | None = None
+    rotary_dim: _sized(0, MAX_WIDTH) | None = None
+    alibi: StrictBool | None = None
+    # attention
+    attn_logit_softcapping: Number | None = None
+    final_logit_softcapping: Number | None = None
+    sliding_window: Tokens | None = None
+    layer_types: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
+    sliding_window_pattern: _sized(1, MAX_PATTERN) | None = None
+    use_sliding_window: StrictBool | None = None
+    max_window_layers: _sized(0, MAX_DEPTH) | None = None
+    multi_query: StrictBool | None = None
+    new_decoder_architecture: StrictBool | None = None
+    qk_layernorm: StrictBool | None = None
+    use_qk_norm: StrictBool | None = None
+    query_pre_attn_scalar: Number | None = None
+    logit_scale: Number | None = None
+    # blocks, norms, biases, embeddings
+    use_parallel_residual: StrictBool | None = None
+    parallel_attn: StrictBool | None = None
+    num_ln_in_parallel_attn: _sized(1, 2) | None = None
+    do_layer_norm_before: StrictBool | None = None
+    remove_final_layer_norm: StrictBool | None = Field(None, alias="_remove_final_layer_norm")
+    layer_norm_elementwise_affine: StrictBool | None = None
+    attention_bias: StrictBool | None = None
+    mlp_bias: StrictBool | None = None
+    bias: StrictBool | None = None
+    enable_bias: StrictBool | None = None
+    tie_word_embeddings: StrictBool | None = None
+    # mixture of experts and latent attention
+    num_local_experts: Heads | None = None
+    num_experts: Heads | None = None
+    n_routed_experts: Heads | None = None
+    num_experts_per_tok: Heads | None = None
+    n_shared_experts: _sized(0, MAX_COUNT) | None = None
+    moe_intermediate_size: Width | None = None
+    decoder_sparse_step: Layers | None = None
+    mlp_only_layers: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = (
+        None
+    )
+    first_k_dense_replace: _sized(0, MAX_DEPTH) | None = None
+    moe_layer_freq: Layers | None = None
+    kv_lora_rank: Width | None = None
+    q_lora_rank: Width | None = None
+    qk_rope_head_dim: Width | None = None
+    qk_nope_head_dim: Width | None = None
+    v_head_dim: Width | None = None
+    num_nextn_predict_layers: _sized(0, MAX_DEPTH) | None = None
+
+
+def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
+    """HFImportError naming the first keys whose type or range is wrong."""
+    try:
+        ConfigShape.model_validate(config)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:3]:
+            key = prefix + ".".join(str(p) for p in err["loc"])
+            message = str(err["msg"]).removeprefix("Value error, ")
+            problems.append(f"{key}: {message} (got {_brief(err.get('input'))})")
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise HFImportError(f"config.json: {'; '.join(problems)}{more}") from None
+
+
+def _brief(value: object, limit: int = 40) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"a number of {value.bit_length():,} bits"
+    if isinstance(value, dict | list):
+        return f"a {'mapping' if isinstance(value, dict) else 'list'}"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 # Keys that carry no architecture: bookkeeping, token ids, numerical constants and the
@@ -485,7 +740,7 @@ def _rope_parameters(d: _Draft) -> tuple[dict[str, Any], dict[str, Any]]:
     """The full-attention and local-attention RoPE settings, whatever the spelling."""
     params = d.read("rope_parameters", default={}) or {}
     if "full_attention" in params or "sliding_attention" in params:
-        return params.get("full_attention", {}), params.get("sliding_attention", {})
+        return params.get("full_attention") or {}, params.get("sliding_attention") or {}
     return params, {}
 
 
@@ -535,20 +790,40 @@ _LAYER_KINDS = {
 
 
 def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
+    layers = d.value("architecture.n_layers")
+    if len(types) != layers:
+        raise HFImportError(
+            f"layer_types lists {len(types)} layers but num_hidden_layers is {layers}: "
+            "the config contradicts itself"
+        )
     kinds = []
-    for t in types:
+    for index, t in enumerate(types):
         if t not in _LAYER_KINDS:
-            raise HFImportError(f"layer_types holds {t!r}: not an attention kind the card knows")
+            raise HFImportError(
+                f"layer_types[{index}] is {_brief(t)}: not an attention kind the card knows "
+                f"({', '.join(_LAYER_KINDS)})"
+            )
         kinds.append(_LAYER_KINDS[t] or d.family.full_layer)
     return _period(kinds)
 
 
 def _period(kinds: list[str]) -> list[str]:
-    """The shortest prefix whose tiling gives every layer: l l l l l g l l ... -> l l l l l g."""
-    for p in range(1, len(kinds) + 1):
-        if all(kinds[i] == kinds[i % p] for i in range(len(kinds))):
-            return kinds[:p]
-    return kinds
+    """The shortest prefix whose tiling gives every layer: l l l l l g l l ... -> l l l l l g.
+
+    That prefix's length is the list's smallest period: its length minus its longest
+    border (a proper prefix that is also a suffix), found by the Knuth-Morris-Pratt failure
+    function in linear time.
+    """
+    border = [0] * len(kinds)
+    k = 0
+    for i in range(1, len(kinds)):
+        while k and kinds[i] != kinds[k]:
+            k = border[k - 1]
+        if kinds[i] == kinds[k]:
+            k += 1
+        border[i] = k
+    period = len(kinds) - (border[-1] if kinds else 0)
+    return kinds[:period]
 
 
 def _attention(d: _Draft) -> None:
@@ -617,7 +892,10 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     """A card for the model a config.json describes; HFImportError if it cannot be mapped."""
     if not re.match(r"^https?://\S+$", source_url or ""):
         raise HFImportError("a source is required: give the config's URL (https://...)")
+    check_shape(config)
     decoder, wrapper_note = _decoder_config(config)
+    if wrapper_note:
+        check_shape(decoder, prefix="text_config.")
     model_type = _ALIASES.get(str(decoder.get("model_type")), str(decoder.get("model_type")))
     family = FAMILIES.get(model_type)
     if family is None:

@@ -4,12 +4,20 @@ Only run when something is wrong (see archdb.catalogue): composing the text into
 that keep their marks costs several times the fast parse. PyYAML's own loaders are unsafe
 for a reviewed data file in two quiet ways (a duplicate key silently keeps the last value;
 aliases expand without bound), so this pass walks the nodes itself and reports every
-duplicate key, non-standard tag and runaway alias of a file, not just the first.
+duplicate key, explicit tag, runaway alias and too-deep nesting of a file, not just the
+first.
+
+PyYAML reads YAML 1.1 (``yes`` is a boolean, ``010`` is octal 8, ``2024-06-01`` a date);
+the fast pass reads YAML 1.2's core schema. So this pass resolves plain scalars itself, with
+``resolve_plain``: the fast parser's rules exactly (a differential test holds the two to
+one semantics). Quoted scalars are always strings; explicit tags are refused, because the
+two parsers give them different meanings (yaml_rs reads ``!!str 5`` as the number 5).
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable
 
@@ -20,15 +28,85 @@ from archdb.catalogue import ALIAS_EXPANSION_LIMIT, Problem
 from archdb.schema import Card
 
 _YAML = "tag:yaml.org,2002:"
-SCALAR_TAGS = {_YAML + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 5x faster
-_SCALARS = yaml.constructor.SafeConstructor()
+PLAIN = "archdb:plain"  # an untagged plain scalar, resolved by resolve_plain
+QUOTED = "archdb:quoted"  # an untagged quoted or block scalar: always a string
+MAX_NESTING = 64  # levels of lists and mappings; a card needs five
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 5x faster
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """Composes nodes without YAML 1.1's implicit types: scalars keep their style."""
+
+    def resolve(self, kind: type, value: object, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            return PLAIN if implicit[0] else QUOTED
+        return super().resolve(kind, value, implicit)
+
+
+# --- YAML 1.2 core scalars, as the fast parser (yaml_rs) reads them ----------------
+
+_DIGITS = r"[0-9_]*[0-9][0-9_]*"  # underscores may separate digits: 175_000_000_000
+_DECIMAL = re.compile(_DIGITS)
+_PREFIXED = {
+    "x": (re.compile(r"[0-9a-fA-F_]*[0-9a-fA-F][0-9a-fA-F_]*"), 16),
+    "o": (re.compile(r"[0-7_]*[0-7][0-7_]*"), 8),
+    "b": (re.compile(r"[01_]*[01][01_]*"), 2),
+}
+_FLOAT = re.compile(rf"(?:_*\.{_DIGITS}|{_DIGITS}(?:\.[0-9_]*)?)(?:[eE][-+]?{_DIGITS})?")
+_INF = re.compile(r"[-+]?\.inf", re.IGNORECASE)
+_NAN = re.compile(r"\.nan", re.IGNORECASE)
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+
+
+def resolve_plain(text: str) -> object:
+    """A plain (unquoted) scalar's value: null, a boolean, an int, a float or the string.
+
+    ValueError for an integer too long for Python to convert (over 4,300 digits), where
+    the fast parser fails too.
+    """
+    if text in _NULLS:
+        return None
+    if text in _BOOLS:
+        return _BOOLS[text]
+    if _INF.fullmatch(text):
+        return -math.inf if text.startswith("-") else math.inf
+    if _NAN.fullmatch(text):
+        return math.nan
+    sign = text[:1] if text[:1] in "+-" else ""
+    rest = text[len(sign) :]
+    if rest[:1] == "0" and rest[1:2].lower() in _PREFIXED:
+        digits, base = _PREFIXED[rest[1:2].lower()]
+        return int(sign + rest[2:].replace("_", ""), base) if digits.fullmatch(rest[2:]) else text
+    if _DECIMAL.fullmatch(rest):
+        return int(sign + rest.replace("_", ""))
+    if _FLOAT.fullmatch(rest):
+        return float(sign + rest.replace("_", ""))
+    return text
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The text's node tree, with line marks (YAMLError if PyYAML cannot parse it)."""
+    return yaml.compose(text, Loader=_Loader)
+
+
+def load_values(text: str) -> tuple[object, list[Problem]]:
+    """The text read as plain data by this pass, with every structural problem.
+
+    The differential tests compare this with the fast parser's reading.
+    """
+    root = compose(text)
+    if root is None:
+        return None, []
+    problems: list[Problem] = []
+    value = _Builder("<string>")._build(root, None, (), problems, 0)
+    return value, problems
 
 
 def structure_problems(text: str, filename: str, parser_error: str | None) -> list[Problem]:
     """Every syntax error, duplicate key, bad tag and runaway alias, each with its line."""
     try:
-        root = yaml.compose(text, Loader=_Loader)
+        root = compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -43,7 +121,8 @@ def structure_problems(text: str, filename: str, parser_error: str | None) -> li
             problems.extend(builder.build_card(node)[1])
     if not problems and parser_error:  # the two parsers disagree: trust the stricter one
         line, col = _line_col(parser_error)
-        problems.append(Problem(filename, line, col, None, None, f"YAML: {parser_error}"))
+        first_line = parser_error.strip().split("\n", 1)[0]
+        problems.append(Problem(filename, line, col, None, None, f"YAML: {first_line}"))
     return problems
 
 
@@ -55,7 +134,10 @@ def _line_col(message: str) -> tuple[int, int]:
 def locate_failures(
     text: str, filename: str, failures: list[tuple[int, ValidationError | int]]
 ) -> list[Problem]:
-    root = yaml.compose(text, Loader=_Loader)
+    try:
+        root = compose(text)
+    except yaml.YAMLError as exc:  # the fast parser read what PyYAML cannot: refuse it
+        return structure_problems(text, filename, str(exc))
     problems: list[Problem] = []
     for index, failure in failures:
         node = root.value[index]
@@ -84,13 +166,17 @@ class _Builder:
     def build_card(self, node: yaml.Node) -> tuple[object, list[Problem]]:
         problems: list[Problem] = []
         card_id = _card_id(node)
-        value = self._build(node, card_id, (), problems)
+        value = self._build(node, card_id, (), problems, 1)
         return value, problems
 
     def _build(
-        self, node: yaml.Node, card_id: str | None, path: tuple, out: list[Problem]
+        self, node: yaml.Node, card_id: str | None, path: tuple, out: list[Problem], depth: int
     ) -> object:
         if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            if depth > MAX_NESTING:
+                message = f"nested deeper than {MAX_NESTING} levels: refused"
+                out.append(self._problem(node, card_id, path, message))
+                return None
             if id(node) in self.seen:  # an alias re-uses a node: bound what it expands to
                 self.alias_expansion += _expanded_size(node, self.sizes)
                 if self.alias_expansion > ALIAS_EXPANSION_LIMIT:
@@ -105,38 +191,41 @@ class _Builder:
                     return None
             self.seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
-            if node.tag not in SCALAR_TAGS:
-                out.append(
-                    self._problem(
-                        node,
-                        card_id,
-                        path,
-                        f"tag {node.tag!r} is not allowed: "
-                        "only plain YAML scalars, lists and mappings",
-                    )
-                )
+            if node.tag == QUOTED:
+                return node.value
+            if node.tag != PLAIN:
+                message = f"tag {node.tag!r} is not allowed: write plain values, untagged"
+                out.append(self._problem(node, card_id, path, message))
                 return None
-            return _SCALARS.yaml_constructors[node.tag](_SCALARS, node)
+            try:
+                return resolve_plain(node.value)
+            except ValueError:
+                message = f"number with {len(node.value):,} characters: refused"
+                out.append(self._problem(node, card_id, path, message))
+                return None
         if isinstance(node, yaml.SequenceNode):
             if node.tag != _YAML + "seq":
                 out.append(self._problem(node, card_id, path, f"tag {node.tag!r} is not allowed"))
                 return None
             return [
-                self._build(item, card_id, (*path, i), out) for i, item in enumerate(node.value)
+                self._build(item, card_id, (*path, i), out, depth + 1)
+                for i, item in enumerate(node.value)
             ]
         if node.tag != _YAML + "map":
             out.append(self._problem(node, card_id, path, f"tag {node.tag!r} is not allowed"))
             return None
         mapping: dict[object, object] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == _YAML + "merge":
+            key = self._build(key_node, card_id, path, out, depth + 1)
+            if key_node.tag == PLAIN and key_node.value == "<<":
                 out.append(
                     self._problem(key_node, card_id, path, "merge keys (<<) are not allowed")
                 )
-                continue
-            key = self._build(key_node, card_id, path, out)
-            if not isinstance(key, str):
-                out.append(self._problem(key_node, card_id, path, f"key {key!r} is not a string"))
+            elif not isinstance(key, str):
+                message = f"key {_brief(key)} is not a string"
+                out.append(self._problem(key_node, card_id, path, message))
+            key = _hashable(key)
+            if key is _UNHASHABLE:
                 continue
             if key in mapping:
                 out.append(
@@ -148,24 +237,57 @@ class _Builder:
                     )
                 )
                 continue
-            mapping[key] = self._build(value_node, card_id, (*path, key), out)
+            mapping[key] = self._build(value_node, card_id, (*path, key), out, depth + 1)
         return mapping
 
     def _problem(self, node: yaml.Node, card_id: str | None, path: tuple, msg: str) -> Problem:
         return _at(self.filename, node, card_id, _dotted(path), msg)
 
 
+_UNHASHABLE = object()
+
+
+def _hashable(key: object) -> object:
+    """A complex key as the fast parser holds it (a list as a tuple, a mapping as a
+    frozenset of its items), or _UNHASHABLE."""
+    if isinstance(key, list):
+        key = tuple(key)
+    elif isinstance(key, dict):
+        key = frozenset(key.items()) if all(_is_hashable(v) for v in key.values()) else key
+    return key if _is_hashable(key) else _UNHASHABLE
+
+
+def _is_hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
-    """Nodes a collection expands to with aliases followed; memoized, so linear in nodes."""
-    if id(node) in memo:
-        return memo[id(node)]
-    size = 1
+    """Nodes a collection expands to with aliases followed; memoized, so linear in nodes.
+    Iterative (children before parents), so deep nesting cannot exhaust the stack."""
+    stack = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        if id(current) in memo:
+            continue
+        children = _children(current)
+        if children_done:
+            memo[id(current)] = 1 + sum(memo[id(c)] for c in children)
+        else:
+            stack.append((current, True))
+            stack.extend((c, False) for c in children if id(c) not in memo)
+    return memo[id(node)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):
-        size += sum(_expanded_size(n, memo) for n in node.value)
-    elif isinstance(node, yaml.MappingNode):
-        size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
-    memo[id(node)] = size
-    return size
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 # --- locating problems ---------------------------------------------------------------
@@ -189,8 +311,16 @@ def _locate(filename: str, card_node: yaml.Node, card_id: str | None, err: dict)
         hint = f"did you mean {close[0]!r}? " if close else ""
         message = f"unknown field: {hint}valid fields here: {', '.join(valid)}"
     elif "input" in err and not isinstance(err["input"], dict | list):
-        message = f"{message} (got {err['input']!r})"
+        message = f"{message} (got {_brief(err['input'])})"
     return _at(filename, _find(card_node, loc), card_id, _dotted(loc), message)
+
+
+def _brief(value: object, limit: int = 60) -> str:
+    """A value's repr cut to a readable length (a hostile value may be megabytes long)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"a number of {value.bit_length():,} bits"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _valid_fields(loc: tuple) -> list[str]:
@@ -216,8 +346,8 @@ def _find(node: yaml.Node, loc: Iterable, exact: bool = False) -> yaml.Node | No
     """The node at a path of keys and indexes, or the deepest ancestor that exists."""
     for part in loc:
         child = None
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            child = next((v for k, v in node.value if k.value == part), None)
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if _key_is(k, part)), None)
         elif (
             isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
         ):
@@ -226,6 +356,19 @@ def _find(node: yaml.Node, loc: Iterable, exact: bool = False) -> yaml.Node | No
             return None if exact else node
         node = child
     return node
+
+
+def _key_is(key: yaml.Node, part: object) -> bool:
+    """Whether a key node is the key ``part`` of the parsed data (1: x has the key 1)."""
+    if not isinstance(key, yaml.ScalarNode):
+        return False
+    if key.tag != PLAIN:
+        return key.value == part
+    try:
+        value = resolve_plain(key.value)
+    except ValueError:
+        return False
+    return value == part and type(value) is type(part)
 
 
 def _card_id(node: yaml.Node) -> str | None:
@@ -261,7 +404,10 @@ def order_problems(text: str, filename: str, cards: list[Card]) -> list[Problem]
     ]
     if not found:
         return []
-    root = yaml.compose(text, Loader=_Loader)
+    try:
+        root = compose(text)
+    except yaml.YAMLError as exc:
+        return structure_problems(text, filename, str(exc))
     return [
         _at(filename, _find(root.value[i], path), cards[i].id, path[0], message)
         for i, path, message in sorted(found)

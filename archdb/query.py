@@ -17,12 +17,17 @@ Operators: ``=``/``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` (numbers and dates
 value: ``sliding_window!=null``. A card whose value is null (unknown, or the feature is
 not used) matches no comparison except ``=null``. Several conditions in one expression
 join with ``and``.
+
+Every string here comes from a command line and is hostile: parsing is linear in its
+length (no regular expression that can backtrack), total (any text gives a condition or
+a QueryError, never another exception) and errors quote at most a short prefix of it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import difflib
+import math
 import re
 import types
 import typing
@@ -42,6 +47,12 @@ Row = dict[str, Any]
 
 class QueryError(ValueError):
     """A malformed expression, an unknown field or a value the field cannot take."""
+
+
+def _brief(text: str, limit: int = 60) -> str:
+    """User text quoted in an error: its repr (controls escaped), cut to a readable length."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else f"{shown[: limit - 4]}...{shown[-1]}"
 
 
 # --- fields ------------------------------------------------------------------------
@@ -189,19 +200,24 @@ def resolve_field(name: str) -> FieldSpec:
         return fields()[names[key]]
     if key in ambiguous:
         options = ", ".join(display_name(c) for c in ambiguous[key])
-        raise QueryError(f"field {key!r} is ambiguous: say which one ({options})")
+        raise QueryError(f"field {_brief(key)} is ambiguous: say which one ({options})")
     close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     raise QueryError(
-        f"unknown field {key!r}: {hint}valid fields: {', '.join(short_names())}; or any "
+        f"unknown field {_brief(key)}: {hint}valid fields: {', '.join(short_names())}; or any "
         "card path such as norm.type or training.z_loss (`archdb fields` lists them all)"
     )
 
 
 # --- values ------------------------------------------------------------------------
 
-_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-_NUMBER = re.compile(r"^([-+]?(?:\d[\d_]*)?\.?\d*(?:e[-+]?\d+)?)([kmbgt]?)$", re.IGNORECASE)
+_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+# Unambiguous, so matching is linear: sign, digits with an optional fraction (or only a
+# fraction), an optional exponent, an optional size suffix.
+_NUMBER = re.compile(
+    r"([-+]?)(\d[\d_]*(?:\.\d*)?|\.\d+)(?:e([-+]?\d+))?([kmbgt]?)", re.IGNORECASE | re.ASCII
+)
+MAX_NUMBER_CHARS = 40  # far more digits than any bounded card value needs
 _NULLS = {"null", "none"}
 _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0"}
@@ -211,14 +227,34 @@ def _number(text: str, spec: FieldSpec) -> int | float:
     """'100000', '100k', '7B', '1.5e9', '8/3' -> a number of the field's kind."""
     if "/" in text:
         num, _, den = text.partition("/")
-        value = _number(num, spec) / _number(den, spec)
+        if "/" in den:
+            raise QueryError(f"{display_name(spec.name)} takes one ratio a/b, not {_brief(text)}")
+        denominator = _number(den, spec)
+        if denominator == 0:
+            raise QueryError(f"{display_name(spec.name)}: {_brief(text)} divides by zero")
+        value: int | float = _number(num, spec) / denominator
+        if not math.isfinite(value):
+            raise QueryError(f"{display_name(spec.name)}: {_brief(text)} is too large")
     else:
-        match = _NUMBER.match(text.replace(" ", ""))
-        if not match or not match.group(1).strip("+-."):
-            raise QueryError(f"{display_name(spec.name)} takes a number, not {text!r}")
-        value = float(match.group(1).replace("_", "")) * _SUFFIXES.get(match.group(2).lower(), 1)
-    if spec.kind == "int" and float(value).is_integer():
+        value = _plain_number(text, spec)
+    if spec.kind == "int" and isinstance(value, float) and value.is_integer():
         return int(value)
+    return value
+
+
+def _plain_number(text: str, spec: FieldSpec) -> int | float:
+    compact = text.replace(" ", "")
+    match = _NUMBER.fullmatch(compact) if len(compact) <= MAX_NUMBER_CHARS else None
+    if not match:
+        raise QueryError(f"{display_name(spec.name)} takes a number, not {_brief(text)}")
+    sign, digits, exponent, suffix = match.groups()
+    scale = _SUFFIXES.get(suffix.lower(), 1)
+    digits = digits.replace("_", "")
+    if exponent is None and "." not in digits:  # an integer: exact, however large
+        return int(sign + digits) * scale
+    value = float(f"{sign}{digits}e{exponent or 0}") * scale
+    if not math.isfinite(value):
+        raise QueryError(f"{display_name(spec.name)}: {_brief(text)} is too large")
     return value
 
 
@@ -226,11 +262,14 @@ def _date(text: str, spec: FieldSpec) -> str:
     """'2024', '2024-06' or '2024-06-01' -> an ISO date string (rows hold ISO strings)."""
     parts = text.split("-")
     try:
+        if len(text) > 10 or not all(p.isascii() and p.isdigit() for p in parts):
+            raise ValueError(text)
         year, month, day = (int(p) for p in [*parts, "1", "1"][:3])
         return dt.date(year, month, day).isoformat()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise QueryError(
-            f"{display_name(spec.name)} takes a date (YYYY, YYYY-MM or YYYY-MM-DD), not {text!r}"
+            f"{display_name(spec.name)} takes a date (YYYY, YYYY-MM or YYYY-MM-DD), "
+            f"not {_brief(text)}"
         ) from None
 
 
@@ -240,8 +279,9 @@ def _choice(text: str, spec: FieldSpec) -> str:
         return value
     close = difflib.get_close_matches(value, spec.choices, n=1, cutoff=0.5)
     hint = f"did you mean {close[0]}? " if close else ""
+    choices = ", ".join(spec.choices)
     raise QueryError(
-        f"{display_name(spec.name)} cannot be {text!r}: {hint}choose from {', '.join(spec.choices)}"
+        f"{display_name(spec.name)} cannot be {_brief(text)}: {hint}choose from {choices}"
     )
 
 
@@ -255,7 +295,7 @@ def parse_value(text: str, spec: FieldSpec) -> Any:
     if spec.kind == "bool":
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
-        raise QueryError(f"{display_name(spec.name)} takes true or false, not {text!r}")
+        raise QueryError(f"{display_name(spec.name)} takes true or false, not {_brief(text)}")
     if spec.kind == "date":
         return _date(text, spec)
     if spec.choices:
@@ -265,14 +305,9 @@ def parse_value(text: str, spec: FieldSpec) -> Any:
 
 # --- conditions --------------------------------------------------------------------
 
-_CONDITION = re.compile(
-    r"^\s*(?P<field>[A-Za-z_][\w.]*)\s*"
-    r"(?:(?P<sym>>=|<=|!=|==|=|>|<|~)|(?<=\s)(?P<word>not\s+in|in)\b)"
-    r"\s*(?P<value>.*?)\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
-_LIST = re.compile(r"^[(\[]?(?P<items>.*?)[)\]]?$", re.DOTALL)
+_FIELD = re.compile(r"[A-Za-z_][\w.]*", re.ASCII)
+_SYMBOLS = (">=", "<=", "!=", "==", "=", ">", "<", "~")  # longest first
+_WORDS = ("not in", "in")
 
 
 @dataclass(frozen=True)
@@ -314,44 +349,88 @@ _ORDER = {
 }
 
 
+def _split_condition(text: str) -> tuple[str, str, str] | None:
+    """'field op value' -> its three parts, or None; one left-to-right scan, so linear."""
+    body = text.strip()
+    found = _FIELD.match(body)
+    if not found:
+        return None
+    name, at = found.group(), found.end()
+    rest = body[at:].lstrip()
+    spaced = len(rest) < len(body) - at
+    for symbol in _SYMBOLS:
+        if rest.startswith(symbol):
+            return name, symbol, rest[len(symbol) :].strip()
+    if spaced:  # a word operator needs a blank before it, and a non-word character after
+        lowered = rest[:16].lower()
+        if lowered.startswith("not"):
+            after_not = rest[3:].lstrip()
+            if len(after_not) < len(rest) - 3 and after_not[:2].lower() == "in":
+                return _word_operator(name, "not in", after_not[2:])
+        elif lowered.startswith("in"):
+            return _word_operator(name, "in", rest[2:])
+    return None
+
+
+def _word_operator(name: str, op: str, after: str) -> tuple[str, str, str] | None:
+    if after[:1].isalnum() or after[:1] == "_":
+        return None  # 'index' is not 'in dex'
+    return name, op, after.strip()
+
+
+def _list_items(raw: str) -> list[str]:
+    """'(a, b)', '[a,b]' or 'a,b' -> the non-blank items."""
+    inner = raw.strip()
+    inner = inner[1:] if inner[:1] in "([" else inner
+    inner = inner[:-1] if inner[-1:] in ")]" else inner
+    return [item for item in inner.split(",") if item.strip()]
+
+
 def parse_condition(text: str) -> Condition:
     """One ``field op value`` expression -> a Condition; QueryError says what is wrong."""
-    match = _CONDITION.match(text)
-    if not match:
+    parts = _split_condition(text)
+    if parts is None:
         raise QueryError(
-            f"cannot read {text!r}: write FIELD OP VALUE, e.g. 'norm.type=rmsnorm', "
+            f"cannot read {_brief(text)}: write FIELD OP VALUE, e.g. 'norm.type=rmsnorm', "
             "'year>=2023', 'vocab_size>100k' or 'activation in (swiglu,geglu)'; "
             "operators: = != < <= > >= in, not in, ~"
         )
-    spec = resolve_field(match["field"])
-    op = "=" if match["sym"] == "==" else (match["sym"] or " ".join(match["word"].lower().split()))
-    raw = match["value"]
+    name, symbol, raw = parts
+    spec = resolve_field(name)
+    op = "=" if symbol == "==" else symbol
     if not raw:
-        raise QueryError(f"{text!r} has no value after {op!r}")
+        raise QueryError(f"{_brief(text)} has no value after {op!r}")
     if op in ("in", "not in"):
-        items = [i for i in _LIST.match(raw)["items"].split(",") if i.strip()]
+        items = _list_items(raw)
         if not items:
-            raise QueryError(f"{text!r}: list the values, e.g. {match['field']} in (a,b)")
+            raise QueryError(f"{_brief(text)}: list the values, e.g. {name} in (a,b)")
         values = tuple(parse_value(item, spec) for item in items)
     elif op == "~":
         if spec.numeric or spec.kind == "bool":
-            raise QueryError(f"~ (contains) needs a text field; {match['field']} is {spec.kind}")
+            raise QueryError(f"~ (contains) needs a text field; {name} is {spec.kind}")
         values = (raw.strip().strip("'\""),)
     else:
         values = (parse_value(raw, spec),)
     if op in _ORDER:
         if not spec.ordered:
-            raise QueryError(
-                f"{op} compares numbers or dates; {match['field']} is {spec.kind}: use = or in"
-            )
+            raise QueryError(f"{op} compares numbers or dates; {name} is {spec.kind}: use = or in")
         if values == (None,):
-            raise QueryError(f"{text!r}: null cannot be compared with {op}; use = or !=")
+            raise QueryError(f"{_brief(text)}: null cannot be compared with {op}; use = or !=")
     return Condition(spec, op, values, text.strip())
+
+
+# "and" as a word between blanks; lookarounds of one character, so the scan is linear
+_AND = re.compile(r"(?<=\s)and(?=\s)", re.IGNORECASE)
+
+
+def split_and(expression: str) -> list[str]:
+    """An expression's conditions: the parts between blank-separated 'and' words."""
+    return [part.strip() for part in _AND.split(expression.strip())]
 
 
 def parse_where(expressions: Iterable[str]) -> list[Condition]:
     """Every condition of several expressions (each may join conditions with 'and')."""
-    return [parse_condition(part) for expr in expressions for part in _AND.split(expr.strip())]
+    return [parse_condition(part) for expr in expressions for part in split_and(expr.strip())]
 
 
 # --- queries -----------------------------------------------------------------------
@@ -426,9 +505,8 @@ def select(cards: Sequence[Card], query: Query) -> list[Row]:
         known = sorted({c.family for c in cards})
         hints = [m for f in unknown for m in difflib.get_close_matches(f, known, n=3)]
         hint = f"did you mean {', '.join(hints)}? " if hints else ""
-        raise QueryError(
-            f"no family named {', '.join(unknown)}: {hint}families: {', '.join(known)}"
-        )
+        named = ", ".join(f if f.isprintable() and len(f) <= 60 else _brief(f) for f in unknown[:5])
+        raise QueryError(f"no family named {named}: {hint}families: {', '.join(known)}")
     chosen = [c for c in cards if not query.families or c.family in query.families]
     selected = [r for r in rows(chosen) if all(c.matches(r) for c in query.where)]
     for key in reversed(query.sort):  # stable sorts, last key first

@@ -24,11 +24,14 @@ every card, not inherited from a default. Unknown fields are rejected.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -128,15 +131,68 @@ class SourceKind(StrEnum):
 
 
 # --- field types ---------------------------------------------------------------------
+#
+# Every size has an upper bound far above any real model, so that a typo or a hostile card
+# (n_layers: 1_000_000_000_000) is a located validation error rather than a hang or an
+# overflow in the code that computes with it. Real models sit orders of magnitude below:
+# d_model 18,432 (PaLM), 126 layers (Llama 3.1 405B), 262,144 vocabulary rows (Gemma 3),
+# a 10M-token context (Llama 4 Scout), 2T parameters, 36T training tokens (Qwen 3).
 
-Positive = Annotated[StrictInt, Field(gt=0)]
-NonNegative = Annotated[StrictInt, Field(ge=0)]
-PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
+MAX_WIDTH = 2**20  # 1,048,576: d_model, d_ff, head_dim, latent ranks, embedding width
+MAX_DEPTH = 100_000  # layers of a stack, dense leading layers, MoE layer period
+MAX_COUNT = 2**20  # heads, experts, relative-position buckets
+MAX_VOCAB = 2**24  # 16,777,216 embedding rows
+MAX_CONTEXT = 2**30  # 1,073,741,824 tokens of context, window or learned rows
+MAX_PARAMS = 10**15  # a quadrillion parameters
+MAX_TOKENS = 10**17  # training tokens
+MAX_MAGNITUDE = 1e12  # RoPE bases, soft-caps, decay and loss coefficients
+MAX_PATTERN = MAX_DEPTH  # entries of a per-layer pattern
+MAX_IMPLIED_PARAMS = 10**17  # what the sizes together imply: counts stay well inside int64
+
+Width = Annotated[StrictInt, Field(gt=0, le=MAX_WIDTH)]
+Depth = Annotated[StrictInt, Field(gt=0, le=MAX_DEPTH)]
+DepthOrZero = Annotated[StrictInt, Field(ge=0, le=MAX_DEPTH)]
+Count = Annotated[StrictInt, Field(gt=0, le=MAX_COUNT)]
+CountOrZero = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]
+Vocab = Annotated[StrictInt, Field(gt=0, le=MAX_VOCAB)]
+Tokens = Annotated[StrictInt, Field(gt=0, le=MAX_CONTEXT)]  # a length in tokens
+ParamCount = Annotated[StrictInt, Field(gt=0, le=MAX_PARAMS)]
+TokenCount = Annotated[StrictInt, Field(gt=0, le=MAX_TOKENS)]
+PositiveFloat = Annotated[StrictFloat, Field(gt=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
 Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
 SLUG = r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$"
 Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=80)]
-FieldPath = Annotated[str, Field(pattern=r"^[a-z_]+(?:\.[a-z_]+)*$")]
+FieldPath = Annotated[str, Field(pattern=r"^[a-z_]+(?:\.[a-z_]+)*$", max_length=200)]
+
+# Card text is shown in terminals and HTML: no control characters (ESC starts terminal
+# escape sequences, NUL truncates C strings), no C1 controls, no line or paragraph
+# separators and no bidirectional overrides (they reorder what a reviewer sees). Notes may
+# span lines; every other string is one line.
+_FORBIDDEN_EXCEPT_NEWLINE = "\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL_IN_TEXT = re.compile(f"[{_FORBIDDEN_EXCEPT_NEWLINE}]")
+_CONTROL_IN_LINE = re.compile(f"[\n{_FORBIDDEN_EXCEPT_NEWLINE}]")
+
+
+def _refuse_controls(pattern: re.Pattern[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        found = pattern.search(value)
+        if found:
+            raise ValueError(
+                f"contains the control character U+{ord(found.group()):04X} at character "
+                f"{found.start() + 1}: card text must be printable"
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+_ONE_LINE = _refuse_controls(_CONTROL_IN_LINE)
+Name = Annotated[str, Field(min_length=2, max_length=200), _ONE_LINE]
+Title = Annotated[str, Field(min_length=3, max_length=1_000), _ONE_LINE]
+Locator = Annotated[str, Field(max_length=5_000), _ONE_LINE]
+Url = Annotated[str, Field(pattern=r"^https?://\S+$", max_length=2_000), _ONE_LINE]
+Text = Annotated[str, Field(max_length=10_000), _refuse_controls(_CONTROL_IN_TEXT)]
 
 
 class Strict(BaseModel):
@@ -168,22 +224,22 @@ class Norm(Strict):
 class Latent(Strict):
     """Multi-head latent attention (DeepSeek-V2): K and V come from a low-rank latent."""
 
-    kv_lora_rank: Positive = Field(description="Width of the compressed KV latent (cached).")
-    q_lora_rank: Positive | None = Field(
+    kv_lora_rank: Width = Field(description="Width of the compressed KV latent (cached).")
+    q_lora_rank: Width | None = Field(
         description="Width of the query's low-rank bottleneck; null for a full-rank query."
     )
-    qk_rope_head_dim: Positive = Field(description="Per-head dims carrying RoPE (shared key).")
-    qk_nope_head_dim: Positive = Field(description="Per-head query/key dims without RoPE.")
-    v_head_dim: Positive = Field(description="Per-head value width.")
+    qk_rope_head_dim: Width = Field(description="Per-head dims carrying RoPE (shared key).")
+    qk_nope_head_dim: Width = Field(description="Per-head query/key dims without RoPE.")
+    v_head_dim: Width = Field(description="Per-head value width.")
 
 
 class Attention(Strict):
     variant: AttentionVariant = Field(description="softmax, latent (MLA) or linear.")
-    n_heads: Positive | None = Field(description="Query heads per layer.")
-    n_kv_heads: Positive | None = Field(
+    n_heads: Count | None = Field(description="Query heads per layer.")
+    n_kv_heads: Count | None = Field(
         description="Key/value heads: equal to n_heads for MHA, 1 for MQA, between for GQA."
     )
-    head_dim: Positive | None = Field(
+    head_dim: Width | None = Field(
         description="Per-head width; null means d_model / n_heads (which must divide)."
     )
     qk_norm: QKNorm | None = Field(
@@ -204,12 +260,13 @@ class Attention(Strict):
     logit_softcap: PositiveFloat | None = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
-    sliding_window: Positive | None = Field(
+    sliding_window: Tokens | None = Field(
         description="Window of the pattern's local layers (chunk size of chunked layers), in "
         "tokens; null if the pattern has neither."
     )
     layer_pattern: list[LayerKind] = Field(
         min_length=1,
+        max_length=MAX_PATTERN,
         description="Per-layer attention kinds, tiled from the first layer over all layers: "
         "[global] for every layer full; [local, global] alternates (Gemma 2); five locals and "
         "a global (Gemma 3); three locals and a global-nope (Llama 4).",
@@ -228,10 +285,10 @@ class Position(Strict):
     rotary_fraction: Fraction | None = Field(
         default=None, description="Share of each head's dims that rotate (GPT-J 0.25); RoPE only."
     )
-    relative_buckets: Positive | None = Field(
+    relative_buckets: Count | None = Field(
         default=None, description="Buckets of a T5-style relative bias; relative-bias only."
     )
-    learned_rows: Positive | None = Field(
+    learned_rows: Tokens | None = Field(
         default=None,
         description="Rows of the learned position table where they differ from "
         "context_length (OPT: 2050 for 2048 positions, two rows reserved); learned only. "
@@ -240,26 +297,26 @@ class Position(Strict):
 
 
 class MoE(Strict):
-    n_experts: Positive = Field(description="Routed experts per MoE layer.")
-    n_active: Positive = Field(description="Routed experts each token uses (top-k).")
-    n_shared: NonNegative = Field(description="Shared experts every token uses.")
-    shared_d_ff: Positive | None = Field(
+    n_experts: Count = Field(description="Routed experts per MoE layer.")
+    n_active: Count = Field(description="Routed experts each token uses (top-k).")
+    n_shared: CountOrZero = Field(description="Shared experts every token uses.")
+    shared_d_ff: Width | None = Field(
         description="Hidden width of the shared expert block; null when n_shared is 0."
     )
-    first_dense_layers: NonNegative = Field(description="Leading layers with a dense MLP.")
-    layer_period: Positive = Field(
+    first_dense_layers: DepthOrZero = Field(description="Leading layers with a dense MLP.")
+    layer_period: Depth = Field(
         description="After the dense first layers, every k-th layer is MoE, counting from 1: "
         "layer i (0-based) is MoE when (i - first_dense_layers + 1) % k == 0; 1 for all of "
         "them, 2 for layers 1, 3, 5, ... (Llama 4 Maverick)."
     )
-    dense_d_ff: Positive | None = Field(
+    dense_d_ff: Width | None = Field(
         description="Hidden width of the dense MLP layers; null when every layer is MoE."
     )
 
 
 class MLP(Strict):
     activation: Activation | None = Field(description="Non-linearity; gated units list the GLU.")
-    d_ff: Positive | None = Field(
+    d_ff: Width | None = Field(
         description="Width the down-projection reads: one branch for gated units (as in "
         "released configs' intermediate_size), one routed expert for MoE."
     )
@@ -278,21 +335,21 @@ class Bias(Strict):
 
 class Architecture(Strict):
     kind: Kind
-    d_model: Positive | None = Field(description="Residual stream width.")
-    n_layers: Positive | None = Field(description="Decoder (or only) stack depth.")
-    n_encoder_layers: Positive | None = Field(
+    d_model: Width | None = Field(description="Residual stream width.")
+    n_layers: Depth | None = Field(description="Decoder (or only) stack depth.")
+    n_encoder_layers: Depth | None = Field(
         default=None, description="Encoder depth; encoder-decoder models only."
     )
-    vocab_size: Positive | None = Field(description="Rows of the released embedding matrix.")
-    embedding_dim: Positive | None = Field(
+    vocab_size: Vocab | None = Field(description="Rows of the released embedding matrix.")
+    embedding_dim: Width | None = Field(
         default=None,
         description="Width of a factorized embedding projected to d_model (OPT-350M: 512); "
         "optional, null when the embedding is d_model wide.",
     )
-    tokenizer_vocab_size: Positive | None = Field(
+    tokenizer_vocab_size: Vocab | None = Field(
         default=None, description="The tokenizer's own size, where it differs from vocab_size."
     )
-    context_length: Positive | None = Field(description="Maximum sequence length of the release.")
+    context_length: Tokens | None = Field(description="Maximum sequence length of the release.")
     norm: Norm
     attention: Attention
     position: Position
@@ -358,8 +415,13 @@ class Architecture(Strict):
         return "mqa" if att.n_kv_heads == 1 else "gqa"
 
     def layer_kinds(self) -> list[LayerKind]:
-        """The attention pattern expanded to one entry per decoder layer."""
+        """The attention pattern expanded to one entry per decoder layer (O(n_layers): for
+        building layers; counts come from layer_kind_counts)."""
         return expand_pattern(self.attention.layer_pattern, self.n_layers or 0)
+
+    def layer_kind_counts(self) -> dict[LayerKind, int]:
+        """How many decoder layers have each attention kind, in O(pattern length)."""
+        return pattern_counts(self.attention.layer_pattern, self.n_layers or 0)
 
     # --- cross-field rules --------------------------------------------------------
 
@@ -421,7 +483,35 @@ class Architecture(Strict):
                     "mlp.moe.dense_d_ff is required for, and only for, models with dense layers "
                     "(first_dense_layers > 0 or layer_period > 1)"
                 )
+        implied = self.implied_params_bound()
+        if implied > MAX_IMPLIED_PARAMS:
+            raise ValueError(
+                f"the sizes imply up to {implied:.1e} parameters, over the limit of "
+                f"{MAX_IMPLIED_PARAMS:.0e}: far above any model; check d_model, n_layers, "
+                "the head counts, d_ff, the experts and vocab_size"
+            )
         return self
+
+    def implied_params_bound(self) -> int:
+        """A quick upper bound on the parameters the sizes imply (unknown sizes count 1).
+
+        Each size is bounded alone, but their products are not: 100,000 layers of a
+        million-wide model would overflow the 64-bit counts that tables and reports hold.
+        """
+        att, mlp, moe = self.attention, self.mlp, self.mlp.moe
+        d = self.d_model or 1
+        head = self.head_dim_effective or 1
+        widths = [d, (att.n_heads or 1) * head, (att.n_kv_heads or 1) * head]
+        if att.latent is not None:
+            widths += astuple_ints(att.latent)
+        ffs = [mlp.d_ff or 1]
+        if moe is not None:
+            ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1]
+        experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
+        layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
+        per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts
+        rows = (self.vocab_size or 1) + (self.position.learned_rows or self.context_length or 1)
+        return layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
 
 
 def expand_pattern(pattern: list[LayerKind], n_layers: int) -> list[LayerKind]:
@@ -429,18 +519,53 @@ def expand_pattern(pattern: list[LayerKind], n_layers: int) -> list[LayerKind]:
     return [pattern[i % len(pattern)] for i in range(n_layers)]
 
 
+def pattern_counts(pattern: list[LayerKind], n_layers: int) -> dict[LayerKind, int]:
+    """Layers of each kind when a pattern is tiled over n_layers, without expanding it:
+    entry i of a period p is used by layers i, i + p, ... below n_layers."""
+    period = len(pattern)
+    counts: dict[LayerKind, int] = {}
+    for i, kind in enumerate(pattern):
+        uses = (n_layers - i + period - 1) // period if i < n_layers else 0
+        counts[kind] = counts.get(kind, 0) + uses
+    return counts
+
+
+def astuple_ints(model: BaseModel) -> tuple[int, ...]:
+    """The int fields of a sub-model (the latent ranks and head widths)."""
+    return tuple(v for v in model.__dict__.values() if isinstance(v, int))
+
+
 def _ratio(num: float | None, den: float | None) -> float | None:
     return None if not num or not den else num / den
 
 
-# --- the card --------------------------------------------------------------------
+# --- the card ------------------------------------------------------------------
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _iso_date(value: object) -> object:
+    """A date is written YYYY-MM-DD: no timestamps, no numbers, no other spellings."""
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, str) and _ISO_DATE.match(value):
+        return value
+    raise ValueError(f"write the date as YYYY-MM-DD (got {_short_repr(value)})")
+
+
+def _short_repr(value: object, limit: int = 60) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a huge number"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 
 
 class Source(Strict):
     kind: SourceKind
-    title: str = Field(min_length=3, description="Paper title, file name or page title.")
-    url: str = Field(pattern=r"^https?://\S+$")
-    locator: str | None = Field(
+    title: Title = Field(description="Paper title, file name or page title.")
+    url: Url
+    locator: Locator | None = Field(
         description="Where in the source: 'Table 2', 'Section 2.1', 'config.json'."
     )
     copies: str | None = Field(
@@ -451,6 +576,7 @@ class Source(Strict):
     )
     supports: list[FieldPath] = Field(
         min_length=1,
+        max_length=500,
         description="Card fields this source gives, as dotted paths; a prefix covers its "
         "sub-fields ('architecture.attention' covers attention.n_heads).",
     )
@@ -466,7 +592,7 @@ class Source(Strict):
 
 
 class Training(Strict):
-    tokens: Positive | None = Field(description="Pre-training tokens; null if not published.")
+    tokens: TokenCount | None = Field(description="Pre-training tokens; null if not published.")
     dropout: Fraction | None = Field(description="Pre-training dropout; 0 for none.")
     weight_decay: NonNegativeFloat | None = Field(description="AdamW decay.")
     z_loss: NonNegativeFloat | None = Field(
@@ -476,19 +602,22 @@ class Training(Strict):
 
 class Card(Strict):
     id: Slug = Field(description="Unique lowercase slug: family and size, e.g. llama-2-7b.")
-    name: str = Field(min_length=2, description="Display name, e.g. 'Llama 2 7B'.")
+    name: Name = Field(description="Display name, e.g. 'Llama 2 7B'.")
     family: Slug = Field(description="Family slug shared by sizes and versions, e.g. llama-2.")
-    organization: str = Field(min_length=2)
-    release_date: dt.date = Field(description="First public release (paper or weights).")
+    organization: Name
+    release_date: IsoDate = Field(
+        description="First public release (paper or weights), written YYYY-MM-DD."
+    )
     open_weights: StrictBool
-    params_published: Positive | None = Field(
+    params_published: ParamCount | None = Field(
         description="The authors' headline parameter count, e.g. 175_000_000_000."
     )
     training: Training
     architecture: Architecture
-    sources: list[Source] = Field(min_length=1)
-    notes: dict[FieldPath, str] = Field(
+    sources: list[Source] = Field(min_length=1, max_length=100)
+    notes: dict[FieldPath, Text] = Field(
         default_factory=dict,
+        max_length=500,
         description="Per-field notes: why a value is null, where sources disagree, what a "
         "value's convention is.",
     )

@@ -7,31 +7,54 @@ catalogue's own style (block mappings, small flow mappings under ``architecture`
 whose id sorts after it, and every other byte of the file is kept. The result is validated
 as a whole before a temporary file replaces the original, so a failure leaves the
 catalogue untouched.
+
+Writing is safe against other writers and interruptions:
+
+- An exclusive ``fcntl.flock`` on a lock file beside the catalogue (``.models.yaml.lock``)
+  is held from reading the catalogue to replacing it, so two writers run one after the
+  other and the second sees the first one's card (or is told its id is taken).
+- The new text goes to a temporary file in the catalogue's folder, is flushed to disk,
+  then atomically replaces the catalogue; on any error, or SIGTERM, the temporary file is
+  removed.
+- A catalogue that is a symlink is written through to its target (the link stays a
+  link); a read-only catalogue is refused, unchanged.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
+import signal
 import stat
 import tempfile
 import textwrap
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import yaml
-import yaml_rs
 
-from archdb.catalogue import parse_cards
+from archdb.catalogue import (
+    MAX_BYTES,
+    YAML_ERRORS,
+    decode_catalogue,
+    load_yaml,
+    parse_cards,
+    read_bounded,
+)
 from archdb.schema import Card
 
 WIDTH = 100  # the catalogue's line length
 FLOW_MAX_KEYS = 5  # small mappings under `architecture` are written on one line
 UNDERSCORE_FROM = 1_000_000  # counts from a million up are written 175_000_000_000
+LOCK_TIMEOUT = 30.0  # seconds to wait for another writer before giving up
 
 
 class WriteError(Exception):
@@ -131,7 +154,7 @@ def _folded(value: str, indent: int) -> list[str] | None:
     lines = textwrap.wrap(value, WIDTH - indent, break_long_words=False, break_on_hyphens=False)
     block = [" " * indent + line for line in lines]
     doc = "k: >-\n" + "\n".join(block) + "\n"
-    if yaml_rs.loads(doc) != {"k": value} or yaml.safe_load(doc) != {"k": value}:
+    if load_yaml(doc) != {"k": value} or yaml.safe_load(doc) != {"k": value}:
         return None
     return block
 
@@ -166,9 +189,9 @@ def _string(value: str) -> str:
     plain = plain.removesuffix("\n").removesuffix("\n...").strip()
     doc = f"k: {plain}\n"
     try:
-        if yaml_rs.loads(doc) == {"k": value} and yaml.safe_load(doc) == {"k": value}:
+        if load_yaml(doc) == {"k": value} and yaml.safe_load(doc) == {"k": value}:
             return plain
-    except (yaml.YAMLError, yaml_rs.YAMLDecodeError):
+    except (yaml.YAMLError, *YAML_ERRORS):
         pass
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
 
@@ -270,14 +293,8 @@ class Plan:
 
 def plan_insert(old: str, card: Card, filename: str = "<catalogue>") -> Plan:
     """Where and how a card joins a catalogue text; WriteError if it cannot."""
-    starts = _item_starts(old, filename)
-    cards, problems = parse_cards(old, filename) if starts else ([], [])
-    if problems:
-        shown = [str(p) for p in problems[:5]]
-        more = [f"... and {len(problems) - 5} more"] if len(problems) > 5 else []
-        raise WriteError(
-            [f"{filename} has problems; fix them before adding a card:", *shown, *more]
-        )
+    cards = existing_cards(old, filename)
+    starts = _item_starts(old, filename) if cards else []
     ids = [c.id for c in cards]
     if card.id in ids:
         line = old.count("\n", 0, starts[ids.index(card.id)]) + 1
@@ -295,25 +312,63 @@ def plan_insert(old: str, card: Card, filename: str = "<catalogue>") -> Plan:
     return Plan(len(old), ending + lead + body, (old + ending + lead).count("\n") + 1)
 
 
+def existing_cards(old: str, filename: str) -> list[Card]:
+    """The cards of a catalogue text about to be written to; WriteError if it has problems
+    (an empty or comment-only file has none)."""
+    try:
+        if load_yaml(old) is None:
+            return []
+    except YAML_ERRORS:
+        pass  # parse_cards locates what is wrong
+    cards, problems = parse_cards(old, filename)
+    if problems:
+        shown = [str(p) for p in problems[:5]]
+        more = [f"... and {len(problems) - 5} more"] if len(problems) > 5 else []
+        raise WriteError(
+            [f"{filename} has problems; fix them before adding a card:", *shown, *more]
+        )
+    return cards
+
+
 def insert_card(path: Path | str, data: Mapping[str, Any] | Card) -> Inserted:
-    """Validate a card, insert it into a catalogue file in id order and replace the file."""
+    """Validate a card, insert it into a catalogue file in id order and replace the file.
+
+    The whole read-check-write runs under the catalogue's lock (see the module's doc).
+    """
     path = Path(path)
     card = data if isinstance(data, Card) else validate_card(data)
-    try:
-        raw = path.read_bytes()
-        old = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WriteError([f"{path}: cannot read the catalogue: {exc}"]) from None
-    plan = plan_insert(old, card, str(path))
-    new = plan.apply(old)
-    _check_result(new, old, card, str(path))
-    _replace(path, new.encode("utf-8"), expected=raw)
+    target = Path(os.path.realpath(path))  # through a symlink, to the file it names
+    with catalogue_lock(target):
+        raw = _read_writable(target, path)
+        old, problems = decode_catalogue(raw, str(path))
+        if problems:
+            raise WriteError([str(p) for p in problems])
+        plan = plan_insert(old, card, str(path))
+        new = plan.apply(old)
+        _check_result(new, old, card, str(path))
+        _replace(target, new.encode("utf-8"), expected=raw)
     return Inserted(card, path, plan.line)
+
+
+def _read_writable(target: Path, shown: Path) -> bytes:
+    """The catalogue's bytes, if it is a regular file this user may (and means to) write."""
+    try:
+        mode = target.stat().st_mode
+        raw = read_bounded(target)
+    except OSError as exc:
+        raise WriteError([f"{shown}: cannot read the catalogue: {exc.strerror or exc}"]) from None
+    if not stat.S_ISREG(mode):
+        raise WriteError([f"{shown}: not a regular file: cards are added to a catalogue file"])
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise WriteError([f"{shown} is read-only: it was not changed"])
+    if len(raw) > MAX_BYTES:
+        raise WriteError([f"{shown} is larger than {MAX_BYTES // 2**20} MiB: refused"])
+    return raw
 
 
 def _check_result(new: str, old: str, card: Card, filename: str) -> None:
     """The new file must load, hold the old cards unchanged plus the new one, in order."""
-    before, _ = parse_cards(old, filename) if old.strip() else ([], [])
+    before = existing_cards(old, filename)
     after, problems = parse_cards(new, filename)
     if problems:
         raise WriteError([f"the card would break {filename}:", *(str(p) for p in problems)])
@@ -322,21 +377,94 @@ def _check_result(new: str, old: str, card: Card, filename: str) -> None:
         raise WriteError([f"inserting {card.id!r} would change other cards of {filename}"])
 
 
-def _replace(path: Path, content: bytes, expected: bytes) -> None:
-    """Write to a temporary file beside the catalogue, then atomically take its place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+# --- locking and replacing -----------------------------------------------------------
+
+
+def lock_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.lock")
+
+
+@contextmanager
+def catalogue_lock(target: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold the catalogue's exclusive lock (a flock on a file beside it) meanwhile.
+
+    The lock file stays: removing it would let a third writer lock a new file while a
+    second still holds the old one.
+    """
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
-        if path.read_bytes() != expected:  # someone else wrote meanwhile: do not clobber it
-            raise WriteError([f"{path} changed while the card was being added: run it again"])
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        fd = os.open(lock_path(target), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise WriteError(
+            [f"{target}: cannot create the lock file {lock_path(target).name}: "
+             f"{exc.strerror or exc}"]
+        ) from None  # fmt: skip
+    timeout = LOCK_TIMEOUT if timeout is None else timeout
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise WriteError(
+                        [f"{target} is locked by another writer for over {timeout:.0f} s: "
+                         "try again"]
+                    ) from None  # fmt: skip
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _replace(path: Path, content: bytes, expected: bytes) -> None:
+    """Write to a temporary file beside the catalogue, then atomically take its place.
+
+    The temporary file is removed on any failure, SIGTERM included.
+    """
+    with _terminate_cleanly():
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+            if read_bounded(path) != expected:  # written meanwhile by one that did not lock
+                raise WriteError([f"{path} changed while the card was being added: run it again"])
+            os.replace(tmp, path)
+        except BaseException as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):  # a full disk, a folder we may not write to, ...
+                raise WriteError([f"{path}: cannot write: {exc.strerror or exc}"]) from None
+            raise
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while the catalogue was being written."""
+
+
+@contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """SIGTERM raises Terminated meanwhile, so that ``finally`` blocks clean up; then the
+    process ends as SIGTERM would have ended it (exit status 128 + 15)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    except Terminated:
+        signal.signal(signal.SIGTERM, previous)
+        raise SystemExit(128 + signal.SIGTERM) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _item_starts(text: str, filename: str) -> list[int]:

@@ -7,7 +7,6 @@ id order with archdb.writer, which leaves every other byte of the catalogue as i
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -370,15 +369,9 @@ def import_hf(
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise fail(f"{path}: {exc.strerror or exc}", EXIT_DATA) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise fail(f"{path}: not a JSON config: {exc}", EXIT_DATA) from None
-    if not isinstance(data, dict):
-        raise fail(f"{path}: expected a JSON object (a config.json)", EXIT_DATA)
-    return data
+    from archdb.hf_import import read_config  # bounded size, digits and nesting
+
+    return read_config(path)
 
 
 def _complete_identity(answers: dict[str, Any], interactive: bool) -> None:

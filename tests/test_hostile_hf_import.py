@@ -1,0 +1,187 @@
+"""Hostile config.json files: wrong types, absurd sizes, huge or deep JSON, long lists.
+
+Each must end in an HFImportError naming the key (the CLI prints it with exit code 1),
+in linear time: never a traceback, a MemoryError or a hang.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from archdb.hf_import import (
+    MAX_CONFIG_BYTES,
+    HFImportError,
+    Identity,
+    import_config,
+    read_config,
+)
+from archdb.writer import validate_card
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2024-01-01")
+URL = "https://huggingface.co/org/model/blob/main/config.json"
+
+
+def config(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def importing(cfg: dict):
+    return import_config(cfg, source_url=URL, identity=IDENTITY)
+
+
+def refused(cfg: dict) -> str:
+    with pytest.raises(HFImportError) as caught:
+        importing(cfg)
+    return str(caught.value)
+
+
+def edited(name: str, **changes) -> dict:
+    cfg = copy.deepcopy(config(name))
+    cfg.update(changes)
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("base", "key", "value", "fragment"),
+    [
+        ("llama-2-7b-hf", "rope_theta", "ten thousand", "must be a number"),
+        ("llama-2-7b-hf", "rope_theta", {"base": 10000}, "must be a number"),
+        ("llama-2-7b-hf", "rope_theta", True, "must be a number"),
+        ("llama-2-7b-hf", "rope_theta", -1.0, "greater than or equal to 0"),
+        ("llama-2-7b-hf", "rope_parameters", 10000, "valid dictionary"),
+        ("llama-2-7b-hf", "partial_rotary_factor", "0.5", "must be a number"),
+        ("llama-2-7b-hf", "partial_rotary_factor", 2.0, "less than or equal to 1"),
+        ("gemma-2-2b", "layer_types", 26, "valid list"),
+        ("gemma-2-2b", "layer_types", [["sliding_attention"]] * 26, "valid string"),
+        ("gpt2", "n_head", "16", "valid integer"),
+        ("gpt2", "n_head", 0, "greater than or equal to 1"),
+        ("gpt2", "n_embd", 10**30, "less than or equal to"),
+        ("gemma-2-2b", "sliding_window_pattern", "6", "valid integer"),
+        ("gemma-2-2b", "sliding_window_pattern", 10**10, "less than or equal to"),
+        ("llama-2-7b-hf", "num_hidden_layers", 10**12, "less than or equal to"),
+        ("llama-2-7b-hf", "tie_word_embeddings", "false", "valid boolean"),
+        ("llama-2-7b-hf", "hidden_act", ["silu"], "valid string"),
+        ("mixtral-8x7b-v0.1", "num_local_experts", 8.5, "valid integer"),
+    ],
+)
+def test_wrong_types_and_ranges_are_refused_naming_the_key(base, key, value, fragment):
+    message = refused(edited(base, **{key: value}))
+    assert message.startswith(f"config.json: {key}")
+    assert fragment in message
+    assert len(message) < 400  # the hostile value is shown in brief
+
+
+def test_decoder_sparse_step_must_be_an_int():
+    cfg = edited("qwen3-0.6b-base", model_type="qwen3_moe", decoder_sparse_step="2",
+                 moe_intermediate_size=768, num_experts=8, num_experts_per_tok=2)  # fmt: skip
+    assert "decoder_sparse_step" in refused(cfg)
+
+
+def test_nested_rope_parameters_are_checked():
+    cfg = edited("llama-2-7b-hf", rope_parameters={"full_attention": {"rope_theta": "x"}})
+    message = refused(cfg)
+    assert "rope_parameters.full_attention.rope_theta" in message
+
+
+def test_text_config_keys_are_checked_with_their_prefix():
+    cfg = {"model_type": "gemma3", "text_config": {**config("gemma-3-1b-pt"), "head_dim": "256"}}
+    assert refused(cfg).startswith("config.json: text_config.head_dim")
+
+
+def test_layer_types_must_match_the_layer_count():
+    cfg = edited("gemma-2-2b", layer_types=["sliding_attention", "full_attention", "x"][:3])
+    message = refused(cfg)
+    assert "layer_types lists 3 layers but num_hidden_layers is 26" in message
+
+
+def test_unknown_layer_type_is_named_with_its_index():
+    cfg = edited("gemma-2-2b", layer_types=["sliding_attention"] * 25 + ["\x1b[2Jglobal"])
+    message = refused(cfg)
+    assert "layer_types[25]" in message and "\x1b" not in message
+
+
+def test_twenty_thousand_layer_types_take_linear_time():
+    """A pattern whose period is the whole list: the old search was quadratic (minutes)."""
+    n = 20_000
+    types = ["sliding_attention"] * (n - 1) + ["full_attention"]
+    cfg = edited("gemma-2-2b", num_hidden_layers=n, layer_types=types)
+    start = time.perf_counter()
+    imported = importing(cfg)
+    assert time.perf_counter() - start < 3  # minutes before
+    pattern = imported.card["architecture"]["attention"]["layer_pattern"]
+    assert len(pattern) == n and pattern[-1] == "global"
+
+
+def test_periodic_layer_types_shrink_to_their_period():
+    types = (["sliding_attention"] * 5 + ["full_attention"]) * 4 + ["sliding_attention"] * 2
+    cfg = edited("gemma-2-2b", num_hidden_layers=len(types), layer_types=types)
+    assert importing(cfg).card["architecture"]["attention"]["layer_pattern"] == (
+        ["local"] * 5 + ["global"]
+    )
+
+
+def test_a_large_sliding_window_pattern_is_bounded_not_a_memory_error():
+    cfg = edited("gemma-2-2b", sliding_window_pattern=100_000)
+    card = importing(cfg).card  # at the bound: fine, and fast
+    assert len(card["architecture"]["attention"]["layer_pattern"]) == 100_000
+
+
+# --- reading the file ------------------------------------------------------------------
+
+
+def write(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "config.json"
+    path.write_bytes(data)
+    return path
+
+
+def test_a_five_thousand_digit_number_is_refused(tmp_path):
+    path = write(tmp_path, b'{"hidden_size": ' + b"9" * 5000 + b"}")
+    with pytest.raises(HFImportError, match="5,000 digits"):
+        read_config(path)
+
+
+def test_json_nested_100000_deep_is_refused(tmp_path):
+    path = write(tmp_path, b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(HFImportError, match="nested"):
+        read_config(path)
+    path = write(tmp_path, b'{"a": ' + b"[" * 500 + b"]" * 500 + b"}")  # parses, still refused
+    with pytest.raises(HFImportError, match="deeper than 64"):
+        read_config(path)
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b"[1, 2]", "expected a JSON object"),
+        (b'{"a": NaN}', "NaN is not a number JSON allows"),
+        (b'{"a": Infinity}', "Infinity"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b'{"a": 1', "not a JSON config"),
+        (b"", "not a JSON config"),
+    ],
+)
+def test_malformed_files_are_refused(tmp_path, data, fragment):
+    with pytest.raises(HFImportError, match=fragment):
+        read_config(write(tmp_path, data))
+
+
+def test_the_bytes_read_are_bounded():
+    start = time.perf_counter()
+    with pytest.raises(HFImportError, match=f"larger than {MAX_CONFIG_BYTES // 2**20} MiB"):
+        read_config("/dev/zero")
+    assert time.perf_counter() - start < 5
+
+
+def test_a_hostile_but_well_typed_config_still_imports(tmp_path):
+    """Unknown keys of any shape are reported as unmapped, never interpreted."""
+    cfg = edited("llama-2-7b-hf", weird={"deep": [[[1]]]}, another="\x1b[31m")
+    imported = importing(cfg)
+    assert imported.unmapped["weird"] == {"deep": [[[1]]]}
+    validate_card(imported.card)
