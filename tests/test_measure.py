@@ -8,25 +8,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archdb.builder.layout import BuildError, fill_unknowns
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
+    cache_size,
     causal_keys,
     default_seq_len,
     dense_keys,
     derived_figures,
     flops,
-    kv_cache_bytes_per_token,
     param_count,
     training_flops,
 )
 from archdb.measure.flops import UncountedOperatorError, measure_flops
 from archdb.measure.params import full_size_params, measure_params
+from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
-from tests.test_builder import CHOICES, make_arch
+from tests.conftest import CHOICES, make_arch
 
 CARDS = list(load_catalogue())
 
@@ -242,7 +242,7 @@ def test_encoder_decoder_counts_encoder_and_cross_attention():
 
 def test_kv_cache_for_mha_gqa_mqa_mla_and_windows():
     def kv(**changes):
-        return kv_cache_bytes_per_token(make_arch(**changes), 64, dtype_bytes=2)
+        return cache_size(make_arch(**changes), context=64, bytes_per_element=2).per_token
 
     assert kv(**{"attention.n_kv_heads": 4}) == 2 * 2 * 4 * 16 * 2  # layers, K+V, heads, dim
     assert kv() == 2 * 2 * 2 * 16 * 2

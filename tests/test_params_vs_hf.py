@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
@@ -20,7 +19,8 @@ from archdb.measure.hf_reference import (
     hf_parameter_count,
     model_type_for,
 )
-from tests.test_builder import make_arch
+from archdb.plan.layout import fill_unknowns
+from tests.conftest import make_arch
 
 pytest.importorskip("transformers")
 
