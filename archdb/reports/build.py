@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from archdb.catalogue import Catalogue
+from archdb.measure import conventions as cv
 from archdb.reports import claims, families, figures, render
 from archdb.reports import distributions as dist
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -195,7 +196,11 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
         )
     else:
         sections += [
-            with_figure(kv_fig, "KV-cache bytes per token against parameters"),
+            with_figure(
+                kv_fig,
+                f"KV-cache bytes per token for a sequence of {cv.DEFAULT_KV_CONTEXT:,} tokens "
+                f"({cv.DEFAULT_KV_DTYPE_BYTES} bytes per element) against parameters",
+            ),
             render.stats_table(dist.stats(kv, "kv_per_b", "attention_family")),
             render.outlier_table(kv_out, "bytes/token/B"),
         ]
