@@ -60,5 +60,5 @@ class GatedMLP(nn.Module):
 
 
 def make_mlp(activation: Activation, d_model: int, d_ff: int, bias: bool) -> nn.Module:
-    cls = GatedMLP if ACTIVATIONS[activation].gated else MLP
+    cls = GatedMLP if activation.gated else MLP
     return cls(d_model, d_ff, Act(activation), bias)

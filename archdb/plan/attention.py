@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import LayerKind
+from archdb.schema import AttentionVariant, LayerKind
 
+from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec
 from .positions import RelativeXLSpec, RotarySpec
 from .tally import Tally, linear_params
@@ -284,3 +286,62 @@ class LatentAttention:
 
 
 Mixer = HeadAttention | LatentAttention
+
+
+# --- which mixer a layer gets ----------------------------------------------------------------
+# A maker reads the card through the plan's reader (``plan._Reader``: the architecture
+# ``a``, head widths ``dims``, the position ``scheme``, and helpers for the layer's kernel,
+# rotary block, QK norm and score bias); ``spec`` is the layer (None: cross-attention).
+
+Reader = Any  # plan._Reader, not imported: plan imports this module
+
+
+def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAttention:
+    a, dims, att = r.a, r.dims, r.a.attention
+    takes_bias = r.takes_bias(spec)
+    relative_xl = None
+    if takes_bias and r.scheme.layer_bias:
+        relative_xl = RelativeXLSpec(r.d, dims.n_heads, dims.qk_dim, a.context_length)
+    linear = att.variant is AttentionVariant.LINEAR
+    return HeadAttention(
+        d_model=r.d,
+        n_heads=dims.n_heads,
+        n_kv_heads=dims.n_kv_heads,
+        head_dim=dims.qk_dim,
+        qkv_bias=bool(a.bias.qkv),
+        out_bias=bool(a.bias.attn_out),
+        kernel=LinearKernel() if linear else r.kernel(spec, causal),
+        rotary=r.rotary(spec),
+        qk_norm=r.qk_norm(),
+        takes_bias=takes_bias,
+        relative_xl=relative_xl,
+        cached=causal or spec is None,
+    )
+
+
+def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> LatentAttention:
+    a, lat = r.a, r.a.attention.latent
+    return LatentAttention(
+        d_model=r.d,
+        n_heads=r.dims.n_heads,
+        kv_rank=lat.kv_lora_rank,
+        q_rank=lat.q_lora_rank,
+        rope_dim=lat.qk_rope_head_dim,
+        nope_dim=lat.qk_nope_head_dim,
+        v_dim=lat.v_head_dim,
+        norm=r.norm,
+        qkv_bias=bool(a.bias.qkv),
+        out_bias=bool(a.bias.attn_out),
+        kernel=r.kernel(spec, causal),
+        rotary=r.rotary(spec),
+        takes_bias=r.takes_bias(spec),
+        cached=causal or spec is None,
+    )
+
+
+# attention variant -> the spec of a layer's mixer
+MIXERS: dict[AttentionVariant, Callable[[Reader, LayerSpec | None, bool], Mixer]] = {
+    AttentionVariant.SOFTMAX: _head_attention,
+    AttentionVariant.LINEAR: _head_attention,
+    AttentionVariant.LATENT: _latent_attention,
+}

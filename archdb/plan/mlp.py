@@ -1,8 +1,9 @@
 """Feed-forward specs: activations (one registry), dense and gated MLPs, mixtures of experts.
 
-An activation is a rule: its function (applied to the gate of a gated unit), whether it is
-gated, and its FLOPs per element. The torch module is ``archdb.builder.mlp.Act`` running
-that function. Adding an activation is one entry in ``ACTIVATIONS`` (and its enum value).
+An activation is a rule: its function (applied to the gate of a gated unit) and its FLOPs
+per element; whether it is gated is ``Activation.gated`` on the enum. The torch module is
+``archdb.builder.mlp.Act`` running that function. Adding an activation is one entry in
+``ACTIVATIONS`` (and its enum value).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ class ActivationRule:
 
     name: str
     fn: Callable
-    gated: bool = False
     flops_per_element: int = cv.ELEMENTWISE  # the non-linearity alone
 
 
@@ -56,10 +56,10 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     Activation.GELU: ActivationRule("gelu", _gelu),
     Activation.SQUARED_RELU: ActivationRule("squared-relu", _squared_relu, flops_per_element=2),
     Activation.SILU: ActivationRule("silu", _silu),
-    # gated units (Shazeer 2020): act(gate(x)) * up(x)
-    Activation.SWIGLU: ActivationRule("silu", _silu, gated=True),
-    Activation.GEGLU: ActivationRule("gelu", _gelu, gated=True),
-    Activation.REGLU: ActivationRule("relu", _relu, gated=True),
+    # gated units (Shazeer 2020, ``Activation.gated``): act(gate(x)) * up(x)
+    Activation.SWIGLU: ActivationRule("silu", _silu),
+    Activation.GEGLU: ActivationRule("gelu", _gelu),
+    Activation.REGLU: ActivationRule("relu", _relu),
 }
 
 
@@ -77,7 +77,7 @@ class DenseMLP:
         return ACTIVATIONS[self.activation]
 
     def params(self) -> int:
-        branches = 2 if self.rule.gated else 1
+        branches = 2 if self.activation.gated else 1
         d, f = self.d_model, self.d_ff
         return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias)
 
@@ -86,10 +86,10 @@ class DenseMLP:
 
     def flops(self, tally: Tally, tokens: int | None = None) -> None:
         tokens = tally.seq_len if tokens is None else tokens
-        rule, d, f = self.rule, self.d_model, self.d_ff
-        for _ in range(2 if rule.gated else 1):
+        gated, d, f = self.activation.gated, self.d_model, self.d_ff
+        for _ in range(2 if gated else 1):
             tally.linear(d, f, self.bias, tokens)
-        per = rule.flops_per_element + (cv.ELEMENTWISE if rule.gated else 0)  # (+ gating product)
+        per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)
         tally.add(C.ELEMENTWISE, tokens * f * per)
         tally.linear(f, d, self.bias, tokens)
 
@@ -132,7 +132,7 @@ class MoESpec:
 
         e = self.expert
         experts = Experts(
-            self.n_experts, self.d_model, e.d_ff, Act(e.activation), e.rule.gated, e.bias
+            self.n_experts, self.d_model, e.d_ff, Act(e.activation), e.activation.gated, e.bias
         )
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None

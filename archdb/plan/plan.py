@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from archdb.schema import Architecture, AttentionVariant, Kind, LayerKind, NormPosition, QKNorm
+from archdb.schema import Architecture, Kind, LayerKind, NormPosition, QKNorm
 
-from .attention import HeadAttention, LatentAttention, LinearKernel, Mixer, SoftmaxKernel
+from .attention import MIXERS, Mixer, SoftmaxKernel
 from .layout import (
     LayerSpec,
     check_buildable,
@@ -28,7 +28,7 @@ from .layout import (
 )
 from .mlp import DenseMLP, MoESpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
-from .positions import SCHEMES, AbsolutePositions, RelativeXLSpec, RotarySpec, StackBias
+from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .tally import Tally
 
 # --- specs ------------------------------------------------------------------------------
@@ -283,6 +283,19 @@ class _Reader:
         """Self-attention of a layer; ``spec=None`` is cross-attention."""
         return MIXERS[self.a.attention.variant](self, spec, causal)
 
+    def qk_norm(self) -> QKNormSpec | None:
+        att = self.a.attention
+        if att.qk_norm is QKNorm.NONE:
+            return None
+        kind, affine = (
+            att.qk_norm_type or self.a.norm.type,
+            att.qk_norm_affine or self.a.norm.affine,
+        )
+        norm = NormSpec.of(kind, affine)
+        return QKNormSpec(
+            att.qk_norm, norm, self.dims.n_heads, self.dims.n_kv_heads, self.dims.qk_dim
+        )
+
     def kernel(self, spec: LayerSpec | None, causal: bool) -> SoftmaxKernel:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
         window = None if spec is None else spec.window
@@ -306,61 +319,6 @@ class _Reader:
         shared = DenseMLP(self.d, moe.shared_d_ff, act, bias) if moe.n_shared else None
         expert = DenseMLP(self.d, spec.d_ff, act, bias)
         return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared)
-
-
-def _head_attention(r: _Reader, spec: LayerSpec | None, causal: bool) -> HeadAttention:
-    a, dims, att = r.a, r.dims, r.a.attention
-    qk_norm = None
-    if att.qk_norm is not QKNorm.NONE:
-        norm = NormSpec.of(att.qk_norm_type or a.norm.type, att.qk_norm_affine or a.norm.affine)
-        qk_norm = QKNormSpec(att.qk_norm, norm, dims.n_heads, dims.n_kv_heads, dims.qk_dim)
-    takes_bias = r.takes_bias(spec)
-    relative_xl = None
-    if takes_bias and r.scheme.layer_bias:
-        relative_xl = RelativeXLSpec(r.d, dims.n_heads, dims.qk_dim, a.context_length)
-    linear = att.variant is AttentionVariant.LINEAR
-    return HeadAttention(
-        d_model=r.d,
-        n_heads=dims.n_heads,
-        n_kv_heads=dims.n_kv_heads,
-        head_dim=dims.qk_dim,
-        qkv_bias=bool(a.bias.qkv),
-        out_bias=bool(a.bias.attn_out),
-        kernel=LinearKernel() if linear else r.kernel(spec, causal),
-        rotary=r.rotary(spec),
-        qk_norm=qk_norm,
-        takes_bias=takes_bias,
-        relative_xl=relative_xl,
-        cached=causal or spec is None,
-    )
-
-
-def _latent_attention(r: _Reader, spec: LayerSpec | None, causal: bool) -> LatentAttention:
-    a, lat = r.a, r.a.attention.latent
-    return LatentAttention(
-        d_model=r.d,
-        n_heads=r.dims.n_heads,
-        kv_rank=lat.kv_lora_rank,
-        q_rank=lat.q_lora_rank,
-        rope_dim=lat.qk_rope_head_dim,
-        nope_dim=lat.qk_nope_head_dim,
-        v_dim=lat.v_head_dim,
-        norm=r.norm,
-        qkv_bias=bool(a.bias.qkv),
-        out_bias=bool(a.bias.attn_out),
-        kernel=r.kernel(spec, causal),
-        rotary=r.rotary(spec),
-        takes_bias=r.takes_bias(spec),
-        cached=causal or spec is None,
-    )
-
-
-# attention variant -> the spec of a layer's mixer
-MIXERS: dict[AttentionVariant, Callable[[_Reader, LayerSpec | None, bool], Mixer]] = {
-    AttentionVariant.SOFTMAX: _head_attention,
-    AttentionVariant.LINEAR: _head_attention,
-    AttentionVariant.LATENT: _latent_attention,
-}
 
 
 # --- folds -----------------------------------------------------------------------------------

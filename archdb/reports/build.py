@@ -186,8 +186,10 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
         render.per_year_table(vocab_years),
         render.outlier_table(vocab_out, "vocabulary"),
         "## KV-cache bytes per token against parameters\n\n"
-        "Bytes one token adds to the cache at 16-bit precision; compared across sizes as "
-        "bytes per token per billion parameters.",
+        f"The K/V cache of one sequence of {cv.DEFAULT_KV_CONTEXT:,} tokens at "
+        f"{cv.DEFAULT_KV_DTYPE_BYTES} bytes per element, divided by its length (local and "
+        "chunked layers keep only their window); compared across sizes as bytes per token "
+        "per billion parameters.",
     ]
     if kv_fig is None:
         sections.append(
