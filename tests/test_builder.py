@@ -528,7 +528,11 @@ def test_cli_flops_at_a_sequence_length():
     [
         (("build", "no-such-model"), 1, "no card or family named"),
         (("build", "gpt-3", "--size", "huge"), 2, "--size must be toy or full"),
-        (("flops", "gpt-3", "--seq-len", "0"), 2, ""),
+        (("flops", "gpt-3", "--seq-len", "0"), 2, "Invalid value for '--seq-len'"),
+        (("build", "gpt-3", "--seq-len", "0"), 2, "Invalid value for '--seq-len'"),
+        (("build", "gpt-3", "--seq-len", "1000000"), 2, "Invalid value for '--seq-len'"),
+        (("flops", "gpt-3", "--context", "0"), 2, "Invalid value for '--context'"),
+        (("flops", "gpt-3", "--bytes-per-element", "0"), 2, "Invalid value for"),
     ],
 )
 def test_cli_bad_input_is_a_message_and_an_exit_code(args, code, message):
@@ -536,6 +540,28 @@ def test_cli_bad_input_is_a_message_and_an_exit_code(args, code, message):
     assert result.exit_code == code
     assert message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_cli_build_runs_the_toy_at_a_stated_length():
+    result, data = _cli("build", "mistral-7b", "--seq-len", "256", "--json")
+    assert result.exit_code == 0, result.output
+    assert data["seq_len"] == data["dims"]["context_length"] == 256
+    assert data["dims"]["sliding_window"] == 64  # 16 of 64 tokens, scaled to 256
+    assert "scaled to this context" in data["scaling"]["rule"]
+    f = data["flops"]
+    assert abs(f["fvcore"] - f["analytic"]) <= 1e-9 * f["analytic"]
+
+
+def test_cli_flops_states_the_kv_cache_length_and_element_size():
+    args = ("flops", "mistral-7b", "--context", "32768", "--bytes-per-element", "1", "--json")
+    result, data = _cli(*args)
+    assert result.exit_code == 0, result.output
+    assert (data["kv_seq_len"], data["kv_dtype_bytes"]) == (32768, 1)
+    # 32 layers x K,V x 8 KV heads x 128 dims, each keeping its 4096-token window
+    assert data["kv_cache_bytes"] == 32 * 2 * 8 * 128 * 4096
+    assert data["kv_cache_bytes_per_token"] == data["kv_cache_bytes"] / 32768
+    result, _ = _cli("flops", "mistral-7b")
+    assert "8,192 tokens" in result.output and "65,536 per token" in result.output
 
 
 def test_cli_a_card_without_sizes_fails_cleanly(write_catalogue):
