@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from archdb.catalogue import Catalogue
-from archdb.schema import UNKNOWN_WHEN_NULL, Activation, Architecture, Card, QKNorm
+from archdb.schema import UNKNOWN_WHEN_NULL, Activation, Architecture, Card, NormType, QKNorm
 
 # A complete, valid card; line numbers below are relied on by the bad-card corpus.
 VALID_CARD = """\
@@ -220,6 +220,7 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    *({"norm.type": n.value} for n in NormType),
     {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},
     {"norm.type": "layernorm", "norm.affine": "none"},
     {"norm.position": "post", "norm.final": False},

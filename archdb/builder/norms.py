@@ -26,7 +26,8 @@ class Norm(nn.Module):
     def __init__(self, kind: NormType, width: int, scale: bool, bias: bool) -> None:
         super().__init__()
         self.kind, self.width = kind, width
-        self.weight = nn.Parameter(torch.ones(width)) if scale else None
+        init = NORMS[kind].scale_init
+        self.weight = nn.Parameter(torch.full((width,), init)) if scale else None
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

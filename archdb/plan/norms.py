@@ -41,8 +41,11 @@ class NormRule:
     """What a norm kind computes: ``forward(x, width, weight, bias)`` and its cost."""
 
     name: str  # shown in module trees
-    flops_per_element: int  # before the affine terms (cv.AFFINE each)
+    flops_per_element: int  # before the affine terms
     forward: Callable
+    scale_flops: int = cv.AFFINE  # per element, when the norm has a scale
+    bias_flops: int = cv.AFFINE  # per element, when it has a bias
+    scale_init: float = 1.0  # the scale's initial value
 
 
 NORMS: dict[NormType, NormRule] = {
@@ -75,7 +78,8 @@ class NormSpec:
         return width * (int(self.scale) + int(self.bias))
 
     def flops(self, tally: Tally, width: int, tokens: int | None = None) -> None:
-        per = self.rule.flops_per_element + cv.AFFINE * (int(self.scale) + int(self.bias))
+        rule = self.rule
+        per = rule.flops_per_element + rule.scale_flops * self.scale + rule.bias_flops * self.bias
         tally.add(C.NORM, (tally.seq_len if tokens is None else tokens) * width * per)
 
     def module(self, width: int):
