@@ -75,11 +75,10 @@ class Activation(StrEnum):
     SWIGLU = "swiglu"
     GEGLU = "geglu"
     REGLU = "reglu"
-    GLU = "glu"  # sigmoid gate (Dauphin et al. 2017; Shazeer 2020)
 
     @property
     def gated(self) -> bool:
-        return self in {Activation.SWIGLU, Activation.GEGLU, Activation.REGLU, Activation.GLU}
+        return self in {Activation.SWIGLU, Activation.GEGLU, Activation.REGLU}
 
 
 class PositionType(StrEnum):

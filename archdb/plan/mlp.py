@@ -42,12 +42,6 @@ def _squared_relu(x):  # relu(x)^2 (So et al. 2021, Primer; Nemotron-4)
     return torch.relu(x).square()
 
 
-def _sigmoid(x):
-    import torch
-
-    return torch.sigmoid(x)
-
-
 @dataclass(frozen=True)
 class ActivationRule:
     """The non-linearity (of the gate, for gated units), named as in module trees."""
@@ -66,7 +60,6 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     Activation.SWIGLU: ActivationRule("silu", _silu),
     Activation.GEGLU: ActivationRule("gelu", _gelu),
     Activation.REGLU: ActivationRule("relu", _relu),
-    Activation.GLU: ActivationRule("sigmoid", _sigmoid),
 }
 
 
