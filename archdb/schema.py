@@ -49,7 +49,6 @@ class Kind(StrEnum):
 class NormType(StrEnum):
     LAYERNORM = "layernorm"
     RMSNORM = "rmsnorm"
-    RMSNORM_UNIT_OFFSET = "rmsnorm-unit-offset"  # x / rms(x) * (1 + w), w from 0 (Gemma)
 
 
 class NormAffine(StrEnum):

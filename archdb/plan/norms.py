@@ -36,14 +36,6 @@ def _rms_norm(x, width: int, weight, bias):
     return y if bias is None else y + bias
 
 
-def _rms_norm_unit_offset(x, width: int, weight, bias):
-    import torch.nn.functional as F
-
-    y = F.rms_norm(x, (width,), None, RMS_EPS)
-    y = y if weight is None else y + y * weight  # y * (1 + w), per element
-    return y if bias is None else y + bias
-
-
 @dataclass(frozen=True)
 class NormRule:
     """What a norm kind computes: ``forward(x, width, weight, bias)`` and its cost."""
@@ -59,9 +51,6 @@ class NormRule:
 NORMS: dict[NormType, NormRule] = {
     NormType.LAYERNORM: NormRule("LayerNorm", cv.LAYERNORM, _layer_norm),
     NormType.RMSNORM: NormRule("RMSNorm", cv.RMSNORM, _rms_norm),
-    NormType.RMSNORM_UNIT_OFFSET: NormRule(
-        "RMSNormUnitOffset", cv.RMSNORM, _rms_norm_unit_offset, scale_flops=2, scale_init=0.0
-    ),
 }
 
 
