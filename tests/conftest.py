@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 
 from archdb.catalogue import Catalogue
-from archdb.schema import UNKNOWN_WHEN_NULL, Activation, Architecture, Card, NormType, QKNorm
+from archdb.schema import (
+    UNKNOWN_WHEN_NULL,
+    Activation,
+    Architecture,
+    AttentionVariant,
+    Card,
+    NormType,
+    QKNorm,
+)
 
 # A complete, valid card; line numbers below are relied on by the bad-card corpus.
 VALID_CARD = """\
@@ -282,7 +290,9 @@ CHOICES = [
             "v_head_dim": 16,
         },
     },
-    {"attention.variant": "linear"},
+    *(  # latent attention needs its dims: the two latent entries above
+        {"attention.variant": v.value} for v in AttentionVariant if v is not AttentionVariant.LATENT
+    ),
     {
         "mlp.moe": {
             "n_experts": 4,
