@@ -95,7 +95,6 @@ class AttentionVariant(StrEnum):
     SOFTMAX = "softmax"  # multi-head softmax attention (MHA, GQA or MQA by kv heads)
     LATENT = "latent"  # multi-head latent attention (DeepSeek-V2 MLA)
     LINEAR = "linear"  # linear attention / fast weight programmer (Katharopoulos 2020)
-    SIGMOID = "sigmoid"  # sigmoid(scores - log n), no softmax (Ramapuram et al. 2024)
 
 
 class LayerKind(StrEnum):

@@ -118,24 +118,6 @@ class ChunkedKernel(SoftmaxKernel):
         return f"{super().extra_repr()}, chunk={self.chunk}"
 
 
-class SigmoidKernel(SoftmaxKernel):
-    """Sigmoid attention (Ramapuram et al. 2024, https://arxiv.org/abs/2409.04431): each
-    score through sigmoid(s - log n), n the number of keys; no normalization over keys."""
-
-    def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
-        if bias is not None:
-            scores = scores + bias
-        if self.softcap is not None:
-            scores = torch.tanh(scores / self.softcap) * self.softcap
-        p = torch.sigmoid(scores - math.log(k.shape[2]))
-        if self.causal:
-            p = p.masked_fill(~causal_mask(q.shape[2], q.device), 0.0)
-        return torch.matmul(p, v)
-
-
 def causal_mask(t: int, device: torch.device) -> torch.Tensor:
     return torch.ones(t, t, dtype=torch.bool, device=device).tril()
 

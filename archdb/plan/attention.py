@@ -9,14 +9,14 @@ KV cache and module factory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.schema import AttentionVariant, LayerKind
 
-from .layout import BuildError, LayerSpec
+from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec
 from .positions import RelativeXLSpec, RotarySpec
 from .tally import Tally, linear_params
@@ -115,25 +115,6 @@ class SoftmaxKernel:
         if self.rule.windowed:
             return cls(self.qk_dim, self.causal, self.softcap, self.window)
         return cls(self.qk_dim, self.causal, self.softcap)
-
-
-@dataclass(frozen=True)
-class SigmoidKernel(SoftmaxKernel):
-    """sigmoid(score - log n) per score instead of a softmax over keys (global layers)."""
-
-    def flops(self, tally: Tally, h: int, vd: int, per_score_extra: int = 0) -> None:
-        t, qk = tally.seq_len, self.qk_dim
-        dense, useful = self.keys(t)
-        tally.add(C.ATTENTION, t * h * qk)  # q * 1/sqrt(d)
-        per_score = cv.FLOPS_PER_MAC * (qk + vd) + per_score_extra + 2 * cv.ELEMENTWISE
-        if self.softcap is not None:  # - log n, sigmoid (+ soft-cap)
-            per_score += cv.SOFTCAP
-        tally.add(C.ATTENTION, h * dense * per_score, h * useful * per_score)
-
-    def module(self):
-        from archdb.builder.kernels import SigmoidKernel as Module
-
-        return Module(self.qk_dim, self.causal, self.softcap)
 
 
 @dataclass(frozen=True)
@@ -358,18 +339,9 @@ def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> Latent
     )
 
 
-def _sigmoid_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAttention:
-    if spec is not None and spec.kind.windowed:
-        raise BuildError("cannot build: sigmoid attention with local or chunked layers")
-    head = _head_attention(r, spec, causal)
-    k = head.kernel
-    return replace(head, kernel=SigmoidKernel(k.kind, k.qk_dim, k.causal, k.softcap, k.window))
-
-
 # attention variant -> the spec of a layer's mixer
 MIXERS: dict[AttentionVariant, Callable[[Reader, LayerSpec | None, bool], Mixer]] = {
     AttentionVariant.SOFTMAX: _head_attention,
     AttentionVariant.LINEAR: _head_attention,
     AttentionVariant.LATENT: _latent_attention,
-    AttentionVariant.SIGMOID: _sigmoid_attention,
 }
