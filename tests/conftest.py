@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,28 @@ def write_catalogue(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session", autouse=True)
+def experiments_once_per_session():
+    """The claim experiments are pure functions of a card (fixed seeds): each runs once per
+    test session, however many report builds and claim tests ask for it."""
+    from archdb.measure import experiments as ex
+
+    patch = pytest.MonkeyPatch()
+    placements: dict[str, ex.NormPlacementResult] = {}
+    measure = ex.norm_placement
+
+    def norm_placement(card: Card) -> ex.NormPlacementResult:
+        key = card.model_dump_json()
+        if key not in placements:
+            placements[key] = measure(card)
+        return placements[key]
+
+    patch.setattr(ex, "norm_placement", norm_placement)
+    patch.setattr(ex, "fast_weight_equivalence", functools.cache(ex.fast_weight_equivalence))
+    yield
+    patch.undo()
 
 
 @pytest.fixture(autouse=True)
