@@ -299,3 +299,21 @@ def test_toy_forward_is_deterministic_and_measured_on_cpu():
     a = measure_flops(build_model(arch), 16)
     b = measure_flops(build_model(arch), 16)
     assert a == b and a.per_token == a.total / 16
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+
+def test_a_plan_of_ten_thousand_layers_stays_compact_and_exact():
+    from archdb.plan import make_plan
+
+    pattern = ["local"] * 5 + ["global"]
+    windowed = {"attention.layer_pattern": pattern, "attention.sliding_window": 16}
+    deep = make_arch(n_layers=10_002, **windowed)
+    plan = make_plan(deep)
+    assert [c for _, c in plan.decoder.groups()] == [1667] * 6  # 10,002 layers, 6 blocks
+    one = param_count(make_arch(n_layers=6, **windowed))
+    per_layer_set = one.total - 2 * 128 * 64 - 64  # six layers: less the tables, final norm
+    assert param_count(deep).total == one.total + 1666 * per_layer_set
+    kv = cache_size(deep, context=64, bytes_per_element=2)
+    assert kv.total == 1667 * 2 * 2 * 16 * 2 * (5 * 16 + 64)  # 5 local layers keep 16 keys
