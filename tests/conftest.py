@@ -244,6 +244,32 @@ ARCH_BASE: dict[str, Any] = {
 }
 
 
+def moe_block(**changes: Any) -> dict[str, Any]:
+    """A mixture of experts for ``mlp.moe``: 4 experts, top-2, MoE from the first layer."""
+    defaults = {
+        "n_experts": 4,
+        "n_active": 2,
+        "n_shared": 0,
+        "shared_d_ff": None,
+        "first_dense_layers": 0,
+        "layer_period": 1,
+        "dense_d_ff": None,
+    }
+    return defaults | changes
+
+
+def latent_dims(**changes: Any) -> dict[str, Any]:
+    """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
+    defaults = {
+        "kv_lora_rank": 16,
+        "q_lora_rank": None,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16,
+        "v_head_dim": 16,
+    }
+    return defaults | changes
+
+
 def make_arch(**changes) -> Architecture:
     """A small architecture (d_model 64, 2 layers) with dotted-path changes:
     make_arch(**{"norm.position": "post"})."""
@@ -294,49 +320,19 @@ CHOICES = [
     {
         "attention.variant": "latent",
         "attention.n_kv_heads": 4,
-        "attention.latent": {
-            "kv_lora_rank": 16,
-            "q_lora_rank": 24,
-            "qk_rope_head_dim": 8,
-            "qk_nope_head_dim": 16,
-            "v_head_dim": 16,
-        },
+        "attention.latent": latent_dims(q_lora_rank=24),
     },
     {
         "attention.variant": "latent",
         "attention.n_kv_heads": 4,
-        "attention.latent": {
-            "kv_lora_rank": 16,
-            "q_lora_rank": None,
-            "qk_rope_head_dim": 8,
-            "qk_nope_head_dim": 16,
-            "v_head_dim": 16,
-        },
+        "attention.latent": latent_dims(),
     },
     *(  # latent attention needs its dims: the two latent entries above
         {"attention.variant": v.value} for v in AttentionVariant if v is not AttentionVariant.LATENT
     ),
+    {"mlp.moe": moe_block(n_shared=1, shared_d_ff=64, first_dense_layers=1, dense_d_ff=256)},
     {
-        "mlp.moe": {
-            "n_experts": 4,
-            "n_active": 2,
-            "n_shared": 1,
-            "shared_d_ff": 64,
-            "first_dense_layers": 1,
-            "layer_period": 1,
-            "dense_d_ff": 256,
-        }
-    },
-    {
-        "mlp.moe": {
-            "n_experts": 4,
-            "n_active": 1,
-            "n_shared": 0,
-            "shared_d_ff": None,
-            "first_dense_layers": 0,
-            "layer_period": 2,
-            "dense_d_ff": 256,
-        },
+        "mlp.moe": moe_block(n_active=1, layer_period=2, dense_d_ff=256),
         "bias.mlp": True,
     },
     {"parallel_layers": True, "norm.shared_in_parallel": True},

@@ -24,7 +24,7 @@ from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
 from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, rotary_dims
 from archdb.schema import Architecture, NormType
-from tests.conftest import CHOICES, card_text, make_arch
+from tests.conftest import CHOICES, card_text, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 SIZED = ("d_model", "n_layers", "mlp.d_ff", "attention.n_heads")
@@ -280,36 +280,14 @@ def test_qk_norm_variants_have_their_parameters():
 def test_moe_layers_follow_first_dense_and_period():
     arch = make_arch(
         n_layers=6,
-        **{
-            "mlp.moe": {
-                "n_experts": 4,
-                "n_active": 2,
-                "n_shared": 0,
-                "shared_d_ff": None,
-                "first_dense_layers": 1,
-                "layer_period": 2,
-                "dense_d_ff": 256,
-            }
-        },
+        **{"mlp.moe": moe_block(first_dense_layers=1, layer_period=2, dense_d_ff=256)},
     )
     moe = [isinstance(b.mlp.sublayer, MoE) for b in _blocks(build_model(arch))]
     assert moe == [False, False, True, False, True, False]  # layers 2 and 4
 
 
 def test_moe_runs_each_token_through_top_k_experts():
-    arch = make_arch(
-        **{
-            "mlp.moe": {
-                "n_experts": 4,
-                "n_active": 1,
-                "n_shared": 0,
-                "shared_d_ff": None,
-                "first_dense_layers": 0,
-                "layer_period": 1,
-                "dense_d_ff": None,
-            }
-        }
-    )
+    arch = make_arch(**{"mlp.moe": moe_block(n_active=1)})
     moe = build_model(arch).decoder.layers[0].mlp.sublayer
     x = torch.randn(1, 5, 64)
     index, weight = moe.router(x.view(-1, 64))

@@ -26,7 +26,7 @@ from archdb.measure.flops import UncountedOperatorError, measure_flops
 from archdb.measure.params import full_size_params, measure_params
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
-from tests.conftest import CHOICES, make_arch
+from tests.conftest import CHOICES, latent_dims, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 
@@ -80,19 +80,7 @@ def test_parameter_conventions():
     assert untied.total - tied.total == 128 * 64  # the head, counted once when tied
     assert untied.non_embedding == tied.non_embedding  # vocab matrices are not counted
     assert untied.embedding == 2 * 128 * 64
-    moe = make_arch(
-        **{
-            "mlp.moe": {
-                "n_experts": 8,
-                "n_active": 2,
-                "n_shared": 0,
-                "shared_d_ff": None,
-                "first_dense_layers": 0,
-                "layer_period": 1,
-                "dense_d_ff": None,
-            }
-        }
-    )
+    moe = make_arch(**{"mlp.moe": moe_block(n_experts=8)})
     count = param_count(moe)
     expert = 3 * 64 * 128
     assert count.total - count.active == 2 * (8 - 2) * expert  # 2 layers, 6 idle experts
@@ -213,19 +201,7 @@ def test_linear_flops_are_twice_the_matmul_weights():
 
 def test_moe_counts_only_active_experts():
     def moe(k):
-        return make_arch(
-            **{
-                "mlp.moe": {
-                    "n_experts": 8,
-                    "n_active": k,
-                    "n_shared": 0,
-                    "shared_d_ff": None,
-                    "first_dense_layers": 0,
-                    "layer_period": 1,
-                    "dense_d_ff": None,
-                }
-            }
-        )
+        return make_arch(**{"mlp.moe": moe_block(n_experts=8, n_active=k)})
 
     one, two = (flops(moe(k), 32).per_token_by_class()["linear"] for k in (1, 2))
     assert two - one == 2 * 3 * 2 * 64 * 128  # one more expert in each of 2 layers
@@ -251,13 +227,7 @@ def test_kv_cache_for_mha_gqa_mqa_mla_and_windows():
         **{
             "attention.variant": "latent",
             "attention.n_kv_heads": 4,
-            "attention.latent": {
-                "kv_lora_rank": 16,
-                "q_lora_rank": None,
-                "qk_rope_head_dim": 8,
-                "qk_nope_head_dim": 16,
-                "v_head_dim": 16,
-            },
+            "attention.latent": latent_dims(),
         }
     )
     assert mla == 2 * (16 + 8) * 2

@@ -20,26 +20,12 @@ from archdb.measure.hf_reference import (
     model_type_for,
 )
 from archdb.plan.layout import fill_unknowns
-from tests.conftest import make_arch
+from tests.conftest import latent_dims, make_arch, moe_block
 
 pytest.importorskip("transformers")
 
-MOE = {
-    "n_experts": 4,
-    "n_active": 2,
-    "n_shared": 0,
-    "shared_d_ff": None,
-    "first_dense_layers": 0,
-    "layer_period": 1,
-    "dense_d_ff": None,
-}
-MLA = {
-    "kv_lora_rank": 16,
-    "q_lora_rank": 24,
-    "qk_rope_head_dim": 8,
-    "qk_nope_head_dim": 16,
-    "v_head_dim": 16,
-}
+MOE = moe_block()
+MLA = latent_dims(q_lora_rank=24)
 LAYERNORM = {"norm.type": "layernorm", "norm.affine": "scale-and-bias"}
 GPT = {
     **LAYERNORM,
