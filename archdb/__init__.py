@@ -1,6 +1,8 @@
 """archdb: an architecture survey database and model-card analysis tool for LMs.
 
-``import archdb`` stays light: each function imports what it needs when called.
+The Python API: ``load`` (the catalogue) and, from ``archdb.api``, ``build``, ``params``,
+``flops``, ``cache_bytes``. Each imports what it needs when called, so ``import archdb``
+stays light for the command line.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ if TYPE_CHECKING:
     from archdb.catalogue import Catalogue
 
 __version__ = "0.1.0"
-__all__ = ["load"]
+__all__ = ["build", "cache_bytes", "flops", "load", "params"]
+
+_API = ("build", "cache_bytes", "flops", "params")
 
 
 def load(path: Path | str | None = None) -> Catalogue:
@@ -28,3 +32,11 @@ def load(path: Path | str | None = None) -> Catalogue:
     from archdb.catalogue import load_catalogue
 
     return load_catalogue(path)
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from archdb import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'archdb' has no attribute {name!r}")

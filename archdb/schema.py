@@ -108,6 +108,16 @@ class LayerKind(StrEnum):
     GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
 
+    @property
+    def windowed(self) -> bool:
+        """Whether the layer sees only `sliding_window` keys (a window or a chunk)."""
+        return self in {LayerKind.LOCAL, LayerKind.CHUNKED}
+
+    @property
+    def positional(self) -> bool:
+        """Whether the card's position scheme acts in this layer (NoPE layers opt out)."""
+        return self is not LayerKind.GLOBAL_NOPE
+
 
 class QKNorm(StrEnum):
     """Normalization of queries and keys before their dot product."""

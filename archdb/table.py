@@ -68,8 +68,8 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "params_active": (int, "parameters a token uses (MoE: active experts only)"),
     "kv_cache_bytes_per_token": (
         float,
-        "KV-cache bytes per token at 16-bit precision, averaged over the context "
-        "(local layers cache only their window)",
+        "KV-cache bytes per token of an 8,192-token sequence at 2 bytes per element "
+        "(the cache of the whole sequence / 8,192; local layers cache only their window)",
     ),
     "flops_per_token": (
         float,

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import torch
 
-from archdb.builder.layout import BuildError, fill_unknowns
 from archdb.builder.model import build_model, example_inputs
 from archdb.builder.shrink import shrink
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.measure.analytic import derived_figures
 from archdb.measure.flops import measure_flops
 from archdb.measure.params import full_size_params
+from archdb.plan.layout import BuildError, fill_unknowns
 
 
 def _median(fn, repeat: int) -> float:

@@ -16,11 +16,11 @@ import time
 import warnings
 from pathlib import Path
 
-from archdb.builder.layout import BuildError
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.measure.analytic import param_count
 from archdb.measure.hf_reference import NotRepresentable, hf_parameter_count, model_type_for
 from archdb.measure.params import full_size_params
+from archdb.plan.layout import BuildError
 
 
 def compare(card) -> dict:

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from archdb.catalogue import CatalogueError, UnknownCardError
+from archdb.measure import conventions as cv
 
 from .common import (
     EXIT_DATA,
@@ -32,6 +33,20 @@ from .common import (
 
 CardArg = Annotated[
     str, typer.Argument(metavar="ID", help="Card id, or a family (its largest model).")
+]
+MAX_TOY_SEQ_LEN = 8192  # a toy's position tables and scores grow with its context
+ContextOption = Annotated[
+    int,
+    typer.Option("--context", min=1, help="KV cache: for a sequence of this many tokens."),
+]
+BytesOption = Annotated[
+    float,
+    typer.Option(
+        "--bytes-per-element",
+        min=0.125,
+        max=16,
+        help="KV cache: bytes per cached element (2: bf16/fp16; 1: fp8).",
+    ),
 ]
 
 
@@ -49,7 +64,7 @@ def _summarize(
     as_json: bool,
 ) -> None:
     """Resolve the card, compute its summary and print it; user errors exit cleanly."""
-    from archdb.builder.layout import BuildError
+    from archdb.plan.layout import BuildError
 
     try:
         card = load(catalogue).resolve(card_id)
@@ -78,6 +93,16 @@ def build(
             case_sensitive=False,
         ),
     ] = "toy",
+    seq_len: Annotated[
+        int | None,
+        typer.Option(
+            "--seq-len",
+            min=1,
+            max=MAX_TOY_SEQ_LEN,
+            help="Toy: its context and the length fvcore checks the FLOPs at (default 64; "
+            "windows and chunks keep their share of it). Full: the FLOP formula's length.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
@@ -85,6 +110,7 @@ def build(
 
     Examples:
       archdb build gemma-2                 (a Gemma-2-like toy: the family's largest card)
+      archdb build gemma-2 --seq-len 256   (the toy runs 256 tokens; windows scale with it)
       archdb build llama-3.1-405b --size full --json
     """
     size = size.lower()
@@ -92,7 +118,7 @@ def build(
         raise fail(f"--size must be toy or full, got {size!r}", EXIT_USAGE)
     from archdb.measure.summary import build_summary
 
-    _summarize(card_id, catalogue, lambda c: build_summary(c, size), _print_build, as_json)
+    _summarize(card_id, catalogue, lambda c: build_summary(c, size, seq_len), _print_build, as_json)
 
 
 def flops(
@@ -103,6 +129,17 @@ def flops(
             "--seq-len", min=1, help="Sequence length (default: min(2048, the card's context))."
         ),
     ] = None,
+    toy_seq_len: Annotated[
+        int | None,
+        typer.Option(
+            "--toy-seq-len",
+            min=1,
+            max=MAX_TOY_SEQ_LEN,
+            help="Length of the toy's fvcore check (default 64).",
+        ),
+    ] = None,
+    context: ContextOption = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: BytesOption = cv.DEFAULT_KV_DTYPE_BYTES,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
@@ -110,11 +147,21 @@ def flops(
 
     Examples:
       archdb flops llama-3-8b --seq-len 8192
+      archdb flops mistral-7b --context 32768 --bytes-per-element 1
       archdb flops gemma-2-9b --json
     """
     from archdb.measure.summary import flops_summary
 
-    _summarize(card_id, catalogue, lambda c: flops_summary(c, seq_len), _print_flops, as_json)
+    def summarize(card: Any) -> Any:
+        return flops_summary(
+            card,
+            seq_len,
+            toy_seq_len=toy_seq_len,
+            context=context,
+            bytes_per_element=bytes_per_element,
+        )
+
+    _summarize(card_id, catalogue, summarize, _print_flops, as_json)
 
 
 # --- rendering -------------------------------------------------------------------------
@@ -143,9 +190,10 @@ def _print_flops(s: Any) -> None:
     console.print(_flops_table(s.full))
     rows = [
         (
-            "KV cache / token",
-            f"{s.kv_cache_bytes_per_token:,.0f} bytes at {s.kv_dtype_bytes} "
-            f"bytes per entry, {s.full.seq_len} tokens",
+            "KV cache",
+            f"{s.cache.total:,.0f} bytes for {s.cache.context:,} tokens, "
+            f"{s.cache.per_token:,.0f} per token, at {s.cache.bytes_per_element:g} "
+            "bytes per element",
         ),
         ("parameters", f"{s.params.total:,} (active {s.params.active:,})"),
     ]

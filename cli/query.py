@@ -21,6 +21,8 @@ from rich.table import Table
 
 from archdb import query
 from archdb.catalogue import Catalogue, CatalogueError, UnknownCardError
+from archdb.measure import conventions as cv
+from archdb.measure.analytic import cache_size
 from archdb.query import FieldSpec, QueryError
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
@@ -230,6 +232,14 @@ def show(
             metavar="ID", help="Card id, or a family (its largest).", autocompletion=complete_card
         ),
     ],
+    context: Annotated[
+        int,
+        typer.Option("--context", min=1, help="KV cache per token for a sequence this long."),
+    ] = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: Annotated[
+        float,
+        typer.Option("--bytes-per-element", min=0.125, max=16, help="KV cache: bytes per element."),
+    ] = cv.DEFAULT_KV_DTYPE_BYTES,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
@@ -238,14 +248,15 @@ def show(
     Examples:
       archdb show gemma-2-9b
       archdb show llama-2          (a family: its largest model)
+      archdb show mistral-7b --context 32768 --bytes-per-element 1
       archdb show gpt-3-175b --json | jq .derived.kv_cache_bytes_per_token
     """
     with user_errors():
         card = load(catalogue).resolve(card_id)
     if as_json:
-        print_json(_card_json(card))
+        print_json(_card_json(card, context, bytes_per_element))
         return
-    derived = _derived(card)
+    derived = _derived(card, context, bytes_per_element)
     console.print(_card_heading(card))
     console.print(_fields_table(card))
     console.print(
@@ -256,13 +267,28 @@ def show(
         console.print(_pairs_table("Notes", list(card.notes.items())))
 
 
-def _card_json(card: Card) -> dict[str, Any]:
-    return {**card.model_dump(mode="json"), "derived": _derived(card)}
+def _card_json(
+    card: Card,
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> dict[str, Any]:
+    return {**card.model_dump(mode="json"), "derived": _derived(card, context, bytes_per_element)}
 
 
-def _derived(card: Card) -> dict[str, Any]:
+def _derived(
+    card: Card,
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> dict[str, Any]:
+    """The card's derived figures, the KV cache at the stated length and element size."""
     row = card_row(card)
-    return {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
+    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
+    if out["kv_cache_bytes_per_token"] is not None:
+        size = cache_size(card.architecture, context, bytes_per_element)
+        out["kv_cache_bytes_per_token"] = size.per_token
+        out["kv_cache_context"] = context
+        out["kv_cache_bytes_per_element"] = bytes_per_element
+    return out
 
 
 def _card_heading(card: Card) -> str:

@@ -1,10 +1,35 @@
-"""Shared fixtures: a small valid card as YAML text, to mutate one mistake at a time."""
+"""Shared test data and fixtures; tests import from here, never from each other.
+
+- ``VALID_CARD`` / ``card_text``: a valid card as YAML text, to mutate one mistake at a time;
+- ``make_card`` / ``catalogue``: synthetic Card records (a GPT-3-like base changed by
+  dotted paths, notes added for every null that needs one) for table, report and claim
+  tests;
+- ``make_arch`` / ``CHOICES``: a small architecture (d_model 64) and one variation per
+  architectural choice, for builder and measurement tests.
+
+All three go through ``_apply``: one way to change test data by dotted path.
+"""
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
+import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from archdb.catalogue import Catalogue
+from archdb.schema import (
+    UNKNOWN_WHEN_NULL,
+    Activation,
+    Architecture,
+    AttentionVariant,
+    Card,
+    NormType,
+    QKNorm,
+)
 
 # A complete, valid card; line numbers below are relied on by the bad-card corpus.
 VALID_CARD = """\
@@ -65,6 +90,28 @@ def write_catalogue(tmp_path: Path):
     return write
 
 
+@pytest.fixture(scope="session", autouse=True)
+def experiments_once_per_session():
+    """The claim experiments are pure functions of a card (fixed seeds): each runs once per
+    test session, however many report builds and claim tests ask for it."""
+    from archdb.measure import experiments as ex
+
+    patch = pytest.MonkeyPatch()
+    placements: dict[str, ex.NormPlacementResult] = {}
+    measure = ex.norm_placement
+
+    def norm_placement(card: Card) -> ex.NormPlacementResult:
+        key = card.model_dump_json()
+        if key not in placements:
+            placements[key] = measure(card)
+        return placements[key]
+
+    patch.setattr(ex, "norm_placement", norm_placement)
+    patch.setattr(ex, "fast_weight_equivalence", functools.cache(ex.fast_weight_equivalence))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch) -> Path:
     """Each test gets its own validation cache, so no test sees another's results."""
@@ -72,3 +119,249 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
     monkeypatch.setenv("ARCHDB_CACHE_DIR", str(folder))
     monkeypatch.delenv("ARCHDB_NO_CACHE", raising=False)
     return folder
+
+
+# --- one way to change test data -----------------------------------------------------------
+
+
+def _apply(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """Set dotted paths in nested dicts (in place) and return them."""
+    for path, value in changes.items():
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    return data
+
+
+# --- synthetic cards ------------------------------------------------------------------------
+
+CARD_BASE: dict[str, Any] = {
+    "id": "base",
+    "name": "Base",
+    "family": "base",
+    "organization": "Test",
+    "release_date": dt.date(2020, 1, 1),
+    "open_weights": True,
+    "params_published": 1_000_000_000,
+    "training": {"tokens": None, "dropout": None, "weight_decay": None, "z_loss": None},
+    "architecture": {
+        "kind": "decoder-only",
+        "d_model": 1024,
+        "n_layers": 8,
+        "vocab_size": 50_000,
+        "context_length": 2048,
+        "norm": {"type": "layernorm", "position": "pre", "affine": "scale-and-bias", "final": True},
+        "attention": {
+            "variant": "softmax",
+            "n_heads": 8,
+            "n_kv_heads": 8,
+            "head_dim": None,
+            "qk_norm": "none",
+            "logit_softcap": None,
+            "sliding_window": None,
+            "layer_pattern": ["global"],
+        },
+        "position": {"type": "learned"},
+        "mlp": {"activation": "gelu", "d_ff": 4096, "moe": None},
+        "bias": {"qkv": True, "attn_out": True, "mlp": True},
+        "parallel_layers": False,
+        "tied_embeddings": True,
+        "final_logit_softcap": None,
+    },
+    "sources": [
+        {
+            "kind": "paper",
+            "title": "A test source",
+            "url": "https://example.org/x",
+            "locator": None,
+            "supports": ["architecture", "training", "params_published"],
+        }
+    ],
+}
+
+
+def make_card(card_id: str, changes: dict[str, Any] | None = None, **fields: Any) -> Card:
+    """A valid card: BASE with ``fields`` (top level) and ``changes`` (dotted paths) applied.
+
+    Example: make_card("llama-2-7b", {"architecture.norm.type": "rmsnorm"}, year=2023)
+    (``year`` sets the release date to 1 June of that year; ``family`` defaults to the
+    id without its size).
+    """
+    data = copy.deepcopy(CARD_BASE)
+    data["id"] = card_id
+    data["name"] = card_id
+    data["family"] = fields.pop("family", card_id.rsplit("-", 1)[0] if "-" in card_id else card_id)
+    if "year" in fields:
+        data["release_date"] = dt.date(fields.pop("year"), 6, 1)
+    data.update(fields)
+    _apply(data, changes or {})
+    notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if _get(data, p) is None}
+    notes.update({p: "synthetic" for p in ("training.tokens", "training.dropout")})
+    data["notes"] = notes
+    return Card.model_validate(data)
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def catalogue(*cards: Card) -> Catalogue:
+    return Catalogue(Path("synthetic.yaml"), tuple(sorted(cards, key=lambda c: c.id)))
+
+
+# --- a small architecture, and one variation per choice --------------------------------------
+
+ARCH_BASE: dict[str, Any] = {
+    "kind": "decoder-only",
+    "d_model": 64,
+    "n_layers": 2,
+    "vocab_size": 128,
+    "context_length": 64,
+    "norm": {"type": "rmsnorm", "position": "pre", "affine": "scale", "final": True},
+    "attention": {
+        "variant": "softmax",
+        "n_heads": 4,
+        "n_kv_heads": 2,
+        "head_dim": None,
+        "qk_norm": "none",
+        "logit_softcap": None,
+        "sliding_window": None,
+        "layer_pattern": ["global"],
+    },
+    "position": {"type": "rope", "rope_theta": 10000.0},
+    "mlp": {"activation": "swiglu", "d_ff": 128, "moe": None},
+    "bias": {"qkv": False, "attn_out": False, "mlp": False},
+    "parallel_layers": False,
+    "tied_embeddings": False,
+    "final_logit_softcap": None,
+}
+
+
+def moe_block(**changes: Any) -> dict[str, Any]:
+    """A mixture of experts for ``mlp.moe``: 4 experts, top-2, MoE from the first layer."""
+    defaults = {
+        "n_experts": 4,
+        "n_active": 2,
+        "n_shared": 0,
+        "shared_d_ff": None,
+        "first_dense_layers": 0,
+        "layer_period": 1,
+        "dense_d_ff": None,
+    }
+    return defaults | changes
+
+
+def latent_dims(**changes: Any) -> dict[str, Any]:
+    """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
+    defaults = {
+        "kv_lora_rank": 16,
+        "q_lora_rank": None,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16,
+        "v_head_dim": 16,
+    }
+    return defaults | changes
+
+
+def make_arch(**changes) -> Architecture:
+    """A small architecture (d_model 64, 2 layers) with dotted-path changes:
+    make_arch(**{"norm.position": "post"})."""
+    return Architecture.model_validate(_apply(copy.deepcopy(ARCH_BASE), changes))
+
+
+CHOICES = [
+    *({"norm.type": n.value} for n in NormType),
+    {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},
+    {"norm.type": "layernorm", "norm.affine": "none"},
+    {"norm.position": "post", "norm.final": False},
+    {"norm.position": "double"},
+    {"norm.position": "post-branch"},
+    {"norm.position": "resi-dual"},
+    *({"mlp.activation": a.value} for a in Activation),
+    {"position.type": "sinusoidal", "position.rope_theta": None},
+    {"position.type": "learned", "position.rope_theta": None},
+    {"position.type": "learned", "position.rope_theta": None, "position.learned_rows": 66},
+    {"position.type": "relative-bias", "position.rope_theta": None, "position.relative_buckets": 8},
+    {"position.type": "relative-xl", "position.rope_theta": None},
+    {"position.type": "alibi", "position.rope_theta": None},
+    {"position.type": "none", "position.rope_theta": None},
+    {"position.rotary_fraction": 0.5},
+    {"attention.n_kv_heads": 4},
+    {"attention.n_kv_heads": 1},
+    {"attention.head_dim": 32},
+    *({"attention.qk_norm": q.value} for q in QKNorm),
+    {
+        "attention.qk_norm": "per-head-untied",
+        "attention.qk_norm_type": "layernorm",
+        "attention.qk_norm_affine": "scale-and-bias",
+    },
+    {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
+    {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16},
+    {
+        "attention.layer_pattern": ["local"] * 5 + ["global"],
+        "attention.sliding_window": 8,
+        "position.rope_theta_local": 10000.0,
+        "position.rope_theta": 1e6,
+        "n_layers": 6,
+    },
+    {
+        "attention.layer_pattern": ["chunked"] * 3 + ["global-nope"],
+        "n_layers": 4,
+        "attention.sliding_window": 16,
+        "attention.qk_norm": "l2",
+    },
+    {
+        "attention.variant": "latent",
+        "attention.n_kv_heads": 4,
+        "attention.latent": latent_dims(q_lora_rank=24),
+    },
+    {
+        "attention.variant": "latent",
+        "attention.n_kv_heads": 4,
+        "attention.latent": latent_dims(),
+    },
+    *(  # latent attention needs its dims: the two latent entries above
+        {"attention.variant": v.value} for v in AttentionVariant if v is not AttentionVariant.LATENT
+    ),
+    {"mlp.moe": moe_block(n_shared=1, shared_d_ff=64, first_dense_layers=1, dense_d_ff=256)},
+    {
+        "mlp.moe": moe_block(n_active=1, layer_period=2, dense_d_ff=256),
+        "bias.mlp": True,
+    },
+    {"parallel_layers": True, "norm.shared_in_parallel": True},
+    {"parallel_layers": True, "norm.shared_in_parallel": False},
+    {"parallel_layers": True, "norm.shared_in_parallel": True, "norm.position": "double"},
+    {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True, "bias.lm_head": True},
+    {"tied_embeddings": True},
+    {"embedding_dim": 32, "tied_embeddings": True},
+    {
+        "kind": "encoder-decoder",
+        "n_encoder_layers": 3,
+        "position.type": "relative-bias",
+        "position.rope_theta": None,
+        "position.relative_buckets": 32,
+    },
+    {
+        "kind": "encoder-decoder",
+        "n_encoder_layers": 2,
+        "norm.position": "post",
+        "norm.final": False,
+        "position.type": "sinusoidal",
+        "position.rope_theta": None,
+        "tied_embeddings": True,
+    },
+    {
+        "kind": "encoder-decoder",
+        "n_encoder_layers": 2,
+        "norm.position": "resi-dual",
+        "position.type": "sinusoidal",
+        "position.rope_theta": None,
+    },
+]

@@ -1,128 +1,114 @@
-"""The Python API (archdb.load) and the one rule that finds the catalogue."""
+"""The Python API: archdb.build / params / flops / cache_bytes, its doctests and the README."""
 
 from __future__ import annotations
 
 import doctest
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import pytest
-from archdb_cli.main import COMMANDS, app
-from typer.testing import CliRunner
+import torch
 
 import archdb
-import archdb.catalogue
-from archdb.catalogue import (
-    CATALOGUE_ENV,
-    CatalogueLocationError,
-    checkout_catalogue,
-    packaged_catalogue,
-    resolve_catalogue,
+from archdb import api
+from archdb.catalogue import load_catalogue
+from archdb.measure.analytic import cache_size, param_count
+from archdb.plan.layout import BuildError
+from tests.conftest import make_arch
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_doctests_of_the_api_pass():
+    failed, attempted = doctest.testmod(api)
+    assert attempted >= 3 and failed == 0
+
+
+def test_readme_python_section_runs(capsys):
+    section = README.read_text(encoding="utf-8").split("## Python", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len([line for line in code.splitlines() if line.strip()]) == 5
+    exec(compile(code, str(README), "exec"), {})
+    out = capsys.readouterr().out
+    assert "LocalKernel" in out and "torch.Size([2, 128, 256])" in out
+
+
+def test_build_a_toy_at_a_stated_length_by_id_family_or_card():
+    card = load_catalogue().resolve("gemma-2")
+    for ref in ("gemma-2", card.id, card):
+        model = archdb.build(ref, seq_len=96)
+        logits = model(torch.randint(0, 256, (3, 96)))
+        assert logits.shape == (3, 96, 256)
+    kernels = [b.attn.sublayer.kernel for b in model.decoder.layers]
+    assert [getattr(k, "window", None) for k in kernels] == [24, None]  # 16 of 64 -> 24 of 96
+
+
+def test_build_full_size_is_on_meta_with_the_exact_count():
+    model = archdb.build("mistral-7b", "full", dtype=torch.bfloat16)
+    params = list(model.parameters())
+    assert all(p.is_meta and p.dtype is torch.bfloat16 for p in params)
+    assert sum(p.numel() for p in params) == archdb.params("mistral-7b").total
+
+
+def test_encoder_decoder_takes_one_tensor():
+    model = archdb.build("t5-11b", seq_len=32)
+    assert model(torch.randint(0, 256, (1, 32))).shape == (1, 32, 256)
+
+
+def test_weights_are_refused_with_a_clear_error():
+    with pytest.raises(api.NotSupportedYet, match="weights= is not supported yet"):
+        archdb.build("gpt-2", weights="gpt2.safetensors")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: archdb.build("gpt-2", "huge"), "size must be 'toy' or 'full'"),
+        (lambda: archdb.params("gpt-2", seq_len=10), "seq_len sets a toy's context"),
+        (lambda: archdb.build("gpt-2", seq_len=0), "seq_len must be a positive"),
+        (lambda: archdb.cache_bytes("gpt-2", context=0), "context must be positive"),
+    ],
 )
-from archdb.query import QueryError
-
-REPO = Path(__file__).resolve().parent.parent
-SHIPPED = REPO / "data" / "models.yaml"
-
-
-# --- archdb.load -------------------------------------------------------------------
+def test_bad_arguments_raise_build_errors(call, message):
+    with pytest.raises(BuildError, match=message):
+        call()
 
 
-@pytest.mark.parametrize("module", [archdb, archdb.catalogue])
-def test_docstring_examples_run(module) -> None:
-    result = doctest.testmod(module)
-    assert result.attempted > 0 and result.failed == 0
+def test_figures_equal_the_formulas_and_the_catalogue_argument():
+    arch = load_catalogue().resolve("mistral-7b").architecture
+    assert archdb.params("mistral-7b") == param_count(arch)
+    cache = archdb.cache_bytes("mistral-7b", context=32768, bytes_per_element=1)
+    assert cache == cache_size(arch, 32768, 1)
+    # 32 layers x K,V x 8 heads x 128 dims, each layer keeping its 4096-token window
+    assert cache.total == 32 * 2 * 8 * 128 * 4096 and cache.per_token == cache.total / 32768
+    toy = archdb.flops("mistral-7b", "toy", seq_len=128)
+    assert toy.seq_len == 128 and toy.per_token > 0
+    assert archdb.flops("mistral-7b", seq_len=4096).seq_len == 4096
 
 
-def test_load_get_where_frame() -> None:
-    cat = archdb.load(SHIPPED)
-    assert len(cat) == len(list(cat)) == 68
-    assert cat.get("gemma-2-9b").architecture.vocab_size == 256_000
-    assert cat.get("no-such-card") is None
-    recent = cat.where("year>=2024", "attention=gqa")
-    assert 0 < len(recent) < len(cat)
-    assert all(c.year >= 2024 and c.architecture.attention_family == "gqa" for c in recent)
-    # one expression with `and` is the same filter; a where narrows a where
-    assert recent.ids() == cat.where("year>=2024 and attention=gqa").ids()
-    layernorm = recent.where("norm=layernorm")
-    assert "command-r-plus" in layernorm.ids() and set(layernorm.ids()) < set(recent.ids())
-    assert all(c.architecture.norm.type.value == "layernorm" for c in layernorm)
-    frame = recent.frame()
-    assert list(frame.index) == recent.ids()
-    assert (frame["year"] >= 2024).all()
+def test_a_card_from_another_catalogue(write_catalogue):
+    from tests.conftest import card_text
+
+    path = write_catalogue(card_text("toy-1b"))
+    assert archdb.params("toy-1b", catalogue=path).total > 1e9 * 0.5
+    with pytest.raises(KeyError, match="no card or family named"):
+        archdb.params("toy-1b")
 
 
-def test_where_speaks_the_list_language_and_its_errors() -> None:
-    cat = archdb.load(SHIPPED)
-    swiglu = cat.where("activation in (swiglu)", "vocab_size>100k")
-    assert all(c.architecture.vocab_size > 100_000 for c in swiglu)
-    with pytest.raises(QueryError, match="no_such_field"):
-        cat.where("no_such_field=1")
+def test_import_archdb_does_not_import_torch():
+    import subprocess
+    import sys
 
-
-def test_import_archdb_stays_light() -> None:
-    code = "import sys, archdb; print([m for m in ('pandas', 'torch') if m in sys.modules])"
+    code = "import archdb, sys; archdb.params; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "False"
 
 
-# --- which catalogue -----------------------------------------------------------------
+def test_the_small_architecture_builds_at_a_longer_toy_length():
+    from archdb.builder.model import build_model, example_inputs
+    from archdb.builder.shrink import shrink
 
-
-def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(CATALOGUE_ENV, raising=False)
-    inside = REPO / "archdb" / "reports"  # any folder of the checkout
-    monkeypatch.chdir(inside)
-    assert resolve_catalogue() == SHIPPED  # the checkout, found upward
-    monkeypatch.setenv(CATALOGUE_ENV, str(tmp_path / "env.yaml"))
-    assert resolve_catalogue() == tmp_path / "env.yaml"  # the environment beats it
-    assert resolve_catalogue(tmp_path / "flag.yaml") == tmp_path / "flag.yaml"  # the flag wins
-    monkeypatch.delenv(CATALOGUE_ENV)
-    monkeypatch.chdir(tmp_path)
-    assert checkout_catalogue() is None
-    assert resolve_catalogue() == packaged_catalogue()  # outside a checkout: the packaged one
-    assert packaged_catalogue().read_bytes() == SHIPPED.read_bytes()
-
-
-def test_a_folder_is_a_checkout_only_with_an_archdb_pyproject(tmp_path: Path) -> None:
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "models.yaml").write_text("[]\n")
-    deep = tmp_path / "a" / "b"
-    deep.mkdir(parents=True)
-    assert checkout_catalogue(deep) is None  # no pyproject.toml
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "other"\n')
-    assert checkout_catalogue(deep) is None
-    (tmp_path / "pyproject.toml").write_text("[project\nname = archdb")  # unreadable TOML
-    assert checkout_catalogue(deep) is None
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "archdb"\n')
-    assert checkout_catalogue(deep) == tmp_path / "data" / "models.yaml"
-
-
-def test_writing_refuses_the_installed_copy(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.delenv(CATALOGUE_ENV, raising=False)
-    monkeypatch.chdir(tmp_path)
-    installed = Path(archdb.catalogue.__file__).resolve().parent / "data" / "models.yaml"
-    monkeypatch.setattr(archdb.catalogue, "packaged_catalogue", lambda: installed)
-    assert resolve_catalogue() == installed
-    with pytest.raises(CatalogueLocationError, match="--catalogue"):
-        resolve_catalogue(writing=True)
-    assert resolve_catalogue(tmp_path / "mine.yaml", writing=True) == tmp_path / "mine.yaml"
-
-
-def test_cli_follows_the_rules_and_help_names_no_machine_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    runner = CliRunner()
-    monkeypatch.delenv(CATALOGUE_ENV, raising=False)
-    for command in COMMANDS:
-        text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
-        assert str(REPO) not in text and "site-packages" not in text, command
-    assert "ARCHDB_CATALOGUE" in runner.invoke(app, ["list", "--help"]).output
-    broken = tmp_path / "broken.yaml"
-    broken.write_text("- id: 1\n")
-    result = runner.invoke(app, ["validate"], env={CATALOGUE_ENV: str(broken)})
-    assert result.exit_code == 1 and "broken.yaml:1" in result.output
-    monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["validate"])
-    assert result.exit_code == 0 and str(packaged_catalogue()) in result.output
+    toy = shrink(make_arch(), seq_len=256)
+    model = build_model(toy.arch)
+    assert model(*example_inputs(model, 256)).shape == (1, 256, 256)
+    assert "scaled to this context" in toy.rule

@@ -3,7 +3,6 @@ rule keeps what it says it keeps, and masks hide what they should."""
 
 from __future__ import annotations
 
-import copy
 import json
 from fractions import Fraction
 
@@ -15,21 +14,17 @@ from typer.testing import CliRunner
 from archdb.builder import kernels
 from archdb.builder.attention import HeadAttention, LatentAttention
 from archdb.builder.blocks import ParallelBlock, ResiDualResidual, SerialBlock
-from archdb.builder.layout import BuildError, fill_unknowns, is_moe_layer, rotary_dims
 from archdb.builder.loss import lm_loss
 from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs, module_tree
 from archdb.builder.moe import MoE
-from archdb.builder.norms import HeadwiseNorm, LayerNorm, RMSNorm
+from archdb.builder.norms import HeadwiseNorm, Norm
 from archdb.builder.positions import AlibiBias, LearnedPositions, RelativeBias, RelativeXL
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
-from archdb.schema import (
-    Activation,
-    Architecture,
-    QKNorm,
-)
-from tests.conftest import card_text
+from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, rotary_dims
+from archdb.schema import Architecture, NormType
+from tests.conftest import CHOICES, card_text, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 SIZED = ("d_model", "n_layers", "mlp.d_ff", "attention.n_heads")
@@ -46,46 +41,6 @@ def _get(obj, path: str):
     for part in path.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-# --- a small architecture to vary one choice at a time --------------------------------
-
-BASE = {
-    "kind": "decoder-only",
-    "d_model": 64,
-    "n_layers": 2,
-    "vocab_size": 128,
-    "context_length": 64,
-    "norm": {"type": "rmsnorm", "position": "pre", "affine": "scale", "final": True},
-    "attention": {
-        "variant": "softmax",
-        "n_heads": 4,
-        "n_kv_heads": 2,
-        "head_dim": None,
-        "qk_norm": "none",
-        "logit_softcap": None,
-        "sliding_window": None,
-        "layer_pattern": ["global"],
-    },
-    "position": {"type": "rope", "rope_theta": 10000.0},
-    "mlp": {"activation": "swiglu", "d_ff": 128, "moe": None},
-    "bias": {"qkv": False, "attn_out": False, "mlp": False},
-    "parallel_layers": False,
-    "tied_embeddings": False,
-    "final_logit_softcap": None,
-}
-
-
-def make_arch(**changes) -> Architecture:
-    """BASE with dotted-path changes: make_arch(**{"norm.position": "post"})."""
-    data = copy.deepcopy(BASE)
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for p in parents:
-            node = node[p]
-        node[leaf] = value
-    return Architecture.model_validate(data)
 
 
 def run(arch: Architecture, seq_len: int | None = None) -> torch.Tensor:
@@ -192,124 +147,6 @@ def test_null_choices_are_filled_and_reported():
 # --- one choice, one block ----------------------------------------------------------------
 
 
-CHOICES = [
-    {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},
-    {"norm.type": "layernorm", "norm.affine": "none"},
-    {"norm.position": "post", "norm.final": False},
-    {"norm.position": "double"},
-    {"norm.position": "post-branch"},
-    {"norm.position": "resi-dual"},
-    *({"mlp.activation": a.value} for a in Activation),
-    {"position.type": "sinusoidal", "position.rope_theta": None},
-    {"position.type": "learned", "position.rope_theta": None},
-    {"position.type": "learned", "position.rope_theta": None, "position.learned_rows": 66},
-    {"position.type": "relative-bias", "position.rope_theta": None, "position.relative_buckets": 8},
-    {"position.type": "relative-xl", "position.rope_theta": None},
-    {"position.type": "alibi", "position.rope_theta": None},
-    {"position.type": "none", "position.rope_theta": None},
-    {"position.rotary_fraction": 0.5},
-    {"attention.n_kv_heads": 4},
-    {"attention.n_kv_heads": 1},
-    {"attention.head_dim": 32},
-    *({"attention.qk_norm": q.value} for q in QKNorm),
-    {
-        "attention.qk_norm": "per-head-untied",
-        "attention.qk_norm_type": "layernorm",
-        "attention.qk_norm_affine": "scale-and-bias",
-    },
-    {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
-    {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16},
-    {
-        "attention.layer_pattern": ["local"] * 5 + ["global"],
-        "attention.sliding_window": 8,
-        "position.rope_theta_local": 10000.0,
-        "position.rope_theta": 1e6,
-        "n_layers": 6,
-    },
-    {
-        "attention.layer_pattern": ["chunked"] * 3 + ["global-nope"],
-        "n_layers": 4,
-        "attention.sliding_window": 16,
-        "attention.qk_norm": "l2",
-    },
-    {
-        "attention.variant": "latent",
-        "attention.n_kv_heads": 4,
-        "attention.latent": {
-            "kv_lora_rank": 16,
-            "q_lora_rank": 24,
-            "qk_rope_head_dim": 8,
-            "qk_nope_head_dim": 16,
-            "v_head_dim": 16,
-        },
-    },
-    {
-        "attention.variant": "latent",
-        "attention.n_kv_heads": 4,
-        "attention.latent": {
-            "kv_lora_rank": 16,
-            "q_lora_rank": None,
-            "qk_rope_head_dim": 8,
-            "qk_nope_head_dim": 16,
-            "v_head_dim": 16,
-        },
-    },
-    {"attention.variant": "linear"},
-    {
-        "mlp.moe": {
-            "n_experts": 4,
-            "n_active": 2,
-            "n_shared": 1,
-            "shared_d_ff": 64,
-            "first_dense_layers": 1,
-            "layer_period": 1,
-            "dense_d_ff": 256,
-        }
-    },
-    {
-        "mlp.moe": {
-            "n_experts": 4,
-            "n_active": 1,
-            "n_shared": 0,
-            "shared_d_ff": None,
-            "first_dense_layers": 0,
-            "layer_period": 2,
-            "dense_d_ff": 256,
-        },
-        "bias.mlp": True,
-    },
-    {"parallel_layers": True, "norm.shared_in_parallel": True},
-    {"parallel_layers": True, "norm.shared_in_parallel": False},
-    {"parallel_layers": True, "norm.shared_in_parallel": True, "norm.position": "double"},
-    {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True, "bias.lm_head": True},
-    {"tied_embeddings": True},
-    {"embedding_dim": 32, "tied_embeddings": True},
-    {
-        "kind": "encoder-decoder",
-        "n_encoder_layers": 3,
-        "position.type": "relative-bias",
-        "position.rope_theta": None,
-        "position.relative_buckets": 32,
-    },
-    {
-        "kind": "encoder-decoder",
-        "n_encoder_layers": 2,
-        "norm.position": "post",
-        "norm.final": False,
-        "position.type": "sinusoidal",
-        "position.rope_theta": None,
-        "tied_embeddings": True,
-    },
-    {
-        "kind": "encoder-decoder",
-        "n_encoder_layers": 2,
-        "norm.position": "resi-dual",
-        "position.type": "sinusoidal",
-        "position.rope_theta": None,
-    },
-]
-
-
 @pytest.mark.parametrize(
     "changes", CHOICES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items())[:60]
 )
@@ -324,10 +161,18 @@ def _blocks(model):
 
 def test_norm_types_and_affine_terms():
     ln = build_model(make_arch(**{"norm.type": "layernorm", "norm.affine": "scale-and-bias"}))
-    assert isinstance(ln.decoder.final_norm, LayerNorm) and ln.decoder.final_norm.bias is not None
+    assert (
+        _is_norm(ln.decoder.final_norm, NormType.LAYERNORM)
+        and ln.decoder.final_norm.bias is not None
+    )
     none = build_model(make_arch(**{"norm.type": "layernorm", "norm.affine": "none"}))
     assert none.decoder.final_norm.weight is None and none.decoder.final_norm.bias is None
-    assert isinstance(build_model(make_arch()).decoder.final_norm, RMSNorm)
+    assert _is_norm(build_model(make_arch()).decoder.final_norm, NormType.RMSNORM)
+    assert repr(ln.decoder.final_norm) == "LayerNorm(64, scale=True, bias=True)"
+
+
+def _is_norm(module, kind: NormType) -> bool:
+    return isinstance(module, Norm) and module.kind is kind
 
 
 @pytest.mark.parametrize(
@@ -375,7 +220,7 @@ def test_parallel_blocks_share_a_norm_or_have_one_each():
     shared = build_model(make_arch(parallel_layers=True, **{"norm.shared_in_parallel": True}))
     each = build_model(make_arch(parallel_layers=True, **{"norm.shared_in_parallel": False}))
     assert all(isinstance(b, ParallelBlock) and b.before_mlp is None for b in _blocks(shared))
-    assert all(isinstance(b.before_mlp, RMSNorm) for b in _blocks(each))
+    assert all(_is_norm(b.before_mlp, NormType.RMSNORM) for b in _blocks(each))
     assert all(isinstance(b, SerialBlock) for b in _blocks(build_model(make_arch())))
 
 
@@ -429,42 +274,20 @@ def test_qk_norm_variants_have_their_parameters():
         "per-head-untied",
         **{"attention.qk_norm_type": "layernorm", "attention.qk_norm_affine": "scale-and-bias"},
     )
-    assert isinstance(cham.q_norm.norm, LayerNorm) and cham.q_norm.bias.shape == (4, 16)
+    assert _is_norm(cham.q_norm.norm, NormType.LAYERNORM) and cham.q_norm.bias.shape == (4, 16)
 
 
 def test_moe_layers_follow_first_dense_and_period():
     arch = make_arch(
         n_layers=6,
-        **{
-            "mlp.moe": {
-                "n_experts": 4,
-                "n_active": 2,
-                "n_shared": 0,
-                "shared_d_ff": None,
-                "first_dense_layers": 1,
-                "layer_period": 2,
-                "dense_d_ff": 256,
-            }
-        },
+        **{"mlp.moe": moe_block(first_dense_layers=1, layer_period=2, dense_d_ff=256)},
     )
     moe = [isinstance(b.mlp.sublayer, MoE) for b in _blocks(build_model(arch))]
     assert moe == [False, False, True, False, True, False]  # layers 2 and 4
 
 
 def test_moe_runs_each_token_through_top_k_experts():
-    arch = make_arch(
-        **{
-            "mlp.moe": {
-                "n_experts": 4,
-                "n_active": 1,
-                "n_shared": 0,
-                "shared_d_ff": None,
-                "first_dense_layers": 0,
-                "layer_period": 1,
-                "dense_d_ff": None,
-            }
-        }
-    )
+    arch = make_arch(**{"mlp.moe": moe_block(n_active=1)})
     moe = build_model(arch).decoder.layers[0].mlp.sublayer
     x = torch.randn(1, 5, 64)
     index, weight = moe.router(x.view(-1, 64))
@@ -683,7 +506,11 @@ def test_cli_flops_at_a_sequence_length():
     [
         (("build", "no-such-model"), 1, "no card or family named"),
         (("build", "gpt-3", "--size", "huge"), 2, "--size must be toy or full"),
-        (("flops", "gpt-3", "--seq-len", "0"), 2, ""),
+        (("flops", "gpt-3", "--seq-len", "0"), 2, "Invalid value for '--seq-len'"),
+        (("build", "gpt-3", "--seq-len", "0"), 2, "Invalid value for '--seq-len'"),
+        (("build", "gpt-3", "--seq-len", "1000000"), 2, "Invalid value for '--seq-len'"),
+        (("flops", "gpt-3", "--context", "0"), 2, "Invalid value for '--context'"),
+        (("flops", "gpt-3", "--bytes-per-element", "0"), 2, "Invalid value for"),
     ],
 )
 def test_cli_bad_input_is_a_message_and_an_exit_code(args, code, message):
@@ -691,6 +518,28 @@ def test_cli_bad_input_is_a_message_and_an_exit_code(args, code, message):
     assert result.exit_code == code
     assert message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_cli_build_runs_the_toy_at_a_stated_length():
+    result, data = _cli("build", "mistral-7b", "--seq-len", "256", "--json")
+    assert result.exit_code == 0, result.output
+    assert data["seq_len"] == data["dims"]["context_length"] == 256
+    assert data["dims"]["sliding_window"] == 64  # 16 of 64 tokens, scaled to 256
+    assert "scaled to this context" in data["scaling"]["rule"]
+    f = data["flops"]
+    assert abs(f["fvcore"] - f["analytic"]) <= 1e-9 * f["analytic"]
+
+
+def test_cli_flops_states_the_kv_cache_length_and_element_size():
+    args = ("flops", "mistral-7b", "--context", "32768", "--bytes-per-element", "1", "--json")
+    result, data = _cli(*args)
+    assert result.exit_code == 0, result.output
+    assert (data["kv_seq_len"], data["kv_dtype_bytes"]) == (32768, 1)
+    # 32 layers x K,V x 8 KV heads x 128 dims, each keeping its 4096-token window
+    assert data["kv_cache_bytes"] == 32 * 2 * 8 * 128 * 4096
+    assert data["kv_cache_bytes_per_token"] == data["kv_cache_bytes"] / 32768
+    result, _ = _cli("flops", "mistral-7b")
+    assert "8,192 tokens" in result.output and "65,536 per token" in result.output
 
 
 def test_cli_a_card_without_sizes_fails_cleanly(write_catalogue):

@@ -19,7 +19,7 @@ from archdb.reports.claims import (
 )
 from archdb.schema import Card
 from archdb.table import catalogue_frame
-from tests.test_table import catalogue, make_card
+from tests.conftest import catalogue, make_card
 
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}
 MODERN = {

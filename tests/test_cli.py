@@ -317,7 +317,20 @@ def test_import_hf_unsupported_model_type(tmp_path):
 def test_every_command_has_help_with_examples(command):
     result = invoke(command, "--help")
     assert result.exit_code == 0
-    assert "Example" in result.output
+    examples = result.output.split("Examples:", 1)[1] if "Examples:" in result.output else ""
+    examples = examples.split("╭", 1)[0]  # the examples end where the option panels begin
+    lines = [line.strip(" │") for line in examples.splitlines()]
+    commands = [line.split()[:2] for line in lines if line.startswith("archdb ")]
+    assert commands and all(c == ["archdb", command] for c in commands), result.output
+
+
+def test_show_states_the_kv_cache_length():
+    result = invoke("show", "mistral-7b", "--context", "4096", "--json")
+    derived = json.loads(result.output)["derived"]
+    assert derived["kv_cache_context"] == 4096
+    assert derived["kv_cache_bytes_per_token"] == 32 * 2 * 8 * 128 * 2  # every layer: all keys
+    default = json.loads(invoke("show", "mistral-7b", "--json").output)["derived"]
+    assert default["kv_cache_bytes_per_token"] == 32 * 2 * 8 * 128 * 2 * 4096 / 8192
 
 
 def test_shell_completion_is_offered():

@@ -8,25 +8,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archdb.builder.layout import BuildError, fill_unknowns
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
+    cache_size,
     causal_keys,
     default_seq_len,
     dense_keys,
     derived_figures,
     flops,
-    kv_cache_bytes_per_token,
     param_count,
     training_flops,
 )
 from archdb.measure.flops import UncountedOperatorError, measure_flops
 from archdb.measure.params import full_size_params, measure_params
+from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
-from tests.test_builder import CHOICES, make_arch
+from tests.conftest import CHOICES, latent_dims, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 
@@ -80,19 +80,7 @@ def test_parameter_conventions():
     assert untied.total - tied.total == 128 * 64  # the head, counted once when tied
     assert untied.non_embedding == tied.non_embedding  # vocab matrices are not counted
     assert untied.embedding == 2 * 128 * 64
-    moe = make_arch(
-        **{
-            "mlp.moe": {
-                "n_experts": 8,
-                "n_active": 2,
-                "n_shared": 0,
-                "shared_d_ff": None,
-                "first_dense_layers": 0,
-                "layer_period": 1,
-                "dense_d_ff": None,
-            }
-        }
-    )
+    moe = make_arch(**{"mlp.moe": moe_block(n_experts=8)})
     count = param_count(moe)
     expert = 3 * 64 * 128
     assert count.total - count.active == 2 * (8 - 2) * expert  # 2 layers, 6 idle experts
@@ -213,19 +201,7 @@ def test_linear_flops_are_twice_the_matmul_weights():
 
 def test_moe_counts_only_active_experts():
     def moe(k):
-        return make_arch(
-            **{
-                "mlp.moe": {
-                    "n_experts": 8,
-                    "n_active": k,
-                    "n_shared": 0,
-                    "shared_d_ff": None,
-                    "first_dense_layers": 0,
-                    "layer_period": 1,
-                    "dense_d_ff": None,
-                }
-            }
-        )
+        return make_arch(**{"mlp.moe": moe_block(n_experts=8, n_active=k)})
 
     one, two = (flops(moe(k), 32).per_token_by_class()["linear"] for k in (1, 2))
     assert two - one == 2 * 3 * 2 * 64 * 128  # one more expert in each of 2 layers
@@ -242,7 +218,7 @@ def test_encoder_decoder_counts_encoder_and_cross_attention():
 
 def test_kv_cache_for_mha_gqa_mqa_mla_and_windows():
     def kv(**changes):
-        return kv_cache_bytes_per_token(make_arch(**changes), 64, dtype_bytes=2)
+        return cache_size(make_arch(**changes), context=64, bytes_per_element=2).per_token
 
     assert kv(**{"attention.n_kv_heads": 4}) == 2 * 2 * 4 * 16 * 2  # layers, K+V, heads, dim
     assert kv() == 2 * 2 * 2 * 16 * 2
@@ -251,13 +227,7 @@ def test_kv_cache_for_mha_gqa_mqa_mla_and_windows():
         **{
             "attention.variant": "latent",
             "attention.n_kv_heads": 4,
-            "attention.latent": {
-                "kv_lora_rank": 16,
-                "q_lora_rank": None,
-                "qk_rope_head_dim": 8,
-                "qk_nope_head_dim": 16,
-                "v_head_dim": 16,
-            },
+            "attention.latent": latent_dims(),
         }
     )
     assert mla == 2 * (16 + 8) * 2
@@ -299,3 +269,21 @@ def test_toy_forward_is_deterministic_and_measured_on_cpu():
     a = measure_flops(build_model(arch), 16)
     b = measure_flops(build_model(arch), 16)
     assert a == b and a.per_token == a.total / 16
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+
+def test_a_plan_of_ten_thousand_layers_stays_compact_and_exact():
+    from archdb.plan import make_plan
+
+    pattern = ["local"] * 5 + ["global"]
+    windowed = {"attention.layer_pattern": pattern, "attention.sliding_window": 16}
+    deep = make_arch(n_layers=10_002, **windowed)
+    plan = make_plan(deep)
+    assert [c for _, c in plan.decoder.groups()] == [1667] * 6  # 10,002 layers, 6 blocks
+    one = param_count(make_arch(n_layers=6, **windowed))
+    per_layer_set = one.total - 2 * 128 * 64 - 64  # six layers: less the tables, final norm
+    assert param_count(deep).total == one.total + 1666 * per_layer_set
+    kv = cache_size(deep, context=64, bytes_per_element=2)
+    assert kv.total == 1667 * 2 * 2 * 16 * 2 * (5 * 16 + 64)  # 5 local layers keep 16 keys

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
@@ -20,26 +19,13 @@ from archdb.measure.hf_reference import (
     hf_parameter_count,
     model_type_for,
 )
-from tests.test_builder import make_arch
+from archdb.plan.layout import fill_unknowns
+from tests.conftest import latent_dims, make_arch, moe_block
 
 pytest.importorskip("transformers")
 
-MOE = {
-    "n_experts": 4,
-    "n_active": 2,
-    "n_shared": 0,
-    "shared_d_ff": None,
-    "first_dense_layers": 0,
-    "layer_period": 1,
-    "dense_d_ff": None,
-}
-MLA = {
-    "kv_lora_rank": 16,
-    "q_lora_rank": 24,
-    "qk_rope_head_dim": 8,
-    "qk_nope_head_dim": 16,
-    "v_head_dim": 16,
-}
+MOE = moe_block()
+MLA = latent_dims(q_lora_rank=24)
 LAYERNORM = {"norm.type": "layernorm", "norm.affine": "scale-and-bias"}
 GPT = {
     **LAYERNORM,

@@ -28,7 +28,7 @@ from archdb.reports.adoption import (
 from archdb.reports.build import PAGES, build_reports, stale_files
 from archdb.reports.numeric import numeric_field, numeric_trend, spread
 from archdb.table import catalogue_frame, catalogue_rows
-from tests.test_table import catalogue, make_card
+from tests.conftest import catalogue, make_card
 
 REPO = DEFAULT_PATH.parent.parent
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}

@@ -1,107 +1,13 @@
-"""The catalogue table: flattened card fields, derived columns, stable dtypes.
-
-``make_card`` builds synthetic cards for this file, test_reports.py and test_claims.py:
-a GPT-3-like base card changed by dotted paths, with notes added for every null that
-needs one, so a test states only what it is about.
-"""
+"""The catalogue table: flattened card fields, derived columns, stable dtypes."""
 
 from __future__ import annotations
-
-import copy
-import datetime as dt
-from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 
-from archdb.catalogue import Catalogue, load_catalogue
-from archdb.schema import UNKNOWN_WHEN_NULL, Card
+from archdb.catalogue import load_catalogue
 from archdb.table import COLUMNS, DERIVED_COLUMNS, card_row, catalogue_frame, lineage
-
-BASE: dict[str, Any] = {
-    "id": "base",
-    "name": "Base",
-    "family": "base",
-    "organization": "Test",
-    "release_date": dt.date(2020, 1, 1),
-    "open_weights": True,
-    "params_published": 1_000_000_000,
-    "training": {"tokens": None, "dropout": None, "weight_decay": None, "z_loss": None},
-    "architecture": {
-        "kind": "decoder-only",
-        "d_model": 1024,
-        "n_layers": 8,
-        "vocab_size": 50_000,
-        "context_length": 2048,
-        "norm": {"type": "layernorm", "position": "pre", "affine": "scale-and-bias", "final": True},
-        "attention": {
-            "variant": "softmax",
-            "n_heads": 8,
-            "n_kv_heads": 8,
-            "head_dim": None,
-            "qk_norm": "none",
-            "logit_softcap": None,
-            "sliding_window": None,
-            "layer_pattern": ["global"],
-        },
-        "position": {"type": "learned"},
-        "mlp": {"activation": "gelu", "d_ff": 4096, "moe": None},
-        "bias": {"qkv": True, "attn_out": True, "mlp": True},
-        "parallel_layers": False,
-        "tied_embeddings": True,
-        "final_logit_softcap": None,
-    },
-    "sources": [
-        {
-            "kind": "paper",
-            "title": "A test source",
-            "url": "https://example.org/x",
-            "locator": None,
-            "supports": ["architecture", "training", "params_published"],
-        }
-    ],
-}
-
-
-def make_card(card_id: str, changes: dict[str, Any] | None = None, **fields: Any) -> Card:
-    """A valid card: BASE with ``fields`` (top level) and ``changes`` (dotted paths) applied.
-
-    Example: make_card("llama-2-7b", {"architecture.norm.type": "rmsnorm"}, year=2023)
-    (``year`` sets the release date to 1 June of that year; ``family`` defaults to the
-    id without its size).
-    """
-    data = copy.deepcopy(BASE)
-    data["id"] = card_id
-    data["name"] = card_id
-    data["family"] = fields.pop("family", card_id.rsplit("-", 1)[0] if "-" in card_id else card_id)
-    if "year" in fields:
-        data["release_date"] = dt.date(fields.pop("year"), 6, 1)
-    data.update(fields)
-    for path, value in (changes or {}).items():
-        *parents, leaf = path.split(".")
-        node = data
-        for part in parents:
-            node = node[part]
-        node[leaf] = value
-    notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if _get(data, p) is None}
-    notes.update({p: "synthetic" for p in ("training.tokens", "training.dropout")})
-    data["notes"] = notes
-    return Card.model_validate(data)
-
-
-def _get(data: dict[str, Any], path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def catalogue(*cards: Card) -> Catalogue:
-    return Catalogue(Path("synthetic.yaml"), tuple(sorted(cards, key=lambda c: c.id)))
-
+from tests.conftest import catalogue, make_card
 
 # --- tests ---------------------------------------------------------------------------
 

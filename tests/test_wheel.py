@@ -140,7 +140,13 @@ def test_the_readme_python_example_runs_from_the_wheel(installed) -> None:
     venv, _, _ = installed
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Python", 1)[1]
-    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)[1]
-    result = _run(installed, str(venv / "bin" / "python"), "-c", example)
-    assert result.returncode == 0, result.stderr
-    assert "4096" in result.stdout  # Llama 2 7B's d_model, printed by the example
+    section = section.split("\n## ", 1)[0]
+    examples = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(examples) == 2  # a built toy, then the catalogue
+    outputs = []
+    for example in examples:
+        result = _run(installed, str(venv / "bin" / "python"), "-c", example)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert "torch.Size([2, 128, 256])" in outputs[0]  # the toy's logits
+    assert "4096" in outputs[1]  # Llama 2 7B's d_model, printed by the example

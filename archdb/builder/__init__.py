@@ -1,11 +1,11 @@
-"""archdb.builder: cards become PyTorch models.
+"""archdb.builder: a card's plan (``archdb.plan``) becomes PyTorch modules.
 
-- ``layout``: how an architecture unfolds into layers (pure Python, shared with the
-  analytic formulas), and the defaults for unknown choices;
 - ``norms``, ``mlp``, ``positions``, ``kernels``, ``attention``, ``moe``, ``blocks``: one
-  small block per architectural choice, taking plain numbers;
-- ``model``: the assembly (``build_model``), the only module that reads an architecture;
-- ``shrink``: the toy scaling rule; ``loss``: cross-entropy with the optional z-loss.
+  small block per architectural choice, taking plain numbers (each plan spec's
+  ``module()`` factory makes its block);
+- ``model``: ``build_model``, the fold of a plan into a model, and reading a built model;
+- ``shrink``: the toy scaling rule; ``loss``: cross-entropy with the optional z-loss;
+- ``layout``: moved to ``archdb.plan.layout`` (its names stay importable from here).
 
 Nothing here imports torch at package import, so ``archdb.measure.analytic`` stays
 torch-free.

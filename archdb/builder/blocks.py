@@ -1,6 +1,6 @@
 """Transformer blocks: how sublayers join the residual stream, serial or parallel.
 
-A norm position is three optional norm slots around a sublayer f (see layout.NORM_SLOTS):
+A norm position is three optional norm slots around a sublayer f (see archdb.plan.norms.NORM_SLOTS):
 ``x = after(x + branch(f(before(x))))``. Pre-norm fills ``before``, post-norm ``after``
 (Vaswani et al. 2017), double/sandwich ``before`` and ``branch`` (Grok-1, Gemma 2),
 post-branch only ``branch`` (OLMo 2). An empty slot is ``nn.Identity``.

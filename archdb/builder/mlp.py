@@ -7,69 +7,29 @@ by a linear "up" branch; d_ff is the width of one branch, which the down-project
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from archdb.plan.mlp import ACTIVATIONS
 from archdb.schema import Activation
 
 
 class Act(nn.Module):
-    """A pointwise non-linearity; gated subclasses also multiply by the up branch."""
+    """A pointwise non-linearity (its rule in ``archdb.plan.mlp.ACTIVATIONS``); given the up
+    branch too, it multiplies the activated gate by it."""
 
     flop_class = "elementwise"
-    name = "act"
 
-    def fn(self, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+    def __init__(self, activation: Activation) -> None:
+        super().__init__()
+        self.activation = activation
+        self.fn = ACTIVATIONS[activation].fn
 
     def forward(self, h: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
         a = self.fn(h)
         return a if up is None else a * up
 
     def extra_repr(self) -> str:
-        return self.name
-
-
-class ReLU(Act):
-    name = "relu"
-
-    def fn(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-class GELU(Act):
-    name = "gelu"
-
-    def fn(self, x: torch.Tensor) -> torch.Tensor:
-        return F.gelu(x, approximate="tanh")
-
-
-class SiLU(Act):
-    name = "silu"
-
-    def fn(self, x: torch.Tensor) -> torch.Tensor:
-        return F.silu(x)
-
-
-class SquaredReLU(Act):
-    """relu(x)^2 (So et al. 2021, Primer; Nemotron-4)."""
-
-    name = "squared-relu"
-
-    def fn(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x).square()
-
-
-# enum value -> the non-linearity applied (to the gate, for gated units)
-ACTIVATIONS: dict[Activation, type[Act]] = {
-    Activation.RELU: ReLU,
-    Activation.GELU: GELU,
-    Activation.SQUARED_RELU: SquaredReLU,
-    Activation.SILU: SiLU,
-    Activation.SWIGLU: SiLU,
-    Activation.GEGLU: GELU,
-    Activation.REGLU: ReLU,
-}
+        return ACTIVATIONS[self.activation].name
 
 
 class MLP(nn.Module):
@@ -101,4 +61,4 @@ class GatedMLP(nn.Module):
 
 def make_mlp(activation: Activation, d_model: int, d_ff: int, bias: bool) -> nn.Module:
     cls = GatedMLP if activation.gated else MLP
-    return cls(d_model, d_ff, ACTIVATIONS[activation](), bias)
+    return cls(d_model, d_ff, Act(activation), bias)

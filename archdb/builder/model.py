@@ -1,4 +1,4 @@
-"""Assembly: an Architecture (a card's) becomes a torch model. Only this module reads cards.
+"""Assembly: a card's plan (``archdb.plan``) becomes a torch model, spec by spec.
 
 ``build_model(arch)`` builds on the current default device; for the full size of a
 published model use ``build_model(arch, device="meta")``: every parameter gets a shape and
@@ -25,49 +25,12 @@ import math
 import torch
 from torch import nn
 
-from archdb.schema import (
-    Architecture,
-    AttentionVariant,
-    Kind,
-    LayerKind,
-    NormPosition,
-    PositionType,
-)
+from archdb.plan import plan as P
+from archdb.plan.positions import RelativeXLSpec
+from archdb.schema import Architecture
 
-from .attention import HeadAttention, LatentAttention
 from .blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock, Stack
-from .kernels import ChunkedKernel, GlobalKernel, LinearKernel, LocalKernel
-from .layout import (
-    NORM_SLOTS,
-    T5_MAX_DISTANCE,
-    LayerSpec,
-    check_buildable,
-    decoder_layers,
-    embedding_width,
-    fill_unknowns,
-    head_dims,
-    layer_spec,
-    learned_rows,
-    norm_spec,
-    parallel_shared_norm,
-    qk_norm_spec,
-    relative_buckets,
-    score_bias_layer,
-)
-from .mlp import ACTIVATIONS, make_mlp
-from .moe import Experts, MoE, Router
-from .norms import make_norm, make_qk_norm
-from .positions import (
-    AlibiBias,
-    LearnedPositions,
-    RelativeBias,
-    RelativeXL,
-    Rotary,
-    SinusoidalPositions,
-    distance_index,
-    rotary_tables,
-    sinusoid_table,
-)
+from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
 
 # --- the two model shapes ----------------------------------------------------------------
 
@@ -135,12 +98,14 @@ class EncoderDecoderLM(nn.Module):
         self.embed, self.positions, self.head = embed, positions, head
         self.encoder, self.decoder = encoder, decoder
 
-    def forward(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(self, source: torch.Tensor, target: torch.Tensor | None = None) -> torch.Tensor:
+        """target defaults to the source tokens (one tensor in, logits for it out)."""
+        target = source if target is None else target
         memory = self.encoder(self.positions(self.embed(source)))
         return self.head(self.decoder(self.positions(self.embed(target)), memory))
 
 
-# --- assembly ----------------------------------------------------------------------------
+# --- assembly: the fold of a plan into modules ---------------------------------------------
 
 
 def build_model(arch: Architecture, device: str | torch.device | None = None) -> nn.Module:
@@ -149,197 +114,82 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
     Null choices are filled as ``layout.fill_unknowns`` states (the same defaults the
     analytic formulas use); null sizes raise BuildError.
     """
-    arch, _ = fill_unknowns(arch)
-    check_buildable(arch)
+    plan = P.make_plan(arch)
     ctx = torch.device(device) if device is not None else contextlib.nullcontext()
     with ctx:
-        model = _Assembler(arch).model()
-    return model
+        return build_plan(plan)
 
 
-class _Assembler:
-    """Reads the architecture once and hands plain numbers to the blocks."""
+def build_plan(plan: P.Plan) -> nn.Module:
+    """Every spec's module, joined as the plan lays them out."""
+    ctx = BuildContext(plan.context_length)
+    e, h = plan.embedding, plan.head
+    embed = TokenEmbedding(e.vocab, e.width, e.d_model)
+    head = OutputHead(h.d_model, h.width, h.vocab, h.bias, h.softcap)
+    if h.tied:
+        head.lm_head.weight = embed.table.weight
+    embed.table.archdb_embedding = head.lm_head.archdb_embedding = True  # see measure.params
+    positions = plan.positions.module(ctx) if plan.positions else nn.Identity()
+    decoder = _stack(plan.decoder, ctx)
+    if plan.encoder is not None:
+        encoder = _stack(plan.encoder, ctx)
+        return EncoderDecoderLM(embed, positions, encoder, decoder, head)
+    return DecoderLM(embed, positions, decoder, head)
 
-    def __init__(self, arch: Architecture) -> None:
-        self.arch = arch
-        self.d = arch.d_model
-        self.norm_spec = norm_spec(arch)
-        self.dims = head_dims(arch)
+
+class BuildContext:
+    """Tables that depend only on positions, shared by every layer that needs them."""
+
+    def __init__(self, context: int) -> None:
+        self.context = context
         self.rotary_tables: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def model(self) -> nn.Module:
-        a = self.arch
-        width = embedding_width(a)
-        embed = TokenEmbedding(a.vocab_size, width, self.d)
-        head = OutputHead(self.d, width, a.vocab_size, bool(a.bias.lm_head), a.final_logit_softcap)
-        if a.tied_embeddings:
-            head.lm_head.weight = embed.table.weight
-        positions = self.absolute_positions()
-        decoder = self.stack(decoder_layers(a), causal=True, cross=a.kind is Kind.ENCODER_DECODER)
-        if a.kind is Kind.ENCODER_DECODER:
-            enc_layers = [layer_spec(a, i, LayerKind.GLOBAL) for i in range(a.n_encoder_layers)]
-            encoder = self.stack(enc_layers, causal=False, cross=False)
-            return EncoderDecoderLM(embed, positions, encoder, decoder, head)
-        return DecoderLM(embed, positions, decoder, head)
+    def rotary(self, dims: int, theta: float, context: int) -> Rotary:
+        key = (dims, theta)
+        if key not in self.rotary_tables:
+            self.rotary_tables[key] = rotary_tables(dims, theta, context)
+        return Rotary(dims, theta, context, self.rotary_tables[key])
 
-    # --- positions ---
+    def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:
+        """Transformer-XL positions; layers share the distance tables, not the weights."""
+        if not self.xl_tables:
+            n = spec.context
+            self.xl_tables = (sinusoid_table(n, spec.d_model), distance_index(n))
+        scale = 1.0 / math.sqrt(spec.head_dim)
+        return RelativeXL(spec.d_model, spec.n_heads, spec.head_dim, scale, *self.xl_tables)
 
-    def absolute_positions(self) -> nn.Module:
-        kind = self.arch.position.type
-        if kind is PositionType.SINUSOIDAL:
-            return SinusoidalPositions(self.arch.context_length, self.d)
-        if kind is PositionType.LEARNED:
-            return LearnedPositions(learned_rows(self.arch), self.d)
-        return nn.Identity()
 
-    def score_bias(self, causal: bool) -> nn.Module | None:
-        a = self.arch
-        if a.position.type is PositionType.RELATIVE_BIAS:
-            buckets = relative_buckets(a)
-            return RelativeBias(
-                buckets,
-                self.dims.n_heads,
-                a.context_length,
-                bidirectional=not causal,
-                max_distance=T5_MAX_DISTANCE,
-            )
-        if a.position.type is PositionType.ALIBI:
-            return AlibiBias(self.dims.n_heads, a.context_length)
-        return None
+def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
+    final = stack.final_norm.module(stack.d_model) if stack.final_norm else nn.Identity()
+    layers = [_block(b, ctx) for b in stack.layers()]
+    bias = stack.bias.module(ctx) if stack.bias else None
+    return Stack(layers, final, bias, stack.resi_dual)
 
-    # --- stacks and blocks ---
 
-    def stack(self, specs: list[LayerSpec], causal: bool, cross: bool) -> Stack:
-        resi_dual = self.arch.norm.position is NormPosition.RESIDUAL
-        final = self.norm() if self.arch.norm.final else nn.Identity()
-        layers = [self.block(s, causal, cross) for s in specs]
-        return Stack(layers, final, self.score_bias(causal), resi_dual)
+def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
+    def norm_if(present: bool) -> nn.Module:
+        return block.norm.module(block.d_model) if present else nn.Identity()
 
-    def block(self, spec: LayerSpec, causal: bool, cross: bool) -> nn.Module:
-        attn, mlp = self.attention(spec, causal), self.mlp(spec)
-        if self.arch.parallel_layers:
-            return self.parallel_block(attn, mlp)
-        cross_attn = self.residual(self.attention(None, causal=False)) if cross else None
-        return SerialBlock(self.residual(attn), self.residual(mlp), cross_attn)
-
-    def residual(self, sublayer: nn.Module) -> Residual:
-        slots = NORM_SLOTS[self.arch.norm.position]
-        cls = ResiDualResidual if self.arch.norm.position is NormPosition.RESIDUAL else Residual
-        return cls(
-            sublayer,
-            self.norm_if(slots.before),
-            self.norm_if(slots.branch),
-            self.norm_if(slots.after),
-        )
-
-    def parallel_block(self, attn: nn.Module, mlp: nn.Module) -> ParallelBlock:
-        slots = NORM_SLOTS[self.arch.norm.position]
-        shared = parallel_shared_norm(self.arch) or not slots.before
+    slots = block.slots
+    attn, mlp = block.mixer.module(ctx), block.mlp.module(ctx)
+    if block.parallel:
         return ParallelBlock(
             attn,
             mlp,
-            before_attn=self.norm_if(slots.before),
-            before_mlp=None if shared else self.norm_if(slots.before),
-            branch_attn=self.norm_if(slots.branch),
-            branch_mlp=self.norm_if(slots.branch),
-            after=self.norm_if(slots.after),
+            before_attn=norm_if(slots.before),
+            before_mlp=None if block.shared_norm else norm_if(slots.before),
+            branch_attn=norm_if(slots.branch),
+            branch_mlp=norm_if(slots.branch),
+            after=norm_if(slots.after),
         )
 
-    def norm(self, width: int | None = None) -> nn.Module:
-        s = self.norm_spec
-        return make_norm(s.type, width or self.d, s.scale, s.bias)
+    def residual(sublayer: nn.Module) -> Residual:
+        cls = ResiDualResidual if block.resi_dual else Residual
+        return cls(sublayer, norm_if(slots.before), norm_if(slots.branch), norm_if(slots.after))
 
-    def norm_if(self, present: bool) -> nn.Module:
-        return self.norm() if present else nn.Identity()
-
-    # --- sublayers ---
-
-    def attention(self, spec: LayerSpec | None, causal: bool) -> nn.Module:
-        """Self-attention for a layer spec; ``spec=None`` is cross-attention."""
-        a, dims, bias = self.arch, self.dims, self.arch.bias
-        kernel = self.kernel(spec, causal)
-        rotary = None
-        if spec is not None and spec.rope_theta is not None and dims.rotary_dims:
-            rotary = self.rotary(dims.rotary_dims, spec.rope_theta)
-        if a.attention.variant is AttentionVariant.LATENT:
-            lat = a.attention.latent
-            return LatentAttention(
-                self.d,
-                dims.n_heads,
-                lat.kv_lora_rank,
-                lat.q_lora_rank,
-                lat.qk_rope_head_dim,
-                lat.qk_nope_head_dim,
-                lat.v_head_dim,
-                kernel,
-                self.norm,
-                bias.qkv,
-                bias.attn_out,
-                rotary,
-            )
-        s = qk_norm_spec(a)
-        qk_norm = make_qk_norm(
-            a.attention.qk_norm, s.type, dims.n_heads, dims.n_kv_heads, dims.qk_dim, s.scale, s.bias
-        )
-        takes_bias = spec is not None and score_bias_layer(spec, a)
-        relative = None
-        if takes_bias and a.position.type is PositionType.RELATIVE_XL:
-            relative = self.relative_xl()
-        return HeadAttention(
-            self.d,
-            dims.n_heads,
-            dims.n_kv_heads,
-            dims.qk_dim,
-            kernel,
-            bias.qkv,
-            bias.attn_out,
-            rotary,
-            qk_norm,
-            relative,
-            takes_bias,
-        )
-
-    def relative_xl(self) -> RelativeXL:
-        """Transformer-XL positions; layers share the distance tables, not the weights."""
-        if not self.xl_tables:
-            n = self.arch.context_length
-            self.xl_tables = (sinusoid_table(n, self.d), distance_index(n))
-        return RelativeXL(
-            self.d,
-            self.dims.n_heads,
-            self.dims.qk_dim,
-            1.0 / math.sqrt(self.dims.qk_dim),
-            *self.xl_tables,
-        )
-
-    def rotary(self, dims: int, theta: float) -> Rotary:
-        """A rotary block; layers with the same theta share one pair of angle tables."""
-        key = (dims, theta)
-        if key not in self.rotary_tables:
-            self.rotary_tables[key] = rotary_tables(dims, theta, self.arch.context_length)
-        return Rotary(dims, theta, self.arch.context_length, self.rotary_tables[key])
-
-    def kernel(self, spec: LayerSpec | None, causal: bool) -> nn.Module:
-        att = self.arch.attention
-        if att.variant is AttentionVariant.LINEAR:
-            return LinearKernel()
-        qk, cap = self.dims.qk_dim, att.logit_softcap
-        if spec is not None and spec.kind is LayerKind.LOCAL:
-            return LocalKernel(qk, causal, cap, spec.window)
-        if spec is not None and spec.kind is LayerKind.CHUNKED:
-            return ChunkedKernel(qk, causal, cap, spec.window)
-        return GlobalKernel(qk, causal, cap)
-
-    def mlp(self, spec: LayerSpec) -> nn.Module:
-        a = self.arch
-        act, bias = a.mlp.activation, a.bias.mlp
-        if not spec.moe:
-            return make_mlp(act, self.d, spec.d_ff, bias)
-        moe = a.mlp.moe
-        shared = make_mlp(act, self.d, moe.shared_d_ff, bias) if moe.n_shared else None
-        experts = Experts(moe.n_experts, self.d, spec.d_ff, ACTIVATIONS[act](), act.gated, bias)
-        return MoE(Router(self.d, moe.n_experts, moe.n_active), experts, shared)
+    cross = residual(block.cross.module(ctx)) if block.cross else None
+    return SerialBlock(residual(attn), residual(mlp), cross)
 
 
 # --- reading a built model ----------------------------------------------------------------

@@ -14,8 +14,9 @@ which all the ratios above come out as integers (with head_dim >= 8 and even, an
 d_model a multiple of n_heads where the card's is); heads to
 4 (MHA) or 2 KV heads times the query groups; depth to one period of the layer pattern
 (and of the MoE layers, plus one dense layer if the card has leading dense layers), at
-least 2; vocabulary to 256; context to 64 tokens; local windows and chunks to 16 tokens
-(when the card's window is shorter than its context); MLA head dims by a common factor
+least 2; vocabulary to 256; context to 64 tokens (or a stated ``seq_len``); local windows
+and chunks to a quarter of the toy context, 16 of 64 tokens (when the card's window is
+shorter than its context; else to the whole toy context); MLA head dims by a common factor
 to an 8-dim RoPE key. Where no width factor keeps a ratio exactly, the toy rounds it and
 says so in ``approximated``.
 """
@@ -23,12 +24,14 @@ says so in ``approximated``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from archdb.plan.layout import BuildError, lcm, rotary_dims
 from archdb.schema import Architecture, AttentionVariant, Kind
 
-from .layout import BuildError, lcm, rotary_dims
+TOY_CONTEXT = 64  # tokens, unless a seq_len is stated
+TOY_WINDOW = 16  # a quarter of the toy context
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,8 @@ class ToyRule:
     mha_heads: int = 4
     kv_heads_max: int = 2
     vocab: int = 256
-    context: int = 64
-    window: int = 16
+    context: int = TOY_CONTEXT
+    window: int = TOY_WINDOW
     min_layers: int = 2
     mla_rope_dim: int = 8
 
@@ -54,8 +57,22 @@ class ToyRule:
             f"{self.mha_heads} heads for MHA, else min(kv_heads, {self.kv_heads_max}) KV heads "
             f"x the query groups; depth = one period of the layer pattern and MoE layers "
             f"(>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
-            f"{self.window}; every categorical choice kept"
+            f"{self.window}{self._window_rule()}; every categorical choice kept"
         )
+
+    def _window_rule(self) -> str:
+        if self.context == TOY_CONTEXT:
+            return ""
+        return f" (the default {TOY_WINDOW} of {TOY_CONTEXT}, scaled to this context)"
+
+    def at(self, seq_len: int | None) -> ToyRule:
+        """The rule for a toy of ``seq_len`` tokens: windows keep their share of the context."""
+        if seq_len is None or seq_len == self.context:
+            return self
+        if seq_len < 1:
+            raise BuildError(f"seq_len must be a positive number of tokens, got {seq_len}")
+        window = max(1, seq_len * self.window // self.context)
+        return replace(self, context=seq_len, window=window)
 
 
 TOY_RULE = ToyRule()
@@ -72,8 +89,10 @@ class Toy:
     dims: dict = field(hash=False)
 
 
-def shrink(arch: Architecture, rule: ToyRule = TOY_RULE) -> Toy:
-    """The toy of an architecture (pure: the input is not changed)."""
+def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = None) -> Toy:
+    """The toy of an architecture (pure: the input is not changed), with a context of
+    ``seq_len`` tokens if given (windows and chunks scaled with it, see ``ToyRule.at``)."""
+    rule = rule.at(seq_len)
     _require_sizes(arch)
     heads = _toy_heads(arch, rule)
     n_layers, n_enc, first_dense = _toy_depth(arch, rule)

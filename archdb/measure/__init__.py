@@ -1,7 +1,8 @@
 """archdb.measure: exact parameters, FLOPs and KV cache, each with its convention.
 
 - ``conventions``: what a FLOP and a parameter count mean here (pure Python);
-- ``analytic``: formulas over a card, torch-free (``derived_figures`` for queries);
+- ``analytic``: exact figures as folds over a card's plan, torch-free (``derived_figures``
+  for queries; ``cache_size``: the one KV-cache definition);
 - ``params``: counts read from a built model (meta device for full size);
 - ``flops``: fvcore with archdb's operator handles, on a toy;
 - ``summary``: what ``archdb build`` and ``archdb flops`` report;

@@ -31,6 +31,7 @@ LINEAR_FEATURE_MAP = 2  # per element: elu(x) + 1 (linear attention)
 
 DEFAULT_KV_DTYPE_BYTES = 2  # bf16/fp16 cache entries
 DEFAULT_SEQ_LEN = 2048  # full-size figures use min(this, the card's context_length)
+DEFAULT_KV_CONTEXT = 8192  # KV-cache figures: one stated sequence length for every model
 
 
 class FlopClass(StrEnum):
@@ -66,7 +67,8 @@ PARAMS_CONVENTION = (
     "active: per token, routed experts counted only for the top-k"
 )
 KV_CONVENTION = (
-    "K and V entries the decoder caches per token (MLA: the latent plus the shared RoPE "
-    "key; encoder-decoder: self- plus cross-attention), averaged over a sequence of the "
-    "stated length, local and chunked layers capped by their window"
+    "K and V entries the decoder caches for one sequence of the stated length (MLA: the "
+    "latent plus the shared RoPE key; encoder-decoder: self- plus cross-attention over a "
+    "source as long), local and chunked layers capped by their window, times the bytes "
+    "per element; per token = that total / the length"
 )

@@ -26,10 +26,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from archdb.builder.kernels import LinearKernel
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.loss import lm_loss
 from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs
 from archdb.builder.shrink import shrink
+from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, AttentionVariant, Card, NormPosition
 
 SEEDS = (0, 1, 2)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from archdb.builder.layout import embedding_width, fill_unknowns, learned_rows
+from archdb.plan.layout import embedding_width, fill_unknowns, learned_rows
 from archdb.schema import (
     Activation,
     Architecture,

@@ -2,6 +2,8 @@
 
 This is the measured side; ``analytic.param_count`` is the formula. The two must agree for
 every card (tests check it), and this side is what Hugging Face's models are compared to.
+Which tensors are embeddings and which experts a token skips is what the plan's specs
+marked on the modules they made (``archdb_embedding``, ``archdb_active``).
 """
 
 from __future__ import annotations
@@ -10,10 +12,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.model import build_model
-from archdb.builder.moe import Experts
-from archdb.builder.positions import LearnedPositions, RelativeBias
+from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
 
 from .conventions import PARAMS_CONVENTION
@@ -43,19 +43,22 @@ def measure_params(
     model: nn.Module, published: int | None = None, assumptions: tuple[str, ...] = ()
 ) -> ParamReport:
     total = sum(p.numel() for p in model.parameters())
-    embedding = _embedding_params(model)
+    embedding: dict[int, int] = {}  # each tensor once (a tied head is the table)
     inactive = 0
     for module in model.modules():
-        if isinstance(module, Experts):
+        if getattr(module, "archdb_embedding", False):
+            embedding |= {id(p): p.numel() for p in module.parameters()}
+        active = getattr(module, "archdb_active", None)
+        if active is not None:  # routed experts: a token uses `active` of them
             n_experts = module.up.shape[0]
             per_expert = sum(p.numel() for p in module.parameters()) // n_experts
-            top_k = _top_k(model, module)
-            inactive += (n_experts - top_k) * per_expert
+            inactive += (n_experts - active) * per_expert
+    n_embedding = sum(embedding.values())
     return ParamReport(
         total=total,
-        non_embedding=total - embedding,
+        non_embedding=total - n_embedding,
         active=total - inactive,
-        embedding=embedding,
+        embedding=n_embedding,
         published=published,
         assumptions=assumptions,
     )
@@ -66,28 +69,3 @@ def full_size_params(arch: Architecture, published: int | None = None) -> ParamR
     _, assumed = fill_unknowns(arch)
     model = build_model(arch, device="meta")
     return measure_params(model, published, tuple(str(a) for a in assumed))
-
-
-def _embedding_params(model: nn.Module) -> int:
-    """Token table, an untied head (and its bias), position tables: each tensor once."""
-    tensors: dict[int, int] = {}
-    embed = getattr(model, "embed", None)
-    head = getattr(model, "head", None)
-    if embed is not None:
-        tensors[id(embed.table.weight)] = embed.table.weight.numel()
-    if head is not None:
-        for p in (head.lm_head.weight, head.lm_head.bias):
-            if p is not None:
-                tensors[id(p)] = p.numel()
-    for module in model.modules():
-        if isinstance(module, LearnedPositions | RelativeBias):
-            for p in module.parameters():
-                tensors[id(p)] = p.numel()
-    return sum(tensors.values())
-
-
-def _top_k(model: nn.Module, experts: Experts) -> int:
-    for module in model.modules():
-        if getattr(module, "experts", None) is experts:
-            return module.router.top_k
-    raise ValueError("experts without a router")

@@ -10,17 +10,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink, toy_dims
+from archdb.plan.layout import fill_unknowns
 from archdb.schema import Card
 
 from . import conventions as cv
 from .analytic import (
+    CacheSize,
     FlopCount,
+    cache_size,
     default_seq_len,
     flops,
-    kv_cache_bytes_per_token,
     param_count,
     training_flops,
 )
@@ -111,12 +112,17 @@ def _flops_dict(f: FlopFigures) -> dict:
     return out
 
 
-def build_summary(card: Card, size: Size = "toy") -> BuildSummary:
-    """Build a card's toy (on CPU, measured with fvcore) or full size (meta device)."""
+def build_summary(card: Card, size: Size = "toy", seq_len: int | None = None) -> BuildSummary:
+    """Build a card's toy (on CPU, measured with fvcore) or full size (meta device).
+
+    ``seq_len``: the toy's context and the length its FLOPs are measured at (default the
+    toy rule's 64 tokens); for the full size, the length of the FLOP formula (default
+    min(2048, context)).
+    """
     arch, assumed = fill_unknowns(card.architecture)
     scaling = None
     if size == "toy":
-        toy = shrink(arch)
+        toy = shrink(arch, seq_len=seq_len)
         arch = toy.arch
         scaling = {"rule": toy.rule, "kept": list(toy.kept), "approximated": list(toy.approximated)}
         model = build_model(arch)
@@ -125,7 +131,7 @@ def build_summary(card: Card, size: Size = "toy") -> BuildSummary:
         published = None
     else:
         model = build_model(arch, device="meta")
-        seq_len = default_seq_len(arch)
+        seq_len = seq_len or default_seq_len(arch)
         measured = None
         published = card.params_published
     notes = tuple(str(a) for a in assumed)
@@ -143,8 +149,7 @@ class FlopsSummary:
     id: str
     full: FlopFigures
     params: ParamReport
-    kv_cache_bytes_per_token: float
-    kv_dtype_bytes: int
+    cache: CacheSize
     training_tokens: int | None
     training_flops: float | None
     toy: BuildSummary
@@ -156,10 +161,11 @@ class FlopsSummary:
             "flops": _flops_dict(self.full),
             "params": self.params.total,
             "params_active": self.params.active,
-            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
-            "kv_dtype_bytes": self.kv_dtype_bytes,
-            "kv_seq_len": self.full.seq_len,
-            "kv_convention": cv.KV_CONVENTION,
+            "kv_cache_bytes": self.cache.total,
+            "kv_cache_bytes_per_token": self.cache.per_token,
+            "kv_dtype_bytes": self.cache.bytes_per_element,
+            "kv_seq_len": self.cache.context,
+            "kv_convention": self.cache.convention,
             "training_tokens": self.training_tokens,
             "training_flops_6nd": self.training_flops,
             "training_convention": "6 x active parameters x training tokens",
@@ -173,8 +179,16 @@ class FlopsSummary:
         }
 
 
-def flops_summary(card: Card, seq_len: int | None = None) -> FlopsSummary:
-    """FLOPs per token of the full-size card at seq_len (default min(2048, context))."""
+def flops_summary(
+    card: Card,
+    seq_len: int | None = None,
+    *,
+    toy_seq_len: int | None = None,
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> FlopsSummary:
+    """FLOPs per token of the full-size card at seq_len (default min(2048, context)), the
+    KV cache at ``context`` tokens, and the toy's fvcore check at ``toy_seq_len``."""
     arch, assumed = fill_unknowns(card.architecture)
     seq = seq_len or default_seq_len(arch)
     full = flop_figures(flops(arch, seq), None, arch.n_encoder_layers is not None)
@@ -191,9 +205,8 @@ def flops_summary(card: Card, seq_len: int | None = None) -> FlopsSummary:
         id=card.id,
         full=full,
         params=params,
-        kv_cache_bytes_per_token=kv_cache_bytes_per_token(arch, seq),
-        kv_dtype_bytes=cv.DEFAULT_KV_DTYPE_BYTES,
+        cache=cache_size(arch, context, bytes_per_element),
         training_tokens=card.training.tokens,
         training_flops=training_flops(card),
-        toy=build_summary(card, "toy"),
+        toy=build_summary(card, "toy", toy_seq_len),
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from archdb.catalogue import Catalogue
+from archdb.measure import conventions as cv
 from archdb.reports import claims, families, figures, render
 from archdb.reports import distributions as dist
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -189,8 +190,10 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
         render.per_year_table(vocab_years),
         render.outlier_table(vocab_out, "vocabulary"),
         "## KV-cache bytes per token against parameters\n\n"
-        "Bytes one token adds to the cache at 16-bit precision; compared across sizes as "
-        "bytes per token per billion parameters.",
+        f"The K/V cache of one sequence of {cv.DEFAULT_KV_CONTEXT:,} tokens at "
+        f"{cv.DEFAULT_KV_DTYPE_BYTES} bytes per element, divided by its length (local and "
+        "chunked layers keep only their window); compared across sizes as bytes per token "
+        "per billion parameters.",
     ]
     if kv_fig is None:
         sections.append(
@@ -199,7 +202,11 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
         )
     else:
         sections += [
-            with_figure(kv_fig, "KV-cache bytes per token against parameters"),
+            with_figure(
+                kv_fig,
+                f"KV-cache bytes per token for a sequence of {cv.DEFAULT_KV_CONTEXT:,} tokens "
+                f"({cv.DEFAULT_KV_DTYPE_BYTES} bytes per element) against parameters",
+            ),
             render.stats_table(dist.stats(kv, "kv_per_b", "attention_family")),
             render.outlier_table(kv_out, "bytes/token/B"),
         ]

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
 from matplotlib.transforms import Bbox
 
+from archdb.measure import conventions as cv
 from archdb.reports.adoption import ANY, Adoption, Consensus
 from archdb.reports.distributions import kv_cache_per_param, mlp_group, released
 
@@ -344,7 +345,11 @@ def kv_cache_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         ax.set_yscale("log")
         ax.set_xlabel("parameters (published, else exact; log)")
         ax.set_ylabel("KV-cache bytes per token (log)")
-        ax.set_title("KV cache per token: GQA/MQA/MLA sit below MHA", loc="left")
+        ax.set_title(
+            f"KV cache per token at {cv.DEFAULT_KV_CONTEXT:,} tokens, "
+            f"{cv.DEFAULT_KV_DTYPE_BYTES} B/element: GQA/MQA/MLA below MHA",
+            loc="left",
+        )
         ax.legend(loc="upper left")
         _label_points(ax, data, "kv_cache_bytes_per_token", named, x="params")
     return fig

@@ -1,0 +1,159 @@
+"""The Python API: build a card into a model, and its exact parameters, FLOPs and KV cache.
+
+Every function takes a Card, or a card id or family name (a family means its largest
+published model) resolved in ``catalogue`` (a Catalogue or a path; default the shipped
+one). Only ``build`` imports torch.
+
+>>> import archdb
+>>> archdb.params("gpt-3-175b").total
+174604259328
+>>> archdb.flops("gpt-3-175b", seq_len=2048).seq_len
+2048
+>>> archdb.cache_bytes("mistral-7b", context=8192).per_token
+65536.0
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from archdb.catalogue import Catalogue, load_catalogue
+from archdb.measure import conventions as cv
+from archdb.measure.analytic import (
+    CacheSize,
+    FlopCount,
+    ParamCount,
+    _cache_size,
+    _flops,
+    _param_count,
+    default_seq_len,
+)
+from archdb.plan import make_plan
+from archdb.plan.layout import BuildError, fill_unknowns
+from archdb.schema import Architecture, Card
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+Size = Literal["toy", "full"]
+CardLike = Card | str
+
+
+class NotSupportedYet(NotImplementedError):
+    """A documented option the library does not support yet."""
+
+
+def card(card_or_id: CardLike, catalogue: Catalogue | Path | str | None = None) -> Card:
+    """The card itself, or the card (or family's largest card) of that name."""
+    if isinstance(card_or_id, Card):
+        return card_or_id
+    if not isinstance(catalogue, Catalogue):
+        catalogue = load_catalogue() if catalogue is None else load_catalogue(catalogue)
+    return catalogue.resolve(card_or_id)
+
+
+def architecture(
+    card_or_id: CardLike,
+    size: Size = "full",
+    *,
+    seq_len: int | None = None,
+    catalogue: Catalogue | Path | str | None = None,
+) -> Architecture:
+    """The architecture a build uses: the card's (unknown choices filled), or its toy's."""
+    from archdb.builder.shrink import shrink
+
+    arch, _ = fill_unknowns(card(card_or_id, catalogue).architecture)
+    if size == "toy":
+        return shrink(arch, seq_len=seq_len).arch
+    if size != "full":
+        raise BuildError(f"size must be 'toy' or 'full', got {size!r}")
+    if seq_len is not None:
+        raise BuildError(
+            "seq_len sets a toy's context; a full-size model keeps the card's context_length"
+        )
+    return arch
+
+
+def build(
+    card_or_id: CardLike,
+    size: Size = "toy",
+    *,
+    seq_len: int | None = None,
+    catalogue: Catalogue | Path | str | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    weights: object = None,
+) -> nn.Module:
+    """The card's model: forward(tokens [batch, seq]) -> logits [batch, seq, vocab].
+
+    ``size="toy"``: the toy rule's CPU-sized model (``archdb.builder.shrink``), with a
+    context of ``seq_len`` tokens (default 64; windows and chunks keep their share of it).
+    ``size="full"``: the published size, on the meta device unless ``device`` says
+    otherwise (shapes without memory: a 405B model takes milliseconds, not 800 GB).
+    Encoder-decoders take the same tokens as source and target unless given both.
+    Parameters are randomly initialised: loading ``weights`` is not supported yet.
+    """
+    if weights is not None:
+        raise NotSupportedYet(
+            "weights= is not supported yet: archdb builds randomly initialised models "
+            "(loading a checkpoint into them is planned)"
+        )
+    from archdb.builder.model import build_model
+
+    arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
+    if device is None and size == "full":
+        device = "meta"
+    model = build_model(arch, device=device)
+    return model if dtype is None else model.to(dtype)
+
+
+def params(
+    card_or_id: CardLike,
+    size: Size = "full",
+    *,
+    seq_len: int | None = None,
+    catalogue: Catalogue | Path | str | None = None,
+) -> ParamCount:
+    """Exact parameters (total, non-embedding, active, embedding) of the built model."""
+    arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
+    return _param_count(make_plan(arch))
+
+
+def flops(
+    card_or_id: CardLike,
+    size: Size = "full",
+    *,
+    seq_len: int | None = None,
+    catalogue: Catalogue | Path | str | None = None,
+) -> FlopCount:
+    """Forward FLOPs of one sequence, by operator class (dense kernels and causal).
+
+    Full size: at ``seq_len`` tokens (default min(2048, context)). Toy: at its context,
+    ``seq_len`` (default 64), the length ``archdb build`` checks with fvcore.
+    """
+    if size == "toy":
+        arch = architecture(card_or_id, "toy", seq_len=seq_len, catalogue=catalogue)
+        length = arch.context_length
+    else:
+        arch = architecture(card_or_id, size, catalogue=catalogue)
+        length = seq_len or default_seq_len(arch)
+    if length < 1:
+        raise BuildError(f"seq_len must be a positive number of tokens, got {length}")
+    return _flops(make_plan(arch), length)
+
+
+def cache_bytes(
+    card_or_id: CardLike,
+    *,
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+    catalogue: Catalogue | Path | str | None = None,
+) -> CacheSize:
+    """K/V cache of one sequence of ``context`` tokens: ``.total`` and ``.per_token`` bytes."""
+    arch = architecture(card_or_id, "full", catalogue=catalogue)
+    try:
+        return _cache_size(make_plan(arch), context, bytes_per_element)
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None

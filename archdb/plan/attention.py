@@ -1,0 +1,347 @@
+"""Token mixers: softmax and linear head attention, latent attention, and their kernels.
+
+Two registries: ``KERNELS`` says, per layer kind (global, local, global-nope, chunked),
+which keys a query scores and caches and which kernel module computes it; ``MIXERS`` says,
+per attention variant, which spec a layer gets. Each spec carries its parameters, FLOPs,
+KV cache and module factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from archdb.measure import conventions as cv
+from archdb.measure.conventions import FlopClass as C
+from archdb.schema import AttentionVariant, LayerKind
+
+from .layout import LayerSpec
+from .norms import NormSpec, QKNormSpec
+from .positions import RelativeXLSpec, RotarySpec
+from .tally import Tally, linear_params
+
+# --- kernels --------------------------------------------------------------------------
+
+
+def _all_dense(window: int | None, t: int) -> int:
+    return t * t
+
+
+def _all_causal(window: int | None, t: int) -> int:
+    return t * (t + 1) // 2
+
+
+def _local_dense(window: int, t: int) -> int:
+    return t * window if window < t else t * t
+
+
+def _local_causal(window: int, t: int) -> int:
+    if window >= t:
+        return _all_causal(window, t)
+    return window * (window + 1) // 2 + (t - window) * window
+
+
+def _chunked_dense(window: int, t: int) -> int:
+    if window >= t:
+        return t * t
+    full, rest = divmod(t, window)
+    return full * window * window + rest * rest
+
+
+def _chunked_causal(window: int, t: int) -> int:
+    if window >= t:
+        return _all_causal(window, t)
+    full, rest = divmod(t, window)
+    return full * window * (window + 1) // 2 + rest * (rest + 1) // 2
+
+
+@dataclass(frozen=True)
+class KernelRule:
+    """Keys scored by t causal queries: computed (masked included) and useful (unmasked)."""
+
+    dense_keys: Callable[[int | None, int], int]
+    causal_keys: Callable[[int | None, int], int]
+    module: str  # class in archdb.builder.kernels
+    windowed: bool = False  # keeps only ``window`` keys, so caches at most that many
+
+
+_GLOBAL = KernelRule(_all_dense, _all_causal, "GlobalKernel")
+KERNELS: dict[LayerKind, KernelRule] = {
+    LayerKind.GLOBAL: _GLOBAL,
+    LayerKind.GLOBAL_NOPE: _GLOBAL,
+    LayerKind.LOCAL: KernelRule(_local_dense, _local_causal, "LocalKernel", windowed=True),
+    LayerKind.CHUNKED: KernelRule(_chunked_dense, _chunked_causal, "ChunkedKernel", windowed=True),
+}
+
+
+@dataclass(frozen=True)
+class SoftmaxKernel:
+    """Scores, softmax and the weighted sum of values, for one layer kind."""
+
+    kind: LayerKind
+    qk_dim: int
+    causal: bool
+    softcap: float | None
+    window: int | None  # local window or chunk, tokens
+
+    @property
+    def rule(self) -> KernelRule:
+        return KERNELS[self.kind]
+
+    def keys(self, t: int) -> tuple[int, int]:
+        """(computed, useful) scores of t queries; encoders and cross-attention see all."""
+        if not self.causal:
+            return t * t, t * t
+        return self.rule.dense_keys(self.window, t), self.rule.causal_keys(self.window, t)
+
+    def cached_keys(self, context: int) -> int:
+        return min(context, self.window) if self.rule.windowed else context
+
+    def flops(self, tally: Tally, h: int, vd: int, per_score_extra: int = 0) -> None:
+        t, qk = tally.seq_len, self.qk_dim
+        dense, useful = self.keys(t)
+        tally.add(C.ATTENTION, t * h * qk)  # q * 1/sqrt(d)
+        per_score = cv.FLOPS_PER_MAC * (qk + vd) + per_score_extra  # QK^T and AV (+ bias)
+        if self.softcap is not None:
+            per_score += cv.SOFTCAP
+        tally.add(C.ATTENTION, h * dense * per_score, h * useful * per_score)
+        tally.add(C.SOFTMAX, h * dense * cv.SOFTMAX, h * useful * cv.SOFTMAX)
+
+    def module(self):
+        from archdb.builder import kernels
+
+        cls = getattr(kernels, self.rule.module)
+        if self.rule.windowed:
+            return cls(self.qk_dim, self.causal, self.softcap, self.window)
+        return cls(self.qk_dim, self.causal, self.softcap)
+
+
+@dataclass(frozen=True)
+class LinearKernel:
+    """Causal linear attention: a running state of key-value outer products, no cache."""
+
+    def cached_keys(self, context: int) -> int:
+        return 0  # a fixed-size state, not a per-token cache
+
+    def flops(self, tally: Tally, h: int, qk: int, vd: int) -> None:
+        per_head = (
+            2 * cv.LINEAR_FEATURE_MAP * qk  # phi(q), phi(k)
+            + qk * vd  # outer product k v^T
+            + cv.REDUCTION * qk * vd  # running sum of the state
+            + cv.FLOPS_PER_MAC * qk * vd  # q . state
+            + cv.REDUCTION * qk  # running sum of keys
+            + qk
+            + cv.REDUCTION * qk
+            + 1  # q . z (+ eps)
+            + vd  # divide
+        )
+        tally.elementwise(h * per_head, C.ATTENTION)
+
+    def module(self):
+        from archdb.builder.kernels import LinearKernel as Module
+
+        return Module()
+
+
+# --- mixers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadAttention:
+    """n_heads queries over n_kv_heads key/value heads (MHA, GQA, MQA), softmax or linear."""
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    qkv_bias: bool
+    out_bias: bool
+    kernel: SoftmaxKernel | LinearKernel
+    rotary: RotarySpec | None = None
+    qk_norm: QKNormSpec | None = None
+    takes_bias: bool = False  # adds the stack's (or its own) position bias to the scores
+    relative_xl: RelativeXLSpec | None = None
+    cached: bool = True  # causal self-attention and cross-attention keep K/V
+
+    def params(self) -> int:
+        d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        n = linear_params(d, h * hd, self.qkv_bias) + 2 * linear_params(d, kv * hd, self.qkv_bias)
+        n += linear_params(h * hd, d, self.out_bias)
+        n += self.qk_norm.params() if self.qk_norm else 0
+        return n + (self.relative_xl.params() if self.relative_xl else 0)
+
+    def flops(self, tally: Tally) -> None:
+        d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        tally.linear(d, h * hd, self.qkv_bias)
+        tally.linear(d, kv * hd, self.qkv_bias)
+        tally.linear(d, kv * hd, self.qkv_bias)
+        if self.qk_norm is not None:
+            self.qk_norm.flops(tally)
+        if self.rotary is not None:
+            self.rotary.flops(tally, h + kv)
+        if isinstance(self.kernel, LinearKernel):
+            self.kernel.flops(tally, h, hd, hd)
+        else:
+            extra = cv.ELEMENTWISE if self.takes_bias else 0
+            if self.relative_xl is not None:
+                extra += self.relative_xl.flops(tally)
+            self.kernel.flops(tally, h, hd, extra)
+        tally.linear(h * hd, d, self.out_bias)
+
+    def cache_entries(self, context: int) -> int:
+        """K and V entries cached for a sequence of ``context`` tokens."""
+        if not self.cached:
+            return 0
+        return 2 * self.n_kv_heads * self.head_dim * self.kernel.cached_keys(context)
+
+    def module(self, ctx):
+        from archdb.builder.attention import HeadAttention as Module
+
+        return Module(
+            self.d_model,
+            self.n_heads,
+            self.n_kv_heads,
+            self.head_dim,
+            self.kernel.module(),
+            self.qkv_bias,
+            self.out_bias,
+            self.rotary.module(ctx) if self.rotary else None,
+            self.qk_norm.module() if self.qk_norm else None,
+            self.relative_xl.module(ctx) if self.relative_xl else None,
+            self.takes_bias,
+        )
+
+
+@dataclass(frozen=True)
+class LatentAttention:
+    """DeepSeek-V2's MLA: k/v expanded from a cached latent, plus one shared RoPE key."""
+
+    d_model: int
+    n_heads: int
+    kv_rank: int
+    q_rank: int | None
+    rope_dim: int
+    nope_dim: int
+    v_dim: int
+    norm: NormSpec
+    qkv_bias: bool
+    out_bias: bool
+    kernel: SoftmaxKernel
+    rotary: RotarySpec | None = None
+    takes_bias: bool = False
+    cached: bool = True
+
+    def params(self) -> int:
+        d, h, qk = self.d_model, self.n_heads, self.nope_dim + self.rope_dim
+        if self.q_rank is None:
+            q = linear_params(d, h * qk, self.qkv_bias)
+        else:
+            ql = self.q_rank
+            q = linear_params(d, ql, self.qkv_bias) + self.norm.params(ql)
+            q += linear_params(ql, h * qk, False)
+        kvr = self.kv_rank
+        kv = linear_params(d, kvr + self.rope_dim, self.qkv_bias) + self.norm.params(kvr)
+        kv += linear_params(kvr, h * (self.nope_dim + self.v_dim), False)
+        return q + kv + linear_params(h * self.v_dim, d, self.out_bias)
+
+    def flops(self, tally: Tally) -> None:
+        d, h, qk = self.d_model, self.n_heads, self.nope_dim + self.rope_dim
+        if self.q_rank is None:
+            tally.linear(d, h * qk, self.qkv_bias)
+        else:
+            tally.linear(d, self.q_rank, self.qkv_bias)
+            self.norm.flops(tally, self.q_rank)
+            tally.linear(self.q_rank, h * qk, False)
+        tally.linear(d, self.kv_rank + self.rope_dim, self.qkv_bias)
+        self.norm.flops(tally, self.kv_rank)
+        tally.linear(self.kv_rank, h * (self.nope_dim + self.v_dim), False)
+        if self.rotary is not None:
+            self.rotary.flops(tally, h + 1)  # one RoPE key shared by the heads
+        self.kernel.flops(tally, h, self.v_dim, cv.ELEMENTWISE if self.takes_bias else 0)
+        tally.linear(h * self.v_dim, d, self.out_bias)
+
+    def cache_entries(self, context: int) -> int:
+        if not self.cached:
+            return 0
+        return (self.kv_rank + self.rope_dim) * self.kernel.cached_keys(context)
+
+    def module(self, ctx):
+        from archdb.builder.attention import LatentAttention as Module
+
+        return Module(
+            self.d_model,
+            self.n_heads,
+            self.kv_rank,
+            self.q_rank,
+            self.rope_dim,
+            self.nope_dim,
+            self.v_dim,
+            self.kernel.module(),
+            self.norm.module,
+            self.qkv_bias,
+            self.out_bias,
+            self.rotary.module(ctx) if self.rotary else None,
+        )
+
+
+Mixer = HeadAttention | LatentAttention
+
+
+# --- which mixer a layer gets ----------------------------------------------------------------
+# A maker reads the card through the plan's reader (``plan._Reader``: the architecture
+# ``a``, head widths ``dims``, the position ``scheme``, and helpers for the layer's kernel,
+# rotary block, QK norm and score bias); ``spec`` is the layer (None: cross-attention).
+
+Reader = Any  # plan._Reader, not imported: plan imports this module
+
+
+def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAttention:
+    a, dims, att = r.a, r.dims, r.a.attention
+    takes_bias = r.takes_bias(spec)
+    relative_xl = None
+    if takes_bias and r.scheme.layer_bias:
+        relative_xl = RelativeXLSpec(r.d, dims.n_heads, dims.qk_dim, a.context_length)
+    linear = att.variant is AttentionVariant.LINEAR
+    return HeadAttention(
+        d_model=r.d,
+        n_heads=dims.n_heads,
+        n_kv_heads=dims.n_kv_heads,
+        head_dim=dims.qk_dim,
+        qkv_bias=bool(a.bias.qkv),
+        out_bias=bool(a.bias.attn_out),
+        kernel=LinearKernel() if linear else r.kernel(spec, causal),
+        rotary=r.rotary(spec),
+        qk_norm=r.qk_norm(),
+        takes_bias=takes_bias,
+        relative_xl=relative_xl,
+        cached=causal or spec is None,
+    )
+
+
+def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> LatentAttention:
+    a, lat = r.a, r.a.attention.latent
+    return LatentAttention(
+        d_model=r.d,
+        n_heads=r.dims.n_heads,
+        kv_rank=lat.kv_lora_rank,
+        q_rank=lat.q_lora_rank,
+        rope_dim=lat.qk_rope_head_dim,
+        nope_dim=lat.qk_nope_head_dim,
+        v_dim=lat.v_head_dim,
+        norm=r.norm,
+        qkv_bias=bool(a.bias.qkv),
+        out_bias=bool(a.bias.attn_out),
+        kernel=r.kernel(spec, causal),
+        rotary=r.rotary(spec),
+        takes_bias=r.takes_bias(spec),
+        cached=causal or spec is None,
+    )
+
+
+# attention variant -> the spec of a layer's mixer
+MIXERS: dict[AttentionVariant, Callable[[Reader, LayerSpec | None, bool], Mixer]] = {
+    AttentionVariant.SOFTMAX: _head_attention,
+    AttentionVariant.LINEAR: _head_attention,
+    AttentionVariant.LATENT: _latent_attention,
+}

@@ -1,0 +1,321 @@
+"""Reading a card for the plan: pure Python, no torch.
+
+Which values a build needs, the defaults for unknown choices, which combinations are
+unsupported, and the per-layer facts of a card (its kind, window, RoPE base, MoE or
+dense, head widths). ``archdb.plan.plan.make_plan`` is the only caller that turns these
+into specs; nothing else reads a card's fields for structure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from archdb.schema import (
+    Architecture,
+    AttentionVariant,
+    Kind,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+    get_path,
+)
+
+
+class BuildError(ValueError):
+    """A card cannot be built: a value it needs is null, or a combination is unsupported."""
+
+
+# Fields without which a model cannot be assembled (null means "unknown" on a card).
+REQUIRED = (
+    "d_model",
+    "n_layers",
+    "vocab_size",
+    "context_length",
+    "norm.type",
+    "norm.position",
+    "norm.affine",
+    "norm.final",
+    "attention.n_heads",
+    "attention.qk_norm",
+    "position.type",
+    "mlp.activation",
+    "mlp.d_ff",
+    "bias.qkv",
+    "bias.attn_out",
+    "bias.mlp",
+    "parallel_layers",
+    "tied_embeddings",
+)
+
+
+def check_buildable(arch: Architecture) -> None:
+    """Raise BuildError naming every null value the builder needs."""
+    missing = [p for p in REQUIRED if get_path(arch, p) is None]
+    if arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_kv_heads is None:
+        missing.append("attention.n_kv_heads")
+    if missing:
+        fields = ", ".join(f"architecture.{p}" for p in missing)
+        raise BuildError(f"cannot build: unknown (null) values: {fields}")
+    unsupported = _unsupported(arch)
+    if unsupported:
+        raise BuildError(f"cannot build: {unsupported}")
+
+
+def _unsupported(arch: Architecture) -> str | None:
+    att, pos = arch.attention, arch.position.type
+    kinds = set(att.layer_pattern)
+    windowed = any(kind.windowed for kind in kinds)
+    if (
+        pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL)
+        and windowed
+    ):
+        return "a position bias (alibi, relative-bias, relative-xl) with local or chunked layers"
+    if pos is PositionType.RELATIVE_XL and (
+        arch.kind is not Kind.DECODER_ONLY or att.variant is not AttentionVariant.SOFTMAX
+    ):
+        return "relative-xl positions outside softmax attention in a decoder-only model"
+    if arch.kind is Kind.ENCODER_DECODER and kinds != {LayerKind.GLOBAL}:
+        return "encoder-decoder models with a layer pattern other than [global]"
+    if arch.kind is Kind.ENCODER_ONLY:
+        return "encoder-only models (the builder makes decoders and encoder-decoders)"
+    if att.variant is AttentionVariant.LINEAR:
+        if arch.kind is not Kind.DECODER_ONLY:
+            return "linear attention outside a decoder-only model"
+        if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS) or att.logit_softcap:
+            return "linear attention has no score matrix to bias or soft-cap"
+        if windowed:
+            return "linear attention with local or chunked layers"
+    if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
+        return "QK norm on latent attention"
+    if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:
+        return "ResiDual with parallel layers"
+    if arch.parallel_layers and arch.kind is not Kind.DECODER_ONLY:
+        return "parallel layers in an encoder-decoder"
+    return None
+
+
+# --- attention -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadDims:
+    """Per-layer attention widths (MLA: q/k width is nope + rope, v its own)."""
+
+    n_heads: int
+    n_kv_heads: int
+    qk_dim: int  # width of one query/key head as the kernel sees it
+    v_dim: int  # width of one value head
+    rotary_dims: int  # dims of each q/k head that rotate (0 without RoPE)
+
+
+def head_dims(arch: Architecture) -> HeadDims:
+    att = arch.attention
+    if att.latent is not None:
+        lat = att.latent
+        return HeadDims(
+            n_heads=att.n_heads,  # type: ignore[arg-type]
+            n_kv_heads=att.n_heads,  # type: ignore[arg-type]
+            qk_dim=lat.qk_nope_head_dim + lat.qk_rope_head_dim,
+            v_dim=lat.v_head_dim,
+            rotary_dims=lat.qk_rope_head_dim if arch.position.type is PositionType.ROPE else 0,
+        )
+    hd = arch.head_dim_effective
+    assert hd is not None
+    return HeadDims(
+        n_heads=att.n_heads,  # type: ignore[arg-type]
+        n_kv_heads=att.n_kv_heads,  # type: ignore[arg-type]
+        qk_dim=hd,
+        v_dim=hd,
+        rotary_dims=rotary_dims(arch, hd),
+    )
+
+
+def rotary_dims(arch: Architecture, head_dim: int) -> int:
+    """Dims of a head that rotate: all of them, or int(head_dim * fraction) rounded to even."""
+    if arch.position.type is not PositionType.ROPE:
+        return 0
+    fraction = arch.position.rotary_fraction
+    if fraction is None:
+        return head_dim
+    dims = int(head_dim * fraction)
+    return dims - dims % 2
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One decoder layer: its attention kind, whether it uses positions, and its MLP."""
+
+    index: int
+    kind: LayerKind
+    window: int | None  # local window or chunk size, tokens
+    rope_theta: float | None  # None: no rotary embedding in this layer
+    moe: bool
+    d_ff: int  # dense width, or one routed expert's width for MoE layers
+
+
+def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
+    att, pos, moe = arch.attention, arch.position, arch.mlp.moe
+    windowed = kind.windowed
+    theta = None
+    if pos.type is PositionType.ROPE and kind.positional:
+        theta = pos.rope_theta or DEFAULT_ROPE_THETA
+        if kind is LayerKind.LOCAL and pos.rope_theta_local is not None:
+            theta = pos.rope_theta_local
+    is_moe = is_moe_layer(arch, index)
+    d_ff = arch.mlp.d_ff
+    if moe is not None and not is_moe:
+        d_ff = moe.dense_d_ff
+    assert d_ff is not None
+    return LayerSpec(
+        index=index,
+        kind=kind,
+        window=att.sliding_window if windowed else None,
+        rope_theta=theta,
+        moe=is_moe,
+        d_ff=d_ff,
+    )
+
+
+DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
+
+
+def is_moe_layer(arch: Architecture, index: int) -> bool:
+    """MoE layers: after the dense ones, every layer_period-th (Llama 4: 1, 3, 5, ...)."""
+    moe = arch.mlp.moe
+    if moe is None or index < moe.first_dense_layers:
+        return False
+    return (index - moe.first_dense_layers + 1) % moe.layer_period == 0
+
+
+# --- encoders, embeddings -------------------------------------------------------------
+
+
+def embedding_width(arch: Architecture) -> int:
+    """Width of the token embedding (factorized embeddings project it to d_model)."""
+    return arch.embedding_dim or arch.d_model  # type: ignore[return-value]
+
+
+def learned_rows(arch: Architecture) -> int:
+    """Rows of a learned position table: the card's learned_rows, else context_length."""
+    rows = getattr(arch.position, "learned_rows", None)
+    return rows or arch.context_length  # type: ignore[return-value]
+
+
+DEFAULT_RELATIVE_BUCKETS = 32  # T5's bucket count, for relative-bias cards that give none
+
+
+def relative_buckets(arch: Architecture) -> int:
+    return arch.position.relative_buckets or DEFAULT_RELATIVE_BUCKETS
+
+
+def lcm(*values: int) -> int:
+    out = 1
+    for v in values:
+        out = out * v // math.gcd(out, v)
+    return out
+
+
+# --- unknown values ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A null (unknown) card value the builder had to fill, and why that value."""
+
+    field: str
+    value: object
+    why: str
+
+    def __str__(self) -> str:
+        shown = getattr(self.value, "value", self.value)
+        return f"architecture.{self.field} = {shown} ({self.why})"
+
+
+TABLE_LENGTH = 2048  # position tables for cards without a context_length
+_FILLED = (
+    "norm.type",
+    "norm.position",
+    "norm.affine",
+    "norm.final",
+    "attention.qk_norm",
+    "attention.n_kv_heads",
+    "position.type",
+    "bias.qkv",
+    "bias.attn_out",
+    "bias.mlp",
+    "parallel_layers",
+    "tied_embeddings",
+    "context_length",
+    "vocab_size",
+)
+
+
+def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, ...]]:
+    """Fill null *choices* with stated defaults so a card with gaps still builds.
+
+    Only choices get defaults, never sizes: a null d_model, n_layers, n_heads or d_ff
+    leaves the card unbuildable (BuildError), and a null vocab_size leaves the full size
+    uncountable (the toy replaces the vocabulary anyway). Every default is returned as an
+    Assumption and reported next to the figures it affects.
+    """
+    if not any(get_path(arch, p) is None for p in _FILLED):
+        return arch, ()
+    updates: dict[str, object] = {}
+    made: list[Assumption] = []
+
+    def current(path: str) -> object:
+        return updates[path] if path in updates else get_path(arch, path)
+
+    def fill(path: str, value: object, why: str) -> None:
+        if current(path) is None:
+            updates[path] = value
+            made.append(Assumption(path, value, why))
+
+    fill("norm.type", NormType.LAYERNORM, "the original Transformer's norm")
+    fill("norm.position", NormPosition.PRE, "pre-norm, the usual placement")
+    affine = (
+        NormAffine.SCALE if current("norm.type") is NormType.RMSNORM else NormAffine.SCALE_AND_BIAS
+    )
+    fill("norm.affine", affine, "the norm type's usual affine terms")
+    post = current("norm.position") is NormPosition.POST
+    fill("norm.final", not post, "a final norm exactly when the stack is not post-norm")
+    fill("attention.qk_norm", QKNorm.NONE, "no QK norm")
+    mha = arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_heads
+    if mha:
+        fill("attention.n_kv_heads", arch.attention.n_heads, "multi-head attention")
+    pos = arch.position
+    if pos.rope_theta or pos.rotary_fraction:
+        fill("position.type", PositionType.ROPE, "the card gives RoPE settings")
+    elif pos.relative_buckets:
+        fill("position.type", PositionType.RELATIVE_BIAS, "the card gives relative buckets")
+    fill("position.type", PositionType.NONE, "no position scheme")
+    for part in ("qkv", "attn_out", "mlp"):
+        fill(f"bias.{part}", False, "no bias")
+    fill("parallel_layers", False, "serial blocks")
+    fill("tied_embeddings", False, "separate output head")
+    fill("context_length", TABLE_LENGTH, "position tables sized for this many tokens")
+    if arch.tokenizer_vocab_size is not None:
+        fill("vocab_size", arch.tokenizer_vocab_size, "the tokenizer's size, no padding")
+    return _replaced(arch, updates), tuple(made)
+
+
+def _replaced(model: BaseModel, updates: dict[str, object]) -> BaseModel:
+    """A copy with dotted paths replaced: the filled values are valid by construction, so
+    no re-validation (which would build pydantic's validators on a query command's path)."""
+    direct: dict[str, object] = {}
+    nested: dict[str, dict[str, object]] = {}
+    for path, value in updates.items():
+        head, _, rest = path.partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            direct[head] = value
+    for head, sub in nested.items():
+        direct[head] = _replaced(getattr(model, head), sub)
+    return model.model_copy(update=direct)

@@ -1,0 +1,190 @@
+"""Norms: their kinds, where they sit in a block, and the QK norms (one registry each).
+
+A norm kind is a rule (FLOPs per element and the tensor function it computes); the torch
+module is ``archdb.builder.norms.Norm`` running that function. Adding a norm kind is one
+entry in ``NORMS`` (and its enum value in the schema).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from archdb.measure import conventions as cv
+from archdb.measure.conventions import FlopClass as C
+from archdb.schema import NormAffine, NormPosition, NormType, QKNorm
+
+from .tally import Tally
+
+LN_EPS = 1e-5
+RMS_EPS = 1e-6
+
+
+# --- kinds ---------------------------------------------------------------------------
+
+
+def _layer_norm(x, width: int, weight, bias):
+    import torch.nn.functional as F
+
+    return F.layer_norm(x, (width,), weight, bias, LN_EPS)
+
+
+def _rms_norm(x, width: int, weight, bias):
+    import torch.nn.functional as F
+
+    y = F.rms_norm(x, (width,), weight, RMS_EPS)
+    return y if bias is None else y + bias
+
+
+@dataclass(frozen=True)
+class NormRule:
+    """What a norm kind computes: ``forward(x, width, weight, bias)`` and its cost."""
+
+    name: str  # shown in module trees
+    flops_per_element: int  # before the affine terms
+    forward: Callable
+    scale_flops: int = cv.AFFINE  # per element, when the norm has a scale
+    bias_flops: int = cv.AFFINE  # per element, when it has a bias
+    scale_init: float = 1.0  # the scale's initial value
+
+
+NORMS: dict[NormType, NormRule] = {
+    NormType.LAYERNORM: NormRule("LayerNorm", cv.LAYERNORM, _layer_norm),
+    NormType.RMSNORM: NormRule("RMSNorm", cv.RMSNORM, _rms_norm),
+}
+
+
+@dataclass(frozen=True)
+class NormSpec:
+    """A norm kind with its affine terms; the width is given where it is used."""
+
+    type: NormType
+    scale: bool
+    bias: bool
+
+    @classmethod
+    def of(cls, kind: NormType, affine: NormAffine) -> NormSpec:
+        return cls(
+            kind,
+            scale=affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS),
+            bias=affine is NormAffine.SCALE_AND_BIAS,
+        )
+
+    @property
+    def rule(self) -> NormRule:
+        return NORMS[self.type]
+
+    def params(self, width: int) -> int:
+        return width * (int(self.scale) + int(self.bias))
+
+    def flops(self, tally: Tally, width: int, tokens: int | None = None) -> None:
+        rule = self.rule
+        per = rule.flops_per_element + rule.scale_flops * self.scale + rule.bias_flops * self.bias
+        tally.add(C.NORM, (tally.seq_len if tokens is None else tokens) * width * per)
+
+    def module(self, width: int):
+        from archdb.builder.norms import Norm
+
+        return Norm(self.type, width, self.scale, self.bias)
+
+
+BARE_RMS = NormSpec(NormType.RMSNORM, scale=False, bias=False)  # x / rms(x), no parameters
+
+
+# --- where a block's norms sit --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NormSlots:
+    """Where one sublayer's norms sit: x = after(x + branch(f(before(x))))."""
+
+    before: bool
+    branch: bool
+    after: bool
+
+    @property
+    def count(self) -> int:
+        return int(self.before) + int(self.branch) + int(self.after)
+
+
+NORM_SLOTS: dict[NormPosition, NormSlots] = {
+    NormPosition.PRE: NormSlots(before=True, branch=False, after=False),
+    NormPosition.POST: NormSlots(before=False, branch=False, after=True),
+    NormPosition.DOUBLE: NormSlots(before=True, branch=True, after=False),
+    NormPosition.POST_BRANCH: NormSlots(before=False, branch=True, after=False),
+    # ResiDual: the Post-LN stream normalizes after the add; the dual stream has one
+    # norm at the very end (the stack's final norm).
+    NormPosition.RESIDUAL: NormSlots(before=False, branch=False, after=True),
+}
+
+
+# --- QK norms ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QKNormSpec:
+    """Queries' and keys' norm before their dot product (Dehghani et al. 2023)."""
+
+    kind: QKNorm
+    norm: NormSpec
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+
+    def params(self) -> int:
+        return QK_NORMS[self.kind].params(self)
+
+    def flops(self, tally: Tally) -> None:
+        # every kind costs one norm per element of q and k (l2: a bare RMS norm)
+        norm = BARE_RMS if self.kind is QKNorm.L2 else self.norm
+        norm.flops(tally, self.head_dim, tally.seq_len * (self.n_heads + self.n_kv_heads))
+
+    def module(self):
+        from archdb.builder.norms import QKNormPair
+
+        q, k = QK_NORMS[self.kind].modules(self)
+        return QKNormPair(q, k)
+
+
+def _per_head_modules(s: QKNormSpec):
+    return s.norm.module(s.head_dim), s.norm.module(s.head_dim)
+
+
+def _untied_modules(s: QKNormSpec):
+    from archdb.builder.norms import HeadwiseNorm
+
+    n = s.norm
+    return (
+        HeadwiseNorm(n.type, s.n_heads, s.head_dim, n.scale, n.bias),
+        HeadwiseNorm(n.type, s.n_kv_heads, s.head_dim, n.scale, n.bias),
+    )
+
+
+def _full_modules(s: QKNormSpec):
+    from archdb.builder.norms import FlatNorm
+
+    n = s.norm
+    return FlatNorm(n.module(s.n_heads * s.head_dim)), FlatNorm(n.module(s.n_kv_heads * s.head_dim))
+
+
+def _l2_modules(s: QKNormSpec):  # x / rms(x) per head, no parameters (Llama 4's L2Norm)
+    return BARE_RMS.module(s.head_dim), BARE_RMS.module(s.head_dim)
+
+
+@dataclass(frozen=True)
+class QKNormRule:
+    params: Callable[[QKNormSpec], int]
+    modules: Callable[[QKNormSpec], tuple]
+
+
+QK_NORMS: dict[QKNorm, QKNormRule] = {
+    QKNorm.PER_HEAD: QKNormRule(lambda s: 2 * s.norm.params(s.head_dim), _per_head_modules),
+    # one weight per (head, dim)
+    QKNorm.PER_HEAD_UNTIED: QKNormRule(
+        lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim), _untied_modules
+    ),
+    QKNorm.FULL: QKNormRule(
+        lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim), _full_modules
+    ),
+    QKNorm.L2: QKNormRule(lambda s: 0, _l2_modules),
+}

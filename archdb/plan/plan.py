@@ -1,0 +1,359 @@
+"""The plan: a card read once into specs, and the folds over it.
+
+``make_plan`` is the only reader of a card's structure. A plan is an embedding, an
+optional absolute position table, one or two stacks of blocks and an output head; each
+stack keeps its distinct blocks with how often each occurs, so a card of 10^4 layers is a
+handful of (block, count) pairs. Parameters, FLOPs and the KV cache are folds over the
+specs here; the torch model is the fold in ``archdb.builder.model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from archdb.schema import Architecture, Kind, LayerKind, NormPosition, QKNorm
+
+from .attention import MIXERS, Mixer, SoftmaxKernel
+from .layout import (
+    LayerSpec,
+    check_buildable,
+    embedding_width,
+    fill_unknowns,
+    head_dims,
+    is_moe_layer,
+    layer_spec,
+    learned_rows,
+    relative_buckets,
+)
+from .mlp import DenseMLP, MoESpec
+from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
+from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
+from .tally import Tally
+
+# --- specs ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenEmbedding:
+    """Token lookup, projected to d_model when the embedding is factorized."""
+
+    vocab: int
+    width: int
+    d_model: int
+
+    def params(self) -> int:
+        return self.embedding_params() + self.projection_params()
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.width
+
+    def projection_params(self) -> int:
+        return self.width * self.d_model if self.width != self.d_model else 0
+
+    def flops(self, tally: Tally) -> None:
+        if self.width != self.d_model:
+            tally.linear(self.width, self.d_model, False)
+
+
+@dataclass(frozen=True)
+class OutputHead:
+    """Hidden states -> logits, with the optional projection, bias and final soft-cap."""
+
+    d_model: int
+    width: int
+    vocab: int
+    bias: bool
+    softcap: float | None
+    tied: bool  # the embedding's table is the output matrix
+
+    def params(self) -> int:
+        proj = self.d_model * self.width if self.width != self.d_model else 0
+        return proj + self.embedding_params()
+
+    def embedding_params(self) -> int:
+        return (0 if self.tied else self.vocab * self.width) + (self.vocab if self.bias else 0)
+
+    def flops(self, tally: Tally) -> None:
+        from archdb.measure import conventions as cv
+
+        if self.width != self.d_model:
+            tally.linear(self.d_model, self.width, False)
+        tally.linear(self.width, self.vocab, self.bias)
+        if self.softcap is not None:
+            tally.elementwise(cv.SOFTCAP * self.vocab)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One layer: a mixer and an MLP (or MoE) on the residual stream, with its norms."""
+
+    d_model: int
+    mixer: Mixer
+    mlp: DenseMLP | MoESpec
+    norm: NormSpec
+    slots: NormSlots
+    parallel: bool = False
+    shared_norm: bool = False  # parallel blocks: one norm feeds both branches (GPT-J)
+    resi_dual: bool = False
+    cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
+
+    @property
+    def n_norms(self) -> int:
+        s = self.slots
+        if self.parallel:
+            before = (1 if self.shared_norm else 2) if s.before else 0
+            return before + 2 * s.branch + s.after
+        return s.count * (3 if self.cross else 2)
+
+    def params(self) -> int:
+        n = self.mixer.params() + self.mlp.params() + self.norm.params(self.d_model) * self.n_norms
+        return n + (self.cross.params() if self.cross else 0)
+
+    def inactive_params(self) -> int:
+        return self.mlp.inactive_params()
+
+    def flops(self, tally: Tally) -> None:
+        d = self.d_model
+        if self.parallel:
+            for _ in range(self.n_norms):
+                self.norm.flops(tally, d)
+            tally.elementwise(2 * d)  # x + attn + mlp
+            self.mixer.flops(tally)
+            self.mlp.flops(tally)
+            return
+        sublayers = [self.mixer] + ([self.cross] if self.cross else []) + [self.mlp]
+        for sublayer in sublayers:
+            for _ in range(self.slots.count):
+                self.norm.flops(tally, d)
+            tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
+            sublayer.flops(tally)
+
+    def cache_entries(self, context: int) -> int:
+        cross = self.cross.cache_entries(context) if self.cross else 0
+        return self.mixer.cache_entries(context) + cross
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Blocks in order, kept compact: the distinct blocks and which one each layer is."""
+
+    d_model: int
+    n_layers: int
+    blocks: tuple[Block, ...]  # distinct blocks, in order of first occurrence
+    counts: tuple[int, ...]  # how many layers each block is
+    which: Callable[[int], int]  # layer index -> position in ``blocks``
+    final_norm: NormSpec | None
+    bias: StackBias | None
+    resi_dual: bool
+
+    def groups(self) -> Iterator[tuple[Block, int]]:
+        return zip(self.blocks, self.counts, strict=True)
+
+    def layers(self) -> Iterator[Block]:
+        return (self.blocks[self.which(i)] for i in range(self.n_layers))
+
+    def params(self) -> int:
+        n = sum(b.params() * c for b, c in self.groups())
+        n += self.final_norm.params(self.d_model) if self.final_norm else 0
+        return n + (self.bias.params() if self.bias else 0)
+
+    def flops(self, tally: Tally) -> None:
+        for block, count in self.groups():
+            tally.repeat = count
+            block.flops(tally)
+        tally.repeat = 1
+        if self.final_norm is not None:
+            self.final_norm.flops(tally, self.d_model)
+        if self.resi_dual:
+            tally.elementwise(self.d_model)  # x + LN(dual)
+
+    def cache_entries(self, context: int) -> int:
+        return sum(b.cache_entries(context) * c for b, c in self.groups())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A card as specs: embedding, positions, encoder (if any), decoder, head."""
+
+    embedding: TokenEmbedding
+    positions: AbsolutePositions | None
+    encoder: Stack | None
+    decoder: Stack
+    head: OutputHead
+    context_length: int
+
+    @property
+    def stacks(self) -> tuple[Stack, ...]:
+        return (self.decoder,) if self.encoder is None else (self.encoder, self.decoder)
+
+    def blocks(self) -> Iterator[tuple[Block, int]]:
+        for stack in self.stacks:
+            yield from stack.groups()
+
+
+# --- reading a card ------------------------------------------------------------------------
+
+
+def make_plan(arch: Architecture) -> Plan:
+    """The plan of a card; null choices filled as ``fill_unknowns`` states."""
+    arch, _ = fill_unknowns(arch)
+    check_buildable(arch)
+    return _Reader(arch).plan()
+
+
+class _Reader:
+    """Reads the architecture once and hands plain numbers to the specs."""
+
+    def __init__(self, arch: Architecture) -> None:
+        self.a = arch
+        self.d = arch.d_model
+        self.norm = NormSpec.of(arch.norm.type, arch.norm.affine)
+        self.dims = head_dims(arch)
+        self.scheme = SCHEMES[arch.position.type]
+
+    def plan(self) -> Plan:
+        a, width = self.a, embedding_width(self.a)
+        encoder = None
+        if a.kind is Kind.ENCODER_DECODER:
+            encoder = self.stack([LayerKind.GLOBAL], a.n_encoder_layers, causal=False, cross=False)
+        decoder = self.stack(
+            a.attention.layer_pattern, a.n_layers, True, a.kind is Kind.ENCODER_DECODER
+        )
+        positions = None
+        if self.scheme.absolute:
+            positions = AbsolutePositions(a.position.type, learned_rows(a), self.d)
+        return Plan(
+            embedding=TokenEmbedding(a.vocab_size, width, self.d),
+            positions=positions,
+            encoder=encoder,
+            decoder=decoder,
+            head=OutputHead(
+                self.d,
+                width,
+                a.vocab_size,
+                bool(a.bias.lm_head),
+                a.final_logit_softcap,
+                bool(a.tied_embeddings),
+            ),
+            context_length=a.context_length,
+        )
+
+    def stack(self, pattern: list[LayerKind], n: int, causal: bool, cross: bool) -> Stack:
+        a = self.a
+        keys: dict[tuple[int, bool], int] = {}
+        blocks: list[Block] = []
+        counts: list[int] = []
+        for i in range(n):
+            key = (i % len(pattern), is_moe_layer(a, i))
+            if key not in keys:
+                keys[key] = len(blocks)
+                blocks.append(self.block(layer_spec(a, i, pattern[key[0]]), causal, cross))
+                counts.append(0)
+            counts[keys[key]] += 1
+
+        def which(i: int) -> int:
+            return keys[(i % len(pattern), is_moe_layer(a, i))]
+
+        bias = None
+        if self.scheme.stack_bias:
+            bias = StackBias(
+                a.position.type, self.dims.n_heads, a.context_length, causal, relative_buckets(a)
+            )
+        resi_dual = a.norm.position is NormPosition.RESIDUAL
+        final = self.norm if a.norm.final else None
+        return Stack(self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual)
+
+    def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block:
+        a = self.a
+        slots = NORM_SLOTS[a.norm.position]
+        return Block(
+            d_model=self.d,
+            mixer=self.mixer(spec, causal),
+            mlp=self.mlp(spec),
+            norm=self.norm,
+            slots=slots,
+            parallel=bool(a.parallel_layers),
+            shared_norm=bool(a.norm.shared_in_parallel) or not slots.before,
+            resi_dual=a.norm.position is NormPosition.RESIDUAL,
+            cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
+        )
+
+    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer:
+        """Self-attention of a layer; ``spec=None`` is cross-attention."""
+        return MIXERS[self.a.attention.variant](self, spec, causal)
+
+    def qk_norm(self) -> QKNormSpec | None:
+        att = self.a.attention
+        if att.qk_norm is QKNorm.NONE:
+            return None
+        kind, affine = (
+            att.qk_norm_type or self.a.norm.type,
+            att.qk_norm_affine or self.a.norm.affine,
+        )
+        norm = NormSpec.of(kind, affine)
+        return QKNormSpec(
+            att.qk_norm, norm, self.dims.n_heads, self.dims.n_kv_heads, self.dims.qk_dim
+        )
+
+    def kernel(self, spec: LayerSpec | None, causal: bool) -> SoftmaxKernel:
+        kind = LayerKind.GLOBAL if spec is None else spec.kind
+        window = None if spec is None else spec.window
+        cap = self.a.attention.logit_softcap
+        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window)
+
+    def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
+        if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
+            return None
+        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length)
+
+    def takes_bias(self, spec: LayerSpec | None) -> bool:
+        return spec is not None and self.scheme.score_bias and spec.kind.positional
+
+    def mlp(self, spec: LayerSpec) -> DenseMLP | MoESpec:
+        a = self.a
+        act, bias = a.mlp.activation, bool(a.bias.mlp)
+        if not spec.moe:
+            return DenseMLP(self.d, spec.d_ff, act, bias)
+        moe = a.mlp.moe
+        shared = DenseMLP(self.d, moe.shared_d_ff, act, bias) if moe.n_shared else None
+        expert = DenseMLP(self.d, spec.d_ff, act, bias)
+        return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared)
+
+
+# --- folds -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamSplit:
+    total: int
+    embedding: int  # token table, untied head (and bias), position tables
+    inactive: int  # routed experts a token does not use
+
+
+def params(plan: Plan) -> ParamSplit:
+    """Exact parameters: every tensor once (a tied head is the embedding's table)."""
+    parts = [plan.embedding, plan.head] + ([plan.positions] if plan.positions else [])
+    total = sum(p.params() for p in parts) + sum(s.params() for s in plan.stacks)
+    embedding = sum(p.embedding_params() for p in parts)
+    embedding += sum(s.bias.embedding_params() for s in plan.stacks if s.bias)
+    inactive = sum(b.inactive_params() * c for b, c in plan.blocks())
+    return ParamSplit(total, embedding, inactive)
+
+
+def flops(plan: Plan, seq_len: int) -> Tally:
+    """Forward FLOPs of one sequence of ``seq_len`` tokens (and as many source tokens)."""
+    tally = Tally(seq_len)
+    for stack in plan.stacks:  # each stack reads its own embedded tokens
+        plan.embedding.flops(tally)
+        if plan.positions is not None:
+            plan.positions.flops(tally)
+        stack.flops(tally)
+    plan.head.flops(tally)
+    return tally
+
+
+def cache_bytes(plan: Plan, context: int, bytes_per_element: float) -> float:
+    """Bytes of K/V cache for one sequence of ``context`` tokens (decoder self-attention,
+    windowed layers only their window, plus cross-attention over as many source tokens)."""
+    return plan.decoder.cache_entries(context) * bytes_per_element
