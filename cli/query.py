@@ -9,54 +9,36 @@ from __future__ import annotations
 import csv
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from archdb import query
-from archdb.catalogue import DEFAULT_PATH, Catalogue, CatalogueError, UnknownCardError
-from archdb.query import FieldSpec, QueryError
+from archdb.catalogue import DEFAULT_PATH, Catalogue, CatalogueError
+from archdb.outputs import check_new_file
+from archdb.query import FieldSpec
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
 from .common import (
-    EXIT_DATA,
     EXIT_USAGE,
     CataloguePath,
     JsonFlag,
+    SafeConsole,
     console,
-    err_console,
     fail,
     load,
     print_json,
-    print_problems,
+    say,
+    styled,
+    visible,
+    writing,
 )
-
-# --- errors: a message and an exit code, never a traceback --------------------------
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn the library's user-facing errors into a clean message and exit code."""
-    try:
-        yield
-    except QueryError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-    except UnknownCardError as exc:
-        raise fail(str(exc), EXIT_DATA) from None
-    except CatalogueError as exc:
-        print_problems(exc.problems)
-        raise typer.Exit(EXIT_DATA) from None
-    except OSError as exc:
-        raise fail(f"{exc.filename or ''}: {exc.strerror or exc}", EXIT_DATA) from None
-
 
 # --- completion ---------------------------------------------------------------------
 
@@ -120,7 +102,7 @@ def print_table(table: Table, width: int | None = None) -> None:
     if console.is_terminal or width is None:
         console.print(table)
     else:
-        Console(width=max(width, console.width)).print(table)
+        SafeConsole(width=max(width, console.width)).print(table)
 
 
 def _natural_width(rows: list[list[str]], headers: list[str]) -> int:
@@ -197,14 +179,11 @@ def list_cards(
     """
     if as_json and as_csv:
         raise fail("choose one of --json and --csv", EXIT_USAGE)
-    with user_errors():
-        spec = query.Query(
-            query.parse_where(where or []), family or [], query.parse_sort(sort), limit
-        )
-        cols = query.parse_columns(columns)
-        cat = load(catalogue)
-        selected = query.select(cat.cards, spec)
-        rows = query.project(selected, cols)
+    spec = query.Query(query.parse_where(where or []), family or [], query.parse_sort(sort), limit)
+    cols = query.parse_columns(columns)
+    cat = load(catalogue)
+    selected = query.select(cat.cards, spec)
+    rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
         print_json([_card_json(cat.get(r["id"])) for r in selected])
     elif as_json:
@@ -241,8 +220,7 @@ def show(
       archdb show llama-2          (a family: its largest model)
       archdb show gpt-3-175b --json | jq .derived.kv_cache_bytes_per_token
     """
-    with user_errors():
-        card = load(catalogue).resolve(card_id)
+    card = load(catalogue).resolve(card_id)
     if as_json:
         print_json(_card_json(card))
         return
@@ -266,13 +244,14 @@ def _derived(card: Card) -> dict[str, Any]:
     return {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
 
 
-def _card_heading(card: Card) -> str:
+def _card_heading(card: Card) -> Text:
     params = format_value(card.params_published, "params")
     weights = "open weights" if card.open_weights else "closed weights"
     variant = " · research variant" if card.research_variant else ""
-    return (
-        f"[bold]{card.name}[/] ({card.id}) · family {card.family} · {card.organization} · "
-        f"released {card.release_date} · {weights} · {params} parameters published{variant}"
+    return styled(
+        (card.name, "bold"),
+        f" ({card.id}) · family {card.family} · {card.organization} · "
+        f"released {card.release_date} · {weights} · {params} parameters published{variant}",
     )
 
 
@@ -287,7 +266,7 @@ def _fields_table(card: Card) -> Table:
             continue
         label = column.removeprefix("architecture.")
         shown = format_value(value, column)
-        table.add_row(label, shown if value is not None else f"[dim]{_null_meaning(column)}[/]")
+        table.add_row(label, shown if value is not None else styled((_null_meaning(column), "dim")))
     return table
 
 
@@ -320,12 +299,12 @@ def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
 
 def _print_sources(card: Card) -> None:
     """Sources as lines, not a table: a URL must never be cut."""
-    console.print("[bold]Sources[/]")
+    console.print(styled(("Sources", "bold")))
     for n, src in enumerate(card.sources, 1):
-        where = f" ({escape(src.locator)})" if src.locator else ""
-        console.print(f"  {n}. {src.kind.value}: {escape(src.title)}{where}", highlight=False)
-        console.print(f"     {escape(src.url)}", highlight=False, soft_wrap=True)
-        console.print(f"     supports: {', '.join(src.supports)}", highlight=False)
+        where = f" ({src.locator})" if src.locator else ""
+        console.print(f"  {n}. {src.kind.value}: {src.title}{where}")
+        console.print(f"     {src.url}", soft_wrap=True)
+        console.print(f"     supports: {', '.join(src.supports)}")
 
 
 # --- compare ------------------------------------------------------------------------
@@ -351,9 +330,8 @@ def compare(
     """
     if len(card_ids) < 2:
         raise fail("compare needs at least two cards", EXIT_USAGE)
-    with user_errors():
-        cat = load(catalogue)
-        cards = [cat.resolve(i) for i in card_ids]
+    cat = load(catalogue)
+    cards = [cat.resolve(i) for i in card_ids]
     rows = _comparison(cards)
     if as_json:
         print_json({"cards": [c.id for c in cards], "rows": rows})
@@ -406,10 +384,10 @@ def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Ta
         plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
         style = "yellow" if row["differs"] else ""
         cells = [
-            f"[{style}]{t}[/]{f'[dim]{r}[/]' if r else ''}" if style and i else t + r
+            styled((t, style), (r, "dim")) if style and i else styled(t + r)
             for i, (t, r) in enumerate(zip(texts, ratios, strict=True))
         ]
-        table.add_row(f"[bold yellow]{label}[/]" if style else label, *cells)
+        table.add_row(styled((label, "bold yellow" if style else "")), *cells)
     return table, _natural_width(plain, ["field", *(c.id for c in cards)])
 
 
@@ -445,6 +423,9 @@ def export(
         list[str] | None,
         typer.Option("--family", "-f", help="Only this family.", autocompletion=complete_family),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUTPUT if it exists (never the catalogue).")
+    ] = False,
     catalogue: CataloguePath = DEFAULT_PATH,
 ) -> None:
     """Export the catalogue as one flat table: card fields and derived figures.
@@ -462,14 +443,18 @@ def export(
         raise fail(f"unknown format {fmt!r}: choose csv, json or parquet", EXIT_USAGE)
     if fmt == "parquet" and output is None:
         raise fail("parquet is binary: give a file with -o", EXIT_USAGE)
-    with user_errors():
-        conditions = query.parse_where(where or [])
-        cat = load(catalogue)
-        ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
-        frame = _frame([c for c in cat if c.id in ids])
-        _write_frame(frame, fmt, output)
     if output is not None:
-        err_console.print(f"wrote {len(frame)} cards to {output}", highlight=False)
+        check_new_file(output, force=force, protected=[catalogue])
+    conditions = query.parse_where(where or [])
+    cat = load(catalogue)
+    ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
+    frame = _frame([c for c in cat if c.id in ids])
+    if output is None:
+        _write_frame(frame, fmt, sys.stdout)
+        return
+    with writing(output), output.open("wb") as out:
+        _write_frame(frame, fmt, out)
+    say(f"wrote {len(frame)} cards to {output}", err=True)
 
 
 def _frame(cards: list[Card]) -> Any:
@@ -478,21 +463,19 @@ def _frame(cards: list[Card]) -> Any:
     return catalogue_frame(cards)
 
 
-def _write_frame(frame: Any, fmt: str, output: Path | None) -> None:
+def _write_frame(frame: Any, fmt: str, out: Any) -> None:
+    """The frame as csv, json or parquet to ``out`` (stdout text, or a binary file)."""
     if fmt == "parquet":
-        frame.to_parquet(output, index=False)
-    elif fmt == "json":
+        frame.to_parquet(out, index=False)
+        return
+    if fmt == "json":
         text = frame.to_json(orient="records", indent=2, force_ascii=False) + "\n"
-        _write_text(text, output)
     else:
-        _write_text(frame.to_csv(index=False), output)
-
-
-def _write_text(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
+        text = frame.to_csv(index=False)
+    if out is sys.stdout:
+        out.write(visible(text) if out.isatty() else text)
     else:
-        output.write_text(text, encoding="utf-8")
+        out.write(text.encode("utf-8"))
 
 
 # --- fields -------------------------------------------------------------------------

@@ -15,20 +15,37 @@ from rich.table import Table
 from archdb.catalogue import DEFAULT_PATH
 from archdb.reports.adoption import (
     ANY,
+    CHOICE_KEYS,
     CHOICES,
     Adoption,
-    UnknownChoiceError,
     adoption,
     find_choice,
     trend_rows,
 )
 from archdb.table import catalogue_rows
 
-from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
+from .common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    CataloguePath,
+    JsonFlag,
+    console,
+    fail,
+    load,
+    print_json,
+    say,
+    writing,
+)
 
 REPORTS_PATH = DEFAULT_PATH.parent.parent / "reports"
-EXIT_DATA = 1
-EXIT_USAGE = 2
+
+
+def complete_choice(incomplete: str) -> list[str]:
+    """Trend choices for shell completion: the registered keys, then queryable fields."""
+    from archdb import query
+
+    names = [*CHOICE_KEYS, *query.short_names()]
+    return [n for n in dict.fromkeys(names) if n.startswith(incomplete)]
 
 
 def report(
@@ -43,38 +60,39 @@ def report(
             help="Write nothing; exit 1 if OUTPUT differs from what the catalogue gives (for CI).",
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (files written or stale).")
+    ] = False,
 ) -> None:
     """Build the reports (Markdown and SVG figures) from the catalogue into reports/.
 
-    The same catalogue always gives byte-identical files.
+    The same catalogue always gives byte-identical files. OUTPUT must be empty or a
+    directory archdb wrote before: its .archdb-report-manifest lists the files archdb
+    owns there, and only those are replaced or removed.
 
-    Example: archdb report
+    Example: archdb report -o /tmp/reports
     """
     from archdb.reports.build import build_reports, stale_files
 
     cat = load(catalogue)
     if check:
         stale = stale_files(cat, output)
+        if as_json:
+            print_json({"output": str(output), "stale": stale})
+        elif stale:
+            say(("✗ ", "red"), f"{output} is stale: {', '.join(stale)}; run `archdb report`")
+        else:
+            say(("✓ ", "green"), f"{output} matches {catalogue}")
         if stale:
-            err_console.print(
-                f"[red]✗[/] {output} is stale: {', '.join(stale)}; run `archdb report`",
-                highlight=False,
-                soft_wrap=True,
-            )
             raise typer.Exit(EXIT_DATA)
-        console.print(f"[green]✓[/] {output} matches {catalogue}", highlight=False)
         return
-    try:
+    with writing(output):
         written = build_reports(cat, output)
-    except OSError as exc:
-        err_console.print(
-            f"[red]error:[/] cannot write {output}: {exc.strerror or exc}", highlight=False
-        )
-        raise typer.Exit(EXIT_DATA) from None
+    if as_json:
+        print_json({"output": str(output), "written": [str(p) for p in written]})
+        return
     pages = sum(p.suffix == ".md" for p in written)
-    console.print(
-        f"wrote {pages} pages and {len(written) - pages} figures to {output}", highlight=False
-    )
+    say(f"wrote {pages} pages and {len(written) - pages} figures to {output}")
 
 
 def trends(
@@ -84,6 +102,7 @@ def trends(
             help="A choice (norm-type, attention, qk-norm, ...) or a categorical "
             "field (norm.type, norm.affine); all choices if omitted.",
             show_default=False,
+            autocompletion=complete_choice,
         ),
     ] = None,
     since: Annotated[int | None, typer.Option("--since", help="First release year.")] = None,
@@ -97,20 +116,11 @@ def trends(
     out. "first" is the year of the first model using a value, ">50%" the first year more
     than half used it, "since" the year from which it stayed the majority.
 
-    Choices: kind, norm-type, norm-position, activation, gated, position, attention,
-    layer-mix, bias, parallel, tied-embeddings, qk-norm, soft-capping, z-loss, moe,
-    dropout, weight-decay.
-
     Example: archdb trends norm-type --since 2019
     """
     if since is not None and until is not None and since > until:
-        err_console.print(f"[red]error:[/] --since {since} is after --until {until}")
-        raise typer.Exit(EXIT_USAGE)
-    try:
-        choices = list(CHOICES) if choice is None else [find_choice(choice)]
-    except UnknownChoiceError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
+        raise fail(f"--since {since} is after --until {until}", EXIT_USAGE)
+    choices = list(CHOICES) if choice is None else [find_choice(choice)]
     rows = trend_rows(catalogue_rows(load(catalogue), counts=False), since, until)
     results = [adoption(rows, c) for c in choices]
     if as_json:
@@ -196,4 +206,5 @@ def _as_json(result: Adoption) -> dict[str, Any]:
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
     app.command()(report)
-    app.command()(trends)
+    choices = ", ".join(CHOICE_KEYS)
+    app.command(epilog=f"Choices: {choices}.")(trends)
