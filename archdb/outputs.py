@@ -90,7 +90,7 @@ class OwnedDirectory:
         """
         now = sorted(PurePosixPath(p.relative_to(self.root).as_posix()) for p in written)
         removed = []
-        for entry in sorted(set(self.listed()) - set(now)):
+        for entry in sorted(set(self.listed()) - set(now) - {PurePosixPath(MANIFEST)}):
             path = self.root / entry
             if path.is_symlink() or path.is_file():
                 path.unlink()

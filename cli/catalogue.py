@@ -13,7 +13,7 @@ from archdb.catalogue import DEFAULT_PATH, Problem, check_catalogue
 from archdb.outputs import check_new_file
 from archdb.schema import catalogue_json_schema
 
-from .common import EXIT_DATA, print_json, print_problems, say, writing
+from .common import EXIT_DATA, errors_as_json, print_json, print_problems, say, writing
 
 SCHEMA_PATH = DEFAULT_PATH.with_name("models.schema.json")
 
@@ -30,6 +30,7 @@ def validate(
 
     Example: archdb validate data/models.yaml
     """
+    errors_as_json(as_json)
     cards, problems = check_catalogue(path)
     years = Counter(c.year for c in cards)
     if as_json:

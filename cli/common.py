@@ -122,15 +122,36 @@ _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7F}
 # --- errors: one boundary -------------------------------------------------------------
 
 
-def print_problems(problems: Iterable[object]) -> None:
+class _Errors:
+    """How errors are printed: lines on stderr, or (a command's --json) JSON on stdout."""
+
+    as_json = False
+
+
+def errors_as_json(on: bool) -> None:
+    """A command with --json reports its errors as {"ok": false, "exit_code", "errors"}."""
+    _Errors.as_json = on
+
+
+def _json_error(messages: list[str], code: int) -> None:
+    print_json({"ok": False, "exit_code": code, "errors": messages})
+
+
+def print_problems(problems: Iterable[object], code: int = EXIT_DATA) -> None:
     """Each located problem (file:line:column card field: message) on its own line."""
+    if _Errors.as_json:
+        _json_error([str(p) for p in problems], code)
+        return
     for problem in problems:
         say(("✗ ", "red"), str(problem), err=True)
 
 
 def fail(message: str, code: int = EXIT_DATA) -> typer.Exit:
     """Print an error and return the Exit to raise: a message and a code, no traceback."""
-    say(("error: ", "red"), message, err=True)
+    if _Errors.as_json:
+        _json_error([message], code)
+    else:
+        say(("error: ", "red"), message, err=True)
     return typer.Exit(code)
 
 
@@ -177,7 +198,7 @@ def report_error(exc: BaseException) -> int | None:
     if code is not None:
         problems = getattr(exc, "problems", None)
         if isinstance(problems, list) and problems:
-            print_problems(problems)
+            print_problems(problems, code)
         else:
             fail(str(exc) or type(exc).__name__, code)
         return code

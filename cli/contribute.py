@@ -25,6 +25,7 @@ from .common import (
     EXIT_USAGE,
     CataloguePath,
     err_console,
+    errors_as_json,
     fail,
     load,
     print_json,
@@ -385,6 +386,7 @@ def new(
     """
     from archdb.writer import card_data, insert_card, render_card, set_path, skeleton
 
+    errors_as_json(as_json)
     data = skeleton()
     if like:
         data["architecture"] = card_data(load(catalogue).resolve(like))["architecture"]
@@ -485,6 +487,7 @@ def import_hf(
     from archdb.hf_import import Identity, guess_identity
     from archdb.writer import insert_card, render_card
 
+    errors_as_json(as_json)
     config = _read_config(config_path)
     guessed = guess_identity(config, source)
     answers = {"id": card_id or guessed.get("id"), "name": name or guessed.get("name"),

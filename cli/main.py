@@ -18,7 +18,7 @@ import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
 
-from .common import EXIT_USAGE, fail, run_guarded, unsafe_argument, visible
+from .common import EXIT_USAGE, errors_as_json, fail, run_guarded, unsafe_argument, visible
 
 # command -> the cli module whose register(app) defines it
 COMMANDS: dict[str, str] = {
@@ -46,6 +46,7 @@ class LazyCommands(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        errors_as_json(False)  # one run of the CLI; tests run many in one process
         bad = unsafe_argument(args if args is not None else sys.argv[1:])
         if bad is not None:
             fail(f"argument '{visible(bad)}' holds a control character", EXIT_USAGE)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -60,8 +61,21 @@ def complete_family(incomplete: str) -> list[str]:
     return sorted({c.family for c in cat if c.family.startswith(incomplete)}) if cat else []
 
 
+def _field_names() -> list[str]:
+    """Every name a field answers to, from the schema: short names, then dotted paths."""
+    return list(dict.fromkeys([*query.short_names(), *query.fields()]))
+
+
 def complete_field(incomplete: str) -> list[str]:
-    return [name for name in query.short_names() if name.startswith(incomplete)]
+    return [name for name in _field_names() if name.startswith(incomplete)]
+
+
+def complete_field_list(incomplete: str) -> list[str]:
+    """Completion for comma-separated fields (--columns, --sort: '-' sorts descending)."""
+    done, _, last = incomplete.rpartition(",")
+    prefix = f"{done}," if done else ""
+    sign = "-" if last.startswith("-") else ""
+    return [f"{prefix}{sign}{n}" for n in _field_names() if n.startswith(last[len(sign) :])]
 
 
 # --- formatting for people ------------------------------------------------------------
@@ -149,11 +163,22 @@ def list_cards(
         ),
     ] = None,
     sort: Annotated[
-        str | None, typer.Option("--sort", "-s", help="Sort keys, comma-separated; -key descends.")
+        str | None,
+        typer.Option(
+            "--sort",
+            "-s",
+            help="Sort keys, comma-separated; -key descends.",
+            autocompletion=complete_field_list,
+        ),
     ] = None,
     columns: Annotated[
         str | None,
-        typer.Option("--columns", "-c", help="Columns, comma-separated, or 'all'."),
+        typer.Option(
+            "--columns",
+            "-c",
+            help="Columns, comma-separated, or 'all'.",
+            autocompletion=complete_field_list,
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", min=1, help="At most N rows.")
@@ -503,23 +528,31 @@ def fields(as_json: JsonFlag = False) -> None:
             ]
         )
         return
-    table = Table(
-        "name",
-        "column",
-        "kind",
-        "values / meaning",
-        title="Queryable fields",
-        title_justify="left",
-        title_style="bold",
-    )
-    for s in specs:
-        table.add_row(
-            query.display_name(s.name),
-            s.name,
-            s.kind,
-            ", ".join(s.choices) if s.choices else s.description,
-        )
-    console.print(table)
+    names = [query.display_name(s.name) for s in specs]
+    meanings = [", ".join(s.choices) if s.choices else s.description for s in specs]
+    name_width = max(map(len, names))
+    column_width = max(len(s.name) for s in specs)
+    if console.is_terminal and console.width < name_width + column_width + 60:
+        _print_field_list(names, specs, meanings)
+        return
+    # The names are what users type: never cut.
+    table = Table(title="Queryable fields", title_justify="left", title_style="bold")
+    table.add_column("name", min_width=name_width, no_wrap=True)
+    table.add_column("column", min_width=column_width, no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("values / meaning", min_width=40, overflow="fold")
+    for name, s, meaning in zip(names, specs, meanings, strict=True):
+        table.add_row(name, s.name, s.kind, meaning)
+    print_table(table, name_width + column_width + 80)
+
+
+def _print_field_list(names: list[str], specs: list[FieldSpec], meanings: list[str]) -> None:
+    """Fields for a narrow terminal: name, column and kind on a line, the meaning below."""
+    console.print(styled(("Queryable fields", "bold")))
+    for name, s, meaning in zip(names, specs, meanings, strict=True):
+        console.print(styled((name, "bold"), f"  {s.name}  ", (s.kind, "dim")), soft_wrap=True)
+        if meaning:
+            console.print(Padding(styled(meaning), (0, 0, 0, 4)))
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,7 @@ from .common import (
     CataloguePath,
     JsonFlag,
     console,
+    errors_as_json,
     fail,
     load,
     print_json,
@@ -74,6 +75,7 @@ def report(
     """
     from archdb.reports.build import build_reports, stale_files
 
+    errors_as_json(as_json)
     cat = load(catalogue)
     if check:
         stale = stale_files(cat, output)
