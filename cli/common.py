@@ -22,13 +22,14 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from archdb.catalogue import DEFAULT_PATH, Catalogue, load_catalogue
+if TYPE_CHECKING:
+    from archdb.catalogue import Catalogue
 
 EXIT_DATA = 1  # invalid data, or not found
 EXIT_USAGE = 2  # the command line is wrong
@@ -104,8 +105,11 @@ CataloguePath = Annotated[
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def load(path: Path = DEFAULT_PATH) -> Catalogue:
-    return load_catalogue(path)
+def load(path: Path | None = None) -> Catalogue:
+    """The catalogue at ``path`` (default: the shipped one), validated (or from the cache)."""
+    from archdb.catalogue import DEFAULT_PATH, load_catalogue  # pydantic: not for --help
+
+    return load_catalogue(path or DEFAULT_PATH)
 
 
 def print_json(data: Any) -> None:
