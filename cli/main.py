@@ -23,8 +23,6 @@ import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
 
-from .common import EXIT_USAGE, errors_as_json, fail, run_guarded, unsafe_argument, visible
-
 # command -> the cli module whose register(app) defines it
 COMMANDS: dict[str, str] = {
     "validate": "catalogue",
@@ -51,6 +49,8 @@ class LazyCommands(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        from .common import EXIT_USAGE, errors_as_json, fail, run_guarded, unsafe_argument, visible
+
         errors_as_json(False)  # one run of the CLI; tests run many in one process
         bad = unsafe_argument(args if args is not None else sys.argv[1:])
         if bad is not None:
@@ -68,6 +68,12 @@ class LazyCommands(TyperGroup):
         module = importlib.import_module(f".{module_name}", __package__)
         commands = typer.Typer(rich_markup_mode="rich", pretty_exceptions_enable=False)
         module.register(commands)
+        # Only the command asked for: typer reads every registered signature to build one.
+        commands.registered_commands = [
+            info
+            for info in commands.registered_commands
+            if (info.name or info.callback.__name__.replace("_", "-")) == cmd_name
+        ]
         command = typer.main.get_group(commands).get_command(ctx, cmd_name)
         if command is not None and command.help:
             command.help = reflow(command.help)

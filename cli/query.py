@@ -9,7 +9,8 @@ from __future__ import annotations
 import csv
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -119,17 +120,54 @@ def print_table(table: Table, width: int | None = None) -> None:
         SafeConsole(width=max(width, console.width)).print(table)
 
 
-def _natural_width(rows: list[list[str]], headers: list[str]) -> int:
-    """The width a table needs on one line: widest cell per column, padding and rules."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    return sum(widths) + 3 * len(widths) + 4
+@dataclass(frozen=True)
+class Grid:
+    """A table's plain cells: drawn by Rich on a terminal, as aligned text into a pipe
+    (no row ever wraps there, and Rich's layout engine costs ~30 ms for 68 rows)."""
+
+    title: str
+    headers: list[str]
+    right: list[bool]  # right-justified columns (numbers)
+    cells: list[list[str]]
+
+    def width(self) -> int:
+        """The width a table needs on one line: widest cell per column, padding and rules."""
+        return sum(self._widths()) + 3 * len(self.headers) + 4
+
+    def _widths(self) -> list[int]:
+        return [max([len(h), *(len(r[i]) for r in self.cells)]) for i, h in enumerate(self.headers)]
+
+    def text(self) -> str:
+        widths = self._widths()
+
+        def line(values: list[str]) -> str:
+            padded = (
+                v.rjust(w) if right else v.ljust(w)
+                for v, w, right in zip(values, widths, self.right, strict=True)
+            )
+            return ("  " + "   ".join(padded)).rstrip()
+
+        rule = " " + "─" * (sum(widths) + 3 * len(widths) - 1)
+        body = [line([visible(c) for c in row]) for row in self.cells]
+        return "\n".join([visible(self.title), line(self.headers), rule, *body, ""]) + "\n"
 
 
-def _table_of_rows(
-    rows: list[dict[str, Any]], columns: list[query.Column], title: str
-) -> tuple[Table, int]:
-    """The rows as a Rich table, and the width it needs to keep each row on one line."""
-    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+def print_grid(grid: Grid, rich_table: Callable[[], Table]) -> None:
+    """``rich_table()`` on a terminal; the grid's aligned text anywhere else."""
+    if console.is_terminal:
+        console.print(rich_table())
+    else:
+        sys.stdout.write(grid.text())
+
+
+def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], title: str) -> Grid:
+    """The rows as a grid of formatted cells."""
+    cells = [[format_value(row[c.header], c.field.name) for c in columns] for row in rows]
+    return Grid(title, [c.header for c in columns], [c.field.numeric for c in columns], cells)
+
+
+def _rich_rows(grid: Grid, columns: list[query.Column]) -> Table:
+    table = Table(title=grid.title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for column in columns:
         table.add_column(
             column.header,
@@ -137,10 +175,9 @@ def _table_of_rows(
             no_wrap=column.field.name == "id",
             overflow="fold",
         )
-    cells = [[format_value(row[c.header], c.field.name) for c in columns] for row in rows]
-    for line in cells:
+    for line in grid.cells:
         table.add_row(*line)
-    return table, _natural_width(cells, [c.header for c in columns])
+    return table
 
 
 # --- list ---------------------------------------------------------------------------
@@ -216,7 +253,8 @@ def list_cards(
     elif as_csv:
         _write_csv(rows, [c.header for c in cols])
     else:
-        print_table(*_table_of_rows(rows, cols, f"{len(rows)} of {len(cat)} cards"))
+        grid = _table_of_rows(rows, cols, f"{len(rows)} of {len(cat)} cards")
+        print_grid(grid, lambda: _rich_rows(grid, cols))
 
 
 def _write_csv(rows: list[dict[str, Any]], headers: list[str]) -> None:
@@ -361,7 +399,8 @@ def compare(
     if as_json:
         print_json({"cards": [c.id for c in cards], "rows": rows})
         return
-    print_table(*_comparison_table(cards, [r for r in rows if r["differs"] or not only_diff]))
+    grid, table = _comparison_table(cards, [r for r in rows if r["differs"] or not only_diff])
+    print_grid(grid, lambda: table)
 
 
 def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
@@ -389,13 +428,10 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
     return out
 
 
-def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Table, int]:
-    table = Table(
-        "field",
-        title="Comparison (× = ratio to the first card)",
-        title_justify="left",
-        title_style="bold",
-    )
+def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Grid, Table]:
+    """The comparison as plain cells, and as a Rich table with differences highlighted."""
+    title = "Comparison (× = ratio to the first card)"
+    table = Table("field", title=title, title_justify="left", title_style="bold")
     for card in cards:
         table.add_column(card.id, justify="right", overflow="fold")
     plain: list[list[str]] = []
@@ -413,7 +449,8 @@ def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Ta
             for i, (t, r) in enumerate(zip(texts, ratios, strict=True))
         ]
         table.add_row(styled((label, "bold yellow" if style else "")), *cells)
-    return table, _natural_width(plain, ["field", *(c.id for c in cards)])
+    headers = ["field", *(c.id for c in cards)]
+    return Grid(title, headers, [False, *(True for _ in cards)], plain), table
 
 
 # --- export -------------------------------------------------------------------------

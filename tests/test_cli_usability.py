@@ -275,3 +275,16 @@ def test_completion_is_generated_from_data(words, expected):
 def test_every_command_starts_help_without_error(command):
     result = invoke(command, "--help")
     assert result.exit_code == 0 and "Usage" in result.output
+
+
+# --- piped tables --------------------------------------------------------------------------
+
+
+def test_piped_list_is_an_aligned_table_with_numbers_right_justified(small):
+    result = invoke("list", "-c", "id,d_model,norm", "-C", str(small))
+    assert result.exit_code == 0, result.output
+    title, header, rule, first, second, *_ = result.output.splitlines()
+    assert title == "2 of 2 cards" and set(rule.strip()) == {"─"}
+    assert header.split() == ["id", "d_model", "norm"]
+    assert first.split() == ["toy-1b", "2048", "rmsnorm"] and second.startswith("  toy-3b")
+    assert header.index("d_model") + len("d_model") == first.index("2048") + len("2048")
