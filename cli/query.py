@@ -9,8 +9,7 @@ from __future__ import annotations
 import csv
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,11 +29,13 @@ from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 from .common import (
     EXIT_USAGE,
     CataloguePath,
+    Grid,
     JsonFlag,
     SafeConsole,
     console,
     fail,
     load,
+    print_grid,
     print_json,
     say,
     styled,
@@ -118,46 +119,6 @@ def print_table(table: Table, width: int | None = None) -> None:
         console.print(table)
     else:
         SafeConsole(width=max(width, console.width)).print(table)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A table's plain cells: drawn by Rich on a terminal, as aligned text into a pipe
-    (no row ever wraps there, and Rich's layout engine costs ~30 ms for 68 rows)."""
-
-    title: str
-    headers: list[str]
-    right: list[bool]  # right-justified columns (numbers)
-    cells: list[list[str]]
-
-    def width(self) -> int:
-        """The width a table needs on one line: widest cell per column, padding and rules."""
-        return sum(self._widths()) + 3 * len(self.headers) + 4
-
-    def _widths(self) -> list[int]:
-        return [max([len(h), *(len(r[i]) for r in self.cells)]) for i, h in enumerate(self.headers)]
-
-    def text(self) -> str:
-        widths = self._widths()
-
-        def line(values: list[str]) -> str:
-            padded = (
-                v.rjust(w) if right else v.ljust(w)
-                for v, w, right in zip(values, widths, self.right, strict=True)
-            )
-            return ("  " + "   ".join(padded)).rstrip()
-
-        rule = " " + "─" * (sum(widths) + 3 * len(widths) - 1)
-        body = [line([visible(c) for c in row]) for row in self.cells]
-        return "\n".join([visible(self.title), line(self.headers), rule, *body, ""]) + "\n"
-
-
-def print_grid(grid: Grid, rich_table: Callable[[], Table]) -> None:
-    """``rich_table()`` on a terminal; the grid's aligned text anywhere else."""
-    if console.is_terminal:
-        console.print(rich_table())
-    else:
-        sys.stdout.write(grid.text())
 
 
 def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], title: str) -> Grid:

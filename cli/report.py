@@ -28,11 +28,13 @@ from .common import (
     EXIT_DATA,
     EXIT_USAGE,
     CataloguePath,
+    Grid,
     JsonFlag,
     console,
     errors_as_json,
     fail,
     load,
+    print_grid,
     print_json,
     say,
     writing,
@@ -132,18 +134,42 @@ def trends(
         console.print("no released models in that window")
         return
     for result in results:
-        console.print(_table(result))
+        grid = _grid(result)
+        print_grid(grid, lambda grid=grid: _table(grid))
 
 
-def _table(result: Adoption) -> Table:
+def _grid(result: Adoption) -> Grid:
     """One choice: a row per value, a column per year (share of known values)."""
     years = [y for y in result.years if result.known.get(y)]
     c = result.choice
     unknown = f"; unknown for {len(result.unknown)} models" if result.unknown else ""
     name = c.title if c.title == c.key else f"{c.title} ({c.key})"
-    table = Table(
-        title=f"{name}: share of each year's models",
+    headers = ["value", *map(str, years), "first", ">50%", "since"]
+    rows = []
+    for trend in result.values:
+        cells = []
+        for y in years:
+            k = trend.counts.get(y, 0)
+            cells.append(f"{100 * k / result.known[y]:.0f}%" if k else "·")
+        label = f"{ANY} but {c.absent}" if trend.value == ANY else trend.value
+        first = str(trend.first_use.year)
+        rows.append(
+            [label, *cells, first, _year(trend.majority_year), _year(trend.consensus_since)]
+        )
+    rows.append(["n", *[str(result.known[y]) for y in years], "", "", ""])
+    return Grid(
+        f"{name}: share of each year's models",
+        headers,
+        [False, *(True for _ in headers[1:])],
+        rows,
         caption=f"n = models with a known value{unknown}",
+    )
+
+
+def _table(grid: Grid) -> Table:
+    table = Table(
+        title=grid.title,
+        caption=grid.caption,
         caption_justify="left",
         title_justify="left",
         title_style="bold",
@@ -152,25 +178,11 @@ def _table(result: Adoption) -> Table:
         collapse_padding=True,
         header_style="bold",
     )
-    table.add_column("value", no_wrap=True)
-    for y in years:
-        table.add_column(str(y), justify="right", no_wrap=True)
-    for name in ("first", ">50%", "since"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for trend in result.values:
-        cells = []
-        for y in years:
-            k = trend.counts.get(y, 0)
-            cells.append(f"{100 * k / result.known[y]:.0f}%" if k else "·")
-        label = f"{ANY} but {c.absent}" if trend.value == ANY else trend.value
-        table.add_row(
-            label,
-            *cells,
-            str(trend.first_use.year),
-            _year(trend.majority_year),
-            _year(trend.consensus_since),
-        )
-    table.add_row("n", *[str(result.known[y]) for y in years], style="dim")
+    for header, right in zip(grid.headers, grid.right, strict=True):
+        table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    for row in grid.cells[:-1]:
+        table.add_row(*row)
+    table.add_row(*grid.cells[-1], style="dim")
     return table
 
 
