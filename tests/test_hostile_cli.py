@@ -432,3 +432,18 @@ def test_process_export_to_full_device(hostile):
     result = archdb("export", "-o", "/dev/full", "-C", str(hostile))
     assert result.returncode == 1
     assert result.stderr.strip() == "error: cannot write /dev/full: No space left on device"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("list", "-c", "id,name"), ("compare", "evil-1b", "fancy-3b"), ("trends", "name")],
+)
+def test_card_strings_on_a_terminal_are_literal_too(hostile, monkeypatch, args):
+    """On a terminal the tables are drawn by Rich: still no markup read, no control sent."""
+    from archdb_cli import common
+
+    monkeypatch.setattr(common.console, "_force_terminal", True)
+    monkeypatch.setattr(common.console, "_width", 200)
+    result = run(*args, catalogue=hostile)
+    assert result.exit_code == 0, result.output
+    assert EVIL_NAME in result.output and BOLD_NAME in result.output
