@@ -229,10 +229,15 @@ def _number(text: str, spec: FieldSpec) -> int | float:
         num, _, den = text.partition("/")
         if "/" in den:
             raise QueryError(f"{display_name(spec.name)} takes one ratio a/b, not {_brief(text)}")
-        denominator = _number(den, spec)
+        try:
+            numerator, denominator = _number(num, spec), _number(den, spec)
+        except QueryError:  # name the whole ratio, not the half that failed
+            raise QueryError(
+                f"{display_name(spec.name)} takes a number, not {_brief(text)}"
+            ) from None
         if denominator == 0:
             raise QueryError(f"{display_name(spec.name)}: {_brief(text)} divides by zero")
-        value: int | float = _number(num, spec) / denominator
+        value: int | float = numerator / denominator
         if not math.isfinite(value):
             raise QueryError(f"{display_name(spec.name)}: {_brief(text)} is too large")
     else:

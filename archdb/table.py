@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from archdb.measure.analytic import derived_figures
 from archdb.schema import Card, get_path
 
 if TYPE_CHECKING:
@@ -200,6 +199,8 @@ def _analytic(card: Card, counts: bool) -> dict[str, Any]:
     """The ratios of one card and, with ``counts``, its analytic counts (exact params, KV
     cache, FLOPs); without, those are null."""
     if counts:
+        from archdb.measure.analytic import derived_figures  # not needed by counts=False
+
         computed = derived_figures(card)
         return {k: computed.get(k) for k in (*_ANALYTIC_KEYS, "norm_flops_share")}
     arch = card.architecture

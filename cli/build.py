@@ -7,29 +7,26 @@ commands, so the other commands start without them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from archdb.catalogue import CatalogueError, UnknownCardError
 from archdb.measure import conventions as cv
 
-from .common import (
-    EXIT_DATA,
-    EXIT_USAGE,
-    CataloguePath,
-    JsonFlag,
-    console,
-    fail,
-    load,
-    print_json,
-    print_problems,
-)
+from .common import CataloguePath, JsonFlag, console, load, print_json, styled
+
+
+class Size(StrEnum):
+    """What `build` makes: the help lists these choices."""
+
+    TOY = "toy"
+    FULL = "full"
+
 
 CardArg = Annotated[
     str, typer.Argument(metavar="ID", help="Card id, or a family (its largest model).")
@@ -63,20 +60,8 @@ def _summarize(
     render: Callable[[Any], None],
     as_json: bool,
 ) -> None:
-    """Resolve the card, compute its summary and print it; user errors exit cleanly."""
-    from archdb.plan.layout import BuildError
-
-    try:
-        card = load(catalogue).resolve(card_id)
-    except UnknownCardError as exc:
-        raise fail(str(exc)) from None
-    except CatalogueError as exc:
-        print_problems(exc.problems)
-        raise typer.Exit(EXIT_DATA) from None
-    try:
-        summary = summarize(card)
-    except BuildError as exc:
-        raise fail(f"{card.id}: {exc}") from None
+    """Resolve the card, compute its summary and print it (errors: common.report_error)."""
+    summary = summarize(load(catalogue).resolve(card_id))
     if as_json:
         print_json(summary.to_dict())
     else:
@@ -86,13 +71,13 @@ def _summarize(
 def build(
     card_id: CardArg,
     size: Annotated[
-        str,
+        Size,
         typer.Option(
             "--size",
             help="toy: a CPU-sized model; full: the published size on the meta device (no memory).",
             case_sensitive=False,
         ),
-    ] = "toy",
+    ] = Size.TOY,
     seq_len: Annotated[
         int | None,
         typer.Option(
@@ -113,12 +98,11 @@ def build(
       archdb build gemma-2 --seq-len 256   (the toy runs 256 tokens; windows scale with it)
       archdb build llama-3.1-405b --size full --json
     """
-    size = size.lower()
-    if size not in ("toy", "full"):
-        raise fail(f"--size must be toy or full, got {size!r}", EXIT_USAGE)
     from archdb.measure.summary import build_summary
 
-    _summarize(card_id, catalogue, lambda c: build_summary(c, size, seq_len), _print_build, as_json)
+    _summarize(
+        card_id, catalogue, lambda c: build_summary(c, size.value, seq_len), _print_build, as_json
+    )
 
 
 def flops(
@@ -168,7 +152,7 @@ def flops(
 
 
 def _print_build(s: Any) -> None:
-    title = f"[bold]{s.id}[/] ({'toy' if s.size == 'toy' else 'full size, meta device'})"
+    title = styled((s.id, "bold"), f" ({'toy' if s.size == 'toy' else 'full size, meta device'})")
     tree = Tree(title, highlight=False)
     for node in s.modules:
         _add_node(tree, node)
@@ -186,7 +170,7 @@ def _print_build(s: Any) -> None:
 
 
 def _print_flops(s: Any) -> None:
-    console.print(f"[bold]{s.id}[/]: full size, {s.full.seq_len} tokens")
+    console.print(styled((s.id, "bold"), f": full size, {s.full.seq_len} tokens"))
     console.print(_flops_table(s.full))
     rows = [
         (
@@ -205,18 +189,15 @@ def _print_flops(s: Any) -> None:
             )
         )
     console.print(_pairs("Cache and training", rows))
-    console.print(
-        f"[bold]toy check[/] ({s.toy.flops.seq_len} tokens; dims "
-        + ", ".join(f"{k} {v}" for k, v in s.toy.dims.items())
-        + ")"
-    )
+    dims = ", ".join(f"{k} {v}" for k, v in s.toy.dims.items())
+    console.print(styled(("toy check", "bold"), f" ({s.toy.flops.seq_len} tokens; dims {dims})"))
     console.print(_flops_table(s.toy.flops))
     _print_assumptions(s.toy.assumptions)
 
 
 def _add_node(parent: Tree, node: dict) -> None:
-    params = f" [dim]{node['params']:,}[/]" if node["params"] else ""
-    branch = parent.add(f"{escape(node['name'])}: {escape(node['module'])}{params}")
+    params = f" {node['params']:,}" if node["params"] else ""
+    branch = parent.add(styled(f"{node['name']}: {node['module']}", (params, "dim")))
     for child in node["children"]:
         _add_node(branch, child)
 
@@ -271,7 +252,7 @@ def _pairs(title: str, rows: list[tuple[str, str]]) -> Table:
 
 def _print_assumptions(assumptions: tuple[str, ...]) -> None:
     for a in assumptions:
-        console.print(f"[yellow]assumed[/] {a}", highlight=False)
+        console.print(styled(("assumed", "yellow"), f" {a}"))
 
 
 def _num(x: float) -> str:

@@ -9,15 +9,21 @@ from typing import Annotated
 
 import typer
 
-from archdb.catalogue import (
-    CATALOGUE_RULES,
-    CatalogueLocationError,
-    check_catalogue,
-    resolve_catalogue,
-)
+from archdb.catalogue import Problem, check_catalogue
+from archdb.locations import CATALOGUE_RULES, CatalogueLocationError, resolve_catalogue
+from archdb.outputs import check_new_file
 from archdb.schema import catalogue_json_schema
 
-from .common import EXIT_DATA, EXIT_USAGE, console, err_console, fail, print_problems
+from .common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    errors_as_json,
+    fail,
+    print_json,
+    print_problems,
+    say,
+    writing,
+)
 
 
 def validate(
@@ -25,6 +31,9 @@ def validate(
         Path | None,
         typer.Argument(help=f"Catalogue file. {CATALOGUE_RULES}", dir_okay=False),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON: a summary or the problems.")
+    ] = False,
 ) -> None:
     """Check every card of a catalogue file; list every problem with file:line.
 
@@ -32,20 +41,41 @@ def validate(
 
     Example: archdb validate data/models.yaml
     """
+    errors_as_json(as_json)
     path = resolve_catalogue(path)
     cards, problems = check_catalogue(path)
-    if problems:
-        print_problems(problems)
-        err_console.print(f"[red]{len(problems)} problem(s)[/] in {path}", soft_wrap=True)
-        raise typer.Exit(EXIT_DATA)
     years = Counter(c.year for c in cards)
-    families = {c.family for c in cards}
-    span = f"{min(years)}–{max(years)}" if years else "none"
-    console.print(
-        f"[green]✓[/] {path}: {len(cards)} cards, {len(families)} families, years {span}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    if as_json:
+        print_json(
+            {
+                "path": str(path),
+                "valid": not problems,
+                "cards": len(cards),
+                "families": len({c.family for c in cards}),
+                "years": [min(years), max(years)] if years else None,
+                "problems": [_problem_json(p) for p in problems],
+            }
+        )
+    elif problems:
+        print_problems(problems)
+        say((f"{len(problems)} problem(s)", "red"), f" in {path}", err=True)
+    else:
+        families = {c.family for c in cards}
+        span = f"{min(years)}–{max(years)}" if years else "none"
+        say(("✓ ", "green"), f"{path}: {len(cards)} cards, {len(families)} families, years {span}")
+    if problems:
+        raise typer.Exit(EXIT_DATA)
+
+
+def _problem_json(problem: Problem) -> dict[str, object]:
+    return {
+        "file": problem.file,
+        "line": problem.line,
+        "column": problem.column,
+        "card": problem.card_id,
+        "field": problem.field,
+        "message": problem.message,
+    }
 
 
 def schema(
@@ -60,14 +90,20 @@ def schema(
         ),
     ] = None,
 ) -> None:
-    """Write the catalogue's JSON Schema (committed next to the catalogue)."""
+    """Write the catalogue's JSON Schema (committed next to the catalogue).
+
+    Example: archdb schema -o /tmp/models.schema.json
+    """
     if output is None:
         try:
             output = resolve_catalogue(writing=True).with_name("models.schema.json")
         except CatalogueLocationError as exc:
             raise fail(f"{exc}; or give --output", EXIT_USAGE) from None
-    output.write_text(json.dumps(catalogue_json_schema(), indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {output}")
+    check_new_file(output, force=True, protected=[resolve_catalogue()])
+    text = json.dumps(catalogue_json_schema(), indent=2) + "\n"
+    with writing(output):
+        output.write_text(text, encoding="utf-8")
+    say(f"wrote {output}")
 
 
 def register(app: typer.Typer) -> None:

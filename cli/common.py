@@ -1,20 +1,138 @@
-"""Shared pieces of the CLI: the console, the catalogue option, JSON output."""
+"""Shared pieces of the CLI: safe consoles, the error boundary, the catalogue option, JSON.
+
+Two rules hold for everything the CLI prints:
+
+- User data is never markup. The consoles below have Rich markup and emoji codes off, so a
+  card named ``[/x] evil`` prints as those characters; styling is applied with
+  ``rich.text.Text`` (``styled``), never by formatting tags into a string.
+- Control characters never reach the terminal raw. ``visible`` turns C0/C1 controls, DEL
+  and the bidirectional overrides into ``\\xNN``/``\\uNNNN`` text, and the consoles apply it
+  to every string they render (table cells, titles, tree labels included).
+
+Errors: the library raises typed errors; ``report_error`` is the one place that turns them
+into a message and an exit code (1 bad data or not found, 2 usage), and ``run_guarded``
+adds the last-resort handler for anything unexpected (exit 70, "internal error").
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
-from archdb.catalogue import CATALOGUE_RULES, Catalogue, load_catalogue
+from archdb.locations import CATALOGUE_RULES
 
-console = Console()
-err_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from archdb.catalogue import Catalogue
+
+EXIT_DATA = 1  # invalid data, or not found
+EXIT_USAGE = 2  # the command line is wrong
+EXIT_INTERNAL = 70  # a bug in archdb (EX_SOFTWARE): never expected, always reported
+ISSUES_HINT = "please report it with the command you ran"
+
+# --- printing user data safely --------------------------------------------------------
+
+# C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidi overrides that can
+# reorder what a reader sees ("Trojan source"): shown as escapes, never sent raw.
+_UNSAFE = [
+    *(c for c in range(0x20) if c not in (0x09, 0x0A)),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+]
+_VISIBLE = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``)."""
+    return text.translate(_VISIBLE)
+
+
+def has_control(text: str) -> bool:
+    return visible(text) != text
+
+
+class SafeConsole(Console):
+    """A Rich console that never reads markup and never prints a control character raw."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("highlight", False)
+        super().__init__(markup=False, emoji=False, **kwargs)
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        kwargs.update(markup=False, emoji=False)
+        return super().render_str(visible(text), **kwargs)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Text from plain strings and (string, style) pairs; every string is shown literally."""
+    text = Text()
+    for part in parts:
+        value, style = (part, "") if isinstance(part, str) else part
+        text.append(visible(value), style=style)
+    return text
+
+
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
+
+
+def say(*parts: str | tuple[str, str], err: bool = False) -> None:
+    """One message, not wrapped (paths and URLs stay whole); styled with ``styled`` pairs."""
+    (err_console if err else console).print(styled(*parts), soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table's plain cells: drawn by Rich on a terminal, as aligned text into a pipe
+    (no row ever wraps there, and Rich's layout engine costs ~30 ms for 68 rows)."""
+
+    title: str
+    headers: list[str]
+    right: list[bool]  # right-justified columns (numbers)
+    cells: list[list[str]]
+    caption: str = ""
+
+    def text(self) -> str:
+        """Title, header, a rule, the rows and the caption, each column padded to its width."""
+        headers = [visible(h) for h in self.headers]
+        rows = [[visible(c) for c in row] for row in self.cells]
+        widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+        def line(values: list[str]) -> str:
+            padded = (
+                v.rjust(w) if right else v.ljust(w)
+                for v, w, right in zip(values, widths, self.right, strict=True)
+            )
+            return ("  " + "   ".join(padded)).rstrip()
+
+        rule = " " + "─" * (sum(widths) + 3 * len(widths) - 1)
+        caption = [visible(self.caption)] if self.caption else []
+        lines = [visible(self.title), line(headers), rule, *map(line, rows), *caption]
+        return "\n".join(lines) + "\n\n"
+
+
+def print_grid(grid: Grid, rich_table: Callable[[], Table]) -> None:
+    """``rich_table()`` on a terminal; the grid's aligned text anywhere else."""
+    if console.is_terminal:
+        console.print(rich_table())
+    else:
+        sys.stdout.write(grid.text())
+
+
+# --- options shared by commands -------------------------------------------------------
 
 # No default path here: archdb.catalogue.resolve_catalogue applies the rules at run time
 # (a path fixed at import would name this machine's installation in --help).
@@ -30,27 +148,146 @@ CataloguePath = Annotated[
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
-EXIT_DATA = 1  # invalid data, or not found
-EXIT_USAGE = 2  # the command line is wrong
-
-
-def print_problems(problems: Iterable[object]) -> None:
-    """Each located problem (file:line:column card field: message) on its own line."""
-    for problem in problems:
-        err_console.print(f"[red]✗[/] {problem}", highlight=False, soft_wrap=True)
-
-
-def fail(message: str, code: int = EXIT_DATA) -> typer.Exit:
-    """Print an error and return the Exit to raise: a message and a code, no traceback."""
-    err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
-
 
 def load(path: Path | None = None) -> Catalogue:
-    """The catalogue at ``path``, else the one archdb.catalogue.resolve_catalogue finds."""
+    """The catalogue at ``path``, else the one archdb.locations.resolve_catalogue finds;
+    validated (or from the cache)."""
+    from archdb.catalogue import load_catalogue  # pydantic: not for --help
+
     return load_catalogue(path)
 
 
 def print_json(data: Any) -> None:
-    """JSON to stdout, unstyled so scripts can parse it."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    """JSON to stdout, unstyled so scripts can parse it (C1 controls escaped as \\u00XX)."""
+    text = json.dumps(data, indent=2, default=str, ensure_ascii=False)
+    sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
+
+
+# json.dumps escapes C0 controls itself; these it leaves raw. Inside a JSON string (the only
+# place they can occur) \\uNNNN is the same character for a parser.
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7F}
+
+
+# --- errors: one boundary -------------------------------------------------------------
+
+
+class _Errors:
+    """How errors are printed: lines on stderr, or (a command's --json) JSON on stdout."""
+
+    as_json = False
+
+
+def errors_as_json(on: bool) -> None:
+    """A command with --json reports its errors as {"ok": false, "exit_code", "errors"}."""
+    _Errors.as_json = on
+
+
+def _json_error(messages: list[str], code: int) -> None:
+    print_json({"ok": False, "exit_code": code, "errors": messages})
+
+
+def print_problems(problems: Iterable[object], code: int = EXIT_DATA) -> None:
+    """Each located problem (file:line:column card field: message) on its own line."""
+    if _Errors.as_json:
+        _json_error([str(p) for p in problems], code)
+        return
+    for problem in problems:
+        say(("✗ ", "red"), str(problem), err=True)
+
+
+def fail(message: str, code: int = EXIT_DATA) -> typer.Exit:
+    """Print an error and return the Exit to raise: a message and a code, no traceback."""
+    if _Errors.as_json:
+        _json_error([message], code)
+    else:
+        say(("error: ", "red"), message, err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """An OSError while writing ``path`` becomes one line naming the path, exit 1."""
+    try:
+        yield
+    except OSError as exc:
+        raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# The library's user-facing errors: (module, class) -> exit code. Problems (a list of
+# located messages) are printed one a line; anything else is its one-line message. Classes
+# are looked up only in modules already imported: an error cannot come from a module that
+# was never loaded, and the query commands must not import the builder to catch its errors.
+USER_ERRORS: tuple[tuple[str, str, int], ...] = (
+    ("archdb.query", "QueryError", EXIT_USAGE),
+    ("archdb.reports.adoption", "UnknownChoiceError", EXIT_USAGE),
+    ("archdb.catalogue", "UnknownCardError", EXIT_DATA),
+    ("archdb.catalogue", "CatalogueError", EXIT_DATA),
+    ("archdb.writer", "WriteError", EXIT_DATA),
+    ("archdb.hf_import", "HFImportError", EXIT_DATA),
+    ("archdb.plan.layout", "BuildError", EXIT_DATA),
+    ("archdb.locations", "CatalogueLocationError", EXIT_USAGE),
+    ("archdb.api", "NotSupportedYet", EXIT_USAGE),
+)
+
+
+def _known_code(exc: BaseException) -> int | None:
+    for module_name, class_name, code in USER_ERRORS:
+        module = sys.modules.get(module_name)
+        cls = getattr(module, class_name, None) if module else None
+        if cls is not None and isinstance(exc, cls):
+            return code
+    declared = getattr(exc, "exit_code", None)  # a library error that states its own code
+    if type(exc).__module__.startswith("archdb.") and isinstance(declared, int):
+        return declared
+    return None
+
+
+def report_error(exc: BaseException) -> int | None:
+    """Print a library or system error for a user and return its exit code; None if the
+    error is not one a user can cause (a bug: the caller reports it as internal)."""
+    code = _known_code(exc)
+    if code is not None:
+        problems = getattr(exc, "problems", None)
+        if isinstance(problems, list) and problems:
+            print_problems(problems, code)
+        else:
+            fail(str(exc) or type(exc).__name__, code)
+        return code
+    if isinstance(exc, OSError):
+        names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+        where = f"{' -> '.join(names)}: " if names else ""
+        fail(f"{where}{exc.strerror or exc}")
+        return EXIT_DATA
+    if isinstance(exc, RecursionError | MemoryError):
+        fail(f"input too large or too deeply nested ({type(exc).__name__})")
+        return EXIT_DATA
+    return None
+
+
+def report_internal(exc: BaseException) -> int:
+    """The last resort: one line, a hint to report it, exit 70 (ARCHDB_DEBUG=1: traceback)."""
+    if os.environ.get("ARCHDB_DEBUG"):
+        raise exc
+    first_line = (str(exc).splitlines() or [""])[0][:300]
+    say(
+        ("internal error: ", "bold red"),
+        f"{type(exc).__name__}: {first_line} ({ISSUES_HINT}; ARCHDB_DEBUG=1 shows the traceback)",
+        err=True,
+    )
+    return EXIT_INTERNAL
+
+
+def unsafe_argument(args: Iterable[str]) -> str | None:
+    """The first command-line argument holding a control character, if any."""
+    return next((a for a in args if has_control(a)), None)
+
+
+def run_guarded(call: Callable[[], Any]) -> Any:
+    """Run a command: library errors become messages and exit codes, bugs exit 70."""
+    try:
+        return call()
+    except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        code = report_error(exc)
+        sys.exit(report_internal(exc) if code is None else code)

@@ -7,31 +7,32 @@ id order with archdb.writer, which leaves every other byte of the catalogue as i
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from archdb import query
-from archdb.catalogue import CatalogueLocationError, resolve_catalogue
+from archdb.locations import resolve_catalogue
 from archdb.query import FieldSpec, QueryError
-from archdb.schema import UNKNOWN_WHEN_NULL, SourceKind
+from archdb.schema import UNKNOWN_WHEN_NULL, Card, SourceKind
 from archdb.table import FIELD_COLUMNS
 
 from .common import (
     EXIT_DATA,
     EXIT_USAGE,
     CataloguePath,
-    console,
     err_console,
+    errors_as_json,
     fail,
     load,
-    print_problems,
+    print_json,
+    say,
+    styled,
 )
-from .query import complete_card, user_errors
+from .query import complete_card, complete_field
 
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Print the card's YAML instead of adding it.")
@@ -43,24 +44,10 @@ Interactive = Annotated[
         help="Prompt for what the flags leave out (default: when stdin is a terminal).",
     ),
 ]
-
-
-@contextmanager
-def contribute_errors() -> Iterator[None]:
-    """The library's write and import errors become a message and exit code 1."""
-    from archdb.hf_import import HFImportError
-    from archdb.writer import WriteError
-
-    with user_errors():
-        try:
-            yield
-        except WriteError as exc:
-            print_problems(exc.problems)
-            raise typer.Exit(EXIT_DATA) from None
-        except HFImportError as exc:
-            raise fail(str(exc), EXIT_DATA) from None
-        except CatalogueLocationError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
+JsonResult = Annotated[
+    bool,
+    typer.Option("--json", help="Print the result as JSON (the card added, or the errors)."),
+]
 
 
 def _interactive(flag: bool | None) -> bool:
@@ -112,7 +99,7 @@ def _prompt(spec: FieldSpec, current: Any, required: bool = False) -> Any:
         try:
             return _card_value(spec, text)
         except QueryError as exc:
-            err_console.print(f"[red]{exc}[/]", highlight=False)
+            err_console.print(styled((str(exc), "red")))
 
 
 def _show(value: Any) -> str:
@@ -180,20 +167,97 @@ def _guess_kind(url: str) -> str:
     return SourceKind.CODE.value if "github.com" in url else SourceKind.BLOG.value
 
 
-def _source(url: str, kind: str | None, title: str | None, locator: str | None,
-            supports: str) -> dict[str, Any]:  # fmt: skip
+# --- card paths a note or a source may name -----------------------------------------------
+
+
+def card_path(name: str) -> str:
+    """A dotted path the card's notes and sources may name: a field (by path or short
+    name), a group of fields (``architecture.attention``, ``attention``) or a top-level
+    entry (``sources``)."""
+    name = name.strip()
+    for candidate in (name, f"architecture.{name}"):
+        if candidate in FIELD_COLUMNS or any(c.startswith(candidate + ".") for c in FIELD_COLUMNS):
+            return candidate
+    if name in Card.model_fields:
+        return name
+    return _card_field(name).name  # a short name (heads, kv_heads), or a QueryError
+
+
+def _paths(text: str) -> list[str]:
+    return [card_path(p) for p in text.replace(";", ",").split(",") if p.strip()]
+
+
+# --- sources ----------------------------------------------------------------------------
+
+SOURCE_KEYS = ("url", "kind", "title", "locator", "supports")
+SOURCES_FILE_LIMIT = 1_000_000  # bytes: a list of sources, not a data set
+
+
+def _source(url: str, kind: str | None = None, title: str | None = None,
+            locator: str | None = None, supports: str | list[str] = "architecture",
+            ) -> dict[str, Any]:  # fmt: skip
+    if not isinstance(url, str) or not url.strip():
+        raise QueryError("a source needs a url")
     kind = kind or _guess_kind(url)
     if kind not in {k.value for k in SourceKind}:
         raise QueryError(
             f"source kind {kind!r}: choose from {', '.join(k.value for k in SourceKind)}"
         )
+    listed = supports if isinstance(supports, list) else [supports]
     return {
         "kind": kind,
         "title": title or url.rstrip("/").rsplit("/", 1)[-1],
-        "url": url,
-        "locator": locator,
-        "supports": [s.strip() for s in supports.split(",") if s.strip()],
+        "url": url.strip(),
+        "locator": locator or None,
+        "supports": [p for item in listed for p in _paths(str(item))],
     }
+
+
+def parse_source(spec: str) -> dict[str, Any]:
+    """One --source: a bare URL, or KEY=VALUE items separated by ';' (keys: url, kind,
+    title, locator, supports; supports lists paths separated by ',')."""
+    if not any(spec.lstrip().startswith(f"{k}=") for k in SOURCE_KEYS):
+        return _source(spec)
+    items: dict[str, str] = {}
+    for item in spec.split(";"):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in SOURCE_KEYS:
+            raise QueryError(
+                f"--source item {item.strip()!r}: write KEY=VALUE with KEY one of "
+                f"{', '.join(SOURCE_KEYS)}, items separated by ';'"
+            )
+        if key in items:
+            raise QueryError(f"--source gives {key} twice: {spec!r}")
+        items[key] = value.strip()
+    if "url" not in items:
+        raise QueryError(f"--source {spec!r} has no url=")
+    return _source(**items)
+
+
+def read_sources(path: Path) -> list[dict[str, Any]]:
+    """--sources FILE: a JSON list of {url, kind, title, locator, supports}."""
+    with path.open("rb") as file:
+        raw = file.read(SOURCES_FILE_LIMIT + 1)
+    if len(raw) > SOURCES_FILE_LIMIT:
+        raise QueryError(f"{path}: larger than {SOURCES_FILE_LIMIT:,} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise QueryError(f"{path}: not a JSON list of sources ({exc})") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise QueryError(f"{path}: expected a JSON list of objects with {', '.join(SOURCE_KEYS)}")
+    sources = []
+    for n, entry in enumerate(data, 1):
+        unknown = sorted(set(entry) - set(SOURCE_KEYS))
+        if unknown:
+            raise QueryError(f"{path}: source {n} has unknown keys {', '.join(unknown)}")
+        if not all(isinstance(v, str | list | None) for v in entry.values()):
+            raise QueryError(f"{path}: source {n}: values must be strings (supports: a list)")
+        sources.append(_source(**{k: v for k, v in entry.items() if v is not None}))
+    return sources
 
 
 def _ask_source() -> dict[str, Any]:
@@ -204,6 +268,37 @@ def _ask_source() -> dict[str, Any]:
     locator = typer.prompt("where in it (table, section, file)", default="", show_default=False)
     supports = typer.prompt("card fields it supports, comma-separated", default="architecture")
     return _source(url, kind, title, locator or None, supports)
+
+
+def _sources_from_flags(
+    specs: list[str], file: Path | None, legacy: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """Every source the flags give, in order: --source (repeatable), then --sources FILE.
+
+    The single-source flags (--source-kind, --source-title, --source-locator, --supports)
+    describe one bare --source URL; with several sources each says its own in KEY=VALUE form.
+    """
+    given = {k: v for k, v in legacy.items() if v is not None}
+    if given and len(specs) != 1:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
+        raise QueryError(
+            f"{flags} describe one --source URL; with {len(specs)} sources write each as "
+            "--source 'url=...;kind=...;title=...;locator=...;supports=a.b,c.d'"
+        )
+    sources = []
+    for spec in specs:
+        if given:
+            if any(spec.lstrip().startswith(f"{k}=") for k in SOURCE_KEYS):
+                raise QueryError("give a bare URL with --source-kind/--source-title/...")
+            sources.append(
+                _source(spec, given.get("source_kind"), given.get("source_title"),
+                        given.get("source_locator"), given.get("supports", "architecture"))
+            )  # fmt: skip
+        else:
+            sources.append(parse_source(spec))
+    if file is not None:
+        sources += read_sources(file)
+    return sources
 
 
 def new(
@@ -223,29 +318,49 @@ def new(
     set_: Annotated[
         list[str] | None,
         typer.Option(
-            "--set", help="FIELD=VALUE for any card field (repeatable), e.g. norm.type=rmsnorm."
+            "--set",
+            help="FIELD=VALUE for any card field (repeatable), e.g. norm.type=rmsnorm.",
+            autocompletion=complete_field,
         ),
     ] = None,
     note: Annotated[
         list[str] | None,
         typer.Option(
-            help="FIELD=TEXT: why a value is null, or where sources disagree (repeatable)."
+            help="PATH=TEXT: why a value is null, or where sources disagree (repeatable); "
+            "PATH is a field or a group such as architecture.attention.",
+            autocompletion=complete_field,
         ),
     ] = None,
-    source: Annotated[str | None, typer.Option(help="Source URL.")] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A source (repeatable): a URL, or "
+            "'url=URL;kind=paper;title=T;locator=Table 1;supports=architecture,training.tokens'."
+        ),
+    ] = None,
+    sources_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--sources",
+            help="A JSON file listing sources: [{url, kind, title, locator, supports}].",
+            dir_okay=False,
+        ),
+    ] = None,
     source_kind: Annotated[
         str | None,
-        typer.Option(help="paper, config, model-card, code, blog (default: guessed from the URL)."),
+        typer.Option(help="paper, config, model-card, code, blog (one bare --source URL)."),
     ] = None,
     source_title: Annotated[str | None, typer.Option(help="Paper title or file name.")] = None,
     source_locator: Annotated[
         str | None, typer.Option(help="Table 2, Section 3, config.json.")
     ] = None,
     supports: Annotated[
-        str, typer.Option(help="Card fields the source gives, comma-separated.")
-    ] = "architecture",
+        str | None,
+        typer.Option(help="Card fields the source gives, comma-separated (default: architecture)."),
+    ] = None,
     interactive: Interactive = None,
     dry_run: DryRun = False,
+    as_json: JsonResult = False,
     catalogue: CataloguePath = None,
 ) -> None:
     """Add a new card: from flags, from prompts offering each vocabulary, or both.
@@ -253,7 +368,9 @@ def new(
     Every value needs a source; a null core value needs a note saying why.
     The card is validated, then inserted into the catalogue in id order;
     nothing else in the file changes. `archdb fields` lists every field
-    and its allowed values.
+    and its allowed values. Several sources: repeat --source, each as
+    'url=...;kind=...;title=...;locator=...;supports=a.b,c.d', or list
+    them in a JSON file given with --sources.
 
     Examples:
       archdb new                         (prompts for every field)
@@ -261,52 +378,69 @@ def new(
         --family llama-2 --organization 'Meta AI' --open-weights
         --release-date 2023-07-18 --params 13B --set d_model=5120
         --set n_layers=40 --set heads=40 --set kv_heads=40 --set d_ff=13824
-        --source https://arxiv.org/abs/2307.09288 --source-locator 'Table 1'
+        --source 'url=https://arxiv.org/abs/2307.09288;locator=Table 1'
+        --source 'url=https://huggingface.co/meta-llama/Llama-2-13b-hf;
+        kind=model-card;supports=architecture.vocab_size'   (one argument)
         --no-interactive
       archdb new ... --dry-run           (print the YAML, write nothing)
     """
     from archdb.writer import card_data, insert_card, render_card, set_path, skeleton
 
-    with contribute_errors():
-        data = skeleton()
-        if like:
-            data["architecture"] = card_data(load(catalogue).resolve(like))["architecture"]
-        identity = {"id": card_id, "name": name, "family": family,
-                    "organization": organization, "release_date": release_date,
-                    "open_weights": open_weights}  # fmt: skip
-        for path, value in identity.items():
-            if value is not None:
-                set_path(data, path, value)
-        if params is not None:
-            set_path(data, "params_published", _card_value(_card_field("params"), params))
-        for spec, text in _assignments(set_ or [], "--set"):
-            set_path(data, spec.name, _card_value(spec, text))
-        for spec, text in _assignments(note or [], "--note"):
-            data["notes"][spec.name] = text.strip()
-        if source:
-            data["sources"].append(_source(source, source_kind, source_title, source_locator,
-                                           supports))  # fmt: skip
-        if _interactive(interactive):
-            _ask_everything(data)
-            if not data["sources"]:
-                data["sources"].append(_ask_source())
-        _finish(data, render_card, insert_card, catalogue, dry_run)
+    errors_as_json(as_json)
+    data = skeleton()
+    if like:
+        data["architecture"] = card_data(load(catalogue).resolve(like))["architecture"]
+    identity = {"id": card_id, "name": name, "family": family,
+                "organization": organization, "release_date": release_date,
+                "open_weights": open_weights}  # fmt: skip
+    for path, value in identity.items():
+        if value is not None:
+            set_path(data, path, value)
+    if params is not None:
+        set_path(data, "params_published", _card_value(_card_field("params"), params))
+    for spec, text in _assignments(set_ or [], "--set"):
+        set_path(data, spec.name, _card_value(spec, text))
+    for pair in note or []:
+        path, sep, text = pair.partition("=")
+        if not sep:
+            raise QueryError(f"--note {pair!r}: write PATH=TEXT, e.g. architecture.norm=...")
+        data["notes"][card_path(path)] = text.strip()
+    legacy = {"source_kind": source_kind, "source_title": source_title,
+              "source_locator": source_locator, "supports": supports}  # fmt: skip
+    data["sources"] += _sources_from_flags(source or [], sources_file, legacy)
+    if _interactive(interactive):
+        _ask_everything(data)
+        if not data["sources"]:
+            data["sources"].append(_ask_source())
+    _finish(data, render_card, insert_card, catalogue, dry_run, as_json)
 
 
 def _finish(
-    data: dict[str, Any], render: Any, insert: Any, catalogue: Path | None, dry_run: bool
+    data: dict[str, Any],
+    render: Any,
+    insert: Any,
+    catalogue: Path | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     from archdb.writer import validate_card
 
     card = validate_card(_without_empty(data))
     if dry_run:
-        sys.stdout.write(render(card))
+        if as_json:
+            print_json({"added": False, "card": card.model_dump(mode="json"),
+                        "yaml": render(card)})  # fmt: skip
+        else:
+            sys.stdout.write(render(card))
         return
     added = insert(resolve_catalogue(catalogue, writing=True), card)
-    console.print(
-        f"[green]✓[/] added {card.id} to {added.path}:{added.line}; check it with "
+    if as_json:
+        print_json({"added": True, "id": card.id, "path": str(added.path), "line": added.line})
+        return
+    say(
+        ("✓ ", "green"),
+        f"added {card.id} to {added.path}:{added.line}; check it with "
         f"`archdb show {card.id}` and `git diff {added.path}`",
-        highlight=False,
     )
 
 
@@ -336,6 +470,7 @@ def import_hf(
     open_weights: Annotated[bool, typer.Option("--open-weights/--closed-weights")] = True,
     interactive: Interactive = None,
     dry_run: DryRun = False,
+    as_json: JsonResult = False,
     catalogue: CataloguePath = None,
 ) -> None:
     """Import a card from a Hugging Face config.json (Llama, Gemma, Qwen, ...).
@@ -343,7 +478,8 @@ def import_hf(
     Sizes come from the config; the choices transformers keeps in code
     (norm placement, gated MLP, parallel blocks, biases) come from the
     model family, cited as a second source. Config keys with no card field
-    are listed, never dropped silently.
+    are listed, never dropped silently. An unsupported model_type names
+    the closest card to start `archdb new --like` from.
 
     Examples:
       archdb import-hf config.json --organization 'Google DeepMind'
@@ -351,21 +487,57 @@ def import_hf(
         --release-date 2024-06-27 --params 9B
       archdb import-hf config.json --source URL --id gemma-2-9b --dry-run
     """
-    from archdb.hf_import import Identity, guess_identity, import_config
+    from archdb.hf_import import Identity, guess_identity
     from archdb.writer import insert_card, render_card
 
-    with contribute_errors():
-        config = _read_config(config_path)
-        guessed = guess_identity(config, source)
-        answers = {"id": card_id or guessed.get("id"), "name": name or guessed.get("name"),
-                   "family": family or guessed.get("family"), "organization": organization,
-                   "release_date": release_date}  # fmt: skip
-        _complete_identity(answers, _interactive(interactive))
-        count = _card_value(_card_field("params"), params) if params else None
-        identity = Identity(**answers, open_weights=open_weights, params_published=count)
-        imported = import_config(config, source_url=source, identity=identity)
+    errors_as_json(as_json)
+    config = _read_config(config_path)
+    guessed = guess_identity(config, source)
+    answers = {"id": card_id or guessed.get("id"), "name": name or guessed.get("name"),
+               "family": family or guessed.get("family"), "organization": organization,
+               "release_date": release_date}  # fmt: skip
+    _complete_identity(answers, _interactive(interactive))
+    count = _card_value(_card_field("params"), params) if params else None
+    identity = Identity(**answers, open_weights=open_weights, params_published=count)
+    imported = _import(config, source, identity, catalogue)
+    if not as_json:
         _report_import(imported)
-        _finish(imported.card, render_card, insert_card, catalogue, dry_run)
+    _finish(imported.card, render_card, insert_card, catalogue, dry_run, as_json)
+
+
+def _model_type(config: dict[str, Any]) -> str:
+    """The decoder's model_type (a multimodal config's text_config), for messages."""
+    text = config.get("text_config")
+    inner = text.get("model_type") if isinstance(text, dict) else None
+    return str(inner or config.get("model_type"))[:100]
+
+
+def _import(config: dict[str, Any], source: str, identity: Any, catalogue: Path) -> Any:
+    from archdb.hf_import import HFImportError, import_config, supported_model_types
+
+    try:
+        return import_config(config, source_url=source, identity=identity)
+    except HFImportError:
+        if _model_type(config) not in supported_model_types():
+            _unsupported(config, catalogue)
+        raise
+
+
+def _unsupported(config: dict[str, Any], catalogue: Path) -> None:
+    """An unsupported model_type: name the supported ones and the closest card to copy."""
+    from archdb.hf_import import supported_model_types
+    from archdb.similar import closest_card
+
+    match = closest_card(config, load(catalogue))
+    hint = ""
+    if match is not None:
+        alike = f" (alike in {', '.join(match.shared)})" if match.shared else ""
+        hint = f"; start from the closest card instead: archdb new --like {match.card.id}{alike}"
+    raise fail(
+        f"model_type {_model_type(config)!r} is not supported (supported: "
+        f"{', '.join(supported_model_types())}){hint}",
+        EXIT_DATA,
+    )
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -394,26 +566,25 @@ def _complete_identity(answers: dict[str, Any], interactive: bool) -> None:
 
 def _report_import(imported: Any) -> None:
     """What came from where, on stderr (stdout stays clean for --dry-run's YAML)."""
-    say = err_console.print
-    say(f"[bold]{imported.model_type}[/]: {len(imported.from_config)} fields from config.json, "
+    say((str(imported.model_type), "bold"),
+        f": {len(imported.from_config)} fields from config.json, "
         f"{len(imported.from_family)} from the family's transformers implementation",
-        highlight=False)  # fmt: skip
+        err=True)  # fmt: skip
     if imported.from_family:
-        say(
-            "  from the family: "
-            + ", ".join(p.removeprefix("architecture.") for p in imported.from_family),
-            highlight=False,
-        )
+        paths = ", ".join(p.removeprefix("architecture.") for p in imported.from_family)
+        say(f"  from the family: {paths}", err=True)
     for key, value in imported.unmapped.items():
-        say(f"  [yellow]not mapped[/]: {key} = {value}", highlight=False, soft_wrap=True)
+        say(("  not mapped", "yellow"), f": {key} = {_short(value)}", err=True)
     for path in imported.unknown:
-        say(f"  [yellow]unknown[/]: {path} (null, with a note)", highlight=False)
+        say(("  unknown", "yellow"), f": {path} (null, with a note)", err=True)
     if imported.ignored:
-        say(
-            f"  ignored (no architecture): {', '.join(imported.ignored)}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"  ignored (no architecture): {', '.join(imported.ignored)}", err=True)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """A config value for one line: long values (a 20,000-entry list) are cut."""
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
 
 
 def register(app: typer.Typer) -> None:

@@ -8,56 +8,41 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
-from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from archdb import query
-from archdb.catalogue import Catalogue, CatalogueError, UnknownCardError
+from archdb.catalogue import Catalogue, CatalogueError
+from archdb.locations import resolve_catalogue
 from archdb.measure import conventions as cv
-from archdb.measure.analytic import cache_size
-from archdb.query import FieldSpec, QueryError
+from archdb.outputs import check_new_file
+from archdb.query import FieldSpec
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
 from .common import (
-    EXIT_DATA,
     EXIT_USAGE,
     CataloguePath,
+    Grid,
     JsonFlag,
+    SafeConsole,
     console,
-    err_console,
     fail,
     load,
+    print_grid,
     print_json,
-    print_problems,
+    say,
+    styled,
+    visible,
+    writing,
 )
-
-# --- errors: a message and an exit code, never a traceback --------------------------
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn the library's user-facing errors into a clean message and exit code."""
-    try:
-        yield
-    except QueryError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-    except UnknownCardError as exc:
-        raise fail(str(exc), EXIT_DATA) from None
-    except CatalogueError as exc:
-        print_problems(exc.problems)
-        raise typer.Exit(EXIT_DATA) from None
-    except OSError as exc:
-        raise fail(f"{exc.filename or ''}: {exc.strerror or exc}", EXIT_DATA) from None
-
 
 # --- completion ---------------------------------------------------------------------
 
@@ -79,8 +64,21 @@ def complete_family(incomplete: str) -> list[str]:
     return sorted({c.family for c in cat if c.family.startswith(incomplete)}) if cat else []
 
 
+def _field_names() -> list[str]:
+    """Every name a field answers to, from the schema: short names, then dotted paths."""
+    return list(dict.fromkeys([*query.short_names(), *query.fields()]))
+
+
 def complete_field(incomplete: str) -> list[str]:
-    return [name for name in query.short_names() if name.startswith(incomplete)]
+    return [name for name in _field_names() if name.startswith(incomplete)]
+
+
+def complete_field_list(incomplete: str) -> list[str]:
+    """Completion for comma-separated fields (--columns, --sort: '-' sorts descending)."""
+    done, _, last = incomplete.rpartition(",")
+    prefix = f"{done}," if done else ""
+    sign = "-" if last.startswith("-") else ""
+    return [f"{prefix}{sign}{n}" for n in _field_names() if n.startswith(last[len(sign) :])]
 
 
 # --- formatting for people ------------------------------------------------------------
@@ -121,20 +119,17 @@ def print_table(table: Table, width: int | None = None) -> None:
     if console.is_terminal or width is None:
         console.print(table)
     else:
-        Console(width=max(width, console.width)).print(table)
+        SafeConsole(width=max(width, console.width)).print(table)
 
 
-def _natural_width(rows: list[list[str]], headers: list[str]) -> int:
-    """The width a table needs on one line: widest cell per column, padding and rules."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    return sum(widths) + 3 * len(widths) + 4
+def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], title: str) -> Grid:
+    """The rows as a grid of formatted cells."""
+    cells = [[format_value(row[c.header], c.field.name) for c in columns] for row in rows]
+    return Grid(title, [c.header for c in columns], [c.field.numeric for c in columns], cells)
 
 
-def _table_of_rows(
-    rows: list[dict[str, Any]], columns: list[query.Column], title: str
-) -> tuple[Table, int]:
-    """The rows as a Rich table, and the width it needs to keep each row on one line."""
-    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+def _rich_rows(grid: Grid, columns: list[query.Column]) -> Table:
+    table = Table(title=grid.title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for column in columns:
         table.add_column(
             column.header,
@@ -142,10 +137,9 @@ def _table_of_rows(
             no_wrap=column.field.name == "id",
             overflow="fold",
         )
-    cells = [[format_value(row[c.header], c.field.name) for c in columns] for row in rows]
-    for line in cells:
+    for line in grid.cells:
         table.add_row(*line)
-    return table, _natural_width(cells, [c.header for c in columns])
+    return table
 
 
 # --- list ---------------------------------------------------------------------------
@@ -168,11 +162,22 @@ def list_cards(
         ),
     ] = None,
     sort: Annotated[
-        str | None, typer.Option("--sort", "-s", help="Sort keys, comma-separated; -key descends.")
+        str | None,
+        typer.Option(
+            "--sort",
+            "-s",
+            help="Sort keys, comma-separated; -key descends.",
+            autocompletion=complete_field_list,
+        ),
     ] = None,
     columns: Annotated[
         str | None,
-        typer.Option("--columns", "-c", help="Columns, comma-separated, or 'all'."),
+        typer.Option(
+            "--columns",
+            "-c",
+            help="Columns, comma-separated, or 'all'.",
+            autocompletion=complete_field_list,
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", min=1, help="At most N rows.")
@@ -198,14 +203,11 @@ def list_cards(
     """
     if as_json and as_csv:
         raise fail("choose one of --json and --csv", EXIT_USAGE)
-    with user_errors():
-        spec = query.Query(
-            query.parse_where(where or []), family or [], query.parse_sort(sort), limit
-        )
-        cols = query.parse_columns(columns)
-        cat = load(catalogue)
-        selected = query.select(cat.cards, spec)
-        rows = query.project(selected, cols)
+    spec = query.Query(query.parse_where(where or []), family or [], query.parse_sort(sort), limit)
+    cols = query.parse_columns(columns)
+    cat = load(catalogue)
+    selected = query.select(cat.cards, spec)
+    rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
         print_json([_card_json(cat.get(r["id"])) for r in selected])
     elif as_json:
@@ -213,7 +215,8 @@ def list_cards(
     elif as_csv:
         _write_csv(rows, [c.header for c in cols])
     else:
-        print_table(*_table_of_rows(rows, cols, f"{len(rows)} of {len(cat)} cards"))
+        grid = _table_of_rows(rows, cols, f"{len(rows)} of {len(cat)} cards")
+        print_grid(grid, lambda: _rich_rows(grid, cols))
 
 
 def _write_csv(rows: list[dict[str, Any]], headers: list[str]) -> None:
@@ -251,8 +254,7 @@ def show(
       archdb show mistral-7b --context 32768 --bytes-per-element 1
       archdb show gpt-3-175b --json | jq .derived.kv_cache_bytes_per_token
     """
-    with user_errors():
-        card = load(catalogue).resolve(card_id)
+    card = load(catalogue).resolve(card_id)
     if as_json:
         print_json(_card_json(card, context, bytes_per_element))
         return
@@ -284,6 +286,8 @@ def _derived(
     row = card_row(card)
     out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
     if out["kv_cache_bytes_per_token"] is not None:
+        from archdb.measure.analytic import cache_size
+
         size = cache_size(card.architecture, context, bytes_per_element)
         out["kv_cache_bytes_per_token"] = size.per_token
         out["kv_cache_context"] = context
@@ -291,13 +295,14 @@ def _derived(
     return out
 
 
-def _card_heading(card: Card) -> str:
+def _card_heading(card: Card) -> Text:
     params = format_value(card.params_published, "params")
     weights = "open weights" if card.open_weights else "closed weights"
     variant = " · research variant" if card.research_variant else ""
-    return (
-        f"[bold]{card.name}[/] ({card.id}) · family {card.family} · {card.organization} · "
-        f"released {card.release_date} · {weights} · {params} parameters published{variant}"
+    return styled(
+        (card.name, "bold"),
+        f" ({card.id}) · family {card.family} · {card.organization} · "
+        f"released {card.release_date} · {weights} · {params} parameters published{variant}",
     )
 
 
@@ -312,7 +317,7 @@ def _fields_table(card: Card) -> Table:
             continue
         label = column.removeprefix("architecture.")
         shown = format_value(value, column)
-        table.add_row(label, shown if value is not None else f"[dim]{_null_meaning(column)}[/]")
+        table.add_row(label, shown if value is not None else styled((_null_meaning(column), "dim")))
     return table
 
 
@@ -345,12 +350,12 @@ def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
 
 def _print_sources(card: Card) -> None:
     """Sources as lines, not a table: a URL must never be cut."""
-    console.print("[bold]Sources[/]")
+    console.print(styled(("Sources", "bold")))
     for n, src in enumerate(card.sources, 1):
-        where = f" ({escape(src.locator)})" if src.locator else ""
-        console.print(f"  {n}. {src.kind.value}: {escape(src.title)}{where}", highlight=False)
-        console.print(f"     {escape(src.url)}", highlight=False, soft_wrap=True)
-        console.print(f"     supports: {', '.join(src.supports)}", highlight=False)
+        where = f" ({src.locator})" if src.locator else ""
+        console.print(f"  {n}. {src.kind.value}: {src.title}{where}")
+        console.print(f"     {src.url}", soft_wrap=True)
+        console.print(f"     supports: {', '.join(src.supports)}")
 
 
 # --- compare ------------------------------------------------------------------------
@@ -376,14 +381,14 @@ def compare(
     """
     if len(card_ids) < 2:
         raise fail("compare needs at least two cards", EXIT_USAGE)
-    with user_errors():
-        cat = load(catalogue)
-        cards = [cat.resolve(i) for i in card_ids]
+    cat = load(catalogue)
+    cards = [cat.resolve(i) for i in card_ids]
     rows = _comparison(cards)
     if as_json:
         print_json({"cards": [c.id for c in cards], "rows": rows})
         return
-    print_table(*_comparison_table(cards, [r for r in rows if r["differs"] or not only_diff]))
+    grid, table = _comparison_table(cards, [r for r in rows if r["differs"] or not only_diff])
+    print_grid(grid, lambda: table)
 
 
 def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
@@ -411,13 +416,10 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
     return out
 
 
-def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Table, int]:
-    table = Table(
-        "field",
-        title="Comparison (× = ratio to the first card)",
-        title_justify="left",
-        title_style="bold",
-    )
+def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Grid, Table]:
+    """The comparison as plain cells, and as a Rich table with differences highlighted."""
+    title = "Comparison (× = ratio to the first card)"
+    table = Table("field", title=title, title_justify="left", title_style="bold")
     for card in cards:
         table.add_column(card.id, justify="right", overflow="fold")
     plain: list[list[str]] = []
@@ -431,11 +433,12 @@ def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Ta
         plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
         style = "yellow" if row["differs"] else ""
         cells = [
-            f"[{style}]{t}[/]{f'[dim]{r}[/]' if r else ''}" if style and i else t + r
+            styled((t, style), (r, "dim")) if style and i else styled(t + r)
             for i, (t, r) in enumerate(zip(texts, ratios, strict=True))
         ]
-        table.add_row(f"[bold yellow]{label}[/]" if style else label, *cells)
-    return table, _natural_width(plain, ["field", *(c.id for c in cards)])
+        table.add_row(styled((label, "bold yellow" if style else "")), *cells)
+    headers = ["field", *(c.id for c in cards)]
+    return Grid(title, headers, [False, *(True for _ in cards)], plain), table
 
 
 # --- export -------------------------------------------------------------------------
@@ -470,6 +473,9 @@ def export(
         list[str] | None,
         typer.Option("--family", "-f", help="Only this family.", autocompletion=complete_family),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUTPUT if it exists (never the catalogue).")
+    ] = False,
     catalogue: CataloguePath = None,
 ) -> None:
     """Export the catalogue as one flat table: card fields and derived figures.
@@ -487,14 +493,18 @@ def export(
         raise fail(f"unknown format {fmt!r}: choose csv, json or parquet", EXIT_USAGE)
     if fmt == "parquet" and output is None:
         raise fail("parquet is binary: give a file with -o", EXIT_USAGE)
-    with user_errors():
-        conditions = query.parse_where(where or [])
-        cat = load(catalogue)
-        ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
-        frame = _frame([c for c in cat if c.id in ids])
-        _write_frame(frame, fmt, output)
     if output is not None:
-        err_console.print(f"wrote {len(frame)} cards to {output}", highlight=False)
+        check_new_file(output, force=force, protected=[resolve_catalogue(catalogue)])
+    conditions = query.parse_where(where or [])
+    cat = load(catalogue)
+    ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
+    frame = _frame([c for c in cat if c.id in ids])
+    if output is None:
+        _write_frame(frame, fmt, sys.stdout)
+        return
+    with writing(output), output.open("wb") as out:
+        _write_frame(frame, fmt, out)
+    say(f"wrote {len(frame)} cards to {output}", err=True)
 
 
 def _frame(cards: list[Card]) -> Any:
@@ -503,21 +513,19 @@ def _frame(cards: list[Card]) -> Any:
     return catalogue_frame(cards)
 
 
-def _write_frame(frame: Any, fmt: str, output: Path | None) -> None:
+def _write_frame(frame: Any, fmt: str, out: Any) -> None:
+    """The frame as csv, json or parquet to ``out`` (stdout text, or a binary file)."""
     if fmt == "parquet":
-        frame.to_parquet(output, index=False)
-    elif fmt == "json":
+        frame.to_parquet(out, index=False)
+        return
+    if fmt == "json":
         text = frame.to_json(orient="records", indent=2, force_ascii=False) + "\n"
-        _write_text(text, output)
     else:
-        _write_text(frame.to_csv(index=False), output)
-
-
-def _write_text(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
+        text = frame.to_csv(index=False)
+    if out is sys.stdout:
+        out.write(visible(text) if out.isatty() else text)
     else:
-        output.write_text(text, encoding="utf-8")
+        out.write(text.encode("utf-8"))
 
 
 # --- fields -------------------------------------------------------------------------
@@ -545,23 +553,31 @@ def fields(as_json: JsonFlag = False) -> None:
             ]
         )
         return
-    table = Table(
-        "name",
-        "column",
-        "kind",
-        "values / meaning",
-        title="Queryable fields",
-        title_justify="left",
-        title_style="bold",
-    )
-    for s in specs:
-        table.add_row(
-            query.display_name(s.name),
-            s.name,
-            s.kind,
-            ", ".join(s.choices) if s.choices else s.description,
-        )
-    console.print(table)
+    names = [query.display_name(s.name) for s in specs]
+    meanings = [", ".join(s.choices) if s.choices else s.description for s in specs]
+    name_width = max(map(len, names))
+    column_width = max(len(s.name) for s in specs)
+    if console.is_terminal and console.width < name_width + column_width + 60:
+        _print_field_list(names, specs, meanings)
+        return
+    # The names are what users type: never cut.
+    table = Table(title="Queryable fields", title_justify="left", title_style="bold")
+    table.add_column("name", min_width=name_width, no_wrap=True)
+    table.add_column("column", min_width=column_width, no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("values / meaning", min_width=40, overflow="fold")
+    for name, s, meaning in zip(names, specs, meanings, strict=True):
+        table.add_row(name, s.name, s.kind, meaning)
+    print_table(table, name_width + column_width + 80)
+
+
+def _print_field_list(names: list[str], specs: list[FieldSpec], meanings: list[str]) -> None:
+    """Fields for a narrow terminal: name, column and kind on a line, the meaning below."""
+    console.print(styled(("Queryable fields", "bold")))
+    for name, s, meaning in zip(names, specs, meanings, strict=True):
+        console.print(styled((name, "bold"), f"  {s.name}  ", (s.kind, "dim")), soft_wrap=True)
+        if meaning:
+            console.print(Padding(styled(meaning), (0, 0, 0, 4)))
 
 
 def register(app: typer.Typer) -> None:

@@ -15,21 +15,41 @@ from rich.table import Table
 from archdb.query import FieldSpec
 from archdb.reports.adoption import (
     ANY,
+    CHOICE_KEYS,
     CHOICES,
     Adoption,
-    UnknownChoiceError,
     adoption,
     find_choice,
     select_trend_rows,
 )
 from archdb.reports.numeric import NumericTrend, numeric_field, numeric_trend
 
-from .common import CataloguePath, JsonFlag, console, err_console, load, print_json
-from .query import complete_field, format_value, user_errors
+from .common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    CataloguePath,
+    Grid,
+    JsonFlag,
+    console,
+    errors_as_json,
+    fail,
+    load,
+    print_grid,
+    print_json,
+    say,
+    writing,
+)
+from .query import complete_field, format_value
 
 REPORTS_PATH = Path("reports")  # in the current folder, never inside the installation
-EXIT_DATA = 1
-EXIT_USAGE = 2
+
+
+def complete_choice(incomplete: str) -> list[str]:
+    """Trend choices for shell completion: the registered keys, then queryable fields."""
+    from archdb import query
+
+    names = [*CHOICE_KEYS, *query.short_names()]
+    return [n for n in dict.fromkeys(names) if n.startswith(incomplete)]
 
 
 def report(
@@ -47,38 +67,42 @@ def report(
             help="Write nothing; exit 1 if OUTPUT differs from what the catalogue gives (for CI).",
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (files written or stale).")
+    ] = False,
 ) -> None:
     """Build the reports (Markdown and SVG figures) from the catalogue into reports/.
 
-    The same catalogue always gives byte-identical files.
+    The same catalogue always gives byte-identical files. OUTPUT must be empty or a
+    directory archdb wrote before: its .archdb-report-manifest lists the files archdb
+    owns there, and only those are replaced or removed.
 
-    Example: archdb report
+    Examples:
+      archdb report
+      archdb report -o /tmp/reports
     """
     from archdb.reports.build import build_reports, stale_files
 
+    errors_as_json(as_json)
     cat = load(catalogue)
     if check:
         stale = stale_files(cat, output)
+        if as_json:
+            print_json({"output": str(output), "stale": stale})
+        elif stale:
+            say(("✗ ", "red"), f"{output} is stale: {', '.join(stale)}; run `archdb report`")
+        else:
+            say(("✓ ", "green"), f"{output} matches {cat.path}")
         if stale:
-            err_console.print(
-                f"[red]✗[/] {output} is stale: {', '.join(stale)}; run `archdb report`",
-                highlight=False,
-                soft_wrap=True,
-            )
             raise typer.Exit(EXIT_DATA)
-        console.print(f"[green]✓[/] {output} matches {cat.path}", highlight=False)
         return
-    try:
+    with writing(output):
         written = build_reports(cat, output)
-    except OSError as exc:
-        err_console.print(
-            f"[red]error:[/] cannot write {output}: {exc.strerror or exc}", highlight=False
-        )
-        raise typer.Exit(EXIT_DATA) from None
+    if as_json:
+        print_json({"output": str(output), "written": [str(p) for p in written]})
+        return
     pages = sum(p.suffix == ".md" for p in written)
-    console.print(
-        f"wrote {pages} pages and {len(written) - pages} figures to {output}", highlight=False
-    )
+    say(f"wrote {pages} pages and {len(written) - pages} figures to {output}")
 
 
 def trends(
@@ -89,6 +113,7 @@ def trends(
             "field (norm.type, norm.affine) or a numeric one (d_ff_ratio, vocab_size); "
             "all choices if omitted.",
             show_default=False,
+            autocompletion=complete_choice,
         ),
     ] = None,
     since: Annotated[
@@ -119,26 +144,16 @@ def trends(
     "since" the year from which it kept it. --since and --until only hide
     years: first use and majority are counted over the whole catalogue.
 
-    Choices: kind, norm-type, norm-position, activation, gated, position, attention,
-    layer-mix, bias, parallel, tied-embeddings, qk-norm, soft-capping, z-loss, moe,
-    dropout, weight-decay.
-
     Examples:
       archdb trends norm-type --since 2019
       archdb trends d_ff_ratio --where activation=swiglu
     """
     if since is not None and until is not None and since > until:
-        err_console.print(f"[red]error:[/] --since {since} is after --until {until}")
-        raise typer.Exit(EXIT_USAGE)
+        raise fail(f"--since {since} is after --until {until}", EXIT_USAGE)
     numeric = numeric_field(choice) if choice is not None else None
-    try:
-        choices = [] if numeric else list(CHOICES) if choice is None else [find_choice(choice)]
-        columns = [numeric.name] if numeric else [c.column for c in choices]
-        with user_errors():
-            rows = select_trend_rows(load(catalogue), where or [], columns)
-    except UnknownChoiceError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
+    choices = [] if numeric else list(CHOICES) if choice is None else [find_choice(choice)]
+    columns = [numeric.name] if numeric else [c.column for c in choices]
+    rows = select_trend_rows(load(catalogue), where or [], columns)
     if numeric is not None:
         _print_numeric(numeric_trend(rows, numeric, since, until), as_json)
         return
@@ -150,7 +165,8 @@ def trends(
         console.print("no released models in that window")
         return
     for result in results:
-        console.print(_table(result))
+        grid = _grid(result)
+        print_grid(grid, lambda grid=grid: _table(grid))
 
 
 def _print_numeric(trend: NumericTrend, as_json: bool) -> None:
@@ -160,31 +176,25 @@ def _print_numeric(trend: NumericTrend, as_json: bool) -> None:
     if not trend.years:
         console.print("no released models in that window")
         return
-    table = Table(
-        title=f"{trend.title}: by release year",
-        caption="n = models with a known value, of the year's models; research variants out",
-        caption_justify="left",
-        title_justify="left",
-        title_style="bold",
-        box=None,
-        pad_edge=False,
-        header_style="bold",
-    )
-    for name in ("year", "n", "of", "min", "Q1", "median", "Q3", "max"):
-        table.add_column(name, justify="right", no_wrap=True)
+    rows = []
     for label, found, models in [
         *((str(y), trend.by_year[y], trend.total[y]) for y in trend.years),
         (f"{trend.years[0]}–{trend.years[-1]}", trend.overall, sum(trend.total.values())),
     ]:
         numbers = [found.low, found.q1, found.median, found.q3, found.high] if found else [None] * 5
-        table.add_row(
-            label,
-            str(found.n if found else 0),
-            str(models),
-            *[_number(v, trend.field) for v in numbers],
-            style="bold" if "–" in label else "",
+        rows.append(
+            [label, str(found.n if found else 0), str(models)]
+            + [_number(v, trend.field) for v in numbers]
         )
-    console.print(table)
+    headers = ["year", "n", "of", "min", "Q1", "median", "Q3", "max"]
+    grid = Grid(
+        f"{trend.title}: by release year",
+        headers,
+        [True] * len(headers),
+        rows,
+        caption="n = models with a known value, of the year's models; research variants out",
+    )
+    print_grid(grid, lambda: _table(grid))
 
 
 def _number(value: float | None, spec: FieldSpec) -> str:
@@ -196,17 +206,38 @@ def _number(value: float | None, spec: FieldSpec) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else format_value(value, spec.name)
 
 
-def _table(result: Adoption) -> Table:
+def _grid(result: Adoption) -> Grid:
     """One choice: a row per value, a column per year (share of known values)."""
     years = [y for y in result.years if result.known.get(y)]
     c = result.choice
     unknown = f"; unknown for {len(result.unknown)} models" if result.unknown else ""
-    if not years:
-        return Table(title=f"{result.choice.title}: no models in the years shown")
     name = c.title if c.title == c.key else f"{c.title} ({c.key})"
-    table = Table(
-        title=f"{name}: share of each year's models",
+    headers = ["value", *map(str, years), "first", ">50%", "since"]
+    rows = []
+    for trend in result.values:
+        cells = []
+        for y in years:
+            k = trend.counts.get(y, 0)
+            cells.append(f"{100 * k / result.known[y]:.0f}%" if k else "·")
+        label = f"{ANY} but {c.absent}" if trend.value == ANY else trend.value
+        first = str(trend.first_use.year)
+        rows.append(
+            [label, *cells, first, _year(trend.majority_year), _year(trend.consensus_since)]
+        )
+    rows.append(["n", *[f"{result.known[y]}/{result.total.get(y, 0)}" for y in years], "", "", ""])
+    return Grid(
+        f"{name}: share of each year's models",
+        headers,
+        [False, *(True for _ in headers[1:])],
+        rows,
         caption=f"n = models with a known value / the year's models{unknown}",
+    )
+
+
+def _table(grid: Grid) -> Table:
+    table = Table(
+        title=grid.title,
+        caption=grid.caption,
         caption_justify="left",
         title_justify="left",
         title_style="bold",
@@ -215,25 +246,11 @@ def _table(result: Adoption) -> Table:
         collapse_padding=True,
         header_style="bold",
     )
-    table.add_column("value", no_wrap=True)
-    for y in years:
-        table.add_column(str(y), justify="right", no_wrap=True)
-    for name in ("first", ">50%", "since"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for trend in result.values:
-        cells = []
-        for y in years:
-            k = trend.counts.get(y, 0)
-            cells.append(f"{100 * k / result.known[y]:.0f}%" if k else "·")
-        label = f"{ANY} but {c.absent}" if trend.value == ANY else trend.value
-        table.add_row(
-            label,
-            *cells,
-            str(trend.first_use.year),
-            _year(trend.majority_year),
-            _year(trend.consensus_since),
-        )
-    table.add_row("n", *[f"{result.known[y]}/{result.total.get(y, 0)}" for y in years], style="dim")
+    for header, right in zip(grid.headers, grid.right, strict=True):
+        table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    for row in grid.cells[:-1]:
+        table.add_row(*row)
+    table.add_row(*grid.cells[-1], style="dim")
     return table
 
 
@@ -271,4 +288,5 @@ def _as_json(result: Adoption) -> dict[str, Any]:
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
     app.command()(report)
-    app.command()(trends)
+    choices = ", ".join(CHOICE_KEYS)
+    app.command(epilog=f"Choices: {choices}.")(trends)

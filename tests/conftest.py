@@ -12,6 +12,12 @@ All three go through ``_apply``: one way to change test data by dotted path.
 
 from __future__ import annotations
 
+import os
+
+# One torch thread per pytest-xdist worker: two workers already fill the two cores, and
+# oversubscribed BLAS threads made the torch-heavy tests several times slower under load.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import copy
 import datetime as dt
 import functools

@@ -12,6 +12,7 @@ from archdb_cli.main import COMMANDS, app
 from typer.testing import CliRunner
 
 import archdb
+import archdb.locations
 import archdb.catalogue
 from archdb.catalogue import (
     CATALOGUE_ENV,
@@ -102,8 +103,8 @@ def test_a_folder_is_a_checkout_only_with_an_archdb_pyproject(tmp_path: Path) ->
 def test_writing_refuses_the_installed_copy(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.delenv(CATALOGUE_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
-    installed = Path(archdb.catalogue.__file__).resolve().parent / "data" / "models.yaml"
-    monkeypatch.setattr(archdb.catalogue, "packaged_catalogue", lambda: installed)
+    installed = Path(archdb.locations.__file__).resolve().parent / "data" / "models.yaml"
+    monkeypatch.setattr(archdb.locations, "packaged_catalogue", lambda: installed)
     assert resolve_catalogue() == installed
     with pytest.raises(CatalogueLocationError, match="--catalogue"):
         resolve_catalogue(writing=True)

@@ -12,6 +12,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.outputs import MANIFEST
 from archdb.reports import distributions as dist
 from archdb.reports import families, render
 from archdb.reports.adoption import (
@@ -195,7 +196,8 @@ def test_build_is_deterministic_and_removes_stale_figures(tmp_path: Path) -> Non
     first, second = tmp_path / "a", tmp_path / "b"
     build_reports(cat, first)
     (second / "figures").mkdir(parents=True)
-    (second / "figures" / "old.svg").write_text("stale")
+    (second / "figures" / "old.svg").write_text("stale")  # a figure an earlier run wrote
+    (second / MANIFEST).write_text("figures/old.svg\n")
     build_reports(cat, second)
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
@@ -260,7 +262,8 @@ def test_trends_table_and_json(tmp_path: Path) -> None:
     assert data[0]["years"]["2023"] == {"known": 1, "models": 2}
     assert data[0]["unknown"] == ["unknown-2023"]
     table = runner.invoke(app, ["trends", "norm.type", "--since", "2022", "-C", str(path)])
-    layernorm = next(line for line in table.output.splitlines() if line.startswith("layernorm"))
+    lines = [line.strip() for line in table.output.splitlines()]
+    layernorm = next(line for line in lines if line.startswith("layernorm"))
     assert layernorm.split()[-3:] == ["2019", "2019", "–"]  # first, >50%, since
     assert "2021" not in table.output.splitlines()[1]  # the header shows 2022 on only
     assert "1/2" in table.output  # 2023: one known value of two models
@@ -413,7 +416,5 @@ def test_trends_imports_neither_pandas_nor_matplotlib() -> None:
 
 
 def test_trends_help_lists_every_choice() -> None:
-    from archdb_cli.report import trends
-
-    doc = " ".join((trends.__doc__ or "").split())
+    doc = " ".join(runner.invoke(app, ["trends", "--help"]).output.split())
     assert all(key in doc for key in CHOICE_KEYS)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
+from archdb.outputs import MANIFEST, OwnedDirectory
 from archdb.reports import claims, families, figures, render
 from archdb.reports import distributions as dist
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -46,7 +47,13 @@ def compute(catalogue: Catalogue) -> ReportData:
 
 
 def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
-    """Write every page and figure under ``output``; return the paths written."""
+    """Write every page and figure under ``output``; return the paths written.
+
+    ``output`` must be empty or a directory archdb wrote (``archdb.outputs``): only the
+    files it listed are replaced or removed.
+    """
+    directory = OwnedDirectory(output)
+    directory.claim()
     data = compute(catalogue)
     output.mkdir(parents=True, exist_ok=True)
     (output / FIGURES).mkdir(exist_ok=True)
@@ -72,9 +79,7 @@ def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
         path = output / name
         path.write_text(pages[name], encoding="utf-8", newline="\n")
         written.append(path)
-    for stale in sorted((output / FIGURES).glob("*.svg")):
-        if stale not in written:
-            stale.unlink()
+    directory.commit(written)
     return written
 
 
@@ -260,7 +265,7 @@ def stale_files(catalogue: Catalogue, output: Path) -> list[str]:
             if output.is_dir()
             else set()
         )
-        owned = {p for p in actual if p.parent == Path(FIGURES) or str(p) in PAGES}
+        owned = {p for p in actual if p.parent == Path(FIGURES) or str(p) in {*PAGES, MANIFEST}}
         stale = sorted(str(p) for p in expected ^ owned)
         stale += sorted(
             str(p)

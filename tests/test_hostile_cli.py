@@ -1,0 +1,449 @@
+"""Hostile input at the command line (issue 8, CLI half): markup and control characters in
+every argument and in card strings, bad paths, refused writes, and the error boundary.
+
+Every case asserts its exit code, its message, that no traceback or internal error shows,
+and that the catalogue's bytes are unchanged. ``run`` records each case; the last-resort
+handler (exit 70, "internal error") must never trigger on any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from archdb_cli.common import EXIT_INTERNAL, visible
+from archdb_cli.main import app
+from typer.testing import CliRunner
+
+from archdb.outputs import MANIFEST, OutputError, OwnedDirectory
+from tests.conftest import card_text
+
+runner = CliRunner()
+CLI = Path(__file__).resolve().parent.parent / "cli"
+EVIL_NAME = "[/x] evil"
+BOLD_NAME = "[bold]Bold[/bold] 3B"
+SLUG_PATTERN = "^[a-z0-9]+(?:[-.][a-z0-9]+)*$"
+
+
+def hostile_card(card_id: str, name: str) -> str:
+    text = card_text(card_id).replace("name: Toy 1B", f"name: '{name}'")
+    text = text.replace("organization: Example Lab", "organization: '[red]Lab[/'")
+    text = text.replace("title: config.json", "title: '[link=https://evil.example]x[/link]'")
+    text = text.replace("locator: config.json", "locator: '[/]'")
+    return text.replace("  sources:", "  notes: {training.tokens: '[/x] as stated'}\n  sources:")
+
+
+@pytest.fixture
+def hostile(write_catalogue) -> Path:
+    return write_catalogue(hostile_card("evil-1b", EVIL_NAME) + hostile_card("fancy-3b", BOLD_NAME))
+
+
+def run(*args: str, catalogue: Path | None = None, input: str | None = None):
+    """One hostile case through CliRunner: never an internal error, never a traceback,
+    never a raw control character, and the catalogue's bytes as they were."""
+    before = catalogue.read_bytes() if catalogue else None
+    extra = ["-C", str(catalogue)] if catalogue and args[0] != "validate" else []
+    result = runner.invoke(app, [*args, *extra], input=input)
+    output = result.output
+    assert result.exit_code != EXIT_INTERNAL, output
+    assert "internal error" not in output and "Traceback" not in output, output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "\x1b" not in output and "\x9b" not in output, repr(output)
+    if catalogue:
+        assert catalogue.read_bytes() == before, "the catalogue changed"
+    return result
+
+
+# --- markup and control characters in arguments ---------------------------------------
+
+ARGUMENT_CASES = [
+    (("show", "[/x]"), 1, "no card or family named '[/x]'"),
+    (("show", "[bold]x[/bold]"), 1, "'[bold]x[/bold]'"),
+    (("compare", "[/x]", "evil-1b"), 1, "'[/x]'"),
+    (("compare", "evil-1b", "[red]"), 1, "'[red]'"),
+    (("trends", "[/x]"), 2, "unknown choice '[/x]'"),
+    (("trends", "--since", "2020", "--until", "2019"), 2, "--since 2020 is after --until 2019"),
+    (("list", "--sort", "[/x]"), 2, "'[/x]'"),
+    (("list", "--sort", "-[bold]"), 2, "[bold]"),
+    (("list", "--columns", "id,[/x]"), 2, "'[/x]'"),
+    (("list", "--where", "[/x]=1"), 2, "[/x]"),
+    (("list", "--where", "d_model>[/x]"), 2, "takes a number, not '[/x]'"),
+    (("list", "--family", "[/x]"), 2, "no family named [/x]"),
+    (("list", "--where", "name=[/x] evil"), 0, "1 of 2 cards"),
+    (("export", "--where", "[bold]"), 2, "[bold]"),
+    (("export", "--format", "[/x]"), 2, "unknown format '[/x]'"),
+    (("new", "--like", "[/x]", "--no-interactive"), 1, "no card or family named '[/x]'"),
+    (("new", "--set", "[/x]=1", "--no-interactive"), 2, "[/x]"),
+    (("new", "--note", "[/x]=why", "--no-interactive"), 2, "[/x]"),
+    (("new", "--note", "no-equals-[/x]", "--no-interactive"), 2, "no-equals-[/x]"),
+    (("new", "--source", "url=https://e.org;kind=[/x]", "--no-interactive"), 2, "'[/x]'"),
+    (("new", "--source", "url=https://e.org;[/x]=1", "--no-interactive"), 2, "[/x]=1"),
+    (("show", "evil\x1b]0;pwned\x07"), 2, "evil\\x1b]0;pwned\\x07"),
+    (("list", "--where", "name=\x9b31m"), 2, "\\x9b31m"),
+    (("show", "evil\u202e1b"), 2, "\\u202e"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), ARGUMENT_CASES)
+def test_markup_and_controls_in_arguments(hostile, args, code, fragment):
+    result = run(*args, catalogue=hostile)
+    assert result.exit_code == code, result.output
+    assert fragment in result.output
+
+
+@pytest.mark.parametrize("command", ["build", "flops"])
+def test_markup_in_builder_arguments(hostile, command):
+    result = run(command, "[/x]", catalogue=hostile)
+    assert result.exit_code == 1 and "no card or family named '[/x]'" in result.output
+
+
+# --- markup in card strings -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list",),
+        ("list", "-c", "id,name,organization"),
+        ("show", "evil-1b"),
+        ("show", "fancy-3b"),
+        ("compare", "evil-1b", "fancy-3b"),
+        ("list", "--where", "organization=[red]Lab[/"),
+    ],
+)
+def test_card_strings_print_literally(hostile, args):
+    result = run(*args, catalogue=hostile)
+    assert result.exit_code == 0, result.output
+    assert EVIL_NAME in result.output or BOLD_NAME in result.output or "evil-1b" in result.output
+    if args[0] == "show":
+        for literal in ("[red]Lab[/", "[link=https://evil.example]x[/link]", "([/])"):
+            assert literal in result.output
+        assert "[/x] as stated" in result.output
+    if args == ("list", "-c", "id,name,organization"):
+        assert EVIL_NAME in result.output and BOLD_NAME in result.output
+
+
+def test_card_strings_in_json_and_csv_are_the_card_values(hostile):
+    cards = json.loads(run("list", "--json", catalogue=hostile).stdout)
+    assert [c["name"] for c in cards] == [EVIL_NAME, BOLD_NAME]
+    csv = run("export", "--format", "csv", catalogue=hostile).stdout
+    assert EVIL_NAME in csv and BOLD_NAME in csv
+
+
+def test_validate_prints_card_strings_and_patterns_literally(hostile, write_catalogue):
+    assert EVIL_NAME not in run("validate", str(hostile)).output  # summary only
+    assert run("validate", str(hostile)).exit_code == 0
+    bad = write_catalogue(card_text("Bad_[/x]"), name="bad.yaml")
+    result = run("validate", str(bad), catalogue=bad)
+    assert result.exit_code == 1
+    assert "Bad_[/x]" in result.output and SLUG_PATTERN in result.output
+
+
+def test_new_dry_run_with_a_hostile_like_card(hostile):
+    result = run(
+        "new", "--like", "evil-1b", "--id", "evil-2b", "--name", "[/x] 2B", "--family", "toy",
+        "--organization", "[red]Lab", "--release-date", "2024-01-01", "--open-weights",
+        "--params", "2B", "--source", "https://example.org/c/config.json", "--no-interactive",
+        "--dry-run", catalogue=hostile,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "name: '[/x] 2B'" in result.output
+
+
+def test_control_characters_in_card_strings_never_reach_the_terminal(write_catalogue):
+    path = write_catalogue(hostile_card("esc-1b", "Esc \x1b]0;pwned\x07 \x1b[31m1B\x9b"))
+    for args in (("list",), ("show", "esc-1b"), ("validate", str(path)), ("list", "--json")):
+        result = run(*args, catalogue=path)
+        assert result.exit_code in (0, 1), result.output  # shown escaped, or refused
+        if result.exit_code == 0 and args[0] == "show":
+            assert "\\x1b]0;pwned" in result.output
+
+
+def test_visible_escapes_every_control_but_tab_and_newline():
+    assert visible("a\x1b[31mb\x07\x9b\u202e\t\n") == "a\\x1b[31mb\\x07\\x9b\\u202e\t\n"
+    assert visible("[/x] plain ünïcode") == "[/x] plain ünïcode"
+
+
+# --- import-hf: config keys and values --------------------------------------------------
+
+
+def test_import_hf_config_keys_and_values_are_literal(hostile, tmp_path):
+    config = json.loads((Path(__file__).parent / "fixtures/hf/llama-2-7b-hf.json").read_text())
+    config.update({"[/x]": "[bold]", "odd_key": "[/red] value"})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = run(
+        "import-hf", str(path), "--source", "https://huggingface.co/x/y/config.json",
+        "--id", "llama-x-7b", "--name", "Llama X", "--family", "llama-x",
+        "--organization", "[red]Meta", "--release-date", "2023-07-18", "--dry-run",
+        "--no-interactive", catalogue=hostile,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "not mapped: [/x] = [bold]" in result.output
+    assert "odd_key = [/red] value" in result.output
+
+
+def test_import_hf_hostile_model_type(hostile, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "[/x]\x1b", "hidden_size": 8}), encoding="utf-8")
+    result = run(
+        "import-hf", str(path), "--source", "https://e.org/config.json", "--id", "x-1b",
+        "--name", "X", "--family", "x", "--organization", "O", "--release-date", "2024-01-01",
+        "--no-interactive", catalogue=hostile,
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "'[/x]\\x1b' is not supported" in result.output
+    assert "archdb new --like" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("[1, 2]", "expected a JSON object"),
+        ("{" * 100_000, "not a JSON config"),
+        ("\xff\xfe", "not UTF-8"),
+    ],
+)
+def test_import_hf_hostile_files(hostile, tmp_path, content, fragment):
+    path = tmp_path / "config.json"
+    path.write_bytes(content.encode("latin-1"))
+    result = run("import-hf", str(path), "--source", "https://e.org/c.json",
+                 "--no-interactive", catalogue=hostile)  # fmt: skip
+    assert result.exit_code == 1 and fragment in result.output
+
+
+# --- paths --------------------------------------------------------------------------------
+
+
+def test_catalogue_path_with_brackets(tmp_path):
+    folder = tmp_path / "a[bold]b[red]"
+    folder.mkdir()
+    path = folder / "models.yaml"
+    path.write_text(hostile_card("evil-1b", EVIL_NAME), encoding="utf-8")
+    result = run("validate", str(path), catalogue=path)
+    assert result.exit_code == 0 and "a[bold]b[red]" in result.output
+    assert run("list", catalogue=path).exit_code == 0
+    missing = run("list", "-C", str(folder / "none[/x].yaml"))
+    assert missing.exit_code == 1 and "none[/x].yaml" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "fragment"),
+    [
+        (("validate", "/nonexistent/m.yaml"), 1, "/nonexistent/m.yaml"),
+        (("list", "-C", "/nonexistent/m.yaml"), 1, "/nonexistent/m.yaml"),
+        (("show", "x", "-C", "/"), 2, "/"),  # a directory: a usage error
+        (("schema", "-o", "/nonexistent/x.json"), 1, "cannot write /nonexistent/x.json"),
+    ],
+)
+def test_bad_paths_are_one_line_errors(args, code, fragment):
+    result = run(*args)
+    assert result.exit_code == code, result.output
+    assert fragment in result.output
+
+
+# --- writes the CLI refuses -------------------------------------------------------------
+
+
+def test_export_refuses_the_catalogue_by_any_path(hostile, tmp_path, monkeypatch):
+    link = tmp_path / "link.csv"
+    link.symlink_to(hostile)
+    monkeypatch.chdir(hostile.parent)
+    for target in (str(hostile), str(link), hostile.name, f"../{hostile.parent.name}/models.yaml"):
+        for force in ([], ["--force"]):
+            result = run("export", "-F", "csv", "-o", target, *force, catalogue=hostile)
+            assert result.exit_code == 2, (target, result.output)
+            assert "is the catalogue" in result.output and "refusing" in result.output
+
+
+def test_export_refuses_an_existing_file_without_force(hostile, tmp_path):
+    out = tmp_path / "out.csv"
+    out.write_text("keep me\n", encoding="utf-8")
+    result = run("export", "-o", str(out), catalogue=hostile)
+    assert result.exit_code == 2 and "exists: give --force" in result.output
+    assert out.read_text(encoding="utf-8") == "keep me\n"
+    assert run("export", "-o", str(out), "--force", catalogue=hostile).exit_code == 0
+    assert out.read_text(encoding="utf-8").startswith("id,")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_export_to_a_full_device_names_the_path(hostile):
+    result = run("export", "-o", "/dev/full", catalogue=hostile)
+    assert result.exit_code == 1
+    assert "cannot write /dev/full: No space left on device" in result.output
+
+
+def test_schema_refuses_the_catalogue():
+    from archdb.catalogue import DEFAULT_PATH
+
+    before = DEFAULT_PATH.read_bytes()
+    result = run("schema", "-o", str(DEFAULT_PATH))
+    assert result.exit_code == 2 and "is the catalogue" in result.output
+    assert DEFAULT_PATH.read_bytes() == before
+
+
+def test_report_refuses_a_foreign_directory(hostile, tmp_path):
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / "README.md").write_text("the project's own README\n", encoding="utf-8")
+    for args in (("report", "-o", str(out)), ("report", "-o", str(out), "--json")):
+        result = run(*args, catalogue=hostile)
+        assert result.exit_code == 2, result.output
+        assert f"has no {MANIFEST}" in result.output
+    assert (out / "README.md").read_text(encoding="utf-8") == "the project's own README\n"
+    assert sorted(p.name for p in out.iterdir()) == ["README.md"]
+
+
+def test_report_refuses_a_file_as_its_directory(hostile, tmp_path):
+    out = tmp_path / "file.txt"
+    out.write_text("x", encoding="utf-8")
+    result = run("report", "-o", str(out), catalogue=hostile)
+    assert result.exit_code == 2 and out.read_text(encoding="utf-8") == "x"
+
+
+def test_owned_directory_removes_only_what_it_listed(tmp_path):
+    root = tmp_path / "reports"
+    directory = OwnedDirectory(root)
+    directory.claim()  # absent: fine
+    root.mkdir()
+    (root / "figures").mkdir()
+    for name in ("a.md", "figures/old.svg", "figures/new.svg"):
+        (root / name).write_text(name, encoding="utf-8")
+    directory.commit([root / "a.md", root / "figures/old.svg"])
+    (root / "mine.txt").write_text("a user's file", encoding="utf-8")  # never listed
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside", encoding="utf-8")
+    manifest = root / MANIFEST
+    manifest.write_text(manifest.read_text() + "../outside.txt\n/etc/passwd\n")  # tampered
+    directory.claim()  # has a manifest: fine although not empty
+    removed = directory.commit([root / "a.md", root / "figures/new.svg"])
+    assert removed == [root / "figures/old.svg"]
+    assert (root / "mine.txt").exists() and outside.read_text() == "outside"
+    assert manifest.read_text().splitlines()[1:] == ["a.md", "figures/new.svg"]
+
+
+def test_owned_directory_does_not_follow_a_planted_link(tmp_path):
+    root = tmp_path / "reports"
+    root.mkdir()
+    OwnedDirectory(root).commit([root / "README.md"])
+    target = tmp_path / "victim.txt"
+    target.write_text("victim", encoding="utf-8")
+    (root / "README.md").symlink_to(target)
+    OwnedDirectory(root).claim()
+    assert not (root / "README.md").exists() and target.read_text() == "victim"
+
+
+def test_owned_directory_refuses_a_non_empty_foreign_directory(tmp_path):
+    (tmp_path / "x").write_text("x", encoding="utf-8")
+    with pytest.raises(OutputError, match="not empty"):
+        OwnedDirectory(tmp_path).claim()
+
+
+# --- the error boundary -----------------------------------------------------------------
+
+
+def test_an_unexpected_error_is_one_line_and_exit_70(hostile, monkeypatch):
+    from archdb import query
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom [/x]\nsecond line")
+
+    monkeypatch.setattr(query, "select", broken)
+    result = runner.invoke(app, ["list", "-C", str(hostile)])
+    assert result.exit_code == EXIT_INTERNAL
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("internal error: RuntimeError: boom [/x]")
+    assert "please report it" in lines[0] and "Traceback" not in result.output
+    monkeypatch.setenv("ARCHDB_DEBUG", "1")
+    debug = runner.invoke(app, ["list", "-C", str(hostile)])
+    assert isinstance(debug.exception, RuntimeError)  # the traceback, for a developer
+
+
+def test_an_os_error_without_a_path_is_still_one_line(hostile, monkeypatch):
+    from archdb import query
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(query, "select", full)
+    result = run("list", catalogue=hostile)
+    assert result.exit_code == 1
+    assert result.output.strip() == "error: No space left on device"
+
+
+def test_json_errors_for_json_commands(hostile):
+    result = run("new", "--like", "[/x]", "--no-interactive", "--json", catalogue=hostile)
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["ok"] is False and data["exit_code"] == 1 and "'[/x]'" in data["errors"][0]
+
+
+def test_no_private_typer_or_click_imports():
+    for path in CLI.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "typer._" not in text and "import click" not in text, path.name
+
+
+# --- real processes: what a user's terminal gets ----------------------------------------
+
+
+def archdb(*args: str, code: str = "") -> subprocess.CompletedProcess:
+    entry = f"{code}\nfrom archdb_cli.main import run; run()"
+    env = {**os.environ, "COLUMNS": "100"}
+    return subprocess.run([sys.executable, "-c", entry, *args], capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
+
+
+def test_process_markup_argument(hostile):
+    result = archdb("show", "[/x]", "-C", str(hostile))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "error: no card or family named '[/x]'"
+
+
+def test_process_card_strings(hostile):
+    result = archdb("compare", "evil-1b", "fancy-3b", "-C", str(hostile))
+    assert result.returncode == 0, result.stderr
+    assert "evil-1b" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_process_control_character_argument():
+    result = archdb("show", "\x1b]0;pwned\x07")
+    assert result.returncode == 2 and "\x1b" not in result.stderr
+    assert "\\x1b]0;pwned\\x07" in result.stderr
+
+
+def test_process_internal_error_is_exit_70_and_one_line(hostile):
+    code = "import archdb.query as q\ndef boom(*a, **k): raise ValueError('bug')\nq.select = boom"
+    result = archdb("list", "-C", str(hostile), code=code)
+    assert result.returncode == EXIT_INTERNAL
+    assert result.stderr.count("\n") == 1 and "internal error: ValueError: bug" in result.stderr
+
+
+def test_process_export_to_full_device(hostile):
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    result = archdb("export", "-o", "/dev/full", "-C", str(hostile))
+    assert result.returncode == 1
+    assert result.stderr.strip() == "error: cannot write /dev/full: No space left on device"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("list", "-c", "id,name"), ("compare", "evil-1b", "fancy-3b"), ("trends", "name")],
+)
+def test_card_strings_on_a_terminal_are_literal_too(hostile, monkeypatch, args):
+    """On a terminal the tables are drawn by Rich: still no markup read, no control sent."""
+    from archdb_cli import common
+
+    monkeypatch.setattr(common.console, "_force_terminal", True)
+    monkeypatch.setattr(common.console, "_width", 200)
+    result = run(*args, catalogue=hostile)
+    assert result.exit_code == 0, result.output
+    assert EVIL_NAME in result.output and BOLD_NAME in result.output
