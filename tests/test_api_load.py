@@ -1,4 +1,4 @@
-"""The Python API: archdb.load, Catalogue.where/frame, and the one rule that finds the catalogue."""
+"""The Python API: archdb.load, Catalogue.where/frame, and the rule that finds the catalogue."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from archdb_cli.main import COMMANDS, app
 from typer.testing import CliRunner
 
 import archdb
-import archdb.locations
 import archdb.catalogue
+import archdb.locations
 from archdb.catalogue import (
     CATALOGUE_ENV,
     CatalogueLocationError,
