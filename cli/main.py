@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "flops": "build",
     "new": "contribute",
     "import-hf": "contribute",
+    "site": "site",
 }
 
 

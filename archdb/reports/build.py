@@ -46,7 +46,11 @@ def compute(catalogue: Catalogue) -> ReportData:
 
 def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
     """Write every page and figure under ``output``; return the paths written."""
-    data = compute(catalogue)
+    return write_reports(compute(catalogue), output)
+
+
+def write_reports(data: ReportData, output: Path) -> list[Path]:
+    """Write the pages and figures of computed report data (the web site reuses them)."""
     output.mkdir(parents=True, exist_ok=True)
     (output / FIGURES).mkdir(exist_ok=True)
     written: list[Path] = []
