@@ -46,7 +46,7 @@ def missing() -> str | None:
         import selenium  # noqa: F401
     except ImportError:
         return "the selenium package is not installed (pip install -e '.[test]')"
-    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+    for path in (CHROMIUM, CHROMEDRIVER):
         if not (path.is_file() and os.access(path, os.X_OK)):
             return f"{path} not found: apt-get install chromium chromium-driver"
     return None

@@ -121,7 +121,9 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
 
     (out / "static").mkdir()
     for name in STATIC:
-        (out / "static" / name).write_bytes(files("archdb.site").joinpath("static", name).read_bytes())
+        (out / "static" / name).write_bytes(
+            files("archdb.site").joinpath("static", name).read_bytes()
+        )
     (out / ".nojekyll").write_bytes(b"")
     (out / MARKER).write_text("Made by `archdb site`; the command replaces this directory.\n")
     lap("static")

@@ -126,7 +126,9 @@ def _tree_lines(nodes: list[dict], prefix: str, lines: list[str]) -> None:
     for i, node in enumerate(nodes):
         last = i == len(nodes) - 1
         params = f"  ({node['params']:,} params)" if node["params"] else ""
-        lines.append(f"{prefix}{'└── ' if last else '├── '}{node['name']}: {node['module']}{params}")
+        lines.append(
+            f"{prefix}{'└── ' if last else '├── '}{node['name']}: {node['module']}{params}"
+        )
         _tree_lines(node["children"], prefix + ("    " if last else "│   "), lines)
 
 

@@ -98,7 +98,9 @@ def _table(rows: list[str], link_code: CodeLinker) -> str:
         body.append(
             "<tr>"
             + "".join(
-                f'<td class="{a}">{_inline(c, link_code)}</td>' if a else f"<td>{_inline(c, link_code)}</td>"
+                f'<td class="{a}">{_inline(c, link_code)}</td>'
+                if a
+                else f"<td>{_inline(c, link_code)}</td>"
                 for c, a in zip(cells, aligns, strict=False)
             )
             + "</tr>"

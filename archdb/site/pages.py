@@ -172,7 +172,13 @@ def index_page(cards: Sequence[Card], rows: Sequence[Row], source: str) -> str:
         ]
         for (text, key), column in zip(cells, INDEX_COLUMNS[1:], strict=True):
             sort = f' data-sort="{esc(key)}"' if key is not None else ""
-            cls = _NUM if column.numeric else ' class="org"' if column.filter == "organization" else ""
+            cls = (
+                _NUM
+                if column.numeric
+                else ' class="org"'
+                if column.filter == "organization"
+                else ""
+            )
             tds.append(f"<td{cls}{sort}>{esc(text)}</td>")
         body_rows.append(f'<tr id="row-{esc(card.id)}"{attrs}>{"".join(tds)}</tr>')
     body = (
@@ -231,9 +237,8 @@ def _shown_fields(card: Card, row: Row) -> list[str]:
         if column in _HEADER_FIELDS:
             continue
         parent = column.rpartition(".")[0]
-        if row[column] is not None or column in card.notes or not parent:
-            out.append(column)
-        elif get_path(card, parent) is not None:
+        meaningful = row[column] is not None or column in card.notes
+        if meaningful or not parent or get_path(card, parent) is not None:
             out.append(column)
     return out
 
@@ -293,7 +298,7 @@ def _facts(card: Card, facts: CardFacts) -> str:
     assumed = ""
     if f["assumptions"]:
         assumed = (
-            "<p class=\"muted\">Assumed to compute them (unknown on the card): "
+            '<p class="muted">Assumed to compute them (unknown on the card): '
             + "; ".join(esc(a) for a in f["assumptions"])
             + ".</p>"
         )
