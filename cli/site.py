@@ -40,6 +40,7 @@ def site(
         f"wrote {result.pages} pages and {result.figures} figures to {output} "
         f"in {result.seconds:.1f} s",
         highlight=False,
+        soft_wrap=True,
     )
 
 
