@@ -151,7 +151,7 @@ def _image(m: re.Match[str]) -> str:
     src = site_href(m.group(2))
     if src is None or not src.startswith("figures/"):
         return m.group(0)
-    return f'<figure><img src="{escape(src)}" alt="{m.group(1)}" loading="lazy"></figure>'
+    return f'<figure><img src="{escape(src)}" alt="{m.group(1)}"></figure>'
 
 
 def _link(m: re.Match[str]) -> str:
