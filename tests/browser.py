@@ -28,7 +28,7 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--window-size=1400,1000",
+    "--window-size=1500,1000",
 )
 # Replaces alert/confirm/prompt before any page script runs: a call is recorded, so a
 # test can assert no card text ever ran as script.

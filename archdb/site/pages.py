@@ -134,7 +134,7 @@ def index_cells(card: Card, row: Row) -> tuple[dict[str, str], list[tuple[str, s
         (filters["position"], None),
         (filters["attention"], None),
         (filters["layer-mix"], None),
-        (f"{moe.n_active} of {moe.n_experts} experts" if moe else "dense", None),
+        (f"{moe.n_active}/{moe.n_experts} experts" if moe else "dense", None),
         (format_value(arch.vocab_size), _number(arch.vocab_size)),
         (format_value(arch.context_length), _number(arch.context_length)),
     ]
