@@ -196,3 +196,9 @@ def test_cli_builds_the_site_and_reports_bad_data(tmp_path):
     assert "bad.yaml" in result.stderr and "d_model" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_claims_page_shows_verdicts_as_words_not_emoji(small_site):
+    page = (small_site / "claims.html").read_text()
+    assert '<span class="verdict ' in page
+    assert not re.search("[\u2705\U0001f7e1\u274c\u2b1c]", page)

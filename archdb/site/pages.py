@@ -16,6 +16,7 @@ from html import escape, unescape
 from typing import Any
 
 from archdb.reports.claims import ClaimResult
+from archdb.reports.render import VERDICT_MARK
 from archdb.schema import UNKNOWN_WHEN_NULL, Card, get_path
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row
 
@@ -431,8 +432,20 @@ def compare_page(data: dict[str, Any], defaults: Sequence[str]) -> str:
     return layout("Compare", body, "compare.html")
 
 
+def verdict_badges(html_body: str) -> str:
+    """The claims' verdict marks as coloured words: their emoji need a font many systems
+    lack, and would show as empty boxes."""
+    for verdict, mark in VERDICT_MARK.items():
+        word = esc(mark.split(" ", 1)[1])
+        html_body = html_body.replace(
+            esc(mark), f'<span class="verdict {esc(verdict.name.lower())}">{word}</span>'
+        )
+    return html_body
+
+
 def report_page(file: str, html_body: str) -> str:
     """A report page converted from Markdown; its title is its first heading."""
+    html_body = verdict_badges(html_body)
     match = re.search(r"<h1>(.*?)</h1>", html_body)
     title = unescape(re.sub(r"<[^>]+>", "", match.group(1))) if match else file
     return layout(title, html_body, file)
