@@ -128,6 +128,8 @@ def test_fidelity_follows_the_transformers_comparison():
     command_a = fidelity(cat.get("command-a"))
     assert command_a.status == NOT_COMPARED and "cannot be built" in command_a.detail
     assert toy_tree(cat.get("command-a")).text is None
+    t5 = fidelity(cat.get("t5-v1.1-xxl"))  # a family transformers has, but not this card
+    assert t5.status == NOT_COMPARED and "cannot build this card" in t5.detail
 
 
 def test_report_markdown_becomes_safe_html():
