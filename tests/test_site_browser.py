@@ -42,10 +42,15 @@ def catalogue_path(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(catalogue_path, tmp_path_factory):
+def site_dir(catalogue_path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
     build_site(load_catalogue(catalogue_path), out)
-    with browser.serve(out) as base:
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(site_dir):
+    with browser.serve(site_dir) as base:
         yield base
 
 
@@ -226,3 +231,12 @@ def test_trend_pages_show_their_figures(visit, page):
         assert cards and all(re.search(r"/cards/[a-z0-9.-]+\.html$", h) for h in cards)
     if page == "adoption.html":
         _screenshot(driver, "adoption")
+
+
+@needs_browser
+def test_the_site_works_from_files_without_a_server(chrome, site_dir):
+    for page, query in (("index.html", ""), ("compare.html", "?ids=gpt-3-175b,llama-2-7b")):
+        chrome.get((site_dir / page).as_uri() + query)
+        rows = chrome.find_elements("css selector", "#cards tbody tr, #comparison tbody tr")
+        assert len(rows) > 20, page
+        assert [e for e in chrome.get_log("browser") if e["level"] == "SEVERE"] == [], page
