@@ -151,9 +151,13 @@ def test_report_markdown_becomes_safe_html():
 
 
 def test_rebuild_replaces_an_earlier_site_and_drops_stale_pages(tmp_path):
+    import torch
+
     out = tmp_path / "site"
     two = write(tmp_path / "two.yaml", card_text("toy-1b"), card_text("toy-7b"))
+    threads = torch.get_num_threads()
     build_site(load_catalogue(two), out)
+    assert torch.get_num_threads() == threads  # the build runs on one, then restores it
     assert (out / "cards/toy-7b.html").exists()
     one = write(tmp_path / "one.yaml", card_text("toy-1b"))
     build_site(load_catalogue(one), out)
