@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "flops": "build",
     "new": "contribute",
     "import-hf": "contribute",
+    "site": "site",
 }
 
 

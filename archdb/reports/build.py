@@ -54,7 +54,13 @@ def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
     """
     directory = OwnedDirectory(output)
     directory.claim()
-    data = compute(catalogue)
+    written = write_reports(compute(catalogue), output)
+    directory.commit(written)
+    return written
+
+
+def write_reports(data: ReportData, output: Path) -> list[Path]:
+    """Write the pages and figures of computed report data (the web site reuses them)."""
     output.mkdir(parents=True, exist_ok=True)
     (output / FIGURES).mkdir(exist_ok=True)
     written: list[Path] = []
@@ -79,7 +85,6 @@ def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
         path = output / name
         path.write_text(pages[name], encoding="utf-8", newline="\n")
         written.append(path)
-    directory.commit(written)
     return written
 
 

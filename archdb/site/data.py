@@ -1,0 +1,160 @@
+"""What the site shows about each card, as plain data: computed here, rendered in pages.
+
+- ``fidelity``: whether the project's tests compare the card's parameter count with
+  Hugging Face transformers (tests/test_params_vs_hf.py), and if not, why not.
+- ``toy_tree``: the toy ``archdb build`` builds, as an indented text tree.
+- ``compare_data``: every card's comparable values, for the comparison page's script.
+- ``format_value``: one value as people read it (175B, 512 KiB, yes/no).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from archdb.builder.layout import BuildError, fill_unknowns
+from archdb.builder.model import build_model, module_tree
+from archdb.builder.shrink import shrink
+from archdb.measure.hf_reference import REFERENCES, NotRepresentable, model_type_for
+from archdb.schema import Card, Source
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+
+# --- formatting ------------------------------------------------------------------------
+
+_COUNTS = ("params", "tokens", "flops")
+
+
+def format_value(value: Any, column: str = "") -> str:
+    """A value for people: null as a dash, counts as 175B, bytes as KiB/MiB/GiB."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and "bytes" in column:
+        return _human(float(value), 1024, ("B", "KiB", "MiB", "GiB", "TiB"))
+    if isinstance(value, int | float) and any(w in column for w in _COUNTS):
+        return _human(float(value), 1000, ("", "K", "M", "B", "T"))
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    return str(value)
+
+
+def _human(value: float, base: int, units: Sequence[str]) -> str:
+    unit = units[0]
+    for unit in units:
+        if abs(value) < base or unit == units[-1]:
+            break
+        value /= base
+    if unit == units[0]:
+        return f"{value:,.0f}{' ' + unit if unit else ''}"
+    return f"{value:.3g}{' ' if base == 1024 else ''}{unit}"
+
+
+# --- sources ---------------------------------------------------------------------------
+
+
+def covers(source: Source, path: str) -> bool:
+    """A source supports a field if it lists the field or one of its dotted prefixes."""
+    return any(path == s or path.startswith(s + ".") for s in source.supports)
+
+
+def supporting(card: Card, path: str) -> list[int]:
+    """The 1-based numbers of the card's sources that support ``path``."""
+    return [n for n, src in enumerate(card.sources, 1) if covers(src, path)]
+
+
+# --- fidelity --------------------------------------------------------------------------
+
+VERIFIED = "parameter count verified against transformers"
+NOT_COMPARED = "not compared"
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    status: str  # VERIFIED or NOT_COMPARED
+    detail: str
+
+
+def fidelity(card: Card) -> Fidelity:
+    """What tests/test_params_vs_hf.py does with this card: compare its toy's parameter
+    count with transformers' model of the family, or skip it (and why)."""
+    model_type = model_type_for(card.family, card.architecture)
+    if model_type is None:
+        return Fidelity(
+            NOT_COMPARED, f"transformers implements no model for the family {card.family!r}"
+        )
+    try:
+        toy = shrink(fill_unknowns(card.architecture)[0]).arch
+    except ValueError as exc:
+        return Fidelity(NOT_COMPARED, f"the toy cannot be built: {exc}")
+    try:
+        REFERENCES[model_type].convert(fill_unknowns(toy)[0])
+    except NotRepresentable as exc:
+        return Fidelity(NOT_COMPARED, f"transformers' {model_type} cannot build this card: {exc}")
+    return Fidelity(
+        VERIFIED,
+        f"the toy's exact count equals transformers' {model_type} model built from the "
+        "same configuration (tests/test_params_vs_hf.py)",
+    )
+
+
+# --- the toy's module tree -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToyTree:
+    text: str | None  # the tree, or None when the card cannot be built
+    rule: str  # the scaling rule, or why there is no toy
+
+
+def toy_tree(card: Card) -> ToyTree:
+    """The toy of ``archdb build ID``: built on CPU, its modules as an indented tree."""
+    try:
+        toy = shrink(fill_unknowns(card.architecture)[0])
+        model = build_model(toy.arch)
+    except (BuildError, ValueError) as exc:
+        return ToyTree(None, f"not built: {exc}")
+    lines: list[str] = []
+    _tree_lines(module_tree(model), "", lines)
+    return ToyTree("\n".join(lines), toy.rule)
+
+
+def _tree_lines(nodes: list[dict], prefix: str, lines: list[str]) -> None:
+    for i, node in enumerate(nodes):
+        last = i == len(nodes) - 1
+        params = f"  ({node['params']:,} params)" if node["params"] else ""
+        lines.append(
+            f"{prefix}{'└── ' if last else '├── '}{node['name']}: {node['module']}{params}"
+        )
+        _tree_lines(node["children"], prefix + ("    " if last else "│   "), lines)
+
+
+# --- comparison ------------------------------------------------------------------------
+
+
+def compare_fields() -> list[str]:
+    """The rows of the comparison, as in ``archdb compare``: card fields, then derived."""
+    return [c for c in [*FIELD_COLUMNS, *DERIVED_COLUMNS] if c not in ("id", "lineage")]
+
+
+def compare_data(cards: Iterable[Card]) -> dict[str, Any]:
+    """Each card's shown value and, for numbers, raw value (the script computes ratios)."""
+    fields = compare_fields()
+    numeric = {c for c in fields if _is_number_column(c) and c != "year"}
+    out: dict[str, Any] = {"fields": fields, "numeric": sorted(numeric), "cards": {}}
+    for card in cards:
+        row = card_row(card)
+        out["cards"][card.id] = {
+            "name": card.name,
+            "shown": [format_value(row[c], c) if row[c] is not None else None for c in fields],
+            "raw": [row[c] if c in numeric else None for c in fields],
+        }
+    return out
+
+
+def _is_number_column(column: str) -> bool:
+    kind = FIELD_COLUMNS.get(column) or DERIVED_COLUMNS.get(column, (None,))[0]
+    return kind in (int, float)

@@ -1,0 +1,27 @@
+"""Catalogues for the site's tests: small ones, and one with a hostile card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import card_text
+
+HOSTILE_NAME = "<script>alert(1)</script>"
+HOSTILE_ID = "xss-1b"
+_SOURCE_TITLE = '"><img src=x onerror=alert(4)>'
+_NOTE = "</script><script>alert(2)</script> <img src=x onerror=alert(3)> & more"
+
+
+def hostile_card() -> str:
+    """A valid card whose every free-text field is markup (it must show as text)."""
+    text = card_text(HOSTILE_ID)
+    text = text.replace("name: Toy 1B", f"name: '{HOSTILE_NAME}'")
+    text = text.replace("family: toy", "family: xss")
+    text = text.replace("organization: Example Lab", "organization: 'Evil & Co </td><b>x</b>'")
+    text = text.replace("title: config.json", f"title: '{_SOURCE_TITLE}'")
+    return text + f"  notes:\n    architecture.d_model: '{_NOTE}'\n"
+
+
+def write(path: Path, *cards: str) -> Path:
+    path.write_text("".join(cards), encoding="utf-8")
+    return path

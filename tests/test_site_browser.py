@@ -1,0 +1,242 @@
+"""The site in a real browser: headless chromium (Debian's), driven by Selenium.
+
+One site is built from the shipped catalogue plus a hostile card (its name is
+``<script>alert(1)</script>``), served over http on 127.0.0.1, and visited: the index
+lists every card, its search, filters and sorting work, a card page links its sources,
+the comparison shows the chosen models side by side, every figure loads, no page logs a
+console error and no card text ever runs. Screenshots go to .artifacts/site/.
+
+Skipped with the reason when chromium, chromedriver or selenium is missing, except in
+CI (CI=true), where test_browser_tests_run_in_ci fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.site import build_site
+from tests import browser
+from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, hostile_card, write
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts" / "site"
+MISSING = browser.missing()
+needs_browser = pytest.mark.skipif(MISSING is not None, reason=f"no browser: {MISSING}")
+
+
+def test_browser_tests_run_in_ci():
+    """CI installs chromium (.ci/run): there, a skipped browser test is a failure."""
+    if os.environ.get("CI", "").lower() not in ("true", "1"):
+        pytest.skip("not in CI; browser tests run when chromium is installed")
+    assert MISSING is None, f"CI must run the browser tests, but: {MISSING}"
+
+
+@pytest.fixture(scope="module")
+def catalogue_path(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("catalogue")
+    return write(folder / "models.yaml", DEFAULT_PATH.read_text(encoding="utf-8"), hostile_card())
+
+
+@pytest.fixture(scope="module")
+def site_dir(catalogue_path, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    build_site(load_catalogue(catalogue_path), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(site_dir):
+    with browser.serve(site_dir) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def chrome(tmp_path_factory):
+    if MISSING is not None:
+        pytest.skip(f"no browser: {MISSING}")
+    with browser.chromium(tmp_path_factory.mktemp("profile")) as driver:
+        yield driver
+
+
+@pytest.fixture
+def visit(chrome, site):
+    """Open a page; afterwards, assert it logged no console error and ran no dialog."""
+    visited: list[str] = []
+
+    def go(page: str):
+        chrome.get(site + page)
+        visited.append(page)
+        return chrome
+
+    yield go
+    errors = [e for e in chrome.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert errors == [], f"console errors on {visited}: {errors}"
+    assert chrome.execute_script("return window.__dialogs") == [], visited
+
+
+def _visible_rows(driver) -> list:
+    return [r for r in driver.find_elements("css selector", "#cards tbody tr") if r.is_displayed()]
+
+
+def _screenshot(driver, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+@needs_browser
+def test_index_lists_every_card(visit, catalogue_path):
+    driver = visit("index.html")
+    ids = load_catalogue(catalogue_path).ids()
+    rows = driver.find_elements("css selector", "#cards tbody tr")
+    assert len(rows) == len(ids)
+    assert sorted(r.get_attribute("id").removeprefix("row-") for r in rows) == sorted(ids)
+    text = driver.find_element("id", "cards").text
+    for card_id in ids:
+        assert card_id in text
+    assert driver.find_element("id", "count").text == f"{len(ids)} of {len(ids)} cards"
+    assert _screenshot(driver, "index").stat().st_size > 10_000
+
+
+@needs_browser
+def test_filter_and_search_narrow_the_rows(visit):
+    from selenium.webdriver.support.select import Select
+
+    driver = visit("index.html")
+    total = len(_visible_rows(driver))
+    Select(driver.find_element("css selector", 'select[data-filter="norm"]')).select_by_value(
+        "layernorm"
+    )
+    rows = _visible_rows(driver)
+    assert 0 < len(rows) < total
+    assert {r.get_attribute("data-norm") for r in rows} == {"layernorm"}
+    assert driver.find_element("id", "count").text == f"{len(rows)} of {total} cards"
+    Select(driver.find_element("css selector", 'select[data-filter="moe"]')).select_by_value("moe")
+    both = _visible_rows(driver)
+    assert len(both) < len(rows)
+    assert all(r.get_attribute("data-moe") == "moe" for r in both)
+    driver.find_element("id", "reset").click()
+    assert len(_visible_rows(driver)) == total
+    driver.find_element("id", "search").send_keys("gemma 2")
+    found = _visible_rows(driver)
+    assert 0 < len(found) < total
+    assert all("gemma" in r.text.lower() and "2" in r.text for r in found)
+
+
+@needs_browser
+def test_sorting_by_a_column_orders_the_rows(visit):
+    driver = visit("index.html")
+    header = driver.find_element("xpath", "//th[button[text()='params']]")
+    column = header.get_property("cellIndex")
+
+    def params() -> list[float]:
+        keys = [
+            r.find_elements("tag name", "td")[column].get_attribute("data-sort")
+            for r in _visible_rows(driver)
+        ]
+        return [float(k) for k in keys if k]
+
+    header.find_element("tag name", "button").click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    ascending = params()
+    assert len(ascending) > 50 and ascending == sorted(ascending)
+    header.find_element("tag name", "button").click()
+    assert header.get_attribute("aria-sort") == "descending"
+    assert params() == sorted(ascending, reverse=True)
+    first = _visible_rows(driver)[0].get_attribute("id")
+    assert first == "row-" + max(load_catalogue().cards, key=lambda c: c.params_published or 0).id
+
+
+@needs_browser
+def test_card_page_links_its_sources(visit):
+    card = load_catalogue().get("llama-2-7b")
+    driver = visit(f"cards/{card.id}.html")
+    assert driver.find_element("tag name", "h1").text == card.name
+    links = driver.find_elements("css selector", "ol.sources a")
+    assert [a.get_attribute("href") for a in links] == [s.url for s in card.sources]
+    row = driver.find_element("id", "field-architecture.d_model")
+    assert "4096" in row.text
+    cited = {a.get_attribute("href") for a in row.find_elements("tag name", "a")}
+    assert cited and cited <= {s.url for s in card.sources}
+    assert "parameter count verified against transformers" in driver.page_source
+    tree = driver.find_element("css selector", "pre.tree").text
+    assert "embed" in tree and "layers" in tree
+    _screenshot(driver, "card-llama-2-7b")
+
+
+@needs_browser
+def test_compare_shows_the_chosen_models_side_by_side(visit):
+    from selenium.webdriver.support.select import Select
+
+    driver = visit("compare.html?ids=llama-2-7b,gemma-2-9b")
+    heads = [th.text for th in driver.find_elements("css selector", "#comparison thead th")]
+    assert heads == ["field", "llama-2-7b", "gemma-2-9b"]
+    rows = {
+        r.find_elements("tag name", "td")[0].text: r
+        for r in driver.find_elements("css selector", "#comparison tbody tr")
+    }
+    cells = [td.text for td in rows["d_model"].find_elements("tag name", "td")]
+    assert cells == ["d_model", "4096", "3584 ×0.875"]
+    assert "differs" in rows["d_model"].get_attribute("class")
+    assert "differs" not in rows["norm.type"].get_attribute("class")
+    _screenshot(driver, "compare")
+    Select(driver.find_elements("css selector", "select.pick")[2]).select_by_value("gpt-3-175b")
+    heads = [th.text for th in driver.find_elements("css selector", "#comparison thead th")]
+    assert heads == ["field", "llama-2-7b", "gemma-2-9b", "gpt-3-175b"]
+    assert "ids=llama-2-7b,gemma-2-9b,gpt-3-175b" in driver.current_url
+    driver.find_element("id", "only-diff").click()
+    shown = driver.find_elements("css selector", "#comparison tbody tr")
+    assert shown and all("differs" in r.get_attribute("class") for r in shown)
+
+
+@needs_browser
+def test_a_card_named_script_is_shown_as_text(visit):
+    driver = visit("index.html")
+    row = driver.find_element("id", f"row-{HOSTILE_ID}")
+    assert HOSTILE_NAME in row.text
+    assert "Evil & Co </td><b>x</b>" in row.text
+    driver = visit(f"cards/{HOSTILE_ID}.html")
+    assert driver.find_element("tag name", "h1").text == HOSTILE_NAME
+    assert "<img src=x onerror=alert(3)>" in driver.find_element("css selector", "table.notes").text
+    assert driver.find_elements("css selector", "main img, main b, main script") == []
+    driver = visit(f"compare.html?ids={HOSTILE_ID},llama-2-7b")
+    name_row = driver.find_element("xpath", "//tbody/tr[td[1]='name']")
+    assert HOSTILE_NAME in name_row.text
+    assert driver.find_elements("css selector", "#comparison img, #comparison script") == []
+
+
+@needs_browser
+@pytest.mark.parametrize(
+    "page", ["trends.html", "adoption.html", "distributions.html", "families.html", "claims.html"]
+)
+def test_trend_pages_show_their_figures(visit, page):
+    driver = visit(page)
+    assert driver.find_element("tag name", "h1").text
+    images = driver.find_elements("css selector", "main img")
+    if page not in ("families.html", "claims.html"):  # the two pages without figures
+        assert images
+    for img in images:
+        loaded = driver.execute_script(
+            "return arguments[0].complete && arguments[0].naturalWidth > 0", img
+        )
+        assert loaded, img.get_attribute("src")
+    if page == "claims.html":  # the deciding models' ids link to their pages
+        links = [a.get_attribute("href") for a in driver.find_elements("css selector", "main a")]
+        cards = [h for h in links if "/cards/" in h]
+        assert cards and all(re.search(r"/cards/[a-z0-9.-]+\.html$", h) for h in cards)
+    if page == "adoption.html":
+        _screenshot(driver, "adoption")
+
+
+@needs_browser
+def test_the_site_works_from_files_without_a_server(chrome, site_dir):
+    for page, query in (("index.html", ""), ("compare.html", "?ids=gpt-3-175b,llama-2-7b")):
+        chrome.get((site_dir / page).as_uri() + query)
+        rows = chrome.find_elements("css selector", "#cards tbody tr, #comparison tbody tr")
+        assert len(rows) > 20, page
+        assert [e for e in chrome.get_log("browser") if e["level"] == "SEVERE"] == [], page
