@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "build": "build",
     "flops": "build",
+    "measure": "measure",
     "new": "contribute",
     "import-hf": "contribute",
 }
