@@ -84,7 +84,9 @@ def mechanisms(
     except mech.MeasurementError as exc:
         raise fail(str(exc)) from None
     mech.write(path, mech.merge(old if only else None, doc))
-    console.print(f"wrote {path} in {doc['refresh_seconds']:.0f} s", highlight=False, markup=False)
+    console.print(
+        f"wrote {path}: measured in {doc['refresh_seconds']:.0f} s", highlight=False, markup=False
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -315,6 +315,7 @@ def cache_doc(**changes: Any) -> dict:
         "device": {"device": "cpu", "cpu": "Test CPU", "threads": 2, "cores": 2, "torch": "2.x"},
         "repeats": 3,
         "refresh_seconds": 123.4,
+        "runs": [{"targets": ["bert-large-layer", "llama-2-7b"], "seconds": 123.4}],
         "profiles": [profile_entry()],
         "decode": [decode_entry()],
     }
@@ -370,13 +371,18 @@ def test_an_oversized_cache_is_refused(tmp_path: Path) -> None:
 
 def test_merge_keeps_other_targets() -> None:
     old = cache_doc(profiles=[profile_entry(), profile_entry("llama-2-7b", "llama-2-7b")])
-    new = cache_doc(profiles=[profile_entry() | {"label": "new"}], decode=[])
+    new = cache_doc(
+        profiles=[profile_entry() | {"label": "new"}],
+        decode=[],
+        runs=[{"targets": ["bert-large-layer"], "seconds": 10.0}],
+    )
     merged = mech.merge(old, new)
     assert [(p["target"], p["label"]) for p in merged["profiles"]] == [
         ("bert-large-layer", "new"),
         ("llama-2-7b", "BERT-large-like encoder layer"),
     ]
     assert merged["decode"] == old["decode"]
+    assert merged["refresh_seconds"] == 133.4  # the old run measured what is kept
 
 
 def test_page_renders_from_a_small_cache(tmp_path: Path) -> None:
@@ -390,7 +396,7 @@ def test_page_renders_from_a_small_cache(tmp_path: Path) -> None:
         return f"figures/{name}.svg"
 
     text = "\n\n".join(page.page(data, fig))
-    assert "Test CPU" in text and "123 s" in text
+    assert "Test CPU" in text and "took 123 s (one run)" in text
     # FLOPs: norm + softmax = 1,500 of 1,000,000 = 0.15%; runtime median shares over runs
     assert (
         "| BERT-large-like encoder layer | forward | 99.8% | 0.050% | 0.10% | 0.050% | 0 | 0.15% |"

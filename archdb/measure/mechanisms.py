@@ -54,7 +54,8 @@ class Measurements:
 
     device: dict[str, Any]
     repeats: int
-    refresh_seconds: float | None
+    refresh_seconds: float | None  # all runs that measured the cached entries, summed
+    runs: int = 1
     profiles: list[dict[str, Any]] = field(default_factory=list)
     decode: list[dict[str, Any]] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
@@ -201,7 +202,10 @@ def run_all(
                 "batch": decode.DECODE_BATCH,
             }
             doc["decode"].append(result)
-    doc["refresh_seconds"] = round(time.perf_counter() - start, 1)
+    seconds = round(time.perf_counter() - start, 1)
+    doc["refresh_seconds"] = seconds
+    targets = sorted({e["target"] for e in doc["profiles"] + doc["decode"]})
+    doc["runs"] = [{"targets": targets, "seconds": seconds}]
     return doc
 
 
@@ -221,7 +225,18 @@ def merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
         out[section] = [e for e in old.get(section, []) if e["target"] not in fresh]
         out[section] += new[section]
         out[section].sort(key=lambda e: e["target"])
+    # the runs that measured what is kept: a refresh in several --only runs adds up
+    replaced = set(new["runs"][0]["targets"])
+    out["runs"] = [r for r in _runs(old) if not set(r["targets"]) <= replaced] + new["runs"]
+    out["refresh_seconds"] = round(sum(r["seconds"] for r in out["runs"]), 1)
     return out
+
+
+def _runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    if isinstance(doc.get("runs"), list):
+        return doc["runs"]
+    targets = sorted({e["target"] for e in doc.get("profiles", []) + doc.get("decode", [])})
+    return [{"targets": targets, "seconds": doc.get("refresh_seconds", 0.0)}]
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
@@ -271,7 +286,9 @@ def load(path: Path, cards: dict[str, Card]) -> Measurements | None:
     repeats = _check(doc, "repeats", int, path)
     refresh = doc.get("refresh_seconds")
     refresh = float(refresh) if isinstance(refresh, (int, float)) else None
-    out = Measurements(device=device, repeats=repeats, refresh_seconds=refresh)
+    runs = doc.get("runs")
+    n_runs = len(runs) if isinstance(runs, list) else 1
+    out = Measurements(device=device, repeats=repeats, refresh_seconds=refresh, runs=n_runs)
     for section, checker in (("profiles", _check_profile), ("decode", _check_decode)):
         entries = _check(doc, section, list, path)
         for i, entry in enumerate(entries):

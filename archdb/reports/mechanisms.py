@@ -118,7 +118,8 @@ def _profile_section(measured: Measurements | None, fig: FigureSaver) -> str:
         for e in measured.profiles
     )
     refresh = (
-        f" The last full refresh took {measured.refresh_seconds:.0f} s."
+        f" Measuring them took {measured.refresh_seconds:,.0f} s "
+        + (f"(over {measured.runs} runs)." if measured.runs > 1 else "(one run).")
         if measured.refresh_seconds
         else ""
     )
@@ -280,8 +281,8 @@ def _decode_timing_section(measured: Measurements | None, fig: FigureSaver) -> s
         "per KV head and read without expanding them to the query heads; MLA reads its "
         "latent in the absorbed form; the sliding-window layer reads its window only. Each "
         "cell: the median step time, its ratio to the shortest context, and the ratio the "
-        "arithmetic predicts (bytes read, float32). Where the bytes barely grow (MQA, MLA, "
-        "a window) the time stays flat; where they grow (MHA) the time follows. Measured "
+        "arithmetic predicts (bytes read, float32): where decoding is bound by memory "
+        "traffic the two ratios agree. Measured "
         f"on {_md(device_line(measured))}, a machine shared with other jobs: "
         "single timings are noisy, the medians less so.\n\n"
         + _table(["layer", *(f"L = {c:,}" for c in contexts)], rows)
@@ -317,7 +318,8 @@ def _crossover_section(data: MechanismsData, fig: FigureSaver) -> str:
         "score and value products, QK^T and AV) exceed the MLP's (its projections: both "
         "branches of a gated unit, and for MoE the active and shared experts and the router), "
         "averaged over the layers. *dense*: every query scores L keys, "
-        f"{cv.FLOPS_PER_MAC}·2·L·n_heads·d_head per layer; *causal*: the mask halves it; "
+        f"{2 * cv.FLOPS_PER_MAC}·L·n_heads·d_head FLOPs per token and layer; *causal*: the "
+        "mask halves it; "
         "*causal, windows*: local and chunked layers stop at their window, so attention may "
         "never catch up. Encoder-decoders: their decoder's self-attention."
         + (
