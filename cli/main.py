@@ -75,6 +75,7 @@ def run() -> None:
         app()
     except Exception as exc:
         from archdb.catalogue import CatalogueError, UnknownCardError
+        from archdb.measure.mechanisms import MeasurementError
 
         from .common import EXIT_DATA, fail, print_problems
 
@@ -83,5 +84,10 @@ def run() -> None:
             sys.exit(EXIT_DATA)
         if isinstance(exc, UnknownCardError):
             fail(str(exc))
+            sys.exit(EXIT_DATA)
+        if isinstance(exc, MeasurementError):  # a tampered measurements cache
+            from rich.markup import escape
+
+            fail(escape(str(exc)))
             sys.exit(EXIT_DATA)
         raise

@@ -448,3 +448,35 @@ def test_measure_cli_rejects_bad_usage() -> None:
     assert result.exit_code == 2 and "--device must be cpu or cuda" in result.output
     result = runner.invoke(app, ["measure", "mechanisms", "--only", "nope"])
     assert result.exit_code == 2 and "unknown target 'nope'" in result.output
+
+
+def test_report_with_a_tampered_cache_exits_cleanly(tmp_path: Path, write_catalogue) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import card_text
+
+    path = write_catalogue(card_text())
+    cache = mech.cache_path(path)
+    cache.parent.mkdir()
+    cache.write_text(json.dumps(cache_doc(profiles=[{"target": 1}])), encoding="utf-8")
+    command = ["report", "-C", str(path), "-o", str(tmp_path / "out")]
+    result = subprocess.run(
+        [sys.executable, "-c", "from archdb_cli.main import run; run()", *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "profiles[0]" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_profile_targets_keep_the_cards_widths() -> None:
+    targets = {t.key: t for t in P.TARGETS}
+    bert = P.target_architecture(CATALOGUE.get("transformer-big"), targets["bert-large-layer"])
+    assert (bert.d_model, bert.attention.n_heads, bert.mlp.d_ff) == (1024, 16, 4096)
+    assert bert.norm.position.value == "post" and bert.mlp.activation.value == "gelu"
+    moe = P.target_architecture(CATALOGUE.get("qwen3-30b-a3b"), targets["qwen3-30b-a3b"])
+    assert (moe.n_layers, moe.mlp.moe.n_experts, moe.mlp.moe.n_active) == (1, 32, 8)
+    assert (moe.d_model, moe.mlp.d_ff) == (2048, 768)
+    assert {t.card_id for t in P.TARGETS} <= set(CATALOGUE.ids())
