@@ -380,12 +380,14 @@ def _percent():
 
 
 def traffic_figure(rows: list[DecodeTraffic]) -> Figure | None:
-    """Weights against cache bytes per generated token, by attention variant."""
+    """Left: weights against cache bytes per generated token; right: FLOPs per cache byte
+    of the attention part; both by attention variant."""
     if not rows:
         return None
     with style():
-        fig = _figure(6.4, 3.4, left=0.11, right=0.97, bottom=0.14, top=0.9)
-        ax = fig.add_subplot()
+        fig = _figure(7.0, 3.4, left=0.09, right=0.98, bottom=0.2, top=0.88, wspace=0.3)
+        ax, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        present = [v for v in VARIANTS if any(t.variant == v for t in rows)]
         for i, v in enumerate(VARIANTS):
             part = [t for t in rows if t.variant == v]
             if not part:
@@ -393,22 +395,33 @@ def traffic_figure(rows: list[DecodeTraffic]) -> Figure | None:
             ax.scatter(
                 [t.weight_bytes / 1e9 for t in part],
                 [max(t.cache_bytes, 1e3) / 1e9 for t in part],
-                s=16,
+                s=14,
                 color=PALETTE[i],
                 label=f"{v} ({len(part)})",
                 zorder=3,
             )
-        lo, hi = 0.5, 2e3
+            x = present.index(v)
+            right.scatter(
+                [x] * len(part),
+                [t.attention_flops / t.cache_bytes for t in part if t.cache_bytes]
+                or [float("nan")] * len(part),
+                s=14,
+                color=PALETTE[i],
+                zorder=3,
+            )
+        lo, hi = 0.1, 2e3
         ax.plot([lo, hi], [lo, hi], color="#999999", linewidth=0.8, linestyle=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("active weights read per token, GB (log)")
-        ax.set_ylabel(f"cache read at {DECODE_CONTEXT:,} tokens, GB (log)")
-        ax.set_title(
-            "Bytes per generated token: the cache rivals the weights for MHA (dotted: equal)",
-            loc="left",
-        )
-        ax.legend(loc="lower right")
+        ax.set_ylabel(f"cache at {DECODE_CONTEXT:,} tokens, GB (log; dotted: = weights)")
+        ax.set_title("Bytes read per generated token", loc="left")
+        ax.legend(loc="upper left")
+        right.set_yscale("log")
+        right.set_xticks(range(len(present)), present, rotation=30, ha="right")
+        right.set_xlim(-0.6, len(present) - 0.4)
+        right.set_ylabel("attention FLOPs per cache byte (log)")
+        right.set_title("Attention's arithmetic intensity", loc="left")
     return fig
 
 
