@@ -109,9 +109,12 @@ def _share_row(label: str, p: dict[str, Any]) -> ShareRow:
 def device_line(measured: Measurements) -> str:
     d = measured.device
     kind = d.get("gpu") or f"CPU {d.get('cpu', 'unknown')}"
+    load = ""
+    if "load_average_start" in d and "load_average_end" in d:
+        load = f", load average {d['load_average_start']} → {d['load_average_end']} (1 min)"
     return (
         f"{d.get('device', '?')} ({kind}, {d.get('threads', '?')} threads of "
-        f"{d.get('cores', '?')} cores), torch {d.get('torch', '?')}, float32"
+        f"{d.get('cores', '?')} cores{load}), torch {d.get('torch', '?')}, float32"
     )
 
 
@@ -164,7 +167,7 @@ def run_all(
     start = time.perf_counter()
     doc: dict[str, Any] = {
         "script_version": SCRIPT_VERSION,
-        "device": profile.device_info(device),
+        "device": profile.device_info(device) | {"load_average_start": _load()},
         "repeats": repeats,
         "profiles": [],
         "decode": [],
@@ -203,10 +206,16 @@ def run_all(
             }
             doc["decode"].append(result)
     seconds = round(time.perf_counter() - start, 1)
+    doc["device"]["load_average_end"] = _load()
     doc["refresh_seconds"] = seconds
     targets = sorted({e["target"] for e in doc["profiles"] + doc["decode"]})
     doc["runs"] = [{"targets": targets, "seconds": seconds}]
     return doc
+
+
+def _load() -> float:
+    """The machine's 1-minute load average: timings on a busy machine are noisier."""
+    return round(os.getloadavg()[0], 1)
 
 
 def _card(cards: dict[str, Card], card_id: str) -> Card:

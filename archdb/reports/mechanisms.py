@@ -158,7 +158,7 @@ def _profile_section(measured: Measurements | None, fig: FigureSaver) -> str:
         + "\n\n### Share of FLOPs\n\n"
         + flops_table
         + "\n\n"
-        + _md(_flop_convention())
+        + _md(_flop_convention(), limit=2000)
         + ".\n\n### Share of runtime (median over runs, min–max in brackets)\n\n"
         + runtime_table
         + "\n\nRuntime is the profiler's self time of each op (CPU time on a CPU, device time "
@@ -234,7 +234,7 @@ def _traffic_section(data: MechanismsData, fig: FigureSaver) -> str:
         "does; their ratio, the arithmetic intensity, sits near 1 FLOP per byte, two orders "
         "of magnitude below what processors need to be compute-bound: decoding is "
         "memory-bound, and the cache is what attention variants shrink. Conventions: "
-        + _md(TRAFFIC_CONVENTION)
+        + _md(TRAFFIC_CONVENTION, limit=2000)
         + ".\n\nMedian share of the cache in the bytes read, by variant (cards): "
         + ", ".join(medians)
         + "."
@@ -283,8 +283,9 @@ def _decode_timing_section(measured: Measurements | None, fig: FigureSaver) -> s
         "cell: the median step time, its ratio to the shortest context, and the ratio the "
         "arithmetic predicts (bytes read, float32): where decoding is bound by memory "
         "traffic the two ratios agree. Measured "
-        f"on {_md(device_line(measured))}, a machine shared with other jobs: "
-        "single timings are noisy, the medians less so.\n\n"
+        f"on {_md(device_line(measured))}. Each cell is the median of "
+        f"{len(entries[0]['contexts'][str(contexts[0])]['ms'])} steps after two warm-ups; on a "
+        "machine shared with other jobs single steps vary widely.\n\n"
         + _table(["layer", *(f"L = {c:,}" for c in contexts)], rows)
         + (f"\n\n{render.figure(path, 'decode step time against context')}" if path else "")
         + _stale_note(measured)
