@@ -354,9 +354,11 @@ def profile_figure(rows: list[ShareRow]) -> Figure | None:
     labels = []
     for r in rows:
         short = "fwd" if r.pass_name == "forward" else "fwd+bwd"
-        labels += [f"{r.label}, {short}: FLOPs", f"{r.label}, {short}: runtime"]
+        name = r.label.removesuffix(" layer")
+        labels += [f"{name}, {short}: FLOPs", f"{name}, {short}: runtime"]
+    height = 0.22 * len(labels) + 1.2
     with style():
-        fig = _figure(7.0, 0.28 * len(labels) + 1.0, left=0.42, right=0.97, bottom=0.14, top=0.93)
+        fig = _figure(7.0, height, left=0.4, right=0.97, bottom=0.5 / height, top=1 - 0.75 / height)
         ax = fig.add_subplot()
         y = list(range(len(labels)))[::-1]
         left = [0.0] * len(labels)
@@ -366,11 +368,13 @@ def profile_figure(rows: list[ShareRow]) -> Figure | None:
                 values += [r.flops[cls], r.runtime[cls][0]]
             ax.barh(y, values, left=left, color=PALETTE[i], label=cls, height=0.7)
             left = [a + b for a, b in zip(left, values, strict=True)]
-        ax.set_yticks(y, labels)
+        ax.set_yticks(y, labels, fontsize=7)
         ax.set_xlim(0, 1)
         ax.xaxis.set_major_formatter(_percent())
-        ax.set_title("Share of FLOPs and of runtime by operator class", loc="left")
-        ax.legend(loc="lower center", ncol=5, bbox_to_anchor=(0.3, -0.22 - 0.6 / len(labels)))
+        ax.set_title(
+            "Share of FLOPs and of runtime (median) by operator class", loc="left", pad=16, x=-0.6
+        )
+        ax.legend(loc="lower left", ncol=5, bbox_to_anchor=(-0.6, 1.0), borderaxespad=0.2)
     return fig
 
 
