@@ -227,6 +227,7 @@ USER_ERRORS: tuple[tuple[str, str, int], ...] = (
     ("archdb.plan.layout", "BuildError", EXIT_DATA),
     ("archdb.locations", "CatalogueLocationError", EXIT_USAGE),
     ("archdb.api", "NotSupportedYet", EXIT_USAGE),
+    ("archdb.measure.mechanisms", "MeasurementError", EXIT_DATA),  # a tampered cache
 )
 
 

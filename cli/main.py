@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "build": "build",
     "flops": "build",
+    "measure": "measure",
     "new": "contribute",
     "import-hf": "contribute",
     "site": "site",

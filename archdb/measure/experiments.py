@@ -29,6 +29,7 @@ from archdb.builder.kernels import LinearKernel
 from archdb.builder.loss import lm_loss
 from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs
 from archdb.builder.shrink import shrink
+from archdb.measure.mechanisms import ProfileEvidence
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, AttentionVariant, Card, NormPosition
 
@@ -223,6 +224,8 @@ class ClaimMeasurements:
     norm_placement: NormPlacementResult | None = None
     fast_weights: FastWeightResult | None = None
     linear_kernel_cards: tuple[str, ...] = ()  # linear-attention cards whose toy runs the kernel
+    # claim 18: the cached runtime profile (archdb.measure.mechanisms), read, never re-run
+    runtime_profile: ProfileEvidence | None = None
 
 
 def measure_claims(cards: Iterable[Card]) -> ClaimMeasurements:

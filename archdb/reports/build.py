@@ -8,7 +8,7 @@ longer makes, so the directory always matches the catalogue exactly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -18,12 +18,20 @@ from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory
 from archdb.reports import claims, families, figures, render
 from archdb.reports import distributions as dist
+from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
 from archdb.reports.claims import ClaimResult, check_claims
 from archdb.table import catalogue_rows, frame_from_rows
 
 FIGURES = "figures"
-PAGES = ("README.md", "adoption.md", "distributions.md", "families.md", "claims.md")
+PAGES = (
+    "README.md",
+    "adoption.md",
+    "distributions.md",
+    "families.md",
+    "claims.md",
+    "mechanisms.md",
+)
 
 
 @dataclass(frozen=True)
@@ -34,16 +42,21 @@ class ReportData:
     frame: pd.DataFrame
     adoptions: list[Adoption]
     claims: list[ClaimResult]
+    mechanisms: mech_page.MechanismsData
 
 
 def compute(catalogue: Catalogue) -> ReportData:
     rows = catalogue_rows(catalogue)
     frame = frame_from_rows(rows)
     adoptions = adoption_all(trend_rows(rows))
+    from archdb.measure import mechanisms as mech
     from archdb.measure.experiments import measure_claims  # torch: the main job only
 
-    claims = check_claims(frame, measure_claims(catalogue))
-    return ReportData(catalogue.path.name, frame, adoptions, claims)
+    cached = mech.load(mech.cache_path(catalogue.path), {c.id: c for c in catalogue})
+    measured = replace(measure_claims(catalogue), runtime_profile=mech.claim_evidence(cached))
+    claims = check_claims(frame, measured)
+    mechanisms = mech_page.compute(catalogue, cached)
+    return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms)
 
 
 def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
@@ -79,6 +92,10 @@ def write_reports(data: ReportData, output: Path) -> list[Path]:
         "distributions.md": _distributions_page(data, fig),
         "families.md": _families_page(data),
         "claims.md": _claims_page(data),
+        "mechanisms.md": _page(
+            "Mechanisms measured: runtime, decode traffic, attention's takeover",
+            *mech_page.page(data.mechanisms, fig),
+        ),
     }
     pages["README.md"] = _index_page(data, fig)
     for name in PAGES:
@@ -117,7 +134,8 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "Architecture consensus of language models",
         _scope(data),
         "Pages: [adoption by year](adoption.md) · [distributions](distributions.md) · "
-        "[family evolution](families.md) · [claims check](claims.md)",
+        "[family evolution](families.md) · [claims check](claims.md) · "
+        "[mechanisms measured](mechanisms.md)",
         "## Consensus by choice\n\n"
         "For each design choice: the value most of the latest year's models use, its share "
         "of the models whose value is known and how many of the year's models that is "
