@@ -35,7 +35,11 @@ def report_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Figure
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "save_svg", keep)
-        patch.setattr(archdb.measure.experiments, "measure_claims", lambda cards: None)
+        patch.setattr(
+            archdb.measure.experiments,
+            "measure_claims",
+            lambda cards: archdb.measure.experiments.ClaimMeasurements(),
+        )
         build.build_reports(
             load_catalogue(REPO / "data" / "models.yaml"), tmp_path_factory.mktemp("r")
         )

@@ -17,7 +17,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.builder.layout import fill_unknowns
-from archdb.builder.mlp import SiLU
+from archdb.builder.mlp import Act
 from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.shrink import shrink
@@ -31,6 +31,7 @@ from archdb.measure.decode_step import CachedAttention, CachedLatentAttention, a
 from archdb.reports import claims
 from archdb.reports import mechanisms as page
 from archdb.reports.claims import Verdict
+from archdb.schema import Activation
 from archdb.table import catalogue_frame
 
 CATALOGUE = load_catalogue()
@@ -161,7 +162,7 @@ def test_profiler_smoke_counts_a_toy_layer_exactly() -> None:
 
 def test_grouped_experts_compute_what_the_builder_computes() -> None:
     torch.manual_seed(0)
-    experts = Experts(6, 8, 12, SiLU(), gated=True, bias=True)
+    experts = Experts(6, 8, 12, Act(Activation.SWIGLU), gated=True, bias=True)
     for p in (experts.up_bias, experts.gate_bias, experts.down_bias):
         torch.nn.init.normal_(p)
     x = torch.randn(10, 8)

@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from archdb.builder.layout import (
+from archdb.measure import conventions as cv
+from archdb.plan.layout import (
     BuildError,
     LayerSpec,
     check_buildable,
+    decoder_groups,
     fill_unknowns,
     head_dims,
-    layer_groups,
 )
-from archdb.measure import conventions as cv
 from archdb.schema import Architecture, AttentionVariant, Card, LayerKind
 
 MAX_CONTEXT = 1e12  # beyond this a crossover is reported as never reached
@@ -94,7 +94,7 @@ def crossover_context(arch: Architecture, mode: Mode) -> float | None:
     """
     if arch.attention.variant is AttentionVariant.LINEAR:
         return None  # a fixed-size state: the cost per token does not grow with L
-    groups = layer_groups(arch)
+    groups = decoder_groups(arch)
     target = sum(n * mlp_flops(arch, spec) for spec, n in groups)
 
     def attention(context: float) -> float:
@@ -116,7 +116,7 @@ def card_crossover(card: Card) -> Crossover | None:
         check_buildable(arch)
     except BuildError:
         return None
-    groups = layer_groups(arch)
+    groups = decoder_groups(arch)
     layers = sum(n for _, n in groups)
     dims = head_dims(arch)
     return Crossover(

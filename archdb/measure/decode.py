@@ -16,16 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.builder.layout import (
+from archdb.measure import conventions as cv
+from archdb.measure.analytic import cache_size, param_count
+from archdb.plan.layout import (
     BuildError,
     check_buildable,
+    decoder_groups,
     embedding_width,
     fill_unknowns,
     head_dims,
-    layer_groups,
 )
-from archdb.measure import conventions as cv
-from archdb.measure.analytic import kv_cache_bytes_per_token, param_count
 from archdb.schema import Architecture, AttentionVariant, Card, Kind, LayerKind
 
 DECODE_CONTEXT = 8192  # tokens already in the cache
@@ -112,7 +112,7 @@ def cache_bytes(arch: Architecture, context: int, dtype_bytes: int = DECODE_BYTE
         dims = head_dims(arch)
         per_layer = dims.n_heads * (dims.qk_dim * dims.v_dim + dims.qk_dim)  # S and z
         return arch.n_layers * per_layer * dtype_bytes
-    return kv_cache_bytes_per_token(arch, context, dtype_bytes) * context
+    return cache_size(arch, context, dtype_bytes).total
 
 
 def attention_decode_flops(arch: Architecture, context: int) -> float:
@@ -127,7 +127,7 @@ def attention_decode_flops(arch: Architecture, context: int) -> float:
     else:
         per_key = cv.FLOPS_PER_MAC * h * (dims.qk_dim + dims.v_dim)
     total = 0.0
-    for spec, n in layer_groups(arch):
+    for spec, n in decoder_groups(arch):
         keys = min(context, spec.window) if spec.window is not None else context
         total += n * per_key * keys
     return total

@@ -184,6 +184,34 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
 
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
 
+LayerKey = tuple[int, bool]  # (place in the attention pattern, is a MoE layer)
+
+
+def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
+    """Layers differ only by their place in the pattern and whether they are MoE."""
+    return index % len(pattern), is_moe_layer(arch, index)
+
+
+def layer_groups(
+    arch: Architecture, pattern: list[LayerKind] | None = None, n: int | None = None
+) -> list[tuple[LayerKey, LayerSpec, int]]:
+    """The distinct layers of a stack (default: the decoder), in order of first use, each
+    with its key, its spec (at its first index) and how many layers it is."""
+    pattern = arch.attention.layer_pattern if pattern is None else pattern
+    n = (arch.n_layers or 0) if n is None else n
+    first: dict[LayerKey, int] = {}
+    counts: dict[LayerKey, int] = {}
+    for i in range(n):
+        key = layer_key(arch, pattern, i)
+        first.setdefault(key, i)
+        counts[key] = counts.get(key, 0) + 1
+    return [(k, layer_spec(arch, first[k], pattern[k[0]]), c) for k, c in counts.items()]
+
+
+def decoder_groups(arch: Architecture) -> list[tuple[LayerSpec, int]]:
+    """The decoder's distinct layers and how many layers each is (for fast formulas)."""
+    return [(spec, count) for _, spec, count in layer_groups(arch)]
+
 
 def is_moe_layer(arch: Architecture, index: int) -> bool:
     """MoE layers: after the dense ones, every layer_period-th (Llama 4: 1, 3, 5, ...)."""

@@ -21,8 +21,8 @@ from .layout import (
     embedding_width,
     fill_unknowns,
     head_dims,
-    is_moe_layer,
-    layer_spec,
+    layer_groups,
+    layer_key,
     learned_rows,
     relative_buckets,
 )
@@ -241,19 +241,13 @@ class _Reader:
 
     def stack(self, pattern: list[LayerKind], n: int, causal: bool, cross: bool) -> Stack:
         a = self.a
-        keys: dict[tuple[int, bool], int] = {}
-        blocks: list[Block] = []
-        counts: list[int] = []
-        for i in range(n):
-            key = (i % len(pattern), is_moe_layer(a, i))
-            if key not in keys:
-                keys[key] = len(blocks)
-                blocks.append(self.block(layer_spec(a, i, pattern[key[0]]), causal, cross))
-                counts.append(0)
-            counts[keys[key]] += 1
+        groups = layer_groups(a, pattern, n)
+        keys = {key: j for j, (key, _, _) in enumerate(groups)}
+        blocks = [self.block(spec, causal, cross) for _, spec, _ in groups]
+        counts = [count for _, _, count in groups]
 
         def which(i: int) -> int:
-            return keys[(i % len(pattern), is_moe_layer(a, i))]
+            return keys[layer_key(a, pattern, i)]
 
         bias = None
         if self.scheme.stack_bias:
