@@ -493,9 +493,11 @@ def test_cli_build_prints_tree_dims_rule_params_and_flops():
 
 
 def test_cli_flops_at_a_sequence_length():
-    result, data = _cli("flops", "llama-2-7b", "--seq-len", "4096", "--json")
+    args = ("flops", "llama-2-7b", "--seq-len", "4096", "--toy-seq-len", "96", "--json")
+    result, data = _cli(*args)
     assert result.exit_code == 0, result.output
     assert data["seq_len"] == 4096 and data["flops"]["analytic"] > 2 * data["params"] * 0.9
+    assert data["toy"]["seq_len"] == data["toy"]["dims"]["context_length"] == 96
     toy = data["toy"]["flops"]
     assert abs(toy["fvcore"] - toy["analytic"]) <= 0.005 * toy["analytic"]
     assert data["kv_cache_bytes_per_token"] > 0

@@ -11,6 +11,8 @@ from archdb.reports.claims import Verdict, check_claims
 from archdb.schema import NormPosition
 from archdb.table import catalogue_frame
 
+pytestmark = pytest.mark.xdist_group("experiments")
+
 
 def pre_ln_card():
     return load_catalogue().get("pre-ln-transformer")

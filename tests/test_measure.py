@@ -112,6 +112,17 @@ def test_fvcore_and_the_formula_agree_on_every_toy(card_id, toy):
     assert (measured.by_class["softmax"] > 0) == (toy.attention.variant.value != "linear")
 
 
+@pytest.mark.parametrize("card_id", ["gemma-2-9b", "llama-4-scout"])
+def test_fvcore_and_the_formula_agree_on_a_longer_toy(card_id):
+    """A toy of 200 tokens: windows and chunks scale to 50 (a quarter), 200 is not a
+    multiple of them, and fvcore still equals the formula class by class."""
+    card = next(c for c in CARDS if c.id == card_id)
+    toy = shrink(fill_unknowns(card.architecture)[0], seq_len=200).arch
+    assert (toy.context_length, toy.attention.sliding_window) == (200, 50)
+    measured = measure_flops(build_model(toy), 200)
+    assert measured.by_class == pytest.approx(flops(toy, 200).dense, rel=1e-12)
+
+
 @pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
 def test_fvcore_and_the_formula_agree_for_every_choice(changes):
     arch = make_arch(**changes)

@@ -191,6 +191,7 @@ def test_lineage_evolution_lists_what_changed() -> None:
 # --- the build -----------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("experiments")
 def test_build_is_deterministic_and_removes_stale_figures(tmp_path: Path) -> None:
     cat = _norm_catalogue()
     first, second = tmp_path / "a", tmp_path / "b"
@@ -221,6 +222,7 @@ def test_build_survives_an_empty_catalogue(tmp_path: Path) -> None:
     assert "not checkable yet" in (tmp_path / "claims.md").read_text()
 
 
+@pytest.mark.xdist_group("experiments")
 def test_committed_reports_match_the_catalogue() -> None:
     """reports/ is generated: regenerate it with `archdb report` after editing the data."""
     stale = stale_files(load_catalogue(), REPO / "reports")
@@ -390,6 +392,7 @@ def test_trends_usage_errors(args: list[str]) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.xdist_group("experiments")
 def test_report_writes_and_checks(tmp_path: Path) -> None:
     path, out = _write(tmp_path), tmp_path / "out"
     result = runner.invoke(app, ["report", "--catalogue", str(path), "--output", str(out)])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from archdb.plan.positions import SCHEMES
 from archdb.schema import (
     Architecture,
     AttentionVariant,
@@ -69,12 +70,10 @@ def check_buildable(arch: Architecture) -> None:
 
 def _unsupported(arch: Architecture) -> str | None:
     att, pos = arch.attention, arch.position.type
+    scheme = SCHEMES[pos]
     kinds = set(att.layer_pattern)
     windowed = any(kind.windowed for kind in kinds)
-    if (
-        pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL)
-        and windowed
-    ):
+    if scheme.score_bias and windowed:
         return "a position bias (alibi, relative-bias, relative-xl) with local or chunked layers"
     if pos is PositionType.RELATIVE_XL and (
         arch.kind is not Kind.DECODER_ONLY or att.variant is not AttentionVariant.SOFTMAX
@@ -87,7 +86,7 @@ def _unsupported(arch: Architecture) -> str | None:
     if att.variant is AttentionVariant.LINEAR:
         if arch.kind is not Kind.DECODER_ONLY:
             return "linear attention outside a decoder-only model"
-        if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS) or att.logit_softcap:
+        if scheme.stack_bias or att.logit_softcap:
             return "linear attention has no score matrix to bias or soft-cap"
         if windowed:
             return "linear attention with local or chunked layers"
