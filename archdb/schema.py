@@ -101,12 +101,20 @@ class AttentionVariant(StrEnum):
 
 
 class LayerKind(StrEnum):
-    """One entry of the per-layer attention pattern, tiled over the layers."""
+    """One entry of the per-layer pattern, tiled over the layers: an attention kind or a
+    non-attention token mixer whose sizes sit in ``architecture.mixers``."""
 
     GLOBAL = "global"  # full attention, with the card's position scheme
     LOCAL = "local"  # sliding-window attention, with the card's position scheme
     GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
+    MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
+    GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
+
+    @property
+    def attention(self) -> bool:
+        """Whether the layer's token mixer is attention (else a recurrent mixer)."""
+        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET}
 
     @property
     def windowed(self) -> bool:
@@ -116,7 +124,7 @@ class LayerKind(StrEnum):
     @property
     def positional(self) -> bool:
         """Whether the card's position scheme acts in this layer (NoPE layers opt out)."""
-        return self is not LayerKind.GLOBAL_NOPE
+        return self.attention and self is not LayerKind.GLOBAL_NOPE
 
 
 class QKNorm(StrEnum):
@@ -277,9 +285,14 @@ class Attention(Strict):
     layer_pattern: list[LayerKind] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
-        description="Per-layer attention kinds, tiled from the first layer over all layers: "
+        description="Per-layer token mixers, tiled from the first layer over all layers: "
         "[global] for every layer full; [local, global] alternates (Gemma 2); five locals and "
-        "a global (Gemma 3); three locals and a global-nope (Llama 4).",
+        "a global (Gemma 3); three locals and a global-nope (Llama 4); "
+        "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2). A "
+        "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
+        "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
+        "gated-deltanet) take their sizes from architecture.mixers; the other attention "
+        "fields describe the attention entries only and may be null when there are none.",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
 
@@ -303,6 +316,56 @@ class Position(Strict):
         description="Rows of the learned position table where they differ from "
         "context_length (OPT: 2050 for 2048 positions, two rows reserved); learned only. "
         "Optional.",
+    )
+
+
+class Mamba2(Strict):
+    """Mamba-2's SSD mixer (Dao and Gu 2024), laid out as transformers' Mamba2Mixer."""
+
+    n_heads: Count = Field(description="SSM heads (num_heads); each has its own A, D, dt.")
+    head_dim: Width = Field(
+        description="Channels per head; n_heads * head_dim is the inner width (expand x d_model)."
+    )
+    state_size: Width = Field(description="SSM state per channel (d_state, N).")
+    n_groups: Count = Field(
+        description="Groups sharing B and C (n_groups); must divide n_heads (1: one B, C)."
+    )
+    conv_kernel: Width = Field(description="Depthwise causal conv width over x, B, C (d_conv).")
+    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
+    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
+    mlp: StrictBool = Field(
+        description="Whether a mamba2 layer also has the card's MLP after the mixer (Jamba, "
+        "Bamba: true; Mamba-2, whose layers are the mixer alone: false)."
+    )
+
+
+class GatedDeltaNet(Strict):
+    """Gated DeltaNet (Yang et al. 2024), laid out as Qwen3-Next's linear-attention layer."""
+
+    n_key_heads: Count = Field(description="Query/key heads (linear_num_key_heads).")
+    n_value_heads: Count = Field(
+        description="Value heads, each with a key_head_dim x value_head_dim state "
+        "(linear_num_value_heads); a multiple of n_key_heads."
+    )
+    key_head_dim: Width = Field(description="Width of a query/key head (linear_key_head_dim).")
+    value_head_dim: Width = Field(description="Width of a value head (linear_value_head_dim).")
+    conv_kernel: Width = Field(
+        description="Depthwise causal conv width over q, k, v (linear_conv_kernel_dim)."
+    )
+    mlp: StrictBool = Field(
+        description="Whether a gated-deltanet layer also has the card's MLP (Qwen3-Next: true)."
+    )
+
+
+class Mixers(Strict):
+    """Sizes of the non-attention token mixers named in attention.layer_pattern."""
+
+    mamba2: Mamba2 | None = Field(
+        default=None, description="Mamba-2 sizes; required for, and only for, mamba2 layers."
+    )
+    gated_deltanet: GatedDeltaNet | None = Field(
+        default=None,
+        description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
     )
 
 
@@ -373,6 +436,11 @@ class Architecture(Strict):
     )
     final_logit_softcap: PositiveFloat | None = Field(
         description="Output logits soft-capped as c*tanh(x/c); null if not used."
+    )
+    mixers: Mixers | None = Field(
+        default=None,
+        description="Sizes of the non-attention mixers (mamba2, gated-deltanet) the layer "
+        "pattern names. Optional; null when every layer is attention.",
     )
 
     # --- derived figures: computed, never stored --------------------------------
@@ -466,6 +534,7 @@ class Architecture(Strict):
             )
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
+        self._check_mixers()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction"):
                 if getattr(pos, name) is not None:
@@ -502,6 +571,46 @@ class Architecture(Strict):
             )
         return self
 
+    def _check_mixers(self) -> None:
+        kinds, mixers = set(self.attention.layer_pattern), self.mixers or Mixers()
+        for kind, name in (
+            (LayerKind.MAMBA2, "mamba2"),
+            (LayerKind.GATED_DELTANET, "gated_deltanet"),
+        ):
+            if (kind in kinds) != (getattr(mixers, name) is not None):
+                raise ValueError(
+                    f"mixers.{name} is required for, and only for, {kind.value} layers in "
+                    "attention.layer_pattern"
+                )
+        m, g = mixers.mamba2, mixers.gated_deltanet
+        if m is not None and m.n_heads % m.n_groups:
+            raise ValueError(
+                f"mixers.mamba2.n_groups ({m.n_groups}) must divide n_heads ({m.n_heads})"
+            )
+        if g is not None and g.n_value_heads % g.n_key_heads:
+            raise ValueError(
+                f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
+                f"n_value_heads ({g.n_value_heads})"
+            )
+
+    def has_attention(self) -> bool:
+        """Whether any layer's token mixer is attention (attention-free models: none)."""
+        return any(kind.attention for kind in self.attention.layer_pattern)
+
+    def has_mlp(self) -> bool:
+        """Whether any layer has an MLP (Mamba-2's layers are the mixer alone)."""
+        m = self.mixers or Mixers()
+        return any(
+            kind.attention
+            or (kind is LayerKind.MAMBA2 and m.mamba2 is not None and m.mamba2.mlp)
+            or (
+                kind is LayerKind.GATED_DELTANET
+                and m.gated_deltanet is not None
+                and m.gated_deltanet.mlp
+            )
+            for kind in self.attention.layer_pattern
+        )
+
     def implied_params_bound(self) -> int:
         """A quick upper bound on the parameters the sizes imply (unknown sizes count 1).
 
@@ -514,6 +623,10 @@ class Architecture(Strict):
         widths = [d, (att.n_heads or 1) * head, (att.n_kv_heads or 1) * head]
         if att.latent is not None:
             widths += astuple_ints(att.latent)
+        if self.mixers is not None and (m := self.mixers.mamba2) is not None:
+            widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
+        if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
+            widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1]

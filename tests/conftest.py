@@ -270,6 +270,54 @@ def latent_dims(**changes: Any) -> dict[str, Any]:
     return defaults | changes
 
 
+def mamba2_dims(**changes) -> dict[str, Any]:
+    """Mamba-2 sizes for a d_model 64 toy (inner width 128 = 2 x d_model)."""
+    dims = {
+        "n_heads": 8,
+        "head_dim": 16,
+        "state_size": 16,
+        "n_groups": 2,
+        "conv_kernel": 4,
+        "conv_bias": True,
+        "proj_bias": False,
+        "mlp": False,
+    }
+    return {**dims, **changes}
+
+
+def deltanet_dims(**changes) -> dict[str, Any]:
+    """Gated DeltaNet sizes for a d_model 64 toy (2 key heads, 4 value heads)."""
+    dims = {
+        "n_key_heads": 2,
+        "n_value_heads": 4,
+        "key_head_dim": 16,
+        "value_head_dim": 8,
+        "conv_kernel": 4,
+        "mlp": True,
+    }
+    return {**dims, **changes}
+
+
+# An attention-free Mamba-2 stack: attention and MLP fields describe no layer.
+MAMBA2_ONLY = {
+    "attention.layer_pattern": ["mamba2"],
+    "attention.n_heads": None,
+    "attention.n_kv_heads": None,
+    "attention.qk_norm": None,
+    "position.type": "none",
+    "position.rope_theta": None,
+    "mlp.activation": None,
+    "mlp.d_ff": None,
+    "mixers": {"mamba2": mamba2_dims()},
+}
+# Qwen3-Next's 3:1 hybrid: three Gated DeltaNet layers, then one attention layer.
+DELTANET_HYBRID = {
+    "attention.layer_pattern": ["gated-deltanet"] * 3 + ["global"],
+    "n_layers": 4,
+    "mixers": {"gated_deltanet": deltanet_dims()},
+}
+
+
 def make_arch(**changes) -> Architecture:
     """A small architecture (d_model 64, 2 layers) with dotted-path changes:
     make_arch(**{"norm.position": "post"})."""
@@ -277,6 +325,12 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    MAMBA2_ONLY,
+    DELTANET_HYBRID,
+    {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two
+        "attention.layer_pattern": ["mamba2", "global"],
+        "mixers": {"mamba2": mamba2_dims(mlp=True, n_groups=1, proj_bias=True)},
+    },
     *({"norm.type": n.value} for n in NormType),
     {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},
     {"norm.type": "layernorm", "norm.affine": "none"},

@@ -1,0 +1,230 @@
+"""Recurrent mixers in the layer pattern: Mamba-2 and Gated DeltaNet.
+
+Counts equal transformers' own modules (built on the meta device), the reference forward
+passes equal transformers' on the same weights, state is a constant of the context, and
+the schema refuses patterns and sizes that disagree."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from pydantic import ValidationError
+
+from archdb.builder.model import build_model, count_parameters
+from archdb.builder.recurrent import GatedDeltaNetMixer, Mamba2Mixer, gated_delta_rule
+from archdb.measure.analytic import cache_size, param_count
+from archdb.plan import make_plan
+from archdb.plan.layout import BuildError
+from archdb.plan.plan import cache_bytes
+from tests.conftest import DELTANET_HYBRID, MAMBA2_ONLY, deltanet_dims, make_arch, mamba2_dims
+
+transformers = pytest.importorskip("transformers")
+
+
+def _mamba2_config(**changes):
+    from transformers import Mamba2Config
+
+    sizes = dict(
+        vocab_size=1000,
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_heads=8,
+        head_dim=16,
+        expand=2,
+        state_size=16,
+        n_groups=2,
+        conv_kernel=4,
+    )
+    return Mamba2Config(**{**sizes, **changes})
+
+
+def _mamba2_card(config):
+    """The card a Mamba2Config describes (mapped by hand here; import-hf is separate)."""
+    mamba2 = mamba2_dims(
+        n_heads=config.num_heads,
+        head_dim=config.head_dim,
+        state_size=config.state_size,
+        n_groups=config.n_groups,
+        conv_kernel=config.conv_kernel,
+        conv_bias=config.use_conv_bias,
+        proj_bias=config.use_bias,
+    )
+    return make_arch(
+        **{
+            **MAMBA2_ONLY,
+            "d_model": config.hidden_size,
+            "n_layers": config.num_hidden_layers,
+            "vocab_size": config.vocab_size,
+            "tied_embeddings": config.tie_word_embeddings,
+            "mixers": {"mamba2": mamba2},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"use_bias": True, "use_conv_bias": False}, {"tie_word_embeddings": True, "n_groups": 1}],
+)
+def test_mamba2_model_counts_equal_transformers(changes):
+    from transformers import Mamba2ForCausalLM
+
+    config = _mamba2_config(**changes)
+    with torch.device("meta"):
+        reference = Mamba2ForCausalLM(config)
+    expected = sum(p.numel() for p in reference.parameters())
+    arch = _mamba2_card(config)
+    assert param_count(arch).total == expected
+    assert count_parameters(build_model(arch, device="meta")) == expected
+
+
+def _deltanet_config(**changes):
+    from transformers.models.qwen3_next.configuration_qwen3_next import Qwen3NextConfig
+
+    sizes = dict(
+        hidden_size=64,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=16,
+        linear_value_head_dim=8,
+        linear_conv_kernel_dim=4,
+    )
+    return Qwen3NextConfig(**{**sizes, **changes})
+
+
+@pytest.mark.parametrize(
+    "changes", [{}, {"linear_num_value_heads": 2, "linear_conv_kernel_dim": 3}]
+)
+def test_gated_deltanet_counts_equal_transformers(changes):
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
+
+    config = _deltanet_config(**changes)
+    with torch.device("meta"):
+        reference = Qwen3NextGatedDeltaNet(config, 0)
+    arch = make_arch(
+        **{
+            **DELTANET_HYBRID,
+            "mixers": {
+                "gated_deltanet": deltanet_dims(
+                    n_key_heads=config.linear_num_key_heads,
+                    n_value_heads=config.linear_num_value_heads,
+                    key_head_dim=config.linear_key_head_dim,
+                    value_head_dim=config.linear_value_head_dim,
+                    conv_kernel=config.linear_conv_kernel_dim,
+                )
+            },
+        }
+    )
+    mixer = make_plan(arch).decoder.blocks[0].mixer
+    expected = sum(p.numel() for p in reference.parameters())
+    assert mixer.params() == expected
+    assert count_parameters(mixer.module(None)) == expected
+    names = {n.replace("norm.weight", "norm_weight") for n, _ in reference.named_parameters()}
+    assert names == {n for n, _ in mixer.module(None).named_parameters()}
+
+
+def test_mamba2_forward_equals_transformers_on_the_same_weights():
+    from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer as Reference
+
+    torch.manual_seed(0)
+    config = _mamba2_config(use_bias=True)
+    reference = Reference(config, layer_idx=0)
+    ours = Mamba2Mixer(64, 8, 16, 16, 2, 4, True, True)
+    with torch.no_grad():
+        for name, p in reference.named_parameters():
+            p.copy_(torch.randn_like(p) * 0.3)
+            ours.get_parameter(name.replace("norm.weight", "norm_weight")).copy_(p)
+        x = torch.randn(2, 11, 64)
+        expected = reference(x)
+        assert torch.allclose(ours(x), expected, atol=1e-4, rtol=1e-3)
+
+
+def test_gated_delta_rule_equals_transformers_recurrence():
+    from transformers.models.qwen3_next.modeling_qwen3_next import (
+        torch_recurrent_gated_delta_rule,
+    )
+
+    torch.manual_seed(0)
+    b, t, h, dk, dv = 2, 9, 3, 8, 5
+    q, k = (F.normalize(torch.randn(b, t, h, dk), dim=-1) for _ in range(2))
+    v = torch.randn(b, t, h, dv)
+    g = -torch.rand(b, t, h)
+    beta = torch.rand(b, t, h)
+    expected, _ = torch_recurrent_gated_delta_rule(q, k, v, g, beta)
+    assert torch.allclose(gated_delta_rule(q / dk**0.5, k, v, g, beta), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("mixer", [MAMBA2_ONLY, DELTANET_HYBRID], ids=["mamba2", "deltanet"])
+def test_recurrent_toys_are_causal(mixer):
+    torch.manual_seed(0)
+    model = build_model(make_arch(**mixer)).eval()
+    tokens = torch.randint(0, 128, (1, 12))
+    changed = tokens.clone()
+    changed[0, 8:] = (changed[0, 8:] + 1) % 128
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    assert a.shape == (1, 12, 128)
+    assert torch.allclose(a[:, :8], b[:, :8], atol=1e-6)
+    assert not torch.allclose(a[:, 8:], b[:, 8:])
+
+
+def test_recurrent_state_is_a_constant_of_the_context():
+    plan = make_plan(make_arch(**MAMBA2_ONLY))
+    # per layer: SSM state 8 heads x 16 channels x 16 states + conv 192 channels x 3 taps
+    per_layer = 8 * 16 * 16 + (128 + 2 * 2 * 16) * 3
+    for context in (16, 4096, 1_000_000):
+        assert cache_bytes(plan, context, 2) == 2 * 2 * per_layer
+    hybrid = make_plan(make_arch(**DELTANET_HYBRID))
+    state = 3 * (4 * 16 * 8 + (2 * 32 + 32) * 3)  # three deltanet layers
+    kv = 2 * 2 * 16  # one attention layer: K and V of 2 heads x 16 per token
+    assert cache_bytes(hybrid, 100, 1) == state + kv * 100
+    assert cache_size(make_arch(**DELTANET_HYBRID), context=100).total == 2 * (state + kv * 100)
+
+
+def test_mixer_only_layers_have_no_mlp():
+    model = build_model(make_arch(**MAMBA2_ONLY), device="meta")
+    layer = model.decoder.layers[0]
+    assert layer.mlp is None and isinstance(layer.attn.sublayer, Mamba2Mixer)
+    hybrid = build_model(make_arch(**DELTANET_HYBRID), device="meta")
+    kinds = [type(layer.attn.sublayer).__name__ for layer in hybrid.decoder.layers]
+    assert kinds == ["GatedDeltaNetMixer"] * 3 + ["HeadAttention"]
+    assert all(layer.mlp is not None for layer in hybrid.decoder.layers)
+    assert isinstance(hybrid.decoder.layers[0].attn.sublayer, GatedDeltaNetMixer)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"attention.layer_pattern": ["mamba2"]}, "mixers.mamba2 is required for, and only for"),
+        (
+            {"mixers": {"gated_deltanet": deltanet_dims()}},
+            "mixers.gated_deltanet is required for, and only for",
+        ),
+        (
+            {**MAMBA2_ONLY, "mixers": {"mamba2": mamba2_dims(n_groups=3)}},
+            "n_groups (3) must divide n_heads (8)",
+        ),
+        (
+            {**DELTANET_HYBRID, "mixers": {"gated_deltanet": deltanet_dims(n_value_heads=3)}},
+            "n_key_heads (2) must divide n_value_heads (3)",
+        ),
+    ],
+)
+def test_schema_refuses_mixers_that_disagree_with_the_pattern(changes, message):
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        make_arch(**changes)
+
+
+def test_attention_free_card_needs_no_attention_or_mlp_sizes_but_hybrids_do():
+    make_plan(make_arch(**MAMBA2_ONLY))  # builds with null heads, d_ff and activation
+    hybrid = {**MAMBA2_ONLY, "attention.layer_pattern": ["mamba2", "global"]}
+    with pytest.raises(BuildError, match=re.escape("attention.n_heads")):
+        make_plan(make_arch(**hybrid))
+    with_mlp = {**MAMBA2_ONLY, "mixers": {"mamba2": mamba2_dims(mlp=True)}}
+    with pytest.raises(BuildError, match=re.escape("mlp.d_ff")):
+        make_plan(make_arch(**with_mlp))
+    parallel = {**DELTANET_HYBRID, "parallel_layers": True}
+    with pytest.raises(BuildError, match="outside a serial decoder-only model"):
+        make_plan(make_arch(**parallel))
