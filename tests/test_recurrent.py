@@ -228,3 +228,40 @@ def test_attention_free_card_needs_no_attention_or_mlp_sizes_but_hybrids_do():
     parallel = {**DELTANET_HYBRID, "parallel_layers": True}
     with pytest.raises(BuildError, match="outside a serial decoder-only model"):
         make_plan(make_arch(**parallel))
+
+
+def test_toys_of_full_size_recurrent_cards_build_and_count_exactly():
+    from archdb.builder.shrink import shrink
+    from archdb.measure.analytic import flops
+    from archdb.measure.flops import measure_flops
+
+    mamba = make_arch(
+        **{
+            **MAMBA2_ONLY,
+            "d_model": 2560,
+            "n_layers": 64,
+            "mixers": {"mamba2": mamba2_dims(n_heads=80, head_dim=64, state_size=128, n_groups=1)},
+        }
+    )
+    hybrid = make_arch(
+        **{
+            **DELTANET_HYBRID,
+            "d_model": 2048,
+            "n_layers": 48,
+            "attention.n_heads": 16,
+            "attention.n_kv_heads": 2,
+            "attention.head_dim": 256,
+            "mlp.d_ff": 5120,
+            "mixers": {"gated_deltanet": deltanet_dims(n_key_heads=16, n_value_heads=32)},
+        }
+    )
+    toy_m, toy_h = shrink(mamba).arch, shrink(hybrid).arch
+    m = toy_m.mixers.mamba2
+    assert (toy_m.d_model, toy_m.n_layers) == (64, 2)
+    assert m.n_heads * m.head_dim == 2 * toy_m.d_model  # expand 2 kept
+    assert (m.n_groups, m.state_size, m.conv_kernel) == (1, 16, 4)
+    g = toy_h.mixers.gated_deltanet
+    assert (g.n_key_heads, g.n_value_heads, toy_h.n_layers) == (2, 4, 4)
+    for toy in (toy_m, toy_h):
+        measured = measure_flops(build_model(toy), 24).total
+        assert measured == sum(flops(toy, 24).dense.values())

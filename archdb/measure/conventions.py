@@ -69,6 +69,7 @@ PARAMS_CONVENTION = (
 KV_CONVENTION = (
     "K and V entries the decoder caches for one sequence of the stated length (MLA: the "
     "latent plus the shared RoPE key; encoder-decoder: self- plus cross-attention over a "
-    "source as long), local and chunked layers capped by their window, times the bytes "
-    "per element; per token = that total / the length"
+    "source as long), local and chunked layers capped by their window, plus each "
+    "recurrent mixer's fixed state (Mamba-2, Gated DeltaNet: state and conv inputs, once, "
+    "whatever the length), times the bytes per element; per token = that total / the length"
 )
