@@ -100,6 +100,13 @@ class AttentionVariant(StrEnum):
     LINEAR = "linear"  # linear attention / fast weight programmer (Katharopoulos 2020)
 
 
+class OutputGate(StrEnum):
+    """A sigmoid gate on each head's attention output, read from a widened query projection."""
+
+    ELEMENTWISE = "elementwise"  # one gate per output channel: q_proj twice as wide (Qwen3-Next)
+    HEADWISE = "headwise"  # one gate per head: q_proj n_heads wider
+
+
 class LayerKind(StrEnum):
     """One entry of the per-layer pattern, tiled over the layers: an attention kind or a
     non-attention token mixer whose sizes sit in ``architecture.mixers``."""
@@ -295,6 +302,17 @@ class Attention(Strict):
         "fields describe the attention entries only and may be null when there are none.",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
+    sinks: StrictBool | None = Field(
+        default=None,
+        description="Attention sinks: a learned logit per head joins each query's softmax "
+        "and takes probability mass without a value (gpt-oss). Optional; null for none.",
+    )
+    output_gate: OutputGate | None = Field(
+        default=None,
+        description="Sigmoid gate on each head's output before o_proj, read from the query "
+        "projection widened for it: elementwise (a gate per channel, Qwen3-Next) or headwise "
+        "(one per head). Optional; null for none.",
+    )
 
 
 class Position(Strict):

@@ -325,6 +325,15 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    {"attention.sinks": True},
+    {
+        "attention.sinks": True,
+        "attention.layer_pattern": ["local", "chunked", "global"],
+        "attention.sliding_window": 16,
+        "n_layers": 3,
+    },
+    {"attention.output_gate": "elementwise", "attention.qk_norm": "per-head"},
+    {"attention.output_gate": "headwise", "attention.n_kv_heads": 1},
     MAMBA2_ONLY,
     DELTANET_HYBRID,
     {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two

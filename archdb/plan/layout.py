@@ -106,6 +106,9 @@ def _unsupported(arch: Architecture) -> str | None:
             return "mamba2 or gated-deltanet layers outside a serial decoder-only model"
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
+    extras = att.sinks or att.output_gate is not None
+    if extras and att.variant is not AttentionVariant.SOFTMAX:
+        return "attention sinks or an output gate outside softmax head attention"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
     if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:

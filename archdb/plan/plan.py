@@ -309,7 +309,8 @@ class _Reader:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
-        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window)
+        sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
+        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window, sinks)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
