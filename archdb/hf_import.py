@@ -265,6 +265,13 @@ class ConfigShape(_Keys):
     qk_nope_head_dim: Width | None = None
     v_head_dim: Width | None = None
     num_nextn_predict_layers: _sized(0, MAX_DEPTH) | None = None
+    # state-space mixers (Mamba-2)
+    expand: Number | None = None
+    state_size: Width | None = None
+    n_groups: Heads | None = None
+    conv_kernel: Width | None = None
+    use_bias: StrictBool | None = None
+    use_conv_bias: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -353,6 +360,8 @@ class Family:
     full_layer: str = "global"  # the card kind of a "full_attention" layer
     sliding_everywhere: bool = False  # a non-null sliding_window applies to every layer
     hook: Callable[[_Draft], None] | None = None  # choices that depend on config keys
+    # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
+    steps: tuple[Callable[[_Draft], None], ...] | None = None
 
 
 def _gpt_neox(d: _Draft) -> None:
@@ -503,6 +512,67 @@ def _deepseek(d: _Draft) -> None:
         d.unmapped["num_nextn_predict_layers"] = mtp
 
 
+_ATTENTION_FREE = (
+    "Attention-free: every layer is a Mamba-2 mixer (the transformers implementation)."
+)
+
+
+def _mamba2(d: _Draft) -> None:
+    """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
+    d_model = d.read("hidden_size", required=True)
+    d.set("architecture.d_model", d_model, "config")
+    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    heads, head_dim = d.read("num_heads", required=True), d.read("head_dim", required=True)
+    expand = d.read("expand", required=True)
+    if heads * head_dim != int(expand * d_model):
+        raise HFImportError(
+            f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
+            f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
+        )
+    mamba2 = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("state_size", required=True),
+        "n_groups": d.read("n_groups", default=1),
+        "conv_kernel": d.read("conv_kernel", required=True),
+        "conv_bias": d.read("use_conv_bias", default=True),
+        "proj_bias": d.read("use_bias", default=False),
+    }
+    for name, value in mamba2.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", False, "family")
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("attention.variant", "softmax"),
+        ("attention.n_heads", None),
+        ("attention.n_kv_heads", None),
+        ("attention.qk_norm", None),
+        ("attention.logit_softcap", None),
+        ("attention.sliding_window", None),
+        ("attention.layer_pattern", ["mamba2"]),
+        ("position.type", "none"),
+        ("mlp.activation", None),
+        ("mlp.d_ff", None),
+        ("mlp.moe", None),
+        ("bias.qkv", False),
+        ("bias.attn_out", False),
+        ("bias.mlp", False),
+        ("parallel_layers", False),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
+        d.note(f"architecture.{path}", _ATTENTION_FREE)
+    for path in ("mlp.activation", "mlp.d_ff"):
+        d.note(f"architecture.{path}", "No MLP: a Mamba-2 layer is the mixer alone.")
+    d.note("architecture.context_length", "Mamba-2 has no position limit in its config.")
+    _tied(d)
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -551,6 +621,7 @@ FAMILIES: dict[str, Family] = {
     "nemotron": Family("nemotron", "NemotronDecoderLayer", norm="layernorm",
                        norm_affine="scale-and-bias", gated=False, activation_default="relu2",
                        rotary_fraction_default=0.5, mlp_bias=None),
+    "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
@@ -904,7 +975,7 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
             f"{', '.join(supported_model_types())}"
         )
     d = _Draft(decoder, family)
-    for step in (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
+    for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
         step(d)
     if family.hook:
         family.hook(d)
@@ -1057,6 +1128,7 @@ _ARCH_ORDER = (
     "parallel_layers",
     "tied_embeddings",
     "final_logit_softcap",
+    "mixers",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel"),

@@ -188,7 +188,9 @@ Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
 SLUG = r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$"
 Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=80)]
-FieldPath = Annotated[str, Field(pattern=r"^[a-z_]+(?:\.[a-z_]+)*$", max_length=200)]
+FieldPath = Annotated[
+    str, Field(pattern=r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*$", max_length=200)
+]
 
 # Card text is shown in terminals and HTML: no control characters (ESC starts terminal
 # escape sequences, NUL truncates C strings), no C1 controls, no line or paragraph

@@ -265,3 +265,37 @@ def test_toys_of_full_size_recurrent_cards_build_and_count_exactly():
     for toy in (toy_m, toy_h):
         measured = measure_flops(build_model(toy), 24).total
         assert measured == sum(flops(toy, 24).dense.values())
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"use_bias": True, "use_conv_bias": False, "n_groups": 1, "tie_word_embeddings": True}],
+)
+def test_import_hf_mamba2_builds_with_transformers_count(changes):
+    from transformers import Mamba2ForCausalLM
+
+    from archdb.hf_import import Identity, import_config
+    from archdb.writer import validate_card
+
+    config = _mamba2_config(**changes)
+    identity = Identity("mamba-2-tiny", "Mamba 2 tiny", "mamba-2", "Example Lab", "2024-05-31")
+    url = "https://huggingface.co/org/mamba2/blob/main/config.json"
+    result = import_config(
+        {**config.to_dict(), "model_type": "mamba2"}, source_url=url, identity=identity
+    )
+    card = validate_card(result.card)
+    assert card.architecture.attention.layer_pattern == ["mamba2"]
+    assert card.architecture.mixers.mamba2.proj_bias is config.use_bias
+    assert "Attention-free" in card.notes["architecture.attention.n_heads"]
+    with torch.device("meta"):
+        expected = sum(p.numel() for p in Mamba2ForCausalLM(config).parameters())
+    assert count_parameters(build_model(card.architecture, device="meta")) == expected
+
+
+def test_import_hf_mamba2_refuses_heads_that_do_not_fill_the_inner_width():
+    from archdb.hf_import import HFImportError, Identity, import_config
+
+    config = {**_mamba2_config().to_dict(), "model_type": "mamba2", "head_dim": 8}
+    identity = Identity("mamba-2-tiny", "Mamba 2 tiny", "mamba-2", "Example Lab", "2024-05-31")
+    with pytest.raises(HFImportError, match=re.escape("num_heads x head_dim (8 x 8)")):
+        import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
