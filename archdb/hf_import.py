@@ -272,6 +272,13 @@ class ConfigShape(_Keys):
     conv_kernel: Width | None = None
     use_bias: StrictBool | None = None
     use_conv_bias: StrictBool | None = None
+    # linear attention (Qwen3-Next's Gated DeltaNet) and shared-expert widths
+    linear_num_key_heads: Heads | None = None
+    linear_num_value_heads: Heads | None = None
+    linear_key_head_dim: Width | None = None
+    linear_value_head_dim: Width | None = None
+    linear_conv_kernel_dim: Width | None = None
+    shared_expert_intermediate_size: Width | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -362,6 +369,7 @@ class Family:
     hook: Callable[[_Draft], None] | None = None  # choices that depend on config keys
     # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
     steps: tuple[Callable[[_Draft], None], ...] | None = None
+    linear_layer: str | None = None  # the card kind of a "linear_attention" layer
 
 
 def _gpt_neox(d: _Draft) -> None:
@@ -573,6 +581,44 @@ def _mamba2(d: _Draft) -> None:
     _tied(d)
 
 
+def _gpt_oss(d: _Draft) -> None:
+    """gpt-oss: sinks, a biased router over biased experts, clamped SwiGLU (not a field)."""
+    _mixtral(d)
+    d.set("architecture.mlp.moe.router_bias", True, "family")
+    d.set("architecture.bias.mlp", True, "family")  # the experts' projections
+    d.set("architecture.attention.sinks", True, "family")
+    for key in ("swiglu_alpha", "swiglu_limit"):
+        if key in d.config:
+            d.unmapped[key] = d.config[key]
+    d.note(
+        "architecture.mlp.activation",
+        "gpt-oss clamps its SwiGLU (swiglu_limit) and scales the gate's sigmoid "
+        "(swiglu_alpha): the card has no field for either.",
+    )
+
+
+def _qwen3_next(d: _Draft) -> None:
+    """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
+    _qwen3_moe(d)
+    shared = d.read("shared_expert_intermediate_size")
+    if shared:
+        d.set("architecture.mlp.moe.n_shared", 1, "family")
+        d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
+        d.set("architecture.mlp.moe.shared_gate", True, "family")
+    d.set("architecture.attention.output_gate", "elementwise", "family")
+    if "gated-deltanet" in (d.value("architecture.attention.layer_pattern") or []):
+        sizes = {
+            "n_key_heads": d.read("linear_num_key_heads", required=True),
+            "n_value_heads": d.read("linear_num_value_heads", required=True),
+            "key_head_dim": d.read("linear_key_head_dim", required=True),
+            "value_head_dim": d.read("linear_value_head_dim", required=True),
+            "conv_kernel": d.read("linear_conv_kernel_dim", required=True),
+        }
+        for name, value in sizes.items():
+            d.set(f"architecture.mixers.gated_deltanet.{name}", value, "config")
+        d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -622,6 +668,9 @@ FAMILIES: dict[str, Family] = {
                        norm_affine="scale-and-bias", gated=False, activation_default="relu2",
                        rotary_fraction_default=0.5, mlp_bias=None),
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
+    "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
+    "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
+                         hook=_qwen3_next, linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
@@ -869,6 +918,9 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
         )
     kinds = []
     for index, t in enumerate(types):
+        if t == "linear_attention" and d.family.linear_layer:
+            kinds.append(d.family.linear_layer)
+            continue
         if t not in _LAYER_KINDS:
             raise HFImportError(
                 f"layer_types[{index}] is {_brief(t)}: not an attention kind the card knows "
@@ -1142,6 +1194,8 @@ _SUB_ORDER = {
         "sliding_window",
         "layer_pattern",
         "latent",
+        "sinks",
+        "output_gate",
     ),
     "position": ("type", "rope_theta", "rope_theta_local", "rotary_fraction", "learned_rows"),
     "mlp": ("activation", "d_ff", "moe"),

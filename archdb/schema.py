@@ -405,6 +405,15 @@ class MoE(Strict):
     dense_d_ff: Width | None = Field(
         description="Hidden width of the dense MLP layers; null when every layer is MoE."
     )
+    router_bias: StrictBool | None = Field(
+        default=None,
+        description="Bias on the router's logit projection (gpt-oss). Optional; null for none.",
+    )
+    shared_gate: StrictBool | None = Field(
+        default=None,
+        description="A per-token sigmoid gate, Linear(d_model -> 1), scales the shared experts' "
+        "output (Qwen2-MoE, Qwen3-Next). Optional; null for none; needs n_shared > 0.",
+    )
 
 
 class MLP(Strict):
@@ -576,6 +585,8 @@ class Architecture(Strict):
                 )
             if (moe.n_shared > 0) != (moe.shared_d_ff is not None):
                 raise ValueError("mlp.moe.shared_d_ff is required for, and only for, n_shared > 0")
+            if moe.shared_gate and not moe.n_shared:
+                raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
             if all_moe != (moe.dense_d_ff is None):
                 raise ValueError(

@@ -318,6 +318,34 @@ DELTANET_HYBRID = {
 }
 
 
+def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
+    """(archdb's full-size count of the imported card, transformers' count, the card)."""
+    import warnings
+
+    import torch
+    import transformers
+
+    from archdb.builder.model import build_model, count_parameters
+    from archdb.hf_import import Identity, import_config
+    from archdb.writer import validate_card
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = transformers.AutoConfig.for_model(model_type, **sizes)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config)
+    identity = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01")
+    result = import_config(
+        {**config.to_dict(), "model_type": model_type},
+        source_url="https://huggingface.co/org/model/blob/main/config.json",
+        identity=identity,
+    )
+    card = validate_card(result.card)
+    ours = count_parameters(build_model(card.architecture, device="meta"))
+    return ours, sum(p.numel() for p in model.parameters()), card
+
+
 def make_arch(**changes) -> Architecture:
     """A small architecture (d_model 64, 2 layers) with dotted-path changes:
     make_arch(**{"norm.position": "post"})."""
@@ -325,6 +353,10 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    {
+        "mlp.moe": moe_block(n_shared=1, shared_d_ff=64, shared_gate=True, router_bias=True),
+        "bias.mlp": True,
+    },
     {"attention.sinks": True},
     {
         "attention.sinks": True,

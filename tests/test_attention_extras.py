@@ -14,7 +14,7 @@ from archdb.builder.model import build_model, count_parameters
 from archdb.measure.analytic import param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
-from tests.conftest import latent_dims, make_arch
+from tests.conftest import hf_import_count, latent_dims, make_arch
 
 pytest.importorskip("transformers")
 
@@ -116,3 +116,28 @@ def test_headwise_gate_adds_one_value_per_head_and_gates_the_output():
 def test_extras_outside_softmax_head_attention_are_refused(changes):
     with pytest.raises(BuildError, match=re.escape("outside softmax head attention")):
         make_plan(make_arch(**changes))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"attention_bias": False, "tie_word_embeddings": True, "num_local_experts": 4}],
+)
+def test_import_hf_gpt_oss_small_configs_are_exact(changes):
+    sizes = dict(
+        vocab_size=1000,
+        hidden_size=64,
+        intermediate_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_local_experts=8,
+        num_experts_per_tok=2,
+        sliding_window=16,
+    )
+    ours, expected, card = hf_import_count("gpt_oss", **{**sizes, **changes})
+    assert ours == expected
+    arch = card.architecture
+    assert arch.attention.sinks and arch.mlp.moe.router_bias
+    assert [k.value for k in arch.attention.layer_pattern] == ["local", "global"]
+    assert "swiglu_limit" in card.notes["architecture.mlp.activation"]

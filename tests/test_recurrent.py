@@ -19,7 +19,14 @@ from archdb.measure.analytic import cache_size, param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
 from archdb.plan.plan import cache_bytes
-from tests.conftest import DELTANET_HYBRID, MAMBA2_ONLY, deltanet_dims, make_arch, mamba2_dims
+from tests.conftest import (
+    DELTANET_HYBRID,
+    MAMBA2_ONLY,
+    deltanet_dims,
+    hf_import_count,
+    make_arch,
+    mamba2_dims,
+)
 
 transformers = pytest.importorskip("transformers")
 
@@ -299,3 +306,39 @@ def test_import_hf_mamba2_refuses_heads_that_do_not_fill_the_inner_width():
     identity = Identity("mamba-2-tiny", "Mamba 2 tiny", "mamba-2", "Example Lab", "2024-05-31")
     with pytest.raises(HFImportError, match=re.escape("num_heads x head_dim (8 x 8)")):
         import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
+
+
+QWEN3_NEXT_SMALL = dict(
+    vocab_size=1000,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    linear_key_head_dim=16,
+    linear_value_head_dim=8,
+    num_experts=8,
+    num_experts_per_tok=2,
+    moe_intermediate_size=32,
+    shared_expert_intermediate_size=48,
+)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"layer_types": ["linear_attention", "full_attention"] * 2, "tie_word_embeddings": True},
+        {"decoder_sparse_step": 2},
+    ],
+)
+def test_import_hf_qwen3_next_small_configs_are_exact(changes):
+    ours, expected, card = hf_import_count("qwen3_next", **{**QWEN3_NEXT_SMALL, **changes})
+    assert ours == expected
+    arch = card.architecture
+    assert "gated-deltanet" in arch.attention.layer_pattern
+    assert arch.attention.output_gate == "elementwise" and arch.mlp.moe.shared_gate
+    assert arch.mixers.gated_deltanet.n_value_heads == 4

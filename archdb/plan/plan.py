@@ -330,7 +330,15 @@ class _Reader:
         moe = a.mlp.moe
         shared = DenseMLP(self.d, moe.shared_d_ff, act, bias) if moe.n_shared else None
         expert = DenseMLP(self.d, spec.d_ff, act, bias)
-        return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared)
+        return MoESpec(
+            self.d,
+            moe.n_experts,
+            moe.n_active,
+            expert,
+            shared,
+            bool(moe.router_bias),
+            bool(moe.shared_gate),
+        )
 
 
 # --- folds -----------------------------------------------------------------------------------
