@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -279,6 +279,18 @@ class ConfigShape(_Keys):
     linear_value_head_dim: Width | None = None
     linear_conv_kernel_dim: Width | None = None
     shared_expert_intermediate_size: Width | None = None
+    # hybrid Mamba-2 models (Bamba)
+    attn_layer_indices: (
+        Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None
+    ) = None
+    mamba_n_heads: Heads | None = None
+    mamba_d_head: Width | Literal["auto"] | None = None
+    mamba_n_groups: Heads | None = None
+    mamba_d_state: Width | None = None
+    mamba_d_conv: Width | None = None
+    mamba_expand: Number | None = None
+    mamba_conv_bias: StrictBool | None = None
+    mamba_proj_bias: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -619,6 +631,40 @@ def _qwen3_next(d: _Draft) -> None:
         d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
 
 
+def _bamba(d: _Draft) -> None:
+    """Bamba: Mamba-2 layers, attention at attn_layer_indices; every layer has the MLP."""
+    n_layers = d.value("architecture.n_layers")
+    indices = set(d.read("attn_layer_indices", default=[]) or [])
+    if any(i >= n_layers for i in indices):
+        raise HFImportError(
+            f"attn_layer_indices names a layer beyond num_hidden_layers ({n_layers})"
+        )
+    kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", required=True)
+    inner = int(d.read("mamba_expand", required=True) * d_model)
+    head_dim = d.read("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        head_dim = inner // heads
+    if heads * head_dim != inner:
+        raise HFImportError(
+            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
+            f"hidden_size ({inner}): transformers' BambaMixer cannot run this config"
+        )
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", required=True),
+        "n_groups": d.read("mamba_n_groups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", required=True),
+        "conv_bias": d.read("mamba_conv_bias", default=True),
+        "proj_bias": d.read("mamba_proj_bias", default=False),
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", True, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -668,6 +714,7 @@ FAMILIES: dict[str, Family] = {
                        norm_affine="scale-and-bias", gated=False, activation_default="relu2",
                        rotary_fraction_default=0.5, mlp_bias=None),
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
+    "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
                          hook=_qwen3_next, linear_layer="gated-deltanet"),

@@ -342,3 +342,37 @@ def test_import_hf_qwen3_next_small_configs_are_exact(changes):
     assert "gated-deltanet" in arch.attention.layer_pattern
     assert arch.attention.output_gate == "elementwise" and arch.mlp.moe.shared_gate
     assert arch.mixers.gated_deltanet.n_value_heads == 4
+
+
+BAMBA_SMALL = dict(
+    vocab_size=1000,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=5,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    mamba_n_heads=8,
+    mamba_d_head=16,
+    mamba_n_groups=2,
+    mamba_d_state=16,
+    mamba_expand=2,
+)
+
+
+@pytest.mark.parametrize(
+    ("changes", "pattern"),
+    [
+        ({}, ["mamba2"]),
+        ({"attn_layer_indices": [1, 3]}, ["mamba2", "global"]),
+        (
+            {"attn_layer_indices": [2], "mamba_proj_bias": True, "mamba_conv_bias": False},
+            ["mamba2", "mamba2", "global"],
+        ),
+        ({"attn_layer_indices": [4], "mamba_d_head": "auto"}, ["mamba2"] * 4 + ["global"]),
+    ],
+)
+def test_import_hf_bamba_small_configs_are_exact(changes, pattern):
+    ours, expected, card = hf_import_count("bamba", **{**BAMBA_SMALL, **changes})
+    assert ours == expected
+    assert [k.value for k in card.architecture.attention.layer_pattern] == pattern
+    assert card.architecture.mixers.mamba2.mlp is True
