@@ -935,11 +935,55 @@ def _position(d: _Draft) -> None:
         full if full.get("rope_type", "default") != "default" else None
     )
     if scaling:
+        _rope_scaling(d, dict(scaling))
+
+
+_SCALING_KEYS = {  # card field -> config key, per scaling type (factor for all)
+    "linear": {},
+    "dynamic": {"original_context": "original_max_position_embeddings"},
+    "yarn": {
+        "original_context": "original_max_position_embeddings",
+        "beta_fast": "beta_fast",
+        "beta_slow": "beta_slow",
+    },
+    "llama3": {
+        "original_context": "original_max_position_embeddings",
+        "low_freq_factor": "low_freq_factor",
+        "high_freq_factor": "high_freq_factor",
+    },
+}
+_SCALING_BOOKKEEPING = {"rope_type", "type", "factor", "rope_theta", "partial_rotary_factor"}
+
+
+def _rope_scaling(d: _Draft, scaling: dict[str, Any]) -> None:
+    """position.rope_scaling from a config's scaling block; what the card cannot hold
+    (DeepSeek's mscale, gpt-oss's truncate, unknown types) is reported and noted."""
+    kind = scaling.get("rope_type") or scaling.get("type")
+    keys = _SCALING_KEYS.get(str(kind))
+    factor = scaling.get("factor")
+    if keys is None or not isinstance(factor, int | float) or factor <= 0:
         d.unmapped["rope_scaling"] = scaling
         d.note(
             "architecture.position",
             f"config.json rope scaling {_short(scaling)} is not "
             "represented in the card (rope_theta is the base frequency).",
+        )
+        return
+    mapped: dict[str, Any] = {"type": kind, "factor": float(factor)}
+    for name, key in keys.items():
+        value = scaling.get(key)
+        if value is not None:
+            mapped[name] = value if name == "original_context" else float(value)
+    for name, value in mapped.items():
+        d.set(f"architecture.position.rope_scaling.{name}", value, "config")
+    rest = {
+        k: v for k, v in scaling.items() if k not in _SCALING_BOOKKEEPING and k not in keys.values()
+    }
+    if rest:
+        d.unmapped["rope_scaling"] = rest
+        d.note(
+            "architecture.position.rope_scaling",
+            f"config.json rope scaling also sets {_short(rest)}, which the card does not hold.",
         )
 
 
@@ -1244,7 +1288,14 @@ _SUB_ORDER = {
         "sinks",
         "output_gate",
     ),
-    "position": ("type", "rope_theta", "rope_theta_local", "rotary_fraction", "learned_rows"),
+    "position": (
+        "type",
+        "rope_theta",
+        "rope_theta_local",
+        "rotary_fraction",
+        "learned_rows",
+        "rope_scaling",
+    ),
     "mlp": ("activation", "d_ff", "moe"),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }

@@ -100,6 +100,15 @@ class AttentionVariant(StrEnum):
     LINEAR = "linear"  # linear attention / fast weight programmer (Katharopoulos 2020)
 
 
+class RopeScalingType(StrEnum):
+    """How RoPE frequencies are stretched for contexts beyond the pre-training length."""
+
+    LINEAR = "linear"  # position interpolation: every frequency / factor (Chen et al. 2023)
+    DYNAMIC = "dynamic"  # NTK-aware: the base grows with the sequence beyond original_context
+    YARN = "yarn"  # YaRN (Peng et al. 2023): per-band interpolation and a logit temperature
+    LLAMA3 = "llama3"  # Llama 3.1: low frequencies / factor, high kept, a smooth band between
+
+
 class OutputGate(StrEnum):
     """A sigmoid gate on each head's attention output, read from a widened query projection."""
 
@@ -317,6 +326,46 @@ class Attention(Strict):
     )
 
 
+class RopeScaling(Strict):
+    type: RopeScalingType = Field(
+        description="linear (position interpolation), dynamic (NTK-aware base growth), yarn "
+        "or llama3 (band-wise), as transformers' rope_type."
+    )
+    factor: PositiveFloat = Field(description="Context extension factor (rope_scaling.factor).")
+    original_context: Tokens | None = Field(
+        default=None,
+        description="Pre-training context the scaling starts from "
+        "(original_max_position_embeddings); required for dynamic, yarn and llama3.",
+    )
+    low_freq_factor: PositiveFloat | None = Field(
+        default=None, description="llama3 only: wavelengths above original/low are divided."
+    )
+    high_freq_factor: PositiveFloat | None = Field(
+        default=None, description="llama3 only: wavelengths below original/high are kept."
+    )
+    beta_fast: PositiveFloat | None = Field(
+        default=None, description="yarn only: rotations where interpolation stops (32)."
+    )
+    beta_slow: PositiveFloat | None = Field(
+        default=None, description="yarn only: rotations where extrapolation stops (1)."
+    )
+
+    @model_validator(mode="after")
+    def _parameters(self) -> RopeScaling:
+        t = self.type
+        if t is not RopeScalingType.LINEAR and self.original_context is None:
+            raise ValueError(f"position.rope_scaling.original_context is required for {t.value}")
+        llama3 = (self.low_freq_factor, self.high_freq_factor)
+        if (t is RopeScalingType.LLAMA3) != all(v is not None for v in llama3):
+            raise ValueError(
+                "position.rope_scaling.low_freq_factor and high_freq_factor are required "
+                "for, and only for, llama3"
+            )
+        if t is not RopeScalingType.YARN and (self.beta_fast or self.beta_slow):
+            raise ValueError("position.rope_scaling.beta_fast and beta_slow are yarn only")
+        return self
+
+
 class Position(Strict):
     type: PositionType | None = Field(description="Position scheme of the (non-NoPE) layers.")
     rope_theta: PositiveFloat | None = Field(
@@ -336,6 +385,12 @@ class Position(Strict):
         description="Rows of the learned position table where they differ from "
         "context_length (OPT: 2050 for 2048 positions, two rows reserved); learned only. "
         "Optional.",
+    )
+    rope_scaling: RopeScaling | None = Field(
+        default=None,
+        description="RoPE frequency scaling for long context (linear, dynamic, yarn, "
+        "llama3), in every RoPE layer except local layers with their own rope_theta_local "
+        "(Gemma 3); RoPE only. Optional; null for none.",
     )
 
 
@@ -565,7 +620,7 @@ class Architecture(Strict):
             raise ValueError("attention.latent is required for, and only for, variant latent")
         self._check_mixers()
         if pos.type is not PositionType.ROPE:
-            for name in ("rope_theta", "rope_theta_local", "rotary_fraction"):
+            for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
                     raise ValueError(f"position.{name} is set but position.type is not rope")
         if pos.type is not PositionType.RELATIVE_BIAS and pos.relative_buckets is not None:

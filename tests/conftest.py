@@ -354,6 +354,15 @@ def make_arch(**changes) -> Architecture:
 
 CHOICES = [
     {
+        "position.rope_scaling": {
+            "type": "yarn",
+            "factor": 4.0,
+            "original_context": 16,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+        }
+    },
+    {
         "mlp.moe": moe_block(n_shared=1, shared_d_ff=64, shared_gate=True, router_bias=True),
         "bias.mlp": True,
     },

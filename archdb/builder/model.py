@@ -142,13 +142,13 @@ class BuildContext:
 
     def __init__(self, context: int) -> None:
         self.context = context
-        self.rotary_tables: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
+        self.rotary_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def rotary(self, dims: int, theta: float, context: int) -> Rotary:
-        key = (dims, theta)
+    def rotary(self, dims: int, theta: float, context: int, scaling=None) -> Rotary:
+        key = (dims, theta, scaling)
         if key not in self.rotary_tables:
-            self.rotary_tables[key] = rotary_tables(dims, theta, context)
+            self.rotary_tables[key] = rotary_tables(dims, theta, context, scaling)
         return Rotary(dims, theta, context, self.rotary_tables[key])
 
     def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:

@@ -315,7 +315,11 @@ class _Reader:
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
             return None
-        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length)
+        pos = self.a.position
+        # local layers with a base of their own keep it unscaled (Gemma 3's sliding layers)
+        own_base = spec.kind is LayerKind.LOCAL and pos.rope_theta_local is not None
+        scaling = None if own_base else pos.rope_scaling
+        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length, scaling)
 
     def takes_bias(self, spec: LayerSpec | None) -> bool:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
