@@ -231,6 +231,13 @@ def qwen3_moe(a: Architecture) -> dict:
     }
 
 
+def _rope(a: Architecture) -> dict:
+    """RoPE base and rotating share, as transformers 5 spells them."""
+    fraction = a.position.rotary_fraction
+    params = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+    return {"rope_parameters": params | ({"partial_rotary_factor": fraction} if fraction else {})}
+
+
 def _kinds(a: Architecture, names: dict[LayerKind, str]) -> list[str]:
     """Every layer's transformers layer type."""
     return [names[k] for k in a.layer_kinds()]
@@ -281,6 +288,7 @@ def bamba(a: Architecture) -> dict:
         _base(a)
         | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
         | _mamba2_sizes(a, "mamba_")
+        | _rope(a)
     )
 
 
@@ -348,6 +356,7 @@ def qwen3_next(a: Architecture) -> dict:
             "layer_types": _kinds(a, names),
         }
         | sizes
+        | _rope(a)
     )
 
 
