@@ -368,7 +368,7 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         "every categorical choice (norm, activation, positions, attention variant, QK norm, "
         "soft-caps, biases, parallel blocks, tied embeddings)",
         *([f"d_ff/d_model = {_ratio(toy.mlp.d_ff, toy.d_model)}"] if toy.mlp.d_ff else []),
-        f"query groups = {heads.groups}",
+        *([f"query groups = {heads.groups}"] if toy.has_attention() else []),
         f"layer pattern (period {len(toy.attention.layer_pattern)}): "
         + ", ".join(k.value for k in toy.attention.layer_pattern),
     ]
@@ -377,6 +377,8 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(f"n_heads*head_dim/d_model = {_ratio(inner, toy.d_model)}")
     if full.position.rotary_fraction is not None:
         kept.append(f"rotary fraction = {full.position.rotary_fraction:g}")
+    if toy.mixers is not None:
+        kept.append(f"recurrent mixers (toy sizes): {toy.mixers.model_dump(exclude_none=True)}")
     moe = toy.mlp.moe
     if moe is not None:
         kept.append(
