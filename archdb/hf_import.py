@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -265,6 +265,32 @@ class ConfigShape(_Keys):
     qk_nope_head_dim: Width | None = None
     v_head_dim: Width | None = None
     num_nextn_predict_layers: _sized(0, MAX_DEPTH) | None = None
+    # state-space mixers (Mamba-2)
+    expand: Number | None = None
+    state_size: Width | None = None
+    n_groups: Heads | None = None
+    conv_kernel: Width | None = None
+    use_bias: StrictBool | None = None
+    use_conv_bias: StrictBool | None = None
+    # linear attention (Qwen3-Next's Gated DeltaNet) and shared-expert widths
+    linear_num_key_heads: Heads | None = None
+    linear_num_value_heads: Heads | None = None
+    linear_key_head_dim: Width | None = None
+    linear_value_head_dim: Width | None = None
+    linear_conv_kernel_dim: Width | None = None
+    shared_expert_intermediate_size: Width | None = None
+    # hybrid Mamba-2 models (Bamba)
+    attn_layer_indices: (
+        Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None
+    ) = None
+    mamba_n_heads: Heads | None = None
+    mamba_d_head: Width | Literal["auto"] | None = None
+    mamba_n_groups: Heads | None = None
+    mamba_d_state: Width | None = None
+    mamba_d_conv: Width | None = None
+    mamba_expand: Number | None = None
+    mamba_conv_bias: StrictBool | None = None
+    mamba_proj_bias: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -353,6 +379,9 @@ class Family:
     full_layer: str = "global"  # the card kind of a "full_attention" layer
     sliding_everywhere: bool = False  # a non-null sliding_window applies to every layer
     hook: Callable[[_Draft], None] | None = None  # choices that depend on config keys
+    # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
+    steps: tuple[Callable[[_Draft], None], ...] | None = None
+    linear_layer: str | None = None  # the card kind of a "linear_attention" layer
 
 
 def _gpt_neox(d: _Draft) -> None:
@@ -503,6 +532,139 @@ def _deepseek(d: _Draft) -> None:
         d.unmapped["num_nextn_predict_layers"] = mtp
 
 
+_ATTENTION_FREE = (
+    "Attention-free: every layer is a Mamba-2 mixer (the transformers implementation)."
+)
+
+
+def _mamba2(d: _Draft) -> None:
+    """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
+    d_model = d.read("hidden_size", required=True)
+    d.set("architecture.d_model", d_model, "config")
+    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    heads, head_dim = d.read("num_heads", required=True), d.read("head_dim", required=True)
+    expand = d.read("expand", required=True)
+    if heads * head_dim != int(expand * d_model):
+        raise HFImportError(
+            f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
+            f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
+        )
+    mamba2 = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("state_size", required=True),
+        "n_groups": d.read("n_groups", default=1),
+        "conv_kernel": d.read("conv_kernel", required=True),
+        "conv_bias": d.read("use_conv_bias", default=True),
+        "proj_bias": d.read("use_bias", default=False),
+    }
+    for name, value in mamba2.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", False, "family")
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("attention.variant", "softmax"),
+        ("attention.n_heads", None),
+        ("attention.n_kv_heads", None),
+        ("attention.qk_norm", None),
+        ("attention.logit_softcap", None),
+        ("attention.sliding_window", None),
+        ("attention.layer_pattern", ["mamba2"]),
+        ("position.type", "none"),
+        ("mlp.activation", None),
+        ("mlp.d_ff", None),
+        ("mlp.moe", None),
+        ("bias.qkv", False),
+        ("bias.attn_out", False),
+        ("bias.mlp", False),
+        ("parallel_layers", False),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
+        d.note(f"architecture.{path}", _ATTENTION_FREE)
+    for path in ("mlp.activation", "mlp.d_ff"):
+        d.note(f"architecture.{path}", "No MLP: a Mamba-2 layer is the mixer alone.")
+    d.note("architecture.context_length", "Mamba-2 has no position limit in its config.")
+    _tied(d)
+
+
+def _gpt_oss(d: _Draft) -> None:
+    """gpt-oss: sinks, a biased router over biased experts, clamped SwiGLU (not a field)."""
+    _mixtral(d)
+    d.set("architecture.mlp.moe.router_bias", True, "family")
+    d.set("architecture.bias.mlp", True, "family")  # the experts' projections
+    d.set("architecture.attention.sinks", True, "family")
+    for key in ("swiglu_alpha", "swiglu_limit"):
+        if key in d.config:
+            d.unmapped[key] = d.config[key]
+    d.note(
+        "architecture.mlp.activation",
+        "gpt-oss clamps its SwiGLU (swiglu_limit) and scales the gate's sigmoid "
+        "(swiglu_alpha): the card has no field for either.",
+    )
+
+
+def _qwen3_next(d: _Draft) -> None:
+    """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
+    _qwen3_moe(d)
+    shared = d.read("shared_expert_intermediate_size")
+    if shared:
+        d.set("architecture.mlp.moe.n_shared", 1, "family")
+        d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
+        d.set("architecture.mlp.moe.shared_gate", True, "family")
+    d.set("architecture.attention.output_gate", "elementwise", "family")
+    if "gated-deltanet" in (d.value("architecture.attention.layer_pattern") or []):
+        sizes = {
+            "n_key_heads": d.read("linear_num_key_heads", required=True),
+            "n_value_heads": d.read("linear_num_value_heads", required=True),
+            "key_head_dim": d.read("linear_key_head_dim", required=True),
+            "value_head_dim": d.read("linear_value_head_dim", required=True),
+            "conv_kernel": d.read("linear_conv_kernel_dim", required=True),
+        }
+        for name, value in sizes.items():
+            d.set(f"architecture.mixers.gated_deltanet.{name}", value, "config")
+        d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
+
+
+def _bamba(d: _Draft) -> None:
+    """Bamba: Mamba-2 layers, attention at attn_layer_indices; every layer has the MLP."""
+    n_layers = d.value("architecture.n_layers")
+    indices = set(d.read("attn_layer_indices", default=[]) or [])
+    if any(i >= n_layers for i in indices):
+        raise HFImportError(
+            f"attn_layer_indices names a layer beyond num_hidden_layers ({n_layers})"
+        )
+    kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", required=True)
+    inner = int(d.read("mamba_expand", required=True) * d_model)
+    head_dim = d.read("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        head_dim = inner // heads
+    if heads * head_dim != inner:
+        raise HFImportError(
+            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
+            f"hidden_size ({inner}): transformers' BambaMixer cannot run this config"
+        )
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", required=True),
+        "n_groups": d.read("mamba_n_groups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", required=True),
+        "conv_bias": d.read("mamba_conv_bias", default=True),
+        "proj_bias": d.read("mamba_proj_bias", default=False),
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", True, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -551,6 +713,11 @@ FAMILIES: dict[str, Family] = {
     "nemotron": Family("nemotron", "NemotronDecoderLayer", norm="layernorm",
                        norm_affine="scale-and-bias", gated=False, activation_default="relu2",
                        rotary_fraction_default=0.5, mlp_bias=None),
+    "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
+    "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
+    "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
+    "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
+                         hook=_qwen3_next, linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
@@ -768,11 +935,55 @@ def _position(d: _Draft) -> None:
         full if full.get("rope_type", "default") != "default" else None
     )
     if scaling:
+        _rope_scaling(d, dict(scaling))
+
+
+_SCALING_KEYS = {  # card field -> config key, per scaling type (factor for all)
+    "linear": {},
+    "dynamic": {"original_context": "original_max_position_embeddings"},
+    "yarn": {
+        "original_context": "original_max_position_embeddings",
+        "beta_fast": "beta_fast",
+        "beta_slow": "beta_slow",
+    },
+    "llama3": {
+        "original_context": "original_max_position_embeddings",
+        "low_freq_factor": "low_freq_factor",
+        "high_freq_factor": "high_freq_factor",
+    },
+}
+_SCALING_BOOKKEEPING = {"rope_type", "type", "factor", "rope_theta", "partial_rotary_factor"}
+
+
+def _rope_scaling(d: _Draft, scaling: dict[str, Any]) -> None:
+    """position.rope_scaling from a config's scaling block; what the card cannot hold
+    (DeepSeek's mscale, gpt-oss's truncate, unknown types) is reported and noted."""
+    kind = scaling.get("rope_type") or scaling.get("type")
+    keys = _SCALING_KEYS.get(str(kind))
+    factor = scaling.get("factor")
+    if keys is None or not isinstance(factor, int | float) or factor <= 0:
         d.unmapped["rope_scaling"] = scaling
         d.note(
             "architecture.position",
             f"config.json rope scaling {_short(scaling)} is not "
             "represented in the card (rope_theta is the base frequency).",
+        )
+        return
+    mapped: dict[str, Any] = {"type": kind, "factor": float(factor)}
+    for name, key in keys.items():
+        value = scaling.get(key)
+        if value is not None:
+            mapped[name] = value if name == "original_context" else float(value)
+    for name, value in mapped.items():
+        d.set(f"architecture.position.rope_scaling.{name}", value, "config")
+    rest = {
+        k: v for k, v in scaling.items() if k not in _SCALING_BOOKKEEPING and k not in keys.values()
+    }
+    if rest:
+        d.unmapped["rope_scaling"] = rest
+        d.note(
+            "architecture.position.rope_scaling",
+            f"config.json rope scaling also sets {_short(rest)}, which the card does not hold.",
         )
 
 
@@ -798,6 +1009,9 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
         )
     kinds = []
     for index, t in enumerate(types):
+        if t == "linear_attention" and d.family.linear_layer:
+            kinds.append(d.family.linear_layer)
+            continue
         if t not in _LAYER_KINDS:
             raise HFImportError(
                 f"layer_types[{index}] is {_brief(t)}: not an attention kind the card knows "
@@ -904,7 +1118,7 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
             f"{', '.join(supported_model_types())}"
         )
     d = _Draft(decoder, family)
-    for step in (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
+    for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
         step(d)
     if family.hook:
         family.hook(d)
@@ -1057,6 +1271,7 @@ _ARCH_ORDER = (
     "parallel_layers",
     "tied_embeddings",
     "final_logit_softcap",
+    "mixers",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel"),
@@ -1070,8 +1285,17 @@ _SUB_ORDER = {
         "sliding_window",
         "layer_pattern",
         "latent",
+        "sinks",
+        "output_gate",
     ),
-    "position": ("type", "rope_theta", "rope_theta_local", "rotary_fraction", "learned_rows"),
+    "position": (
+        "type",
+        "rope_theta",
+        "rope_theta_local",
+        "rotary_fraction",
+        "learned_rows",
+        "rope_scaling",
+    ),
     "mlp": ("activation", "d_ff", "moe"),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }

@@ -292,7 +292,7 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 # --- locating problems ---------------------------------------------------------------
 
-_PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)*) ")
+_PATH_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*) ")
 
 
 def _locate(filename: str, card_node: yaml.Node, card_id: str | None, err: dict) -> Problem:

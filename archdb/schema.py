@@ -100,13 +100,37 @@ class AttentionVariant(StrEnum):
     LINEAR = "linear"  # linear attention / fast weight programmer (Katharopoulos 2020)
 
 
+class RopeScalingType(StrEnum):
+    """How RoPE frequencies are stretched for contexts beyond the pre-training length."""
+
+    LINEAR = "linear"  # position interpolation: every frequency / factor (Chen et al. 2023)
+    DYNAMIC = "dynamic"  # NTK-aware: the base grows with the sequence beyond original_context
+    YARN = "yarn"  # YaRN (Peng et al. 2023): per-band interpolation and a logit temperature
+    LLAMA3 = "llama3"  # Llama 3.1: low frequencies / factor, high kept, a smooth band between
+
+
+class OutputGate(StrEnum):
+    """A sigmoid gate on each head's attention output, read from a widened query projection."""
+
+    ELEMENTWISE = "elementwise"  # one gate per output channel: q_proj twice as wide (Qwen3-Next)
+    HEADWISE = "headwise"  # one gate per head: q_proj n_heads wider
+
+
 class LayerKind(StrEnum):
-    """One entry of the per-layer attention pattern, tiled over the layers."""
+    """One entry of the per-layer pattern, tiled over the layers: an attention kind or a
+    non-attention token mixer whose sizes sit in ``architecture.mixers``."""
 
     GLOBAL = "global"  # full attention, with the card's position scheme
     LOCAL = "local"  # sliding-window attention, with the card's position scheme
     GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
+    MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
+    GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
+
+    @property
+    def attention(self) -> bool:
+        """Whether the layer's token mixer is attention (else a recurrent mixer)."""
+        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET}
 
     @property
     def windowed(self) -> bool:
@@ -116,7 +140,7 @@ class LayerKind(StrEnum):
     @property
     def positional(self) -> bool:
         """Whether the card's position scheme acts in this layer (NoPE layers opt out)."""
-        return self is not LayerKind.GLOBAL_NOPE
+        return self.attention and self is not LayerKind.GLOBAL_NOPE
 
 
 class QKNorm(StrEnum):
@@ -173,7 +197,9 @@ Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
 SLUG = r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$"
 Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=80)]
-FieldPath = Annotated[str, Field(pattern=r"^[a-z_]+(?:\.[a-z_]+)*$", max_length=200)]
+FieldPath = Annotated[
+    str, Field(pattern=r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*$", max_length=200)
+]
 
 # Card text is shown in terminals and HTML: no control characters (ESC starts terminal
 # escape sequences, NUL truncates C strings), no C1 controls, no line or paragraph
@@ -277,11 +303,67 @@ class Attention(Strict):
     layer_pattern: list[LayerKind] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
-        description="Per-layer attention kinds, tiled from the first layer over all layers: "
+        description="Per-layer token mixers, tiled from the first layer over all layers: "
         "[global] for every layer full; [local, global] alternates (Gemma 2); five locals and "
-        "a global (Gemma 3); three locals and a global-nope (Llama 4).",
+        "a global (Gemma 3); three locals and a global-nope (Llama 4); "
+        "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2). A "
+        "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
+        "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
+        "gated-deltanet) take their sizes from architecture.mixers; the other attention "
+        "fields describe the attention entries only and may be null when there are none.",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
+    sinks: StrictBool | None = Field(
+        default=None,
+        description="Attention sinks: a learned logit per head joins each query's softmax "
+        "and takes probability mass without a value (gpt-oss). Optional; null for none.",
+    )
+    output_gate: OutputGate | None = Field(
+        default=None,
+        description="Sigmoid gate on each head's output before o_proj, read from the query "
+        "projection widened for it: elementwise (a gate per channel, Qwen3-Next) or headwise "
+        "(one per head). Optional; null for none.",
+    )
+
+
+class RopeScaling(Strict):
+    type: RopeScalingType = Field(
+        description="linear (position interpolation), dynamic (NTK-aware base growth), yarn "
+        "or llama3 (band-wise), as transformers' rope_type."
+    )
+    factor: PositiveFloat = Field(description="Context extension factor (rope_scaling.factor).")
+    original_context: Tokens | None = Field(
+        default=None,
+        description="Pre-training context the scaling starts from "
+        "(original_max_position_embeddings); required for dynamic, yarn and llama3.",
+    )
+    low_freq_factor: PositiveFloat | None = Field(
+        default=None, description="llama3 only: wavelengths above original/low are divided."
+    )
+    high_freq_factor: PositiveFloat | None = Field(
+        default=None, description="llama3 only: wavelengths below original/high are kept."
+    )
+    beta_fast: PositiveFloat | None = Field(
+        default=None, description="yarn only: rotations where interpolation stops (32)."
+    )
+    beta_slow: PositiveFloat | None = Field(
+        default=None, description="yarn only: rotations where extrapolation stops (1)."
+    )
+
+    @model_validator(mode="after")
+    def _parameters(self) -> RopeScaling:
+        t = self.type
+        if t is not RopeScalingType.LINEAR and self.original_context is None:
+            raise ValueError(f"position.rope_scaling.original_context is required for {t.value}")
+        llama3 = (self.low_freq_factor, self.high_freq_factor)
+        if (t is RopeScalingType.LLAMA3) != all(v is not None for v in llama3):
+            raise ValueError(
+                "position.rope_scaling.low_freq_factor and high_freq_factor are required "
+                "for, and only for, llama3"
+            )
+        if t is not RopeScalingType.YARN and (self.beta_fast or self.beta_slow):
+            raise ValueError("position.rope_scaling.beta_fast and beta_slow are yarn only")
+        return self
 
 
 class Position(Strict):
@@ -304,6 +386,62 @@ class Position(Strict):
         "context_length (OPT: 2050 for 2048 positions, two rows reserved); learned only. "
         "Optional.",
     )
+    rope_scaling: RopeScaling | None = Field(
+        default=None,
+        description="RoPE frequency scaling for long context (linear, dynamic, yarn, "
+        "llama3), in every RoPE layer except local layers with their own rope_theta_local "
+        "(Gemma 3); RoPE only. Optional; null for none.",
+    )
+
+
+class Mamba2(Strict):
+    """Mamba-2's SSD mixer (Dao and Gu 2024), laid out as transformers' Mamba2Mixer."""
+
+    n_heads: Count = Field(description="SSM heads (num_heads); each has its own A, D, dt.")
+    head_dim: Width = Field(
+        description="Channels per head; n_heads * head_dim is the inner width (expand x d_model)."
+    )
+    state_size: Width = Field(description="SSM state per channel (d_state, N).")
+    n_groups: Count = Field(
+        description="Groups sharing B and C (n_groups); must divide n_heads (1: one B, C)."
+    )
+    conv_kernel: Width = Field(description="Depthwise causal conv width over x, B, C (d_conv).")
+    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
+    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
+    mlp: StrictBool = Field(
+        description="Whether a mamba2 layer also has the card's MLP after the mixer (Jamba, "
+        "Bamba: true; Mamba-2, whose layers are the mixer alone: false)."
+    )
+
+
+class GatedDeltaNet(Strict):
+    """Gated DeltaNet (Yang et al. 2024), laid out as Qwen3-Next's linear-attention layer."""
+
+    n_key_heads: Count = Field(description="Query/key heads (linear_num_key_heads).")
+    n_value_heads: Count = Field(
+        description="Value heads, each with a key_head_dim x value_head_dim state "
+        "(linear_num_value_heads); a multiple of n_key_heads."
+    )
+    key_head_dim: Width = Field(description="Width of a query/key head (linear_key_head_dim).")
+    value_head_dim: Width = Field(description="Width of a value head (linear_value_head_dim).")
+    conv_kernel: Width = Field(
+        description="Depthwise causal conv width over q, k, v (linear_conv_kernel_dim)."
+    )
+    mlp: StrictBool = Field(
+        description="Whether a gated-deltanet layer also has the card's MLP (Qwen3-Next: true)."
+    )
+
+
+class Mixers(Strict):
+    """Sizes of the non-attention token mixers named in attention.layer_pattern."""
+
+    mamba2: Mamba2 | None = Field(
+        default=None, description="Mamba-2 sizes; required for, and only for, mamba2 layers."
+    )
+    gated_deltanet: GatedDeltaNet | None = Field(
+        default=None,
+        description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
+    )
 
 
 class MoE(Strict):
@@ -321,6 +459,15 @@ class MoE(Strict):
     )
     dense_d_ff: Width | None = Field(
         description="Hidden width of the dense MLP layers; null when every layer is MoE."
+    )
+    router_bias: StrictBool | None = Field(
+        default=None,
+        description="Bias on the router's logit projection (gpt-oss). Optional; null for none.",
+    )
+    shared_gate: StrictBool | None = Field(
+        default=None,
+        description="A per-token sigmoid gate, Linear(d_model -> 1), scales the shared experts' "
+        "output (Qwen2-MoE, Qwen3-Next). Optional; null for none; needs n_shared > 0.",
     )
 
 
@@ -373,6 +520,11 @@ class Architecture(Strict):
     )
     final_logit_softcap: PositiveFloat | None = Field(
         description="Output logits soft-capped as c*tanh(x/c); null if not used."
+    )
+    mixers: Mixers | None = Field(
+        default=None,
+        description="Sizes of the non-attention mixers (mamba2, gated-deltanet) the layer "
+        "pattern names. Optional; null when every layer is attention.",
     )
 
     # --- derived figures: computed, never stored --------------------------------
@@ -466,8 +618,9 @@ class Architecture(Strict):
             )
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
+        self._check_mixers()
         if pos.type is not PositionType.ROPE:
-            for name in ("rope_theta", "rope_theta_local", "rotary_fraction"):
+            for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
                     raise ValueError(f"position.{name} is set but position.type is not rope")
         if pos.type is not PositionType.RELATIVE_BIAS and pos.relative_buckets is not None:
@@ -487,6 +640,8 @@ class Architecture(Strict):
                 )
             if (moe.n_shared > 0) != (moe.shared_d_ff is not None):
                 raise ValueError("mlp.moe.shared_d_ff is required for, and only for, n_shared > 0")
+            if moe.shared_gate and not moe.n_shared:
+                raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
             if all_moe != (moe.dense_d_ff is None):
                 raise ValueError(
@@ -502,6 +657,46 @@ class Architecture(Strict):
             )
         return self
 
+    def _check_mixers(self) -> None:
+        kinds, mixers = set(self.attention.layer_pattern), self.mixers or Mixers()
+        for kind, name in (
+            (LayerKind.MAMBA2, "mamba2"),
+            (LayerKind.GATED_DELTANET, "gated_deltanet"),
+        ):
+            if (kind in kinds) != (getattr(mixers, name) is not None):
+                raise ValueError(
+                    f"mixers.{name} is required for, and only for, {kind.value} layers in "
+                    "attention.layer_pattern"
+                )
+        m, g = mixers.mamba2, mixers.gated_deltanet
+        if m is not None and m.n_heads % m.n_groups:
+            raise ValueError(
+                f"mixers.mamba2.n_groups ({m.n_groups}) must divide n_heads ({m.n_heads})"
+            )
+        if g is not None and g.n_value_heads % g.n_key_heads:
+            raise ValueError(
+                f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
+                f"n_value_heads ({g.n_value_heads})"
+            )
+
+    def has_attention(self) -> bool:
+        """Whether any layer's token mixer is attention (attention-free models: none)."""
+        return any(kind.attention for kind in self.attention.layer_pattern)
+
+    def has_mlp(self) -> bool:
+        """Whether any layer has an MLP (Mamba-2's layers are the mixer alone)."""
+        m = self.mixers or Mixers()
+        return any(
+            kind.attention
+            or (kind is LayerKind.MAMBA2 and m.mamba2 is not None and m.mamba2.mlp)
+            or (
+                kind is LayerKind.GATED_DELTANET
+                and m.gated_deltanet is not None
+                and m.gated_deltanet.mlp
+            )
+            for kind in self.attention.layer_pattern
+        )
+
     def implied_params_bound(self) -> int:
         """A quick upper bound on the parameters the sizes imply (unknown sizes count 1).
 
@@ -514,6 +709,10 @@ class Architecture(Strict):
         widths = [d, (att.n_heads or 1) * head, (att.n_kv_heads or 1) * head]
         if att.latent is not None:
             widths += astuple_ints(att.latent)
+        if self.mixers is not None and (m := self.mixers.mamba2) is not None:
+            widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
+        if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
+            widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1]

@@ -276,6 +276,82 @@ def latent_dims(**changes: Any) -> dict[str, Any]:
     return defaults | changes
 
 
+def mamba2_dims(**changes) -> dict[str, Any]:
+    """Mamba-2 sizes for a d_model 64 toy (inner width 128 = 2 x d_model)."""
+    dims = {
+        "n_heads": 8,
+        "head_dim": 16,
+        "state_size": 16,
+        "n_groups": 2,
+        "conv_kernel": 4,
+        "conv_bias": True,
+        "proj_bias": False,
+        "mlp": False,
+    }
+    return {**dims, **changes}
+
+
+def deltanet_dims(**changes) -> dict[str, Any]:
+    """Gated DeltaNet sizes for a d_model 64 toy (2 key heads, 4 value heads)."""
+    dims = {
+        "n_key_heads": 2,
+        "n_value_heads": 4,
+        "key_head_dim": 16,
+        "value_head_dim": 8,
+        "conv_kernel": 4,
+        "mlp": True,
+    }
+    return {**dims, **changes}
+
+
+# An attention-free Mamba-2 stack: attention and MLP fields describe no layer.
+MAMBA2_ONLY = {
+    "attention.layer_pattern": ["mamba2"],
+    "attention.n_heads": None,
+    "attention.n_kv_heads": None,
+    "attention.qk_norm": None,
+    "position.type": "none",
+    "position.rope_theta": None,
+    "mlp.activation": None,
+    "mlp.d_ff": None,
+    "mixers": {"mamba2": mamba2_dims()},
+}
+# Qwen3-Next's 3:1 hybrid: three Gated DeltaNet layers, then one attention layer.
+DELTANET_HYBRID = {
+    "attention.layer_pattern": ["gated-deltanet"] * 3 + ["global"],
+    "n_layers": 4,
+    "mixers": {"gated_deltanet": deltanet_dims()},
+}
+
+
+def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
+    """(archdb's full-size count of the imported card, transformers' count, the card)."""
+    import warnings
+
+    import torch
+    import transformers
+
+    from archdb.builder.model import build_model, count_parameters
+    from archdb.hf_import import Identity, import_config
+    from archdb.writer import validate_card
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = transformers.AutoConfig.for_model(model_type, **sizes)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config)
+    identity = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01")
+    result = import_config(
+        {**config.to_dict(), "model_type": model_type},
+        source_url="https://huggingface.co/org/model/blob/main/config.json",
+        identity=identity,
+    )
+    card = validate_card(result.card)
+    ours = count_parameters(build_model(card.architecture, device="meta"))
+    return ours, sum(p.numel() for p in model.parameters()), card
+
+
 def make_arch(**changes) -> Architecture:
     """A small architecture (d_model 64, 2 layers) with dotted-path changes:
     make_arch(**{"norm.position": "post"})."""
@@ -283,6 +359,34 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    {
+        "position.rope_scaling": {
+            "type": "yarn",
+            "factor": 4.0,
+            "original_context": 16,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+        }
+    },
+    {
+        "mlp.moe": moe_block(n_shared=1, shared_d_ff=64, shared_gate=True, router_bias=True),
+        "bias.mlp": True,
+    },
+    {"attention.sinks": True},
+    {
+        "attention.sinks": True,
+        "attention.layer_pattern": ["local", "chunked", "global"],
+        "attention.sliding_window": 16,
+        "n_layers": 3,
+    },
+    {"attention.output_gate": "elementwise", "attention.qk_norm": "per-head"},
+    {"attention.output_gate": "headwise", "attention.n_kv_heads": 1},
+    MAMBA2_ONLY,
+    DELTANET_HYBRID,
+    {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two
+        "attention.layer_pattern": ["mamba2", "global"],
+        "mixers": {"mamba2": mamba2_dims(mlp=True, n_groups=1, proj_bias=True)},
+    },
     *({"norm.type": n.value} for n in NormType),
     {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},
     {"norm.type": "layernorm", "norm.affine": "none"},

@@ -140,10 +140,22 @@ def test_rope_parameters_dict_is_read_like_rope_theta():
     assert card_of(cfg).architecture.position.rope_theta == theta
 
 
-def test_rope_scaling_is_reported_and_noted():
+def test_rope_scaling_is_mapped_and_the_rest_reported_and_noted():
     result = imported(config("deepseek-v2-lite"))
-    assert result.unmapped["rope_scaling"]["type"] == "yarn"
+    scaling = validate_card(result.card).architecture.position.rope_scaling
+    assert (scaling.type.value, scaling.factor, scaling.original_context) == ("yarn", 40.0, 4096)
+    assert (scaling.beta_fast, scaling.beta_slow) == (32.0, 1.0)
+    assert result.unmapped["rope_scaling"] == {"mscale": 0.707, "mscale_all_dim": 0.707}
+    assert "mscale" in result.card["notes"]["architecture.position.rope_scaling"]
+
+
+def test_unknown_rope_scaling_types_are_reported_and_noted():
+    cfg = config("llama-2-7b-hf")
+    cfg["rope_scaling"] = {"type": "longrope", "factor": 4.0}
+    result = imported(cfg)
+    assert result.unmapped["rope_scaling"]["type"] == "longrope"
     assert "rope scaling" in result.card["notes"]["architecture.position"]
+    assert validate_card(result.card).architecture.position.rope_scaling is None
 
 
 def test_hidden_activation_wins_over_legacy_hidden_act():

@@ -20,7 +20,14 @@ from archdb.measure.hf_reference import (
     model_type_for,
 )
 from archdb.plan.layout import fill_unknowns
-from tests.conftest import latent_dims, make_arch, moe_block
+from tests.conftest import (
+    DELTANET_HYBRID,
+    MAMBA2_ONLY,
+    latent_dims,
+    make_arch,
+    mamba2_dims,
+    moe_block,
+)
 
 pytest.importorskip("transformers")
 
@@ -273,6 +280,43 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "attention.qk_norm_affine": "scale-and-bias",
         },
     ),
+    ("mamba2", MAMBA2_ONLY),
+    (
+        "mamba2",
+        {**MAMBA2_ONLY, "tied_embeddings": True, "mixers": {"mamba2": mamba2_dims(proj_bias=True)}},
+    ),
+    (
+        "bamba",
+        {
+            "attention.layer_pattern": ["mamba2", "mamba2", "global"],
+            "n_layers": 5,
+            "position.rotary_fraction": 0.5,
+            "mixers": {"mamba2": mamba2_dims(mlp=True)},
+        },
+    ),
+    (
+        "gpt_oss",
+        {
+            "attention.sinks": True,
+            "attention.layer_pattern": ["local", "global"],
+            "attention.sliding_window": 16,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+            "bias.mlp": True,
+            "mlp.moe": {**MOE, "router_bias": True},
+        },
+    ),
+    (
+        "qwen3_next",
+        {
+            **DELTANET_HYBRID,
+            "attention.qk_norm": "per-head",
+            "attention.output_gate": "elementwise",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.25,
+            "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "shared_gate": True},
+        },
+    ),
 ]
 
 
@@ -299,6 +343,12 @@ def test_a_different_model_is_refused_not_compared():
         )
     with pytest.raises(NotRepresentable, match=r"norm\.position"):
         hf_parameter_count(make_arch(**{"norm.position": "post"}), "llama")
+    with pytest.raises(NotRepresentable, match="transformers' llama has no sinks, output_gate"):
+        hf_parameter_count(
+            make_arch(**{"attention.sinks": True, "attention.output_gate": "headwise"}), "llama"
+        )
+    with pytest.raises(NotRepresentable, match="has no gated_deltanet"):
+        hf_parameter_count(make_arch(**DELTANET_HYBRID), "mistral")
 
 
 def _catalogue_toys():
@@ -322,3 +372,33 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     except NotRepresentable as exc:
         pytest.skip(f"transformers' {model_type} cannot build this card: {exc}")
     assert param_count(toy).total == theirs
+
+
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "changes"), [c for c in SMALL_CONFIGS if c[0] in _NEW_FAMILIES]
+)
+def test_new_families_round_trip_through_their_config(model_type, changes):
+    """import(to_config(card)) is the card: the converter and import-hf agree, field by
+    field (head_dim written out, context and filled choices aside)."""
+    from archdb.hf_import import Identity, import_config
+    from archdb.measure.hf_reference import REFERENCES
+    from archdb.writer import validate_card
+
+    arch, _ = fill_unknowns(make_arch(**changes))
+    config = REFERENCES[model_type].convert(arch) | {"model_type": model_type}
+    identity = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01")
+    url = "https://huggingface.co/org/model/blob/main/config.json"
+    back, _ = fill_unknowns(
+        validate_card(import_config(config, source_url=url, identity=identity).card).architecture
+    )
+
+    def comparable(a):
+        data = a.model_dump(mode="json")
+        data["context_length"] = None  # Mamba-2 configs have none; the builder fills one
+        data["attention"]["head_dim"] = a.head_dim_effective if a.has_attention() else None
+        return data
+
+    assert comparable(back) == comparable(arch)

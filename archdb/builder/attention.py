@@ -30,10 +30,13 @@ class HeadAttention(nn.Module):
         qk_norm: QKNormPair | None = None,
         relative: RelativeXL | None = None,
         takes_bias: bool = True,
+        gate_width: int = 0,
     ) -> None:
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
-        self.q = nn.Linear(d_model, n_heads * head_dim, bias=qkv_bias)
+        # an output gate widens each query head by its gate values (Qwen3-Next's layout)
+        self.gate_width = gate_width
+        self.q = nn.Linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
         self.k = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
         self.v = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
         self.o = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
@@ -50,7 +53,8 @@ class HeadAttention(nn.Module):
         b, t, _ = x.shape
         src = x if memory is None else memory
         s = src.shape[1]
-        q = self.q(x).view(b, t, self.n_heads, self.head_dim)
+        q = self.q(x).view(b, t, self.n_heads, self.head_dim + self.gate_width)
+        q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
         k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
         v = self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
         if self.qk_norm is not None:
@@ -63,8 +67,10 @@ class HeadAttention(nn.Module):
             bias = None
         if self.relative is not None:
             bias = self.relative(q, k)
-        out = self.kernel(q, k, v, bias)
-        return self.o(out.transpose(1, 2).reshape(b, t, -1))  # (B, T, d)
+        out = self.kernel(q, k, v, bias).transpose(1, 2)  # (B, T, H, D)
+        if self.gate_width:
+            out = out * torch.sigmoid(gate)
+        return self.o(out.reshape(b, t, -1))  # (B, T, d)
 
     def extra_repr(self) -> str:
         return f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"

@@ -43,9 +43,10 @@ class ResiDualResidual(Residual):
 
 
 class SerialBlock(nn.Module):
-    """Attention, then (in an encoder-decoder's decoder) cross-attention, then the MLP."""
+    """Attention (or a recurrent mixer), then (in an encoder-decoder's decoder)
+    cross-attention, then the MLP (absent in Mamba-2's mixer-only layers)."""
 
-    def __init__(self, attn: Residual, mlp: Residual, cross: Residual | None = None) -> None:
+    def __init__(self, attn: Residual, mlp: Residual | None, cross: Residual | None = None) -> None:
         super().__init__()
         self.attn, self.cross, self.mlp = attn, cross, mlp
 
@@ -59,7 +60,7 @@ class SerialBlock(nn.Module):
         x, dual = self.attn(x, dual, bias)
         if self.cross is not None:
             x, dual = self.cross(x, dual, None, memory)
-        return self.mlp(x, dual)
+        return self.mlp(x, dual) if self.mlp is not None else (x, dual)
 
 
 class ParallelBlock(nn.Module):

@@ -28,11 +28,15 @@ class SoftmaxKernel(nn.Module):
 
     flop_class = "attention"
 
-    def __init__(self, qk_dim: int, causal: bool, softcap: float | None) -> None:
+    def __init__(
+        self, qk_dim: int, causal: bool, softcap: float | None, sink_heads: int = 0
+    ) -> None:
         super().__init__()
         self.scale = 1.0 / math.sqrt(qk_dim)
         self.causal = causal
         self.softcap = softcap
+        # gpt-oss's attention sinks: a learned logit per head in every query's softmax
+        self.sinks = nn.Parameter(torch.zeros(sink_heads)) if sink_heads else None
 
     def probabilities(
         self, scores: torch.Tensor, bias: torch.Tensor | None, allowed: torch.Tensor | None
@@ -43,7 +47,11 @@ class SoftmaxKernel(nn.Module):
             scores = torch.tanh(scores / self.softcap) * self.softcap
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
-        return scores.softmax(dim=-1)
+        if self.sinks is None:
+            return scores.softmax(dim=-1)
+        shape = (1, -1) + (1,) * (scores.dim() - 2)  # heads on dim 1, like the scores
+        sink = self.sinks.view(shape).expand(*scores.shape[:-1], 1)
+        return torch.cat([scores, sink], dim=-1).softmax(dim=-1)[..., :-1]
 
     def extra_repr(self) -> str:
         cap = f", softcap={self.softcap:g}" if self.softcap else ""
@@ -62,8 +70,10 @@ class GlobalKernel(SoftmaxKernel):
 class LocalKernel(SoftmaxKernel):
     """Each query scores its ``window`` latest keys (itself included), padding masked."""
 
-    def __init__(self, qk_dim: int, causal: bool, softcap: float | None, window: int) -> None:
-        super().__init__(qk_dim, causal, softcap)
+    def __init__(
+        self, qk_dim: int, causal: bool, softcap: float | None, window: int, sink_heads: int = 0
+    ) -> None:
+        super().__init__(qk_dim, causal, softcap, sink_heads)
         self.window = window
 
     def forward(
@@ -89,8 +99,10 @@ class LocalKernel(SoftmaxKernel):
 class ChunkedKernel(SoftmaxKernel):
     """Causal attention within consecutive blocks of ``chunk`` tokens."""
 
-    def __init__(self, qk_dim: int, causal: bool, softcap: float | None, chunk: int) -> None:
-        super().__init__(qk_dim, causal, softcap)
+    def __init__(
+        self, qk_dim: int, causal: bool, softcap: float | None, chunk: int, sink_heads: int = 0
+    ) -> None:
+        super().__init__(qk_dim, causal, softcap, sink_heads)
         self.chunk = chunk
 
     def forward(

@@ -142,13 +142,13 @@ class BuildContext:
 
     def __init__(self, context: int) -> None:
         self.context = context
-        self.rotary_tables: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
+        self.rotary_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def rotary(self, dims: int, theta: float, context: int) -> Rotary:
-        key = (dims, theta)
+    def rotary(self, dims: int, theta: float, context: int, scaling=None) -> Rotary:
+        key = (dims, theta, scaling)
         if key not in self.rotary_tables:
-            self.rotary_tables[key] = rotary_tables(dims, theta, context)
+            self.rotary_tables[key] = rotary_tables(dims, theta, context, scaling)
         return Rotary(dims, theta, context, self.rotary_tables[key])
 
     def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:
@@ -172,8 +172,10 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
         return block.norm.module(block.d_model) if present else nn.Identity()
 
     slots = block.slots
-    attn, mlp = block.mixer.module(ctx), block.mlp.module(ctx)
+    attn = block.mixer.module(ctx)
+    mlp = block.mlp.module(ctx) if block.mlp is not None else None
     if block.parallel:
+        assert mlp is not None  # the plan gives parallel blocks an MLP
         return ParallelBlock(
             attn,
             mlp,
@@ -189,7 +191,7 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
         return cls(sublayer, norm_if(slots.before), norm_if(slots.branch), norm_if(slots.after))
 
     cross = residual(block.cross.module(ctx)) if block.cross else None
-    return SerialBlock(residual(attn), residual(mlp), cross)
+    return SerialBlock(residual(attn), residual(mlp) if mlp is not None else None, cross)
 
 
 # --- reading a built model ----------------------------------------------------------------

@@ -20,9 +20,9 @@ from .mlp import Act
 class Router(nn.Module):
     """Token -> top-k expert indices and their weights (softmax over the chosen logits)."""
 
-    def __init__(self, d_model: int, n_experts: int, top_k: int) -> None:
+    def __init__(self, d_model: int, n_experts: int, top_k: int, bias: bool = False) -> None:
         super().__init__()
-        self.proj = nn.Linear(d_model, n_experts, bias=False)
+        self.proj = nn.Linear(d_model, n_experts, bias=bias)
         self.top_k = top_k
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
@@ -77,16 +77,24 @@ def _apply(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, idx: torch.
 class MoE(nn.Module):
     """Routed experts plus optional shared experts that every token uses (DeepSeekMoE)."""
 
-    def __init__(self, router: Router, experts: Experts, shared: nn.Module | None) -> None:
+    def __init__(
+        self, router: Router, experts: Experts, shared: nn.Module | None, shared_gate: bool = False
+    ) -> None:
         super().__init__()
         self.router = router
         self.experts = experts
         self.shared = shared
+        d_model = router.proj.in_features
+        # Qwen2-MoE's shared_expert_gate: a per-token sigmoid on the shared experts' output
+        self.shared_gate = nn.Linear(d_model, 1, bias=False) if shared_gate else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d)
         flat = x.reshape(-1, x.shape[-1])  # (N, d)
         index, weight = self.router(flat)
         y = (self.experts(flat, index) * weight.unsqueeze(-1)).sum(dim=1)  # (N, d)
         if self.shared is not None:
-            y = y + self.shared(flat)
+            shared = self.shared(flat)
+            if self.shared_gate is not None:
+                shared = torch.sigmoid(self.shared_gate(flat)) * shared
+            y = y + shared
         return y.view_as(x)

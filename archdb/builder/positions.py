@@ -12,6 +12,8 @@ import math
 import torch
 from torch import nn
 
+from archdb.schema import RopeScaling
+
 # --- absolute: added to the token embeddings -------------------------------------------
 
 
@@ -78,14 +80,63 @@ class Rotary(nn.Module):
         return f"dims={self.dims}, theta={self.theta:g}"
 
 
-def rotary_tables(dims: int, theta: float, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and signed sin tables (max_len, dims), shareable by every layer with this theta."""
-    inv = 1.0 / theta ** (torch.arange(0, dims, 2, dtype=torch.float32) / dims)
+def rotary_tables(
+    dims: int, theta: float, max_len: int, scaling: RopeScaling | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and signed sin tables (max_len, dims), shareable by every layer with this theta;
+    ``scaling`` stretches the frequencies as transformers' rope_type of that name does."""
+    inv, attention_factor = scaled_frequencies(dims, theta, max_len, scaling)
     angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * inv  # (L, dims/2)
-    cos = torch.cat((angles.cos(), angles.cos()), -1)
+    cos = torch.cat((angles.cos(), angles.cos()), -1) * attention_factor
     # the sign of rotate_half folded into the table: swap(x) * sin == rotate_half(x) * sin
-    sin = torch.cat((-angles.sin(), angles.sin()), -1)
+    sin = torch.cat((-angles.sin(), angles.sin()), -1) * attention_factor
     return cos, sin
+
+
+def scaled_frequencies(
+    dims: int, theta: float, max_len: int, scaling: RopeScaling | None
+) -> tuple[torch.Tensor, float]:
+    """RoPE's inverse frequencies (dims/2,) after scaling, and YaRN's cos/sin factor.
+
+    dynamic: the NTK base for a sequence of ``max_len`` tokens (the tables' length), as
+    transformers computes it for that length; unchanged up to original_context."""
+    exponents = torch.arange(0, dims, 2, dtype=torch.float32) / dims
+    inv = 1.0 / theta**exponents
+    if scaling is None:
+        return inv, 1.0
+    kind, factor = scaling.type.value, scaling.factor
+    if kind == "linear":
+        return inv / factor, 1.0
+    original = scaling.original_context
+    assert original is not None  # the schema requires it for the other types
+    if kind == "dynamic":
+        if max_len <= original:
+            return inv, 1.0
+        base = theta * ((factor * max_len / original) - (factor - 1)) ** (dims / (dims - 2))
+        return 1.0 / base**exponents, 1.0
+    if kind == "llama3":
+        low_wavelen = original / scaling.low_freq_factor
+        high_wavelen = original / scaling.high_freq_factor
+        wavelen = 2 * math.pi / inv
+        smooth = (original / wavelen - scaling.low_freq_factor) / (
+            scaling.high_freq_factor - scaling.low_freq_factor
+        )
+        mid = (1 - smooth) * inv / factor + smooth * inv
+        out = torch.where(wavelen > low_wavelen, inv / factor, inv)
+        band = (wavelen <= low_wavelen) & (wavelen >= high_wavelen)
+        return torch.where(band, mid, out), 1.0
+    # yarn: interpolate the low-frequency dims, keep the high ones, a linear ramp between
+    fast, slow = scaling.beta_fast or 32.0, scaling.beta_slow or 1.0
+
+    def dim_of(rotations: float) -> float:
+        return dims * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low = max(math.floor(dim_of(fast)), 0)
+    high = min(math.ceil(dim_of(slow)), dims - 1)
+    ramp = (torch.arange(dims // 2, dtype=torch.float32) - low) / max(high - low, 1e-3)
+    extrapolate = 1 - ramp.clamp(0, 1)
+    inv = (inv / factor) * (1 - extrapolate) + inv * extrapolate
+    return inv, (0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0)
 
 
 # --- biases on attention scores ---------------------------------------------------------

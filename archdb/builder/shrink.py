@@ -17,8 +17,12 @@ d_model a multiple of n_heads where the card's is); heads to
 least 2; vocabulary to 256; context to 64 tokens (or a stated ``seq_len``); local windows
 and chunks to a quarter of the toy context, 16 of 64 tokens (when the card's window is
 shorter than its context; else to the whole toy context); MLA head dims by a common factor
-to an 8-dim RoPE key. Where no width factor keeps a ratio exactly, the toy rounds it and
-says so in ``approximated``.
+to an 8-dim RoPE key. Recurrent mixers (``mixers``) keep their kernel widths, the
+ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
+heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
+and key/value head widths to at most 16. Attention-free cards have no head constraint.
+Where no width factor keeps a ratio exactly, the toy rounds it and says so in
+``approximated``.
 """
 
 from __future__ import annotations
@@ -94,9 +98,10 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     ``seq_len`` tokens if given (windows and chunks scaled with it, see ``ToyRule.at``)."""
     rule = rule.at(seq_len)
     _require_sizes(arch)
-    heads = _toy_heads(arch, rule)
+    attention = arch.has_attention()
+    heads = _toy_heads(arch, rule) if attention else _Heads(0, 0, 1)
     n_layers, n_enc, first_dense = _toy_depth(arch, rule)
-    widths = _toy_widths(arch, heads, rule)
+    widths = _toy_widths(arch, heads, rule) if attention else _attention_free_widths(arch, rule)
     data = arch.model_dump()
     data.update(
         d_model=widths.d_model,
@@ -109,13 +114,16 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if arch.kind is Kind.ENCODER_DECODER:
         data["n_encoder_layers"] = n_enc
     att = data["attention"]
-    att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
+    if attention:
+        att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
+    if arch.mixers is not None:
+        data["mixers"] = _toy_mixers(arch, widths.d_model, rule)
     if arch.attention.sliding_window is not None:
         short = arch.attention.sliding_window < (arch.context_length or math.inf)
         att["sliding_window"] = rule.window if short else rule.context
     if arch.attention.latent is not None:
         att["latent"] = widths.latent
-    data["mlp"]["d_ff"] = widths.scaled["d_ff"]
+    data["mlp"]["d_ff"] = widths.scaled.get("d_ff")
     moe = data["mlp"]["moe"]
     if moe is not None:
         moe["first_dense_layers"] = first_dense
@@ -130,14 +138,16 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
 
 
 def _require_sizes(arch: Architecture) -> None:
-    missing = [
-        f"architecture.{name}"
-        for name in ("d_model", "n_layers", "mlp.d_ff")
-        if _get(arch, name) is None
-    ]
-    if arch.attention.n_heads is None:
+    names = ("d_model", "n_layers") + (("mlp.d_ff",) if arch.has_mlp() else ())
+    missing = [f"architecture.{name}" for name in names if _get(arch, name) is None]
+    attention = arch.has_attention()
+    if attention and arch.attention.n_heads is None:
         missing.append("architecture.attention.n_heads")
-    if arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_kv_heads is None:
+    if (
+        attention
+        and arch.attention.variant is not AttentionVariant.LATENT
+        and arch.attention.n_kv_heads is None
+    ):
         missing.append("architecture.attention.n_kv_heads")
     if missing:
         raise BuildError(f"cannot build: unknown (null) sizes: {', '.join(missing)}")
@@ -231,6 +241,48 @@ def _toy_widths(arch: Architecture, heads: _Heads, rule: ToyRule) -> _Widths:
     return _approximate(arch, heads, fields, inner, rule)
 
 
+def _attention_free_widths(arch: Architecture, rule: ToyRule) -> _Widths:
+    """No heads to keep: the smallest d_model >= the minimum keeping the width ratios."""
+    d = arch.d_model
+    fields = _width_fields(arch)
+    base = d // math.gcd(d, *fields.values())
+    d_t = math.ceil(min(rule.d_model_min, d) / base) * base
+    if d_t <= min(rule.d_model_max, d):
+        return _Widths(d_t, 0, {k: v * d_t // d for k, v in fields.items()}, None, [])
+    d_t = min(d, rule.d_model_min)
+    scaled = {k: max(1, round(v * d_t / d)) for k, v in fields.items()}
+    moved = [f"{k}/d_model {fields[k] / d:.4g} -> {v / d_t:.4g}" for k, v in scaled.items()]
+    return _Widths(d_t, 0, scaled, None, moved)
+
+
+def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
+    """Recurrent mixer sizes of the toy (see the module docstring)."""
+    assert arch.mixers is not None
+    out = arch.mixers.model_dump()
+    d, m, g = arch.d_model, arch.mixers.mamba2, arch.mixers.gated_deltanet
+    if m is not None:
+        per_group = m.n_heads // m.n_groups
+        groups = 1 if m.n_groups == 1 else 2
+        heads = groups * max(1, min(per_group, rule.mha_heads // groups))
+        inner = m.n_heads * m.head_dim * d_t / d
+        head_dim = max(rule.head_dim_min, round(inner / heads))
+        out["mamba2"] |= {
+            "n_heads": heads,
+            "n_groups": groups,
+            "head_dim": head_dim + head_dim % 2,
+            "state_size": min(m.state_size, 16),
+        }
+    if g is not None:
+        keys = min(g.n_key_heads, rule.kv_heads_max)
+        out["gated_deltanet"] |= {
+            "n_key_heads": keys,
+            "n_value_heads": keys * (g.n_value_heads // g.n_key_heads),
+            "key_head_dim": min(g.key_head_dim, 16),
+            "value_head_dim": min(g.value_head_dim, 16),
+        }
+    return out
+
+
 def _head_dim(
     arch: Architecture,
     heads: _Heads,
@@ -315,8 +367,8 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
     kept = [
         "every categorical choice (norm, activation, positions, attention variant, QK norm, "
         "soft-caps, biases, parallel blocks, tied embeddings)",
-        f"d_ff/d_model = {_ratio(toy.mlp.d_ff, toy.d_model)}",
-        f"query groups = {heads.groups}",
+        *([f"d_ff/d_model = {_ratio(toy.mlp.d_ff, toy.d_model)}"] if toy.mlp.d_ff else []),
+        *([f"query groups = {heads.groups}"] if toy.has_attention() else []),
         f"layer pattern (period {len(toy.attention.layer_pattern)}): "
         + ", ".join(k.value for k in toy.attention.layer_pattern),
     ]
@@ -325,6 +377,8 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(f"n_heads*head_dim/d_model = {_ratio(inner, toy.d_model)}")
     if full.position.rotary_fraction is not None:
         kept.append(f"rotary fraction = {full.position.rotary_fraction:g}")
+    if toy.mixers is not None:
+        kept.append(f"recurrent mixers (toy sizes): {toy.mixers.model_dump(exclude_none=True)}")
     moe = toy.mlp.moe
     if moe is not None:
         kept.append(

@@ -58,7 +58,8 @@ class FlopCount:
 
 @dataclass(frozen=True)
 class CacheSize:
-    """K/V cache of one sequence of ``context`` tokens at ``bytes_per_element`` each."""
+    """K/V cache and recurrent state of one sequence of ``context`` tokens at
+    ``bytes_per_element`` each (a recurrent state counts once, whatever the context)."""
 
     context: int
     bytes_per_element: float

@@ -47,6 +47,24 @@ class Reference:
     model_class: str
     convert: Callable[[Architecture], dict]
     decoder_only_of: str | None = None  # count only this submodule (multimodal models)
+    extras: frozenset[str] = frozenset()  # the optional mechanisms (see EXTRAS) it builds
+
+
+# Optional mechanisms a family's code must build for a comparison to mean anything: a card
+# using one is NotRepresentable by every reference that does not list it.
+EXTRAS: dict[str, Callable[[Architecture], bool]] = {
+    "sinks": lambda a: bool(a.attention.sinks),
+    "output_gate": lambda a: a.attention.output_gate is not None,
+    "mamba2": lambda a: LayerKind.MAMBA2 in a.attention.layer_pattern,
+    "gated_deltanet": lambda a: LayerKind.GATED_DELTANET in a.attention.layer_pattern,
+    "router_bias": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_bias),
+    "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
+}
+
+
+def _check_extras(a: Architecture, ref: Reference) -> None:
+    used = [name for name, uses in EXTRAS.items() if uses(a) and name not in ref.extras]
+    _require(not used, f"transformers' {ref.model_type} has no {', '.join(used)}")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -211,6 +229,135 @@ def qwen3_moe(a: Architecture) -> dict:
         "num_experts_per_tok": moe.n_active,
         "decoder_sparse_step": moe.layer_period,
     }
+
+
+def _rope(a: Architecture) -> dict:
+    """RoPE base and rotating share, as transformers 5 spells them."""
+    fraction = a.position.rotary_fraction
+    params = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+    return {"rope_parameters": params | ({"partial_rotary_factor": fraction} if fraction else {})}
+
+
+def _kinds(a: Architecture, names: dict[LayerKind, str]) -> list[str]:
+    """Every layer's transformers layer type."""
+    return [names[k] for k in a.layer_kinds()]
+
+
+def _mamba2_sizes(a: Architecture, prefix: str) -> dict:
+    m = a.mixers.mamba2 if a.mixers is not None else None
+    _require(m is not None, "mixers.mamba2 sizes")
+    inner = m.n_heads * m.head_dim
+    _require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
+    names = {
+        "n_heads": "num_heads" if not prefix else "mamba_n_heads",
+        "head_dim": "head_dim" if not prefix else "mamba_d_head",
+        "state_size": "state_size" if not prefix else "mamba_d_state",
+        "n_groups": "n_groups" if not prefix else "mamba_n_groups",
+        "conv_kernel": "conv_kernel" if not prefix else "mamba_d_conv",
+        "conv_bias": "use_conv_bias" if not prefix else "mamba_conv_bias",
+        "proj_bias": "use_bias" if not prefix else "mamba_proj_bias",
+    }
+    out = {key: getattr(m, name) for name, key in names.items()}
+    out["expand" if not prefix else "mamba_expand"] = inner // a.d_model
+    return out
+
+
+def mamba2(a: Architecture) -> dict:
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _require(a.attention.layer_pattern == [LayerKind.MAMBA2], "layer_pattern [mamba2]")
+    _require(not a.mixers.mamba2.mlp, "mixers.mamba2.mlp false: a layer is the mixer alone")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "tie_word_embeddings": a.tied_embeddings,
+    } | _mamba2_sizes(a, "")
+
+
+def bamba(a: Architecture) -> dict:
+    _llama_like(a)
+    _softmax_attention(a)
+    _dense(a)
+    _act(a, Activation.SWIGLU)
+    _pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+    _require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
+    indices = [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL]
+    return (
+        _base(a)
+        | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
+        | _mamba2_sizes(a, "mamba_")
+        | _rope(a)
+    )
+
+
+def gpt_oss(a: Architecture) -> dict:
+    _llama_like(a)
+    _softmax_attention(a)
+    _act(a, Activation.SWIGLU)
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _require(bool(a.attention.sinks), "attention.sinks: gpt-oss always has them")
+    _require(a.bias.qkv == a.bias.attn_out and a.bias.mlp, "attention_bias; biased experts")
+    moe = a.mlp.moe
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.layer_period == 1
+        and moe.n_shared == 0
+        and bool(moe.router_bias),
+        "every layer MoE with a biased router, no shared experts",
+    )
+    names = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "num_local_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "sliding_window": a.attention.sliding_window,
+        "layer_types": _kinds(a, names),
+    }
+
+
+def qwen3_next(a: Architecture) -> dict:
+    _llama_like(a, QKNorm.PER_HEAD)
+    _act(a, Activation.SWIGLU)
+    _pattern(a, LayerKind.GATED_DELTANET, LayerKind.GLOBAL)
+    _require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
+    _bias(a, False, False, False)
+    moe = a.mlp.moe
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.n_shared == 1
+        and bool(moe.shared_gate),
+        "MoE from the first layer with one gated shared expert",
+    )
+    g = a.mixers.gated_deltanet if a.mixers is not None else None
+    names = {LayerKind.GATED_DELTANET: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    sizes = {}
+    if g is not None:
+        _require(g.mlp, "mixers.gated_deltanet.mlp true")
+        sizes = {
+            "linear_num_key_heads": g.n_key_heads,
+            "linear_num_value_heads": g.n_value_heads,
+            "linear_key_head_dim": g.key_head_dim,
+            "linear_value_head_dim": g.value_head_dim,
+            "linear_conv_kernel_dim": g.conv_kernel,
+        }
+    return (
+        _base(a)
+        | {
+            "moe_intermediate_size": a.mlp.d_ff,
+            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+            "shared_expert_intermediate_size": moe.shared_d_ff,
+            "num_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "decoder_sparse_step": moe.layer_period,
+            "layer_types": _kinds(a, names),
+        }
+        | sizes
+        | _rope(a)
+    )
 
 
 def gemma(a: Architecture) -> dict:
@@ -592,6 +739,24 @@ REFERENCES: dict[str, Reference] = {
         Reference("falcon", "FalconConfig", "FalconForCausalLM", falcon),
         Reference("t5", "T5Config", "T5ForConditionalGeneration", t5),
         Reference(
+            "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
+        ),
+        Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
+        Reference(
+            "gpt_oss",
+            "GptOssConfig",
+            "GptOssForCausalLM",
+            gpt_oss,
+            extras=frozenset({"sinks", "router_bias"}),
+        ),
+        Reference(
+            "qwen3_next",
+            "Qwen3NextConfig",
+            "Qwen3NextForCausalLM",
+            qwen3_next,
+            extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
+        ),
+        Reference(
             "chameleon",
             "ChameleonConfig",
             "ChameleonForConditionalGeneration",
@@ -645,6 +810,10 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-2": "phi",
     "phi-1.5": "phi",
     "chameleon": "chameleon",
+    "mamba-2": "mamba2",
+    "bamba": "bamba",
+    "gpt-oss": "gpt_oss",
+    "qwen3-next": "qwen3_next",
 }
 
 
@@ -667,6 +836,7 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
 
     ref = REFERENCES[model_type]
     arch, _ = fill_unknowns(arch)
+    _check_extras(arch, ref)
     # special-token ids are not parameters; the configs' defaults may lie outside a toy's
     # vocabulary, which transformers warns about or refuses
     kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}

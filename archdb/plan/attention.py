@@ -14,7 +14,7 @@ from typing import Any
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import AttentionVariant, LayerKind
+from archdb.schema import AttentionVariant, LayerKind, OutputGate
 
 from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec
@@ -84,6 +84,7 @@ class SoftmaxKernel:
     causal: bool
     softcap: float | None
     window: int | None  # local window or chunk, tokens
+    sink_heads: int = 0  # heads with a learned sink logit (gpt-oss); 0 for none
 
     @property
     def rule(self) -> KernelRule:
@@ -107,14 +108,19 @@ class SoftmaxKernel:
             per_score += cv.SOFTCAP
         tally.add(C.ATTENTION, h * dense * per_score, h * useful * per_score)
         tally.add(C.SOFTMAX, h * dense * cv.SOFTMAX, h * useful * cv.SOFTMAX)
+        if self.sink_heads:  # one more logit per query and head in the softmax
+            tally.add(C.SOFTMAX, t * h * cv.SOFTMAX)
+
+    def params(self) -> int:
+        return self.sink_heads
 
     def module(self):
         from archdb.builder import kernels
 
         cls = getattr(kernels, self.rule.module)
         if self.rule.windowed:
-            return cls(self.qk_dim, self.causal, self.softcap, self.window)
-        return cls(self.qk_dim, self.causal, self.softcap)
+            return cls(self.qk_dim, self.causal, self.softcap, self.window, self.sink_heads)
+        return cls(self.qk_dim, self.causal, self.softcap, sink_heads=self.sink_heads)
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,9 @@ class LinearKernel:
 
     def cached_keys(self, context: int) -> int:
         return 0  # a fixed-size state, not a per-token cache
+
+    def params(self) -> int:
+        return 0
 
     def flops(self, tally: Tally, h: int, qk: int, vd: int) -> None:
         per_head = (
@@ -163,17 +172,26 @@ class HeadAttention:
     takes_bias: bool = False  # adds the stack's (or its own) position bias to the scores
     relative_xl: RelativeXLSpec | None = None
     cached: bool = True  # causal self-attention and cross-attention keep K/V
+    output_gate: OutputGate | None = None
+
+    @property
+    def gate_width(self) -> int:
+        """Gate values per head, read from the widened query projection."""
+        if self.output_gate is None:
+            return 0
+        return self.head_dim if self.output_gate is OutputGate.ELEMENTWISE else 1
 
     def params(self) -> int:
         d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
-        n = linear_params(d, h * hd, self.qkv_bias) + 2 * linear_params(d, kv * hd, self.qkv_bias)
-        n += linear_params(h * hd, d, self.out_bias)
+        n = linear_params(d, h * (hd + self.gate_width), self.qkv_bias)
+        n += 2 * linear_params(d, kv * hd, self.qkv_bias)
+        n += linear_params(h * hd, d, self.out_bias) + self.kernel.params()
         n += self.qk_norm.params() if self.qk_norm else 0
         return n + (self.relative_xl.params() if self.relative_xl else 0)
 
     def flops(self, tally: Tally) -> None:
         d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
-        tally.linear(d, h * hd, self.qkv_bias)
+        tally.linear(d, h * (hd + self.gate_width), self.qkv_bias)
         tally.linear(d, kv * hd, self.qkv_bias)
         tally.linear(d, kv * hd, self.qkv_bias)
         if self.qk_norm is not None:
@@ -187,6 +205,8 @@ class HeadAttention:
             if self.relative_xl is not None:
                 extra += self.relative_xl.flops(tally)
             self.kernel.flops(tally, h, hd, extra)
+        if self.output_gate is not None:
+            tally.elementwise(h * self.gate_width + h * hd)  # sigmoid, then the product
         tally.linear(h * hd, d, self.out_bias)
 
     def cache_entries(self, context: int) -> int:
@@ -210,6 +230,7 @@ class HeadAttention:
             self.qk_norm.module() if self.qk_norm else None,
             self.relative_xl.module(ctx) if self.relative_xl else None,
             self.takes_bias,
+            self.gate_width,
         )
 
 
@@ -316,6 +337,7 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         takes_bias=takes_bias,
         relative_xl=relative_xl,
         cached=causal or spec is None,
+        output_gate=att.output_gate,
     )
 
 

@@ -57,8 +57,18 @@ REQUIRED = (
 
 def check_buildable(arch: Architecture) -> None:
     """Raise BuildError naming every null value the builder needs."""
-    missing = [p for p in REQUIRED if get_path(arch, p) is None]
-    if arch.attention.variant is not AttentionVariant.LATENT and arch.attention.n_kv_heads is None:
+    attention, mlp = arch.has_attention(), arch.has_mlp()
+    required = [
+        p
+        for p in REQUIRED
+        if (attention or not p.startswith("attention.")) and (mlp or not p.startswith("mlp."))
+    ]
+    missing = [p for p in required if get_path(arch, p) is None]
+    if (
+        attention
+        and arch.attention.variant is not AttentionVariant.LATENT
+        and arch.attention.n_kv_heads is None
+    ):
         missing.append("attention.n_kv_heads")
     if missing:
         fields = ", ".join(f"architecture.{p}" for p in missing)
@@ -90,6 +100,14 @@ def _unsupported(arch: Architecture) -> str | None:
             return "linear attention has no score matrix to bias or soft-cap"
         if windowed:
             return "linear attention with local or chunked layers"
+    if not all(kind.attention for kind in kinds):
+        if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
+            return "mamba2 or gated-deltanet layers outside a serial decoder-only model"
+        if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
+            return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
+    extras = att.sinks or att.output_gate is not None
+    if extras and att.variant is not AttentionVariant.SOFTMAX:
+        return "attention sinks or an output gate outside softmax head attention"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
     if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:
@@ -148,14 +166,14 @@ def rotary_dims(arch: Architecture, head_dim: int) -> int:
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """One decoder layer: its attention kind, whether it uses positions, and its MLP."""
+    """One decoder layer: its mixer kind, whether it uses positions, and its MLP."""
 
     index: int
     kind: LayerKind
     window: int | None  # local window or chunk size, tokens
     rope_theta: float | None  # None: no rotary embedding in this layer
     moe: bool
-    d_ff: int  # dense width, or one routed expert's width for MoE layers
+    d_ff: int | None  # dense width, or one routed expert's width; None: no MLP sublayer
 
 
 def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
@@ -170,7 +188,10 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
     d_ff = arch.mlp.d_ff
     if moe is not None and not is_moe:
         d_ff = moe.dense_d_ff
-    assert d_ff is not None
+    if not layer_has_mlp(arch, kind):
+        d_ff, is_moe = None, False
+    else:
+        assert d_ff is not None
     return LayerSpec(
         index=index,
         kind=kind,
@@ -179,6 +200,16 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
         moe=is_moe,
         d_ff=d_ff,
     )
+
+
+def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
+    """Attention layers always have an MLP; a recurrent mixer's sizes say whether it does."""
+    mixers = arch.mixers
+    if kind is LayerKind.MAMBA2 and mixers is not None and mixers.mamba2 is not None:
+        return mixers.mamba2.mlp
+    if kind is LayerKind.GATED_DELTANET and mixers is not None and mixers.gated_deltanet:
+        return mixers.gated_deltanet.mlp
+    return True
 
 
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none

@@ -108,9 +108,13 @@ class MoESpec:
     n_active: int
     expert: DenseMLP
     shared: DenseMLP | None
+    router_bias: bool = False
+    shared_gate: bool = False  # sigmoid(Linear(d -> 1)) scales the shared experts' output
 
     def params(self) -> int:
-        n = self.d_model * self.n_experts + self.n_experts * self.expert.params()  # + router
+        n = linear_params(self.d_model, self.n_experts, self.router_bias)  # the router
+        n += self.n_experts * self.expert.params()
+        n += linear_params(self.d_model, 1, False) if self.shared_gate else 0
         return n + (self.shared.params() if self.shared else 0)
 
     def inactive_params(self) -> int:
@@ -118,13 +122,16 @@ class MoESpec:
 
     def flops(self, tally: Tally) -> None:
         t, d, k = tally.seq_len, self.d_model, self.n_active
-        tally.linear(d, self.n_experts, False)  # router
+        tally.linear(d, self.n_experts, self.router_bias)  # router
         tally.add(C.SOFTMAX, t * cv.SOFTMAX * k)
         self.expert.flops(tally, t * k)  # k experts per token
         tally.elementwise(2 * k * d)  # weight each expert's output, sum them
         if self.shared is not None:
             self.shared.flops(tally)
             tally.elementwise(d)
+        if self.shared_gate:
+            tally.linear(d, 1, False)
+            tally.elementwise(1 + d)  # sigmoid, then the product
 
     def module(self, ctx=None):
         from archdb.builder.mlp import Act
@@ -136,4 +143,5 @@ class MoESpec:
         )
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None
-        return MoE(Router(self.d_model, self.n_experts, self.n_active), experts, shared)
+        router = Router(self.d_model, self.n_experts, self.n_active, self.router_bias)
+        return MoE(router, experts, shared, self.shared_gate)

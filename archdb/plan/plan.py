@@ -29,6 +29,7 @@ from .layout import (
 from .mlp import DenseMLP, MoESpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
+from .recurrent import RECURRENT, RecurrentMixer
 from .tally import Tally
 
 # --- specs ------------------------------------------------------------------------------
@@ -86,11 +87,11 @@ class OutputHead:
 
 @dataclass(frozen=True)
 class Block:
-    """One layer: a mixer and an MLP (or MoE) on the residual stream, with its norms."""
+    """One layer: a mixer and an MLP (or MoE, or none) on the residual stream, with norms."""
 
     d_model: int
-    mixer: Mixer
-    mlp: DenseMLP | MoESpec
+    mixer: Mixer | RecurrentMixer
+    mlp: DenseMLP | MoESpec | None  # None: the mixer alone (Mamba-2's layers)
     norm: NormSpec
     slots: NormSlots
     parallel: bool = False
@@ -104,14 +105,19 @@ class Block:
         if self.parallel:
             before = (1 if self.shared_norm else 2) if s.before else 0
             return before + 2 * s.branch + s.after
-        return s.count * (3 if self.cross else 2)
+        return s.count * len(self.sublayers())
+
+    def sublayers(self) -> list:
+        """The serial sublayers in order: mixer, cross-attention, MLP (those present)."""
+        cross = [self.cross] if self.cross else []
+        return [self.mixer, *cross, *([self.mlp] if self.mlp is not None else [])]
 
     def params(self) -> int:
-        n = self.mixer.params() + self.mlp.params() + self.norm.params(self.d_model) * self.n_norms
-        return n + (self.cross.params() if self.cross else 0)
+        n = sum(sub.params() for sub in self.sublayers())
+        return n + self.norm.params(self.d_model) * self.n_norms
 
     def inactive_params(self) -> int:
-        return self.mlp.inactive_params()
+        return self.mlp.inactive_params() if self.mlp is not None else 0
 
     def flops(self, tally: Tally) -> None:
         d = self.d_model
@@ -120,10 +126,10 @@ class Block:
                 self.norm.flops(tally, d)
             tally.elementwise(2 * d)  # x + attn + mlp
             self.mixer.flops(tally)
+            assert self.mlp is not None  # parallel blocks always have an MLP
             self.mlp.flops(tally)
             return
-        sublayers = [self.mixer] + ([self.cross] if self.cross else []) + [self.mlp]
-        for sublayer in sublayers:
+        for sublayer in self.sublayers():
             for _ in range(self.slots.count):
                 self.norm.flops(tally, d)
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
@@ -209,7 +215,7 @@ class _Reader:
         self.a = arch
         self.d = arch.d_model
         self.norm = NormSpec.of(arch.norm.type, arch.norm.affine)
-        self.dims = head_dims(arch)
+        self.dims = head_dims(arch) if arch.has_attention() else None
         self.scheme = SCHEMES[arch.position.type]
 
     def plan(self) -> Plan:
@@ -250,7 +256,7 @@ class _Reader:
             return keys[layer_key(a, pattern, i)]
 
         bias = None
-        if self.scheme.stack_bias:
+        if self.scheme.stack_bias and self.dims is not None:
             bias = StackBias(
                 a.position.type, self.dims.n_heads, a.context_length, causal, relative_buckets(a)
             )
@@ -273,8 +279,11 @@ class _Reader:
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
         )
 
-    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer:
-        """Self-attention of a layer; ``spec=None`` is cross-attention."""
+    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
+        """A layer's token mixer: attention of the card's variant, or the recurrent mixer
+        its pattern entry names; ``spec=None`` is cross-attention."""
+        if spec is not None and not spec.kind.attention:
+            return RECURRENT[spec.kind](self, spec)
         return MIXERS[self.a.attention.variant](self, spec, causal)
 
     def qk_norm(self) -> QKNormSpec | None:
@@ -294,25 +303,40 @@ class _Reader:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
-        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window)
+        sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
+        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window, sinks)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
             return None
-        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length)
+        pos = self.a.position
+        # local layers with a base of their own keep it unscaled (Gemma 3's sliding layers)
+        own_base = spec.kind is LayerKind.LOCAL and pos.rope_theta_local is not None
+        scaling = None if own_base else pos.rope_scaling
+        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length, scaling)
 
     def takes_bias(self, spec: LayerSpec | None) -> bool:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
 
-    def mlp(self, spec: LayerSpec) -> DenseMLP | MoESpec:
+    def mlp(self, spec: LayerSpec) -> DenseMLP | MoESpec | None:
         a = self.a
         act, bias = a.mlp.activation, bool(a.bias.mlp)
+        if spec.d_ff is None:
+            return None
         if not spec.moe:
             return DenseMLP(self.d, spec.d_ff, act, bias)
         moe = a.mlp.moe
         shared = DenseMLP(self.d, moe.shared_d_ff, act, bias) if moe.n_shared else None
         expert = DenseMLP(self.d, spec.d_ff, act, bias)
-        return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared)
+        return MoESpec(
+            self.d,
+            moe.n_experts,
+            moe.n_active,
+            expert,
+            shared,
+            bool(moe.router_bias),
+            bool(moe.shared_gate),
+        )
 
 
 # --- folds -----------------------------------------------------------------------------------
@@ -348,6 +372,7 @@ def flops(plan: Plan, seq_len: int) -> Tally:
 
 
 def cache_bytes(plan: Plan, context: int, bytes_per_element: float) -> float:
-    """Bytes of K/V cache for one sequence of ``context`` tokens (decoder self-attention,
-    windowed layers only their window, plus cross-attention over as many source tokens)."""
+    """Bytes of K/V cache and recurrent state for one sequence of ``context`` tokens
+    (decoder self-attention, windowed layers only their window, plus cross-attention over
+    as many source tokens; a recurrent mixer's state once, whatever the context)."""
     return plan.decoder.cache_entries(context) * bytes_per_element

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import PositionType
+from archdb.schema import PositionType, RopeScaling
 
 from .tally import Tally
 
@@ -109,12 +109,13 @@ class RotarySpec:
     dims: int
     theta: float
     context: int
+    scaling: RopeScaling | None = None  # frequencies stretched for long context (tables only)
 
     def flops(self, tally: Tally, heads: int) -> None:
         tally.elementwise(cv.ROPE * self.dims * heads)
 
     def module(self, ctx):
-        return ctx.rotary(self.dims, self.theta, self.context)
+        return ctx.rotary(self.dims, self.theta, self.context, self.scaling)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,167 @@
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD) and Gated DeltaNet.
+
+Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet), so
+full-size counts match. The forward pass is the plain recurrent reference, one token at a
+time: slow, but short enough to read against the papers and exactly the operations
+``archdb.plan.recurrent`` counts. Tensors are (batch, time, channels).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class CausalDepthwiseConv(nn.Module):
+    """A causal conv of width ``kernel`` per channel, written as windows times taps."""
+
+    def __init__(self, channels: int, kernel: int, bias: bool) -> None:
+        super().__init__()
+        self.kernel = kernel
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel))  # nn.Conv1d's layout
+        self.bias = nn.Parameter(torch.empty(channels)) if bias else None
+        if self.weight.device.type != "meta":
+            nn.init.normal_(self.weight, std=kernel**-0.5)
+            if self.bias is not None:
+                nn.init.zeros_(self.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        padded = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))  # (B, C, K - 1 + T)
+        windows = padded.unfold(2, self.kernel, 1)  # (B, C, T, K)
+        y = (windows * self.weight).sum(-1).transpose(1, 2)  # weight (C, 1, K) broadcasts
+        return y + self.bias if self.bias is not None else y
+
+
+def _init_vector(n: int, value: float) -> nn.Parameter:
+    return nn.Parameter(torch.full((n,), value))
+
+
+class Mamba2Mixer(nn.Module):
+    """Mamba-2's SSD mixer (Dao and Gu 2024, https://arxiv.org/abs/2405.21060)."""
+
+    flop_class = "elementwise"
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        head_dim: int,
+        state_size: int,
+        n_groups: int,
+        conv_kernel: int,
+        conv_bias: bool,
+        proj_bias: bool,
+    ) -> None:
+        super().__init__()
+        self.n_heads, self.head_dim, self.state_size = n_heads, head_dim, state_size
+        self.n_groups = n_groups
+        self.inner = n_heads * head_dim
+        conv_dim = self.inner + 2 * n_groups * state_size
+        self.in_proj = nn.Linear(d_model, self.inner + conv_dim + n_heads, bias=proj_bias)
+        self.conv1d = CausalDepthwiseConv(conv_dim, conv_kernel, conv_bias)
+        self.dt_bias = _init_vector(n_heads, 0.0)
+        self.A_log = _init_vector(n_heads, 0.0)  # A = -exp(A_log) = -1
+        self.D = _init_vector(n_heads, 1.0)
+        self.norm_weight = _init_vector(self.inner, 1.0)
+        self.out_proj = nn.Linear(self.inner, d_model, bias=proj_bias)
+
+    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
+        b, t, _d = x.shape
+        h, p, n, g = self.n_heads, self.head_dim, self.state_size, self.n_groups
+        z, xbc, dt = self.in_proj(x).split([self.inner, self.inner + 2 * g * n, h], dim=-1)
+        xbc = F.silu(self.conv1d(xbc))
+        xs, bs, cs = xbc.split([self.inner, g * n, g * n], dim=-1)
+        xs = xs.reshape(b, t, h, p)
+        bs = bs.reshape(b, t, g, n).repeat_interleave(h // g, dim=2)  # (B, T, H, N)
+        cs = cs.reshape(b, t, g, n).repeat_interleave(h // g, dim=2)
+        a = -torch.exp(self.A_log)
+        dt = F.softplus(dt + self.dt_bias)  # (B, T, H)
+        decay = torch.exp(dt * a)
+        dtx = dt.unsqueeze(-1) * xs  # (B, T, H, P)
+        state = x.new_zeros(b, h, p, n)
+        ys = []
+        for i in range(t):
+            state = state * decay[:, i, :, None, None] + dtx[:, i, :, :, None] * bs[:, i, :, None]
+            ys.append(torch.matmul(state, cs[:, i, :, :, None]).squeeze(-1))  # (B, H, P)
+        y = torch.stack(ys, dim=1)
+        y = (y + xs * self.D[:, None]).reshape(b, t, self.inner)
+        y = y * F.silu(z)
+        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,))
+        y = y.reshape(b, t, self.inner) * self.norm_weight
+        return self.out_proj(y)
+
+
+class GatedDeltaNetMixer(nn.Module):
+    """Gated DeltaNet (Yang et al. 2024, https://arxiv.org/abs/2412.06464) as in Qwen3-Next:
+    S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - S_{t-1}^T k_t))^T, o_t = S_t^T q_t."""
+
+    flop_class = "elementwise"
+
+    def __init__(
+        self,
+        d_model: int,
+        n_key_heads: int,
+        n_value_heads: int,
+        key_head_dim: int,
+        value_head_dim: int,
+        conv_kernel: int,
+    ) -> None:
+        super().__init__()
+        self.hk, self.hv, self.dk, self.dv = (
+            n_key_heads,
+            n_value_heads,
+            key_head_dim,
+            value_head_dim,
+        )
+        key_dim, value_dim = n_key_heads * key_head_dim, n_value_heads * value_head_dim
+        self.key_dim, self.value_dim = key_dim, value_dim
+        self.in_proj_qkvz = nn.Linear(d_model, 2 * key_dim + 2 * value_dim, bias=False)
+        self.in_proj_ba = nn.Linear(d_model, 2 * n_value_heads, bias=False)
+        self.conv1d = CausalDepthwiseConv(2 * key_dim + value_dim, conv_kernel, False)
+        self.dt_bias = _init_vector(n_value_heads, 1.0)
+        self.A_log = _init_vector(n_value_heads, 0.0)
+        self.norm_weight = _init_vector(value_head_dim, 1.0)
+        self.out_proj = nn.Linear(value_dim, d_model, bias=False)
+
+    @staticmethod
+    def _l2norm(x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)
+
+    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
+        b, t, _d = x.shape
+        hk, hv, dk, dv = self.hk, self.hv, self.dk, self.dv
+        qkv, z = self.in_proj_qkvz(x).split([2 * self.key_dim + self.value_dim, self.value_dim], -1)
+        beta_in, a_in = self.in_proj_ba(x).split([hv, hv], dim=-1)
+        q, k, v = F.silu(self.conv1d(qkv)).split([self.key_dim, self.key_dim, self.value_dim], -1)
+        a = -torch.exp(self.A_log)
+        beta = torch.sigmoid(beta_in)  # (B, T, Hv)
+        g = a * F.softplus(a_in + self.dt_bias)  # log of the per-token decay
+        q = self._l2norm(q.reshape(b, t, hk, dk)) * (1.0 / math.sqrt(dk))
+        k = self._l2norm(k.reshape(b, t, hk, dk))
+        q = q.repeat_interleave(hv // hk, dim=2)  # (B, T, Hv, Dk)
+        k = k.repeat_interleave(hv // hk, dim=2)
+        o = gated_delta_rule(q, k, v.reshape(b, t, hv, dv), g, beta)
+        o = F.rms_norm(o, (dv,), self.norm_weight)
+        o = o.reshape(b, t, self.value_dim) * F.silu(z)
+        return self.out_proj(o)
+
+
+def gated_delta_rule(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor
+) -> torch.Tensor:
+    """The recurrence, one token at a time: q, k (B, T, H, Dk), v (B, T, H, Dv), the log
+    decay g and the write strength beta (B, T, H) -> outputs (B, T, H, Dv)."""
+    b, t, h, dk = k.shape
+    state = v.new_zeros(b, h, dk, v.shape[-1])
+    outs = []
+    for i in range(t):
+        k_i = k[:, i, :, :, None]  # (B, H, Dk, 1)
+        state = state * torch.exp(g[:, i])[:, :, None, None]
+        read = (state * k_i).sum(-2)  # S^T k: (B, H, Dv)
+        delta = (v[:, i] - read) * beta[:, i, :, None]
+        state = state + k_i * delta[:, :, None, :]
+        outs.append((state * q[:, i, :, :, None]).sum(-2))
+    return torch.stack(outs, dim=1)

@@ -1,0 +1,203 @@
+"""Non-attention token mixers: Mamba-2 (SSD) and Gated DeltaNet, as specs.
+
+Each spec carries its parameters (laid out as transformers' implementation, so counts
+match it exactly), its FLOPs, its state and its module factory. ``RECURRENT`` maps a
+layer-pattern entry to the maker of its spec.
+
+FLOP convention for a recurrent mixer: the per-token cost of the recurrent form (one state
+update and one read-out per token, as in decoding), every elementwise operation 1 FLOP per
+element, a depthwise convolution 2 per multiply-add; parameter-only work (A = -exp(A_log))
+once per forward. A chunked (SSD) kernel computes the same outputs with a different
+operation count; the recurrent form is the stated one.
+
+State convention: a recurrent mixer keeps a fixed-size state per sequence (the SSM or
+delta-rule state, plus the last conv_kernel - 1 inputs of its convolution), whatever the
+context length: it is counted once, not per token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from archdb.measure import conventions as cv
+from archdb.measure.conventions import FlopClass as C
+from archdb.schema import LayerKind
+
+from .layout import LayerSpec
+from .tally import Tally, linear_params
+
+
+def _conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
+    """Depthwise causal conv: a multiply and a sum per tap, then the bias and SiLU."""
+    tally.elementwise(cv.FLOPS_PER_MAC * channels * kernel + (channels if bias else 0))
+    tally.elementwise(channels)  # SiLU
+
+
+@dataclass(frozen=True)
+class Mamba2Mixer:
+    """in_proj -> (z, x, B, C, dt); causal conv over x, B, C; the SSD recurrence per head;
+    y * SiLU(z), grouped RMSNorm; out_proj (transformers' Mamba2Mixer)."""
+
+    d_model: int
+    n_heads: int
+    head_dim: int
+    state_size: int
+    n_groups: int
+    conv_kernel: int
+    conv_bias: bool
+    proj_bias: bool
+
+    @property
+    def inner(self) -> int:
+        return self.n_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.inner + 2 * self.n_groups * self.state_size
+
+    @property
+    def in_width(self) -> int:
+        return self.inner + self.conv_dim + self.n_heads  # z, xBC, dt
+
+    def params(self) -> int:
+        n = linear_params(self.d_model, self.in_width, self.proj_bias)
+        n += self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0)
+        n += 3 * self.n_heads  # dt_bias, A_log, D
+        n += self.inner  # the gated norm's scale
+        return n + linear_params(self.inner, self.d_model, self.proj_bias)
+
+    def flops(self, tally: Tally) -> None:
+        h, p, n, inner = self.n_heads, self.head_dim, self.state_size, self.inner
+        tally.linear(self.d_model, self.in_width, self.proj_bias)
+        _conv_flops(tally, self.conv_dim, self.conv_kernel, self.conv_bias)
+        tally.add(C.ELEMENTWISE, 2 * h)  # A = -exp(A_log), once per forward
+        tally.elementwise(2 * h + 2 * h)  # dt = softplus(dt + dt_bias); dA = exp(dt * A)
+        tally.elementwise(h * p)  # dt * x
+        # state update h = dA h + (dt x) B^T: scale, outer product, add; read-out y = h C
+        tally.elementwise(3 * h * p * n + cv.FLOPS_PER_MAC * h * p * n)
+        tally.elementwise(2 * inner)  # y + D x
+        tally.elementwise(2 * inner)  # y * SiLU(z)
+        tally.add(C.NORM, tally.seq_len * inner * cv.RMSNORM)  # per group, then the scale
+        tally.elementwise(cv.AFFINE * inner)
+        tally.linear(inner, self.d_model, self.proj_bias)
+
+    def cache_entries(self, context: int) -> int:
+        """The SSM state and the conv's last inputs: a constant, whatever the context."""
+        return self.inner * self.state_size + self.conv_dim * (self.conv_kernel - 1)
+
+    def module(self, ctx):
+        from archdb.builder.recurrent import Mamba2Mixer as Module
+
+        return Module(
+            self.d_model,
+            self.n_heads,
+            self.head_dim,
+            self.state_size,
+            self.n_groups,
+            self.conv_kernel,
+            self.conv_bias,
+            self.proj_bias,
+        )
+
+
+@dataclass(frozen=True)
+class GatedDeltaNetMixer:
+    """in_proj_qkvz and in_proj_ba; causal conv over q, k, v; L2-normed q, k; the gated
+    delta rule per value head; RMSNorm(o) * SiLU(z); out_proj (Qwen3-Next's layout)."""
+
+    d_model: int
+    n_key_heads: int
+    n_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    @property
+    def key_dim(self) -> int:
+        return self.n_key_heads * self.key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.n_value_heads * self.value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return 2 * self.key_dim + self.value_dim
+
+    def params(self) -> int:
+        d, hv = self.d_model, self.n_value_heads
+        n = linear_params(d, 2 * self.key_dim + 2 * self.value_dim, False)  # q, k, v, z
+        n += linear_params(d, 2 * hv, False)  # beta and decay inputs (b, a)
+        n += self.conv_dim * self.conv_kernel  # depthwise conv, no bias
+        n += 2 * hv  # dt_bias, A_log
+        n += self.value_head_dim  # the gated norm's scale, shared by the heads
+        return n + linear_params(self.value_dim, d, False)
+
+    def flops(self, tally: Tally) -> None:
+        d, hk, hv = self.d_model, self.n_key_heads, self.n_value_heads
+        dk, dv = self.key_head_dim, self.value_head_dim
+        tally.linear(d, 2 * self.key_dim + 2 * self.value_dim, False)
+        tally.linear(d, 2 * hv, False)
+        _conv_flops(tally, self.conv_dim, self.conv_kernel, False)
+        tally.add(C.ELEMENTWISE, 2 * hv)  # -exp(A_log), once per forward
+        tally.elementwise(hv + 3 * hv)  # beta = sigmoid(b); g = -A softplus(a + dt_bias)
+        # L2 norm of q and k (x * rsqrt(sum x^2 + eps)) and q's 1/sqrt(dk), on the key heads
+        tally.elementwise(2 * hk * (3 * dk + 2) + hk * dk)
+        # per value head: decay exp(g) S; read k^T S; delta (v - k^T S) beta; S += k delta^T;
+        # out q^T S
+        tally.elementwise(hv + hv * dk * dv + 2 * hv * dk * dv + 2 * hv * dv)
+        tally.elementwise(2 * hv * dk * dv + 2 * hv * dk * dv)
+        tally.add(C.NORM, tally.seq_len * self.value_dim * (cv.RMSNORM + cv.AFFINE))
+        tally.elementwise(2 * self.value_dim)  # * SiLU(z)
+        tally.linear(self.value_dim, d, False)
+
+    def cache_entries(self, context: int) -> int:
+        """A dk x dv state per value head and the conv's last inputs: a constant."""
+        state = self.n_value_heads * self.key_head_dim * self.value_head_dim
+        return state + self.conv_dim * (self.conv_kernel - 1)
+
+    def module(self, ctx):
+        from archdb.builder.recurrent import GatedDeltaNetMixer as Module
+
+        return Module(
+            self.d_model,
+            self.n_key_heads,
+            self.n_value_heads,
+            self.key_head_dim,
+            self.value_head_dim,
+            self.conv_kernel,
+        )
+
+
+RecurrentMixer = Mamba2Mixer | GatedDeltaNetMixer
+Reader = Any  # plan._Reader, not imported: plan imports this module
+
+
+def _mamba2(r: Reader, spec: LayerSpec) -> Mamba2Mixer:
+    m = r.a.mixers.mamba2
+    return Mamba2Mixer(
+        r.d,
+        m.n_heads,
+        m.head_dim,
+        m.state_size,
+        m.n_groups,
+        m.conv_kernel,
+        m.conv_bias,
+        m.proj_bias,
+    )
+
+
+def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
+    g = r.a.mixers.gated_deltanet
+    return GatedDeltaNetMixer(
+        r.d, g.n_key_heads, g.n_value_heads, g.key_head_dim, g.value_head_dim, g.conv_kernel
+    )
+
+
+# layer-pattern entry -> the spec of a non-attention mixer
+RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
+    LayerKind.MAMBA2: _mamba2,
+    LayerKind.GATED_DELTANET: _gated_deltanet,
+}

@@ -1,0 +1,143 @@
+"""Attention extras: sinks (gpt-oss) and output gates (Qwen3-Next): counts equal
+transformers' attention modules, the sink softmax equals gpt-oss's, and the schema refuses
+them where the builder has no meaning for them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from archdb.builder.kernels import GlobalKernel
+from archdb.builder.model import build_model, count_parameters
+from archdb.measure.analytic import param_count
+from archdb.plan import make_plan
+from archdb.plan.layout import BuildError
+from tests.conftest import hf_import_count, latent_dims, make_arch
+
+pytest.importorskip("transformers")
+
+
+def _attention_params(arch) -> int:
+    return make_plan(arch).decoder.blocks[0].mixer.params()
+
+
+def test_sinks_are_one_parameter_per_head_like_gpt_oss():
+    from transformers import GptOssConfig
+    from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention
+
+    config = GptOssConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+    with torch.device("meta"):
+        reference = GptOssAttention(config, 0)
+    arch = make_arch(
+        **{
+            "attention.sinks": True,
+            "attention.head_dim": 16,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+        }
+    )
+    expected = sum(p.numel() for p in reference.parameters())
+    assert _attention_params(arch) == expected
+    plain = make_arch(**{"attention.head_dim": 16, "bias.qkv": True, "bias.attn_out": True})
+    assert param_count(arch).total - param_count(plain).total == 2 * 4  # 2 layers x 4 heads
+    assert count_parameters(build_model(arch, device="meta")) == param_count(arch).total
+
+
+def test_sink_softmax_equals_gpt_oss():
+    from transformers.models.gpt_oss.modeling_gpt_oss import eager_attention_forward
+
+    torch.manual_seed(0)
+    b, h, t, d = 2, 4, 7, 8
+    q, k, v = (torch.randn(b, h, t, d) for _ in range(3))
+    kernel = GlobalKernel(d, causal=True, softcap=None, sink_heads=h)
+    with torch.no_grad():
+        kernel.sinks.copy_(torch.randn(h))
+    module = torch.nn.Module()
+    module.sinks, module.num_key_value_groups, module.training = kernel.sinks, 1, False
+    mask = torch.full((t, t), float("-inf")).triu(1)
+    expected, _ = eager_attention_forward(module, q, k, v, mask, d**-0.5)
+    with torch.no_grad():
+        ours = kernel(q, k, v).transpose(1, 2)
+    assert torch.allclose(ours, expected, atol=1e-6)
+
+
+def test_elementwise_output_gate_doubles_the_query_projection_like_qwen3_next():
+    from transformers.models.qwen3_next.configuration_qwen3_next import Qwen3NextConfig
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextAttention
+
+    config = Qwen3NextConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16
+    )
+    with torch.device("meta"):
+        reference = Qwen3NextAttention(config, 3)
+    arch = make_arch(
+        **{
+            "attention.output_gate": "elementwise",
+            "attention.head_dim": 16,
+            "attention.qk_norm": "per-head",
+        }
+    )
+    assert _attention_params(arch) == sum(p.numel() for p in reference.parameters())
+    model = build_model(arch, device="meta")
+    assert model.decoder.layers[0].attn.sublayer.q.out_features == 4 * 16 * 2
+
+
+def test_headwise_gate_adds_one_value_per_head_and_gates_the_output():
+    plain = make_arch(**{"bias.qkv": True})
+    gated = make_arch(**{"attention.output_gate": "headwise", "bias.qkv": True})
+    assert param_count(gated).total - param_count(plain).total == 2 * (64 + 1) * 4  # 2 layers
+    torch.manual_seed(0)
+    attn = build_model(gated).eval().decoder.layers[0].attn.sublayer
+    assert attn.o.bias is None  # o is linear: o(y / 2) = o(y) / 2
+    x = torch.randn(1, 5, 64)
+    with torch.no_grad():
+        attn.q.weight[16::17].fill_(0)  # the gate rows: the last of each head's 17 outputs
+        attn.q.bias[16::17].fill_(1e4)  # sigmoid = 1: the gate is open
+        open_gate = attn(x)
+        attn.q.bias[16::17].fill_(0)  # sigmoid(0) = 1/2 on every head
+        half = attn(x)
+    assert torch.allclose(half * 2, open_gate, atol=1e-6)
+    assert not torch.allclose(half, open_gate)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"attention.sinks": True, "attention.variant": "linear"},
+        {
+            "attention.output_gate": "elementwise",
+            "attention.variant": "latent",
+            "attention.latent": latent_dims(),
+        },
+    ],
+)
+def test_extras_outside_softmax_head_attention_are_refused(changes):
+    with pytest.raises(BuildError, match=re.escape("outside softmax head attention")):
+        make_plan(make_arch(**changes))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"attention_bias": False, "tie_word_embeddings": True, "num_local_experts": 4}],
+)
+def test_import_hf_gpt_oss_small_configs_are_exact(changes):
+    sizes = dict(
+        vocab_size=1000,
+        hidden_size=64,
+        intermediate_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_local_experts=8,
+        num_experts_per_tok=2,
+        sliding_window=16,
+    )
+    ours, expected, card = hf_import_count("gpt_oss", **{**sizes, **changes})
+    assert ours == expected
+    arch = card.architecture
+    assert arch.attention.sinks and arch.mlp.moe.router_bias
+    assert [k.value for k in arch.attention.layer_pattern] == ["local", "global"]
+    assert "swiglu_limit" in card.notes["architecture.mlp.activation"]
