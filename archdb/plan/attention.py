@@ -84,6 +84,7 @@ class SoftmaxKernel:
     causal: bool
     softcap: float | None
     window: int | None  # local window or chunk, tokens
+    scale: float | None = None  # multiplier of q.k; None: 1/sqrt(qk_dim)
 
     @property
     def rule(self) -> KernelRule:
@@ -113,8 +114,12 @@ class SoftmaxKernel:
 
         cls = getattr(kernels, self.rule.module)
         if self.rule.windowed:
-            return cls(self.qk_dim, self.causal, self.softcap, self.window)
-        return cls(self.qk_dim, self.causal, self.softcap)
+            kernel = cls(self.qk_dim, self.causal, self.softcap, self.window)
+        else:
+            kernel = cls(self.qk_dim, self.causal, self.softcap)
+        if self.scale is not None:
+            kernel.scale = self.scale
+        return kernel
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from archdb.schema import Architecture, Kind, LayerKind, NormPosition, QKNorm
+from archdb.schema import (
+    Architecture,
+    GeluApproximation,
+    Kind,
+    LayerKind,
+    NormPosition,
+    QKNorm,
+    RopeLayout,
+)
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
 from .layout import (
@@ -41,6 +49,7 @@ class TokenEmbedding:
     vocab: int
     width: int
     d_model: int
+    multiplier: float | None = None  # factor on the looked-up vectors (Gemma: sqrt(d))
 
     def params(self) -> int:
         return self.embedding_params() + self.projection_params()
@@ -66,6 +75,7 @@ class OutputHead:
     bias: bool
     softcap: float | None
     tied: bool  # the embedding's table is the output matrix
+    logit_scale: float | None = None  # factor on the logits, before the soft-cap (Cohere)
 
     def params(self) -> int:
         proj = self.d_model * self.width if self.width != self.d_model else 0
@@ -208,7 +218,9 @@ class _Reader:
     def __init__(self, arch: Architecture) -> None:
         self.a = arch
         self.d = arch.d_model
-        self.norm = NormSpec.of(arch.norm.type, arch.norm.affine)
+        self.norm = NormSpec.of(
+            arch.norm.type, arch.norm.affine, arch.norm.eps, arch.norm.unit_offset
+        )
         self.dims = head_dims(arch)
         self.scheme = SCHEMES[arch.position.type]
 
@@ -224,7 +236,7 @@ class _Reader:
         if self.scheme.absolute:
             positions = AbsolutePositions(a.position.type, learned_rows(a), self.d)
         return Plan(
-            embedding=TokenEmbedding(a.vocab_size, width, self.d),
+            embedding=TokenEmbedding(a.vocab_size, width, self.d, a.embedding_multiplier),
             positions=positions,
             encoder=encoder,
             decoder=decoder,
@@ -235,6 +247,7 @@ class _Reader:
                 bool(a.bias.lm_head),
                 a.final_logit_softcap,
                 bool(a.tied_embeddings),
+                a.logit_scale,
             ),
             context_length=a.context_length,
         )
@@ -291,7 +304,9 @@ class _Reader:
             att.qk_norm_type or self.a.norm.type,
             att.qk_norm_affine or self.a.norm.affine,
         )
-        norm = NormSpec.of(kind, affine)
+        # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
+        offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
+        norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
         return QKNormSpec(
             att.qk_norm, norm, self.dims.n_heads, self.dims.n_kv_heads, self.dims.qk_dim
         )
@@ -300,12 +315,16 @@ class _Reader:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
-        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window)
+        scale = self.a.attention.scale
+        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window, scale)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
             return None
-        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length)
+        interleaved = self.a.position.rope_layout is RopeLayout.INTERLEAVED
+        return RotarySpec(
+            self.dims.rotary_dims, spec.rope_theta, self.a.context_length, interleaved
+        )
 
     def takes_bias(self, spec: LayerSpec | None) -> bool:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
@@ -313,11 +332,12 @@ class _Reader:
     def mlp(self, spec: LayerSpec) -> DenseMLP | MoESpec:
         a = self.a
         act, bias = a.mlp.activation, bool(a.bias.mlp)
+        exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
         if not spec.moe:
-            return DenseMLP(self.d, spec.d_ff, act, bias)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact)
         moe = a.mlp.moe
-        shared = DenseMLP(self.d, moe.shared_d_ff, act, bias) if moe.n_shared else None
-        expert = DenseMLP(self.d, spec.d_ff, act, bias)
+        shared = DenseMLP(self.d, moe.shared_d_ff, act, bias, exact) if moe.n_shared else None
+        expert = DenseMLP(self.d, spec.d_ff, act, bias, exact)
         return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared)
 
 

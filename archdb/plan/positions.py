@@ -109,12 +109,13 @@ class RotarySpec:
     dims: int
     theta: float
     context: int
+    interleaved: bool = False  # pairs dims (2i, 2i + 1), not (i, i + dims/2)
 
     def flops(self, tally: Tally, heads: int) -> None:
         tally.elementwise(cv.ROPE * self.dims * heads)
 
     def module(self, ctx):
-        return ctx.rotary(self.dims, self.theta, self.context)
+        return ctx.rotary(self.dims, self.theta, self.context, self.interleaved)
 
 
 @dataclass(frozen=True)
