@@ -1,0 +1,188 @@
+"""Numerical fidelity: a card imported from a transformers config, built by archdb with
+that checkpoint's weights, computes the same logits as transformers.
+
+For each family: a tiny random transformers model (float32, eager attention, sliding
+windows shorter than the test sequence) is saved with ``save_pretrained``, its
+config.json imported as ``archdb import-hf`` does, the card built at full size with
+``weights=`` the directory, and both run on one batch of two sequences. The error is
+max |archdb - transformers| / max |transformers| over all logits.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import archdb
+from archdb.fidelity import LOGIT_EXACT, LOGIT_TOLERANCE
+from archdb.hf_import import Identity, import_config, read_config
+from archdb.schema import Card
+from archdb.weights import WeightsError, load_weights
+
+transformers = pytest.importorskip("transformers")
+
+SEQ, BATCH, WINDOW = 24, 2, 8
+_DENSE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=128,
+    max_position_embeddings=64,
+)
+# model_type -> its tiny config (values off the defaults where a default would hide a bug)
+TINY: dict[str, dict] = {
+    "llama": {**_DENSE, "rms_norm_eps": 1e-5, "rope_theta": 500000.0},
+    "mistral": {**_DENSE, "sliding_window": WINDOW},
+    "qwen2": {**_DENSE},
+    "qwen3": {**_DENSE, "head_dim": 24},
+    "gemma": {**_DENSE, "head_dim": 24},
+    "gemma2": {**_DENSE, "head_dim": 16, "sliding_window": WINDOW, "query_pre_attn_scalar": 24,
+               "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0},
+    "gemma3_text": {**_DENSE, "num_hidden_layers": 6, "head_dim": 16, "sliding_window": WINDOW,
+                    "query_pre_attn_scalar": 24},
+    "olmo2": {**_DENSE},
+    "phi3": {**_DENSE, "sliding_window": WINDOW},
+    "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "gpt_neox": {**_DENSE, "num_key_value_heads": None},
+    "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
+                "sliding_window": WINDOW},
+    "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
+                  "num_experts_per_tok": 2, "norm_topk_prob": True},
+}  # fmt: skip
+IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
+
+
+def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
+    torch.manual_seed(0)
+    kwargs = {k: v for k, v in TINY[model_type].items() if v is not None}
+    kwargs |= {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+    config = transformers.AutoConfig.for_model(model_type, **kwargs)
+    config._attn_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():  # norms start at 1 (or 0): give them values a wrong form would show
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(directory)
+    return model.eval()
+
+
+def _card(directory) -> Card:
+    config = read_config(directory / "config.json")
+    imported = import_config(
+        config, source_url="https://example.org/config.json", identity=IDENTITY
+    )
+    return Card.model_validate(imported.card)
+
+
+def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
+    return float((ours - reference).abs().max() / reference.abs().max())
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_logits_equal_transformers(model_type, tmp_path):
+    reference = _tiny(model_type, tmp_path)
+    card = _card(tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    assert model.archdb_loaded.model_type == model_type
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(tokens).logits
+        got = model(tokens)
+    assert got.shape == expected.shape == (BATCH, SEQ, 128)
+    assert relative_error(got, expected) < LOGIT_TOLERANCE
+
+
+def test_every_logit_exact_family_is_tested_here():
+    assert set(LOGIT_EXACT) == set(TINY)
+
+
+def test_a_wrong_shape_is_an_error_naming_the_tensor(tmp_path):
+    _tiny("llama", tmp_path)
+    card = _card(tmp_path)
+    wider = card.model_copy(
+        update={"architecture": card.architecture.model_copy(update={"vocab_size": 130})}
+    )
+    with pytest.raises(WeightsError, match=r"embed\.table\.weight is \(130, 64\).*embed_tokens"):
+        archdb.build(wider, "full", weights=tmp_path)
+
+
+def test_a_missing_tensor_is_an_error_naming_it(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("llama", tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    del tensors["model.layers.1.mlp.up_proj.weight"]
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=r"no tensor 'model\.layers\.1\.mlp\.up_proj\.weight'"):
+        archdb.build(_card(tmp_path), "full", weights=tmp_path)
+
+
+def test_an_unexpected_tensor_is_an_error_naming_it(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("llama", tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    tensors["model.layers.0.self_attn.extra.weight"] = torch.zeros(2)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        WeightsError, match=r"unexpected checkpoint tensor 'model\.layers\.0\.self_attn\.extra"
+    ):
+        archdb.build(_card(tmp_path), "full", weights=tmp_path)
+
+
+def test_shards_load_like_one_file(tmp_path):
+    _tiny("qwen3", tmp_path / "one")
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "one")
+    model.save_pretrained(tmp_path / "shards", max_shard_size="20KB")
+    assert (tmp_path / "shards" / "model.safetensors.index.json").is_file()
+    card = _card(tmp_path / "one")
+    one = archdb.build(card, "full", weights=tmp_path / "one")
+    shards = archdb.build(card, "full", weights=tmp_path / "shards")
+    assert shards.archdb_loaded.checkpoint_tensors == one.archdb_loaded.checkpoint_tensors
+    for a, b in zip(one.parameters(), shards.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_no_parameter_is_left_at_its_initial_value(tmp_path):
+    _tiny("gemma2", tmp_path)
+    card = _card(tmp_path)
+    fresh = archdb.build(card, "full", device="cpu")
+    loaded = archdb.build(card, "full", weights=tmp_path)
+    before = dict(fresh.named_parameters())
+    for name, p in loaded.named_parameters():
+        assert not torch.equal(p, before[name]), name
+
+
+def test_a_meta_model_cannot_take_weights(tmp_path):
+    _tiny("llama", tmp_path)
+    model = archdb.build(_card(tmp_path), "full")  # meta device
+    with pytest.raises(WeightsError, match="meta device"):
+        load_weights(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("norm.unit_offset", False),
+        ("attention.scale", None),
+        ("embedding_multiplier", None),
+        ("norm.eps", 1e-2),
+    ],
+)
+def test_each_function_field_changes_the_logits(path, value, tmp_path):
+    """The fields are not decoration: a wrong value breaks the comparison."""
+    reference = _tiny("gemma2", tmp_path)
+    card = _card(tmp_path)
+    data = card.model_dump(mode="json")
+    node = data["architecture"]
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
