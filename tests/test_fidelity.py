@@ -186,3 +186,31 @@ def test_each_function_field_changes_the_logits(path, value, tmp_path):
     tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
+def test_cli_build_reports_the_loaded_weights(tmp_path):
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from archdb_cli.main import app
+
+    _tiny("gpt2", tmp_path / "ckpt")
+    card = _card(tmp_path / "ckpt").model_dump(mode="json", exclude_none=False)
+    catalogue = tmp_path / "models.yaml"
+    catalogue.write_text(yaml.safe_dump([card], sort_keys=False), encoding="utf-8")
+    runner = CliRunner()
+    args = ["build", "tiny-1", "--size", "full", "--weights", str(tmp_path / "ckpt")]
+    result = runner.invoke(app, [*args, "-C", str(catalogue)])
+    assert result.exit_code == 0, result.output
+    assert "Weights: 36 tensors" in result.output
+    assert "(transformers gpt2); none left random" in result.output
+    shown = json.loads(runner.invoke(app, [*args, "-C", str(catalogue), "--json"]).output)
+    assert shown["weights"]["model_type"] == "gpt2"
+    assert shown["weights"]["tensors"] == 36  # 16 per layer, wte, wpe, ln_f (2)
+    toy = runner.invoke(app, ["build", "tiny-1", "--weights", "x", "-C", str(catalogue)])
+    assert toy.exit_code == 2 and "use it with --size full" in toy.output
+    (tmp_path / "empty").mkdir()
+    bad = runner.invoke(app, [*args[:5], str(tmp_path / "empty"), "-C", str(catalogue)])
+    assert bad.exit_code == 1 and "no model.safetensors" in bad.output
