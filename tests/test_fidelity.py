@@ -192,9 +192,8 @@ def test_cli_build_reports_the_loaded_weights(tmp_path):
     import json
 
     import yaml
-    from typer.testing import CliRunner
-
     from archdb_cli.main import app
+    from typer.testing import CliRunner
 
     _tiny("gpt2", tmp_path / "ckpt")
     card = _card(tmp_path / "ckpt").model_dump(mode="json", exclude_none=False)
