@@ -47,6 +47,11 @@ FUNCTION_FIELDS = (
     "architecture.embedding_multiplier",
     "architecture.logit_scale",
 )
+# ... and per family, fields whose null default is not that family's function
+FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
+    "gemma2": ("architecture.attention.scale",),  # query_pre_attn_scalar ** -0.5
+    "gemma3_text": ("architecture.attention.scale",),
+}
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,10 @@ class Fidelity:
         return f"{self.level} ({self.why})" if self.why else self.level
 
 
-def function_fields(card: Card) -> list[str]:
+def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     """The output-changing fields this card needs recorded (RoPE and GELU where used)."""
     arch = card.architecture
-    fields = list(FUNCTION_FIELDS)
+    fields = list(FUNCTION_FIELDS) + list(FAMILY_FIELDS.get(model_type or "", ()))
     if arch.position.type is PositionType.ROPE:
         fields.append("architecture.position.rope_layout")
     if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):
@@ -83,7 +88,7 @@ def fidelity(card: Card) -> Fidelity:
         return Fidelity("not comparable", f"transformers' {model_type} cannot build it: {exc}")
     if model_type not in LOGIT_EXACT:
         return Fidelity("count-exact", f"{model_type}: outputs not verified for this family")
-    missing = [p for p in function_fields(card) if get_path(card, p) is None]
+    missing = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
     if missing:
         shown = ", ".join(p.removeprefix("architecture.") for p in missing)
         return Fidelity("count-exact", f"{model_type} is logit-exact; card lacks {shown}")

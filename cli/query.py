@@ -21,6 +21,7 @@ from rich.table import Table
 
 from archdb import query
 from archdb.catalogue import Catalogue, CatalogueError, UnknownCardError
+from archdb.fidelity import fidelity
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import cache_size
 from archdb.query import FieldSpec, QueryError
@@ -262,6 +263,7 @@ def show(
     console.print(
         _pairs_table("Derived figures", [(k, format_value(v, k)) for k, v in derived.items()])
     )
+    console.print(escape(f"Fidelity: {fidelity(card)}"), highlight=False, soft_wrap=True)
     _print_sources(card)
     if card.notes:
         console.print(_pairs_table("Notes", list(card.notes.items())))
@@ -272,7 +274,12 @@ def _card_json(
     context: int = cv.DEFAULT_KV_CONTEXT,
     bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
 ) -> dict[str, Any]:
-    return {**card.model_dump(mode="json"), "derived": _derived(card, context, bytes_per_element)}
+    verified = fidelity(card)
+    return {
+        **card.model_dump(mode="json"),
+        "derived": _derived(card, context, bytes_per_element),
+        "fidelity": {"level": verified.level, "why": verified.why},
+    }
 
 
 def _derived(

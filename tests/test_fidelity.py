@@ -213,3 +213,43 @@ def test_cli_build_reports_the_loaded_weights(tmp_path):
     (tmp_path / "empty").mkdir()
     bad = runner.invoke(app, [*args[:5], str(tmp_path / "empty"), "-C", str(catalogue)])
     assert bad.exit_code == 1 and "no model.safetensors" in bad.output
+
+
+def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
+    from archdb.fidelity import fidelity
+
+    _tiny("gemma2", tmp_path)
+    config = read_config(tmp_path / "config.json")
+    identity = Identity("gemma-2-tiny", "Gemma 2 tiny", "gemma-2", "Tests", "2024-01-01")
+    card = Card.model_validate(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert str(fidelity(card)) == "logit-exact (gemma2, relative error < 1e-05)"
+    data = card.model_dump(mode="json")
+    data["architecture"]["attention"]["scale"] = None
+    unscaled = fidelity(Card.model_validate(data))
+    assert unscaled.level == "count-exact"
+    assert unscaled.why == "gemma2 is logit-exact; card lacks attention.scale"
+
+
+@pytest.mark.parametrize(
+    ("card_id", "line"),
+    [
+        ("llama-2-7b", "Fidelity: count-exact (llama is logit-exact; card lacks norm.eps, "),
+        ("palm-540b", "Fidelity: not comparable (no transformers family implements this card)"),
+        ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),
+    ],
+)
+def test_show_states_the_fidelity_in_one_line(card_id, line):
+    import json
+
+    from archdb_cli.main import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["show", card_id])
+    assert result.exit_code == 0
+    assert [text for text in result.output.splitlines() if text.startswith("Fidelity:")] == [
+        next(text for text in result.output.splitlines() if text.startswith(line))
+    ]
+    shown = json.loads(CliRunner().invoke(app, ["show", card_id, "--json"]).output)
+    assert line.removeprefix("Fidelity: ").startswith(shown["fidelity"]["level"])
