@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import archdb
+from archdb import api
 from archdb.fidelity import LOGIT_EXACT, LOGIT_TOLERANCE
 from archdb.hf_import import Identity, import_config, read_config
 from archdb.schema import Card
@@ -253,3 +254,19 @@ def test_show_states_the_fidelity_in_one_line(card_id, line):
     ]
     shown = json.loads(CliRunner().invoke(app, ["show", card_id, "--json"]).output)
     assert line.removeprefix("Fidelity: ").startswith(shown["fidelity"]["level"])
+
+
+def test_function_assumptions_name_the_null_fields_only(tmp_path):
+    from archdb.plan.layout import function_assumptions
+
+    listed = [a.field for a in function_assumptions(api.card("llama-2-7b").architecture)]
+    assert listed == [
+        "norm.eps",
+        "norm.unit_offset",
+        "attention.scale",
+        "position.rope_layout",  # RoPE: its layout matters; no GELU, so no GELU form
+        "embedding_multiplier",
+        "logit_scale",
+    ]
+    _tiny("gemma2", tmp_path)
+    assert function_assumptions(_card(tmp_path).architecture) == ()
