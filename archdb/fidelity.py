@@ -38,6 +38,11 @@ LOGIT_EXACT: dict[str, float] = {
     "gpt_neox": 2.7e-7,
     "mixtral": 3.3e-7,
     "qwen3_moe": 2.7e-7,
+    "olmo": 0.0,
+    "cohere": 3.9e-7,
+    "phi": 2.5e-7,
+    "gptj": 3.4e-7,
+    "falcon": 2.4e-7,
 }
 
 # Card fields that change outputs but not counts; null means "not recorded"

@@ -320,6 +320,96 @@ def _gpt_neox() -> Names:
     return Names(top, layer, prefix="gpt_neox.layers.{i}.", tied_head=("embed_out.weight",))
 
 
+def _parallel(
+    prefix: str,
+    norm: str,
+    attn: str,
+    projections: dict[str, str],
+    mlp: dict[str, str],
+    top: dict[str, Source],
+    tied_head: tuple[str, ...] = (),
+) -> Names:
+    """A parallel block with one shared norm: x + attn(n(x)) + mlp(n(x)) (GPT-J, Phi-2,
+    Command R, Falcon); ``projections`` and ``mlp`` map archdb's names to the family's."""
+    layer: dict[str, Source] = {}
+    for t in ("weight", "bias"):
+        layer[f"before_attn.{t}"] = Source(f"{norm}.{t}")
+        for ours, theirs in projections.items():
+            layer[f"attn.{ours}.{t}"] = Source(f"{attn}.{theirs}.{t}")
+        for ours, theirs in mlp.items():
+            layer[f"mlp.{ours}.{t}"] = Source(f"{theirs}.{t}")
+    return Names(top, layer, prefix=prefix, tied_head=tied_head)
+
+
+_QKVO = {"q": "q_proj", "k": "k_proj", "v": "v_proj"}
+
+
+def _gptj() -> Names:
+    top = {
+        "embed.table.weight": Source("transformer.wte.weight"),
+        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
+        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        "head.lm_head.bias": Source("lm_head.bias"),
+    }
+    projections = _QKVO | {"o": "out_proj"}
+    mlp = {"up": "mlp.fc_in", "down": "mlp.fc_out"}
+    return _parallel("transformer.h.{i}.", "ln_1", "attn", projections, mlp, top)
+
+
+def _phi() -> Names:
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
+        "decoder.final_norm.bias": Source("model.final_layernorm.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        "head.lm_head.bias": Source("lm_head.bias"),
+    }
+    projections = _QKVO | {"o": "dense"}
+    names = _parallel(
+        "model.layers.{i}.", "input_layernorm", "self_attn", projections,
+        {"up": "mlp.fc1", "down": "mlp.fc2"}, top,
+    )  # fmt: skip
+    for qk in ("q", "k"):  # qk_layernorm: one LayerNorm per head, shared by heads
+        for t in ("weight", "bias"):
+            names.layer[f"attn.qk_norm.{qk}_norm.{t}"] = Source(f"self_attn.{qk}_layernorm.{t}")
+    return names
+
+
+def _cohere() -> Names:
+    projections = _QKVO | {"o": "o_proj"}
+    mlp = {p: f"mlp.{p}_proj" for p in ("gate", "up", "down")}
+    names = _parallel(
+        "model.layers.{i}.", "input_layernorm", "self_attn", projections, mlp,
+        _LLAMA_TOP, tied_head=("lm_head.weight",),
+    )  # fmt: skip
+    for qk in ("q", "k"):  # use_qk_norm: a LayerNorm per head with its own scale
+        names.layer[f"attn.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")
+    return names
+
+
+def _falcon() -> Names:
+    top = {
+        "embed.table.weight": Source("transformer.word_embeddings.weight"),
+        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
+        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    names = _parallel(
+        "transformer.h.{i}.", "input_layernorm", "self_attention", {"o": "dense"},
+        {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}, top,
+        tied_head=("lm_head.weight",),
+    )  # fmt: skip
+    for p, cut in (("q", _q), ("k", _k), ("v", _v)):  # multi-query: [q heads, k, v]
+        for t in ("weight", "bias"):
+            names.layer[f"attn.{p}.{t}"] = Source(f"self_attention.query_key_value.{t}", cut=cut)
+    return names
+
+
+def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
+    return _llama({})
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -335,6 +425,11 @@ NAMES: dict[str, Callable[[], Names]] = {
     "qwen3_moe": _qwen3_moe,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
+    "gptj": _gptj,
+    "phi": _phi,
+    "cohere": _cohere,
+    "falcon": _falcon,
+    "olmo": _olmo,
 }
 
 

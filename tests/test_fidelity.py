@@ -51,6 +51,13 @@ TINY: dict[str, dict] = {
                 "sliding_window": WINDOW},
     "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
                   "num_experts_per_tok": 2, "norm_topk_prob": True},
+    "olmo": {**_DENSE},
+    "cohere": {**_DENSE, "logit_scale": 0.25, "use_qk_norm": True},
+    "phi": {**_DENSE, "num_key_value_heads": None, "qk_layernorm": True},
+    "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
+             "rotary_dim": 8},
+    "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,
+               "ffn_hidden_size": 128},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
