@@ -43,6 +43,9 @@ LOGIT_EXACT: dict[str, float] = {
     "phi": 2.5e-7,
     "gptj": 3.4e-7,
     "falcon": 2.4e-7,
+    "opt": 0.0,
+    "nemotron": 0.0,
+    "cohere2": 2.6e-7,
 }
 
 # Card fields that change outputs but not counts; null means "not recorded"

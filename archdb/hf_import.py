@@ -895,8 +895,8 @@ def _function(d: _Draft) -> None:
     d.used.update(k for k in _EPS_KEYS if k in d.config)
     if eps > 0:
         d.set("architecture.norm.eps", float(eps), d.origin_of(_EPS_KEYS[0]))
-    if d.value("architecture.norm.unit_offset") is None:
-        d.set("architecture.norm.unit_offset", False, "family")
+    if d.value("architecture.norm.unit_offset") is None:  # Nemotron's LayerNorm1P: (1 + w)
+        d.set("architecture.norm.unit_offset", f.module == "nemotron", "family")
     if d.value("architecture.position.type") == "rope" and (
         d.value("architecture.position.rope_layout") is None
     ):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,6 +132,7 @@ class Source:
     transpose: bool = False
     per_head: Callable[[Dims], tuple[int, int, int]] | None = None  # (heads, parts, part)
     experts: bool = False
+    roll: int = 0  # rows rotated (OPT's position table)
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,11 @@ def _llama_layer(norms: dict[str, str], mlp: str = "mlp") -> dict[str, Source]:
         for p in ("gate", "up", "down")
         for t in ("weight", "bias")
     }
-    layer |= {f"{slot}.weight": Source(f"{name}.weight") for slot, name in norms.items()}
+    layer |= {
+        f"{slot}.{t}": Source(f"{name}.{t}")
+        for slot, name in norms.items()
+        for t in ("weight", "bias")
+    }
     for qk in ("q", "k"):  # per-head norms are a Norm; OLMo 2's full norms wrap one
         layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")
         layer[f"attn.sublayer.qk_norm.{qk}_norm.norm.weight"] = Source(
@@ -212,6 +217,7 @@ _POST_BRANCH = {
 _LLAMA_TOP = {
     "embed.table.weight": Source("model.embed_tokens.weight"),
     "decoder.final_norm.weight": Source("model.norm.weight"),
+    "decoder.final_norm.bias": Source("model.norm.bias"),  # Nemotron's LayerNorm1P
     "head.lm_head.weight": Source("lm_head.weight"),
 }
 
@@ -406,6 +412,29 @@ def _falcon() -> Names:
     return names
 
 
+def _opt() -> Names:
+    """OPT's learned table reserves its first two rows (positions start at row 2): they
+    are rotated to the end, so archdb's row p is OPT's row p + 2 (a lossless reorder)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
+        for p, theirs in (_QKVO | {"o": "out_proj"}).items()
+        for t in ("weight", "bias")
+    }
+    for t in ("weight", "bias"):
+        layer[f"attn.before.{t}"] = layer[f"attn.after.{t}"] = Source(f"self_attn_layer_norm.{t}")
+        layer[f"mlp.before.{t}"] = layer[f"mlp.after.{t}"] = Source(f"final_layer_norm.{t}")
+        layer[f"mlp.sublayer.up.{t}"] = Source(f"fc1.{t}")
+        layer[f"mlp.sublayer.down.{t}"] = Source(f"fc2.{t}")
+    top = {
+        "embed.table.weight": Source("model.decoder.embed_tokens.weight"),
+        "positions.table.weight": Source("model.decoder.embed_positions.weight", roll=-2),
+        "decoder.final_norm.weight": Source("model.decoder.final_layer_norm.weight"),
+        "decoder.final_norm.bias": Source("model.decoder.final_layer_norm.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    return Names(top, layer, prefix="model.decoder.layers.{i}.", tied_head=("lm_head.weight",))
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -430,6 +459,9 @@ NAMES: dict[str, Callable[[], Names]] = {
     "cohere": _cohere,
     "falcon": _falcon,
     "olmo": _olmo,
+    "opt": _opt,
+    "nemotron": _llama,
+    "cohere2": _cohere,
 }
 
 
@@ -547,7 +579,7 @@ def _source(names: Names, name: str) -> Source | None:
     i, rest = match.groups()
     src = names.layer[rest]
     prefix = names.prefix.format(i=i)
-    return Source(prefix + src.name, src.cut, src.transpose, src.per_head, src.experts)
+    return replace(src, name=prefix + src.name)
 
 
 def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
@@ -557,6 +589,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])
     value = ckpt.take(source.name)
+    if source.roll:
+        value = value.roll(source.roll, 0)
     if source.transpose:
         value = value.t()
     if source.per_head is not None and source.cut is not None:

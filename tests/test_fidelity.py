@@ -58,6 +58,10 @@ TINY: dict[str, dict] = {
              "rotary_dim": 8},
     "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,
                "ffn_hidden_size": 128},
+    "opt": {"hidden_size": 64, "ffn_dim": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
+    "nemotron": {**_DENSE},
+    "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
