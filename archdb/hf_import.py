@@ -555,7 +555,7 @@ FAMILIES: dict[str, Family] = {
                       full_layer="global-nope", hook=_cohere,
                       rope_layout="interleaved"),
     "deepseek_v2": Family("deepseek_v2", "DeepseekV2DecoderLayer", mlp_bias=None,
-                          hook=_deepseek),
+                          hook=_deepseek, rope_layout="interleaved"),
     "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek_v3),
     "gpt2": Family("gpt2", "GPT2Block", **_NEOX_LIKE, position="learned",
                    fixed_bias=(True, True, True), tied_default=True,

@@ -435,6 +435,25 @@ def _opt() -> Names:
     return Names(top, layer, prefix="model.decoder.layers.{i}.", tied_head=("lm_head.weight",))
 
 
+def _deepseek() -> Names:
+    """Latent attention (MLA) and DeepSeekMoE's routed and shared experts."""
+    layer = _llama_layer(_PRE)
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    attn = {
+        "q.0": "q_a_proj",  # with a query bottleneck (q_lora_rank)
+        "q.1": "q_a_layernorm",
+        "q.2": "q_b_proj",
+        "q": "q_proj",  # without one
+        "kv_down": "kv_a_proj_with_mqa",
+        "kv_norm": "kv_a_layernorm",
+        "kv_up": "kv_b_proj",
+    }
+    for ours, theirs in attn.items():
+        for t in ("weight", "bias"):
+            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -462,6 +481,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "opt": _opt,
     "nemotron": _llama,
     "cohere2": _cohere,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
 }
 
 
