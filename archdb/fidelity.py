@@ -86,6 +86,8 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
         fields.append("architecture.position.rope_layout")
     if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):
         fields.append("architecture.mlp.gelu_approximation")
+    if arch.mlp.moe is not None:
+        fields.append("architecture.mlp.moe.normalize_top_k")
     return fields
 
 

@@ -241,6 +241,7 @@ class ConfigShape(_Keys):
     norm_epsilon: Number | None = None
     norm_eps: Number | None = None
     rope_interleave: StrictBool | None = None
+    norm_topk_prob: StrictBool | None = None
     # blocks, norms, biases, embeddings
     use_parallel_residual: StrictBool | None = None
     parallel_attn: StrictBool | None = None
@@ -459,6 +460,7 @@ def _mixtral(d: _Draft) -> None:
         n_experts=d.read("num_local_experts", required=True),
         n_active=d.read("num_experts_per_tok", required=True),
     )
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
 
 
 def _qwen3_moe(d: _Draft) -> None:
@@ -474,6 +476,8 @@ def _qwen3_moe(d: _Draft) -> None:
         layer_period=period,
         dense_d_ff=dense_d_ff,
     )
+    normalize = d.read("norm_topk_prob", default=False)  # Qwen3MoeConfig's default
+    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
 
 
 def _deepseek(d: _Draft) -> None:

@@ -358,6 +358,12 @@ class MoE(Strict):
     dense_d_ff: Width | None = Field(
         description="Hidden width of the dense MLP layers; null when every layer is MoE."
     )
+    normalize_top_k: StrictBool | None = Field(
+        default=None,
+        description="The chosen experts' weights are a softmax over their k logits (Mixtral; "
+        "Qwen3-MoE norm_topk_prob), rather than their share of a softmax over all experts. "
+        "Optional; null: not recorded (the builder normalizes).",
+    )
 
 
 class MLP(Strict):

@@ -50,7 +50,7 @@ TINY: dict[str, dict] = {
     "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
                 "sliding_window": WINDOW},
     "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
-                  "num_experts_per_tok": 2, "norm_topk_prob": True},
+                  "num_experts_per_tok": 2, "norm_topk_prob": False},
     "olmo": {**_DENSE},
     "cohere": {**_DENSE, "logit_scale": 0.25, "use_qk_norm": True},
     "phi": {**_DENSE, "num_key_value_heads": None, "qk_layernorm": True},
@@ -292,3 +292,15 @@ def test_function_assumptions_name_the_null_fields_only(tmp_path):
     ]
     _tiny("gemma2", tmp_path)
     assert function_assumptions(_card(tmp_path).architecture) == ()
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypatch):
+    monkeypatch.setitem(TINY, "qwen3_moe", {**TINY["qwen3_moe"], "norm_topk_prob": normalize})
+    reference = _tiny("qwen3_moe", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.mlp.moe.normalize_top_k is normalize
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE

@@ -319,6 +319,7 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mlp.gelu_approximation": ("tanh", "GPT-2's and Gemma's GELU"),
     "embedding_multiplier": (1.0, "embeddings enter the first block as looked up"),
     "logit_scale": (1.0, "the head's logits are not rescaled"),
+    "mlp.moe.normalize_top_k": (True, "a softmax over the chosen experts' logits (Mixtral)"),
 }
 
 
@@ -331,6 +332,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path == "position.rope_layout" and arch.position.type is not PositionType.ROPE:
             continue
         if path == "mlp.gelu_approximation" and arch.mlp.activation not in GELUS:
+            continue
+        if path == "mlp.moe.normalize_top_k" and arch.mlp.moe is None:
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)

@@ -125,6 +125,7 @@ class MoESpec:
     n_active: int
     expert: DenseMLP
     shared: DenseMLP | None
+    normalize: bool = True  # softmax over the k chosen logits, not a share of all experts
 
     def params(self) -> int:
         n = self.d_model * self.n_experts + self.n_experts * self.expert.params()  # + router
@@ -152,4 +153,5 @@ class MoESpec:
         experts = Experts(self.n_experts, self.d_model, e.d_ff, act, e.activation.gated, e.bias)
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None
-        return MoE(Router(self.d_model, self.n_experts, self.n_active), experts, shared)
+        router = Router(self.d_model, self.n_experts, self.n_active, self.normalize)
+        return MoE(router, experts, shared)

@@ -338,7 +338,8 @@ class _Reader:
         moe = a.mlp.moe
         shared = DenseMLP(self.d, moe.shared_d_ff, act, bias, exact) if moe.n_shared else None
         expert = DenseMLP(self.d, spec.d_ff, act, bias, exact)
-        return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared)
+        normalize = moe.normalize_top_k is not False
+        return MoESpec(self.d, moe.n_experts, moe.n_active, expert, shared, normalize)
 
 
 # --- folds -----------------------------------------------------------------------------------
