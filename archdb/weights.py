@@ -431,6 +431,8 @@ def _opt() -> Names:
         "decoder.final_norm.weight": Source("model.decoder.final_layer_norm.weight"),
         "decoder.final_norm.bias": Source("model.decoder.final_layer_norm.bias"),
         "head.lm_head.weight": Source("lm_head.weight"),
+        "embed.proj.weight": Source("model.decoder.project_in.weight"),  # OPT-350M
+        "head.proj.weight": Source("model.decoder.project_out.weight"),
     }
     return Names(top, layer, prefix="model.decoder.layers.{i}.", tied_head=("lm_head.weight",))
 
@@ -530,8 +532,43 @@ def load_weights(
     import torch
 
     ckpt = directory if isinstance(directory, Checkpoint) else Checkpoint(directory)
-    directory = ckpt.directory
-    model_type = model_type or checkpoint_model_type(directory)
+    model_type = model_type or checkpoint_model_type(ckpt.directory)
+    values = match_weights(model, ckpt, model_type)
+    targets = _unique_parameters(model)
+    with torch.no_grad():
+        for name, value in values.items():
+            param = targets[name]
+            if param.is_meta:
+                raise WeightsError("the model is on the meta device: build it on a real device")
+            param.copy_(value.to(param.dtype))
+    return Loaded(
+        ckpt.directory,
+        model_type,
+        len(values),
+        len(ckpt.used),
+        sum(v.numel() for v in values.values()),
+    )
+
+
+class TensorCheckpoint(Checkpoint):
+    """Named tensors already in memory (meta tensors check names and shapes only)."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], label: str = "<tensors>") -> None:
+        self.directory = Path(label)
+        self.tensors = tensors
+        self.files = dict.fromkeys(tensors, self.directory)
+        self.used = set()
+
+    def take(self, name: str) -> torch.Tensor:
+        if name not in self.tensors:
+            raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
+        self.used.add(name)
+        return self.tensors[name]
+
+
+def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[str, torch.Tensor]:
+    """Each archdb parameter's value from the checkpoint, every name and shape checked."""
+
     if model_type not in NAMES:
         raise WeightsError(
             f"no weight-name mapping for model_type {model_type!r}; archdb loads "
@@ -561,19 +598,7 @@ def load_weights(
         raise WeightsError(
             f"unexpected checkpoint tensor {unused[0]!r}{more}: archdb has no place for it"
         )
-    with torch.no_grad():
-        for name, value in values.items():
-            param = targets[name]
-            if param.is_meta:
-                raise WeightsError("the model is on the meta device: build it on a real device")
-            param.copy_(value.to(param.dtype))
-    return Loaded(
-        directory,
-        model_type,
-        len(values),
-        len(ckpt.used),
-        sum(v.numel() for v in values.values()),
-    )
+    return values
 
 
 def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:

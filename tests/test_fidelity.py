@@ -304,3 +304,41 @@ def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypat
     tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+
+
+def _open_cards_with_a_mapping():
+    from archdb.catalogue import load_catalogue
+    from archdb.measure.hf_reference import REFERENCES, model_type_for
+    from archdb.weights import NAMES
+
+    for card in load_catalogue().cards:
+        model_type = model_type_for(card.family, card.architecture)
+        # transformers keeps MoE experts fused in memory and splits them when saving:
+        # the saved per-expert layout is the tiny checkpoints' test above
+        dense = card.architecture.mlp.moe is None
+        if card.open_weights and dense and model_type in NAMES and model_type in REFERENCES:
+            yield pytest.param(card, model_type, id=card.id)
+
+
+@pytest.mark.parametrize(("card", "model_type"), list(_open_cards_with_a_mapping()))
+def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_type):
+    """transformers' own model of the card, on the meta device, is the synthesized
+    checkpoint: every name it holds has its place in archdb's model, shape for shape."""
+    from archdb.measure.hf_reference import REFERENCES, NotRepresentable
+    from archdb.plan.layout import fill_unknowns
+    from archdb.weights import TensorCheckpoint, match_weights
+
+    ref = REFERENCES[model_type]
+    arch = fill_unknowns(card.architecture)[0]
+    if arch.vocab_size is None:
+        pytest.skip("vocab_size unknown: no full-size embedding to compare")
+    try:
+        kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+        config = getattr(transformers, ref.config_class)(**kwargs | ref.convert(arch))
+    except NotRepresentable as exc:
+        pytest.skip(f"transformers' {model_type} cannot build this card: {exc}")
+    with torch.device("meta"):
+        theirs = getattr(transformers, ref.model_class)(config)
+    ours = archdb.build(card, "full")
+    values = match_weights(ours, TensorCheckpoint(theirs.state_dict(), card.id), model_type)
+    assert len(values) == len(dict(ours.named_parameters()))
