@@ -253,6 +253,11 @@ def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
     unscaled = fidelity(Card.model_validate(data))
     assert unscaled.level == "count-exact"
     assert unscaled.why == "gemma2 is logit-exact; card lacks attention.scale"
+    config["rope_scaling"] = {"rope_type": "linear", "factor": 8.0}
+    scaled = import_config(config, source_url="https://example.org/c.json", identity=identity)
+    assert str(fidelity(Card.model_validate(scaled.card))) == (
+        "count-exact (gemma2 is logit-exact; RoPE scaling is not built)"
+    )
 
 
 @pytest.mark.parametrize(
