@@ -84,7 +84,7 @@ def build(
     catalogue: Catalogue | Path | str | None = None,
     device: str | torch.device | None = None,
     dtype: torch.dtype | None = None,
-    weights: object = None,
+    weights: Path | str | None = None,
 ) -> nn.Module:
     """The card's model: forward(tokens [batch, seq]) -> logits [batch, seq, vocab].
 
@@ -93,20 +93,31 @@ def build(
     ``size="full"``: the published size, on the meta device unless ``device`` says
     otherwise (shapes without memory: a 405B model takes milliseconds, not 800 GB).
     Encoder-decoders take the same tokens as source and target unless given both.
-    Parameters are randomly initialised: loading ``weights`` is not supported yet.
+    Parameters are randomly initialised, or with ``weights`` (a transformers safetensors
+    checkpoint directory, ``size="full"`` only) loaded by ``archdb.weights.load_weights``:
+    every tensor filled, or a WeightsError naming the one that does not fit. The model
+    then lives on ``device`` (default CPU) and ``model.archdb_loaded`` says what was read.
     """
-    if weights is not None:
-        raise NotSupportedYet(
-            "weights= is not supported yet: archdb builds randomly initialised models "
-            "(loading a checkpoint into them is planned)"
-        )
     from archdb.builder.model import build_model
 
+    if weights is not None and size != "full":
+        raise BuildError("weights= loads a released checkpoint: build with size='full'")
     arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
+    checkpoint = None
+    if weights is not None:  # a bad directory fails before a large model is allocated
+        from archdb.weights import Checkpoint
+
+        checkpoint = Checkpoint(weights)
     if device is None and size == "full":
-        device = "meta"
+        device = "meta" if weights is None else "cpu"
     model = build_model(arch, device=device)
-    return model if dtype is None else model.to(dtype)
+    if dtype is not None:
+        model = model.to(dtype)
+    if checkpoint is not None:
+        from archdb.weights import load_weights
+
+        model.archdb_loaded = load_weights(model, checkpoint)
+    return model
 
 
 def params(

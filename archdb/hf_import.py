@@ -234,6 +234,14 @@ class ConfigShape(_Keys):
     use_qk_norm: StrictBool | None = None
     query_pre_attn_scalar: Number | None = None
     logit_scale: Number | None = None
+    # numerics: what changes outputs but not counts (see _function)
+    rms_norm_eps: Number | None = None
+    layer_norm_eps: Number | None = None
+    layer_norm_epsilon: Number | None = None
+    norm_epsilon: Number | None = None
+    norm_eps: Number | None = None
+    rope_interleave: StrictBool | None = None
+    norm_topk_prob: StrictBool | None = None
     # blocks, norms, biases, embeddings
     use_parallel_residual: StrictBool | None = None
     parallel_attn: StrictBool | None = None
@@ -327,8 +335,7 @@ IGNORED_KEYS = frozenset(
         "summary_use_proj", "summary_activation", "summary_proj_to_labels",
         "summary_first_dropout", "gradient_checkpointing", "pretraining_tp",
         "cache_implementation", "output_attentions", "output_hidden_states", "return_dict",
-        "id2label", "label2id", "problem_type", "use_bfloat16", "rms_norm_eps",
-        "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps", "attention_dropout",
+        "id2label", "label2id", "problem_type", "use_bfloat16", "attention_dropout",
         "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob",
         "attention_probs_dropout_prob", "classifier_dropout", "embedding_dropout", "dropout",
         "activation_dropout", "ffn_dropout", "scale_attn_weights", "reorder_and_upcast_attn",
@@ -382,6 +389,7 @@ class Family:
     # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
     steps: tuple[Callable[[_Draft], None], ...] | None = None
     linear_layer: str | None = None  # the card kind of a "linear_attention" layer
+    rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
 
 
 def _gpt_neox(d: _Draft) -> None:
@@ -462,16 +470,18 @@ def _gptj(d: _Draft) -> None:
 def _cohere(d: _Draft) -> None:
     if d.read("use_qk_norm", default=False):  # a LayerNorm per head, each head its own scale
         d.set("architecture.attention.qk_norm", "per-head-untied", "config")
-    scale = d.read("logit_scale")
-    if scale is not None and scale != 1:
-        d.unmapped["logit_scale"] = scale
+    scale = d.read("logit_scale", default=0.0625)  # CohereConfig's default
+    if scale:
+        d.set("architecture.logit_scale", float(scale), d.origin_of("logit_scale"))
 
 
 def _gemma(d: _Draft) -> None:
+    # Gemma's RMSNorm applies (1 + w); the embeddings are scaled by sqrt(hidden_size)
+    d.set("architecture.norm.unit_offset", True, "family")
+    d.set("architecture.embedding_multiplier", d.value("architecture.d_model") ** 0.5, "family")
     scalar = d.read("query_pre_attn_scalar")
-    head_dim = d.value("architecture.attention.head_dim")
-    if scalar is not None and scalar != head_dim:
-        d.unmapped["query_pre_attn_scalar"] = scalar  # attention scale 1/sqrt(scalar)
+    if scalar and d.family.module != "gemma":  # Gemma 2/3 scale by query_pre_attn_scalar**-0.5
+        d.set("architecture.attention.scale", float(scalar) ** -0.5, "config")
 
 
 def _mixtral(d: _Draft) -> None:
@@ -479,6 +489,7 @@ def _mixtral(d: _Draft) -> None:
         n_experts=d.read("num_local_experts", required=True),
         n_active=d.read("num_experts_per_tok", required=True),
     )
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
 
 
 def _qwen3_moe(d: _Draft) -> None:
@@ -494,6 +505,8 @@ def _qwen3_moe(d: _Draft) -> None:
         layer_period=period,
         dense_d_ff=dense_d_ff,
     )
+    normalize = d.read("norm_topk_prob", default=False)  # Qwen3MoeConfig's default
+    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
 
 
 def _deepseek(d: _Draft) -> None:
@@ -665,6 +678,18 @@ def _bamba(d: _Draft) -> None:
     d.set("architecture.mixers.mamba2.mlp", True, "family")
 
 
+def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
+    if d.value("architecture.position.type") == "rope":
+        interleaved = d.read("rope_interleave", default=True)
+        layout = "interleaved" if interleaved else "half-split"
+        d.set("architecture.position.rope_layout", layout, d.origin_of("rope_interleave"))
+
+
+def _deepseek_v3(d: _Draft) -> None:
+    _deepseek(d)
+    _rope_interleave(d)
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -688,20 +713,22 @@ FAMILIES: dict[str, Family] = {
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
     "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
     "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,
-                     shared_norm_in_parallel=True, tied_default=True, hook=_cohere),
+                     shared_norm_in_parallel=True, tied_default=True, hook=_cohere,
+                     rope_layout="interleaved"),
     "cohere2": Family("cohere2", "Cohere2DecoderLayer", norm="layernorm", parallel=True,
                       shared_norm_in_parallel=True, tied_default=True,
                       default_pattern=("local", "local", "local", "global-nope"),
-                      full_layer="global-nope", hook=_cohere),
+                      full_layer="global-nope", hook=_cohere,
+                      rope_layout="interleaved"),
     "deepseek_v2": Family("deepseek_v2", "DeepseekV2DecoderLayer", mlp_bias=None,
-                          hook=_deepseek),
-    "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek),
+                          hook=_deepseek, rope_layout="interleaved"),
+    "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek_v3),
     "gpt2": Family("gpt2", "GPT2Block", **_NEOX_LIKE, position="learned",
                    fixed_bias=(True, True, True), tied_default=True,
                    activation_default="gelu_new", d_ff_default_ratio=4),
     "gptj": Family("gptj", "GPTJBlock", **_NEOX_LIKE, fixed_bias=(False, False, True),
                    parallel=True, shared_norm_in_parallel=True, activation_default="gelu_new",
-                   d_ff_default_ratio=4, hook=_gptj),
+                   d_ff_default_ratio=4, hook=_gptj, rope_layout="interleaved"),
     "gpt_neox": Family("gpt_neox", "GPTNeoXLayer", **_NEOX_LIKE, attention_bias_default=True,
                        mlp_bias=True, activation_default="gelu", rotary_fraction_default=0.25,
                        hook=_gpt_neox),
@@ -1070,6 +1097,43 @@ def _attention(d: _Draft) -> None:
         d.used.add("max_window_layers")
 
 
+_GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
+_GELU_EXACT = {"gelu", "gelu_python"}
+# config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
+_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5}
+_EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
+
+
+def _function(d: _Draft) -> None:
+    """Choices that change outputs but not counts: norm epsilon and scale form, GELU form,
+    RoPE layout, and the unit factors (set by family hooks where they are not 1)."""
+    f = d.family
+    default = _EPS_DEFAULTS.get(f.module, 1e-5 if f.norm == "layernorm" else 1e-6)
+    eps = d.read(*_EPS_KEYS, default=default)
+    d.used.update(k for k in _EPS_KEYS if k in d.config)
+    if eps > 0:
+        d.set("architecture.norm.eps", float(eps), d.origin_of(_EPS_KEYS[0]))
+    if d.value("architecture.norm.unit_offset") is None:  # Nemotron's LayerNorm1P: (1 + w)
+        d.set("architecture.norm.unit_offset", f.module == "nemotron", "family")
+    if d.value("architecture.position.type") == "rope" and (
+        d.value("architecture.position.rope_layout") is None
+    ):
+        d.set("architecture.position.rope_layout", f.rope_layout, "family")
+    activation = d.value("architecture.mlp.activation")
+    if activation in ("gelu", "geglu"):
+        raw = str(d.read("hidden_activation", "hidden_act", "activation_function", "activation",
+                         default=f.activation_default)).lower()  # fmt: skip
+        form = "tanh" if raw in _GELU_TANH else "exact" if raw in _GELU_EXACT else None
+        origin = d.origin_of("hidden_activation")
+        if form is None:
+            d.note("architecture.mlp.gelu_approximation", f"{raw!r} is neither erf nor tanh GELU.")
+        else:
+            d.set("architecture.mlp.gelu_approximation", form, origin)
+    for path in ("architecture.embedding_multiplier", "architecture.logit_scale"):
+        if d.value(path) is None:
+            d.set(path, 1.0, "family")
+
+
 def _tied(d: _Draft) -> None:
     tied = d.read("tie_word_embeddings", default=d.family.tied_default)
     d.set("architecture.tied_embeddings", tied, d.origin_of("tie_word_embeddings"))
@@ -1122,6 +1186,7 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
         step(d)
     if family.hook:
         family.hook(d)
+    _function(d)
     if wrapper_note:
         d.note("architecture", wrapper_note)
     return _result(d, model_type, source_url, identity, config)
@@ -1272,9 +1337,11 @@ _ARCH_ORDER = (
     "tied_embeddings",
     "final_logit_softcap",
     "mixers",
+    "embedding_multiplier",
+    "logit_scale",
 )
 _SUB_ORDER = {
-    "norm": ("type", "position", "affine", "final", "shared_in_parallel"),
+    "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),
     "attention": (
         "variant",
         "n_heads",
@@ -1287,6 +1354,7 @@ _SUB_ORDER = {
         "latent",
         "sinks",
         "output_gate",
+        "scale",
     ),
     "position": (
         "type",
@@ -1295,8 +1363,9 @@ _SUB_ORDER = {
         "rotary_fraction",
         "learned_rows",
         "rope_scaling",
+        "rope_layout",
     ),
-    "mlp": ("activation", "d_ff", "moe"),
+    "mlp": ("activation", "d_ff", "moe", "gelu_approximation"),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }
 _REQUIRED_NULLS = {"attention": ("head_dim",), "": ("context_length",)}

@@ -153,6 +153,20 @@ class QKNorm(StrEnum):
     L2 = "l2"  # parameter-free L2 normalization (Llama 4)
 
 
+class GeluApproximation(StrEnum):
+    """How a GELU is computed: the exact erf form or Hendrycks & Gimpel's tanh approximation."""
+
+    EXACT = "exact"  # x * Phi(x) (GPT-NeoX, BERT)
+    TANH = "tanh"  # 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (GPT-2 "gelu_new", Gemma)
+
+
+class RopeLayout(StrEnum):
+    """Which query/key dims RoPE rotates together as one pair."""
+
+    HALF_SPLIT = "half-split"  # dims i and i + d/2 (GPT-NeoX, Llama in transformers)
+    INTERLEAVED = "interleaved"  # dims 2i and 2i + 1 (Su et al. 2021, GPT-J, Meta's Llama code)
+
+
 class SourceKind(StrEnum):
     PAPER = "paper"
     CONFIG = "config"  # an official released config file
@@ -255,6 +269,16 @@ class Norm(Strict):
         description="Parallel blocks only: one norm feeds both attention and MLP (GPT-J, "
         "PaLM) rather than one norm each (GPT-NeoX). Optional; null for serial blocks.",
     )
+    eps: PositiveFloat | None = Field(
+        default=None,
+        description="Epsilon added to the variance (LayerNorm) or mean square (RMSNorm). "
+        "Optional; null: not recorded (the builder assumes 1e-5 LayerNorm, 1e-6 RMSNorm).",
+    )
+    unit_offset: StrictBool | None = Field(
+        default=None,
+        description="The scale is stored as w and applied as (1 + w) (Gemma's RMSNorm). "
+        "Optional; null: not recorded (the builder applies w).",
+    )
 
 
 class Latent(Strict):
@@ -324,6 +348,12 @@ class Attention(Strict):
         "projection widened for it: elementwise (a gate per channel, Qwen3-Next) or headwise "
         "(one per head). Optional; null for none.",
     )
+    scale: PositiveFloat | None = Field(
+        default=None,
+        description="Multiplier of the query-key scores where it is not 1/sqrt(qk head "
+        "width) (Gemma 2/3: query_pre_attn_scalar ** -0.5). Optional; null: not recorded "
+        "(the builder uses 1/sqrt of the query/key head width).",
+    )
 
 
 class RopeScaling(Strict):
@@ -391,6 +421,12 @@ class Position(Strict):
         description="RoPE frequency scaling for long context (linear, dynamic, yarn, "
         "llama3), in every RoPE layer except local layers with their own rope_theta_local "
         "(Gemma 3); RoPE only. Optional; null for none.",
+    )
+    rope_layout: RopeLayout | None = Field(
+        default=None,
+        description="Which dims RoPE rotates as a pair: half-split (i, i + d/2) or "
+        "interleaved (2i, 2i + 1); RoPE only. Optional; null: not recorded (the builder "
+        "uses half-split).",
     )
 
 
@@ -469,6 +505,12 @@ class MoE(Strict):
         description="A per-token sigmoid gate, Linear(d_model -> 1), scales the shared experts' "
         "output (Qwen2-MoE, Qwen3-Next). Optional; null for none; needs n_shared > 0.",
     )
+    normalize_top_k: StrictBool | None = Field(
+        default=None,
+        description="The chosen experts' weights are a softmax over their k logits (Mixtral; "
+        "Qwen3-MoE norm_topk_prob), rather than their share of a softmax over all experts. "
+        "Optional; null: not recorded (the builder normalizes).",
+    )
 
 
 class MLP(Strict):
@@ -478,6 +520,11 @@ class MLP(Strict):
         "released configs' intermediate_size), one routed expert for MoE."
     )
     moe: MoE | None = Field(description="Mixture-of-experts layout; null for a dense MLP.")
+    gelu_approximation: GeluApproximation | None = Field(
+        default=None,
+        description="GELU and GeGLU only: exact (erf) or the tanh approximation. Optional; "
+        "null: not recorded (the builder uses tanh).",
+    )
 
 
 class Bias(Strict):
@@ -525,6 +572,16 @@ class Architecture(Strict):
         default=None,
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet) the layer "
         "pattern names. Optional; null when every layer is attention.",
+    )
+    embedding_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the token embeddings before the first block (Gemma: "
+        "sqrt(d_model)). Optional; null: not recorded (the builder uses 1).",
+    )
+    logit_scale: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the output logits, before any soft-cap (Command R: 0.0625). "
+        "Optional; null: not recorded (the builder uses 1).",
     )
 
     # --- derived figures: computed, never stored --------------------------------

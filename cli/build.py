@@ -18,7 +18,17 @@ from rich.tree import Tree
 
 from archdb.measure import conventions as cv
 
-from .common import CataloguePath, JsonFlag, console, load, print_json, styled
+from .common import (
+    EXIT_USAGE,
+    CataloguePath,
+    JsonFlag,
+    console,
+    fail,
+    load,
+    print_json,
+    say,
+    styled,
+)
 
 
 class Size(StrEnum):
@@ -88,6 +98,15 @@ def build(
             "windows and chunks keep their share of it). Full: the FLOP formula's length.",
         ),
     ] = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option(
+            "--weights",
+            metavar="DIR",
+            help="Full size: load a transformers safetensors checkpoint directory into the "
+            "model (on CPU) and report what was loaded.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
@@ -97,12 +116,48 @@ def build(
       archdb build gemma-2                 (a Gemma-2-like toy: the family's largest card)
       archdb build gemma-2 --seq-len 256   (the toy runs 256 tokens; windows scale with it)
       archdb build llama-3.1-405b --size full --json
+      archdb build smollm2-135m --size full --weights ./SmolLM2-135M
     """
+    if weights is not None and size is not Size.FULL:
+        raise fail("--weights loads a released checkpoint: use it with --size full", EXIT_USAGE)
     from archdb.measure.summary import build_summary
 
-    _summarize(
-        card_id, catalogue, lambda c: build_summary(c, size.value, seq_len), _print_build, as_json
-    )
+    def summarize(card: Any) -> Any:
+        summary = build_summary(card, size.value, seq_len)
+        return summary if weights is None else _WithWeights(summary, _load(card, weights))
+
+    _summarize(card_id, catalogue, summarize, _print_build, as_json)
+
+
+class _WithWeights:
+    """A build summary and what ``--weights`` loaded."""
+
+    def __init__(self, summary: Any, loaded: dict) -> None:
+        self.summary, self.loaded = summary, loaded
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.summary, name)
+
+    def to_dict(self) -> dict:
+        return self.summary.to_dict() | {"weights": self.loaded}
+
+
+def _load(card: Any, directory: Path) -> dict:
+    """Build the card on CPU and load the checkpoint; a bad checkpoint exits with code 1."""
+    import archdb
+    from archdb.weights import WeightsError
+
+    try:
+        loaded = archdb.build(card, "full", weights=directory).archdb_loaded
+    except WeightsError as exc:
+        raise fail(f"{card.id}: {exc}") from None
+    return {
+        "directory": str(loaded.directory),
+        "model_type": loaded.model_type,
+        "tensors": loaded.tensors,
+        "checkpoint_tensors": loaded.checkpoint_tensors,
+        "elements": loaded.elements,
+    }
 
 
 def flops(
@@ -167,6 +222,13 @@ def _print_build(s: Any) -> None:
     console.print(_params_table(s.params))
     console.print(_flops_table(s.flops))
     _print_assumptions(s.assumptions)
+    loaded = getattr(s, "loaded", None)
+    if loaded is not None:
+        say(
+            f"Weights: {loaded['tensors']:,} tensors ({loaded['elements']:,} values) "
+            f"filled from {loaded['checkpoint_tensors']:,} checkpoint tensors of "
+            f"{loaded['directory']} (transformers {loaded['model_type']}); none left random"
+        )
 
 
 def _print_flops(s: Any) -> None:

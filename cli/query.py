@@ -20,6 +20,7 @@ from rich.text import Text
 
 from archdb import query
 from archdb.catalogue import Catalogue, CatalogueError
+from archdb.fidelity import fidelity
 from archdb.locations import resolve_catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
@@ -264,6 +265,7 @@ def show(
     console.print(
         _pairs_table("Derived figures", [(k, format_value(v, k)) for k, v in derived.items()])
     )
+    say(f"Fidelity: {fidelity(card)}")
     _print_sources(card)
     if card.notes:
         console.print(_pairs_table("Notes", list(card.notes.items())))
@@ -274,7 +276,12 @@ def _card_json(
     context: int = cv.DEFAULT_KV_CONTEXT,
     bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
 ) -> dict[str, Any]:
-    return {**card.model_dump(mode="json"), "derived": _derived(card, context, bytes_per_element)}
+    verified = fidelity(card)
+    return {
+        **card.model_dump(mode="json"),
+        "derived": _derived(card, context, bytes_per_element),
+        "fidelity": {"level": verified.level, "why": verified.why},
+    }
 
 
 def _derived(

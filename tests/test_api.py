@@ -55,9 +55,17 @@ def test_encoder_decoder_takes_one_tensor():
     assert model(torch.randint(0, 256, (1, 32))).shape == (1, 32, 256)
 
 
-def test_weights_are_refused_with_a_clear_error():
-    with pytest.raises(api.NotSupportedYet, match="weights= is not supported yet"):
-        archdb.build("gpt-2", weights="gpt2.safetensors")
+def test_weights_load_into_the_full_size_only():
+    with pytest.raises(BuildError, match="build with size='full'"):
+        archdb.build("gpt-2", weights="gpt2-checkpoint")
+
+
+def test_weights_from_a_directory_without_a_checkpoint_name_it(tmp_path):
+    from archdb.weights import WeightsError
+
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
+    with pytest.raises(WeightsError, match=r"no model\.safetensors"):
+        archdb.build("gpt-2", "full", weights=tmp_path)
 
 
 @pytest.mark.parametrize(

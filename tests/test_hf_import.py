@@ -191,7 +191,9 @@ def test_multimodal_text_config_is_the_decoder():
 
 def test_unmapped_keys_are_reported_not_dropped():
     assert imported(config("mixtral-8x7b-v0.1")).unmapped == {"router_aux_loss_coef": 0.02}
-    assert imported(config("c4ai-command-r-v01")).unmapped == {"logit_scale": 0.0625}
+    command_r = imported(config("c4ai-command-r-v01"))
+    assert command_r.unmapped == {}
+    assert command_r.card["architecture"]["logit_scale"] == 0.0625  # mapped, no longer unmapped
     assert "not applied" in imported(config("qwen2-7b")).unmapped["sliding_window"]
     cfg = config("llama-2-7b-hf")
     cfg["my_new_knob"] = 3

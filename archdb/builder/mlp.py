@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from archdb.plan.mlp import ACTIVATIONS
+from archdb.plan.mlp import activation_rule
 from archdb.schema import Activation
 
 
@@ -19,17 +19,18 @@ class Act(nn.Module):
 
     flop_class = "elementwise"
 
-    def __init__(self, activation: Activation) -> None:
+    def __init__(self, activation: Activation, gelu_exact: bool = False) -> None:
         super().__init__()
         self.activation = activation
-        self.fn = ACTIVATIONS[activation].fn
+        self.rule = activation_rule(activation, gelu_exact)
+        self.fn = self.rule.fn
 
     def forward(self, h: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
         a = self.fn(h)
         return a if up is None else a * up
 
     def extra_repr(self) -> str:
-        return ACTIVATIONS[self.activation].name
+        return self.rule.name
 
 
 class MLP(nn.Module):
@@ -59,6 +60,8 @@ class GatedMLP(nn.Module):
         return self.down(self.act(self.gate(x), self.up(x)))
 
 
-def make_mlp(activation: Activation, d_model: int, d_ff: int, bias: bool) -> nn.Module:
+def make_mlp(
+    activation: Activation, d_model: int, d_ff: int, bias: bool, gelu_exact: bool = False
+) -> nn.Module:
     cls = GatedMLP if activation.gated else MLP
-    return cls(d_model, d_ff, Act(activation), bias)
+    return cls(d_model, d_ff, Act(activation, gelu_exact), bias)

@@ -40,31 +40,44 @@ class TokenEmbedding(nn.Module):
 
     flop_class = "embedding"
 
-    def __init__(self, vocab: int, width: int, d_model: int) -> None:
+    def __init__(
+        self, vocab: int, width: int, d_model: int, multiplier: float | None = None
+    ) -> None:
         super().__init__()
         self.table = nn.Embedding(vocab, width)
         self.proj = nn.Linear(width, d_model, bias=False) if width != d_model else None
+        self.multiplier = multiplier  # Gemma: sqrt(d_model)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.table(tokens)
-        return x if self.proj is None else self.proj(x)
+        x = x if self.proj is None else self.proj(x)
+        return x if self.multiplier is None else x * self.multiplier
 
 
 class OutputHead(nn.Module):
     """Hidden states -> logits, with the optional projection and final soft-cap."""
 
     def __init__(
-        self, d_model: int, width: int, vocab: int, bias: bool, softcap: float | None
+        self,
+        d_model: int,
+        width: int,
+        vocab: int,
+        bias: bool,
+        softcap: float | None,
+        logit_scale: float | None = None,
     ) -> None:
         super().__init__()
         self.proj = nn.Linear(d_model, width, bias=False) if width != d_model else None
         self.lm_head = nn.Linear(width, vocab, bias=bias)
         self.softcap = softcap
+        self.logit_scale = logit_scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.proj is not None:
             x = self.proj(x)
         logits = self.lm_head(x)
+        if self.logit_scale is not None:  # Command R: scaled before any soft-cap
+            logits = logits * self.logit_scale
         if self.softcap is not None:  # Gemma 2: c * tanh(logits / c)
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
@@ -124,8 +137,8 @@ def build_plan(plan: P.Plan) -> nn.Module:
     """Every spec's module, joined as the plan lays them out."""
     ctx = BuildContext(plan.context_length)
     e, h = plan.embedding, plan.head
-    embed = TokenEmbedding(e.vocab, e.width, e.d_model)
-    head = OutputHead(h.d_model, h.width, h.vocab, h.bias, h.softcap)
+    embed = TokenEmbedding(e.vocab, e.width, e.d_model, e.multiplier)
+    head = OutputHead(h.d_model, h.width, h.vocab, h.bias, h.softcap, h.logit_scale)
     if h.tied:
         head.lm_head.weight = embed.table.weight
     embed.table.archdb_embedding = head.lm_head.archdb_embedding = True  # see measure.params
@@ -145,11 +158,13 @@ class BuildContext:
         self.rotary_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def rotary(self, dims: int, theta: float, context: int, scaling=None) -> Rotary:
-        key = (dims, theta, scaling)
+    def rotary(
+        self, dims: int, theta: float, context: int, scaling=None, interleaved: bool = False
+    ) -> Rotary:
+        key = (dims, theta, scaling, interleaved)
         if key not in self.rotary_tables:
-            self.rotary_tables[key] = rotary_tables(dims, theta, context, scaling)
-        return Rotary(dims, theta, context, self.rotary_tables[key])
+            self.rotary_tables[key] = rotary_tables(dims, theta, context, scaling, interleaved)
+        return Rotary(dims, theta, context, self.rotary_tables[key], interleaved)
 
     def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:
         """Transformer-XL positions; layers share the distance tables, not the weights."""

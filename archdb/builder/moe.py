@@ -20,12 +20,18 @@ from .mlp import Act
 class Router(nn.Module):
     """Token -> top-k expert indices and their weights (softmax over the chosen logits)."""
 
-    def __init__(self, d_model: int, n_experts: int, top_k: int, bias: bool = False) -> None:
+    def __init__(
+        self, d_model: int, n_experts: int, top_k: int, bias: bool = False, normalize: bool = True
+    ) -> None:
         super().__init__()
         self.proj = nn.Linear(d_model, n_experts, bias=bias)
         self.top_k = top_k
+        self.normalize = normalize  # False: each chosen expert's share of all (Qwen3-MoE)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
+        if not self.normalize:
+            weight, index = self.proj(x).softmax(dim=-1).topk(self.top_k, dim=-1)
+            return index, weight
         logits, index = self.proj(x).topk(self.top_k, dim=-1)  # (N, k)
         return index, logits.softmax(dim=-1)
 

@@ -23,25 +23,40 @@ class Norm(nn.Module):
 
     flop_class = "norm"
 
-    def __init__(self, kind: NormType, width: int, scale: bool, bias: bool) -> None:
+    def __init__(
+        self,
+        kind: NormType,
+        width: int,
+        scale: bool,
+        bias: bool,
+        eps: float | None = None,
+        unit_offset: bool = False,
+    ) -> None:
         super().__init__()
-        self.kind, self.width = kind, width
-        init = NORMS[kind].scale_init
+        self.kind, self.width, self.eps, self.unit_offset = kind, width, eps, unit_offset
+        init = 0.0 if unit_offset else NORMS[kind].scale_init  # (1 + 0) starts at identity
         self.weight = nn.Parameter(torch.full((width,), init)) if scale else None
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return NORMS[self.kind].forward(x, self.width, self.weight, self.bias)
+        weight = self.weight
+        if weight is not None and self.unit_offset:
+            weight = 1.0 + weight
+        return NORMS[self.kind].forward(x, self.width, weight, self.bias, self.eps)
 
     def _get_name(self) -> str:
         return NORMS[self.kind].name
 
     def extra_repr(self) -> str:
-        return f"{self.width}, scale={self.weight is not None}, bias={self.bias is not None}"
+        text = f"{self.width}, scale={self.weight is not None}, bias={self.bias is not None}"
+        text += "" if self.eps is None else f", eps={self.eps:g}"
+        return text + (", unit_offset=True" if self.unit_offset else "")
 
 
-def make_norm(kind: NormType, width: int, scale: bool, bias: bool) -> Norm:
-    return Norm(kind, width, scale, bias)
+def make_norm(
+    kind: NormType, width: int, scale: bool, bias: bool, eps: float | None = None
+) -> Norm:
+    return Norm(kind, width, scale, bias, eps)
 
 
 class HeadwiseNorm(nn.Module):
@@ -49,9 +64,17 @@ class HeadwiseNorm(nn.Module):
 
     flop_class = "norm"
 
-    def __init__(self, kind: NormType, n_heads: int, head_dim: int, scale: bool, bias: bool):
+    def __init__(
+        self,
+        kind: NormType,
+        n_heads: int,
+        head_dim: int,
+        scale: bool,
+        bias: bool,
+        eps: float | None = None,
+    ):
         super().__init__()
-        self.norm = make_norm(kind, head_dim, scale=False, bias=False)
+        self.norm = make_norm(kind, head_dim, scale=False, bias=False, eps=eps)
         self.weight = nn.Parameter(torch.ones(n_heads, head_dim)) if scale else None
         self.bias = nn.Parameter(torch.zeros(n_heads, head_dim)) if bias else None
 

@@ -49,8 +49,9 @@ class LearnedPositions(nn.Module):
 class Rotary(nn.Module):
     """RoPE (Su et al. 2021, https://arxiv.org/abs/2104.09864) on the first ``dims`` dims.
 
-    Pairs dims i and i + dims/2 (the GPT-NeoX / Llama layout); partial rotary leaves the
-    remaining dims as they are (GPT-J 0.25, Phi-2 0.4).
+    Pairs dims i and i + dims/2 (the GPT-NeoX / Llama layout in transformers), or with
+    ``interleaved`` dims 2i and 2i + 1 (the paper's, GPT-J's and Meta's Llama code);
+    partial rotary leaves the remaining dims as they are (GPT-J 0.25, Phi-2 0.4).
     """
 
     flop_class = "elementwise"
@@ -61,10 +62,13 @@ class Rotary(nn.Module):
         theta: float,
         max_len: int,
         tables: tuple[torch.Tensor, torch.Tensor] | None = None,
+        interleaved: bool = False,
     ) -> None:
         super().__init__()
-        self.dims, self.theta = dims, theta
-        cos, sin = tables if tables is not None else rotary_tables(dims, theta, max_len)
+        self.dims, self.theta, self.interleaved = dims, theta, interleaved
+        if tables is None:
+            tables = rotary_tables(dims, theta, max_len, interleaved)
+        cos, sin = tables
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
@@ -73,24 +77,33 @@ class Rotary(nn.Module):
         cos = self.cos[:t].unsqueeze(1)  # (T, 1, dims)
         sin = self.sin[:t].unsqueeze(1)
         rot, keep = x[..., : self.dims], x[..., self.dims :]
-        swapped = torch.cat((rot[..., half:], rot[..., :half]), -1)
+        if self.interleaved:  # (x0, x1, x2, x3, ...) -> (x1, x0, x3, x2, ...)
+            swapped = rot.unflatten(-1, (half, 2)).flip(-1).flatten(-2)
+        else:
+            swapped = torch.cat((rot[..., half:], rot[..., :half]), -1)
         return torch.cat((rot * cos + swapped * sin, keep), -1)
 
     def extra_repr(self) -> str:
-        return f"dims={self.dims}, theta={self.theta:g}"
+        layout = ", interleaved" if self.interleaved else ""
+        return f"dims={self.dims}, theta={self.theta:g}{layout}"
 
 
 def rotary_tables(
-    dims: int, theta: float, max_len: int, scaling: RopeScaling | None = None
+    dims: int,
+    theta: float,
+    max_len: int,
+    scaling: RopeScaling | None = None,
+    interleaved: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and signed sin tables (max_len, dims), shareable by every layer with this theta;
     ``scaling`` stretches the frequencies as transformers' rope_type of that name does."""
     inv, attention_factor = scaled_frequencies(dims, theta, max_len, scaling)
     angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * inv  # (L, dims/2)
-    cos = torch.cat((angles.cos(), angles.cos()), -1) * attention_factor
+    cos, sin = angles.cos() * attention_factor, angles.sin() * attention_factor
+    if interleaved:  # pair (2i, 2i + 1): out_2i = x_2i cos - x_2i+1 sin, out_2i+1 = ... + x_2i sin
+        return cos.repeat_interleave(2, -1), torch.stack((-sin, sin), -1).flatten(-2)
     # the sign of rotate_half folded into the table: swap(x) * sin == rotate_half(x) * sin
-    sin = torch.cat((-angles.sin(), angles.sin()), -1) * attention_factor
-    return cos, sin
+    return torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
 
 
 def scaled_frequencies(

@@ -85,6 +85,7 @@ class SoftmaxKernel:
     softcap: float | None
     window: int | None  # local window or chunk, tokens
     sink_heads: int = 0  # heads with a learned sink logit (gpt-oss); 0 for none
+    scale: float | None = None  # multiplier of q.k; None: 1/sqrt(qk_dim)
 
     @property
     def rule(self) -> KernelRule:
@@ -119,8 +120,12 @@ class SoftmaxKernel:
 
         cls = getattr(kernels, self.rule.module)
         if self.rule.windowed:
-            return cls(self.qk_dim, self.causal, self.softcap, self.window, self.sink_heads)
-        return cls(self.qk_dim, self.causal, self.softcap, sink_heads=self.sink_heads)
+            kernel = cls(self.qk_dim, self.causal, self.softcap, self.window, self.sink_heads)
+        else:
+            kernel = cls(self.qk_dim, self.causal, self.softcap, sink_heads=self.sink_heads)
+        if self.scale is not None:
+            kernel.scale = self.scale
+        return kernel
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from archdb.plan.positions import SCHEMES
 from archdb.schema import (
+    Activation,
     Architecture,
     AttentionVariant,
     Kind,
@@ -320,7 +321,9 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     Only choices get defaults, never sizes: a null d_model, n_layers, n_heads or d_ff
     leaves the card unbuildable (BuildError), and a null vocab_size leaves the full size
     uncountable (the toy replaces the vocabulary anyway). Every default is returned as an
-    Assumption and reported next to the figures it affects.
+    Assumption and reported next to the figures it affects. Null choices that change only
+    outputs (norm epsilon, RoPE layout, ...) stay null: the builder computes with
+    ``FUNCTION_DEFAULTS`` for them, listed per card by ``function_assumptions``.
     """
     if not any(get_path(arch, p) is None for p in _FILLED):
         return arch, ()
@@ -361,6 +364,40 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     if arch.tokenizer_vocab_size is not None:
         fill("vocab_size", arch.tokenizer_vocab_size, "the tokenizer's size, no padding")
     return _replaced(arch, updates), tuple(made)
+
+
+# Choices that change outputs but not counts (a null means "not recorded"): the value
+# the builder computes with, and why. They never change a parameter, FLOP or cache figure,
+# so they are stated here rather than among fill_unknowns' count assumptions.
+FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
+    "norm.eps": ("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
+    "norm.unit_offset": (False, "the norm applies its scale w, not (1 + w)"),
+    "attention.scale": ("1/sqrt(qk head width)", "scaled dot-product attention"),
+    "position.rope_layout": ("half-split", "rotate_half, as transformers' RoPE families"),
+    "mlp.gelu_approximation": ("tanh", "GPT-2's and Gemma's GELU"),
+    "embedding_multiplier": (1.0, "embeddings enter the first block as looked up"),
+    "logit_scale": (1.0, "the head's logits are not rescaled"),
+    "mlp.moe.normalize_top_k": (True, "a softmax over the chosen experts' logits (Mixtral)"),
+}
+
+
+def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
+    """The FUNCTION_DEFAULTS a build of this card computes with (its null fields)."""
+    made = []
+    for path, (value, why) in FUNCTION_DEFAULTS.items():
+        if get_path(arch, path) is not None:
+            continue
+        if path == "position.rope_layout" and arch.position.type is not PositionType.ROPE:
+            continue
+        if path == "mlp.gelu_approximation" and arch.mlp.activation not in GELUS:
+            continue
+        if path == "mlp.moe.normalize_top_k" and arch.mlp.moe is None:
+            continue
+        made.append(Assumption(path, value, why))
+    return tuple(made)
+
+
+GELUS = (Activation.GELU, Activation.GEGLU)
 
 
 def _replaced(model: BaseModel, updates: dict[str, object]) -> BaseModel:

@@ -30,6 +30,12 @@ def _gelu(x):  # the tanh approximation (GPT-2, Gemma)
     return F.gelu(x, approximate="tanh")
 
 
+def _gelu_exact(x):  # the erf form (GPT-NeoX, BERT)
+    import torch.nn.functional as F
+
+    return F.gelu(x)
+
+
 def _silu(x):
     import torch.nn.functional as F
 
@@ -63,6 +69,16 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
 }
 
 
+GELU_EXACT = ActivationRule("gelu-exact", _gelu_exact)  # GELU/GeGLU with gelu_approximation exact
+
+
+def activation_rule(activation: Activation, gelu_exact: bool = False) -> ActivationRule:
+    """The rule of an activation; GELU and GeGLU by erf when ``gelu_exact``."""
+    if gelu_exact and activation in (Activation.GELU, Activation.GEGLU):
+        return GELU_EXACT
+    return ACTIVATIONS[activation]
+
+
 @dataclass(frozen=True)
 class DenseMLP:
     """down(act(up(x))), or down(act(gate(x)) * up(x)) for gated activations."""
@@ -71,6 +87,7 @@ class DenseMLP:
     d_ff: int  # width of one branch
     activation: Activation
     bias: bool
+    gelu_exact: bool = False  # GELU/GeGLU by erf rather than the tanh approximation
 
     @property
     def rule(self) -> ActivationRule:
@@ -96,7 +113,7 @@ class DenseMLP:
     def module(self, ctx=None):
         from archdb.builder.mlp import make_mlp
 
-        return make_mlp(self.activation, self.d_model, self.d_ff, self.bias)
+        return make_mlp(self.activation, self.d_model, self.d_ff, self.bias, self.gelu_exact)
 
 
 @dataclass(frozen=True)
@@ -110,6 +127,7 @@ class MoESpec:
     shared: DenseMLP | None
     router_bias: bool = False
     shared_gate: bool = False  # sigmoid(Linear(d -> 1)) scales the shared experts' output
+    normalize: bool = True  # softmax over the k chosen logits, not a share of all experts
 
     def params(self) -> int:
         n = linear_params(self.d_model, self.n_experts, self.router_bias)  # the router
@@ -138,10 +156,11 @@ class MoESpec:
         from archdb.builder.moe import Experts, MoE, Router
 
         e = self.expert
-        experts = Experts(
-            self.n_experts, self.d_model, e.d_ff, Act(e.activation), e.activation.gated, e.bias
-        )
+        act = Act(e.activation, e.gelu_exact)
+        experts = Experts(self.n_experts, self.d_model, e.d_ff, act, e.activation.gated, e.bias)
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None
-        router = Router(self.d_model, self.n_experts, self.n_active, self.router_bias)
+        router = Router(
+            self.d_model, self.n_experts, self.n_active, self.router_bias, self.normalize
+        )
         return MoE(router, experts, shared, self.shared_gate)

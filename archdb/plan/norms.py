@@ -23,22 +23,23 @@ RMS_EPS = 1e-6
 # --- kinds ---------------------------------------------------------------------------
 
 
-def _layer_norm(x, width: int, weight, bias):
+def _layer_norm(x, width: int, weight, bias, eps: float | None = None):
     import torch.nn.functional as F
 
-    return F.layer_norm(x, (width,), weight, bias, LN_EPS)
+    return F.layer_norm(x, (width,), weight, bias, LN_EPS if eps is None else eps)
 
 
-def _rms_norm(x, width: int, weight, bias):
+def _rms_norm(x, width: int, weight, bias, eps: float | None = None):
     import torch.nn.functional as F
 
-    y = F.rms_norm(x, (width,), weight, RMS_EPS)
+    y = F.rms_norm(x, (width,), weight, RMS_EPS if eps is None else eps)
     return y if bias is None else y + bias
 
 
 @dataclass(frozen=True)
 class NormRule:
-    """What a norm kind computes: ``forward(x, width, weight, bias)`` and its cost."""
+    """What a norm kind computes: ``forward(x, width, weight, bias, eps)`` and its cost
+    (``eps`` None: the kind's default, LN_EPS or RMS_EPS)."""
 
     name: str  # shown in module trees
     flops_per_element: int  # before the affine terms
@@ -61,13 +62,23 @@ class NormSpec:
     type: NormType
     scale: bool
     bias: bool
+    eps: float | None = None  # None: the kind's default (LN_EPS, RMS_EPS)
+    unit_offset: bool = False  # the scale is stored as w and applied as (1 + w) (Gemma)
 
     @classmethod
-    def of(cls, kind: NormType, affine: NormAffine) -> NormSpec:
+    def of(
+        cls,
+        kind: NormType,
+        affine: NormAffine,
+        eps: float | None = None,
+        unit_offset: bool | None = None,
+    ) -> NormSpec:
         return cls(
             kind,
             scale=affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS),
             bias=affine is NormAffine.SCALE_AND_BIAS,
+            eps=eps,
+            unit_offset=bool(unit_offset),
         )
 
     @property
@@ -85,7 +96,7 @@ class NormSpec:
     def module(self, width: int):
         from archdb.builder.norms import Norm
 
-        return Norm(self.type, width, self.scale, self.bias)
+        return Norm(self.type, width, self.scale, self.bias, self.eps, self.unit_offset)
 
 
 BARE_RMS = NormSpec(NormType.RMSNORM, scale=False, bias=False)  # x / rms(x), no parameters
@@ -155,8 +166,8 @@ def _untied_modules(s: QKNormSpec):
 
     n = s.norm
     return (
-        HeadwiseNorm(n.type, s.n_heads, s.head_dim, n.scale, n.bias),
-        HeadwiseNorm(n.type, s.n_kv_heads, s.head_dim, n.scale, n.bias),
+        HeadwiseNorm(n.type, s.n_heads, s.head_dim, n.scale, n.bias, n.eps),
+        HeadwiseNorm(n.type, s.n_kv_heads, s.head_dim, n.scale, n.bias, n.eps),
     )
 
 

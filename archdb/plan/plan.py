@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from archdb.schema import Architecture, Kind, LayerKind, NormPosition, QKNorm
+from archdb.schema import (
+    Architecture,
+    GeluApproximation,
+    Kind,
+    LayerKind,
+    NormPosition,
+    QKNorm,
+    RopeLayout,
+)
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
 from .layout import (
@@ -42,6 +50,7 @@ class TokenEmbedding:
     vocab: int
     width: int
     d_model: int
+    multiplier: float | None = None  # factor on the looked-up vectors (Gemma: sqrt(d))
 
     def params(self) -> int:
         return self.embedding_params() + self.projection_params()
@@ -67,6 +76,7 @@ class OutputHead:
     bias: bool
     softcap: float | None
     tied: bool  # the embedding's table is the output matrix
+    logit_scale: float | None = None  # factor on the logits, before the soft-cap (Cohere)
 
     def params(self) -> int:
         proj = self.d_model * self.width if self.width != self.d_model else 0
@@ -214,7 +224,9 @@ class _Reader:
     def __init__(self, arch: Architecture) -> None:
         self.a = arch
         self.d = arch.d_model
-        self.norm = NormSpec.of(arch.norm.type, arch.norm.affine)
+        self.norm = NormSpec.of(
+            arch.norm.type, arch.norm.affine, arch.norm.eps, arch.norm.unit_offset
+        )
         self.dims = head_dims(arch) if arch.has_attention() else None
         self.scheme = SCHEMES[arch.position.type]
 
@@ -230,7 +242,7 @@ class _Reader:
         if self.scheme.absolute:
             positions = AbsolutePositions(a.position.type, learned_rows(a), self.d)
         return Plan(
-            embedding=TokenEmbedding(a.vocab_size, width, self.d),
+            embedding=TokenEmbedding(a.vocab_size, width, self.d, a.embedding_multiplier),
             positions=positions,
             encoder=encoder,
             decoder=decoder,
@@ -241,6 +253,7 @@ class _Reader:
                 bool(a.bias.lm_head),
                 a.final_logit_softcap,
                 bool(a.tied_embeddings),
+                a.logit_scale,
             ),
             context_length=a.context_length,
         )
@@ -294,7 +307,9 @@ class _Reader:
             att.qk_norm_type or self.a.norm.type,
             att.qk_norm_affine or self.a.norm.affine,
         )
-        norm = NormSpec.of(kind, affine)
+        # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
+        offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
+        norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
         return QKNormSpec(
             att.qk_norm, norm, self.dims.n_heads, self.dims.n_kv_heads, self.dims.qk_dim
         )
@@ -304,7 +319,8 @@ class _Reader:
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
         sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
-        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window, sinks)
+        scale = self.a.attention.scale
+        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window, sinks, scale)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
@@ -313,7 +329,10 @@ class _Reader:
         # local layers with a base of their own keep it unscaled (Gemma 3's sliding layers)
         own_base = spec.kind is LayerKind.LOCAL and pos.rope_theta_local is not None
         scaling = None if own_base else pos.rope_scaling
-        return RotarySpec(self.dims.rotary_dims, spec.rope_theta, self.a.context_length, scaling)
+        interleaved = pos.rope_layout is RopeLayout.INTERLEAVED
+        return RotarySpec(
+            self.dims.rotary_dims, spec.rope_theta, self.a.context_length, scaling, interleaved
+        )
 
     def takes_bias(self, spec: LayerSpec | None) -> bool:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
@@ -323,11 +342,13 @@ class _Reader:
         act, bias = a.mlp.activation, bool(a.bias.mlp)
         if spec.d_ff is None:
             return None
+        exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
         if not spec.moe:
-            return DenseMLP(self.d, spec.d_ff, act, bias)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact)
         moe = a.mlp.moe
-        shared = DenseMLP(self.d, moe.shared_d_ff, act, bias) if moe.n_shared else None
-        expert = DenseMLP(self.d, spec.d_ff, act, bias)
+        shared = DenseMLP(self.d, moe.shared_d_ff, act, bias, exact) if moe.n_shared else None
+        expert = DenseMLP(self.d, spec.d_ff, act, bias, exact)
+        normalize = moe.normalize_top_k is not False
         return MoESpec(
             self.d,
             moe.n_experts,
@@ -336,6 +357,7 @@ class _Reader:
             shared,
             bool(moe.router_bias),
             bool(moe.shared_gate),
+            normalize,
         )
 
 

@@ -110,12 +110,13 @@ class RotarySpec:
     theta: float
     context: int
     scaling: RopeScaling | None = None  # frequencies stretched for long context (tables only)
+    interleaved: bool = False  # pairs dims (2i, 2i + 1), not (i, i + dims/2)
 
     def flops(self, tally: Tally, heads: int) -> None:
         tally.elementwise(cv.ROPE * self.dims * heads)
 
     def module(self, ctx):
-        return ctx.rotary(self.dims, self.theta, self.context, self.scaling)
+        return ctx.rotary(self.dims, self.theta, self.context, self.scaling, self.interleaved)
 
 
 @dataclass(frozen=True)

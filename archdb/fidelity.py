@@ -1,0 +1,117 @@
+"""How far a card's build is verified against a reference implementation (transformers).
+
+Three levels, from strongest:
+
+- ``logit-exact``: the card's transformers family is one whose tiny random checkpoints
+  archdb loads and reproduces to ``LOGIT_TOLERANCE`` relative logit error
+  (tests/test_fidelity.py), and the card records every choice that changes outputs but
+  not counts (``FUNCTION_FIELDS``), so its build computes the released function;
+- ``count-exact``: transformers' family code builds the card with archdb's exact
+  parameter count (tests/test_params_vs_hf.py), but outputs are not verified for it;
+- ``not comparable``: no transformers family represents the card, with the reason.
+
+Pure Python, no torch or transformers: ``archdb show`` prints it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archdb.schema import Activation, Card, PositionType, get_path
+
+LOGIT_TOLERANCE = 1e-5  # max |archdb - transformers| / max |transformers| over the logits
+
+# transformers model_types reproduced logit for logit (each one a case in test_fidelity.py),
+# with the largest relative error measured on its tiny checkpoint (float32, CPU, three
+# batches of 2 x 24 tokens, windows of 8), rounded up
+LOGIT_EXACT: dict[str, float] = {
+    "llama": 0.0,
+    "mistral": 3.2e-7,
+    "qwen2": 0.0,
+    "qwen3": 3.7e-7,
+    "gemma": 2.4e-7,
+    "gemma2": 6.8e-7,
+    "gemma3_text": 9.7e-7,
+    "olmo2": 0.0,
+    "phi3": 3.0e-7,
+    "gpt2": 2.9e-7,
+    "gpt_neox": 2.7e-7,
+    "mixtral": 3.3e-7,
+    "qwen3_moe": 2.7e-7,
+    "olmo": 0.0,
+    "cohere": 3.9e-7,
+    "phi": 2.5e-7,
+    "gptj": 3.4e-7,
+    "falcon": 2.4e-7,
+    "opt": 0.0,
+    "nemotron": 0.0,
+    "cohere2": 2.6e-7,
+}
+
+# model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
+# what is not: their cards stay count-exact (latent attention measured on dense layers)
+PARTIAL: dict[str, tuple[float, str]] = {
+    "deepseek_v2": (2.8e-7, "softmax routing without top-k renormalization, routed scaling"),
+    "deepseek_v3": (2.1e-7, "sigmoid, group-limited routing with a score-correction bias"),
+}
+
+# Card fields that change outputs but not counts; null means "not recorded"
+FUNCTION_FIELDS = (
+    "architecture.norm.eps",
+    "architecture.norm.unit_offset",
+    "architecture.embedding_multiplier",
+    "architecture.logit_scale",
+)
+# ... and per family, fields whose null default is not that family's function
+FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
+    "gemma2": ("architecture.attention.scale",),  # query_pre_attn_scalar ** -0.5
+    "gemma3_text": ("architecture.attention.scale",),
+}
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    level: str  # "logit-exact", "count-exact", "not comparable"
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.level} ({self.why})" if self.why else self.level
+
+
+def function_fields(card: Card, model_type: str | None = None) -> list[str]:
+    """The output-changing fields this card needs recorded (RoPE and GELU where used)."""
+    arch = card.architecture
+    fields = list(FUNCTION_FIELDS) + list(FAMILY_FIELDS.get(model_type or "", ()))
+    if arch.position.type is PositionType.ROPE:
+        fields.append("architecture.position.rope_layout")
+    if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):
+        fields.append("architecture.mlp.gelu_approximation")
+    if arch.mlp.moe is not None:
+        fields.append("architecture.mlp.moe.normalize_top_k")
+    return fields
+
+
+def fidelity(card: Card) -> Fidelity:
+    """Whether the card's build is verified against transformers, and how."""
+    from archdb.measure.hf_reference import REFERENCES, NotRepresentable, model_type_for
+    from archdb.plan.layout import fill_unknowns
+
+    model_type = model_type_for(card.family, card.architecture)
+    if model_type is None or model_type not in REFERENCES:
+        return Fidelity("not comparable", "no transformers family implements this card")
+    try:
+        REFERENCES[model_type].convert(fill_unknowns(card.architecture)[0])
+    except NotRepresentable as exc:
+        return Fidelity("not comparable", f"transformers' {model_type} cannot build it: {exc}")
+    if model_type in PARTIAL:
+        _, missing_piece = PARTIAL[model_type]
+        return Fidelity(
+            "count-exact", f"{model_type}: latent attention logit-exact; not built: {missing_piece}"
+        )
+    if model_type not in LOGIT_EXACT:
+        return Fidelity("count-exact", f"{model_type}: outputs not verified for this family")
+    missing = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
+    if missing:
+        shown = ", ".join(p.removeprefix("architecture.") for p in missing)
+        return Fidelity("count-exact", f"{model_type} is logit-exact; card lacks {shown}")
+    return Fidelity("logit-exact", f"{model_type}, relative error < {LOGIT_TOLERANCE:g}")

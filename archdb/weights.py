@@ -1,0 +1,677 @@
+"""Loading a transformers-format checkpoint into a built model.
+
+A checkpoint directory holds ``model.safetensors``, or shards listed by
+``model.safetensors.index.json``. Which checkpoint tensor fills which archdb parameter is
+one table per transformers ``model_type`` (``NAMES``): fused projections (GPT-2's c_attn,
+GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj) are cut into archdb's
+separate q, k, v (gate, up) rows; GPT-2's Conv1D weights are transposed; per-expert MoE
+weights are stacked into archdb's (experts, in, out) tensors; a tied head reads the
+embedding. Every archdb tensor must be filled and every checkpoint tensor used, with
+the same shape: anything else is a ``WeightsError`` naming the tensor, so nothing is
+silently left at its random initial value.
+
+Only the ``safetensors`` package is needed (no transformers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archdb.files import read_bounded
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+MAX_INDEX_BYTES = 64 * 2**20  # an index lists tensor names: a few MB for the largest models
+
+
+class WeightsError(ValueError):
+    """A checkpoint does not fit the built model (names the tensor), or cannot be read."""
+
+
+# --- reading a checkpoint directory ----------------------------------------------------
+
+
+class Checkpoint:
+    """The tensors of a safetensors checkpoint, read lazily, remembering which were used."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        self.files = _tensor_files(self.directory)  # tensor name -> file
+        self.used: set[str] = set()
+        self._handles: dict[Path, object] = {}
+
+    def names(self) -> list[str]:
+        return sorted(self.files)
+
+    def has(self, name: str) -> bool:
+        return name in self.files
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self._handle(name).get_slice(name).get_shape())
+
+    def take(self, name: str) -> torch.Tensor:
+        if name not in self.files:
+            raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
+        self.used.add(name)
+        return self._handle(name).get_tensor(name)
+
+    def _handle(self, name: str):
+        from safetensors import safe_open
+
+        path = self.files[name]
+        if path not in self._handles:
+            try:
+                self._handles[path] = safe_open(str(path), framework="pt")
+            except Exception as exc:  # safetensors raises its own error types
+                raise WeightsError(f"{path}: not a readable safetensors file: {exc}") from None
+        return self._handles[path]
+
+
+def _tensor_files(directory: Path) -> dict[str, Path]:
+    if not directory.is_dir():
+        raise WeightsError(f"{directory}: not a directory (give a checkpoint directory)")
+    single, index = directory / "model.safetensors", directory / "model.safetensors.index.json"
+    if index.is_file():
+        return _sharded(directory, index)
+    if single.is_file():
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(single), framework="pt") as f:
+                return dict.fromkeys(f.keys(), single)
+        except Exception as exc:
+            raise WeightsError(f"{single}: not a readable safetensors file: {exc}") from None
+    raise WeightsError(
+        f"{directory}: no model.safetensors or model.safetensors.index.json "
+        "(archdb reads transformers' safetensors checkpoints)"
+    )
+
+
+def _sharded(directory: Path, index: Path) -> dict[str, Path]:
+    raw = read_bounded(index, MAX_INDEX_BYTES)
+    try:
+        weight_map = json.loads(raw.decode("utf-8"))["weight_map"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WeightsError(f"{index}: not a safetensors index ({exc})") from None
+    if not isinstance(weight_map, dict):
+        raise WeightsError(f"{index}: weight_map must map tensor names to shard files")
+    files: dict[str, Path] = {}
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str) or "/" in shard or "\\" in shard or shard.startswith("."):
+            raise WeightsError(f"{index}: tensor {name!r} names a shard outside the directory")
+        files[str(name)] = directory / shard
+    missing = sorted({p for p in files.values() if not p.is_file()})
+    if missing:
+        raise WeightsError(f"{index}: shard {missing[0].name} is missing")
+    return files
+
+
+# --- where each archdb tensor comes from -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """Checkpoint tensors and how to make one archdb tensor of them.
+
+    ``name`` is relative to the layer prefix inside a layer; ``{e}`` is an expert, the
+    experts' (out, in) weights stacked as (experts, in, out) when ``experts``. ``cut``
+    gives the (start, stop) rows of a fused projection, or with ``per_head`` (heads,
+    parts, width) the parts each head's rows group into (GPT-NeoX's [q, k, v] per head);
+    ``transpose`` reads Conv1D's (in, out) layout.
+    """
+
+    name: str
+    cut: Callable[[Dims], tuple[int, int]] | None = None
+    transpose: bool = False
+    per_head: Callable[[Dims], tuple[int, int, int]] | None = None  # (heads, parts, part)
+    experts: bool = False
+    roll: int = 0  # rows rotated (OPT's position table)
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Widths a fused tensor is cut by."""
+
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    n_experts: int = 0
+
+
+@dataclass(frozen=True)
+class Names:
+    """One transformers model_type's names: the top-level tensors and a layer's."""
+
+    top: dict[str, Source]  # archdb name -> source
+    layer: dict[str, Source]  # archdb name after "decoder.layers.{i}." -> source
+    prefix: str = "model.layers.{i}."  # the checkpoint's layer prefix
+    tied_head: tuple[str, ...] = ()  # checkpoint names a tied head may carry (unused)
+
+
+def _q(d: Dims) -> tuple[int, int]:
+    return 0, d.n_heads * d.head_dim
+
+
+def _k(d: Dims) -> tuple[int, int]:
+    q = d.n_heads * d.head_dim
+    return q, q + d.n_kv_heads * d.head_dim
+
+
+def _v(d: Dims) -> tuple[int, int]:
+    q, kv = d.n_heads * d.head_dim, d.n_kv_heads * d.head_dim
+    return q + kv, q + 2 * kv
+
+
+def _first_ff(d: Dims) -> tuple[int, int]:
+    return 0, d.d_ff
+
+
+def _second_ff(d: Dims) -> tuple[int, int]:
+    return d.d_ff, 2 * d.d_ff
+
+
+def _llama_layer(norms: dict[str, str], mlp: str = "mlp") -> dict[str, Source]:
+    """A Llama-style layer: separate projections, norms named per family."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{p}_proj.{t}")
+        for p in "qkvo"
+        for t in ("weight", "bias")
+    }
+    layer |= {
+        f"mlp.sublayer.{p}.{t}": Source(f"{mlp}.{p}_proj.{t}")
+        for p in ("gate", "up", "down")
+        for t in ("weight", "bias")
+    }
+    layer |= {
+        f"{slot}.{t}": Source(f"{name}.{t}")
+        for slot, name in norms.items()
+        for t in ("weight", "bias")
+    }
+    for qk in ("q", "k"):  # per-head norms are a Norm; OLMo 2's full norms wrap one
+        layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")
+        layer[f"attn.sublayer.qk_norm.{qk}_norm.norm.weight"] = Source(
+            f"self_attn.{qk}_norm.weight"
+        )
+    return layer
+
+
+_PRE = {"attn.before": "input_layernorm", "mlp.before": "post_attention_layernorm"}
+_SANDWICH = {
+    "attn.before": "input_layernorm",
+    "attn.branch": "post_attention_layernorm",
+    "mlp.before": "pre_feedforward_layernorm",
+    "mlp.branch": "post_feedforward_layernorm",
+}
+_POST_BRANCH = {
+    "attn.branch": "post_attention_layernorm",
+    "mlp.branch": "post_feedforward_layernorm",
+}
+_LLAMA_TOP = {
+    "embed.table.weight": Source("model.embed_tokens.weight"),
+    "decoder.final_norm.weight": Source("model.norm.weight"),
+    "decoder.final_norm.bias": Source("model.norm.bias"),  # Nemotron's LayerNorm1P
+    "head.lm_head.weight": Source("lm_head.weight"),
+}
+
+
+def _llama(norms: dict[str, str] = _PRE) -> Names:
+    return Names(_LLAMA_TOP, _llama_layer(norms), tied_head=("lm_head.weight",))
+
+
+def _phi3() -> Names:
+    layer = _llama_layer(_PRE)
+    layer |= {
+        f"attn.sublayer.{p}.weight": Source("self_attn.qkv_proj.weight", cut=cut)
+        for p, cut in (("q", _q), ("k", _k), ("v", _v))
+    }
+    layer["mlp.sublayer.gate.weight"] = Source("mlp.gate_up_proj.weight", cut=_first_ff)
+    layer["mlp.sublayer.up.weight"] = Source("mlp.gate_up_proj.weight", cut=_second_ff)
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _moe(router: str, experts: str, gate: str, up: str, down: str) -> dict[str, Source]:
+    """Per-expert checkpoint weights (out, in) stacked as archdb's (experts, in, out)."""
+    return {
+        "mlp.sublayer.router.proj.weight": Source(f"{router}.weight"),
+        "mlp.sublayer.experts.gate": Source(f"{experts}.{{e}}.{gate}.weight", experts=True),
+        "mlp.sublayer.experts.up": Source(f"{experts}.{{e}}.{up}.weight", experts=True),
+        "mlp.sublayer.experts.down": Source(f"{experts}.{{e}}.{down}.weight", experts=True),
+        "mlp.sublayer.shared.gate.weight": Source("mlp.shared_experts.gate_proj.weight"),
+        "mlp.sublayer.shared.up.weight": Source("mlp.shared_experts.up_proj.weight"),
+        "mlp.sublayer.shared.down.weight": Source("mlp.shared_experts.down_proj.weight"),
+    }
+
+
+def _mixtral() -> Names:
+    layer = _llama_layer(_PRE)
+    layer |= _moe("block_sparse_moe.gate", "block_sparse_moe.experts", "w1", "w3", "w2")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _qwen3_moe() -> Names:
+    layer = _llama_layer(_PRE)
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _gpt2() -> Names:
+    def conv(name: str, cut=None) -> Source:  # Conv1D stores (in, out)
+        return Source(name, cut=cut, transpose=True)
+
+    def bias(name: str, cut=None) -> Source:
+        return Source(name, cut=cut)
+
+    layer = {
+        "attn.before.weight": Source("ln_1.weight"),
+        "attn.before.bias": Source("ln_1.bias"),
+        "mlp.before.weight": Source("ln_2.weight"),
+        "mlp.before.bias": Source("ln_2.bias"),
+        "attn.sublayer.o.weight": conv("attn.c_proj.weight"),
+        "attn.sublayer.o.bias": bias("attn.c_proj.bias"),
+        "mlp.sublayer.up.weight": conv("mlp.c_fc.weight"),
+        "mlp.sublayer.up.bias": bias("mlp.c_fc.bias"),
+        "mlp.sublayer.down.weight": conv("mlp.c_proj.weight"),
+        "mlp.sublayer.down.bias": bias("mlp.c_proj.bias"),
+    }
+    for p, cut in (("q", _q), ("k", _k), ("v", _v)):
+        layer[f"attn.sublayer.{p}.weight"] = conv("attn.c_attn.weight", cut)
+        layer[f"attn.sublayer.{p}.bias"] = bias("attn.c_attn.bias", cut)
+    top = {
+        "embed.table.weight": Source("transformer.wte.weight"),
+        "positions.table.weight": Source("transformer.wpe.weight"),
+        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
+        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+
+
+def _neox_heads(d: Dims) -> tuple[int, int, int]:
+    return d.n_heads, 3, d.head_dim  # rows grouped per head as [q, k, v]
+
+
+def _gpt_neox() -> Names:
+    """Parallel blocks name their norms before_attn/before_mlp and sublayers directly;
+    serial ones (use_parallel_residual false) wrap them in residuals."""
+    layer: dict[str, Source] = {}
+    norms = {"attn": "input_layernorm", "mlp": "post_attention_layernorm"}
+    for t in ("weight", "bias"):
+        for part, name in norms.items():
+            layer[f"before_{part}.{t}"] = layer[f"{part}.before.{t}"] = Source(f"{name}.{t}")
+        for where in ("attn", "attn.sublayer"):
+            for index, p in enumerate("qkv"):
+                layer[f"{where}.{p}.{t}"] = Source(
+                    f"attention.query_key_value.{t}",
+                    cut=lambda d, i=index: (i, i + 1),
+                    per_head=_neox_heads,
+                )
+            layer[f"{where}.o.{t}"] = Source(f"attention.dense.{t}")
+        for where in ("mlp", "mlp.sublayer"):
+            layer[f"{where}.up.{t}"] = Source(f"mlp.dense_h_to_4h.{t}")
+            layer[f"{where}.down.{t}"] = Source(f"mlp.dense_4h_to_h.{t}")
+    top = {
+        "embed.table.weight": Source("gpt_neox.embed_in.weight"),
+        "decoder.final_norm.weight": Source("gpt_neox.final_layer_norm.weight"),
+        "decoder.final_norm.bias": Source("gpt_neox.final_layer_norm.bias"),
+        "head.lm_head.weight": Source("embed_out.weight"),
+    }
+    return Names(top, layer, prefix="gpt_neox.layers.{i}.", tied_head=("embed_out.weight",))
+
+
+def _parallel(
+    prefix: str,
+    norm: str,
+    attn: str,
+    projections: dict[str, str],
+    mlp: dict[str, str],
+    top: dict[str, Source],
+    tied_head: tuple[str, ...] = (),
+) -> Names:
+    """A parallel block with one shared norm: x + attn(n(x)) + mlp(n(x)) (GPT-J, Phi-2,
+    Command R, Falcon); ``projections`` and ``mlp`` map archdb's names to the family's."""
+    layer: dict[str, Source] = {}
+    for t in ("weight", "bias"):
+        layer[f"before_attn.{t}"] = Source(f"{norm}.{t}")
+        for ours, theirs in projections.items():
+            layer[f"attn.{ours}.{t}"] = Source(f"{attn}.{theirs}.{t}")
+        for ours, theirs in mlp.items():
+            layer[f"mlp.{ours}.{t}"] = Source(f"{theirs}.{t}")
+    return Names(top, layer, prefix=prefix, tied_head=tied_head)
+
+
+_QKVO = {"q": "q_proj", "k": "k_proj", "v": "v_proj"}
+
+
+def _gptj() -> Names:
+    top = {
+        "embed.table.weight": Source("transformer.wte.weight"),
+        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
+        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        "head.lm_head.bias": Source("lm_head.bias"),
+    }
+    projections = _QKVO | {"o": "out_proj"}
+    mlp = {"up": "mlp.fc_in", "down": "mlp.fc_out"}
+    return _parallel("transformer.h.{i}.", "ln_1", "attn", projections, mlp, top)
+
+
+def _phi() -> Names:
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
+        "decoder.final_norm.bias": Source("model.final_layernorm.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        "head.lm_head.bias": Source("lm_head.bias"),
+    }
+    projections = _QKVO | {"o": "dense"}
+    names = _parallel(
+        "model.layers.{i}.", "input_layernorm", "self_attn", projections,
+        {"up": "mlp.fc1", "down": "mlp.fc2"}, top,
+    )  # fmt: skip
+    for qk in ("q", "k"):  # qk_layernorm: one LayerNorm per head, shared by heads
+        for t in ("weight", "bias"):
+            names.layer[f"attn.qk_norm.{qk}_norm.{t}"] = Source(f"self_attn.{qk}_layernorm.{t}")
+    return names
+
+
+def _cohere() -> Names:
+    projections = _QKVO | {"o": "o_proj"}
+    mlp = {p: f"mlp.{p}_proj" for p in ("gate", "up", "down")}
+    names = _parallel(
+        "model.layers.{i}.", "input_layernorm", "self_attn", projections, mlp,
+        _LLAMA_TOP, tied_head=("lm_head.weight",),
+    )  # fmt: skip
+    for qk in ("q", "k"):  # use_qk_norm: a LayerNorm per head with its own scale
+        names.layer[f"attn.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")
+    return names
+
+
+def _falcon() -> Names:
+    top = {
+        "embed.table.weight": Source("transformer.word_embeddings.weight"),
+        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
+        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    names = _parallel(
+        "transformer.h.{i}.", "input_layernorm", "self_attention", {"o": "dense"},
+        {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}, top,
+        tied_head=("lm_head.weight",),
+    )  # fmt: skip
+    for p, cut in (("q", _q), ("k", _k), ("v", _v)):  # multi-query: [q heads, k, v]
+        for t in ("weight", "bias"):
+            names.layer[f"attn.{p}.{t}"] = Source(f"self_attention.query_key_value.{t}", cut=cut)
+    return names
+
+
+def _opt() -> Names:
+    """OPT's learned table reserves its first two rows (positions start at row 2): they
+    are rotated to the end, so archdb's row p is OPT's row p + 2 (a lossless reorder)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
+        for p, theirs in (_QKVO | {"o": "out_proj"}).items()
+        for t in ("weight", "bias")
+    }
+    for t in ("weight", "bias"):
+        layer[f"attn.before.{t}"] = layer[f"attn.after.{t}"] = Source(f"self_attn_layer_norm.{t}")
+        layer[f"mlp.before.{t}"] = layer[f"mlp.after.{t}"] = Source(f"final_layer_norm.{t}")
+        layer[f"mlp.sublayer.up.{t}"] = Source(f"fc1.{t}")
+        layer[f"mlp.sublayer.down.{t}"] = Source(f"fc2.{t}")
+    top = {
+        "embed.table.weight": Source("model.decoder.embed_tokens.weight"),
+        "positions.table.weight": Source("model.decoder.embed_positions.weight", roll=-2),
+        "decoder.final_norm.weight": Source("model.decoder.final_layer_norm.weight"),
+        "decoder.final_norm.bias": Source("model.decoder.final_layer_norm.bias"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        "embed.proj.weight": Source("model.decoder.project_in.weight"),  # OPT-350M
+        "head.proj.weight": Source("model.decoder.project_out.weight"),
+    }
+    return Names(top, layer, prefix="model.decoder.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _deepseek() -> Names:
+    """Latent attention (MLA) and DeepSeekMoE's routed and shared experts."""
+    layer = _llama_layer(_PRE)
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    attn = {
+        "q.0": "q_a_proj",  # with a query bottleneck (q_lora_rank)
+        "q.1": "q_a_layernorm",
+        "q.2": "q_b_proj",
+        "q": "q_proj",  # without one
+        "kv_down": "kv_a_proj_with_mqa",
+        "kv_norm": "kv_a_layernorm",
+        "kv_up": "kv_b_proj",
+    }
+    for ours, theirs in attn.items():
+        for t in ("weight", "bias"):
+            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
+    return _llama({})
+
+
+# transformers model_type -> its names (one place per family)
+NAMES: dict[str, Callable[[], Names]] = {
+    "llama": _llama,
+    "mistral": _llama,
+    "qwen2": _llama,
+    "qwen3": _llama,
+    "gemma": _llama,
+    "gemma2": lambda: _llama(_SANDWICH),
+    "gemma3_text": lambda: _llama(_SANDWICH),
+    "olmo2": lambda: _llama(_POST_BRANCH),
+    "phi3": _phi3,
+    "mixtral": _mixtral,
+    "qwen3_moe": _qwen3_moe,
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "gptj": _gptj,
+    "phi": _phi,
+    "cohere": _cohere,
+    "falcon": _falcon,
+    "olmo": _olmo,
+    "opt": _opt,
+    "nemotron": _llama,
+    "cohere2": _cohere,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+}
+
+
+def supported_model_types() -> list[str]:
+    return sorted(NAMES)
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a load filled: archdb tensors, checkpoint tensors read, and their elements."""
+
+    directory: Path
+    model_type: str
+    tensors: int  # archdb tensors filled
+    checkpoint_tensors: int
+    elements: int
+
+
+def checkpoint_model_type(directory: Path | str) -> str:
+    """The model_type of a checkpoint directory's config.json (its text_config's for
+    multimodal wrappers)."""
+    from archdb.hf_import import HFImportError, read_config
+
+    try:
+        config = read_config(Path(directory) / "config.json")
+    except HFImportError as exc:
+        raise WeightsError(str(exc)) from None
+    text = config.get("text_config")
+    model_type = (text if isinstance(text, dict) else config).get("model_type")
+    return {"gemma3": "gemma3_text"}.get(str(model_type), str(model_type))
+
+
+def load_weights(
+    model: nn.Module, directory: Checkpoint | Path | str, model_type: str | None = None
+) -> Loaded:
+    """Fill every parameter of ``model`` from the checkpoint in ``directory``.
+
+    ``model_type`` defaults to the directory's config.json. Raises WeightsError naming
+    the first missing, unexpected or mis-shaped tensor; the model is changed only when
+    every tensor fits.
+    """
+    import torch
+
+    ckpt = directory if isinstance(directory, Checkpoint) else Checkpoint(directory)
+    model_type = model_type or checkpoint_model_type(ckpt.directory)
+    values = match_weights(model, ckpt, model_type)
+    targets = _unique_parameters(model)
+    with torch.no_grad():
+        for name, value in values.items():
+            param = targets[name]
+            if param.is_meta:
+                raise WeightsError("the model is on the meta device: build it on a real device")
+            param.copy_(value.to(param.dtype))
+    return Loaded(
+        ckpt.directory,
+        model_type,
+        len(values),
+        len(ckpt.used),
+        sum(v.numel() for v in values.values()),
+    )
+
+
+class TensorCheckpoint(Checkpoint):
+    """Named tensors already in memory (meta tensors check names and shapes only)."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], label: str = "<tensors>") -> None:
+        self.directory = Path(label)
+        self.tensors = tensors
+        self.files = dict.fromkeys(tensors, self.directory)
+        self.used = set()
+
+    def take(self, name: str) -> torch.Tensor:
+        if name not in self.tensors:
+            raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
+        self.used.add(name)
+        return self.tensors[name]
+
+
+def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[str, torch.Tensor]:
+    """Each archdb parameter's value from the checkpoint, every name and shape checked."""
+
+    if model_type not in NAMES:
+        raise WeightsError(
+            f"no weight-name mapping for model_type {model_type!r}; archdb loads "
+            f"{', '.join(supported_model_types())}"
+        )
+    names = NAMES[model_type]()
+    dims = _dims(model)
+    targets = _unique_parameters(model)
+    values: dict[str, torch.Tensor] = {}
+    for name, param in targets.items():
+        source = _source(names, name)
+        if source is None:
+            raise WeightsError(
+                f"archdb tensor {name} {tuple(param.shape)} has no source in the "
+                f"{model_type} name mapping"
+            )
+        value = _read(ckpt, source, dims)
+        if tuple(value.shape) != tuple(param.shape):
+            raise WeightsError(
+                f"shape mismatch: archdb {name} is {tuple(param.shape)}, the checkpoint's "
+                f"{_shown(source)} gives {tuple(value.shape)}"
+            )
+        values[name] = value
+    unused = [n for n in ckpt.names() if n not in ckpt.used and not _tied_copy(n, names, model)]
+    if unused:
+        more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
+        raise WeightsError(
+            f"unexpected checkpoint tensor {unused[0]!r}{more}: archdb has no place for it"
+        )
+    return values
+
+
+def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter once, under its first name (a tied head is the embedding's)."""
+    return dict(model.named_parameters())
+
+
+def _tied_copy(name: str, names: Names, model: nn.Module) -> bool:
+    """A tied model's checkpoint may still carry the head it shares with the embedding."""
+    head = getattr(model, "head", None)
+    tied = head is not None and head.lm_head.weight is model.embed.table.weight
+    return tied and name in names.tied_head
+
+
+_LAYER = re.compile(r"^decoder\.layers\.(\d+)\.(.+)$")
+
+
+def _source(names: Names, name: str) -> Source | None:
+    if name in names.top:
+        return names.top[name]
+    match = _LAYER.match(name)
+    if not match or match.group(2) not in names.layer:
+        return None
+    i, rest = match.groups()
+    src = names.layer[rest]
+    prefix = names.prefix.format(i=i)
+    return replace(src, name=prefix + src.name)
+
+
+def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
+    import torch
+
+    if source.experts:  # (out, in) per expert -> (experts, in, out)
+        parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
+        return torch.stack([p.t() for p in parts])
+    value = ckpt.take(source.name)
+    if source.roll:
+        value = value.roll(source.roll, 0)
+    if source.transpose:
+        value = value.t()
+    if source.per_head is not None and source.cut is not None:
+        heads, parts, width = source.per_head(dims)
+        start, stop = source.cut(dims)
+        grouped = value.reshape(heads, parts, width, *value.shape[1:])
+        return grouped[:, start:stop].reshape(heads * (stop - start) * width, *value.shape[1:])
+    if source.cut is not None:
+        start, stop = source.cut(dims)
+        value = value[start:stop]
+    return value.contiguous()
+
+
+def _shown(source: Source) -> str:
+    name = source.name.replace("{e}", "*")
+    return f"{name} (rows cut)" if source.cut else name
+
+
+def _dims(model: nn.Module) -> Dims:
+    """Widths read off the built model's first attention and MLP."""
+    from archdb.builder.attention import HeadAttention
+    from archdb.builder.moe import Experts
+
+    att = next((m for m in model.modules() if isinstance(m, HeadAttention)), None)
+    experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
+    d_ff = 0
+    for m in model.modules():
+        gate = getattr(m, "gate", None)
+        if hasattr(m, "up") and hasattr(m, "down") and hasattr(gate, "out_features"):
+            d_ff = gate.out_features
+            break
+    return Dims(
+        n_heads=att.n_heads if att else 0,
+        n_kv_heads=att.n_kv_heads if att else 0,
+        head_dim=att.head_dim if att else 0,
+        d_ff=d_ff,
+        n_experts=experts.up.shape[0] if experts is not None else 0,
+    )

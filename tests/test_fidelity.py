@@ -1,0 +1,353 @@
+"""Numerical fidelity: a card imported from a transformers config, built by archdb with
+that checkpoint's weights, computes the same logits as transformers.
+
+For each family: a tiny random transformers model (float32, eager attention, sliding
+windows shorter than the test sequence) is saved with ``save_pretrained``, its
+config.json imported as ``archdb import-hf`` does, the card built at full size with
+``weights=`` the directory, and both run on one batch of two sequences. The error is
+max |archdb - transformers| / max |transformers| over all logits.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import archdb
+from archdb import api
+from archdb.fidelity import LOGIT_EXACT, LOGIT_TOLERANCE, PARTIAL
+from archdb.hf_import import Identity, import_config, read_config
+from archdb.schema import Card
+from archdb.weights import WeightsError, load_weights
+
+transformers = pytest.importorskip("transformers")
+
+SEQ, BATCH, WINDOW = 24, 2, 8
+_DENSE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=128,
+    max_position_embeddings=64,
+)
+# model_type -> its tiny config (values off the defaults where a default would hide a bug)
+TINY: dict[str, dict] = {
+    "llama": {**_DENSE, "rms_norm_eps": 1e-5, "rope_theta": 500000.0},
+    "mistral": {**_DENSE, "sliding_window": WINDOW},
+    "qwen2": {**_DENSE},
+    "qwen3": {**_DENSE, "head_dim": 24},
+    "gemma": {**_DENSE, "head_dim": 24},
+    "gemma2": {**_DENSE, "head_dim": 16, "sliding_window": WINDOW, "query_pre_attn_scalar": 24,
+               "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0},
+    "gemma3_text": {**_DENSE, "num_hidden_layers": 6, "head_dim": 16, "sliding_window": WINDOW,
+                    "query_pre_attn_scalar": 24},
+    "olmo2": {**_DENSE},
+    "phi3": {**_DENSE, "sliding_window": WINDOW},
+    "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "gpt_neox": {**_DENSE, "num_key_value_heads": None},
+    "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
+                "sliding_window": WINDOW},
+    "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
+                  "num_experts_per_tok": 2, "norm_topk_prob": False},
+    "olmo": {**_DENSE},
+    "cohere": {**_DENSE, "logit_scale": 0.25, "use_qk_norm": True},
+    "phi": {**_DENSE, "num_key_value_heads": None, "qk_layernorm": True},
+    "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
+             "rotary_dim": 8},
+    "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,
+               "ffn_hidden_size": 128},
+    "opt": {"hidden_size": 64, "ffn_dim": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
+    "nemotron": {**_DENSE},
+    "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
+    # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
+    "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
+                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                    "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24,
+                    "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
+    "deepseek_v2": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
+                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                    "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": None,
+                    "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
+}  # fmt: skip
+IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
+
+
+def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
+    torch.manual_seed(0)
+    kwargs = {k: v for k, v in TINY[model_type].items() if v is not None}
+    kwargs |= {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+    config = transformers.AutoConfig.for_model(model_type, **kwargs)
+    config._attn_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():  # norms start at 1 (or 0): give them values a wrong form would show
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(directory)
+    return model.eval()
+
+
+def _card(directory) -> Card:
+    config = read_config(directory / "config.json")
+    imported = import_config(
+        config, source_url="https://example.org/config.json", identity=IDENTITY
+    )
+    return Card.model_validate(imported.card)
+
+
+def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
+    return float((ours - reference).abs().max() / reference.abs().max())
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_logits_equal_transformers(model_type, tmp_path):
+    reference = _tiny(model_type, tmp_path)
+    card = _card(tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    assert model.archdb_loaded.model_type == model_type
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(tokens).logits
+        got = model(tokens)
+    assert got.shape == expected.shape == (BATCH, SEQ, 128)
+    assert relative_error(got, expected) < LOGIT_TOLERANCE
+
+
+def test_every_logit_exact_family_is_tested_here():
+    assert set(LOGIT_EXACT) | set(PARTIAL) == set(TINY)
+    assert not set(LOGIT_EXACT) & set(PARTIAL)
+
+
+def test_a_wrong_shape_is_an_error_naming_the_tensor(tmp_path):
+    _tiny("llama", tmp_path)
+    card = _card(tmp_path)
+    wider = card.model_copy(
+        update={"architecture": card.architecture.model_copy(update={"vocab_size": 130})}
+    )
+    with pytest.raises(WeightsError, match=r"embed\.table\.weight is \(130, 64\).*embed_tokens"):
+        archdb.build(wider, "full", weights=tmp_path)
+
+
+def test_a_missing_tensor_is_an_error_naming_it(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("llama", tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    del tensors["model.layers.1.mlp.up_proj.weight"]
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=r"no tensor 'model\.layers\.1\.mlp\.up_proj\.weight'"):
+        archdb.build(_card(tmp_path), "full", weights=tmp_path)
+
+
+def test_an_unexpected_tensor_is_an_error_naming_it(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("llama", tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    tensors["model.layers.0.self_attn.extra.weight"] = torch.zeros(2)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        WeightsError, match=r"unexpected checkpoint tensor 'model\.layers\.0\.self_attn\.extra"
+    ):
+        archdb.build(_card(tmp_path), "full", weights=tmp_path)
+
+
+def test_shards_load_like_one_file(tmp_path):
+    _tiny("qwen3", tmp_path / "one")
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "one")
+    model.save_pretrained(tmp_path / "shards", max_shard_size="20KB")
+    assert (tmp_path / "shards" / "model.safetensors.index.json").is_file()
+    card = _card(tmp_path / "one")
+    one = archdb.build(card, "full", weights=tmp_path / "one")
+    shards = archdb.build(card, "full", weights=tmp_path / "shards")
+    assert shards.archdb_loaded.checkpoint_tensors == one.archdb_loaded.checkpoint_tensors
+    for a, b in zip(one.parameters(), shards.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_no_parameter_is_left_at_its_initial_value(tmp_path):
+    _tiny("gemma2", tmp_path)
+    card = _card(tmp_path)
+    fresh = archdb.build(card, "full", device="cpu")
+    loaded = archdb.build(card, "full", weights=tmp_path)
+    before = dict(fresh.named_parameters())
+    for name, p in loaded.named_parameters():
+        assert not torch.equal(p, before[name]), name
+
+
+def test_a_meta_model_cannot_take_weights(tmp_path):
+    _tiny("llama", tmp_path)
+    model = archdb.build(_card(tmp_path), "full")  # meta device
+    with pytest.raises(WeightsError, match="meta device"):
+        load_weights(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("norm.unit_offset", False),
+        ("attention.scale", None),
+        ("embedding_multiplier", None),
+        ("norm.eps", 1e-2),
+    ],
+)
+def test_each_function_field_changes_the_logits(path, value, tmp_path):
+    """The fields are not decoration: a wrong value breaks the comparison."""
+    reference = _tiny("gemma2", tmp_path)
+    card = _card(tmp_path)
+    data = card.model_dump(mode="json")
+    node = data["architecture"]
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
+def test_cli_build_reports_the_loaded_weights(tmp_path):
+    import json
+
+    import yaml
+    from archdb_cli.main import app
+    from typer.testing import CliRunner
+
+    _tiny("gpt2", tmp_path / "ckpt")
+    card = _card(tmp_path / "ckpt").model_dump(mode="json", exclude_none=False)
+    catalogue = tmp_path / "models.yaml"
+    catalogue.write_text(yaml.safe_dump([card], sort_keys=False), encoding="utf-8")
+    runner = CliRunner()
+    args = ["build", "tiny-1", "--size", "full", "--weights", str(tmp_path / "ckpt")]
+    result = runner.invoke(app, [*args, "-C", str(catalogue)])
+    assert result.exit_code == 0, result.output
+    assert "Weights: 36 tensors" in result.output
+    assert "(transformers gpt2); none left random" in result.output
+    shown = json.loads(runner.invoke(app, [*args, "-C", str(catalogue), "--json"]).output)
+    assert shown["weights"]["model_type"] == "gpt2"
+    assert shown["weights"]["tensors"] == 36  # 16 per layer, wte, wpe, ln_f (2)
+    toy = runner.invoke(app, ["build", "tiny-1", "--weights", "x", "-C", str(catalogue)])
+    assert toy.exit_code == 2 and "use it with --size full" in toy.output
+    (tmp_path / "empty").mkdir()
+    bad = runner.invoke(app, [*args[:5], str(tmp_path / "empty"), "-C", str(catalogue)])
+    assert bad.exit_code == 1 and "no model.safetensors" in bad.output
+
+
+def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
+    from archdb.fidelity import fidelity
+
+    _tiny("gemma2", tmp_path)
+    config = read_config(tmp_path / "config.json")
+    identity = Identity("gemma-2-tiny", "Gemma 2 tiny", "gemma-2", "Tests", "2024-01-01")
+    card = Card.model_validate(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert str(fidelity(card)) == "logit-exact (gemma2, relative error < 1e-05)"
+    data = card.model_dump(mode="json")
+    data["architecture"]["attention"]["scale"] = None
+    unscaled = fidelity(Card.model_validate(data))
+    assert unscaled.level == "count-exact"
+    assert unscaled.why == "gemma2 is logit-exact; card lacks attention.scale"
+    config["rope_scaling"] = {"rope_type": "linear", "factor": 8.0}
+    scaled = Card.model_validate(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert scaled.architecture.position.rope_scaling is not None  # recorded, and built
+    assert str(fidelity(scaled)) == "logit-exact (gemma2, relative error < 1e-05)"
+
+
+@pytest.mark.parametrize(
+    ("card_id", "line"),
+    [
+        ("llama-2-7b", "Fidelity: count-exact (llama is logit-exact; card lacks norm.eps, "),
+        ("palm-540b", "Fidelity: not comparable (no transformers family implements this card)"),
+        ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),
+    ],
+)
+def test_show_states_the_fidelity_in_one_line(card_id, line):
+    import json
+
+    from archdb_cli.main import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["show", card_id])
+    assert result.exit_code == 0
+    assert [text for text in result.output.splitlines() if text.startswith("Fidelity:")] == [
+        next(text for text in result.output.splitlines() if text.startswith(line))
+    ]
+    shown = json.loads(CliRunner().invoke(app, ["show", card_id, "--json"]).output)
+    assert line.removeprefix("Fidelity: ").startswith(shown["fidelity"]["level"])
+
+
+def test_function_assumptions_name_the_null_fields_only(tmp_path):
+    from archdb.plan.layout import function_assumptions
+
+    listed = [a.field for a in function_assumptions(api.card("llama-2-7b").architecture)]
+    assert listed == [
+        "norm.eps",
+        "norm.unit_offset",
+        "attention.scale",
+        "position.rope_layout",  # RoPE: its layout matters; no GELU, so no GELU form
+        "embedding_multiplier",
+        "logit_scale",
+    ]
+    _tiny("gemma2", tmp_path)
+    assert function_assumptions(_card(tmp_path).architecture) == ()
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypatch):
+    monkeypatch.setitem(TINY, "qwen3_moe", {**TINY["qwen3_moe"], "norm_topk_prob": normalize})
+    reference = _tiny("qwen3_moe", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.mlp.moe.normalize_top_k is normalize
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+
+
+def _open_cards_with_a_mapping():
+    from archdb.catalogue import load_catalogue
+    from archdb.measure.hf_reference import REFERENCES, model_type_for
+    from archdb.weights import NAMES
+
+    for card in load_catalogue().cards:
+        model_type = model_type_for(card.family, card.architecture)
+        # transformers keeps MoE experts fused in memory and splits them when saving:
+        # the saved per-expert layout is the tiny checkpoints' test above
+        dense = card.architecture.mlp.moe is None
+        if card.open_weights and dense and model_type in NAMES and model_type in REFERENCES:
+            yield pytest.param(card, model_type, id=card.id)
+
+
+@pytest.mark.parametrize(("card", "model_type"), list(_open_cards_with_a_mapping()))
+def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_type):
+    """transformers' own model of the card, on the meta device, is the synthesized
+    checkpoint: every name it holds has its place in archdb's model, shape for shape."""
+    from archdb.measure.hf_reference import REFERENCES, NotRepresentable
+    from archdb.plan.layout import fill_unknowns
+    from archdb.weights import TensorCheckpoint, match_weights
+
+    ref = REFERENCES[model_type]
+    arch = fill_unknowns(card.architecture)[0]
+    if arch.vocab_size is None:
+        pytest.skip("vocab_size unknown: no full-size embedding to compare")
+    try:
+        kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+        config = getattr(transformers, ref.config_class)(**kwargs | ref.convert(arch))
+    except NotRepresentable as exc:
+        pytest.skip(f"transformers' {model_type} cannot build this card: {exc}")
+    with torch.device("meta"):
+        theirs = getattr(transformers, ref.model_class)(config)
+    ours = archdb.build(card, "full")
+    state = theirs.state_dict()
+    if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
+        state["embed_out.weight"] = state.pop("lm_head.weight")
+    values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
+    assert len(values) == len(dict(ours.named_parameters()))
