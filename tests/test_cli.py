@@ -335,3 +335,19 @@ def test_show_states_the_kv_cache_length():
 
 def test_shell_completion_is_offered():
     assert "--install-completion" in invoke("--help").output
+
+
+def test_new_with_a_lineage_names_a_card_of_the_catalogue(small):
+    result = invoke("new", *NEW_FLAGS, "--set", "lineage=toy-1b", "-C", str(small))
+    assert result.exit_code == 0, result.output
+    assert load_catalogue(small).get("toy-2b").lineage == "toy-1b"
+
+
+def test_new_with_an_unknown_lineage_exits_1_and_writes_nothing(small):
+    before = small.read_bytes()
+    for extra in ([], ["--dry-run"]):
+        result = archdb("new", *NEW_FLAGS, "--set", "lineage=toy-0b", "-C", str(small), *extra)
+        assert result.returncode == 1, result.stderr
+        assert "lineage 'toy-0b' is not a card of" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert small.read_bytes() == before
