@@ -12,7 +12,7 @@ Column naming:
   ``architecture.attention.layer_pattern`` is its kinds joined by commas
   (``"local,global"``); an absent sub-model (``moe``, ``latent``) gives null sub-fields.
   ``sources`` and ``notes`` are not tabulated.
-- A column without a dot is derived, never stored in a card: ``year``, ``lineage``, the
+- A column without a dot is derived, never stored in a card: ``year``, ``series``, the
   ratios, the analytic counts, and the categories the adoption trends count
   (``bias_scheme``, ``softcap_scheme``, ``layer_mix``, ...). ``DERIVED_COLUMNS`` lists them
   with their meaning.
@@ -47,7 +47,8 @@ _SKIPPED = frozenset({"sources", "notes"})
 # Derived columns: name -> (Python type, meaning). The order here is the column order.
 DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "year": (int, "release year"),
-    "lineage": (str, "family slug without its trailing version: llama-2 -> llama"),
+    # Not the card's ``lineage`` (the card it descends from): a naming convention.
+    "series": (str, "family slug without its trailing version: llama-2 -> llama"),
     "head_dim_effective": (int, "attention.head_dim, or d_model / n_heads"),
     "gated": (bool, "the MLP activation is a gated linear unit"),
     "moe": (bool, "the MLP is a mixture of experts"),
@@ -166,7 +167,7 @@ def _scalar(value: Any) -> Any:
 _VERSION_SUFFIX = re.compile(r"-v?\d+(?:\.\d+)*$")
 
 
-def lineage(family: str) -> str:
+def series(family: str) -> str:
     """A family slug without its trailing version: gpt-3 -> gpt, t5-v1.1 -> t5, t5 -> t5."""
     return _VERSION_SUFFIX.sub("", family) or family
 
@@ -219,7 +220,7 @@ def _derived(card: Card, counts: bool) -> Row:
     kinds = sorted({k.value for k in arch.attention.layer_pattern})
     return {
         "year": card.year,
-        "lineage": lineage(card.family),
+        "series": series(card.family),
         "head_dim_effective": arch.head_dim_effective,
         "gated": arch.gated,
         "moe": arch.mlp.moe is not None,

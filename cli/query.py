@@ -284,7 +284,7 @@ def _derived(
 ) -> dict[str, Any]:
     """The card's derived figures, the KV cache at the stated length and element size."""
     row = card_row(card)
-    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
+    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "series")}
     if out["kv_cache_bytes_per_token"] is not None:
         from archdb.measure.analytic import cache_size
 
@@ -397,7 +397,7 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
     fields = query.fields()
     out = []
     for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:
-        if column in ("id", "lineage"):
+        if column in ("id", "series"):
             continue
         values = [r[column] for r in table_rows]
         if all(v is None for v in values):
