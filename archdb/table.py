@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from archdb.schema import Card, get_path
+from archdb.schema import Card, get_path, mirror_only_paths, sourced_paths
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,6 +63,11 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "aspect_ratio": (float, "d_model / n_layers"),
     "head_ratio": (float, "n_heads * head_dim / d_model"),
     "query_groups": (float, "query heads per key/value head"),
+    "values_sourced": (int, "architecture values the card states (each cites a source)"),
+    "values_mirror_only": (
+        int,
+        "of those, values whose only source is a mirror (a copy of an official file)",
+    ),
     "params_exact": (int, "parameters, from the analytic formula"),
     "params_non_embedding": (int, "parameters outside the embedding and output matrices"),
     "params_active": (int, "parameters a token uses (MoE: active experts only)"),
@@ -229,6 +234,8 @@ def _derived(card: Card, counts: bool) -> Row:
         "bias_scheme": _bias_scheme(card),
         "softcap_scheme": _softcap_scheme(card),
         "z_loss_used": _positive(card.training.z_loss),
+        "values_sourced": len(sourced_paths(card)),
+        "values_mirror_only": len(mirror_only_paths(card)),
         "dropout_used": _positive(card.training.dropout),
         "weight_decay_used": _positive(card.training.weight_decay),
         **_analytic(card, counts),

@@ -24,7 +24,7 @@ from archdb.locations import resolve_catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
-from archdb.schema import UNKNOWN_WHEN_NULL, Card
+from archdb.schema import UNKNOWN_WHEN_NULL, Card, mirror_only_paths
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
 from .common import (
@@ -261,6 +261,7 @@ def show(
     derived = _derived(card, context, bytes_per_element)
     console.print(_card_heading(card))
     console.print(_fields_table(card))
+    _print_mirror_only(card)
     console.print(
         _pairs_table("Derived figures", [(k, format_value(v, k)) for k, v in derived.items()])
     )
@@ -274,7 +275,11 @@ def _card_json(
     context: int = cv.DEFAULT_KV_CONTEXT,
     bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
 ) -> dict[str, Any]:
-    return {**card.model_dump(mode="json"), "derived": _derived(card, context, bytes_per_element)}
+    return {
+        **card.model_dump(mode="json"),
+        "derived": _derived(card, context, bytes_per_element),
+        "mirror_only": mirror_only_paths(card),
+    }
 
 
 def _derived(
@@ -309,6 +314,7 @@ def _card_heading(card: Card) -> Text:
 def _fields_table(card: Card) -> Table:
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
     row = card_row(card)
+    mirrored = set(mirror_only_paths(card))
     for column in FIELD_COLUMNS:
         if column in ("id", "name", "family", "organization", "release_date", "open_weights"):
             continue
@@ -317,8 +323,27 @@ def _fields_table(card: Card) -> Table:
             continue
         label = column.removeprefix("architecture.")
         shown = format_value(value, column)
-        table.add_row(label, shown if value is not None else styled((_null_meaning(column), "dim")))
+        if value is None:
+            table.add_row(label, styled((_null_meaning(column), "dim")))
+        elif column in mirrored:
+            table.add_row(label, styled(shown, (f" {MIRROR_MARK}", "yellow")))
+        else:
+            table.add_row(label, shown)
     return table
+
+
+MIRROR_MARK = "[mirror only]"  # a value whose only source copies the official file
+
+
+def _print_mirror_only(card: Card) -> None:
+    """Say which values rest only on a mirror: their official artifact was not read."""
+    paths = mirror_only_paths(card)
+    if paths:
+        say(
+            (f"{len(paths)} value(s) marked {MIRROR_MARK}", "yellow"),
+            " rest only on a mirror (a copy of the official file, named in its source's "
+            "copies): no official artifact was read for them.",
+        )
 
 
 def _null_meaning(column: str) -> str:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.outputs import MANIFEST
 from archdb.reports import distributions as dist
-from archdb.reports import families, render
+from archdb.reports import families, provenance, render
 from archdb.reports.adoption import (
     ANY,
     CHOICE_KEYS,
@@ -225,6 +225,47 @@ def test_families_page_shows_lines_and_the_unlinked_fallback(tmp_path: Path) -> 
     page = (tmp_path / "families.md").read_text()
     assert "## lm-1b (`lm-1b`)" in page and page.count("\n## ") == 1
     assert "2 released cards name no lineage" in page and "lm (1), other (1)" in page
+
+
+# --- values resting only on mirrors -----------------------------------------------------
+
+MIRRORED_SOURCES = [
+    {
+        "kind": "paper",
+        "title": "The paper",
+        "url": "https://example.org/paper",
+        "locator": "Table 1",
+        "supports": ["architecture.d_model", "training", "params_published"],
+    },
+    {
+        "kind": "mirror",
+        "title": "A fine-tune's copy of config.json",
+        "url": "https://example.org/copy/config.json",
+        "locator": "config.json",
+        "copies": "https://example.org/official/config.json",
+        "supports": ["architecture"],
+    },
+]
+
+
+def test_mirror_share_counts_values_whose_only_source_is_a_mirror() -> None:
+    mirrored = make_card("mirrored-1b", sources=MIRRORED_SOURCES)
+    frame = catalogue_frame(catalogue(make_card("plain-1b"), mirrored))
+    values = int(frame.at["plain-1b", "values_sourced"])
+    assert frame.at["plain-1b", "values_mirror_only"] == 0
+    # Every value of the mirrored card but d_model (the paper states it) rests on the copy.
+    assert frame.at["mirrored-1b", "values_mirror_only"] == values - 1
+    found = provenance.mirror_share(frame)
+    assert (found.values, found.mirror_only, found.cards) == (2 * values, values - 1, 1)
+    assert found.top == [("mirrored-1b", values - 1, values)]
+    section = provenance.mirror_section(frame)
+    assert f"{values - 1} of the catalogue's {2 * values} sourced" in section
+    assert f"| mirrored-1b | {values - 1} of {values} |" in section
+
+
+def test_mirror_section_without_mirrors_names_no_cards() -> None:
+    section = provenance.mirror_section(catalogue_frame(catalogue(make_card("plain-1b"))))
+    assert "0 of the catalogue's" in section and "|" not in section
 
 
 # --- the build -----------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pandas as pd
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory
-from archdb.reports import claims, families, figures, render
+from archdb.reports import claims, families, figures, provenance, render
 from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -151,6 +151,7 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "## Where the catalogue disagrees with the lecture\n\n"
         "Sourced values that contradict what the lecture says, with the models: findings, "
         "not errors.\n\n" + render.disagreements(data.claims, "claims.md"),
+        provenance.mirror_section(data.frame),
     )
 
 
