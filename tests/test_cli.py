@@ -337,8 +337,14 @@ def test_shell_completion_is_offered():
     assert "--install-completion" in invoke("--help").output
 
 
+LINEAGE_SOURCE = [
+    "--source",
+    "url=https://example.org/toy-2b/README.md;kind=model-card;locator=Intro;supports=lineage",
+]
+
+
 def test_new_with_a_lineage_names_a_card_of_the_catalogue(small):
-    result = invoke("new", *NEW_FLAGS, "--set", "lineage=toy-1b", "-C", str(small))
+    result = invoke("new", *NEW_FLAGS, "--set", "lineage=toy-1b", *LINEAGE_SOURCE, "-C", str(small))
     assert result.exit_code == 0, result.output
     assert load_catalogue(small).get("toy-2b").lineage == "toy-1b"
 
@@ -346,7 +352,9 @@ def test_new_with_a_lineage_names_a_card_of_the_catalogue(small):
 def test_new_with_an_unknown_lineage_exits_1_and_writes_nothing(small):
     before = small.read_bytes()
     for extra in ([], ["--dry-run"]):
-        result = archdb("new", *NEW_FLAGS, "--set", "lineage=toy-0b", "-C", str(small), *extra)
+        result = archdb(
+            "new", *NEW_FLAGS, "--set", "lineage=toy-0b", *LINEAGE_SOURCE, "-C", str(small), *extra
+        )
         assert result.returncode == 1, result.stderr
         assert "lineage 'toy-0b' is not a card of" in result.stderr
         assert "Traceback" not in result.stderr
@@ -390,3 +398,8 @@ def test_show_has_no_mirror_marks_when_official_sources_cover_every_value(small)
     assert (
         json.loads(archdb("show", "toy-1b", "--json", "-C", str(small)).stdout)["mirror_only"] == []
     )
+
+
+def test_new_with_a_lineage_but_no_source_for_it_exits_1(small):
+    result = archdb("new", *NEW_FLAGS, "--set", "lineage=toy-1b", "-C", str(small))
+    assert result.returncode == 1 and "lineage: has no source" in result.stderr
