@@ -306,12 +306,13 @@ def _problem_at(text: str, offset: int, filename: str, message: str) -> Problem:
 
 
 def parse_cards(
-    text: str, filename: str = "<string>", screened: bool = False
+    text: str, filename: str = "<string>", screened: bool = False, standalone: bool = False
 ) -> tuple[list[Card], list[Problem]]:
     """Validate catalogue text: the valid cards, and every problem located by line.
 
     The text is screened first (as ``decode_catalogue`` screens a file's bytes) unless the
-    caller already did.
+    caller already did. ``standalone`` text holds cards about to join another catalogue
+    (``archdb.writer``): their lineage is checked against that catalogue, not this text.
     """
     if not screened and (problems := screen_text(text, filename)):
         return [], problems
@@ -320,13 +321,15 @@ def parse_cards(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_cards(text, filename)
+        return _parse_cards(text, filename, standalone)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
+def _parse_cards(
+    text: str, filename: str, standalone: bool = False
+) -> tuple[list[Card], list[Problem]]:
     try:
         data = load_yaml(text)
     except YAML_ERRORS as exc:
@@ -354,7 +357,8 @@ def _parse_cards(text: str, filename: str) -> tuple[list[Card], list[Problem]]:
         first_seen[card.id] = index
         cards.append(card)
     if not failures:
-        return cards, _locating().order_problems(text, filename, cards)
+        known = None if standalone else {card.id for card in cards}
+        return cards, _locating().order_problems(text, filename, cards, known)
     return cards, _locating().locate_failures(text, filename, failures)
 
 

@@ -389,10 +389,12 @@ def _at(
     return Problem(filename, line, col, card_id, field, message)
 
 
-def order_problems(text: str, filename: str, cards: list[Card]) -> list[Problem]:
+def order_problems(
+    text: str, filename: str, cards: list[Card], ids: set[str] | None
+) -> list[Problem]:
     """Cards are kept sorted by id so that a new card has exactly one place to go, and a
-    card's lineage names a card of the same catalogue."""
-    ids = {card.id for card in cards}
+    card's lineage names a card of the catalogue (``ids``; None skips that check, for a
+    card checked before it joins a catalogue)."""
     found = [
         (i, ("id",), f"cards are sorted by id: move {cards[i].id!r} before {cards[i - 1].id!r}")
         for i in range(1, len(cards))
@@ -400,7 +402,7 @@ def order_problems(text: str, filename: str, cards: list[Card]) -> list[Problem]
     ] + [
         (i, ("lineage",), f"lineage {card.lineage!r} is not a card of this catalogue")
         for i, card in enumerate(cards)
-        if card.lineage is not None and card.lineage not in ids
+        if ids is not None and card.lineage is not None and card.lineage not in ids
     ]
     if not found:
         return []

@@ -891,7 +891,8 @@ class Card(Strict):
         default=None,
         description="Id of the catalogue card this model descends from: trained from its "
         "weights (DeepSeek-R1 from DeepSeek-V3) or the previous release of the same line "
-        "(Llama 3.1 from Llama 3). Optional; null for a new line.",
+        "(Llama 3.1 from Llama 3), as a source states: list lineage in that source's "
+        "supports. Optional; null for a new line.",
     )
     research_variant: StrictBool = Field(
         default=False,
@@ -920,6 +921,11 @@ class Card(Strict):
         if self.lineage == self.id:
             raise ValueError("lineage names the card itself: name the card it descends from")
         supported = {path for source in self.sources for path in source.supports}
+        if self.lineage is not None and "lineage" not in supported:
+            raise ValueError(
+                "lineage has no source: list lineage in the supports of the source (model "
+                "card, paper) that says the model descends from that card"
+            )
         uncovered = [p for p in sourced_paths(self) if not _covered(p, supported)]
         if uncovered:
             raise ValueError(

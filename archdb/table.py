@@ -12,7 +12,7 @@ Column naming:
   ``architecture.attention.layer_pattern`` is its kinds joined by commas
   (``"local,global"``); an absent sub-model (``moe``, ``latent``) gives null sub-fields.
   ``sources`` and ``notes`` are not tabulated.
-- A column without a dot is derived, never stored in a card: ``year``, ``lineage``, the
+- A column without a dot is derived, never stored in a card: ``year``, ``series``, the
   ratios, the analytic counts, and the categories the adoption trends count
   (``bias_scheme``, ``softcap_scheme``, ``layer_mix``, ...). ``DERIVED_COLUMNS`` lists them
   with their meaning.
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from archdb.schema import Card, get_path
+from archdb.schema import Card, get_path, mirror_only_paths, sourced_paths
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,7 +47,8 @@ _SKIPPED = frozenset({"sources", "notes"})
 # Derived columns: name -> (Python type, meaning). The order here is the column order.
 DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "year": (int, "release year"),
-    "lineage": (str, "family slug without its trailing version: llama-2 -> llama"),
+    # Not the card's ``lineage`` (the card it descends from): a naming convention.
+    "series": (str, "family slug without its trailing version: llama-2 -> llama"),
     "head_dim_effective": (int, "attention.head_dim, or d_model / n_heads"),
     "gated": (bool, "the MLP activation is a gated linear unit"),
     "moe": (bool, "the MLP is a mixture of experts"),
@@ -62,6 +63,11 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "aspect_ratio": (float, "d_model / n_layers"),
     "head_ratio": (float, "n_heads * head_dim / d_model"),
     "query_groups": (float, "query heads per key/value head"),
+    "values_sourced": (int, "architecture values the card states (each cites a source)"),
+    "values_mirror_only": (
+        int,
+        "of those, values whose only source is a mirror (a copy of an official file)",
+    ),
     "params_exact": (int, "parameters, from the analytic formula"),
     "params_non_embedding": (int, "parameters outside the embedding and output matrices"),
     "params_active": (int, "parameters a token uses (MoE: active experts only)"),
@@ -166,7 +172,7 @@ def _scalar(value: Any) -> Any:
 _VERSION_SUFFIX = re.compile(r"-v?\d+(?:\.\d+)*$")
 
 
-def lineage(family: str) -> str:
+def series(family: str) -> str:
     """A family slug without its trailing version: gpt-3 -> gpt, t5-v1.1 -> t5, t5 -> t5."""
     return _VERSION_SUFFIX.sub("", family) or family
 
@@ -219,7 +225,7 @@ def _derived(card: Card, counts: bool) -> Row:
     kinds = sorted({k.value for k in arch.attention.layer_pattern})
     return {
         "year": card.year,
-        "lineage": lineage(card.family),
+        "series": series(card.family),
         "head_dim_effective": arch.head_dim_effective,
         "gated": arch.gated,
         "moe": arch.mlp.moe is not None,
@@ -228,6 +234,8 @@ def _derived(card: Card, counts: bool) -> Row:
         "bias_scheme": _bias_scheme(card),
         "softcap_scheme": _softcap_scheme(card),
         "z_loss_used": _positive(card.training.z_loss),
+        "values_sourced": len(sourced_paths(card)),
+        "values_mirror_only": len(mirror_only_paths(card)),
         "dropout_used": _positive(card.training.dropout),
         "weight_decay_used": _positive(card.training.weight_decay),
         **_analytic(card, counts),

@@ -32,7 +32,7 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -269,8 +269,11 @@ def get_path(data: Mapping[str, Any], path: str) -> Any:
 
 
 def validate_card(data: Mapping[str, Any]) -> Card:
-    """The card, checked by the catalogue's own loader; WriteError lists every problem."""
-    cards, problems = parse_cards(render_card(data), "<new card>")
+    """The card, checked by the catalogue's own loader; WriteError lists every problem.
+
+    Its lineage names a card of the catalogue it joins: ``check_lineage`` checks that
+    against the catalogue (``plan_insert`` does, before writing)."""
+    cards, problems = parse_cards(render_card(data), "<new card>", standalone=True)
     if problems:
         raise WriteError([str(p) for p in problems])
     return cards[0]
@@ -299,6 +302,7 @@ def plan_insert(old: str, card: Card, filename: str = "<catalogue>") -> Plan:
     if card.id in ids:
         line = old.count("\n", 0, starts[ids.index(card.id)]) + 1
         raise WriteError([f"{filename}:{line}: id {card.id!r} already exists: choose another id"])
+    check_lineage(card, ids, filename)
 
     newline = "\r\n" if "\r\n" in old else "\n"
     body = render_card(card).replace("\n", newline)
@@ -310,6 +314,17 @@ def plan_insert(old: str, card: Card, filename: str = "<catalogue>") -> Plan:
     ending = "" if not old or old.endswith("\n") else newline
     lead = gap if starts else ("" if not old or old.endswith(newline * 2) else newline)
     return Plan(len(old), ending + lead + body, (old + ending + lead).count("\n") + 1)
+
+
+def check_lineage(card: Card, ids: Collection[str], filename: str) -> None:
+    """WriteError unless the card's lineage (if any) names a card of the catalogue."""
+    if card.lineage is not None and card.lineage not in ids:
+        raise WriteError(
+            [
+                f"{card.id}: lineage {card.lineage!r} is not a card of {filename}: "
+                "name the id of the card it descends from (`archdb list` shows them)"
+            ]
+        )
 
 
 def existing_cards(old: str, filename: str) -> list[Card]:

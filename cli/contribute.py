@@ -423,10 +423,12 @@ def _finish(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    from archdb.writer import validate_card
+    from archdb.writer import check_lineage, validate_card
 
     card = validate_card(_without_empty(data))
     if dry_run:
+        if card.lineage is not None:  # a real insert checks it under the lock
+            check_lineage(card, load(catalogue).ids(), "the catalogue")
         if as_json:
             print_json({"added": False, "card": card.model_dump(mode="json"),
                         "yaml": render(card)})  # fmt: skip

@@ -25,7 +25,7 @@ from archdb.locations import resolve_catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
-from archdb.schema import UNKNOWN_WHEN_NULL, Card
+from archdb.schema import UNKNOWN_WHEN_NULL, Card, mirror_only_paths
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
 from .common import (
@@ -262,6 +262,7 @@ def show(
     derived = _derived(card, context, bytes_per_element)
     console.print(_card_heading(card))
     console.print(_fields_table(card))
+    _print_mirror_only(card)
     console.print(
         _pairs_table("Derived figures", [(k, format_value(v, k)) for k, v in derived.items()])
     )
@@ -281,6 +282,7 @@ def _card_json(
         **card.model_dump(mode="json"),
         "derived": _derived(card, context, bytes_per_element),
         "fidelity": {"level": verified.level, "why": verified.why},
+        "mirror_only": mirror_only_paths(card),
     }
 
 
@@ -291,7 +293,7 @@ def _derived(
 ) -> dict[str, Any]:
     """The card's derived figures, the KV cache at the stated length and element size."""
     row = card_row(card)
-    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "lineage")}
+    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "series")}
     if out["kv_cache_bytes_per_token"] is not None:
         from archdb.measure.analytic import cache_size
 
@@ -316,6 +318,7 @@ def _card_heading(card: Card) -> Text:
 def _fields_table(card: Card) -> Table:
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
     row = card_row(card)
+    mirrored = set(mirror_only_paths(card))
     for column in FIELD_COLUMNS:
         if column in ("id", "name", "family", "organization", "release_date", "open_weights"):
             continue
@@ -324,8 +327,27 @@ def _fields_table(card: Card) -> Table:
             continue
         label = column.removeprefix("architecture.")
         shown = format_value(value, column)
-        table.add_row(label, shown if value is not None else styled((_null_meaning(column), "dim")))
+        if value is None:
+            table.add_row(label, styled((_null_meaning(column), "dim")))
+        elif column in mirrored:
+            table.add_row(label, styled(shown, (f" {MIRROR_MARK}", "yellow")))
+        else:
+            table.add_row(label, shown)
     return table
+
+
+MIRROR_MARK = "[mirror only]"  # a value whose only source copies the official file
+
+
+def _print_mirror_only(card: Card) -> None:
+    """Say which values rest only on a mirror: their official artifact was not read."""
+    paths = mirror_only_paths(card)
+    if paths:
+        say(
+            (f"{len(paths)} value(s) marked {MIRROR_MARK}", "yellow"),
+            " rest only on a mirror (a copy of the official file, named in its source's "
+            "copies): no official artifact was read for them.",
+        )
 
 
 def _null_meaning(column: str) -> str:
@@ -404,7 +426,7 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
     fields = query.fields()
     out = []
     for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:
-        if column in ("id", "lineage"):
+        if column in ("id", "series"):
             continue
         values = [r[column] for r in table_rows]
         if all(v is None for v in values):

@@ -202,6 +202,8 @@ def make_card(card_id: str, changes: dict[str, Any] | None = None, **fields: Any
     if "year" in fields:
         data["release_date"] = dt.date(fields.pop("year"), 6, 1)
     data.update(fields)
+    if data.get("lineage"):  # a lineage needs a source that states it
+        data["sources"][0]["supports"].append("lineage")
     _apply(data, changes or {})
     notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if _get(data, p) is None}
     notes.update({p: "synthetic" for p in ("training.tokens", "training.dropout")})

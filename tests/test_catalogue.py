@@ -157,6 +157,13 @@ BAD_CARDS = [
         "names the card itself",
     ),
     (
+        "lineage without a source",
+        replace("  open_weights: true\n", "  open_weights: true\n  lineage: toy-0a\n"),
+        7,
+        "lineage",
+        "has no source",
+    ),
+    (
         "negative width",
         replace("d_model: 2048", "d_model: -8"),
         15,
@@ -197,7 +204,7 @@ def test_a_mirror_names_the_official_artifact_it_copies():
 def test_lineage_must_name_a_card_of_the_catalogue():
     child = replace(
         "  open_weights: true\n", "  open_weights: true\n  lineage: toy-1b\n", card_text("toy-2b")
-    )
+    ).replace("supports: [architecture]", "supports: [architecture, lineage]")
     cards, problems = parse_cards(VALID_CARD + child, "m.yaml")
     assert problems == [] and cards[1].lineage == "toy-1b"
     orphan = child.replace("lineage: toy-1b", "lineage: toy-0b")

@@ -335,3 +335,71 @@ def test_show_states_the_kv_cache_length():
 
 def test_shell_completion_is_offered():
     assert "--install-completion" in invoke("--help").output
+
+
+LINEAGE_SOURCE = [
+    "--source",
+    "url=https://example.org/toy-2b/README.md;kind=model-card;locator=Intro;supports=lineage",
+]
+
+
+def test_new_with_a_lineage_names_a_card_of_the_catalogue(small):
+    result = invoke("new", *NEW_FLAGS, "--set", "lineage=toy-1b", *LINEAGE_SOURCE, "-C", str(small))
+    assert result.exit_code == 0, result.output
+    assert load_catalogue(small).get("toy-2b").lineage == "toy-1b"
+
+
+def test_new_with_an_unknown_lineage_exits_1_and_writes_nothing(small):
+    before = small.read_bytes()
+    for extra in ([], ["--dry-run"]):
+        result = archdb(
+            "new", *NEW_FLAGS, "--set", "lineage=toy-0b", *LINEAGE_SOURCE, "-C", str(small), *extra
+        )
+        assert result.returncode == 1, result.stderr
+        assert "lineage 'toy-0b' is not a card of" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert small.read_bytes() == before
+
+
+MIRROR_SOURCES = """\
+  sources:
+    - kind: paper
+      title: The paper
+      url: https://example.org/paper
+      locator: Table 1
+      supports: [architecture.d_model]
+    - kind: mirror
+      title: A copy of config.json
+      url: https://example.org/copy/config.json
+      locator: config.json
+      copies: https://example.org/toy-1b/config.json
+      supports: [architecture]
+"""
+
+
+def test_show_marks_values_resting_only_on_a_mirror(write_catalogue):
+    text = card_text("toy-1b")
+    path = write_catalogue(text[: text.index("  sources:")] + MIRROR_SOURCES)
+    result = archdb("show", "toy-1b", "-C", str(path))
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    assert "[mirror only]" not in rows["d_model"]  # the paper states it
+    assert "[mirror only]" in rows["n_layers"] and "[mirror only]" in rows["mlp.d_ff"]
+    assert "rest only on a mirror" in result.stdout
+    shown = json.loads(archdb("show", "toy-1b", "--json", "-C", str(path)).stdout)
+    assert "architecture.n_layers" in shown["mirror_only"]
+    assert "architecture.d_model" not in shown["mirror_only"]
+    assert shown["derived"]["values_mirror_only"] == len(shown["mirror_only"])
+
+
+def test_show_has_no_mirror_marks_when_official_sources_cover_every_value(small):
+    result = archdb("show", "toy-1b", "-C", str(small))
+    assert result.returncode == 0 and "mirror only" not in result.stdout
+    assert (
+        json.loads(archdb("show", "toy-1b", "--json", "-C", str(small)).stdout)["mirror_only"] == []
+    )
+
+
+def test_new_with_a_lineage_but_no_source_for_it_exits_1(small):
+    result = archdb("new", *NEW_FLAGS, "--set", "lineage=toy-1b", "-C", str(small))
+    assert result.returncode == 1 and "lineage: has no source" in result.stderr

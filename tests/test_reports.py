@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.outputs import MANIFEST
 from archdb.reports import distributions as dist
-from archdb.reports import families, render
+from archdb.reports import families, provenance, render
 from archdb.reports.adoption import (
     ANY,
     CHOICE_KEYS,
@@ -174,18 +174,98 @@ def test_head_ratio_exceptions() -> None:
     assert list(off.index) == ["t5ish-11b"] and off.iloc[0]["value"] == 16
 
 
-def test_lineage_evolution_lists_what_changed() -> None:
-    cat = catalogue(
+def _line_catalogue():
+    return catalogue(
         make_card("lm-1b", family="lm", year=2020),
-        make_card("lm-7b", family="lm", year=2020, params_published=7_000_000_000),
-        make_card("lm-2-7b", RMS, family="lm-2", year=2022),
+        make_card("lm-2-1b", RMS, family="lm-2", year=2022, lineage="lm-1b"),
+        make_card("lm-code-1b", family="lm-code", year=2021, lineage="lm-1b"),
+        make_card("lm-2-chat-1b", RMS, family="lm-2-chat", year=2023, lineage="lm-2-1b"),
+        make_card("lm-7b", family="lm", year=2020),  # same slug, no link: its own line
         make_card("other-1b", year=2021),
+        make_card("toy-1b", research_variant=True, lineage="lm-1b"),
     )
-    frame = catalogue_frame(cat)
-    assert families.lineages(frame) == ["lm"]
-    table = families.evolution(frame, "lm")
-    assert list(table["model"]) == ["lm-7b", "lm-2-7b"]  # the bigger size leads its family
-    assert table["changed"].tolist() == ["", "norm"]
+
+
+def test_lines_follow_lineage_links_not_slugs() -> None:
+    frame = catalogue_frame(_line_catalogue())
+    assert families.parents(frame) == {
+        "lm-2-1b": "lm-1b",
+        "lm-code-1b": "lm-1b",
+        "lm-2-chat-1b": "lm-2-1b",
+    }  # the research variant is left out
+    assert families.lines(frame) == ["lm-1b"]
+    # Each card after its parent; siblings by release date.
+    assert families.members(frame, "lm-1b") == ["lm-1b", "lm-code-1b", "lm-2-1b", "lm-2-chat-1b"]
+    assert families.unlinked(frame) == ["lm-7b", "other-1b"]
+
+
+def test_line_evolution_compares_each_card_with_its_parent() -> None:
+    table = families.evolution(catalogue_frame(_line_catalogue()), "lm-1b")
+    assert table["from"].tolist() == ["", "lm-1b", "lm-1b", "lm-2-1b"]
+    # lm-2-chat keeps its parent's RMSNorm: no change, though the row above differs.
+    assert table["changed"].tolist() == ["", "", "norm", ""]
+
+
+def test_a_lineage_cycle_is_broken_into_a_tree() -> None:
+    frame = catalogue_frame(
+        catalogue(
+            make_card("aa-1b", lineage="bb-1b"),
+            make_card("bb-1b", lineage="aa-1b"),
+            make_card("cc-1b", lineage="bb-1b"),
+        )
+    )
+    assert families.parents(frame) == {"bb-1b": "aa-1b", "cc-1b": "bb-1b"}
+    assert families.lines(frame) == ["aa-1b"]
+    assert families.members(frame, "aa-1b") == ["aa-1b", "bb-1b", "cc-1b"]
+
+
+@pytest.mark.xdist_group("experiments")
+def test_families_page_shows_lines_and_the_unlinked_fallback(tmp_path: Path) -> None:
+    build_reports(_line_catalogue(), tmp_path)
+    page = (tmp_path / "families.md").read_text()
+    assert "## lm-1b (`lm-1b`)" in page and page.count("\n## ") == 1
+    assert "2 released cards name no lineage" in page and "lm (1), other (1)" in page
+
+
+# --- values resting only on mirrors -----------------------------------------------------
+
+MIRRORED_SOURCES = [
+    {
+        "kind": "paper",
+        "title": "The paper",
+        "url": "https://example.org/paper",
+        "locator": "Table 1",
+        "supports": ["architecture.d_model", "training", "params_published"],
+    },
+    {
+        "kind": "mirror",
+        "title": "A fine-tune's copy of config.json",
+        "url": "https://example.org/copy/config.json",
+        "locator": "config.json",
+        "copies": "https://example.org/official/config.json",
+        "supports": ["architecture"],
+    },
+]
+
+
+def test_mirror_share_counts_values_whose_only_source_is_a_mirror() -> None:
+    mirrored = make_card("mirrored-1b", sources=MIRRORED_SOURCES)
+    frame = catalogue_frame(catalogue(make_card("plain-1b"), mirrored))
+    values = int(frame.at["plain-1b", "values_sourced"])
+    assert frame.at["plain-1b", "values_mirror_only"] == 0
+    # Every value of the mirrored card but d_model (the paper states it) rests on the copy.
+    assert frame.at["mirrored-1b", "values_mirror_only"] == values - 1
+    found = provenance.mirror_share(frame)
+    assert (found.values, found.mirror_only, found.cards) == (2 * values, values - 1, 1)
+    assert found.top == [("mirrored-1b", values - 1, values)]
+    section = provenance.mirror_section(frame)
+    assert f"{values - 1} of the catalogue's {2 * values} sourced" in section
+    assert f"| mirrored-1b | {values - 1} of {values} |" in section
+
+
+def test_mirror_section_without_mirrors_names_no_cards() -> None:
+    section = provenance.mirror_section(catalogue_frame(catalogue(make_card("plain-1b"))))
+    assert "0 of the catalogue's" in section and "|" not in section
 
 
 # --- the build -----------------------------------------------------------------------

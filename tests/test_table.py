@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from archdb.catalogue import load_catalogue
-from archdb.table import COLUMNS, DERIVED_COLUMNS, card_row, catalogue_frame, lineage
+from archdb.table import COLUMNS, DERIVED_COLUMNS, card_row, catalogue_frame, series
 from tests.conftest import catalogue, make_card
 
 # --- tests ---------------------------------------------------------------------------
@@ -47,7 +47,7 @@ def test_derived_columns() -> None:
         family="mm-2",
     )
     row = card_row(card)
-    assert row["lineage"] == "mm"
+    assert row["series"] == "mm"
     assert row["gated"] is True
     assert row["d_ff_ratio"] == pytest.approx(2.75)
     assert row["aspect_ratio"] == 128
@@ -72,8 +72,8 @@ def test_derived_columns() -> None:
         ("qwen-2.5", "qwen"),
     ],
 )
-def test_lineage_strips_only_a_trailing_version(family: str, expected: str) -> None:
-    assert lineage(family) == expected
+def test_series_strips_only_a_trailing_version(family: str, expected: str) -> None:
+    assert series(family) == expected
 
 
 def test_frame_dtypes_do_not_depend_on_content() -> None:

@@ -163,3 +163,34 @@ def test_shipped_catalogue_insertion_changes_only_the_new_card(tmp_path):
     new_card = card("zz-toy-1b")
     insert_card(path, new_card)
     only_added(path.read_text(encoding="utf-8"), old, render_card(new_card))
+
+
+def descendant(card_id: str, parent: str) -> dict:
+    """A card's data naming ``parent`` as its lineage, with a source that states it."""
+    data = card_data(card(card_id)) | {"lineage": parent}
+    data["sources"][0]["supports"] = [*data["sources"][0]["supports"], "lineage"]
+    return data
+
+
+def test_a_card_with_a_lineage_joins_the_catalogue_holding_its_parent(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text(card_text("toy-1b"), encoding="utf-8")
+    child = descendant("toy-2b", "toy-1b")
+    assert validate_card(child).lineage == "toy-1b"  # checked on its own: no catalogue yet
+    insert_card(path, child)
+    assert load_catalogue(path).get("toy-2b").lineage == "toy-1b"
+
+
+def test_a_lineage_outside_the_catalogue_is_refused_before_writing(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text(card_text("toy-1b"), encoding="utf-8")
+    before = path.read_bytes()
+    orphan = descendant("toy-2b", "toy-0b")
+    with pytest.raises(WriteError, match="lineage 'toy-0b' is not a card of"):
+        insert_card(path, orphan)
+    assert path.read_bytes() == before
+
+
+def test_a_lineage_naming_the_card_itself_is_refused_on_its_own():
+    with pytest.raises(WriteError, match="lineage: names the card itself"):
+        validate_card(descendant("toy-2b", "toy-2b"))

@@ -16,7 +16,7 @@ import pandas as pd
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory
-from archdb.reports import claims, families, figures, render
+from archdb.reports import claims, families, figures, provenance, render
 from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -151,6 +151,7 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "## Where the catalogue disagrees with the lecture\n\n"
         "Sourced values that contradict what the lecture says, with the models: findings, "
         "not errors.\n\n" + render.disagreements(data.claims, "claims.md"),
+        provenance.mirror_section(data.frame),
     )
 
 
@@ -242,18 +243,26 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
 
 
 def _families_page(data: ReportData) -> str:
-    names = families.lineages(data.frame)
+    roots = families.lines(data.frame)
+    alone = families.unlinked(data.frame)
     sections = [
         _scope(data),
-        "A lineage is a family slug without its version (llama, llama-2, … llama-4). Each "
-        "row is a version's largest model; *changed* lists the design choices that differ "
-        "from the previous version (an unknown value is not a change).",
+        "A line is a tree of cards linked by their `lineage` field: the card a model "
+        "descends from, trained from its weights (Code Llama from Llama 2) or the previous "
+        "release of the same line (Llama 3.1 from Llama 3), as a cited source states. Each "
+        "table starts at the line's root; every other row follows the card it descends from "
+        "(*from*), and *changed* lists the design choices that differ from that card (an "
+        "unknown value is not a change).",
+        f"{len(alone)} released cards name no lineage and no card descends from them: each "
+        "is its own line, with nothing to compare (their families: "
+        f"{render.family_counts(data.frame.loc[alone, 'family'])}).",
     ]
-    if not names:
-        sections.append("No lineage has two versions in the catalogue yet.")
-    for name in names:
-        sections += [f"## {name}", render.evolution_table(families.evolution(data.frame, name))]
-    return _page("Evolution within model lineages", *sections)
+    if not roots:
+        sections.append("No line has two cards in the catalogue yet.")
+    for root in roots:
+        title = f"## {data.frame.at[root, 'name']} (`{root}`)"
+        sections += [title, render.evolution_table(families.evolution(data.frame, root))]
+    return _page("Lineages: how models changed from the card they descend from", *sections)
 
 
 def _claims_page(data: ReportData) -> str:

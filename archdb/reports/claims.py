@@ -14,8 +14,8 @@ checkable yet*, with what is missing. A named family holds only if every one of 
 cards agrees (for size-dependent figures, its flagship: the largest card).
 
 Models are named as the lecture names them and matched, ignoring case and punctuation
-("+" reads "plus"), against a card's id, name, family or lineage (``archdb.table.lineage``):
-"Gemma 2" is the family gemma-2, "Llama" is the whole lineage llama, llama-2, ...
+("+" reads "plus"), against a card's id, name, family or series (``archdb.table.series``):
+"Gemma 2" is the family gemma-2, "Llama" is the whole series llama, llama-2, ...
 Research variants never count, except in the claims about them (19, 20).
 """
 
@@ -108,7 +108,7 @@ def named(frame: pd.DataFrame, name: str, flagship: bool = False) -> pd.DataFram
     """The cards a lecture's model name refers to (see the module docstring)."""
     key = _key(name)
     hit = pd.Series(False, index=frame.index)
-    for column in ("id", "name", "family", "lineage"):
+    for column in ("id", "name", "family", "series"):
         hit |= frame[column].map(_key).eq(key).astype(bool)
     found = frame[hit]
     if flagship and not found.empty:

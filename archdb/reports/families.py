@@ -1,12 +1,16 @@
-"""Per-lineage evolution tables: how a line of models (Llama 1 -> 4) changed over versions.
+"""Lineage trees: how models changed from the card each descends from.
 
-A lineage is the family slug without its trailing version (``archdb.table.lineage``):
-``llama``, ``llama-2`` ... ``llama-4`` form the lineage ``llama``. Each version of the
-lineage is shown by its flagship, the card with the largest published parameter count,
-and each row says which choices changed from the previous version.
+A card's ``lineage`` names the catalogue card it descends from: trained from its weights
+(Code Llama from Llama 2) or the previous release of the same line (Llama 3.1 from Llama
+3). Those links form trees; each tree with at least two released cards is a line, shown
+from its root, each card after the one it descends from, with the design choices that
+changed from that card. A card that names no lineage and that no card descends from is its
+own line (``unlinked``): it has nothing to compare with. Research variants are left out.
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import pandas as pd
 
@@ -37,54 +41,100 @@ EVOLUTION_COLUMNS: dict[str, str] = {
 _SIZES = {"d_model", "layers", "vocab", "context", "d_ff/d_model", "groups"}
 
 
-def lineages(frame: pd.DataFrame, min_versions: int = 2) -> list[str]:
-    """Lineages with at least ``min_versions`` families, sorted by name."""
-    counts = released(frame).groupby("lineage")["family"].nunique()
-    return sorted(str(name) for name, n in counts.items() if n >= min_versions)
+def parents(frame: pd.DataFrame) -> dict[str, str]:
+    """Each released card's parent: the card its ``lineage`` names, if released too.
 
-
-def flagships(frame: pd.DataFrame, lineage: str) -> pd.DataFrame:
-    """One card per family of the lineage, the largest published, ordered by release."""
+    A link that would close a cycle is dropped, so every line is a tree with one root."""
     part = released(frame)
-    part = part[part["lineage"] == lineage]
-    size = part["params_published"].astype("Float64").fillna(part["params_exact"].astype("Float64"))
-    ranked = part.assign(_size=size.fillna(-1.0)).sort_values(
-        ["family", "_size", "release_date", "id"],
-        ascending=[True, False, False, True],
-        kind="stable",
-    )
-    best = ranked.groupby("family", sort=False).head(1).drop(columns="_size")
-    return best.sort_values(["release_date", "family"], kind="stable")
+    ids = set(part.index)
+    links = {
+        str(card): str(parent)
+        for card, parent in part["lineage"].items()
+        if isinstance(parent, str) and parent in ids
+    }
+    for card in sorted(links):
+        seen = {card}
+        node = links.get(card)
+        while node is not None and node not in seen:
+            seen.add(node)
+            node = links.get(node)
+        if node == card:  # card's chain comes back to it: break the cycle here
+            del links[card]
+    return links
 
 
-def evolution(frame: pd.DataFrame, lineage: str) -> pd.DataFrame:
-    """The lineage's flagships, one per row, with the choices that changed from the last."""
-    ships = flagships(frame, lineage)
+def _children(frame: pd.DataFrame, links: dict[str, str]) -> dict[str, list[str]]:
+    dates = frame["release_date"]
+    children: dict[str, list[str]] = defaultdict(list)
+    for card, parent in links.items():
+        children[parent].append(card)
+    for kids in children.values():
+        kids.sort(key=lambda c: (str(dates[c]), c))
+    return children
+
+
+def members(frame: pd.DataFrame, root: str) -> list[str]:
+    """The ids of ``root``'s tree, each after the card it descends from (earliest first)."""
+    return _tree(_children(frame, parents(frame)), root)
+
+
+def _tree(children: dict[str, list[str]], root: str) -> list[str]:
+    order: list[str] = []
+    stack = [root]
+    while stack:
+        card = stack.pop()
+        order.append(card)
+        stack.extend(reversed(children.get(card, [])))
+    return order
+
+
+def lines(frame: pd.DataFrame, min_cards: int = 2) -> list[str]:
+    """Roots of the trees holding at least ``min_cards`` released cards, oldest first."""
+    links = parents(frame)
+    part = released(frame)
+    children = _children(frame, links)
+    roots = [str(c) for c in part.index if c not in links]
+    sized = [r for r in roots if len(_tree(children, r)) >= min_cards]
+    return sorted(sized, key=lambda r: (str(part.at[r, "release_date"]), r))
+
+
+def unlinked(frame: pd.DataFrame) -> list[str]:
+    """Released cards with no lineage link either way: each is its own line."""
+    links = parents(frame)
+    linked = set(links) | set(links.values())
+    return [str(c) for c in released(frame).index if c not in linked]
+
+
+def evolution(frame: pd.DataFrame, root: str) -> pd.DataFrame:
+    """The line from ``root``, one card per row, with what changed from the card it
+    descends from (the ``from`` column)."""
+    links = parents(frame)
+    order = members(frame, root)
+    cards = frame.loc[order]
     table = pd.DataFrame(
         {
-            "model": ships["name"],
-            "date": ships["release_date"],
-            "params": ships["params_published"],
+            "model": cards["name"],
+            "date": cards["release_date"],
+            "params": cards["params_published"],
+            "from": [frame.at[links[c], "name"] if c in links else "" for c in order],
         },
-        index=ships.index,
+        index=cards.index,
     )
     for label, column in EVOLUTION_COLUMNS.items():
-        table[label] = ships[column]
-    changed = []
-    previous = None
-    for _, row in table.iterrows():
-        if previous is None:
-            changed.append("")
-        else:
-            diffs = [
-                label
-                for label in EVOLUTION_COLUMNS
-                if label not in _SIZES and not _same(row[label], previous[label])
-            ]
-            changed.append(", ".join(diffs))
-        previous = row
-    table["changed"] = changed
+        table[label] = cards[column]
+    table["changed"] = [
+        ", ".join(_changed(table.loc[c], table.loc[links[c]])) if c in links else "" for c in order
+    ]
     return table
+
+
+def _changed(row: pd.Series, parent: pd.Series) -> list[str]:
+    """The design choices (not sizes) that differ between a card and its parent."""
+    return [
+        label
+        for label in EVOLUTION_COLUMNS
+        if label not in _SIZES and not _same(row[label], parent[label])
+    ]
 
 
 def _same(a: object, b: object) -> bool:

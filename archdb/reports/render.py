@@ -206,6 +206,12 @@ def per_year_table(per_year: pd.DataFrame) -> str:
 # --- families ------------------------------------------------------------------------
 
 
+def family_counts(families: pd.Series) -> str:
+    """Family slugs with their card counts: ``gpt-2 (4), t5 (5)``, sorted by slug."""
+    counts = families.astype(str).value_counts()
+    return ", ".join(f"{name} ({counts[name]})" for name in sorted(counts.index))
+
+
 def evolution_table(evolution: pd.DataFrame) -> str:
     headers = [
         "model",

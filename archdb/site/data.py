@@ -137,7 +137,7 @@ def _tree_lines(nodes: list[dict], prefix: str, lines: list[str]) -> None:
 
 def compare_fields() -> list[str]:
     """The rows of the comparison, as in ``archdb compare``: card fields, then derived."""
-    return [c for c in [*FIELD_COLUMNS, *DERIVED_COLUMNS] if c not in ("id", "lineage")]
+    return [c for c in [*FIELD_COLUMNS, *DERIVED_COLUMNS] if c not in ("id", "series")]
 
 
 def compare_data(cards: Iterable[Card]) -> dict[str, Any]:

@@ -327,7 +327,7 @@ def _fields_table(card: Card, row: Row) -> str:
 def _derived_table(row: Row) -> str:
     lines = []
     for column, (_, meaning) in DERIVED_COLUMNS.items():
-        if column in ("year", "lineage"):
+        if column in ("year", "series"):
             continue
         lines.append(
             f"<tr><td><code>{esc(column)}</code></td>"
