@@ -43,8 +43,9 @@ def cache_path(catalogue_path: Path) -> Path:
 
 
 def card_hash(card: Card) -> str:
-    """A short hash of everything in the card that shapes a built model."""
-    text = card.architecture.model_dump_json()
+    """A short hash of everything in the card that shapes a built model. Null fields are
+    left out, so a new optional schema field (null on every old card) keeps the entries."""
+    text = card.architecture.model_dump_json(exclude_none=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
