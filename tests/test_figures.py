@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 
 from archdb.catalogue import load_catalogue
-from archdb.reports import build, figures
+from archdb.reports import build, figures, measured
 from archdb.table import catalogue_frame
 from tests.test_table import make_card
 
@@ -21,29 +21,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def report_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Figure]:
+def report_figures() -> dict[str, Figure]:
     """Every figure `archdb report` makes from the shipped catalogue, by file name (the
     torch experiments of claims 19-20 skipped: no figure reads them)."""
-    import archdb.measure.experiments
-
-    made: dict[str, Figure] = {}
+    made: list[Figure] = []
     original = figures.save_svg
 
-    def keep(fig: Figure, path: Path) -> None:
-        made[path.stem] = fig
+    def keep(fig: Figure, path) -> None:
+        made.append(fig)
         original(fig, path)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "save_svg", keep)
-        patch.setattr(
-            archdb.measure.experiments,
-            "measure_claims",
-            lambda cards: archdb.measure.experiments.ClaimMeasurements(),
+        patch.setattr(measured, "measure_claims", lambda cards: measured.ClaimMeasurements())
+        rendered = build.render_reports(
+            build.compute(load_catalogue(REPO / "data" / "models.yaml"))
         )
-        build.build_reports(
-            load_catalogue(REPO / "data" / "models.yaml"), tmp_path_factory.mktemp("r")
-        )
-    return made
+    names = [Path(p).stem for p in rendered if p.startswith(f"{build.FIGURES}/")]
+    assert len(names) == len(made)  # one saved figure per rendered file, in order
+    return dict(zip(names, made, strict=True))
 
 
 def _drawn(fig: Figure):

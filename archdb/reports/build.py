@@ -7,16 +7,17 @@ longer makes, so the directory always matches the catalogue exactly.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
-from archdb.outputs import MANIFEST, OwnedDirectory
-from archdb.reports import claims, families, figures, render
+from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
+from archdb.reports import claims, families, figures, measured, render
 from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -46,46 +47,35 @@ class ReportData:
 
 
 def compute(catalogue: Catalogue) -> ReportData:
+    """Everything the pages show. The claim experiments come from their cache when this
+    catalogue's experiment cards were measured before (``archdb.reports.measured``)."""
     rows = catalogue_rows(catalogue)
     frame = frame_from_rows(rows)
     adoptions = adoption_all(trend_rows(rows))
     from archdb.measure import mechanisms as mech
-    from archdb.measure.experiments import measure_claims  # torch: the main job only
 
     cached = mech.load(mech.cache_path(catalogue.path), {c.id: c for c in catalogue})
-    measured = replace(measure_claims(catalogue), runtime_profile=mech.claim_evidence(cached))
-    claims = check_claims(frame, measured)
+    evidence = measured.runtime_evidence(cached)
+    claim_input = replace(measured.measure_claims(catalogue), runtime_profile=evidence)
+    claims = check_claims(frame, claim_input)
     mechanisms = mech_page.compute(catalogue, cached)
     return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms)
 
 
-def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
-    """Write every page and figure under ``output``; return the paths written.
-
-    ``output`` must be empty or a directory archdb wrote (``archdb.outputs``): only the
-    files it listed are replaced or removed.
-    """
-    directory = OwnedDirectory(output)
-    directory.claim()
-    written = write_reports(compute(catalogue), output)
-    directory.commit(written)
-    return written
-
-
-def write_reports(data: ReportData, output: Path) -> list[Path]:
-    """Write the pages and figures of computed report data (the web site reuses them)."""
-    output.mkdir(parents=True, exist_ok=True)
-    (output / FIGURES).mkdir(exist_ok=True)
-    written: list[Path] = []
+def render_reports(data: ReportData) -> dict[str, bytes]:
+    """Every page and figure, by path relative to the output directory: a pure function of
+    the report data (the same data gives the same bytes)."""
+    rendered: dict[str, bytes] = {}
 
     def fig(name: str, make: Callable[[], object]) -> str | None:
         made = make()
         if made is None:
             return None
-        path = output / FIGURES / f"{name}.svg"
-        figures.save_svg(made, path)
-        written.append(path)
-        return f"{FIGURES}/{name}.svg"
+        relative = f"{FIGURES}/{name}.svg"
+        buffer = io.BytesIO()
+        figures.save_svg(made, buffer)
+        rendered[relative] = buffer.getvalue()
+        return relative
 
     pages = {
         "adoption.md": _adoption_page(data, fig),
@@ -99,8 +89,36 @@ def write_reports(data: ReportData, output: Path) -> list[Path]:
     }
     pages["README.md"] = _index_page(data, fig)
     for name in PAGES:
-        path = output / name
-        path.write_text(pages[name], encoding="utf-8", newline="\n")
+        rendered[name] = pages[name].encode("utf-8")
+    return rendered
+
+
+def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
+    """Write every page and figure under ``output``; return the paths written.
+
+    ``output`` must be empty or a directory archdb wrote (``archdb.outputs``): only the
+    files it listed are replaced or removed.
+    """
+    directory = OwnedDirectory(output)
+    directory.claim()
+    written = write_files(render_reports(compute(catalogue)), output)
+    directory.commit(written)
+    return written
+
+
+def write_reports(data: ReportData, output: Path) -> list[Path]:
+    """Write the pages and figures of computed report data (the web site reuses them)."""
+    return write_files(render_reports(data), output)
+
+
+def write_files(rendered: dict[str, bytes], output: Path) -> list[Path]:
+    """Write rendered files under ``output``, figures first (the order of a build)."""
+    output.mkdir(parents=True, exist_ok=True)
+    (output / FIGURES).mkdir(exist_ok=True)
+    written = []
+    for relative, content in rendered.items():
+        path = output / relative
+        path.write_bytes(content)
         written.append(path)
     return written
 
@@ -181,10 +199,10 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
     kv = frame.assign(kv_per_b=dist.kv_cache_per_param(frame))
     kv_out = dist.outliers(kv, "kv_per_b", "attention_family")
 
-    deciding = {r.number: set(r.deciding) for r in data.claims}  # label what claims cite
-    ff_named = set(ff_out["id"]) | deciding[6]
+    deciding = {r.key: set(r.deciding) for r in data.claims}  # label what claims cite
+    ff_named = set(ff_out["id"]) | deciding["d-ff-ratio"]
     ff_fig = fig("d-ff-ratio", lambda: figures.d_ff_figure(frame, ff_named))
-    aspect_named = set(aspect_out["id"]) | deciding[10]
+    aspect_named = set(aspect_out["id"]) | deciding["aspect-ratio"]
     aspect_fig = fig("aspect-ratio", lambda: figures.aspect_figure(frame, aspect_named))
     head_fig = fig("head-ratio", lambda: figures.head_ratio_figure(frame))
     vocab_named = set(vocab_years["min_model"]) | set(vocab_years["max_model"])
@@ -275,24 +293,24 @@ def _claims_page(data: ReportData) -> str:
 
 
 def stale_files(catalogue: Catalogue, output: Path) -> list[str]:
-    """The files under ``output`` that differ from a fresh build (missing, changed, extra)."""
-    import filecmp
-    import tempfile
+    """The files under ``output`` that differ from a fresh build (missing, changed, extra):
+    the rendered bytes compared with the disk, nothing written."""
+    expected = render_reports(compute(catalogue))
+    actual = (
+        {p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file()}
+        if output.is_dir()
+        else set()
+    )
+    owned = {p for p in actual if PurePosixPath(p).parent == PurePosixPath(FIGURES)}
+    owned |= {p for p in actual if p in {*PAGES, MANIFEST}}
+    expected[MANIFEST] = manifest_bytes(expected)
+    stale = set(expected) ^ owned
+    stale |= {p for p in set(expected) & owned if not _same_bytes(output / p, expected[p])}
+    return sorted(stale)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp)
-        build_reports(catalogue, fresh)
-        expected = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
-        actual = (
-            {p.relative_to(output) for p in output.rglob("*") if p.is_file()}
-            if output.is_dir()
-            else set()
-        )
-        owned = {p for p in actual if p.parent == Path(FIGURES) or str(p) in {*PAGES, MANIFEST}}
-        stale = sorted(str(p) for p in expected ^ owned)
-        stale += sorted(
-            str(p)
-            for p in expected & owned
-            if not filecmp.cmp(fresh / p, output / p, shallow=False)
-        )
-    return sorted(set(stale))
+
+def _same_bytes(path: Path, content: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(content) and path.read_bytes() == content
+    except OSError:
+        return False
