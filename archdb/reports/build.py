@@ -7,7 +7,9 @@ longer makes, so the directory always matches the catalogue exactly.
 
 from __future__ import annotations
 
+import hashlib
 import io
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -46,9 +48,43 @@ class ReportData:
     mechanisms: mech_page.MechanismsData
 
 
+_MEMO_SIZE = 4  # report data and renders kept in one process (a test session reuses them)
+_computed: OrderedDict[str, ReportData] = OrderedDict()
+_rendered: OrderedDict[int, tuple[ReportData, dict[str, bytes]]] = OrderedDict()
+
+
+def content_key(catalogue: Catalogue) -> str:
+    """SHA-256 of everything ``compute`` reads: the catalogue's name and cards, and the
+    cached mechanisms measurements beside it (their bytes, or their absence)."""
+    from archdb.measure import mechanisms as mech
+
+    digest = hashlib.sha256(catalogue.path.name.encode() + b"\0")
+    for card in catalogue:
+        digest.update(card.model_dump_json().encode() + b"\0")
+    try:
+        digest.update(mech.cache_path(catalogue.path).read_bytes())
+    except OSError:
+        digest.update(b"no measurements")
+    return digest.hexdigest()
+
+
 def compute(catalogue: Catalogue) -> ReportData:
-    """Everything the pages show. The claim experiments come from their cache when this
-    catalogue's experiment cards were measured before (``archdb.reports.measured``)."""
+    """Everything the pages show, computed once per catalogue content in a process (the
+    site and ``--check`` reuse a build's data). The claim experiments come from their
+    cache when the catalogue's experiment cards were measured before
+    (``archdb.reports.measured``)."""
+    key = content_key(catalogue)
+    if key in _computed:
+        _computed.move_to_end(key)
+        return _computed[key]
+    data = _compute(catalogue)
+    _computed[key] = data
+    while len(_computed) > _MEMO_SIZE:
+        _computed.popitem(last=False)
+    return data
+
+
+def _compute(catalogue: Catalogue) -> ReportData:
     rows = catalogue_rows(catalogue)
     frame = frame_from_rows(rows)
     adoptions = adoption_all(trend_rows(rows))
@@ -64,7 +100,18 @@ def compute(catalogue: Catalogue) -> ReportData:
 
 def render_reports(data: ReportData) -> dict[str, bytes]:
     """Every page and figure, by path relative to the output directory: a pure function of
-    the report data (the same data gives the same bytes)."""
+    the report data (the same data gives the same bytes), so rendered once per data."""
+    if id(data) in _rendered:
+        _rendered.move_to_end(id(data))
+        return dict(_rendered[id(data)][1])
+    rendered = _render(data)
+    _rendered[id(data)] = (data, rendered)  # the data kept alive: its id is not reused
+    while len(_rendered) > _MEMO_SIZE:
+        _rendered.popitem(last=False)
+    return dict(rendered)
+
+
+def _render(data: ReportData) -> dict[str, bytes]:
     rendered: dict[str, bytes] = {}
 
     def fig(name: str, make: Callable[[], object]) -> str | None:
