@@ -53,6 +53,12 @@ def _safe_entry(line: str) -> PurePosixPath | None:
     return entry
 
 
+def manifest_bytes(relative_paths: Iterable[str]) -> bytes:
+    """The manifest listing these files (POSIX paths relative to the directory)."""
+    entries = sorted(PurePosixPath(p) for p in relative_paths)
+    return (_MANIFEST_HEADER + "".join(f"{e}\n" for e in entries)).encode("utf-8")
+
+
 class OwnedDirectory:
     """A directory whose generated files are listed in its manifest."""
 
@@ -95,8 +101,7 @@ class OwnedDirectory:
             if path.is_symlink() or path.is_file():
                 path.unlink()
                 removed.append(path)
-        text = _MANIFEST_HEADER + "".join(f"{e}\n" for e in now)
         tmp = self.manifest.with_name(self.manifest.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8", newline="\n")
+        tmp.write_bytes(manifest_bytes(map(str, now)))
         tmp.replace(self.manifest)
         return removed

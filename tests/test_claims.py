@@ -9,7 +9,6 @@ import pytest
 from archdb.catalogue import load_catalogue
 from archdb.reports import claims
 from archdb.reports.claims import (
-    CLAIM_CHECKS,
     CLAIMS,
     ClaimResult,
     Verdict,
@@ -39,9 +38,8 @@ def modern(card_id: str, changes: dict[str, Any] | None = None, **fields: Any) -
     return make_card(card_id, {**MODERN, **(changes or {})}, **fields)
 
 
-def check(number: int, *cards: Card) -> ClaimResult:
-    frame = catalogue_frame(catalogue(*cards))
-    return claims.claim_18(frame) if number == 18 else CLAIM_CHECKS[number - 1](frame)
+def check(key: str, *cards: Card) -> ClaimResult:
+    return claims.check(key, catalogue_frame(catalogue(*cards)))
 
 
 def recent_crowd(n: int = 4) -> list[Card]:
@@ -97,9 +95,30 @@ def test_lecture_names_match_cards() -> None:
 
 
 def test_every_claim_has_a_check_in_order() -> None:
-    assert list(CLAIMS) == list(range(1, 21))
+    assert len(CLAIMS) == 20
+    assert list(CLAIMS)[:3] == ["pre-norm", "double-norm", "rmsnorm"]
+    assert [k for k, c in CLAIMS.items() if c.measured] == [
+        "norm-runtime",
+        "norm-placement-gradients",
+        "fast-weights",
+    ]
     results = check_claims(catalogue_frame(catalogue(*recent_crowd())))
-    assert [r.number for r in results] == list(range(1, 21))
+    assert [r.key for r in results] == list(CLAIMS)
+    assert [r.number for r in results] == list(range(1, 21))  # the place on the page
+    assert [r.claim for r in results] == [c.text for c in CLAIMS.values()]
+
+
+def test_a_claim_key_is_registered_once() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        claims.claim("pre-norm", "again", thresholds={})(lambda frame: None)
+    assert CLAIMS["pre-norm"].text.startswith("Pre-norm is nearly universal")
+
+
+def test_registered_names_are_the_models_each_check_looks_up() -> None:
+    """The deciding models declared with each claim are exactly those its check names."""
+    frame = catalogue_frame(load_catalogue())
+    for key, spec in CLAIMS.items():
+        assert spec.judge(frame).looked_up == spec.names, key
 
 
 def test_an_empty_catalogue_checks_nothing_and_breaks_nothing() -> None:
@@ -114,27 +133,29 @@ OPT_POST = {"architecture.norm.position": "post"}
 
 
 def test_claim_1_holds_with_opt_350m_post_norm() -> None:
-    result = check(1, *recent_crowd(), make_card("opt-350m", OPT_POST, year=2022, family="opt"))
+    result = check(
+        "pre-norm", *recent_crowd(), make_card("opt-350m", OPT_POST, year=2022, family="opt")
+    )
     assert result.verdict is Verdict.HOLDS
     assert "opt-350m" in result.deciding
     assert not result.disagreements
 
 
 def test_claim_1_names_a_disagreeing_card() -> None:
-    result = check(1, *recent_crowd(), make_card("opt-350m", year=2022, family="opt"))
+    result = check("pre-norm", *recent_crowd(), make_card("opt-350m", year=2022, family="opt"))
     assert result.verdict is Verdict.PARTLY
     assert any("opt-350m" in d and "post-norm" in d for d in result.disagreements)
 
 
 def test_claim_1_says_which_card_is_missing() -> None:
-    result = check(1, *recent_crowd())
+    result = check("pre-norm", *recent_crowd())
     assert result.verdict is Verdict.HOLDS  # the general part alone
     assert "no card for OPT-350M" in result.missing
 
 
 def test_claim_1_contradicted_when_modern_models_post_norm() -> None:
     post = [modern(f"post-{i}-7b", OPT_POST, family=f"post-{i}") for i in range(3)]
-    result = check(1, *post, make_card("opt-350m", year=2022, family="opt"))
+    result = check("pre-norm", *post, make_card("opt-350m", year=2022, family="opt"))
     assert result.verdict is Verdict.CONTRADICTED
 
 
@@ -145,16 +166,16 @@ def test_claim_2_double_and_post_branch() -> None:
         modern("gemma-2-9b", double, family="gemma-2"),
         modern("olmo-2-7b", {"architecture.norm.position": "post-branch"}, family="olmo-2"),
     ]
-    assert check(2, *cards).verdict is Verdict.HOLDS
+    assert check("double-norm", *cards).verdict is Verdict.HOLDS
     cards[2] = modern("olmo-2-7b", family="olmo-2")
-    result = check(2, *cards)
+    result = check("double-norm", *cards)
     assert result.verdict is Verdict.PARTLY
     assert any(d.startswith("OLMo 2: olmo-2-7b") for d in result.disagreements)
 
 
 def test_claim_3_reports_palm_layernorm() -> None:
     palm = make_card("palm-540b", {"architecture.norm.affine": "scale"}, year=2022, family="palm")
-    result = check(3, *recent_crowd(), palm)
+    result = check("rmsnorm", *recent_crowd(), palm)
     assert result.verdict is Verdict.PARTLY
     assert any("palm-540b" in d and "affine scale" in d for d in result.disagreements)
     assert "no card for Command R" in result.missing
@@ -169,7 +190,7 @@ def test_claim_6_accepts_either_gemma_convention() -> None:
         modern("gemma-2-9b", gemma, family="gemma-2"),
         make_card("t5-11b", t5, family="t5", year=2019),
     ]
-    result = check(6, *cards)
+    result = check("d-ff-ratio", *cards)
     assert result.verdict is Verdict.HOLDS, result
     assert any("8 counting both branches" in f for f in result.findings)
 
@@ -177,14 +198,14 @@ def test_claim_6_accepts_either_gemma_convention() -> None:
 def test_claim_8_contradicted_without_rope() -> None:
     learned = {"architecture.position": {"type": "learned"}}
     cards = [modern(f"abs-{i}-7b", learned, family=f"abs-{i}") for i in range(4)]
-    result = check(8, *cards)
+    result = check("rope", *cards)
     assert result.verdict is Verdict.CONTRADICTED
     assert set(result.deciding) == {c.id for c in cards}
 
 
 def test_claim_8_partly_when_rope_is_only_a_majority() -> None:
     learned = {"architecture.position": {"type": "learned"}}
-    result = check(8, *recent_crowd(3), modern("abs-7b", learned, family="abs"))
+    result = check("rope", *recent_crowd(3), modern("abs-7b", learned, family="abs"))
     assert result.verdict is Verdict.PARTLY  # 75%: the consensus, but not "nearly all"
     assert result.deciding == ("abs-7b",)
 
@@ -195,7 +216,7 @@ def test_claim_13_first_z_loss_is_not_palm() -> None:
         make_card("early-1b", z, year=2021, family="early"),
         make_card("palm-540b", z, year=2022, family="palm"),
     ]
-    result = check(13, *cards)
+    result = check("z-loss", *cards)
     assert result.verdict is Verdict.PARTLY
     assert any("first z-loss card is early-1b" in d for d in result.disagreements)
 
@@ -203,12 +224,12 @@ def test_claim_13_first_z_loss_is_not_palm() -> None:
 def test_claims_14_and_15_name_the_lectures_mistakes() -> None:
     gemma2 = modern("gemma-2-9b", {"architecture.attention.logit_softcap": 50.0}, family="gemma-2")
     olmo2 = modern("olmo-2-7b", {"architecture.attention.qk_norm": "full"}, family="olmo-2")
-    qk = check(14, gemma2, olmo2)
+    qk = check("qk-norm", gemma2, olmo2)
     assert qk.verdict is Verdict.PARTLY
     assert any(
         d.startswith("Gemma 2: gemma-2-9b has attention.qk_norm none") for d in qk.disagreements
     )
-    cap = check(15, gemma2, olmo2)
+    cap = check("softcap", gemma2, olmo2)
     assert cap.verdict is Verdict.PARTLY
     assert any(d.startswith("OLMo 2: olmo-2-7b") for d in cap.disagreements)
 
@@ -226,7 +247,7 @@ def test_claim_17_gemma_global_layers_use_rope() -> None:
         modern("gemma-2-9b", local, family="gemma-2"),
         modern("command-a", nope, family="command-a"),
     ]
-    result = check(17, *cards)
+    result = check("long-context-mix", *cards)
     assert result.verdict is Verdict.PARTLY
     assert any("gemma-2-9b has layer_mix global+local" in d for d in result.disagreements)
 
@@ -237,28 +258,28 @@ def test_claim_17_gemma_global_layers_use_rope() -> None:
 def test_claim_4_counts_modern_bias() -> None:
     with_bias = {"architecture.bias": {"qkv": True, "attn_out": True, "mlp": True}}
     biased = [modern(f"b-{i}-7b", with_bias, family=f"b-{i}") for i in range(3)]
-    assert check(4, *recent_crowd(4), *biased).verdict is Verdict.HOLDS
-    assert check(4, *recent_crowd(2), *biased).verdict is Verdict.CONTRADICTED
+    assert check("no-bias", *recent_crowd(4), *biased).verdict is Verdict.HOLDS
+    assert check("no-bias", *recent_crowd(2), *biased).verdict is Verdict.CONTRADICTED
 
 
 def test_claim_12_needs_published_values() -> None:
-    assert check(12, *recent_crowd()).verdict is Verdict.NOT_CHECKABLE
+    assert check("dropout", *recent_crowd()).verdict is Verdict.NOT_CHECKABLE
     known = {"training.dropout": 0.0, "training.weight_decay": 0.1}
     cards = [modern(f"k-{i}-7b", known, family=f"k-{i}") for i in range(3)]
-    assert check(12, *cards).verdict is Verdict.HOLDS
+    assert check("dropout", *cards).verdict is Verdict.HOLDS
 
 
 def test_claim_16_recent_gqa() -> None:
     mha = {"architecture.attention.n_kv_heads": 8}
-    assert check(16, *recent_crowd(3)).verdict is Verdict.HOLDS
+    assert check("gqa", *recent_crowd(3)).verdict is Verdict.HOLDS
     cards = [modern(f"mha-{i}-7b", mha, family=f"mha-{i}") for i in range(3)]
-    result = check(16, *recent_crowd(1), *cards)
+    result = check("gqa", *recent_crowd(1), *cards)
     assert result.verdict is Verdict.PARTLY  # GQA shrinks the cache, but is not the majority
     assert set(result.deciding) == {c.id for c in cards}
 
 
 def test_claim_18_without_a_profile_is_not_checkable() -> None:
-    result = check(18, *recent_crowd())
+    result = check("norm-runtime", *recent_crowd())
     assert result.verdict is Verdict.NOT_CHECKABLE
     assert any("analytic forward FLOPs" in f for f in result.findings)
     assert any("runtime profile" in m for m in result.missing)
@@ -273,7 +294,8 @@ def test_claims_19_and_20_without_measurements_name_their_cards() -> None:
     )
     pre_ln = make_card("pre-ln-transformer", year=2020, research_variant=True)
     frame = catalogue_frame(catalogue(linear, pre_ln))
-    r19, r20 = claims.claim_19(frame), claims.claim_20(frame)
+    r19 = claims.check("norm-placement-gradients", frame)
+    r20 = claims.check("fast-weights", frame)
     assert r19.verdict is r20.verdict is Verdict.NOT_CHECKABLE
     assert set(r19.deciding) == {"linear-transformer", "pre-ln-transformer"}
     assert r20.deciding == ("linear-transformer",)
@@ -289,6 +311,6 @@ def test_shipped_catalogue_verdicts_are_backed_by_models() -> None:
     for r in results:
         assert r.evidence
         if r.verdict is not Verdict.NOT_CHECKABLE:
-            assert r.deciding, f"claim {r.number} has a verdict but no deciding model"
+            assert r.deciding, f"claim {r.key} has a verdict but no deciding model"
         else:
-            assert r.missing, f"claim {r.number} does not say what is missing"
+            assert r.missing, f"claim {r.key} does not say what is missing"

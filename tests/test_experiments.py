@@ -8,6 +8,7 @@ import torch
 from archdb.catalogue import load_catalogue
 from archdb.measure import experiments as ex
 from archdb.reports.claims import Verdict, check_claims
+from archdb.reports.measured import ClaimMeasurements
 from archdb.schema import NormPosition
 from archdb.table import catalogue_frame
 
@@ -73,15 +74,15 @@ def test_only_linear_cards_run_the_linear_kernel():
 def test_claims_19_and_20_read_the_measurements(placement):
     frame = catalogue_frame(load_catalogue())
     fast = ex.fast_weight_equivalence()
-    measured = ex.ClaimMeasurements(placement, fast, ("linear-transformer",))
-    results = {r.number: r for r in check_claims(frame, measured)}
-    assert results[19].verdict is Verdict.HOLDS
-    assert "Post-LN" in results[19].evidence
-    assert results[20].verdict is Verdict.HOLDS
-    assert results[20].deciding == ("linear-transformer",)
-    unmeasured = {r.number: r for r in check_claims(frame)}
-    assert unmeasured[19].verdict is Verdict.NOT_CHECKABLE
-    assert unmeasured[20].verdict is Verdict.NOT_CHECKABLE
+    measured = ClaimMeasurements(placement, fast, ("linear-transformer",))
+    results = {r.key: r for r in check_claims(frame, measured)}
+    assert results["norm-placement-gradients"].verdict is Verdict.HOLDS
+    assert "Post-LN" in results["norm-placement-gradients"].evidence
+    assert results["fast-weights"].verdict is Verdict.HOLDS
+    assert results["fast-weights"].deciding == ("linear-transformer",)
+    unmeasured = {r.key: r for r in check_claims(frame)}
+    assert unmeasured["norm-placement-gradients"].verdict is Verdict.NOT_CHECKABLE
+    assert unmeasured["fast-weights"].verdict is Verdict.NOT_CHECKABLE
 
 
 def test_an_even_post_ln_profile_contradicts_claim_19(placement):
@@ -99,5 +100,5 @@ def test_an_even_post_ln_profile_contradicts_claim_19(placement):
         ),
     )
     frame = catalogue_frame(load_catalogue())
-    results = {r.number: r for r in check_claims(frame, ex.ClaimMeasurements(flat))}
-    assert results[19].verdict is Verdict.CONTRADICTED
+    results = {r.key: r for r in check_claims(frame, ClaimMeasurements(flat))}
+    assert results["norm-placement-gradients"].verdict is Verdict.CONTRADICTED

@@ -421,12 +421,12 @@ def test_page_without_measurements_says_how_to_get_them() -> None:
 
 
 def test_claim_18_rests_on_the_measured_runtime_share(tmp_path: Path) -> None:
-    from archdb.measure.experiments import ClaimMeasurements
+    from archdb.reports.measured import ClaimMeasurements, runtime_evidence
 
     measured = mech.load(write_doc(tmp_path, cache_doc()), cards())
-    evidence = mech.claim_evidence(measured)
+    evidence = runtime_evidence(measured)
     frame = catalogue_frame(CATALOGUE)
-    result = claims.claim_18(frame, ClaimMeasurements(runtime_profile=evidence))
+    result = claims.check("norm-runtime", frame, ClaimMeasurements(runtime_profile=evidence))
     # 0.15% of FLOPs (near 0.17%), 25.0% of runtime (near 25%), 167x: every part holds
     assert result.verdict is Verdict.HOLDS
     assert "0.150% of the FLOPs and 25.2% of the runtime" in result.evidence
@@ -436,8 +436,8 @@ def test_claim_18_rests_on_the_measured_runtime_share(tmp_path: Path) -> None:
     for p in low["passes"]:
         p["runtime_us"]["softmax"] = [10.0, 10.0, 10.0]
     measured = mech.load(write_doc(tmp_path, cache_doc(profiles=[low])), cards())
-    result = claims.claim_18(
-        frame, ClaimMeasurements(runtime_profile=mech.claim_evidence(measured))
+    result = claims.check(
+        "norm-runtime", frame, ClaimMeasurements(runtime_profile=runtime_evidence(measured))
     )
     assert result.verdict is Verdict.PARTLY
     assert any("not ~25%" in d for d in result.disagreements)

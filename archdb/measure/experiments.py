@@ -1,4 +1,5 @@
-"""Two of the lecture's claims are about behaviour, not about the catalogue: measure them.
+"""Two experiments on built models, plain functions of a card returning plain results
+(which claims read them, and the cache of their results: ``archdb.reports.measured``).
 
 - Norm placement and gradients (Xiong et al. 2020, https://arxiv.org/abs/2002.04745): at
   initialization, Pre-LN keeps the per-layer gradient norms even, Post-LN does not. The
@@ -17,7 +18,6 @@ Both are deterministic: fixed seeds, CPU.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -29,15 +29,14 @@ from archdb.builder.kernels import LinearKernel
 from archdb.builder.loss import lm_loss
 from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs
 from archdb.builder.shrink import shrink
-from archdb.measure.mechanisms import ProfileEvidence
 from archdb.plan.layout import fill_unknowns
-from archdb.schema import Architecture, AttentionVariant, Card, NormPosition
+from archdb.schema import Architecture, Card, NormPosition
 
 SEEDS = (0, 1, 2)
 BATCH, SEQ_LEN = 8, 32
 
 
-# --- claim 19: gradient norms by layer at initialization -------------------------------
+# --- norm placement: gradient norms by layer at initialization -------------------------------
 
 
 class Init(StrEnum):
@@ -141,7 +140,7 @@ def norm_placement(card: Card) -> NormPlacementResult:
     return NormPlacementResult(card.id, dims, tuple(profiles))
 
 
-# --- claim 20: linear attention is a fast weight programmer ----------------------------
+# --- linear attention is a fast weight programmer ----------------------------
 
 
 @dataclass(frozen=True)
@@ -211,33 +210,4 @@ def uses_linear_kernel(card: Card) -> bool:
     model = build_model(shrink(fill_unknowns(card.architecture)[0]).arch)
     return not isinstance(model, EncoderDecoderLM) and any(
         isinstance(m, LinearKernel) for m in model.modules()
-    )
-
-
-# --- what the claims check reads ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ClaimMeasurements:
-    """The experiments' results for the claims check; None where no card allows one."""
-
-    norm_placement: NormPlacementResult | None = None
-    fast_weights: FastWeightResult | None = None
-    linear_kernel_cards: tuple[str, ...] = ()  # linear-attention cards whose toy runs the kernel
-    # claim 18: the cached runtime profile (archdb.measure.mechanisms), read, never re-run
-    runtime_profile: ProfileEvidence | None = None
-
-
-def measure_claims(cards: Iterable[Card]) -> ClaimMeasurements:
-    """Run both experiments on the catalogue's research cards: the first Pre-LN research
-    card for norm placement, every linear-attention card for the fast weight identity."""
-    cards = list(cards)
-    pre_ln = [
-        c for c in cards if c.research_variant and c.architecture.norm.position is NormPosition.PRE
-    ]
-    linear = [c for c in cards if c.architecture.attention.variant is AttentionVariant.LINEAR]
-    return ClaimMeasurements(
-        norm_placement=norm_placement(pre_ln[0]) if pre_ln else None,
-        fast_weights=fast_weight_equivalence() if linear else None,
-        linear_kernel_cards=tuple(c.id for c in linear if uses_linear_kernel(c)),
     )

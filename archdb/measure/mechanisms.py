@@ -81,11 +81,11 @@ def share_rows(measured: Measurements) -> list[ShareRow]:
     rows = []
     for entry in measured.profiles:
         for p in entry["passes"]:
-            rows.append(_share_row(entry["label"], p))
+            rows.append(share_row(entry["label"], p))
     return rows
 
 
-def _share_row(label: str, p: dict[str, Any]) -> ShareRow:
+def share_row(label: str, p: dict[str, Any]) -> ShareRow:
     total = sum(p["flops"][c] for c in PROFILE_CLASSES) or 1
     flops = {c: p["flops"][c] / total for c in PROFILE_CLASSES}
     flops["statistical"] = sum(flops[c] for c in STATISTICAL)
@@ -116,39 +116,6 @@ def device_line(measured: Measurements) -> str:
     return (
         f"{d.get('device', '?')} ({kind}, {d.get('threads', '?')} threads of "
         f"{d.get('cores', '?')} cores{load}), torch {d.get('torch', '?')}, float32"
-    )
-
-
-CLAIM_TARGET = "bert-large-layer"  # Ivanov et al.'s setting: one BERT-large layer, training
-
-
-@dataclass(frozen=True)
-class ProfileEvidence:
-    """What claim 18 reads: the BERT-large-like layer's training pass, and every row."""
-
-    card_id: str
-    row: ShareRow
-    setup: str
-    device: str
-    rows: tuple[ShareRow, ...]
-
-
-def claim_evidence(measured: Measurements | None) -> ProfileEvidence | None:
-    if measured is None:
-        return None
-    entry = measured.profile(CLAIM_TARGET)
-    if entry is None:
-        return None
-    setup = (
-        f"{entry['label']} ({entry['note']}), batch {entry['batch']} x {entry['seq_len']} "
-        "tokens, forward+backward"
-    )
-    return ProfileEvidence(
-        entry["card_id"],
-        _share_row(entry["label"], entry["passes"][-1]),
-        setup,
-        device_line(measured),
-        tuple(share_rows(measured)),
     )
 
 

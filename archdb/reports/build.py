@@ -7,16 +7,19 @@ longer makes, so the directory always matches the catalogue exactly.
 
 from __future__ import annotations
 
+import hashlib
+import io
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
-from archdb.outputs import MANIFEST, OwnedDirectory
-from archdb.reports import claims, families, figures, provenance, render
+from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
+from archdb.reports import claims, families, figures, measured, provenance, render
 from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -45,47 +48,81 @@ class ReportData:
     mechanisms: mech_page.MechanismsData
 
 
+_MEMO_SIZE = 4  # report data and renders kept in one process (a test session reuses them)
+_computed: OrderedDict[str, ReportData] = OrderedDict()
+_rendered: OrderedDict[int, tuple[ReportData, dict[str, bytes]]] = OrderedDict()
+
+
+def content_key(catalogue: Catalogue) -> str:
+    """SHA-256 of everything ``compute`` reads: the catalogue's name and cards, and the
+    cached mechanisms measurements beside it (their bytes, or their absence)."""
+    from archdb.measure import mechanisms as mech
+
+    digest = hashlib.sha256(catalogue.path.name.encode() + b"\0")
+    for card in catalogue:
+        digest.update(card.model_dump_json().encode() + b"\0")
+    try:
+        digest.update(mech.cache_path(catalogue.path).read_bytes())
+    except OSError:
+        digest.update(b"no measurements")
+    return digest.hexdigest()
+
+
 def compute(catalogue: Catalogue) -> ReportData:
+    """Everything the pages show, computed once per catalogue content in a process (the
+    site and ``--check`` reuse a build's data). The claim experiments come from their
+    cache when the catalogue's experiment cards were measured before
+    (``archdb.reports.measured``)."""
+    key = content_key(catalogue)
+    if key in _computed:
+        _computed.move_to_end(key)
+        return _computed[key]
+    data = _compute(catalogue)
+    _computed[key] = data
+    while len(_computed) > _MEMO_SIZE:
+        _computed.popitem(last=False)
+    return data
+
+
+def _compute(catalogue: Catalogue) -> ReportData:
     rows = catalogue_rows(catalogue)
     frame = frame_from_rows(rows)
     adoptions = adoption_all(trend_rows(rows))
     from archdb.measure import mechanisms as mech
-    from archdb.measure.experiments import measure_claims  # torch: the main job only
 
     cached = mech.load(mech.cache_path(catalogue.path), {c.id: c for c in catalogue})
-    measured = replace(measure_claims(catalogue), runtime_profile=mech.claim_evidence(cached))
-    claims = check_claims(frame, measured)
+    evidence = measured.runtime_evidence(cached)
+    claim_input = replace(measured.measure_claims(catalogue), runtime_profile=evidence)
+    claims = check_claims(frame, claim_input)
     mechanisms = mech_page.compute(catalogue, cached)
     return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms)
 
 
-def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
-    """Write every page and figure under ``output``; return the paths written.
+def render_reports(data: ReportData) -> dict[str, bytes]:
+    """Every page and figure, by path relative to the output directory: a pure function of
+    the report data (the same data gives the same bytes), so rendered once per data."""
+    if id(data) in _rendered:
+        _rendered.move_to_end(id(data))
+        return dict(_rendered[id(data)][1])
+    rendered = _render(data)
+    _rendered[id(data)] = (data, rendered)  # the data kept alive: its id is not reused
+    while len(_rendered) > _MEMO_SIZE:
+        _rendered.popitem(last=False)
+    return dict(rendered)
 
-    ``output`` must be empty or a directory archdb wrote (``archdb.outputs``): only the
-    files it listed are replaced or removed.
-    """
-    directory = OwnedDirectory(output)
-    directory.claim()
-    written = write_reports(compute(catalogue), output)
-    directory.commit(written)
-    return written
 
-
-def write_reports(data: ReportData, output: Path) -> list[Path]:
-    """Write the pages and figures of computed report data (the web site reuses them)."""
-    output.mkdir(parents=True, exist_ok=True)
-    (output / FIGURES).mkdir(exist_ok=True)
-    written: list[Path] = []
+def _render(data: ReportData) -> dict[str, bytes]:
+    rendered: dict[str, bytes] = {}
 
     def fig(name: str, make: Callable[[], object]) -> str | None:
         made = make()
         if made is None:
             return None
-        path = output / FIGURES / f"{name}.svg"
-        figures.save_svg(made, path)
-        written.append(path)
-        return f"{FIGURES}/{name}.svg"
+        relative = f"{FIGURES}/{name}.svg"
+        buffer = io.BytesIO()
+        figures.save_svg(made, buffer)
+        rendered[relative] = buffer.getvalue()
+        return relative
 
     pages = {
         "adoption.md": _adoption_page(data, fig),
@@ -99,8 +136,36 @@ def write_reports(data: ReportData, output: Path) -> list[Path]:
     }
     pages["README.md"] = _index_page(data, fig)
     for name in PAGES:
-        path = output / name
-        path.write_text(pages[name], encoding="utf-8", newline="\n")
+        rendered[name] = pages[name].encode("utf-8")
+    return rendered
+
+
+def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
+    """Write every page and figure under ``output``; return the paths written.
+
+    ``output`` must be empty or a directory archdb wrote (``archdb.outputs``): only the
+    files it listed are replaced or removed.
+    """
+    directory = OwnedDirectory(output)
+    directory.claim()
+    written = write_files(render_reports(compute(catalogue)), output)
+    directory.commit(written)
+    return written
+
+
+def write_reports(data: ReportData, output: Path) -> list[Path]:
+    """Write the pages and figures of computed report data (the web site reuses them)."""
+    return write_files(render_reports(data), output)
+
+
+def write_files(rendered: dict[str, bytes], output: Path) -> list[Path]:
+    """Write rendered files under ``output``, figures first (the order of a build)."""
+    output.mkdir(parents=True, exist_ok=True)
+    (output / FIGURES).mkdir(exist_ok=True)
+    written = []
+    for relative, content in rendered.items():
+        path = output / relative
+        path.write_bytes(content)
         written.append(path)
     return written
 
@@ -182,10 +247,10 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
     kv = frame.assign(kv_per_b=dist.kv_cache_per_param(frame))
     kv_out = dist.outliers(kv, "kv_per_b", "attention_family")
 
-    deciding = {r.number: set(r.deciding) for r in data.claims}  # label what claims cite
-    ff_named = set(ff_out["id"]) | deciding[6]
+    deciding = {r.key: set(r.deciding) for r in data.claims}  # label what claims cite
+    ff_named = set(ff_out["id"]) | deciding["d-ff-ratio"]
     ff_fig = fig("d-ff-ratio", lambda: figures.d_ff_figure(frame, ff_named))
-    aspect_named = set(aspect_out["id"]) | deciding[10]
+    aspect_named = set(aspect_out["id"]) | deciding["aspect-ratio"]
     aspect_fig = fig("aspect-ratio", lambda: figures.aspect_figure(frame, aspect_named))
     head_fig = fig("head-ratio", lambda: figures.head_ratio_figure(frame))
     vocab_named = set(vocab_years["min_model"]) | set(vocab_years["max_model"])
@@ -284,24 +349,24 @@ def _claims_page(data: ReportData) -> str:
 
 
 def stale_files(catalogue: Catalogue, output: Path) -> list[str]:
-    """The files under ``output`` that differ from a fresh build (missing, changed, extra)."""
-    import filecmp
-    import tempfile
+    """The files under ``output`` that differ from a fresh build (missing, changed, extra):
+    the rendered bytes compared with the disk, nothing written."""
+    expected = render_reports(compute(catalogue))
+    actual = (
+        {p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file()}
+        if output.is_dir()
+        else set()
+    )
+    owned = {p for p in actual if PurePosixPath(p).parent == PurePosixPath(FIGURES)}
+    owned |= {p for p in actual if p in {*PAGES, MANIFEST}}
+    expected[MANIFEST] = manifest_bytes(expected)
+    stale = set(expected) ^ owned
+    stale |= {p for p in set(expected) & owned if not _same_bytes(output / p, expected[p])}
+    return sorted(stale)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp)
-        build_reports(catalogue, fresh)
-        expected = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
-        actual = (
-            {p.relative_to(output) for p in output.rglob("*") if p.is_file()}
-            if output.is_dir()
-            else set()
-        )
-        owned = {p for p in actual if p.parent == Path(FIGURES) or str(p) in {*PAGES, MANIFEST}}
-        stale = sorted(str(p) for p in expected ^ owned)
-        stale += sorted(
-            str(p)
-            for p in expected & owned
-            if not filecmp.cmp(fresh / p, output / p, shallow=False)
-        )
-    return sorted(set(stale))
+
+def _same_bytes(path: Path, content: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(content) and path.read_bytes() == content
+    except OSError:
+        return False

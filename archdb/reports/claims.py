@@ -1,8 +1,9 @@
 """The claims check: each claim of the lecture (SPEC, "Claims of the lecture"), judged from
 the catalogue.
 
-One small function per claim takes the catalogue frame (``archdb.table.catalogue_frame``)
-and returns a ``ClaimResult``: a verdict, the models that decide it, one line of evidence
+One small function per claim, registered with ``@claim`` (key, the lecture's words, the
+models it names, its thresholds), takes the catalogue frame (``archdb.table.catalogue_frame``)
+and returns a ``Judgement``: a verdict, the models that decide it, one line of evidence
 computed from the catalogue, and every place where the sourced values disagree with what
 the lecture says (a finding, not a bug).
 
@@ -16,7 +17,8 @@ cards agrees (for size-dependent figures, its flagship: the largest card).
 Models are named as the lecture names them and matched, ignoring case and punctuation
 ("+" reads "plus"), against a card's id, name, family or series (``archdb.table.series``):
 "Gemma 2" is the family gemma-2, "Llama" is the whole series llama, llama-2, ...
-Research variants never count, except in the claims about them (19, 20).
+Research variants never count, except in the claims about them (norm placement and
+fast weights). Claims are referred to by key; their number is only their place on the page.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from archdb.reports.distributions import kv_cache_per_param, released
 from archdb.schema import NormPosition
 
 if TYPE_CHECKING:  # the experiments need torch; the claims check only reads their results
-    from archdb.measure.experiments import ClaimMeasurements, GradientProfile
+    from archdb.measure.experiments import GradientProfile
+    from archdb.reports.measured import ClaimMeasurements
 
 # Thresholds, in one place, so every verdict reads the same words the same way.
 NEARLY_ALL = 0.9  # "nearly universal", "nearly all"
@@ -54,47 +57,69 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True)
-class ClaimResult:
-    number: int
-    claim: str
+class Judgement:
+    """What a claim's check finds in the catalogue (and the measurements)."""
+
     verdict: Verdict
     deciding: tuple[str, ...]  # card ids that decide the verdict
     evidence: str  # one line, computed from the catalogue
     disagreements: tuple[str, ...] = ()  # sourced values that contradict the lecture
     findings: tuple[str, ...] = ()  # what else the catalogue shows: other users, caveats
     missing: tuple[str, ...] = ()  # what would be needed to check it (fully)
+    looked_up: tuple[str, ...] = ()  # the lecture's model names the check looked up
 
 
-CLAIMS: dict[int, str] = {
-    1: "Pre-norm is nearly universal; OPT-350M is a post-norm exception.",
-    2: "Double norm: Grok and Gemma 2; OLMo 2 norms only after the sublayer.",
-    3: "RMSNorm has replaced LayerNorm (Llama family, PaLM, Chinchilla, T5); "
-    "Command R/R+ keep LayerNorm.",
-    4: "Most modern models have no bias terms.",
-    5: "Gated units dominate: SwiGLU (Llama, PaLM, OLMo), GeGLU (T5 v1.1, Gemma 2, Gemma 3); "
-    "strong models without them: GPT-3 (GeLU), Nemotron-4 340B (squared ReLU), "
-    "Falcon 2 11B (ReLU).",
-    6: "d_ff = 4·d_model without gating, about 8/3·d_model with it; T5 11B uses 64× and "
-    "Gemma 2 8×.",
-    7: "Serial layers dominate; parallel layers in GPT-J, PaLM, Command R/R+, Falcon 2 11B.",
-    8: "RoPE is the consensus: nearly all of the ~19 dense models of the last year use it.",
-    9: "n_heads·d_head = d_model for nearly all models; T5 is the exception at 16.",
-    10: "d_model/n_layers is about 128 (GPT-3, Llama); Kaplan et al. found ~100 optimal.",
-    11: "Vocabularies: 30–50k for early or monolingual models, 100k–250k for modern "
-    "multilingual ones.",
-    12: "Dropout is gone from pre-training; weight decay stays.",
-    13: "Z-loss: PaLM, then Baichuan 2, DCLM, OLMo 2.",
-    14: "QK norm: Gemma 2, DCLM, OLMo 2 (from vision/multimodal work such as Chameleon).",
-    15: "Soft-capping of logits: Gemma 2, OLMo 2.",
-    16: "GQA/MQA shrink the KV cache; most recent models use GQA.",
-    17: "Long context by mixing sliding-window RoPE layers with periodic full-attention NoPE "
-    "layers: Llama 4, Gemma, Command A.",
-    18: "Normalization is ~0.17% of FLOPs but ~25% of runtime (memory movement).",
-    19: "Pre-LN keeps gradient norms even across layers at initialization; Post-LN does not "
-    "(Xiong et al. 2020).",
-    20: "Linear self-attention is a fast weight programmer: the state is a sum of outer "
-    "products of values and keys, read by the query (Schlag et al. 2021).",
-}
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim with its judgement; ``number`` is its place in the lecture, for display."""
+
+    key: str
+    number: int
+    claim: str
+    verdict: Verdict
+    deciding: tuple[str, ...]
+    evidence: str
+    disagreements: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A registered claim: its key, the lecture's words, the models the lecture names, the
+    thresholds its verdict uses, and whether it reads measurements (claims 18 to 20)."""
+
+    key: str
+    text: str
+    names: tuple[str, ...]
+    thresholds: dict[str, float]
+    measured: bool
+    check: Callable[..., Judgement]
+
+    def judge(self, frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> Judgement:
+        return self.check(frame, measured) if self.measured else self.check(frame)
+
+
+CLAIMS: dict[str, Claim] = {}  # by key, in the lecture's order (registration order)
+
+
+def claim(
+    key: str,
+    text: str,
+    *,
+    names: tuple[str, ...] = (),
+    thresholds: dict[str, float],
+    measured: bool = False,
+) -> Callable[[Callable[..., Judgement]], Callable[..., Judgement]]:
+    """Register the decorated function as the check of claim ``key``."""
+
+    def register(check: Callable[..., Judgement]) -> Callable[..., Judgement]:
+        if key in CLAIMS:
+            raise ValueError(f"claim {key!r} is registered twice")
+        CLAIMS[key] = Claim(key, text, names, thresholds, measured, check)
+        return check
+
+    return register
 
 
 # --- naming models as the lecture does ----------------------------------------------
@@ -133,6 +158,7 @@ class _Check:
     disagreements: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    looked_up: list[str] = field(default_factory=list)
 
     def named(
         self,
@@ -145,6 +171,7 @@ class _Check:
         explain: Callable[[pd.Series], str] | None = None,
     ) -> pd.DataFrame:
         """Check that the named model(s) have ``ok(value)``: the lecture says ``expected``."""
+        self.looked_up.append(name)
         rows = named(self.frame, name, flagship)
         if rows.empty:
             self.missing.append(f"no card for {name}")
@@ -178,16 +205,15 @@ class _Check:
         against = list(against)
         self.deciding.extend(against or support)
 
-    def result(self, number: int, evidence: str) -> ClaimResult:
-        return ClaimResult(
-            number=number,
-            claim=CLAIMS[number],
+    def result(self, evidence: str) -> Judgement:
+        return Judgement(
             verdict=combine(self.parts),
             deciding=tuple(dict.fromkeys(self.deciding)),
             evidence=evidence,
             disagreements=tuple(self.disagreements),
             findings=tuple(self.findings),
             missing=tuple(self.missing),
+            looked_up=tuple(dict.fromkeys(self.looked_up)),
         )
 
 
@@ -296,7 +322,13 @@ _PRE_LIKE = {"pre", "double"}
 _NORM = "architecture.norm.position"
 
 
-def claim_1(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "pre-norm",
+    "Pre-norm is nearly universal; OPT-350M is a post-norm exception.",
+    names=("OPT-350M",),
+    thresholds={"nearly all": NEARLY_ALL, "modern since": MODERN_SINCE},
+)
+def _pre_norm(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     modern = _modern(c.frame)
 
@@ -312,13 +344,18 @@ def claim_1(frame: pd.DataFrame) -> ClaimResult:
         f"{_list(_show(_not(c.frame, _NORM, pre_like), _NORM), 20)}"
     )
     return c.result(
-        1,
         f"{_pct(k, n)} models from {MODERN_SINCE} on norm before each sublayer (pre or "
         f"double); the others: {_list(_show(off, _NORM))}",
     )
 
 
-def claim_2(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "double-norm",
+    "Double norm: Grok and Gemma 2; OLMo 2 norms only after the sublayer.",
+    names=("Grok", "Gemma 2", "OLMo 2"),
+    thresholds={},
+)
+def _double_norm(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     for name in ("Grok", "Gemma 2"):
         c.named(name, _NORM, lambda v: v == "double", "double norm")
@@ -328,11 +365,18 @@ def claim_2(frame: pd.DataFrame) -> ClaimResult:
     c.findings.append(f"every double-norm card: {_list(double, 20)}")
     c.findings.append(f"every post-branch card: {_list(branch, 20)}")
     return c.result(
-        2, f"double norm in {len(double)} cards; a norm only after the sublayer in {len(branch)}"
+        f"double norm in {len(double)} cards; a norm only after the sublayer in {len(branch)}"
     )
 
 
-def claim_3(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "rmsnorm",
+    "RMSNorm has replaced LayerNorm (Llama family, PaLM, Chinchilla, T5); "
+    "Command R/R+ keep LayerNorm.",
+    names=("Llama", "PaLM", "Chinchilla", "T5", "Command R", "Command R+"),
+    thresholds={"most": MOST, "modern since": MODERN_SINCE},
+)
+def _rmsnorm(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     col = "architecture.norm.type"
     modern, older = _modern(c.frame), c.frame[c.frame["year"] < MODERN_SINCE]
@@ -352,12 +396,17 @@ def claim_3(frame: pd.DataFrame) -> ClaimResult:
         c.named(name, col, lambda v: v == "layernorm", "LayerNorm")
     c.findings.append(f"LayerNorm cards from {MODERN_SINCE} on: {_list(_show(layernorm), 20)}")
     return c.result(
-        3,
         f"RMSNorm in {_pct(k, n)} models from {MODERN_SINCE} on, against {_pct(k0, n0)} before",
     )
 
 
-def claim_4(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "no-bias",
+    "Most modern models have no bias terms.",
+    names=(),
+    thresholds={"most": MOST, "modern since": MODERN_SINCE},
+)
+def _no_bias(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     modern = _modern(c.frame)
     k, n = _share(modern["bias_scheme"], lambda v: v == "none")
@@ -373,12 +422,28 @@ def claim_4(frame: pd.DataFrame) -> ClaimResult:
     unknown = int(modern["bias_scheme"].isna().sum())
     if unknown:
         c.missing.append(f"bias unknown for {unknown} cards from {MODERN_SINCE} on")
-    return c.result(
-        4, f"{_pct(k, n)} models from {MODERN_SINCE} on have no bias in any linear layer"
-    )
+    return c.result(f"{_pct(k, n)} models from {MODERN_SINCE} on have no bias in any linear layer")
 
 
-def claim_5(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "gated-units",
+    "Gated units dominate: SwiGLU (Llama, PaLM, OLMo), GeGLU (T5 v1.1, Gemma 2, Gemma 3); "
+    "strong models without them: GPT-3 (GeLU), Nemotron-4 340B (squared ReLU), "
+    "Falcon 2 11B (ReLU).",
+    names=(
+        "Llama",
+        "PaLM",
+        "OLMo",
+        "T5 v1.1",
+        "Gemma 2",
+        "Gemma 3",
+        "GPT-3",
+        "Nemotron-4 340B",
+        "Falcon 2 11B",
+    ),
+    thresholds={"most": MOST, "modern since": MODERN_SINCE},
+)
+def _gated_units(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     col = "architecture.mlp.activation"
     modern = _modern(c.frame)
@@ -399,14 +464,20 @@ def claim_5(frame: pd.DataFrame) -> ClaimResult:
     for name, act in expected.items():
         c.named(name, col, lambda v, act=act: v == act, act)
     c.findings.append(f"non-gated cards from {MODERN_SINCE} on: {_list(_show(ungated, col), 20)}")
-    return c.result(5, f"gated units in {_pct(k, n)} models from {MODERN_SINCE} on")
+    return c.result(f"gated units in {_pct(k, n)} models from {MODERN_SINCE} on")
 
 
 def _dense(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[~_mask(frame["moe"])]
 
 
-def claim_6(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "d-ff-ratio",
+    "d_ff = 4·d_model without gating, about 8/3·d_model with it; T5 11B uses 64× and Gemma 2 8×.",
+    names=("T5 11B", "Gemma 2"),
+    thresholds={"plain 4x within": 0.1, "gated 8/3x within": 0.15, "named within": 0.05},
+)
+def _d_ff_ratio(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     dense = _dense(c.frame)
     plain = _where(dense, dense["gated"] == False)  # noqa: E712 (nullable column)
@@ -435,7 +506,6 @@ def claim_6(frame: pd.DataFrame) -> ClaimResult:
         f"gated dense cards off 8/3 (±15%): {_list(_show(far_glu, 'd_ff_ratio'), 20)}"
     )
     return c.result(
-        6,
         f"median d_ff/d_model {_fmt_opt(plain_med)} over {plain['d_ff_ratio'].notna().sum()} "
         f"non-gated dense models, {_fmt_opt(glu_med)} over {glu['d_ff_ratio'].notna().sum()} "
         "gated ones (one branch)",
@@ -451,7 +521,13 @@ def _fmt_opt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def claim_7(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "serial-layers",
+    "Serial layers dominate; parallel layers in GPT-J, PaLM, Command R/R+, Falcon 2 11B.",
+    names=("GPT-J", "PaLM", "Command R", "Command R+", "Falcon 2 11B"),
+    thresholds={"most": MOST},
+)
+def _serial_layers(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     col = "architecture.parallel_layers"
     k, n = _share(c.frame[col], lambda v: not v)
@@ -463,11 +539,17 @@ def claim_7(frame: pd.DataFrame) -> ClaimResult:
         c.named(name, col, bool, "parallel layers")
     c.findings.append(f"every parallel-layer card: {_list(_show(parallel), 20)}")
     return c.result(
-        7, f"serial layers in {_pct(k, n)} released models, {_pct(km, nm)} from {MODERN_SINCE} on"
+        f"serial layers in {_pct(k, n)} released models, {_pct(km, nm)} from {MODERN_SINCE} on"
     )
 
 
-def claim_8(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "rope",
+    "RoPE is the consensus: nearly all of the ~19 dense models of the last year use it.",
+    names=(),
+    thresholds={"most": MOST, "nearly all": NEARLY_ALL, "recent days": RECENT_DAYS},
+)
+def _rope(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     recent, start = _recent(c.frame)
     dense = _dense(recent)
@@ -480,15 +562,21 @@ def claim_8(frame: pd.DataFrame) -> ClaimResult:
     c.findings.append(f"recent dense cards without RoPE: {_list(_show(other, col), 20)}")
     c.findings.append(f"the window holds {len(dense)} dense cards (the lecture counts ~19)")
     if start is None:
-        return c.result(8, "no released cards")
-    return c.result(8, f"RoPE in {_pct(k, n)} dense models released after {start}")
+        return c.result("no released cards")
+    return c.result(f"RoPE in {_pct(k, n)} dense models released after {start}")
 
 
 def _one(v: Any) -> bool:
     return math.isclose(float(v), 1.0)
 
 
-def claim_9(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "head-dims",
+    "n_heads·d_head = d_model for nearly all models; T5 is the exception at 16.",
+    names=("T5 11B",),
+    thresholds={"nearly all": NEARLY_ALL},
+)
+def _head_dims(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     k, n = _share(c.frame["head_ratio"], _one)
     off = _not(c.frame, "head_ratio", _one)
@@ -497,10 +585,16 @@ def claim_9(frame: pd.DataFrame) -> ClaimResult:
     c.findings.append(
         f"every card with n_heads·d_head ≠ d_model: {_list(_show(off, 'head_ratio'), 20)}"
     )
-    return c.result(9, f"n_heads·d_head = d_model in {_pct(k, n)} released models")
+    return c.result(f"n_heads·d_head = d_model in {_pct(k, n)} released models")
 
 
-def claim_10(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "aspect-ratio",
+    "d_model/n_layers is about 128 (GPT-3, Llama); Kaplan et al. found ~100 optimal.",
+    names=("GPT-3", "Llama"),
+    thresholds={"about": ABOUT},
+)
+def _aspect_ratio(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     ratios = c.frame["aspect_ratio"].dropna().astype(float)
     median = _median(ratios)
@@ -513,10 +607,9 @@ def claim_10(frame: pd.DataFrame) -> ClaimResult:
         "Kaplan et al.'s optimum is a loss measurement, which the catalogue does not hold"
     )
     if median is None:
-        return c.result(10, "no aspect ratio is known")
+        return c.result("no aspect ratio is known")
     q1, q3 = ratios.quantile(0.25), ratios.quantile(0.75)
     return c.result(
-        10,
         f"median d_model/n_layers {median:.0f} over {len(ratios)} models, "
         f"middle half {q1:.0f}–{q3:.0f}",
     )
@@ -526,7 +619,13 @@ _SMALL_VOCAB = 64_000
 _LARGE_VOCAB = (100_000, 262_144)
 
 
-def claim_11(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "vocab-size",
+    "Vocabularies: 30–50k for early or monolingual models, 100k–250k for modern multilingual ones.",
+    names=(),
+    thresholds={"share": 0.75, "small under": _SMALL_VOCAB},
+)
+def _vocab_size(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     col = "architecture.vocab_size"
     early = c.frame[c.frame["year"] <= EARLY_UNTIL]
@@ -555,13 +654,18 @@ def claim_11(frame: pd.DataFrame) -> ClaimResult:
         f"'released after {MODERN_SINCE}'"
     )
     return c.result(
-        11,
         f"vocab under 64k in {_pct(ke, ne)} models up to {EARLY_UNTIL}; 100k–262k in "
         f"{_pct(kl, nl)} after {MODERN_SINCE}",
     )
 
 
-def claim_12(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "dropout",
+    "Dropout is gone from pre-training; weight decay stays.",
+    names=(),
+    thresholds={"share": 0.75, "known values": 3},
+)
+def _dropout(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     modern = _modern(c.frame)
     kd, nd = _share(modern["training.dropout"], lambda v: v == 0)
@@ -582,13 +686,18 @@ def claim_12(frame: pd.DataFrame) -> ClaimResult:
             f"{MODERN_SINCE} on (3 known values are needed for a verdict)"
         )
     return c.result(
-        12,
         f"from {MODERN_SINCE} on, dropout 0 in {_pct(kd, nd)} cards that publish it; "
         f"weight decay above 0 in {_pct(kw, nw)}",
     )
 
 
-def claim_13(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "z-loss",
+    "Z-loss: PaLM, then Baichuan 2, DCLM, OLMo 2.",
+    names=("PaLM", "Baichuan 2", "DCLM", "OLMo 2"),
+    thresholds={},
+)
+def _z_loss(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     col = "training.z_loss"
     for name in ("PaLM", "Baichuan 2", "DCLM", "OLMo 2"):
@@ -604,10 +713,16 @@ def claim_13(frame: pd.DataFrame) -> ClaimResult:
             )
     c.findings.append(f"every z-loss card, by date: {_list(_show(users, col), 20)}")
     first_user = users.index[0] if len(users) else "none"
-    return c.result(13, f"{len(users)} cards publish a z-loss; the first is {first_user}")
+    return c.result(f"{len(users)} cards publish a z-loss; the first is {first_user}")
 
 
-def claim_14(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "qk-norm",
+    "QK norm: Gemma 2, DCLM, OLMo 2 (from vision/multimodal work such as Chameleon).",
+    names=("Gemma 2", "DCLM", "OLMo 2", "Chameleon"),
+    thresholds={},
+)
+def _qk_norm(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     col = "architecture.attention.qk_norm"
     for name in ("Gemma 2", "DCLM", "OLMo 2", "Chameleon"):
@@ -621,19 +736,34 @@ def claim_14(frame: pd.DataFrame) -> ClaimResult:
         "vision/multimodal work is not checked"
     )
     first = f"{users.index[0]} ({users['release_date'].iloc[0]})" if len(users) else "none"
-    return c.result(14, f"QK norm in {len(users)} cards; the earliest is {first}")
+    return c.result(f"QK norm in {len(users)} cards; the earliest is {first}")
 
 
-def claim_15(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "softcap",
+    "Soft-capping of logits: Gemma 2, OLMo 2.",
+    names=("Gemma 2", "OLMo 2"),
+    thresholds={},
+)
+def _softcap(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     for name in ("Gemma 2", "OLMo 2"):
         c.named(name, "softcap_scheme", lambda v: v != "none", "logit soft-capping")
     users = _where(c.frame, c.frame["softcap_scheme"] != "none")
     c.findings.append(f"every soft-capping card: {_list(_show(users, 'softcap_scheme'), 20)}")
-    return c.result(15, f"soft-capping of attention or output logits in {len(users)} cards")
+    return c.result(f"soft-capping of attention or output logits in {len(users)} cards")
 
 
-def claim_16(frame: pd.DataFrame) -> ClaimResult:
+KV_COMPARE_FROM = 5e9  # compare caches among models this big: small models skew per-B figures
+
+
+@claim(
+    "gqa",
+    "GQA/MQA shrink the KV cache; most recent models use GQA.",
+    names=(),
+    thresholds={"most": MOST, "recent days": RECENT_DAYS, "compare from params": KV_COMPARE_FROM},
+)
+def _gqa(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     recent, start = _recent(c.frame)
     fam = recent["attention_family"]
@@ -657,16 +787,13 @@ def claim_16(frame: pd.DataFrame) -> ClaimResult:
     else:
         c.findings.append(per_b)
     if start is None:
-        return c.result(16, "no released cards")
+        return c.result("no released cards")
     mix = ", ".join(f"{v} {int((fam == v).sum())}" for v in sorted(fam.dropna().unique()))
-    return c.result(16, f"GQA in {_pct(k, n)} models released after {start} ({mix})")
+    return c.result(f"GQA in {_pct(k, n)} models released after {start} ({mix})")
 
 
 def _is_gqa(v: str) -> bool:
     return v == "gqa"
-
-
-KV_COMPARE_FROM = 5e9  # compare caches among models this big: small models skew per-B figures
 
 
 def _kv_per_billion(frame: pd.DataFrame) -> str | None:
@@ -696,7 +823,14 @@ def _mixes_nope(v: str) -> bool:
     return bool(kinds & {"local", "chunked"}) and "global-nope" in kinds
 
 
-def claim_17(frame: pd.DataFrame) -> ClaimResult:
+@claim(
+    "long-context-mix",
+    "Long context by mixing sliding-window RoPE layers with periodic full-attention NoPE "
+    "layers: Llama 4, Gemma, Command A.",
+    names=("Llama 4", "Gemma 2", "Gemma 3", "Command A"),
+    thresholds={},
+)
+def _long_context_mix(frame: pd.DataFrame) -> Judgement:
     c = _Check(released(frame))
     expected = "sliding-window RoPE layers mixed with NoPE global layers"
     for name in ("Llama 4", "Gemma 2", "Gemma 3", "Command A"):
@@ -705,7 +839,6 @@ def claim_17(frame: pd.DataFrame) -> ClaimResult:
     nope = _where(mixed, mixed["layer_mix"].str.contains("global-nope", regex=False))
     c.findings.append(f"every card mixing layer kinds: {_list(_show(mixed, 'layer_mix'), 20)}")
     return c.result(
-        17,
         f"{len(mixed)} cards mix attention layer kinds, {len(nope)} of them with NoPE "
         "global layers",
     )
@@ -720,7 +853,19 @@ STATISTICAL = (
 )
 
 
-def claim_18(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> ClaimResult:
+@claim(
+    "norm-runtime",
+    "Normalization is ~0.17% of FLOPs but ~25% of runtime (memory movement).",
+    names=(),
+    thresholds={
+        "flop share": LECTURE_NORM_FLOP_SHARE,
+        "runtime share": LECTURE_NORM_RUNTIME_SHARE,
+        "band": _BAND,
+        "memory bound": MEMORY_BOUND,
+    },
+    measured=True,
+)
+def _norm_runtime(frame: pd.DataFrame, measured: ClaimMeasurements | None) -> Judgement:
     """Judged on the measured profile where one is cached (archdb measure mechanisms):
     Ivanov et al.'s figures are for one BERT-large layer in training, with softmax among
     the normalizations; the catalogue's analytic norm-only share is a finding beside it."""
@@ -740,7 +885,7 @@ def claim_18(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
             "a runtime profile by operator class (archdb measure mechanisms caches one; "
             "none is cached for this catalogue)"
         )
-        return c.result(18, "no runtime profile is cached: the ~25% of runtime is not checked")
+        return c.result("no runtime profile is cached: the ~25% of runtime is not checked")
     row = profile.row
     flops, (runtime, low, high) = row.flops["statistical"], row.runtime["statistical"]
     near_flops = LECTURE_NORM_FLOP_SHARE / _BAND <= flops <= LECTURE_NORM_FLOP_SHARE * _BAND
@@ -775,7 +920,6 @@ def claim_18(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
         + " (reports/mechanisms.md)"
     )
     return c.result(
-        18,
         f"{STATISTICAL} are {flops:.3%} of the FLOPs and {runtime:.1%} of the runtime "
         f"(median of runs, {low:.1%}–{high:.1%}) of a {profile.setup}, measured on "
         f"{profile.device}: {runtime / flops:,.0f}× their FLOP share",
@@ -793,7 +937,15 @@ def _profile(p: GradientProfile) -> str:
     return " → ".join(f"{x:.3g}" for x in p.layer_norms)
 
 
-def claim_19(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> ClaimResult:
+@claim(
+    "norm-placement-gradients",
+    "Pre-LN keeps gradient norms even across layers at initialization; Post-LN does not "
+    "(Xiong et al. 2020).",
+    names=(),
+    thresholds={"even ratio": EVEN_RATIO},
+    measured=True,
+)
+def _norm_placement_gradients(frame: pd.DataFrame, measured: ClaimMeasurements | None) -> Judgement:
     c = _Check(frame)
     research = _research(frame)
     research = research[research[_NORM].notna()]
@@ -805,7 +957,7 @@ def claim_19(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
             "gradient norms per layer at initialization, measured on built Post-LN and "
             "Pre-LN models (archdb report runs this on a Pre-LN research card)"
         )
-        return c.result(19, "a claim about training dynamics, not measured in this run")
+        return c.result("a claim about training dynamics, not measured in this run")
     post, pre = result.profile(NormPosition.POST), result.profile(NormPosition.PRE)
     c.general(post.spread >= EVEN_RATIO * pre.spread, (), [result.card_id])
     c.findings.append(
@@ -821,7 +973,6 @@ def claim_19(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
     c.findings.append(f"measured on {result.card_id}: {result.dims}")
     c.missing.append("measured at initialization only, on random tokens, as in the paper's claim")
     return c.result(
-        19,
         f"at initialization, Post-LN's FFN gradient norms grow {post.top_over_bottom:.2f}× from "
         f"the bottom to the top decoder layer (max/min {post.spread:.2f}); Pre-LN's stay within "
         f"{pre.spread:.2f}× (built models, the paper's Xavier init)",
@@ -831,7 +982,15 @@ def claim_19(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
 IDENTITY_TOLERANCE = 1e-9  # float64 round-off, far below any real difference
 
 
-def claim_20(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> ClaimResult:
+@claim(
+    "fast-weights",
+    "Linear self-attention is a fast weight programmer: the state is a sum of outer "
+    "products of values and keys, read by the query (Schlag et al. 2021).",
+    names=(),
+    thresholds={"tolerance": IDENTITY_TOLERANCE},
+    measured=True,
+)
+def _fast_weights(frame: pd.DataFrame, measured: ClaimMeasurements | None) -> Judgement:
     c = _Check(frame)
     linear = _where(frame, frame["architecture.attention.variant"] == "linear")
     fast = measured.fast_weights if measured else None
@@ -842,7 +1001,7 @@ def claim_20(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
             "a numerical check that the linear-attention block equals a fast-weight "
             "update (archdb report runs it where a linear-attention card exists)"
         )
-        return c.result(20, "a mathematical identity, not checked in this run")
+        return c.result("a mathematical identity, not checked in this run")
     runs_kernel = set(measured.linear_kernel_cards)
     c.general(fast.max_difference < IDENTITY_TOLERANCE and bool(runs_kernel), (), runs_kernel)
     c.findings.append(
@@ -850,7 +1009,6 @@ def claim_20(frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> 
     )
     c.findings.append(f"checked on random inputs: {fast.shape}")
     return c.result(
-        20,
         f"the builder's causal linear attention equals a fast weight programmer (W += v·φ(k)ᵀ, "
         f"read as W·φ(q), φ = elu+1) {_within(fast.kernel_vs_programmer)}, and the quadratic "
         f"attention form φ(q)·φ(k) equals it {_within(fast.attention_vs_programmer)}",
@@ -865,32 +1023,34 @@ def _within(difference: float) -> str:
     return f"to within 1e{math.ceil(math.log10(difference))}"
 
 
-CLAIM_CHECKS: tuple[Callable[[pd.DataFrame], ClaimResult], ...] = (
-    claim_1,
-    claim_2,
-    claim_3,
-    claim_4,
-    claim_5,
-    claim_6,
-    claim_7,
-    claim_8,
-    claim_9,
-    claim_10,
-    claim_11,
-    claim_12,
-    claim_13,
-    claim_14,
-    claim_15,
-    claim_16,
-    claim_17,
-)
+def check(key: str, frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> ClaimResult:
+    """One claim's result, by key."""
+    return _result(list(CLAIMS).index(key) + 1, CLAIMS[key], frame, measured)
 
 
 def check_claims(
     frame: pd.DataFrame, measured: ClaimMeasurements | None = None
 ) -> list[ClaimResult]:
-    """Every claim's result, in the lecture's order; claims 18 to 20 read the measurements
-    (archdb.measure.experiments, the cached profile) where given, else say what is missing."""
-    from_catalogue = [check(frame) for check in CLAIM_CHECKS]
-    measured_claims = [claim_18(frame, measured), claim_19(frame, measured)]
-    return [*from_catalogue, *measured_claims, claim_20(frame, measured)]
+    """Every claim's result, in the lecture's order; the measured claims read the
+    measurements (``archdb.reports.measured``) where given, else say what is missing."""
+    return [
+        _result(number, spec, frame, measured)
+        for number, spec in enumerate(CLAIMS.values(), start=1)
+    ]
+
+
+def _result(
+    number: int, spec: Claim, frame: pd.DataFrame, measured: ClaimMeasurements | None
+) -> ClaimResult:
+    j = spec.judge(frame, measured)
+    return ClaimResult(
+        spec.key,
+        number,
+        spec.text,
+        j.verdict,
+        j.deciding,
+        j.evidence,
+        j.disagreements,
+        j.findings,
+        j.missing,
+    )

@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import matplotlib as mpl
 import pandas as pd
@@ -56,7 +56,7 @@ def style() -> Iterator[None]:
         yield
 
 
-def save_svg(fig: Figure, path: Path) -> None:
+def save_svg(fig: Figure, path: Path | BinaryIO) -> None:
     with style():
         fig.savefig(path, format="svg", metadata=SVG_METADATA)
 
