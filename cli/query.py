@@ -206,7 +206,7 @@ def list_cards(
     spec = query.Query(query.parse_where(where or []), family or [], query.parse_sort(sort), limit)
     cols = query.parse_columns(columns)
     cat = load(catalogue)
-    selected = query.select(cat.cards, spec)
+    selected = query.select(cat.cards, spec, cols)
     rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
         print_json([_card_json(cat.get(r["id"])) for r in selected])
@@ -497,7 +497,8 @@ def export(
         check_new_file(output, force=force, protected=[resolve_catalogue(catalogue)])
     conditions = query.parse_where(where or [])
     cat = load(catalogue)
-    ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
+    chosen = query.select(cat.cards, query.Query(conditions, family or []), columns=[])
+    ids = {r["id"] for r in chosen}
     frame = _frame([c for c in cat if c.id in ids])
     if output is None:
         _write_frame(frame, fmt, sys.stdout)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from archdb import query
+from archdb import query, table
 from archdb.catalogue import load_catalogue, parse_cards
 from archdb.query import Query, QueryError, parse_columns, parse_sort, parse_where, select
 from tests.conftest import VALID_CARD, card_text
@@ -195,3 +198,39 @@ def test_gqa_2024_big_vocab_on_the_shipped_catalogue():
 
 def test_valid_card_fixture_still_single():
     assert len(cards_of(VALID_CARD)) == 1
+
+
+def test_counts_are_computed_only_when_a_query_reads_them(cards):
+    """The analytic formula (about 2 ms a card) runs only for a count in a condition, a
+    sort key or a shown column; every other row is the same either way."""
+    plain = parse_columns(None)
+    assert not query.needs_counts(Query(parse_where(["year>=2024"])), plain)
+    assert query.needs_counts(Query(parse_where(["flops_per_token>0"])), plain)
+    assert query.needs_counts(Query(sort=parse_sort("-params_exact")), plain)
+    assert query.needs_counts(Query(), parse_columns("id,kv_cache_bytes_per_token"))
+    assert query.needs_counts(Query())  # no columns named: the caller may read any
+    lean = select(cards, Query(), plain)
+    full = select(cards, Query())
+    assert all(row["params_exact"] is None for row in lean)
+    assert all(row["params_exact"] > 0 for row in full)
+    shown = [c.field.name for c in plain]
+    assert query.project(lean, plain) == query.project(full, plain)
+    assert shown and all(name not in table.COUNTED_COLUMNS for name in shown)
+    counted = select(cards, Query(parse_where(["params_exact>0"])), plain)
+    assert [r["id"] for r in counted] == ["toy-1b", "toy-2b", "toy-3b"]
+    assert all(row["params_exact"] == f["params_exact"] for row, f in zip(counted, full))
+
+
+def test_a_plain_list_never_imports_the_analytic_formula(write_catalogue):
+    """`archdb list` without a count: the analytic formula and the plan stay unimported."""
+    path = write_catalogue(VALID_CARD)
+    code = (
+        "import sys; from archdb_cli.main import app\n"
+        "try: app(['list', '-C', sys.argv[1]])\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('archdb.measure.analytic', 'archdb.plan'))))"
+    )
+    plain = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    assert "toy-1b" in plain.stdout and plain.stdout.rstrip().endswith("[]")
