@@ -218,7 +218,9 @@ def test_counts_are_computed_only_when_a_query_reads_them(cards):
     assert shown and all(name not in table.COUNTED_COLUMNS for name in shown)
     counted = select(cards, Query(parse_where(["params_exact>0"])), plain)
     assert [r["id"] for r in counted] == ["toy-1b", "toy-2b", "toy-3b"]
-    assert all(row["params_exact"] == f["params_exact"] for row, f in zip(counted, full))
+    assert all(
+        row["params_exact"] == f["params_exact"] for row, f in zip(counted, full, strict=True)
+    )
 
 
 def test_a_plain_list_never_imports_the_analytic_formula(write_catalogue):
@@ -228,7 +230,8 @@ def test_a_plain_list_never_imports_the_analytic_formula(write_catalogue):
         "import sys; from archdb_cli.main import app\n"
         "try: app(['list', '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('archdb.measure.analytic', 'archdb.plan'))))"
+        "heavy = ('archdb.measure.analytic', 'archdb.plan')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     plain = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                            text=True, timeout=120)  # fmt: skip
