@@ -224,13 +224,14 @@ def test_counts_are_computed_only_when_a_query_reads_them(cards):
 
 
 def test_a_plain_list_never_imports_the_analytic_formula(write_catalogue):
-    """`archdb list` without a count: the analytic formula and the plan stay unimported."""
+    """`archdb list` without a count: the analytic formula and the plan stay unimported,
+    and so does importlib.metadata (pydantic's plugin scan, disabled by the CLI)."""
     path = write_catalogue(VALID_CARD)
     code = (
         "import sys; from archdb_cli.main import app\n"
         "try: app(['list', '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
-        "heavy = ('archdb.measure.analytic', 'archdb.plan')\n"
+        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'importlib.metadata')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     plain = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
