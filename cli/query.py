@@ -10,13 +10,9 @@ import csv
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
 
 from archdb import query
 from archdb.catalogue import Catalogue, CatalogueError
@@ -27,17 +23,21 @@ from archdb.query import FieldSpec
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
 from .common import (
     EXIT_USAGE,
     CataloguePath,
     Grid,
     JsonFlag,
-    SafeConsole,
     console,
     fail,
     load,
     print_grid,
     print_json,
+    safe_console,
     say,
     styled,
     visible,
@@ -119,7 +119,7 @@ def print_table(table: Table, width: int | None = None) -> None:
     if console.is_terminal or width is None:
         console.print(table)
     else:
-        SafeConsole(width=max(width, console.width)).print(table)
+        safe_console(width=max(width, console.width)).print(table)
 
 
 def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], title: str) -> Grid:
@@ -129,6 +129,9 @@ def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], titl
 
 
 def _rich_rows(grid: Grid, columns: list[query.Column]) -> Table:
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=grid.title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for column in columns:
         table.add_column(
@@ -307,6 +310,8 @@ def _card_heading(card: Card) -> Text:
 
 
 def _fields_table(card: Card) -> Table:
+    from rich.table import Table
+
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
     row = card_row(card)
     for column in FIELD_COLUMNS:
@@ -342,6 +347,8 @@ def _inside_absent_feature(card: Card, column: str) -> bool:
 
 
 def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
+    from rich.table import Table
+
     table = Table("name", "value", title=title, title_justify="left", title_style="bold")
     for name, value in pairs:
         table.add_row(name, value)
@@ -418,6 +425,8 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
 
 def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Grid, Table]:
     """The comparison as plain cells, and as a Rich table with differences highlighted."""
+    from rich.table import Table
+
     title = "Comparison (× = ratio to the first card)"
     table = Table("field", title=title, title_justify="left", title_style="bold")
     for card in cards:
@@ -562,6 +571,8 @@ def fields(as_json: JsonFlag = False) -> None:
         _print_field_list(names, specs, meanings)
         return
     # The names are what users type: never cut.
+    from rich.table import Table
+
     table = Table(title="Queryable fields", title_justify="left", title_style="bold")
     table.add_column("name", min_width=name_width, no_wrap=True)
     table.add_column("column", min_width=column_width, no_wrap=True)
@@ -574,6 +585,8 @@ def fields(as_json: JsonFlag = False) -> None:
 
 def _print_field_list(names: list[str], specs: list[FieldSpec], meanings: list[str]) -> None:
     """Fields for a narrow terminal: name, column and kind on a line, the meaning below."""
+    from rich.padding import Padding
+
     console.print(styled(("Queryable fields", "bold")))
     for name, s, meaning in zip(names, specs, meanings, strict=True):
         console.print(styled((name, "bold"), f"  {s.name}  ", (s.kind, "dim")), soft_wrap=True)

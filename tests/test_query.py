@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
@@ -223,18 +225,31 @@ def test_counts_are_computed_only_when_a_query_reads_them(cards):
     )
 
 
-def test_a_plain_list_never_imports_the_analytic_formula(write_catalogue):
-    """`archdb list` without a count: the analytic formula and the plan stay unimported,
-    and so does importlib.metadata (pydantic's plugin scan, disabled by the CLI)."""
-    path = write_catalogue(VALID_CARD)
+def _list_in_a_fresh_interpreter(path, env: dict[str, str]) -> tuple[str, list[str]]:
+    """`archdb list` piped, in a new interpreter: its output and the heavy modules it loaded."""
     code = (
-        "import sys; from archdb_cli.main import app\n"
+        "import json, sys; from archdb_cli.main import app\n"
         "try: app(['list', '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
-        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'importlib.metadata')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
+        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'importlib.metadata', 'rich')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
     )
-    plain = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                           text=True, timeout=120)  # fmt: skip
-    assert plain.returncode == 0, plain.stderr
-    assert "toy-1b" in plain.stdout and plain.stdout.rstrip().endswith("[]")
+    run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                         text=True, timeout=120, env=env)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    output, _, modules = run.stdout.rstrip().rpartition("\n")
+    return output, json.loads(modules)
+
+
+def test_a_plain_piped_list_skips_the_formula_the_plugin_scan_and_rich(write_catalogue):
+    """`archdb list` without a count, into a pipe: the analytic formula, the plan,
+    importlib.metadata (pydantic's plugin scan, disabled by the CLI) and Rich stay
+    unimported; a variable that makes Rich style a pipe brings the Rich table back."""
+    path = write_catalogue(VALID_CARD)
+    plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    output, modules = _list_in_a_fresh_interpreter(path, plain)
+    assert "toy-1b" in output and "\x1b[" not in output
+    assert modules == []
+    output, modules = _list_in_a_fresh_interpreter(path, {**plain, "FORCE_COLOR": "1"})
+    assert "toy-1b" in output and "\x1b[" in output  # styled by Rich
+    assert "rich.table" in modules
