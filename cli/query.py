@@ -394,8 +394,8 @@ def compare(
     if as_json:
         print_json({"cards": [c.id for c in cards], "rows": rows})
         return
-    grid, table = _comparison_table(cards, [r for r in rows if r["differs"] or not only_diff])
-    print_grid(grid, lambda: table)
+    shown = [r for r in rows if r["differs"] or not only_diff]
+    print_grid(_comparison_grid(cards, shown), lambda: _comparison_table(cards, shown))
 
 
 def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
@@ -423,31 +423,45 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
     return out
 
 
-def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Grid, Table]:
-    """The comparison as plain cells, and as a Rich table with differences highlighted."""
-    from rich.table import Table
+def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:
+    """A comparison row's label, its values and their ratios to the first card, as text."""
+    texts = [format_value(v, row["field"]) for v in row["values"]]
+    ratios = [
+        f" ×{r:.3g}" if i and r is not None and f"{r:.3g}" != "1" else ""
+        for i, r in enumerate(row["ratios"])
+    ]
+    return row["field"].removeprefix("architecture."), texts, ratios
 
-    title = "Comparison (× = ratio to the first card)"
-    table = Table("field", title=title, title_justify="left", title_style="bold")
-    for card in cards:
-        table.add_column(card.id, justify="right", overflow="fold")
+
+_COMPARISON_TITLE = "Comparison (× = ratio to the first card)"
+
+
+def _comparison_grid(cards: list[Card], rows: list[dict[str, Any]]) -> Grid:
+    """The comparison as plain cells."""
     plain: list[list[str]] = []
     for row in rows:
-        label = row["field"].removeprefix("architecture.")
-        texts = [format_value(v, row["field"]) for v in row["values"]]
-        ratios = [
-            f" ×{r:.3g}" if i and r is not None and f"{r:.3g}" != "1" else ""
-            for i, r in enumerate(row["ratios"])
-        ]
+        label, texts, ratios = _comparison_cells(row)
         plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
+    headers = ["field", *(c.id for c in cards)]
+    return Grid(_COMPARISON_TITLE, headers, [False, *(True for _ in cards)], plain)
+
+
+def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> Table:
+    """The comparison as a Rich table, differences highlighted."""
+    from rich.table import Table
+
+    table = Table("field", title=_COMPARISON_TITLE, title_justify="left", title_style="bold")
+    for card in cards:
+        table.add_column(card.id, justify="right", overflow="fold")
+    for row in rows:
+        label, texts, ratios = _comparison_cells(row)
         style = "yellow" if row["differs"] else ""
         cells = [
             styled((t, style), (r, "dim")) if style and i else styled(t + r)
             for i, (t, r) in enumerate(zip(texts, ratios, strict=True))
         ]
         table.add_row(styled((label, "bold yellow" if style else "")), *cells)
-    headers = ["field", *(c.id for c in cards)]
-    return Grid(title, headers, [False, *(True for _ in cards)], plain), table
+    return table
 
 
 # --- export -------------------------------------------------------------------------

@@ -225,16 +225,16 @@ def test_counts_are_computed_only_when_a_query_reads_them(cards):
     )
 
 
-def _list_in_a_fresh_interpreter(path, env: dict[str, str]) -> tuple[str, list[str]]:
-    """`archdb list` piped, in a new interpreter: its output and the heavy modules it loaded."""
+def _in_a_fresh_interpreter(path, env: dict[str, str], *args: str) -> tuple[str, list[str]]:
+    """`archdb ARGS` piped, in a new interpreter: its output and the heavy modules it loaded."""
     code = (
         "import json, sys; from archdb_cli.main import app\n"
-        "try: app(['list', '-C', sys.argv[1]])\n"
+        "try: app([*sys.argv[2:], '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
         "heavy = ('archdb.measure.analytic', 'archdb.plan', 'importlib.metadata', 'rich')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
     )
-    run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+    run = subprocess.run([sys.executable, "-c", code, str(path), *args], capture_output=True,
                          text=True, timeout=120, env=env)  # fmt: skip
     assert run.returncode == 0, run.stderr
     output, _, modules = run.stdout.rstrip().rpartition("\n")
@@ -247,9 +247,21 @@ def test_a_plain_piped_list_skips_the_formula_the_plugin_scan_and_rich(write_cat
     unimported; a variable that makes Rich style a pipe brings the Rich table back."""
     path = write_catalogue(VALID_CARD)
     plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    output, modules = _list_in_a_fresh_interpreter(path, plain)
+    output, modules = _in_a_fresh_interpreter(path, plain, "list")
     assert "toy-1b" in output and "\x1b[" not in output
     assert modules == []
-    output, modules = _list_in_a_fresh_interpreter(path, {**plain, "FORCE_COLOR": "1"})
+    output, modules = _in_a_fresh_interpreter(path, {**plain, "FORCE_COLOR": "1"}, "list")
     assert "toy-1b" in output and "\x1b[" in output  # styled by Rich
     assert "rich.table" in modules
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [(("trends",), "share of each year's models"), (("compare", "toy-1a", "toy-1b"), "toy-1b")],
+)
+def test_piped_trends_and_compare_never_import_rich(write_catalogue, args, expected):
+    path = write_catalogue(card_text("toy-1a") + "\n" + card_text("toy-1b"))
+    plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    output, modules = _in_a_fresh_interpreter(path, plain, *args)
+    assert expected in output and "\x1b[" not in output
+    assert not [m for m in modules if m.startswith("rich")]
