@@ -506,7 +506,7 @@ def rows(cards: Iterable[Card], counts: bool = True) -> list[Row]:
 
 def needs_counts(query: Query, columns: Sequence[Column] | None = None) -> bool:
     """Whether a query (and the columns it shows; None: every column) reads an analytic
-    count. The formula costs about 2 ms a card, half of a plain ``list``'s run time."""
+    count. The formula and its imports cost about 70 ms for the 187 shipped cards."""
     if columns is None:
         return True
     read = [c.field for c in query.where] + [k.field for k in query.sort]
