@@ -139,7 +139,7 @@ class Catalogue:
         from archdb import query
 
         conditions = query.parse_where(expressions)
-        rows = query.rows(self.cards)
+        rows = query.rows(self.cards, query.needs_counts(query.Query(conditions), columns=[]))
         kept = tuple(
             card
             for card, row in zip(self.cards, rows, strict=True)

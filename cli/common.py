@@ -22,17 +22,19 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from archdb.locations import CATALOGUE_RULES
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     from archdb.catalogue import Catalogue
 
 EXIT_DATA = 1  # invalid data, or not found
@@ -64,20 +66,75 @@ def has_control(text: str) -> bool:
     return visible(text) != text
 
 
-class SafeConsole(Console):
-    """A Rich console that never reads markup and never prints a control character raw."""
+# Rich (about 25 ms to import) loads on the first styled output: a command piping a table
+# (print_grid) never needs it.
+
+
+@cache
+def _safe_console_class() -> type[Console]:
+    from rich.console import Console
+
+    class SafeConsole(Console):
+        """A Rich console that never reads markup and never prints a control character raw."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("highlight", False)
+            super().__init__(markup=False, emoji=False, **kwargs)
+
+        def render_str(self, text: str, **kwargs: Any) -> Text:
+            kwargs.update(markup=False, emoji=False)
+            return super().render_str(visible(text), **kwargs)
+
+    return SafeConsole
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SafeConsole":  # a class defined once Rich is imported
+        return _safe_console_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def safe_console(**kwargs: Any) -> Console:
+    """A SafeConsole: a Rich console without markup or raw control characters."""
+    return _safe_console_class()(**kwargs)
+
+
+class _LazyConsole:
+    """A SafeConsole made on first use; reads, writes and deletions of attributes, and the
+    instance ``__dict__`` (what ``monkeypatch`` saves and restores), are the console's."""
+
+    __slots__ = ("_kwargs", "_made")
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("highlight", False)
-        super().__init__(markup=False, emoji=False, **kwargs)
+        object.__setattr__(self, "_kwargs", kwargs)
+        object.__setattr__(self, "_made", None)
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        kwargs.update(markup=False, emoji=False)
-        return super().render_str(visible(text), **kwargs)
+    def made(self) -> Console | None:
+        return self._made
+
+    def _console(self) -> Console:
+        if self._made is None:
+            object.__setattr__(self, "_made", safe_console(**self._kwargs))
+        return self._made
+
+    @property
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        return self._console().__dict__
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._console(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._console(), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._console(), name)
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
     """Text from plain strings and (string, style) pairs; every string is shown literally."""
+    from rich.text import Text
+
     text = Text()
     for part in parts:
         value, style = (part, "") if isinstance(part, str) else part
@@ -85,8 +142,8 @@ def styled(*parts: str | tuple[str, str]) -> Text:
     return text
 
 
-console = SafeConsole()
-err_console = SafeConsole(stderr=True)
+console: Console = _LazyConsole()  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
 
 
 def say(*parts: str | tuple[str, str], err: bool = False) -> None:
@@ -126,10 +183,26 @@ class Grid:
 
 def print_grid(grid: Grid, rich_table: Callable[[], Table]) -> None:
     """``rich_table()`` on a terminal; the grid's aligned text anywhere else."""
-    if console.is_terminal:
+    if not _surely_piped() and console.is_terminal:
         console.print(rich_table())
     else:
         sys.stdout.write(grid.text())
+
+
+# Variables that make Rich treat any output as a terminal, or as none.
+_TERMINAL_OVERRIDES = ("TTY_COMPATIBLE", "FORCE_COLOR")
+
+
+def _surely_piped() -> bool:
+    """Whether Rich would call stdout no terminal, known without importing Rich: output
+    that is no tty, no variable overriding that and no console made (and perhaps forced)."""
+    if console.made() is not None or any(v in os.environ for v in _TERMINAL_OVERRIDES):
+        return False
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return isatty is not None and not isatty()
+    except ValueError:  # a closed stream
+        return False
 
 
 # --- options shared by commands -------------------------------------------------------

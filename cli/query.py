@@ -10,13 +10,9 @@ import csv
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
 
 from archdb import query
 from archdb.catalogue import Catalogue, CatalogueError
@@ -28,17 +24,21 @@ from archdb.query import FieldSpec
 from archdb.schema import UNKNOWN_WHEN_NULL, Card, mirror_only_paths
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
 from .common import (
     EXIT_USAGE,
     CataloguePath,
     Grid,
     JsonFlag,
-    SafeConsole,
     console,
     fail,
     load,
     print_grid,
     print_json,
+    safe_console,
     say,
     styled,
     visible,
@@ -120,7 +120,7 @@ def print_table(table: Table, width: int | None = None) -> None:
     if console.is_terminal or width is None:
         console.print(table)
     else:
-        SafeConsole(width=max(width, console.width)).print(table)
+        safe_console(width=max(width, console.width)).print(table)
 
 
 def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], title: str) -> Grid:
@@ -130,6 +130,9 @@ def _table_of_rows(rows: list[dict[str, Any]], columns: list[query.Column], titl
 
 
 def _rich_rows(grid: Grid, columns: list[query.Column]) -> Table:
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=grid.title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for column in columns:
         table.add_column(
@@ -207,7 +210,7 @@ def list_cards(
     spec = query.Query(query.parse_where(where or []), family or [], query.parse_sort(sort), limit)
     cols = query.parse_columns(columns)
     cat = load(catalogue)
-    selected = query.select(cat.cards, spec)
+    selected = query.select(cat.cards, spec, cols)
     rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
         print_json([_card_json(cat.get(r["id"])) for r in selected])
@@ -316,6 +319,8 @@ def _card_heading(card: Card) -> Text:
 
 
 def _fields_table(card: Card) -> Table:
+    from rich.table import Table
+
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
     row = card_row(card)
     mirrored = set(mirror_only_paths(card))
@@ -371,6 +376,8 @@ def _inside_absent_feature(card: Card, column: str) -> bool:
 
 
 def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
+    from rich.table import Table
+
     table = Table("name", "value", title=title, title_justify="left", title_style="bold")
     for name, value in pairs:
         table.add_row(name, value)
@@ -416,8 +423,8 @@ def compare(
     if as_json:
         print_json({"cards": [c.id for c in cards], "rows": rows})
         return
-    grid, table = _comparison_table(cards, [r for r in rows if r["differs"] or not only_diff])
-    print_grid(grid, lambda: table)
+    shown = [r for r in rows if r["differs"] or not only_diff]
+    print_grid(_comparison_grid(cards, shown), lambda: _comparison_table(cards, shown))
 
 
 def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
@@ -445,29 +452,45 @@ def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
     return out
 
 
-def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> tuple[Grid, Table]:
-    """The comparison as plain cells, and as a Rich table with differences highlighted."""
-    title = "Comparison (× = ratio to the first card)"
-    table = Table("field", title=title, title_justify="left", title_style="bold")
-    for card in cards:
-        table.add_column(card.id, justify="right", overflow="fold")
+def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:
+    """A comparison row's label, its values and their ratios to the first card, as text."""
+    texts = [format_value(v, row["field"]) for v in row["values"]]
+    ratios = [
+        f" ×{r:.3g}" if i and r is not None and f"{r:.3g}" != "1" else ""
+        for i, r in enumerate(row["ratios"])
+    ]
+    return row["field"].removeprefix("architecture."), texts, ratios
+
+
+_COMPARISON_TITLE = "Comparison (× = ratio to the first card)"
+
+
+def _comparison_grid(cards: list[Card], rows: list[dict[str, Any]]) -> Grid:
+    """The comparison as plain cells."""
     plain: list[list[str]] = []
     for row in rows:
-        label = row["field"].removeprefix("architecture.")
-        texts = [format_value(v, row["field"]) for v in row["values"]]
-        ratios = [
-            f" ×{r:.3g}" if i and r is not None and f"{r:.3g}" != "1" else ""
-            for i, r in enumerate(row["ratios"])
-        ]
+        label, texts, ratios = _comparison_cells(row)
         plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
+    headers = ["field", *(c.id for c in cards)]
+    return Grid(_COMPARISON_TITLE, headers, [False, *(True for _ in cards)], plain)
+
+
+def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> Table:
+    """The comparison as a Rich table, differences highlighted."""
+    from rich.table import Table
+
+    table = Table("field", title=_COMPARISON_TITLE, title_justify="left", title_style="bold")
+    for card in cards:
+        table.add_column(card.id, justify="right", overflow="fold")
+    for row in rows:
+        label, texts, ratios = _comparison_cells(row)
         style = "yellow" if row["differs"] else ""
         cells = [
             styled((t, style), (r, "dim")) if style and i else styled(t + r)
             for i, (t, r) in enumerate(zip(texts, ratios, strict=True))
         ]
         table.add_row(styled((label, "bold yellow" if style else "")), *cells)
-    headers = ["field", *(c.id for c in cards)]
-    return Grid(title, headers, [False, *(True for _ in cards)], plain), table
+    return table
 
 
 # --- export -------------------------------------------------------------------------
@@ -526,7 +549,8 @@ def export(
         check_new_file(output, force=force, protected=[resolve_catalogue(catalogue)])
     conditions = query.parse_where(where or [])
     cat = load(catalogue)
-    ids = {r["id"] for r in query.select(cat.cards, query.Query(conditions, family or []))}
+    chosen = query.select(cat.cards, query.Query(conditions, family or []), columns=[])
+    ids = {r["id"] for r in chosen}
     frame = _frame([c for c in cat if c.id in ids])
     if output is None:
         _write_frame(frame, fmt, sys.stdout)
@@ -590,6 +614,8 @@ def fields(as_json: JsonFlag = False) -> None:
         _print_field_list(names, specs, meanings)
         return
     # The names are what users type: never cut.
+    from rich.table import Table
+
     table = Table(title="Queryable fields", title_justify="left", title_style="bold")
     table.add_column("name", min_width=name_width, no_wrap=True)
     table.add_column("column", min_width=column_width, no_wrap=True)
@@ -602,6 +628,8 @@ def fields(as_json: JsonFlag = False) -> None:
 
 def _print_field_list(names: list[str], specs: list[FieldSpec], meanings: list[str]) -> None:
     """Fields for a narrow terminal: name, column and kind on a line, the meaning below."""
+    from rich.padding import Padding
+
     console.print(styled(("Queryable fields", "bold")))
     for name, s, meaning in zip(names, specs, meanings, strict=True):
         console.print(styled((name, "bold"), f"  {s.name}  ", (s.kind, "dim")), soft_wrap=True)

@@ -7,10 +7,9 @@ pandas or matplotlib (which only `report` needs).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from archdb.query import FieldSpec
 from archdb.reports.adoption import (
@@ -40,6 +39,9 @@ from .common import (
     writing,
 )
 from .query import complete_field, format_value
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 REPORTS_PATH = Path("reports")  # in the current folder, never inside the installation
 
@@ -235,6 +237,8 @@ def _grid(result: Adoption) -> Grid:
 
 
 def _table(grid: Grid) -> Table:
+    from rich.table import Table  # only on a terminal: a pipe gets the grid's text
+
     table = Table(
         title=grid.title,
         caption=grid.caption,

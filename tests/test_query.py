@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
-from archdb import query
+from archdb import query, table
 from archdb.catalogue import load_catalogue, parse_cards
 from archdb.query import Query, QueryError, parse_columns, parse_sort, parse_where, select
 from tests.conftest import VALID_CARD, card_text
@@ -195,3 +200,68 @@ def test_gqa_2024_big_vocab_on_the_shipped_catalogue():
 
 def test_valid_card_fixture_still_single():
     assert len(cards_of(VALID_CARD)) == 1
+
+
+def test_counts_are_computed_only_when_a_query_reads_them(cards):
+    """The analytic formula (about 2 ms a card) runs only for a count in a condition, a
+    sort key or a shown column; every other row is the same either way."""
+    plain = parse_columns(None)
+    assert not query.needs_counts(Query(parse_where(["year>=2024"])), plain)
+    assert query.needs_counts(Query(parse_where(["flops_per_token>0"])), plain)
+    assert query.needs_counts(Query(sort=parse_sort("-params_exact")), plain)
+    assert query.needs_counts(Query(), parse_columns("id,kv_cache_bytes_per_token"))
+    assert query.needs_counts(Query())  # no columns named: the caller may read any
+    lean = select(cards, Query(), plain)
+    full = select(cards, Query())
+    assert all(row["params_exact"] is None for row in lean)
+    assert all(row["params_exact"] > 0 for row in full)
+    shown = [c.field.name for c in plain]
+    assert query.project(lean, plain) == query.project(full, plain)
+    assert shown and all(name not in table.COUNTED_COLUMNS for name in shown)
+    counted = select(cards, Query(parse_where(["params_exact>0"])), plain)
+    assert [r["id"] for r in counted] == ["toy-1b", "toy-2b", "toy-3b"]
+    assert all(
+        row["params_exact"] == f["params_exact"] for row, f in zip(counted, full, strict=True)
+    )
+
+
+def _in_a_fresh_interpreter(path, env: dict[str, str], *args: str) -> tuple[str, list[str]]:
+    """`archdb ARGS` piped, in a new interpreter: its output and the heavy modules it loaded."""
+    code = (
+        "import json, sys; from archdb_cli.main import app\n"
+        "try: app([*sys.argv[2:], '-C', sys.argv[1]])\n"
+        "except SystemExit: pass\n"
+        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'importlib.metadata', 'rich')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(path), *args], capture_output=True,
+                         text=True, timeout=120, env=env)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    output, _, modules = run.stdout.rstrip().rpartition("\n")
+    return output, json.loads(modules)
+
+
+def test_a_plain_piped_list_skips_the_formula_the_plugin_scan_and_rich(write_catalogue):
+    """`archdb list` without a count, into a pipe: the analytic formula, the plan,
+    importlib.metadata (pydantic's plugin scan, disabled by the CLI) and Rich stay
+    unimported; a variable that makes Rich style a pipe brings the Rich table back."""
+    path = write_catalogue(VALID_CARD)
+    plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    output, modules = _in_a_fresh_interpreter(path, plain, "list")
+    assert "toy-1b" in output and "\x1b[" not in output
+    assert modules == []
+    output, modules = _in_a_fresh_interpreter(path, {**plain, "FORCE_COLOR": "1"}, "list")
+    assert "toy-1b" in output and "\x1b[" in output  # styled by Rich
+    assert "rich.table" in modules
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [(("trends",), "share of each year's models"), (("compare", "toy-1a", "toy-1b"), "toy-1b")],
+)
+def test_piped_trends_and_compare_never_import_rich(write_catalogue, args, expected):
+    path = write_catalogue(card_text("toy-1a") + "\n" + card_text("toy-1b"))
+    plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    output, modules = _in_a_fresh_interpreter(path, plain, *args)
+    assert expected in output and "\x1b[" not in output
+    assert not [m for m in modules if m.startswith("rich")]
