@@ -92,9 +92,17 @@ class LazyCommands(TyperGroup):
             if (info.name or info.callback.__name__.replace("_", "-")) == cmd_name
         ]
         command = typer.main.get_group(commands).get_command(ctx, cmd_name)
-        if command is not None and command.help:
-            command.help = reflow(command.help)
+        if command is not None:
+            _reflow_help(command)
         return command
+
+
+def _reflow_help(command: Any) -> None:
+    """``reflow`` a command's help, and its subcommands' (a group such as `measure`)."""
+    if command.help:
+        command.help = reflow(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_help(sub)
 
 
 def reflow(help_text: str) -> str:

@@ -10,9 +10,7 @@ from typing import Annotated
 
 import typer
 
-from archdb.catalogue import DEFAULT_PATH
-
-from .common import EXIT_USAGE, CataloguePath, console, fail, load
+from .common import EXIT_USAGE, CataloguePath, fail, load, say
 
 measure_app = typer.Typer(
     help="Re-run slow measurements and cache them for the reports.",
@@ -39,7 +37,7 @@ def mechanisms(
             "--output", "-o", dir_okay=False, help="Cache file (default: beside the catalogue)."
         ),
     ] = None,
-    catalogue: CataloguePath = DEFAULT_PATH,
+    catalogue: CataloguePath = None,
 ) -> None:
     """Profile full-width layers by operator class and time decode steps; cache as JSON.
 
@@ -67,7 +65,7 @@ def mechanisms(
             EXIT_USAGE,
         )
     cat = load(catalogue)
-    path = output or mech.cache_path(catalogue)
+    path = output or mech.cache_path(cat.path)
     try:
         old = mech.read_raw(path)
     except mech.MeasurementError as exc:
@@ -79,14 +77,12 @@ def mechanisms(
             device,
             repeats,
             set(only) if only else None,
-            progress=lambda m: console.print(m, highlight=False, markup=False),
+            progress=say,
         )
     except mech.MeasurementError as exc:
         raise fail(str(exc)) from None
     mech.write(path, mech.merge(old if only else None, doc))
-    console.print(
-        f"wrote {path}: measured in {doc['refresh_seconds']:.0f} s", highlight=False, markup=False
-    )
+    say(f"wrote {path}: measured in {doc['refresh_seconds']:.0f} s")
 
 
 def register(app: typer.Typer) -> None:
