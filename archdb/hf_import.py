@@ -631,6 +631,11 @@ def _qwen3_next(d: _Draft) -> None:
         d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
         d.set("architecture.mlp.moe.shared_gate", True, "family")
     d.set("architecture.attention.output_gate", "elementwise", "family")
+    d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
+    if not d.read("layer_types"):  # released configs give the interval, not the list
+        interval = d.read("full_attention_interval", default=4)
+        pattern = ["gated-deltanet"] * (interval - 1) + ["global"]
+        d.set("architecture.attention.layer_pattern", pattern, "config")
     if "gated-deltanet" in (d.value("architecture.attention.layer_pattern") or []):
         sizes = {
             "n_key_heads": d.read("linear_num_key_heads", required=True),

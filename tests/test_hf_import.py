@@ -280,3 +280,35 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
     cfg = {**hf_config.to_dict(), "model_type": model_type}
     ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
     assert ours == sum(p.numel() for p in model.parameters())
+
+
+def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
+    """Released Qwen3-Next configs give full_attention_interval, not layer_types; its
+    RMSNorm applies (1 + w)."""
+    from transformers import Qwen3NextConfig
+
+    config = Qwen3NextConfig(
+        num_hidden_layers=6,
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=32,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        vocab_size=128,
+    ).to_dict()
+    del config["layer_types"]
+    config["full_attention_interval"] = 3
+    identity = Identity("next-1b", "Next 1B", "next", "Example Lab", "2025-01-01")
+    card = validate_card(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert card.architecture.attention.layer_pattern == ["gated-deltanet"] * 2 + ["global"]
+    assert card.architecture.norm.unit_offset is True
