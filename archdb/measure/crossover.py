@@ -64,7 +64,10 @@ def keys_per_query(kind: LayerKind, window: int | None, context: float, mode: Mo
 
 def attention_flops(arch: Architecture, spec: LayerSpec, context: float, mode: Mode) -> float:
     """QK^T and AV FLOPs per token of one layer: 2·n_heads·(d_qk + d_v) per key scored,
-    i.e. 4·L·n_heads·d_head for a dense layer with equal key and value widths."""
+    i.e. 4·L·n_heads·d_head for a dense layer with equal key and value widths; 0 for a
+    recurrent mixer (Mamba-2, Gated DeltaNet), which scores no keys."""
+    if not spec.kind.attention:
+        return 0.0
     dims = head_dims(arch)
     per_key = cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim)
     return per_key * keys_per_query(spec.kind, spec.window, context, mode)
@@ -116,6 +119,8 @@ def card_crossover(card: Card) -> Crossover | None:
         check_buildable(arch)
     except BuildError:
         return None
+    if not arch.has_attention():
+        return None  # attention-free (Mamba-2): no attention cost to cross the MLP's
     groups = decoder_groups(arch)
     layers = sum(n for _, n in groups)
     dims = head_dims(arch)

@@ -116,7 +116,10 @@ def cache_bytes(arch: Architecture, context: int, dtype_bytes: int = DECODE_BYTE
 
 
 def attention_decode_flops(arch: Architecture, context: int) -> float:
-    """FLOPs of one new query over its cached keys, summed over layers."""
+    """FLOPs of one new query over its cached keys, summed over the attention layers
+    (recurrent mixers such as Mamba-2 have no cached keys; attention-free stacks: 0)."""
+    if not arch.has_attention():
+        return 0.0
     dims = head_dims(arch)
     h = dims.n_heads
     if arch.attention.variant is AttentionVariant.LINEAR:
@@ -128,6 +131,8 @@ def attention_decode_flops(arch: Architecture, context: int) -> float:
         per_key = cv.FLOPS_PER_MAC * h * (dims.qk_dim + dims.v_dim)
     total = 0.0
     for spec, n in decoder_groups(arch):
+        if not spec.kind.attention:
+            continue
         keys = min(context, spec.window) if spec.window is not None else context
         total += n * per_key * keys
     return total
