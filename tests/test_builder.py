@@ -19,10 +19,10 @@ from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs, 
 from archdb.builder.moe import MoE
 from archdb.builder.norms import HeadwiseNorm, Norm
 from archdb.builder.positions import AlibiBias, LearnedPositions, RelativeBias, RelativeXL
-from archdb.builder.shrink import shrink
+from archdb.builder.shrink import TOY_SIZES, shrink
 from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
-from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, rotary_dims
+from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, null_fields, rotary_dims
 from archdb.schema import Architecture, NormType
 from tests.conftest import CHOICES, card_text, make_arch, moe_block
 
@@ -30,20 +30,7 @@ CARDS = list(load_catalogue())
 
 
 def _has_sizes(card) -> bool:
-    """The sizes a toy needs: attention's only where a layer attends, the MLP's only where
-    a layer has one (attention-free Mamba-2 cards have neither)."""
-    a = card.architecture
-    sized = ["d_model", "n_layers"]
-    sized += ["mlp.d_ff"] if a.has_mlp() else []
-    sized += ["attention.n_heads"] if a.has_attention() else []
-    kv_known = a.attention.n_kv_heads is not None or a.attention.latent is not None
-    return all(_get(a, p) is not None for p in sized) and (kv_known or not a.has_attention())
-
-
-def _get(obj, path: str):
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return not null_fields(card.architecture, TOY_SIZES)
 
 
 def run(arch: Architecture, seq_len: int | None = None) -> torch.Tensor:

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from archdb.plan.layout import BuildError, lcm, rotary_dims
+from archdb.plan.layout import BuildError, lcm, null_fields, rotary_dims
 from archdb.schema import Architecture, AttentionVariant, Kind
 
 TOY_CONTEXT = 64  # tokens, unless a seq_len is stated
@@ -137,26 +137,13 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     return Toy(toy, rule.describe(), kept, tuple(widths.approximated), toy_dims(toy))
 
 
+TOY_SIZES = ("d_model", "n_layers", "mlp.d_ff", "attention.n_heads")  # what a toy scales
+
+
 def _require_sizes(arch: Architecture) -> None:
-    names = ("d_model", "n_layers") + (("mlp.d_ff",) if arch.has_mlp() else ())
-    missing = [f"architecture.{name}" for name in names if _get(arch, name) is None]
-    attention = arch.has_attention()
-    if attention and arch.attention.n_heads is None:
-        missing.append("architecture.attention.n_heads")
-    if (
-        attention
-        and arch.attention.variant is not AttentionVariant.LATENT
-        and arch.attention.n_kv_heads is None
-    ):
-        missing.append("architecture.attention.n_kv_heads")
+    missing = [f"architecture.{p}" for p in null_fields(arch, TOY_SIZES)]
     if missing:
         raise BuildError(f"cannot build: unknown (null) sizes: {', '.join(missing)}")
-
-
-def _get(obj: object, path: str) -> object:
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 # --- heads and depth ------------------------------------------------------------------

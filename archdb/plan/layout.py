@@ -56,12 +56,13 @@ REQUIRED = (
 )
 
 
-def check_buildable(arch: Architecture) -> None:
-    """Raise BuildError naming every null value the builder needs."""
+def null_fields(arch: Architecture, paths: tuple[str, ...]) -> list[str]:
+    """Which of ``paths`` (and the KV heads where needed) are null: attention fields only
+    where some layer attends, MLP fields only where some layer has an MLP."""
     attention, mlp = arch.has_attention(), arch.has_mlp()
     required = [
         p
-        for p in REQUIRED
+        for p in paths
         if (attention or not p.startswith("attention.")) and (mlp or not p.startswith("mlp."))
     ]
     missing = [p for p in required if get_path(arch, p) is None]
@@ -71,6 +72,12 @@ def check_buildable(arch: Architecture) -> None:
         and arch.attention.n_kv_heads is None
     ):
         missing.append("attention.n_kv_heads")
+    return missing
+
+
+def check_buildable(arch: Architecture) -> None:
+    """Raise BuildError naming every null value the builder needs."""
+    missing = null_fields(arch, REQUIRED)
     if missing:
         fields = ", ".join(f"architecture.{p}" for p in missing)
         raise BuildError(f"cannot build: unknown (null) values: {fields}")
