@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from archdb.builder.layout import BuildError
 from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
+from archdb.plan.layout import BuildError
 
 GATE = 0.05  # a headline within 5% of the exact count needs no explanation
 

@@ -16,7 +16,6 @@ import torch
 from archdb_cli.main import app
 from typer.testing import CliRunner
 
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.mlp import Act
 from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
@@ -28,6 +27,7 @@ from archdb.measure import profile as P
 from archdb.measure.analytic import param_count
 from archdb.measure.crossover import Mode, crossover_context
 from archdb.measure.decode_step import CachedAttention, CachedLatentAttention, attach_caches
+from archdb.plan.layout import fill_unknowns
 from archdb.reports import claims
 from archdb.reports import mechanisms as page
 from archdb.reports.claims import Verdict

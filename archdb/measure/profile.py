@@ -41,11 +41,11 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from archdb.builder.layout import fill_unknowns
 from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.norms import Norm
 from archdb.measure import conventions as cv
+from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
 
 

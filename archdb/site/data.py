@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.builder.layout import BuildError, fill_unknowns
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink
 from archdb.measure.hf_reference import REFERENCES, NotRepresentable, model_type_for
+from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Card, Source
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
