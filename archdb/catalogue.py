@@ -380,12 +380,34 @@ def _locating():
 
 
 def _may_have_tag(text: str) -> bool:
-    """Whether a "!" stands where a YAML node may start (line start, after a blank, "[", "{"
-    or ","): a tag, or a "!" in prose. str.find keeps this fast on large files, where a
-    regular expression scan costs more than parsing."""
+    """Whether a "!" may start a tag: it follows a line break, or blanks after which comes a
+    line break, one of ":-?[{,", or an anchor ("&name"). A "!" in prose ("a != b" in a
+    note's continuation line) is not a tag, so the slow node pass is skipped for it. Every
+    look-back is bounded and unsure cases count as a tag, keeping the scan linear."""
     at = text.find("!")
     while at != -1:
-        if at == 0 or text[at - 1] in " \t\r\n[{,":
+        if _tag_may_start(text, at):
             return True
         at = text.find("!", at + 1)
     return False
+
+
+_LOOK_BACK = 256  # characters; a longer run of blanks or anchor name counts as a tag
+
+
+def _tag_may_start(text: str, at: int) -> bool:
+    start = at
+    while start > 0 and text[start - 1] in " \t":
+        start -= 1
+        if at - start > _LOOK_BACK:
+            return True
+    if start == 0 or text[start - 1] in "\r\n:-?[{,":
+        return True
+    if start == at:  # "!" inside a word: "a!b" is no tag
+        return False
+    token = start
+    while token > 0 and text[token - 1] not in " \t\r\n[]{},":
+        token -= 1
+        if start - token > _LOOK_BACK:
+            return True
+    return text[token] == "&"

@@ -257,6 +257,21 @@ def test_non_standard_tags_are_refused(tagged):
     assert "tag" in problems[0].message
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("name: Toy 1B", "name: &n !custom Toy"),  # after an anchor
+        ("name: Toy 1B", "name:\t  !custom Toy"),  # after blanks and a tab
+        ("name: Toy 1B", "name:\n    !custom Toy"),  # first on its line
+        ("supports: [architecture]", "supports: [!custom architecture]"),  # in flow
+        ("supports: [architecture]", "supports:\n      - !custom architecture"),
+    ],
+)
+def test_tags_are_refused_wherever_a_node_starts(old, new):
+    cards, problems = parse_cards(replace(old, new), "m.yaml")
+    assert cards == [] and any("tag" in p.message for p in problems)
+
+
 def test_alias_bomb_is_refused_quickly():
     levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 9):
@@ -342,10 +357,18 @@ def test_catalogue_header_names_the_schema_for_editors():
     assert first_line == "# yaml-language-server: $schema=./models.schema.json"
 
 
-def test_an_exclamation_mark_in_prose_is_not_a_tag():
+def test_an_exclamation_mark_in_prose_is_not_a_tag(monkeypatch):
+    """Nor does it cost the slow node pass ("!=" inside a note's continuation line)."""
+    from archdb import locate
+
+    def no_node_pass(*args):
+        raise AssertionError("the node pass ran for prose")
+
+    monkeypatch.setattr(locate, "structure_problems", no_node_pass)
     text = replace(
         "      supports: [architecture]\n",
-        "      supports: [architecture]\n  notes:\n    architecture: n_heads != d_model here!\n",
+        "      supports: [architecture]\n  notes:\n    architecture: n_heads\n"
+        "      times 2 != d_model here!\n",
     )
     cards, problems = parse_cards(text, "m.yaml")
-    assert problems == [] and cards[0].notes["architecture"].endswith("here!")
+    assert problems == [] and cards[0].notes["architecture"] == "n_heads times 2 != d_model here!"
