@@ -83,9 +83,18 @@ class Mamba2Mixer(nn.Module):
         dtx = dt.unsqueeze(-1) * xs  # (B, T, H, P)
         state = x.new_zeros(b, h, p, n)
         ys = []
-        for i in range(t):
-            state = state * decay[:, i, :, None, None] + dtx[:, i, :, :, None] * bs[:, i, :, None]
-            ys.append(torch.matmul(state, cs[:, i, :, :, None]).squeeze(-1))  # (B, H, P)
+        # Each step's slices come from one unbind per tensor: per-step indexing would add
+        # a dozen traced nodes per token, and tracing (fvcore) cost grows with them.
+        steps = zip(
+            decay[..., None, None].unbind(1),
+            dtx[..., None].unbind(1),
+            bs[:, :, :, None].unbind(1),
+            cs[..., None].unbind(1),
+            strict=True,
+        )
+        for decay_i, dtx_i, b_i, c_i in steps:
+            state = state * decay_i + dtx_i * b_i
+            ys.append(torch.matmul(state, c_i).squeeze(-1))  # (B, H, P)
         y = torch.stack(ys, dim=1)
         y = (y + xs * self.D[:, None]).reshape(b, t, self.inner)
         y = y * F.silu(z)
@@ -154,14 +163,22 @@ def gated_delta_rule(
 ) -> torch.Tensor:
     """The recurrence, one token at a time: q, k (B, T, H, Dk), v (B, T, H, Dv), the log
     decay g and the write strength beta (B, T, H) -> outputs (B, T, H, Dv)."""
-    b, t, h, dk = k.shape
+    b, _, h, dk = k.shape
     state = v.new_zeros(b, h, dk, v.shape[-1])
     outs = []
-    for i in range(t):
-        k_i = k[:, i, :, :, None]  # (B, H, Dk, 1)
-        state = state * torch.exp(g[:, i])[:, :, None, None]
+    decays = torch.exp(g)[..., None, None]
+    steps = zip(
+        k[..., None].unbind(1),
+        q[..., None].unbind(1),
+        v.unbind(1),
+        decays.unbind(1),
+        beta[..., None].unbind(1),
+        strict=True,
+    )  # one unbind per tensor keeps the traced graph small (see Mamba2Mixer)
+    for k_i, q_i, v_i, decay_i, beta_i in steps:  # k_i, q_i (B, H, Dk, 1)
+        state = state * decay_i
         read = (state * k_i).sum(-2)  # S^T k: (B, H, Dv)
-        delta = (v[:, i] - read) * beta[:, i, :, None]
+        delta = (v_i - read) * beta_i
         state = state + k_i * delta[:, :, None, :]
-        outs.append((state * q[:, i, :, :, None]).sum(-2))
+        outs.append((state * q_i).sum(-2))
     return torch.stack(outs, dim=1)

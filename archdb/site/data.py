@@ -111,10 +111,12 @@ class ToyTree:
 
 
 def toy_tree(card: Card) -> ToyTree:
-    """The toy of ``archdb build ID``: built on CPU, its modules as an indented tree."""
+    """The toy of ``archdb build ID``, its modules as an indented tree. Built on the meta
+    device: the tree needs shapes only, and initialising weights (thousands of toy experts)
+    would cost most of the site's build time."""
     try:
         toy = shrink(fill_unknowns(card.architecture)[0])
-        model = build_model(toy.arch)
+        model = build_model(toy.arch, device="meta")
     except (BuildError, ValueError) as exc:
         return ToyTree(None, f"not built: {exc}")
     lines: list[str] = []
