@@ -1179,13 +1179,8 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     decoder, wrapper_note = _decoder_config(config)
     if wrapper_note:
         check_shape(decoder, prefix="text_config.")
-    model_type = _ALIASES.get(str(decoder.get("model_type")), str(decoder.get("model_type")))
-    family = FAMILIES.get(model_type)
-    if family is None:
-        raise HFImportError(
-            f"model_type {decoder.get('model_type')!r} is not supported; supported: "
-            f"{', '.join(supported_model_types())}"
-        )
+    model_type, via = _family_of(decoder, config)
+    family = FAMILIES[model_type]
     d = _Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
         step(d)
@@ -1194,7 +1189,48 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     _function(d)
     if wrapper_note:
         d.note("architecture", wrapper_note)
+    if via:
+        d.note("architecture", f"Imported as transformers' {model_type}: {via}.")
     return _result(d, model_type, source_url, identity, config)
+
+
+def _family_of(decoder: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The supported model_type a config belongs to, and how it was recognised. A custom
+    model_type (Kimi K2 says ``kimi_k2``) is read through ``architectures`` when that names
+    a supported family's model class (``DeepseekV3ForCausalLM``)."""
+    declared = str(decoder.get("model_type"))
+    model_type = _ALIASES.get(declared, declared)
+    if model_type in FAMILIES:
+        return model_type, None
+    for name in _architectures(decoder) or _architectures(config):
+        if (found := _model_type_of_class(name)) is not None:
+            return (
+                found,
+                f"the config's model_type {declared!r} is custom, its architectures name {name}",
+            )
+    raise HFImportError(
+        f"model_type {declared!r} is not supported; supported: {', '.join(supported_model_types())}"
+    )
+
+
+def _architectures(config: Mapping[str, Any]) -> list[str]:
+    names = config.get("architectures")
+    if not isinstance(names, list):
+        return []
+    return [n for n in names[:16] if isinstance(n, str) and len(n) <= 200]
+
+
+# the model classes transformers names after a decoder layer's prefix (LlamaDecoderLayer:
+# LlamaForCausalLM, LlamaModel); a class name matches a family only with one of these
+_MODEL_CLASS_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "Model")
+
+
+def _model_type_of_class(name: str) -> str | None:
+    for model_type, family in FAMILIES.items():
+        prefix = re.sub(r"(DecoderLayer|Layer|Block)$", "", family.layer)
+        if name.startswith(prefix) and name[len(prefix) :] in _MODEL_CLASS_SUFFIXES:
+            return model_type
+    return None
 
 
 def _decoder_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:

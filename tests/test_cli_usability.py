@@ -132,8 +132,11 @@ IMPORT = ["--source", "https://huggingface.co/x/y/config.json", "--organization"
 
 
 def _config(tmp_path: Path, fixture: str, model_type: str) -> Path:
+    """A config of a family transformers does not know: its model_type and model class are
+    new (a known class in `architectures` would be imported as that family)."""
     config = json.loads((HF / fixture).read_text(encoding="utf-8"))
     config["model_type"] = model_type
+    config["architectures"] = [f"{model_type.title().replace('_', '')}ForCausalLM"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path

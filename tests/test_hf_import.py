@@ -189,6 +189,28 @@ def test_multimodal_text_config_is_the_decoder():
     assert "text_config" in result.card["notes"]["architecture"]
 
 
+def test_a_custom_model_type_is_read_through_architectures():
+    """Kimi K2's config says model_type kimi_k2 and architectures DeepseekV3ForCausalLM."""
+    cfg = config("deepseek-v2-lite")
+    custom = {**cfg, "model_type": "my_lab_v2", "architectures": ["DeepseekV2ForCausalLM"]}
+    result = imported(custom)
+    assert result.model_type == "deepseek_v2"
+    assert result.card["architecture"] == imported(cfg).card["architecture"]
+    note = result.card["notes"]["architecture"]
+    assert "'my_lab_v2' is custom" in note and "DeepseekV2ForCausalLM" in note
+
+
+@pytest.mark.parametrize(
+    "architectures",
+    [None, "DeepseekV2ForCausalLM", ["DeepseekV2"], ["DeepseekV2ForCausalLMx"], [7], ["x" * 10**5]],
+)
+def test_a_custom_model_type_without_a_known_model_class_is_refused(architectures):
+    cfg = {**config("deepseek-v2-lite"), "model_type": "my_lab_v2"}
+    cfg["architectures"] = architectures
+    with pytest.raises(HFImportError, match="model_type 'my_lab_v2' is not supported"):
+        imported(cfg)
+
+
 def test_unmapped_keys_are_reported_not_dropped():
     assert imported(config("mixtral-8x7b-v0.1")).unmapped == {"router_aux_loss_coef": 0.02}
     command_r = imported(config("c4ai-command-r-v01"))
