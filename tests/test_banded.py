@@ -23,6 +23,7 @@ from archdb.measure.flops import measure_flops
 from archdb.measure.hf_reference import REFERENCES, NotRepresentable, hf_parameter_count
 from archdb.measure.params import full_size_params
 from archdb.plan.layout import DEFAULT_WINDOW, fill_unknowns
+from archdb.reports import mechanisms
 from archdb.schema import WINDOW_PATH, Architecture, LayerKind, null_means_unknown
 
 CARDS = {c.id: c for c in load_catalogue()}
@@ -147,3 +148,11 @@ def test_the_local_kernel_is_openais_banded_mask():
     expected = scores.masked_fill(~band, float("-inf")).softmax(-1) @ v
     got = LocalKernel(d, causal=True, softcap=None, window=w)(q, k, v)
     assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_the_mechanisms_page_says_which_rows_rest_on_an_assumed_window():
+    data = mechanisms.compute(CARDS.values(), None)
+    assert data.assumed_windows == tuple(sorted(TABLE_2_1))
+    text = "\n".join(mechanisms.page(data, lambda name, make: None))
+    assert text.count(f"assumed to be {DEFAULT_WINDOW} tokens") == 2  # traffic and crossover
+    assert "`gpt-3-175b` | sliding window |" in text
