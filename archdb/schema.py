@@ -121,7 +121,10 @@ class LayerKind(StrEnum):
     non-attention token mixer whose sizes sit in ``architecture.mixers``."""
 
     GLOBAL = "global"  # full attention, with the card's position scheme
-    LOCAL = "local"  # sliding-window attention, with the card's position scheme
+    # sliding-window attention, with the card's position scheme: each query sees a causal
+    # band of `sliding_window` keys, itself included. GPT-3's "locally banded sparse"
+    # layers are this function (OpenAI's Sparse Transformer code: attn_mode "local")
+    LOCAL = "local"
     GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
     MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
@@ -322,13 +325,18 @@ class Attention(Strict):
     )
     sliding_window: Tokens | None = Field(
         description="Window of the pattern's local layers (chunk size of chunked layers), in "
-        "tokens; null if the pattern has neither."
+        "tokens: the causal band of keys a query sees, itself included. A locally banded "
+        "layer (GPT-3, 'similar to the Sparse Transformer') is a local layer and its band is "
+        "this window. Null if the pattern has neither; with local layers, null means the "
+        "window is unpublished (a note says so) and the builder assumes the default "
+        "archdb/plan/layout.py states (DEFAULT_WINDOW)."
     )
     layer_pattern: list[LayerKind] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
         description="Per-layer token mixers, tiled from the first layer over all layers: "
-        "[global] for every layer full; [local, global] alternates (Gemma 2); five locals and "
+        "[global] for every layer full; [local, global] alternates (Gemma 2); [global, local] "
+        "alternates dense and locally banded layers (GPT-3); five locals and "
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
@@ -657,11 +665,12 @@ class Architecture(Strict):
                 f"d_model ({self.d_model}) is not divisible by attention.n_heads "
                 f"({att.n_heads}): give attention.head_dim"
             )
-        uses_local = bool({LayerKind.LOCAL, LayerKind.CHUNKED} & set(att.layer_pattern))
-        if uses_local and att.sliding_window is None:
-            raise ValueError(
-                "attention.layer_pattern has local or chunked layers: set sliding_window"
-            )
+        kinds = set(att.layer_pattern)
+        uses_local = bool({LayerKind.LOCAL, LayerKind.CHUNKED} & kinds)
+        # a local layer's window may be unpublished (a null the card's notes explain);
+        # a chunk size never is: chunked layers are recorded only from released configs
+        if LayerKind.CHUNKED in kinds and att.sliding_window is None:
+            raise ValueError("attention.layer_pattern has chunked layers: set sliding_window")
         if att.sliding_window is not None and not uses_local:
             raise ValueError(
                 "attention.sliding_window is set but attention.layer_pattern has no local or "
@@ -969,8 +978,22 @@ def get_path(card: BaseModel, path: str) -> object:
     return value
 
 
+WINDOW_PATH = "architecture.attention.sliding_window"
+
+
+def null_means_unknown(card: Card, path: str) -> bool:
+    """Whether a null at ``path`` means "unknown" on this card (else "not used"): the core
+    values, and a local layer's window (GPT-3 publishes banded layers, not their band)."""
+    if path in UNKNOWN_WHEN_NULL:
+        return True
+    return path == WINDOW_PATH and LayerKind.LOCAL in card.architecture.attention.layer_pattern
+
+
 def unexplained_nulls(card: Card) -> list[str]:
-    return [p for p in UNKNOWN_WHEN_NULL if get_path(card, p) is None]
+    nulls = [p for p in UNKNOWN_WHEN_NULL if get_path(card, p) is None]
+    if get_path(card, WINDOW_PATH) is None and null_means_unknown(card, WINDOW_PATH):
+        nulls.append(WINDOW_PATH)
+    return nulls
 
 
 def sourced_paths(card: Card) -> list[str]:

@@ -17,7 +17,7 @@ import typer
 from archdb import query
 from archdb.locations import resolve_catalogue
 from archdb.query import FieldSpec, QueryError
-from archdb.schema import UNKNOWN_WHEN_NULL, Card, SourceKind
+from archdb.schema import UNKNOWN_WHEN_NULL, WINDOW_PATH, Card, SourceKind
 from archdb.table import FIELD_COLUMNS
 
 from .common import (
@@ -151,7 +151,8 @@ def _ask_everything(data: dict[str, Any]) -> None:
             continue
         value = _prompt(fields[path], get_path(data, path))
         set_path(data, path, value)
-        if value is None and path in UNKNOWN_WHEN_NULL and path not in data["notes"]:
+        unknown = path in UNKNOWN_WHEN_NULL or path == WINDOW_PATH  # a window: local layers
+        if value is None and unknown and path not in data["notes"]:
             note = typer.prompt(f"why is {path} unknown? (a note)", default="", show_default=False)
             if note.strip():
                 data["notes"][path] = note.strip()

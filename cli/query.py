@@ -21,7 +21,7 @@ from archdb.locations import resolve_catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
-from archdb.schema import UNKNOWN_WHEN_NULL, Card, mirror_only_paths
+from archdb.schema import Card, mirror_only_paths, null_means_unknown
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ def _fields_table(card: Card) -> Table:
         label = column.removeprefix("architecture.")
         shown = format_value(value, column)
         if value is None:
-            table.add_row(label, styled((_null_meaning(column), "dim")))
+            table.add_row(label, styled((_null_meaning(card, column), "dim")))
         elif column in mirrored:
             table.add_row(label, styled(shown, (f" {MIRROR_MARK}", "yellow")))
         else:
@@ -355,9 +355,9 @@ def _print_mirror_only(card: Card) -> None:
         )
 
 
-def _null_meaning(column: str) -> str:
+def _null_meaning(card: Card, column: str) -> str:
     """What null says here: unknown (a core value), unpublished (training) or unused."""
-    if column in UNKNOWN_WHEN_NULL:
+    if null_means_unknown(card, column):
         return "unknown (see notes)"
     return "not published" if column.startswith("training.") else "not used"
 

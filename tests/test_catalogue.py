@@ -13,7 +13,13 @@ from archdb.catalogue import (
     load_catalogue,
     parse_cards,
 )
-from archdb.schema import catalogue_json_schema, mirror_only_paths, sourced_paths
+from archdb.schema import (
+    WINDOW_PATH,
+    catalogue_json_schema,
+    mirror_only_paths,
+    null_means_unknown,
+    sourced_paths,
+)
 from tests.conftest import VALID_CARD, card_text
 
 
@@ -95,8 +101,15 @@ BAD_CARDS = [
         "no local",
     ),
     (
-        "local layers without window",
+        "local layers with an unexplained null window",
         replace("[global]", "[local, global]"),
+        27,
+        "architecture.attention.sliding_window",
+        "null without a note",
+    ),
+    (
+        "chunked layers without window",
+        replace("[global]", "[chunked, global]"),
         28,
         "architecture.attention.layer_pattern",
         "set sliding_window",
@@ -187,6 +200,18 @@ def test_bad_card_is_reported_at_its_line(text, line, field, fragment):
     assert fragment in match[0].message
     assert str(match[0]).startswith(f"m.yaml:{line}:")
     assert match[0].card_id in ("toy-1b", "Toy 1B")
+
+
+def test_an_unpublished_local_window_is_a_null_with_a_note():
+    banded = replace("[global]", "[global, local]") + (
+        "  notes:\n    architecture.attention.sliding_window: The band is not published.\n"
+    )
+    (card,), problems = parse_cards(banded, "m.yaml")
+    assert problems == []
+    assert card.architecture.attention.sliding_window is None
+    assert null_means_unknown(card, WINDOW_PATH)
+    (dense,), _ = parse_cards(VALID_CARD, "m.yaml")
+    assert not null_means_unknown(dense, WINDOW_PATH)  # no local layer: the window is unused
 
 
 def test_a_mirror_names_the_official_artifact_it_copies():

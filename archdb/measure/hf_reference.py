@@ -521,6 +521,7 @@ def gpt2(a: Architecture) -> dict:
     _serial(a)
     _act(a, Activation.GELU)
     _softmax_attention(a)
+    _pattern(a, LayerKind.GLOBAL)  # GPT-2 attends densely in every layer (GPT-3 does not)
     _dense(a)
     _position(a, PositionType.LEARNED)
     _bias(a, True, True, True)

@@ -68,4 +68,5 @@ def full_size_params(arch: Architecture, published: int | None = None) -> ParamR
     """Build the full-size model on the meta device (no memory) and count it."""
     _, assumed = fill_unknowns(arch)
     model = build_model(arch, device="meta")
-    return measure_params(model, published, tuple(str(a) for a in assumed))
+    counted = tuple(str(a) for a in assumed if a.counts_params)
+    return measure_params(model, published, counted)

@@ -298,12 +298,21 @@ class Assumption:
     value: object
     why: str
 
+    @property
+    def counts_params(self) -> bool:
+        """Whether the parameter count can depend on it (a window changes FLOPs, cache)."""
+        return self.field != "attention.sliding_window"
+
     def __str__(self) -> str:
         shown = getattr(self.value, "value", self.value)
         return f"architecture.{self.field} = {shown} ({self.why})"
 
 
 TABLE_LENGTH = 2048  # position tables for cards without a context_length
+# A local layer's window where the card's source does not publish it (GPT-3's locally
+# banded layers): the Sparse Transformer's stride for text (Child et al. 2019, Section
+# 7.2, "a stride of 128"), the band of the paper GPT-3 cites for its sparse layers.
+DEFAULT_WINDOW = 128
 _FILLED = (
     "norm.type",
     "norm.position",
@@ -327,12 +336,17 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
 
     Only choices get defaults, never sizes: a null d_model, n_layers, n_heads or d_ff
     leaves the card unbuildable (BuildError), and a null vocab_size leaves the full size
-    uncountable (the toy replaces the vocabulary anyway). Every default is returned as an
+    uncountable (the toy replaces the vocabulary anyway). One size is the exception: an
+    unpublished local window (GPT-3's banded layers) gets ``DEFAULT_WINDOW``, since it
+    changes FLOPs and the KV cache but no parameter. Every default is returned as an
     Assumption and reported next to the figures it affects. Null choices that change only
     outputs (norm epsilon, RoPE layout, ...) stay null: the builder computes with
     ``FUNCTION_DEFAULTS`` for them, listed per card by ``function_assumptions``.
     """
-    if not any(get_path(arch, p) is None for p in _FILLED):
+    window_unknown = (
+        arch.attention.sliding_window is None and LayerKind.LOCAL in arch.attention.layer_pattern
+    )
+    if not window_unknown and not any(get_path(arch, p) is None for p in _FILLED):
         return arch, ()
     updates: dict[str, object] = {}
     made: list[Assumption] = []
@@ -365,6 +379,9 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     fill("position.type", PositionType.NONE, "no position scheme")
     for part in ("qkv", "attn_out", "mlp"):
         fill(f"bias.{part}", False, "no bias")
+    if window_unknown:
+        why = "unpublished; the Sparse Transformer's stride for text (Child et al. 2019, 7.2)"
+        fill("attention.sliding_window", DEFAULT_WINDOW, why)
     fill("parallel_layers", False, "serial blocks")
     fill("tied_embeddings", False, "separate output head")
     fill("context_length", TABLE_LENGTH, "position tables sized for this many tokens")

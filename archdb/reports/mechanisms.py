@@ -32,9 +32,10 @@ from archdb.measure.mechanisms import (
     device_line,
     share_rows,
 )
+from archdb.plan.layout import DEFAULT_WINDOW
 from archdb.reports import render
 from archdb.reports.figures import PALETTE, style
-from archdb.schema import Card
+from archdb.schema import WINDOW_PATH, Card, get_path, null_means_unknown
 
 IVANOV = (
     "Ivanov et al., “Data Movement Is All You Need” (MLSys 2021, https://arxiv.org/abs/2007.00072)"
@@ -50,13 +51,30 @@ class MechanismsData:
     traffic: list[DecodeTraffic]
     crossovers: list[Crossover]
     measured: Measurements | None
+    assumed_windows: tuple[str, ...] = ()  # cards whose local window is unpublished
+
+
+def _window_unpublished(card: Card) -> bool:
+    return get_path(card, WINDOW_PATH) is None and null_means_unknown(card, WINDOW_PATH)
 
 
 def compute(cards: Iterable[Card], measured: Measurements | None) -> MechanismsData:
     released = [c for c in cards if not c.research_variant]
     traffic = [t for c in released if (t := decode_traffic(c)) is not None]
     crossovers = [x for c in released if (x := card_crossover(c)) is not None]
-    return MechanismsData(traffic, crossovers, measured)
+    assumed = tuple(sorted(c.id for c in released if _window_unpublished(c)))
+    return MechanismsData(traffic, crossovers, measured, assumed)
+
+
+def _assumed_window_note(data: MechanismsData) -> str:
+    """Which rows rest on an assumed window (GPT-3's band is unpublished)."""
+    if not data.assumed_windows:
+        return ""
+    ids = ", ".join(f"`{_md(i)}`" for i in data.assumed_windows)
+    return (
+        f" Local windows that are not published are assumed to be {DEFAULT_WINDOW} tokens "
+        f"(archdb/plan/layout.py, DEFAULT_WINDOW), so these rows rest on that assumption: {ids}."
+    )
 
 
 # --- the page -------------------------------------------------------------------------------
@@ -238,6 +256,7 @@ def _traffic_section(data: MechanismsData, fig: FigureSaver) -> str:
         + ".\n\nMedian share of the cache in the bytes read, by variant (cards): "
         + ", ".join(medians)
         + "."
+        + _assumed_window_note(data)
         + (
             f"\n\n{render.figure(path, 'decode bytes per token by attention variant')}"
             if path
@@ -323,6 +342,7 @@ def _crossover_section(data: MechanismsData, fig: FigureSaver) -> str:
         "mask halves it; "
         "*causal, windows*: local and chunked layers stop at their window, so attention may "
         "never catch up. Encoder-decoders: their decoder's self-attention."
+        + _assumed_window_note(data)
         + (
             f" The median dense crossover is {statistics.median(dense):,.0f} tokens."
             if dense

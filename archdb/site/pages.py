@@ -17,7 +17,7 @@ from typing import Any
 
 from archdb.reports.claims import ClaimResult
 from archdb.reports.render import VERDICT_MARK
-from archdb.schema import UNKNOWN_WHEN_NULL, Card, get_path
+from archdb.schema import Card, get_path, null_means_unknown
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row
 
 from .data import VERIFIED, Fidelity, ToyTree, format_value, supporting
@@ -225,7 +225,7 @@ def disagreements_of(card_id: str, claims: Iterable[ClaimResult]) -> list[tuple[
 
 
 def _null_meaning(column: str, card: Card) -> str:
-    if column in UNKNOWN_WHEN_NULL:
+    if null_means_unknown(card, column):
         return "unknown (see note)" if column in card.notes else "unknown"
     return "not published" if column.startswith("training.") else "not used"
 
