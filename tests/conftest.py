@@ -119,6 +119,21 @@ def experiments_once_per_session():
 
 
 @pytest.fixture(autouse=True)
+def shipped_catalogue_untouched():
+    """No test may write the shipped catalogue (an import meant to fail once added a card
+    to it): every test ends with the file as it found it."""
+    from archdb.catalogue import DEFAULT_PATH
+
+    def state():
+        st = DEFAULT_PATH.stat()
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    before = state()
+    yield
+    assert state() == before, f"the test wrote {DEFAULT_PATH}: restore it with git"
+
+
+@pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch) -> Path:
     """Each test gets its own validation cache, so no test sees another's results."""
     folder = tmp_path_factory.mktemp("cache")

@@ -15,7 +15,7 @@ import pytest
 from archdb_cli.main import COMMANDS, app, reflow
 from typer.testing import CliRunner
 
-from archdb.catalogue import load_catalogue
+from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.reports.adoption import CHOICE_KEYS
 from tests.conftest import card_text
 
@@ -131,6 +131,13 @@ IMPORT = ["--source", "https://huggingface.co/x/y/config.json", "--organization"
           "--family", "new", "--no-interactive"]  # fmt: skip
 
 
+def _shipped_copy(tmp_path: Path) -> str:
+    """A copy of the shipped catalogue: an import that succeeds by mistake writes there."""
+    copy = tmp_path / "models.yaml"
+    copy.write_bytes(DEFAULT_PATH.read_bytes())
+    return str(copy)
+
+
 def _config(tmp_path: Path, fixture: str, model_type: str) -> Path:
     """A config of a family transformers does not know: its model_type and model class are
     new (a known class in `architectures` would be imported as that family)."""
@@ -153,7 +160,8 @@ def _config(tmp_path: Path, fixture: str, model_type: str) -> Path:
 def test_import_hf_unknown_model_type_names_the_closest_card(
     tmp_path, fixture, model_type, expected_family
 ):
-    result = invoke("import-hf", str(_config(tmp_path, fixture, model_type)), *IMPORT)
+    config = _config(tmp_path, fixture, model_type)
+    result = invoke("import-hf", str(config), *IMPORT, "-C", _shipped_copy(tmp_path))
     assert result.exit_code == 1
     assert f"model_type '{model_type}' is not supported" in result.output
     suggested = re.search(r"archdb new --like (\S+)", result.output).group(1)
@@ -165,7 +173,8 @@ def test_import_hf_json_result(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["card"]["architecture"]["d_model"] == 3584 and data["added"] is False
-    error = invoke("import-hf", str(_config(tmp_path, "gpt2.json", "nope")), *IMPORT, "--json")
+    config = _config(tmp_path, "gpt2.json", "nope")
+    error = invoke("import-hf", str(config), *IMPORT, "--json", "-C", _shipped_copy(tmp_path))
     assert error.exit_code == 1
     assert "not supported" in json.loads(error.stdout)["errors"][0]
 
