@@ -5,7 +5,8 @@ A checkpoint directory holds ``model.safetensors``, or shards listed by
 one table per transformers ``model_type`` (``NAMES``): fused projections (GPT-2's c_attn,
 GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj) are cut into archdb's
 separate q, k, v (gate, up) rows; GPT-2's Conv1D weights are transposed; per-expert MoE
-weights are stacked into archdb's (experts, in, out) tensors; a tied head reads the
+weights are stacked into archdb's (experts, in, out) tensors (gpt-oss's are stored so,
+gate and up interleaved column by column, and are split by stride); a tied head reads the
 embedding. Every archdb tensor must be filled and every checkpoint tensor used, with
 the same shape: anything else is a ``WeightsError`` naming the tensor, so nothing is
 silently left at its random initial value.
@@ -133,6 +134,7 @@ class Source:
     per_head: Callable[[Dims], tuple[int, int, int]] | None = None  # (heads, parts, part)
     experts: bool = False
     roll: int = 0  # rows rotated (OPT's position table)
+    interleaved: int | None = None  # every 2nd last-dim entry from this one (gpt-oss gate_up)
 
 
 @dataclass(frozen=True)
@@ -456,6 +458,25 @@ def _deepseek() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _gpt_oss() -> Names:
+    """Sinks per layer; a biased router; experts fused as (experts, in, out) tensors with
+    gate and up interleaved column by column (gate_up[..., ::2], gate_up[..., 1::2])."""
+    layer = _llama_layer(_PRE)
+    layer["attn.sublayer.kernel.sinks"] = Source("self_attn.sinks")
+    experts = "mlp.experts."
+    layer |= {
+        "mlp.sublayer.router.proj.weight": Source("mlp.router.weight"),
+        "mlp.sublayer.router.proj.bias": Source("mlp.router.bias"),
+        "mlp.sublayer.experts.gate": Source(experts + "gate_up_proj", interleaved=0),
+        "mlp.sublayer.experts.up": Source(experts + "gate_up_proj", interleaved=1),
+        "mlp.sublayer.experts.gate_bias": Source(experts + "gate_up_proj_bias", interleaved=0),
+        "mlp.sublayer.experts.up_bias": Source(experts + "gate_up_proj_bias", interleaved=1),
+        "mlp.sublayer.experts.down": Source(experts + "down_proj"),
+        "mlp.sublayer.experts.down_bias": Source(experts + "down_proj_bias"),
+    }
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -485,6 +506,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "gpt_oss": _gpt_oss,
 }
 
 
@@ -635,6 +657,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])
     value = ckpt.take(source.name)
+    if source.interleaved is not None:
+        value = value[..., source.interleaved :: 2]
     if source.roll:
         value = value.roll(source.roll, 0)
     if source.transpose:
@@ -652,6 +676,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
 
 def _shown(source: Source) -> str:
     name = source.name.replace("{e}", "*")
+    if source.interleaved is not None:
+        return f"{name} (every 2nd column from {source.interleaved})"
     return f"{name} (rows cut)" if source.cut else name
 
 

@@ -149,6 +149,17 @@ def test_rope_scaling_is_mapped_and_the_rest_reported_and_noted():
     assert "mscale" in result.card["notes"]["architecture.position.rope_scaling"]
 
 
+def test_yarn_truncate_is_a_flag_or_reported():
+    cfg = config("deepseek-v2-lite")
+    cfg["rope_scaling"] = {**cfg["rope_scaling"], "truncate": False}
+    result = imported(cfg)
+    assert validate_card(result.card).architecture.position.rope_scaling.truncate is False
+    cfg["rope_scaling"]["truncate"] = "no"
+    result = imported(cfg)
+    assert validate_card(result.card).architecture.position.rope_scaling.truncate is None
+    assert result.unmapped["rope_scaling"]["truncate"] == "no"
+
+
 def test_unknown_rope_scaling_types_are_reported_and_noted():
     cfg = config("llama-2-7b-hf")
     cfg["rope_scaling"] = {"type": "longrope", "factor": 4.0}

@@ -126,6 +126,7 @@ ELEMENTWISE_OPS = (
     "floor_divide",
     "remainder",
     "floor",
+    "clamp",  # one comparison per output element (gpt-oss's clamped SwiGLU)
 )
 HANDLES: dict[str, Handle] = {
     "aten::linear": linear_flops,
