@@ -95,6 +95,11 @@ EXPECTED = [
                   "bias.mlp": True, "bias.lm_head": True, "mlp.d_ff": 16384}),
     ("c4ai-command-r-v01", {"norm.type": "layernorm", "norm.affine": "scale",
                             "parallel_layers": True, "position.rope_theta": 8_000_000.0}),
+    ("gpt-oss-20b", {"mlp.activation": "clamped-swiglu", "mlp.swiglu_limit": 7.0,
+                     "mlp.swiglu_alpha": 1.702, "attention.sinks": True,
+                     "attention.layer_pattern": ["local", "global"],
+                     "attention.sliding_window": 128, "mlp.moe.router_bias": True,
+                     "position.rope_scaling.truncate": False, "mlp.moe.n_experts": 32}),
 ]  # fmt: skip
 
 
