@@ -47,6 +47,7 @@ LOGIT_EXACT: dict[str, float] = {
     "nemotron": 0.0,
     "cohere2": 2.6e-7,
     "gpt_oss": 3.5e-7,
+    "apertus": 5.5e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with

@@ -747,6 +747,8 @@ FAMILIES: dict[str, Family] = {
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
+    "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
+                      activation_default="xielu", rope_theta_default=12_000_000.0),
     "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
                          hook=_qwen3_next, linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
@@ -775,6 +777,8 @@ def _activation(raw: str, gated: bool) -> str | None:
         return "reglu" if gated else "relu"
     if name in ("relu2", "squared_relu", "relu_squared") and not gated:
         return "squared-relu"
+    if name == "xielu" and not gated:  # Apertus: up, xIELU, down
+        return "xielu"
     return None
 
 
@@ -1107,7 +1111,7 @@ def _attention(d: _Draft) -> None:
 _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
-_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5}
+_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

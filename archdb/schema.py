@@ -80,6 +80,8 @@ class Activation(StrEnum):
     REGLU = "reglu"
     # gpt-oss: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
     CLAMPED_SWIGLU = "clamped-swiglu"
+    # Apertus: xIELU (Huang 2024), two learned scalars per MLP (alpha_p, alpha_n)
+    XIELU = "xielu"
 
     @property
     def gated(self) -> bool:

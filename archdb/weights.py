@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -156,6 +156,9 @@ class Names:
     layer: dict[str, Source]  # archdb name after "decoder.layers.{i}." -> source
     prefix: str = "model.layers.{i}."  # the checkpoint's layer prefix
     tied_head: tuple[str, ...] = ()  # checkpoint names a tied head may carry (unused)
+    # layer tensors that hold a constant of the function (xIELU's beta and eps buffers):
+    # checked against the value archdb computes with, never loaded
+    constants: dict[str, float] = field(default_factory=dict)
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -477,6 +480,18 @@ def _gpt_oss() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _apertus() -> Names:
+    """Llama's names with Apertus's norm names; the xIELU's learned scalars, and its beta
+    and eps saved as buffers (constants of the function: checked, not loaded)."""
+    from archdb.plan.mlp import XIELU_RULE
+
+    names = _llama({"attn.before": "attention_layernorm", "mlp.before": "feedforward_layernorm"})
+    for name, _ in XIELU_RULE.initial:
+        names.layer[f"mlp.sublayer.act.{name}"] = Source(f"mlp.act_fn.{name}")
+    names.constants.update({"mlp.act_fn.beta": XIELU_RULE.beta, "mlp.act_fn.eps": XIELU_RULE.eps})
+    return names
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -507,6 +522,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss,
+    "apertus": _apertus,
 }
 
 
@@ -614,6 +630,7 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
                 f"{_shown(source)} gives {tuple(value.shape)}"
             )
         values[name] = value
+    _check_constants(ckpt, names)
     unused = [n for n in ckpt.names() if n not in ckpt.used and not _tied_copy(n, names, model)]
     if unused:
         more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
@@ -621,6 +638,27 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"unexpected checkpoint tensor {unused[0]!r}{more}: archdb has no place for it"
         )
     return values
+
+
+def _check_constants(ckpt: Checkpoint, names: Names) -> None:
+    """Each checkpoint tensor that stores a constant of the function must hold the value
+    archdb computes with (in the tensor's own precision)."""
+    if not names.constants:
+        return
+    import torch
+
+    layer = re.compile("^" + re.escape(names.prefix).replace(re.escape("{i}"), r"\d+") + "(.+)$")
+    for name in ckpt.names():
+        match = layer.match(name)
+        expected = names.constants.get(match.group(1)) if match else None
+        if expected is None:
+            continue
+        value = ckpt.take(name)
+        if value.numel() != 1 or float(value) != float(torch.tensor(expected, dtype=value.dtype)):
+            raise WeightsError(
+                f"checkpoint tensor {name!r} holds {value.flatten()[:2].tolist()}, but archdb's "
+                f"function fixes it at {expected:g}"
+            )
 
 
 def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:

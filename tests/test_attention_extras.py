@@ -14,7 +14,7 @@ from archdb.builder.model import build_model, count_parameters
 from archdb.measure.analytic import param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
-from tests.conftest import hf_import_count, latent_dims, make_arch
+from tests.conftest import hf_import_count, latent_dims, make_arch, moe_block
 
 pytest.importorskip("transformers")
 
@@ -178,3 +178,31 @@ def test_clamp_parameters_belong_to_the_clamped_swiglu(changes, message):
     with pytest.raises(ValidationError, match=re.escape(message)):
         make_arch(**changes)
     assert make_arch(**{"mlp.activation": "clamped-swiglu", **changes}).mlp.activation.gated
+
+
+def test_xielu_equals_transformers_and_counts_its_two_scalars():
+    from transformers.activations import XIELUActivation
+
+    from archdb.builder.mlp import Act
+    from archdb.schema import Activation
+
+    reference = XIELUActivation(dtype=torch.float32)
+    act = Act(Activation.XIELU)
+    for name in ("alpha_p", "alpha_n"):  # the same initial values (a_p = a_n = 0.8)
+        assert torch.allclose(getattr(act, name), getattr(reference, name), rtol=1e-6)
+    with torch.no_grad():
+        for p in (reference.alpha_p, reference.alpha_n):
+            p.add_(0.3)
+        act.alpha_p.copy_(reference.alpha_p)
+        act.alpha_n.copy_(reference.alpha_n)
+    x = torch.linspace(-6, 6, 101)
+    assert torch.equal(act(x), reference(x))
+    plain = make_arch(**{"mlp.activation": "relu"})
+    xielu = make_arch(**{"mlp.activation": "xielu"})
+    assert param_count(xielu).total - param_count(plain).total == 2 * 2  # 2 layers x 2
+    assert count_parameters(build_model(xielu, device="meta")) == param_count(xielu).total
+
+
+def test_xielu_experts_are_refused():
+    with pytest.raises(BuildError, match="xielu in mixture-of-experts layers"):
+        make_plan(make_arch(**{"mlp.activation": "xielu", "mlp.moe": moe_block()}))

@@ -70,6 +70,10 @@ TINY: dict[str, dict] = {
     "gpt_oss": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 4,
                 "num_experts_per_tok": 2, "sliding_window": WINDOW, "swiglu_limit": 0.1,
                 "swiglu_alpha": 1.3, "rope_parameters": GPT_OSS_ROPE, "initializer_range": 0.05},
+    # xIELU's learned scalars start off their initial values (like the norms, by _tiny)
+    "apertus": {**_DENSE, "head_dim": 24, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16}},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
@@ -254,6 +258,25 @@ def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):
     assert fused.shape == (4, 64, 64)  # (experts, in, 2 x d_ff)
     assert torch.equal(experts.gate, fused[..., 0::2])
     assert torch.equal(experts.up, fused[..., 1::2])
+
+
+def test_xielu_constants_in_the_checkpoint_are_checked_not_loaded(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("apertus", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.mlp.activation.value == "xielu"
+    model = archdb.build(card, "full", weights=tmp_path)
+    act = model.decoder.layers[1].mlp.sublayer.act
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert torch.equal(act.alpha_n, tensors["model.layers.1.mlp.act_fn.alpha_n"])
+    assert not any("beta" in name for name, _ in model.named_parameters())
+    tensors["model.layers.1.mlp.act_fn.beta"] = torch.tensor(0.25)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        WeightsError, match=r"'model\.layers\.1\.mlp\.act_fn\.beta' holds \[0\.25\]"
+    ):
+        archdb.build(card, "full", weights=tmp_path)
 
 
 def test_cli_build_reports_the_loaded_weights(tmp_path):

@@ -330,6 +330,21 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
     (
+        "apertus",
+        {
+            "mlp.activation": "xielu",
+            "attention.qk_norm": "per-head",
+            "attention.head_dim": 24,
+            "position.rope_scaling": {
+                "type": "llama3",
+                "factor": 8.0,
+                "original_context": 16,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+            },
+        },
+    ),
+    (
         "qwen3_next",
         {
             **DELTANET_HYBRID,
@@ -397,7 +412,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next")
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus")
 
 
 @pytest.mark.parametrize(

@@ -26,11 +26,13 @@ class Act(nn.Module):
         self.activation = activation
         self.rule = activation_rule(activation, gelu_exact, clamp)
         self.fn = self.rule.fn
+        for name, initial in self.rule.learned:  # xIELU's alpha_p, alpha_n
+            setattr(self, name, nn.Parameter(torch.tensor([initial])))
 
     def forward(self, h: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
         if up is not None and self.rule.combine is not None:
             return self.rule.combine(h, up)
-        a = self.fn(h)
+        a = self.fn(h, *(getattr(self, name) for name, _ in self.rule.learned))
         return a if up is None else a * up
 
     def extra_repr(self) -> str:

@@ -127,6 +127,7 @@ ELEMENTWISE_OPS = (
     "remainder",
     "floor",
     "clamp",  # one comparison per output element (gpt-oss's clamped SwiGLU)
+    "expm1",  # xIELU
 )
 HANDLES: dict[str, Handle] = {
     "aten::linear": linear_flops,
@@ -176,6 +177,7 @@ FREE_OPS = frozenset(
         "repeat_interleave",
         "topk",
         "masked_fill",
+        "where",  # a selection between two computed tensors (xIELU)
         "tril",
         "triu",
         "ones",

@@ -346,6 +346,26 @@ def _rope_scaling(a: Architecture) -> dict:
     return out | {key: value for key, value in given.items() if value is not None}
 
 
+def apertus(a: Architecture) -> dict:
+    """Apertus: Llama's layout with per-head QK norms and an up/xIELU/down MLP."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.XIELU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    _position(a, PositionType.ROPE)
+    _require(not a.position.rotary_fraction, "every head dim rotates")
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
+    rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 12_000_000.0}
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "hidden_act": "xielu",
+        "rope_parameters": rope | _rope_scaling(a),
+        "rms_norm_eps": a.norm.eps or 1e-5,
+    }
+
+
 def qwen3_next(a: Architecture) -> dict:
     _llama_like(a, QKNorm.PER_HEAD)
     _act(a, Activation.SWIGLU)
@@ -777,6 +797,7 @@ REFERENCES: dict[str, Reference] = {
             gpt_oss,
             extras=frozenset({"sinks", "router_bias"}),
         ),
+        Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
         Reference(
             "qwen3_next",
             "Qwen3NextConfig",
@@ -841,6 +862,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "mamba-2": "mamba2",
     "bamba": "bamba",
     "gpt-oss": "gpt_oss",
+    "apertus": "apertus",
     "qwen3-next": "qwen3_next",
 }
 

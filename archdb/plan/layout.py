@@ -117,6 +117,8 @@ def _unsupported(arch: Architecture) -> str | None:
     extras = att.sinks or att.output_gate is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
         return "attention sinks or an output gate outside softmax head attention"
+    if arch.mlp.activation is Activation.XIELU and arch.mlp.moe is not None:
+        return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
     if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:

@@ -9,6 +9,7 @@ activation is one entry in ``ACTIVATIONS`` (and its enum value).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -70,6 +71,37 @@ class ClampedSwiGLU:
 
 CLAMPED_SWIGLU = ClampedSwiGLU()  # gpt-oss's limit and alpha: the defaults of null fields
 
+_SOFTPLUS_INVERSE_08 = math.log(math.expm1(0.8))  # stored so that softplus gives 0.8
+_SOFTPLUS_INVERSE_03 = math.log(math.expm1(0.8 - 0.5))
+
+
+@dataclass(frozen=True)
+class XIELU:
+    """xIELU (Huang 2024, https://arxiv.org/abs/2411.13010), as transformers'
+    XIELUActivation computes it: with a_p = softplus(alpha_p), a_n = beta + softplus(alpha_n),
+    a_p x^2 + beta x for x > 0, else (expm1(min(x, eps)) - x) a_n + beta x. beta and eps
+    are constants of the function; alpha_p and alpha_n are learned, one each per MLP."""
+
+    beta: float = 0.5
+    eps: float = -1e-6
+    initial: tuple[tuple[str, float], ...] = (
+        ("alpha_p", _SOFTPLUS_INVERSE_08),
+        ("alpha_n", _SOFTPLUS_INVERSE_03),
+    )
+
+    def __call__(self, x, alpha_p, alpha_n):
+        import torch
+        import torch.nn.functional as F
+
+        a_p = F.softplus(alpha_p)
+        a_n = self.beta + F.softplus(alpha_n)
+        positive = a_p * x * x + self.beta * x
+        negative = (torch.expm1(x.clamp(max=self.eps)) - x) * a_n + self.beta * x
+        return torch.where(x > 0, positive, negative)
+
+
+XIELU_RULE = XIELU()
+
 
 @dataclass(frozen=True)
 class ActivationRule:
@@ -79,6 +111,10 @@ class ActivationRule:
     fn: Callable
     flops_per_element: int = cv.ELEMENTWISE  # the non-linearity alone (all but the product)
     combine: Callable | None = None  # (gate, up) -> output, where not fn(gate) * up
+    # learned scalars of the function, one set per MLP (xIELU): (name, initial raw value),
+    # passed to fn after its input; flops_per_call: their own transformation per call
+    learned: tuple[tuple[str, float], ...] = ()
+    flops_per_call: int = 0
 
 
 ACTIVATIONS: dict[Activation, ActivationRule] = {
@@ -93,6 +129,11 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     # per element: two clamps, alpha *, sigmoid, gate *, up + 1 (and the product)
     Activation.CLAMPED_SWIGLU: ActivationRule(
         "clamped-swiglu", CLAMPED_SWIGLU.gate, flops_per_element=6, combine=CLAMPED_SWIGLU
+    ),
+    # per element: alpha_p x, * x, beta x, +; clamp, expm1, - x, * a_n, beta x, + (the
+    # selection is free); per call: two softplus and beta + of the learned scalars
+    Activation.XIELU: ActivationRule(
+        "xielu", XIELU_RULE, flops_per_element=10, learned=XIELU_RULE.initial, flops_per_call=3
     ),
 }
 
@@ -131,7 +172,8 @@ class DenseMLP:
     def params(self) -> int:
         branches = 2 if self.activation.gated else 1
         d, f = self.d_model, self.d_ff
-        return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias)
+        learned = len(self.rule.learned)  # xIELU's alpha_p and alpha_n
+        return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias) + learned
 
     def inactive_params(self) -> int:
         return 0
@@ -142,7 +184,7 @@ class DenseMLP:
         for _ in range(2 if gated else 1):
             tally.linear(d, f, self.bias, tokens)
         per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)
-        tally.add(C.ELEMENTWISE, tokens * f * per)
+        tally.add(C.ELEMENTWISE, tokens * f * per + self.rule.flops_per_call)
         tally.linear(f, d, self.bias, tokens)
 
     def module(self, ctx=None):
