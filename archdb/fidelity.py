@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archdb.schema import Activation, Card, PositionType, get_path
+from archdb.schema import Activation, Card, PositionType, RopeScalingType, get_path
 
 LOGIT_TOLERANCE = 1e-5  # max |archdb - transformers| / max |transformers| over the logits
 
@@ -46,6 +46,8 @@ LOGIT_EXACT: dict[str, float] = {
     "opt": 0.0,
     "nemotron": 0.0,
     "cohere2": 2.6e-7,
+    "gpt_oss": 3.5e-7,
+    "apertus": 5.5e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -88,6 +90,11 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
         fields.append("architecture.mlp.gelu_approximation")
     if arch.mlp.moe is not None:
         fields.append("architecture.mlp.moe.normalize_top_k")
+    if arch.mlp.activation is Activation.CLAMPED_SWIGLU:
+        fields += ["architecture.mlp.swiglu_limit", "architecture.mlp.swiglu_alpha"]
+    scaling = arch.position.rope_scaling
+    if scaling is not None and scaling.type is RopeScalingType.YARN:
+        fields.append("architecture.position.rope_scaling.truncate")
     return fields
 
 

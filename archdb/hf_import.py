@@ -242,6 +242,8 @@ class ConfigShape(_Keys):
     norm_eps: Number | None = None
     rope_interleave: StrictBool | None = None
     norm_topk_prob: StrictBool | None = None
+    swiglu_limit: Number | None = None
+    swiglu_alpha: Number | None = None
     # blocks, norms, biases, embeddings
     use_parallel_residual: StrictBool | None = None
     parallel_attn: StrictBool | None = None
@@ -607,19 +609,16 @@ def _mamba2(d: _Draft) -> None:
 
 
 def _gpt_oss(d: _Draft) -> None:
-    """gpt-oss: sinks, a biased router over biased experts, clamped SwiGLU (not a field)."""
+    """gpt-oss: sinks, a biased router over biased experts, the clamped SwiGLU."""
     _mixtral(d)
     d.set("architecture.mlp.moe.router_bias", True, "family")
     d.set("architecture.bias.mlp", True, "family")  # the experts' projections
     d.set("architecture.attention.sinks", True, "family")
-    for key in ("swiglu_alpha", "swiglu_limit"):
-        if key in d.config:
-            d.unmapped[key] = d.config[key]
-    d.note(
-        "architecture.mlp.activation",
-        "gpt-oss clamps its SwiGLU (swiglu_limit) and scales the gate's sigmoid "
-        "(swiglu_alpha): the card has no field for either.",
-    )
+    d.set("architecture.mlp.activation", "clamped-swiglu", "family")  # GptOssExperts
+    limit = d.read("swiglu_limit", default=7.0)  # GptOssConfig's defaults
+    d.set("architecture.mlp.swiglu_limit", float(limit), d.origin_of("swiglu_limit"))
+    alpha = d.read("swiglu_alpha", default=1.702)
+    d.set("architecture.mlp.swiglu_alpha", float(alpha), d.origin_of("swiglu_alpha"))
 
 
 def _qwen3_next(d: _Draft) -> None:
@@ -748,6 +747,8 @@ FAMILIES: dict[str, Family] = {
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
+    "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
+                      activation_default="xielu", rope_theta_default=12_000_000.0),
     "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
                          hook=_qwen3_next, linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
@@ -776,6 +777,8 @@ def _activation(raw: str, gated: bool) -> str | None:
         return "reglu" if gated else "relu"
     if name in ("relu2", "squared_relu", "relu_squared") and not gated:
         return "squared-relu"
+    if name == "xielu" and not gated:  # Apertus: up, xIELU, down
+        return "xielu"
     return None
 
 
@@ -977,6 +980,7 @@ _SCALING_KEYS = {  # card field -> config key, per scaling type (factor for all)
         "original_context": "original_max_position_embeddings",
         "beta_fast": "beta_fast",
         "beta_slow": "beta_slow",
+        "truncate": "truncate",
     },
     "llama3": {
         "original_context": "original_max_position_embeddings",
@@ -989,7 +993,7 @@ _SCALING_BOOKKEEPING = {"rope_type", "type", "factor", "rope_theta", "partial_ro
 
 def _rope_scaling(d: _Draft, scaling: dict[str, Any]) -> None:
     """position.rope_scaling from a config's scaling block; what the card cannot hold
-    (DeepSeek's mscale, gpt-oss's truncate, unknown types) is reported and noted."""
+    (DeepSeek's mscale, unknown types) is reported and noted."""
     kind = scaling.get("rope_type") or scaling.get("type")
     keys = _SCALING_KEYS.get(str(kind))
     factor = scaling.get("factor")
@@ -1004,13 +1008,15 @@ def _rope_scaling(d: _Draft, scaling: dict[str, Any]) -> None:
     mapped: dict[str, Any] = {"type": kind, "factor": float(factor)}
     for name, key in keys.items():
         value = scaling.get(key)
-        if value is not None:
+        if name == "truncate":  # a flag (gpt-oss: false); anything else is reported below
+            if isinstance(value, bool):
+                mapped[name] = value
+        elif value is not None:
             mapped[name] = value if name == "original_context" else float(value)
     for name, value in mapped.items():
         d.set(f"architecture.position.rope_scaling.{name}", value, "config")
-    rest = {
-        k: v for k, v in scaling.items() if k not in _SCALING_BOOKKEEPING and k not in keys.values()
-    }
+    held = {key for name, key in keys.items() if name != "truncate" or name in mapped}
+    rest = {k: v for k, v in scaling.items() if k not in _SCALING_BOOKKEEPING and k not in held}
     if rest:
         d.unmapped["rope_scaling"] = rest
         d.note(
@@ -1105,7 +1111,7 @@ def _attention(d: _Draft) -> None:
 _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
-_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5}
+_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 
@@ -1406,7 +1412,7 @@ _SUB_ORDER = {
         "rope_scaling",
         "rope_layout",
     ),
-    "mlp": ("activation", "d_ff", "moe", "gelu_approximation"),
+    "mlp": ("activation", "d_ff", "moe", "gelu_approximation", "swiglu_limit", "swiglu_alpha"),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }
 _REQUIRED_NULLS = {"attention": ("head_dim",), "": ("context_length",)}

@@ -78,10 +78,19 @@ class Activation(StrEnum):
     SWIGLU = "swiglu"
     GEGLU = "geglu"
     REGLU = "reglu"
+    # gpt-oss: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
+    CLAMPED_SWIGLU = "clamped-swiglu"
+    # Apertus: xIELU (Huang 2024), two learned scalars per MLP (alpha_p, alpha_n)
+    XIELU = "xielu"
 
     @property
     def gated(self) -> bool:
-        return self in {Activation.SWIGLU, Activation.GEGLU, Activation.REGLU}
+        return self in {
+            Activation.SWIGLU,
+            Activation.GEGLU,
+            Activation.REGLU,
+            Activation.CLAMPED_SWIGLU,
+        }
 
 
 class PositionType(StrEnum):
@@ -387,6 +396,12 @@ class RopeScaling(Strict):
     beta_slow: PositiveFloat | None = Field(
         default=None, description="yarn only: rotations where extrapolation stops (1)."
     )
+    truncate: StrictBool | None = Field(
+        default=None,
+        description="yarn only: the band between beta_fast and beta_slow is rounded out to "
+        "whole dims (transformers' truncate; gpt-oss: false, the exact band). Optional; "
+        "null: not recorded (the builder rounds, transformers' default).",
+    )
 
     @model_validator(mode="after")
     def _parameters(self) -> RopeScaling:
@@ -401,6 +416,8 @@ class RopeScaling(Strict):
             )
         if t is not RopeScalingType.YARN and (self.beta_fast or self.beta_slow):
             raise ValueError("position.rope_scaling.beta_fast and beta_slow are yarn only")
+        if t is not RopeScalingType.YARN and self.truncate is not None:
+            raise ValueError("position.rope_scaling.truncate is yarn only")
         return self
 
 
@@ -533,6 +550,24 @@ class MLP(Strict):
         description="GELU and GeGLU only: exact (erf) or the tanh approximation. Optional; "
         "null: not recorded (the builder uses tanh).",
     )
+    swiglu_limit: PositiveFloat | None = Field(
+        default=None,
+        description="clamped-swiglu only: the gate is clamped to at most this value and the "
+        "linear branch to [-limit, limit] (gpt-oss: 7.0, swiglu_limit). Optional; null: not "
+        "recorded (the builder uses 7.0).",
+    )
+    swiglu_alpha: PositiveFloat | None = Field(
+        default=None,
+        description="clamped-swiglu only: the gain in gate * sigmoid(alpha * gate) (gpt-oss: "
+        "1.702, swiglu_alpha). Optional; null: not recorded (the builder uses 1.702).",
+    )
+
+    @model_validator(mode="after")
+    def _clamp_parameters(self) -> MLP:
+        clamped = self.activation is Activation.CLAMPED_SWIGLU
+        if not clamped and (self.swiglu_limit is not None or self.swiglu_alpha is not None):
+            raise ValueError("mlp.swiglu_limit and swiglu_alpha are clamped-swiglu only")
+        return self
 
 
 class Bias(Strict):

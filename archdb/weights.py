@@ -5,7 +5,8 @@ A checkpoint directory holds ``model.safetensors``, or shards listed by
 one table per transformers ``model_type`` (``NAMES``): fused projections (GPT-2's c_attn,
 GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj) are cut into archdb's
 separate q, k, v (gate, up) rows; GPT-2's Conv1D weights are transposed; per-expert MoE
-weights are stacked into archdb's (experts, in, out) tensors; a tied head reads the
+weights are stacked into archdb's (experts, in, out) tensors (gpt-oss's are stored so,
+gate and up interleaved column by column, and are split by stride); a tied head reads the
 embedding. Every archdb tensor must be filled and every checkpoint tensor used, with
 the same shape: anything else is a ``WeightsError`` naming the tensor, so nothing is
 silently left at its random initial value.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,6 +134,7 @@ class Source:
     per_head: Callable[[Dims], tuple[int, int, int]] | None = None  # (heads, parts, part)
     experts: bool = False
     roll: int = 0  # rows rotated (OPT's position table)
+    interleaved: int | None = None  # every 2nd last-dim entry from this one (gpt-oss gate_up)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,9 @@ class Names:
     layer: dict[str, Source]  # archdb name after "decoder.layers.{i}." -> source
     prefix: str = "model.layers.{i}."  # the checkpoint's layer prefix
     tied_head: tuple[str, ...] = ()  # checkpoint names a tied head may carry (unused)
+    # layer tensors that hold a constant of the function (xIELU's beta and eps buffers):
+    # checked against the value archdb computes with, never loaded
+    constants: dict[str, float] = field(default_factory=dict)
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -456,6 +461,37 @@ def _deepseek() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _gpt_oss() -> Names:
+    """Sinks per layer; a biased router; experts fused as (experts, in, out) tensors with
+    gate and up interleaved column by column (gate_up[..., ::2], gate_up[..., 1::2])."""
+    layer = _llama_layer(_PRE)
+    layer["attn.sublayer.kernel.sinks"] = Source("self_attn.sinks")
+    experts = "mlp.experts."
+    layer |= {
+        "mlp.sublayer.router.proj.weight": Source("mlp.router.weight"),
+        "mlp.sublayer.router.proj.bias": Source("mlp.router.bias"),
+        "mlp.sublayer.experts.gate": Source(experts + "gate_up_proj", interleaved=0),
+        "mlp.sublayer.experts.up": Source(experts + "gate_up_proj", interleaved=1),
+        "mlp.sublayer.experts.gate_bias": Source(experts + "gate_up_proj_bias", interleaved=0),
+        "mlp.sublayer.experts.up_bias": Source(experts + "gate_up_proj_bias", interleaved=1),
+        "mlp.sublayer.experts.down": Source(experts + "down_proj"),
+        "mlp.sublayer.experts.down_bias": Source(experts + "down_proj_bias"),
+    }
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _apertus() -> Names:
+    """Llama's names with Apertus's norm names; the xIELU's learned scalars, and its beta
+    and eps saved as buffers (constants of the function: checked, not loaded)."""
+    from archdb.plan.mlp import XIELU_RULE
+
+    names = _llama({"attn.before": "attention_layernorm", "mlp.before": "feedforward_layernorm"})
+    for name, _ in XIELU_RULE.initial:
+        names.layer[f"mlp.sublayer.act.{name}"] = Source(f"mlp.act_fn.{name}")
+    names.constants.update({"mlp.act_fn.beta": XIELU_RULE.beta, "mlp.act_fn.eps": XIELU_RULE.eps})
+    return names
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -485,6 +521,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "gpt_oss": _gpt_oss,
+    "apertus": _apertus,
 }
 
 
@@ -592,6 +630,7 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
                 f"{_shown(source)} gives {tuple(value.shape)}"
             )
         values[name] = value
+    _check_constants(ckpt, names)
     unused = [n for n in ckpt.names() if n not in ckpt.used and not _tied_copy(n, names, model)]
     if unused:
         more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
@@ -599,6 +638,27 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"unexpected checkpoint tensor {unused[0]!r}{more}: archdb has no place for it"
         )
     return values
+
+
+def _check_constants(ckpt: Checkpoint, names: Names) -> None:
+    """Each checkpoint tensor that stores a constant of the function must hold the value
+    archdb computes with (in the tensor's own precision)."""
+    if not names.constants:
+        return
+    import torch
+
+    layer = re.compile("^" + re.escape(names.prefix).replace(re.escape("{i}"), r"\d+") + "(.+)$")
+    for name in ckpt.names():
+        match = layer.match(name)
+        expected = names.constants.get(match.group(1)) if match else None
+        if expected is None:
+            continue
+        value = ckpt.take(name)
+        if value.numel() != 1 or float(value) != float(torch.tensor(expected, dtype=value.dtype)):
+            raise WeightsError(
+                f"checkpoint tensor {name!r} holds {value.flatten()[:2].tolist()}, but archdb's "
+                f"function fixes it at {expected:g}"
+            )
 
 
 def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -635,6 +695,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])
     value = ckpt.take(source.name)
+    if source.interleaved is not None:
+        value = value[..., source.interleaved :: 2]
     if source.roll:
         value = value.roll(source.roll, 0)
     if source.transpose:
@@ -652,6 +714,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
 
 def _shown(source: Source) -> str:
     name = source.name.replace("{e}", "*")
+    if source.interleaved is not None:
+        return f"{name} (every 2nd column from {source.interleaved})"
     return f"{name} (rows cut)" if source.cut else name
 
 

@@ -390,6 +390,20 @@ CHOICES = [
         "bias.mlp": True,
     },
     {"attention.sinks": True},
+    {  # gpt-oss-like: clamped SwiGLU experts behind a biased router, sinks, exact YaRN band
+        "mlp.activation": "clamped-swiglu",
+        "mlp.swiglu_limit": 0.5,
+        "mlp.swiglu_alpha": 1.5,
+        "mlp.moe": moe_block(router_bias=True),
+        "bias.mlp": True,
+        "attention.sinks": True,
+        "position.rope_scaling": {
+            "type": "yarn",
+            "factor": 4.0,
+            "original_context": 16,
+            "truncate": False,
+        },
+    },
     {
         "attention.sinks": True,
         "attention.layer_pattern": ["local", "chunked", "global"],

@@ -14,7 +14,7 @@ from archdb.builder.model import build_model, count_parameters
 from archdb.measure.analytic import param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
-from tests.conftest import hf_import_count, latent_dims, make_arch
+from tests.conftest import hf_import_count, latent_dims, make_arch, moe_block
 
 pytest.importorskip("transformers")
 
@@ -140,4 +140,69 @@ def test_import_hf_gpt_oss_small_configs_are_exact(changes):
     arch = card.architecture
     assert arch.attention.sinks and arch.mlp.moe.router_bias
     assert [k.value for k in arch.attention.layer_pattern] == ["local", "global"]
-    assert "swiglu_limit" in card.notes["architecture.mlp.activation"]
+    assert arch.mlp.activation.value == "clamped-swiglu"
+    assert (arch.mlp.swiglu_limit, arch.mlp.swiglu_alpha) == (7.0, 1.702)  # GptOssConfig's
+
+
+def test_clamped_swiglu_equals_gpt_oss_experts_gate():
+    from transformers import GptOssConfig
+    from transformers.models.gpt_oss.modeling_gpt_oss import GptOssExperts
+
+    from archdb.builder.mlp import Act
+    from archdb.plan.mlp import ClampedSwiGLU
+    from archdb.schema import Activation
+
+    config = GptOssConfig(swiglu_limit=0.5, swiglu_alpha=1.3)
+    reference = GptOssExperts.__new__(GptOssExperts)
+    reference.alpha, reference.limit = config.swiglu_alpha, config.swiglu_limit
+    torch.manual_seed(0)
+    gate_up = torch.randn(6, 2 * 16)  # interleaved: gate in even columns, up in odd
+    expected = reference._apply_gate(gate_up)
+    act = Act(Activation.CLAMPED_SWIGLU, clamp=ClampedSwiGLU(limit=0.5, alpha=1.3))
+    assert torch.equal(act(gate_up[:, 0::2], gate_up[:, 1::2]), expected)
+    assert not torch.allclose(
+        Act(Activation.CLAMPED_SWIGLU)(gate_up[:, 0::2], gate_up[:, 1::2]), expected
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mlp.swiglu_limit": 7.0}, "swiglu_limit and swiglu_alpha are clamped-swiglu only"),
+        ({"mlp.swiglu_alpha": 1.702}, "swiglu_limit and swiglu_alpha are clamped-swiglu only"),
+    ],
+)
+def test_clamp_parameters_belong_to_the_clamped_swiglu(changes, message):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        make_arch(**changes)
+    assert make_arch(**{"mlp.activation": "clamped-swiglu", **changes}).mlp.activation.gated
+
+
+def test_xielu_equals_transformers_and_counts_its_two_scalars():
+    from transformers.activations import XIELUActivation
+
+    from archdb.builder.mlp import Act
+    from archdb.schema import Activation
+
+    reference = XIELUActivation(dtype=torch.float32)
+    act = Act(Activation.XIELU)
+    for name in ("alpha_p", "alpha_n"):  # the same initial values (a_p = a_n = 0.8)
+        assert torch.allclose(getattr(act, name), getattr(reference, name), rtol=1e-6)
+    with torch.no_grad():
+        for p in (reference.alpha_p, reference.alpha_n):
+            p.add_(0.3)
+        act.alpha_p.copy_(reference.alpha_p)
+        act.alpha_n.copy_(reference.alpha_n)
+    x = torch.linspace(-6, 6, 101)
+    assert torch.equal(act(x), reference(x))
+    plain = make_arch(**{"mlp.activation": "relu"})
+    xielu = make_arch(**{"mlp.activation": "xielu"})
+    assert param_count(xielu).total - param_count(plain).total == 2 * 2  # 2 layers x 2
+    assert count_parameters(build_model(xielu, device="meta")) == param_count(xielu).total
+
+
+def test_xielu_experts_are_refused():
+    with pytest.raises(BuildError, match="xielu in mixture-of-experts layers"):
+        make_plan(make_arch(**{"mlp.activation": "xielu", "mlp.moe": moe_block()}))

@@ -32,6 +32,9 @@ _DENSE = dict(
     vocab_size=128,
     max_position_embeddings=64,
 )
+GPT_OSS_ROPE = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "beta_fast": 32.0,
+                "beta_slow": 1.0, "original_max_position_embeddings": 64,
+                "truncate": False}  # fmt: skip
 # model_type -> its tiny config (values off the defaults where a default would hide a bug)
 TINY: dict[str, dict] = {
     "llama": {**_DENSE, "rms_norm_eps": 1e-5, "rope_theta": 500000.0},
@@ -62,6 +65,15 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    # a clamp low enough to cut many gate and up values; YaRN with gpt-oss's exact
+    # (untruncated) band; weights 2.5x the default init, so that band shows in the logits
+    "gpt_oss": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 4,
+                "num_experts_per_tok": 2, "sliding_window": WINDOW, "swiglu_limit": 0.1,
+                "swiglu_alpha": 1.3, "rope_parameters": GPT_OSS_ROPE, "initializer_range": 0.05},
+    # xIELU's learned scalars start off their initial values (like the norms, by _tiny)
+    "apertus": {**_DENSE, "head_dim": 24, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16}},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
@@ -211,6 +223,62 @@ def test_each_function_field_changes_the_logits(path, value, tmp_path):
         assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("mlp.swiglu_limit", None),  # gpt-oss's 7.0 clamps nothing here
+        ("mlp.swiglu_alpha", None),
+        ("position.rope_scaling.truncate", None),  # the band rounded out to whole dims
+        ("mlp.activation", "swiglu"),  # no clamp, no + 1
+    ],
+)
+def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
+    reference = _tiny("gpt_oss", tmp_path)
+    data = _card(tmp_path).model_dump(mode="json")
+    node = data["architecture"]
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    if value == "swiglu":
+        data["architecture"]["mlp"] |= {"swiglu_limit": None, "swiglu_alpha": None}
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
+def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):
+    from safetensors.torch import load_file
+
+    _tiny("gpt_oss", tmp_path)
+    model = archdb.build(_card(tmp_path), "full", weights=tmp_path)
+    fused = load_file(tmp_path / "model.safetensors")["model.layers.1.mlp.experts.gate_up_proj"]
+    experts = model.decoder.layers[1].mlp.sublayer.experts
+    assert fused.shape == (4, 64, 64)  # (experts, in, 2 x d_ff)
+    assert torch.equal(experts.gate, fused[..., 0::2])
+    assert torch.equal(experts.up, fused[..., 1::2])
+
+
+def test_xielu_constants_in_the_checkpoint_are_checked_not_loaded(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("apertus", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.mlp.activation.value == "xielu"
+    model = archdb.build(card, "full", weights=tmp_path)
+    act = model.decoder.layers[1].mlp.sublayer.act
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert torch.equal(act.alpha_n, tensors["model.layers.1.mlp.act_fn.alpha_n"])
+    assert not any("beta" in name for name, _ in model.named_parameters())
+    tensors["model.layers.1.mlp.act_fn.beta"] = torch.tensor(0.25)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        WeightsError, match=r"'model\.layers\.1\.mlp\.act_fn\.beta' holds \[0\.25\]"
+    ):
+        archdb.build(card, "full", weights=tmp_path)
+
+
 def test_cli_build_reports_the_loaded_weights(tmp_path):
     import json
 
@@ -312,6 +380,9 @@ def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypat
         assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
 
 
+FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # saved as held in memory: (experts, in, out) tensors
+
+
 def _open_cards_with_a_mapping():
     from archdb.catalogue import load_catalogue
     from archdb.measure.hf_reference import REFERENCES, model_type_for
@@ -321,7 +392,7 @@ def _open_cards_with_a_mapping():
         model_type = model_type_for(card.family, card.architecture)
         # transformers keeps MoE experts fused in memory and splits them when saving:
         # the saved per-expert layout is the tiny checkpoints' test above
-        dense = card.architecture.mlp.moe is None
+        dense = card.architecture.mlp.moe is None or model_type in FUSED_EXPERTS_ON_DISK
         if card.open_weights and dense and model_type in NAMES and model_type in REFERENCES:
             yield pytest.param(card, model_type, id=card.id)
 

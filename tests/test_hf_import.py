@@ -95,6 +95,11 @@ EXPECTED = [
                   "bias.mlp": True, "bias.lm_head": True, "mlp.d_ff": 16384}),
     ("c4ai-command-r-v01", {"norm.type": "layernorm", "norm.affine": "scale",
                             "parallel_layers": True, "position.rope_theta": 8_000_000.0}),
+    ("gpt-oss-20b", {"mlp.activation": "clamped-swiglu", "mlp.swiglu_limit": 7.0,
+                     "mlp.swiglu_alpha": 1.702, "attention.sinks": True,
+                     "attention.layer_pattern": ["local", "global"],
+                     "attention.sliding_window": 128, "mlp.moe.router_bias": True,
+                     "position.rope_scaling.truncate": False, "mlp.moe.n_experts": 32}),
 ]  # fmt: skip
 
 
@@ -147,6 +152,17 @@ def test_rope_scaling_is_mapped_and_the_rest_reported_and_noted():
     assert (scaling.beta_fast, scaling.beta_slow) == (32.0, 1.0)
     assert result.unmapped["rope_scaling"] == {"mscale": 0.707, "mscale_all_dim": 0.707}
     assert "mscale" in result.card["notes"]["architecture.position.rope_scaling"]
+
+
+def test_yarn_truncate_is_a_flag_or_reported():
+    cfg = config("deepseek-v2-lite")
+    cfg["rope_scaling"] = {**cfg["rope_scaling"], "truncate": False}
+    result = imported(cfg)
+    assert validate_card(result.card).architecture.position.rope_scaling.truncate is False
+    cfg["rope_scaling"]["truncate"] = "no"
+    result = imported(cfg)
+    assert validate_card(result.card).architecture.position.rope_scaling.truncate is None
+    assert result.unmapped["rope_scaling"]["truncate"] == "no"
 
 
 def test_unknown_rope_scaling_types_are_reported_and_noted():

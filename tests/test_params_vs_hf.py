@@ -303,7 +303,45 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "bias.qkv": True,
             "bias.attn_out": True,
             "bias.mlp": True,
+            "mlp.activation": "clamped-swiglu",
             "mlp.moe": {**MOE, "router_bias": True},
+        },
+    ),
+    (
+        "gpt_oss",
+        {
+            "attention.sinks": True,
+            "bias.qkv": False,
+            "bias.attn_out": False,
+            "bias.mlp": True,
+            "mlp.activation": "clamped-swiglu",
+            "mlp.swiglu_limit": 3.0,
+            "mlp.swiglu_alpha": 1.5,
+            "position.rope_scaling": {
+                "type": "yarn",
+                "factor": 8.0,
+                "original_context": 16,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+            },
+            "mlp.moe": {**MOE, "router_bias": True, "n_experts": 8},
+            "tied_embeddings": True,
+        },
+    ),
+    (
+        "apertus",
+        {
+            "mlp.activation": "xielu",
+            "attention.qk_norm": "per-head",
+            "attention.head_dim": 24,
+            "position.rope_scaling": {
+                "type": "llama3",
+                "factor": 8.0,
+                "original_context": 16,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+            },
         },
     ),
     (
@@ -374,7 +412,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next")
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus")
 
 
 @pytest.mark.parametrize(

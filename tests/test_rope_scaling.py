@@ -31,6 +31,11 @@ CASES = [
         2048,
     ),
     ({"type": "dynamic", "factor": 2.0, "original_context": 64}, {}, 128),
+    (  # gpt-oss: the exact band between beta_fast and beta_slow, not rounded to whole dims
+        {"type": "yarn", "factor": 32.0, "original_context": 4096},
+        {"beta_fast": 32.0, "beta_slow": 1.0, "truncate": False},
+        8192,
+    ),
 ]
 
 
@@ -74,6 +79,7 @@ def test_frequencies_equal_transformers(card, extra, length):
             "low_freq_factor and high_freq_factor are required for, and only for, llama3",
         ),
         ({"type": "linear", "factor": 2.0, "beta_fast": 32.0}, "beta_fast and beta_slow are yarn"),
+        ({"type": "linear", "factor": 2.0, "truncate": False}, "truncate is yarn only"),
     ],
 )
 def test_schema_asks_for_each_types_parameters(scaling, message):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from archdb.plan.mlp import activation_rule
+from archdb.plan.mlp import ClampedSwiGLU, activation_rule
 from archdb.schema import Activation
 
 
@@ -19,18 +19,25 @@ class Act(nn.Module):
 
     flop_class = "elementwise"
 
-    def __init__(self, activation: Activation, gelu_exact: bool = False) -> None:
+    def __init__(
+        self, activation: Activation, gelu_exact: bool = False, clamp: ClampedSwiGLU | None = None
+    ) -> None:
         super().__init__()
         self.activation = activation
-        self.rule = activation_rule(activation, gelu_exact)
+        self.rule = activation_rule(activation, gelu_exact, clamp)
         self.fn = self.rule.fn
+        for name, initial in self.rule.learned:  # xIELU's alpha_p, alpha_n
+            setattr(self, name, nn.Parameter(torch.tensor([initial])))
 
     def forward(self, h: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
-        a = self.fn(h)
+        if up is not None and self.rule.combine is not None:
+            return self.rule.combine(h, up)
+        a = self.fn(h, *(getattr(self, name) for name, _ in self.rule.learned))
         return a if up is None else a * up
 
     def extra_repr(self) -> str:
-        return self.rule.name
+        c = self.rule.combine
+        return f"{self.rule.name}, limit={c.limit:g}, alpha={c.alpha:g}" if c else self.rule.name
 
 
 class MLP(nn.Module):
@@ -61,7 +68,12 @@ class GatedMLP(nn.Module):
 
 
 def make_mlp(
-    activation: Activation, d_model: int, d_ff: int, bias: bool, gelu_exact: bool = False
+    activation: Activation,
+    d_model: int,
+    d_ff: int,
+    bias: bool,
+    gelu_exact: bool = False,
+    clamp: ClampedSwiGLU | None = None,
 ) -> nn.Module:
     cls = GatedMLP if activation.gated else MLP
-    return cls(d_model, d_ff, Act(activation, gelu_exact), bias)
+    return cls(d_model, d_ff, Act(activation, gelu_exact, clamp), bias)

@@ -144,8 +144,10 @@ def scaled_frequencies(
     def dim_of(rotations: float) -> float:
         return dims * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
 
-    low = max(math.floor(dim_of(fast)), 0)
-    high = min(math.ceil(dim_of(slow)), dims - 1)
+    low, high = dim_of(fast), dim_of(slow)
+    if scaling.truncate is not False:  # rounded out to whole dims (gpt-oss: the exact band)
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dims - 1)
     ramp = (torch.arange(dims // 2, dtype=torch.float32) - low) / max(high - low, 1e-3)
     extrapolate = 1 - ramp.clamp(0, 1)
     inv = (inv / factor) * (1 - extrapolate) + inv * extrapolate

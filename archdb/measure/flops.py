@@ -126,6 +126,8 @@ ELEMENTWISE_OPS = (
     "floor_divide",
     "remainder",
     "floor",
+    "clamp",  # one comparison per output element (gpt-oss's clamped SwiGLU)
+    "expm1",  # xIELU
 )
 HANDLES: dict[str, Handle] = {
     "aten::linear": linear_flops,
@@ -175,6 +177,7 @@ FREE_OPS = frozenset(
         "repeat_interleave",
         "topk",
         "masked_fill",
+        "where",  # a selection between two computed tensors (xIELU)
         "tril",
         "triu",
         "ones",

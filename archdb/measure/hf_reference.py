@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from archdb.plan.layout import embedding_width, fill_unknowns, learned_rows
+from archdb.plan.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
     Activation,
     Architecture,
@@ -293,9 +294,12 @@ def bamba(a: Architecture) -> dict:
 
 
 def gpt_oss(a: Architecture) -> dict:
-    _llama_like(a)
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.CLAMPED_SWIGLU)
     _softmax_attention(a)
-    _act(a, Activation.SWIGLU)
+    _position(a, PositionType.ROPE)
+    _require(not a.position.rotary_fraction, "every head dim rotates")
     _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
     _require(bool(a.attention.sinks), "attention.sinks: gpt-oss always has them")
     _require(a.bias.qkv == a.bias.attn_out and a.bias.mlp, "attention_bias; biased experts")
@@ -305,16 +309,60 @@ def gpt_oss(a: Architecture) -> dict:
         and moe.first_dense_layers == 0
         and moe.layer_period == 1
         and moe.n_shared == 0
-        and bool(moe.router_bias),
-        "every layer MoE with a biased router, no shared experts",
+        and bool(moe.router_bias)
+        and moe.normalize_top_k is not False,
+        "every layer MoE with a biased router (softmax over the top k), no shared experts",
     )
     names = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
+    rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
     return _base(a) | {
         "attention_bias": a.bias.qkv,
         "num_local_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "sliding_window": a.attention.sliding_window,
         "layer_types": _kinds(a, names),
+        "rope_parameters": rope | _rope_scaling(a),
+        "swiglu_limit": a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
+        "swiglu_alpha": a.mlp.swiglu_alpha or CLAMPED_SWIGLU.alpha,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+    }
+
+
+def _rope_scaling(a: Architecture) -> dict:
+    """The card's RoPE scaling as transformers' rope_parameters keys (none: {})."""
+    s = a.position.rope_scaling
+    if s is None:
+        return {}
+    keys = {
+        "original_context": "original_max_position_embeddings",
+        "low_freq_factor": "low_freq_factor",
+        "high_freq_factor": "high_freq_factor",
+        "beta_fast": "beta_fast",
+        "beta_slow": "beta_slow",
+        "truncate": "truncate",
+    }
+    out = {"rope_type": s.type.value, "factor": s.factor}
+    given = {key: getattr(s, name) for name, key in keys.items()}
+    return out | {key: value for key, value in given.items() if value is not None}
+
+
+def apertus(a: Architecture) -> dict:
+    """Apertus: Llama's layout with per-head QK norms and an up/xIELU/down MLP."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.XIELU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    _position(a, PositionType.ROPE)
+    _require(not a.position.rotary_fraction, "every head dim rotates")
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
+    rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 12_000_000.0}
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "hidden_act": "xielu",
+        "rope_parameters": rope | _rope_scaling(a),
+        "rms_norm_eps": a.norm.eps or 1e-5,
     }
 
 
@@ -750,6 +798,7 @@ REFERENCES: dict[str, Reference] = {
             gpt_oss,
             extras=frozenset({"sinks", "router_bias"}),
         ),
+        Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
         Reference(
             "qwen3_next",
             "Qwen3NextConfig",
@@ -814,6 +863,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "mamba-2": "mamba2",
     "bamba": "bamba",
     "gpt-oss": "gpt_oss",
+    "apertus": "apertus",
     "qwen3-next": "qwen3_next",
 }
 

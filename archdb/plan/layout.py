@@ -25,6 +25,7 @@ from archdb.schema import (
     NormType,
     PositionType,
     QKNorm,
+    RopeScalingType,
     get_path,
 )
 
@@ -116,6 +117,8 @@ def _unsupported(arch: Architecture) -> str | None:
     extras = att.sinks or att.output_gate is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
         return "attention sinks or an output gate outside softmax head attention"
+    if arch.mlp.activation is Activation.XIELU and arch.mlp.moe is not None:
+        return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
     if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:
@@ -402,6 +405,9 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "embedding_multiplier": (1.0, "embeddings enter the first block as looked up"),
     "logit_scale": (1.0, "the head's logits are not rescaled"),
     "mlp.moe.normalize_top_k": (True, "a softmax over the chosen experts' logits (Mixtral)"),
+    "mlp.swiglu_limit": (7.0, "gpt-oss's clamp of the clamped SwiGLU"),
+    "mlp.swiglu_alpha": (1.702, "gpt-oss's sigmoid gain of the clamped SwiGLU"),
+    "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
 }
 
 
@@ -417,11 +423,20 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
             continue
         if path == "mlp.moe.normalize_top_k" and arch.mlp.moe is None:
             continue
+        if path.startswith("mlp.swiglu_") and arch.mlp.activation is not Activation.CLAMPED_SWIGLU:
+            continue
+        if path == "position.rope_scaling.truncate" and not _yarn(arch):
+            continue
         made.append(Assumption(path, value, why))
     return tuple(made)
 
 
 GELUS = (Activation.GELU, Activation.GEGLU)
+
+
+def _yarn(arch: Architecture) -> bool:
+    scaling = arch.position.rope_scaling
+    return scaling is not None and scaling.type is RopeScalingType.YARN
 
 
 def _replaced(model: BaseModel, updates: dict[str, object]) -> BaseModel:

@@ -1,13 +1,15 @@
 """Feed-forward specs: activations (one registry), dense and gated MLPs, mixtures of experts.
 
 An activation is a rule: its function (applied to the gate of a gated unit) and its FLOPs
-per element; whether it is gated is ``Activation.gated`` on the enum. The torch module is
-``archdb.builder.mlp.Act`` running that function. Adding an activation is one entry in
-``ACTIVATIONS`` (and its enum value).
+per element; whether it is gated is ``Activation.gated`` on the enum. A gated unit whose
+branches meet otherwise than act(gate) * up gives its ``combine`` (gpt-oss's clamped
+SwiGLU). The torch module is ``archdb.builder.mlp.Act`` running that function. Adding an
+activation is one entry in ``ACTIVATIONS`` (and its enum value).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,12 +51,70 @@ def _squared_relu(x):  # relu(x)^2 (So et al. 2021, Primer; Nemotron-4)
 
 
 @dataclass(frozen=True)
+class ClampedSwiGLU:
+    """gpt-oss's gated unit (openai/gpt-oss ``swiglu``; transformers GptOssExperts): the
+    gate clamped above at ``limit``, the linear branch to [-limit, limit], then
+    (up + 1) * gate * sigmoid(alpha * gate)."""
+
+    limit: float = 7.0  # swiglu_limit
+    alpha: float = 1.702  # swiglu_alpha
+
+    def gate(self, x):
+        import torch
+
+        x = x.clamp(max=self.limit)
+        return x * torch.sigmoid(x * self.alpha)
+
+    def __call__(self, gate, up):
+        return (up.clamp(min=-self.limit, max=self.limit) + 1) * self.gate(gate)
+
+
+CLAMPED_SWIGLU = ClampedSwiGLU()  # gpt-oss's limit and alpha: the defaults of null fields
+
+_SOFTPLUS_INVERSE_08 = math.log(math.expm1(0.8))  # stored so that softplus gives 0.8
+_SOFTPLUS_INVERSE_03 = math.log(math.expm1(0.8 - 0.5))
+
+
+@dataclass(frozen=True)
+class XIELU:
+    """xIELU (Huang 2024, https://arxiv.org/abs/2411.13010), as transformers'
+    XIELUActivation computes it: with a_p = softplus(alpha_p), a_n = beta + softplus(alpha_n),
+    a_p x^2 + beta x for x > 0, else (expm1(min(x, eps)) - x) a_n + beta x. beta and eps
+    are constants of the function; alpha_p and alpha_n are learned, one each per MLP."""
+
+    beta: float = 0.5
+    eps: float = -1e-6
+    initial: tuple[tuple[str, float], ...] = (
+        ("alpha_p", _SOFTPLUS_INVERSE_08),
+        ("alpha_n", _SOFTPLUS_INVERSE_03),
+    )
+
+    def __call__(self, x, alpha_p, alpha_n):
+        import torch
+        import torch.nn.functional as F
+
+        a_p = F.softplus(alpha_p)
+        a_n = self.beta + F.softplus(alpha_n)
+        positive = a_p * x * x + self.beta * x
+        negative = (torch.expm1(x.clamp(max=self.eps)) - x) * a_n + self.beta * x
+        return torch.where(x > 0, positive, negative)
+
+
+XIELU_RULE = XIELU()
+
+
+@dataclass(frozen=True)
 class ActivationRule:
     """The non-linearity (of the gate, for gated units), named as in module trees."""
 
     name: str
     fn: Callable
-    flops_per_element: int = cv.ELEMENTWISE  # the non-linearity alone
+    flops_per_element: int = cv.ELEMENTWISE  # the non-linearity alone (all but the product)
+    combine: Callable | None = None  # (gate, up) -> output, where not fn(gate) * up
+    # learned scalars of the function, one set per MLP (xIELU): (name, initial raw value),
+    # passed to fn after its input; flops_per_call: their own transformation per call
+    learned: tuple[tuple[str, float], ...] = ()
+    flops_per_call: int = 0
 
 
 ACTIVATIONS: dict[Activation, ActivationRule] = {
@@ -66,17 +126,32 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     Activation.SWIGLU: ActivationRule("silu", _silu),
     Activation.GEGLU: ActivationRule("gelu", _gelu),
     Activation.REGLU: ActivationRule("relu", _relu),
+    # per element: two clamps, alpha *, sigmoid, gate *, up + 1 (and the product)
+    Activation.CLAMPED_SWIGLU: ActivationRule(
+        "clamped-swiglu", CLAMPED_SWIGLU.gate, flops_per_element=6, combine=CLAMPED_SWIGLU
+    ),
+    # per element: alpha_p x, * x, beta x, +; clamp, expm1, - x, * a_n, beta x, + (the
+    # selection is free); per call: two softplus and beta + of the learned scalars
+    Activation.XIELU: ActivationRule(
+        "xielu", XIELU_RULE, flops_per_element=10, learned=XIELU_RULE.initial, flops_per_call=3
+    ),
 }
 
 
 GELU_EXACT = ActivationRule("gelu-exact", _gelu_exact)  # GELU/GeGLU with gelu_approximation exact
 
 
-def activation_rule(activation: Activation, gelu_exact: bool = False) -> ActivationRule:
-    """The rule of an activation; GELU and GeGLU by erf when ``gelu_exact``."""
+def activation_rule(
+    activation: Activation, gelu_exact: bool = False, clamp: ClampedSwiGLU | None = None
+) -> ActivationRule:
+    """The rule of an activation; GELU and GeGLU by erf when ``gelu_exact``; a clamped
+    SwiGLU with the card's ``clamp`` (limit, alpha) when given."""
     if gelu_exact and activation in (Activation.GELU, Activation.GEGLU):
         return GELU_EXACT
-    return ACTIVATIONS[activation]
+    rule = ACTIVATIONS[activation]
+    if clamp is not None and activation is Activation.CLAMPED_SWIGLU:
+        return ActivationRule(rule.name, clamp.gate, rule.flops_per_element, clamp)
+    return rule
 
 
 @dataclass(frozen=True)
@@ -88,15 +163,17 @@ class DenseMLP:
     activation: Activation
     bias: bool
     gelu_exact: bool = False  # GELU/GeGLU by erf rather than the tanh approximation
+    clamp: ClampedSwiGLU | None = None  # clamped-swiglu's limit and alpha
 
     @property
     def rule(self) -> ActivationRule:
-        return ACTIVATIONS[self.activation]
+        return activation_rule(self.activation, self.gelu_exact, self.clamp)
 
     def params(self) -> int:
         branches = 2 if self.activation.gated else 1
         d, f = self.d_model, self.d_ff
-        return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias)
+        learned = len(self.rule.learned)  # xIELU's alpha_p and alpha_n
+        return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias) + learned
 
     def inactive_params(self) -> int:
         return 0
@@ -107,13 +184,15 @@ class DenseMLP:
         for _ in range(2 if gated else 1):
             tally.linear(d, f, self.bias, tokens)
         per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)
-        tally.add(C.ELEMENTWISE, tokens * f * per)
+        tally.add(C.ELEMENTWISE, tokens * f * per + self.rule.flops_per_call)
         tally.linear(f, d, self.bias, tokens)
 
     def module(self, ctx=None):
         from archdb.builder.mlp import make_mlp
 
-        return make_mlp(self.activation, self.d_model, self.d_ff, self.bias, self.gelu_exact)
+        return make_mlp(
+            self.activation, self.d_model, self.d_ff, self.bias, self.gelu_exact, self.clamp
+        )
 
 
 @dataclass(frozen=True)
@@ -156,7 +235,7 @@ class MoESpec:
         from archdb.builder.moe import Experts, MoE, Router
 
         e = self.expert
-        act = Act(e.activation, e.gelu_exact)
+        act = Act(e.activation, e.gelu_exact, e.clamp)
         experts = Experts(self.n_experts, self.d_model, e.d_ff, act, e.activation.gated, e.bias)
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from archdb.schema import (
+    Activation,
     Architecture,
     GeluApproximation,
     Kind,
@@ -34,7 +35,7 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import DenseMLP, MoESpec
+from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
@@ -337,17 +338,29 @@ class _Reader:
     def takes_bias(self, spec: LayerSpec | None) -> bool:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
 
+    def clamp(self) -> ClampedSwiGLU | None:
+        """A clamped SwiGLU's limit and alpha (gpt-oss's where the card records none)."""
+        m = self.a.mlp
+        if m.activation is not Activation.CLAMPED_SWIGLU:
+            return None
+        return ClampedSwiGLU(
+            m.swiglu_limit or CLAMPED_SWIGLU.limit, m.swiglu_alpha or CLAMPED_SWIGLU.alpha
+        )
+
     def mlp(self, spec: LayerSpec) -> DenseMLP | MoESpec | None:
         a = self.a
         act, bias = a.mlp.activation, bool(a.bias.mlp)
         if spec.d_ff is None:
             return None
         exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
+        clamp = self.clamp()
         if not spec.moe:
-            return DenseMLP(self.d, spec.d_ff, act, bias, exact)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
         moe = a.mlp.moe
-        shared = DenseMLP(self.d, moe.shared_d_ff, act, bias, exact) if moe.n_shared else None
-        expert = DenseMLP(self.d, spec.d_ff, act, bias, exact)
+        shared = (
+            DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
+        )
+        expert = DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
         normalize = moe.normalize_top_k is not False
         return MoESpec(
             self.d,
