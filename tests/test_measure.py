@@ -190,6 +190,16 @@ def test_fused_attention_is_refused_not_skipped():
         measure_flops(Fused(), 6)
 
 
+def test_interleaved_rope_costs_what_half_split_rope_costs():
+    # Both layouts rotate by the same multiply-adds; only the pairing (a flip or a cat) differs.
+    by_layout = {
+        layout: measure_flops(build_model(make_arch(**{"position.rope_layout": layout})), 16)
+        for layout in ("half-split", "interleaved")
+    }
+    assert by_layout["interleaved"].total == by_layout["half-split"].total > 0
+    assert by_layout["interleaved"].by_class == by_layout["half-split"].by_class
+
+
 def test_norms_activations_and_softcaps_are_counted():
     plain = flops(make_arch(), 32).per_token_by_class()
     capped = flops(

@@ -154,6 +154,7 @@ FREE_OPS = frozenset(
         "expand_as",
         "permute",
         "transpose",
+        "flip",  # interleaved RoPE swaps each rotary pair
         "t",
         "contiguous",
         "unsqueeze",
