@@ -299,6 +299,14 @@ class ConfigShape(_Keys):
     mamba_expand: Number | None = None
     mamba_conv_bias: StrictBool | None = None
     mamba_proj_bias: StrictBool | None = None
+    # Gemma 4: global layers' own sizes, values from keys, experts beside a dense MLP
+    global_head_dim: Width | None = None
+    num_global_key_value_heads: Heads | None = None
+    attention_k_eq_v: StrictBool | None = None
+    enable_moe_block: StrictBool | None = None
+    top_k_experts: Heads | None = None
+    hidden_size_per_layer_input: _sized(0, MAX_WIDTH) | None = None
+    num_kv_shared_layers: _sized(0, MAX_DEPTH) | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -683,6 +691,96 @@ def _bamba(d: _Draft) -> None:
     d.set("architecture.mixers.mamba2.mlp", True, "family")
 
 
+def _gemma4(d: _Draft) -> None:
+    """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
+    own KV heads and no value projection), proportional partial RoPE on them only, a value
+    norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
+    if d.read("hidden_size_per_layer_input", default=256):  # Gemma4TextConfig's default
+        raise HFImportError(
+            "hidden_size_per_layer_input is set: per-layer embeddings (Gemma 4 E2B/E4B) have "
+            "no card field yet"
+        )
+    if d.read("num_kv_shared_layers", default=0):
+        raise HFImportError(
+            "num_kv_shared_layers is set: cross-layer KV sharing has no card field yet"
+        )
+    for key in ("vocab_size_per_layer_input", "use_double_wide_mlp"):  # only with the two above
+        d.read(key)
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.norm.unit_offset", False, "family")  # Gemma4RMSNorm: x * w
+    d.set("architecture.embedding_multiplier", d_model**0.5, "family")
+    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
+    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
+    _gemma4_pattern(d)
+    _gemma4_global_layers(d)
+    bidirectional = d.read("use_bidirectional_attention")
+    if bidirectional == "vision":
+        d.note(
+            "architecture.attention",
+            "use_bidirectional_attention 'vision': image tokens attend to each other both "
+            "ways; text tokens, which the card describes, stay causal.",
+        )
+    elif bidirectional is not None:
+        d.unmapped["use_bidirectional_attention"] = bidirectional
+    if d.read("enable_moe_block", default=False):
+        dense = d.value("architecture.mlp.d_ff")
+        d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
+        d.moe(
+            n_experts=d.read("num_experts", required=True),
+            n_active=d.read("top_k_experts", required=True),
+        )
+        d.set("architecture.mlp.moe.dense_beside_d_ff", dense, "config")
+        d.set("architecture.mlp.moe.router_scales", True, "family")
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # top-k renormalized
+    else:
+        d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+
+
+def _gemma4_pattern(d: _Draft) -> None:
+    """Without layer_types, five sliding layers to one full, the last layer forced full."""
+    if d.read("layer_types"):
+        return
+    n = d.value("architecture.n_layers")
+    kinds = ["global" if (i + 1) % 6 == 0 or i == n - 1 else "local" for i in range(n)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+    d.set("architecture.attention.sliding_window", d.read("sliding_window", default=512), "config")
+
+
+def _gemma4_global_layers(d: _Draft) -> None:
+    full, _ = _rope_parameters(d)
+    # _position took the full-attention RoPE block for the card's: it is the global layers'
+    for path in list(d.values):
+        if path.startswith(("architecture.position.rope_scaling", "architecture.position.rot")):
+            d.clear(path)
+    d.unmapped.pop("rope_scaling", None)
+    d.notes.pop("architecture.position", None)
+    d.notes.pop("architecture.position.rope_scaling", None)
+    kind = full.get("rope_type", "default")
+    if kind not in ("default", "proportional"):
+        raise HFImportError(f"full-attention rope_type {_brief(kind)} is not one the card holds")
+    overrides: dict[str, Any] = {}
+    fraction = full.get("partial_rotary_factor")
+    if kind == "proportional" and fraction is not None and fraction < 1:
+        overrides["rotary_fraction"] = float(fraction)
+    head_dim = d.value("architecture.attention.head_dim")
+    global_head_dim = d.read("global_head_dim", default=512)  # Gemma4TextConfig's default
+    if global_head_dim != head_dim:
+        overrides["head_dim"] = global_head_dim
+    global_kv = d.read("num_global_key_value_heads")
+    if d.read("attention_k_eq_v", default=False):
+        overrides["values_from_keys"] = True
+        kv = d.value("architecture.attention.n_kv_heads")
+        if global_kv is not None and global_kv != kv:
+            overrides["n_kv_heads"] = global_kv
+    elif global_kv is not None:
+        d.unmapped["num_global_key_value_heads"] = f"{global_kv} (unused without k_eq_v)"
+    if "global" not in (d.value("architecture.attention.layer_pattern") or []):
+        return
+    for name, value in overrides.items():
+        origin = "family" if name == "head_dim" and "global_head_dim" not in d.config else "config"
+        d.set(f"architecture.attention.global_layers.{name}", value, origin)
+
+
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
     if d.value("architecture.position.type") == "rope":
         interleaved = d.read("rope_interleave", default=True)
@@ -715,6 +813,9 @@ FAMILIES: dict[str, Family] = {
                           qk_norm="per-head", tied_default=True,
                           activation_default="gelu_pytorch_tanh",
                           default_pattern=("local",) * 5 + ("global",), hook=_gemma),
+    "gemma4_text": Family("gemma4", "Gemma4TextDecoderLayer", norm_position="double",
+                          qk_norm="per-head", tied_default=True,
+                          activation_default="gelu_pytorch_tanh", hook=_gemma4),
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
     "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
     "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,
@@ -753,7 +854,8 @@ FAMILIES: dict[str, Family] = {
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
-_ALIASES = {"gemma3": "gemma3_text"}  # a multimodal wrapper: its text_config is the decoder
+# multimodal wrappers: their text_config is the decoder
+_ALIASES = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
 
 
 def supported_model_types() -> list[str]:
@@ -1360,6 +1462,8 @@ _SUB_ORDER = {
         "sinks",
         "output_gate",
         "scale",
+        "global_layers",
+        "value_norm",
     ),
     "position": (
         "type",
