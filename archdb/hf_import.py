@@ -306,6 +306,9 @@ class ConfigShape(_Keys):
     enable_moe_block: StrictBool | None = None
     top_k_experts: Heads | None = None
     hidden_size_per_layer_input: _sized(0, MAX_WIDTH) | None = None
+    per_layer_config: (
+        Annotated[dict[str, dict[str, _sized(1, MAX_WIDTH)]], Field(max_length=MAX_DEPTH)] | None
+    ) = None
     num_kv_shared_layers: _sized(0, MAX_DEPTH) | None = None
 
 
@@ -711,6 +714,7 @@ def _gemma4(d: _Draft) -> None:
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
     d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
     d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
+    d.set("architecture.layer_scalar", True, "family")  # layer_scalar on each layer's output
     _gemma4_pattern(d)
     _gemma4_global_layers(d)
     bidirectional = d.read("use_bidirectional_attention")
@@ -763,22 +767,47 @@ def _gemma4_global_layers(d: _Draft) -> None:
     if kind == "proportional" and fraction is not None and fraction < 1:
         overrides["rotary_fraction"] = float(fraction)
     head_dim = d.value("architecture.attention.head_dim")
-    global_head_dim = d.read("global_head_dim", default=512)  # Gemma4TextConfig's default
-    if global_head_dim != head_dim:
-        overrides["head_dim"] = global_head_dim
-    global_kv = d.read("num_global_key_value_heads")
-    if d.read("attention_k_eq_v", default=False):
+    kv = d.value("architecture.attention.n_kv_heads")
+    k_eq_v = d.read("attention_k_eq_v", default=False)
+    if k_eq_v:
         overrides["values_from_keys"] = True
-        kv = d.value("architecture.attention.n_kv_heads")
-        if global_kv is not None and global_kv != kv:
-            overrides["n_kv_heads"] = global_kv
-    elif global_kv is not None:
-        d.unmapped["num_global_key_value_heads"] = f"{global_kv} (unused without k_eq_v)"
+    per_layer = d.read("per_layer_config")
+    if per_layer is not None:  # how transformers 5.24 saves global_head_dim and its KV heads
+        global_head_dim, global_kv = _global_layer_sizes(d, per_layer)
+    else:
+        global_head_dim = d.read("global_head_dim", default=512)  # Gemma4TextConfig's default
+        global_kv = d.read("num_global_key_value_heads")
+        if global_kv is not None and not k_eq_v:
+            d.unmapped["num_global_key_value_heads"] = f"{global_kv} (unused without k_eq_v)"
+            global_kv = None
+    if global_head_dim is not None and global_head_dim != head_dim:
+        overrides["head_dim"] = global_head_dim
+    if global_kv is not None and global_kv != kv:
+        overrides["n_kv_heads"] = global_kv
     if "global" not in (d.value("architecture.attention.layer_pattern") or []):
         return
     for name, value in overrides.items():
         origin = "family" if name == "head_dim" and "global_head_dim" not in d.config else "config"
         d.set(f"architecture.attention.global_layers.{name}", value, origin)
+
+
+def _global_layer_sizes(d: _Draft, per_layer: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(head_dim, KV heads) that per_layer_config gives every full-attention layer; the
+    card holds one set of global-layer sizes, so anything else is refused."""
+    pattern = d.value("architecture.attention.layer_pattern") or []
+    n = d.value("architecture.n_layers")
+    full = {str(i) for i in range(n) if pattern[i % len(pattern)] == "global"}
+    sizes = {tuple(sorted(v.items())) for v in per_layer.values()}
+    if set(per_layer) != full or len(sizes) != 1:
+        raise HFImportError(
+            "per_layer_config gives sizes other than one set for every full-attention "
+            "layer: per-layer widths have no card field"
+        )
+    own = dict(next(iter(sizes)))
+    unknown = set(own) - {"head_dim", "num_key_value_heads"}
+    if unknown:
+        raise HFImportError(f"per_layer_config sets {', '.join(sorted(unknown))}: no card field")
+    return own.get("head_dim"), own.get("num_key_value_heads")
 
 
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
@@ -1446,6 +1475,7 @@ _ARCH_ORDER = (
     "mixers",
     "embedding_multiplier",
     "logit_scale",
+    "layer_scalar",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),

@@ -637,6 +637,13 @@ class Architecture(Strict):
         description="Factor on the output logits, before any soft-cap (Command R: 0.0625). "
         "Optional; null: not recorded (the builder uses 1).",
     )
+    layer_scalar: StrictBool | None = Field(
+        default=None,
+        description="A learned scalar multiplies each layer's output, residual stream "
+        "included (Gemma 4 layer_scalar, Google's skip_scale). Held as a checkpoint buffer "
+        "as in transformers, so parameter counts leave it out (Google's reference counts "
+        "one per layer). Optional; null for none.",
+    )
 
     # --- derived figures: computed, never stored --------------------------------
 

@@ -62,6 +62,13 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    # global layers with their own KV heads, head width, proportional RoPE and values from
+    # keys; a value norm; the layer scalar; (moe) experts beside a dense MLP
+    "gemma4_text": {**_DENSE, "num_hidden_layers": 6, "head_dim": 16, "global_head_dim": 32,
+                    "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+                    "sliding_window": WINDOW, "hidden_size_per_layer_input": 0,
+                    "final_logit_softcapping": 3.0, "enable_moe_block": True,
+                    "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,

@@ -218,7 +218,7 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
     ffn = residual(mlp, own_norm) if mlp is not None else None
-    return SerialBlock(residual(attn), ffn, cross)
+    return SerialBlock(residual(attn), ffn, cross, block.scalar)
 
 
 # --- reading a built model ----------------------------------------------------------------

@@ -118,6 +118,10 @@ def _unsupported(arch: Architecture) -> str | None:
         return "attention sinks or an output gate outside softmax head attention"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
+    if arch.layer_scalar and (arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY):
+        return "a layer scalar outside serial decoder-only blocks"
+    if arch.layer_scalar and arch.norm.position is NormPosition.RESIDUAL:
+        return "a layer scalar with ResiDual"
     moe = arch.mlp.moe
     if moe is not None and moe.dense_beside_d_ff is not None and arch.parallel_layers:
         return "a dense MLP beside the experts in parallel layers"

@@ -110,6 +110,7 @@ class Block:
     shared_norm: bool = False  # parallel blocks: one norm feeds both branches (GPT-J)
     resi_dual: bool = False
     cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
+    scalar: bool = False  # a learned scalar multiplies the layer's output (Gemma 4)
 
     @property
     def n_norms(self) -> int:
@@ -146,6 +147,8 @@ class Block:
                 self.norm.flops(tally, d)
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
             sublayer.flops(tally)
+        if self.scalar:
+            tally.elementwise(d)
 
     def cache_entries(self, context: int) -> int:
         cross = self.cross.cache_entries(context) if self.cross else 0
@@ -292,6 +295,7 @@ class _Reader:
             shared_norm=bool(a.norm.shared_in_parallel) or not slots.before,
             resi_dual=a.norm.position is NormPosition.RESIDUAL,
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
+            scalar=bool(a.layer_scalar),
         )
 
     def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
