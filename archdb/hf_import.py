@@ -796,9 +796,11 @@ def _global_layer_sizes(d: _Draft, per_layer: Mapping[str, Any]) -> tuple[Any, A
     card holds one set of global-layer sizes, so anything else is refused."""
     pattern = d.value("architecture.attention.layer_pattern") or []
     n = d.value("architecture.n_layers")
-    full = {str(i) for i in range(n) if pattern[i % len(pattern)] == "global"}
+    full = {i for i in range(n) if pattern[i % len(pattern)] == "global"}
     sizes = {tuple(sorted(v.items())) for v in per_layer.values()}
-    if set(per_layer) != full or len(sizes) != 1:
+    if not all(str(k).isdigit() and len(str(k)) <= 6 for k in per_layer):
+        raise HFImportError("per_layer_config keys must be layer indices")
+    if {int(k) for k in per_layer} != full or len(sizes) != 1:
         raise HFImportError(
             "per_layer_config gives sizes other than one set for every full-attention "
             "layer: per-layer widths have no card field"

@@ -288,6 +288,7 @@ GEMMA4_ATTENTION: dict[str, Any] = {
     "position.rope_theta": 1_000_000.0,
     "position.rope_theta_local": 10_000.0,
     "final_logit_softcap": 30.0,
+    "layer_scalar": True,
 }
 # Gemma 4 26B-A4B's feed-forward: routed experts beside a dense MLP, its scaled router
 GEMMA4_MOE: dict[str, Any] = {

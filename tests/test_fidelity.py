@@ -339,7 +339,7 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     checkpoint: every name it holds has its place in archdb's model, shape for shape."""
     from archdb.measure.hf_reference import REFERENCES, NotRepresentable
     from archdb.plan.layout import fill_unknowns
-    from archdb.weights import TensorCheckpoint, match_weights
+    from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
 
     ref = REFERENCES[model_type]
     arch = fill_unknowns(card.architecture)[0]
@@ -357,4 +357,5 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
         state["embed_out.weight"] = state.pop("lm_head.weight")
     values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
-    assert len(values) == len(dict(ours.named_parameters()))
+    # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
+    assert len(values) == len(dict(ours.named_parameters())) + len(checkpoint_buffers(ours))

@@ -341,3 +341,13 @@ def test_gemma4_global_kv_heads_apply_only_with_k_eq_v():
     g = validate_card(result.card).architecture.attention.global_layers
     assert (g.n_kv_heads, g.values_from_keys, g.head_dim) == (None, None, 512)
     assert "num_global_key_value_heads" in result.unmapped
+
+
+def test_gemma4_per_layer_config_is_read_and_uneven_sizes_refused():
+    """transformers 5.24 saves the global layers' sizes as per_layer_config."""
+    cfg = {k: v for k, v in config("gemma-4-26b-a4b").items() if "global" not in k}
+    full = {f"{i:02d}": {"head_dim": 512, "num_key_value_heads": 2} for i in range(5, 30, 6)}
+    g = card_of({**cfg, "per_layer_config": full}).architecture.attention.global_layers
+    assert (g.head_dim, g.n_kv_heads) == (512, 2)
+    with pytest.raises(HFImportError, match="per-layer widths"):
+        imported({**cfg, "per_layer_config": {**full, "05": {"head_dim": 256}}})

@@ -63,6 +63,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "value_norm": lambda a: bool(a.attention.value_norm),
     "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
+    "layer_scalar": lambda a: bool(a.layer_scalar),
 }
 
 
@@ -407,6 +408,7 @@ def gemma4_text(a: Architecture) -> dict:
     _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
     _require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
     _require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
+    _require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
     _require(a.position.rotary_fraction is None, "local layers rotate every dim")
     g = a.attention.global_layers
     hd = a.head_dim_effective
@@ -832,7 +834,9 @@ REFERENCES: dict[str, Reference] = {
             "Gemma4TextConfig",
             "Gemma4ForCausalLM",
             gemma4_text,
-            extras=frozenset({"global_layers", "value_norm", "dense_beside", "router_scales"}),
+            extras=frozenset(
+                {"global_layers", "value_norm", "dense_beside", "router_scales", "layer_scalar"}
+            ),
         ),
         Reference(
             "chameleon",
