@@ -301,6 +301,17 @@ class ConfigShape(_Keys):
     mamba_expand: Number | None = None
     mamba_conv_bias: StrictBool | None = None
     mamba_proj_bias: StrictBool | None = None
+    # Gemma 4: global layers' own sizes, values from keys, experts beside a dense MLP
+    global_head_dim: Width | None = None
+    num_global_key_value_heads: Heads | None = None
+    attention_k_eq_v: StrictBool | None = None
+    enable_moe_block: StrictBool | None = None
+    top_k_experts: Heads | None = None
+    hidden_size_per_layer_input: _sized(0, MAX_WIDTH) | None = None
+    per_layer_config: (
+        Annotated[dict[str, dict[str, _sized(1, MAX_WIDTH)]], Field(max_length=MAX_DEPTH)] | None
+    ) = None
+    num_kv_shared_layers: _sized(0, MAX_DEPTH) | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -682,6 +693,124 @@ def _bamba(d: _Draft) -> None:
     d.set("architecture.mixers.mamba2.mlp", True, "family")
 
 
+def _gemma4(d: _Draft) -> None:
+    """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
+    own KV heads and no value projection), proportional partial RoPE on them only, a value
+    norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
+    if d.read("hidden_size_per_layer_input", default=256):  # Gemma4TextConfig's default
+        raise HFImportError(
+            "hidden_size_per_layer_input is set: per-layer embeddings (Gemma 4 E2B/E4B) have "
+            "no card field yet"
+        )
+    if d.read("num_kv_shared_layers", default=0):
+        raise HFImportError(
+            "num_kv_shared_layers is set: cross-layer KV sharing has no card field yet"
+        )
+    for key in ("vocab_size_per_layer_input", "use_double_wide_mlp"):  # only with the two above
+        d.read(key)
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.norm.unit_offset", False, "family")  # Gemma4RMSNorm: x * w
+    d.set("architecture.embedding_multiplier", d_model**0.5, "family")
+    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
+    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
+    d.set("architecture.layer_scalar", True, "family")  # layer_scalar on each layer's output
+    _gemma4_pattern(d)
+    _gemma4_global_layers(d)
+    bidirectional = d.read("use_bidirectional_attention")
+    if bidirectional == "vision":
+        d.note(
+            "architecture.attention",
+            "use_bidirectional_attention 'vision': image tokens attend to each other both "
+            "ways; text tokens, which the card describes, stay causal.",
+        )
+    elif bidirectional is not None:
+        d.unmapped["use_bidirectional_attention"] = bidirectional
+    if d.read("enable_moe_block", default=False):
+        dense = d.value("architecture.mlp.d_ff")
+        d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
+        d.moe(
+            n_experts=d.read("num_experts", required=True),
+            n_active=d.read("top_k_experts", required=True),
+        )
+        d.set("architecture.mlp.moe.dense_beside_d_ff", dense, "config")
+        d.set("architecture.mlp.moe.router_scales", True, "family")
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # top-k renormalized
+    else:
+        d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+
+
+def _gemma4_pattern(d: _Draft) -> None:
+    """Without layer_types, five sliding layers to one full, the last layer forced full."""
+    if d.read("layer_types"):
+        return
+    n = d.value("architecture.n_layers")
+    kinds = ["global" if (i + 1) % 6 == 0 or i == n - 1 else "local" for i in range(n)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+    d.set("architecture.attention.sliding_window", d.read("sliding_window", default=512), "config")
+
+
+def _gemma4_global_layers(d: _Draft) -> None:
+    full, _ = _rope_parameters(d)
+    # _position took the full-attention RoPE block for the card's: it is the global layers'
+    for path in list(d.values):
+        if path.startswith(("architecture.position.rope_scaling", "architecture.position.rot")):
+            d.clear(path)
+    d.unmapped.pop("rope_scaling", None)
+    d.notes.pop("architecture.position", None)
+    d.notes.pop("architecture.position.rope_scaling", None)
+    kind = full.get("rope_type", "default")
+    if kind not in ("default", "proportional"):
+        raise HFImportError(f"full-attention rope_type {_brief(kind)} is not one the card holds")
+    overrides: dict[str, Any] = {}
+    fraction = full.get("partial_rotary_factor")
+    if kind == "proportional" and fraction is not None and fraction < 1:
+        overrides["rotary_fraction"] = float(fraction)
+    head_dim = d.value("architecture.attention.head_dim")
+    kv = d.value("architecture.attention.n_kv_heads")
+    k_eq_v = d.read("attention_k_eq_v", default=False)
+    if k_eq_v:
+        overrides["values_from_keys"] = True
+    per_layer = d.read("per_layer_config")
+    if per_layer is not None:  # how transformers 5.24 saves global_head_dim and its KV heads
+        global_head_dim, global_kv = _global_layer_sizes(d, per_layer)
+    else:
+        global_head_dim = d.read("global_head_dim", default=512)  # Gemma4TextConfig's default
+        global_kv = d.read("num_global_key_value_heads")
+        if global_kv is not None and not k_eq_v:
+            d.unmapped["num_global_key_value_heads"] = f"{global_kv} (unused without k_eq_v)"
+            global_kv = None
+    if global_head_dim is not None and global_head_dim != head_dim:
+        overrides["head_dim"] = global_head_dim
+    if global_kv is not None and global_kv != kv:
+        overrides["n_kv_heads"] = global_kv
+    if "global" not in (d.value("architecture.attention.layer_pattern") or []):
+        return
+    for name, value in overrides.items():
+        origin = "family" if name == "head_dim" and "global_head_dim" not in d.config else "config"
+        d.set(f"architecture.attention.global_layers.{name}", value, origin)
+
+
+def _global_layer_sizes(d: _Draft, per_layer: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(head_dim, KV heads) that per_layer_config gives every full-attention layer; the
+    card holds one set of global-layer sizes, so anything else is refused."""
+    pattern = d.value("architecture.attention.layer_pattern") or []
+    n = d.value("architecture.n_layers")
+    full = {i for i in range(n) if pattern[i % len(pattern)] == "global"}
+    sizes = {tuple(sorted(v.items())) for v in per_layer.values()}
+    if not all(str(k).isdigit() and len(str(k)) <= 6 for k in per_layer):
+        raise HFImportError("per_layer_config keys must be layer indices")
+    if {int(k) for k in per_layer} != full or len(sizes) != 1:
+        raise HFImportError(
+            "per_layer_config gives sizes other than one set for every full-attention "
+            "layer: per-layer widths have no card field"
+        )
+    own = dict(next(iter(sizes)))
+    unknown = set(own) - {"head_dim", "num_key_value_heads"}
+    if unknown:
+        raise HFImportError(f"per_layer_config sets {', '.join(sorted(unknown))}: no card field")
+    return own.get("head_dim"), own.get("num_key_value_heads")
+
+
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
     if d.value("architecture.position.type") == "rope":
         interleaved = d.read("rope_interleave", default=True)
@@ -714,6 +843,9 @@ FAMILIES: dict[str, Family] = {
                           qk_norm="per-head", tied_default=True,
                           activation_default="gelu_pytorch_tanh",
                           default_pattern=("local",) * 5 + ("global",), hook=_gemma),
+    "gemma4_text": Family("gemma4", "Gemma4TextDecoderLayer", norm_position="double",
+                          qk_norm="per-head", tied_default=True,
+                          activation_default="gelu_pytorch_tanh", hook=_gemma4),
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
     "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
     "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,
@@ -754,7 +886,8 @@ FAMILIES: dict[str, Family] = {
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
-_ALIASES = {"gemma3": "gemma3_text"}  # a multimodal wrapper: its text_config is the decoder
+# multimodal wrappers: their text_config is the decoder
+_ALIASES = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
 
 
 def supported_model_types() -> list[str]:
@@ -1386,6 +1519,7 @@ _ARCH_ORDER = (
     "mixers",
     "embedding_multiplier",
     "logit_scale",
+    "layer_scalar",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),
@@ -1402,6 +1536,8 @@ _SUB_ORDER = {
         "sinks",
         "output_gate",
         "scale",
+        "global_layers",
+        "value_norm",
     ),
     "position": (
         "type",

@@ -305,6 +305,35 @@ class Latent(Strict):
     v_head_dim: Width = Field(description="Per-head value width.")
 
 
+class GlobalLayers(Strict):
+    """Attention sizes of the full-attention (global) layers where they differ from the
+    other attention layers' (Gemma 4: fewer, wider KV heads and a partial RoPE)."""
+
+    n_kv_heads: Count | None = Field(
+        default=None,
+        description="Key/value heads of global layers (Gemma 4 num_global_key_value_heads). "
+        "Optional; null: attention.n_kv_heads.",
+    )
+    head_dim: Width | None = Field(
+        default=None,
+        description="Query/key/value head width of global layers (Gemma 4 global_head_dim). "
+        "Optional; null: the other layers' head width.",
+    )
+    rotary_fraction: Fraction | None = Field(
+        default=None,
+        description="Proportional partial RoPE of global layers (transformers' rope_type "
+        "'proportional', Gemma 4 0.25): pairs (i, i + head_dim/2) for i below fraction * "
+        "head_dim/2 rotate with frequency base^(-2i/head_dim), the other pairs stay as they "
+        "are. Optional; null: the card's position scheme unchanged.",
+    )
+    values_from_keys: StrictBool | None = Field(
+        default=None,
+        description="Global layers have no value projection: the values are the key "
+        "projection's output, taken before the key norm and RoPE (Gemma 4 "
+        "attention_k_eq_v). Optional; null for a value projection of their own.",
+    )
+
+
 class Attention(Strict):
     variant: AttentionVariant = Field(description="softmax, latent (MLA) or linear.")
     n_heads: Count | None = Field(description="Query heads per layer.")
@@ -364,6 +393,17 @@ class Attention(Strict):
         description="Sigmoid gate on each head's output before o_proj, read from the query "
         "projection widened for it: elementwise (a gate per channel, Qwen3-Next) or headwise "
         "(one per head). Optional; null for none.",
+    )
+    global_layers: GlobalLayers | None = Field(
+        default=None,
+        description="Sizes of the global (full-attention) layers where they differ from the "
+        "other layers': KV heads, head width, proportional RoPE fraction, values taken from "
+        "the keys (Gemma 4). Optional; null when every attention layer has the same sizes.",
+    )
+    value_norm: StrictBool | None = Field(
+        default=None,
+        description="A parameter-free RMSNorm over each value head before attention (Gemma "
+        "3n, Gemma 4 v_norm). Optional; null for none.",
     )
     scale: PositiveFloat | None = Field(
         default=None,
@@ -530,6 +570,20 @@ class MoE(Strict):
         description="A per-token sigmoid gate, Linear(d_model -> 1), scales the shared experts' "
         "output (Qwen2-MoE, Qwen3-Next). Optional; null for none; needs n_shared > 0.",
     )
+    dense_beside_d_ff: Width | None = Field(
+        default=None,
+        description="Width of a dense MLP that runs beside the routed experts in every MoE "
+        "layer on the same input, the two outputs summed (Gemma 4 26B-A4B: 2112); under "
+        "sandwich norms each branch has its own pre- and post-norm and the sum the block's "
+        "post-norm. Optional; null for none.",
+    )
+    router_scales: StrictBool | None = Field(
+        default=None,
+        description="Gemma 4's router: it reads the residual stream through its own "
+        "parameter-free RMSNorm, a learned per-channel scale and d_model^-0.5, and a learned "
+        "per-expert scale multiplies each chosen expert's weight. Optional; null for a linear "
+        "router on the MLP's input.",
+    )
     normalize_top_k: StrictBool | None = Field(
         default=None,
         description="The chosen experts' weights are a softmax over their k logits (Mixtral; "
@@ -626,6 +680,13 @@ class Architecture(Strict):
         description="Factor on the output logits, before any soft-cap (Command R: 0.0625). "
         "Optional; null: not recorded (the builder uses 1).",
     )
+    layer_scalar: StrictBool | None = Field(
+        default=None,
+        description="A learned scalar multiplies each layer's output, residual stream "
+        "included (Gemma 4 layer_scalar, Google's skip_scale). Held as a checkpoint buffer "
+        "as in transformers, so parameter counts leave it out (Google's reference counts "
+        "one per layer). Optional; null for none.",
+    )
 
     # --- derived figures: computed, never stored --------------------------------
 
@@ -720,6 +781,7 @@ class Architecture(Strict):
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
         self._check_mixers()
+        self._check_global_layers()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -741,6 +803,16 @@ class Architecture(Strict):
                 )
             if (moe.n_shared > 0) != (moe.shared_d_ff is not None):
                 raise ValueError("mlp.moe.shared_d_ff is required for, and only for, n_shared > 0")
+            if moe.router_scales and moe.dense_beside_d_ff is None:
+                raise ValueError(
+                    "mlp.moe.router_scales is Gemma 4's router, which reads the residual "
+                    "stream beside a dense MLP: it needs mlp.moe.dense_beside_d_ff"
+                )
+            if moe.dense_beside_d_ff is not None and self.norm.position is not NormPosition.DOUBLE:
+                raise ValueError(
+                    "mlp.moe.dense_beside_d_ff needs norm.position double (each branch has "
+                    "its own pre- and post-norm)"
+                )
             if moe.shared_gate and not moe.n_shared:
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
@@ -780,6 +852,22 @@ class Architecture(Strict):
                 f"n_value_heads ({g.n_value_heads})"
             )
 
+    def _check_global_layers(self) -> None:
+        att, g = self.attention, self.attention.global_layers
+        if g is None:
+            return
+        if LayerKind.GLOBAL not in att.layer_pattern:
+            raise ValueError("attention.global_layers is set but the pattern has no global layer")
+        if att.variant is not AttentionVariant.SOFTMAX:
+            raise ValueError("attention.global_layers is for softmax head attention only")
+        if g.n_kv_heads and att.n_heads and att.n_heads % g.n_kv_heads:
+            raise ValueError(
+                f"attention.global_layers.n_kv_heads ({g.n_kv_heads}) must divide "
+                f"attention.n_heads ({att.n_heads})"
+            )
+        if g.rotary_fraction is not None and self.position.type is not PositionType.ROPE:
+            raise ValueError("attention.global_layers.rotary_fraction needs position.type rope")
+
     def has_attention(self) -> bool:
         """Whether any layer's token mixer is attention (attention-free models: none)."""
         return any(kind.attention for kind in self.attention.layer_pattern)
@@ -810,13 +898,15 @@ class Architecture(Strict):
         widths = [d, (att.n_heads or 1) * head, (att.n_kv_heads or 1) * head]
         if att.latent is not None:
             widths += astuple_ints(att.latent)
+        if att.global_layers is not None and att.global_layers.head_dim is not None:
+            widths.append((att.n_heads or 1) * att.global_layers.head_dim)
         if self.mixers is not None and (m := self.mixers.mamba2) is not None:
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
         if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
             widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
         ffs = [mlp.d_ff or 1]
         if moe is not None:
-            ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1]
+            ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]
         experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
         layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
         per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts

@@ -146,6 +146,7 @@ class Dims:
     head_dim: int
     d_ff: int
     n_experts: int = 0
+    expert_d_ff: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,14 @@ def _first_ff(d: Dims) -> tuple[int, int]:
 
 def _second_ff(d: Dims) -> tuple[int, int]:
     return d.d_ff, 2 * d.d_ff
+
+
+def _first_expert_ff(d: Dims) -> tuple[int, int]:
+    return 0, d.expert_d_ff
+
+
+def _second_expert_ff(d: Dims) -> tuple[int, int]:
+    return d.expert_d_ff, 2 * d.expert_d_ff
 
 
 def _llama_layer(norms: dict[str, str], mlp: str = "mlp") -> dict[str, Source]:
@@ -496,6 +505,34 @@ def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
 
+def _gemma4() -> Names:
+    """Sandwich norms, the layer scalar; 26B-A4B: the dense MLP beside fused experts."""
+    layer = _llama_layer(_SANDWICH)
+    layer["layer_scalar"] = Source("layer_scalar")
+    dense = {"dense_before": "pre_feedforward_layernorm",
+             "dense_after": "post_feedforward_layernorm_1",
+             "experts_before": "pre_feedforward_layernorm_2",
+             "experts_after": "post_feedforward_layernorm_2"}  # fmt: skip
+    for ours, theirs in dense.items():
+        layer[f"mlp.sublayer.{ours}.weight"] = Source(f"{theirs}.weight")
+    for p in ("gate", "up", "down"):
+        layer[f"mlp.sublayer.dense.{p}.weight"] = Source(f"mlp.{p}_proj.weight")
+    router = {"scale": "router.scale", "per_expert_scale": "router.per_expert_scale",
+              "proj.weight": "router.proj.weight"}  # fmt: skip
+    for ours, theirs in router.items():
+        layer[f"mlp.sublayer.moe.router.{ours}"] = Source(theirs)
+    # fused (experts, 2 * d_ff, d) gate and up rows, (experts, d, d_ff) down: archdb's
+    # (experts, in, out) is their transpose
+    layer["mlp.sublayer.moe.experts.gate"] = Source(
+        "experts.gate_up_proj", cut=_first_expert_ff, experts=True
+    )
+    layer["mlp.sublayer.moe.experts.up"] = Source(
+        "experts.gate_up_proj", cut=_second_expert_ff, experts=True
+    )
+    layer["mlp.sublayer.moe.experts.down"] = Source("experts.down_proj", experts=True)
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -523,6 +560,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
+    "gemma4_text": _gemma4,
 }
 
 
@@ -555,7 +593,8 @@ def checkpoint_model_type(directory: Path | str) -> str:
         raise WeightsError(str(exc)) from None
     text = config.get("text_config")
     model_type = (text if isinstance(text, dict) else config).get("model_type")
-    return {"gemma3": "gemma3_text"}.get(str(model_type), str(model_type))
+    aliases = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
+    return aliases.get(str(model_type), str(model_type))
 
 
 def load_weights(
@@ -662,8 +701,20 @@ def _check_constants(ckpt: Checkpoint, names: Names) -> None:
 
 
 def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter once, under its first name (a tied head is the embedding's)."""
-    return dict(model.named_parameters())
+    """Every parameter once, under its first name (a tied head is the embedding's), and
+    the buffers a checkpoint fills (Gemma 4's layer scalars)."""
+    return dict(model.named_parameters()) | checkpoint_buffers(model)
+
+
+def checkpoint_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Buffers that hold trained values: the ``checkpoint_buffers`` of each module."""
+    out = {}
+    for prefix, module in model.named_modules():
+        for name in getattr(module, "checkpoint_buffers", ()):
+            buffer = getattr(module, name, None)
+            if buffer is not None:
+                out[f"{prefix}.{name}" if prefix else name] = buffer
+    return out
 
 
 def _tied_copy(name: str, names: Names, model: nn.Module) -> bool:
@@ -691,6 +742,12 @@ def _source(names: Names, name: str) -> Source | None:
 def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     import torch
 
+    if source.experts and "{e}" not in source.name:  # fused (experts, out, in) -> (.., in, out)
+        value = ckpt.take(source.name)
+        if source.cut is not None:
+            start, stop = source.cut(dims)
+            value = value[:, start:stop]
+        return value.transpose(1, 2).contiguous()
     if source.experts:  # (out, in) per expert -> (experts, in, out)
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])
@@ -738,4 +795,5 @@ def _dims(model: nn.Module) -> Dims:
         head_dim=att.head_dim if att else 0,
         d_ff=d_ff,
         n_experts=experts.up.shape[0] if experts is not None else 0,
+        expert_d_ff=experts.up.shape[2] if experts is not None else 0,
     )

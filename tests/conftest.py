@@ -281,6 +281,37 @@ def moe_block(**changes: Any) -> dict[str, Any]:
     return defaults | changes
 
 
+# Gemma 4's attention: 5 local : 1 global, the global layers with their own KV heads, a
+# wider head, proportional partial RoPE and values taken from the keys; a value norm
+GEMMA4_ATTENTION: dict[str, Any] = {
+    "n_layers": 6,
+    "norm.position": "double",
+    "mlp.activation": "geglu",
+    "tied_embeddings": True,
+    "attention.qk_norm": "per-head",
+    "attention.head_dim": 16,
+    "attention.value_norm": True,
+    "attention.scale": 1.0,
+    "attention.sliding_window": 8,
+    "attention.layer_pattern": ["local"] * 5 + ["global"],
+    "attention.global_layers": {
+        "n_kv_heads": 1,
+        "head_dim": 32,
+        "rotary_fraction": 0.25,
+        "values_from_keys": True,
+    },
+    "position.rope_theta": 1_000_000.0,
+    "position.rope_theta_local": 10_000.0,
+    "final_logit_softcap": 30.0,
+    "layer_scalar": True,
+}
+# Gemma 4 26B-A4B's feed-forward: routed experts beside a dense MLP, its scaled router
+GEMMA4_MOE: dict[str, Any] = {
+    "mlp.d_ff": 32,
+    "mlp.moe": moe_block(n_experts=8, n_active=2, dense_beside_d_ff=96, router_scales=True),
+}
+
+
 def latent_dims(**changes: Any) -> dict[str, Any]:
     """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
     defaults = {
@@ -444,6 +475,8 @@ CHOICES = [
         "attention.qk_norm_affine": "scale-and-bias",
     },
     {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
+    GEMMA4_ATTENTION,
+    {**GEMMA4_ATTENTION, **GEMMA4_MOE},
     {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16},
     {
         "attention.layer_pattern": ["local"] * 5 + ["global"],

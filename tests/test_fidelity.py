@@ -74,6 +74,13 @@ TINY: dict[str, dict] = {
     "apertus": {**_DENSE, "head_dim": 24, "rope_parameters": {
         "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
         "high_freq_factor": 4.0, "original_max_position_embeddings": 16}},
+    # global layers with their own KV heads, head width, proportional RoPE and values from
+    # keys; a value norm; the layer scalar; (moe) experts beside a dense MLP
+    "gemma4_text": {**_DENSE, "num_hidden_layers": 6, "head_dim": 16, "global_head_dim": 32,
+                    "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+                    "sliding_window": WINDOW, "hidden_size_per_layer_input": 0,
+                    "final_logit_softcapping": 3.0, "enable_moe_block": True,
+                    "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
@@ -403,7 +410,7 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     checkpoint: every name it holds has its place in archdb's model, shape for shape."""
     from archdb.measure.hf_reference import REFERENCES, NotRepresentable
     from archdb.plan.layout import fill_unknowns
-    from archdb.weights import TensorCheckpoint, match_weights
+    from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
 
     ref = REFERENCES[model_type]
     arch = fill_unknowns(card.architecture)[0]
@@ -421,4 +428,5 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
         state["embed_out.weight"] = state.pop("lm_head.weight")
     values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
-    assert len(values) == len(dict(ours.named_parameters()))
+    # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
+    assert len(values) == len(dict(ours.named_parameters())) + len(checkpoint_buffers(ours))

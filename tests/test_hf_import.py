@@ -100,6 +100,16 @@ EXPECTED = [
                      "attention.layer_pattern": ["local", "global"],
                      "attention.sliding_window": 128, "mlp.moe.router_bias": True,
                      "position.rope_scaling.truncate": False, "mlp.moe.n_experts": 32}),
+    ("gemma-4-26b-a4b", {"attention.layer_pattern": ["local"] * 5 + ["global"],
+                         "attention.global_layers.n_kv_heads": 2,
+                         "attention.global_layers.head_dim": 512,
+                         "attention.global_layers.rotary_fraction": 0.25,
+                         "attention.global_layers.values_from_keys": True,
+                         "attention.value_norm": True, "attention.scale": 1.0,
+                         "position.rotary_fraction": None, "norm.unit_offset": False,
+                         "mlp.d_ff": 704, "mlp.moe.n_experts": 128, "mlp.moe.n_active": 8,
+                         "mlp.moe.dense_beside_d_ff": 2112, "mlp.moe.router_scales": True,
+                         "final_logit_softcap": 30.0}),
 ]  # fmt: skip
 
 
@@ -291,6 +301,9 @@ def test_full_size_build_matches_transformers_exactly(name):
 _COMPLETE_DEFAULTS = {
     "nemotron": {"num_key_value_heads": 48},
     "deepseek_v2": {"num_experts_per_tok": 6},
+    # the default is an E2B-like model with per-layer embeddings, which no card field holds
+    # yet: compared with them off (the 26B-A4B and 31B releases set 0 too)
+    "gemma4_text": {"hidden_size_per_layer_input": 0},
 }
 
 
@@ -350,3 +363,29 @@ def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
     )
     assert card.architecture.attention.layer_pattern == ["gated-deltanet"] * 2 + ["global"]
     assert card.architecture.norm.unit_offset is True
+
+
+def test_gemma4_per_layer_embeddings_and_kv_sharing_are_refused_not_approximated():
+    cfg = config("gemma-4-26b-a4b")
+    with pytest.raises(HFImportError, match="per-layer embeddings"):
+        imported({**cfg, "hidden_size_per_layer_input": 256})
+    with pytest.raises(HFImportError, match="KV sharing"):
+        imported({**cfg, "num_kv_shared_layers": 10})
+
+
+def test_gemma4_global_kv_heads_apply_only_with_k_eq_v():
+    """transformers gives global layers their own KV heads only with attention_k_eq_v."""
+    result = imported({**config("gemma-4-26b-a4b"), "attention_k_eq_v": False})
+    g = validate_card(result.card).architecture.attention.global_layers
+    assert (g.n_kv_heads, g.values_from_keys, g.head_dim) == (None, None, 512)
+    assert "num_global_key_value_heads" in result.unmapped
+
+
+def test_gemma4_per_layer_config_is_read_and_uneven_sizes_refused():
+    """transformers 5.24 saves the global layers' sizes as per_layer_config."""
+    cfg = {k: v for k, v in config("gemma-4-26b-a4b").items() if "global" not in k}
+    full = {f"{i:02d}": {"head_dim": 512, "num_key_value_heads": 2} for i in range(5, 30, 6)}
+    g = card_of({**cfg, "per_layer_config": full}).architecture.attention.global_layers
+    assert (g.head_dim, g.n_kv_heads) == (512, 2)
+    with pytest.raises(HFImportError, match="per-layer widths"):
+        imported({**cfg, "per_layer_config": {**full, "05": {"head_dim": 256}}})

@@ -22,6 +22,8 @@ from archdb.measure.hf_reference import (
 from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
 from tests.conftest import (
     DELTANET_HYBRID,
+    GEMMA4_ATTENTION,
+    GEMMA4_MOE,
     MAMBA2_ONLY,
     latent_dims,
     make_arch,
@@ -355,6 +357,12 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "shared_gate": True},
         },
     ),
+    ("gemma4_text", GEMMA4_ATTENTION),
+    ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
+    (
+        "gemma4_text",  # the global layers' head width alone (E2B/E4B: no k_eq_v)
+        {**GEMMA4_ATTENTION, "attention.global_layers": {"head_dim": 32, "rotary_fraction": 0.5}},
+    ),
 ]
 
 
@@ -412,7 +420,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus")
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text")
 
 
 @pytest.mark.parametrize(

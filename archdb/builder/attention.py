@@ -31,6 +31,8 @@ class HeadAttention(nn.Module):
         relative: RelativeXL | None = None,
         takes_bias: bool = True,
         gate_width: int = 0,
+        values_from_keys: bool = False,
+        value_norm: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
@@ -38,7 +40,9 @@ class HeadAttention(nn.Module):
         self.gate_width = gate_width
         self.q = nn.Linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
         self.k = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
-        self.v = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+        # Gemma 4's global layers (k_eq_v): no value projection, the raw keys are the values
+        self.v = None if values_from_keys else nn.Linear(d_model, n_kv_heads * head_dim, qkv_bias)
+        self.value_norm = value_norm  # Gemma 4: a bare RMS norm over each value head
         self.o = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
         self.qk_norm = qk_norm
         self.rotary = rotary
@@ -56,7 +60,9 @@ class HeadAttention(nn.Module):
         q = self.q(x).view(b, t, self.n_heads, self.head_dim + self.gate_width)
         q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
         k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
-        v = self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
+        v = k if self.v is None else self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
+        if self.value_norm is not None:
+            v = self.value_norm(v)
         if self.qk_norm is not None:
             q, k = self.qk_norm(q, k)
         if self.rotary is not None:

@@ -46,9 +46,19 @@ class SerialBlock(nn.Module):
     """Attention (or a recurrent mixer), then (in an encoder-decoder's decoder)
     cross-attention, then the MLP (absent in Mamba-2's mixer-only layers)."""
 
-    def __init__(self, attn: Residual, mlp: Residual | None, cross: Residual | None = None) -> None:
+    checkpoint_buffers = ("layer_scalar",)  # loaded from a checkpoint, not a parameter
+
+    def __init__(
+        self,
+        attn: Residual,
+        mlp: Residual | None,
+        cross: Residual | None = None,
+        scalar: bool = False,
+    ) -> None:
         super().__init__()
         self.attn, self.cross, self.mlp = attn, cross, mlp
+        # Gemma 4: a learned scalar on the layer's output, a buffer as in transformers
+        self.layer_scalar = nn.Buffer(torch.ones(1)) if scalar else None
 
     def forward(
         self,
@@ -60,7 +70,11 @@ class SerialBlock(nn.Module):
         x, dual = self.attn(x, dual, bias)
         if self.cross is not None:
             x, dual = self.cross(x, dual, None, memory)
-        return self.mlp(x, dual) if self.mlp is not None else (x, dual)
+        if self.mlp is not None:
+            x, dual = self.mlp(x, dual)
+        if self.layer_scalar is not None:
+            x = x * self.layer_scalar
+        return x, dual
 
 
 class ParallelBlock(nn.Module):

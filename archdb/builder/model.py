@@ -159,11 +159,19 @@ class BuildContext:
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def rotary(
-        self, dims: int, theta: float, context: int, scaling=None, interleaved: bool = False
+        self,
+        dims: int,
+        theta: float,
+        context: int,
+        scaling=None,
+        interleaved: bool = False,
+        rotating_pairs: int | None = None,
     ) -> Rotary:
-        key = (dims, theta, scaling, interleaved)
+        key = (dims, theta, scaling, interleaved, rotating_pairs)
         if key not in self.rotary_tables:
-            self.rotary_tables[key] = rotary_tables(dims, theta, context, scaling, interleaved)
+            self.rotary_tables[key] = rotary_tables(
+                dims, theta, context, scaling, interleaved, rotating_pairs
+            )
         return Rotary(dims, theta, context, self.rotary_tables[key], interleaved)
 
     def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:
@@ -201,12 +209,16 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
             after=norm_if(slots.after),
         )
 
-    def residual(sublayer: nn.Module) -> Residual:
+    def residual(sublayer: nn.Module, norms_itself: bool = False) -> Residual:
         cls = ResiDualResidual if block.resi_dual else Residual
-        return cls(sublayer, norm_if(slots.before), norm_if(slots.branch), norm_if(slots.after))
+        before = nn.Identity() if norms_itself else norm_if(slots.before)
+        return cls(sublayer, before, norm_if(slots.branch), norm_if(slots.after))
 
     cross = residual(block.cross.module(ctx)) if block.cross else None
-    return SerialBlock(residual(attn), residual(mlp) if mlp is not None else None, cross)
+    # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
+    own_norm = bool(getattr(block.mlp, "reads_residual", False))
+    ffn = residual(mlp, own_norm) if mlp is not None else None
+    return SerialBlock(residual(attn), ffn, cross, block.scalar)
 
 
 # --- reading a built model ----------------------------------------------------------------

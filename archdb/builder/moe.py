@@ -14,7 +14,10 @@ import math
 import torch
 from torch import nn
 
+from archdb.schema import NormType
+
 from .mlp import Act
+from .norms import Norm
 
 
 class Router(nn.Module):
@@ -34,6 +37,27 @@ class Router(nn.Module):
             return index, weight
         logits, index = self.proj(x).topk(self.top_k, dim=-1)  # (N, k)
         return index, logits.softmax(dim=-1)
+
+
+class ScaledRouter(nn.Module):
+    """Gemma 4's router: a bare RMS norm, a learned channel scale and d^-0.5 before the
+    logits; softmax over all experts, the top k renormalized, times a learned scale per
+    expert (transformers' Gemma4TextRouter)."""
+
+    def __init__(self, d_model: int, n_experts: int, top_k: int, eps: float | None) -> None:
+        super().__init__()
+        self.norm = Norm(NormType.RMSNORM, d_model, scale=False, bias=False, eps=eps)
+        self.scale = nn.Parameter(torch.ones(d_model))
+        self.proj = nn.Linear(d_model, n_experts, bias=False)
+        self.per_expert_scale = nn.Parameter(torch.ones(n_experts))
+        self.top_k, self.root = top_k, d_model**-0.5
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
+        h = self.norm(x) * self.scale * self.root
+        probs = self.proj(h).softmax(dim=-1)
+        weight, index = probs.topk(self.top_k, dim=-1)
+        weight = weight / weight.sum(dim=-1, keepdim=True)
+        return index, weight * self.per_expert_scale[index]
 
 
 class Experts(nn.Module):
@@ -94,9 +118,11 @@ class MoE(nn.Module):
         # Qwen2-MoE's shared_expert_gate: a per-token sigmoid on the shared experts' output
         self.shared_gate = nn.Linear(d_model, 1, bias=False) if shared_gate else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d)
+    def forward(self, x: torch.Tensor, route_from: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (B, T, d); ``route_from``: what the router reads where it is not x (Gemma 4)."""
         flat = x.reshape(-1, x.shape[-1])  # (N, d)
-        index, weight = self.router(flat)
+        source = flat if route_from is None else route_from.reshape(flat.shape)
+        index, weight = self.router(source)
         y = (self.experts(flat, index) * weight.unsqueeze(-1)).sum(dim=1)  # (N, d)
         if self.shared is not None:
             shared = self.shared(flat)
@@ -104,3 +130,27 @@ class MoE(nn.Module):
                 shared = torch.sigmoid(self.shared_gate(flat)) * shared
             y = y + shared
         return y.view_as(x)
+
+
+class BesideMoE(nn.Module):
+    """A dense MLP beside the routed experts, each branch between its own norms, outputs
+    summed (Gemma 4 26B-A4B); the router reads the un-normed residual stream."""
+
+    def __init__(
+        self,
+        dense: nn.Module,
+        moe: MoE,
+        dense_before: nn.Module,
+        dense_after: nn.Module,
+        experts_before: nn.Module,
+        experts_after: nn.Module,
+    ) -> None:
+        super().__init__()
+        self.dense, self.moe = dense, moe
+        self.dense_before, self.dense_after = dense_before, dense_after
+        self.experts_before, self.experts_after = experts_before, experts_after
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: the residual stream
+        dense = self.dense_after(self.dense(self.dense_before(x)))
+        routed = self.experts_after(self.moe(self.experts_before(x), route_from=x))
+        return dense + routed

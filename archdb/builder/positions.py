@@ -94,10 +94,15 @@ def rotary_tables(
     max_len: int,
     scaling: RopeScaling | None = None,
     interleaved: bool = False,
+    rotating_pairs: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and signed sin tables (max_len, dims), shareable by every layer with this theta;
-    ``scaling`` stretches the frequencies as transformers' rope_type of that name does."""
+    ``scaling`` stretches the frequencies as transformers' rope_type of that name does;
+    ``rotating_pairs`` keeps only the first pairs' frequencies, the rest at angle 0
+    (transformers' 'proportional' RoPE, Gemma 4's global layers)."""
     inv, attention_factor = scaled_frequencies(dims, theta, max_len, scaling)
+    if rotating_pairs is not None:
+        inv = torch.cat((inv[:rotating_pairs], torch.zeros(dims // 2 - rotating_pairs)))
     angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * inv  # (L, dims/2)
     cos, sin = angles.cos() * attention_factor, angles.sin() * attention_factor
     if interleaved:  # pair (2i, 2i + 1): out_2i = x_2i cos - x_2i+1 sin, out_2i+1 = ... + x_2i sin

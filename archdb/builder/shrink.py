@@ -116,6 +116,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     att = data["attention"]
     if attention:
         att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
+    if arch.attention.global_layers is not None:
+        att["global_layers"] = _toy_global_layers(arch, heads, widths.head_dim)
     if arch.mixers is not None:
         data["mixers"] = _toy_mixers(arch, widths.d_model, rule)
     if arch.attention.sliding_window is not None:
@@ -129,6 +131,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         moe["first_dense_layers"] = first_dense
         moe["dense_d_ff"] = widths.scaled.get("dense_d_ff")
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
+        moe["dense_beside_d_ff"] = widths.scaled.get("dense_beside_d_ff")
     pos = data["position"]
     if pos.get("learned_rows") is not None:
         pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
@@ -168,6 +171,22 @@ def _toy_heads(arch: Architecture, rule: ToyRule) -> _Heads:
     return _Heads(groups * kv_t, kv_t, groups)
 
 
+def _toy_global_layers(arch: Architecture, heads: _Heads, head_dim: int) -> dict:
+    """Global layers' own sizes in the toy: their head width in the same ratio to the
+    other layers', their KV heads in the same ratio to the query heads (at least one)."""
+    g = arch.attention.global_layers
+    assert g is not None
+    out = g.model_dump()
+    hd = arch.head_dim_effective
+    if g.head_dim is not None and hd:
+        width = max(2, g.head_dim * head_dim // hd)
+        out["head_dim"] = width - width % 2
+    if g.n_kv_heads is not None:
+        kv = heads.n_heads * g.n_kv_heads // arch.attention.n_heads
+        out["n_kv_heads"] = kv if kv >= 1 and heads.n_heads % kv == 0 else 1
+    return out
+
+
 def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
     """(decoder layers, encoder layers, leading dense layers) of the toy."""
     moe = arch.mlp.moe
@@ -199,6 +218,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     out = {"d_ff": arch.mlp.d_ff, "embedding_dim": arch.embedding_dim}
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
+        out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
     if lat is not None:
         out |= {"kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank}
     return {k: v for k, v in out.items() if v is not None}
@@ -364,6 +384,9 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(f"n_heads*head_dim/d_model = {_ratio(inner, toy.d_model)}")
     if full.position.rotary_fraction is not None:
         kept.append(f"rotary fraction = {full.position.rotary_fraction:g}")
+    if toy.attention.global_layers is not None:
+        sizes = toy.attention.global_layers.model_dump(exclude_none=True)
+        kept.append(f"global layers' own sizes (toy): {sizes}")
     if toy.mixers is not None:
         kept.append(f"recurrent mixers (toy sizes): {toy.mixers.model_dump(exclude_none=True)}")
     moe = toy.mlp.moe

@@ -60,6 +60,11 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "gated_deltanet": lambda a: LayerKind.GATED_DELTANET in a.attention.layer_pattern,
     "router_bias": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_bias),
     "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
+    "global_layers": lambda a: a.attention.global_layers is not None,
+    "value_norm": lambda a: bool(a.attention.value_norm),
+    "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
+    "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
+    "layer_scalar": lambda a: bool(a.layer_scalar),
 }
 
 
@@ -438,6 +443,74 @@ def gemma3_text(a: Architecture) -> dict:
     return gemma2(a, QKNorm.PER_HEAD)
 
 
+def gemma4_text(a: Architecture) -> dict:
+    """Gemma 4's text model: global layers with their own sizes, values from keys, a
+    value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    _position(a, PositionType.ROPE)
+    _bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
+    _require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
+    _require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
+    _require(a.position.rotary_fraction is None, "local layers rotate every dim")
+    g = a.attention.global_layers
+    hd = a.head_dim_effective
+    k_eq_v = bool(g and g.values_from_keys)
+    # transformers gives global layers their own KV heads only together with k_eq_v
+    _require(
+        g is None or g.n_kv_heads is None or k_eq_v,
+        "global_layers.n_kv_heads needs values_from_keys in transformers' Gemma 4",
+    )
+    theta = a.position.rope_theta or 10000.0
+    global_rope = {"rope_type": "default", "rope_theta": theta}
+    if g is not None and g.rotary_fraction is not None:
+        global_rope = global_rope | {
+            "rope_type": "proportional",
+            "partial_rotary_factor": g.rotary_fraction,
+        }
+    out = _base(a) | {
+        "sliding_window": a.attention.sliding_window or 512,
+        "layer_types": _layer_types(a),
+        "final_logit_softcapping": a.final_logit_softcap,
+        "global_head_dim": (g.head_dim if g is not None else None) or hd,
+        "attention_k_eq_v": k_eq_v,
+        "rope_parameters": {
+            "sliding_attention": {
+                "rope_type": "default",
+                "rope_theta": a.position.rope_theta_local or theta,
+            },
+            "full_attention": global_rope,
+        },
+        "hidden_size_per_layer_input": 0,
+        "num_kv_shared_layers": 0,
+    }
+    if g is not None and g.n_kv_heads is not None:
+        out["num_global_key_value_heads"] = g.n_kv_heads
+    moe = a.mlp.moe
+    if moe is not None:
+        _require(
+            moe.first_dense_layers == 0 and moe.layer_period == 1 and not moe.n_shared,
+            "Gemma 4's experts sit in every layer, without shared experts",
+        )
+        _require(
+            moe.dense_beside_d_ff is not None and bool(moe.router_scales),
+            "Gemma 4's experts sit beside a dense MLP, with its scaled router",
+        )
+        out |= {
+            "enable_moe_block": True,
+            "intermediate_size": moe.dense_beside_d_ff,
+            "moe_intermediate_size": a.mlp.d_ff,
+            "num_experts": moe.n_experts,
+            "top_k_experts": moe.n_active,
+        }
+    return out
+
+
 def _layer_types(a: Architecture) -> list[str]:
     names = {LayerKind.LOCAL: "sliding_attention", LayerKind.CHUNKED: "chunked_attention"}
     return [names.get(k, "full_attention") for k in a.layer_kinds()]
@@ -807,6 +880,15 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
         ),
         Reference(
+            "gemma4_text",
+            "Gemma4TextConfig",
+            "Gemma4ForCausalLM",
+            gemma4_text,
+            extras=frozenset(
+                {"global_layers", "value_norm", "dense_beside", "router_scales", "layer_scalar"}
+            ),
+        ),
+        Reference(
             "chameleon",
             "ChameleonConfig",
             "ChameleonForConditionalGeneration",
@@ -845,6 +927,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "gemma": "gemma",
     "gemma-2": "gemma2",
     "gemma-3": "gemma3_text",
+    "gemma-4": "gemma4_text",
     "olmo": "olmo",
     "olmo-2": "olmo2",
     "falcon": "falcon",

@@ -17,7 +17,7 @@ from archdb.measure.conventions import FlopClass as C
 from archdb.schema import AttentionVariant, LayerKind, OutputGate
 
 from .layout import LayerSpec
-from .norms import NormSpec, QKNormSpec
+from .norms import NormSpec, QKNormSpec, bare_rms
 from .positions import RelativeXLSpec, RotarySpec
 from .tally import Tally, linear_params
 
@@ -178,6 +178,8 @@ class HeadAttention:
     relative_xl: RelativeXLSpec | None = None
     cached: bool = True  # causal self-attention and cross-attention keep K/V
     output_gate: OutputGate | None = None
+    values_from_keys: bool = False  # no v projection: values are the raw keys (Gemma 4 k_eq_v)
+    value_norm: NormSpec | None = None  # a norm over each value head (Gemma 4: bare RMS)
 
     @property
     def gate_width(self) -> int:
@@ -186,10 +188,15 @@ class HeadAttention:
             return 0
         return self.head_dim if self.output_gate is OutputGate.ELEMENTWISE else 1
 
+    @property
+    def kv_projections(self) -> int:
+        """Key and value projections: one when the values are the keys."""
+        return 1 if self.values_from_keys else 2
+
     def params(self) -> int:
         d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
         n = linear_params(d, h * (hd + self.gate_width), self.qkv_bias)
-        n += 2 * linear_params(d, kv * hd, self.qkv_bias)
+        n += self.kv_projections * linear_params(d, kv * hd, self.qkv_bias)
         n += linear_params(h * hd, d, self.out_bias) + self.kernel.params()
         n += self.qk_norm.params() if self.qk_norm else 0
         return n + (self.relative_xl.params() if self.relative_xl else 0)
@@ -197,10 +204,12 @@ class HeadAttention:
     def flops(self, tally: Tally) -> None:
         d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
         tally.linear(d, h * (hd + self.gate_width), self.qkv_bias)
-        tally.linear(d, kv * hd, self.qkv_bias)
-        tally.linear(d, kv * hd, self.qkv_bias)
+        for _ in range(self.kv_projections):
+            tally.linear(d, kv * hd, self.qkv_bias)
         if self.qk_norm is not None:
             self.qk_norm.flops(tally)
+        if self.value_norm is not None:
+            self.value_norm.flops(tally, hd, tally.seq_len * kv)
         if self.rotary is not None:
             self.rotary.flops(tally, h + kv)
         if isinstance(self.kernel, LinearKernel):
@@ -236,6 +245,8 @@ class HeadAttention:
             self.relative_xl.module(ctx) if self.relative_xl else None,
             self.takes_bias,
             self.gate_width,
+            self.values_from_keys,
+            self.value_norm.module(self.head_dim) if self.value_norm else None,
         )
 
 
@@ -323,7 +334,7 @@ Reader = Any  # plan._Reader, not imported: plan imports this module
 
 
 def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAttention:
-    a, dims, att = r.a, r.dims, r.a.attention
+    a, dims, att = r.a, r.dims_of(spec), r.a.attention
     takes_bias = r.takes_bias(spec)
     relative_xl = None
     if takes_bias and r.scheme.layer_bias:
@@ -338,11 +349,13 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         out_bias=bool(a.bias.attn_out),
         kernel=LinearKernel() if linear else r.kernel(spec, causal),
         rotary=r.rotary(spec),
-        qk_norm=r.qk_norm(),
+        qk_norm=r.qk_norm(spec),
         takes_bias=takes_bias,
         relative_xl=relative_xl,
         cached=causal or spec is None,
         output_gate=att.output_gate,
+        values_from_keys=dims.values_from_keys,
+        value_norm=bare_rms(a.norm.eps) if att.value_norm else None,
     )
 
 

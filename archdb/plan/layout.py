@@ -121,6 +121,13 @@ def _unsupported(arch: Architecture) -> str | None:
         return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
+    if arch.layer_scalar and (arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY):
+        return "a layer scalar outside serial decoder-only blocks"
+    if arch.layer_scalar and arch.norm.position is NormPosition.RESIDUAL:
+        return "a layer scalar with ResiDual"
+    moe = arch.mlp.moe
+    if moe is not None and moe.dense_beside_d_ff is not None and arch.parallel_layers:
+        return "a dense MLP beside the experts in parallel layers"
     if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:
         return "ResiDual with parallel layers"
     if arch.parallel_layers and arch.kind is not Kind.DECODER_ONLY:
@@ -140,6 +147,10 @@ class HeadDims:
     qk_dim: int  # width of one query/key head as the kernel sees it
     v_dim: int  # width of one value head
     rotary_dims: int  # dims of each q/k head that rotate (0 without RoPE)
+    # proportional RoPE (Gemma 4's global layers): the whole head goes through the rotary
+    # module, only this many leading frequency pairs with a non-zero angle; None: standard
+    rotating_pairs: int | None = None
+    values_from_keys: bool = False  # no value projection: values are the keys (k_eq_v)
 
 
 def head_dims(arch: Architecture) -> HeadDims:
@@ -161,6 +172,27 @@ def head_dims(arch: Architecture) -> HeadDims:
         qk_dim=hd,
         v_dim=hd,
         rotary_dims=rotary_dims(arch, hd),
+    )
+
+
+def layer_head_dims(arch: Architecture, kind: LayerKind) -> HeadDims:
+    """A layer's head widths: the card's, or for global layers its global_layers sizes."""
+    dims = head_dims(arch)
+    g = arch.attention.global_layers
+    if g is None or kind is not LayerKind.GLOBAL:
+        return dims
+    hd = g.head_dim or dims.qk_dim
+    rotary, pairs = rotary_dims(arch, hd), None
+    if g.rotary_fraction is not None and rotary:
+        rotary, pairs = hd, int(g.rotary_fraction * hd // 2)
+    return HeadDims(
+        n_heads=dims.n_heads,
+        n_kv_heads=g.n_kv_heads or dims.n_kv_heads,
+        qk_dim=hd,
+        v_dim=hd,
+        rotary_dims=rotary,
+        rotating_pairs=pairs,
+        values_from_keys=bool(g.values_from_keys),
     )
 
 

@@ -17,6 +17,7 @@ from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.schema import Activation
 
+from .norms import NormSpec, bare_rms
 from .tally import Tally, linear_params
 
 
@@ -207,11 +208,27 @@ class MoESpec:
     router_bias: bool = False
     shared_gate: bool = False  # sigmoid(Linear(d -> 1)) scales the shared experts' output
     normalize: bool = True  # softmax over the k chosen logits, not a share of all experts
+    # Gemma 4: a dense MLP beside the experts, and the norms of the two branches (the dense
+    # branch's post-norm, the experts' pre- and post-norm; the block holds the other two)
+    beside: DenseMLP | None = None
+    branch_norm: NormSpec | None = None
+    router_scales: bool = False  # Gemma 4's router: own bare norm, channel and expert scales
+
+    BRANCH_NORMS = 3  # beyond the block's pre- and post-norm of the MLP sublayer
+
+    @property
+    def reads_residual(self) -> bool:
+        """The sublayer takes the residual stream un-normed and norms each branch itself."""
+        return self.beside is not None
 
     def params(self) -> int:
         n = linear_params(self.d_model, self.n_experts, self.router_bias)  # the router
+        n += self.d_model + self.n_experts if self.router_scales else 0
         n += self.n_experts * self.expert.params()
         n += linear_params(self.d_model, 1, False) if self.shared_gate else 0
+        if self.beside is not None:
+            assert self.branch_norm is not None
+            n += self.beside.params() + self.BRANCH_NORMS * self.branch_norm.params(self.d_model)
         return n + (self.shared.params() if self.shared else 0)
 
     def inactive_params(self) -> int:
@@ -219,8 +236,21 @@ class MoESpec:
 
     def flops(self, tally: Tally) -> None:
         t, d, k = tally.seq_len, self.d_model, self.n_active
-        tally.linear(d, self.n_experts, self.router_bias)  # router
-        tally.add(C.SOFTMAX, t * cv.SOFTMAX * k)
+        if self.router_scales:  # bare RMS norm, * scale * d^-0.5; softmax over all, renorm
+            bare_rms(self.branch_norm.eps if self.branch_norm else None).flops(tally, d)
+            tally.elementwise(2 * d)
+            tally.linear(d, self.n_experts, self.router_bias)
+            tally.add(C.SOFTMAX, t * cv.SOFTMAX * self.n_experts)
+            tally.elementwise(cv.REDUCTION * k + 2 * k)  # sum, divide, * expert scale
+        else:
+            tally.linear(d, self.n_experts, self.router_bias)  # router
+            tally.add(C.SOFTMAX, t * cv.SOFTMAX * k)
+        if self.beside is not None:
+            assert self.branch_norm is not None
+            for _ in range(self.BRANCH_NORMS):
+                self.branch_norm.flops(tally, d)
+            self.beside.flops(tally)
+            tally.elementwise(d)  # dense + experts
         self.expert.flops(tally, t * k)  # k experts per token
         tally.elementwise(2 * k * d)  # weight each expert's output, sum them
         if self.shared is not None:
@@ -239,7 +269,20 @@ class MoESpec:
         experts = Experts(self.n_experts, self.d_model, e.d_ff, act, e.activation.gated, e.bias)
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None
-        router = Router(
-            self.d_model, self.n_experts, self.n_active, self.router_bias, self.normalize
-        )
-        return MoE(router, experts, shared, self.shared_gate)
+        if self.router_scales:
+            from archdb.builder.moe import ScaledRouter
+
+            eps = self.branch_norm.eps if self.branch_norm else None
+            router = ScaledRouter(self.d_model, self.n_experts, self.n_active, eps)
+        else:
+            router = Router(
+                self.d_model, self.n_experts, self.n_active, self.router_bias, self.normalize
+            )
+        moe = MoE(router, experts, shared, self.shared_gate)
+        if self.beside is None:
+            return moe
+        from archdb.builder.moe import BesideMoE
+
+        assert self.branch_norm is not None
+        norms = [self.branch_norm.module(self.d_model) for _ in range(1 + self.BRANCH_NORMS)]
+        return BesideMoE(self.beside.module(), moe, *norms)

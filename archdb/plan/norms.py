@@ -102,6 +102,11 @@ class NormSpec:
 BARE_RMS = NormSpec(NormType.RMSNORM, scale=False, bias=False)  # x / rms(x), no parameters
 
 
+def bare_rms(eps: float | None = None) -> NormSpec:
+    """x / rms(x) without parameters, with the card's epsilon (Gemma 4's value norm)."""
+    return NormSpec(NormType.RMSNORM, scale=False, bias=False, eps=eps)
+
+
 # --- where a block's norms sit --------------------------------------------------------
 
 

@@ -25,12 +25,14 @@ from archdb.schema import (
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
 from .layout import (
+    HeadDims,
     LayerSpec,
     check_buildable,
     embedding_width,
     fill_unknowns,
     head_dims,
     layer_groups,
+    layer_head_dims,
     layer_key,
     learned_rows,
     relative_buckets,
@@ -109,6 +111,7 @@ class Block:
     shared_norm: bool = False  # parallel blocks: one norm feeds both branches (GPT-J)
     resi_dual: bool = False
     cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
+    scalar: bool = False  # a learned scalar multiplies the layer's output (Gemma 4)
 
     @property
     def n_norms(self) -> int:
@@ -145,6 +148,8 @@ class Block:
                 self.norm.flops(tally, d)
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
             sublayer.flops(tally)
+        if self.scalar:
+            tally.elementwise(d)
 
     def cache_entries(self, context: int) -> int:
         cross = self.cross.cache_entries(context) if self.cross else 0
@@ -291,6 +296,7 @@ class _Reader:
             shared_norm=bool(a.norm.shared_in_parallel) or not slots.before,
             resi_dual=a.norm.position is NormPosition.RESIDUAL,
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
+            scalar=bool(a.layer_scalar),
         )
 
     def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
@@ -300,8 +306,14 @@ class _Reader:
             return RECURRENT[spec.kind](self, spec)
         return MIXERS[self.a.attention.variant](self, spec, causal)
 
-    def qk_norm(self) -> QKNormSpec | None:
-        att = self.a.attention
+    def dims_of(self, spec: LayerSpec | None) -> HeadDims:
+        """Head widths of a layer (global layers may have their own; None: cross-attention)."""
+        if spec is None or self.a.attention.global_layers is None:
+            return self.dims
+        return layer_head_dims(self.a, spec.kind)
+
+    def qk_norm(self, spec: LayerSpec | None = None) -> QKNormSpec | None:
+        att, dims = self.a.attention, self.dims_of(spec)
         if att.qk_norm is QKNorm.NONE:
             return None
         kind, affine = (
@@ -311,9 +323,7 @@ class _Reader:
         # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
         offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
         norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
-        return QKNormSpec(
-            att.qk_norm, norm, self.dims.n_heads, self.dims.n_kv_heads, self.dims.qk_dim
-        )
+        return QKNormSpec(att.qk_norm, norm, dims.n_heads, dims.n_kv_heads, dims.qk_dim)
 
     def kernel(self, spec: LayerSpec | None, causal: bool) -> SoftmaxKernel:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
@@ -321,10 +331,11 @@ class _Reader:
         cap = self.a.attention.logit_softcap
         sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
         scale = self.a.attention.scale
-        return SoftmaxKernel(kind, self.dims.qk_dim, causal, cap, window, sinks, scale)
+        return SoftmaxKernel(kind, self.dims_of(spec).qk_dim, causal, cap, window, sinks, scale)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
-        if spec is None or spec.rope_theta is None or not self.dims.rotary_dims:
+        dims = self.dims_of(spec)
+        if spec is None or spec.rope_theta is None or not dims.rotary_dims:
             return None
         pos = self.a.position
         # local layers with a base of their own keep it unscaled (Gemma 3's sliding layers)
@@ -332,7 +343,12 @@ class _Reader:
         scaling = None if own_base else pos.rope_scaling
         interleaved = pos.rope_layout is RopeLayout.INTERLEAVED
         return RotarySpec(
-            self.dims.rotary_dims, spec.rope_theta, self.a.context_length, scaling, interleaved
+            dims.rotary_dims,
+            spec.rope_theta,
+            self.a.context_length,
+            scaling,
+            interleaved,
+            dims.rotating_pairs,
         )
 
     def takes_bias(self, spec: LayerSpec | None) -> bool:
@@ -362,6 +378,9 @@ class _Reader:
         )
         expert = DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
         normalize = moe.normalize_top_k is not False
+        beside = None
+        if moe.dense_beside_d_ff is not None:
+            beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
         return MoESpec(
             self.d,
             moe.n_experts,
@@ -371,6 +390,9 @@ class _Reader:
             bool(moe.router_bias),
             bool(moe.shared_gate),
             normalize,
+            beside,
+            self.norm if beside is not None else None,
+            bool(moe.router_scales),
         )
 
 

@@ -111,12 +111,17 @@ class RotarySpec:
     context: int
     scaling: RopeScaling | None = None  # frequencies stretched for long context (tables only)
     interleaved: bool = False  # pairs dims (2i, 2i + 1), not (i, i + dims/2)
+    # proportional RoPE (Gemma 4's global layers): the frequencies of the whole head, only
+    # the first ``rotating_pairs`` pairs with a non-zero angle; None: standard RoPE
+    rotating_pairs: int | None = None
 
     def flops(self, tally: Tally, heads: int) -> None:
         tally.elementwise(cv.ROPE * self.dims * heads)
 
     def module(self, ctx):
-        return ctx.rotary(self.dims, self.theta, self.context, self.scaling, self.interleaved)
+        return ctx.rotary(
+            self.dims, self.theta, self.context, self.scaling, self.interleaved, self.rotating_pairs
+        )
 
 
 @dataclass(frozen=True)
