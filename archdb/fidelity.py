@@ -46,6 +46,7 @@ LOGIT_EXACT: dict[str, float] = {
     "opt": 0.0,
     "nemotron": 0.0,
     "cohere2": 2.6e-7,
+    "granite": 7.1e-8,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -66,6 +67,8 @@ FUNCTION_FIELDS = (
 FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     "gemma2": ("architecture.attention.scale",),  # query_pre_attn_scalar ** -0.5
     "gemma3_text": ("architecture.attention.scale",),
+    # attention_multiplier replaces 1/sqrt(d_head); each sublayer's output is scaled
+    "granite": ("architecture.attention.scale", "architecture.residual_multiplier"),
 }
 
 

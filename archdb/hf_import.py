@@ -234,6 +234,11 @@ class ConfigShape(_Keys):
     use_qk_norm: StrictBool | None = None
     query_pre_attn_scalar: Number | None = None
     logit_scale: Number | None = None
+    # muP factors (Granite)
+    embedding_multiplier: Number | None = None
+    residual_multiplier: Number | None = None
+    attention_multiplier: Number | None = None
+    logits_scaling: Number | None = None
     # numerics: what changes outputs but not counts (see _function)
     rms_norm_eps: Number | None = None
     layer_norm_eps: Number | None = None
@@ -484,6 +489,26 @@ def _gemma(d: _Draft) -> None:
         d.set("architecture.attention.scale", float(scalar) ** -0.5, "config")
 
 
+def _granite(d: _Draft) -> None:
+    """Granite's four muP factors; GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head))."""
+    factors = (
+        ("embedding_multiplier", "architecture.embedding_multiplier"),
+        ("residual_multiplier", "architecture.residual_multiplier"),
+        ("attention_multiplier", "architecture.attention.scale"),
+    )
+    for key, path in factors:
+        d.set(path, float(d.read(key, default=1.0)), d.origin_of(key))
+    divisor = d.read("logits_scaling", default=1.0)
+    if not divisor or divisor < 0:
+        raise HFImportError(f"logits_scaling must be a positive number (got {divisor!r})")
+    d.set("architecture.logit_scale", 1.0 / divisor, d.origin_of("logits_scaling"))
+    d.note(
+        "architecture.logit_scale",
+        f"GraniteForCausalLM divides the logits by logits_scaling ({divisor:g}); the card "
+        "stores the factor 1/logits_scaling.",
+    )
+
+
 def _mixtral(d: _Draft) -> None:
     d.moe(
         n_experts=d.read("num_local_experts", required=True),
@@ -715,6 +740,7 @@ FAMILIES: dict[str, Family] = {
                           qk_norm="per-head", tied_default=True,
                           activation_default="gelu_pytorch_tanh",
                           default_pattern=("local",) * 5 + ("global",), hook=_gemma),
+    "granite": Family("granite", "GraniteDecoderLayer", mlp_bias=None, hook=_granite),
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
     "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
     "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,
@@ -1134,7 +1160,11 @@ def _function(d: _Draft) -> None:
             d.note("architecture.mlp.gelu_approximation", f"{raw!r} is neither erf nor tanh GELU.")
         else:
             d.set("architecture.mlp.gelu_approximation", form, origin)
-    for path in ("architecture.embedding_multiplier", "architecture.logit_scale"):
+    for path in (
+        "architecture.embedding_multiplier",
+        "architecture.logit_scale",
+        "architecture.residual_multiplier",
+    ):
         if d.value(path) is None:
             d.set(path, 1.0, "family")
 
@@ -1344,6 +1374,7 @@ _ARCH_ORDER = (
     "mixers",
     "embedding_multiplier",
     "logit_scale",
+    "residual_multiplier",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),

@@ -482,6 +482,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "olmo": _olmo,
     "opt": _opt,
     "nemotron": _llama,
+    "granite": _llama,
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,

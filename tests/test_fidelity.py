@@ -62,6 +62,9 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    # muP factors away from 1 (logits_scaling not a power of two: divided vs multiplied)
+    "granite": {**_DENSE, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                "attention_multiplier": 0.03, "logits_scaling": 6.0, "mlp_bias": True},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
@@ -211,6 +214,48 @@ def test_each_function_field_changes_the_logits(path, value, tmp_path):
         assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("residual_multiplier", None),
+        ("attention.scale", 3.0),  # tiny random weights: only a far value shows in softmax
+        ("logit_scale", 1 / 8),
+        ("embedding_multiplier", None),
+    ],
+)
+def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
+    """Granite's muP factors: each one dropped (or a near value) breaks the comparison."""
+    reference = _tiny("granite", tmp_path)
+    data = _card(tmp_path).model_dump(mode="json")
+    node = data["architecture"]
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
+def test_a_granite_card_without_its_multipliers_is_not_logit_exact(tmp_path):
+    from archdb.fidelity import fidelity
+
+    _tiny("granite", tmp_path)
+    identity = Identity("granite-tiny", "Granite tiny", "granite-4.1", "Tests", "2024-01-01")
+    config = read_config(tmp_path / "config.json")
+    card = Card.model_validate(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert card.architecture.logit_scale == 1 / 6  # the reciprocal of logits_scaling
+    assert str(fidelity(card)) == "logit-exact (granite, relative error < 1e-05)"
+    data = card.model_dump(mode="json")
+    data["architecture"]["residual_multiplier"] = None
+    assert fidelity(Card.model_validate(data)).why == (
+        "granite is logit-exact; card lacks residual_multiplier"
+    )
+
+
 def test_cli_build_reports_the_loaded_weights(tmp_path):
     import json
 
@@ -295,6 +340,7 @@ def test_function_assumptions_name_the_null_fields_only(tmp_path):
         "position.rope_layout",  # RoPE: its layout matters; no GELU, so no GELU form
         "embedding_multiplier",
         "logit_scale",
+        "residual_multiplier",
     ]
     _tiny("gemma2", tmp_path)
     assert function_assumptions(_card(tmp_path).architecture) == ()

@@ -199,11 +199,13 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
             branch_attn=norm_if(slots.branch),
             branch_mlp=norm_if(slots.branch),
             after=norm_if(slots.after),
+            multiplier=block.residual_multiplier,
         )
 
     def residual(sublayer: nn.Module) -> Residual:
         cls = ResiDualResidual if block.resi_dual else Residual
-        return cls(sublayer, norm_if(slots.before), norm_if(slots.branch), norm_if(slots.after))
+        norms = norm_if(slots.before), norm_if(slots.branch), norm_if(slots.after)
+        return cls(sublayer, *norms, multiplier=block.residual_multiplier)
 
     cross = residual(block.cross.module(ctx)) if block.cross else None
     return SerialBlock(residual(attn), residual(mlp) if mlp is not None else None, cross)

@@ -59,6 +59,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "gated_deltanet": lambda a: LayerKind.GATED_DELTANET in a.attention.layer_pattern,
     "router_bias": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_bias),
     "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
+    "residual_multiplier": lambda a: a.residual_multiplier not in (None, 1.0),
 }
 
 
@@ -229,6 +230,26 @@ def qwen3_moe(a: Architecture) -> dict:
         "num_experts_per_tok": moe.n_active,
         "decoder_sparse_step": moe.layer_period,
     }
+
+
+def _multipliers(a: Architecture) -> dict:
+    """Granite's muP factors: each the card's value, 1 (or 1/sqrt(d_head)) where null."""
+    return {
+        "embedding_multiplier": a.embedding_multiplier or 1.0,
+        "residual_multiplier": a.residual_multiplier or 1.0,
+        "attention_multiplier": a.attention.scale or a.head_dim_effective**-0.5,
+        "logits_scaling": 1.0 / (a.logit_scale or 1.0),  # Granite divides by it
+    }
+
+
+def granite(a: Architecture) -> dict:
+    """Llama's layout with the four multipliers."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out, "Granite's attention_bias covers q, k, v and o")
+    extras = {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    return _base(a) | extras | _rope(a) | _multipliers(a)
 
 
 def _rope(a: Architecture) -> dict:
@@ -739,6 +760,13 @@ REFERENCES: dict[str, Reference] = {
         Reference("falcon", "FalconConfig", "FalconForCausalLM", falcon),
         Reference("t5", "T5Config", "T5ForConditionalGeneration", t5),
         Reference(
+            "granite",
+            "GraniteConfig",
+            "GraniteForCausalLM",
+            granite,
+            extras=frozenset({"residual_multiplier"}),
+        ),
+        Reference(
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
@@ -814,6 +842,10 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "bamba": "bamba",
     "gpt-oss": "gpt_oss",
     "qwen3-next": "qwen3_next",
+    "granite-3.0": "granite",
+    "granite-3.1": "granite",
+    "granite-3.3": "granite",
+    "granite-4.1": "granite",
 }
 
 

@@ -62,8 +62,12 @@ class TokenEmbedding:
         return self.width * self.d_model if self.width != self.d_model else 0
 
     def flops(self, tally: Tally) -> None:
+        from archdb.measure.conventions import FlopClass
+
         if self.width != self.d_model:
             tally.linear(self.width, self.d_model, False)
+        if self.multiplier is not None:  # x * multiplier, counted with the lookup
+            tally.elementwise(self.d_model, FlopClass.EMBEDDING)
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class OutputHead:
         if self.width != self.d_model:
             tally.linear(self.d_model, self.width, False)
         tally.linear(self.width, self.vocab, self.bias)
+        if self.logit_scale is not None:
+            tally.elementwise(self.vocab)  # logits * logit_scale
         if self.softcap is not None:
             tally.elementwise(cv.SOFTCAP * self.vocab)
 
@@ -108,6 +114,7 @@ class Block:
     shared_norm: bool = False  # parallel blocks: one norm feeds both branches (GPT-J)
     resi_dual: bool = False
     cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
+    residual_multiplier: float | None = None  # factor on each sublayer's output (Granite)
 
     @property
     def n_norms(self) -> int:
@@ -135,6 +142,8 @@ class Block:
             for _ in range(self.n_norms):
                 self.norm.flops(tally, d)
             tally.elementwise(2 * d)  # x + attn + mlp
+            if self.residual_multiplier is not None:
+                tally.elementwise(2 * d)  # m * attn, m * mlp
             self.mixer.flops(tally)
             assert self.mlp is not None  # parallel blocks always have an MLP
             self.mlp.flops(tally)
@@ -143,6 +152,8 @@ class Block:
             for _ in range(self.slots.count):
                 self.norm.flops(tally, d)
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
+            if self.residual_multiplier is not None:
+                tally.elementwise(d)  # m * f(x)
             sublayer.flops(tally)
 
     def cache_entries(self, context: int) -> int:
@@ -290,6 +301,7 @@ class _Reader:
             shared_norm=bool(a.norm.shared_in_parallel) or not slots.before,
             resi_dual=a.norm.position is NormPosition.RESIDUAL,
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
+            residual_multiplier=a.residual_multiplier,
         )
 
     def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
