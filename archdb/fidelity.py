@@ -47,6 +47,7 @@ LOGIT_EXACT: dict[str, float] = {
     "nemotron": 0.0,
     "cohere2": 2.6e-7,
     "granite": 7.1e-8,
+    "granitemoe": 1.4e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -69,6 +70,7 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     "gemma3_text": ("architecture.attention.scale",),
     # attention_multiplier replaces 1/sqrt(d_head); each sublayer's output is scaled
     "granite": ("architecture.attention.scale", "architecture.residual_multiplier"),
+    "granitemoe": ("architecture.attention.scale", "architecture.residual_multiplier"),
 }
 
 

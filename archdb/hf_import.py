@@ -509,6 +509,12 @@ def _granite(d: _Draft) -> None:
     )
 
 
+def _granitemoe(d: _Draft) -> None:
+    """GraniteMoe: Granite's factors; every layer's MLP is the experts (Mixtral's routing)."""
+    _granite(d)
+    _mixtral(d)
+
+
 def _mixtral(d: _Draft) -> None:
     d.moe(
         n_experts=d.read("num_local_experts", required=True),
@@ -741,6 +747,7 @@ FAMILIES: dict[str, Family] = {
                           activation_default="gelu_pytorch_tanh",
                           default_pattern=("local",) * 5 + ("global",), hook=_gemma),
     "granite": Family("granite", "GraniteDecoderLayer", mlp_bias=None, hook=_granite),
+    "granitemoe": Family("granitemoe", "GraniteMoeDecoderLayer", hook=_granitemoe),
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
     "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
     "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,

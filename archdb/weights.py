@@ -133,6 +133,10 @@ class Source:
     per_head: Callable[[Dims], tuple[int, int, int]] | None = None  # (heads, parts, part)
     experts: bool = False
     roll: int = 0  # rows rotated (OPT's position table)
+    # one (experts, out, in) tensor for all experts (GraniteMoe), read as (experts, in, out);
+    # half 0 or 1: that half of the rows of a fused [gate; up] projection
+    stacked: bool = False
+    half: int | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,19 @@ def _mixtral() -> Names:
 def _qwen3_moe() -> Names:
     layer = _llama_layer(_PRE)
     layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _granitemoe() -> Names:
+    """GraniteMoe: the experts' gate and up fused in one stacked input_linear."""
+    layer = _llama_layer(_PRE)
+    moe = "block_sparse_moe"
+    layer |= {
+        "mlp.sublayer.router.proj.weight": Source(f"{moe}.router.layer.weight"),
+        "mlp.sublayer.experts.gate": Source(f"{moe}.input_linear.weight", stacked=True, half=0),
+        "mlp.sublayer.experts.up": Source(f"{moe}.input_linear.weight", stacked=True, half=1),
+        "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", stacked=True),
+    }
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
@@ -483,6 +500,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "opt": _opt,
     "nemotron": _llama,
     "granite": _llama,
+    "granitemoe": _granitemoe,
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
@@ -632,6 +650,12 @@ def _source(names: Names, name: str) -> Source | None:
 def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     import torch
 
+    if source.stacked:  # (experts, out, in) -> (experts, in, out)
+        value = ckpt.take(source.name)
+        if source.half is not None:
+            rows = value.shape[1] // 2
+            value = value[:, source.half * rows : (source.half + 1) * rows]
+        return value.transpose(1, 2).contiguous()
     if source.experts:  # (out, in) per expert -> (experts, in, out)
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])

@@ -65,6 +65,10 @@ TINY: dict[str, dict] = {
     # muP factors away from 1 (logits_scaling not a power of two: divided vs multiplied)
     "granite": {**_DENSE, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                 "attention_multiplier": 0.03, "logits_scaling": 6.0, "mlp_bias": True},
+    "granitemoe": {**_DENSE, "intermediate_size": 32, "num_local_experts": 4,
+                   "num_experts_per_tok": 2, "embedding_multiplier": 12.0,
+                   "residual_multiplier": 0.22, "attention_multiplier": 0.03,
+                   "logits_scaling": 6.0, "attention_bias": True},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,

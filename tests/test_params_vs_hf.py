@@ -117,6 +117,18 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("nemotron", {**LAYERNORM, "mlp.activation": "squared-relu", "position.rotary_fraction": 0.5}),
     (
+        "granitemoe",
+        {
+            "tied_embeddings": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+            "mlp.moe": MOE,
+            "residual_multiplier": 0.22,
+            "attention.scale": 0.015625,
+            "logit_scale": 1 / 6,
+        },
+    ),
+    (
         "granite",
         {
             "tied_embeddings": True,
@@ -388,7 +400,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "granite")
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "granite", "granitemoe")
 
 
 @pytest.mark.parametrize(

@@ -252,6 +252,32 @@ def granite(a: Architecture) -> dict:
     return _base(a) | extras | _rope(a) | _multipliers(a)
 
 
+def granitemoe(a: Architecture) -> dict:
+    """Mixtral's layout with Granite's multipliers; no MLP biases or shared experts."""
+    _llama_like(a)
+    _bias(a, a.bias.qkv, a.bias.qkv, False)
+    _pattern(a, LayerKind.GLOBAL)
+    moe = a.mlp.moe
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.layer_period == 1
+        and moe.n_shared == 0
+        and moe.normalize_top_k is not False,
+        "every layer MoE, no shared experts, softmax over the top-k logits",
+    )
+    return (
+        _base(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+        }
+        | _rope(a)
+        | _multipliers(a)
+    )
+
+
 def _rope(a: Architecture) -> dict:
     """RoPE base and rotating share, as transformers 5 spells them."""
     fraction = a.position.rotary_fraction
@@ -767,6 +793,13 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"residual_multiplier"}),
         ),
         Reference(
+            "granitemoe",
+            "GraniteMoeConfig",
+            "GraniteMoeForCausalLM",
+            granitemoe,
+            extras=frozenset({"residual_multiplier"}),
+        ),
+        Reference(
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
@@ -850,7 +883,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
 
 
 # Families whose mixture-of-experts members are a different transformers model type.
-MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe"}
+MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "granite": "granitemoe"}
 
 
 def model_type_for(family: str, arch: Architecture) -> str | None:
