@@ -497,16 +497,22 @@ def _granite(d: _Draft) -> None:
         ("attention_multiplier", "architecture.attention.scale"),
     )
     for key, path in factors:
-        d.set(path, float(d.read(key, default=1.0)), d.origin_of(key))
-    divisor = d.read("logits_scaling", default=1.0)
-    if not divisor or divisor < 0:
-        raise HFImportError(f"logits_scaling must be a positive number (got {divisor!r})")
+        d.set(path, _positive(d, key), d.origin_of(key))
+    divisor = _positive(d, "logits_scaling")
     d.set("architecture.logit_scale", 1.0 / divisor, d.origin_of("logits_scaling"))
     d.note(
         "architecture.logit_scale",
         f"GraniteForCausalLM divides the logits by logits_scaling ({divisor:g}); the card "
         "stores the factor 1/logits_scaling.",
     )
+
+
+def _positive(d: _Draft, key: str) -> float:
+    """A multiplier (default 1.0): zero would erase the stream or divide by zero."""
+    value = d.read(key, default=1.0)
+    if not value:
+        raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
+    return float(value)
 
 
 def _granitemoe(d: _Draft) -> None:
