@@ -222,6 +222,11 @@ class Plan:
 # --- reading a card ------------------------------------------------------------------------
 
 
+def _factor(value: float | None) -> float | None:
+    """A multiplier the model applies: None when absent or 1 (no operation, no FLOPs)."""
+    return None if value is None or value == 1.0 else value
+
+
 def make_plan(arch: Architecture) -> Plan:
     """The plan of a card; null choices filled as ``fill_unknowns`` states."""
     arch, _ = fill_unknowns(arch)
@@ -253,7 +258,7 @@ class _Reader:
         if self.scheme.absolute:
             positions = AbsolutePositions(a.position.type, learned_rows(a), self.d)
         return Plan(
-            embedding=TokenEmbedding(a.vocab_size, width, self.d, a.embedding_multiplier),
+            embedding=TokenEmbedding(a.vocab_size, width, self.d, _factor(a.embedding_multiplier)),
             positions=positions,
             encoder=encoder,
             decoder=decoder,
@@ -264,7 +269,7 @@ class _Reader:
                 bool(a.bias.lm_head),
                 a.final_logit_softcap,
                 bool(a.tied_embeddings),
-                a.logit_scale,
+                _factor(a.logit_scale),
             ),
             context_length=a.context_length,
         )
@@ -301,7 +306,7 @@ class _Reader:
             shared_norm=bool(a.norm.shared_in_parallel) or not slots.before,
             resi_dual=a.norm.position is NormPosition.RESIDUAL,
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
-            residual_multiplier=a.residual_multiplier,
+            residual_multiplier=_factor(a.residual_multiplier),
         )
 
     def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
