@@ -51,6 +51,8 @@ LOGIT_EXACT: dict[str, float] = {
     # the loosest family so far (still under the tolerance): 6.1e-6 with experts beside
     # the dense MLP, 4.0e-6 dense (three seeds each)
     "gemma4_text": 6.2e-6,
+    "granite": 7.1e-8,
+    "granitemoe": 1.4e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -72,6 +74,9 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     "gemma2": ("architecture.attention.scale",),  # query_pre_attn_scalar ** -0.5
     "gemma3_text": ("architecture.attention.scale",),
     "gemma4_text": ("architecture.attention.scale", "architecture.layer_scalar"),
+    # attention_multiplier replaces 1/sqrt(d_head); each sublayer's output is scaled
+    "granite": ("architecture.attention.scale", "architecture.residual_multiplier"),
+    "granitemoe": ("architecture.attention.scale", "architecture.residual_multiplier"),
 }
 
 

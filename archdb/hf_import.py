@@ -234,6 +234,11 @@ class ConfigShape(_Keys):
     use_qk_norm: StrictBool | None = None
     query_pre_attn_scalar: Number | None = None
     logit_scale: Number | None = None
+    # muP factors (Granite)
+    embedding_multiplier: Number | None = None
+    residual_multiplier: Number | None = None
+    attention_multiplier: Number | None = None
+    logits_scaling: Number | None = None
     # numerics: what changes outputs but not counts (see _function)
     rms_norm_eps: Number | None = None
     layer_norm_eps: Number | None = None
@@ -495,6 +500,38 @@ def _gemma(d: _Draft) -> None:
     scalar = d.read("query_pre_attn_scalar")
     if scalar and d.family.module != "gemma":  # Gemma 2/3 scale by query_pre_attn_scalar**-0.5
         d.set("architecture.attention.scale", float(scalar) ** -0.5, "config")
+
+
+def _granite(d: _Draft) -> None:
+    """Granite's four muP factors; GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head))."""
+    factors = (
+        ("embedding_multiplier", "architecture.embedding_multiplier"),
+        ("residual_multiplier", "architecture.residual_multiplier"),
+        ("attention_multiplier", "architecture.attention.scale"),
+    )
+    for key, path in factors:
+        d.set(path, _positive(d, key), d.origin_of(key))
+    divisor = _positive(d, "logits_scaling")
+    d.set("architecture.logit_scale", 1.0 / divisor, d.origin_of("logits_scaling"))
+    d.note(
+        "architecture.logit_scale",
+        f"GraniteForCausalLM divides the logits by logits_scaling ({divisor:g}); the card "
+        "stores the factor 1/logits_scaling.",
+    )
+
+
+def _positive(d: _Draft, key: str) -> float:
+    """A multiplier (default 1.0): zero would erase the stream or divide by zero."""
+    value = d.read(key, default=1.0)
+    if not value:
+        raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
+    return float(value)
+
+
+def _granitemoe(d: _Draft) -> None:
+    """GraniteMoe: Granite's factors; every layer's MLP is the experts (Mixtral's routing)."""
+    _granite(d)
+    _mixtral(d)
 
 
 def _mixtral(d: _Draft) -> None:
@@ -846,6 +883,8 @@ FAMILIES: dict[str, Family] = {
     "gemma4_text": Family("gemma4", "Gemma4TextDecoderLayer", norm_position="double",
                           qk_norm="per-head", tied_default=True,
                           activation_default="gelu_pytorch_tanh", hook=_gemma4),
+    "granite": Family("granite", "GraniteDecoderLayer", mlp_bias=None, hook=_granite),
+    "granitemoe": Family("granitemoe", "GraniteMoeDecoderLayer", hook=_granitemoe),
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
     "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
     "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,
@@ -1273,7 +1312,11 @@ def _function(d: _Draft) -> None:
             d.note("architecture.mlp.gelu_approximation", f"{raw!r} is neither erf nor tanh GELU.")
         else:
             d.set("architecture.mlp.gelu_approximation", form, origin)
-    for path in ("architecture.embedding_multiplier", "architecture.logit_scale"):
+    for path in (
+        "architecture.embedding_multiplier",
+        "architecture.logit_scale",
+        "architecture.residual_multiplier",
+    ):
         if d.value(path) is None:
             d.set(path, 1.0, "family")
 
@@ -1520,6 +1563,7 @@ _ARCH_ORDER = (
     "embedding_multiplier",
     "logit_scale",
     "layer_scalar",
+    "residual_multiplier",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),

@@ -408,7 +408,8 @@ class Attention(Strict):
     scale: PositiveFloat | None = Field(
         default=None,
         description="Multiplier of the query-key scores where it is not 1/sqrt(qk head "
-        "width) (Gemma 2/3: query_pre_attn_scalar ** -0.5). Optional; null: not recorded "
+        "width) (Gemma 2/3: query_pre_attn_scalar ** -0.5; Granite: attention_multiplier, "
+        "e.g. 0.0078125, in place of 1/sqrt(d_head)). Optional; null: not recorded "
         "(the builder uses 1/sqrt of the query/key head width).",
     )
 
@@ -673,11 +674,14 @@ class Architecture(Strict):
     embedding_multiplier: PositiveFloat | None = Field(
         default=None,
         description="Factor on the token embeddings before the first block (Gemma: "
-        "sqrt(d_model)). Optional; null: not recorded (the builder uses 1).",
+        "sqrt(d_model); Granite: embedding_multiplier; MiniCPM: scale_emb). Optional; null: "
+        "not recorded (the builder uses 1).",
     )
     logit_scale: PositiveFloat | None = Field(
         default=None,
         description="Factor on the output logits, before any soft-cap (Command R: 0.0625). "
+        "A model that divides its logits stores the reciprocal (Granite: 1/logits_scaling; "
+        "MiniCPM: dim_model_base/d_model, its head reading h / (d_model/dim_model_base)). "
         "Optional; null: not recorded (the builder uses 1).",
     )
     layer_scalar: StrictBool | None = Field(
@@ -686,6 +690,13 @@ class Architecture(Strict):
         "included (Gemma 4 layer_scalar, Google's skip_scale). Held as a checkpoint buffer "
         "as in transformers, so parameter counts leave it out (Google's reference counts "
         "one per layer). Optional; null for none.",
+    )
+    residual_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on each sublayer's output (attention, mixer, MLP) before it is "
+        "added to the residual stream: x + m * f(norm(x)) (Granite: residual_multiplier; "
+        "MiniCPM: scale_depth / sqrt(n_layers)). Optional; null: not recorded (the builder "
+        "uses 1).",
     )
 
     # --- derived figures: computed, never stored --------------------------------

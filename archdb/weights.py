@@ -276,6 +276,23 @@ def _qwen3_moe() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _granitemoe() -> Names:
+    """GraniteMoe: the experts' gate and up fused in one stacked input_linear."""
+    layer = _llama_layer(_PRE)
+    moe = "block_sparse_moe"
+    layer |= {
+        "mlp.sublayer.router.proj.weight": Source(f"{moe}.router.layer.weight"),
+        "mlp.sublayer.experts.gate": Source(
+            f"{moe}.input_linear.weight", cut=_first_expert_ff, experts=True
+        ),
+        "mlp.sublayer.experts.up": Source(
+            f"{moe}.input_linear.weight", cut=_second_expert_ff, experts=True
+        ),
+        "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", experts=True),
+    }
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
 def _gpt2() -> Names:
     def conv(name: str, cut=None) -> Source:  # Conv1D stores (in, out)
         return Source(name, cut=cut, transpose=True)
@@ -555,6 +572,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "olmo": _olmo,
     "opt": _opt,
     "nemotron": _llama,
+    "granite": _llama,
+    "granitemoe": _granitemoe,
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,

@@ -443,6 +443,10 @@ CHOICES = [
     },
     {"attention.output_gate": "elementwise", "attention.qk_norm": "per-head"},
     {"attention.output_gate": "headwise", "attention.n_kv_heads": 1},
+    # muP factors (Granite): sublayer outputs scaled before the residual add
+    {"residual_multiplier": 0.22, "embedding_multiplier": 12.0, "logit_scale": 0.125},
+    {"residual_multiplier": 0.22, "parallel_layers": True, "norm.shared_in_parallel": True},
+    {"residual_multiplier": 0.22, "norm.position": "resi-dual"},
     MAMBA2_ONLY,
     DELTANET_HYBRID,
     {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two

@@ -81,6 +81,13 @@ TINY: dict[str, dict] = {
                     "sliding_window": WINDOW, "hidden_size_per_layer_input": 0,
                     "final_logit_softcapping": 3.0, "enable_moe_block": True,
                     "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
+    # muP factors away from 1 (logits_scaling not a power of two: divided vs multiplied)
+    "granite": {**_DENSE, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                "attention_multiplier": 0.03, "logits_scaling": 6.0, "mlp_bias": True},
+    "granitemoe": {**_DENSE, "intermediate_size": 32, "num_local_experts": 4,
+                   "num_experts_per_tok": 2, "embedding_multiplier": 12.0,
+                   "residual_multiplier": 0.22, "attention_multiplier": 0.03,
+                   "logits_scaling": 6.0, "attention_bias": True},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
@@ -255,6 +262,30 @@ def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
         assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("residual_multiplier", None),
+        ("attention.scale", 3.0),  # tiny random weights: only a far value shows in softmax
+        ("logit_scale", 1 / 8),
+        ("embedding_multiplier", None),
+    ],
+)
+def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
+    """Granite's muP factors: each one dropped (or a near value) breaks the comparison."""
+    reference = _tiny("granite", tmp_path)
+    data = _card(tmp_path).model_dump(mode="json")
+    node = data["architecture"]
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
 def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):
     from safetensors.torch import load_file
 
@@ -284,6 +315,24 @@ def test_xielu_constants_in_the_checkpoint_are_checked_not_loaded(tmp_path):
         WeightsError, match=r"'model\.layers\.1\.mlp\.act_fn\.beta' holds \[0\.25\]"
     ):
         archdb.build(card, "full", weights=tmp_path)
+
+
+def test_a_granite_card_without_its_multipliers_is_not_logit_exact(tmp_path):
+    from archdb.fidelity import fidelity
+
+    _tiny("granite", tmp_path)
+    identity = Identity("granite-tiny", "Granite tiny", "granite-4.1", "Tests", "2024-01-01")
+    config = read_config(tmp_path / "config.json")
+    card = Card.model_validate(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert card.architecture.logit_scale == 1 / 6  # the reciprocal of logits_scaling
+    assert str(fidelity(card)) == "logit-exact (granite, relative error < 1e-05)"
+    data = card.model_dump(mode="json")
+    data["architecture"]["residual_multiplier"] = None
+    assert fidelity(Card.model_validate(data)).why == (
+        "granite is logit-exact; card lacks residual_multiplier"
+    )
 
 
 def test_cli_build_reports_the_loaded_weights(tmp_path):
@@ -370,6 +419,7 @@ def test_function_assumptions_name_the_null_fields_only(tmp_path):
         "position.rope_layout",  # RoPE: its layout matters; no GELU, so no GELU form
         "embedding_multiplier",
         "logit_scale",
+        "residual_multiplier",
     ]
     _tiny("gemma2", tmp_path)
     assert function_assumptions(_card(tmp_path).architecture) == ()

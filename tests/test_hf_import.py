@@ -389,3 +389,44 @@ def test_gemma4_per_layer_config_is_read_and_uneven_sizes_refused():
     assert (g.head_dim, g.n_kv_heads) == (512, 2)
     with pytest.raises(HFImportError, match="per-layer widths"):
         imported({**cfg, "per_layer_config": {**full, "05": {"head_dim": 256}}})
+
+
+@pytest.mark.parametrize("key", ["embedding_multiplier", "attention_multiplier", "logits_scaling"])
+def test_a_zero_granite_multiplier_is_refused_by_name(key):
+    cfg = {
+        "model_type": "granite",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 128,
+        "max_position_embeddings": 64,
+        key: 0,
+    }
+    with pytest.raises(HFImportError, match=f"config.json: {key} must be a positive number"):
+        card_of(cfg)
+
+
+def test_granite_factors_become_card_fields_with_the_logit_divisor_inverted():
+    cfg = {
+        "model_type": "granite",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 128,
+        "max_position_embeddings": 64,
+        "embedding_multiplier": 12.0,
+        "residual_multiplier": 0.22,
+        "attention_multiplier": 0.0078125,
+        "logits_scaling": 16.0,
+    }
+    arch = card_of(cfg).architecture
+    assert (arch.embedding_multiplier, arch.residual_multiplier) == (12.0, 0.22)
+    assert (arch.attention.scale, arch.logit_scale) == (0.0078125, 0.0625)
+    defaults = card_of({k: v for k, v in cfg.items() if "multiplier" not in k and "scal" not in k})
+    # GraniteConfig's defaults are 1.0 each: attention_multiplier 1, not 1/sqrt(d_head)
+    assert defaults.architecture.attention.scale == 1.0
+    assert defaults.architecture.residual_multiplier == 1.0

@@ -119,6 +119,30 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("nemotron", {**LAYERNORM, "mlp.activation": "squared-relu", "position.rotary_fraction": 0.5}),
     (
+        "granitemoe",
+        {
+            "tied_embeddings": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+            "mlp.moe": MOE,
+            "residual_multiplier": 0.22,
+            "attention.scale": 0.015625,
+            "logit_scale": 1 / 6,
+        },
+    ),
+    (
+        "granite",
+        {
+            "tied_embeddings": True,
+            "attention.head_dim": 32,
+            "bias.mlp": True,
+            "embedding_multiplier": 12.0,
+            "residual_multiplier": 0.22,
+            "attention.scale": 0.0078125,
+            "logit_scale": 0.125,
+        },
+    ),
+    (
         "qwen3_moe",
         {
             "attention.qk_norm": "per-head",
@@ -395,6 +419,8 @@ def test_a_different_model_is_refused_not_compared():
         )
     with pytest.raises(NotRepresentable, match="has no gated_deltanet"):
         hf_parameter_count(make_arch(**DELTANET_HYBRID), "mistral")
+    with pytest.raises(NotRepresentable, match="transformers' llama has no residual_multiplier"):
+        hf_parameter_count(make_arch(residual_multiplier=0.22), "llama")
 
 
 def _catalogue_toys():
@@ -420,7 +446,16 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text")
+_NEW_FAMILIES = (
+    "mamba2",
+    "bamba",
+    "gpt_oss",
+    "qwen3_next",
+    "apertus",
+    "gemma4_text",
+    "granite",
+    "granitemoe",
+)
 
 
 @pytest.mark.parametrize(

@@ -19,25 +19,39 @@ from torch import nn
 Stream = tuple[torch.Tensor, torch.Tensor | None]
 
 
+def scaled(y: torch.Tensor, multiplier: float | None) -> torch.Tensor:
+    """A sublayer's output as it joins the residual stream (Granite, MiniCPM: m * f(x))."""
+    return y if multiplier is None else y * multiplier
+
+
 class Residual(nn.Module):
     """One sublayer on the residual stream, with its norm slots."""
 
     def __init__(
-        self, sublayer: nn.Module, before: nn.Module, branch: nn.Module, after: nn.Module
+        self,
+        sublayer: nn.Module,
+        before: nn.Module,
+        branch: nn.Module,
+        after: nn.Module,
+        multiplier: float | None = None,
     ) -> None:
         super().__init__()
         self.before, self.sublayer, self.branch, self.after = before, sublayer, branch, after
+        self.multiplier = multiplier
 
     def forward(self, x: torch.Tensor, dual: torch.Tensor | None, *args) -> Stream:
-        y = self.branch(self.sublayer(self.before(x), *args))
+        y = scaled(self.branch(self.sublayer(self.before(x), *args)), self.multiplier)
         return self.after(x + y), dual
+
+    def extra_repr(self) -> str:
+        return "" if self.multiplier is None else f"multiplier={self.multiplier}"
 
 
 class ResiDualResidual(Residual):
     """ResiDual: the Post-LN stream and the dual stream both receive f(x)."""
 
     def forward(self, x: torch.Tensor, dual: torch.Tensor | None, *args) -> Stream:
-        y = self.sublayer(x, *args)
+        y = scaled(self.sublayer(x, *args), self.multiplier)
         assert dual is not None
         return self.after(x + y), dual + y
 
@@ -89,9 +103,11 @@ class ParallelBlock(nn.Module):
         branch_attn: nn.Module,
         branch_mlp: nn.Module,
         after: nn.Module,
+        multiplier: float | None = None,
     ) -> None:
         super().__init__()
         self.attn, self.mlp = attn, mlp
+        self.multiplier = multiplier
         self.before_attn, self.before_mlp = before_attn, before_mlp  # before_mlp None: shared
         self.branch_attn, self.branch_mlp, self.after = branch_attn, branch_mlp, after
 
@@ -104,7 +120,8 @@ class ParallelBlock(nn.Module):
     ) -> Stream:
         ha = self.before_attn(x)
         hm = ha if self.before_mlp is None else self.before_mlp(x)
-        y = x + self.branch_attn(self.attn(ha, bias)) + self.branch_mlp(self.mlp(hm))
+        attn = scaled(self.branch_attn(self.attn(ha, bias)), self.multiplier)
+        y = x + attn + scaled(self.branch_mlp(self.mlp(hm)), self.multiplier)
         return self.after(y), dual
 
 

@@ -207,12 +207,14 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
             branch_attn=norm_if(slots.branch),
             branch_mlp=norm_if(slots.branch),
             after=norm_if(slots.after),
+            multiplier=block.residual_multiplier,
         )
 
     def residual(sublayer: nn.Module, norms_itself: bool = False) -> Residual:
         cls = ResiDualResidual if block.resi_dual else Residual
         before = nn.Identity() if norms_itself else norm_if(slots.before)
-        return cls(sublayer, before, norm_if(slots.branch), norm_if(slots.after))
+        norms = before, norm_if(slots.branch), norm_if(slots.after)
+        return cls(sublayer, *norms, multiplier=block.residual_multiplier)
 
     cross = residual(block.cross.module(ctx)) if block.cross else None
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)

@@ -65,6 +65,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
     "layer_scalar": lambda a: bool(a.layer_scalar),
+    "residual_multiplier": lambda a: a.residual_multiplier not in (None, 1.0),
 }
 
 
@@ -235,6 +236,52 @@ def qwen3_moe(a: Architecture) -> dict:
         "num_experts_per_tok": moe.n_active,
         "decoder_sparse_step": moe.layer_period,
     }
+
+
+def _multipliers(a: Architecture) -> dict:
+    """Granite's muP factors: each the card's value, 1 (or 1/sqrt(d_head)) where null."""
+    return {
+        "embedding_multiplier": a.embedding_multiplier or 1.0,
+        "residual_multiplier": a.residual_multiplier or 1.0,
+        "attention_multiplier": a.attention.scale or a.head_dim_effective**-0.5,
+        "logits_scaling": 1.0 / (a.logit_scale or 1.0),  # Granite divides by it
+    }
+
+
+def granite(a: Architecture) -> dict:
+    """Llama's layout with the four multipliers."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out, "Granite's attention_bias covers q, k, v and o")
+    extras = {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    return _base(a) | extras | _rope(a) | _multipliers(a)
+
+
+def granitemoe(a: Architecture) -> dict:
+    """Mixtral's layout with Granite's multipliers; no MLP biases or shared experts."""
+    _llama_like(a)
+    _bias(a, a.bias.qkv, a.bias.qkv, False)
+    _pattern(a, LayerKind.GLOBAL)
+    moe = a.mlp.moe
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.layer_period == 1
+        and moe.n_shared == 0
+        and moe.normalize_top_k is not False,
+        "every layer MoE, no shared experts, softmax over the top-k logits",
+    )
+    return (
+        _base(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+        }
+        | _rope(a)
+        | _multipliers(a)
+    )
 
 
 def _rope(a: Architecture) -> dict:
@@ -861,6 +908,20 @@ REFERENCES: dict[str, Reference] = {
         Reference("falcon", "FalconConfig", "FalconForCausalLM", falcon),
         Reference("t5", "T5Config", "T5ForConditionalGeneration", t5),
         Reference(
+            "granite",
+            "GraniteConfig",
+            "GraniteForCausalLM",
+            granite,
+            extras=frozenset({"residual_multiplier"}),
+        ),
+        Reference(
+            "granitemoe",
+            "GraniteMoeConfig",
+            "GraniteMoeForCausalLM",
+            granitemoe,
+            extras=frozenset({"residual_multiplier"}),
+        ),
+        Reference(
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
@@ -948,11 +1009,15 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "gpt-oss": "gpt_oss",
     "apertus": "apertus",
     "qwen3-next": "qwen3_next",
+    "granite-3.0": "granite",
+    "granite-3.1": "granite",
+    "granite-3.3": "granite",
+    "granite-4.1": "granite",
 }
 
 
 # Families whose mixture-of-experts members are a different transformers model type.
-MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe"}
+MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "granite": "granitemoe"}
 
 
 def model_type_for(family: str, arch: Architecture) -> str | None:

@@ -436,6 +436,7 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mlp.gelu_approximation": ("tanh", "GPT-2's and Gemma's GELU"),
     "embedding_multiplier": (1.0, "embeddings enter the first block as looked up"),
     "logit_scale": (1.0, "the head's logits are not rescaled"),
+    "residual_multiplier": (1.0, "sublayer outputs join the residual stream unscaled"),
     "mlp.moe.normalize_top_k": (True, "a softmax over the chosen experts' logits (Mixtral)"),
     "mlp.swiglu_limit": (7.0, "gpt-oss's clamp of the clamped SwiGLU"),
     "mlp.swiglu_alpha": (1.702, "gpt-oss's sigmoid gain of the clamped SwiGLU"),

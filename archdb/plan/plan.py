@@ -65,8 +65,12 @@ class TokenEmbedding:
         return self.width * self.d_model if self.width != self.d_model else 0
 
     def flops(self, tally: Tally) -> None:
+        from archdb.measure.conventions import FlopClass
+
         if self.width != self.d_model:
             tally.linear(self.width, self.d_model, False)
+        if self.multiplier is not None:  # x * multiplier, counted with the lookup
+            tally.elementwise(self.d_model, FlopClass.EMBEDDING)
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ class OutputHead:
         if self.width != self.d_model:
             tally.linear(self.d_model, self.width, False)
         tally.linear(self.width, self.vocab, self.bias)
+        if self.logit_scale is not None:
+            tally.elementwise(self.vocab)  # logits * logit_scale
         if self.softcap is not None:
             tally.elementwise(cv.SOFTCAP * self.vocab)
 
@@ -112,6 +118,7 @@ class Block:
     resi_dual: bool = False
     cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
     scalar: bool = False  # a learned scalar multiplies the layer's output (Gemma 4)
+    residual_multiplier: float | None = None  # factor on each sublayer's output (Granite)
 
     @property
     def n_norms(self) -> int:
@@ -139,6 +146,8 @@ class Block:
             for _ in range(self.n_norms):
                 self.norm.flops(tally, d)
             tally.elementwise(2 * d)  # x + attn + mlp
+            if self.residual_multiplier is not None:
+                tally.elementwise(2 * d)  # m * attn, m * mlp
             self.mixer.flops(tally)
             assert self.mlp is not None  # parallel blocks always have an MLP
             self.mlp.flops(tally)
@@ -147,6 +156,8 @@ class Block:
             for _ in range(self.slots.count):
                 self.norm.flops(tally, d)
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
+            if self.residual_multiplier is not None:
+                tally.elementwise(d)  # m * f(x)
             sublayer.flops(tally)
         if self.scalar:
             tally.elementwise(d)
@@ -217,6 +228,11 @@ class Plan:
 # --- reading a card ------------------------------------------------------------------------
 
 
+def _factor(value: float | None) -> float | None:
+    """A multiplier the model applies: None when absent or 1 (no operation, no FLOPs)."""
+    return None if value is None or value == 1.0 else value
+
+
 def make_plan(arch: Architecture) -> Plan:
     """The plan of a card; null choices filled as ``fill_unknowns`` states."""
     arch, _ = fill_unknowns(arch)
@@ -248,7 +264,7 @@ class _Reader:
         if self.scheme.absolute:
             positions = AbsolutePositions(a.position.type, learned_rows(a), self.d)
         return Plan(
-            embedding=TokenEmbedding(a.vocab_size, width, self.d, a.embedding_multiplier),
+            embedding=TokenEmbedding(a.vocab_size, width, self.d, _factor(a.embedding_multiplier)),
             positions=positions,
             encoder=encoder,
             decoder=decoder,
@@ -259,7 +275,7 @@ class _Reader:
                 bool(a.bias.lm_head),
                 a.final_logit_softcap,
                 bool(a.tied_embeddings),
-                a.logit_scale,
+                _factor(a.logit_scale),
             ),
             context_length=a.context_length,
         )
@@ -297,6 +313,7 @@ class _Reader:
             resi_dual=a.norm.position is NormPosition.RESIDUAL,
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
             scalar=bool(a.layer_scalar),
+            residual_multiplier=_factor(a.residual_multiplier),
         )
 
     def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
