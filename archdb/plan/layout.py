@@ -374,8 +374,9 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
 
 
 # Choices that change outputs but not counts (a null means "not recorded"): the value
-# the builder computes with, and why. They never change a parameter, FLOP or cache figure,
-# so they are stated here rather than among fill_unknowns' count assumptions.
+# the builder computes with, and why. They never change a parameter or cache figure (nor
+# a FLOP, the router's few aside), so they are stated here rather than among
+# fill_unknowns' count assumptions.
 FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "norm.eps": ("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
     "norm.unit_offset": (False, "the norm applies its scale w, not (1 + w)"),
@@ -385,6 +386,8 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "embedding_multiplier": (1.0, "embeddings enter the first block as looked up"),
     "logit_scale": (1.0, "the head's logits are not rescaled"),
     "mlp.moe.normalize_top_k": (True, "a softmax over the chosen experts' logits (Mixtral)"),
+    "mlp.moe.score_function": ("softmax", "a softmax over all routed experts (Mixtral)"),
+    "mlp.moe.routed_scale": (1.0, "the routed experts' weights are not rescaled"),
 }
 
 
@@ -398,7 +401,7 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
             continue
         if path == "mlp.gelu_approximation" and arch.mlp.activation not in GELUS:
             continue
-        if path == "mlp.moe.normalize_top_k" and arch.mlp.moe is None:
+        if path.startswith("mlp.moe.") and arch.mlp.moe is None:
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)

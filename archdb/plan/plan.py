@@ -17,9 +17,11 @@ from archdb.schema import (
     GeluApproximation,
     Kind,
     LayerKind,
+    MoE,
     NormPosition,
     QKNorm,
     RopeLayout,
+    RouterScore,
 )
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
@@ -34,7 +36,7 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import DenseMLP, MoESpec
+from .mlp import DenseMLP, MoESpec, RouterSpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
@@ -348,17 +350,24 @@ class _Reader:
         moe = a.mlp.moe
         shared = DenseMLP(self.d, moe.shared_d_ff, act, bias, exact) if moe.n_shared else None
         expert = DenseMLP(self.d, spec.d_ff, act, bias, exact)
-        normalize = moe.normalize_top_k is not False
-        return MoESpec(
-            self.d,
-            moe.n_experts,
-            moe.n_active,
-            expert,
-            shared,
-            bool(moe.router_bias),
-            bool(moe.shared_gate),
-            normalize,
-        )
+        return MoESpec(router_spec(self.d, moe), expert, shared, bool(moe.shared_gate))
+
+
+def router_spec(d_model: int, moe: MoE) -> RouterSpec:
+    """The card's router; a null function field takes its FUNCTION_DEFAULTS value."""
+    return RouterSpec(
+        d_model,
+        moe.n_experts,
+        moe.n_active,
+        bias=bool(moe.router_bias),
+        score=moe.score_function or RouterScore.SOFTMAX,
+        normalize=moe.normalize_top_k is not False,
+        n_groups=moe.n_groups or 1,
+        top_k_groups=moe.top_k_groups or 1,
+        group_score=moe.group_score,
+        correction_bias=bool(moe.score_correction_bias),
+        scale=moe.routed_scale or 1.0,
+    )
 
 
 # --- folds -----------------------------------------------------------------------------------
