@@ -241,6 +241,8 @@ def _moe(router: str, experts: str, gate: str, up: str, down: str) -> dict[str, 
     """Per-expert checkpoint weights (out, in) stacked as archdb's (experts, in, out)."""
     return {
         "mlp.sublayer.router.proj.weight": Source(f"{router}.weight"),
+        # DeepSeek-V3's score-correction bias (a buffer in both models)
+        "mlp.sublayer.router.correction_bias": Source(f"{router}.e_score_correction_bias"),
         "mlp.sublayer.experts.gate": Source(f"{experts}.{{e}}.{gate}.weight", experts=True),
         "mlp.sublayer.experts.up": Source(f"{experts}.{{e}}.{up}.weight", experts=True),
         "mlp.sublayer.experts.down": Source(f"{experts}.{{e}}.{down}.weight", experts=True),
@@ -485,6 +487,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
 }
 
 
@@ -534,7 +537,7 @@ def load_weights(
     ckpt = directory if isinstance(directory, Checkpoint) else Checkpoint(directory)
     model_type = model_type or checkpoint_model_type(ckpt.directory)
     values = match_weights(model, ckpt, model_type)
-    targets = _unique_parameters(model)
+    targets = _loadable_tensors(model)
     with torch.no_grad():
         for name, value in values.items():
             param = targets[name]
@@ -576,7 +579,7 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
         )
     names = NAMES[model_type]()
     dims = _dims(model)
-    targets = _unique_parameters(model)
+    targets = _loadable_tensors(model)
     values: dict[str, torch.Tensor] = {}
     for name, param in targets.items():
         source = _source(names, name)
@@ -601,9 +604,14 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
     return values
 
 
-def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter once, under its first name (a tied head is the embedding's)."""
-    return dict(model.named_parameters())
+def _loadable_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter once, under its first name (a tied head is the embedding's), and
+    every persistent buffer: state a checkpoint carries but no gradient trains (a
+    router's score-correction bias); RoPE tables and masks are not persistent."""
+    tensors = dict(model.named_parameters())
+    persistent = model.state_dict(keep_vars=True)
+    tensors |= {name: b for name, b in model.named_buffers() if name in persistent}
+    return tensors
 
 
 def _tied_copy(name: str, names: Names, model: nn.Module) -> bool:
