@@ -898,6 +898,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "nemotron-4": "nemotron",
     "deepseek-v2": "deepseek_v2",
     "deepseek-v3": "deepseek_v3",
+    "kimi-k2": "deepseek_v3",  # config.json: model_type kimi_k2, DeepseekV3ForCausalLM
     "t5": "t5",
     "t5-v1.1": "t5",
     "phi-2": "phi",
