@@ -549,7 +549,11 @@ def _deepseek(d: _Draft) -> None:
     mtp = d.read("num_nextn_predict_layers")
     if mtp:
         d.unmapped["num_nextn_predict_layers"] = mtp
-    if d.family.module == "deepseek_v2":
+
+
+def _deepseek_v2(d: _Draft) -> None:
+    _deepseek(d)
+    if d.value("architecture.mlp.moe.n_experts"):
         _softmax_router(d)
 
 
@@ -765,7 +769,7 @@ def _glm4_moe(d: _Draft) -> None:
     if d.read("use_qk_norm", default=False):
         d.set("architecture.attention.qk_norm", "per-head", "config")
     d.set("architecture.bias.attn_out", False, "family")  # o_proj has no bias
-    n_shared = d.read("n_shared_experts", default=1)
+    n_shared = d.read("n_shared_experts", default=1)  # defaults: Glm4MoeConfig's
     dense_d_ff = d.value("architecture.mlp.d_ff")
     expert_d_ff = d.read("moe_intermediate_size", default=1408)
     first_dense = d.read("first_k_dense_replace", default=1)
@@ -815,7 +819,7 @@ FAMILIES: dict[str, Family] = {
                       full_layer="global-nope", hook=_cohere,
                       rope_layout="interleaved"),
     "deepseek_v2": Family("deepseek_v2", "DeepseekV2DecoderLayer", mlp_bias=None,
-                          hook=_deepseek, rope_layout="interleaved"),
+                          hook=_deepseek_v2, rope_layout="interleaved"),
     "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek_v3),
     "glm4_moe": Family("glm4_moe", "Glm4MoeDecoderLayer", rotary_fraction_default=0.5,
                        hook=_glm4_moe),
