@@ -53,14 +53,14 @@ LOGIT_EXACT: dict[str, float] = {
     "gemma4_text": 6.2e-6,
     "granite": 7.1e-8,
     "granitemoe": 1.4e-7,
+    "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
+    "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
+    "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
-# what is not: their cards stay count-exact (latent attention measured on dense layers)
-PARTIAL: dict[str, tuple[float, str]] = {
-    "deepseek_v2": (2.8e-7, "softmax routing without top-k renormalization, routed scaling"),
-    "deepseek_v3": (2.1e-7, "sigmoid, group-limited routing with a score-correction bias"),
-}
+# what is not: their cards stay count-exact
+PARTIAL: dict[str, tuple[float, str]] = {}
 
 # Card fields that change outputs but not counts; null means "not recorded"
 FUNCTION_FIELDS = (
@@ -77,7 +77,14 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     # attention_multiplier replaces 1/sqrt(d_head); each sublayer's output is scaled
     "granite": ("architecture.attention.scale", "architecture.residual_multiplier"),
     "granitemoe": ("architecture.attention.scale", "architecture.residual_multiplier"),
-}
+    # routers other than Mixtral's softmax top-k (archdb.plan.mlp.RouterSpec)
+    "deepseek_v2": ("architecture.mlp.moe.score_function", "architecture.mlp.moe.n_groups",
+                    "architecture.mlp.moe.routed_scale"),
+    "deepseek_v3": ("architecture.mlp.moe.score_function", "architecture.mlp.moe.n_groups",
+                    "architecture.mlp.moe.score_correction_bias",
+                    "architecture.mlp.moe.routed_scale"),
+}  # fmt: skip
+FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
 
 
 @dataclass(frozen=True)
@@ -109,14 +116,14 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
 
 def fidelity(card: Card) -> Fidelity:
     """Whether the card's build is verified against transformers, and how."""
-    from archdb.measure.hf_reference import REFERENCES, NotRepresentable, model_type_for
+    from archdb.measure.hf_reference import REFERENCES, NotRepresentable, convert, model_type_for
     from archdb.plan.layout import fill_unknowns
 
     model_type = model_type_for(card.family, card.architecture)
     if model_type is None or model_type not in REFERENCES:
         return Fidelity("not comparable", "no transformers family implements this card")
     try:
-        REFERENCES[model_type].convert(fill_unknowns(card.architecture)[0])
+        convert(fill_unknowns(card.architecture)[0], model_type)
     except NotRepresentable as exc:
         return Fidelity("not comparable", f"transformers' {model_type} cannot build it: {exc}")
     if model_type in PARTIAL:

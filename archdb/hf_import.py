@@ -280,6 +280,12 @@ class ConfigShape(_Keys):
     qk_nope_head_dim: Width | None = None
     v_head_dim: Width | None = None
     num_nextn_predict_layers: _sized(0, MAX_DEPTH) | None = None
+    # routers (DeepSeek-V2/V3, GLM-4.5)
+    scoring_func: Name | None = None
+    topk_method: Name | None = None
+    n_group: Heads | None = None
+    topk_group: Heads | None = None
+    routed_scaling_factor: Number | None = None
     # state-space mixers (Mamba-2)
     expand: Number | None = None
     state_size: Width | None = None
@@ -595,6 +601,66 @@ def _deepseek(d: _Draft) -> None:
         d.unmapped["num_nextn_predict_layers"] = mtp
 
 
+def _deepseek_v2(d: _Draft) -> None:
+    _deepseek(d)
+    if d.value("architecture.mlp.moe.n_experts"):
+        _softmax_router(d)
+
+
+def _softmax_router(d: _Draft) -> None:
+    """transformers' DeepseekV2TopkRouter: softmax shares of all experts, greedy or
+    group-limited (groups ranked by their best score), times routed_scaling_factor;
+    it never renormalizes (norm_topk_prob is not read)."""
+    scoring = d.read("scoring_func", default="softmax")
+    if scoring != "softmax":
+        raise HFImportError(
+            f"scoring_func {_short(scoring)}: transformers' deepseek_v2 scores by softmax"
+        )
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.normalize_top_k", False, "family")
+    if d.read("norm_topk_prob", default=False):
+        d.note(
+            "architecture.mlp.moe.normalize_top_k",
+            "config.json sets norm_topk_prob true, which transformers' deepseek_v2 does "
+            "not read: the card follows transformers (no renormalization).",
+        )
+    method = d.read("topk_method", default="greedy")
+    if method == "group_limited_greedy":
+        _groups(d, "max", d.read("n_group", required=True), d.read("topk_group", required=True))
+    elif method != "greedy":
+        raise HFImportError(
+            f"topk_method {_short(method)}: transformers' deepseek_v2 routes greedy or "
+            "group_limited_greedy"
+        )
+    scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
+    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+
+
+def _sigmoid_router(
+    d: _Draft, default_groups: int, default_top_groups: int, default_scale: float
+) -> None:
+    """transformers' DeepseekV3TopkRouter (GLM-4.5's too): sigmoid scores plus the
+    e_score_correction_bias to choose, groups ranked by their two best, the chosen scores
+    renormalized when norm_topk_prob, times routed_scaling_factor (noaux_tc)."""
+    for key in ("scoring_func", "topk_method"):  # transformers does not read them
+        d.read(key)
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    normalize = d.read("norm_topk_prob", default=True)
+    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
+    n_groups = d.read("n_group", default=default_groups)
+    _groups(d, "top2-sum", n_groups, d.read("topk_group", default=default_top_groups))
+    scale = d.read("routed_scaling_factor", default=default_scale)
+    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+
+
+def _groups(d: _Draft, score: str, n_groups: int, top_k_groups: int) -> None:
+    d.set("architecture.mlp.moe.n_groups", n_groups, d.origin_of("n_group"))
+    d.set("architecture.mlp.moe.top_k_groups", top_k_groups, d.origin_of("topk_group"))
+    if n_groups > 1:
+        d.set("architecture.mlp.moe.group_score", score, "family")
+
+
 _ATTENTION_FREE = (
     "Attention-free: every layer is a Mamba-2 mixer (the transformers implementation)."
 )
@@ -858,6 +924,33 @@ def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (defaul
 def _deepseek_v3(d: _Draft) -> None:
     _deepseek(d)
     _rope_interleave(d)
+    if d.value("architecture.mlp.moe.n_experts"):
+        _sigmoid_router(d, 8, 4, default_scale=2.5)  # DeepseekV3Config's defaults
+
+
+def _glm4_moe(d: _Draft) -> None:
+    """GLM-4.5: DeepSeek-V3's MoE layout and router on GQA attention (q/k/v bias only,
+    per-head QK norm when use_qk_norm, partial RoPE)."""
+    if d.read("use_qk_norm", default=False):
+        d.set("architecture.attention.qk_norm", "per-head", "config")
+    d.set("architecture.bias.attn_out", False, "family")  # o_proj has no bias
+    n_shared = d.read("n_shared_experts", default=1)  # defaults: Glm4MoeConfig's
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    expert_d_ff = d.read("moe_intermediate_size", default=1408)
+    first_dense = d.read("first_k_dense_replace", default=1)
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
+    d.moe(
+        n_experts=d.read("n_routed_experts", default=128),
+        n_active=d.read("num_experts_per_tok", default=8),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first_dense,
+        dense_d_ff=dense_d_ff if first_dense else None,
+    )
+    _sigmoid_router(d, 1, 1, default_scale=1.0)  # Glm4MoeConfig's defaults
+    mtp = d.read("num_nextn_predict_layers")
+    if mtp:
+        d.unmapped["num_nextn_predict_layers"] = mtp
 
 
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
@@ -896,8 +989,10 @@ FAMILIES: dict[str, Family] = {
                       full_layer="global-nope", hook=_cohere,
                       rope_layout="interleaved"),
     "deepseek_v2": Family("deepseek_v2", "DeepseekV2DecoderLayer", mlp_bias=None,
-                          hook=_deepseek, rope_layout="interleaved"),
+                          hook=_deepseek_v2, rope_layout="interleaved"),
     "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek_v3),
+    "glm4_moe": Family("glm4_moe", "Glm4MoeDecoderLayer", rotary_fraction_default=0.5,
+                       hook=_glm4_moe),
     "gpt2": Family("gpt2", "GPT2Block", **_NEOX_LIKE, position="learned",
                    fixed_bias=(True, True, True), tied_default=True,
                    activation_default="gelu_new", d_ff_default_ratio=4),
@@ -1283,7 +1378,7 @@ def _attention(d: _Draft) -> None:
 _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
-_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5}
+_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

@@ -125,6 +125,20 @@ class OutputGate(StrEnum):
     HEADWISE = "headwise"  # one gate per head: q_proj n_heads wider
 
 
+class RouterScore(StrEnum):
+    """How a router turns its logits into one score per routed expert."""
+
+    SOFTMAX = "softmax"  # a softmax over all routed experts (Mixtral, DeepSeek-V2)
+    SIGMOID = "sigmoid"  # each expert's sigmoid on its own (DeepSeek-V3, GLM-4.5)
+
+
+class GroupScore(StrEnum):
+    """How group-limited routing ranks a group of experts."""
+
+    MAX = "max"  # its best expert's score (DeepSeek-V2 group_limited_greedy)
+    TOP2_SUM = "top2-sum"  # its two best scores, after the correction bias (V3 noaux_tc)
+
+
 class LayerKind(StrEnum):
     """One entry of the per-layer pattern, tiled over the layers: an attention kind or a
     non-attention token mixer whose sizes sit in ``architecture.mixers``."""
@@ -587,10 +601,75 @@ class MoE(Strict):
     )
     normalize_top_k: StrictBool | None = Field(
         default=None,
-        description="The chosen experts' weights are a softmax over their k logits (Mixtral; "
-        "Qwen3-MoE norm_topk_prob), rather than their share of a softmax over all experts. "
-        "Optional; null: not recorded (the builder normalizes).",
+        description="The chosen experts' scores are divided by their sum (norm_topk_prob), "
+        "before routed_scale; with softmax scores that is a softmax over their k logits "
+        "(Mixtral), rather than their share of a softmax over all experts. Optional; null: "
+        "not recorded (the builder normalizes).",
     )
+    score_function: RouterScore | None = Field(
+        default=None,
+        description="Router logits to expert scores: softmax over all routed experts "
+        "(Mixtral, DeepSeek-V2) or an elementwise sigmoid (DeepSeek-V3, GLM-4.5; "
+        "scoring_func). The chosen experts' scores are their weights. Optional; null: not "
+        "recorded (the builder uses softmax).",
+    )
+    n_groups: Count | None = Field(
+        default=None,
+        description="Group-limited routing (n_group): the routed experts form n_groups equal "
+        "groups in index order, and a token's top-k is taken only within its top_k_groups "
+        "best groups (ranked by group_score). Optional; null: no groups (as 1).",
+    )
+    top_k_groups: Count | None = Field(
+        default=None,
+        description="Groups a token's experts may come from (topk_group); set with n_groups, "
+        "at most n_groups, and the kept groups must hold n_active experts.",
+    )
+    group_score: GroupScore | None = Field(
+        default=None,
+        description="How a group is ranked for top_k_groups: max (its best expert score, "
+        "DeepSeek-V2 group_limited_greedy) or top2-sum (the sum of its two best scores "
+        "after the correction bias, DeepSeek-V3 noaux_tc). Required when n_groups > 1.",
+    )
+    score_correction_bias: StrictBool | None = Field(
+        default=None,
+        description="A per-expert bias added to the scores to choose the experts, not to "
+        "weight them (DeepSeek-V3's auxiliary-loss-free balancing, e_score_correction_bias; "
+        "a buffer, not counted as a parameter). Optional; null for none.",
+    )
+    routed_scale: PositiveFloat | None = Field(
+        default=None,
+        description="The routed experts' weights are multiplied by this after any top-k "
+        "normalization, before the shared experts are added (routed_scaling_factor). "
+        "Optional; null: not recorded (the builder uses 1).",
+    )
+
+
+def _check_groups(moe: MoE) -> None:
+    """Group-limited routing: equal groups whose kept ones hold the top-k."""
+    if (moe.n_groups is None) != (moe.top_k_groups is None):
+        raise ValueError("mlp.moe.n_groups and mlp.moe.top_k_groups are set together")
+    if moe.n_groups is None:
+        if moe.group_score is not None:
+            raise ValueError("mlp.moe.group_score is set but mlp.moe.n_groups is not")
+        return
+    if moe.n_experts % moe.n_groups:
+        raise ValueError(
+            f"mlp.moe.n_groups ({moe.n_groups}) must divide n_experts ({moe.n_experts})"
+        )
+    if moe.top_k_groups > moe.n_groups:
+        raise ValueError(
+            f"mlp.moe.top_k_groups ({moe.top_k_groups}) exceeds n_groups ({moe.n_groups})"
+        )
+    per_group = moe.n_experts // moe.n_groups
+    if moe.n_active > moe.top_k_groups * per_group:
+        raise ValueError(
+            f"mlp.moe.n_active ({moe.n_active}) exceeds the experts of the top_k_groups kept "
+            f"groups ({moe.top_k_groups} x {per_group})"
+        )
+    if moe.n_groups > 1 and moe.group_score is None:
+        raise ValueError("mlp.moe.group_score is required when n_groups > 1")
+    if moe.group_score is GroupScore.TOP2_SUM and per_group < 2:
+        raise ValueError("mlp.moe.group_score top2-sum needs at least 2 experts per group")
 
 
 class MLP(Strict):
@@ -826,6 +905,7 @@ class Architecture(Strict):
                 )
             if moe.shared_gate and not moe.n_shared:
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
+            _check_groups(moe)
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
             if all_moe != (moe.dense_d_ff is None):
                 raise ValueError(

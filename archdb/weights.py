@@ -255,6 +255,8 @@ def _moe(router: str, experts: str, gate: str, up: str, down: str) -> dict[str, 
     """Per-expert checkpoint weights (out, in) stacked as archdb's (experts, in, out)."""
     return {
         "mlp.sublayer.router.proj.weight": Source(f"{router}.weight"),
+        # DeepSeek-V3's score-correction bias (a buffer in both models)
+        "mlp.sublayer.router.correction_bias": Source(f"{router}.e_score_correction_bias"),
         "mlp.sublayer.experts.gate": Source(f"{experts}.{{e}}.{gate}.weight", experts=True),
         "mlp.sublayer.experts.up": Source(f"{experts}.{{e}}.{up}.weight", experts=True),
         "mlp.sublayer.experts.down": Source(f"{experts}.{{e}}.{down}.weight", experts=True),
@@ -580,6 +582,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
     "gemma4_text": _gemma4,
+    "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
 }
 
 
@@ -630,7 +633,7 @@ def load_weights(
     ckpt = directory if isinstance(directory, Checkpoint) else Checkpoint(directory)
     model_type = model_type or checkpoint_model_type(ckpt.directory)
     values = match_weights(model, ckpt, model_type)
-    targets = _unique_parameters(model)
+    targets = _loadable_tensors(model)
     with torch.no_grad():
         for name, value in values.items():
             param = targets[name]
@@ -672,7 +675,7 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
         )
     names = NAMES[model_type]()
     dims = _dims(model)
-    targets = _unique_parameters(model)
+    targets = _loadable_tensors(model)
     values: dict[str, torch.Tensor] = {}
     for name, param in targets.items():
         source = _source(names, name)
@@ -719,21 +722,18 @@ def _check_constants(ckpt: Checkpoint, names: Names) -> None:
             )
 
 
-def _unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
+def _loadable_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     """Every parameter once, under its first name (a tied head is the embedding's), and
-    the buffers a checkpoint fills (Gemma 4's layer scalars)."""
+    every buffer a checkpoint fills."""
     return dict(model.named_parameters()) | checkpoint_buffers(model)
 
 
 def checkpoint_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Buffers that hold trained values: the ``checkpoint_buffers`` of each module."""
-    out = {}
-    for prefix, module in model.named_modules():
-        for name in getattr(module, "checkpoint_buffers", ()):
-            buffer = getattr(module, name, None)
-            if buffer is not None:
-                out[f"{prefix}.{name}" if prefix else name] = buffer
-    return out
+    """The persistent buffers: state a checkpoint carries but no gradient trains (a
+    router's score-correction bias, Gemma 4's layer scalars); RoPE tables and masks are
+    not persistent."""
+    persistent = model.state_dict(keep_vars=True)
+    return {name: b for name, b in model.named_buffers() if name in persistent}
 
 
 def _tied_copy(name: str, names: Names, model: nn.Module) -> bool:

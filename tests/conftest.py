@@ -420,6 +420,31 @@ CHOICES = [
         "mlp.moe": moe_block(n_shared=1, shared_d_ff=64, shared_gate=True, router_bias=True),
         "bias.mlp": True,
     },
+    {  # DeepSeek-V3's router: sigmoid, correction bias, top-2-sum groups, a routed scale
+        "mlp.moe": moe_block(
+            n_experts=8,
+            n_active=3,
+            n_shared=1,
+            shared_d_ff=64,
+            score_function="sigmoid",
+            n_groups=4,
+            top_k_groups=2,
+            group_score="top2-sum",
+            score_correction_bias=True,
+            routed_scale=2.5,
+        ),
+    },
+    {  # DeepSeek-V2's: softmax shares, groups ranked by their best expert, scaled
+        "mlp.moe": moe_block(
+            n_experts=8,
+            n_active=3,
+            n_groups=4,
+            top_k_groups=2,
+            group_score="max",
+            normalize_top_k=False,
+            routed_scale=16.0,
+        ),
+    },
     {"attention.sinks": True},
     {  # gpt-oss-like: clamped SwiGLU experts behind a biased router, sinks, exact YaRN band
         "mlp.activation": "clamped-swiglu",

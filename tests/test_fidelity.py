@@ -88,16 +88,24 @@ TINY: dict[str, dict] = {
                    "num_experts_per_tok": 2, "embedding_multiplier": 12.0,
                    "residual_multiplier": 0.22, "attention_multiplier": 0.03,
                    "logits_scaling": 6.0, "attention_bias": True},
-    # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
-    # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
-    "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
-                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                    "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24,
+    # DeepSeekMoE: a dense first layer, then routed and shared experts; each router's
+    # choices off their defaults (groups that bind, a routed scale, V3's correction bias)
+    "deepseek_v3": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                    "first_k_dense_replace": 1, "n_routed_experts": 8, "num_experts_per_tok": 3,
+                    "moe_intermediate_size": 32, "n_group": 4, "topk_group": 2,
+                    "routed_scaling_factor": 1.7, "kv_lora_rank": 16, "q_lora_rank": 24,
                     "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
-    "deepseek_v2": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
-                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                    "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": None,
-                    "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
+    "deepseek_v2": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                    "first_k_dense_replace": 1, "n_routed_experts": 8, "num_experts_per_tok": 3,
+                    "moe_intermediate_size": 32, "topk_method": "group_limited_greedy",
+                    "n_group": 4, "topk_group": 2, "routed_scaling_factor": 3.0,
+                    "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 8,
+                    "qk_nope_head_dim": 16, "v_head_dim": 16},
+    "glm4_moe": {**_DENSE, "num_hidden_layers": 3, "head_dim": 16, "partial_rotary_factor": 0.5,
+                 "use_qk_norm": True, "attention_bias": True, "first_k_dense_replace": 1,
+                 "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                 "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
+                 "routed_scaling_factor": 1.7, "norm_topk_prob": True},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
@@ -113,6 +121,9 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
         for p in model.parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.1)
+        for name, b in model.named_buffers():  # DeepSeek-V3's correction bias starts at 0
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(torch.randn_like(b) * 0.1)
     model.save_pretrained(directory)
     return model.eval()
 
@@ -438,6 +449,45 @@ def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypat
 
 
 FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # saved as held in memory: (experts, in, out) tensors
+
+
+@pytest.mark.parametrize(
+    ("model_type", "changes"),
+    [
+        ("deepseek_v3", {"score_function": "softmax"}),
+        ("deepseek_v3", {"n_groups": None, "top_k_groups": None, "group_score": None}),
+        ("deepseek_v3", {"routed_scale": 1.0}),
+        ("deepseek_v3", {"normalize_top_k": False}),
+        ("deepseek_v2", {"group_score": "top2-sum"}),
+        ("deepseek_v2", {"normalize_top_k": True}),
+        ("deepseek_v2", {"score_function": "sigmoid"}),
+    ],
+)
+def test_each_router_field_changes_the_logits(model_type, changes, tmp_path):
+    """The routers' choices are exercised: a wrong value breaks the comparison."""
+    reference = _tiny(model_type, tmp_path)
+    data = _card(tmp_path).model_dump(mode="json")
+    data["architecture"]["mlp"]["moe"].update(changes)
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
+def test_the_correction_bias_is_loaded_and_required(tmp_path):
+    """DeepSeek-V3's e_score_correction_bias is a buffer in both models: loaded, and a card
+    without one has no place for the checkpoint's tensor."""
+    _tiny("deepseek_v3", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.mlp.moe.score_correction_bias is True
+    model = archdb.build(card, "full", weights=tmp_path)
+    bias = model.decoder.layers[1].mlp.sublayer.router.correction_bias
+    assert bias.abs().sum() > 0  # the checkpoint's random values, not the zeros it starts at
+    assert not any(p is bias for p in model.parameters())  # a buffer: not counted
+    data = card.model_dump(mode="json")
+    data["architecture"]["mlp"]["moe"]["score_correction_bias"] = None
+    with pytest.raises(WeightsError, match=r"unexpected checkpoint tensor .*e_score_correction"):
+        archdb.build(Card.model_validate(data), "full", weights=tmp_path)
 
 
 def _open_cards_with_a_mapping():

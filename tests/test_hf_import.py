@@ -304,6 +304,8 @@ _COMPLETE_DEFAULTS = {
     # the default is an E2B-like model with per-layer embeddings, which no card field holds
     # yet: compared with them off (the 26B-A4B and 31B releases set 0 too)
     "gemma4_text": {"hidden_size_per_layer_input": 0},
+    # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
+    "glm4_moe": {"head_dim": 128},
 }
 
 

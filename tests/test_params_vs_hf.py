@@ -177,6 +177,31 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
     (
+        "glm4_moe",
+        {
+            "n_layers": 3,
+            "attention.qk_norm": "per-head",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.5,
+            "bias.qkv": True,
+            "mlp.moe": {
+                **MOE,
+                "n_experts": 8,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+                "normalize_top_k": True,
+                "score_function": "sigmoid",
+                "n_groups": 4,
+                "top_k_groups": 2,
+                "group_score": "top2-sum",
+                "score_correction_bias": True,
+                "routed_scale": 2.5,
+            },
+        },
+    ),
+    (
         "llama4_text",
         {
             "n_layers": 4,
@@ -447,15 +472,9 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 
 _NEW_FAMILIES = (
-    "mamba2",
-    "bamba",
-    "gpt_oss",
-    "qwen3_next",
-    "apertus",
-    "gemma4_text",
-    "granite",
-    "granitemoe",
-)
+    "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
+    "granitemoe", "glm4_moe",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(

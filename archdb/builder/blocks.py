@@ -60,8 +60,6 @@ class SerialBlock(nn.Module):
     """Attention (or a recurrent mixer), then (in an encoder-decoder's decoder)
     cross-attention, then the MLP (absent in Mamba-2's mixer-only layers)."""
 
-    checkpoint_buffers = ("layer_scalar",)  # loaded from a checkpoint, not a parameter
-
     def __init__(
         self,
         attn: Residual,

@@ -1,10 +1,13 @@
 """Mixture of experts: a top-k router, routed experts, optional shared experts.
 
-Routing follows Mixtral (https://arxiv.org/abs/2401.04088): pick the top-k router logits
-and softmax over them. Each token runs only its k experts: the experts' weights are
-gathered per (token, expert) pair and applied with a batched matmul, so the work counted
-is exactly the active experts' and the full-size model holds one (experts, in, out)
-tensor per projection (the layout of Hugging Face's fused experts; same parameter count).
+Routing is the card's ``RouterSpec`` (``archdb.plan.mlp``): Mixtral's softmax over the
+top-k logits (https://arxiv.org/abs/2401.04088) by default; sigmoid scores, a correction
+bias that only chooses, group-limited top-k and a routed scale for DeepSeek-V2/V3
+(https://arxiv.org/abs/2405.04434, https://arxiv.org/abs/2412.19437). Each token runs
+only its k experts: the experts' weights are gathered per (token, expert) pair and
+applied with a batched matmul, so the work counted is exactly the active experts' and
+the full-size model holds one (experts, in, out) tensor per projection (the layout of
+Hugging Face's fused experts; same parameter count).
 """
 
 from __future__ import annotations
@@ -14,29 +17,64 @@ import math
 import torch
 from torch import nn
 
-from archdb.schema import NormType
+from archdb.plan.mlp import RouterSpec
+from archdb.schema import GroupScore, NormType
 
 from .mlp import Act
 from .norms import Norm
 
 
 class Router(nn.Module):
-    """Token -> top-k expert indices and their weights (softmax over the chosen logits)."""
+    """Token -> top-k expert indices and their weights, as ``RouterSpec`` orders it."""
 
-    def __init__(
-        self, d_model: int, n_experts: int, top_k: int, bias: bool = False, normalize: bool = True
-    ) -> None:
+    def __init__(self, spec: RouterSpec) -> None:
         super().__init__()
-        self.proj = nn.Linear(d_model, n_experts, bias=bias)
-        self.top_k = top_k
-        self.normalize = normalize  # False: each chosen expert's share of all (Qwen3-MoE)
+        self.spec = spec
+        self.proj = nn.Linear(spec.d_model, spec.n_experts, bias=spec.bias)
+        self.top_k = spec.top_k
+        self.score = spec.rule.fn
+        if spec.correction_bias:  # a checkpoint tensor, not trained by gradient
+            self.register_buffer("correction_bias", torch.zeros(spec.n_experts))
+        else:
+            self.correction_bias = None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
-        if not self.normalize:
-            weight, index = self.proj(x).softmax(dim=-1).topk(self.top_k, dim=-1)
-            return index, weight
-        logits, index = self.proj(x).topk(self.top_k, dim=-1)  # (N, k)
-        return index, logits.softmax(dim=-1)
+        spec = self.spec
+        if spec.softmax_of_top_k:  # Mixtral
+            logits, index = self.proj(x).topk(self.top_k, dim=-1)  # (N, k)
+            return index, logits.softmax(dim=-1)
+        scores = self.score(self.proj(x))  # (N, E)
+        choice = scores if self.correction_bias is None else scores + self.correction_bias
+        if spec.grouped:
+            choice = self._keep_best_groups(choice)
+        index = choice.topk(self.top_k, dim=-1).indices
+        weight = scores.gather(1, index)
+        if spec.normalize:
+            weight = weight / (weight.sum(dim=-1, keepdim=True) + 1e-20)
+        if spec.scale != 1.0:
+            weight = weight * spec.scale
+        return index, weight
+
+    def _keep_best_groups(self, choice: torch.Tensor) -> torch.Tensor:
+        """The choice with every expert outside the top_k_groups best groups at -inf."""
+        spec = self.spec
+        grouped = choice.view(choice.shape[0], spec.n_groups, -1)  # (N, G, E/G)
+        if spec.group_score is GroupScore.MAX:
+            rank = grouped.amax(dim=-1)
+        else:  # top2-sum
+            rank = grouped.topk(2, dim=-1).values.sum(dim=-1)
+        best = rank.topk(spec.top_k_groups, dim=-1).indices  # (N, top_k_groups)
+        keep = torch.zeros_like(rank).scatter(1, best, 1.0)  # (a float mask traces)
+        dropped = keep.unsqueeze(-1).expand_as(grouped) == 0
+        return grouped.masked_fill(dropped, float("-inf")).view_as(choice)
+
+    def extra_repr(self) -> str:
+        s = self.spec
+        groups = f", groups={s.top_k_groups}/{s.n_groups} by {s.group_score}" if s.grouped else ""
+        return (
+            f"score={s.score}, top_k={s.top_k}, normalize={s.normalize}, "
+            f"correction_bias={s.correction_bias}, scale={s.scale:g}{groups}"
+        )
 
 
 class ScaledRouter(nn.Module):

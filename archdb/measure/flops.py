@@ -138,6 +138,7 @@ HANDLES: dict[str, Handle] = {
     "aten::rms_norm": rms_norm_flops,
     "aten::sum": per_input(cv.REDUCTION),
     "aten::cumsum": per_input(cv.REDUCTION),
+    "aten::amax": per_input(cv.REDUCTION),  # a router group's best score
     "aten::embedding": free,  # a lookup; listed so it shows in the breakdown
     **{f"aten::{op}": per_output(cv.ELEMENTWISE) for op in ELEMENTWISE_OPS},
 }
@@ -165,6 +166,7 @@ FREE_OPS = frozenset(
         "index",
         "index_select",
         "gather",
+        "scatter",
         "cat",
         "stack",
         "split",

@@ -25,13 +25,16 @@ from archdb.schema import (
     Activation,
     Architecture,
     AttentionVariant,
+    GroupScore,
     Kind,
     LayerKind,
+    MoE,
     NormAffine,
     NormPosition,
     NormType,
     PositionType,
     QKNorm,
+    RouterScore,
 )
 
 
@@ -66,7 +69,25 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
     "layer_scalar": lambda a: bool(a.layer_scalar),
     "residual_multiplier": lambda a: a.residual_multiplier not in (None, 1.0),
+    # router variants (archdb.plan.mlp.RouterSpec) beyond Mixtral's softmax top-k
+    "sigmoid_scores": lambda a: _moe_has(a, lambda m: m.score_function is RouterScore.SIGMOID),
+    "expert_groups": lambda a: _moe_has(a, lambda m: (m.n_groups or 1) > 1),
+    "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),
+    "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
 }
+_ROUTERS = frozenset({"sigmoid_scores", "expert_groups", "correction_bias", "routed_scale"})
+
+
+def _moe_has(a: Architecture, test: Callable[[MoE], bool]) -> bool:
+    return a.mlp.moe is not None and test(a.mlp.moe)
+
+
+def convert(arch: Architecture, model_type: str) -> dict:
+    """The card as its family's transformers config; NotRepresentable when the family
+    cannot build it (an optional mechanism it lacks, or a fixed choice the card differs on)."""
+    ref = REFERENCES[model_type]
+    _check_extras(arch, ref)
+    return ref.convert(arch)
 
 
 def _check_extras(a: Architecture, ref: Reference) -> None:
@@ -628,25 +649,35 @@ def nemotron(a: Architecture) -> dict:
     }
 
 
-def deepseek(a: Architecture) -> dict:
+def _deepseek_moe(a: Architecture) -> dict:
+    """DeepSeekMoE's sizes: routed and shared experts after the first dense layers."""
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
     _act(a, Activation.SWIGLU)
-    _require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
-    moe, lat = a.mlp.moe, a.attention.latent
+    moe = a.mlp.moe
     _require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
     shared = 0
     if moe.n_shared:
         _require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
         shared = moe.shared_d_ff // a.mlp.d_ff
-    return _base(a) | {
+    return {
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
         "moe_intermediate_size": a.mlp.d_ff,
         "n_routed_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "n_shared_experts": shared,
         "first_k_dense_replace": moe.first_dense_layers,
+        "n_group": moe.n_groups or 1,
+        "topk_group": moe.top_k_groups or 1,
+        "routed_scaling_factor": moe.routed_scale or 1.0,  # null: the builder's 1
+    }
+
+
+def _latent(a: Architecture) -> dict:
+    _require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    lat = a.attention.latent
+    return {
         "kv_lora_rank": lat.kv_lora_rank,
         "q_lora_rank": lat.q_lora_rank,
         "qk_rope_head_dim": lat.qk_rope_head_dim,
@@ -655,9 +686,58 @@ def deepseek(a: Architecture) -> dict:
         "head_dim": lat.qk_rope_head_dim,
         "num_key_value_heads": a.attention.n_heads,
         "attention_bias": a.bias.qkv,
-        "n_group": 1,
-        "topk_group": 1,
     }
+
+
+def deepseek_v2(a: Architecture) -> dict:
+    """Softmax shares, greedy or grouped by each group's best score, always scaled, never
+    renormalized (transformers' DeepseekV2TopkRouter ignores norm_topk_prob)."""
+    config = _deepseek_moe(a)
+    moe = a.mlp.moe
+    _require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
+    grouped = (moe.n_groups or 1) > 1
+    _require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
+    method = "group_limited_greedy" if grouped else "greedy"
+    return _base(a) | _latent(a) | config | {"topk_method": method}
+
+
+def deepseek_v3(a: Architecture) -> dict:
+    """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
+    config = _deepseek_moe(a)
+    _sigmoid_router(a.mlp.moe)
+    return (
+        _base(a) | _latent(a) | config | {"norm_topk_prob": a.mlp.moe.normalize_top_k is not False}
+    )
+
+
+def _sigmoid_router(moe: MoE) -> None:
+    """transformers' DeepSeek-V3 and GLM-4.5 routers: sigmoid scores, always."""
+    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    grouped = (moe.n_groups or 1) > 1
+    _require(not grouped or moe.group_score is GroupScore.TOP2_SUM, "groups by top2-sum")
+
+
+def glm4_moe(a: Architecture) -> dict:
+    """GLM-4.5: GQA with partial RoPE, optional per-head QK norm, q/k/v bias; V3's router."""
+    qk = a.attention.qk_norm
+    _require(qk in (QKNorm.NONE, QKNorm.PER_HEAD), "attention.qk_norm none or per-head")
+    _softmax_attention(a, qk)
+    _position(a, PositionType.ROPE)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(not a.bias.attn_out and not a.bias.mlp, "no bias on o_proj or the MLPs")
+    config = _deepseek_moe(a)
+    _sigmoid_router(a.mlp.moe)
+    return (
+        _base(a)
+        | config
+        | _rope(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "use_qk_norm": qk is QKNorm.PER_HEAD,
+            "partial_rotary_factor": a.position.rotary_fraction or 1.0,
+            "norm_topk_prob": a.mlp.moe.normalize_top_k is not False,
+        }
+    )
 
 
 def llama4_text(a: Architecture) -> dict:
@@ -896,8 +976,21 @@ REFERENCES: dict[str, Reference] = {
         Reference("cohere", "CohereConfig", "CohereForCausalLM", cohere),
         Reference("cohere2", "Cohere2Config", "Cohere2ForCausalLM", cohere2),
         Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
-        Reference("deepseek_v2", "DeepseekV2Config", "DeepseekV2ForCausalLM", deepseek),
-        Reference("deepseek_v3", "DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek),
+        Reference(
+            "deepseek_v2",
+            "DeepseekV2Config",
+            "DeepseekV2ForCausalLM",
+            deepseek_v2,
+            extras=frozenset({"expert_groups", "routed_scale"}),
+        ),
+        Reference(
+            "deepseek_v3",
+            "DeepseekV3Config",
+            "DeepseekV3ForCausalLM",
+            deepseek_v3,
+            extras=_ROUTERS,
+        ),
+        Reference("glm4_moe", "Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe, extras=_ROUTERS),
         Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
         Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
         Reference("openai-gpt", "OpenAIGPTConfig", "OpenAIGPTLMHeadModel", openai_gpt),
@@ -999,6 +1092,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "nemotron-4": "nemotron",
     "deepseek-v2": "deepseek_v2",
     "deepseek-v3": "deepseek_v3",
+    "kimi-k2": "deepseek_v3",  # config.json: model_type kimi_k2, DeepseekV3ForCausalLM
     "t5": "t5",
     "t5-v1.1": "t5",
     "phi-2": "phi",

@@ -426,8 +426,9 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
 
 
 # Choices that change outputs but not counts (a null means "not recorded"): the value
-# the builder computes with, and why. They never change a parameter, FLOP or cache figure,
-# so they are stated here rather than among fill_unknowns' count assumptions.
+# the builder computes with, and why. They never change a parameter or cache figure (nor
+# a FLOP, the router's few aside), so they are stated here rather than among
+# fill_unknowns' count assumptions.
 FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "norm.eps": ("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
     "norm.unit_offset": (False, "the norm applies its scale w, not (1 + w)"),
@@ -441,6 +442,8 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mlp.swiglu_limit": (7.0, "gpt-oss's clamp of the clamped SwiGLU"),
     "mlp.swiglu_alpha": (1.702, "gpt-oss's sigmoid gain of the clamped SwiGLU"),
     "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
+    "mlp.moe.score_function": ("softmax", "a softmax over all routed experts (Mixtral)"),
+    "mlp.moe.routed_scale": (1.0, "the routed experts' weights are not rescaled"),
 }
 
 
@@ -454,7 +457,7 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
             continue
         if path == "mlp.gelu_approximation" and arch.mlp.activation not in GELUS:
             continue
-        if path == "mlp.moe.normalize_top_k" and arch.mlp.moe is None:
+        if path.startswith("mlp.moe.") and arch.mlp.moe is None:
             continue
         if path.startswith("mlp.swiglu_") and arch.mlp.activation is not Activation.CLAMPED_SWIGLU:
             continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import Activation
+from archdb.schema import Activation, GroupScore, RouterScore
 
 from .norms import NormSpec, bare_rms
 from .tally import Tally, linear_params
@@ -196,18 +196,107 @@ class DenseMLP:
         )
 
 
+def _softmax_scores(logits):
+    return logits.softmax(dim=-1)
+
+
+def _sigmoid_scores(logits):
+    return logits.sigmoid()
+
+
+@dataclass(frozen=True)
+class ScoreRule:
+    """Router logits -> one score per expert, and what that costs per expert."""
+
+    name: str
+    fn: Callable
+    flop_class: C
+    flops_per_expert: int
+
+
+ROUTER_SCORES: dict[RouterScore, ScoreRule] = {
+    RouterScore.SOFTMAX: ScoreRule("softmax", _softmax_scores, C.SOFTMAX, cv.SOFTMAX),
+    RouterScore.SIGMOID: ScoreRule("sigmoid", _sigmoid_scores, C.ELEMENTWISE, cv.ELEMENTWISE),
+}
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    """Token -> its k experts and their weights, in this order (DeepSeek-V3's
+    inference/model.py Gate; transformers' Mixtral, Qwen3-MoE, DeepSeek-V2/V3 routers):
+
+    1. logits = proj(x); scores = score(logits) (softmax over experts, or sigmoid);
+    2. choice = scores (+ the correction bias, which only chooses);
+    3. groups: rank each group (its max, or the sum of its two best choice values), keep
+       the top_k_groups best, mask the other groups' experts out of the choice;
+    4. the k experts with the highest choice; their weights are their *scores*;
+    5. normalize: weights / their sum; then weights * scale.
+
+    Softmax scores normalized, without bias or groups, take Mixtral's shorter route (a
+    softmax over the k chosen logits): the same weights, fewer operations.
+    """
+
+    d_model: int
+    n_experts: int
+    top_k: int
+    bias: bool = False  # on the logit projection (gpt-oss)
+    score: RouterScore = RouterScore.SOFTMAX
+    normalize: bool = True
+    n_groups: int = 1
+    top_k_groups: int = 1
+    group_score: GroupScore | None = None
+    correction_bias: bool = False  # a buffer: not a parameter
+    scale: float = 1.0
+
+    @property
+    def rule(self) -> ScoreRule:
+        return ROUTER_SCORES[self.score]
+
+    @property
+    def grouped(self) -> bool:
+        return self.n_groups > 1 and self.top_k_groups < self.n_groups
+
+    @property
+    def softmax_of_top_k(self) -> bool:
+        """Mixtral's route: top-k of the logits, a softmax over those k."""
+        plain = not self.grouped and not self.correction_bias
+        return plain and self.normalize and self.score is RouterScore.SOFTMAX
+
+    def params(self) -> int:
+        return linear_params(self.d_model, self.n_experts, self.bias)
+
+    def flops(self, tally: Tally) -> None:
+        e, k = self.n_experts, self.top_k
+        tally.linear(self.d_model, e, self.bias)
+        if self.softmax_of_top_k:
+            tally.add(C.SOFTMAX, tally.seq_len * cv.SOFTMAX * k)
+            return
+        tally.elementwise(e * self.rule.flops_per_expert, self.rule.flop_class)
+        if self.correction_bias:
+            tally.elementwise(e)  # scores + bias
+        if self.grouped and self.group_score is GroupScore.MAX:
+            tally.elementwise(e * cv.REDUCTION)  # each group's max over its experts
+        elif self.grouped:
+            tally.elementwise(2 * self.n_groups * cv.REDUCTION)  # sum of each group's best 2
+        if self.normalize:
+            tally.elementwise(k * cv.REDUCTION + 1 + k)  # sum, + epsilon, divide
+        if self.scale != 1.0:
+            tally.elementwise(k)
+
+    def module(self, ctx=None):
+        from archdb.builder.moe import Router
+
+        return Router(self)
+
+
 @dataclass(frozen=True)
 class MoESpec:
     """A top-k router over routed experts, plus shared experts every token uses."""
 
-    d_model: int
-    n_experts: int
-    n_active: int
+    router: RouterSpec
     expert: DenseMLP
     shared: DenseMLP | None
-    router_bias: bool = False
     shared_gate: bool = False  # sigmoid(Linear(d -> 1)) scales the shared experts' output
-    normalize: bool = True  # softmax over the k chosen logits, not a share of all experts
     # Gemma 4: a dense MLP beside the experts, and the norms of the two branches (the dense
     # branch's post-norm, the experts' pre- and post-norm; the block holds the other two)
     beside: DenseMLP | None = None
@@ -217,12 +306,24 @@ class MoESpec:
     BRANCH_NORMS = 3  # beyond the block's pre- and post-norm of the MLP sublayer
 
     @property
+    def d_model(self) -> int:
+        return self.router.d_model
+
+    @property
+    def n_experts(self) -> int:
+        return self.router.n_experts
+
+    @property
+    def n_active(self) -> int:
+        return self.router.top_k
+
+    @property
     def reads_residual(self) -> bool:
         """The sublayer takes the residual stream un-normed and norms each branch itself."""
         return self.beside is not None
 
     def params(self) -> int:
-        n = linear_params(self.d_model, self.n_experts, self.router_bias)  # the router
+        n = self.router.params()
         n += self.d_model + self.n_experts if self.router_scales else 0
         n += self.n_experts * self.expert.params()
         n += linear_params(self.d_model, 1, False) if self.shared_gate else 0
@@ -239,12 +340,11 @@ class MoESpec:
         if self.router_scales:  # bare RMS norm, * scale * d^-0.5; softmax over all, renorm
             bare_rms(self.branch_norm.eps if self.branch_norm else None).flops(tally, d)
             tally.elementwise(2 * d)
-            tally.linear(d, self.n_experts, self.router_bias)
+            tally.linear(d, self.n_experts, self.router.bias)
             tally.add(C.SOFTMAX, t * cv.SOFTMAX * self.n_experts)
             tally.elementwise(cv.REDUCTION * k + 2 * k)  # sum, divide, * expert scale
         else:
-            tally.linear(d, self.n_experts, self.router_bias)  # router
-            tally.add(C.SOFTMAX, t * cv.SOFTMAX * k)
+            self.router.flops(tally)
         if self.beside is not None:
             assert self.branch_norm is not None
             for _ in range(self.BRANCH_NORMS):
@@ -262,7 +362,7 @@ class MoESpec:
 
     def module(self, ctx=None):
         from archdb.builder.mlp import Act
-        from archdb.builder.moe import Experts, MoE, Router
+        from archdb.builder.moe import Experts, MoE
 
         e = self.expert
         act = Act(e.activation, e.gelu_exact, e.clamp)
@@ -275,9 +375,7 @@ class MoESpec:
             eps = self.branch_norm.eps if self.branch_norm else None
             router = ScaledRouter(self.d_model, self.n_experts, self.n_active, eps)
         else:
-            router = Router(
-                self.d_model, self.n_experts, self.n_active, self.router_bias, self.normalize
-            )
+            router = self.router.module()
         moe = MoE(router, experts, shared, self.shared_gate)
         if self.beside is None:
             return moe

@@ -18,9 +18,11 @@ from archdb.schema import (
     GeluApproximation,
     Kind,
     LayerKind,
+    MoE,
     NormPosition,
     QKNorm,
     RopeLayout,
+    RouterScore,
 )
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
@@ -37,7 +39,7 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec
+from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
@@ -394,23 +396,35 @@ class _Reader:
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
         )
         expert = DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
-        normalize = moe.normalize_top_k is not False
         beside = None
         if moe.dense_beside_d_ff is not None:
             beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
         return MoESpec(
-            self.d,
-            moe.n_experts,
-            moe.n_active,
+            router_spec(self.d, moe),
             expert,
             shared,
-            bool(moe.router_bias),
             bool(moe.shared_gate),
-            normalize,
             beside,
             self.norm if beside is not None else None,
             bool(moe.router_scales),
         )
+
+
+def router_spec(d_model: int, moe: MoE) -> RouterSpec:
+    """The card's router; a null function field takes its FUNCTION_DEFAULTS value."""
+    return RouterSpec(
+        d_model,
+        moe.n_experts,
+        moe.n_active,
+        bias=bool(moe.router_bias),
+        score=moe.score_function or RouterScore.SOFTMAX,
+        normalize=moe.normalize_top_k is not False,
+        n_groups=moe.n_groups or 1,
+        top_k_groups=moe.top_k_groups or 1,
+        group_score=moe.group_score,
+        correction_bias=bool(moe.score_correction_bias),
+        scale=moe.routed_scale or 1.0,
+    )
 
 
 # --- folds -----------------------------------------------------------------------------------
