@@ -141,7 +141,8 @@ class MoESpec:
     def flops(self, tally: Tally) -> None:
         t, d, k = tally.seq_len, self.d_model, self.n_active
         tally.linear(d, self.n_experts, self.router_bias)  # router
-        tally.add(C.SOFTMAX, t * cv.SOFTMAX * k)
+        # a softmax over the k chosen logits, or over every expert's (not renormalized)
+        tally.add(C.SOFTMAX, t * cv.SOFTMAX * (k if self.normalize else self.n_experts))
         self.expert.flops(tally, t * k)  # k experts per token
         tally.elementwise(2 * k * d)  # weight each expert's output, sum them
         if self.shared is not None:

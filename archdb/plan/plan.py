@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from archdb.measure.conventions import FlopClass as C
 from archdb.schema import (
     Architecture,
     GeluApproximation,
@@ -64,6 +65,8 @@ class TokenEmbedding:
     def flops(self, tally: Tally) -> None:
         if self.width != self.d_model:
             tally.linear(self.width, self.d_model, False)
+        if self.multiplier not in (None, 1.0):  # one product per element (Gemma's sqrt(d))
+            tally.elementwise(self.d_model, C.EMBEDDING)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,8 @@ class OutputHead:
         if self.width != self.d_model:
             tally.linear(self.d_model, self.width, False)
         tally.linear(self.width, self.vocab, self.bias)
+        if self.logit_scale not in (None, 1.0):  # one product per logit
+            tally.elementwise(self.vocab)
         if self.softcap is not None:
             tally.elementwise(cv.SOFTCAP * self.vocab)
 
