@@ -505,8 +505,11 @@ class Position(Strict):
     rope_layout: RopeLayout | None = Field(
         default=None,
         description="Which dims RoPE rotates as a pair: half-split (i, i + d/2) or "
-        "interleaved (2i, 2i + 1); RoPE only. Optional; null: not recorded (the builder "
-        "uses half-split).",
+        "interleaved (2i, 2i + 1), in the layout of the released transformers-format "
+        "checkpoint (the one weights= loads): Meta's and Mistral's reference code rotates "
+        "interleaved pairs of their original checkpoints, whose conversion permutes the q/k "
+        "rows to half-split. RoPE only. Optional; null: not recorded (the builder uses "
+        "half-split).",
     )
 
 

@@ -344,6 +344,24 @@ def test_cache_round_trip_and_stale_entries(tmp_path: Path) -> None:
     assert mech.load(write_doc(tmp_path, cache_doc(script_version=0)), cards()) is None
 
 
+def test_card_hash_ignores_output_only_fields_but_not_sizes() -> None:
+    card = CATALOGUE.get("palm-8b")  # records none of the output-only fields
+    arch = card.architecture
+    recorded = arch.model_copy(
+        update={
+            "norm": arch.norm.model_copy(update={"eps": 1e-5, "unit_offset": True}),
+            "position": arch.position.model_copy(update={"rope_layout": "interleaved"}),
+            "embedding_multiplier": 2.0,
+            "logit_scale": 0.5,
+        }
+    )
+    assert mech.card_hash(card.model_copy(update={"architecture": recorded})) == mech.card_hash(
+        card
+    )
+    wider = arch.model_copy(update={"d_model": arch.d_model * 2})
+    assert mech.card_hash(card.model_copy(update={"architecture": wider})) != mech.card_hash(card)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

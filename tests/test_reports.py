@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.outputs import MANIFEST
 from archdb.reports import distributions as dist
-from archdb.reports import families, provenance, render
+from archdb.reports import families, provenance, render, verification
 from archdb.reports.adoption import (
     ANY,
     CHOICE_KEYS,
@@ -266,6 +266,57 @@ def test_mirror_share_counts_values_whose_only_source_is_a_mirror() -> None:
 def test_mirror_section_without_mirrors_names_no_cards() -> None:
     section = provenance.mirror_section(catalogue_frame(catalogue(make_card("plain-1b"))))
     assert "0 of the catalogue's" in section and "|" not in section
+
+
+# --- fidelity per card --------------------------------------------------------------
+
+GPT2_FUNCTION = {  # every output-only field a GPT-2 card needs recorded
+    "architecture.norm.eps": 1e-5,
+    "architecture.norm.unit_offset": False,
+    "architecture.embedding_multiplier": 1.0,
+    "architecture.logit_scale": 1.0,
+    "architecture.mlp.gelu_approximation": "tanh",
+}
+
+
+def _fidelity_catalogue():
+    """A complete GPT-2 card, one without its epsilon, and a family transformers lacks."""
+    lacking = {k: v for k, v in GPT2_FUNCTION.items() if k != "architecture.norm.eps"}
+    return catalogue(
+        make_card("gpt-2-big", GPT2_FUNCTION),
+        make_card("gpt-2-small", lacking),
+        make_card("palm-8b"),
+    )
+
+
+def test_card_fidelities_give_each_cards_level_and_reason() -> None:
+    found = verification.card_fidelities(_fidelity_catalogue())
+    assert [(f.card, f.model_type, f.level) for f in found] == [
+        ("gpt-2-big", "gpt2", "logit-exact"),
+        ("gpt-2-small", "gpt2", "count-exact"),
+        ("palm-8b", None, "not comparable"),
+    ]
+    assert found[1].why == "gpt2 is logit-exact; card lacks norm.eps"
+    assert verification.level_counts(found[1:]) == [
+        ("logit-exact", 0),
+        ("count-exact", 1),
+        ("not comparable", 1),
+    ]
+
+
+def test_fidelity_page_and_index_state_the_levels(tmp_path: Path) -> None:
+    build_reports(_fidelity_catalogue(), tmp_path)
+    page = (tmp_path / "fidelity.md").read_text()
+    assert "| logit-exact | 1 |" in page and "| not comparable | 1 |" in page
+    assert "| `gpt-2-small` | gpt2 | count-exact | gpt2 is logit-exact; card lacks norm.eps |" in (
+        page
+    )
+    assert "| `palm-8b` | – | not comparable | no transformers family implements this card |" in (
+        page
+    )
+    index = (tmp_path / "README.md").read_text()
+    assert "Of 3 cards: 1 logit-exact, 1 count-exact, 1 not comparable." in index
+    assert "[fidelity](fidelity.md)" in index
 
 
 # --- the build -----------------------------------------------------------------------

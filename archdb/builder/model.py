@@ -51,7 +51,9 @@ class TokenEmbedding(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.table(tokens)
         x = x if self.proj is None else self.proj(x)
-        return x if self.multiplier is None else x * self.multiplier
+        if self.multiplier is None or self.multiplier == 1.0:  # 1: the identity, no op
+            return x
+        return x * self.multiplier
 
 
 class OutputHead(nn.Module):
@@ -76,7 +78,7 @@ class OutputHead(nn.Module):
         if self.proj is not None:
             x = self.proj(x)
         logits = self.lm_head(x)
-        if self.logit_scale is not None:  # Command R: scaled before any soft-cap
+        if self.logit_scale not in (None, 1.0):  # Command R: scaled before any soft-cap
             logits = logits * self.logit_scale
         if self.softcap is not None:  # Gemma 2: c * tanh(logits / c)
             logits = torch.tanh(logits / self.softcap) * self.softcap

@@ -150,6 +150,7 @@ FREE_OPS = frozenset(
         "reshape",
         "flatten",
         "unflatten",
+        "flip",  # interleaved RoPE swaps each pair's two dims
         "view_as",
         "expand",
         "expand_as",

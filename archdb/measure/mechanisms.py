@@ -44,9 +44,27 @@ def cache_path(catalogue_path: Path) -> Path:
 
 def card_hash(card: Card) -> str:
     """A short hash of everything in the card that shapes a built model. Null fields are
-    left out, so a new optional schema field (null on every old card) keeps the entries."""
-    text = card.architecture.model_dump_json(exclude_none=True)
+    left out, so a new optional schema field (null on every old card) keeps the entries.
+    So are the fields that change outputs but not counts (``FUNCTION_DEFAULTS``): they
+    change the values a build computes, not the work measured (a constant inside an op,
+    or one element-wise op on a weight vector or on the embeddings), so recording them
+    on a profiled card keeps its entries."""
+    text = card.architecture.model_dump_json(exclude_none=True, exclude=_function_fields())
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _function_fields() -> dict[str, Any]:
+    """``FUNCTION_DEFAULTS``' dotted paths as pydantic's nested ``exclude`` argument."""
+    from archdb.plan.layout import FUNCTION_DEFAULTS
+
+    nested: dict[str, Any] = {}
+    for path in FUNCTION_DEFAULTS:
+        *parents, leaf = path.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = True
+    return nested
 
 
 @dataclass(frozen=True)

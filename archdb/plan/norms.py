@@ -92,6 +92,8 @@ class NormSpec:
         rule = self.rule
         per = rule.flops_per_element + rule.scale_flops * self.scale + rule.bias_flops * self.bias
         tally.add(C.NORM, (tally.seq_len if tokens is None else tokens) * width * per)
+        if self.scale and self.unit_offset:  # (1 + w): one sum per scale entry and call
+            tally.add(C.NORM, width)
 
     def module(self, width: int):
         from archdb.builder.norms import Norm

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from archdb.measure.conventions import FlopClass as C
 from archdb.schema import (
     Activation,
     Architecture,
@@ -67,12 +68,10 @@ class TokenEmbedding:
         return self.width * self.d_model if self.width != self.d_model else 0
 
     def flops(self, tally: Tally) -> None:
-        from archdb.measure.conventions import FlopClass
-
         if self.width != self.d_model:
             tally.linear(self.width, self.d_model, False)
-        if self.multiplier is not None:  # x * multiplier, counted with the lookup
-            tally.elementwise(self.d_model, FlopClass.EMBEDDING)
+        if self.multiplier not in (None, 1.0):  # x * multiplier, counted with the lookup
+            tally.elementwise(self.d_model, C.EMBEDDING)
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ class OutputHead:
         if self.width != self.d_model:
             tally.linear(self.d_model, self.width, False)
         tally.linear(self.width, self.vocab, self.bias)
-        if self.logit_scale is not None:
+        if self.logit_scale not in (None, 1.0):
             tally.elementwise(self.vocab)  # logits * logit_scale
         if self.softcap is not None:
             tally.elementwise(cv.SOFTCAP * self.vocab)

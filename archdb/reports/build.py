@@ -19,7 +19,7 @@ import pandas as pd
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
-from archdb.reports import claims, families, figures, measured, provenance, render
+from archdb.reports import claims, families, figures, measured, provenance, render, verification
 from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
@@ -34,6 +34,7 @@ PAGES = (
     "families.md",
     "claims.md",
     "mechanisms.md",
+    "fidelity.md",
 )
 
 
@@ -46,6 +47,7 @@ class ReportData:
     adoptions: list[Adoption]
     claims: list[ClaimResult]
     mechanisms: mech_page.MechanismsData
+    fidelities: list[verification.CardFidelity]
 
 
 _MEMO_SIZE = 4  # report data and renders kept in one process (a test session reuses them)
@@ -95,7 +97,8 @@ def _compute(catalogue: Catalogue) -> ReportData:
     claim_input = replace(measured.measure_claims(catalogue), runtime_profile=evidence)
     claims = check_claims(frame, claim_input)
     mechanisms = mech_page.compute(catalogue, cached)
-    return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms)
+    fidelities = verification.card_fidelities(catalogue)
+    return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms, fidelities)
 
 
 def render_reports(data: ReportData) -> dict[str, bytes]:
@@ -132,6 +135,11 @@ def _render(data: ReportData) -> dict[str, bytes]:
         "mechanisms.md": _page(
             "Mechanisms measured: runtime, decode traffic, attention's takeover",
             *mech_page.page(data.mechanisms, fig),
+        ),
+        "fidelity.md": _page(
+            "Fidelity: which builds compute the released function",
+            _scope(data),
+            *verification.page_sections(data.fidelities),
         ),
     }
     pages["README.md"] = _index_page(data, fig)
@@ -200,7 +208,7 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         _scope(data),
         "Pages: [adoption by year](adoption.md) · [distributions](distributions.md) · "
         "[family evolution](families.md) · [claims check](claims.md) · "
-        "[mechanisms measured](mechanisms.md)",
+        "[mechanisms measured](mechanisms.md) · [fidelity](fidelity.md)",
         "## Consensus by choice\n\n"
         "For each design choice: the value most of the latest year's models use, its share "
         "of the models whose value is known and how many of the year's models that is "
@@ -217,6 +225,9 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "Sourced values that contradict what the lecture says, with the models: findings, "
         "not errors.\n\n" + render.disagreements(data.claims, "claims.md"),
         provenance.mirror_section(data.frame),
+        "## Fidelity of the builds\n\n"
+        f"{verification.summary(data.fidelities)} Per card, with the reason: "
+        "[fidelity.md](fidelity.md).",
     )
 
 
