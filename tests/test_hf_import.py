@@ -275,6 +275,12 @@ def test_full_size_build_matches_transformers_exactly(name):
 _COMPLETE_DEFAULTS = {
     "nemotron": {"num_key_value_heads": 48},
     "deepseek_v2": {"num_experts_per_tok": 6},
+    # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
+    "lfm2_moe": {
+        "layer_types": [
+            "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)
+        ]
+    },
 }
 
 

@@ -47,6 +47,16 @@ GPT = {
     "bias.mlp": True,
 }
 NO_ROPE = {"position.rope_theta": None}
+# LFM2's layout: conv, conv, attention, conv with per-head QK norm (tests/test_short_conv.py);
+# the shortest period, as import-hf writes it
+LFM2_HYBRID = {
+    "n_layers": 4,
+    "attention.layer_pattern": ["short-conv", "short-conv", "global"],
+    "attention.qk_norm": "per-head",
+    "tied_embeddings": True,
+    "mixers": {"short_conv": {"conv_kernel": 3, "bias": False, "mlp": True}},
+}
+SHORT_CONV_BIASED = {"conv_kernel": 4, "bias": True, "mlp": True}
 
 SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("llama", {}),
@@ -317,6 +327,15 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "shared_gate": True},
         },
     ),
+    ("lfm2", LFM2_HYBRID),
+    (
+        "lfm2",
+        {**LFM2_HYBRID, "tied_embeddings": False, "mixers": {"short_conv": SHORT_CONV_BIASED}},
+    ),
+    (
+        "lfm2_moe",
+        {**LFM2_HYBRID, "mlp.moe": {**MOE, "first_dense_layers": 2, "dense_d_ff": 96}},
+    ),
 ]
 
 
@@ -374,7 +393,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next")
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "lfm2", "lfm2_moe")
 
 
 @pytest.mark.parametrize(
