@@ -46,6 +46,7 @@ LOGIT_EXACT: dict[str, float] = {
     "opt": 0.0,
     "nemotron": 0.0,
     "cohere2": 2.6e-7,
+    "lfm2": 2.4e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with

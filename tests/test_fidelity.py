@@ -62,6 +62,11 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    # short-conv layers around attention (conv biases on, auto-adjusted MLP width 2/3 x 192
+    # rounded up to 32); LFM2's norm eps 1e-5
+    "lfm2": {**_DENSE, "num_hidden_layers": 4, "intermediate_size": 192, "block_multiple_of": 32,
+             "layer_types": ["conv", "full_attention", "conv", "conv"], "conv_bias": True,
+             "conv_L_cache": 4},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
