@@ -723,7 +723,8 @@ def _lfm2_layers(d: _Draft) -> None:
             raise HFImportError(
                 f"full_attn_idxs names a layer beyond num_hidden_layers ({n_layers})"
             )
-        kinds = ["global" if i in set(indices) else "short-conv" for i in range(n_layers)]
+        attention = set(indices)
+        kinds = ["global" if i in attention else "short-conv" for i in range(n_layers)]
         d.set("architecture.attention.layer_pattern", _period(kinds), "config")
     if "short-conv" in (d.value("architecture.attention.layer_pattern") or []):
         d.set("architecture.mixers.short_conv.conv_kernel", d.read("conv_L_cache", default=3),
