@@ -244,3 +244,37 @@ def test_import_hf_lfm2_refuses_attention_indices_beyond_the_stack():
     identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
     with pytest.raises(HFImportError, match=re.escape("full_attn_idxs names a layer beyond")):
         import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
+
+
+LFM2_CONFIG = {**LFM2_SMALL, "model_type": "lfm2", "full_attn_idxs": [2, 5]}
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"conv_L_cache": "3"}, "conv_L_cache: Input should be a valid integer"),
+        ({"conv_bias": 1}, "conv_bias: Input should be a valid boolean"),
+        ({"full_attn_idxs": "2,5"}, "full_attn_idxs: Input should be a valid list"),
+        ({"block_ffn_dim_multiplier": 1e15}, "block_ffn_dim_multiplier: Input should be less"),
+        ({"layer_types": ["conv", "mamba"] * 3}, "layer_types[1] is 'mamba'"),
+    ],
+)
+def test_hostile_lfm2_configs_are_refused_naming_the_key(changes, fragment):
+    from archdb.hf_import import HFImportError, Identity, import_config
+
+    identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
+    with pytest.raises(HFImportError, match=re.escape(fragment)):
+        import_config(
+            {**LFM2_CONFIG, **changes}, source_url="https://huggingface.co/o/m", identity=identity
+        )
+
+
+def test_an_absurd_ff_multiplier_is_a_card_error_not_a_traceback():
+    from archdb.hf_import import Identity, import_config
+    from archdb.writer import WriteError, validate_card
+
+    identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
+    config = {**LFM2_CONFIG, "block_ffn_dim_multiplier": 1e11}
+    card = import_config(config, source_url="https://huggingface.co/o/m", identity=identity).card
+    with pytest.raises(WriteError, match=r"mlp\.d_ff: Input should be less than or equal"):
+        validate_card(card)
