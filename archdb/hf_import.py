@@ -323,6 +323,18 @@ class ConfigShape(_Keys):
         Annotated[dict[str, dict[str, _sized(1, MAX_WIDTH)]], Field(max_length=MAX_DEPTH)] | None
     ) = None
     num_kv_shared_layers: _sized(0, MAX_DEPTH) | None = None
+    # LFM2's short-conv hybrids (and LFM2-MoE)
+    conv_L_cache: Width | None = None
+    conv_bias: StrictBool | None = None
+    full_attn_idxs: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = None
+    block_ff_dim: Width | None = None
+    block_auto_adjust_ff_dim: StrictBool | None = None
+    block_ffn_dim_multiplier: Number | None = None
+    block_multiple_of: Width | None = None
+    tie_embedding: StrictBool | None = None
+    num_dense_layers: _sized(0, MAX_DEPTH) | None = None
+    use_expert_bias: StrictBool | None = None
+    routed_scaling_factor: Number | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -413,6 +425,7 @@ class Family:
     # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
     steps: tuple[Callable[[_Draft], None], ...] | None = None
     linear_layer: str | None = None  # the card kind of a "linear_attention" layer
+    conv_layer: str | None = None  # the card kind of a "conv" layer (LFM2)
     rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
 
 
@@ -914,6 +927,89 @@ def _global_layer_sizes(d: _Draft, per_layer: Mapping[str, Any]) -> tuple[Any, A
     return own.get("head_dim"), own.get("num_key_value_heads")
 
 
+def _lfm2_ff_width(d: _Draft, width: int) -> int:
+    """The MLP width Lfm2MLP builds: with block_auto_adjust_ff_dim, two thirds of the
+    configured width, times block_ffn_dim_multiplier, rounded up to block_multiple_of
+    (no rounding when the multiplier is null), as Llama's reference code sizes it."""
+    if not d.read("block_auto_adjust_ff_dim", default=True):
+        return width
+    width = int(2 * width / 3)
+    if "block_ffn_dim_multiplier" in d.config and d.config["block_ffn_dim_multiplier"] is None:
+        return width
+    width = int(d.read("block_ffn_dim_multiplier", default=1.0) * width)
+    multiple = d.read("block_multiple_of", default=256)
+    return multiple * ((width + multiple - 1) // multiple)
+
+
+def _lfm2_layers(d: _Draft) -> None:
+    """LFM2: short-conv layers, attention at full_attn_idxs (or layer_types); the config's
+    tie_embedding spelling; every layer keeps its MLP."""
+    if "tie_embedding" in d.config:  # Lfm2Config reads it over tie_word_embeddings
+        d.set("architecture.tied_embeddings", d.read("tie_embedding"), "config")
+        d.used.add("tie_word_embeddings")
+    n_layers = d.value("architecture.n_layers")
+    indices = d.read("full_attn_idxs")
+    if not d.read("layer_types") and indices is not None:
+        if any(i >= n_layers for i in indices):
+            raise HFImportError(
+                f"full_attn_idxs names a layer beyond num_hidden_layers ({n_layers})"
+            )
+        attention = set(indices)
+        kinds = ["global" if i in attention else "short-conv" for i in range(n_layers)]
+        d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    if "short-conv" in (d.value("architecture.attention.layer_pattern") or []):
+        d.set("architecture.mixers.short_conv.conv_kernel", d.read("conv_L_cache", default=3),
+              d.origin_of("conv_L_cache"))  # fmt: skip
+        d.set("architecture.mixers.short_conv.bias", d.read("conv_bias", default=False),
+              d.origin_of("conv_bias"))  # fmt: skip
+        d.set("architecture.mixers.short_conv.mlp", True, "family")
+    else:
+        d.read("conv_L_cache")
+        d.read("conv_bias")
+
+
+def _lfm2(d: _Draft) -> None:
+    configured = d.read("block_ff_dim", "intermediate_size", required=True)
+    width = _lfm2_ff_width(d, configured)
+    d.set("architecture.mlp.d_ff", width, "config")
+    if width != configured:
+        d.note(
+            "architecture.mlp.d_ff",
+            f"The width Lfm2MLP builds from the configured {configured} "
+            "(block_auto_adjust_ff_dim: 2/3 of it, times block_ffn_dim_multiplier, rounded up "
+            "to block_multiple_of).",
+        )
+    _lfm2_layers(d)
+
+
+def _lfm2_moe(d: _Draft) -> None:
+    """LFM2-MoE: num_dense_layers dense MLPs (intermediate_size, not adjusted), then routed
+    experts of moe_intermediate_size; a sigmoid router with an expert bias."""
+    first_dense = d.read("num_dense_layers", default=2)
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
+    d.moe(
+        n_experts=d.read("num_experts", required=True),
+        n_active=d.read("num_experts_per_tok", required=True),
+        first_dense_layers=first_dense,
+        dense_d_ff=dense_d_ff if first_dense else None,
+    )
+    for key, default in (
+        ("use_expert_bias", True),
+        ("norm_topk_prob", True),
+        ("routed_scaling_factor", 1.0),
+    ):
+        d.unmapped[key] = d.read(key, default=default)
+    d.note(
+        "architecture.mlp.moe",
+        "The router scores experts with a sigmoid, picks the top-k after adding an expert "
+        "bias (a buffer, no parameter), and divides the chosen scores by their sum "
+        "(norm_topk_prob), times routed_scaling_factor: the card has no field for a sigmoid "
+        "router, so normalize_top_k is left null.",
+    )
+    _lfm2_layers(d)
+
+
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
     if d.value("architecture.position.type") == "rope":
         interleaved = d.read("rope_interleave", default=True)
@@ -1017,6 +1113,11 @@ FAMILIES: dict[str, Family] = {
                       activation_default="xielu", rope_theta_default=12_000_000.0),
     "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
                          hook=_qwen3_next, linear_layer="gated-deltanet"),
+    "lfm2": Family("lfm2", "Lfm2DecoderLayer", qk_norm="per-head", tied_default=True,
+                   rope_theta_default=1000000.0, hook=_lfm2, conv_layer="short-conv"),
+    "lfm2_moe": Family("lfm2_moe", "Lfm2MoeDecoderLayer", qk_norm="per-head",
+                       tied_default=True, rope_theta_default=1000000.0, hook=_lfm2_moe,
+                       conv_layer="short-conv"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
@@ -1317,6 +1418,9 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
         if t == "linear_attention" and d.family.linear_layer:
             kinds.append(d.family.linear_layer)
             continue
+        if t == "conv" and d.family.conv_layer:
+            kinds.append(d.family.conv_layer)
+            continue
         if t not in _LAYER_KINDS:
             raise HFImportError(
                 f"layer_types[{index}] is {_brief(t)}: not an attention kind the card knows "
@@ -1379,6 +1483,7 @@ _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "ge
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
+_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "lfm2": 1e-5, "lfm2_moe": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

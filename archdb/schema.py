@@ -152,11 +152,12 @@ class LayerKind(StrEnum):
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
     MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
     GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
+    SHORT_CONV = "short-conv"  # gated short depthwise convolution (LFM2), mixers.short_conv
 
     @property
     def attention(self) -> bool:
         """Whether the layer's token mixer is attention (else a recurrent mixer)."""
-        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET}
+        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV}
 
     @property
     def windowed(self) -> bool:
@@ -390,11 +391,12 @@ class Attention(Strict):
         "[global] for every layer full; [local, global] alternates (Gemma 2); [global, local] "
         "alternates dense and locally banded layers (GPT-3); five locals and "
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
-        "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2). A "
+        "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
+        "short-conv and global layers in an explicit list (LFM2). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet) take their sizes from architecture.mixers; the other attention "
-        "fields describe the attention entries only and may be null when there are none.",
+        "gated-deltanet, short-conv) take their sizes from architecture.mixers; the other "
+        "attention fields describe the attention entries only and may be null when there are none.",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
     sinks: StrictBool | None = Field(
@@ -551,6 +553,23 @@ class GatedDeltaNet(Strict):
     )
 
 
+class ShortConv(Strict):
+    """LFM2's gated short convolution, laid out as transformers' Lfm2ShortConv:
+    in_proj (d_model -> 3 d_model: B, C, x); B * x; a depthwise causal conv over time;
+    C * conv; out_proj (d_model -> d_model). Its width is d_model."""
+
+    conv_kernel: Width = Field(
+        description="Depthwise causal conv width in tokens (conv_L_cache); the state kept "
+        "between tokens is its last conv_kernel - 1 inputs."
+    )
+    bias: StrictBool = Field(
+        description="Bias on in_proj, the conv and out_proj alike (conv_bias; one flag)."
+    )
+    mlp: StrictBool = Field(
+        description="Whether a short-conv layer also has the card's MLP (LFM2: true)."
+    )
+
+
 class Mixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -560,6 +579,10 @@ class Mixers(Strict):
     gated_deltanet: GatedDeltaNet | None = Field(
         default=None,
         description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
+    )
+    short_conv: ShortConv | None = Field(
+        default=None,
+        description="Short-convolution sizes; required for, and only for, short-conv layers.",
     )
 
 
@@ -750,8 +773,8 @@ class Architecture(Strict):
     )
     mixers: Mixers | None = Field(
         default=None,
-        description="Sizes of the non-attention mixers (mamba2, gated-deltanet) the layer "
-        "pattern names. Optional; null when every layer is attention.",
+        description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv) the "
+        "layer pattern names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: PositiveFloat | None = Field(
         default=None,
@@ -929,6 +952,7 @@ class Architecture(Strict):
         for kind, name in (
             (LayerKind.MAMBA2, "mamba2"),
             (LayerKind.GATED_DELTANET, "gated_deltanet"),
+            (LayerKind.SHORT_CONV, "short_conv"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -977,6 +1001,7 @@ class Architecture(Strict):
                 and m.gated_deltanet is not None
                 and m.gated_deltanet.mlp
             )
+            or (kind is LayerKind.SHORT_CONV and m.short_conv is not None and m.short_conv.mlp)
             for kind in self.attention.layer_pattern
         )
 
@@ -998,6 +1023,8 @@ class Architecture(Strict):
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
         if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
             widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
+        if self.mixers is not None and self.mixers.short_conv is not None:
+            widths.append(3 * d)  # in_proj to B, C, x
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

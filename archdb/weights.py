@@ -552,6 +552,34 @@ def _gemma4() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _lfm2() -> Names:
+    """LFM2: short-conv layers (conv.in_proj, conv.conv, conv.out_proj) or attention with
+    out_proj and q/k_layernorm; the MLP's w1 (gate), w3 (up), w2 (down); operator_norm and
+    ffn_norm; the final norm is called embedding_norm."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
+        for p, theirs in (_QKVO | {"o": "out_proj"}).items()
+        for t in ("weight", "bias")
+    }
+    for qk in ("q", "k"):
+        layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
+            f"self_attn.{qk}_layernorm.weight"
+        )
+    for part in ("in_proj", "conv", "out_proj"):
+        for t in ("weight", "bias"):
+            layer[f"attn.sublayer.{part}.{t}"] = Source(f"conv.{part}.{t}")
+    for ours, theirs in (("gate", "w1"), ("up", "w3"), ("down", "w2")):
+        layer[f"mlp.sublayer.{ours}.weight"] = Source(f"feed_forward.{theirs}.weight")
+    layer["attn.before.weight"] = Source("operator_norm.weight")
+    layer["mlp.before.weight"] = Source("ffn_norm.weight")
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.embedding_norm.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -583,6 +611,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "apertus": _apertus,
     "gemma4_text": _gemma4,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
+    "lfm2": _lfm2,
 }
 
 

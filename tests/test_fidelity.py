@@ -65,6 +65,11 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    # short-conv layers around attention (conv biases on, auto-adjusted MLP width 2/3 x 192
+    # rounded up to 32); LFM2's norm eps 1e-5
+    "lfm2": {**_DENSE, "num_hidden_layers": 4, "intermediate_size": 192, "block_multiple_of": 32,
+             "layer_types": ["conv", "full_attention", "conv", "conv"], "conv_bias": True,
+             "conv_L_cache": 4},
     # a clamp low enough to cut many gate and up values; YaRN with gpt-oss's exact
     # (untruncated) band; weights 2.5x the default init, so that band shows in the logits
     "gpt_oss": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 4,

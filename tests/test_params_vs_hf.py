@@ -49,6 +49,16 @@ GPT = {
     "bias.mlp": True,
 }
 NO_ROPE = {"position.rope_theta": None}
+# LFM2's layout: conv, conv, attention, conv with per-head QK norm (tests/test_short_conv.py);
+# the shortest period, as import-hf writes it
+LFM2_HYBRID = {
+    "n_layers": 4,
+    "attention.layer_pattern": ["short-conv", "short-conv", "global"],
+    "attention.qk_norm": "per-head",
+    "tied_embeddings": True,
+    "mixers": {"short_conv": {"conv_kernel": 3, "bias": False, "mlp": True}},
+}
+SHORT_CONV_BIASED = {"conv_kernel": 4, "bias": True, "mlp": True}
 
 SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("llama", {}),
@@ -412,6 +422,15 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "gemma4_text",  # the global layers' head width alone (E2B/E4B: no k_eq_v)
         {**GEMMA4_ATTENTION, "attention.global_layers": {"head_dim": 32, "rotary_fraction": 0.5}},
     ),
+    ("lfm2", LFM2_HYBRID),
+    (
+        "lfm2",
+        {**LFM2_HYBRID, "tied_embeddings": False, "mixers": {"short_conv": SHORT_CONV_BIASED}},
+    ),
+    (
+        "lfm2_moe",
+        {**LFM2_HYBRID, "mlp.moe": {**MOE, "first_dense_layers": 2, "dense_d_ff": 96}},
+    ),
 ]
 
 
@@ -473,7 +492,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe",
+    "granitemoe", "glm4_moe", "lfm2", "lfm2_moe",
 )  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD) and Gated DeltaNet.
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv.
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet), so
 full-size counts match. The forward pass is the plain recurrent reference, one token at a
@@ -156,6 +156,23 @@ class GatedDeltaNetMixer(nn.Module):
         o = F.rms_norm(o, (dv,), self.norm_weight)
         o = o.reshape(b, t, self.value_dim) * F.silu(z)
         return self.out_proj(o)
+
+
+class ShortConvMixer(nn.Module):
+    """LFM2's gated short convolution (Liquid AI; transformers' Lfm2ShortConv):
+    B, C, x = in_proj(h); y = out_proj(C * conv(B * x)), the conv depthwise and causal."""
+
+    flop_class = "elementwise"
+
+    def __init__(self, d_model: int, conv_kernel: int, bias: bool) -> None:
+        super().__init__()
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.conv = CausalDepthwiseConv(d_model, conv_kernel, bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
+        b_gate, c_gate, values = self.in_proj(x).chunk(3, dim=-1)
+        return self.out_proj(c_gate * self.conv(b_gate * values))
 
 
 def gated_delta_rule(

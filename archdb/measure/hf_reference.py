@@ -61,6 +61,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "output_gate": lambda a: a.attention.output_gate is not None,
     "mamba2": lambda a: LayerKind.MAMBA2 in a.attention.layer_pattern,
     "gated_deltanet": lambda a: LayerKind.GATED_DELTANET in a.attention.layer_pattern,
+    "short_conv": lambda a: LayerKind.SHORT_CONV in a.attention.layer_pattern,
     "router_bias": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_bias),
     "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
     "global_layers": lambda a: a.attention.global_layers is not None,
@@ -303,6 +304,56 @@ def granitemoe(a: Architecture) -> dict:
         | _rope(a)
         | _multipliers(a)
     )
+
+
+def _lfm2_common(a: Architecture) -> dict:
+    """LFM2's shared layout: Llama's pre-norm block with per-head QK norm, no biases in
+    attention or MLP, short-conv layers where the pattern says (one conv_bias flag), the
+    head width d_model / n_heads (the config has no head_dim)."""
+    _llama_like(a, QKNorm.PER_HEAD)
+    _pattern(a, LayerKind.SHORT_CONV, LayerKind.GLOBAL)
+    _bias(a, False, False, False)
+    _require(
+        a.head_dim_effective * a.attention.n_heads == a.d_model,
+        "attention.head_dim d_model / n_heads (LFM2's config has no head_dim)",
+    )
+    c = a.mixers.short_conv if a.mixers is not None else None
+    _require(c is None or c.mlp, "mixers.short_conv.mlp true: every LFM2 layer has the MLP")
+    names = {LayerKind.SHORT_CONV: "conv", LayerKind.GLOBAL: "full_attention"}
+    base = {k: v for k, v in _base(a).items() if k != "head_dim"}
+    return (
+        base
+        | _rope(a)
+        | {
+            "layer_types": _kinds(a, names),
+            "conv_L_cache": c.conv_kernel if c is not None else 3,
+            "conv_bias": c.bias if c is not None else False,
+        }
+    )
+
+
+def lfm2(a: Architecture) -> dict:
+    _dense(a)
+    return _lfm2_common(a) | {"block_auto_adjust_ff_dim": False}  # d_ff is the width used
+
+
+def lfm2_moe(a: Architecture) -> dict:
+    """LFM2-MoE: dense MLPs in the first layers, then routed experts, no shared expert. Its
+    router scores with a sigmoid and an expert bias (a buffer, no parameter): the card has
+    no field for that score function, so the counts are comparable, the routing is not."""
+    common = _lfm2_common(a)
+    moe = a.mlp.moe
+    _require(
+        moe is not None and moe.layer_period == 1 and moe.n_shared == 0,
+        "MoE after the first dense layers, every layer, no shared experts",
+    )
+    return common | {
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+        "moe_intermediate_size": a.mlp.d_ff,
+        "num_dense_layers": moe.first_dense_layers,
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+    }
 
 
 def _rope(a: Architecture) -> dict:
@@ -1033,6 +1084,14 @@ REFERENCES: dict[str, Reference] = {
             qwen3_next,
             extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
         ),
+        Reference("lfm2", "Lfm2Config", "Lfm2ForCausalLM", lfm2, extras=frozenset({"short_conv"})),
+        Reference(
+            "lfm2_moe",
+            "Lfm2MoeConfig",
+            "Lfm2MoeForCausalLM",
+            lfm2_moe,
+            extras=frozenset({"short_conv"}),
+        ),
         Reference(
             "gemma4_text",
             "Gemma4TextConfig",
@@ -1107,11 +1166,14 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "granite-3.1": "granite",
     "granite-3.3": "granite",
     "granite-4.1": "granite",
+    "lfm2": "lfm2",
+    "lfm2.5": "lfm2",
 }
 
 
 # Families whose mixture-of-experts members are a different transformers model type.
 MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "granite": "granitemoe"}
+MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "lfm2": "lfm2_moe"}
 
 
 def model_type_for(family: str, arch: Architecture) -> str | None:

@@ -1,4 +1,4 @@
-"""Non-attention token mixers: Mamba-2 (SSD) and Gated DeltaNet, as specs.
+"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet and LFM2's short conv, as specs.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
 match it exactly), its FLOPs, its state and its module factory. ``RECURRENT`` maps a
@@ -171,7 +171,41 @@ class GatedDeltaNetMixer:
         )
 
 
-RecurrentMixer = Mamba2Mixer | GatedDeltaNetMixer
+@dataclass(frozen=True)
+class ShortConvMixer:
+    """in_proj -> (B, C, x); B * x; depthwise causal conv over time; C * conv; out_proj
+    (transformers' Lfm2ShortConv). No non-linearity: the gates are plain products."""
+
+    d_model: int
+    conv_kernel: int
+    bias: bool
+
+    def params(self) -> int:
+        d = self.d_model
+        n = linear_params(d, 3 * d, self.bias)
+        n += d * self.conv_kernel + (d if self.bias else 0)
+        return n + linear_params(d, d, self.bias)
+
+    def flops(self, tally: Tally) -> None:
+        d = self.d_model
+        tally.linear(d, 3 * d, self.bias)
+        tally.elementwise(d)  # B * x
+        # the conv: a multiply and a sum per tap, then the bias (no SiLU, unlike Mamba-2's)
+        tally.elementwise(cv.FLOPS_PER_MAC * d * self.conv_kernel + (d if self.bias else 0))
+        tally.elementwise(d)  # C * conv
+        tally.linear(d, d, self.bias)
+
+    def cache_entries(self, context: int) -> int:
+        """The conv's last conv_kernel - 1 inputs (B * x): a constant, whatever the context."""
+        return self.d_model * (self.conv_kernel - 1)
+
+    def module(self, ctx):
+        from archdb.builder.recurrent import ShortConvMixer as Module
+
+        return Module(self.d_model, self.conv_kernel, self.bias)
+
+
+RecurrentMixer = Mamba2Mixer | GatedDeltaNetMixer | ShortConvMixer
 Reader = Any  # plan._Reader, not imported: plan imports this module
 
 
@@ -196,8 +230,14 @@ def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
     )
 
 
+def _short_conv(r: Reader, spec: LayerSpec) -> ShortConvMixer:
+    c = r.a.mixers.short_conv
+    return ShortConvMixer(r.d, c.conv_kernel, c.bias)
+
+
 # layer-pattern entry -> the spec of a non-attention mixer
 RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.MAMBA2: _mamba2,
     LayerKind.GATED_DELTANET: _gated_deltanet,
+    LayerKind.SHORT_CONV: _short_conv,
 }
