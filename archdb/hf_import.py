@@ -1482,8 +1482,8 @@ def _attention(d: _Draft) -> None:
 _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
-_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
-_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "lfm2": 1e-5, "lfm2_moe": 1e-5}
+_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5,
+                 "lfm2": 1e-5, "lfm2_moe": 1e-5}  # fmt: skip
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 
