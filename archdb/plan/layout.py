@@ -119,6 +119,9 @@ def _unsupported(arch: Architecture) -> str | None:
         return "attention sinks or an output gate outside softmax head attention"
     if arch.mlp.activation is Activation.XIELU and arch.mlp.moe is not None:
         return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
+    dense_rope = kinds == {LayerKind.GLOBAL} and pos is PositionType.ROPE
+    if att.sparse is not None and (arch.kind is not Kind.DECODER_ONLY or not dense_rope):
+        return "sparse attention (DSA) outside a decoder-only model of global RoPE layers"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
     if arch.parallel_layers and arch.norm.position is NormPosition.RESIDUAL:
