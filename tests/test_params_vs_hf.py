@@ -22,6 +22,7 @@ from archdb.measure.hf_reference import (
 from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
 from tests.conftest import (
     DELTANET_HYBRID,
+    DSA,
     MAMBA2_ONLY,
     latent_dims,
     make_arch,
@@ -132,6 +133,42 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "attention.n_kv_heads": 4,
             "attention.latent": MLA,
             "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+            },
+        },
+    ),
+    (  # DeepSeek-V3.2: V3 plus a lightning indexer per layer (half-split indexer RoPE)
+        "deepseek_v32",
+        {
+            "attention.variant": "latent",
+            "attention.n_kv_heads": 4,
+            "attention.latent": MLA,
+            "attention.sparse": DSA,
+            "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+            },
+        },
+    ),
+    (  # GLM-5: the same with interleaved RoPE in the indexer
+        "glm_moe_dsa",
+        {
+            "attention.variant": "latent",
+            "attention.n_kv_heads": 4,
+            "attention.latent": MLA,
+            "attention.sparse": DSA
+            | {"indexer_head_dim": 24, "indexer_rope_layout": "interleaved"},
+            "position.rope_layout": "interleaved",
+            "n_layers": 2,
             "mlp.moe": {
                 **MOE,
                 "n_shared": 1,
@@ -387,6 +424,11 @@ def test_a_different_model_is_refused_not_compared():
         )
     with pytest.raises(NotRepresentable, match="has no gated_deltanet"):
         hf_parameter_count(make_arch(**DELTANET_HYBRID), "mistral")
+    dsa = dict(SMALL_CONFIGS)["deepseek_v32"]
+    with pytest.raises(NotRepresentable, match="transformers' deepseek_v3 has no sparse"):
+        hf_parameter_count(make_arch(**dsa), "deepseek_v3")
+    with pytest.raises(NotRepresentable, match="indexer_rope_layout must be interleaved"):
+        hf_parameter_count(make_arch(**dsa), "glm_moe_dsa")
 
 
 def _catalogue_toys():
@@ -412,7 +454,15 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus")
+_NEW_FAMILIES = (
+    "mamba2",
+    "bamba",
+    "gpt_oss",
+    "qwen3_next",
+    "apertus",
+    "deepseek_v32",
+    "glm_moe_dsa",
+)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from archdb.schema import (
     NormType,
     PositionType,
     QKNorm,
+    RopeLayout,
 )
 
 
@@ -60,6 +61,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "gated_deltanet": lambda a: LayerKind.GATED_DELTANET in a.attention.layer_pattern,
     "router_bias": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_bias),
     "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
+    "sparse": lambda a: a.attention.sparse is not None,
 }
 
 
@@ -540,6 +542,28 @@ def deepseek(a: Architecture) -> dict:
     }
 
 
+def _dsa(a: Architecture, layout: RopeLayout) -> dict:
+    """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
+    sparse = a.attention.sparse
+    _require(sparse is not None, "attention.sparse (every layer of this family runs DSA)")
+    own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
+    _require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+    return deepseek(a) | {
+        "index_n_heads": sparse.indexer_heads,
+        "index_head_dim": sparse.indexer_head_dim,
+        "index_topk": sparse.top_k,
+    }
+
+
+def deepseek_v32(a: Architecture) -> dict:
+    return _dsa(a, RopeLayout.HALF_SPLIT)
+
+
+def glm_moe_dsa(a: Architecture) -> dict:
+    # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
+    return _dsa(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
+
+
 def llama4_text(a: Architecture) -> dict:
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
@@ -778,6 +802,20 @@ REFERENCES: dict[str, Reference] = {
         Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
         Reference("deepseek_v2", "DeepseekV2Config", "DeepseekV2ForCausalLM", deepseek),
         Reference("deepseek_v3", "DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek),
+        Reference(
+            "deepseek_v32",
+            "DeepseekV32Config",
+            "DeepseekV32ForCausalLM",
+            deepseek_v32,
+            extras=frozenset({"sparse"}),
+        ),
+        Reference(
+            "glm_moe_dsa",
+            "GlmMoeDsaConfig",
+            "GlmMoeDsaForCausalLM",
+            glm_moe_dsa,
+            extras=frozenset({"sparse"}),
+        ),
         Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
         Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
         Reference("openai-gpt", "OpenAIGPTConfig", "OpenAIGPTLMHeadModel", openai_gpt),
