@@ -708,8 +708,11 @@ def _sparse(d: _Draft, interleaved: bool) -> None:
         "config",
     )
     d.set("architecture.attention.sparse.top_k", d.read("index_topk", required=True), "config")
-    if interleaved:  # GlmMoeDsaIndexer: apply_rotary_pos_emb_interleave
-        d.set("architecture.attention.sparse.indexer_rope_layout", "interleaved", "family")
+    # GlmMoeDsaIndexer always interleaves; DeepseekV32Indexer always half-splits
+    own = d.read("indexer_rope_interleave", default=interleaved)
+    layout = "interleaved" if own else "half-split"
+    path = "architecture.attention.sparse.indexer_rope_layout"
+    d.set(path, layout, d.origin_of("indexer_rope_interleave"))
 
 
 def _dense_then_moe(d: _Draft) -> None:
@@ -727,7 +730,7 @@ def _dense_then_moe(d: _Draft) -> None:
 
 
 def _deepseek_v32(d: _Draft) -> None:
-    _deepseek(d)
+    _deepseek_v3(d)
     _sparse(d, interleaved=False)
     _dense_then_moe(d)
 
@@ -749,7 +752,7 @@ def _indexer_modes(d: _Draft, n_layers: int) -> list[str]:
 
 
 def _glm_moe_dsa(d: _Draft) -> None:
-    _deepseek(d)
+    _deepseek_v3(d)
     _sparse(d, interleaved=True)
     _dense_then_moe(d)
     modes = _indexer_modes(d, d.read("num_hidden_layers", required=True))

@@ -324,8 +324,9 @@ class SparseAttention(Strict):
     )
     indexer_rope_layout: RopeLayout | None = Field(
         default=None,
-        description="Pairing of the indexer's rotated dims where it is not half-split "
-        "(i, i + dims/2; DeepSeek-V3.2): interleaved (GLM-5). Optional; null: half-split.",
+        description="Pairing of the indexer's rotated dims: half-split (i, i + dims/2; "
+        "DeepSeek-V3.2 in transformers) or interleaved (2i, 2i + 1; GLM-5's "
+        "indexer_rope_interleave). Optional; null: not recorded (the builder uses half-split).",
     )
 
 

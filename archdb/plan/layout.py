@@ -411,6 +411,10 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mlp.swiglu_limit": (7.0, "gpt-oss's clamp of the clamped SwiGLU"),
     "mlp.swiglu_alpha": (1.702, "gpt-oss's sigmoid gain of the clamped SwiGLU"),
     "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
+    "attention.sparse.indexer_rope_layout": (
+        "half-split",
+        "rotate_half in the DSA indexer, as transformers' DeepSeek-V3.2",
+    ),
 }
 
 
@@ -429,6 +433,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path.startswith("mlp.swiglu_") and arch.mlp.activation is not Activation.CLAMPED_SWIGLU:
             continue
         if path == "position.rope_scaling.truncate" and not _yarn(arch):
+            continue
+        if path.startswith("attention.sparse.") and arch.attention.sparse is None:
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)
