@@ -424,4 +424,7 @@ def toy_dims(arch: Architecture) -> dict:
         }
     if lat is not None:
         dims |= {f"latent.{k}": v for k, v in lat.model_dump().items()}
+    if att.sparse is not None:  # DSA's indexer sizes (its RoPE layout is not a size)
+        sizes = att.sparse.model_dump(exclude={"indexer_rope_layout"})
+        dims |= {f"sparse.{k}": v for k, v in sizes.items()}
     return {k: v for k, v in dims.items() if v is not None}

@@ -893,6 +893,8 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "nemotron-4": "nemotron",
     "deepseek-v2": "deepseek_v2",
     "deepseek-v3": "deepseek_v3",
+    "deepseek-v3.2": "deepseek_v32",
+    "glm-5": "glm_moe_dsa",
     "t5": "t5",
     "t5-v1.1": "t5",
     "phi-2": "phi",
