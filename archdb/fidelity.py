@@ -55,6 +55,12 @@ LOGIT_EXACT: dict[str, float] = {
 PARTIAL: dict[str, tuple[float, str]] = {
     "deepseek_v2": (2.8e-7, "softmax routing without top-k renormalization, routed scaling"),
     "deepseek_v3": (2.1e-7, "sigmoid, group-limited routing with a score-correction bias"),
+    "deepseek_v32": (1.8e-7, "sigmoid, group-limited routing with a score-correction bias"),
+    "glm_moe_dsa": (
+        1.8e-7,
+        "sigmoid, group-limited routing with a score-correction bias; the MLA latents' "
+        "RMSNorm eps (1e-6 in transformers' code, the card's norm.eps elsewhere: 1e-5)",
+    ),
 }
 
 # Card fields that change outputs but not counts; null means "not recorded"
