@@ -61,7 +61,14 @@ LOGIT_EXACT: dict[str, float] = {
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
 # what is not: their cards stay count-exact
-PARTIAL: dict[str, tuple[float, str]] = {}
+PARTIAL: dict[str, tuple[float, str]] = {
+    "deepseek_v32": (1.8e-7, "MoE layers (DeepSeek-V3's router) not yet in the logit test"),
+    "glm_moe_dsa": (
+        1.8e-7,
+        "MoE layers not yet in the logit test; the MLA latents' RMSNorm eps (1e-6 in "
+        "transformers' code, the card's norm.eps elsewhere: 1e-5)",
+    ),
+}
 
 # Card fields that change outputs but not counts; null means "not recorded"
 FUNCTION_FIELDS = (

@@ -427,6 +427,7 @@ class Family:
     linear_layer: str | None = None  # the card kind of a "linear_attention" layer
     conv_layer: str | None = None  # the card kind of a "conv" layer (LFM2)
     rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
+    indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
 
 
 def _gpt_neox(d: _Draft) -> None:
@@ -1049,6 +1050,74 @@ def _glm4_moe(d: _Draft) -> None:
         d.unmapped["num_nextn_predict_layers"] = mtp
 
 
+def _sparse(d: _Draft, interleaved: bool) -> None:
+    """DeepSeek Sparse Attention: the lightning indexer's sizes and top-k."""
+    d.set(
+        "architecture.attention.sparse.indexer_heads",
+        d.read("index_n_heads", required=True),
+        "config",
+    )
+    d.set(
+        "architecture.attention.sparse.indexer_head_dim",
+        d.read("index_head_dim", required=True),
+        "config",
+    )
+    d.set("architecture.attention.sparse.top_k", d.read("index_topk", required=True), "config")
+    # GlmMoeDsaIndexer always interleaves; DeepseekV32Indexer always half-splits
+    own = d.read("indexer_rope_interleave", default=interleaved)
+    layout = "interleaved" if own else "half-split"
+    path = "architecture.attention.sparse.indexer_rope_layout"
+    d.set(path, layout, d.origin_of("indexer_rope_interleave"))
+
+
+def _dense_then_moe(d: _Draft) -> None:
+    """DeepSeek-V3.2's mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
+    types = d.read("mlp_layer_types")
+    moe_first = d.value("architecture.mlp.moe.first_dense_layers")
+    n = d.value("architecture.n_layers")
+    if types is None or moe_first is None or n is None:
+        return
+    if list(types) != ["dense"] * moe_first + ["sparse"] * (n - moe_first):
+        raise HFImportError(
+            "config.json's mlp_layer_types is not first_k_dense_replace dense layers then MoE "
+            "layers: the card's mlp.moe cannot express it"
+        )
+
+
+def _deepseek_v32(d: _Draft) -> None:
+    _deepseek_v3(d)
+    _sparse(d, interleaved=False)
+    _dense_then_moe(d)
+
+
+def _indexer_modes(d: _Draft, n_layers: int) -> list[str]:
+    """GLM-MoE-DSA's per-layer indexer: "full" runs one, "shared" reuses the previous
+    layer's top-k; derived as GlmMoeDsaConfig does from the pattern or freq/offset."""
+    modes = d.read("indexer_types")
+    if modes is not None:
+        return list(modes)
+    pattern = d.read("index_topk_pattern")
+    if pattern is not None:
+        if isinstance(pattern, str):
+            return ["full" if c == "F" else "shared" for c in pattern]
+        return list(pattern)
+    freq = max(d.read("index_topk_freq", default=1), 1)
+    offset = d.read("index_skip_topk_offset", default=2)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+
+
+def _glm_moe_dsa(d: _Draft) -> None:
+    _deepseek_v3(d)
+    _sparse(d, interleaved=True)
+    _dense_then_moe(d)
+    modes = _indexer_modes(d, d.read("num_hidden_layers", required=True))
+    if any(mode != "full" for mode in modes):
+        raise HFImportError(
+            "config.json shares indexer top-k across layers (indexer_types / index_topk_freq): "
+            "attention.sparse runs an indexer in every layer and cannot express that"
+        )
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1089,6 +1158,10 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek_v3),
     "glm4_moe": Family("glm4_moe", "Glm4MoeDecoderLayer", rotary_fraction_default=0.5,
                        hook=_glm4_moe),
+    "deepseek_v32": Family("deepseek_v32", "DeepseekV32DecoderLayer", hook=_deepseek_v32,
+                           rope_layout="interleaved", indexed_layer=True),
+    "glm_moe_dsa": Family("glm_moe_dsa", "GlmMoeDsaDecoderLayer", hook=_glm_moe_dsa,
+                          rope_layout="interleaved", indexed_layer=True),
     "gpt2": Family("gpt2", "GPT2Block", **_NEOX_LIKE, position="learned",
                    fixed_bias=(True, True, True), tied_default=True,
                    activation_default="gelu_new", d_ff_default_ratio=4),
@@ -1420,6 +1493,9 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
             continue
         if t == "conv" and d.family.conv_layer:
             kinds.append(d.family.conv_layer)
+            continue
+        if t == "indexed_attention" and d.family.indexed_layer:
+            kinds.append(d.family.full_layer)  # its indexer: attention.sparse
             continue
         if t not in _LAYER_KINDS:
             raise HFImportError(
@@ -1779,6 +1855,7 @@ _SUB_ORDER = {
         "latent",
         "sinks",
         "output_gate",
+        "sparse",
         "scale",
         "global_layers",
         "value_norm",

@@ -349,6 +349,31 @@ class GlobalLayers(Strict):
     )
 
 
+class SparseAttention(Strict):
+    """DeepSeek Sparse Attention (DSA, DeepSeek-V3.2): a lightning indexer scores the
+    previous tokens and each query attends to its top_k of them only."""
+
+    indexer_heads: Count = Field(
+        description="Heads of the lightning indexer (index_n_heads): queries read from the "
+        "MLA query latent (q_lora_rank), one weight per head from the hidden state."
+    )
+    indexer_head_dim: Width = Field(
+        description="Width of each indexer query head and of the indexer's one shared key "
+        "(index_head_dim; its first qk_rope_head_dim dims carry RoPE; the key is LayerNorm-ed "
+        "with scale and bias)."
+    )
+    top_k: Count = Field(
+        description="Keys each query attends to (index_topk): the top_k indexer scores over "
+        "the previous tokens (all of them while there are fewer)."
+    )
+    indexer_rope_layout: RopeLayout | None = Field(
+        default=None,
+        description="Pairing of the indexer's rotated dims: half-split (i, i + dims/2; "
+        "DeepSeek-V3.2 in transformers) or interleaved (2i, 2i + 1; GLM-5's "
+        "indexer_rope_interleave). Optional; null: not recorded (the builder uses half-split).",
+    )
+
+
 class Attention(Strict):
     variant: AttentionVariant = Field(description="softmax, latent (MLA) or linear.")
     n_heads: Count | None = Field(description="Query heads per layer.")
@@ -420,6 +445,12 @@ class Attention(Strict):
         default=None,
         description="A parameter-free RMSNorm over each value head before attention (Gemma "
         "3n, Gemma 4 v_norm). Optional; null for none.",
+    )
+    sparse: SparseAttention | None = Field(
+        default=None,
+        description="Sparse selection by a lightning indexer (DSA: DeepSeek-V3.2, GLM-5) on "
+        "latent attention with a query latent; every attention layer runs its own indexer. "
+        "Optional; null for dense attention.",
     )
     scale: PositiveFloat | None = Field(
         default=None,
@@ -896,6 +927,8 @@ class Architecture(Strict):
             )
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
+        if att.sparse is not None:
+            self._check_sparse(att)
         self._check_mixers()
         self._check_global_layers()
         if pos.type is not PositionType.ROPE:
@@ -1005,6 +1038,22 @@ class Architecture(Strict):
             for kind in self.attention.layer_pattern
         )
 
+    @staticmethod
+    def _check_sparse(att: Attention) -> None:
+        """DSA's indexer reads the MLA query latent and rotates part of its head."""
+        lat, sparse = att.latent, att.sparse
+        if lat is None or lat.q_lora_rank is None:
+            raise ValueError(
+                "attention.sparse needs latent attention with a query latent "
+                "(attention.latent.q_lora_rank): the indexer's queries read it"
+            )
+        if sparse.indexer_head_dim < lat.qk_rope_head_dim:
+            raise ValueError(
+                f"attention.sparse.indexer_head_dim ({sparse.indexer_head_dim}) is below "
+                f"attention.latent.qk_rope_head_dim ({lat.qk_rope_head_dim}): the indexer "
+                "rotates that many dims of each head"
+            )
+
     def implied_params_bound(self) -> int:
         """A quick upper bound on the parameters the sizes imply (unknown sizes count 1).
 
@@ -1019,6 +1068,8 @@ class Architecture(Strict):
             widths += astuple_ints(att.latent)
         if att.global_layers is not None and att.global_layers.head_dim is not None:
             widths.append((att.n_heads or 1) * att.global_layers.head_dim)
+        if att.sparse is not None:
+            widths.append(att.sparse.indexer_heads * att.sparse.indexer_head_dim)
         if self.mixers is not None and (m := self.mixers.mamba2) is not None:
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
         if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:

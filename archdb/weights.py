@@ -489,6 +489,14 @@ def _deepseek() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _dsa() -> Names:
+    """DeepSeek-V3's names plus each layer's lightning indexer (DeepSeek-V3.2, GLM-5)."""
+    names = _deepseek()
+    for part in ("wq_b.weight", "wk.weight", "k_norm.weight", "k_norm.bias", "weights_proj.weight"):
+        names.layer[f"attn.sublayer.indexer.{part}"] = Source(f"self_attn.indexer.{part}")
+    return names
+
+
 def _gpt_oss() -> Names:
     """Sinks per layer; a biased router; experts fused as (experts, in, out) tensors with
     gate and up interleaved column by column (gate_up[..., ::2], gate_up[..., 1::2])."""
@@ -607,6 +615,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "deepseek_v32": _dsa,
+    "glm_moe_dsa": _dsa,
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
     "gemma4_text": _gemma4,

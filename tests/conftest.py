@@ -324,6 +324,9 @@ def latent_dims(**changes: Any) -> dict[str, Any]:
     return defaults | changes
 
 
+DSA = {"indexer_heads": 2, "indexer_head_dim": 16, "top_k": 8}  # attention.sparse
+
+
 def mamba2_dims(**changes) -> dict[str, Any]:
     """Mamba-2 sizes for a d_model 64 toy (inner width 128 = 2 x d_model)."""
     dims = {
@@ -529,6 +532,19 @@ CHOICES = [
         "attention.variant": "latent",
         "attention.n_kv_heads": 4,
         "attention.latent": latent_dims(),
+    },
+    {  # DSA (DeepSeek-V3.2): an indexer keeps 8 keys per query, half-split indexer RoPE
+        "attention.variant": "latent",
+        "attention.n_kv_heads": 4,
+        "attention.latent": latent_dims(q_lora_rank=24),
+        "attention.sparse": DSA,
+    },
+    {  # GLM-5: interleaved RoPE in the indexer and in MLA, a YaRN-scaled base
+        "attention.variant": "latent",
+        "attention.n_kv_heads": 4,
+        "attention.latent": latent_dims(q_lora_rank=24),
+        "attention.sparse": DSA | {"indexer_rope_layout": "interleaved"},
+        "position.rope_layout": "interleaved",
     },
     *(  # latent attention needs its dims: the two latent entries above
         {"attention.variant": v.value} for v in AttentionVariant if v is not AttentionVariant.LATENT

@@ -24,6 +24,7 @@ from tests.conftest import (
     DELTANET_HYBRID,
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
+    DSA,
     MAMBA2_ONLY,
     latent_dims,
     make_arch,
@@ -168,6 +169,42 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "attention.n_kv_heads": 4,
             "attention.latent": MLA,
             "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+            },
+        },
+    ),
+    (  # DeepSeek-V3.2: V3 plus a lightning indexer per layer (half-split indexer RoPE)
+        "deepseek_v32",
+        {
+            "attention.variant": "latent",
+            "attention.n_kv_heads": 4,
+            "attention.latent": MLA,
+            "attention.sparse": DSA,
+            "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+            },
+        },
+    ),
+    (  # GLM-5: the same with interleaved RoPE in the indexer
+        "glm_moe_dsa",
+        {
+            "attention.variant": "latent",
+            "attention.n_kv_heads": 4,
+            "attention.latent": MLA,
+            "attention.sparse": DSA
+            | {"indexer_head_dim": 24, "indexer_rope_layout": "interleaved"},
+            "position.rope_layout": "interleaved",
+            "n_layers": 2,
             "mlp.moe": {
                 **MOE,
                 "n_shared": 1,
@@ -465,6 +502,11 @@ def test_a_different_model_is_refused_not_compared():
         hf_parameter_count(make_arch(**DELTANET_HYBRID), "mistral")
     with pytest.raises(NotRepresentable, match="transformers' llama has no residual_multiplier"):
         hf_parameter_count(make_arch(residual_multiplier=0.22), "llama")
+    dsa = dict(SMALL_CONFIGS)["deepseek_v32"]
+    with pytest.raises(NotRepresentable, match="transformers' deepseek_v3 has no sparse"):
+        hf_parameter_count(make_arch(**dsa), "deepseek_v3")
+    with pytest.raises(NotRepresentable, match="indexer_rope_layout must be interleaved"):
+        hf_parameter_count(make_arch(**dsa), "glm_moe_dsa")
 
 
 def _catalogue_toys():
@@ -492,7 +534,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "lfm2", "lfm2_moe",
+    "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa",
 )  # fmt: skip
 
 

@@ -107,6 +107,7 @@ class LatentAttention(nn.Module):
         qkv_bias: bool,
         out_bias: bool,
         rotary: Rotary | None,
+        indexer: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.n_heads, self.rope_dim, self.nope_dim, self.v_dim = n_heads, rope_dim, nope_dim, v_dim
@@ -126,13 +127,21 @@ class LatentAttention(nn.Module):
         self.o = nn.Linear(n_heads * v_dim, d_model, bias=out_bias)
         self.rotary = rotary
         self.kernel = kernel
+        self.indexer = indexer  # DSA: picks the keys each query reads from the query latent
 
     def forward(
         self, x: torch.Tensor, bias: torch.Tensor | None = None, memory: torch.Tensor | None = None
     ) -> torch.Tensor:
         b, t, _ = x.shape
         h = self.n_heads
-        q = self.q(x).view(b, t, h, -1)
+        selected = None
+        if self.indexer is not None:
+            down, norm, up = self.q
+            q_latent = norm(down(x))
+            selected = self.indexer(x, q_latent)
+            q = up(q_latent).view(b, t, h, -1)
+        else:
+            q = self.q(x).view(b, t, h, -1)
         q_nope, q_rope = q.split((self.nope_dim, self.rope_dim), dim=-1)
         latent, k_rope = self.kv_down(x).split((self.kv_rank, self.rope_dim), dim=-1)
         kv = self.kv_up(self.kv_norm(latent)).view(b, t, h, -1)
@@ -142,7 +151,11 @@ class LatentAttention(nn.Module):
             q_rope, k_rope = self.rotary(q_rope), self.rotary(k_rope)
         q = torch.cat((q_nope, q_rope), dim=-1)
         k = torch.cat((k_nope, k_rope.expand(b, t, h, self.rope_dim)), dim=-1)
-        out = self.kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), bias)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if selected is None:
+            out = self.kernel(q, k, v, bias)
+        else:
+            out = self.kernel(q, k, v, bias, selected=selected)
         return self.o(out.transpose(1, 2).reshape(b, t, -1))
 
     def extra_repr(self) -> str:

@@ -60,10 +60,18 @@ class SoftmaxKernel(nn.Module):
 
 class GlobalKernel(SoftmaxKernel):
     def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        bias: torch.Tensor | None = None,
+        selected: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """``selected``: the keys each query may read (causal), e.g. a DSA indexer's top-k."""
         scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (B, H, Tq, Tk)
         allowed = causal_mask(q.shape[2], q.device) if self.causal else None
+        if selected is not None:
+            allowed = selected
         return torch.matmul(self.probabilities(scores, bias, allowed), v)
 
 

@@ -17,7 +17,8 @@ d_model a multiple of n_heads where the card's is); heads to
 least 2; vocabulary to 256; context to 64 tokens (or a stated ``seq_len``); local windows
 and chunks to a quarter of the toy context, 16 of 64 tokens (when the card's window is
 shorter than its context; else to the whole toy context); MLA head dims by a common factor
-to an 8-dim RoPE key. Recurrent mixers (``mixers``) keep their kernel widths, the
+to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4 heads.
+Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16. Attention-free cards have no head constraint.
@@ -125,6 +126,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att["sliding_window"] = rule.window if short else rule.context
     if arch.attention.latent is not None:
         att["latent"] = widths.latent
+    if arch.attention.sparse is not None:
+        att["sparse"] = _toy_sparse(arch, widths.latent, rule)
     data["mlp"]["d_ff"] = widths.scaled.get("d_ff")
     moe = data["mlp"]["moe"]
     if moe is not None:
@@ -338,6 +341,19 @@ def _toy_latent(arch: Architecture, scaled: dict[str, int], rule: ToyRule) -> di
     }
 
 
+def _toy_sparse(arch: Architecture, latent: dict, rule: ToyRule) -> dict:
+    """DSA's indexer: at most the MHA toy's heads, its head width in the same ratio to the
+    rotary dims, and top_k the toy window, so that selection drops keys in the toy."""
+    sparse, lat = arch.attention.sparse, arch.attention.latent
+    rope = latent["qk_rope_head_dim"]
+    head_dim = max(rope, sparse.indexer_head_dim * rope // lat.qk_rope_head_dim)
+    return sparse.model_dump() | {
+        "indexer_heads": min(sparse.indexer_heads, rule.mha_heads),
+        "indexer_head_dim": head_dim + head_dim % 2,
+        "top_k": min(sparse.top_k, rule.window),
+    }
+
+
 def _approximate(
     arch: Architecture, heads: _Heads, fields: dict[str, int], inner: int | None, rule: ToyRule
 ) -> _Widths:
@@ -431,4 +447,7 @@ def toy_dims(arch: Architecture) -> dict:
         }
     if lat is not None:
         dims |= {f"latent.{k}": v for k, v in lat.model_dump().items()}
+    if att.sparse is not None:  # DSA's indexer sizes (its RoPE layout is not a size)
+        sizes = att.sparse.model_dump(exclude={"indexer_rope_layout"})
+        dims |= {f"sparse.{k}": v for k, v in sizes.items()}
     return {k: v for k, v in dims.items() if v is not None}

@@ -180,6 +180,7 @@ FREE_OPS = frozenset(
         "repeat",
         "repeat_interleave",
         "topk",
+        "scatter",  # a top-k selection written into a mask (DSA's indexer)
         "masked_fill",
         "where",  # a selection between two computed tensors (xIELU)
         "tril",
@@ -207,6 +208,7 @@ FREE_OPS = frozenset(
         "eq",
         "ne",
         "bitwise_not",
+        "logical_and",  # of two boolean masks (DSA's selection within the causal mask)
         "lift_fresh",
         "alias",
         "numel",

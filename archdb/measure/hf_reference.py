@@ -35,6 +35,7 @@ from archdb.schema import (
     PositionType,
     QKNorm,
     RouterScore,
+    RopeLayout,
 )
 
 
@@ -75,6 +76,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "expert_groups": lambda a: _moe_has(a, lambda m: (m.n_groups or 1) > 1),
     "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
+    "sparse": lambda a: a.attention.sparse is not None,
 }
 _ROUTERS = frozenset({"sigmoid_scores", "expert_groups", "correction_bias", "routed_scale"})
 
@@ -791,6 +793,28 @@ def glm4_moe(a: Architecture) -> dict:
     )
 
 
+def _dsa(a: Architecture, layout: RopeLayout) -> dict:
+    """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
+    sparse = a.attention.sparse
+    _require(sparse is not None, "attention.sparse (every layer of this family runs DSA)")
+    own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
+    _require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+    return deepseek_v3(a) | {
+        "index_n_heads": sparse.indexer_heads,
+        "index_head_dim": sparse.indexer_head_dim,
+        "index_topk": sparse.top_k,
+    }
+
+
+def deepseek_v32(a: Architecture) -> dict:
+    return _dsa(a, RopeLayout.HALF_SPLIT)
+
+
+def glm_moe_dsa(a: Architecture) -> dict:
+    # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
+    return _dsa(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
+
+
 def llama4_text(a: Architecture) -> dict:
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
@@ -1042,6 +1066,20 @@ REFERENCES: dict[str, Reference] = {
             extras=_ROUTERS,
         ),
         Reference("glm4_moe", "Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe, extras=_ROUTERS),
+        Reference(
+            "deepseek_v32",
+            "DeepseekV32Config",
+            "DeepseekV32ForCausalLM",
+            deepseek_v32,
+            extras=_ROUTERS | {"sparse"},
+        ),
+        Reference(
+            "glm_moe_dsa",
+            "GlmMoeDsaConfig",
+            "GlmMoeDsaForCausalLM",
+            glm_moe_dsa,
+            extras=_ROUTERS | {"sparse"},
+        ),
         Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
         Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
         Reference("openai-gpt", "OpenAIGPTConfig", "OpenAIGPTLMHeadModel", openai_gpt),
@@ -1152,6 +1190,8 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "deepseek-v2": "deepseek_v2",
     "deepseek-v3": "deepseek_v3",
     "kimi-k2": "deepseek_v3",  # config.json: model_type kimi_k2, DeepseekV3ForCausalLM
+    "deepseek-v3.2": "deepseek_v32",
+    "glm-5": "glm_moe_dsa",
     "t5": "t5",
     "t5-v1.1": "t5",
     "phi-2": "phi",

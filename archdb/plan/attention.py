@@ -9,16 +9,17 @@ KV cache and module factory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import AttentionVariant, LayerKind, OutputGate
+from archdb.schema import AttentionVariant, LayerKind, OutputGate, RopeLayout
 
 from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec, bare_rms
 from .positions import RelativeXLSpec, RotarySpec
+from .sparse import IndexerSpec
 from .tally import Tally, linear_params
 
 # --- kernels --------------------------------------------------------------------------
@@ -86,6 +87,7 @@ class SoftmaxKernel:
     window: int | None  # local window or chunk, tokens
     sink_heads: int = 0  # heads with a learned sink logit (gpt-oss); 0 for none
     scale: float | None = None  # multiplier of q.k; None: 1/sqrt(qk_dim)
+    top_k: int | None = None  # DSA: keys a query reads, chosen by an indexer (global only)
 
     @property
     def rule(self) -> KernelRule:
@@ -95,6 +97,8 @@ class SoftmaxKernel:
         """(computed, useful) scores of t queries; encoders and cross-attention see all."""
         if not self.causal:
             return t * t, t * t
+        if self.top_k is not None:  # the masked scores are computed; top_k per query used
+            return t * t, _local_causal(self.top_k, t)
         return self.rule.dense_keys(self.window, t), self.rule.causal_keys(self.window, t)
 
     def cached_keys(self, context: int) -> int:
@@ -268,6 +272,7 @@ class LatentAttention:
     rotary: RotarySpec | None = None
     takes_bias: bool = False
     cached: bool = True
+    indexer: IndexerSpec | None = None  # DSA's lightning indexer (kernel.top_k set)
 
     def params(self) -> int:
         d, h, qk = self.d_model, self.n_heads, self.nope_dim + self.rope_dim
@@ -280,7 +285,8 @@ class LatentAttention:
         kvr = self.kv_rank
         kv = linear_params(d, kvr + self.rope_dim, self.qkv_bias) + self.norm.params(kvr)
         kv += linear_params(kvr, h * (self.nope_dim + self.v_dim), False)
-        return q + kv + linear_params(h * self.v_dim, d, self.out_bias)
+        indexer = self.indexer.params() if self.indexer else 0
+        return q + kv + linear_params(h * self.v_dim, d, self.out_bias) + indexer
 
     def flops(self, tally: Tally) -> None:
         d, h, qk = self.d_model, self.n_heads, self.nope_dim + self.rope_dim
@@ -295,13 +301,18 @@ class LatentAttention:
         tally.linear(self.kv_rank, h * (self.nope_dim + self.v_dim), False)
         if self.rotary is not None:
             self.rotary.flops(tally, h + 1)  # one RoPE key shared by the heads
+        if self.indexer is not None:  # scores every previous token, as a causal kernel
+            t = tally.seq_len
+            self.indexer.flops(tally, t * t, t * (t + 1) // 2)
         self.kernel.flops(tally, h, self.v_dim, cv.ELEMENTWISE if self.takes_bias else 0)
         tally.linear(h * self.v_dim, d, self.out_bias)
 
     def cache_entries(self, context: int) -> int:
         if not self.cached:
             return 0
-        return (self.kv_rank + self.rope_dim) * self.kernel.cached_keys(context)
+        keys = self.kernel.cached_keys(context)
+        indexer = self.indexer.cache_entries(keys) if self.indexer else 0
+        return (self.kv_rank + self.rope_dim) * keys + indexer
 
     def module(self, ctx):
         from archdb.builder.attention import LatentAttention as Module
@@ -319,6 +330,7 @@ class LatentAttention:
             self.qkv_bias,
             self.out_bias,
             self.rotary.module(ctx) if self.rotary else None,
+            self.indexer.module(ctx) if self.indexer else None,
         )
 
 
@@ -359,8 +371,26 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
     )
 
 
+def _indexer(r: Reader, spec: LayerSpec | None, causal: bool) -> IndexerSpec | None:
+    """DSA's indexer on causal self-attention layers of a card with attention.sparse."""
+    sparse, lat = r.a.attention.sparse, r.a.attention.latent
+    if sparse is None or spec is None or not causal:
+        return None
+    rotary = r.rotary(spec)
+    if rotary is not None:  # the indexer's own pairing of rotated dims
+        interleaved = sparse.indexer_rope_layout is RopeLayout.INTERLEAVED
+        rotary = replace(rotary, interleaved=interleaved)
+    return IndexerSpec(
+        r.d, lat.q_lora_rank, sparse.indexer_heads, sparse.indexer_head_dim, sparse.top_k, rotary
+    )
+
+
 def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> LatentAttention:
     a, lat = r.a, r.a.attention.latent
+    indexer = _indexer(r, spec, causal)
+    kernel = r.kernel(spec, causal)
+    if indexer is not None:
+        kernel = replace(kernel, top_k=indexer.top_k)
     return LatentAttention(
         d_model=r.d,
         n_heads=r.dims.n_heads,
@@ -372,10 +402,11 @@ def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> Latent
         norm=r.norm,
         qkv_bias=bool(a.bias.qkv),
         out_bias=bool(a.bias.attn_out),
-        kernel=r.kernel(spec, causal),
+        kernel=kernel,
         rotary=r.rotary(spec),
         takes_bias=r.takes_bias(spec),
         cached=causal or spec is None,
+        indexer=indexer,
     )
 
 

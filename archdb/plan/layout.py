@@ -122,6 +122,9 @@ def _unsupported(arch: Architecture) -> str | None:
         return "attention sinks or an output gate outside softmax head attention"
     if arch.mlp.activation is Activation.XIELU and arch.mlp.moe is not None:
         return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
+    dense_rope = kinds == {LayerKind.GLOBAL} and pos is PositionType.ROPE
+    if att.sparse is not None and (arch.kind is not Kind.DECODER_ONLY or not dense_rope):
+        return "sparse attention (DSA) outside a decoder-only model of global RoPE layers"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
     if arch.layer_scalar and (arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY):
@@ -449,6 +452,10 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
     "mlp.moe.score_function": ("softmax", "a softmax over all routed experts (Mixtral)"),
     "mlp.moe.routed_scale": (1.0, "the routed experts' weights are not rescaled"),
+    "attention.sparse.indexer_rope_layout": (
+        "half-split",
+        "rotate_half in the DSA indexer, as transformers' DeepSeek-V3.2",
+    ),
 }
 
 
@@ -467,6 +474,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path.startswith("mlp.swiglu_") and arch.mlp.activation is not Activation.CLAMPED_SWIGLU:
             continue
         if path == "position.rope_scaling.truncate" and not _yarn(arch):
+            continue
+        if path.startswith("attention.sparse.") and arch.attention.sparse is None:
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)
