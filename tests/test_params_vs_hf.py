@@ -22,9 +22,9 @@ from archdb.measure.hf_reference import (
 from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
 from tests.conftest import (
     DELTANET_HYBRID,
+    DSA,
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
-    DSA,
     MAMBA2_ONLY,
     latent_dims,
     make_arch,
@@ -60,6 +60,17 @@ LFM2_HYBRID = {
     "mixers": {"short_conv": {"conv_kernel": 3, "bias": False, "mlp": True}},
 }
 SHORT_CONV_BIASED = {"conv_kernel": 4, "bias": True, "mlp": True}
+
+# DeepSeek-V3's router as its configs fix it in code: sigmoid scores, a correction bias,
+# renormalized top-k (one group, no routed scale here)
+V3_ROUTER = {
+    "normalize_top_k": True,
+    "score_function": "sigmoid",
+    "n_groups": 1,
+    "top_k_groups": 1,
+    "score_correction_bias": True,
+    "routed_scale": 1.0,
+}
 
 SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("llama", {}),
@@ -192,6 +203,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
                 "shared_d_ff": 128,
                 "first_dense_layers": 1,
                 "dense_d_ff": 256,
+                **V3_ROUTER,
             },
         },
     ),
@@ -211,6 +223,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
                 "shared_d_ff": 128,
                 "first_dense_layers": 1,
                 "dense_d_ff": 256,
+                **V3_ROUTER,
             },
         },
     ),

@@ -34,8 +34,8 @@ from archdb.schema import (
     NormType,
     PositionType,
     QKNorm,
-    RouterScore,
     RopeLayout,
+    RouterScore,
 )
 
 
