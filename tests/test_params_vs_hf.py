@@ -47,6 +47,17 @@ GPT = {
     "bias.mlp": True,
 }
 NO_ROPE = {"position.rope_theta": None}
+# Nemotron-H: one sublayer a layer (M * - in its pattern string), no positions, ReLU^2
+NEMOTRON_H = {
+    "attention.layer_pattern": ["mamba2", "mlp", "mamba2", "global", "mlp"],
+    "attention.mlp": False,
+    "attention.head_dim": 24,
+    "n_layers": 5,
+    "mlp.activation": "squared-relu",
+    "position.type": "none",
+    **NO_ROPE,
+    "mixers": {"mamba2": mamba2_dims()},
+}
 
 SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("llama", {}),
@@ -292,6 +303,19 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "n_layers": 5,
             "position.rotary_fraction": 0.5,
             "mixers": {"mamba2": mamba2_dims(mlp=True)},
+        },
+    ),
+    ("nemotron_h", NEMOTRON_H),
+    ("nemotron_h", {**NEMOTRON_H, "bias.mlp": True, "mixers": {"mamba2": mamba2_dims(n_groups=1)}}),
+    (
+        "nemotron_h",
+        {
+            **NEMOTRON_H,
+            "attention.layer_pattern": ["mamba2", "moe", "mamba2", "global", "moe", "mlp"],
+            "n_layers": 6,
+            "mlp.d_ff": 32,
+            "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "dense_d_ff": 96},
+            "mixers": {"mamba2": mamba2_dims(head_dim=12, proj_bias=True, conv_bias=False)},
         },
     ),
     (

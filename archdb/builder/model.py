@@ -187,10 +187,10 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
         return block.norm.module(block.d_model) if present else nn.Identity()
 
     slots = block.slots
-    attn = block.mixer.module(ctx)
+    attn = block.mixer.module(ctx) if block.mixer is not None else None
     mlp = block.mlp.module(ctx) if block.mlp is not None else None
     if block.parallel:
-        assert mlp is not None  # the plan gives parallel blocks an MLP
+        assert attn is not None and mlp is not None  # the plan gives parallel blocks both
         return ParallelBlock(
             attn,
             mlp,
@@ -206,7 +206,11 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
         return cls(sublayer, norm_if(slots.before), norm_if(slots.branch), norm_if(slots.after))
 
     cross = residual(block.cross.module(ctx)) if block.cross else None
-    return SerialBlock(residual(attn), residual(mlp) if mlp is not None else None, cross)
+    return SerialBlock(
+        residual(attn) if attn is not None else None,
+        residual(mlp) if mlp is not None else None,
+        cross,
+    )
 
 
 # --- reading a built model ----------------------------------------------------------------
