@@ -315,6 +315,7 @@ def nemotron_h(a: Architecture) -> dict:
         _softmax_attention(a)
         _require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
     _require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
+    _require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
     out = {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
