@@ -302,6 +302,7 @@ class ConfigShape(_Keys):
     # single-sublayer stacks (Nemotron-H, Nemotron 3)
     hybrid_override_pattern: Annotated[str, Field(max_length=MAX_PATTERN)] | None = None
     layers_block_type: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
+    attention_head_dim: Width | None = None
     mamba_num_heads: Heads | None = None
     mamba_head_dim: Width | None = None
     ssm_state_size: Width | None = None
@@ -820,7 +821,9 @@ def _nemotron_h_attention(d: _Draft, attends: bool) -> None:
         ("n_kv_heads", "num_key_value_heads", 8),
         ("head_dim", "head_dim", 128),
     ):
-        value = d.read(key, default=default) if attends else None
+        # Nemotron-H's first configs spell the head width attention_head_dim
+        keys = (key, "attention_head_dim") if key == "head_dim" else (key,)
+        value = d.read(*keys, default=default) if attends else None
         d.set(f"architecture.attention.{path}", value, d.origin_of(key) if attends else "family")
     if attends:  # an attention layer is the attention alone
         d.set("architecture.attention.mlp", False, "family")
@@ -841,12 +844,12 @@ def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
         shared_d_ff=d.read("moe_shared_expert_intermediate_size", default=7688),
         dense_d_ff=dense_d_ff,
     )
-    normalize = d.read("norm_topk_prob", default=True)
-    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
+    d.used.add("norm_topk_prob")  # renormalizes sigmoid scores: not normalize_top_k's softmax
     d.note(
         "architecture.mlp.moe",
         "Routing is DeepSeek-V3's: sigmoid scores with a score-correction bias, "
-        "group-limited top-k and a routed scaling factor, which the card does not hold.",
+        "group-limited top-k, renormalized chosen scores (norm_topk_prob) and a routed "
+        "scaling factor, which the card does not hold.",
     )
 
 
