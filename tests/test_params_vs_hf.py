@@ -398,7 +398,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next")
+_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "nemotron_h")
 
 
 @pytest.mark.parametrize(

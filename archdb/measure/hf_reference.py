@@ -885,6 +885,8 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "bamba": "bamba",
     "gpt-oss": "gpt_oss",
     "qwen3-next": "qwen3_next",
+    "nemotron-h": "nemotron_h",
+    "nemotron-3": "nemotron_h",
 }
 
 
