@@ -46,6 +46,13 @@ LOGIT_EXACT: dict[str, float] = {
     "opt": 0.0,
     "nemotron": 0.0,
     "cohere2": 2.6e-7,
+    "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
+}
+
+# logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
+# count-exact, with what is missing
+MOE_NOT_BUILT: dict[str, str] = {
+    "nemotron_h": "sigmoid, group-limited routing with a score-correction bias and scaling",
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -110,6 +117,9 @@ def fidelity(card: Card) -> Fidelity:
         )
     if model_type not in LOGIT_EXACT:
         return Fidelity("count-exact", f"{model_type}: outputs not verified for this family")
+    if model_type in MOE_NOT_BUILT and card.architecture.mlp.moe is not None:
+        why = MOE_NOT_BUILT[model_type]
+        return Fidelity("count-exact", f"{model_type}: logit-exact without MoE; not built: {why}")
     missing = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
     if missing:
         shown = ", ".join(p.removeprefix("architecture.") for p in missing)

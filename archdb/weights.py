@@ -460,6 +460,31 @@ def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
 
+def _nemotron_h() -> Names:
+    """One pre-normed sublayer a layer, each transformers' "mixer", saved under NVIDIA's
+    "backbone." names: archdb keeps the norm before its mixer (Mamba-2, attention) or its
+    MLP (the mlp entries)."""
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = {
+        "attn.before.weight": Source("norm.weight"),
+        "mlp.before.weight": Source("norm.weight"),
+    }
+    for t in ("weight", "bias"):
+        layer |= {f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in "qkvo"}
+        layer |= {f"mlp.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in ("up", "down")}
+        layer |= {
+            f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}.{t}")
+            for p in ("in_proj", "conv1d", "out_proj")
+        }
+    layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
+    layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
+    return Names(top, layer, prefix="backbone.layers.{i}.")
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -485,6 +510,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "cohere2": _cohere,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "nemotron_h": _nemotron_h,
 }
 
 

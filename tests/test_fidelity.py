@@ -10,6 +10,8 @@ max |archdb - transformers| / max |transformers| over all logits.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -62,6 +64,9 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    "nemotron_h": {**_DENSE, "num_hidden_layers": None, "hybrid_override_pattern": "M-M*-",
+                   "head_dim": 16, "mamba_num_heads": 8, "mamba_head_dim": 12, "n_groups": 2,
+                   "ssm_state_size": 16, "use_conv_bias": True},
     # latent attention on dense layers (DeepSeek's sigmoid, group-limited routing is not
     # archdb's softmax top-k: see archdb.fidelity.PARTIAL)
     "deepseek_v3": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
@@ -349,5 +354,7 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     state = theirs.state_dict()
     if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
         state["embed_out.weight"] = state.pop("lm_head.weight")
+    if model_type == "nemotron_h":  # model.* in memory, NVIDIA's backbone.* on disk
+        state = {re.sub(r"^model\.", "backbone.", k): v for k, v in state.items()}
     values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
     assert len(values) == len(dict(ours.named_parameters()))

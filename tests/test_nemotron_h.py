@@ -225,3 +225,15 @@ def test_import_hf_nemotron_h_refuses_what_the_card_cannot_hold(changes, message
     config = {"model_type": "nemotron_h", **SMALL, "hybrid_override_pattern": "M*-", **changes}
     with pytest.raises(HFImportError, match=re.escape(message)):
         import_config(config, source_url=URL, identity=IDENTITY)
+
+
+def test_moe_cards_of_a_logit_exact_family_stay_count_exact():
+    """Nemotron-H's dense layers are logit-exact (test_fidelity.py); Nemotron 3's sigmoid,
+    bias-corrected routing is not archdb's, so its MoE cards are only count-exact."""
+    from archdb.catalogue import load_catalogue
+    from archdb.fidelity import fidelity
+
+    catalogue = load_catalogue()
+    dense, moe = catalogue.resolve("nemotron-h-8b"), catalogue.resolve("nemotron-3-nano-30b-a3b")
+    assert fidelity(dense).level == "logit-exact"
+    assert fidelity(moe).level == "count-exact" and "routing" in fidelity(moe).why
