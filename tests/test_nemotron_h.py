@@ -233,7 +233,8 @@ def test_moe_cards_of_a_logit_exact_family_stay_count_exact():
     from archdb.catalogue import load_catalogue
     from archdb.fidelity import fidelity
 
-    catalogue = load_catalogue()
-    dense, moe = catalogue.resolve("nemotron-h-8b"), catalogue.resolve("nemotron-3-nano-30b-a3b")
+    dense = load_catalogue().resolve("nemotron-h-8b")
+    moe_arch = make_arch(**{**NEMOTRON_3, "norm.eps": 1e-5, "norm.unit_offset": False})
+    moe = dense.model_copy(update={"architecture": moe_arch, "family": "nemotron-3"})
     assert fidelity(dense).level == "logit-exact"
     assert fidelity(moe).level == "count-exact" and "routing" in fidelity(moe).why
