@@ -57,6 +57,13 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "lfm2": 2.4e-7,
+    "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
+}
+
+# logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
+# count-exact, with what is missing
+MOE_NOT_BUILT: dict[str, str] = {
+    "nemotron_h": "sigmoid, group-limited routing with a score-correction bias and scaling",
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -141,6 +148,9 @@ def fidelity(card: Card) -> Fidelity:
         )
     if model_type not in LOGIT_EXACT:
         return Fidelity("count-exact", f"{model_type}: outputs not verified for this family")
+    if model_type in MOE_NOT_BUILT and card.architecture.mlp.moe is not None:
+        why = MOE_NOT_BUILT[model_type]
+        return Fidelity("count-exact", f"{model_type}: logit-exact without MoE; not built: {why}")
     missing = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
     if missing:
         shown = ", ".join(p.removeprefix("architecture.") for p in missing)

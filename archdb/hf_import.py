@@ -335,6 +335,16 @@ class ConfigShape(_Keys):
     num_dense_layers: _sized(0, MAX_DEPTH) | None = None
     use_expert_bias: StrictBool | None = None
     routed_scaling_factor: Number | None = None
+    # single-sublayer stacks (Nemotron-H, Nemotron 3)
+    hybrid_override_pattern: Annotated[str, Field(max_length=MAX_PATTERN)] | None = None
+    layers_block_type: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
+    attention_head_dim: Width | None = None
+    mamba_num_heads: Heads | None = None
+    mamba_head_dim: Width | None = None
+    ssm_state_size: Width | None = None
+    mlp_hidden_act: Name | None = None
+    moe_shared_expert_intermediate_size: Width | None = None
+    moe_latent_size: Width | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1011,6 +1021,166 @@ def _lfm2_moe(d: _Draft) -> None:
     _lfm2_layers(d)
 
 
+# Nemotron-H's layer kinds: hybrid_override_pattern's characters, layers_block_type's names
+_NEMOTRON_H_CODES = {"M": "mamba2", "*": "global", "-": "mlp", "E": "moe"}
+_NEMOTRON_H_TYPES = {
+    "linear_attention": "mamba2",
+    "mamba": "mamba2",
+    "full_attention": "global",
+    "attention": "global",
+    "mlp": "mlp",
+    "moe": "moe",
+}
+_NEMOTRON_H_DEFAULT = ["mamba2", "moe", "global", "mlp"]  # NemotronHConfig without a pattern
+
+
+def _nemotron_h_kinds(d: _Draft) -> list[str]:
+    """Every layer's kind, from layers_block_type or the older hybrid_override_pattern."""
+    types = d.read("layers_block_type")
+    if types is not None:
+        table, where, entries = _NEMOTRON_H_TYPES, "layers_block_type", list(types)
+    else:
+        pattern = d.read("hybrid_override_pattern")
+        if pattern is None:
+            return list(_NEMOTRON_H_DEFAULT)
+        table, where, entries = _NEMOTRON_H_CODES, "hybrid_override_pattern", list(pattern)
+    for index, entry in enumerate(entries):
+        if entry not in table:
+            raise HFImportError(
+                f"{where}[{index}] is {_brief(entry)}: not a Nemotron-H layer kind "
+                f"({', '.join(table)})"
+            )
+    if not entries:
+        raise HFImportError(f"{where} is empty: the model has no layers")
+    return [table[e] for e in entries]
+
+
+def _nemotron_h(d: _Draft) -> None:
+    """Nemotron-H and Nemotron 3: each layer is one pre-normed sublayer (a Mamba-2 mixer,
+    attention without positions, a ReLU^2 MLP or an MoE), listed per layer by the config."""
+    if d.read("moe_latent_size") is not None:
+        raise HFImportError(
+            "moe_latent_size is set: the experts work in a projected latent width (latent "
+            "MoE), which the card cannot hold"
+        )
+    kinds = _nemotron_h_kinds(d)
+    stated = d.read("num_hidden_layers")
+    if stated is not None and stated != len(kinds):
+        raise HFImportError(
+            f"the layer pattern lists {len(kinds)} layers but num_hidden_layers is {stated}: "
+            "the config contradicts itself"
+        )
+    d.set("architecture.d_model", d.read("hidden_size", required=True), "config")
+    d.set("architecture.n_layers", len(kinds), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    d.set("architecture.context_length", d.read("max_position_embeddings", default=4096),
+          d.origin_of("max_position_embeddings"))  # fmt: skip
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("parallel_layers", False),
+        ("position.type", "none"),
+        ("attention.variant", "softmax"),
+        ("attention.qk_norm", "none"),
+        ("attention.logit_softcap", None),
+        ("attention.sliding_window", None),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    attention_bias = d.read("attention_bias", default=False)
+    for path in ("bias.qkv", "bias.attn_out"):
+        d.set(f"architecture.{path}", attention_bias, d.origin_of("attention_bias"))
+    mixer_act = d.read("mamba_hidden_act", default="silu")
+    if mixer_act != "silu":
+        raise HFImportError(
+            f"mamba_hidden_act is {_brief(mixer_act)}: the card's Mamba-2 mixer gates with silu"
+        )
+    _nemotron_h_attention(d, "global" in kinds)
+    if d.read("sliding_window") is not None:
+        d.unmapped["sliding_window"] = d.config["sliding_window"]
+    raw = str(d.read("mlp_hidden_act", default="relu2"))
+    activation = _activation(raw, gated=False)
+    d.set("architecture.mlp.activation", activation, d.origin_of("mlp_hidden_act"))
+    if activation is None:
+        d.unmapped["mlp_hidden_act"] = raw
+        d.note("architecture.mlp.activation", f"config activation {raw!r} has no schema value.")
+    dense = d.read("intermediate_size", default=21504)
+    d.set("architecture.mlp.d_ff", dense, d.origin_of("intermediate_size"))
+    d.set("architecture.mlp.moe", None, "family")
+    d.set("architecture.bias.mlp", d.read("mlp_bias", default=False), d.origin_of("mlp_bias"))
+    if "moe" in kinds:
+        _nemotron_h_moe(d, dense if "mlp" in kinds else None)
+    if "mamba2" in kinds:
+        sizes = {
+            "n_heads": d.read("mamba_num_heads", default=128),
+            "head_dim": d.read("mamba_head_dim", default=64),
+            "state_size": d.read("ssm_state_size", default=128),
+            "n_groups": d.read("n_groups", default=8),
+            "conv_kernel": d.read("conv_kernel", default=4),
+            "conv_bias": d.read("use_conv_bias", default=True),
+            "proj_bias": d.read("use_bias", default=False),
+        }
+        for name, value in sizes.items():
+            d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+        d.set("architecture.mixers.mamba2.mlp", False, "family")
+        # NemotronHMamba2Mixer sizes itself from heads x head_dim; expand is not read
+        d.used.update(k for k in ("expand", "mamba_proj_bias") if k in d.config)
+    if d.read("tie_word_embeddings", default=False):
+        raise HFImportError(
+            "tie_word_embeddings is true, but transformers' NemotronHForCausalLM keeps a "
+            "separate output head whatever the config says: the card would not be the model"
+        )
+    d.set("architecture.tied_embeddings", False, d.origin_of("tie_word_embeddings"))
+    if d.read("num_nextn_predict_layers", default=0):
+        d.note(
+            "architecture",
+            "The multi-token-prediction layers (num_nextn_predict_layers) are left out, as "
+            "transformers leaves them out of NemotronHForCausalLM.",
+        )
+
+
+def _nemotron_h_attention(d: _Draft, attends: bool) -> None:
+    """Head sizes where some layer attends (else null: an attention-free pattern)."""
+    for path, key, default in (
+        ("n_heads", "num_attention_heads", 32),
+        ("n_kv_heads", "num_key_value_heads", 8),
+        ("head_dim", "head_dim", 128),
+    ):
+        # Nemotron-H's first configs spell the head width attention_head_dim
+        keys = (key, "attention_head_dim") if key == "head_dim" else (key,)
+        value = d.read(*keys, default=default) if attends else None
+        d.set(f"architecture.attention.{path}", value, d.origin_of(key) if attends else "family")
+    if attends:  # an attention layer is the attention alone
+        d.set("architecture.attention.mlp", False, "family")
+    else:
+        d.note("architecture.attention", _ATTENTION_FREE)
+
+
+def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
+    """Nemotron 3's MoE layers: ReLU^2 experts and one ReLU^2 shared expert (transformers
+    builds it whatever n_shared_experts says), routed by DeepSeek-V3's sigmoid router."""
+    expert = d.read("moe_intermediate_size", default=7688)
+    d.set("architecture.mlp.d_ff", expert, d.origin_of("moe_intermediate_size"))
+    d.read("n_shared_experts")
+    d.moe(
+        n_experts=d.read("n_routed_experts", "num_local_experts", default=8),
+        n_active=d.read("num_experts_per_tok", default=2),
+        n_shared=1,
+        shared_d_ff=d.read("moe_shared_expert_intermediate_size", default=7688),
+        dense_d_ff=dense_d_ff,
+    )
+    d.used.add("norm_topk_prob")  # renormalizes sigmoid scores: not normalize_top_k's softmax
+    d.note(
+        "architecture.mlp.moe",
+        "Routing is DeepSeek-V3's: sigmoid scores with a score-correction bias, "
+        "group-limited top-k, renormalized chosen scores (norm_topk_prob) and a routed "
+        "scaling factor, which the card does not hold.",
+    )
+
+
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
     if d.value("architecture.position.type") == "rope":
         interleaved = d.read("rope_interleave", default=True)
@@ -1181,6 +1351,7 @@ FAMILIES: dict[str, Family] = {
                        rotary_fraction_default=0.5, mlp_bias=None),
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
+    "nemotron_h": Family("nemotron_h", "NemotronHBlock", steps=(_nemotron_h,)),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),
@@ -1856,6 +2027,7 @@ _SUB_ORDER = {
         "sinks",
         "output_gate",
         "sparse",
+        "mlp",
         "scale",
         "global_layers",
         "value_norm",

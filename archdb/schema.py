@@ -153,11 +153,18 @@ class LayerKind(StrEnum):
     MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
     GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
     SHORT_CONV = "short-conv"  # gated short depthwise convolution (LFM2), mixers.short_conv
+    MLP = "mlp"  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
+    MOE = "moe"  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
 
     @property
     def attention(self) -> bool:
-        """Whether the layer's token mixer is attention (else a recurrent mixer)."""
-        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV}
+        """Whether the layer's token mixer is attention (else a recurrent mixer, or none)."""
+        return self not in {*RECURRENT_KINDS, *CHANNEL_ONLY}
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the layer's token mixer is a recurrent one sized in architecture.mixers."""
+        return self in RECURRENT_KINDS
 
     @property
     def windowed(self) -> bool:
@@ -168,6 +175,12 @@ class LayerKind(StrEnum):
     def positional(self) -> bool:
         """Whether the card's position scheme acts in this layer (NoPE layers opt out)."""
         return self.attention and self is not LayerKind.GLOBAL_NOPE
+
+
+# pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
+CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
+# pattern entries whose token mixer is recurrent, sized in architecture.mixers
+RECURRENT_KINDS = frozenset({LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV})
 
 
 class QKNorm(StrEnum):
@@ -421,7 +434,12 @@ class Attention(Strict):
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
         "gated-deltanet, short-conv) take their sizes from architecture.mixers; the other "
-        "attention fields describe the attention entries only and may be null when there are none.",
+        "attention fields describe the attention entries only and may be null when there are none. "
+        "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
+        "a layer that is the card's dense MLP alone, moe one that is its MoE alone (the MoE "
+        "layers are then exactly the moe entries), with attention.mlp and mixers.*.mlp "
+        "false; n_layers counts these entries (Nemotron-H's hybrid_override_pattern, one "
+        "character a layer: M mamba2, * global, - mlp, E moe).",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
     sinks: StrictBool | None = Field(
@@ -451,6 +469,13 @@ class Attention(Strict):
         description="Sparse selection by a lightning indexer (DSA: DeepSeek-V3.2, GLM-5) on "
         "latent attention with a query latent; every attention layer runs its own indexer. "
         "Optional; null for dense attention.",
+    )
+    mlp: StrictBool | None = Field(
+        default=None,
+        description="Whether an attention layer also has the card's MLP (or MoE) after the "
+        "attention, as mixers.*.mlp says for recurrent layers. Optional; null: yes (the "
+        "transformer block); false where each layer is one sublayer and the MLPs are their "
+        "own mlp or moe entries of layer_pattern (Nemotron-H).",
     )
     scale: PositiveFloat | None = Field(
         default=None,
@@ -966,6 +991,8 @@ class Architecture(Strict):
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
             _check_groups(moe)
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
+            if LayerKind.MOE in att.layer_pattern:  # placed by the pattern's moe entries
+                all_moe = LayerKind.MLP not in att.layer_pattern
             if all_moe != (moe.dense_d_ff is None):
                 raise ValueError(
                     "mlp.moe.dense_d_ff is required for, and only for, models with dense layers "
@@ -992,6 +1019,7 @@ class Architecture(Strict):
                     f"mixers.{name} is required for, and only for, {kind.value} layers in "
                     "attention.layer_pattern"
                 )
+        self._check_single_sublayers()
         m, g = mixers.mamba2, mixers.gated_deltanet
         if m is not None and m.n_heads % m.n_groups:
             raise ValueError(
@@ -1019,24 +1047,63 @@ class Architecture(Strict):
         if g.rotary_fraction is not None and self.position.type is not PositionType.ROPE:
             raise ValueError("attention.global_layers.rotary_fraction needs position.type rope")
 
+    def _check_single_sublayers(self) -> None:
+        """mlp and moe entries make every layer one sublayer (Nemotron-H): no token mixer
+        keeps an MLP, and the MoE sits exactly on the moe entries."""
+        att, moe, mixers = self.attention, self.mlp.moe, self.mixers or Mixers()
+        kinds = set(att.layer_pattern)
+        if not any(kind not in CHANNEL_ONLY for kind in kinds):
+            raise ValueError("attention.layer_pattern needs a token mixer (attention or recurrent)")
+        if not kinds & CHANNEL_ONLY:
+            return
+        mixer_mlp = [
+            path
+            for path, has in (
+                ("attention.mlp", any(k.attention for k in kinds) and att.mlp is not False),
+                ("mixers.mamba2.mlp", mixers.mamba2 is not None and mixers.mamba2.mlp),
+                (
+                    "mixers.gated_deltanet.mlp",
+                    mixers.gated_deltanet is not None and mixers.gated_deltanet.mlp,
+                ),
+                ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
+            )
+            if has
+        ]
+        if mixer_mlp:
+            raise ValueError(
+                "attention.layer_pattern has mlp or moe entries (one sublayer per layer): set "
+                + ", ".join(mixer_mlp)
+                + " to false"
+            )
+        if (LayerKind.MOE in kinds) != (moe is not None):
+            raise ValueError("mlp.moe is required for, and only for, moe entries in layer_pattern")
+        if moe is not None and (moe.first_dense_layers, moe.layer_period) != (0, 1):
+            raise ValueError(
+                "moe entries in layer_pattern place the MoE layers: set "
+                "mlp.moe.first_dense_layers to 0 and layer_period to 1"
+            )
+
+    def kind_has_mlp(self, kind: LayerKind) -> bool:
+        """Whether a layer of this kind has an MLP (or MoE) sublayer: attention layers
+        unless attention.mlp is false; recurrent ones as their sizes say; mlp/moe entries."""
+        m = self.mixers or Mixers()
+        if kind in CHANNEL_ONLY:
+            return True
+        if kind is LayerKind.MAMBA2:
+            return m.mamba2 is not None and m.mamba2.mlp
+        if kind is LayerKind.GATED_DELTANET:
+            return m.gated_deltanet is not None and m.gated_deltanet.mlp
+        if kind is LayerKind.SHORT_CONV:
+            return m.short_conv is not None and m.short_conv.mlp
+        return self.attention.mlp is not False
+
     def has_attention(self) -> bool:
         """Whether any layer's token mixer is attention (attention-free models: none)."""
         return any(kind.attention for kind in self.attention.layer_pattern)
 
     def has_mlp(self) -> bool:
         """Whether any layer has an MLP (Mamba-2's layers are the mixer alone)."""
-        m = self.mixers or Mixers()
-        return any(
-            kind.attention
-            or (kind is LayerKind.MAMBA2 and m.mamba2 is not None and m.mamba2.mlp)
-            or (
-                kind is LayerKind.GATED_DELTANET
-                and m.gated_deltanet is not None
-                and m.gated_deltanet.mlp
-            )
-            or (kind is LayerKind.SHORT_CONV and m.short_conv is not None and m.short_conv.mlp)
-            for kind in self.attention.layer_pattern
-        )
+        return any(self.kind_has_mlp(kind) for kind in self.attention.layer_pattern)
 
     @staticmethod
     def _check_sparse(att: Attention) -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from archdb.schema import Card, mirror_only_paths, sourced_paths
+from archdb.schema import CHANNEL_ONLY, Card, mirror_only_paths, sourced_paths
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +53,11 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "gated": (bool, "the MLP activation is a gated linear unit"),
     "moe": (bool, "the MLP is a mixture of experts"),
     "attention_family": (str, "mha, gqa, mqa, mla or linear"),
-    "layer_mix": (str, "the distinct layer kinds of the attention pattern, sorted, joined by +"),
+    "layer_mix": (
+        str,
+        "the distinct token mixers of the layer pattern (mlp and moe entries, which mix "
+        "no tokens, left out), sorted, joined by +",
+    ),
     "bias_scheme": (str, "none, all, qkv-only or partial: which linear layers carry a bias"),
     "softcap_scheme": (str, "none, attention, final or attention+final logit soft-capping"),
     "z_loss_used": (bool, "training.z_loss > 0"),
@@ -222,7 +226,7 @@ def _analytic(card: Card, counts: bool) -> dict[str, Any]:
 
 def _derived(card: Card, counts: bool) -> Row:
     arch = card.architecture
-    kinds = sorted({k.value for k in arch.attention.layer_pattern})
+    kinds = sorted({k.value for k in arch.attention.layer_pattern if k not in CHANNEL_ONLY})
     return {
         "year": card.year,
         "series": series(card.family),

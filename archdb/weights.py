@@ -588,6 +588,31 @@ def _lfm2() -> Names:
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
+def _nemotron_h() -> Names:
+    """One pre-normed sublayer a layer, each transformers' "mixer", saved under NVIDIA's
+    "backbone." names: archdb keeps the norm before its mixer (Mamba-2, attention) or its
+    MLP (the mlp entries)."""
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = {
+        "attn.before.weight": Source("norm.weight"),
+        "mlp.before.weight": Source("norm.weight"),
+    }
+    for t in ("weight", "bias"):
+        layer |= {f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in "qkvo"}
+        layer |= {f"mlp.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in ("up", "down")}
+        layer |= {
+            f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}.{t}")
+            for p in ("in_proj", "conv1d", "out_proj")
+        }
+    layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
+    layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
+    return Names(top, layer, prefix="backbone.layers.{i}.")
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -622,6 +647,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gemma4_text": _gemma4,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "lfm2": _lfm2,
+    "nemotron_h": _nemotron_h,
 }
 
 

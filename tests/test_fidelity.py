@@ -10,6 +10,8 @@ max |archdb - transformers| / max |transformers| over all logits.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -65,6 +67,9 @@ TINY: dict[str, dict] = {
             "vocab_size": 128, "max_position_embeddings": 64, "word_embed_proj_dim": 64},
     "nemotron": {**_DENSE},
     "cohere2": {**_DENSE, "sliding_window": WINDOW, "num_hidden_layers": 4, "logit_scale": 0.25},
+    "nemotron_h": {**_DENSE, "num_hidden_layers": None, "hybrid_override_pattern": "M-M*-",
+                   "head_dim": 16, "mamba_num_heads": 8, "mamba_head_dim": 12, "n_groups": 2,
+                   "ssm_state_size": 16, "use_conv_bias": True},
     # short-conv layers around attention (conv biases on, auto-adjusted MLP width 2/3 x 192
     # rounded up to 32); LFM2's norm eps 1e-5
     "lfm2": {**_DENSE, "num_hidden_layers": 4, "intermediate_size": 192, "block_multiple_of": 32,
@@ -548,6 +553,8 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     state = theirs.state_dict()
     if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
         state["embed_out.weight"] = state.pop("lm_head.weight")
+    if model_type == "nemotron_h":  # model.* in memory, NVIDIA's backbone.* on disk
+        state = {re.sub(r"^model\.", "backbone.", k): v for k, v in state.items()}
     values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
     # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
     assert len(values) == len(dict(ours.named_parameters())) + len(checkpoint_buffers(ours))

@@ -71,6 +71,17 @@ V3_ROUTER = {
     "score_correction_bias": True,
     "routed_scale": 1.0,
 }
+# Nemotron-H: one sublayer a layer (M * - in its pattern string), no positions, ReLU^2
+NEMOTRON_H = {
+    "attention.layer_pattern": ["mamba2", "mlp", "mamba2", "global", "mlp"],
+    "attention.mlp": False,
+    "attention.head_dim": 24,
+    "n_layers": 5,
+    "mlp.activation": "squared-relu",
+    "position.type": "none",
+    **NO_ROPE,
+    "mixers": {"mamba2": mamba2_dims()},
+}
 
 SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("llama", {}),
@@ -405,6 +416,19 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mixers": {"mamba2": mamba2_dims(mlp=True)},
         },
     ),
+    ("nemotron_h", NEMOTRON_H),
+    ("nemotron_h", {**NEMOTRON_H, "bias.mlp": True, "mixers": {"mamba2": mamba2_dims(n_groups=1)}}),
+    (
+        "nemotron_h",
+        {
+            **NEMOTRON_H,
+            "attention.layer_pattern": ["mamba2", "moe", "mamba2", "global", "moe", "mlp"],
+            "n_layers": 6,
+            "mlp.d_ff": 32,
+            "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "dense_d_ff": 96},
+            "mixers": {"mamba2": mamba2_dims(head_dim=12, proj_bias=True, conv_bias=False)},
+        },
+    ),
     (
         "gpt_oss",
         {
@@ -547,7 +571,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa",
+    "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
 )  # fmt: skip
 
 

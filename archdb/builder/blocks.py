@@ -58,11 +58,12 @@ class ResiDualResidual(Residual):
 
 class SerialBlock(nn.Module):
     """Attention (or a recurrent mixer), then (in an encoder-decoder's decoder)
-    cross-attention, then the MLP (absent in Mamba-2's mixer-only layers)."""
+    cross-attention, then the MLP; the mixer or the MLP may be absent (Mamba-2's
+    mixer-only layers, Nemotron-H's MLP-only layers)."""
 
     def __init__(
         self,
-        attn: Residual,
+        attn: Residual | None,
         mlp: Residual | None,
         cross: Residual | None = None,
         scalar: bool = False,
@@ -79,7 +80,8 @@ class SerialBlock(nn.Module):
         bias: torch.Tensor | None = None,
         memory: torch.Tensor | None = None,
     ) -> Stream:
-        x, dual = self.attn(x, dual, bias)
+        if self.attn is not None:
+            x, dual = self.attn(x, dual, bias)
         if self.cross is not None:
             x, dual = self.cross(x, dual, None, memory)
         if self.mlp is not None:

@@ -197,10 +197,10 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
         return block.norm.module(block.d_model) if present else nn.Identity()
 
     slots = block.slots
-    attn = block.mixer.module(ctx)
+    attn = block.mixer.module(ctx) if block.mixer is not None else None
     mlp = block.mlp.module(ctx) if block.mlp is not None else None
     if block.parallel:
-        assert mlp is not None  # the plan gives parallel blocks an MLP
+        assert attn is not None and mlp is not None  # the plan gives parallel blocks both
         return ParallelBlock(
             attn,
             mlp,
@@ -222,7 +222,7 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
     ffn = residual(mlp, own_norm) if mlp is not None else None
-    return SerialBlock(residual(attn), ffn, cross, block.scalar)
+    return SerialBlock(residual(attn) if attn is not None else None, ffn, cross, block.scalar)
 
 
 # --- reading a built model ----------------------------------------------------------------

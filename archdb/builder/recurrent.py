@@ -54,9 +54,11 @@ class Mamba2Mixer(nn.Module):
         conv_kernel: int,
         conv_bias: bool,
         proj_bias: bool,
+        eps: float | None = None,  # the gated norm's (None: torch's default)
     ) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.state_size = n_heads, head_dim, state_size
+        self.eps = eps
         self.n_groups = n_groups
         self.inner = n_heads * head_dim
         conv_dim = self.inner + 2 * n_groups * state_size
@@ -98,7 +100,7 @@ class Mamba2Mixer(nn.Module):
         y = torch.stack(ys, dim=1)
         y = (y + xs * self.D[:, None]).reshape(b, t, self.inner)
         y = y * F.silu(z)
-        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,))
+        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,), eps=self.eps)
         y = y.reshape(b, t, self.inner) * self.norm_weight
         return self.out_proj(y)
 

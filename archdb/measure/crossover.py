@@ -36,7 +36,10 @@ class Mode(StrEnum):
 
 
 def mlp_flops(arch: Architecture, spec: LayerSpec) -> float:
-    """Matmul FLOPs per token of one layer's MLP: 2·d·d_ff per projection (3 when gated)."""
+    """Matmul FLOPs per token of one layer's MLP: 2·d·d_ff per projection (3 when gated);
+    0 for a layer without one (a mixer alone: Mamba-2's and Nemotron-H's mixer layers)."""
+    if spec.d_ff is None:
+        return 0.0
     d, gated = arch.d_model, arch.mlp.activation.gated
     projections = 3 if gated else 2
     if not spec.moe:

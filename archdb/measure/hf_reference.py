@@ -419,6 +419,70 @@ def bamba(a: Architecture) -> dict:
     )
 
 
+# hybrid_override_pattern: one character a layer
+_NEMOTRON_H_CODES = {
+    LayerKind.MAMBA2: "M",
+    LayerKind.GLOBAL: "*",
+    LayerKind.MLP: "-",
+    LayerKind.MOE: "E",
+}
+
+
+def nemotron_h(a: Architecture) -> dict:
+    """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SQUARED_RELU)
+    _position(a, PositionType.NONE)
+    _pattern(a, *_NEMOTRON_H_CODES)
+    kinds = set(a.attention.layer_pattern)
+    m = a.mixers.mamba2 if a.mixers is not None else None
+    _require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
+    if LayerKind.GLOBAL in kinds:
+        _softmax_attention(a)
+        _require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
+    _require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
+    _require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
+    out = {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "intermediate_size": a.mlp.d_ff,
+        "hybrid_override_pattern": "".join(_NEMOTRON_H_CODES[k] for k in a.layer_kinds()),
+        "num_attention_heads": a.attention.n_heads or 1,
+        "num_key_value_heads": a.attention.n_kv_heads or 1,
+        "head_dim": a.head_dim_effective or 1,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+        "mlp_bias": bool(a.bias.mlp),
+        "mlp_hidden_act": "relu2",
+    }
+    if m is not None:
+        out |= {
+            "mamba_num_heads": m.n_heads,
+            "mamba_head_dim": m.head_dim,
+            "ssm_state_size": m.state_size,
+            "n_groups": m.n_groups,
+            "conv_kernel": m.conv_kernel,
+            "use_conv_bias": m.conv_bias,
+            "use_bias": m.proj_bias,
+        }
+    moe = a.mlp.moe
+    if moe is not None:
+        _require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
+        _require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
+        out |= {
+            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+            "moe_intermediate_size": a.mlp.d_ff,
+            "moe_shared_expert_intermediate_size": moe.shared_d_ff,
+            "n_routed_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "n_shared_experts": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        }
+    return out
+
+
 def gpt_oss(a: Architecture) -> dict:
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
@@ -1108,6 +1172,13 @@ REFERENCES: dict[str, Reference] = {
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
         Reference(
+            "nemotron_h",
+            "NemotronHConfig",
+            "NemotronHForCausalLM",
+            nemotron_h,
+            extras=frozenset({"mamba2"}),
+        ),
+        Reference(
             "gpt_oss",
             "GptOssConfig",
             "GptOssForCausalLM",
@@ -1208,6 +1279,8 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "granite-4.1": "granite",
     "lfm2": "lfm2",
     "lfm2.5": "lfm2",
+    "nemotron-h": "nemotron_h",
+    "nemotron-3": "nemotron_h",
 }
 
 

@@ -112,8 +112,8 @@ def _unsupported(arch: Architecture) -> str | None:
     if not all(kind.attention for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                "recurrent (mamba2, gated-deltanet, short-conv) layers outside a serial "
-                "decoder-only model"
+                "recurrent (mamba2, gated-deltanet, short-conv), mlp or moe layers outside a "
+                "serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
@@ -252,15 +252,9 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
 
 
 def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
-    """Attention layers always have an MLP; a recurrent mixer's sizes say whether it does."""
-    mixers = arch.mixers
-    if kind is LayerKind.MAMBA2 and mixers is not None and mixers.mamba2 is not None:
-        return mixers.mamba2.mlp
-    if kind is LayerKind.GATED_DELTANET and mixers is not None and mixers.gated_deltanet:
-        return mixers.gated_deltanet.mlp
-    if kind is LayerKind.SHORT_CONV and mixers is not None and mixers.short_conv is not None:
-        return mixers.short_conv.mlp
-    return True
+    """Attention layers have an MLP unless attention.mlp is false; a recurrent mixer's
+    sizes say whether it does; mlp and moe entries are one."""
+    return arch.kind_has_mlp(kind)
 
 
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
@@ -295,10 +289,13 @@ def decoder_groups(arch: Architecture) -> list[tuple[LayerSpec, int]]:
 
 
 def is_moe_layer(arch: Architecture, index: int) -> bool:
-    """MoE layers: after the dense ones, every layer_period-th (Llama 4: 1, 3, 5, ...)."""
-    moe = arch.mlp.moe
+    """MoE layers: the pattern's moe entries where it has any (Nemotron 3); else, after
+    the dense ones, every layer_period-th (Llama 4: 1, 3, 5, ...)."""
+    moe, pattern = arch.mlp.moe, arch.attention.layer_pattern
     if moe is None or index < moe.first_dense_layers:
         return False
+    if LayerKind.MOE in pattern:
+        return pattern[index % len(pattern)] is LayerKind.MOE
     return (index - moe.first_dense_layers + 1) % moe.layer_period == 0
 
 

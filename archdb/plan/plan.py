@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from archdb.measure.conventions import FlopClass as C
 from archdb.schema import (
+    CHANNEL_ONLY,
     Activation,
     Architecture,
     GeluApproximation,
@@ -107,10 +108,11 @@ class OutputHead:
 
 @dataclass(frozen=True)
 class Block:
-    """One layer: a mixer and an MLP (or MoE, or none) on the residual stream, with norms."""
+    """One layer: a mixer and an MLP (or MoE) on the residual stream, with norms; either
+    may be absent (Mamba-2's mixer-only layers, Nemotron-H's single-sublayer layers)."""
 
     d_model: int
-    mixer: Mixer | RecurrentMixer
+    mixer: Mixer | RecurrentMixer | None  # None: the MLP alone (Nemotron-H's mlp/moe entries)
     mlp: DenseMLP | MoESpec | None  # None: the mixer alone (Mamba-2's layers)
     norm: NormSpec
     slots: NormSlots
@@ -131,8 +133,7 @@ class Block:
 
     def sublayers(self) -> list:
         """The serial sublayers in order: mixer, cross-attention, MLP (those present)."""
-        cross = [self.cross] if self.cross else []
-        return [self.mixer, *cross, *([self.mlp] if self.mlp is not None else [])]
+        return [sub for sub in (self.mixer, self.cross, self.mlp) if sub is not None]
 
     def params(self) -> int:
         n = sum(sub.params() for sub in self.sublayers())
@@ -147,10 +148,10 @@ class Block:
             for _ in range(self.n_norms):
                 self.norm.flops(tally, d)
             tally.elementwise(2 * d)  # x + attn + mlp
+            assert self.mixer is not None and self.mlp is not None  # parallel: both present
             if self.residual_multiplier is not None:
                 tally.elementwise(2 * d)  # m * attn, m * mlp
             self.mixer.flops(tally)
-            assert self.mlp is not None  # parallel blocks always have an MLP
             self.mlp.flops(tally)
             return
         for sublayer in self.sublayers():
@@ -165,7 +166,8 @@ class Block:
 
     def cache_entries(self, context: int) -> int:
         cross = self.cross.cache_entries(context) if self.cross else 0
-        return self.mixer.cache_entries(context) + cross
+        own = self.mixer.cache_entries(context) if self.mixer is not None else 0
+        return own + cross
 
 
 @dataclass(frozen=True)
@@ -317,9 +319,11 @@ class _Reader:
             residual_multiplier=_factor(a.residual_multiplier),
         )
 
-    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
-        """A layer's token mixer: attention of the card's variant, or the recurrent mixer
-        its pattern entry names; ``spec=None`` is cross-attention."""
+    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer | None:
+        """A layer's token mixer: attention of the card's variant, the recurrent mixer its
+        pattern entry names, or none (mlp/moe entries); ``spec=None`` is cross-attention."""
+        if spec is not None and spec.kind in CHANNEL_ONLY:
+            return None
         if spec is not None and not spec.kind.attention:
             return RECURRENT[spec.kind](self, spec)
         return MIXERS[self.a.attention.variant](self, spec, causal)

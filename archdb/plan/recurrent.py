@@ -48,6 +48,7 @@ class Mamba2Mixer:
     conv_kernel: int
     conv_bias: bool
     proj_bias: bool
+    eps: float | None = None  # the gated norm's epsilon (the card's norm.eps)
 
     @property
     def inner(self) -> int:
@@ -99,6 +100,7 @@ class Mamba2Mixer:
             self.conv_kernel,
             self.conv_bias,
             self.proj_bias,
+            self.eps,
         )
 
 
@@ -220,6 +222,7 @@ def _mamba2(r: Reader, spec: LayerSpec) -> Mamba2Mixer:
         m.conv_kernel,
         m.conv_bias,
         m.proj_bias,
+        r.a.norm.eps,
     )
 
 
