@@ -796,6 +796,91 @@ def _bamba(d: _Draft) -> None:
     d.set("architecture.mixers.mamba2.mlp", True, "family")
 
 
+def _falcon_h1(d: _Draft) -> None:
+    """Falcon-H1: attention beside a Mamba-2 mixer in every layer, and its muP factors."""
+    d.read("layers_block_type")  # always "hybrid" per layer: the pattern below says so
+    d.set("architecture.attention.layer_pattern", ["global+mamba2"], "family")
+    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", default=128)
+    inner = d.read("mamba_d_ssm", default=1024)  # FalconH1Config's defaults throughout
+    if inner is None:
+        inner = int(d.read("mamba_expand", default=2) * d_model)
+    head_dim = d.read("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        head_dim = inner // heads
+    if heads * head_dim != inner:
+        raise HFImportError(
+            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from the mixer width "
+            f"({inner}): transformers' FalconH1Mixer cannot run this config"
+        )
+    proj_bias = d.read("mamba_proj_bias", default=False)
+    if d.read("projectors_bias", default=False) != proj_bias:
+        raise HFImportError(
+            "mamba_proj_bias (in_proj) and projectors_bias (out_proj) differ: "
+            "mixers.mamba2.proj_bias holds one bias setting for both"
+        )
+    limit = d.read("time_step_limit", default=(0.0, float("inf")))
+    if limit is not None and (not isinstance(limit, list | tuple) or list(limit) != [0, math.inf]):
+        raise HFImportError(f"time_step_limit {limit!r} clamps dt: not expressible")
+    d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
+    norm = "none"
+    if d.read("mamba_rms_norm", default=False):
+        before = d.read("mamba_norm_before_gate", default=True)
+        norm = "before-gate" if before else "gated"
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", default=256),
+        "n_groups": d.read("mamba_n_groups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", default=4),
+        "conv_bias": d.read("mamba_conv_bias", default=True),
+        "proj_bias": proj_bias,
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", True, "family")
+    d.set("architecture.mixers.mamba2.norm", norm, d.origin_of("mamba_rms_norm"))
+    _falcon_h1_factors(d)
+
+
+def _falcon_h1_factors(d: _Draft) -> None:
+    """Falcon-H1's multipliers (FalconH1Config's defaults are 1.0 each)."""
+    factors = (
+        ("embedding_multiplier", "architecture.embedding_multiplier"),
+        ("lm_head_multiplier", "architecture.logit_scale"),
+        ("attention_in_multiplier", "architecture.attention.input_multiplier"),
+        ("attention_out_multiplier", "architecture.attention.output_multiplier"),
+        ("ssm_in_multiplier", "architecture.mixers.mamba2.input_multiplier"),
+        ("ssm_out_multiplier", "architecture.mixers.mamba2.output_multiplier"),
+    )
+    for key, path in factors:
+        d.set(path, _positive(d, key), d.origin_of(key))
+    head_dim = d.value("architecture.attention.head_dim")
+    if head_dim is None:
+        head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    key = _positive(d, "key_multiplier")
+    d.set("architecture.attention.scale", key / math.sqrt(head_dim), d.origin_of("key_multiplier"))
+    d.note(
+        "architecture.attention.scale",
+        f"FalconH1Attention multiplies the keys by key_multiplier ({key:g}) and scales the "
+        f"scores by 1/sqrt(head_dim): the card stores key_multiplier/sqrt({head_dim}).",
+    )
+    ssm = _factor_list(d, "ssm_multipliers", 5)
+    d.set("architecture.mixers.mamba2.projection_multipliers", ssm, d.origin_of("ssm_multipliers"))
+    gate, down = _factor_list(d, "mlp_multipliers", 2)
+    d.set("architecture.mlp.gate_multiplier", gate, d.origin_of("mlp_multipliers"))
+    d.set("architecture.mlp.output_multiplier", down, d.origin_of("mlp_multipliers"))
+
+
+def _factor_list(d: _Draft, key: str, n: int) -> list[float]:
+    """A list of n positive multipliers (default: n ones)."""
+    values = d.read(key, default=None) or [1.0] * n
+    if not isinstance(values, list | tuple) or len(values) != n:
+        raise HFImportError(f"config.json: {key} must be a list of {n} numbers")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values):
+        raise HFImportError(f"config.json: {key} must hold positive numbers (got {values!r})")
+    return [float(v) for v in values]
+
+
 def _gemma4(d: _Draft) -> None:
     """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
     own KV heads and no value projection), proportional partial RoPE on them only, a value
@@ -1012,6 +1097,7 @@ FAMILIES: dict[str, Family] = {
                        rotary_fraction_default=0.5, mlp_bias=None),
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
+    "falcon_h1": Family("falcon_h1", "FalconH1DecoderLayer", mlp_bias=None, hook=_falcon_h1),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),
@@ -1677,6 +1763,8 @@ _SUB_ORDER = {
         "scale",
         "global_layers",
         "value_norm",
+        "input_multiplier",
+        "output_multiplier",
     ),
     "position": (
         "type",
@@ -1687,7 +1775,16 @@ _SUB_ORDER = {
         "rope_scaling",
         "rope_layout",
     ),
-    "mlp": ("activation", "d_ff", "moe", "gelu_approximation", "swiglu_limit", "swiglu_alpha"),
+    "mlp": (
+        "activation",
+        "d_ff",
+        "moe",
+        "gelu_approximation",
+        "swiglu_limit",
+        "swiglu_alpha",
+        "gate_multiplier",
+        "output_multiplier",
+    ),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }
 _REQUIRED_NULLS = {"attention": ("head_dim",), "": ("context_length",)}

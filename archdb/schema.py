@@ -152,11 +152,21 @@ class LayerKind(StrEnum):
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
     MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
     GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
+    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
+    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
+    GLOBAL_MAMBA2 = "global+mamba2"
 
     @property
     def attention(self) -> bool:
-        """Whether the layer's token mixer is attention (else a recurrent mixer)."""
+        """Whether the layer's token mixer is (or includes) attention (else a recurrent mixer)."""
         return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET}
+
+    @property
+    def recurrent(self) -> LayerKind | None:
+        """The recurrent mixer this layer runs, alone or beside attention (None: none)."""
+        if self is LayerKind.GLOBAL_MAMBA2:
+            return LayerKind.MAMBA2
+        return None if self.attention else self
 
     @property
     def windowed(self) -> bool:
@@ -424,7 +434,20 @@ class Attention(Strict):
         description="Multiplier of the query-key scores where it is not 1/sqrt(qk head "
         "width) (Gemma 2/3: query_pre_attn_scalar ** -0.5; Granite: attention_multiplier, "
         "e.g. 0.0078125, in place of 1/sqrt(d_head)). Optional; null: not recorded "
-        "(the builder uses 1/sqrt of the query/key head width).",
+        "(the builder uses 1/sqrt of the query/key head width). Falcon-H1 multiplies its "
+        "keys by key_multiplier before RoPE: the same function, key_multiplier/sqrt(d_head).",
+    )
+    input_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the attention's input, before the query/key/value "
+        "projections (Falcon-H1: attention_in_multiplier). Optional; null: not recorded "
+        "(the builder uses 1).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the attention's output, after o_proj, before it joins the "
+        "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier). "
+        "Optional; null: not recorded (the builder uses 1).",
     )
 
 
@@ -528,6 +551,39 @@ class Mamba2(Strict):
         description="Whether a mamba2 layer also has the card's MLP after the mixer (Jamba, "
         "Bamba: true; Mamba-2, whose layers are the mixer alone: false)."
     )
+    norm: Mamba2Norm | None = Field(
+        default=None,
+        description="The grouped RMSNorm on the mixer's output: gated, RMSNorm(y * SiLU(z)) "
+        "(Mamba-2); before-gate, RMSNorm(y) * SiLU(z); none, y * SiLU(z) with no norm "
+        "(Falcon-H1: mamba_rms_norm false). Optional; null: not recorded (the builder uses "
+        "gated).",
+    )
+    input_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the mixer's input before in_proj (Falcon-H1: "
+        "ssm_in_multiplier). Optional; null: not recorded (the builder uses 1).",
+    )
+    projection_multipliers: list[PositiveFloat] | None = Field(
+        default=None,
+        min_length=5,
+        max_length=5,
+        description="Factors on the five parts of in_proj's output, in order z, x, B, C, dt "
+        "(Falcon-H1: ssm_multipliers, its muP vector). Optional; null: not recorded (the "
+        "builder uses 1 for each).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the mixer's output, after out_proj (Falcon-H1: "
+        "ssm_out_multiplier). Optional; null: not recorded (the builder uses 1).",
+    )
+
+
+class Mamba2Norm(StrEnum):
+    """Where a Mamba-2 mixer's output norm sits relative to its SiLU(z) gate."""
+
+    GATED = "gated"  # RMSNorm(y * SiLU(z)): Mamba-2, Bamba, norm_before_gate false
+    BEFORE_GATE = "before-gate"  # RMSNorm(y) * SiLU(z): Falcon-H1 norm_before_gate true
+    NONE = "none"  # y * SiLU(z), no norm and no scale (Falcon-H1 mamba_rms_norm false)
 
 
 class GatedDeltaNet(Strict):
@@ -695,12 +751,25 @@ class MLP(Strict):
         description="clamped-swiglu only: the gain in gate * sigmoid(alpha * gate) (gpt-oss: "
         "1.702, swiglu_alpha). Optional; null: not recorded (the builder uses 1.702).",
     )
+    gate_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Gated units only: factor on the gate projection before the activation, "
+        "act(m * gate(x)) * up(x) (Falcon-H1: mlp_multipliers[0]). Optional; null: not "
+        "recorded (the builder uses 1).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the MLP's output, after the down-projection (Falcon-H1: "
+        "mlp_multipliers[1]). Optional; null: not recorded (the builder uses 1).",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
         clamped = self.activation is Activation.CLAMPED_SWIGLU
         if not clamped and (self.swiglu_limit is not None or self.swiglu_alpha is not None):
             raise ValueError("mlp.swiglu_limit and swiglu_alpha are clamped-swiglu only")
+        if self.gate_multiplier is not None and self.activation and not self.activation.gated:
+            raise ValueError("mlp.gate_multiplier is for gated units only")
         return self
 
 
@@ -922,7 +991,8 @@ class Architecture(Strict):
         return self
 
     def _check_mixers(self) -> None:
-        kinds, mixers = set(self.attention.layer_pattern), self.mixers or Mixers()
+        kinds = {k.recurrent for k in self.attention.layer_pattern}
+        mixers = self.mixers or Mixers()
         for kind, name in (
             (LayerKind.MAMBA2, "mamba2"),
             (LayerKind.GATED_DELTANET, "gated_deltanet"),

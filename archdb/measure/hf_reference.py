@@ -16,6 +16,7 @@ transformers is imported lazily: it is a test dependency, not a runtime one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ from archdb.schema import (
     GroupScore,
     Kind,
     LayerKind,
+    Mamba2,
+    Mamba2Norm,
     MoE,
     NormAffine,
     NormPosition,
@@ -74,7 +77,33 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "expert_groups": lambda a: _moe_has(a, lambda m: (m.n_groups or 1) > 1),
     "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
+    # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors
+    "parallel_mamba2": lambda a: LayerKind.GLOBAL_MAMBA2 in a.attention.layer_pattern,
+    "mamba2_norm": lambda a: _mamba2_of(a) is not None
+    and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED),
+    "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
 }
+
+
+def _mamba2_of(a: Architecture) -> Mamba2 | None:
+    return a.mixers.mamba2 if a.mixers is not None else None
+
+
+def _sublayer_factors(a: Architecture) -> dict[str, object]:
+    """Falcon-H1's factors on sublayer inputs and outputs the card sets (other than 1)."""
+    m = _mamba2_of(a)
+    values = {
+        "attention.input_multiplier": a.attention.input_multiplier,
+        "attention.output_multiplier": a.attention.output_multiplier,
+        "mlp.gate_multiplier": a.mlp.gate_multiplier,
+        "mlp.output_multiplier": a.mlp.output_multiplier,
+        "mamba2.input_multiplier": m.input_multiplier if m else None,
+        "mamba2.output_multiplier": m.output_multiplier if m else None,
+    }
+    found: dict[str, object] = {k: v for k, v in values.items() if v not in (None, 1.0)}
+    if m is not None and m.projection_multipliers and set(m.projection_multipliers) != {1.0}:
+        found["mamba2.projection_multipliers"] = m.projection_multipliers
+    return found
 _ROUTERS = frozenset({"sigmoid_scores", "expert_groups", "correction_bias", "routed_scale"})
 
 
@@ -362,6 +391,48 @@ def bamba(a: Architecture) -> dict:
         _base(a)
         | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
         | _mamba2_sizes(a, "mamba_")
+        | _rope(a)
+    )
+
+
+def falcon_h1(a: Architecture) -> dict:
+    """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL_MAMBA2)
+    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
+    m = _mamba2_of(a)
+    _require(m is not None, "mixers.mamba2 sizes")
+    head_dim = a.head_dim_effective
+    norm = m.norm or Mamba2Norm.GATED
+    return (
+        _base(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "mlp_bias": a.bias.mlp,
+            "mamba_d_ssm": m.n_heads * m.head_dim,
+            "mamba_n_heads": m.n_heads,
+            "mamba_d_head": m.head_dim,
+            "mamba_d_state": m.state_size,
+            "mamba_n_groups": m.n_groups,
+            "mamba_d_conv": m.conv_kernel,
+            "mamba_conv_bias": m.conv_bias,
+            "mamba_proj_bias": m.proj_bias,
+            "projectors_bias": m.proj_bias,
+            "mamba_rms_norm": norm is not Mamba2Norm.NONE,
+            "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
+            "rms_norm_eps": a.norm.eps or 1e-5,
+            "embedding_multiplier": a.embedding_multiplier or 1.0,
+            "lm_head_multiplier": a.logit_scale or 1.0,
+            # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
+            "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
+            "attention_in_multiplier": a.attention.input_multiplier or 1.0,
+            "attention_out_multiplier": a.attention.output_multiplier or 1.0,
+            "ssm_in_multiplier": m.input_multiplier or 1.0,
+            "ssm_out_multiplier": m.output_multiplier or 1.0,
+            "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
+            "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
+        }
         | _rope(a)
     )
 
@@ -1018,6 +1089,13 @@ REFERENCES: dict[str, Reference] = {
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
+        Reference(
+            "falcon_h1",
+            "FalconH1Config",
+            "FalconH1ForCausalLM",
+            falcon_h1,
+            extras=frozenset({"parallel_mamba2", "mamba2_norm", "sublayer_multipliers"}),
+        ),
         Reference(
             "gpt_oss",
             "GptOssConfig",

@@ -109,11 +109,14 @@ def _unsupported(arch: Architecture) -> str | None:
             return "linear attention has no score matrix to bias or soft-cap"
         if windowed:
             return "linear attention with local or chunked layers"
-    if not all(kind.attention for kind in kinds):
+    if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return "mamba2 or gated-deltanet layers outside a serial decoder-only model"
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
+    mlp = arch.mlp
+    if (mlp.gate_multiplier or mlp.output_multiplier) and mlp.moe is not None:
+        return "mlp.gate_multiplier or output_multiplier with a mixture of experts"
     extras = att.sinks or att.output_gate is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
         return "attention sinks or an output gate outside softmax head attention"

@@ -42,6 +42,7 @@ from .layout import (
 from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
+from .parallel import ParallelMixers, ScaledMixer, scaled
 from .recurrent import RECURRENT, RecurrentMixer
 from .tally import Tally
 
@@ -111,7 +112,7 @@ class Block:
     """One layer: a mixer and an MLP (or MoE, or none) on the residual stream, with norms."""
 
     d_model: int
-    mixer: Mixer | RecurrentMixer
+    mixer: Mixer | RecurrentMixer | ScaledMixer | ParallelMixers
     mlp: DenseMLP | MoESpec | None  # None: the mixer alone (Mamba-2's layers)
     norm: NormSpec
     slots: NormSlots
@@ -318,12 +319,21 @@ class _Reader:
             residual_multiplier=_factor(a.residual_multiplier),
         )
 
-    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer:
+    def mixer(
+        self, spec: LayerSpec | None, causal: bool
+    ) -> Mixer | RecurrentMixer | ScaledMixer | ParallelMixers:
         """A layer's token mixer: attention of the card's variant, or the recurrent mixer
         its pattern entry names; ``spec=None`` is cross-attention."""
         if spec is not None and not spec.kind.attention:
             return RECURRENT[spec.kind](self, spec)
-        return MIXERS[self.a.attention.variant](self, spec, causal)
+        attn = MIXERS[self.a.attention.variant](self, spec, causal)
+        if spec is None:  # cross-attention: the multipliers are self-attention's
+            return attn
+        att = self.a.attention
+        attn = scaled(self.d, attn, _factor(att.input_multiplier), _factor(att.output_multiplier))
+        if (kind := spec.kind.recurrent) is not None:  # attention beside a mixer (Falcon-H1)
+            return ParallelMixers(self.d, attn, RECURRENT[kind](self, spec))
+        return attn
 
     def dims_of(self, spec: LayerSpec | None) -> HeadDims:
         """Head widths of a layer (global layers may have their own; None: cross-attention)."""
@@ -390,7 +400,8 @@ class _Reader:
         exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
         clamp = self.clamp()
         if not spec.moe:
-            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
+            gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out)
         moe = a.mlp.moe
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
