@@ -22,6 +22,7 @@ from archdb.measure.hf_reference import (
 from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
 from tests.conftest import (
     DELTANET_HYBRID,
+    FALCON_H1_LIKE,
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
     MAMBA2_ONLY,
@@ -345,6 +346,24 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mixers": {"mamba2": mamba2_dims(mlp=True)},
         },
     ),
+    ("falcon_h1", FALCON_H1_LIKE),
+    (
+        "falcon_h1",
+        {
+            "attention.layer_pattern": ["global+mamba2"],
+            "tied_embeddings": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+            "mixers": {"mamba2": mamba2_dims(mlp=True, norm="before-gate", proj_bias=True)},
+        },
+    ),
+    (
+        "falcon_h1",
+        {
+            "attention.layer_pattern": ["global+mamba2"],
+            "mixers": {"mamba2": mamba2_dims(mlp=True, norm="gated", conv_bias=False)},
+        },
+    ),
     (
         "gpt_oss",
         {
@@ -472,7 +491,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 
 _NEW_FAMILIES = (
-    "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
+    "mamba2", "bamba", "falcon_h1", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
     "granitemoe", "glm4_moe",
 )  # fmt: skip
 

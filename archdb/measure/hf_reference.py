@@ -79,8 +79,9 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
     # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors
     "parallel_mamba2": lambda a: LayerKind.GLOBAL_MAMBA2 in a.attention.layer_pattern,
-    "mamba2_norm": lambda a: _mamba2_of(a) is not None
-    and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED),
+    "mamba2_norm": lambda a: (
+        _mamba2_of(a) is not None and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED)
+    ),
     "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
 }
 
@@ -104,6 +105,8 @@ def _sublayer_factors(a: Architecture) -> dict[str, object]:
     if m is not None and m.projection_multipliers and set(m.projection_multipliers) != {1.0}:
         found["mamba2.projection_multipliers"] = m.projection_multipliers
     return found
+
+
 _ROUTERS = frozenset({"sigmoid_scores", "expert_groups", "correction_bias", "routed_scale"})
 
 

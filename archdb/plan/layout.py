@@ -447,7 +447,27 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
     "mlp.moe.score_function": ("softmax", "a softmax over all routed experts (Mixtral)"),
     "mlp.moe.routed_scale": (1.0, "the routed experts' weights are not rescaled"),
+    "attention.input_multiplier": (1.0, "attention reads the normed stream unscaled"),
+    "attention.output_multiplier": (1.0, "attention's output is not rescaled"),
+    "mlp.gate_multiplier": (1.0, "the gate projection enters the activation unscaled"),
+    "mlp.output_multiplier": (1.0, "the MLP's output is not rescaled"),
+    "mixers.mamba2.input_multiplier": (1.0, "Mamba-2 reads the normed stream unscaled"),
+    "mixers.mamba2.projection_multipliers": ([1.0] * 5, "in_proj's parts are not rescaled"),
+    "mixers.mamba2.output_multiplier": (1.0, "Mamba-2's output is not rescaled"),
 }
+# Falcon-H1's muP factors: stated as assumptions only for cards with a Mamba-2 mixer (the
+# one family that sets them), not on every attention card
+_SUBLAYER_FACTORS = frozenset(
+    {
+        "attention.input_multiplier",
+        "attention.output_multiplier",
+        "mlp.gate_multiplier",
+        "mlp.output_multiplier",
+        "mixers.mamba2.input_multiplier",
+        "mixers.mamba2.projection_multipliers",
+        "mixers.mamba2.output_multiplier",
+    }
+)
 
 
 def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
@@ -465,6 +485,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path.startswith("mlp.swiglu_") and arch.mlp.activation is not Activation.CLAMPED_SWIGLU:
             continue
         if path == "position.rope_scaling.truncate" and not _yarn(arch):
+            continue
+        if path in _SUBLAYER_FACTORS and (arch.mixers is None or arch.mixers.mamba2 is None):
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)

@@ -41,8 +41,8 @@ from .layout import (
 )
 from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
-from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .parallel import ParallelMixers, ScaledMixer, scaled
+from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
 from .tally import Tally
 
