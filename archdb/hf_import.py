@@ -819,7 +819,8 @@ def _falcon_h1(d: _Draft) -> None:
             "mixers.mamba2.proj_bias holds one bias setting for both"
         )
     limit = d.read("time_step_limit", default=(0.0, float("inf")))
-    if limit is not None and (not isinstance(limit, list | tuple) or list(limit) != [0, math.inf]):
+    bounds = [_serialized_float(v) for v in limit] if isinstance(limit, list | tuple) else None
+    if limit is not None and bounds != [0, math.inf]:
         raise HFImportError(f"time_step_limit {limit!r} clamps dt: not expressible")
     d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
     norm = "none"
@@ -869,6 +870,13 @@ def _falcon_h1_factors(d: _Draft) -> None:
     gate, down = _factor_list(d, "mlp_multipliers", 2)
     d.set("architecture.mlp.gate_multiplier", gate, d.origin_of("mlp_multipliers"))
     d.set("architecture.mlp.output_multiplier", down, d.origin_of("mlp_multipliers"))
+
+
+def _serialized_float(value: Any) -> Any:
+    """A number as transformers saves it: inf becomes {"__float__": "Infinity"}."""
+    if isinstance(value, dict) and value.get("__float__") == "Infinity":
+        return math.inf
+    return value
 
 
 def _factor_list(d: _Draft, key: str, n: int) -> list[float]:

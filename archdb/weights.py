@@ -552,6 +552,32 @@ def _gemma4() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _falcon_h1() -> Names:
+    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
+    input_layernorm and pre_ff_layernorm, its MLP feed_forward; the attention sits one
+    module deeper (.inner) when it has input or output factors."""
+    layer = _llama_layer(
+        {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}, "feed_forward"
+    )
+    for key in [k for k in layer if k.startswith("attn.sublayer.")]:
+        rest = key.removeprefix("attn.sublayer.")
+        source = layer.pop(key)
+        layer[f"attn.sublayer.attention.{rest}"] = source
+        layer[f"attn.sublayer.attention.inner.{rest}"] = source
+    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
+             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
+             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
+             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
+    for ours, theirs in mamba.items():
+        layer[f"attn.sublayer.recurrent.{ours}"] = Source(f"mamba.{theirs}")
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -582,7 +608,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
     "gemma4_text": _gemma4,
-    "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
+    "glm4_moe": _qwen3_moe,
+    "falcon_h1": _falcon_h1,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
 }
 
 

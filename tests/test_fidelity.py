@@ -106,6 +106,15 @@ TINY: dict[str, dict] = {
                  "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
                  "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
                  "routed_scaling_factor": 1.7, "norm_topk_prob": True},
+    # attention beside Mamba-2 (Falcon-H1), every multiplier off 1; the chunked scan's
+    # chunk (8) shorter than the sequence
+    "falcon_h1": {**_DENSE, "num_hidden_layers": 3, "mamba_d_ssm": 128, "mamba_n_heads": 8,
+                  "mamba_n_groups": 2, "mamba_d_state": 16, "mamba_chunk_size": 8,
+                  "embedding_multiplier": 3.0, "lm_head_multiplier": 0.3,
+                  "key_multiplier": 0.6, "attention_in_multiplier": 1.3,
+                  "attention_out_multiplier": 0.7, "ssm_in_multiplier": 1.2,
+                  "ssm_out_multiplier": 0.8, "ssm_multipliers": [0.5, 1.5, 0.75, 1.25, 0.9],
+                  "mlp_multipliers": [0.8, 1.2]},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
@@ -152,6 +161,20 @@ def test_logits_equal_transformers(model_type, tmp_path):
         got = model(tokens)
     assert got.shape == expected.shape == (BATCH, SEQ, 128)
     assert relative_error(got, expected) < LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize("before_gate", [True, False])
+def test_falcon_h1_mixer_norms_equal_transformers(before_gate, tmp_path, monkeypatch):
+    """Falcon-H1's optional grouped RMSNorm, before the SiLU(z) gate or after it."""
+    tiny = {**TINY["falcon_h1"], "mamba_rms_norm": True, "mamba_norm_before_gate": before_gate}
+    monkeypatch.setitem(TINY, "falcon_h1", tiny)
+    reference = _tiny("falcon_h1", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.mixers.mamba2.norm == ("before-gate" if before_gate else "gated")
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
 
 
 def test_every_logit_exact_family_is_tested_here():

@@ -53,6 +53,7 @@ class Mamba2Mixer:
     input_multiplier: float | None = None
     projection_multipliers: tuple[float, ...] | None = None  # z, x, B, C, dt
     output_multiplier: float | None = None
+    norm_eps: float | None = None  # the card's norm epsilon (None: RMS_EPS)
 
     @property
     def inner(self) -> int:
@@ -115,6 +116,7 @@ class Mamba2Mixer:
             self.input_multiplier,
             self.projection_multipliers,
             self.output_multiplier,
+            self.norm_eps,
         )
 
 
@@ -206,6 +208,7 @@ def _mamba2(r: Reader, spec: LayerSpec) -> Mamba2Mixer:
         _factor(m.input_multiplier),
         _factors(m.projection_multipliers),
         _factor(m.output_multiplier),
+        r.a.norm.eps,
     )
 
 
