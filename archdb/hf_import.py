@@ -262,7 +262,7 @@ class ConfigShape(_Keys):
     enable_bias: StrictBool | None = None
     tie_word_embeddings: StrictBool | None = None
     # mixture of experts and latent attention
-    num_local_experts: Heads | None = None
+    num_local_experts: _sized(0, MAX_COUNT) | None = None  # 0: dense (Granite 4.0-H Micro)
     num_experts: Heads | None = None
     n_routed_experts: Heads | None = None
     num_experts_per_tok: Heads | None = None
@@ -772,28 +772,73 @@ def _bamba(d: _Draft) -> None:
         )
     kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
     d.set("architecture.attention.layer_pattern", _period(kinds), "config")
-    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", required=True)
-    inner = int(d.read("mamba_expand", required=True) * d_model)
+    _expand_mamba2(d, "BambaMixer", required=True)
+
+
+def _expand_mamba2(d: _Draft, mixer: str, required: bool, **defaults: int) -> None:
+    """The mamba_* sizes of a mixer as wide as mamba_expand x hidden_size (Bamba, Granite
+    4.0-H), whose layers also have the MLP; ``defaults`` where the config class has them."""
+    d_model = d.value("architecture.d_model")
+    heads = d.read("mamba_n_heads", required=required, default=defaults.get("n_heads"))
+    inner = int(d.read("mamba_expand", required=required, default=defaults.get("expand")) * d_model)
     head_dim = d.read("mamba_d_head", default="auto")
     if head_dim == "auto":
         head_dim = inner // heads
     if heads * head_dim != inner:
         raise HFImportError(
             f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
-            f"hidden_size ({inner}): transformers' BambaMixer cannot run this config"
+            f"hidden_size ({inner}): transformers' {mixer} cannot run this config"
         )
     sizes = {
         "n_heads": heads,
         "head_dim": head_dim,
-        "state_size": d.read("mamba_d_state", required=True),
+        "state_size": d.read("mamba_d_state", required=required, default=defaults.get("state")),
         "n_groups": d.read("mamba_n_groups", default=1),
-        "conv_kernel": d.read("mamba_d_conv", required=True),
+        "conv_kernel": d.read("mamba_d_conv", required=required, default=defaults.get("conv")),
         "conv_bias": d.read("mamba_conv_bias", default=True),
         "proj_bias": d.read("mamba_proj_bias", default=False),
     }
     for name, value in sizes.items():
         d.set(f"architecture.mixers.mamba2.{name}", value, "config")
     d.set("architecture.mixers.mamba2.mlp", True, "family")
+
+
+def _granitemoehybrid(d: _Draft) -> None:
+    """Granite 4.0-H: Mamba-2 and attention layers, each followed by routed experts beside
+    a shared MLP (the shared MLP alone without experts); Granite's factors; RoPE only with
+    position_embedding_type rope (GraniteMoeHybridConfig's defaults throughout)."""
+    _granite(d)
+    if not d.read("layer_types"):  # the config class's default: every layer linear_attention
+        d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
+    if "mamba2" in d.value("architecture.attention.layer_pattern"):
+        _expand_mamba2(
+            d, "GraniteMoeHybridMambaLayer", False, n_heads=128, expand=2, state=256, conv=4
+        )
+        _no_time_step_clamp(d)
+        d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
+    shared = d.read("shared_intermediate_size", default=1024)
+    n_experts = d.read("num_local_experts", default=8)
+    n_active = d.read("num_experts_per_tok", default=2)
+    if n_experts:
+        d.moe(n_experts=n_experts, n_active=n_active, n_shared=1, shared_d_ff=shared)
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
+    else:  # the shared MLP is the layer's only MLP
+        d.set("architecture.mlp.d_ff", shared, d.origin_of("shared_intermediate_size"))
+    if d.read("position_embedding_type") != "rope":
+        d.set("architecture.position.type", "none", d.origin_of("position_embedding_type"))
+        d.clear("architecture.position.rope_theta")
+        d.note(
+            "architecture.position.type",
+            "GraniteMoeHybridModel applies RoPE only when position_embedding_type is rope.",
+        )
+
+
+def _no_time_step_clamp(d: _Draft) -> None:
+    """time_step_limit (0, inf) leaves dt as it is; any other clamp is not expressible."""
+    limit = d.read("time_step_limit", default=(0.0, float("inf")))
+    bounds = [_serialized_float(v) for v in limit] if isinstance(limit, list | tuple) else None
+    if limit is not None and bounds != [0, math.inf]:
+        raise HFImportError(f"time_step_limit {limit!r} clamps dt: not expressible")
 
 
 def _falcon_h1(d: _Draft) -> None:
@@ -818,10 +863,7 @@ def _falcon_h1(d: _Draft) -> None:
             "mamba_proj_bias (in_proj) and projectors_bias (out_proj) differ: "
             "mixers.mamba2.proj_bias holds one bias setting for both"
         )
-    limit = d.read("time_step_limit", default=(0.0, float("inf")))
-    bounds = [_serialized_float(v) for v in limit] if isinstance(limit, list | tuple) else None
-    if limit is not None and bounds != [0, math.inf]:
-        raise HFImportError(f"time_step_limit {limit!r} clamps dt: not expressible")
+    _no_time_step_clamp(d)
     d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
     norm = "none"
     if d.read("mamba_rms_norm", default=False):
@@ -1106,6 +1148,8 @@ FAMILIES: dict[str, Family] = {
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
     "falcon_h1": Family("falcon_h1", "FalconH1DecoderLayer", mlp_bias=None, hook=_falcon_h1),
+    "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridDecoderLayer",
+                               linear_layer="mamba2", hook=_granitemoehybrid),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),

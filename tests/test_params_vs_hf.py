@@ -347,6 +347,27 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
     ("falcon_h1", FALCON_H1_LIKE),
+    (  # Granite 4.0-H: Mamba-2 and attention layers, experts beside a shared MLP, no RoPE
+        "granitemoehybrid",
+        {
+            "attention.layer_pattern": ["mamba2", "mamba2", "global"],
+            "n_layers": 4,
+            "position.type": "none",
+            "position.rope_theta": None,
+            "mlp.moe": moe_block(n_shared=1, shared_d_ff=96),
+            "residual_multiplier": 0.22,
+            "embedding_multiplier": 12.0,
+            "mixers": {"mamba2": mamba2_dims(mlp=True)},
+        },
+    ),
+    (  # Granite 4.0-H Micro's layout: dense (the shared MLP alone), RoPE, tied
+        "granitemoehybrid",
+        {
+            "attention.layer_pattern": ["mamba2", "global"],
+            "tied_embeddings": True,
+            "mixers": {"mamba2": mamba2_dims(mlp=True, proj_bias=True)},
+        },
+    ),
     (
         "falcon_h1",
         {
@@ -491,8 +512,8 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 
 _NEW_FAMILIES = (
-    "mamba2", "bamba", "falcon_h1", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe",
+    "mamba2", "bamba", "falcon_h1", "granitemoehybrid", "gpt_oss", "qwen3_next", "apertus",
+    "gemma4_text", "granite", "granitemoe", "glm4_moe",
 )  # fmt: skip
 
 

@@ -398,6 +398,47 @@ def bamba(a: Architecture) -> dict:
     )
 
 
+def granitemoehybrid(a: Architecture) -> dict:
+    """Granite 4.0-H: Mamba-2 and attention layers, each with routed experts beside a
+    shared MLP (or that MLP alone), Granite's factors, RoPE or no positions."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _position(a, PositionType.ROPE, PositionType.NONE)
+    _pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+    _bias(a, a.bias.qkv, a.bias.qkv, False)
+    moe = a.mlp.moe
+    _require(
+        moe is None
+        or (
+            moe.first_dense_layers == 0
+            and moe.layer_period == 1
+            and moe.n_shared == 1
+            and moe.normalize_top_k is not False
+        ),
+        "a dense MLP, or every layer MoE with one shared MLP (softmax over the top-k logits)",
+    )
+    names = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    out = (
+        _base(a) | _multipliers(a) | {"attention_bias": a.bias.qkv, "layer_types": _kinds(a, names)}
+    )
+    if moe is None:
+        out |= {"num_local_experts": 0, "shared_intermediate_size": a.mlp.d_ff}
+    else:
+        out |= {
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "shared_intermediate_size": moe.shared_d_ff,
+        }
+    if LayerKind.MAMBA2 in a.attention.layer_pattern:
+        _require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+        out |= _mamba2_sizes(a, "mamba_")
+    if a.position.type is PositionType.ROPE:
+        out |= _rope(a) | {"position_embedding_type": "rope"}
+    return out
+
+
 def falcon_h1(a: Architecture) -> dict:
     """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
     _llama_like(a)
@@ -1092,6 +1133,13 @@ REFERENCES: dict[str, Reference] = {
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
+        Reference(
+            "granitemoehybrid",
+            "GraniteMoeHybridConfig",
+            "GraniteMoeHybridForCausalLM",
+            granitemoehybrid,
+            extras=frozenset({"mamba2", "residual_multiplier"}),
+        ),
         Reference(
             "falcon_h1",
             "FalconH1Config",
