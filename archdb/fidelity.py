@@ -56,6 +56,7 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "falcon_h1": 4.7e-7,  # attention beside Mamba-2, every muP factor; three mixer norms
+    "granitemoehybrid": 2.6e-7,  # Mamba-2 and NoPE attention, experts and a shared MLP
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
 }
 
@@ -78,6 +79,7 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     # attention_multiplier replaces 1/sqrt(d_head); each sublayer's output is scaled
     "granite": ("architecture.attention.scale", "architecture.residual_multiplier"),
     "granitemoe": ("architecture.attention.scale", "architecture.residual_multiplier"),
+    "granitemoehybrid": ("architecture.attention.scale", "architecture.residual_multiplier"),
     # routers other than Mixtral's softmax top-k (archdb.plan.mlp.RouterSpec)
     "deepseek_v2": ("architecture.mlp.moe.score_function", "architecture.mlp.moe.n_groups",
                     "architecture.mlp.moe.routed_scale"),

@@ -115,6 +115,16 @@ TINY: dict[str, dict] = {
                   "attention_out_multiplier": 0.7, "ssm_in_multiplier": 1.2,
                   "ssm_out_multiplier": 0.8, "ssm_multipliers": [0.5, 1.5, 0.75, 1.25, 0.9],
                   "mlp_multipliers": [0.8, 1.2]},
+    # Granite 4.0-H: Mamba-2 and attention layers without positions, experts beside the
+    # shared MLP, Granite's four factors
+    "granitemoehybrid": {**_DENSE, "num_hidden_layers": 3, "intermediate_size": 32,
+                         "num_local_experts": 4, "num_experts_per_tok": 2,
+                         "shared_intermediate_size": 96, "mamba_n_heads": 8,
+                         "mamba_n_groups": 2, "mamba_d_state": 16, "mamba_chunk_size": 8,
+                         "layer_types": ["linear_attention", "full_attention",
+                                         "linear_attention"],
+                         "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                         "attention_multiplier": 0.03, "logits_scaling": 6.0},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
@@ -163,14 +173,20 @@ def test_logits_equal_transformers(model_type, tmp_path):
     assert relative_error(got, expected) < LOGIT_TOLERANCE
 
 
-@pytest.mark.parametrize("before_gate", [True, False])
-def test_falcon_h1_mixer_norms_equal_transformers(before_gate, tmp_path, monkeypatch):
-    """Falcon-H1's optional grouped RMSNorm, before the SiLU(z) gate or after it."""
-    tiny = {**TINY["falcon_h1"], "mamba_rms_norm": True, "mamba_norm_before_gate": before_gate}
-    monkeypatch.setitem(TINY, "falcon_h1", tiny)
-    reference = _tiny("falcon_h1", tmp_path)
+VARIANTS = [  # a family's other layouts, each off the TINY config
+    ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
+    ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
+    ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
+]
+
+
+@pytest.mark.parametrize(("model_type", "changes"), VARIANTS)
+def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
+    """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
+    dense (the shared MLP alone) with RoPE."""
+    monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
+    reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)
-    assert card.architecture.mixers.mamba2.norm == ("before-gate" if before_gate else "gated")
     model = archdb.build(card, "full", weights=tmp_path).eval()
     tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
