@@ -413,6 +413,8 @@ class Family:
     # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
     steps: tuple[Callable[[_Draft], None], ...] | None = None
     linear_layer: str | None = None  # the card kind of a "linear_attention" layer
+    # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
+    type_aliases: tuple[tuple[str, str], ...] = ()
     rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
 
 
@@ -1149,7 +1151,9 @@ FAMILIES: dict[str, Family] = {
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
     "falcon_h1": Family("falcon_h1", "FalconH1DecoderLayer", mlp_bias=None, hook=_falcon_h1),
     "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridDecoderLayer",
-                               linear_layer="mamba2", hook=_granitemoehybrid),
+                               linear_layer="mamba2", hook=_granitemoehybrid,
+                               type_aliases=(("mamba", "linear_attention"),
+                                             ("attention", "full_attention"))),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),
@@ -1451,7 +1455,9 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
             "the config contradicts itself"
         )
     kinds = []
+    aliases = dict(d.family.type_aliases)
     for index, t in enumerate(types):
+        t = aliases.get(t, t) if isinstance(t, str) else t
         if t == "linear_attention" and d.family.linear_layer:
             kinds.append(d.family.linear_layer)
             continue
