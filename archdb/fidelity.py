@@ -55,6 +55,8 @@ LOGIT_EXACT: dict[str, float] = {
     "granitemoe": 1.4e-7,
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
+    "falcon_h1": 4.7e-7,  # attention beside Mamba-2, every muP factor; three mixer norms
+    "granitemoehybrid": 2.6e-7,  # Mamba-2 and NoPE attention, experts and a shared MLP
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "lfm2": 2.4e-7,
     "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
@@ -92,6 +94,7 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     # attention_multiplier replaces 1/sqrt(d_head); each sublayer's output is scaled
     "granite": ("architecture.attention.scale", "architecture.residual_multiplier"),
     "granitemoe": ("architecture.attention.scale", "architecture.residual_multiplier"),
+    "granitemoehybrid": ("architecture.attention.scale", "architecture.residual_multiplier"),
     # routers other than Mixtral's softmax top-k (archdb.plan.mlp.RouterSpec)
     "deepseek_v2": ("architecture.mlp.moe.score_function", "architecture.mlp.moe.n_groups",
                     "architecture.mlp.moe.routed_scale"),
@@ -100,6 +103,21 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
+# key_multiplier/sqrt(d_head) as attention.scale, and the factors on each sublayer
+FAMILY_FIELDS["falcon_h1"] = tuple(
+    f"architecture.{p}"
+    for p in (
+        "attention.scale",
+        "attention.input_multiplier",
+        "attention.output_multiplier",
+        "mlp.gate_multiplier",
+        "mlp.output_multiplier",
+        "mixers.mamba2.norm",
+        "mixers.mamba2.input_multiplier",
+        "mixers.mamba2.projection_multipliers",
+        "mixers.mamba2.output_multiplier",
+    )
+)
 
 
 @dataclass(frozen=True)

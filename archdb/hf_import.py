@@ -262,7 +262,7 @@ class ConfigShape(_Keys):
     enable_bias: StrictBool | None = None
     tie_word_embeddings: StrictBool | None = None
     # mixture of experts and latent attention
-    num_local_experts: Heads | None = None
+    num_local_experts: _sized(0, MAX_COUNT) | None = None  # 0: dense (Granite 4.0-H Micro)
     num_experts: Heads | None = None
     n_routed_experts: Heads | None = None
     num_experts_per_tok: Heads | None = None
@@ -436,6 +436,8 @@ class Family:
     steps: tuple[Callable[[_Draft], None], ...] | None = None
     linear_layer: str | None = None  # the card kind of a "linear_attention" layer
     conv_layer: str | None = None  # the card kind of a "conv" layer (LFM2)
+    # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
+    type_aliases: tuple[tuple[str, str], ...] = ()
     rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
     indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
 
@@ -796,28 +798,163 @@ def _bamba(d: _Draft) -> None:
         )
     kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
     d.set("architecture.attention.layer_pattern", _period(kinds), "config")
-    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", required=True)
-    inner = int(d.read("mamba_expand", required=True) * d_model)
+    _expand_mamba2(d, "BambaMixer", required=True)
+
+
+def _expand_mamba2(d: _Draft, mixer: str, required: bool, **defaults: int) -> None:
+    """The mamba_* sizes of a mixer as wide as mamba_expand x hidden_size (Bamba, Granite
+    4.0-H), whose layers also have the MLP; ``defaults`` where the config class has them."""
+    d_model = d.value("architecture.d_model")
+    heads = d.read("mamba_n_heads", required=required, default=defaults.get("n_heads"))
+    inner = int(d.read("mamba_expand", required=required, default=defaults.get("expand")) * d_model)
     head_dim = d.read("mamba_d_head", default="auto")
     if head_dim == "auto":
         head_dim = inner // heads
     if heads * head_dim != inner:
         raise HFImportError(
             f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
-            f"hidden_size ({inner}): transformers' BambaMixer cannot run this config"
+            f"hidden_size ({inner}): transformers' {mixer} cannot run this config"
         )
     sizes = {
         "n_heads": heads,
         "head_dim": head_dim,
-        "state_size": d.read("mamba_d_state", required=True),
+        "state_size": d.read("mamba_d_state", required=required, default=defaults.get("state")),
         "n_groups": d.read("mamba_n_groups", default=1),
-        "conv_kernel": d.read("mamba_d_conv", required=True),
+        "conv_kernel": d.read("mamba_d_conv", required=required, default=defaults.get("conv")),
         "conv_bias": d.read("mamba_conv_bias", default=True),
         "proj_bias": d.read("mamba_proj_bias", default=False),
     }
     for name, value in sizes.items():
         d.set(f"architecture.mixers.mamba2.{name}", value, "config")
     d.set("architecture.mixers.mamba2.mlp", True, "family")
+
+
+def _granitemoehybrid(d: _Draft) -> None:
+    """Granite 4.0-H: Mamba-2 and attention layers, each followed by routed experts beside
+    a shared MLP (the shared MLP alone without experts); Granite's factors; RoPE only with
+    position_embedding_type rope (GraniteMoeHybridConfig's defaults throughout)."""
+    _granite(d)
+    if not d.read("layer_types"):  # the config class's default: every layer linear_attention
+        d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
+    if "mamba2" in d.value("architecture.attention.layer_pattern"):
+        _expand_mamba2(
+            d, "GraniteMoeHybridMambaLayer", False, n_heads=128, expand=2, state=256, conv=4
+        )
+        _no_time_step_clamp(d)
+        d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
+    shared = d.read("shared_intermediate_size", default=1024)
+    n_experts = d.read("num_local_experts", default=8)
+    n_active = d.read("num_experts_per_tok", default=2)
+    if n_experts:
+        d.moe(n_experts=n_experts, n_active=n_active, n_shared=1, shared_d_ff=shared)
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
+    else:  # the shared MLP is the layer's only MLP
+        d.set("architecture.mlp.d_ff", shared, d.origin_of("shared_intermediate_size"))
+    if d.read("position_embedding_type") != "rope":
+        d.set("architecture.position.type", "none", d.origin_of("position_embedding_type"))
+        d.clear("architecture.position.rope_theta")
+        d.note(
+            "architecture.position.type",
+            "GraniteMoeHybridModel applies RoPE only when position_embedding_type is rope.",
+        )
+
+
+def _no_time_step_clamp(d: _Draft) -> None:
+    """time_step_limit (0, inf) leaves dt as it is; any other clamp is not expressible."""
+    limit = d.read("time_step_limit", default=(0.0, float("inf")))
+    bounds = [_serialized_float(v) for v in limit] if isinstance(limit, list | tuple) else None
+    if limit is not None and bounds != [0, math.inf]:
+        raise HFImportError(f"time_step_limit {limit!r} clamps dt: not expressible")
+
+
+def _falcon_h1(d: _Draft) -> None:
+    """Falcon-H1: attention beside a Mamba-2 mixer in every layer, and its muP factors."""
+    d.read("layers_block_type")  # always "hybrid" per layer: the pattern below says so
+    d.set("architecture.attention.layer_pattern", ["global+mamba2"], "family")
+    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", default=128)
+    inner = d.read("mamba_d_ssm", default=1024)  # FalconH1Config's defaults throughout
+    if inner is None:
+        inner = int(d.read("mamba_expand", default=2) * d_model)
+    head_dim = d.read("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        head_dim = inner // heads
+    if heads * head_dim != inner:
+        raise HFImportError(
+            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from the mixer width "
+            f"({inner}): transformers' FalconH1Mixer cannot run this config"
+        )
+    proj_bias = d.read("mamba_proj_bias", default=False)
+    if d.read("projectors_bias", default=False) != proj_bias:
+        raise HFImportError(
+            "mamba_proj_bias (in_proj) and projectors_bias (out_proj) differ: "
+            "mixers.mamba2.proj_bias holds one bias setting for both"
+        )
+    _no_time_step_clamp(d)
+    d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
+    norm = "none"
+    if d.read("mamba_rms_norm", default=False):
+        before = d.read("mamba_norm_before_gate", default=True)
+        norm = "before-gate" if before else "gated"
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", default=256),
+        "n_groups": d.read("mamba_n_groups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", default=4),
+        "conv_bias": d.read("mamba_conv_bias", default=True),
+        "proj_bias": proj_bias,
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", True, "family")
+    d.set("architecture.mixers.mamba2.norm", norm, d.origin_of("mamba_rms_norm"))
+    _falcon_h1_factors(d)
+
+
+def _falcon_h1_factors(d: _Draft) -> None:
+    """Falcon-H1's multipliers (FalconH1Config's defaults are 1.0 each)."""
+    factors = (
+        ("embedding_multiplier", "architecture.embedding_multiplier"),
+        ("lm_head_multiplier", "architecture.logit_scale"),
+        ("attention_in_multiplier", "architecture.attention.input_multiplier"),
+        ("attention_out_multiplier", "architecture.attention.output_multiplier"),
+        ("ssm_in_multiplier", "architecture.mixers.mamba2.input_multiplier"),
+        ("ssm_out_multiplier", "architecture.mixers.mamba2.output_multiplier"),
+    )
+    for key, path in factors:
+        d.set(path, _positive(d, key), d.origin_of(key))
+    head_dim = d.value("architecture.attention.head_dim")
+    if head_dim is None:
+        head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    key = _positive(d, "key_multiplier")
+    d.set("architecture.attention.scale", key / math.sqrt(head_dim), d.origin_of("key_multiplier"))
+    d.note(
+        "architecture.attention.scale",
+        f"FalconH1Attention multiplies the keys by key_multiplier ({key:g}) and scales the "
+        f"scores by 1/sqrt(head_dim): the card stores key_multiplier/sqrt({head_dim}).",
+    )
+    ssm = _factor_list(d, "ssm_multipliers", 5)
+    d.set("architecture.mixers.mamba2.projection_multipliers", ssm, d.origin_of("ssm_multipliers"))
+    gate, down = _factor_list(d, "mlp_multipliers", 2)
+    d.set("architecture.mlp.gate_multiplier", gate, d.origin_of("mlp_multipliers"))
+    d.set("architecture.mlp.output_multiplier", down, d.origin_of("mlp_multipliers"))
+
+
+def _serialized_float(value: Any) -> Any:
+    """A number as transformers saves it: inf becomes {"__float__": "Infinity"}."""
+    if isinstance(value, dict) and value.get("__float__") == "Infinity":
+        return math.inf
+    return value
+
+
+def _factor_list(d: _Draft, key: str, n: int) -> list[float]:
+    """A list of n positive multipliers (default: n ones)."""
+    values = d.read(key, default=None) or [1.0] * n
+    if not isinstance(values, list | tuple) or len(values) != n:
+        raise HFImportError(f"config.json: {key} must be a list of {n} numbers")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values):
+        raise HFImportError(f"config.json: {key} must hold positive numbers (got {values!r})")
+    return [float(v) for v in values]
 
 
 def _gemma4(d: _Draft) -> None:
@@ -1352,6 +1489,11 @@ FAMILIES: dict[str, Family] = {
     "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
     "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
     "nemotron_h": Family("nemotron_h", "NemotronHBlock", steps=(_nemotron_h,)),
+    "falcon_h1": Family("falcon_h1", "FalconH1DecoderLayer", mlp_bias=None, hook=_falcon_h1),
+    "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridDecoderLayer",
+                               linear_layer="mamba2", hook=_granitemoehybrid,
+                               type_aliases=(("mamba", "linear_attention"),
+                                             ("attention", "full_attention"))),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),
@@ -1658,7 +1800,9 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
             "the config contradicts itself"
         )
     kinds = []
+    aliases = dict(d.family.type_aliases)
     for index, t in enumerate(types):
+        t = aliases.get(t, t) if isinstance(t, str) else t
         if t == "linear_attention" and d.family.linear_layer:
             kinds.append(d.family.linear_layer)
             continue
@@ -2031,6 +2175,8 @@ _SUB_ORDER = {
         "scale",
         "global_layers",
         "value_norm",
+        "input_multiplier",
+        "output_multiplier",
     ),
     "position": (
         "type",
@@ -2041,7 +2187,16 @@ _SUB_ORDER = {
         "rope_scaling",
         "rope_layout",
     ),
-    "mlp": ("activation", "d_ff", "moe", "gelu_approximation", "swiglu_limit", "swiglu_alpha"),
+    "mlp": (
+        "activation",
+        "d_ff",
+        "moe",
+        "gelu_approximation",
+        "swiglu_limit",
+        "swiglu_alpha",
+        "gate_multiplier",
+        "output_multiplier",
+    ),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }
 _REQUIRED_NULLS = {"attention": ("head_dim",), "": ("context_length",)}

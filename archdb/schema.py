@@ -155,16 +155,22 @@ class LayerKind(StrEnum):
     SHORT_CONV = "short-conv"  # gated short depthwise convolution (LFM2), mixers.short_conv
     MLP = "mlp"  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
     MOE = "moe"  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
+    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
+    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
+    GLOBAL_MAMBA2 = "global+mamba2"
 
     @property
     def attention(self) -> bool:
-        """Whether the layer's token mixer is attention (else a recurrent mixer, or none)."""
+        """Whether the layer's token mixer is (or includes) attention (else a recurrent
+        mixer, or none)."""
         return self not in {*RECURRENT_KINDS, *CHANNEL_ONLY}
 
     @property
-    def recurrent(self) -> bool:
-        """Whether the layer's token mixer is a recurrent one sized in architecture.mixers."""
-        return self in RECURRENT_KINDS
+    def recurrent(self) -> LayerKind | None:
+        """The recurrent mixer this layer runs, alone or beside attention (None: none)."""
+        if self is LayerKind.GLOBAL_MAMBA2:
+            return LayerKind.MAMBA2
+        return self if self in RECURRENT_KINDS else None
 
     @property
     def windowed(self) -> bool:
@@ -482,7 +488,20 @@ class Attention(Strict):
         description="Multiplier of the query-key scores where it is not 1/sqrt(qk head "
         "width) (Gemma 2/3: query_pre_attn_scalar ** -0.5; Granite: attention_multiplier, "
         "e.g. 0.0078125, in place of 1/sqrt(d_head)). Optional; null: not recorded "
-        "(the builder uses 1/sqrt of the query/key head width).",
+        "(the builder uses 1/sqrt of the query/key head width). Falcon-H1 multiplies its "
+        "keys by key_multiplier before RoPE: the same function, key_multiplier/sqrt(d_head).",
+    )
+    input_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the attention's input, before the query/key/value "
+        "projections (Falcon-H1: attention_in_multiplier). Optional; null: not recorded "
+        "(the builder uses 1).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the attention's output, after o_proj, before it joins the "
+        "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier). "
+        "Optional; null: not recorded (the builder uses 1).",
     )
 
 
@@ -589,6 +608,39 @@ class Mamba2(Strict):
         description="Whether a mamba2 layer also has the card's MLP after the mixer (Jamba, "
         "Bamba: true; Mamba-2, whose layers are the mixer alone: false)."
     )
+    norm: Mamba2Norm | None = Field(
+        default=None,
+        description="The grouped RMSNorm on the mixer's output: gated, RMSNorm(y * SiLU(z)) "
+        "(Mamba-2); before-gate, RMSNorm(y) * SiLU(z); none, y * SiLU(z) with no norm "
+        "(Falcon-H1: mamba_rms_norm false). Optional; null: not recorded (the builder uses "
+        "gated).",
+    )
+    input_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the mixer's input before in_proj (Falcon-H1: "
+        "ssm_in_multiplier). Optional; null: not recorded (the builder uses 1).",
+    )
+    projection_multipliers: list[PositiveFloat] | None = Field(
+        default=None,
+        min_length=5,
+        max_length=5,
+        description="Factors on the five parts of in_proj's output, in order z, x, B, C, dt "
+        "(Falcon-H1: ssm_multipliers, its muP vector). Optional; null: not recorded (the "
+        "builder uses 1 for each).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the mixer's output, after out_proj (Falcon-H1: "
+        "ssm_out_multiplier). Optional; null: not recorded (the builder uses 1).",
+    )
+
+
+class Mamba2Norm(StrEnum):
+    """Where a Mamba-2 mixer's output norm sits relative to its SiLU(z) gate."""
+
+    GATED = "gated"  # RMSNorm(y * SiLU(z)): Mamba-2, Bamba, norm_before_gate false
+    BEFORE_GATE = "before-gate"  # RMSNorm(y) * SiLU(z): Falcon-H1 norm_before_gate true
+    NONE = "none"  # y * SiLU(z), no norm and no scale (Falcon-H1 mamba_rms_norm false)
 
 
 class GatedDeltaNet(Strict):
@@ -777,12 +829,25 @@ class MLP(Strict):
         description="clamped-swiglu only: the gain in gate * sigmoid(alpha * gate) (gpt-oss: "
         "1.702, swiglu_alpha). Optional; null: not recorded (the builder uses 1.702).",
     )
+    gate_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Gated units only: factor on the gate projection before the activation, "
+        "act(m * gate(x)) * up(x) (Falcon-H1: mlp_multipliers[0]). Optional; null: not "
+        "recorded (the builder uses 1).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the MLP's output, after the down-projection (Falcon-H1: "
+        "mlp_multipliers[1]). Optional; null: not recorded (the builder uses 1).",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
         clamped = self.activation is Activation.CLAMPED_SWIGLU
         if not clamped and (self.swiglu_limit is not None or self.swiglu_alpha is not None):
             raise ValueError("mlp.swiglu_limit and swiglu_alpha are clamped-swiglu only")
+        if self.gate_multiplier is not None and self.activation and not self.activation.gated:
+            raise ValueError("mlp.gate_multiplier is for gated units only")
         return self
 
 
@@ -1008,7 +1073,8 @@ class Architecture(Strict):
         return self
 
     def _check_mixers(self) -> None:
-        kinds, mixers = set(self.attention.layer_pattern), self.mixers or Mixers()
+        kinds = {k.recurrent for k in self.attention.layer_pattern}
+        mixers = self.mixers or Mixers()
         for kind, name in (
             (LayerKind.MAMBA2, "mamba2"),
             (LayerKind.GATED_DELTANET, "gated_deltanet"),

@@ -614,6 +614,56 @@ def _nemotron_h() -> Names:
 
 
 # transformers model_type -> its names (one place per family)
+def _falcon_h1() -> Names:
+    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
+    input_layernorm and pre_ff_layernorm, its MLP feed_forward; the attention sits one
+    module deeper (.inner) when it has input or output factors."""
+    layer = _llama_layer(
+        {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}, "feed_forward"
+    )
+    for key in [k for k in layer if k.startswith("attn.sublayer.")]:
+        rest = key.removeprefix("attn.sublayer.")
+        source = layer.pop(key)
+        layer[f"attn.sublayer.attention.{rest}"] = source
+        layer[f"attn.sublayer.attention.inner.{rest}"] = source
+    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
+             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
+             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
+             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
+    for ours, theirs in mamba.items():
+        layer[f"attn.sublayer.recurrent.{ours}"] = Source(f"mamba.{theirs}")
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
+def _granitemoehybrid() -> Names:
+    """Granite 4.0-H: attention (self_attn) or Mamba-2 (mamba) layers; routed experts
+    (GraniteMoe's fused input_linear) beside shared_mlp, whose gate and up are one fused
+    input_linear too; with no experts the shared MLP is the layer's MLP."""
+    layer = _granitemoehybrid_mlp(_granitemoe().layer)
+    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
+             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
+             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
+             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
+    for ours, theirs in mamba.items():
+        layer[f"attn.sublayer.{ours}"] = Source(f"mamba.{theirs}")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _granitemoehybrid_mlp(layer: dict[str, Source]) -> dict[str, Source]:
+    shared = "shared_mlp"
+    for prefix in ("mlp.sublayer.shared", "mlp.sublayer"):  # beside experts, or alone
+        layer[f"{prefix}.gate.weight"] = Source(f"{shared}.input_linear.weight", cut=_first_ff)
+        layer[f"{prefix}.up.weight"] = Source(f"{shared}.input_linear.weight", cut=_second_ff)
+        layer[f"{prefix}.down.weight"] = Source(f"{shared}.output_linear.weight")
+    return layer
+
+
+# transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
     "mistral": _llama,
@@ -648,6 +698,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "lfm2": _lfm2,
     "nemotron_h": _nemotron_h,
+    "falcon_h1": _falcon_h1,
+    "granitemoehybrid": _granitemoehybrid,
 }
 
 

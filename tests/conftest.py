@@ -342,6 +342,28 @@ def mamba2_dims(**changes) -> dict[str, Any]:
     return {**dims, **changes}
 
 
+# Falcon-H1's layer: attention beside Mamba-2 (no mixer norm), every muP factor set
+FALCON_H1_LIKE: dict[str, Any] = {
+    "attention.layer_pattern": ["global+mamba2"],
+    "attention.scale": 0.09,
+    "attention.input_multiplier": 1.5,
+    "attention.output_multiplier": 0.75,
+    "mixers": {
+        "mamba2": mamba2_dims(
+            mlp=True,
+            norm="none",
+            input_multiplier=1.25,
+            projection_multipliers=[0.5, 0.25, 0.5, 1.5, 0.75],
+            output_multiplier=0.25,
+        )
+    },
+    "mlp.gate_multiplier": 0.875,
+    "mlp.output_multiplier": 0.5,
+    "embedding_multiplier": 5.5,
+    "logit_scale": 0.04,
+}
+
+
 def deltanet_dims(**changes) -> dict[str, Any]:
     """Gated DeltaNet sizes for a d_model 64 toy (2 key heads, 4 value heads)."""
     dims = {
@@ -480,6 +502,13 @@ CHOICES = [
     {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two
         "attention.layer_pattern": ["mamba2", "global"],
         "mixers": {"mamba2": mamba2_dims(mlp=True, n_groups=1, proj_bias=True)},
+    },
+    FALCON_H1_LIKE,
+    {  # attention beside Mamba-2 with a before-gate norm and no factors; a plain MLP
+        "attention.layer_pattern": ["global+mamba2", "global"],
+        "mixers": {"mamba2": mamba2_dims(mlp=True, norm="before-gate")},
+        "mlp.activation": "gelu",
+        "mlp.output_multiplier": 0.5,
     },
     *({"norm.type": n.value} for n in NormType),
     {"norm.type": "layernorm", "norm.affine": "scale-and-bias"},

@@ -131,6 +131,25 @@ TINY: dict[str, dict] = {
                     "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24,
                     "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
                     "index_n_heads": 8, "index_head_dim": 16, "index_topk": 8},
+    # attention beside Mamba-2 (Falcon-H1), every multiplier off 1; the chunked scan's
+    # chunk (8) shorter than the sequence
+    "falcon_h1": {**_DENSE, "num_hidden_layers": 3, "mamba_d_ssm": 128, "mamba_n_heads": 8,
+                  "mamba_n_groups": 2, "mamba_d_state": 16, "mamba_chunk_size": 8,
+                  "embedding_multiplier": 3.0, "lm_head_multiplier": 0.3,
+                  "key_multiplier": 0.6, "attention_in_multiplier": 1.3,
+                  "attention_out_multiplier": 0.7, "ssm_in_multiplier": 1.2,
+                  "ssm_out_multiplier": 0.8, "ssm_multipliers": [0.5, 1.5, 0.75, 1.25, 0.9],
+                  "mlp_multipliers": [0.8, 1.2]},
+    # Granite 4.0-H: Mamba-2 and attention layers without positions, experts beside the
+    # shared MLP, Granite's four factors
+    "granitemoehybrid": {**_DENSE, "num_hidden_layers": 3, "intermediate_size": 32,
+                         "num_local_experts": 4, "num_experts_per_tok": 2,
+                         "shared_intermediate_size": 96, "mamba_n_heads": 8,
+                         "mamba_n_groups": 2, "mamba_d_state": 16, "mamba_chunk_size": 8,
+                         "layer_types": ["linear_attention", "full_attention",
+                                         "linear_attention"],
+                         "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                         "attention_multiplier": 0.03, "logits_scaling": 6.0},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
@@ -177,6 +196,26 @@ def test_logits_equal_transformers(model_type, tmp_path):
         got = model(tokens)
     assert got.shape == expected.shape == (BATCH, SEQ, 128)
     assert relative_error(got, expected) < LOGIT_TOLERANCE
+
+
+VARIANTS = [  # a family's other layouts, each off the TINY config
+    ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
+    ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
+    ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
+]
+
+
+@pytest.mark.parametrize(("model_type", "changes"), VARIANTS)
+def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
+    """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
+    dense (the shared MLP alone) with RoPE."""
+    monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
+    reference = _tiny(model_type, tmp_path)
+    card = _card(tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
 
 
 def test_every_logit_exact_family_is_tested_here():

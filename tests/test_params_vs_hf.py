@@ -23,6 +23,7 @@ from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
 from tests.conftest import (
     DELTANET_HYBRID,
     DSA,
+    FALCON_H1_LIKE,
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
     MAMBA2_ONLY,
@@ -429,6 +430,45 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mixers": {"mamba2": mamba2_dims(head_dim=12, proj_bias=True, conv_bias=False)},
         },
     ),
+    ("falcon_h1", FALCON_H1_LIKE),
+    (  # Granite 4.0-H: Mamba-2 and attention layers, experts beside a shared MLP, no RoPE
+        "granitemoehybrid",
+        {
+            "attention.layer_pattern": ["mamba2", "mamba2", "global"],
+            "n_layers": 4,
+            "position.type": "none",
+            "position.rope_theta": None,
+            "mlp.moe": moe_block(n_shared=1, shared_d_ff=96),
+            "residual_multiplier": 0.22,
+            "embedding_multiplier": 12.0,
+            "mixers": {"mamba2": mamba2_dims(mlp=True)},
+        },
+    ),
+    (  # Granite 4.0-H Micro's layout: dense (the shared MLP alone), RoPE, tied
+        "granitemoehybrid",
+        {
+            "attention.layer_pattern": ["mamba2", "global"],
+            "tied_embeddings": True,
+            "mixers": {"mamba2": mamba2_dims(mlp=True, proj_bias=True)},
+        },
+    ),
+    (
+        "falcon_h1",
+        {
+            "attention.layer_pattern": ["global+mamba2"],
+            "tied_embeddings": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+            "mixers": {"mamba2": mamba2_dims(mlp=True, norm="before-gate", proj_bias=True)},
+        },
+    ),
+    (
+        "falcon_h1",
+        {
+            "attention.layer_pattern": ["global+mamba2"],
+            "mixers": {"mamba2": mamba2_dims(mlp=True, norm="gated", conv_bias=False)},
+        },
+    ),
     (
         "gpt_oss",
         {
@@ -572,6 +612,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
+    "falcon_h1", "granitemoehybrid",
 )  # fmt: skip
 
 

@@ -67,6 +67,42 @@ class GatedMLP(nn.Module):
         return self.down(self.act(self.gate(x), self.up(x)))
 
 
+class ScaledGatedMLP(GatedMLP):
+    """m_out * down(act(m_gate * gate(x)) * up(x)) (Falcon-H1's mlp_multipliers)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        act: Act,
+        bias: bool,
+        gate_multiplier: float | None,
+        output_multiplier: float | None,
+    ) -> None:
+        super().__init__(d_model, d_ff, act, bias)
+        self.gate_multiplier, self.output_multiplier = gate_multiplier, output_multiplier
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = self.gate(x)
+        if self.gate_multiplier is not None:
+            gate = gate * self.gate_multiplier
+        y = self.down(self.act(gate, self.up(x)))
+        return y if self.output_multiplier is None else y * self.output_multiplier
+
+
+class ScaledMLP(MLP):
+    """m_out * down(act(up(x)))."""
+
+    def __init__(
+        self, d_model: int, d_ff: int, act: Act, bias: bool, output_multiplier: float
+    ) -> None:
+        super().__init__(d_model, d_ff, act, bias)
+        self.output_multiplier = output_multiplier
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) * self.output_multiplier
+
+
 def make_mlp(
     activation: Activation,
     d_model: int,
@@ -74,6 +110,13 @@ def make_mlp(
     bias: bool,
     gelu_exact: bool = False,
     clamp: ClampedSwiGLU | None = None,
+    gate_multiplier: float | None = None,
+    output_multiplier: float | None = None,
 ) -> nn.Module:
+    act = Act(activation, gelu_exact, clamp)
+    if activation.gated and (gate_multiplier is not None or output_multiplier is not None):
+        return ScaledGatedMLP(d_model, d_ff, act, bias, gate_multiplier, output_multiplier)
+    if output_multiplier is not None:
+        return ScaledMLP(d_model, d_ff, act, bias, output_multiplier)
     cls = GatedMLP if activation.gated else MLP
-    return cls(d_model, d_ff, Act(activation, gelu_exact, clamp), bias)
+    return cls(d_model, d_ff, act, bias)

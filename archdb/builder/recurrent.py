@@ -14,6 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archdb.plan.norms import RMS_EPS
+from archdb.schema import Mamba2Norm
+
 
 class CausalDepthwiseConv(nn.Module):
     """A causal conv of width ``kernel`` per channel, written as windows times taps."""
@@ -54,11 +57,18 @@ class Mamba2Mixer(nn.Module):
         conv_kernel: int,
         conv_bias: bool,
         proj_bias: bool,
-        eps: float | None = None,  # the gated norm's (None: torch's default)
+        norm: Mamba2Norm = Mamba2Norm.GATED,
+        input_multiplier: float | None = None,
+        projection_multipliers: tuple[float, ...] | None = None,
+        output_multiplier: float | None = None,
+        norm_eps: float | None = None,
     ) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.state_size = n_heads, head_dim, state_size
-        self.eps = eps
+        self.norm, self.norm_eps = norm, RMS_EPS if norm_eps is None else norm_eps
+        self.input_multiplier, self.output_multiplier = input_multiplier, output_multiplier
+        # Falcon-H1's muP vector: a factor per part of in_proj's output (z, x, B, C, dt)
+        self.projection_multipliers = projection_multipliers
         self.n_groups = n_groups
         self.inner = n_heads * head_dim
         conv_dim = self.inner + 2 * n_groups * state_size
@@ -67,13 +77,20 @@ class Mamba2Mixer(nn.Module):
         self.dt_bias = _init_vector(n_heads, 0.0)
         self.A_log = _init_vector(n_heads, 0.0)  # A = -exp(A_log) = -1
         self.D = _init_vector(n_heads, 1.0)
-        self.norm_weight = _init_vector(self.inner, 1.0)
+        self.norm_weight = _init_vector(self.inner, 1.0) if norm is not Mamba2Norm.NONE else None
         self.out_proj = nn.Linear(self.inner, d_model, bias=proj_bias)
 
     def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
         b, t, _d = x.shape
         h, p, n, g = self.n_heads, self.head_dim, self.state_size, self.n_groups
-        z, xbc, dt = self.in_proj(x).split([self.inner, self.inner + 2 * g * n, h], dim=-1)
+        if self.input_multiplier is not None:
+            x = x * self.input_multiplier
+        projected = self.in_proj(x)
+        if self.projection_multipliers is not None:
+            parts = projected.split([self.inner, self.inner, g * n, g * n, h], dim=-1)
+            factors = self.projection_multipliers
+            projected = torch.cat([part * m for part, m in zip(parts, factors, strict=True)], -1)
+        z, xbc, dt = projected.split([self.inner, self.inner + 2 * g * n, h], dim=-1)
         xbc = F.silu(self.conv1d(xbc))
         xs, bs, cs = xbc.split([self.inner, g * n, g * n], dim=-1)
         xs = xs.reshape(b, t, h, p)
@@ -99,10 +116,20 @@ class Mamba2Mixer(nn.Module):
             ys.append(torch.matmul(state, c_i).squeeze(-1))  # (B, H, P)
         y = torch.stack(ys, dim=1)
         y = (y + xs * self.D[:, None]).reshape(b, t, self.inner)
-        y = y * F.silu(z)
-        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,), eps=self.eps)
-        y = y.reshape(b, t, self.inner) * self.norm_weight
-        return self.out_proj(y)
+        if self.norm is Mamba2Norm.BEFORE_GATE:
+            y = self._grouped_norm(y) * F.silu(z)
+        elif self.norm is Mamba2Norm.GATED:
+            y = self._grouped_norm(y * F.silu(z))
+        else:
+            y = y * F.silu(z)
+        y = self.out_proj(y)
+        return y if self.output_multiplier is None else y * self.output_multiplier
+
+    def _grouped_norm(self, y: torch.Tensor) -> torch.Tensor:
+        """RMSNorm over each group's channels, then the learned scale."""
+        b, t, g = y.shape[0], y.shape[1], self.n_groups
+        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,), eps=self.norm_eps)
+        return y.reshape(b, t, self.inner) * self.norm_weight
 
 
 class GatedDeltaNetMixer(nn.Module):

@@ -16,6 +16,7 @@ transformers is imported lazily: it is a test dependency, not a runtime one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ from archdb.schema import (
     GroupScore,
     Kind,
     LayerKind,
+    Mamba2,
+    Mamba2Norm,
     MoE,
     NormAffine,
     NormPosition,
@@ -77,7 +80,36 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
     "sparse": lambda a: a.attention.sparse is not None,
+    # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors
+    "parallel_mamba2": lambda a: LayerKind.GLOBAL_MAMBA2 in a.attention.layer_pattern,
+    "mamba2_norm": lambda a: (
+        _mamba2_of(a) is not None and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED)
+    ),
+    "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
 }
+
+
+def _mamba2_of(a: Architecture) -> Mamba2 | None:
+    return a.mixers.mamba2 if a.mixers is not None else None
+
+
+def _sublayer_factors(a: Architecture) -> dict[str, object]:
+    """Falcon-H1's factors on sublayer inputs and outputs the card sets (other than 1)."""
+    m = _mamba2_of(a)
+    values = {
+        "attention.input_multiplier": a.attention.input_multiplier,
+        "attention.output_multiplier": a.attention.output_multiplier,
+        "mlp.gate_multiplier": a.mlp.gate_multiplier,
+        "mlp.output_multiplier": a.mlp.output_multiplier,
+        "mamba2.input_multiplier": m.input_multiplier if m else None,
+        "mamba2.output_multiplier": m.output_multiplier if m else None,
+    }
+    found: dict[str, object] = {k: v for k, v in values.items() if v not in (None, 1.0)}
+    if m is not None and m.projection_multipliers and set(m.projection_multipliers) != {1.0}:
+        found["mamba2.projection_multipliers"] = m.projection_multipliers
+    return found
+
+
 _ROUTERS = frozenset({"sigmoid_scores", "expert_groups", "correction_bias", "routed_scale"})
 
 
@@ -481,6 +513,89 @@ def nemotron_h(a: Architecture) -> dict:
             "topk_group": 1,
         }
     return out
+
+
+def granitemoehybrid(a: Architecture) -> dict:
+    """Granite 4.0-H: Mamba-2 and attention layers, each with routed experts beside a
+    shared MLP (or that MLP alone), Granite's factors, RoPE or no positions."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _position(a, PositionType.ROPE, PositionType.NONE)
+    _pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+    _bias(a, a.bias.qkv, a.bias.qkv, False)
+    moe = a.mlp.moe
+    _require(
+        moe is None
+        or (
+            moe.first_dense_layers == 0
+            and moe.layer_period == 1
+            and moe.n_shared == 1
+            and moe.normalize_top_k is not False
+        ),
+        "a dense MLP, or every layer MoE with one shared MLP (softmax over the top-k logits)",
+    )
+    names = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    out = (
+        _base(a) | _multipliers(a) | {"attention_bias": a.bias.qkv, "layer_types": _kinds(a, names)}
+    )
+    if moe is None:
+        out |= {"num_local_experts": 0, "shared_intermediate_size": a.mlp.d_ff}
+    else:
+        out |= {
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "shared_intermediate_size": moe.shared_d_ff,
+        }
+    if LayerKind.MAMBA2 in a.attention.layer_pattern:
+        _require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+        out |= _mamba2_sizes(a, "mamba_")
+    if a.position.type is PositionType.ROPE:
+        out |= _rope(a) | {"position_embedding_type": "rope"}
+    return out
+
+
+def falcon_h1(a: Architecture) -> dict:
+    """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL_MAMBA2)
+    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
+    m = _mamba2_of(a)
+    _require(m is not None, "mixers.mamba2 sizes")
+    head_dim = a.head_dim_effective
+    norm = m.norm or Mamba2Norm.GATED
+    return (
+        _base(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "mlp_bias": a.bias.mlp,
+            "mamba_d_ssm": m.n_heads * m.head_dim,
+            "mamba_n_heads": m.n_heads,
+            "mamba_d_head": m.head_dim,
+            "mamba_d_state": m.state_size,
+            "mamba_n_groups": m.n_groups,
+            "mamba_d_conv": m.conv_kernel,
+            "mamba_conv_bias": m.conv_bias,
+            "mamba_proj_bias": m.proj_bias,
+            "projectors_bias": m.proj_bias,
+            "mamba_rms_norm": norm is not Mamba2Norm.NONE,
+            "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
+            "rms_norm_eps": a.norm.eps or 1e-5,
+            "embedding_multiplier": a.embedding_multiplier or 1.0,
+            "lm_head_multiplier": a.logit_scale or 1.0,
+            # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
+            "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
+            "attention_in_multiplier": a.attention.input_multiplier or 1.0,
+            "attention_out_multiplier": a.attention.output_multiplier or 1.0,
+            "ssm_in_multiplier": m.input_multiplier or 1.0,
+            "ssm_out_multiplier": m.output_multiplier or 1.0,
+            "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
+            "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
+        }
+        | _rope(a)
+    )
 
 
 def gpt_oss(a: Architecture) -> dict:
@@ -1177,6 +1292,20 @@ REFERENCES: dict[str, Reference] = {
             "NemotronHForCausalLM",
             nemotron_h,
             extras=frozenset({"mamba2"}),
+        ),
+        Reference(
+            "granitemoehybrid",
+            "GraniteMoeHybridConfig",
+            "GraniteMoeHybridForCausalLM",
+            granitemoehybrid,
+            extras=frozenset({"mamba2", "residual_multiplier"}),
+        ),
+        Reference(
+            "falcon_h1",
+            "FalconH1Config",
+            "FalconH1ForCausalLM",
+            falcon_h1,
+            extras=frozenset({"parallel_mamba2", "mamba2_norm", "sublayer_multipliers"}),
         ),
         Reference(
             "gpt_oss",

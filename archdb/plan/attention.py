@@ -71,6 +71,7 @@ _GLOBAL = KernelRule(_all_dense, _all_causal, "GlobalKernel")
 KERNELS: dict[LayerKind, KernelRule] = {
     LayerKind.GLOBAL: _GLOBAL,
     LayerKind.GLOBAL_NOPE: _GLOBAL,
+    LayerKind.GLOBAL_MAMBA2: _GLOBAL,  # the attention of a parallel layer (Falcon-H1)
     LayerKind.LOCAL: KernelRule(_local_dense, _local_causal, "LocalKernel", windowed=True),
     LayerKind.CHUNKED: KernelRule(_chunked_dense, _chunked_causal, "ChunkedKernel", windowed=True),
 }

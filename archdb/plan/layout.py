@@ -109,7 +109,7 @@ def _unsupported(arch: Architecture) -> str | None:
             return "linear attention has no score matrix to bias or soft-cap"
         if windowed:
             return "linear attention with local or chunked layers"
-    if not all(kind.attention for kind in kinds):
+    if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
                 "recurrent (mamba2, gated-deltanet, short-conv), mlp or moe layers outside a "
@@ -117,6 +117,9 @@ def _unsupported(arch: Architecture) -> str | None:
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
+    mlp = arch.mlp
+    if (mlp.gate_multiplier or mlp.output_multiplier) and mlp.moe is not None:
+        return "mlp.gate_multiplier or output_multiplier with a mixture of experts"
     extras = att.sinks or att.output_gate is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
         return "attention sinks or an output gate outside softmax head attention"
@@ -453,7 +456,27 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
         "half-split",
         "rotate_half in the DSA indexer, as transformers' DeepSeek-V3.2",
     ),
+    "attention.input_multiplier": (1.0, "attention reads the normed stream unscaled"),
+    "attention.output_multiplier": (1.0, "attention's output is not rescaled"),
+    "mlp.gate_multiplier": (1.0, "the gate projection enters the activation unscaled"),
+    "mlp.output_multiplier": (1.0, "the MLP's output is not rescaled"),
+    "mixers.mamba2.input_multiplier": (1.0, "Mamba-2 reads the normed stream unscaled"),
+    "mixers.mamba2.projection_multipliers": ([1.0] * 5, "in_proj's parts are not rescaled"),
+    "mixers.mamba2.output_multiplier": (1.0, "Mamba-2's output is not rescaled"),
 }
+# Falcon-H1's muP factors: stated as assumptions only for cards with a Mamba-2 mixer (the
+# one family that sets them), not on every attention card
+_SUBLAYER_FACTORS = frozenset(
+    {
+        "attention.input_multiplier",
+        "attention.output_multiplier",
+        "mlp.gate_multiplier",
+        "mlp.output_multiplier",
+        "mixers.mamba2.input_multiplier",
+        "mixers.mamba2.projection_multipliers",
+        "mixers.mamba2.output_multiplier",
+    }
+)
 
 
 def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
@@ -473,6 +496,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path == "position.rope_scaling.truncate" and not _yarn(arch):
             continue
         if path.startswith("attention.sparse.") and arch.attention.sparse is None:
+            continue
+        if path in _SUBLAYER_FACTORS and (arch.mixers is None or arch.mixers.mamba2 is None):
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)

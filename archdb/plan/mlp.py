@@ -165,6 +165,8 @@ class DenseMLP:
     bias: bool
     gelu_exact: bool = False  # GELU/GeGLU by erf rather than the tanh approximation
     clamp: ClampedSwiGLU | None = None  # clamped-swiglu's limit and alpha
+    gate_multiplier: float | None = None  # act(m * gate(x)) (Falcon-H1 mlp_multipliers[0])
+    output_multiplier: float | None = None  # m * down(...) (Falcon-H1 mlp_multipliers[1])
 
     @property
     def rule(self) -> ActivationRule:
@@ -186,13 +188,24 @@ class DenseMLP:
             tally.linear(d, f, self.bias, tokens)
         per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)
         tally.add(C.ELEMENTWISE, tokens * f * per + self.rule.flops_per_call)
+        if self.gate_multiplier is not None:
+            tally.add(C.ELEMENTWISE, tokens * f)
         tally.linear(f, d, self.bias, tokens)
+        if self.output_multiplier is not None:
+            tally.add(C.ELEMENTWISE, tokens * d)
 
     def module(self, ctx=None):
         from archdb.builder.mlp import make_mlp
 
         return make_mlp(
-            self.activation, self.d_model, self.d_ff, self.bias, self.gelu_exact, self.clamp
+            self.activation,
+            self.d_model,
+            self.d_ff,
+            self.bias,
+            self.gelu_exact,
+            self.clamp,
+            self.gate_multiplier,
+            self.output_multiplier,
         )
 
 

@@ -43,6 +43,7 @@ from .layout import (
 )
 from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
+from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
 from .tally import Tally
@@ -112,7 +113,7 @@ class Block:
     may be absent (Mamba-2's mixer-only layers, Nemotron-H's single-sublayer layers)."""
 
     d_model: int
-    mixer: Mixer | RecurrentMixer | None  # None: the MLP alone (Nemotron-H's mlp/moe entries)
+    mixer: Mixer | RecurrentMixer | ScaledMixer | ParallelMixers | None  # None: MLP alone
     mlp: DenseMLP | MoESpec | None  # None: the mixer alone (Mamba-2's layers)
     norm: NormSpec
     slots: NormSlots
@@ -319,14 +320,23 @@ class _Reader:
             residual_multiplier=_factor(a.residual_multiplier),
         )
 
-    def mixer(self, spec: LayerSpec | None, causal: bool) -> Mixer | RecurrentMixer | None:
+    def mixer(
+        self, spec: LayerSpec | None, causal: bool
+    ) -> Mixer | RecurrentMixer | ScaledMixer | ParallelMixers | None:
         """A layer's token mixer: attention of the card's variant, the recurrent mixer its
         pattern entry names, or none (mlp/moe entries); ``spec=None`` is cross-attention."""
         if spec is not None and spec.kind in CHANNEL_ONLY:
             return None
         if spec is not None and not spec.kind.attention:
             return RECURRENT[spec.kind](self, spec)
-        return MIXERS[self.a.attention.variant](self, spec, causal)
+        attn = MIXERS[self.a.attention.variant](self, spec, causal)
+        if spec is None:  # cross-attention: the multipliers are self-attention's
+            return attn
+        att = self.a.attention
+        attn = scaled(self.d, attn, _factor(att.input_multiplier), _factor(att.output_multiplier))
+        if (kind := spec.kind.recurrent) is not None:  # attention beside a mixer (Falcon-H1)
+            return ParallelMixers(self.d, attn, RECURRENT[kind](self, spec))
+        return attn
 
     def dims_of(self, spec: LayerSpec | None) -> HeadDims:
         """Head widths of a layer (global layers may have their own; None: cross-attention)."""
@@ -393,7 +403,8 @@ class _Reader:
         exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
         clamp = self.clamp()
         if not spec.moe:
-            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
+            gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out)
         moe = a.mlp.moe
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None

@@ -23,7 +23,7 @@ from typing import Any
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import LayerKind
+from archdb.schema import LayerKind, Mamba2Norm
 
 from .layout import LayerSpec
 from .tally import Tally, linear_params
@@ -38,7 +38,8 @@ def _conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
 @dataclass(frozen=True)
 class Mamba2Mixer:
     """in_proj -> (z, x, B, C, dt); causal conv over x, B, C; the SSD recurrence per head;
-    y * SiLU(z), grouped RMSNorm; out_proj (transformers' Mamba2Mixer)."""
+    y * SiLU(z), grouped RMSNorm; out_proj (transformers' Mamba2Mixer). Falcon-H1 moves or
+    drops the norm and scales the input, in_proj's five parts and the output."""
 
     d_model: int
     n_heads: int
@@ -48,7 +49,11 @@ class Mamba2Mixer:
     conv_kernel: int
     conv_bias: bool
     proj_bias: bool
-    eps: float | None = None  # the gated norm's epsilon (the card's norm.eps)
+    norm: Mamba2Norm = Mamba2Norm.GATED
+    input_multiplier: float | None = None
+    projection_multipliers: tuple[float, ...] | None = None  # z, x, B, C, dt
+    output_multiplier: float | None = None
+    norm_eps: float | None = None  # the card's norm epsilon (None: RMS_EPS)
 
     @property
     def inner(self) -> int:
@@ -66,12 +71,16 @@ class Mamba2Mixer:
         n = linear_params(self.d_model, self.in_width, self.proj_bias)
         n += self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0)
         n += 3 * self.n_heads  # dt_bias, A_log, D
-        n += self.inner  # the gated norm's scale
+        n += self.inner if self.norm is not Mamba2Norm.NONE else 0  # the norm's scale
         return n + linear_params(self.inner, self.d_model, self.proj_bias)
 
     def flops(self, tally: Tally) -> None:
         h, p, n, inner = self.n_heads, self.head_dim, self.state_size, self.inner
+        if self.input_multiplier is not None:
+            tally.elementwise(self.d_model)
         tally.linear(self.d_model, self.in_width, self.proj_bias)
+        if self.projection_multipliers is not None:
+            tally.elementwise(self.in_width)  # Falcon-H1's muP vector
         _conv_flops(tally, self.conv_dim, self.conv_kernel, self.conv_bias)
         tally.add(C.ELEMENTWISE, 2 * h)  # A = -exp(A_log), once per forward
         tally.elementwise(2 * h + 2 * h)  # dt = softplus(dt + dt_bias); dA = exp(dt * A)
@@ -80,9 +89,12 @@ class Mamba2Mixer:
         tally.elementwise(3 * h * p * n + cv.FLOPS_PER_MAC * h * p * n)
         tally.elementwise(2 * inner)  # y + D x
         tally.elementwise(2 * inner)  # y * SiLU(z)
-        tally.add(C.NORM, tally.seq_len * inner * cv.RMSNORM)  # per group, then the scale
-        tally.elementwise(cv.AFFINE * inner)
+        if self.norm is not Mamba2Norm.NONE:
+            tally.add(C.NORM, tally.seq_len * inner * cv.RMSNORM)  # per group, then the scale
+            tally.elementwise(cv.AFFINE * inner)
         tally.linear(inner, self.d_model, self.proj_bias)
+        if self.output_multiplier is not None:
+            tally.elementwise(self.d_model)
 
     def cache_entries(self, context: int) -> int:
         """The SSM state and the conv's last inputs: a constant, whatever the context."""
@@ -100,7 +112,11 @@ class Mamba2Mixer:
             self.conv_kernel,
             self.conv_bias,
             self.proj_bias,
-            self.eps,
+            self.norm,
+            self.input_multiplier,
+            self.projection_multipliers,
+            self.output_multiplier,
+            self.norm_eps,
         )
 
 
@@ -222,8 +238,23 @@ def _mamba2(r: Reader, spec: LayerSpec) -> Mamba2Mixer:
         m.conv_kernel,
         m.conv_bias,
         m.proj_bias,
+        m.norm or Mamba2Norm.GATED,
+        _factor(m.input_multiplier),
+        _factors(m.projection_multipliers),
+        _factor(m.output_multiplier),
         r.a.norm.eps,
     )
+
+
+def _factor(value: float | None) -> float | None:
+    """A multiplier the forward pass applies (None: 1, no operation)."""
+    return None if value is None or value == 1.0 else value
+
+
+def _factors(values: list[float] | None) -> tuple[float, ...] | None:
+    if values is None or all(v == 1.0 for v in values):
+        return None
+    return tuple(values)
 
 
 def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
