@@ -152,11 +152,12 @@ class LayerKind(StrEnum):
     CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
     MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
     GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
+    MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
 
     @property
     def attention(self) -> bool:
         """Whether the layer's token mixer is attention (else a recurrent mixer)."""
-        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET}
+        return self not in {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.MAMBA}
 
     @property
     def windowed(self) -> bool:
@@ -390,10 +391,11 @@ class Attention(Strict):
         "[global] for every layer full; [local, global] alternates (Gemma 2); [global, local] "
         "alternates dense and locally banded layers (GPT-3); five locals and "
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
-        "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2). A "
+        "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
+        "[mamba x4, global, mamba x3] (Jamba, Mamba-1 layers). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet) take their sizes from architecture.mixers; the other attention "
+        "gated-deltanet, mamba) take their sizes from architecture.mixers; the other attention "
         "fields describe the attention entries only and may be null when there are none.",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
@@ -530,6 +532,46 @@ class Mamba2(Strict):
     )
 
 
+class MambaInnerNorm(StrEnum):
+    """Norms on a Mamba mixer's dt, B and C after x_proj."""
+
+    NONE = "none"  # Mamba
+    RMS = "rms"  # parameter-free RMSNorm on each (Falcon Mamba)
+    RMS_SCALED = "rms-scaled"  # RMSNorm with a learned scale on each (Jamba)
+
+
+class Mamba(Strict):
+    """Mamba-1's selective SSM mixer (Gu and Dao 2023), laid out as transformers' MambaMixer."""
+
+    d_inner: Width = Field(
+        description="Inner width (intermediate_size = expand x d_model): in_proj makes x and "
+        "the gate z of this width; each inner channel has its own A row, D and dt."
+    )
+    state_size: Width = Field(description="SSM state per inner channel (d_state, N).")
+    conv_kernel: Width = Field(description="Depthwise causal conv width over x (d_conv).")
+    dt_rank: Width = Field(
+        description="Rank of the dt projection: x_proj makes dt_rank + 2 x state_size (dt, "
+        "B, C), dt_proj (with bias) widens dt to d_inner (time_step_rank; 'auto' = "
+        "ceil(d_model / 16))."
+    )
+    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
+    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
+    inner_norm: MambaInnerNorm | None = Field(
+        default=None,
+        description="RMSNorm on dt, B and C after x_proj: rms parameter-free (Falcon Mamba), "
+        "rms-scaled with a learned scale each (Jamba). Optional; null: none (Mamba).",
+    )
+    inner_norm_eps: PositiveFloat | None = Field(
+        default=None,
+        description="Epsilon of the dt/B/C norms (Falcon Mamba mixer_rms_eps; Jamba "
+        "rms_norm_eps). Optional; null: not recorded (the builder uses 1e-6).",
+    )
+    mlp: StrictBool = Field(
+        description="Whether a mamba layer also has the card's MLP after the mixer (Jamba: "
+        "true; Mamba and Falcon Mamba, whose layers are the mixer alone: false)."
+    )
+
+
 class GatedDeltaNet(Strict):
     """Gated DeltaNet (Yang et al. 2024), laid out as Qwen3-Next's linear-attention layer."""
 
@@ -557,6 +599,9 @@ class Mixers(Strict):
     gated_deltanet: GatedDeltaNet | None = Field(
         default=None,
         description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
+    )
+    mamba: Mamba | None = Field(
+        default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
     )
 
 
@@ -747,7 +792,7 @@ class Architecture(Strict):
     )
     mixers: Mixers | None = Field(
         default=None,
-        description="Sizes of the non-attention mixers (mamba2, gated-deltanet) the layer "
+        description="Sizes of the non-attention mixers (mamba2, gated-deltanet, mamba) the layer "
         "pattern names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: PositiveFloat | None = Field(
@@ -926,6 +971,7 @@ class Architecture(Strict):
         for kind, name in (
             (LayerKind.MAMBA2, "mamba2"),
             (LayerKind.GATED_DELTANET, "gated_deltanet"),
+            (LayerKind.MAMBA, "mamba"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -974,6 +1020,7 @@ class Architecture(Strict):
                 and m.gated_deltanet is not None
                 and m.gated_deltanet.mlp
             )
+            or (kind is LayerKind.MAMBA and m.mamba is not None and m.mamba.mlp)
             for kind in self.attention.layer_pattern
         )
 
@@ -995,6 +1042,8 @@ class Architecture(Strict):
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
         if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
             widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
+        if self.mixers is not None and (mb := self.mixers.mamba) is not None:
+            widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

@@ -111,7 +111,7 @@ def _unsupported(arch: Architecture) -> str | None:
             return "linear attention with local or chunked layers"
     if not all(kind.attention for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
-            return "mamba2 or gated-deltanet layers outside a serial decoder-only model"
+            return "recurrent (mamba, mamba2, gated-deltanet) layers outside a serial decoder-only model"
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
     extras = att.sinks or att.output_gate is not None
@@ -252,6 +252,8 @@ def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
         return mixers.mamba2.mlp
     if kind is LayerKind.GATED_DELTANET and mixers is not None and mixers.gated_deltanet:
         return mixers.gated_deltanet.mlp
+    if kind is LayerKind.MAMBA and mixers is not None and mixers.mamba is not None:
+        return mixers.mamba.mlp
     return True
 
 
