@@ -21,7 +21,8 @@ to an 8-dim RoPE key. Recurrent mixers (``mixers``) keep their kernel widths, th
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
-d_model (rounded, at least 1) and its state to at most 16. Attention-free cards have no head constraint.
+d_model (rounded, at least 1) and its state to at most 16. Attention-free cards have no
+head constraint.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
