@@ -1,8 +1,8 @@
 """Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet and Mamba-1.
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
-MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference, one token at a
-time: slow, but short enough to read against the papers and exactly the operations
+MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
+one token at a time: slow, but short enough to read against the papers and exactly the operations
 ``archdb.plan.recurrent`` counts. Tensors are (batch, time, channels).
 """
 

@@ -28,6 +28,7 @@ from archdb.schema import (
     GroupScore,
     Kind,
     LayerKind,
+    MambaInnerNorm,
     MoE,
     NormAffine,
     NormPosition,
@@ -61,6 +62,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "output_gate": lambda a: a.attention.output_gate is not None,
     "mamba2": lambda a: LayerKind.MAMBA2 in a.attention.layer_pattern,
     "gated_deltanet": lambda a: LayerKind.GATED_DELTANET in a.attention.layer_pattern,
+    "mamba": lambda a: LayerKind.MAMBA in a.attention.layer_pattern,
     "router_bias": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_bias),
     "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
     "global_layers": lambda a: a.attention.global_layers is not None,
@@ -363,6 +365,104 @@ def bamba(a: Architecture) -> dict:
         | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
         | _mamba2_sizes(a, "mamba_")
         | _rope(a)
+    )
+
+
+def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
+    """Mamba-1 sizes as MambaConfig (prefix "") or JambaConfig (prefix "mamba_") names."""
+    m = a.mixers.mamba if a.mixers is not None else None
+    _require(m is not None, "mixers.mamba sizes")
+    _require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
+    _require(
+        (m.inner_norm or MambaInnerNorm.NONE) is inner_norm,
+        f"mixers.mamba.inner_norm must be {inner_norm.value}",
+    )
+    names = {
+        "state_size": "state_size" if not prefix else "mamba_d_state",
+        "conv_kernel": "conv_kernel" if not prefix else "mamba_d_conv",
+        "dt_rank": "time_step_rank" if not prefix else "mamba_dt_rank",
+        "conv_bias": "use_conv_bias" if not prefix else "mamba_conv_bias",
+        "proj_bias": "use_bias" if not prefix else "mamba_proj_bias",
+    }
+    out = {key: getattr(m, name) for name, key in names.items()}
+    out["expand" if not prefix else "mamba_expand"] = m.d_inner // a.d_model
+    return out
+
+
+def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
+    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _require(a.attention.layer_pattern == [LayerKind.MAMBA], "layer_pattern [mamba]")
+    _require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "tie_word_embeddings": a.tied_embeddings,
+        "layer_norm_epsilon": a.norm.eps or 1e-5,
+    } | _mamba_sizes(a, "", inner_norm)
+
+
+def mamba(a: Architecture) -> dict:
+    return _mamba_only(a, MambaInnerNorm.NONE)
+
+
+def falcon_mamba(a: Architecture) -> dict:
+    """Mamba's layout with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
+    eps = a.mixers.mamba.inner_norm_eps if a.mixers and a.mixers.mamba else None
+    return _mamba_only(a, MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+
+
+def _jamba_experts(a: Architecture) -> dict:
+    """Jamba's MoE layers are those with i % expert_layer_period == expert_layer_offset."""
+    moe = a.mlp.moe
+    if moe is None:
+        return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
+    _require(
+        moe.first_dense_layers == 0
+        and moe.n_shared == 0
+        and moe.dense_d_ff in (None, a.mlp.d_ff)
+        and moe.normalize_top_k is False
+        and not moe.router_bias,
+        "MoE every layer_period-th layer from the first, no shared experts, dense width "
+        "d_ff, top-k weights left unnormalized, no router bias",
+    )
+    return {
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "expert_layer_period": moe.layer_period,
+        "expert_layer_offset": moe.layer_period - 1,
+    }
+
+
+def jamba(a: Architecture) -> dict:
+    """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
+    attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _position(a, PositionType.NONE)
+    _bias(a, False, False, False)
+    _pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
+    pattern = a.attention.layer_pattern
+    _require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
+    _require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
+    _require(
+        a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads"
+    )
+    eps = a.norm.eps or 1e-6
+    _require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
+    return (
+        _base(a)
+        | {
+            "attn_layer_period": len(pattern),
+            "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
+            "rms_norm_eps": eps,
+        }
+        | _jamba_experts(a)
+        | _mamba_sizes(a, "mamba_", MambaInnerNorm.RMS_SCALED)
     )
 
 
@@ -1018,6 +1118,15 @@ REFERENCES: dict[str, Reference] = {
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
+        Reference("mamba", "MambaConfig", "MambaForCausalLM", mamba, extras=frozenset({"mamba"})),
+        Reference(
+            "falcon_mamba",
+            "FalconMambaConfig",
+            "FalconMambaForCausalLM",
+            falcon_mamba,
+            extras=frozenset({"mamba"}),
+        ),
+        Reference("jamba", "JambaConfig", "JambaForCausalLM", jamba, extras=frozenset({"mamba"})),
         Reference(
             "gpt_oss",
             "GptOssConfig",
@@ -1100,6 +1209,10 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "chameleon": "chameleon",
     "mamba-2": "mamba2",
     "bamba": "bamba",
+    "mamba": "mamba",
+    "falcon-mamba": "falcon_mamba",
+    "jamba": "jamba",
+    "jamba-1.5": "jamba",
     "gpt-oss": "gpt_oss",
     "apertus": "apertus",
     "qwen3-next": "qwen3_next",

@@ -111,7 +111,7 @@ def _unsupported(arch: Architecture) -> str | None:
             return "linear attention with local or chunked layers"
     if not all(kind.attention for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
-            return "recurrent layers (mamba, mamba2, gated-deltanet) outside a serial decoder"
+            return "recurrent layers outside a serial decoder-only model"
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
     extras = att.sinks or att.output_gate is not None
