@@ -361,6 +361,7 @@ def mamba_dims(**changes) -> dict[str, Any]:
         "dt_rank": 4,
         "conv_bias": True,
         "proj_bias": False,
+        "inner_norm": "none",
         "mlp": False,
     }
     return {**dims, **changes}

@@ -20,6 +20,7 @@ from archdb.schema import (
     AttentionVariant,
     Kind,
     LayerKind,
+    MambaInnerNorm,
     NormAffine,
     NormPosition,
     NormType,
@@ -446,6 +447,7 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
     "mlp.moe.score_function": ("softmax", "a softmax over all routed experts (Mixtral)"),
     "mlp.moe.routed_scale": (1.0, "the routed experts' weights are not rescaled"),
+    "mixers.mamba.inner_norm_eps": (1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C"),
 }
 
 
@@ -465,11 +467,18 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
             continue
         if path == "position.rope_scaling.truncate" and not _yarn(arch):
             continue
+        if path == "mixers.mamba.inner_norm_eps" and not _mamba_inner_norm(arch):
+            continue
         made.append(Assumption(path, value, why))
     return tuple(made)
 
 
 GELUS = (Activation.GELU, Activation.GEGLU)
+
+
+def _mamba_inner_norm(arch: Architecture) -> bool:
+    m = arch.mixers.mamba if arch.mixers is not None else None
+    return m is not None and m.inner_norm not in (None, MambaInnerNorm.NONE)
 
 
 def _yarn(arch: Architecture) -> bool:
