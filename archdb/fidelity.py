@@ -56,6 +56,10 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
+    # Mamba-1's selective scan, recurrent form (three seeds each)
+    "mamba": 3.0e-7,
+    "falcon_mamba": 2.2e-7,  # parameter-free RMSNorms on dt, B, C
+    "jamba": 3.2e-7,  # scaled dt/B/C norms; attention without positions; unnormalized top-k
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -85,6 +89,10 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
+# the epsilon of the dt/B/C norms (Falcon Mamba's mixer_rms_eps, Jamba's rms_norm_eps)
+FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
+    "architecture.mixers.mamba.inner_norm_eps",
+)
 
 
 @dataclass(frozen=True)
