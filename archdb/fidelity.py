@@ -60,6 +60,10 @@ LOGIT_EXACT: dict[str, float] = {
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "lfm2": 2.4e-7,
     "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
+    # Mamba-1's selective scan, recurrent form (three seeds each)
+    "mamba": 3.0e-7,
+    "falcon_mamba": 2.2e-7,  # parameter-free RMSNorms on dt, B, C
+    "jamba": 3.2e-7,  # scaled dt/B/C norms; attention without positions; unnormalized top-k
 }
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
@@ -117,6 +121,10 @@ FAMILY_FIELDS["falcon_h1"] = tuple(
         "mixers.mamba2.projection_multipliers",
         "mixers.mamba2.output_multiplier",
     )
+)
+# the epsilon of the dt/B/C norms (Falcon Mamba's mixer_rms_eps, Jamba's rms_norm_eps)
+FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
+    "architecture.mixers.mamba.inner_norm_eps",
 )
 
 

@@ -312,6 +312,14 @@ class ConfigShape(_Keys):
     mamba_expand: Number | None = None
     mamba_conv_bias: StrictBool | None = None
     mamba_proj_bias: StrictBool | None = None
+    # Mamba-1 (Mamba, Falcon Mamba) and Jamba's layer periods
+    time_step_rank: Width | Literal["auto"] | None = None
+    mixer_rms_eps: Number | None = None
+    mamba_dt_rank: Width | Literal["auto"] | None = None
+    attn_layer_period: Layers | None = None
+    attn_layer_offset: _sized(0, MAX_DEPTH) | None = None
+    expert_layer_period: Layers | None = None
+    expert_layer_offset: _sized(0, MAX_DEPTH) | None = None
     # Gemma 4: global layers' own sizes, values from keys, experts beside a dense MLP
     global_head_dim: Width | None = None
     num_global_key_value_heads: Heads | None = None
@@ -746,6 +754,123 @@ def _mamba2(d: _Draft) -> None:
         d.note(f"architecture.{path}", "No MLP: a Mamba-2 layer is the mixer alone.")
     d.note("architecture.context_length", "Mamba-2 has no position limit in its config.")
     _tied(d)
+
+
+def _mamba_dt_rank(d: _Draft, key: str) -> int:
+    """time_step_rank / mamba_dt_rank; "auto" is ceil(hidden_size / 16) in transformers."""
+    rank = d.read(key, default="auto")
+    return math.ceil(d.value("architecture.d_model") / 16) if rank == "auto" else rank
+
+
+def _mamba_layers(d: _Draft, inner_norm: str) -> None:
+    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    d_model = d.read("hidden_size", required=True)
+    d.set("architecture.d_model", d_model, "config")
+    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    if str(d.read("hidden_act", default="silu")).lower() not in ("silu", "swish"):
+        raise HFImportError("hidden_act: the Mamba mixer's gate and conv use SiLU only")
+    inner = d.read("intermediate_size") or int(d.read("expand", default=2) * d_model)
+    sizes = {
+        "d_inner": inner,
+        "state_size": d.read("state_size", default=16),
+        "conv_kernel": d.read("conv_kernel", default=4),
+        "dt_rank": _mamba_dt_rank(d, "time_step_rank"),
+        "conv_bias": d.read("use_conv_bias", default=True),
+        "proj_bias": d.read("use_bias", default=False),
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba.{name}", value, "config")
+    d.set("architecture.mixers.mamba.inner_norm", inner_norm, "family")
+    if inner_norm == "rms":
+        eps = float(d.read("mixer_rms_eps", default=1e-6))
+        d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("mixer_rms_eps"))
+    d.set("architecture.mixers.mamba.mlp", False, "family")
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("attention.variant", "softmax"),
+        ("attention.n_heads", None),
+        ("attention.n_kv_heads", None),
+        ("attention.qk_norm", None),
+        ("attention.logit_softcap", None),
+        ("attention.sliding_window", None),
+        ("attention.layer_pattern", ["mamba"]),
+        ("position.type", "none"),
+        ("mlp.activation", None),
+        ("mlp.d_ff", None),
+        ("mlp.moe", None),
+        ("bias.qkv", False),
+        ("bias.attn_out", False),
+        ("bias.mlp", False),
+        ("parallel_layers", False),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    free = "Attention-free: every layer is a Mamba mixer (the transformers implementation)."
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
+        d.note(f"architecture.{path}", free)
+    for path in ("mlp.activation", "mlp.d_ff"):
+        d.note(f"architecture.{path}", "No MLP: a Mamba layer is the mixer alone.")
+    d.note("architecture.context_length", "Mamba has no position limit in its config.")
+    _tied(d)
+
+
+def _mamba(d: _Draft) -> None:
+    _mamba_layers(d, "none")
+
+
+def _falcon_mamba(d: _Draft) -> None:
+    """Falcon Mamba: Mamba with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
+    _mamba_layers(d, "rms")
+
+
+def _jamba(d: _Draft) -> None:
+    """Jamba: Mamba-1 layers (learned-scale RMSNorms on dt, B, C at rms_norm_eps) and
+    attention without positions at i % attn_layer_period == attn_layer_offset; every layer
+    has the MLP, the experts at i % expert_layer_period == expert_layer_offset."""
+    n_layers = d.value("architecture.n_layers")
+    period, offset = d.read("attn_layer_period", default=8), d.read("attn_layer_offset", default=4)
+    if offset >= period:
+        raise HFImportError(f"attn_layer_offset ({offset}) must be below attn_layer_period")
+    kinds = ["global" if i % period == offset else "mamba" for i in range(n_layers)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    experts = d.read("num_experts", "num_local_experts", default=16)
+    e_period = d.read("expert_layer_period", default=2)
+    e_offset = d.read("expert_layer_offset", default=1)
+    if experts > 1:
+        if e_offset != e_period - 1:  # archdb's MoE layers are i % k == k - 1
+            raise HFImportError(
+                f"expert_layer_offset ({e_offset}) other than expert_layer_period - 1: the "
+                "card's MoE layers are every layer_period-th counting from 1"
+            )
+        d_ff = d.value("architecture.mlp.d_ff")
+        d.moe(
+            n_experts=experts,
+            n_active=d.read("num_experts_per_tok", default=2),
+            layer_period=e_period,
+            dense_d_ff=d_ff if e_period > 1 else None,
+        )
+        d.set("architecture.mlp.moe.normalize_top_k", False, "family")  # JambaTopKRouter
+    else:
+        d.set("architecture.mlp.moe", None, "config")
+    if "mamba" in kinds:
+        sizes = {
+            "d_inner": int(d.read("mamba_expand", default=2) * d.value("architecture.d_model")),
+            "state_size": d.read("mamba_d_state", default=16),
+            "conv_kernel": d.read("mamba_d_conv", default=4),
+            "dt_rank": _mamba_dt_rank(d, "mamba_dt_rank"),
+            "conv_bias": d.read("mamba_conv_bias", default=True),
+            "proj_bias": d.read("mamba_proj_bias", default=False),
+        }
+        for name, value in sizes.items():
+            d.set(f"architecture.mixers.mamba.{name}", value, "config")
+        d.set("architecture.mixers.mamba.inner_norm", "rms-scaled", "family")
+        eps = float(d.read("rms_norm_eps", default=1e-6))
+        d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("rms_norm_eps"))
+        d.set("architecture.mixers.mamba.mlp", True, "family")
 
 
 def _gpt_oss(d: _Draft) -> None:
@@ -1494,6 +1619,9 @@ FAMILIES: dict[str, Family] = {
                                linear_layer="mamba2", hook=_granitemoehybrid,
                                type_aliases=(("mamba", "linear_attention"),
                                              ("attention", "full_attention"))),
+    "mamba": Family("mamba", "MambaBlock", steps=(_mamba,)),
+    "falcon_mamba": Family("falcon_mamba", "FalconMambaBlock", steps=(_falcon_mamba,)),
+    "jamba": Family("jamba", "JambaAttentionDecoderLayer", position="none", hook=_jamba),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),
@@ -1875,6 +2003,7 @@ _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5,
                  "lfm2": 1e-5, "lfm2_moe": 1e-5}  # fmt: skip
+_EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_norm_epsilon
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

@@ -158,6 +158,7 @@ class LayerKind(StrEnum):
     # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
     # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
     GLOBAL_MAMBA2 = "global+mamba2"
+    MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
 
     @property
     def attention(self) -> bool:
@@ -186,7 +187,9 @@ class LayerKind(StrEnum):
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
-RECURRENT_KINDS = frozenset({LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV})
+RECURRENT_KINDS = frozenset(
+    {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
+)
 
 
 class QKNorm(StrEnum):
@@ -436,10 +439,11 @@ class Attention(Strict):
         "alternates dense and locally banded layers (GPT-3); five locals and "
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
-        "short-conv and global layers in an explicit list (LFM2). A "
+        "short-conv and global layers in an explicit list (LFM2); [mamba x4, global, "
+        "mamba x3] (Jamba, Mamba-1 layers). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv) take their sizes from architecture.mixers; the other "
+        "gated-deltanet, short-conv, mamba) take their sizes from architecture.mixers; the other "
         "attention fields describe the attention entries only and may be null when there are none. "
         "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
         "a layer that is the card's dense MLP alone, moe one that is its MoE alone (the MoE "
@@ -643,6 +647,46 @@ class Mamba2Norm(StrEnum):
     NONE = "none"  # y * SiLU(z), no norm and no scale (Falcon-H1 mamba_rms_norm false)
 
 
+class MambaInnerNorm(StrEnum):
+    """Norms on a Mamba mixer's dt, B and C after x_proj."""
+
+    NONE = "none"  # Mamba
+    RMS = "rms"  # parameter-free RMSNorm on each (Falcon Mamba)
+    RMS_SCALED = "rms-scaled"  # RMSNorm with a learned scale on each (Jamba)
+
+
+class Mamba(Strict):
+    """Mamba-1's selective SSM mixer (Gu and Dao 2023), laid out as transformers' MambaMixer."""
+
+    d_inner: Width = Field(
+        description="Inner width (intermediate_size = expand x d_model): in_proj makes x and "
+        "the gate z of this width; each inner channel has its own A row, D and dt."
+    )
+    state_size: Width = Field(description="SSM state per inner channel (d_state, N).")
+    conv_kernel: Width = Field(description="Depthwise causal conv width over x (d_conv).")
+    dt_rank: Width = Field(
+        description="Rank of the dt projection: x_proj makes dt_rank + 2 x state_size (dt, "
+        "B, C), dt_proj (with bias) widens dt to d_inner (time_step_rank; 'auto' = "
+        "ceil(d_model / 16))."
+    )
+    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
+    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
+    inner_norm: MambaInnerNorm | None = Field(
+        default=None,
+        description="RMSNorm on dt, B and C after x_proj: rms parameter-free (Falcon Mamba), "
+        "rms-scaled with a learned scale each (Jamba). Optional; null: none (Mamba).",
+    )
+    inner_norm_eps: PositiveFloat | None = Field(
+        default=None,
+        description="Epsilon of the dt/B/C norms (Falcon Mamba mixer_rms_eps; Jamba "
+        "rms_norm_eps). Optional; null: not recorded (the builder uses 1e-6).",
+    )
+    mlp: StrictBool = Field(
+        description="Whether a mamba layer also has the card's MLP after the mixer (Jamba: "
+        "true; Mamba and Falcon Mamba, whose layers are the mixer alone: false)."
+    )
+
+
 class GatedDeltaNet(Strict):
     """Gated DeltaNet (Yang et al. 2024), laid out as Qwen3-Next's linear-attention layer."""
 
@@ -691,6 +735,9 @@ class Mixers(Strict):
     short_conv: ShortConv | None = Field(
         default=None,
         description="Short-convolution sizes; required for, and only for, short-conv layers.",
+    )
+    mamba: Mamba | None = Field(
+        default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
     )
 
 
@@ -894,8 +941,8 @@ class Architecture(Strict):
     )
     mixers: Mixers | None = Field(
         default=None,
-        description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv) the "
-        "layer pattern names. Optional; null when every layer is attention.",
+        description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
+        "mamba) the layer pattern names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: PositiveFloat | None = Field(
         default=None,
@@ -1079,6 +1126,7 @@ class Architecture(Strict):
             (LayerKind.MAMBA2, "mamba2"),
             (LayerKind.GATED_DELTANET, "gated_deltanet"),
             (LayerKind.SHORT_CONV, "short_conv"),
+            (LayerKind.MAMBA, "mamba"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1132,6 +1180,7 @@ class Architecture(Strict):
                     mixers.gated_deltanet is not None and mixers.gated_deltanet.mlp,
                 ),
                 ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
+                ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
             )
             if has
         ]
@@ -1161,6 +1210,8 @@ class Architecture(Strict):
             return m.gated_deltanet is not None and m.gated_deltanet.mlp
         if kind is LayerKind.SHORT_CONV:
             return m.short_conv is not None and m.short_conv.mlp
+        if kind is LayerKind.MAMBA:
+            return m.mamba is not None and m.mamba.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1209,6 +1260,8 @@ class Architecture(Strict):
             widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
         if self.mixers is not None and self.mixers.short_conv is not None:
             widths.append(3 * d)  # in_proj to B, C, x
+        if self.mixers is not None and (mb := self.mixers.mamba) is not None:
+            widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

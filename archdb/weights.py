@@ -613,6 +613,43 @@ def _nemotron_h() -> Names:
     return Names(top, layer, prefix="backbone.layers.{i}.")
 
 
+def _mamba_mixer(prefix: str) -> dict[str, Source]:
+    """A Mamba-1 mixer's tensors (transformers' MambaMixer names under ``prefix``)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{prefix}.{p}.{t}")
+        for p in ("in_proj", "conv1d", "x_proj", "dt_proj", "out_proj")
+        for t in ("weight", "bias")
+    }
+    layer |= {f"attn.sublayer.{p}": Source(f"{prefix}.{p}") for p in ("A_log", "D")}
+    layer |= {  # Jamba's scaled norms on dt, B and C
+        f"attn.sublayer.{x}_norm_weight": Source(f"{prefix}.{x}_layernorm.weight")
+        for x in ("dt", "b", "c")
+    }
+    return layer
+
+
+def _mamba() -> Names:
+    """Mamba and Falcon Mamba: a norm and the mixer per layer under backbone."""
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = _mamba_mixer("mixer") | {"attn.before.weight": Source("norm.weight")}
+    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _jamba() -> Names:
+    """Jamba: Llama-style attention layers and Mamba layers, each with feed_forward (an
+    MLP, or per-expert weights and a router)."""
+    norms = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
+    layer = _llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
+    layer |= _moe("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
+                  "down_proj")  # fmt: skip
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
 # transformers model_type -> its names (one place per family)
 def _falcon_h1() -> Names:
     """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
@@ -700,6 +737,9 @@ NAMES: dict[str, Callable[[], Names]] = {
     "nemotron_h": _nemotron_h,
     "falcon_h1": _falcon_h1,
     "granitemoehybrid": _granitemoehybrid,
+    "mamba": _mamba,
+    "falcon_mamba": _mamba,  # its dt/B/C norms have no weights (a non-persistent buffer)
+    "jamba": _jamba,
 }
 
 

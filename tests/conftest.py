@@ -377,6 +377,21 @@ def deltanet_dims(**changes) -> dict[str, Any]:
     return {**dims, **changes}
 
 
+def mamba_dims(**changes) -> dict[str, Any]:
+    """Mamba-1 sizes for a d_model 64 toy (inner width 128 = 2 x d_model, dt rank 4)."""
+    dims = {
+        "d_inner": 128,
+        "state_size": 16,
+        "conv_kernel": 4,
+        "dt_rank": 4,
+        "conv_bias": True,
+        "proj_bias": False,
+        "inner_norm": "none",
+        "mlp": False,
+    }
+    return {**dims, **changes}
+
+
 # An attention-free Mamba-2 stack: attention and MLP fields describe no layer.
 MAMBA2_ONLY = {
     "attention.layer_pattern": ["mamba2"],
@@ -388,6 +403,20 @@ MAMBA2_ONLY = {
     "mlp.activation": None,
     "mlp.d_ff": None,
     "mixers": {"mamba2": mamba2_dims()},
+}
+# An attention-free Mamba-1 stack (Mamba, Falcon Mamba: inner_norm "rms").
+MAMBA_ONLY = {
+    **MAMBA2_ONLY,
+    "attention.layer_pattern": ["mamba"],
+    "mixers": {"mamba": mamba_dims()},
+}
+# Jamba's layout: Mamba-1 layers with an MLP and scaled dt/B/C norms, attention without
+# positions, MoE every other layer.
+MAMBA_HYBRID = {
+    "attention.layer_pattern": ["mamba", "global"],
+    "position.type": "none",
+    "position.rope_theta": None,
+    "mixers": {"mamba": mamba_dims(mlp=True, inner_norm="rms-scaled", inner_norm_eps=1e-6)},
 }
 # Qwen3-Next's 3:1 hybrid: three Gated DeltaNet layers, then one attention layer.
 DELTANET_HYBRID = {
@@ -499,6 +528,9 @@ CHOICES = [
     {"residual_multiplier": 0.22, "norm.position": "resi-dual"},
     MAMBA2_ONLY,
     DELTANET_HYBRID,
+    MAMBA_ONLY,
+    {**MAMBA_ONLY, "mixers": {"mamba": mamba_dims(inner_norm="rms", proj_bias=True)}},
+    MAMBA_HYBRID,
     {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two
         "attention.layer_pattern": ["mamba2", "global"],
         "mixers": {"mamba2": mamba2_dims(mlp=True, n_groups=1, proj_bias=True)},

@@ -150,6 +150,16 @@ TINY: dict[str, dict] = {
                                          "linear_attention"],
                          "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                          "attention_multiplier": 0.03, "logits_scaling": 6.0},
+    # Mamba-1: dt rank and epsilons off their defaults; untied head (Mamba: tied by default)
+    "mamba": {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 128, "state_size": 8,
+              "time_step_rank": 6, "layer_norm_epsilon": 1e-4, "use_bias": True,
+              "tie_word_embeddings": False},
+    "falcon_mamba": {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 128,
+                     "state_size": 8, "mixer_rms_eps": 1e-3, "use_conv_bias": False},
+    # Jamba: one attention layer (no positions) in 4, experts every other layer, unnormalized
+    "jamba": {**_DENSE, "num_hidden_layers": 4, "attn_layer_period": 4, "attn_layer_offset": 2,
+              "num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 8,
+              "mamba_dt_rank": 6, "rms_norm_eps": 1e-4},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

@@ -27,9 +27,12 @@ from tests.conftest import (
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
     MAMBA2_ONLY,
+    MAMBA_HYBRID,
+    MAMBA_ONLY,
     latent_dims,
     make_arch,
     mamba2_dims,
+    mamba_dims,
     moe_block,
 )
 
@@ -469,6 +472,34 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mixers": {"mamba2": mamba2_dims(mlp=True, norm="gated", conv_bias=False)},
         },
     ),
+    ("mamba", MAMBA_ONLY),
+    (
+        "mamba",
+        {
+            **MAMBA_ONLY,
+            "tied_embeddings": False,
+            "mixers": {"mamba": mamba_dims(proj_bias=True, conv_bias=False, dt_rank=6)},
+        },
+    ),
+    (
+        "falcon_mamba",
+        {
+            **MAMBA_ONLY,
+            "tied_embeddings": True,
+            "mixers": {"mamba": mamba_dims(inner_norm="rms", inner_norm_eps=1e-6)},
+        },
+    ),
+    (  # Jamba: one attention layer in four, MoE every other layer (2, 4, 6, 8 of 8)
+        "jamba",
+        {
+            **MAMBA_HYBRID,
+            "attention.layer_pattern": ["mamba", "mamba", "global", "mamba"],
+            "n_layers": 8,
+            "norm.eps": 1e-6,
+            "mlp.moe": moe_block(layer_period=2, dense_d_ff=128, normalize_top_k=False),
+        },
+    ),
+    ("jamba", {**MAMBA_HYBRID, "norm.eps": 1e-6}),
     (
         "gpt_oss",
         {
@@ -612,7 +643,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
-    "falcon_h1", "granitemoehybrid",
+    "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
 )  # fmt: skip
 
 

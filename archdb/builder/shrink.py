@@ -21,7 +21,9 @@ to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4
 Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
-and key/value head widths to at most 16. Attention-free cards have no head constraint.
+and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
+d_model (rounded, at least 1) and its state to at most 16. Attention-free cards have no
+head constraint.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -289,6 +291,12 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
             "n_value_heads": keys * (g.n_value_heads // g.n_key_heads),
             "key_head_dim": min(g.key_head_dim, 16),
             "value_head_dim": min(g.value_head_dim, 16),
+        }
+    if (mb := arch.mixers.mamba) is not None:
+        out["mamba"] |= {
+            "d_inner": max(1, round(mb.d_inner * d_t / d)),
+            "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
+            "state_size": min(mb.state_size, 16),
         }
     return out
 

@@ -31,6 +31,7 @@ from archdb.schema import (
     LayerKind,
     Mamba2,
     Mamba2Norm,
+    MambaInnerNorm,
     MoE,
     NormAffine,
     NormPosition,
@@ -80,6 +81,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
     "sparse": lambda a: a.attention.sparse is not None,
+    "mamba": lambda a: LayerKind.MAMBA in a.attention.layer_pattern,
     # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors
     "parallel_mamba2": lambda a: LayerKind.GLOBAL_MAMBA2 in a.attention.layer_pattern,
     "mamba2_norm": lambda a: (
@@ -595,6 +597,104 @@ def falcon_h1(a: Architecture) -> dict:
             "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
         }
         | _rope(a)
+    )
+
+
+def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
+    """Mamba-1 sizes as MambaConfig (prefix "") or JambaConfig (prefix "mamba_") names."""
+    m = a.mixers.mamba if a.mixers is not None else None
+    _require(m is not None, "mixers.mamba sizes")
+    _require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
+    _require(
+        (m.inner_norm or MambaInnerNorm.NONE) is inner_norm,
+        f"mixers.mamba.inner_norm must be {inner_norm.value}",
+    )
+    names = {
+        "state_size": "state_size" if not prefix else "mamba_d_state",
+        "conv_kernel": "conv_kernel" if not prefix else "mamba_d_conv",
+        "dt_rank": "time_step_rank" if not prefix else "mamba_dt_rank",
+        "conv_bias": "use_conv_bias" if not prefix else "mamba_conv_bias",
+        "proj_bias": "use_bias" if not prefix else "mamba_proj_bias",
+    }
+    out = {key: getattr(m, name) for name, key in names.items()}
+    out["expand" if not prefix else "mamba_expand"] = m.d_inner // a.d_model
+    return out
+
+
+def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
+    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _require(a.attention.layer_pattern == [LayerKind.MAMBA], "layer_pattern [mamba]")
+    _require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "tie_word_embeddings": a.tied_embeddings,
+        "layer_norm_epsilon": a.norm.eps or 1e-5,
+    } | _mamba_sizes(a, "", inner_norm)
+
+
+def mamba(a: Architecture) -> dict:
+    return _mamba_only(a, MambaInnerNorm.NONE)
+
+
+def falcon_mamba(a: Architecture) -> dict:
+    """Mamba's layout with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
+    eps = a.mixers.mamba.inner_norm_eps if a.mixers and a.mixers.mamba else None
+    return _mamba_only(a, MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+
+
+def _jamba_experts(a: Architecture) -> dict:
+    """Jamba's MoE layers are those with i % expert_layer_period == expert_layer_offset."""
+    moe = a.mlp.moe
+    if moe is None:
+        return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
+    _require(
+        moe.first_dense_layers == 0
+        and moe.n_shared == 0
+        and moe.dense_d_ff in (None, a.mlp.d_ff)
+        and moe.normalize_top_k is False
+        and not moe.router_bias,
+        "MoE every layer_period-th layer from the first, no shared experts, dense width "
+        "d_ff, top-k weights left unnormalized, no router bias",
+    )
+    return {
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "expert_layer_period": moe.layer_period,
+        "expert_layer_offset": moe.layer_period - 1,
+    }
+
+
+def jamba(a: Architecture) -> dict:
+    """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
+    attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _position(a, PositionType.NONE)
+    _bias(a, False, False, False)
+    _pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
+    pattern = a.attention.layer_pattern
+    _require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
+    _require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
+    _require(
+        a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads"
+    )
+    eps = a.norm.eps or 1e-6
+    _require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
+    return (
+        _base(a)
+        | {
+            "attn_layer_period": len(pattern),
+            "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
+            "rms_norm_eps": eps,
+        }
+        | _jamba_experts(a)
+        | _mamba_sizes(a, "mamba_", MambaInnerNorm.RMS_SCALED)
     )
 
 
@@ -1286,6 +1386,15 @@ REFERENCES: dict[str, Reference] = {
             "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
         ),
         Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
+        Reference("mamba", "MambaConfig", "MambaForCausalLM", mamba, extras=frozenset({"mamba"})),
+        Reference(
+            "falcon_mamba",
+            "FalconMambaConfig",
+            "FalconMambaForCausalLM",
+            falcon_mamba,
+            extras=frozenset({"mamba"}),
+        ),
+        Reference("jamba", "JambaConfig", "JambaForCausalLM", jamba, extras=frozenset({"mamba"})),
         Reference(
             "nemotron_h",
             "NemotronHConfig",
@@ -1399,6 +1508,10 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "chameleon": "chameleon",
     "mamba-2": "mamba2",
     "bamba": "bamba",
+    "mamba": "mamba",
+    "falcon-mamba": "falcon_mamba",
+    "jamba": "jamba",
+    "jamba-1.5": "jamba",
     "gpt-oss": "gpt_oss",
     "apertus": "apertus",
     "qwen3-next": "qwen3_next",

@@ -20,6 +20,7 @@ from archdb.schema import (
     AttentionVariant,
     Kind,
     LayerKind,
+    MambaInnerNorm,
     NormAffine,
     NormPosition,
     NormType,
@@ -112,8 +113,8 @@ def _unsupported(arch: Architecture) -> str | None:
     if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                "recurrent (mamba2, gated-deltanet, short-conv), mlp or moe layers outside a "
-                "serial decoder-only model"
+                "recurrent (mamba, mamba2, gated-deltanet, short-conv), mlp or moe layers "
+                "outside a serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
@@ -463,6 +464,7 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mixers.mamba2.input_multiplier": (1.0, "Mamba-2 reads the normed stream unscaled"),
     "mixers.mamba2.projection_multipliers": ([1.0] * 5, "in_proj's parts are not rescaled"),
     "mixers.mamba2.output_multiplier": (1.0, "Mamba-2's output is not rescaled"),
+    "mixers.mamba.inner_norm_eps": (1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C"),
 }
 # Falcon-H1's muP factors: stated as assumptions only for cards with a Mamba-2 mixer (the
 # one family that sets them), not on every attention card
@@ -499,11 +501,18 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
             continue
         if path in _SUBLAYER_FACTORS and (arch.mixers is None or arch.mixers.mamba2 is None):
             continue
+        if path == "mixers.mamba.inner_norm_eps" and not _mamba_inner_norm(arch):
+            continue
         made.append(Assumption(path, value, why))
     return tuple(made)
 
 
 GELUS = (Activation.GELU, Activation.GEGLU)
+
+
+def _mamba_inner_norm(arch: Architecture) -> bool:
+    m = arch.mixers.mamba if arch.mixers is not None else None
+    return m is not None and m.inner_norm not in (None, MambaInnerNorm.NONE)
 
 
 def _yarn(arch: Architecture) -> bool:
