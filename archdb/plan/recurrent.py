@@ -224,6 +224,7 @@ class ShortConvMixer:
         return Module(self.d_model, self.conv_kernel, self.bias)
 
 
+@dataclass(frozen=True)
 class MambaMixer:
     """in_proj -> (x, z); causal conv over x; x_proj -> (dt, B, C), optionally RMS-normed;
     dt_proj widens dt; the selective scan per inner channel; y * SiLU(z); out_proj
