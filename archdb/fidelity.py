@@ -56,6 +56,7 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
+    "smollm3": 0.0,  # Llama with NoPE layers
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with

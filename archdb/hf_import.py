@@ -323,6 +323,9 @@ class ConfigShape(_Keys):
         Annotated[dict[str, dict[str, _sized(1, MAX_WIDTH)]], Field(max_length=MAX_DEPTH)] | None
     ) = None
     num_kv_shared_layers: _sized(0, MAX_DEPTH) | None = None
+    # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
+    no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
+    no_rope_layer_interval: Layers | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -953,6 +956,39 @@ def _glm4_moe(d: _Draft) -> None:
         d.unmapped["num_nextn_predict_layers"] = mtp
 
 
+def _smollm3(d: _Draft) -> None:
+    """SmolLM3: Llama whose layers with no_rope_layers[i] == 0 skip RoPE (by default every
+    no_rope_layer_interval-th); a sliding window only with use_sliding_window."""
+    n = d.value("architecture.n_layers")
+    rotates = d.read("no_rope_layers")
+    if rotates is None:
+        interval = d.read("no_rope_layer_interval", default=4)  # SmolLM3Config's default
+        rotates = [int((i + 1) % interval != 0) for i in range(n)]
+    else:
+        d.read("no_rope_layer_interval")  # only builds no_rope_layers when it is absent
+    if len(rotates) != n:
+        raise HFImportError(
+            f"no_rope_layers lists {len(rotates)} layers but num_hidden_layers is {n}: "
+            "the config contradicts itself"
+        )
+    pattern = d.value("architecture.attention.layer_pattern")
+    windowed = bool(d.read("use_sliding_window", default=False))  # SmolLM3Config's default
+    kinds = []
+    for i, rope in enumerate(rotates):
+        local = windowed and pattern[i % len(pattern)] == "local"
+        if local and not rope:
+            raise HFImportError(
+                f"layer {i} is a sliding-window layer without RoPE: no card layer kind holds it"
+            )
+        kinds.append("local" if local else "global" if rope else "global-nope")
+    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("no_rope_layers"))
+    if "local" not in kinds:
+        window = d.value("architecture.attention.sliding_window")
+        d.set("architecture.attention.sliding_window", None, "config")
+        if window:
+            d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1019,6 +1055,8 @@ FAMILIES: dict[str, Family] = {
                          hook=_qwen3_next, linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
+    "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
+                      rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}

@@ -583,6 +583,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "apertus": _apertus,
     "gemma4_text": _gemma4,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
+    "smollm3": _llama,
 }
 
 

@@ -106,6 +106,9 @@ TINY: dict[str, dict] = {
                  "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
                  "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
                  "routed_scaling_factor": 1.7, "norm_topk_prob": True},
+    # NoPE on every other layer (the default interval is 4), a theta off the default
+    "smollm3": {**_DENSE, "num_hidden_layers": 4, "no_rope_layer_interval": 2,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 5000.0}},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

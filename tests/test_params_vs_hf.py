@@ -406,6 +406,18 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "shared_gate": True},
         },
     ),
+    ("smollm3", {"n_layers": 4, "attention.layer_pattern": ["global", "global-nope"]}),
+    (
+        "smollm3",
+        {
+            "n_layers": 3,
+            "attention.layer_pattern": ["local", "global-nope", "global"],
+            "attention.sliding_window": 16,
+            "tied_embeddings": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+        },
+    ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -473,7 +485,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe",
+    "granitemoe", "glm4_moe", "smollm3",
 )  # fmt: skip
 
 

@@ -764,6 +764,29 @@ def llama4_text(a: Architecture) -> dict:
     }
 
 
+def smollm3(a: Architecture) -> dict:
+    """Llama with NoPE layers (no_rope_layers[i] == 0) and an optional sliding window on
+    the RoPE layers."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE, LayerKind.LOCAL)
+    _require(a.bias.qkv == a.bias.attn_out, "SmolLM3's attention_bias covers q, k, v and o alike")
+    kinds = a.layer_kinds()
+    local = LayerKind.LOCAL in kinds
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "mlp_bias": a.bias.mlp,
+            "no_rope_layers": [int(k is not LayerKind.GLOBAL_NOPE) for k in kinds],
+            "use_sliding_window": local,
+            "sliding_window": a.attention.sliding_window if local else None,
+            "layer_types": _layer_types(a),
+        }
+    )
+
+
 def gpt2(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
     _serial(a)
@@ -1026,6 +1049,7 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"sinks", "router_bias"}),
         ),
         Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
+        Reference("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", smollm3),
         Reference(
             "qwen3_next",
             "Qwen3NextConfig",
@@ -1075,6 +1099,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-3": "phi3",
     "phi-4": "phi3",
     "smollm2": "llama",
+    "smollm3": "smollm3",
     "qwen2": "qwen2",
     "qwen2.5": "qwen2",
     "qwen3": "qwen3",
