@@ -57,6 +57,7 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "smollm3": 0.0,  # Llama with NoPE layers
+    "olmo3": 6.8e-7,  # OLMo 2 with sliding layers; YaRN on the full layers only
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with

@@ -989,6 +989,34 @@ def _smollm3(d: _Draft) -> None:
             d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
 
 
+def _olmo3(d: _Draft) -> None:
+    """OLMo 3: OLMo 2 with sliding layers (by default three to every full one, windows of
+    4096) and a RoPE block per layer type; rope_scaling goes to the full layers only."""
+    pattern = d.value("architecture.attention.layer_pattern")
+    if not d.read("layer_types"):  # Olmo3Config: every fourth layer full attention
+        pattern = ["local", "local", "local", "global"]
+        d.set("architecture.attention.layer_pattern", pattern, "family")
+    if "local" in pattern and d.value("architecture.attention.sliding_window") is None:
+        window = d.read("sliding_window", default=4096)  # Olmo3Config's default
+        d.set("architecture.attention.sliding_window", window, d.origin_of("sliding_window"))
+        d.unmapped.pop("sliding_window", None)
+    _full, local = _rope_parameters(d)
+    if "local" not in pattern or d.value("architecture.position.rope_scaling.type") is None:
+        return
+    if local.get("rope_type", "default") != "default":
+        raise HFImportError(
+            "rope_parameters.sliding_attention scales RoPE too: the card holds one scaling, "
+            "for the full-attention layers"
+        )
+    theta = local.get("rope_theta") or d.value("architecture.position.rope_theta")
+    d.set("architecture.position.rope_theta_local", float(theta), "config")
+    d.note(
+        "architecture.position.rope_theta_local",
+        "OLMo 3 scales RoPE on its full-attention layers only: the sliding layers' own base "
+        "(rope_theta_local) keeps them unscaled.",
+    )
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1055,6 +1083,8 @@ FAMILIES: dict[str, Family] = {
                          hook=_qwen3_next, linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
+    "olmo3": Family("olmo3", "Olmo3DecoderLayer", norm_position="post-branch", qk_norm="full",
+                    rope_theta_default=500_000.0, hook=_olmo3),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
@@ -1417,6 +1447,7 @@ _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "ge
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
+_EPS_DEFAULTS |= {"olmo3": 1e-5}  # the families import-hf gained with smollm3
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

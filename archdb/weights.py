@@ -562,6 +562,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gemma2": lambda: _llama(_SANDWICH),
     "gemma3_text": lambda: _llama(_SANDWICH),
     "olmo2": lambda: _llama(_POST_BRANCH),
+    "olmo3": lambda: _llama(_POST_BRANCH),
     "phi3": _phi3,
     "mixtral": _mixtral,
     "qwen3_moe": _qwen3_moe,

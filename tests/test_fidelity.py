@@ -109,6 +109,14 @@ TINY: dict[str, dict] = {
     # NoPE on every other layer (the default interval is 4), a theta off the default
     "smollm3": {**_DENSE, "num_hidden_layers": 4, "no_rope_layer_interval": 2,
                 "rope_parameters": {"rope_type": "default", "rope_theta": 5000.0}},
+    # a sliding window that binds; YaRN on the full layers only, the sliding layers at
+    # their own default-type RoPE (a last full layer)
+    "olmo3": {**_DENSE, "num_hidden_layers": 3, "sliding_window": WINDOW,
+              "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+              "rope_parameters": {
+                  "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 16},
+                  "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

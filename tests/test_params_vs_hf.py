@@ -96,6 +96,34 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("olmo", {"norm.type": "layernorm", "norm.affine": "none"}),
     ("olmo2", {"norm.position": "post-branch", "attention.qk_norm": "full"}),
     (
+        "olmo3",
+        {
+            "norm.position": "post-branch",
+            "attention.qk_norm": "full",
+            "n_layers": 4,
+            "attention.layer_pattern": ["local", "local", "local", "global"],
+            "attention.sliding_window": 16,
+        },
+    ),
+    (
+        "olmo3",
+        {
+            "norm.position": "post-branch",
+            "attention.qk_norm": "full",
+            "n_layers": 3,
+            "attention.layer_pattern": ["local", "global", "global"],
+            "attention.sliding_window": 16,
+            "position.rope_theta_local": 1e4,
+            "position.rope_scaling": {
+                "type": "yarn",
+                "factor": 8.0,
+                "original_context": 16,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+            },
+        },
+    ),
+    (
         "cohere",
         {
             "norm.type": "layernorm",
@@ -485,7 +513,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "smollm3",
+    "granitemoe", "glm4_moe", "smollm3", "olmo3",
 )  # fmt: skip
 
 

@@ -604,6 +604,27 @@ def olmo2(a: Architecture) -> dict:
     return _base(a) | {"attention_bias": a.bias.qkv}
 
 
+def olmo3(a: Architecture) -> dict:
+    """OLMo 2 with sliding layers; RoPE scaling on the full layers, the sliding layers at
+    their own base (rope_theta_local) unscaled."""
+    config = olmo2(a)
+    _pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+    pos = a.position
+    theta = pos.rope_theta or 500000.0
+    local = LayerKind.LOCAL in a.layer_kinds()
+    _require(
+        pos.rope_scaling is None or not local or pos.rope_theta_local is not None,
+        "OLMo 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    full = {"rope_type": "default", "rope_theta": theta} | _rope_scaling(a)
+    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
+    return config | {
+        "layer_types": _layer_types(a),
+        "sliding_window": a.attention.sliding_window or 4096,
+        "rope_parameters": {"full_attention": full, "sliding_attention": sliding},
+    }
+
+
 def cohere(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
     _parallel(a, shared=True)
@@ -996,6 +1017,7 @@ REFERENCES: dict[str, Reference] = {
         Reference("gemma3_text", "Gemma3TextConfig", "Gemma3ForCausalLM", gemma3_text),
         Reference("olmo", "OlmoConfig", "OlmoForCausalLM", olmo),
         Reference("olmo2", "Olmo2Config", "Olmo2ForCausalLM", olmo2),
+        Reference("olmo3", "Olmo3Config", "Olmo3ForCausalLM", olmo3),
         Reference("cohere", "CohereConfig", "CohereForCausalLM", cohere),
         Reference("cohere2", "Cohere2Config", "Cohere2ForCausalLM", cohere2),
         Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
@@ -1109,6 +1131,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "gemma-4": "gemma4_text",
     "olmo": "olmo",
     "olmo-2": "olmo2",
+    "olmo-3": "olmo3",
     "falcon": "falcon",
     "falcon-2": "falcon",
     "command-r": "cohere",
