@@ -58,6 +58,7 @@ LOGIT_EXACT: dict[str, float] = {
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "smollm3": 0.0,  # Llama with NoPE layers
     "olmo3": 6.8e-7,  # OLMo 2 with sliding layers; YaRN on the full layers only
+    "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
@@ -87,6 +88,11 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
+# sigmoid scores with a correction bias; no groups, no routed scale (their nulls are right)
+FAMILY_FIELDS["minimax_m2"] = (
+    "architecture.mlp.moe.score_function",
+    "architecture.mlp.moe.score_correction_bias",
+)
 
 
 @dataclass(frozen=True)

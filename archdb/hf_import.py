@@ -1017,6 +1017,34 @@ def _olmo3(d: _Draft) -> None:
     )
 
 
+def _minimax_m2(d: _Draft) -> None:
+    """MiniMax-M2: every layer's MLP is the experts (intermediate_size each, no shared
+    expert); sigmoid scores, the correction bias choosing, the chosen scores renormalized;
+    partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
+    d.moe(
+        n_experts=d.read("num_local_experts", "num_experts", default=256),  # the config's defaults
+        n_active=d.read("num_experts_per_tok", default=8),
+    )
+    d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
+    rotary_dim = d.read("rotary_dim")
+    if rotary_dim is None:
+        return
+    head_dim = d.value("architecture.attention.head_dim") or 128  # MiniMaxM2Config's default
+    fraction = rotary_dim / head_dim
+    given = d.value("architecture.position.rotary_fraction")
+    if given is not None and abs(given - fraction) > 1e-9:
+        raise HFImportError(
+            f"rotary_dim {rotary_dim} of head_dim {head_dim} contradicts partial_rotary_factor "
+            f"{given}: the config contradicts itself"
+        )
+    if fraction < 1:
+        d.set("architecture.position.rotary_fraction", fraction, "config")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1085,6 +1113,8 @@ FAMILIES: dict[str, Family] = {
                   activation_default="relu", hook=_opt),
     "olmo3": Family("olmo3", "Olmo3DecoderLayer", norm_position="post-branch", qk_norm="full",
                     rope_theta_default=500_000.0, hook=_olmo3),
+    "minimax_m2": Family("minimax_m2", "MiniMaxM2DecoderLayer", qk_norm="full",
+                         rope_theta_default=5_000_000.0, hook=_minimax_m2),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip

@@ -295,6 +295,15 @@ def _granitemoe() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _minimax_m2() -> Names:
+    """Mixtral's names (saved per expert as w1, w3, w2); the correction bias sits on the
+    MoE block, not its gate."""
+    names = _mixtral()
+    bias = Source("block_sparse_moe.e_score_correction_bias")
+    names.layer["mlp.sublayer.router.correction_bias"] = bias
+    return names
+
+
 def _gpt2() -> Names:
     def conv(name: str, cut=None) -> Source:  # Conv1D stores (in, out)
         return Source(name, cut=cut, transpose=True)
@@ -585,6 +594,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gemma4_text": _gemma4,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "smollm3": _llama,
+    "minimax_m2": _minimax_m2,
 }
 
 

@@ -117,6 +117,10 @@ TINY: dict[str, dict] = {
                   "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                                      "original_max_position_embeddings": 16},
                   "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+    # sigmoid scores, a (randomized) correction bias, full QK norm, RoPE on half of head_dim
+    # given as the legacy rotary_dim
+    "minimax_m2": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 8,
+                   "num_experts_per_tok": 3, "rotary_dim": 8},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

@@ -446,6 +446,15 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "bias.attn_out": True,
         },
     ),
+    (
+        "minimax_m2",
+        {
+            "attention.qk_norm": "full",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.5,
+            "mlp.moe": {**MOE, "score_function": "sigmoid", "score_correction_bias": True},
+        },
+    ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -513,7 +522,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "smollm3", "olmo3",
+    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2",
 )  # fmt: skip
 
 

@@ -761,6 +761,28 @@ def glm4_moe(a: Architecture) -> dict:
     )
 
 
+def minimax_m2(a: Architecture) -> dict:
+    """MiniMax-M2: GQA with full QK norm and partial RoPE; every layer's MLP the experts,
+    sigmoid scores with a correction bias, the chosen renormalized, no groups, no scale."""
+    _llama_like(a, QKNorm.FULL)
+    _pattern(a, LayerKind.GLOBAL)
+    _bias(a, False, False, False)
+    moe = a.mlp.moe
+    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    _require(
+        (moe.n_shared, moe.first_dense_layers, moe.layer_period) == (0, 0, 1),
+        "no shared experts, no dense layers",
+    )
+    # null (not recorded) is compared by count; its fidelity names the missing field
+    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    return (
+        _base(a)
+        | _rope(a)
+        | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
+    )
+
+
 def llama4_text(a: Architecture) -> dict:
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
@@ -1036,6 +1058,13 @@ REFERENCES: dict[str, Reference] = {
             extras=_ROUTERS,
         ),
         Reference("glm4_moe", "Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe, extras=_ROUTERS),
+        Reference(
+            "minimax_m2",
+            "MiniMaxM2Config",
+            "MiniMaxM2ForCausalLM",
+            minimax_m2,
+            extras=frozenset({"sigmoid_scores", "correction_bias"}),
+        ),
         Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
         Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
         Reference("openai-gpt", "OpenAIGPTConfig", "OpenAIGPTLMHeadModel", openai_gpt),
@@ -1140,6 +1169,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "nemotron-4": "nemotron",
     "deepseek-v2": "deepseek_v2",
     "deepseek-v3": "deepseek_v3",
+    "minimax-m2": "minimax_m2",
     "kimi-k2": "deepseek_v3",  # config.json: model_type kimi_k2, DeepseekV3ForCausalLM
     "t5": "t5",
     "t5-v1.1": "t5",
