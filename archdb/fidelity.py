@@ -58,6 +58,7 @@ LOGIT_EXACT: dict[str, float] = {
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "smollm3": 0.0,  # Llama with NoPE layers
     "olmo3": 6.8e-7,  # OLMo 2 with sliding layers; YaRN on the full layers only
+    "seed_oss": 3.2e-7,  # Llama with q/k/v and o bias flags of their own
     "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
 }
 

@@ -257,6 +257,7 @@ class ConfigShape(_Keys):
     remove_final_layer_norm: StrictBool | None = Field(None, alias="_remove_final_layer_norm")
     layer_norm_elementwise_affine: StrictBool | None = None
     attention_bias: StrictBool | None = None
+    attention_out_bias: StrictBool | None = None  # Seed-OSS: o_proj's own bias flag
     mlp_bias: StrictBool | None = None
     bias: StrictBool | None = None
     enable_bias: StrictBool | None = None
@@ -1045,6 +1046,13 @@ def _minimax_m2(d: _Draft) -> None:
         d.set("architecture.position.rotary_fraction", fraction, "config")
 
 
+def _seed_oss(d: _Draft) -> None:
+    """Seed-OSS: Llama whose attention_bias covers q, k and v only (default true); o_proj
+    has its own attention_out_bias (default false)."""
+    out = d.read("attention_out_bias", default=False)  # SeedOssConfig's default
+    d.set("architecture.bias.attn_out", out, d.origin_of("attention_out_bias"))
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1115,6 +1123,8 @@ FAMILIES: dict[str, Family] = {
                     rope_theta_default=500_000.0, hook=_olmo3),
     "minimax_m2": Family("minimax_m2", "MiniMaxM2DecoderLayer", qk_norm="full",
                          rope_theta_default=5_000_000.0, hook=_minimax_m2),
+    "seed_oss": Family("seed_oss", "SeedOssDecoderLayer", attention_bias_default=True,
+                       mlp_bias=None, hook=_seed_oss),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip

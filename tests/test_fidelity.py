@@ -121,6 +121,8 @@ TINY: dict[str, dict] = {
     # given as the legacy rotary_dim
     "minimax_m2": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 8,
                    "num_experts_per_tok": 3, "rotary_dim": 8},
+    # q/k/v biases without the o bias (the default), and an MLP bias
+    "seed_oss": {**_DENSE, "head_dim": 24, "mlp_bias": True},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

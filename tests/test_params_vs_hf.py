@@ -455,6 +455,8 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "score_function": "sigmoid", "score_correction_bias": True},
         },
     ),
+    ("seed_oss", {"bias.qkv": True, "attention.head_dim": 32}),
+    ("seed_oss", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -522,7 +524,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2",
+    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2", "seed_oss",
 )  # fmt: skip
 
 

@@ -830,6 +830,22 @@ def smollm3(a: Architecture) -> dict:
     )
 
 
+def seed_oss(a: Architecture) -> dict:
+    """Llama with separate bias flags: q/k/v (attention_bias) and o (attention_out_bias)."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "attention_out_bias": a.bias.attn_out,
+            "mlp_bias": a.bias.mlp,
+        }
+    )
+
+
 def gpt2(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
     _serial(a)
@@ -1101,6 +1117,7 @@ REFERENCES: dict[str, Reference] = {
         ),
         Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
         Reference("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", smollm3),
+        Reference("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", seed_oss),
         Reference(
             "qwen3_next",
             "Qwen3NextConfig",
@@ -1151,6 +1168,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-4": "phi3",
     "smollm2": "llama",
     "smollm3": "smollm3",
+    "seed-oss": "seed_oss",
     "qwen2": "qwen2",
     "qwen2.5": "qwen2",
     "qwen3": "qwen3",
