@@ -157,6 +157,14 @@ Tokens = _sized(1, MAX_CONTEXT)
 Name = Annotated[StrictStr, Field(max_length=200)]
 
 
+def _pattern_letters(value: object) -> object:
+    """EXAONE 4 may spell sliding_window_pattern in letters: "LLLG" (L sliding, G full) is
+    every fourth layer full, 4; anything else is left for the integer check to refuse."""
+    if isinstance(value, str) and len(value) <= MAX_PATTERN and re.fullmatch(r"L*G", value):
+        return len(value)
+    return value
+
+
 class _Keys(BaseModel):
     """Keys are checked; others pass through (they are reported as unmapped)."""
 
@@ -225,7 +233,9 @@ class ConfigShape(_Keys):
     final_logit_softcapping: Number | None = None
     sliding_window: Tokens | None = None
     layer_types: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
-    sliding_window_pattern: _sized(1, MAX_PATTERN) | None = None
+    sliding_window_pattern: (
+        Annotated[_sized(1, MAX_PATTERN), BeforeValidator(_pattern_letters)] | None
+    ) = None
     use_sliding_window: StrictBool | None = None
     max_window_layers: _sized(0, MAX_DEPTH) | None = None
     multi_query: StrictBool | None = None
@@ -1053,6 +1063,31 @@ def _seed_oss(d: _Draft) -> None:
     d.set("architecture.bias.attn_out", out, d.origin_of("attention_out_bias"))
 
 
+def _exaone4(d: _Draft) -> None:
+    """EXAONE 4: with a sliding window, sliding layers (RoPE) and full layers without RoPE
+    (by default three to one, windows of 4096); without one, every layer full with RoPE."""
+    window = d.read("sliding_window", default=4096)  # Exaone4Config's default when absent
+    if "sliding_window" in d.config and d.config["sliding_window"] is None:
+        window = None  # an explicit null: no sliding layers
+    n = d.value("architecture.n_layers")
+    types = d.read("layer_types")
+    if types:
+        sliding = [t == "sliding_attention" for t in types]  # checked by _pattern_from_types
+    else:  # every sliding_window_pattern-th layer full
+        every = _pattern_letters(d.read("sliding_window_pattern", default=4))
+        sliding = [(i + 1) % every != 0 for i in range(n)]
+    # no window: sliding layers attend to everything, and every layer rotates
+    kinds = ["global"] * n if window is None else ["local" if s else "global-nope" for s in sliding]
+    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("layer_types"))
+    d.unmapped.pop("sliding_window", None)
+    d.set("architecture.attention.sliding_window", window if "local" in kinds else None, "config")
+    if window is not None and "local" not in kinds:
+        d.note(
+            "architecture.attention.layer_pattern",
+            f"sliding_window {window} is set, so the full-attention layers skip RoPE.",
+        )
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1125,6 +1160,8 @@ FAMILIES: dict[str, Family] = {
                          rope_theta_default=5_000_000.0, hook=_minimax_m2),
     "seed_oss": Family("seed_oss", "SeedOssDecoderLayer", attention_bias_default=True,
                        mlp_bias=None, hook=_seed_oss),
+    "exaone4": Family("exaone4", "Exaone4DecoderLayer", norm_position="post-branch",
+                      qk_norm="per-head", full_layer="global-nope", hook=_exaone4),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
@@ -1461,7 +1498,7 @@ def _attention(d: _Draft) -> None:
     d.set("architecture.final_logit_softcap", d.read("final_logit_softcapping"), "config")
     window = d.read("sliding_window")
     types = d.read("layer_types")
-    every = d.read("sliding_window_pattern")
+    every = _pattern_letters(d.read("sliding_window_pattern"))
     use_window = d.read("use_sliding_window", default=True)
     if types:
         pattern, origin = _pattern_from_types(list(types), d), "config"
@@ -1487,7 +1524,7 @@ _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "ge
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
-_EPS_DEFAULTS |= {"olmo3": 1e-5}  # the families import-hf gained with smollm3
+_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5}  # the families import-hf gained with smollm3
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

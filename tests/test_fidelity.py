@@ -123,6 +123,9 @@ TINY: dict[str, dict] = {
                    "num_experts_per_tok": 3, "rotary_dim": 8},
     # q/k/v biases without the o bias (the default), and an MLP bias
     "seed_oss": {**_DENSE, "head_dim": 24, "mlp_bias": True},
+    # post-branch norms, per-head QK norm; sliding layers with RoPE, full layers without
+    "exaone4": {**_DENSE, "num_hidden_layers": 4, "head_dim": 24, "sliding_window": WINDOW,
+                "sliding_window_pattern": 2},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

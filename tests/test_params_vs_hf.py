@@ -457,6 +457,20 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("seed_oss", {"bias.qkv": True, "attention.head_dim": 32}),
     ("seed_oss", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
+    (
+        "exaone4",
+        {
+            "norm.position": "post-branch",
+            "attention.qk_norm": "per-head",
+            "n_layers": 4,
+            "attention.layer_pattern": ["local", "local", "local", "global-nope"],
+            "attention.sliding_window": 16,
+        },
+    ),
+    (
+        "exaone4",
+        {"norm.position": "post-branch", "attention.qk_norm": "per-head", "tied_embeddings": True},
+    ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -524,7 +538,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2", "seed_oss",
+    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4",
 )  # fmt: skip
 
 

@@ -625,6 +625,33 @@ def olmo3(a: Architecture) -> dict:
     }
 
 
+def exaone4(a: Architecture) -> dict:
+    """EXAONE 4: post-branch norms, per-head QK norm; with a window, RoPE on the sliding
+    layers only (full layers NoPE); without one, RoPE on every full layer."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    _position(a, PositionType.ROPE)
+    _dense(a)
+    _bias(a, False, False, False)
+    kinds = set(a.attention.layer_pattern)
+    _require(
+        kinds <= {LayerKind.LOCAL, LayerKind.GLOBAL_NOPE} or kinds == {LayerKind.GLOBAL},
+        "layer_pattern of local and global-nope layers (a window), or global only (none)",
+    )
+    windowed = LayerKind.GLOBAL not in kinds
+    names = {LayerKind.LOCAL: "sliding_attention"}
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "layer_types": [names.get(k, "full_attention") for k in a.layer_kinds()],
+            "sliding_window": (a.attention.sliding_window or 4096) if windowed else None,
+        }
+    )
+
+
 def cohere(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
     _parallel(a, shared=True)
@@ -1056,6 +1083,7 @@ REFERENCES: dict[str, Reference] = {
         Reference("olmo", "OlmoConfig", "OlmoForCausalLM", olmo),
         Reference("olmo2", "Olmo2Config", "Olmo2ForCausalLM", olmo2),
         Reference("olmo3", "Olmo3Config", "Olmo3ForCausalLM", olmo3),
+        Reference("exaone4", "Exaone4Config", "Exaone4ForCausalLM", exaone4),
         Reference("cohere", "CohereConfig", "CohereForCausalLM", cohere),
         Reference("cohere2", "Cohere2Config", "Cohere2ForCausalLM", cohere2),
         Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
@@ -1168,6 +1196,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-4": "phi3",
     "smollm2": "llama",
     "smollm3": "smollm3",
+    "exaone-4": "exaone4",
     "seed-oss": "seed_oss",
     "qwen2": "qwen2",
     "qwen2.5": "qwen2",
