@@ -60,6 +60,7 @@ LOGIT_EXACT: dict[str, float] = {
     "olmo3": 6.8e-7,  # OLMo 2 with sliding layers; YaRN on the full layers only
     "seed_oss": 3.2e-7,  # Llama with q/k/v and o bias flags of their own
     "exaone4": 6.5e-7,  # post-branch norms, per-head QK norm, NoPE full layers
+    "ernie4_5": 2.5e-7,  # Llama with one bias flag and RoPE on interleaved pairs
     "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
 }
 

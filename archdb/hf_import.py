@@ -1088,6 +1088,13 @@ def _exaone4(d: _Draft) -> None:
         )
 
 
+def _ernie4_5(d: _Draft) -> None:
+    """ERNIE 4.5: use_bias puts a bias on q, k, v, o and the MLP (not the head)."""
+    uses_bias = d.read("use_bias", default=False)  # Ernie4_5Config's default
+    for part in ("qkv", "attn_out", "mlp"):
+        d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("use_bias"))
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1162,6 +1169,8 @@ FAMILIES: dict[str, Family] = {
                        mlp_bias=None, hook=_seed_oss),
     "exaone4": Family("exaone4", "Exaone4DecoderLayer", norm_position="post-branch",
                       qk_norm="per-head", full_layer="global-nope", hook=_exaone4),
+    "ernie4_5": Family("ernie4_5", "Ernie4_5DecoderLayer", tied_default=True,
+                       rope_theta_default=500_000.0, rope_layout="interleaved", hook=_ernie4_5),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
@@ -1524,7 +1533,8 @@ _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "ge
 _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
-_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5}  # the families import-hf gained with smollm3
+# ... and of the families import-hf gained with smollm3
+_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

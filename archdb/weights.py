@@ -594,6 +594,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gemma4_text": _gemma4,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "smollm3": _llama,
+    "ernie4_5": _llama,
     "exaone4": lambda: _llama(_POST_BRANCH),
     "seed_oss": _llama,
     "minimax_m2": _minimax_m2,

@@ -126,6 +126,8 @@ TINY: dict[str, dict] = {
     # post-branch norms, per-head QK norm; sliding layers with RoPE, full layers without
     "exaone4": {**_DENSE, "num_hidden_layers": 4, "head_dim": 24, "sliding_window": WINDOW,
                 "sliding_window_pattern": 2},
+    # biases everywhere but the head; RoPE on interleaved pairs
+    "ernie4_5": {**_DENSE, "head_dim": 24, "use_bias": True},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 

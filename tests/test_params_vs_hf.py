@@ -471,6 +471,8 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "exaone4",
         {"norm.position": "post-branch", "attention.qk_norm": "per-head", "tied_embeddings": True},
     ),
+    ("ernie4_5", {"tied_embeddings": True, "attention.head_dim": 32}),
+    ("ernie4_5", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -538,7 +540,7 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4",
+    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5",
 )  # fmt: skip
 
 

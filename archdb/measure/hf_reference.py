@@ -34,6 +34,7 @@ from archdb.schema import (
     NormType,
     PositionType,
     QKNorm,
+    RopeLayout,
     RouterScore,
 )
 
@@ -873,6 +874,17 @@ def seed_oss(a: Architecture) -> dict:
     )
 
 
+def ernie4_5(a: Architecture) -> dict:
+    """Llama whose one use_bias covers q, k, v, o and the MLP; RoPE on interleaved pairs."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    uses_bias = a.bias.qkv
+    _bias(a, uses_bias, uses_bias, uses_bias)
+    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    return _base(a) | _rope(a) | {"use_bias": uses_bias}
+
+
 def gpt2(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
     _serial(a)
@@ -1145,6 +1157,7 @@ REFERENCES: dict[str, Reference] = {
         ),
         Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
         Reference("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", smollm3),
+        Reference("ernie4_5", "Ernie4_5Config", "Ernie4_5ForCausalLM", ernie4_5),
         Reference("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", seed_oss),
         Reference(
             "qwen3_next",
@@ -1196,6 +1209,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-4": "phi3",
     "smollm2": "llama",
     "smollm3": "smollm3",
+    "ernie-4.5": "ernie4_5",
     "exaone-4": "exaone4",
     "seed-oss": "seed_oss",
     "qwen2": "qwen2",
