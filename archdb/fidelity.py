@@ -61,6 +61,7 @@ LOGIT_EXACT: dict[str, float] = {
     "seed_oss": 3.2e-7,  # Llama with q/k/v and o bias flags of their own
     "exaone4": 6.5e-7,  # post-branch norms, per-head QK norm, NoPE full layers
     "ernie4_5": 2.5e-7,  # Llama with one bias flag and RoPE on interleaved pairs
+    "ernie4_5_moe": 2.0e-7,  # softmax scores with a correction bias, shared experts
     "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
 }
 
@@ -91,6 +92,7 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
+FAMILY_FIELDS["ernie4_5_moe"] = ("architecture.mlp.moe.score_correction_bias",)
 # sigmoid scores with a correction bias; no groups, no routed scale (their nulls are right)
 FAMILY_FIELDS["minimax_m2"] = (
     "architecture.mlp.moe.score_function",

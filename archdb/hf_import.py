@@ -268,6 +268,14 @@ class ConfigShape(_Keys):
     layer_norm_elementwise_affine: StrictBool | None = None
     attention_bias: StrictBool | None = None
     attention_out_bias: StrictBool | None = None  # Seed-OSS: o_proj's own bias flag
+    # ERNIE 4.5 MoE: experts, and which layers have them
+    moe_num_experts: Heads | None = None
+    moe_k: Heads | None = None
+    moe_num_shared_experts: _sized(0, MAX_COUNT) | None = None
+    moe_layer_start_index: _sized(0, MAX_DEPTH) | None = None
+    moe_layer_end_index: Annotated[StrictInt, Field(ge=-1, le=MAX_DEPTH)] | None = None
+    moe_layer_interval: Layers | None = None
+    moe_norm_min: Number | None = None
     mlp_bias: StrictBool | None = None
     bias: StrictBool | None = None
     enable_bias: StrictBool | None = None
@@ -1095,6 +1103,51 @@ def _ernie4_5(d: _Draft) -> None:
         d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("use_bias"))
 
 
+def _ernie4_5_moe(d: _Draft) -> None:
+    """ERNIE 4.5 MoE: experts (and shared experts as one MLP) on the layers from
+    moe_layer_start_index to moe_layer_end_index, every moe_layer_interval-th; softmax
+    scores, the correction bias choosing, the chosen renormalized."""
+    if d.read("use_bias", default=False):
+        raise HFImportError(
+            "use_bias is true: biased dense and shared MLPs beside unbiased experts have no "
+            "card field"
+        )
+    _ernie4_5(d)
+    n = d.value("architecture.n_layers")
+    start = d.read("moe_layer_start_index", default=1)  # Ernie4_5_MoeConfig's defaults
+    end = d.read("moe_layer_end_index", default=-1)
+    end = n - 1 if end == -1 else end
+    interval = d.read("moe_layer_interval", default=1)
+    moe_layers = [i for i in range(n) if (i + 1) % interval == 0 and start <= i <= end]
+    first_dense = moe_layers[0] - interval + 1 if moe_layers else -1
+    archdb_rule = [
+        i for i in range(max(first_dense, 0), n) if (i - first_dense + 1) % interval == 0
+    ]
+    if not moe_layers or first_dense < 0 or archdb_rule != moe_layers:
+        raise HFImportError(
+            f"experts on layers {start}..{end} every {interval}: not leading dense layers "
+            "then every k-th layer MoE, the placements a card holds"
+        )
+    expert_d_ff = d.read("moe_intermediate_size", default=1536)
+    n_shared = d.read("moe_num_shared_experts", default=2)
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
+    d.moe(
+        n_experts=d.read("moe_num_experts", "num_experts", default=64),
+        n_active=d.read("moe_k", "num_experts_per_tok", default=6),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first_dense,
+        layer_period=interval,
+        dense_d_ff=dense_d_ff if first_dense or interval > 1 else None,
+    )
+    d.read("moe_norm_min")  # the floor of the renormalizing sum (1e-12): no card field
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1171,6 +1224,9 @@ FAMILIES: dict[str, Family] = {
                       qk_norm="per-head", full_layer="global-nope", hook=_exaone4),
     "ernie4_5": Family("ernie4_5", "Ernie4_5DecoderLayer", tied_default=True,
                        rope_theta_default=500_000.0, rope_layout="interleaved", hook=_ernie4_5),
+    "ernie4_5_moe": Family("ernie4_5_moe", "Ernie4_5_MoeDecoderLayer", tied_default=True,
+                           rope_theta_default=500_000.0, rope_layout="interleaved",
+                           hook=_ernie4_5_moe),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
@@ -1534,7 +1590,7 @@ _GELU_EXACT = {"gelu", "gelu_python"}
 # config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5}
 # ... and of the families import-hf gained with smollm3
-_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5}
+_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

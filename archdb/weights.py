@@ -135,6 +135,7 @@ class Source:
     experts: bool = False
     roll: int = 0  # rows rotated (OPT's position table)
     interleaved: int | None = None  # every 2nd last-dim entry from this one (gpt-oss gate_up)
+    flatten: bool = False  # a (1, n) tensor read as (n,) (ERNIE 4.5's correction bias)
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,14 @@ def _minimax_m2() -> Names:
     MoE block, not its gate."""
     names = _mixtral()
     bias = Source("block_sparse_moe.e_score_correction_bias")
+    names.layer["mlp.sublayer.router.correction_bias"] = bias
+    return names
+
+
+def _ernie4_5_moe() -> Names:
+    """Qwen3-MoE's names; the correction bias a (1, experts) tensor in mlp.moe_statics."""
+    names = _qwen3_moe()
+    bias = Source("mlp.moe_statics.e_score_correction_bias", flatten=True)
     names.layer["mlp.sublayer.router.correction_bias"] = bias
     return names
 
@@ -595,6 +604,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "smollm3": _llama,
     "ernie4_5": _llama,
+    "ernie4_5_moe": _ernie4_5_moe,
     "exaone4": lambda: _llama(_POST_BRANCH),
     "seed_oss": _llama,
     "minimax_m2": _minimax_m2,
@@ -788,6 +798,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     value = ckpt.take(source.name)
     if source.interleaved is not None:
         value = value[..., source.interleaved :: 2]
+    if source.flatten:
+        value = value.flatten()
     if source.roll:
         value = value.roll(source.roll, 0)
     if source.transpose:

@@ -128,6 +128,11 @@ TINY: dict[str, dict] = {
                 "sliding_window_pattern": 2},
     # biases everywhere but the head; RoPE on interleaved pairs
     "ernie4_5": {**_DENSE, "head_dim": 24, "use_bias": True},
+    # a dense first layer, then experts with shared experts; the correction bias (a frozen
+    # parameter in transformers) randomized
+    "ernie4_5_moe": {**_DENSE, "num_hidden_layers": 3, "head_dim": 16,
+                     "moe_intermediate_size": 32, "moe_num_experts": 8, "moe_k": 3,
+                     "moe_num_shared_experts": 1},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
@@ -143,7 +148,8 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
         for p in model.parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.1)
-        for name, b in model.named_buffers():  # DeepSeek-V3's correction bias starts at 0
+        # DeepSeek-V3's correction bias (ERNIE 4.5's: a frozen parameter) starts at 0
+        for name, b in [*model.named_buffers(), *model.named_parameters()]:
             if name.endswith("e_score_correction_bias"):
                 b.copy_(torch.randn_like(b) * 0.1)
     model.save_pretrained(directory)

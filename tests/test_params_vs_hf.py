@@ -473,6 +473,34 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("ernie4_5", {"tied_embeddings": True, "attention.head_dim": 32}),
     ("ernie4_5", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
+    (
+        "ernie4_5_moe",
+        {
+            "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 2,
+                "shared_d_ff": 256,
+                "first_dense_layers": 1,
+                "dense_d_ff": 96,
+                "score_correction_bias": True,
+            },
+        },
+    ),
+    (
+        "ernie4_5_moe",
+        {
+            "n_layers": 6,
+            "tied_embeddings": True,
+            "mlp.moe": {
+                **MOE,
+                "first_dense_layers": 2,
+                "layer_period": 2,
+                "dense_d_ff": 96,
+                "score_correction_bias": True,
+            },
+        },
+    ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -540,7 +568,8 @@ def test_catalogue_toys_match_transformers(toy, model_type):
 
 _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
-    "granitemoe", "glm4_moe", "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5",
+    "granitemoe", "glm4_moe",
+    "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
 )  # fmt: skip
 
 

@@ -885,6 +885,42 @@ def ernie4_5(a: Architecture) -> dict:
     return _base(a) | _rope(a) | {"use_bias": uses_bias}
 
 
+def ernie4_5_moe(a: Architecture) -> dict:
+    """ERNIE 4.5's dense layers then experts every k-th layer (the shared experts one MLP),
+    softmax scores with a correction bias; no biases (use_bias false)."""
+    _llama_like(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _bias(a, False, False, False)
+    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    moe = a.mlp.moe
+    _require(moe is not None, "experts (mlp.moe)")
+    _require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    _require(
+        moe.first_dense_layers % moe.layer_period == 0,
+        "the first MoE layer a multiple of layer_period (moe_layer_interval) from 0",
+    )
+    _require(
+        moe.shared_d_ff == (a.mlp.d_ff * moe.n_shared if moe.n_shared else None),
+        "shared experts as wide as n_shared routed experts",
+    )
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+            "moe_intermediate_size": a.mlp.d_ff,
+            "moe_num_experts": moe.n_experts,
+            "moe_k": moe.n_active,
+            "moe_num_shared_experts": moe.n_shared,
+            "moe_layer_start_index": moe.first_dense_layers,
+            "moe_layer_end_index": a.n_layers - 1,
+            "moe_layer_interval": moe.layer_period,
+            "use_bias": False,
+        }
+    )
+
+
 def gpt2(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
     _serial(a)
@@ -1158,6 +1194,13 @@ REFERENCES: dict[str, Reference] = {
         Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
         Reference("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", smollm3),
         Reference("ernie4_5", "Ernie4_5Config", "Ernie4_5ForCausalLM", ernie4_5),
+        Reference(
+            "ernie4_5_moe",
+            "Ernie4_5_MoeConfig",
+            "Ernie4_5_MoeForCausalLM",
+            ernie4_5_moe,
+            extras=frozenset({"correction_bias"}),
+        ),
         Reference("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", seed_oss),
         Reference(
             "qwen3_next",
@@ -1251,6 +1294,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
 
 # Families whose mixture-of-experts members are a different transformers model type.
 MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "granite": "granitemoe"}
+MOE_MODEL_TYPE["ernie4_5"] = "ernie4_5_moe"
 
 
 def model_type_for(family: str, arch: Architecture) -> str | None:
@@ -1281,4 +1325,7 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
         for name, module in model.named_modules():
             if name.endswith(ref.decoder_only_of):
                 skip |= {id(p) for p in module.parameters()}
+    # frozen statistics (requires_grad false: ERNIE 4.5's correction bias) are buffers in
+    # archdb, as DeepSeek-V3's correction bias is in transformers: not parameters
+    skip |= {id(p) for p in model.parameters() if not p.requires_grad}
     return sum(p.numel() for p in model.parameters() if id(p) not in skip)
