@@ -64,6 +64,13 @@ LOGIT_EXACT: dict[str, float] = {
     "mamba": 3.0e-7,
     "falcon_mamba": 2.2e-7,  # parameter-free RMSNorms on dt, B, C
     "jamba": 3.2e-7,  # scaled dt/B/C norms; attention without positions; unnormalized top-k
+    "smollm3": 0.0,  # Llama with NoPE layers
+    "olmo3": 6.8e-7,  # OLMo 2 with sliding layers; YaRN on the full layers only
+    "seed_oss": 3.2e-7,  # Llama with q/k/v and o bias flags of their own
+    "exaone4": 6.5e-7,  # post-branch norms, per-head QK norm, NoPE full layers
+    "ernie4_5": 2.5e-7,  # Llama with one bias flag and RoPE on interleaved pairs
+    "ernie4_5_moe": 2.0e-7,  # softmax scores with a correction bias, shared experts
+    "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
 }
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
@@ -125,6 +132,12 @@ FAMILY_FIELDS["falcon_h1"] = tuple(
 # the epsilon of the dt/B/C norms (Falcon Mamba's mixer_rms_eps, Jamba's rms_norm_eps)
 FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
     "architecture.mixers.mamba.inner_norm_eps",
+)
+FAMILY_FIELDS["ernie4_5_moe"] = ("architecture.mlp.moe.score_correction_bias",)
+# sigmoid scores with a correction bias; no groups, no routed scale (their nulls are right)
+FAMILY_FIELDS["minimax_m2"] = (
+    "architecture.mlp.moe.score_function",
+    "architecture.mlp.moe.score_correction_bias",
 )
 
 

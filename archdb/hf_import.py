@@ -157,6 +157,14 @@ Tokens = _sized(1, MAX_CONTEXT)
 Name = Annotated[StrictStr, Field(max_length=200)]
 
 
+def _pattern_letters(value: object) -> object:
+    """EXAONE 4 may spell sliding_window_pattern in letters: "LLLG" (L sliding, G full) is
+    every fourth layer full, 4; anything else is left for the integer check to refuse."""
+    if isinstance(value, str) and len(value) <= MAX_PATTERN and re.fullmatch(r"L*G", value):
+        return len(value)
+    return value
+
+
 class _Keys(BaseModel):
     """Keys are checked; others pass through (they are reported as unmapped)."""
 
@@ -225,7 +233,9 @@ class ConfigShape(_Keys):
     final_logit_softcapping: Number | None = None
     sliding_window: Tokens | None = None
     layer_types: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
-    sliding_window_pattern: _sized(1, MAX_PATTERN) | None = None
+    sliding_window_pattern: (
+        Annotated[_sized(1, MAX_PATTERN), BeforeValidator(_pattern_letters)] | None
+    ) = None
     use_sliding_window: StrictBool | None = None
     max_window_layers: _sized(0, MAX_DEPTH) | None = None
     multi_query: StrictBool | None = None
@@ -257,6 +267,15 @@ class ConfigShape(_Keys):
     remove_final_layer_norm: StrictBool | None = Field(None, alias="_remove_final_layer_norm")
     layer_norm_elementwise_affine: StrictBool | None = None
     attention_bias: StrictBool | None = None
+    attention_out_bias: StrictBool | None = None  # Seed-OSS: o_proj's own bias flag
+    # ERNIE 4.5 MoE: experts, and which layers have them
+    moe_num_experts: Heads | None = None
+    moe_k: Heads | None = None
+    moe_num_shared_experts: _sized(0, MAX_COUNT) | None = None
+    moe_layer_start_index: _sized(0, MAX_DEPTH) | None = None
+    moe_layer_end_index: Annotated[StrictInt, Field(ge=-1, le=MAX_DEPTH)] | None = None
+    moe_layer_interval: Layers | None = None
+    moe_norm_min: Number | None = None
     mlp_bias: StrictBool | None = None
     bias: StrictBool | None = None
     enable_bias: StrictBool | None = None
@@ -353,6 +372,9 @@ class ConfigShape(_Keys):
     mlp_hidden_act: Name | None = None
     moe_shared_expert_intermediate_size: Width | None = None
     moe_latent_size: Width | None = None
+    # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
+    no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
+    no_rope_layer_interval: Layers | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1550,6 +1572,179 @@ def _glm_moe_dsa(d: _Draft) -> None:
         )
 
 
+def _smollm3(d: _Draft) -> None:
+    """SmolLM3: Llama whose layers with no_rope_layers[i] == 0 skip RoPE (by default every
+    no_rope_layer_interval-th); a sliding window only with use_sliding_window."""
+    n = d.value("architecture.n_layers")
+    rotates = d.read("no_rope_layers")
+    if rotates is None:
+        interval = d.read("no_rope_layer_interval", default=4)  # SmolLM3Config's default
+        rotates = [int((i + 1) % interval != 0) for i in range(n)]
+    else:
+        d.read("no_rope_layer_interval")  # only builds no_rope_layers when it is absent
+    if len(rotates) != n:
+        raise HFImportError(
+            f"no_rope_layers lists {len(rotates)} layers but num_hidden_layers is {n}: "
+            "the config contradicts itself"
+        )
+    pattern = d.value("architecture.attention.layer_pattern")
+    windowed = bool(d.read("use_sliding_window", default=False))  # SmolLM3Config's default
+    kinds = []
+    for i, rope in enumerate(rotates):
+        local = windowed and pattern[i % len(pattern)] == "local"
+        if local and not rope:
+            raise HFImportError(
+                f"layer {i} is a sliding-window layer without RoPE: no card layer kind holds it"
+            )
+        kinds.append("local" if local else "global" if rope else "global-nope")
+    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("no_rope_layers"))
+    if "local" not in kinds:
+        window = d.value("architecture.attention.sliding_window")
+        d.set("architecture.attention.sliding_window", None, "config")
+        if window:
+            d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
+
+
+def _olmo3(d: _Draft) -> None:
+    """OLMo 3: OLMo 2 with sliding layers (by default three to every full one, windows of
+    4096) and a RoPE block per layer type; rope_scaling goes to the full layers only."""
+    pattern = d.value("architecture.attention.layer_pattern")
+    if not d.read("layer_types"):  # Olmo3Config: every fourth layer full attention
+        pattern = ["local", "local", "local", "global"]
+        d.set("architecture.attention.layer_pattern", pattern, "family")
+    if "local" in pattern and d.value("architecture.attention.sliding_window") is None:
+        window = d.read("sliding_window", default=4096)  # Olmo3Config's default
+        d.set("architecture.attention.sliding_window", window, d.origin_of("sliding_window"))
+        d.unmapped.pop("sliding_window", None)
+    _full, local = _rope_parameters(d)
+    if "local" not in pattern or d.value("architecture.position.rope_scaling.type") is None:
+        return
+    if local.get("rope_type", "default") != "default":
+        raise HFImportError(
+            "rope_parameters.sliding_attention scales RoPE too: the card holds one scaling, "
+            "for the full-attention layers"
+        )
+    theta = local.get("rope_theta") or d.value("architecture.position.rope_theta")
+    d.set("architecture.position.rope_theta_local", float(theta), "config")
+    d.note(
+        "architecture.position.rope_theta_local",
+        "OLMo 3 scales RoPE on its full-attention layers only: the sliding layers' own base "
+        "(rope_theta_local) keeps them unscaled.",
+    )
+
+
+def _minimax_m2(d: _Draft) -> None:
+    """MiniMax-M2: every layer's MLP is the experts (intermediate_size each, no shared
+    expert); sigmoid scores, the correction bias choosing, the chosen scores renormalized;
+    partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
+    d.moe(
+        n_experts=d.read("num_local_experts", "num_experts", default=256),  # the config's defaults
+        n_active=d.read("num_experts_per_tok", default=8),
+    )
+    d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
+    rotary_dim = d.read("rotary_dim")
+    if rotary_dim is None:
+        return
+    head_dim = d.value("architecture.attention.head_dim") or 128  # MiniMaxM2Config's default
+    fraction = rotary_dim / head_dim
+    given = d.value("architecture.position.rotary_fraction")
+    if given is not None and abs(given - fraction) > 1e-9:
+        raise HFImportError(
+            f"rotary_dim {rotary_dim} of head_dim {head_dim} contradicts partial_rotary_factor "
+            f"{given}: the config contradicts itself"
+        )
+    if fraction < 1:
+        d.set("architecture.position.rotary_fraction", fraction, "config")
+
+
+def _seed_oss(d: _Draft) -> None:
+    """Seed-OSS: Llama whose attention_bias covers q, k and v only (default true); o_proj
+    has its own attention_out_bias (default false)."""
+    out = d.read("attention_out_bias", default=False)  # SeedOssConfig's default
+    d.set("architecture.bias.attn_out", out, d.origin_of("attention_out_bias"))
+
+
+def _exaone4(d: _Draft) -> None:
+    """EXAONE 4: with a sliding window, sliding layers (RoPE) and full layers without RoPE
+    (by default three to one, windows of 4096); without one, every layer full with RoPE."""
+    window = d.read("sliding_window", default=4096)  # Exaone4Config's default when absent
+    if "sliding_window" in d.config and d.config["sliding_window"] is None:
+        window = None  # an explicit null: no sliding layers
+    n = d.value("architecture.n_layers")
+    types = d.read("layer_types")
+    if types:
+        sliding = [t == "sliding_attention" for t in types]  # checked by _pattern_from_types
+    else:  # every sliding_window_pattern-th layer full
+        every = _pattern_letters(d.read("sliding_window_pattern", default=4))
+        sliding = [(i + 1) % every != 0 for i in range(n)]
+    # no window: sliding layers attend to everything, and every layer rotates
+    kinds = ["global"] * n if window is None else ["local" if s else "global-nope" for s in sliding]
+    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("layer_types"))
+    d.unmapped.pop("sliding_window", None)
+    d.set("architecture.attention.sliding_window", window if "local" in kinds else None, "config")
+    if window is not None and "local" not in kinds:
+        d.note(
+            "architecture.attention.layer_pattern",
+            f"sliding_window {window} is set, so the full-attention layers skip RoPE.",
+        )
+
+
+def _ernie4_5(d: _Draft) -> None:
+    """ERNIE 4.5: use_bias puts a bias on q, k, v, o and the MLP (not the head)."""
+    uses_bias = d.read("use_bias", default=False)  # Ernie4_5Config's default
+    for part in ("qkv", "attn_out", "mlp"):
+        d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("use_bias"))
+
+
+def _ernie4_5_moe(d: _Draft) -> None:
+    """ERNIE 4.5 MoE: experts (and shared experts as one MLP) on the layers from
+    moe_layer_start_index to moe_layer_end_index, every moe_layer_interval-th; softmax
+    scores, the correction bias choosing, the chosen renormalized."""
+    if d.read("use_bias", default=False):
+        raise HFImportError(
+            "use_bias is true: biased dense and shared MLPs beside unbiased experts have no "
+            "card field"
+        )
+    _ernie4_5(d)
+    n = d.value("architecture.n_layers")
+    start = d.read("moe_layer_start_index", default=1)  # Ernie4_5_MoeConfig's defaults
+    end = d.read("moe_layer_end_index", default=-1)
+    end = n - 1 if end == -1 else end
+    interval = d.read("moe_layer_interval", default=1)
+    moe_layers = [i for i in range(n) if (i + 1) % interval == 0 and start <= i <= end]
+    first_dense = moe_layers[0] - interval + 1 if moe_layers else -1
+    archdb_rule = [
+        i for i in range(max(first_dense, 0), n) if (i - first_dense + 1) % interval == 0
+    ]
+    if not moe_layers or first_dense < 0 or archdb_rule != moe_layers:
+        raise HFImportError(
+            f"experts on layers {start}..{end} every {interval}: not leading dense layers "
+            "then every k-th layer MoE, the placements a card holds"
+        )
+    expert_d_ff = d.read("moe_intermediate_size", default=1536)
+    n_shared = d.read("moe_num_shared_experts", default=2)
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
+    d.moe(
+        n_experts=d.read("moe_num_experts", "num_experts", default=64),
+        n_active=d.read("moe_k", "num_experts_per_tok", default=6),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first_dense,
+        layer_period=interval,
+        dense_d_ff=dense_d_ff if first_dense or interval > 1 else None,
+    )
+    d.read("moe_norm_min")  # the floor of the renormalizing sum (1e-12): no card field
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1634,6 +1829,21 @@ FAMILIES: dict[str, Family] = {
                        conv_layer="short-conv"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
+    "olmo3": Family("olmo3", "Olmo3DecoderLayer", norm_position="post-branch", qk_norm="full",
+                    rope_theta_default=500_000.0, hook=_olmo3),
+    "minimax_m2": Family("minimax_m2", "MiniMaxM2DecoderLayer", qk_norm="full",
+                         rope_theta_default=5_000_000.0, hook=_minimax_m2),
+    "seed_oss": Family("seed_oss", "SeedOssDecoderLayer", attention_bias_default=True,
+                       mlp_bias=None, hook=_seed_oss),
+    "exaone4": Family("exaone4", "Exaone4DecoderLayer", norm_position="post-branch",
+                      qk_norm="per-head", full_layer="global-nope", hook=_exaone4),
+    "ernie4_5": Family("ernie4_5", "Ernie4_5DecoderLayer", tied_default=True,
+                       rope_theta_default=500_000.0, rope_layout="interleaved", hook=_ernie4_5),
+    "ernie4_5_moe": Family("ernie4_5_moe", "Ernie4_5_MoeDecoderLayer", tied_default=True,
+                           rope_theta_default=500_000.0, rope_layout="interleaved",
+                           hook=_ernie4_5_moe),
+    "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
+                      rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
@@ -1976,7 +2186,7 @@ def _attention(d: _Draft) -> None:
     d.set("architecture.final_logit_softcap", d.read("final_logit_softcapping"), "config")
     window = d.read("sliding_window")
     types = d.read("layer_types")
-    every = d.read("sliding_window_pattern")
+    every = _pattern_letters(d.read("sliding_window_pattern"))
     use_window = d.read("use_sliding_window", default=True)
     if types:
         pattern, origin = _pattern_from_types(list(types), d), "config"
@@ -2004,6 +2214,7 @@ _GELU_EXACT = {"gelu", "gelu_python"}
 _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5,
                  "lfm2": 1e-5, "lfm2_moe": 1e-5}  # fmt: skip
 _EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_norm_epsilon
+_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

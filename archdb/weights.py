@@ -135,6 +135,7 @@ class Source:
     experts: bool = False
     roll: int = 0  # rows rotated (OPT's position table)
     interleaved: int | None = None  # every 2nd last-dim entry from this one (gpt-oss gate_up)
+    flatten: bool = False  # a (1, n) tensor read as (n,) (ERNIE 4.5's correction bias)
 
 
 @dataclass(frozen=True)
@@ -293,6 +294,23 @@ def _granitemoe() -> Names:
         "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", experts=True),
     }
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _minimax_m2() -> Names:
+    """Mixtral's names (saved per expert as w1, w3, w2); the correction bias sits on the
+    MoE block, not its gate."""
+    names = _mixtral()
+    bias = Source("block_sparse_moe.e_score_correction_bias")
+    names.layer["mlp.sublayer.router.correction_bias"] = bias
+    return names
+
+
+def _ernie4_5_moe() -> Names:
+    """Qwen3-MoE's names; the correction bias a (1, experts) tensor in mlp.moe_statics."""
+    names = _qwen3_moe()
+    bias = Source("mlp.moe_statics.e_score_correction_bias", flatten=True)
+    names.layer["mlp.sublayer.router.correction_bias"] = bias
+    return names
 
 
 def _gpt2() -> Names:
@@ -710,6 +728,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gemma2": lambda: _llama(_SANDWICH),
     "gemma3_text": lambda: _llama(_SANDWICH),
     "olmo2": lambda: _llama(_POST_BRANCH),
+    "olmo3": lambda: _llama(_POST_BRANCH),
     "phi3": _phi3,
     "mixtral": _mixtral,
     "qwen3_moe": _qwen3_moe,
@@ -740,6 +759,12 @@ NAMES: dict[str, Callable[[], Names]] = {
     "mamba": _mamba,
     "falcon_mamba": _mamba,  # its dt/B/C norms have no weights (a non-persistent buffer)
     "jamba": _jamba,
+    "smollm3": _llama,
+    "ernie4_5": _llama,
+    "ernie4_5_moe": _ernie4_5_moe,
+    "exaone4": lambda: _llama(_POST_BRANCH),
+    "seed_oss": _llama,
+    "minimax_m2": _minimax_m2,
 }
 
 
@@ -930,6 +955,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     value = ckpt.take(source.name)
     if source.interleaved is not None:
         value = value[..., source.interleaved :: 2]
+    if source.flatten:
+        value = value.flatten()
     if source.roll:
         value = value.roll(source.roll, 0)
     if source.transpose:

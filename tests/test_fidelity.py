@@ -160,6 +160,33 @@ TINY: dict[str, dict] = {
     "jamba": {**_DENSE, "num_hidden_layers": 4, "attn_layer_period": 4, "attn_layer_offset": 2,
               "num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 8,
               "mamba_dt_rank": 6, "rms_norm_eps": 1e-4},
+    # NoPE on every other layer (the default interval is 4), a theta off the default
+    "smollm3": {**_DENSE, "num_hidden_layers": 4, "no_rope_layer_interval": 2,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 5000.0}},
+    # a sliding window that binds; YaRN on the full layers only, the sliding layers at
+    # their own default-type RoPE (a last full layer)
+    "olmo3": {**_DENSE, "num_hidden_layers": 3, "sliding_window": WINDOW,
+              "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+              "rope_parameters": {
+                  "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 16},
+                  "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+    # sigmoid scores, a (randomized) correction bias, full QK norm, RoPE on half of head_dim
+    # given as the legacy rotary_dim
+    "minimax_m2": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 8,
+                   "num_experts_per_tok": 3, "rotary_dim": 8},
+    # q/k/v biases without the o bias (the default), and an MLP bias
+    "seed_oss": {**_DENSE, "head_dim": 24, "mlp_bias": True},
+    # post-branch norms, per-head QK norm; sliding layers with RoPE, full layers without
+    "exaone4": {**_DENSE, "num_hidden_layers": 4, "head_dim": 24, "sliding_window": WINDOW,
+                "sliding_window_pattern": 2},
+    # biases everywhere but the head; RoPE on interleaved pairs
+    "ernie4_5": {**_DENSE, "head_dim": 24, "use_bias": True},
+    # a dense first layer, then experts with shared experts; the correction bias (a frozen
+    # parameter in transformers) randomized
+    "ernie4_5_moe": {**_DENSE, "num_hidden_layers": 3, "head_dim": 16,
+                     "moe_intermediate_size": 32, "moe_num_experts": 8, "moe_k": 3,
+                     "moe_num_shared_experts": 1},
 }  # fmt: skip
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
@@ -175,7 +202,8 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
         for p in model.parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.1)
-        for name, b in model.named_buffers():  # DeepSeek-V3's correction bias starts at 0
+        # DeepSeek-V3's correction bias (ERNIE 4.5's: a frozen parameter) starts at 0
+        for name, b in [*model.named_buffers(), *model.named_parameters()]:
             if name.endswith("e_score_correction_bias"):
                 b.copy_(torch.randn_like(b) * 0.1)
     model.save_pretrained(directory)

@@ -338,7 +338,8 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
             model = transformers.AutoModelForCausalLM.from_config(hf_config)
     cfg = {**hf_config.to_dict(), "model_type": model_type}
     ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
-    assert ours == sum(p.numel() for p in model.parameters())
+    # frozen statistics (ERNIE 4.5's correction bias) are buffers, as DeepSeek-V3's are
+    assert ours == sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
@@ -438,3 +439,42 @@ def test_granite_factors_become_card_fields_with_the_logit_divisor_inverted():
     # GraniteConfig's defaults are 1.0 each: attention_multiplier 1, not 1/sqrt(d_head)
     assert defaults.architecture.attention.scale == 1.0
     assert defaults.architecture.residual_multiplier == 1.0
+
+
+_EXAONE4 = {
+    "model_type": "exaone4",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 128,
+    "sliding_window": 16,
+}
+
+
+@pytest.mark.parametrize(
+    ("extra", "pattern", "window"),
+    [
+        ({"sliding_window_pattern": "LLLG"}, ["local", "local", "local", "global-nope"], 16),
+        ({"sliding_window_pattern": 2}, ["local", "global-nope"], 16),
+        ({"sliding_window": None, "layer_types": ["full_attention"] * 8}, ["global"], None),
+    ],
+)
+def test_exaone4_full_layers_skip_rope_only_with_a_window(extra, pattern, window):
+    """EXAONE 4 rotates on its sliding layers only, and on every layer without a window."""
+    card = card_of({**_EXAONE4, **extra})
+    attention = card.architecture.attention
+    assert [k.value for k in attention.layer_pattern] == pattern
+    assert attention.sliding_window == window
+
+
+def test_exaone4_pattern_letters_other_than_l_and_g_are_refused():
+    with pytest.raises(HFImportError, match=r"sliding_window_pattern: .*got 'LLXG'"):
+        imported({**_EXAONE4, "sliding_window_pattern": "LLXG"})
+
+
+def test_smollm3_no_rope_layers_of_the_wrong_length_are_refused():
+    base = {**_EXAONE4, "model_type": "smollm3", "no_rope_layers": [1, 1, 0]}
+    with pytest.raises(HFImportError, match="no_rope_layers lists 3 layers"):
+        imported(base)

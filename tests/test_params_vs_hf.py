@@ -133,6 +133,34 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("olmo", {"norm.type": "layernorm", "norm.affine": "none"}),
     ("olmo2", {"norm.position": "post-branch", "attention.qk_norm": "full"}),
     (
+        "olmo3",
+        {
+            "norm.position": "post-branch",
+            "attention.qk_norm": "full",
+            "n_layers": 4,
+            "attention.layer_pattern": ["local", "local", "local", "global"],
+            "attention.sliding_window": 16,
+        },
+    ),
+    (
+        "olmo3",
+        {
+            "norm.position": "post-branch",
+            "attention.qk_norm": "full",
+            "n_layers": 3,
+            "attention.layer_pattern": ["local", "global", "global"],
+            "attention.sliding_window": 16,
+            "position.rope_theta_local": 1e4,
+            "position.rope_scaling": {
+                "type": "yarn",
+                "factor": 8.0,
+                "original_context": 16,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+            },
+        },
+    ),
+    (
         "cohere",
         {
             "norm.type": "layernorm",
@@ -561,6 +589,73 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "shared_gate": True},
         },
     ),
+    ("smollm3", {"n_layers": 4, "attention.layer_pattern": ["global", "global-nope"]}),
+    (
+        "smollm3",
+        {
+            "n_layers": 3,
+            "attention.layer_pattern": ["local", "global-nope", "global"],
+            "attention.sliding_window": 16,
+            "tied_embeddings": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+        },
+    ),
+    (
+        "minimax_m2",
+        {
+            "attention.qk_norm": "full",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.5,
+            "mlp.moe": {**MOE, "score_function": "sigmoid", "score_correction_bias": True},
+        },
+    ),
+    ("seed_oss", {"bias.qkv": True, "attention.head_dim": 32}),
+    ("seed_oss", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
+    (
+        "exaone4",
+        {
+            "norm.position": "post-branch",
+            "attention.qk_norm": "per-head",
+            "n_layers": 4,
+            "attention.layer_pattern": ["local", "local", "local", "global-nope"],
+            "attention.sliding_window": 16,
+        },
+    ),
+    (
+        "exaone4",
+        {"norm.position": "post-branch", "attention.qk_norm": "per-head", "tied_embeddings": True},
+    ),
+    ("ernie4_5", {"tied_embeddings": True, "attention.head_dim": 32}),
+    ("ernie4_5", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
+    (
+        "ernie4_5_moe",
+        {
+            "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 2,
+                "shared_d_ff": 256,
+                "first_dense_layers": 1,
+                "dense_d_ff": 96,
+                "score_correction_bias": True,
+            },
+        },
+    ),
+    (
+        "ernie4_5_moe",
+        {
+            "n_layers": 6,
+            "tied_embeddings": True,
+            "mlp.moe": {
+                **MOE,
+                "first_dense_layers": 2,
+                "layer_period": 2,
+                "dense_d_ff": 96,
+                "score_correction_bias": True,
+            },
+        },
+    ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
     (
@@ -644,6 +739,7 @@ _NEW_FAMILIES = (
     "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "gemma4_text", "granite",
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
+    "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
 )  # fmt: skip
 
 

@@ -936,6 +936,54 @@ def olmo2(a: Architecture) -> dict:
     return _base(a) | {"attention_bias": a.bias.qkv}
 
 
+def olmo3(a: Architecture) -> dict:
+    """OLMo 2 with sliding layers; RoPE scaling on the full layers, the sliding layers at
+    their own base (rope_theta_local) unscaled."""
+    config = olmo2(a)
+    _pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+    pos = a.position
+    theta = pos.rope_theta or 500000.0
+    local = LayerKind.LOCAL in a.layer_kinds()
+    _require(
+        pos.rope_scaling is None or not local or pos.rope_theta_local is not None,
+        "OLMo 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    full = {"rope_type": "default", "rope_theta": theta} | _rope_scaling(a)
+    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
+    return config | {
+        "layer_types": _layer_types(a),
+        "sliding_window": a.attention.sliding_window or 4096,
+        "rope_parameters": {"full_attention": full, "sliding_attention": sliding},
+    }
+
+
+def exaone4(a: Architecture) -> dict:
+    """EXAONE 4: post-branch norms, per-head QK norm; with a window, RoPE on the sliding
+    layers only (full layers NoPE); without one, RoPE on every full layer."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    _position(a, PositionType.ROPE)
+    _dense(a)
+    _bias(a, False, False, False)
+    kinds = set(a.attention.layer_pattern)
+    _require(
+        kinds <= {LayerKind.LOCAL, LayerKind.GLOBAL_NOPE} or kinds == {LayerKind.GLOBAL},
+        "layer_pattern of local and global-nope layers (a window), or global only (none)",
+    )
+    windowed = LayerKind.GLOBAL not in kinds
+    names = {LayerKind.LOCAL: "sliding_attention"}
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "layer_types": [names.get(k, "full_attention") for k in a.layer_kinds()],
+            "sliding_window": (a.attention.sliding_window or 4096) if windowed else None,
+        }
+    )
+
+
 def cohere(a: Architecture) -> dict:
     _norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
     _parallel(a, shared=True)
@@ -1094,6 +1142,28 @@ def glm_moe_dsa(a: Architecture) -> dict:
     return _dsa(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
 
 
+def minimax_m2(a: Architecture) -> dict:
+    """MiniMax-M2: GQA with full QK norm and partial RoPE; every layer's MLP the experts,
+    sigmoid scores with a correction bias, the chosen renormalized, no groups, no scale."""
+    _llama_like(a, QKNorm.FULL)
+    _pattern(a, LayerKind.GLOBAL)
+    _bias(a, False, False, False)
+    moe = a.mlp.moe
+    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    _require(
+        (moe.n_shared, moe.first_dense_layers, moe.layer_period) == (0, 0, 1),
+        "no shared experts, no dense layers",
+    )
+    # null (not recorded) is compared by count; its fidelity names the missing field
+    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    return (
+        _base(a)
+        | _rope(a)
+        | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
+    )
+
+
 def llama4_text(a: Architecture) -> dict:
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
@@ -1116,6 +1186,92 @@ def llama4_text(a: Architecture) -> dict:
         "no_rope_layers": [1 - x for x in nope],
         "attention_chunk_size": a.attention.sliding_window,
     }
+
+
+def smollm3(a: Architecture) -> dict:
+    """Llama with NoPE layers (no_rope_layers[i] == 0) and an optional sliding window on
+    the RoPE layers."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE, LayerKind.LOCAL)
+    _require(a.bias.qkv == a.bias.attn_out, "SmolLM3's attention_bias covers q, k, v and o alike")
+    kinds = a.layer_kinds()
+    local = LayerKind.LOCAL in kinds
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "mlp_bias": a.bias.mlp,
+            "no_rope_layers": [int(k is not LayerKind.GLOBAL_NOPE) for k in kinds],
+            "use_sliding_window": local,
+            "sliding_window": a.attention.sliding_window if local else None,
+            "layer_types": _layer_types(a),
+        }
+    )
+
+
+def seed_oss(a: Architecture) -> dict:
+    """Llama with separate bias flags: q/k/v (attention_bias) and o (attention_out_bias)."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "attention_out_bias": a.bias.attn_out,
+            "mlp_bias": a.bias.mlp,
+        }
+    )
+
+
+def ernie4_5(a: Architecture) -> dict:
+    """Llama whose one use_bias covers q, k, v, o and the MLP; RoPE on interleaved pairs."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    uses_bias = a.bias.qkv
+    _bias(a, uses_bias, uses_bias, uses_bias)
+    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    return _base(a) | _rope(a) | {"use_bias": uses_bias}
+
+
+def ernie4_5_moe(a: Architecture) -> dict:
+    """ERNIE 4.5's dense layers then experts every k-th layer (the shared experts one MLP),
+    softmax scores with a correction bias; no biases (use_bias false)."""
+    _llama_like(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _bias(a, False, False, False)
+    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    moe = a.mlp.moe
+    _require(moe is not None, "experts (mlp.moe)")
+    _require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    _require(
+        moe.first_dense_layers % moe.layer_period == 0,
+        "the first MoE layer a multiple of layer_period (moe_layer_interval) from 0",
+    )
+    _require(
+        moe.shared_d_ff == (a.mlp.d_ff * moe.n_shared if moe.n_shared else None),
+        "shared experts as wide as n_shared routed experts",
+    )
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+            "moe_intermediate_size": a.mlp.d_ff,
+            "moe_num_experts": moe.n_experts,
+            "moe_k": moe.n_active,
+            "moe_num_shared_experts": moe.n_shared,
+            "moe_layer_start_index": moe.first_dense_layers,
+            "moe_layer_end_index": a.n_layers - 1,
+            "moe_layer_interval": moe.layer_period,
+            "use_bias": False,
+        }
+    )
 
 
 def gpt2(a: Architecture) -> dict:
@@ -1327,6 +1483,8 @@ REFERENCES: dict[str, Reference] = {
         Reference("gemma3_text", "Gemma3TextConfig", "Gemma3ForCausalLM", gemma3_text),
         Reference("olmo", "OlmoConfig", "OlmoForCausalLM", olmo),
         Reference("olmo2", "Olmo2Config", "Olmo2ForCausalLM", olmo2),
+        Reference("olmo3", "Olmo3Config", "Olmo3ForCausalLM", olmo3),
+        Reference("exaone4", "Exaone4Config", "Exaone4ForCausalLM", exaone4),
         Reference("cohere", "CohereConfig", "CohereForCausalLM", cohere),
         Reference("cohere2", "Cohere2Config", "Cohere2ForCausalLM", cohere2),
         Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
@@ -1358,6 +1516,13 @@ REFERENCES: dict[str, Reference] = {
             "GlmMoeDsaForCausalLM",
             glm_moe_dsa,
             extras=_ROUTERS | {"sparse"},
+        ),
+        Reference(
+            "minimax_m2",
+            "MiniMaxM2Config",
+            "MiniMaxM2ForCausalLM",
+            minimax_m2,
+            extras=frozenset({"sigmoid_scores", "correction_bias"}),
         ),
         Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
         Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
@@ -1424,6 +1589,16 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"sinks", "router_bias"}),
         ),
         Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
+        Reference("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", smollm3),
+        Reference("ernie4_5", "Ernie4_5Config", "Ernie4_5ForCausalLM", ernie4_5),
+        Reference(
+            "ernie4_5_moe",
+            "Ernie4_5_MoeConfig",
+            "Ernie4_5_MoeForCausalLM",
+            ernie4_5_moe,
+            extras=frozenset({"correction_bias"}),
+        ),
+        Reference("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", seed_oss),
         Reference(
             "qwen3_next",
             "Qwen3NextConfig",
@@ -1481,6 +1656,10 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-3": "phi3",
     "phi-4": "phi3",
     "smollm2": "llama",
+    "smollm3": "smollm3",
+    "ernie-4.5": "ernie4_5",
+    "exaone-4": "exaone4",
+    "seed-oss": "seed_oss",
     "qwen2": "qwen2",
     "qwen2.5": "qwen2",
     "qwen3": "qwen3",
@@ -1490,6 +1669,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "gemma-4": "gemma4_text",
     "olmo": "olmo",
     "olmo-2": "olmo2",
+    "olmo-3": "olmo3",
     "falcon": "falcon",
     "falcon-2": "falcon",
     "command-r": "cohere",
@@ -1498,6 +1678,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "nemotron-4": "nemotron",
     "deepseek-v2": "deepseek_v2",
     "deepseek-v3": "deepseek_v3",
+    "minimax-m2": "minimax_m2",
     "kimi-k2": "deepseek_v3",  # config.json: model_type kimi_k2, DeepseekV3ForCausalLM
     "deepseek-v3.2": "deepseek_v32",
     "glm-5": "glm_moe_dsa",
@@ -1529,6 +1710,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
 # Families whose mixture-of-experts members are a different transformers model type.
 MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "granite": "granitemoe"}
 MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "lfm2": "lfm2_moe"}
+MOE_MODEL_TYPE["ernie4_5"] = "ernie4_5_moe"
 
 
 def model_type_for(family: str, arch: Architecture) -> str | None:
@@ -1559,4 +1741,7 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
         for name, module in model.named_modules():
             if name.endswith(ref.decoder_only_of):
                 skip |= {id(p) for p in module.parameters()}
+    # frozen statistics (requires_grad false: ERNIE 4.5's correction bias) are buffers in
+    # archdb, as DeepSeek-V3's correction bias is in transformers: not parameters
+    skip |= {id(p) for p in model.parameters() if not p.requires_grad}
     return sum(p.numel() for p in model.parameters() if id(p) not in skip)
