@@ -48,6 +48,9 @@ LOGIT_EXACT: dict[str, float] = {
     "cohere2": 2.6e-7,
     "gpt_oss": 3.5e-7,
     "apertus": 5.5e-7,
+    "mamba2": 4.7e-7,
+    "bamba": 4.4e-7,
+    "qwen3_next": 4.1e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with

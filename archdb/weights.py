@@ -135,6 +135,9 @@ class Source:
     experts: bool = False
     roll: int = 0  # rows rotated (OPT's position table)
     interleaved: int | None = None  # every 2nd last-dim entry from this one (gpt-oss gate_up)
+    # rows stored per group as [part 0, part 1, ...] of these widths, read back as all
+    # groups' part 0, then all groups' part 1, ... (Qwen3-Next's in_proj_qkvz per key head)
+    grouped: Callable[[Dims], tuple[int, tuple[int, ...]]] | None = None  # (groups, widths)
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ class Dims:
     head_dim: int
     d_ff: int
     n_experts: int = 0
+    # a Gated DeltaNet's key heads, value heads, key and value head widths
+    deltanet: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -492,6 +497,79 @@ def _apertus() -> Names:
     return names
 
 
+_MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
+
+
+def _mamba2_mixer(theirs: str) -> dict[str, Source]:
+    """A Mamba-2 mixer (archdb's sits in the attention slot) as transformers names it:
+    in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels, 1, kernel)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{theirs}.{p}.{t}")
+        for p in _MAMBA2_MIXER
+        for t in ("weight", "bias")
+    }
+    layer |= {f"attn.sublayer.{p}": Source(f"{theirs}.{p}") for p in ("dt_bias", "A_log", "D")}
+    layer["attn.sublayer.norm_weight"] = Source(f"{theirs}.norm.weight")  # grouped, gated
+    return layer
+
+
+def _mamba2() -> Names:
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = {"attn.before.weight": Source("norm.weight")} | _mamba2_mixer("mixer")
+    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _bamba() -> Names:
+    """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
+    names = _llama({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
+    names.layer.update(
+        {
+            f"mlp.sublayer.{p}.{t}": Source(f"feed_forward.{p}_proj.{t}")
+            for p in ("gate", "up", "down")
+            for t in ("weight", "bias")
+        }
+    )
+    names.layer.update(_mamba2_mixer("mamba"))
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    return replace(names, top=top)  # _LLAMA_TOP is shared: never changed in place
+
+
+def _qkvz_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
+    hk, hv, dk, dv = d.deltanet
+    return hk, (dk, dk, hv // hk * dv, hv // hk * dv)  # per key head: q, k, its v and z
+
+
+def _ba_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
+    hk, hv, _, _ = d.deltanet
+    return hk, (hv // hk, hv // hk)  # per key head: its value heads' b, then a
+
+
+def _qwen3_next() -> Names:
+    """Gated attention (q_proj rows per head [query, gate], as archdb's), Gated DeltaNet
+    (``linear_attn.``: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint,
+    per part in archdb), MoE with a sigmoid-gated shared expert."""
+    layer = _llama_layer(_PRE)
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer |= {
+        f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_expert.{p}_proj.weight")
+        for p in ("gate", "up", "down")
+    }
+    layer["mlp.sublayer.shared_gate.weight"] = Source("mlp.shared_expert_gate.weight")
+    ours, theirs = "attn.sublayer.", "linear_attn."
+    layer |= {
+        ours + "in_proj_qkvz.weight": Source(theirs + "in_proj_qkvz.weight", grouped=_qkvz_groups),
+        ours + "in_proj_ba.weight": Source(theirs + "in_proj_ba.weight", grouped=_ba_groups),
+        ours + "conv1d.weight": Source(theirs + "conv1d.weight"),  # channels [q, k, v]: as ours
+        ours + "norm_weight": Source(theirs + "norm.weight"),
+    }
+    layer |= {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -523,6 +601,9 @@ NAMES: dict[str, Callable[[], Names]] = {
     "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
+    "mamba2": _mamba2,
+    "bamba": _bamba,
+    "qwen3_next": _qwen3_next,
 }
 
 
@@ -709,6 +790,12 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     if source.cut is not None:
         start, stop = source.cut(dims)
         value = value[start:stop]
+    if source.grouped is not None:
+        groups, widths = source.grouped(dims)
+        if groups == 0 or value.shape[0] != groups * sum(widths):
+            return value  # the shape check names the mismatch
+        parts = value.reshape(groups, sum(widths), *value.shape[1:]).split(widths, dim=1)
+        value = torch.cat([part.reshape(-1, *value.shape[1:]) for part in parts])
     return value.contiguous()
 
 
@@ -723,8 +810,10 @@ def _dims(model: nn.Module) -> Dims:
     """Widths read off the built model's first attention and MLP."""
     from archdb.builder.attention import HeadAttention
     from archdb.builder.moe import Experts
+    from archdb.builder.recurrent import GatedDeltaNetMixer
 
     att = next((m for m in model.modules() if isinstance(m, HeadAttention)), None)
+    gdn = next((m for m in model.modules() if isinstance(m, GatedDeltaNetMixer)), None)
     experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
     d_ff = 0
     for m in model.modules():
@@ -738,4 +827,5 @@ def _dims(model: nn.Module) -> Dims:
         head_dim=att.head_dim if att else 0,
         d_ff=d_ff,
         n_experts=experts.up.shape[0] if experts is not None else 0,
+        deltanet=(gdn.hk, gdn.hv, gdn.dk, gdn.dv) if gdn is not None else (0, 0, 0, 0),
     )

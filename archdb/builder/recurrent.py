@@ -54,9 +54,11 @@ class Mamba2Mixer(nn.Module):
         conv_kernel: int,
         conv_bias: bool,
         proj_bias: bool,
+        eps: float = 1e-6,
     ) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.state_size = n_heads, head_dim, state_size
+        self.eps = eps  # the gated norm's (the blocks' norm epsilon in transformers)
         self.n_groups = n_groups
         self.inner = n_heads * head_dim
         conv_dim = self.inner + 2 * n_groups * state_size
@@ -98,7 +100,8 @@ class Mamba2Mixer(nn.Module):
         y = torch.stack(ys, dim=1)
         y = (y + xs * self.D[:, None]).reshape(b, t, self.inner)
         y = y * F.silu(z)
-        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,))
+        # normalized per group of heads (the n_groups B, C groups), one scale over the width
+        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,), eps=self.eps)
         y = y.reshape(b, t, self.inner) * self.norm_weight
         return self.out_proj(y)
 
@@ -117,8 +120,10 @@ class GatedDeltaNetMixer(nn.Module):
         key_head_dim: int,
         value_head_dim: int,
         conv_kernel: int,
+        eps: float = 1e-6,
     ) -> None:
         super().__init__()
+        self.eps = eps  # the gated norm's (the blocks' norm epsilon in transformers)
         self.hk, self.hv, self.dk, self.dv = (
             n_key_heads,
             n_value_heads,
@@ -153,7 +158,7 @@ class GatedDeltaNetMixer(nn.Module):
         q = q.repeat_interleave(hv // hk, dim=2)  # (B, T, Hv, Dk)
         k = k.repeat_interleave(hv // hk, dim=2)
         o = gated_delta_rule(q, k, v.reshape(b, t, hv, dv), g, beta)
-        o = F.rms_norm(o, (dv,), self.norm_weight)
+        o = F.rms_norm(o, (dv,), self.norm_weight, eps=self.eps)  # a plain w scale
         o = o.reshape(b, t, self.value_dim) * F.silu(z)
         return self.out_proj(o)
 

@@ -861,6 +861,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-1.5": "phi",
     "chameleon": "chameleon",
     "mamba-2": "mamba2",
+    "mamba2": "mamba2",  # the catalogue's Mamba-2 cards
     "bamba": "bamba",
     "gpt-oss": "gpt_oss",
     "apertus": "apertus",

@@ -26,6 +26,7 @@ from archdb.measure.conventions import FlopClass as C
 from archdb.schema import LayerKind
 
 from .layout import LayerSpec
+from .norms import RMS_EPS
 from .tally import Tally, linear_params
 
 
@@ -48,6 +49,7 @@ class Mamba2Mixer:
     conv_kernel: int
     conv_bias: bool
     proj_bias: bool
+    eps: float = RMS_EPS  # the gated norm's: the card's norm.eps
 
     @property
     def inner(self) -> int:
@@ -99,6 +101,7 @@ class Mamba2Mixer:
             self.conv_kernel,
             self.conv_bias,
             self.proj_bias,
+            self.eps,
         )
 
 
@@ -113,6 +116,7 @@ class GatedDeltaNetMixer:
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    eps: float = RMS_EPS  # the gated norm's: the card's norm.eps
 
     @property
     def key_dim(self) -> int:
@@ -168,6 +172,7 @@ class GatedDeltaNetMixer:
             self.key_head_dim,
             self.value_head_dim,
             self.conv_kernel,
+            self.eps,
         )
 
 
@@ -186,14 +191,27 @@ def _mamba2(r: Reader, spec: LayerSpec) -> Mamba2Mixer:
         m.conv_kernel,
         m.conv_bias,
         m.proj_bias,
+        _eps(r),
     )
 
 
 def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
     g = r.a.mixers.gated_deltanet
     return GatedDeltaNetMixer(
-        r.d, g.n_key_heads, g.n_value_heads, g.key_head_dim, g.value_head_dim, g.conv_kernel
+        r.d,
+        g.n_key_heads,
+        g.n_value_heads,
+        g.key_head_dim,
+        g.value_head_dim,
+        g.conv_kernel,
+        _eps(r),
     )
+
+
+def _eps(r: Reader) -> float:
+    """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
+    BambaMixer and Qwen3-Next's gated DeltaNet all pass the blocks' one)."""
+    return RMS_EPS if r.a.norm.eps is None else r.a.norm.eps
 
 
 # layer-pattern entry -> the spec of a non-attention mixer
