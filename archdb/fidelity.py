@@ -51,6 +51,8 @@ LOGIT_EXACT: dict[str, float] = {
     "mamba2": 4.7e-7,
     "bamba": 4.4e-7,
     "qwen3_next": 4.1e-7,
+    "qwen3_5_text": 3.9e-7,
+    "qwen3_5_moe_text": 2.8e-7,
 }
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with

@@ -624,11 +624,23 @@ def _gpt_oss(d: _Draft) -> None:
 def _qwen3_next(d: _Draft) -> None:
     """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
     _qwen3_moe(d)
+    _gated_shared_expert(d)
+    _gated_hybrid(d)
+
+
+def _gated_shared_expert(d: _Draft) -> None:
+    """Qwen3-Next's shared expert: one MLP, its output scaled by sigmoid(shared_expert_gate)."""
     shared = d.read("shared_expert_intermediate_size")
     if shared:
         d.set("architecture.mlp.moe.n_shared", 1, "family")
         d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
         d.set("architecture.mlp.moe.shared_gate", True, "family")
+
+
+def _gated_hybrid(d: _Draft) -> None:
+    """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet, and attention with a sigmoid
+    output gate per element; zero-centred RMSNorms (x * (1 + w))."""
+    d.read("attn_output_gate")  # Qwen3.5 configs state it; the modeling code always gates
     d.set("architecture.attention.output_gate", "elementwise", "family")
     d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
     if not d.read("layer_types"):  # released configs give the interval, not the list
@@ -646,6 +658,34 @@ def _qwen3_next(d: _Draft) -> None:
         for name, value in sizes.items():
             d.set(f"architecture.mixers.gated_deltanet.{name}", value, "config")
         d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
+
+
+def _qwen3_5_text(d: _Draft) -> None:
+    """Qwen3.5 (dense): Qwen3-Next's layers with a dense SwiGLU MLP on every layer; the
+    DeltaNet's projections are separate tensors (same sizes)."""
+    _gated_hybrid(d)
+    _mrope_note(d)
+
+
+def _qwen3_5_moe_text(d: _Draft) -> None:
+    """Qwen3.5 MoE: every layer's MLP is the experts plus a gated shared expert; the router
+    always renormalizes its top k (Qwen3VLMoeTextTopKRouter, no norm_topk_prob key)."""
+    _qwen3_moe(d)
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    _gated_shared_expert(d)
+    _gated_hybrid(d)
+    _mrope_note(d)
+
+
+def _mrope_note(d: _Draft) -> None:
+    full, _ = _rope_parameters(d)
+    if full.get("mrope_section") is not None:
+        d.note(
+            "architecture.position",
+            f"rope_parameters give M-RoPE sections {_short(full['mrope_section'])}: text "
+            "tokens have equal position ids on the three axes, so each rotary pair turns as "
+            "in plain RoPE (recorded); image and video positions are not modelled.",
+        )
 
 
 def _bamba(d: _Draft) -> None:
@@ -751,10 +791,17 @@ FAMILIES: dict[str, Family] = {
                       activation_default="xielu", rope_theta_default=12_000_000.0),
     "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
                          hook=_qwen3_next, linear_layer="gated-deltanet"),
+    "qwen3_5_text": Family("qwen3_5", "Qwen3_5DecoderLayer", qk_norm="per-head",
+                           rotary_fraction_default=0.25, hook=_qwen3_5_text,
+                           linear_layer="gated-deltanet"),
+    "qwen3_5_moe_text": Family("qwen3_5_moe", "Qwen3_5MoeDecoderLayer", qk_norm="per-head",
+                               rotary_fraction_default=0.25, hook=_qwen3_5_moe_text,
+                               linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
 }  # fmt: skip
-_ALIASES = {"gemma3": "gemma3_text"}  # a multimodal wrapper: its text_config is the decoder
+# multimodal wrappers: their text_config is the decoder
+_ALIASES = {"gemma3": "gemma3_text", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 
 
 def supported_model_types() -> list[str]:

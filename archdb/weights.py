@@ -138,6 +138,7 @@ class Source:
     # rows stored per group as [part 0, part 1, ...] of these widths, read back as all
     # groups' part 0, then all groups' part 1, ... (Qwen3-Next's in_proj_qkvz per key head)
     grouped: Callable[[Dims], tuple[int, tuple[int, ...]]] | None = None  # (groups, widths)
+    joined: tuple[str, ...] = ()  # further tensors whose rows follow name's (Qwen3.5's z)
 
 
 @dataclass(frozen=True)
@@ -570,6 +571,36 @@ def _qwen3_next() -> Names:
     return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _qwen3_5_deltanet() -> dict[str, Source]:
+    """Qwen3.5's Gated DeltaNet: in_proj_qkv and in_proj_z (in_proj_b and in_proj_a) are
+    separate tensors, each per part, whose rows stack into archdb's fused projections."""
+    ours, theirs = "attn.sublayer.", "linear_attn."
+    layer = {
+        ours + "in_proj_qkvz.weight": Source(
+            theirs + "in_proj_qkv.weight", joined=(theirs + "in_proj_z.weight",)
+        ),
+        ours + "in_proj_ba.weight": Source(
+            theirs + "in_proj_b.weight", joined=(theirs + "in_proj_a.weight",)
+        ),
+        ours + "conv1d.weight": Source(theirs + "conv1d.weight"),
+        ours + "norm_weight": Source(theirs + "norm.weight"),
+    }
+    return layer | {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
+
+
+def _qwen3_5_text() -> Names:
+    """Qwen3.5 (dense): Qwen3-Next's gated attention, its own DeltaNet names, Llama's MLP."""
+    layer = _llama_layer(_PRE) | _qwen3_5_deltanet()
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _qwen3_5_moe_text() -> Names:
+    """Qwen3.5 MoE: Qwen3-Next's experts and gated shared expert, Qwen3.5's DeltaNet."""
+    names = _qwen3_next()
+    names.layer.update(_qwen3_5_deltanet())  # replaces Qwen3-Next's grouped projections
+    return names
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -604,6 +635,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "mamba2": _mamba2,
     "bamba": _bamba,
     "qwen3_next": _qwen3_next,
+    "qwen3_5_text": _qwen3_5_text,
+    "qwen3_5_moe_text": _qwen3_5_moe_text,
 }
 
 
@@ -766,7 +799,7 @@ def _source(names: Names, name: str) -> Source | None:
     i, rest = match.groups()
     src = names.layer[rest]
     prefix = names.prefix.format(i=i)
-    return replace(src, name=prefix + src.name)
+    return replace(src, name=prefix + src.name, joined=tuple(prefix + j for j in src.joined))
 
 
 def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
@@ -776,6 +809,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])
     value = ckpt.take(source.name)
+    if source.joined:
+        value = torch.cat([value, *(ckpt.take(name) for name in source.joined)])
     if source.interleaved is not None:
         value = value[..., source.interleaved :: 2]
     if source.roll:
@@ -801,6 +836,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
 
 def _shown(source: Source) -> str:
     name = source.name.replace("{e}", "*")
+    if source.joined:
+        return " + ".join((name, *source.joined)) + " (rows stacked)"
     if source.interleaved is not None:
         return f"{name} (every 2nd column from {source.interleaved})"
     return f"{name} (rows cut)" if source.cut else name

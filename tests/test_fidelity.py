@@ -97,12 +97,27 @@ TINY: dict[str, dict] = {
                    "linear_num_key_heads": 2, "linear_num_value_heads": 4,
                    "linear_key_head_dim": 16, "linear_value_head_dim": 8,
                    "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
+    # Qwen3.5: the text decoders (what a qwen3_5 / qwen3_5_moe config's text_config holds);
+    # in_proj_qkv, in_proj_z, in_proj_b, in_proj_a separate; default M-RoPE sections
+    "qwen3_5_text": {**_DENSE, "num_hidden_layers": 4, "head_dim": 16,
+                     "max_position_embeddings": 128, "rms_norm_eps": 1e-4,
+                     "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                     "linear_key_head_dim": 16, "linear_value_head_dim": 8,
+                     "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
+    "qwen3_5_moe_text": {**_DENSE, "intermediate_size": None, "num_hidden_layers": 4,
+                         "head_dim": 16, "max_position_embeddings": 128,
+                         "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                         "num_experts": 4, "num_experts_per_tok": 2,
+                         "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                         "linear_key_head_dim": 16, "linear_value_head_dim": 8,
+                         "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
     "deepseek_v2": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
                     "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                     "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": None,
                     "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
 }  # fmt: skip
-SEQ_FOR = {"qwen3_next": 80}  # longer than the 64-token chunks of its delta rule
+# longer than the 64-token chunks of transformers' torch delta rule
+SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 
@@ -298,7 +313,7 @@ def test_qwen3_next_deltanet_projections_are_regrouped_per_key_head(tmp_path):
     assert torch.equal(mixer.in_proj_ba.weight, ba[[0, 1, 4, 5, 2, 3, 6, 7]])
 
 
-@pytest.mark.parametrize("model_type", ["mamba2", "bamba", "qwen3_next"])
+@pytest.mark.parametrize("model_type", ["mamba2", "bamba", "qwen3_next", "qwen3_5_text"])
 def test_a_mixers_gated_norm_takes_the_cards_epsilon(model_type, tmp_path):
     """transformers' Mamba-2 and Gated DeltaNet norms use the blocks' epsilon (1e-4 here,
     1e-6 for Qwen3-Next's default): a different one breaks the comparison."""

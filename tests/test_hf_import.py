@@ -350,3 +350,55 @@ def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
     )
     assert card.architecture.attention.layer_pattern == ["gated-deltanet"] * 2 + ["global"]
     assert card.architecture.norm.unit_offset is True
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "text_model"),
+    [("Qwen3_5Config", "Qwen3_5ForCausalLM"), ("Qwen3_5MoeConfig", "Qwen3_5MoeForCausalLM")],
+)
+def test_qwen3_5_multimodal_config_imports_its_text_decoder_exactly(wrapper, text_model):
+    """A released Qwen3.5 config is the multimodal wrapper (model_type qwen3_5 or
+    qwen3_5_moe): the card is its text_config's decoder, with transformers' exact count
+    at full size (the default sizes: 9.0B dense, 34.7B MoE)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archdb.builder.model import build_model, count_parameters
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = getattr(transformers, wrapper)()
+        with torch.device("meta"):
+            text = getattr(transformers, text_model)(config.text_config)
+    result = imported(config.to_dict())
+    card = validate_card(result.card)
+    arch = card.architecture
+    assert result.model_type == config.text_config.model_type  # qwen3_5(_moe)_text
+    assert "is multimodal" in card.notes["architecture"]
+    assert arch.position.rotary_fraction == 0.25
+    assert arch.attention.output_gate.value == "elementwise" and arch.norm.unit_offset
+    assert arch.attention.layer_pattern == ["gated-deltanet"] * 3 + ["global"]
+    assert (arch.mlp.moe is not None) == ("Moe" in wrapper)
+    expected = sum(p.numel() for p in text.parameters())
+    assert count_parameters(build_model(arch, device="meta")) == expected
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_5_text", "qwen3_5_moe_text"])
+def test_qwen3_5_reads_the_interval_and_the_rotary_default(model_type):
+    """Without layer_types the pattern comes from full_attention_interval; without
+    partial_rotary_factor the family's 0.25 applies (Qwen3_5TextConfig's default);
+    the MoE router always renormalizes its top k."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type).to_dict()
+    del config["layer_types"]
+    config["full_attention_interval"] = 2
+    config["rope_parameters"].pop("partial_rotary_factor", None)
+    config.pop("partial_rotary_factor", None)
+    result = imported(config)
+    arch = validate_card(result.card).architecture
+    assert arch.attention.layer_pattern == ["gated-deltanet", "global"]
+    assert arch.position.rotary_fraction == 0.25
+    assert "architecture.position.rotary_fraction" in result.from_family
+    if model_type == "qwen3_5_moe_text":
+        assert arch.mlp.moe.normalize_top_k is True and arch.mlp.moe.shared_gate

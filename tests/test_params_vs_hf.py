@@ -355,6 +355,33 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "shared_gate": True},
         },
     ),
+    (
+        "qwen3_5_text",
+        {
+            **DELTANET_HYBRID,
+            "attention.qk_norm": "per-head",
+            "attention.output_gate": "elementwise",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.25,
+        },
+    ),
+    (
+        "qwen3_5_moe_text",
+        {
+            **DELTANET_HYBRID,
+            "attention.qk_norm": "per-head",
+            "attention.output_gate": "elementwise",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.25,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 48,
+                "shared_gate": True,
+                "normalize_top_k": True,
+            },
+        },
+    ),
 ]
 
 
@@ -412,7 +439,9 @@ def test_catalogue_toys_match_transformers(toy, model_type):
     assert param_count(toy).total == theirs
 
 
-_NEW_FAMILIES = ("mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus")
+_NEW_FAMILIES = (
+    "mamba2", "bamba", "gpt_oss", "qwen3_next", "apertus", "qwen3_5_text", "qwen3_5_moe_text",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(
