@@ -165,6 +165,11 @@ class Names:
     # layer tensors that hold a constant of the function (xIELU's beta and eps buffers):
     # checked against the value archdb computes with, never loaded
     constants: dict[str, float] = field(default_factory=dict)
+    # a multimodal release's layout: its decoder's tensors under another prefix, read as
+    # the text model's names (checkpoint prefix -> the prefix the table names) ...
+    wrapped: dict[str, str] = field(default_factory=dict)
+    # ... and the parts a card does not describe (vision tower, MTP layers): skipped
+    outside: tuple[str, ...] = ()
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -591,14 +596,22 @@ def _qwen3_5_deltanet() -> dict[str, Source]:
 def _qwen3_5_text() -> Names:
     """Qwen3.5 (dense): Qwen3-Next's gated attention, its own DeltaNet names, Llama's MLP."""
     layer = _llama_layer(_PRE) | _qwen3_5_deltanet()
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",), **_QWEN3_5_RELEASE)
 
 
 def _qwen3_5_moe_text() -> Names:
     """Qwen3.5 MoE: Qwen3-Next's experts and gated shared expert, Qwen3.5's DeltaNet."""
     names = _qwen3_next()
     names.layer.update(_qwen3_5_deltanet())  # replaces Qwen3-Next's grouped projections
-    return names
+    return replace(names, **_QWEN3_5_RELEASE)
+
+
+# Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
+# model.language_model., the vision tower under model.visual., the MTP layer under mtp.
+_QWEN3_5_RELEASE = {
+    "wrapped": {"model.language_model.": "model."},
+    "outside": ("model.visual.", "mtp."),
+}
 
 
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
@@ -727,6 +740,8 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"{', '.join(supported_model_types())}"
         )
     names = NAMES[model_type]()
+    if names.wrapped or names.outside:
+        ckpt = _Unwrapped(ckpt, names)
     dims = _dims(model)
     targets = _unique_parameters(model)
     values: dict[str, torch.Tensor] = {}
@@ -752,6 +767,40 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"unexpected checkpoint tensor {unused[0]!r}{more}: archdb has no place for it"
         )
     return values
+
+
+class _Unwrapped(Checkpoint):
+    """A multimodal release read as its text decoder: wrapped names renamed, the parts
+    outside the card (``Names.outside``) left out; reads go to (and are counted by) the
+    checkpoint itself."""
+
+    def __init__(self, inner: Checkpoint, names: Names) -> None:
+        self.directory, self.inner, self.used = inner.directory, inner, set()
+        self.real: dict[str, str] = {}  # the table's name -> the checkpoint's
+        for name in inner.names():
+            if name.startswith(names.outside):
+                continue
+            renamed = name
+            for theirs, ours in names.wrapped.items():
+                if name.startswith(theirs):
+                    renamed = ours + name.removeprefix(theirs)
+                    break
+            if renamed in self.real:
+                raise WeightsError(
+                    f"{self.directory}: the checkpoint holds both {self.real[renamed]!r} and "
+                    f"{name!r}: one model, stored twice"
+                )
+            self.real[renamed] = name
+        self.files = dict.fromkeys(self.real, self.directory)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.inner.shape(self.real[name])
+
+    def take(self, name: str) -> torch.Tensor:
+        if name not in self.real:
+            raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
+        self.used.add(name)
+        return self.inner.take(self.real[name])
 
 
 def _check_constants(ckpt: Checkpoint, names: Names) -> None:

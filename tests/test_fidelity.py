@@ -332,6 +332,46 @@ def test_a_mixers_gated_norm_takes_the_cards_epsilon(model_type, tmp_path):
         assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
 
 
+def test_a_qwen3_5_release_loads_its_text_decoder(tmp_path):
+    """Qwen3.5 is released as Qwen3_5ForConditionalGeneration: config model_type qwen3_5
+    with a text_config, the decoder under model.language_model., a vision tower under
+    model.visual. and an MTP layer under mtp. (neither in the card): archdb imports the
+    wrapper's config, loads the decoder, skips the rest, and equals the wrapper's text
+    logits."""
+    from safetensors.torch import load_file, save_file
+
+    torch.manual_seed(0)
+    text = TINY["qwen3_5_text"] | {"bos_token_id": None, "eos_token_id": None,
+                                   "pad_token_id": None}  # fmt: skip
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+              "out_hidden_size": 64, "num_position_embeddings": 16}  # fmt: skip
+    config = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+    config._attn_implementation = "eager"
+    reference = transformers.Qwen3_5ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for p in reference.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    reference.save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert any(n.startswith("model.visual.") for n in tensors)
+    tensors["mtp.fc.weight"] = torch.zeros(64, 128)  # as released: one MTP layer
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    card = _card(tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    assert model.archdb_loaded.model_type == "qwen3_5_text"
+    decoder = [n for n in tensors if n.startswith(("model.language_model.", "lm_head."))]
+    assert model.archdb_loaded.checkpoint_tensors == len(decoder)
+    tokens = torch.randint(0, 128, (BATCH, 80), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(input_ids=tokens).logits
+        assert relative_error(model(tokens), expected) < LOGIT_TOLERANCE
+    tensors["model.layers.0.mlp.up_proj.weight"] = torch.zeros(128, 64)  # a second copy
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match="stored twice"):
+        archdb.build(card, "full", weights=tmp_path)
+
+
 def test_xielu_constants_in_the_checkpoint_are_checked_not_loaded(tmp_path):
     from safetensors.torch import load_file, save_file
 
