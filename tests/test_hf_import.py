@@ -395,8 +395,10 @@ def test_qwen3_5_reads_the_interval_and_the_rotary_default(model_type):
     config["full_attention_interval"] = 2
     config["rope_parameters"].pop("partial_rotary_factor", None)
     config.pop("partial_rotary_factor", None)
+    config["rope_parameters"] |= {"mrope_section": [11, 11, 10], "mrope_interleaved": True}
     result = imported(config)
     arch = validate_card(result.card).architecture
+    assert "M-RoPE sections [11, 11, 10]" in result.card["notes"]["architecture.position"]
     assert arch.attention.layer_pattern == ["gated-deltanet", "global"]
     assert arch.position.rotary_fraction == 0.25
     assert "architecture.position.rotary_fraction" in result.from_family
