@@ -552,6 +552,16 @@ _ATTENTION_FREE = (
 )
 
 
+def _silu_conv(d: _Draft) -> None:
+    """transformers' Mamba-2 mixers apply hidden_act after the conv; archdb's applies SiLU."""
+    act = d.read("hidden_act", default="silu")
+    if act not in ("silu", "swish"):
+        raise HFImportError(
+            f"hidden_act {str(act)[:40]!r}: archdb's Mamba-2 mixer applies SiLU after its conv "
+            "(transformers applies hidden_act)"
+        )
+
+
 def _mamba2(d: _Draft) -> None:
     """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
     d_model = d.read("hidden_size", required=True)
@@ -565,6 +575,7 @@ def _mamba2(d: _Draft) -> None:
             f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
             f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
         )
+    _silu_conv(d)
     mamba2 = {
         "n_heads": heads,
         "head_dim": head_dim,
@@ -708,6 +719,7 @@ def _bamba(d: _Draft) -> None:
             f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
             f"hidden_size ({inner}): transformers' BambaMixer cannot run this config"
         )
+    _silu_conv(d)
     sizes = {
         "n_heads": heads,
         "head_dim": head_dim,

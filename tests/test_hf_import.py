@@ -404,3 +404,16 @@ def test_qwen3_5_reads_the_interval_and_the_rotary_default(model_type):
     assert "architecture.position.rotary_fraction" in result.from_family
     if model_type == "qwen3_5_moe_text":
         assert arch.mlp.moe.normalize_top_k is True and arch.mlp.moe.shared_gate
+
+
+@pytest.mark.parametrize("model_type", ["mamba2", "bamba"])
+def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
+    """transformers applies hidden_act after a Mamba-2 mixer's conv (Bamba's MLP shares
+    the key); archdb's mixer applies SiLU, so another activation is not the same model."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type).to_dict()
+    assert validate_card(imported(config).card)  # silu: imported
+    config["hidden_act"] = "gelu"
+    with pytest.raises(HFImportError, match=r"hidden_act 'gelu': archdb's Mamba-2 mixer applies"):
+        imported(config)
