@@ -553,13 +553,28 @@ _ATTENTION_FREE = (
 
 
 def _silu_conv(d: _Draft) -> None:
-    """transformers' Mamba-2 mixers apply hidden_act after the conv; archdb's applies SiLU."""
+    """transformers' Mamba-2 mixers apply hidden_act after the conv and clamp the time step
+    to time_step_limit; archdb's applies SiLU and does not clamp."""
     act = d.read("hidden_act", default="silu")
     if act not in ("silu", "swish"):
         raise HFImportError(
             f"hidden_act {str(act)[:40]!r}: archdb's Mamba-2 mixer applies SiLU after its conv "
             "(transformers applies hidden_act)"
         )
+    limit = d.read("time_step_limit")  # transformers clamps softplus(dt) to it
+    if limit is not None and not _unclamped(limit):
+        raise HFImportError(
+            f"time_step_limit {str(limit)[:40]!r}: archdb's Mamba-2 mixer does not clamp the "
+            "time step (only (0, inf) is supported)"
+        )
+
+
+def _unclamped(limit: Any) -> bool:
+    if not isinstance(limit, list | tuple) or len(limit) != 2:
+        return False
+    low, high = limit
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in limit)
+    return numbers and low <= 0 and high == float("inf")
 
 
 def _mamba2(d: _Draft) -> None:

@@ -417,3 +417,7 @@ def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
     config["hidden_act"] = "gelu"
     with pytest.raises(HFImportError, match=r"hidden_act 'gelu': archdb's Mamba-2 mixer applies"):
         imported(config)
+    config["hidden_act"] = "silu"
+    config["time_step_limit"] = [0.0, 0.1]
+    with pytest.raises(HFImportError, match=r"time_step_limit '\[0\.0, 0\.1\]': archdb's"):
+        imported(config)
