@@ -569,12 +569,15 @@ def _silu_conv(d: _Draft) -> None:
         )
 
 
+_SAVED_INFINITY = {"__float__": "Infinity"}  # how transformers' config.json spells inf
+
+
 def _unclamped(limit: Any) -> bool:
     if not isinstance(limit, list | tuple) or len(limit) != 2:
         return False
     low, high = limit
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in limit)
-    return numbers and low <= 0 and high == float("inf")
+    low_ok = isinstance(low, int | float) and not isinstance(low, bool) and low <= 0
+    return low_ok and (high == float("inf") or high == _SAVED_INFINITY)
 
 
 def _mamba2(d: _Draft) -> None:
