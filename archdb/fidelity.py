@@ -71,6 +71,11 @@ LOGIT_EXACT: dict[str, float] = {
     "ernie4_5": 2.5e-7,  # Llama with one bias flag and RoPE on interleaved pairs
     "ernie4_5_moe": 2.0e-7,  # softmax scores with a correction bias, shared experts
     "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
+    "mamba2": 4.7e-7,
+    "bamba": 4.4e-7,
+    "qwen3_next": 4.1e-7,
+    "qwen3_5_text": 3.9e-7,
+    "qwen3_5_moe_text": 2.8e-7,
 }
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay

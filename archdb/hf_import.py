@@ -722,6 +722,34 @@ _ATTENTION_FREE = (
 )
 
 
+def _silu_conv(d: _Draft) -> None:
+    """transformers' Mamba-2 mixers apply hidden_act after the conv and clamp the time step
+    to time_step_limit; archdb's applies SiLU and does not clamp."""
+    act = d.read("hidden_act", default="silu")
+    if act not in ("silu", "swish"):
+        raise HFImportError(
+            f"hidden_act {str(act)[:40]!r}: archdb's Mamba-2 mixer applies SiLU after its conv "
+            "(transformers applies hidden_act)"
+        )
+    limit = d.read("time_step_limit")  # transformers clamps softplus(dt) to it
+    if limit is not None and not _unclamped(limit):
+        raise HFImportError(
+            f"time_step_limit {str(limit)[:40]!r}: archdb's Mamba-2 mixer does not clamp the "
+            "time step (only (0, inf) is supported)"
+        )
+
+
+_SAVED_INFINITY = {"__float__": "Infinity"}  # how transformers' config.json spells inf
+
+
+def _unclamped(limit: Any) -> bool:
+    if not isinstance(limit, list | tuple) or len(limit) != 2:
+        return False
+    low, high = limit
+    low_ok = isinstance(low, int | float) and not isinstance(low, bool) and low <= 0
+    return low_ok and (high == float("inf") or high == _SAVED_INFINITY)
+
+
 def _mamba2(d: _Draft) -> None:
     """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
     d_model = d.read("hidden_size", required=True)
@@ -735,6 +763,7 @@ def _mamba2(d: _Draft) -> None:
             f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
             f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
         )
+    _silu_conv(d)
     mamba2 = {
         "n_heads": heads,
         "head_dim": head_dim,
@@ -911,11 +940,23 @@ def _gpt_oss(d: _Draft) -> None:
 def _qwen3_next(d: _Draft) -> None:
     """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
     _qwen3_moe(d)
+    _gated_shared_expert(d)
+    _gated_hybrid(d)
+
+
+def _gated_shared_expert(d: _Draft) -> None:
+    """Qwen3-Next's shared expert: one MLP, its output scaled by sigmoid(shared_expert_gate)."""
     shared = d.read("shared_expert_intermediate_size")
     if shared:
         d.set("architecture.mlp.moe.n_shared", 1, "family")
         d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
         d.set("architecture.mlp.moe.shared_gate", True, "family")
+
+
+def _gated_hybrid(d: _Draft) -> None:
+    """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet, and attention with a sigmoid
+    output gate per element; zero-centred RMSNorms (x * (1 + w))."""
+    d.read("attn_output_gate")  # Qwen3.5 configs state it; the modeling code always gates
     d.set("architecture.attention.output_gate", "elementwise", "family")
     d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
     if not d.read("layer_types"):  # released configs give the interval, not the list
@@ -933,6 +974,34 @@ def _qwen3_next(d: _Draft) -> None:
         for name, value in sizes.items():
             d.set(f"architecture.mixers.gated_deltanet.{name}", value, "config")
         d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
+
+
+def _qwen3_5_text(d: _Draft) -> None:
+    """Qwen3.5 (dense): Qwen3-Next's layers with a dense SwiGLU MLP on every layer; the
+    DeltaNet's projections are separate tensors (same sizes)."""
+    _gated_hybrid(d)
+    _mrope_note(d)
+
+
+def _qwen3_5_moe_text(d: _Draft) -> None:
+    """Qwen3.5 MoE: every layer's MLP is the experts plus a gated shared expert; the router
+    always renormalizes its top k (Qwen3VLMoeTextTopKRouter, no norm_topk_prob key)."""
+    _qwen3_moe(d)
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    _gated_shared_expert(d)
+    _gated_hybrid(d)
+    _mrope_note(d)
+
+
+def _mrope_note(d: _Draft) -> None:
+    full, _ = _rope_parameters(d)
+    if full.get("mrope_section") is not None:
+        d.note(
+            "architecture.position",
+            f"rope_parameters give M-RoPE sections {_short(full['mrope_section'])}: text "
+            "tokens have equal position ids on the three axes, so each rotary pair turns as "
+            "in plain RoPE (recorded); image and video positions are not modelled.",
+        )
 
 
 def _bamba(d: _Draft) -> None:
@@ -962,6 +1031,7 @@ def _expand_mamba2(d: _Draft, mixer: str, required: bool, **defaults: int) -> No
             f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
             f"hidden_size ({inner}): transformers' {mixer} cannot run this config"
         )
+    _silu_conv(d)
     sizes = {
         "n_heads": heads,
         "head_dim": head_dim,
@@ -1827,6 +1897,12 @@ FAMILIES: dict[str, Family] = {
     "lfm2_moe": Family("lfm2_moe", "Lfm2MoeDecoderLayer", qk_norm="per-head",
                        tied_default=True, rope_theta_default=1000000.0, hook=_lfm2_moe,
                        conv_layer="short-conv"),
+    "qwen3_5_text": Family("qwen3_5", "Qwen3_5DecoderLayer", qk_norm="per-head",
+                           rotary_fraction_default=0.25, hook=_qwen3_5_text,
+                           linear_layer="gated-deltanet"),
+    "qwen3_5_moe_text": Family("qwen3_5_moe", "Qwen3_5MoeDecoderLayer", qk_norm="per-head",
+                               rotary_fraction_default=0.25, hook=_qwen3_5_moe_text,
+                               linear_layer="gated-deltanet"),
     "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
                   activation_default="relu", hook=_opt),
     "olmo3": Family("olmo3", "Olmo3DecoderLayer", norm_position="post-branch", qk_norm="full",
@@ -1846,7 +1922,12 @@ FAMILIES: dict[str, Family] = {
                       rope_theta_default=2_000_000.0, hook=_smollm3),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
-_ALIASES = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
+_ALIASES = {
+    "gemma3": "gemma3_text",
+    "gemma4": "gemma4_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+}
 
 
 def supported_model_types() -> list[str]:

@@ -136,6 +136,10 @@ class Source:
     roll: int = 0  # rows rotated (OPT's position table)
     interleaved: int | None = None  # every 2nd last-dim entry from this one (gpt-oss gate_up)
     flatten: bool = False  # a (1, n) tensor read as (n,) (ERNIE 4.5's correction bias)
+    # rows stored per group as [part 0, part 1, ...] of these widths, read back as all
+    # groups' part 0, then all groups' part 1, ... (Qwen3-Next's in_proj_qkvz per key head)
+    grouped: Callable[[Dims], tuple[int, tuple[int, ...]]] | None = None  # (groups, widths)
+    joined: tuple[str, ...] = ()  # further tensors whose rows follow name's (Qwen3.5's z)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,8 @@ class Dims:
     d_ff: int
     n_experts: int = 0
     expert_d_ff: int = 0
+    # a Gated DeltaNet's key heads, value heads, key and value head widths
+    deltanet: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,11 @@ class Names:
     # layer tensors that hold a constant of the function (xIELU's beta and eps buffers):
     # checked against the value archdb computes with, never loaded
     constants: dict[str, float] = field(default_factory=dict)
+    # a multimodal release's layout: its decoder's tensors under another prefix, read as
+    # the text model's names (checkpoint prefix -> the prefix the table names) ...
+    wrapped: dict[str, str] = field(default_factory=dict)
+    # ... and the parts a card does not describe (vision tower, MTP layers): skipped
+    outside: tuple[str, ...] = ()
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -546,6 +557,117 @@ def _apertus() -> Names:
     return names
 
 
+_MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
+
+
+def _mamba2_mixer(theirs: str) -> dict[str, Source]:
+    """A Mamba-2 mixer (archdb's sits in the attention slot) as transformers names it:
+    in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels, 1, kernel)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{theirs}.{p}.{t}")
+        for p in _MAMBA2_MIXER
+        for t in ("weight", "bias")
+    }
+    layer |= {f"attn.sublayer.{p}": Source(f"{theirs}.{p}") for p in ("dt_bias", "A_log", "D")}
+    layer["attn.sublayer.norm_weight"] = Source(f"{theirs}.norm.weight")  # grouped, gated
+    return layer
+
+
+def _mamba2() -> Names:
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = {"attn.before.weight": Source("norm.weight")} | _mamba2_mixer("mixer")
+    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _bamba() -> Names:
+    """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
+    names = _llama({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
+    names.layer.update(
+        {
+            f"mlp.sublayer.{p}.{t}": Source(f"feed_forward.{p}_proj.{t}")
+            for p in ("gate", "up", "down")
+            for t in ("weight", "bias")
+        }
+    )
+    names.layer.update(_mamba2_mixer("mamba"))
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    return replace(names, top=top)  # _LLAMA_TOP is shared: never changed in place
+
+
+def _qkvz_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
+    hk, hv, dk, dv = d.deltanet
+    return hk, (dk, dk, hv // hk * dv, hv // hk * dv)  # per key head: q, k, its v and z
+
+
+def _ba_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
+    hk, hv, _, _ = d.deltanet
+    return hk, (hv // hk, hv // hk)  # per key head: its value heads' b, then a
+
+
+def _qwen3_next() -> Names:
+    """Gated attention (q_proj rows per head [query, gate], as archdb's), Gated DeltaNet
+    (``linear_attn.``: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint,
+    per part in archdb), MoE with a sigmoid-gated shared expert."""
+    layer = _llama_layer(_PRE)
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer |= {
+        f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_expert.{p}_proj.weight")
+        for p in ("gate", "up", "down")
+    }
+    layer["mlp.sublayer.shared_gate.weight"] = Source("mlp.shared_expert_gate.weight")
+    ours, theirs = "attn.sublayer.", "linear_attn."
+    layer |= {
+        ours + "in_proj_qkvz.weight": Source(theirs + "in_proj_qkvz.weight", grouped=_qkvz_groups),
+        ours + "in_proj_ba.weight": Source(theirs + "in_proj_ba.weight", grouped=_ba_groups),
+        ours + "conv1d.weight": Source(theirs + "conv1d.weight"),  # channels [q, k, v]: as ours
+        ours + "norm_weight": Source(theirs + "norm.weight"),
+    }
+    layer |= {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _qwen3_5_deltanet() -> dict[str, Source]:
+    """Qwen3.5's Gated DeltaNet: in_proj_qkv and in_proj_z (in_proj_b and in_proj_a) are
+    separate tensors, each per part, whose rows stack into archdb's fused projections."""
+    ours, theirs = "attn.sublayer.", "linear_attn."
+    layer = {
+        ours + "in_proj_qkvz.weight": Source(
+            theirs + "in_proj_qkv.weight", joined=(theirs + "in_proj_z.weight",)
+        ),
+        ours + "in_proj_ba.weight": Source(
+            theirs + "in_proj_b.weight", joined=(theirs + "in_proj_a.weight",)
+        ),
+        ours + "conv1d.weight": Source(theirs + "conv1d.weight"),
+        ours + "norm_weight": Source(theirs + "norm.weight"),
+    }
+    return layer | {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
+
+
+def _qwen3_5_text() -> Names:
+    """Qwen3.5 (dense): Qwen3-Next's gated attention, its own DeltaNet names, Llama's MLP."""
+    layer = _llama_layer(_PRE) | _qwen3_5_deltanet()
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",), **_QWEN3_5_RELEASE)
+
+
+def _qwen3_5_moe_text() -> Names:
+    """Qwen3.5 MoE: Qwen3-Next's experts and gated shared expert, Qwen3.5's DeltaNet."""
+    names = _qwen3_next()
+    names.layer.update(_qwen3_5_deltanet())  # replaces Qwen3-Next's grouped projections
+    return replace(names, **_QWEN3_5_RELEASE)
+
+
+# Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
+# model.language_model., the vision tower under model.visual., the MTP layer under mtp.
+_QWEN3_5_RELEASE = {
+    "wrapped": {"model.language_model.": "model."},
+    "outside": ("model.visual.", "mtp."),
+}
+
+
 def _olmo() -> Names:  # non-parametric LayerNorms: no norm tensors
     return _llama({})
 
@@ -765,6 +887,11 @@ NAMES: dict[str, Callable[[], Names]] = {
     "exaone4": lambda: _llama(_POST_BRANCH),
     "seed_oss": _llama,
     "minimax_m2": _minimax_m2,
+    "mamba2": _mamba2,
+    "bamba": _bamba,
+    "qwen3_next": _qwen3_next,
+    "qwen3_5_text": _qwen3_5_text,
+    "qwen3_5_moe_text": _qwen3_5_moe_text,
 }
 
 
@@ -856,6 +983,8 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"{', '.join(supported_model_types())}"
         )
     names = NAMES[model_type]()
+    if names.wrapped or names.outside:
+        ckpt = _Unwrapped(ckpt, names)
     dims = _dims(model)
     targets = _loadable_tensors(model)
     values: dict[str, torch.Tensor] = {}
@@ -881,6 +1010,40 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"unexpected checkpoint tensor {unused[0]!r}{more}: archdb has no place for it"
         )
     return values
+
+
+class _Unwrapped(Checkpoint):
+    """A multimodal release read as its text decoder: wrapped names renamed, the parts
+    outside the card (``Names.outside``) left out; reads go to (and are counted by) the
+    checkpoint itself."""
+
+    def __init__(self, inner: Checkpoint, names: Names) -> None:
+        self.directory, self.inner, self.used = inner.directory, inner, set()
+        self.real: dict[str, str] = {}  # the table's name -> the checkpoint's
+        for name in inner.names():
+            if name.startswith(names.outside):
+                continue
+            renamed = name
+            for theirs, ours in names.wrapped.items():
+                if name.startswith(theirs):
+                    renamed = ours + name.removeprefix(theirs)
+                    break
+            if renamed in self.real:
+                raise WeightsError(
+                    f"{self.directory}: the checkpoint holds both {self.real[renamed]!r} and "
+                    f"{name!r}: one model, stored twice"
+                )
+            self.real[renamed] = name
+        self.files = dict.fromkeys(self.real, self.directory)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.inner.shape(self.real[name])
+
+    def take(self, name: str) -> torch.Tensor:
+        if name not in self.real:
+            raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
+        self.used.add(name)
+        return self.inner.take(self.real[name])
 
 
 def _check_constants(ckpt: Checkpoint, names: Names) -> None:
@@ -937,7 +1100,7 @@ def _source(names: Names, name: str) -> Source | None:
     i, rest = match.groups()
     src = names.layer[rest]
     prefix = names.prefix.format(i=i)
-    return replace(src, name=prefix + src.name)
+    return replace(src, name=prefix + src.name, joined=tuple(prefix + j for j in src.joined))
 
 
 def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
@@ -953,6 +1116,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
         return torch.stack([p.t() for p in parts])
     value = ckpt.take(source.name)
+    if source.joined:
+        value = torch.cat([value, *(ckpt.take(name) for name in source.joined)])
     if source.interleaved is not None:
         value = value[..., source.interleaved :: 2]
     if source.flatten:
@@ -969,11 +1134,19 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     if source.cut is not None:
         start, stop = source.cut(dims)
         value = value[start:stop]
+    if source.grouped is not None:
+        groups, widths = source.grouped(dims)
+        if groups == 0 or value.shape[0] != groups * sum(widths):
+            return value  # the shape check names the mismatch
+        parts = value.reshape(groups, sum(widths), *value.shape[1:]).split(widths, dim=1)
+        value = torch.cat([part.reshape(-1, *value.shape[1:]) for part in parts])
     return value.contiguous()
 
 
 def _shown(source: Source) -> str:
     name = source.name.replace("{e}", "*")
+    if source.joined:
+        return " + ".join((name, *source.joined)) + " (rows stacked)"
     if source.interleaved is not None:
         return f"{name} (every 2nd column from {source.interleaved})"
     return f"{name} (rows cut)" if source.cut else name
@@ -983,8 +1156,10 @@ def _dims(model: nn.Module) -> Dims:
     """Widths read off the built model's first attention and MLP."""
     from archdb.builder.attention import HeadAttention
     from archdb.builder.moe import Experts
+    from archdb.builder.recurrent import GatedDeltaNetMixer
 
     att = next((m for m in model.modules() if isinstance(m, HeadAttention)), None)
+    gdn = next((m for m in model.modules() if isinstance(m, GatedDeltaNetMixer)), None)
     experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
     d_ff = 0
     for m in model.modules():
@@ -999,4 +1174,5 @@ def _dims(model: nn.Module) -> Dims:
         d_ff=d_ff,
         n_experts=experts.up.shape[0] if experts is not None else 0,
         expert_d_ff=experts.up.shape[2] if experts is not None else 0,
+        deltanet=(gdn.hk, gdn.hv, gdn.dk, gdn.dv) if gdn is not None else (0, 0, 0, 0),
     )

@@ -187,7 +187,40 @@ TINY: dict[str, dict] = {
     "ernie4_5_moe": {**_DENSE, "num_hidden_layers": 3, "head_dim": 16,
                      "moe_intermediate_size": 32, "moe_num_experts": 8, "moe_k": 3,
                      "moe_num_shared_experts": 1},
+    # Mamba-2: two B, C groups (the gated norm is per group), biased projections, chunks of
+    # 8 in transformers' torch scan (no mamba_ssm / causal-conv1d kernels here)
+    "mamba2": {"hidden_size": 64, "num_hidden_layers": 2, "num_heads": 8, "head_dim": 16,
+               "expand": 2, "state_size": 16, "n_groups": 2, "conv_kernel": 4, "vocab_size": 128,
+               "chunk_size": 8, "use_bias": True, "layer_norm_epsilon": 1e-4},
+    "bamba": {**_DENSE, "num_hidden_layers": 4, "attn_layer_indices": [1], "mamba_n_heads": 8,
+              "mamba_d_head": 16, "mamba_expand": 2, "mamba_d_state": 16, "mamba_n_groups": 2,
+              "mamba_d_conv": 4, "mamba_chunk_size": 8, "rms_norm_eps": 1e-4},
+    # Gated DeltaNet with 2 key heads of 2 value heads each (in_proj_qkvz grouped per key
+    # head), gated attention every 2nd layer, a gated shared expert; transformers' torch
+    # delta rule works in chunks of 64: the sequence is longer (SEQ_FOR)
+    "qwen3_next": {**_DENSE, "num_hidden_layers": 4, "head_dim": 16, "max_position_embeddings": 128,
+                   "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                   "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": True,
+                   "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                   "linear_key_head_dim": 16, "linear_value_head_dim": 8,
+                   "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
+    # Qwen3.5: the text decoders (what a qwen3_5 / qwen3_5_moe config's text_config holds);
+    # in_proj_qkv, in_proj_z, in_proj_b, in_proj_a separate; default M-RoPE sections
+    "qwen3_5_text": {**_DENSE, "num_hidden_layers": 4, "head_dim": 16,
+                     "max_position_embeddings": 128, "rms_norm_eps": 1e-4,
+                     "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                     "linear_key_head_dim": 16, "linear_value_head_dim": 8,
+                     "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
+    "qwen3_5_moe_text": {**_DENSE, "intermediate_size": None, "num_hidden_layers": 4,
+                         "head_dim": 16, "max_position_embeddings": 128,
+                         "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                         "num_experts": 4, "num_experts_per_tok": 2,
+                         "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                         "linear_key_head_dim": 16, "linear_value_head_dim": 8,
+                         "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
 }  # fmt: skip
+# longer than the 64-token chunks of transformers' torch delta rule
+SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 
@@ -228,11 +261,12 @@ def test_logits_equal_transformers(model_type, tmp_path):
     card = _card(tmp_path)
     model = archdb.build(card, "full", weights=tmp_path).eval()
     assert model.archdb_loaded.model_type == model_type
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    seq = SEQ_FOR.get(model_type, SEQ)
+    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = reference(tokens).logits
         got = model(tokens)
-    assert got.shape == expected.shape == (BATCH, SEQ, 128)
+    assert got.shape == expected.shape == (BATCH, seq, 128)
     assert relative_error(got, expected) < LOGIT_TOLERANCE
 
 
@@ -409,6 +443,84 @@ def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):
     assert fused.shape == (4, 64, 64)  # (experts, in, 2 x d_ff)
     assert torch.equal(experts.gate, fused[..., 0::2])
     assert torch.equal(experts.up, fused[..., 1::2])
+
+
+def test_qwen3_next_deltanet_projections_are_regrouped_per_key_head(tmp_path):
+    """transformers stores in_proj_qkvz as [q, k, v, z] per key head and in_proj_ba as
+    [b, a] per key head; archdb holds all q, then all k, v and z (b, then a)."""
+    from safetensors.torch import load_file
+
+    _tiny("qwen3_next", tmp_path)
+    model = archdb.build(_card(tmp_path), "full", weights=tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    fused = tensors["model.layers.0.linear_attn.in_proj_qkvz.weight"]  # (2 x 64, 64)
+    mixer = model.decoder.layers[0].attn.sublayer
+    q, k, v, z = mixer.in_proj_qkvz.weight.split([32, 32, 32, 32])
+    assert torch.equal(q, torch.cat([fused[0:16], fused[64:80]]))  # key head 0, then 1
+    assert torch.equal(k, torch.cat([fused[16:32], fused[80:96]]))
+    assert torch.equal(v, torch.cat([fused[32:48], fused[96:112]]))  # 2 value heads each
+    assert torch.equal(z, torch.cat([fused[48:64], fused[112:128]]))
+    ba = tensors["model.layers.0.linear_attn.in_proj_ba.weight"]  # (2 x [b, b, a, a], 64)
+    assert torch.equal(mixer.in_proj_ba.weight, ba[[0, 1, 4, 5, 2, 3, 6, 7]])
+
+
+@pytest.mark.parametrize("model_type", ["mamba2", "bamba", "qwen3_next", "qwen3_5_text"])
+def test_a_mixers_gated_norm_takes_the_cards_epsilon(model_type, tmp_path):
+    """transformers' Mamba-2 and Gated DeltaNet norms use the blocks' epsilon (1e-4 here,
+    1e-6 for Qwen3-Next's default): a different one breaks the comparison."""
+    from archdb.builder.recurrent import GatedDeltaNetMixer, Mamba2Mixer
+
+    reference = _tiny(model_type, tmp_path)
+    card = _card(tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    mixers = [m for m in model.modules() if isinstance(m, Mamba2Mixer | GatedDeltaNetMixer)]
+    assert mixers and {m.eps for m in mixers} == {card.architecture.norm.eps}
+    for mixer in mixers:
+        mixer.eps = 1.0  # only the mixers' norms change
+    seq = SEQ_FOR.get(model_type, SEQ)
+    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+
+
+def test_a_qwen3_5_release_loads_its_text_decoder(tmp_path):
+    """Qwen3.5 is released as Qwen3_5ForConditionalGeneration: config model_type qwen3_5
+    with a text_config, the decoder under model.language_model., a vision tower under
+    model.visual. and an MTP layer under mtp. (neither in the card): archdb imports the
+    wrapper's config, loads the decoder, skips the rest, and equals the wrapper's text
+    logits."""
+    from safetensors.torch import load_file, save_file
+
+    torch.manual_seed(0)
+    text = TINY["qwen3_5_text"] | {"bos_token_id": None, "eos_token_id": None,
+                                   "pad_token_id": None}  # fmt: skip
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+              "out_hidden_size": 64, "num_position_embeddings": 16}  # fmt: skip
+    config = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+    config._attn_implementation = "eager"
+    reference = transformers.Qwen3_5ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for p in reference.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    reference.save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert any(n.startswith("model.visual.") for n in tensors)
+    tensors["mtp.fc.weight"] = torch.zeros(64, 128)  # as released: one MTP layer
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    card = _card(tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    assert model.archdb_loaded.model_type == "qwen3_5_text"
+    decoder = [n for n in tensors if n.startswith(("model.language_model.", "lm_head."))]
+    assert model.archdb_loaded.checkpoint_tensors == len(decoder)
+    tokens = torch.randint(0, 128, (BATCH, 80), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(input_ids=tokens).logits
+        assert relative_error(model(tokens), expected) < LOGIT_TOLERANCE
+    tensors["model.layers.0.mlp.up_proj.weight"] = torch.zeros(128, 64)  # a second copy
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match="stored twice"):
+        archdb.build(card, "full", weights=tmp_path)
 
 
 def test_xielu_constants_in_the_checkpoint_are_checked_not_loaded(tmp_path):

@@ -478,3 +478,74 @@ def test_smollm3_no_rope_layers_of_the_wrong_length_are_refused():
     base = {**_EXAONE4, "model_type": "smollm3", "no_rope_layers": [1, 1, 0]}
     with pytest.raises(HFImportError, match="no_rope_layers lists 3 layers"):
         imported(base)
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "text_model"),
+    [("Qwen3_5Config", "Qwen3_5ForCausalLM"), ("Qwen3_5MoeConfig", "Qwen3_5MoeForCausalLM")],
+)
+def test_qwen3_5_multimodal_config_imports_its_text_decoder_exactly(wrapper, text_model):
+    """A released Qwen3.5 config is the multimodal wrapper (model_type qwen3_5 or
+    qwen3_5_moe): the card is its text_config's decoder, with transformers' exact count
+    at full size (the default sizes: 9.0B dense, 34.7B MoE)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archdb.builder.model import build_model, count_parameters
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = getattr(transformers, wrapper)()
+        with torch.device("meta"):
+            text = getattr(transformers, text_model)(config.text_config)
+    result = imported(config.to_dict())
+    card = validate_card(result.card)
+    arch = card.architecture
+    assert result.model_type == config.text_config.model_type  # qwen3_5(_moe)_text
+    assert "is multimodal" in card.notes["architecture"]
+    assert arch.position.rotary_fraction == 0.25
+    assert arch.attention.output_gate.value == "elementwise" and arch.norm.unit_offset
+    assert arch.attention.layer_pattern == ["gated-deltanet"] * 3 + ["global"]
+    assert (arch.mlp.moe is not None) == ("Moe" in wrapper)
+    expected = sum(p.numel() for p in text.parameters())
+    assert count_parameters(build_model(arch, device="meta")) == expected
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_5_text", "qwen3_5_moe_text"])
+def test_qwen3_5_reads_the_interval_and_the_rotary_default(model_type):
+    """Without layer_types the pattern comes from full_attention_interval; without
+    partial_rotary_factor the family's 0.25 applies (Qwen3_5TextConfig's default);
+    the MoE router always renormalizes its top k."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type).to_dict()
+    del config["layer_types"]
+    config["full_attention_interval"] = 2
+    config["rope_parameters"].pop("partial_rotary_factor", None)
+    config.pop("partial_rotary_factor", None)
+    config["rope_parameters"] |= {"mrope_section": [11, 11, 10], "mrope_interleaved": True}
+    result = imported(config)
+    arch = validate_card(result.card).architecture
+    assert "M-RoPE sections [11, 11, 10]" in result.card["notes"]["architecture.position"]
+    assert arch.attention.layer_pattern == ["gated-deltanet", "global"]
+    assert arch.position.rotary_fraction == 0.25
+    assert "architecture.position.rotary_fraction" in result.from_family
+    if model_type == "qwen3_5_moe_text":
+        assert arch.mlp.moe.normalize_top_k is True and arch.mlp.moe.shared_gate
+
+
+@pytest.mark.parametrize("model_type", ["mamba2", "bamba"])
+def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
+    """transformers applies hidden_act after a Mamba-2 mixer's conv (Bamba's MLP shares
+    the key); archdb's mixer applies SiLU, so another activation is not the same model."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type).to_dict()
+    assert validate_card(imported(config).card)  # silu: imported
+    config["hidden_act"] = "gelu"
+    with pytest.raises(HFImportError, match=r"hidden_act 'gelu': archdb's Mamba-2 mixer applies"):
+        imported(config)
+    config["hidden_act"] = "silu"
+    config["time_step_limit"] = [0.0, 0.1]
+    with pytest.raises(HFImportError, match=r"time_step_limit '\[0\.0, 0\.1\]': archdb's"):
+        imported(config)

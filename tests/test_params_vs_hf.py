@@ -671,6 +671,33 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "lfm2_moe",
         {**LFM2_HYBRID, "mlp.moe": {**MOE, "first_dense_layers": 2, "dense_d_ff": 96}},
     ),
+    (
+        "qwen3_5_text",
+        {
+            **DELTANET_HYBRID,
+            "attention.qk_norm": "per-head",
+            "attention.output_gate": "elementwise",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.25,
+        },
+    ),
+    (
+        "qwen3_5_moe_text",
+        {
+            **DELTANET_HYBRID,
+            "attention.qk_norm": "per-head",
+            "attention.output_gate": "elementwise",
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.25,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 48,
+                "shared_gate": True,
+                "normalize_top_k": True,
+            },
+        },
+    ),
 ]
 
 
@@ -740,6 +767,7 @@ _NEW_FAMILIES = (
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
+    "qwen3_5_text", "qwen3_5_moe_text",
 )  # fmt: skip
 
 

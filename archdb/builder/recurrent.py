@@ -147,8 +147,10 @@ class GatedDeltaNetMixer(nn.Module):
         key_head_dim: int,
         value_head_dim: int,
         conv_kernel: int,
+        eps: float = 1e-6,
     ) -> None:
         super().__init__()
+        self.eps = eps  # the gated norm's (the blocks' norm epsilon in transformers)
         self.hk, self.hv, self.dk, self.dv = (
             n_key_heads,
             n_value_heads,
@@ -183,7 +185,7 @@ class GatedDeltaNetMixer(nn.Module):
         q = q.repeat_interleave(hv // hk, dim=2)  # (B, T, Hv, Dk)
         k = k.repeat_interleave(hv // hk, dim=2)
         o = gated_delta_rule(q, k, v.reshape(b, t, hv, dv), g, beta)
-        o = F.rms_norm(o, (dv,), self.norm_weight)
+        o = F.rms_norm(o, (dv,), self.norm_weight, eps=self.eps)  # a plain w scale
         o = o.reshape(b, t, self.value_dim) * F.silu(z)
         return self.out_proj(o)
 

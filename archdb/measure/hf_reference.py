@@ -772,11 +772,19 @@ def apertus(a: Architecture) -> dict:
 
 
 def qwen3_next(a: Architecture) -> dict:
-    _llama_like(a, QKNorm.PER_HEAD)
-    _act(a, Activation.SWIGLU)
-    _pattern(a, LayerKind.GATED_DELTANET, LayerKind.GLOBAL)
-    _require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
-    _bias(a, False, False, False)
+    config = _gated_hybrid(a)
+    moe = _gated_shared_moe(a)
+    return config | {
+        "moe_intermediate_size": a.mlp.d_ff,
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+        "shared_expert_intermediate_size": moe.shared_d_ff,
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "decoder_sparse_step": moe.layer_period,
+    }
+
+
+def _gated_shared_moe(a: Architecture):
     moe = a.mlp.moe
     _require(
         moe is not None
@@ -785,6 +793,17 @@ def qwen3_next(a: Architecture) -> dict:
         and bool(moe.shared_gate),
         "MoE from the first layer with one gated shared expert",
     )
+    return moe
+
+
+def _gated_hybrid(a: Architecture) -> dict:
+    """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet and gated attention (the config
+    keys both families share)."""
+    _llama_like(a, QKNorm.PER_HEAD)
+    _act(a, Activation.SWIGLU)
+    _pattern(a, LayerKind.GATED_DELTANET, LayerKind.GLOBAL)
+    _require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
+    _bias(a, False, False, False)
     g = a.mixers.gated_deltanet if a.mixers is not None else None
     names = {LayerKind.GATED_DELTANET: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     sizes = {}
@@ -797,20 +816,30 @@ def qwen3_next(a: Architecture) -> dict:
             "linear_value_head_dim": g.value_head_dim,
             "linear_conv_kernel_dim": g.conv_kernel,
         }
-    return (
-        _base(a)
-        | {
-            "moe_intermediate_size": a.mlp.d_ff,
-            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-            "shared_expert_intermediate_size": moe.shared_d_ff,
-            "num_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "decoder_sparse_step": moe.layer_period,
-            "layer_types": _kinds(a, names),
-        }
-        | sizes
-        | _rope(a)
+    return _base(a) | {"layer_types": _kinds(a, names)} | sizes | _rope(a)
+
+
+def qwen3_5_text(a: Architecture) -> dict:
+    """Qwen3.5 (dense): the hybrid layers, each with a dense SwiGLU MLP."""
+    _dense(a)
+    return _gated_hybrid(a)
+
+
+def qwen3_5_moe_text(a: Architecture) -> dict:
+    """Qwen3.5 MoE: experts and a gated shared expert on every layer, top k renormalized."""
+    config = _gated_hybrid(a)
+    moe = _gated_shared_moe(a)
+    _require(
+        moe.layer_period == 1 and moe.normalize_top_k is not False,
+        "every layer MoE, top-k weights renormalized",
     )
+    del config["intermediate_size"]  # no dense MLP
+    return config | {
+        "moe_intermediate_size": a.mlp.d_ff,
+        "shared_expert_intermediate_size": moe.shared_d_ff,
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+    }
 
 
 def gemma(a: Architecture) -> dict:
@@ -1624,6 +1653,20 @@ REFERENCES: dict[str, Reference] = {
             ),
         ),
         Reference(
+            "qwen3_5_text",
+            "Qwen3_5TextConfig",
+            "Qwen3_5ForCausalLM",
+            qwen3_5_text,
+            extras=frozenset({"output_gate", "gated_deltanet"}),
+        ),
+        Reference(
+            "qwen3_5_moe_text",
+            "Qwen3_5MoeTextConfig",
+            "Qwen3_5MoeForCausalLM",
+            qwen3_5_moe_text,
+            extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
+        ),
+        Reference(
             "chameleon",
             "ChameleonConfig",
             "ChameleonForConditionalGeneration",
@@ -1688,6 +1731,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "phi-1.5": "phi",
     "chameleon": "chameleon",
     "mamba-2": "mamba2",
+    "mamba2": "mamba2",  # the catalogue's Mamba-2 cards
     "bamba": "bamba",
     "mamba": "mamba",
     "falcon-mamba": "falcon_mamba",
@@ -1704,12 +1748,18 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "lfm2.5": "lfm2",
     "nemotron-h": "nemotron_h",
     "nemotron-3": "nemotron_h",
+    "qwen3.5": "qwen3_5_text",
+    "qwen3.6": "qwen3_5_text",  # Qwen3.6's configs are model_type qwen3_5 / qwen3_5_moe
 }
 
 
 # Families whose mixture-of-experts members are a different transformers model type.
-MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "granite": "granitemoe"}
-MOE_MODEL_TYPE: dict[str, str] = {"qwen3": "qwen3_moe", "lfm2": "lfm2_moe"}
+MOE_MODEL_TYPE: dict[str, str] = {
+    "qwen3": "qwen3_moe",
+    "granite": "granitemoe",
+    "lfm2": "lfm2_moe",
+    "qwen3_5_text": "qwen3_5_moe_text",
+}
 MOE_MODEL_TYPE["ernie4_5"] = "ernie4_5_moe"
 
 

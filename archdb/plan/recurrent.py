@@ -27,6 +27,7 @@ from archdb.measure.conventions import FlopClass as C
 from archdb.schema import LayerKind, Mamba2Norm, MambaInnerNorm
 
 from .layout import LayerSpec
+from .norms import RMS_EPS
 from .tally import Tally, linear_params
 
 
@@ -132,6 +133,7 @@ class GatedDeltaNetMixer:
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    eps: float = RMS_EPS  # the gated norm's: the card's norm.eps
 
     @property
     def key_dim(self) -> int:
@@ -187,6 +189,7 @@ class GatedDeltaNetMixer:
             self.key_head_dim,
             self.value_head_dim,
             self.conv_kernel,
+            self.eps,
         )
 
 
@@ -331,7 +334,13 @@ def _factors(values: list[float] | None) -> tuple[float, ...] | None:
 def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
     g = r.a.mixers.gated_deltanet
     return GatedDeltaNetMixer(
-        r.d, g.n_key_heads, g.n_value_heads, g.key_head_dim, g.value_head_dim, g.conv_kernel
+        r.d,
+        g.n_key_heads,
+        g.n_value_heads,
+        g.key_head_dim,
+        g.value_head_dim,
+        g.conv_kernel,
+        _eps(r),
     )
 
 
@@ -353,6 +362,12 @@ def _mamba(r: Reader, spec: LayerSpec) -> MambaMixer:
         m.inner_norm or MambaInnerNorm.NONE,
         m.inner_norm_eps,
     )
+
+
+def _eps(r: Reader) -> float:
+    """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
+    BambaMixer and Qwen3-Next's gated DeltaNet all pass the blocks' one)."""
+    return RMS_EPS if r.a.norm.eps is None else r.a.norm.eps
 
 
 # layer-pattern entry -> the spec of a non-attention mixer
