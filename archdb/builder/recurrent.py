@@ -66,7 +66,7 @@ class Mamba2Mixer(nn.Module):
     ) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.state_size = n_heads, head_dim, state_size
-        self.norm, self.norm_eps = norm, RMS_EPS if norm_eps is None else norm_eps
+        self.norm, self.eps = norm, RMS_EPS if norm_eps is None else norm_eps
         self.input_multiplier, self.output_multiplier = input_multiplier, output_multiplier
         # Falcon-H1's muP vector: a factor per part of in_proj's output (z, x, B, C, dt)
         self.projection_multipliers = projection_multipliers
@@ -129,7 +129,7 @@ class Mamba2Mixer(nn.Module):
     def _grouped_norm(self, y: torch.Tensor) -> torch.Tensor:
         """RMSNorm over each group's channels, then the learned scale."""
         b, t, g = y.shape[0], y.shape[1], self.n_groups
-        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,), eps=self.norm_eps)
+        y = F.rms_norm(y.reshape(b, t, g, self.inner // g), (self.inner // g,), eps=self.eps)
         return y.reshape(b, t, self.inner) * self.norm_weight
 
 
