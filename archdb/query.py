@@ -165,10 +165,21 @@ def _lookup() -> tuple[dict[str, str], dict[str, list[str]]]:
     by_last: dict[str, list[str]] = {}
     for column in columns:
         by_last.setdefault(column.rsplit(".", 1)[-1], []).append(column)
-    ambiguous = {last: cols for last, cols in by_last.items() if len(cols) > 1}
+    ambiguous: dict[str, list[str]] = {}
     for last, cols in by_last.items():
-        if len(cols) == 1 and last not in _VAGUE_LEAVES:
-            names[last] = cols[0]
+        if last in _VAGUE_LEAVES:  # never a short name ("mlp" alone)
+            if len(cols) > 1:
+                ambiguous[last] = cols
+            continue
+        # a leaf names its shallowest field when only one is that shallow: n_kv_heads is
+        # attention.n_kv_heads; a sub-block's own (attention.global_layers.n_kv_heads,
+        # mixers.mamba2.n_heads) takes its dotted path
+        depth = min(c.count(".") for c in cols)
+        shallowest = [c for c in cols if c.count(".") == depth]
+        if len(shallowest) == 1:
+            names[last] = shallowest[0]
+        else:
+            ambiguous[last] = cols
     for column in columns:
         names[column] = column
         if column.startswith("architecture."):

@@ -86,6 +86,15 @@ def test_ambiguous_leaf_asks_which_one():
         query.resolve_field("type")
 
 
+def test_a_leaf_names_its_shallowest_field_when_only_one_is_that_shallow():
+    """A sub-block's override keeps its dotted path: n_kv_heads stays attention's."""
+    assert query.resolve_field("n_kv_heads") == query.resolve_field("attention.n_kv_heads")
+    assert query.resolve_field("n_heads") == query.resolve_field("attention.n_heads")
+    assert query.resolve_field("rotary_fraction") == query.resolve_field("position.rotary_fraction")
+    with pytest.raises(QueryError, match=r"ambiguous"):  # two at the same depth
+        query.resolve_field("n_groups")
+
+
 def test_vague_leaf_is_not_a_short_name():
     # "mlp" alone would silently mean bias.mlp
     with pytest.raises(QueryError):
