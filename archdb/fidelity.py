@@ -59,6 +59,7 @@ LOGIT_EXACT: dict[str, float] = {
     "granitemoehybrid": 2.6e-7,  # Mamba-2 and NoPE attention, experts and a shared MLP
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "lfm2": 2.4e-7,
+    "lfm2_moe": 2.3e-7,  # sigmoid router whose expert bias only chooses, scaled
     "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
     # Mamba-1's selective scan, recurrent form (three seeds each)
     "mamba": 3.0e-7,

@@ -1349,7 +1349,7 @@ def _lfm2(d: _Draft) -> None:
 
 def _lfm2_moe(d: _Draft) -> None:
     """LFM2-MoE: num_dense_layers dense MLPs (intermediate_size, not adjusted), then routed
-    experts of moe_intermediate_size; a sigmoid router with an expert bias."""
+    experts of moe_intermediate_size; a sigmoid router whose expert bias only chooses."""
     first_dense = d.read("num_dense_layers", default=2)
     dense_d_ff = d.value("architecture.mlp.d_ff")
     d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
@@ -1359,19 +1359,15 @@ def _lfm2_moe(d: _Draft) -> None:
         first_dense_layers=first_dense,
         dense_d_ff=dense_d_ff if first_dense else None,
     )
-    for key, default in (
-        ("use_expert_bias", True),
-        ("norm_topk_prob", True),
-        ("routed_scaling_factor", 1.0),
-    ):
-        d.unmapped[key] = d.read(key, default=default)
-    d.note(
-        "architecture.mlp.moe",
-        "The router scores experts with a sigmoid, picks the top-k after adding an expert "
-        "bias (a buffer, no parameter), and divides the chosen scores by their sum "
-        "(norm_topk_prob), times routed_scaling_factor: the card has no field for a sigmoid "
-        "router, so normalize_top_k is left null.",
-    )
+    # Lfm2MoeTopKRouter: sigmoid scores, the expert bias only chooses, the chosen scores
+    # renormalized (norm_topk_prob), times routed_scaling_factor
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", d.read("use_expert_bias", default=True),
+          "config")  # fmt: skip
+    d.set("architecture.mlp.moe.normalize_top_k", d.read("norm_topk_prob", default=True),
+          "config")  # fmt: skip
+    d.set("architecture.mlp.moe.routed_scale", d.read("routed_scaling_factor", default=1.0),
+          "config")  # fmt: skip
     _lfm2_layers(d)
 
 

@@ -728,6 +728,18 @@ def _lfm2() -> Names:
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
+def _lfm2_moe() -> Names:
+    """LFM2-MoE: LFM2's names; in MoE layers feed_forward holds the router (gate), its
+    expert bias, and per-expert w1 (gate), w3 (up), w2 (down), as released checkpoints
+    store them."""
+    names = _lfm2()
+    ff = "feed_forward"
+    moe = _moe(f"{ff}.gate", f"{ff}.experts", "w1", "w3", "w2")
+    moe["mlp.sublayer.router.correction_bias"] = Source(f"{ff}.expert_bias")
+    names.layer.update(moe)
+    return names
+
+
 def _nemotron_h() -> Names:
     """One pre-normed sublayer a layer, each transformers' "mixer", saved under NVIDIA's
     "backbone." names: archdb keeps the norm before its mixer (Mamba-2, attention) or its
@@ -875,6 +887,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gemma4_text": _gemma4,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "lfm2": _lfm2,
+    "lfm2_moe": _lfm2_moe,
     "nemotron_h": _nemotron_h,
     "falcon_h1": _falcon_h1,
     "granitemoehybrid": _granitemoehybrid,

@@ -75,6 +75,12 @@ TINY: dict[str, dict] = {
     "lfm2": {**_DENSE, "num_hidden_layers": 4, "intermediate_size": 192, "block_multiple_of": 32,
              "layer_types": ["conv", "full_attention", "conv", "conv"], "conv_bias": True,
              "conv_L_cache": 4},
+    # LFM2-MoE: a dense first layer, then experts under a sigmoid router whose expert bias
+    # only chooses, renormalized and scaled
+    "lfm2_moe": {**_DENSE, "num_hidden_layers": 4, "num_dense_layers": 1,
+                 "layer_types": ["conv", "full_attention", "conv", "conv"],
+                 "num_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                 "use_expert_bias": True, "routed_scaling_factor": 1.7, "conv_L_cache": 4},
     # a clamp low enough to cut many gate and up values; YaRN with gpt-oss's exact
     # (untruncated) band; weights 2.5x the default init, so that band shows in the logits
     "gpt_oss": {**_DENSE, "intermediate_size": 32, "head_dim": 16, "num_local_experts": 4,
@@ -237,7 +243,7 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
                 p.add_(torch.randn_like(p) * 0.1)
         # DeepSeek-V3's correction bias (ERNIE 4.5's: a frozen parameter) starts at 0
         for name, b in [*model.named_buffers(), *model.named_parameters()]:
-            if name.endswith("e_score_correction_bias"):
+            if name.endswith(("e_score_correction_bias", "expert_bias")):
                 b.copy_(torch.randn_like(b) * 0.1)
     model.save_pretrained(directory)
     return model.eval()

@@ -65,6 +65,14 @@ LFM2_HYBRID = {
 }
 SHORT_CONV_BIASED = {"conv_kernel": 4, "bias": True, "mlp": True}
 
+# LFM2-MoE's router: sigmoid scores, an expert bias that only chooses, renormalized, scaled
+LFM2_ROUTER = {
+    "score_function": "sigmoid",
+    "score_correction_bias": True,
+    "normalize_top_k": True,
+    "routed_scale": 1.5,
+}
+
 # DeepSeek-V3's router as its configs fix it in code: sigmoid scores, a correction bias,
 # renormalized top-k (one group, no routed scale here)
 V3_ROUTER = {
@@ -669,7 +677,10 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     (
         "lfm2_moe",
-        {**LFM2_HYBRID, "mlp.moe": {**MOE, "first_dense_layers": 2, "dense_d_ff": 96}},
+        {
+            **LFM2_HYBRID,
+            "mlp.moe": {**MOE, "first_dense_layers": 2, "dense_d_ff": 96, **LFM2_ROUTER},
+        },
     ),
     (
         "qwen3_5_text",

@@ -221,7 +221,7 @@ def test_import_hf_lfm2_small_configs_are_exact(changes, pattern, d_ff):
     assert arch.tied_embeddings is changes.get("tie_embedding", True)
 
 
-def test_import_hf_lfm2_moe_small_config_is_exact_and_notes_the_router():
+def test_import_hf_lfm2_moe_small_config_is_exact_and_reads_the_router():
     sizes = {
         **LFM2_SMALL,
         "moe_intermediate_size": 32,
@@ -234,7 +234,8 @@ def test_import_hf_lfm2_moe_small_config_is_exact_and_notes_the_router():
     assert ours == expected
     moe = card.architecture.mlp.moe
     assert (moe.first_dense_layers, moe.dense_d_ff, card.architecture.mlp.d_ff) == (2, 192, 32)
-    assert "sigmoid" in card.notes["architecture.mlp.moe"]
+    router = (moe.score_function.value, moe.score_correction_bias, moe.normalize_top_k)
+    assert router == ("sigmoid", True, True) and moe.routed_scale == 1.0
 
 
 def test_import_hf_lfm2_refuses_attention_indices_beyond_the_stack():

@@ -374,21 +374,25 @@ def lfm2(a: Architecture) -> dict:
 
 
 def lfm2_moe(a: Architecture) -> dict:
-    """LFM2-MoE: dense MLPs in the first layers, then routed experts, no shared expert. Its
-    router scores with a sigmoid and an expert bias (a buffer, no parameter): the card has
-    no field for that score function, so the counts are comparable, the routing is not."""
+    """LFM2-MoE: dense MLPs in the first layers, then routed experts, no shared expert; a
+    sigmoid router whose expert bias only chooses, renormalized, scaled (no groups)."""
     common = _lfm2_common(a)
     moe = a.mlp.moe
     _require(
         moe is not None and moe.layer_period == 1 and moe.n_shared == 0,
         "MoE after the first dense layers, every layer, no shared experts",
     )
+    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    _require((moe.n_groups or 1) == 1, "no expert groups")
     return common | {
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
         "moe_intermediate_size": a.mlp.d_ff,
         "num_dense_layers": moe.first_dense_layers,
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
+        "use_expert_bias": bool(moe.score_correction_bias),
+        "norm_topk_prob": moe.normalize_top_k is not False,
+        "routed_scaling_factor": moe.routed_scale or 1.0,
     }
 
 
@@ -1641,7 +1645,7 @@ REFERENCES: dict[str, Reference] = {
             "Lfm2MoeConfig",
             "Lfm2MoeForCausalLM",
             lfm2_moe,
-            extras=frozenset({"short_conv"}),
+            extras=frozenset({"short_conv", "sigmoid_scores", "correction_bias", "routed_scale"}),
         ),
         Reference(
             "gemma4_text",
