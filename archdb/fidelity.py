@@ -55,6 +55,7 @@ LOGIT_EXACT: dict[str, float] = {
     "granitemoe": 1.4e-7,
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
+    "deepseek_v32": 2.9e-7,  # V3 with the lightning indexer (8 of 24 keys), MoE layers too
     "falcon_h1": 4.7e-7,  # attention beside Mamba-2, every muP factor; three mixer norms
     "granitemoehybrid": 2.6e-7,  # Mamba-2 and NoPE attention, experts and a shared MLP
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
@@ -88,7 +89,6 @@ MOE_NOT_BUILT: dict[str, str] = {
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
 # what is not: their cards stay count-exact
 PARTIAL: dict[str, tuple[float, str]] = {
-    "deepseek_v32": (1.8e-7, "MoE layers (DeepSeek-V3's router) not yet in the logit test"),
     "glm_moe_dsa": (
         1.8e-7,
         "MoE layers not yet in the logit test; the MLA latents' RMSNorm eps (1e-6 in "
@@ -120,6 +120,10 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
+FAMILY_FIELDS["deepseek_v32"] = (
+    *FAMILY_FIELDS["deepseek_v3"],
+    "architecture.attention.sparse.indexer_rope_layout",
+)
 # key_multiplier/sqrt(d_head) as attention.scale, and the factors on each sublayer
 FAMILY_FIELDS["falcon_h1"] = tuple(
     f"architecture.{p}"

@@ -122,11 +122,12 @@ TINY: dict[str, dict] = {
                  "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
                  "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
                  "routed_scaling_factor": 1.7, "norm_topk_prob": True},
-    # DSA on dense layers: an indexer of 8 heads keeps 8 of the 24 keys (the routing of
-    # their MoE layers is deepseek_v3's, see PARTIAL)
-    "deepseek_v32": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
-                     "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                     "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24,
+    # DSA: an indexer of 8 heads keeps 8 of the 24 keys, on V3's MLA and V3's router
+    # (groups that bind, a routed scale, a random correction bias)
+    "deepseek_v32": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                     "first_k_dense_replace": 1, "n_routed_experts": 8, "num_experts_per_tok": 3,
+                     "moe_intermediate_size": 32, "n_group": 4, "topk_group": 2,
+                     "routed_scaling_factor": 1.7, "kv_lora_rank": 16, "q_lora_rank": 24,
                      "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
                      "index_n_heads": 8, "index_head_dim": 16, "index_topk": 8},
     # rms_norm_eps 1e-6: transformers' MLA keeps 1e-6 in its latent norms whatever the
