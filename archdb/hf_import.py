@@ -776,6 +776,12 @@ def _mamba2(d: _Draft) -> None:
     for name, value in mamba2.items():
         d.set(f"architecture.mixers.mamba2.{name}", value, "config")
     d.set("architecture.mixers.mamba2.mlp", False, "family")
+    _mixer_only_stack(d, "mamba2", "Mamba-2")
+
+
+def _mixer_only_stack(d: _Draft, kind: str, label: str) -> None:
+    """What transformers fixes for a stack of mixer-only layers (Mamba, Mamba-2): pre
+    RMSNorm, no attention, MLP, positions or biases; the output head as the config says."""
     for path, value in (
         ("norm.type", "rmsnorm"),
         ("norm.position", "pre"),
@@ -787,7 +793,7 @@ def _mamba2(d: _Draft) -> None:
         ("attention.qk_norm", None),
         ("attention.logit_softcap", None),
         ("attention.sliding_window", None),
-        ("attention.layer_pattern", ["mamba2"]),
+        ("attention.layer_pattern", [kind]),
         ("position.type", "none"),
         ("mlp.activation", None),
         ("mlp.d_ff", None),
@@ -799,11 +805,12 @@ def _mamba2(d: _Draft) -> None:
         ("final_logit_softcap", None),
     ):
         d.set(f"architecture.{path}", value, "family")
+    free = f"Attention-free: every layer is a {label} mixer (the transformers implementation)."
     for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
-        d.note(f"architecture.{path}", _ATTENTION_FREE)
+        d.note(f"architecture.{path}", free)
     for path in ("mlp.activation", "mlp.d_ff"):
-        d.note(f"architecture.{path}", "No MLP: a Mamba-2 layer is the mixer alone.")
-    d.note("architecture.context_length", "Mamba-2 has no position limit in its config.")
+        d.note(f"architecture.{path}", f"No MLP: a {label} layer is the mixer alone.")
+    d.note("architecture.context_length", f"{label} has no position limit in its config.")
     _tied(d)
 
 
@@ -837,36 +844,7 @@ def _mamba_layers(d: _Draft, inner_norm: str) -> None:
         eps = float(d.read("mixer_rms_eps", default=1e-6))
         d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("mixer_rms_eps"))
     d.set("architecture.mixers.mamba.mlp", False, "family")
-    for path, value in (
-        ("norm.type", "rmsnorm"),
-        ("norm.position", "pre"),
-        ("norm.affine", "scale"),
-        ("norm.final", True),
-        ("attention.variant", "softmax"),
-        ("attention.n_heads", None),
-        ("attention.n_kv_heads", None),
-        ("attention.qk_norm", None),
-        ("attention.logit_softcap", None),
-        ("attention.sliding_window", None),
-        ("attention.layer_pattern", ["mamba"]),
-        ("position.type", "none"),
-        ("mlp.activation", None),
-        ("mlp.d_ff", None),
-        ("mlp.moe", None),
-        ("bias.qkv", False),
-        ("bias.attn_out", False),
-        ("bias.mlp", False),
-        ("parallel_layers", False),
-        ("final_logit_softcap", None),
-    ):
-        d.set(f"architecture.{path}", value, "family")
-    free = "Attention-free: every layer is a Mamba mixer (the transformers implementation)."
-    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
-        d.note(f"architecture.{path}", free)
-    for path in ("mlp.activation", "mlp.d_ff"):
-        d.note(f"architecture.{path}", "No MLP: a Mamba layer is the mixer alone.")
-    d.note("architecture.context_length", "Mamba has no position limit in its config.")
-    _tied(d)
+    _mixer_only_stack(d, "mamba", "Mamba")
 
 
 def _mamba(d: _Draft) -> None:

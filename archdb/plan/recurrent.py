@@ -31,9 +31,14 @@ from .norms import RMS_EPS
 from .tally import Tally, linear_params
 
 
-def _conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
-    """Depthwise causal conv: a multiply and a sum per tap, then the bias and SiLU."""
+def _depthwise_conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
+    """Depthwise causal conv: a multiply and a sum per tap, then the bias."""
     tally.elementwise(cv.FLOPS_PER_MAC * channels * kernel + (channels if bias else 0))
+
+
+def _conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
+    """The depthwise conv, then SiLU (Mamba, Mamba-2, Gated DeltaNet)."""
+    _depthwise_conv_flops(tally, channels, kernel, bias)
     tally.elementwise(channels)  # SiLU
 
 
@@ -212,8 +217,8 @@ class ShortConvMixer:
         d = self.d_model
         tally.linear(d, 3 * d, self.bias)
         tally.elementwise(d)  # B * x
-        # the conv: a multiply and a sum per tap, then the bias (no SiLU, unlike Mamba-2's)
-        tally.elementwise(cv.FLOPS_PER_MAC * d * self.conv_kernel + (d if self.bias else 0))
+        # the conv, without the SiLU Mamba-2's has
+        _depthwise_conv_flops(tally, d, self.conv_kernel, self.bias)
         tally.elementwise(d)  # C * conv
         tally.linear(d, d, self.bias)
 
