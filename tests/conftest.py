@@ -7,7 +7,7 @@
 - ``make_arch`` / ``CHOICES``: a small architecture (d_model 64) and one variation per
   architectural choice, for builder and measurement tests.
 
-All three go through ``_apply``: one way to change test data by dotted path.
+All three go through ``apply_changes``: one way to change test data by dotted path.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
 # --- one way to change test data -----------------------------------------------------------
 
 
-def _apply(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+def apply_changes(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Set dotted paths in nested dicts (in place) and return them."""
     for path, value in changes.items():
         *parents, leaf = path.split(".")
@@ -219,7 +219,7 @@ def make_card(card_id: str, changes: dict[str, Any] | None = None, **fields: Any
     data.update(fields)
     if data.get("lineage"):  # a lineage needs a source that states it
         data["sources"][0]["supports"].append("lineage")
-    _apply(data, changes or {})
+    apply_changes(data, changes or {})
     notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if _get(data, p) is None}
     notes.update({p: "synthetic" for p in ("training.tokens", "training.dropout")})
     data["notes"] = notes
@@ -457,7 +457,7 @@ def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
 def make_arch(**changes) -> Architecture:
     """A small architecture (d_model 64, 2 layers) with dotted-path changes:
     make_arch(**{"norm.position": "post"})."""
-    return Architecture.model_validate(_apply(copy.deepcopy(ARCH_BASE), changes))
+    return Architecture.model_validate(apply_changes(copy.deepcopy(ARCH_BASE), changes))
 
 
 CHOICES = [

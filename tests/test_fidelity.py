@@ -21,6 +21,7 @@ from archdb.fidelity import LOGIT_EXACT, LOGIT_TOLERANCE, PARTIAL
 from archdb.hf_import import Identity, import_config, read_config
 from archdb.schema import Card
 from archdb.weights import WeightsError, load_weights
+from tests.conftest import apply_changes
 
 transformers = pytest.importorskip("transformers")
 
@@ -262,6 +263,18 @@ def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
     return float((ours - reference).abs().max() / reference.abs().max())
 
 
+def _error_with_changes(model_type: str, directory, changes: dict) -> float:
+    """The relative logit error of the tiny checkpoint's card with architecture paths
+    changed: how far a wrong value of a function field moves the outputs."""
+    reference = _tiny(model_type, directory)
+    data = _card(directory).model_dump(mode="json")
+    apply_changes(data["architecture"], changes)
+    model = archdb.build(Card.model_validate(data), "full", weights=directory).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return relative_error(model(tokens), reference(tokens).logits)
+
+
 @pytest.mark.parametrize("model_type", sorted(TINY))
 def test_logits_equal_transformers(model_type, tmp_path):
     reference = _tiny(model_type, tmp_path)
@@ -377,18 +390,7 @@ def test_a_meta_model_cannot_take_weights(tmp_path):
 )
 def test_each_function_field_changes_the_logits(path, value, tmp_path):
     """The fields are not decoration: a wrong value breaks the comparison."""
-    reference = _tiny("gemma2", tmp_path)
-    card = _card(tmp_path)
-    data = card.model_dump(mode="json")
-    node = data["architecture"]
-    *parents, leaf = path.split(".")
-    for part in parents:
-        node = node[part]
-    node[leaf] = value
-    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+    assert _error_with_changes("gemma2", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -401,19 +403,10 @@ def test_each_function_field_changes_the_logits(path, value, tmp_path):
     ],
 )
 def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
-    reference = _tiny("gpt_oss", tmp_path)
-    data = _card(tmp_path).model_dump(mode="json")
-    node = data["architecture"]
-    *parents, leaf = path.split(".")
-    for part in parents:
-        node = node[part]
-    node[leaf] = value
+    changes = {path: value}
     if value == "swiglu":
-        data["architecture"]["mlp"] |= {"swiglu_limit": None, "swiglu_alpha": None}
-    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+        changes |= {"mlp.swiglu_limit": None, "mlp.swiglu_alpha": None}
+    assert _error_with_changes("gpt_oss", tmp_path, changes) > 100 * LOGIT_TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -427,17 +420,7 @@ def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
 )
 def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
     """Granite's muP factors: each one dropped (or a near value) breaks the comparison."""
-    reference = _tiny("granite", tmp_path)
-    data = _card(tmp_path).model_dump(mode="json")
-    node = data["architecture"]
-    *parents, leaf = path.split(".")
-    for part in parents:
-        node = node[part]
-    node[leaf] = value
-    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+    assert _error_with_changes("granite", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
 
 
 def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):
@@ -687,13 +670,8 @@ FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # saved as held in memory: (experts, in, ou
 )
 def test_each_router_field_changes_the_logits(model_type, changes, tmp_path):
     """The routers' choices are exercised: a wrong value breaks the comparison."""
-    reference = _tiny(model_type, tmp_path)
-    data = _card(tmp_path).model_dump(mode="json")
-    data["architecture"]["mlp"]["moe"].update(changes)
-    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) > 100 * LOGIT_TOLERANCE
+    moe_changes = {f"mlp.moe.{name}": value for name, value in changes.items()}
+    assert _error_with_changes(model_type, tmp_path, moe_changes) > 100 * LOGIT_TOLERANCE
 
 
 def test_the_correction_bias_is_loaded_and_required(tmp_path):
