@@ -414,16 +414,24 @@ def _mamba2_sizes(a: Architecture, prefix: str) -> dict:
     inner = m.n_heads * m.head_dim
     _require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
     names = {
-        "n_heads": "num_heads" if not prefix else "mamba_n_heads",
-        "head_dim": "head_dim" if not prefix else "mamba_d_head",
-        "state_size": "state_size" if not prefix else "mamba_d_state",
-        "n_groups": "n_groups" if not prefix else "mamba_n_groups",
-        "conv_kernel": "conv_kernel" if not prefix else "mamba_d_conv",
-        "conv_bias": "use_conv_bias" if not prefix else "mamba_conv_bias",
-        "proj_bias": "use_bias" if not prefix else "mamba_proj_bias",
+        "n_heads": ("num_heads", "mamba_n_heads"),
+        "head_dim": ("head_dim", "mamba_d_head"),
+        "state_size": ("state_size", "mamba_d_state"),
+        "n_groups": ("n_groups", "mamba_n_groups"),
+        "conv_kernel": ("conv_kernel", "mamba_d_conv"),
+        "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
+        "proj_bias": ("use_bias", "mamba_proj_bias"),
     }
-    out = {key: getattr(m, name) for name, key in names.items()}
-    out["expand" if not prefix else "mamba_expand"] = inner // a.d_model
+    return _mixer_sizes(m, names, prefix, inner // a.d_model)
+
+
+def _mixer_sizes(
+    mixer: object, names: dict[str, tuple[str, str]], prefix: str, expand: int
+) -> dict:
+    """A mixer's sizes under the config's names: (its own config's, a hybrid's
+    "mamba_"-prefixed), plus the expansion factor of its inner width."""
+    out = {keys[1] if prefix else keys[0]: getattr(mixer, name) for name, keys in names.items()}
+    out["mamba_expand" if prefix else "expand"] = expand
     return out
 
 
@@ -614,15 +622,13 @@ def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> di
         f"mixers.mamba.inner_norm must be {inner_norm.value}",
     )
     names = {
-        "state_size": "state_size" if not prefix else "mamba_d_state",
-        "conv_kernel": "conv_kernel" if not prefix else "mamba_d_conv",
-        "dt_rank": "time_step_rank" if not prefix else "mamba_dt_rank",
-        "conv_bias": "use_conv_bias" if not prefix else "mamba_conv_bias",
-        "proj_bias": "use_bias" if not prefix else "mamba_proj_bias",
+        "state_size": ("state_size", "mamba_d_state"),
+        "conv_kernel": ("conv_kernel", "mamba_d_conv"),
+        "dt_rank": ("time_step_rank", "mamba_dt_rank"),
+        "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
+        "proj_bias": ("use_bias", "mamba_proj_bias"),
     }
-    out = {key: getattr(m, name) for name, key in names.items()}
-    out["expand" if not prefix else "mamba_expand"] = m.d_inner // a.d_model
-    return out
+    return _mixer_sizes(m, names, prefix, m.d_inner // a.d_model)
 
 
 def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
