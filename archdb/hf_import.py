@@ -43,6 +43,7 @@ from pydantic import (
     ValidationError,
 )
 
+from archdb.fields import get_path, set_path, unwrap
 from archdb.files import read_bounded
 from archdb.schema import (
     MAX_CONTEXT,
@@ -53,6 +54,7 @@ from archdb.schema import (
     MAX_VOCAB,
     MAX_WIDTH,
     UNKNOWN_WHEN_NULL,
+    Architecture,
 )
 
 TRANSFORMERS_MODELS = (
@@ -2513,107 +2515,30 @@ def _config_title(url: str) -> str:
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     nested: dict[str, Any] = {}
     for path, value in flat.items():
-        node = nested
-        *parents, leaf = path.split(".")
-        for part in parents:
-            if not isinstance(node.get(part), dict):
-                node[part] = {}
-            node = node[part]
-        node[leaf] = value
+        set_path(nested, path, value)
     return nested
 
 
 def _get(data: Mapping[str, Any], path: str) -> Any:
-    node: Any = {"architecture": data}
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
-
-
-_ARCH_ORDER = (
-    "kind",
-    "d_model",
-    "n_layers",
-    "vocab_size",
-    "embedding_dim",
-    "context_length",
-    "norm",
-    "attention",
-    "position",
-    "mlp",
-    "bias",
-    "parallel_layers",
-    "tied_embeddings",
-    "final_logit_softcap",
-    "mixers",
-    "embedding_multiplier",
-    "logit_scale",
-    "layer_scalar",
-    "residual_multiplier",
-)
-_SUB_ORDER = {
-    "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),
-    "attention": (
-        "variant",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "qk_norm",
-        "logit_softcap",
-        "sliding_window",
-        "layer_pattern",
-        "latent",
-        "sinks",
-        "output_gate",
-        "sparse",
-        "mlp",
-        "scale",
-        "global_layers",
-        "value_norm",
-        "input_multiplier",
-        "output_multiplier",
-    ),
-    "position": (
-        "type",
-        "rope_theta",
-        "rope_theta_local",
-        "rotary_fraction",
-        "learned_rows",
-        "rope_scaling",
-        "rope_layout",
-    ),
-    "mlp": (
-        "activation",
-        "d_ff",
-        "moe",
-        "gelu_approximation",
-        "swiglu_limit",
-        "swiglu_alpha",
-        "gate_multiplier",
-        "output_multiplier",
-    ),
-    "bias": ("qkv", "attn_out", "mlp", "lm_head"),
-}
-_REQUIRED_NULLS = {"attention": ("head_dim",), "": ("context_length",)}
+    return get_path({"architecture": data}, path)
 
 
 def _ordered_architecture(arch: dict[str, Any]) -> dict[str, Any]:
-    """Schema order, with every required field present (null where unknown)."""
-    arch = {"kind": "decoder-only", **arch}
-    for name in _REQUIRED_NULLS[""]:
-        arch.setdefault(name, None)
+    """The schema's key order at every level, with every required field present (null
+    where unknown)."""
+    return _ordered(Architecture, {"kind": "decoder-only", **arch})
+
+
+def _ordered(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in _ARCH_ORDER:
-        if key not in arch:
+    for name, info in model.model_fields.items():
+        if name not in data and not info.is_required():
             continue
-        value = arch[key]
-        if key in _SUB_ORDER and isinstance(value, dict):
-            for name in _REQUIRED_NULLS.get(key, ()):
-                value.setdefault(name, None)
-            value = {k: value[k] for k in _SUB_ORDER[key] if k in value}
-            if key == "mlp" and isinstance(value.get("moe"), dict):
-                value["moe"] = dict(value["moe"])
-        out[key] = value
+        value = data.get(name)
+        held = unwrap(info.annotation)[0]
+        if isinstance(value, dict) and isinstance(held, type) and issubclass(held, BaseModel):
+            value = _ordered(held, value)
+        out[name] = value
     return out
 
 

@@ -25,6 +25,7 @@ import yaml
 from pydantic import ValidationError
 
 from archdb.catalogue import ALIAS_EXPANSION_LIMIT, Problem
+from archdb.fields import field_at
 from archdb.schema import Card
 
 _YAML = "tag:yaml.org,2002:"
@@ -324,22 +325,10 @@ def _brief(value: object, limit: int = 60) -> str:
 
 
 def _valid_fields(loc: tuple) -> list[str]:
-    model: type = Card
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        annotation = model.model_fields[part].annotation
-        model = next(
-            (
-                a
-                for a in getattr(annotation, "__args__", (annotation,))
-                if hasattr(a, "model_fields")
-            ),
-            annotation,
-        )
-        if getattr(model, "__origin__", None) is list:
-            model = model.__args__[0]
-    return list(getattr(model, "model_fields", {}))
+    """The field names of the model at a pydantic error location (list indices skipped)."""
+    path = ".".join(str(part) for part in loc if not isinstance(part, int))
+    model = field_at(Card, path).model if path else Card
+    return list(model.model_fields) if model is not None else []
 
 
 def _find(node: yaml.Node, loc: Iterable, exact: bool = False) -> yaml.Node | None:

@@ -29,17 +29,13 @@ import datetime as dt
 import difflib
 import math
 import re
-import types
-import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel
-
 from archdb import table
+from archdb.fields import field_at
 from archdb.schema import Card
 
 Row = dict[str, Any]
@@ -104,37 +100,14 @@ _DERIVED_CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _unwrap(annotation: Any) -> tuple[Any, bool]:
-    """The non-null type of an annotation, and whether it is a list of that type."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    if origin is list:
-        return _unwrap(typing.get_args(annotation)[0])[0], True
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return _unwrap(args[0]) if len(args) == 1 else (annotation, False)
-    return annotation, False
-
-
 def _card_field(path: str) -> Any:
     """The pydantic FieldInfo of a dotted card path."""
-    model: type[BaseModel] = Card
-    info = None
-    for part in path.split("."):
-        info = model.model_fields[part]
-        inner, _ = _unwrap(info.annotation)
-        if isinstance(inner, type) and issubclass(inner, BaseModel):
-            model = inner
-    return info
+    return field_at(Card, path).info
 
 
 def _spec_for_card_path(path: str, scalar: type) -> FieldSpec:
-    info = _card_field(path)
-    inner, is_list = _unwrap(info.annotation)
-    choices: tuple[str, ...] = ()
-    if isinstance(inner, type) and issubclass(inner, Enum):
-        choices = tuple(str(m.value) for m in inner)
+    fact = field_at(Card, path)
+    info, inner, is_list, choices = fact.info, fact.inner, fact.is_list, fact.choices
     if is_list:
         kind = "list"
     elif choices:

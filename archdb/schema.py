@@ -40,6 +40,10 @@ from pydantic import (
     model_validator,
 )
 
+from archdb.fields import Asked, OutputOnly, Unknown, Usual, get_path, with_role
+
+__all__ = ["get_path"]  # re-exported: one dotted-path helper (archdb.fields)
+
 # --- controlled vocabularies -------------------------------------------------------
 
 
@@ -216,6 +220,14 @@ class RopeLayout(StrEnum):
     INTERLEAVED = "interleaved"  # dims 2i and 2i + 1 (Su et al. 2021, GPT-J, Meta's Llama code)
 
 
+class Mamba2Norm(StrEnum):
+    """Where a Mamba-2 mixer's output norm sits relative to its SiLU(z) gate."""
+
+    GATED = "gated"  # RMSNorm(y * SiLU(z)): Mamba-2, Bamba, norm_before_gate false
+    BEFORE_GATE = "before-gate"  # RMSNorm(y) * SiLU(z): Falcon-H1 norm_before_gate true
+    NONE = "none"  # y * SiLU(z), no norm and no scale (Falcon-H1 mamba_rms_norm false)
+
+
 class SourceKind(StrEnum):
     PAPER = "paper"
     CONFIG = "config"  # an official released config file
@@ -298,32 +310,83 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
+# --- when an output-only choice is in play (its role's ``applies``) ---------------------
+# Each takes an Architecture; a choice inside an absent sub-model (moe, sparse, a mixer)
+# is never in play, so these only test what the sub-model's presence does not.
+
+
+def _rope(a: Architecture) -> bool:
+    return a.position.type is PositionType.ROPE
+
+
+def _gelu(a: Architecture) -> bool:
+    return a.mlp.activation in (Activation.GELU, Activation.GEGLU)
+
+
+def _clamped(a: Architecture) -> bool:
+    return a.mlp.activation is Activation.CLAMPED_SWIGLU
+
+
+def _yarn(a: Architecture) -> bool:
+    return a.position.rope_scaling.type is RopeScalingType.YARN
+
+
+def _with_mamba2(a: Architecture) -> bool:
+    """Falcon-H1's muP factors: in play only beside a Mamba-2 mixer (the one family that
+    sets them), not on every attention card."""
+    return a.mixers is not None and a.mixers.mamba2 is not None
+
+
+def _mamba_inner_norm(a: Architecture) -> bool:
+    return a.mixers.mamba.inner_norm not in (None, MambaInnerNorm.NONE)
+
+
+def _windowed_answer(card: dict) -> bool:
+    """``archdb new`` asks for a window after a pattern with local or chunked layers."""
+    pattern = card.get("architecture", {}).get("attention", {}).get("layer_pattern") or []
+    return bool({LayerKind.LOCAL.value, LayerKind.CHUNKED.value} & set(pattern))
+
+
+def _rope_answer(card: dict) -> bool:
+    """``archdb new`` asks for RoPE's base after a rope position type."""
+    position = card.get("architecture", {}).get("position") or {}
+    return position.get("type") == PositionType.ROPE.value
+
+
 # --- architecture sub-models, one per design axis --------------------------------
 
 
 class Norm(Strict):
-    type: NormType | None = Field(description="Normalization function; null if unknown.")
-    position: NormPosition | None = Field(
+    type: Annotated[NormType | None, Unknown()] = Field(
+        description="Normalization function; null if unknown."
+    )
+    position: Annotated[NormPosition | None, Unknown()] = Field(
         description="Where the norm sits relative to each sublayer and the residual stream."
     )
-    affine: NormAffine | None = Field(
+    affine: Annotated[NormAffine | None, Unknown()] = Field(
         description="Learnable parameters of each norm: scale-and-bias (LayerNorm), scale "
         "(RMSNorm, bias-free LayerNorm) or none (non-parametric)."
     )
-    final: StrictBool | None = Field(
+    final: Annotated[StrictBool | None, Unknown()] = Field(
         description="A norm after the last block, before the output head (pre-norm models)."
     )
     shared_in_parallel: StrictBool | None = Field(
         default=None,
-        description="Parallel blocks only: one norm feeds both attention and MLP (GPT-J, "
-        "PaLM) rather than one norm each (GPT-NeoX). Optional; null for serial blocks.",
+        description="Parallel blocks only, and required there: true when one norm feeds "
+        "both attention and MLP (GPT-J, PaLM), false for one norm each (GPT-NeoX). Null for "
+        "serial blocks.",
     )
-    eps: PositiveFloat | None = Field(
+    eps: Annotated[
+        PositiveFloat | None,
+        OutputOnly("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
+    ] = Field(
         default=None,
         description="Epsilon added to the variance (LayerNorm) or mean square (RMSNorm). "
         "Optional; null: not recorded (the builder assumes 1e-5 LayerNorm, 1e-6 RMSNorm).",
     )
-    unit_offset: StrictBool | None = Field(
+    unit_offset: Annotated[
+        StrictBool | None, OutputOnly(False, "the norm applies its scale w, not (1 + w)")
+    ] = Field(
         default=None,
         description="The scale is stored as w and applied as (1 + w) (Gemma's RMSNorm). "
         "Optional; null: not recorded (the builder applies w).",
@@ -388,7 +451,10 @@ class SparseAttention(Strict):
         description="Keys each query attends to (index_topk): the top_k indexer scores over "
         "the previous tokens (all of them while there are fewer)."
     )
-    indexer_rope_layout: RopeLayout | None = Field(
+    indexer_rope_layout: Annotated[
+        RopeLayout | None,
+        OutputOnly("half-split", "rotate_half in the DSA indexer, as transformers' DeepSeek-V3.2"),
+    ] = Field(
         default=None,
         description="Pairing of the indexer's rotated dims: half-split (i, i + dims/2; "
         "DeepSeek-V3.2 in transformers) or interleaved (2i, 2i + 1; GLM-5's "
@@ -397,15 +463,17 @@ class SparseAttention(Strict):
 
 
 class Attention(Strict):
-    variant: AttentionVariant = Field(description="softmax, latent (MLA) or linear.")
-    n_heads: Count | None = Field(description="Query heads per layer.")
-    n_kv_heads: Count | None = Field(
+    variant: Annotated[AttentionVariant, Usual(AttentionVariant.SOFTMAX), Asked()] = Field(
+        description="softmax, latent (MLA) or linear."
+    )
+    n_heads: Annotated[Count | None, Unknown()] = Field(description="Query heads per layer.")
+    n_kv_heads: Annotated[Count | None, Unknown(build=False)] = Field(
         description="Key/value heads: equal to n_heads for MHA, 1 for MQA, between for GQA."
     )
-    head_dim: Width | None = Field(
+    head_dim: Annotated[Width | None, Asked()] = Field(
         description="Per-head width; null means d_model / n_heads (which must divide)."
     )
-    qk_norm: QKNorm | None = Field(
+    qk_norm: Annotated[QKNorm | None, Unknown()] = Field(
         description="Norm on queries and keys before QK^T: none; per-head (one scale shared "
         "by the heads); per-head-untied (a scale per head); full (over the whole projection); "
         "l2 (parameter-free)."
@@ -420,18 +488,10 @@ class Attention(Strict):
         description="Learnable terms of the QK norm where they differ from norm.affine "
         "(Chameleon: scale-and-bias per head). Optional; null means norm.affine.",
     )
-    logit_softcap: PositiveFloat | None = Field(
+    logit_softcap: Annotated[PositiveFloat | None, Asked()] = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
-    sliding_window: Tokens | None = Field(
-        description="Window of the pattern's local layers (chunk size of chunked layers), in "
-        "tokens: the causal band of keys a query sees, itself included. A locally banded "
-        "layer (GPT-3, 'similar to the Sparse Transformer') is a local layer and its band is "
-        "this window. Null if the pattern has neither; with local layers, null means the "
-        "window is unpublished (a note says so) and the builder assumes the default "
-        "archdb/plan/layout.py states (DEFAULT_WINDOW)."
-    )
-    layer_pattern: list[LayerKind] = Field(
+    layer_pattern: Annotated[list[LayerKind], Usual([LayerKind.GLOBAL]), Asked()] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
         description="Per-layer token mixers, tiled from the first layer over all layers: "
@@ -450,6 +510,14 @@ class Attention(Strict):
         "layers are then exactly the moe entries), with attention.mlp and mixers.*.mlp "
         "false; n_layers counts these entries (Nemotron-H's hybrid_override_pattern, one "
         "character a layer: M mamba2, * global, - mlp, E moe).",
+    )
+    sliding_window: Annotated[Tokens | None, Asked(_windowed_answer)] = Field(
+        description="Window of the pattern's local layers (chunk size of chunked layers), in "
+        "tokens: the causal band of keys a query sees, itself included. A locally banded "
+        "layer (GPT-3, 'similar to the Sparse Transformer') is a local layer and its band is "
+        "this window. Null if the pattern has neither; with local layers, null means the "
+        "window is unpublished (a note says so) and the builder assumes the default "
+        "archdb/plan/layout.py states (DEFAULT_WINDOW)."
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
     sinks: StrictBool | None = Field(
@@ -487,7 +555,9 @@ class Attention(Strict):
         "transformer block); false where each layer is one sublayer and the MLPs are their "
         "own mlp or moe entries of layer_pattern (Nemotron-H).",
     )
-    scale: PositiveFloat | None = Field(
+    scale: Annotated[
+        PositiveFloat | None, OutputOnly("1/sqrt(qk head width)", "scaled dot-product attention")
+    ] = Field(
         default=None,
         description="Multiplier of the query-key scores where it is not 1/sqrt(qk head "
         "width) (Gemma 2/3: query_pre_attn_scalar ** -0.5; Granite: attention_multiplier, "
@@ -495,13 +565,18 @@ class Attention(Strict):
         "(the builder uses 1/sqrt of the query/key head width). Falcon-H1 multiplies its "
         "keys by key_multiplier before RoPE: the same function, key_multiplier/sqrt(d_head).",
     )
-    input_multiplier: PositiveFloat | None = Field(
+    input_multiplier: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.0, "attention reads the normed stream unscaled", _with_mamba2),
+    ] = Field(
         default=None,
         description="Factor on the attention's input, before the query/key/value "
         "projections (Falcon-H1: attention_in_multiplier). Optional; null: not recorded "
         "(the builder uses 1).",
     )
-    output_multiplier: PositiveFloat | None = Field(
+    output_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "attention's output is not rescaled", _with_mamba2)
+    ] = Field(
         default=None,
         description="Factor on the attention's output, after o_proj, before it joins the "
         "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier). "
@@ -532,7 +607,10 @@ class RopeScaling(Strict):
     beta_slow: PositiveFloat | None = Field(
         default=None, description="yarn only: rotations where extrapolation stops (1)."
     )
-    truncate: StrictBool | None = Field(
+    truncate: Annotated[
+        StrictBool | None,
+        OutputOnly(True, "YaRN's band rounded to whole dims (transformers)", _yarn),
+    ] = Field(
         default=None,
         description="yarn only: the band between beta_fast and beta_slow is rounded out to "
         "whole dims (transformers' truncate; gpt-oss: false, the exact band). Optional; "
@@ -558,8 +636,10 @@ class RopeScaling(Strict):
 
 
 class Position(Strict):
-    type: PositionType | None = Field(description="Position scheme of the (non-NoPE) layers.")
-    rope_theta: PositiveFloat | None = Field(
+    type: Annotated[PositionType | None, Unknown()] = Field(
+        description="Position scheme of the (non-NoPE) layers."
+    )
+    rope_theta: Annotated[PositiveFloat | None, Asked(_rope_answer)] = Field(
         default=None, description="RoPE base frequency; RoPE only."
     )
     rope_theta_local: PositiveFloat | None = Field(
@@ -583,7 +663,10 @@ class Position(Strict):
         "llama3), in every RoPE layer except local layers with their own rope_theta_local "
         "(Gemma 3); RoPE only. Optional; null for none.",
     )
-    rope_layout: RopeLayout | None = Field(
+    rope_layout: Annotated[
+        RopeLayout | None,
+        OutputOnly("half-split", "rotate_half, as transformers' RoPE families", _rope),
+    ] = Field(
         default=None,
         description="Which dims RoPE rotates as a pair: half-split (i, i + d/2) or "
         "interleaved (2i, 2i + 1), in the layout of the released transformers-format "
@@ -619,12 +702,16 @@ class Mamba2(Strict):
         "(Falcon-H1: mamba_rms_norm false). Optional; null: not recorded (the builder uses "
         "gated).",
     )
-    input_multiplier: PositiveFloat | None = Field(
+    input_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "Mamba-2 reads the normed stream unscaled")
+    ] = Field(
         default=None,
         description="Factor on the mixer's input before in_proj (Falcon-H1: "
         "ssm_in_multiplier). Optional; null: not recorded (the builder uses 1).",
     )
-    projection_multipliers: list[PositiveFloat] | None = Field(
+    projection_multipliers: Annotated[
+        list[PositiveFloat] | None, OutputOnly([1.0] * 5, "in_proj's parts are not rescaled")
+    ] = Field(
         default=None,
         min_length=5,
         max_length=5,
@@ -632,19 +719,13 @@ class Mamba2(Strict):
         "(Falcon-H1: ssm_multipliers, its muP vector). Optional; null: not recorded (the "
         "builder uses 1 for each).",
     )
-    output_multiplier: PositiveFloat | None = Field(
+    output_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "Mamba-2's output is not rescaled")
+    ] = Field(
         default=None,
         description="Factor on the mixer's output, after out_proj (Falcon-H1: "
         "ssm_out_multiplier). Optional; null: not recorded (the builder uses 1).",
     )
-
-
-class Mamba2Norm(StrEnum):
-    """Where a Mamba-2 mixer's output norm sits relative to its SiLU(z) gate."""
-
-    GATED = "gated"  # RMSNorm(y * SiLU(z)): Mamba-2, Bamba, norm_before_gate false
-    BEFORE_GATE = "before-gate"  # RMSNorm(y) * SiLU(z): Falcon-H1 norm_before_gate true
-    NONE = "none"  # y * SiLU(z), no norm and no scale (Falcon-H1 mamba_rms_norm false)
 
 
 class MambaInnerNorm(StrEnum):
@@ -676,7 +757,10 @@ class Mamba(Strict):
         description="RMSNorm on dt, B and C after x_proj: rms parameter-free (Falcon Mamba), "
         "rms-scaled with a learned scale each (Jamba). Optional; null: none (Mamba).",
     )
-    inner_norm_eps: PositiveFloat | None = Field(
+    inner_norm_eps: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C", _mamba_inner_norm),
+    ] = Field(
         default=None,
         description="Epsilon of the dt/B/C norms (Falcon Mamba mixer_rms_eps; Jamba "
         "rms_norm_eps). Optional; null: not recorded (the builder uses 1e-6).",
@@ -780,14 +864,18 @@ class MoE(Strict):
         "per-expert scale multiplies each chosen expert's weight. Optional; null for a linear "
         "router on the MLP's input.",
     )
-    normalize_top_k: StrictBool | None = Field(
+    normalize_top_k: Annotated[
+        StrictBool | None, OutputOnly(True, "a softmax over the chosen experts' logits (Mixtral)")
+    ] = Field(
         default=None,
         description="The chosen experts' scores are divided by their sum (norm_topk_prob), "
         "before routed_scale; with softmax scores that is a softmax over their k logits "
         "(Mixtral), rather than their share of a softmax over all experts. Optional; null: "
         "not recorded (the builder normalizes).",
     )
-    score_function: RouterScore | None = Field(
+    score_function: Annotated[
+        RouterScore | None, OutputOnly("softmax", "a softmax over all routed experts (Mixtral)")
+    ] = Field(
         default=None,
         description="Router logits to expert scores: softmax over all routed experts "
         "(Mixtral, DeepSeek-V2) or an elementwise sigmoid (DeepSeek-V3, GLM-4.5; "
@@ -817,7 +905,9 @@ class MoE(Strict):
         "weight them (DeepSeek-V3's auxiliary-loss-free balancing, e_score_correction_bias; "
         "a buffer, not counted as a parameter). Optional; null for none.",
     )
-    routed_scale: PositiveFloat | None = Field(
+    routed_scale: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "the routed experts' weights are not rescaled")
+    ] = Field(
         default=None,
         description="The routed experts' weights are multiplied by this after any top-k "
         "normalization, before the shared experts are added (routed_scaling_factor). "
@@ -854,35 +944,49 @@ def _check_groups(moe: MoE) -> None:
 
 
 class MLP(Strict):
-    activation: Activation | None = Field(description="Non-linearity; gated units list the GLU.")
-    d_ff: Width | None = Field(
+    activation: Annotated[Activation | None, Unknown()] = Field(
+        description="Non-linearity; gated units list the GLU."
+    )
+    d_ff: Annotated[Width | None, Unknown()] = Field(
         description="Width the down-projection reads: one branch for gated units (as in "
         "released configs' intermediate_size), one routed expert for MoE."
     )
     moe: MoE | None = Field(description="Mixture-of-experts layout; null for a dense MLP.")
-    gelu_approximation: GeluApproximation | None = Field(
+    gelu_approximation: Annotated[
+        GeluApproximation | None, OutputOnly("tanh", "GPT-2's and Gemma's GELU", _gelu)
+    ] = Field(
         default=None,
         description="GELU and GeGLU only: exact (erf) or the tanh approximation. Optional; "
         "null: not recorded (the builder uses tanh).",
     )
-    swiglu_limit: PositiveFloat | None = Field(
+    swiglu_limit: Annotated[
+        PositiveFloat | None, OutputOnly(7.0, "gpt-oss's clamp of the clamped SwiGLU", _clamped)
+    ] = Field(
         default=None,
         description="clamped-swiglu only: the gate is clamped to at most this value and the "
         "linear branch to [-limit, limit] (gpt-oss: 7.0, swiglu_limit). Optional; null: not "
         "recorded (the builder uses 7.0).",
     )
-    swiglu_alpha: PositiveFloat | None = Field(
+    swiglu_alpha: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.702, "gpt-oss's sigmoid gain of the clamped SwiGLU", _clamped),
+    ] = Field(
         default=None,
         description="clamped-swiglu only: the gain in gate * sigmoid(alpha * gate) (gpt-oss: "
         "1.702, swiglu_alpha). Optional; null: not recorded (the builder uses 1.702).",
     )
-    gate_multiplier: PositiveFloat | None = Field(
+    gate_multiplier: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.0, "the gate projection enters the activation unscaled", _with_mamba2),
+    ] = Field(
         default=None,
         description="Gated units only: factor on the gate projection before the activation, "
         "act(m * gate(x)) * up(x) (Falcon-H1: mlp_multipliers[0]). Optional; null: not "
         "recorded (the builder uses 1).",
     )
-    output_multiplier: PositiveFloat | None = Field(
+    output_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "the MLP's output is not rescaled", _with_mamba2)
+    ] = Field(
         default=None,
         description="Factor on the MLP's output, after the down-projection (Falcon-H1: "
         "mlp_multipliers[1]). Optional; null: not recorded (the builder uses 1).",
@@ -899,9 +1003,15 @@ class MLP(Strict):
 
 
 class Bias(Strict):
-    qkv: StrictBool | None = Field(description="Bias on the query/key/value projections.")
-    attn_out: StrictBool | None = Field(description="Bias on the attention output projection.")
-    mlp: StrictBool | None = Field(description="Bias on the MLP's linear layers.")
+    qkv: Annotated[StrictBool | None, Unknown()] = Field(
+        description="Bias on the query/key/value projections."
+    )
+    attn_out: Annotated[StrictBool | None, Unknown()] = Field(
+        description="Bias on the attention output projection."
+    )
+    mlp: Annotated[StrictBool | None, Unknown()] = Field(
+        description="Bias on the MLP's linear layers."
+    )
     lm_head: StrictBool | None = Field(
         default=None,
         description="Bias on the output head (GPT-J, Phi-2). Optional; null for none.",
@@ -909,13 +1019,17 @@ class Bias(Strict):
 
 
 class Architecture(Strict):
-    kind: Kind
-    d_model: Width | None = Field(description="Residual stream width.")
-    n_layers: Depth | None = Field(description="Decoder (or only) stack depth.")
+    kind: Annotated[Kind, Usual(Kind.DECODER_ONLY), Asked()]
+    d_model: Annotated[Width | None, Unknown()] = Field(description="Residual stream width.")
+    n_layers: Annotated[Depth | None, Unknown()] = Field(
+        description="Decoder (or only) stack depth."
+    )
     n_encoder_layers: Depth | None = Field(
         default=None, description="Encoder depth; encoder-decoder models only."
     )
-    vocab_size: Vocab | None = Field(description="Rows of the released embedding matrix.")
+    vocab_size: Annotated[Vocab | None, Unknown()] = Field(
+        description="Rows of the released embedding matrix."
+    )
     embedding_dim: Width | None = Field(
         default=None,
         description="Width of a factorized embedding projected to d_model (OPT-350M: 512); "
@@ -924,19 +1038,21 @@ class Architecture(Strict):
     tokenizer_vocab_size: Vocab | None = Field(
         default=None, description="The tokenizer's own size, where it differs from vocab_size."
     )
-    context_length: Tokens | None = Field(description="Maximum sequence length of the release.")
+    context_length: Annotated[Tokens | None, Unknown()] = Field(
+        description="Maximum sequence length of the release."
+    )
     norm: Norm
     attention: Attention
     position: Position
     mlp: MLP
     bias: Bias
-    parallel_layers: StrictBool | None = Field(
+    parallel_layers: Annotated[StrictBool | None, Unknown()] = Field(
         description="Attention and MLP read the same input and their outputs are summed."
     )
-    tied_embeddings: StrictBool | None = Field(
+    tied_embeddings: Annotated[StrictBool | None, Unknown()] = Field(
         description="Output projection shares the input embedding matrix."
     )
-    final_logit_softcap: PositiveFloat | None = Field(
+    final_logit_softcap: Annotated[PositiveFloat | None, Asked()] = Field(
         description="Output logits soft-capped as c*tanh(x/c); null if not used."
     )
     mixers: Mixers | None = Field(
@@ -944,13 +1060,17 @@ class Architecture(Strict):
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
         "mamba) the layer pattern names. Optional; null when every layer is attention.",
     )
-    embedding_multiplier: PositiveFloat | None = Field(
+    embedding_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "embeddings enter the first block as looked up")
+    ] = Field(
         default=None,
         description="Factor on the token embeddings before the first block (Gemma: "
         "sqrt(d_model); Granite: embedding_multiplier; MiniCPM: scale_emb). Optional; null: "
         "not recorded (the builder uses 1).",
     )
-    logit_scale: PositiveFloat | None = Field(
+    logit_scale: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "the head's logits are not rescaled")
+    ] = Field(
         default=None,
         description="Factor on the output logits, before any soft-cap (Command R: 0.0625). "
         "A model that divides its logits stores the reciprocal (Granite: 1/logits_scaling; "
@@ -964,7 +1084,9 @@ class Architecture(Strict):
         "as in transformers, so parameter counts leave it out (Google's reference counts "
         "one per layer). Optional; null for none.",
     )
-    residual_multiplier: PositiveFloat | None = Field(
+    residual_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "sublayer outputs join the residual stream unscaled")
+    ] = Field(
         default=None,
         description="Factor on each sublayer's output (attention, mixer, MLP) before it is "
         "added to the residual stream: x + m * f(norm(x)) (Granite: residual_multiplier; "
@@ -1082,6 +1204,11 @@ class Architecture(Strict):
             raise ValueError("n_encoder_layers is required for, and only for, encoder-decoder")
         if self.norm.shared_in_parallel is not None and not self.parallel_layers:
             raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
+        if self.parallel_layers and self.norm.shared_in_parallel is None:
+            raise ValueError(
+                "norm.shared_in_parallel is required with parallel_layers: true (true: one "
+                "norm feeds attention and MLP, GPT-J; false: one norm each, GPT-NeoX)"
+            )
         if moe is not None:
             if moe.n_active > moe.n_experts:
                 raise ValueError(
@@ -1359,15 +1486,21 @@ class Training(Strict):
 
 
 class Card(Strict):
-    id: Slug = Field(description="Unique lowercase slug: family and size, e.g. llama-2-7b.")
-    name: Name = Field(description="Display name, e.g. 'Llama 2 7B'.")
-    family: Slug = Field(description="Family slug shared by sizes and versions, e.g. llama-2.")
-    organization: Name
-    release_date: IsoDate = Field(
+    id: Annotated[Slug, Asked(required=True)] = Field(
+        description="Unique lowercase slug: family and size, e.g. llama-2-7b."
+    )
+    name: Annotated[Name, Asked(required=True)] = Field(
+        description="Display name, e.g. 'Llama 2 7B'."
+    )
+    family: Annotated[Slug, Asked(required=True)] = Field(
+        description="Family slug shared by sizes and versions, e.g. llama-2."
+    )
+    organization: Annotated[Name, Asked(required=True)]
+    release_date: Annotated[IsoDate, Asked(required=True)] = Field(
         description="First public release (paper or weights), written YYYY-MM-DD."
     )
-    open_weights: StrictBool
-    params_published: ParamCount | None = Field(
+    open_weights: Annotated[StrictBool, Asked(required=True)]
+    params_published: Annotated[ParamCount | None, Unknown(build=False)] = Field(
         description="The authors' headline parameter count, e.g. 175_000_000_000."
     )
     training: Training
@@ -1427,38 +1560,8 @@ class Card(Strict):
         return self
 
 
-# Fields where null means "unknown", as opposed to "feature not used".
-UNKNOWN_WHEN_NULL = (
-    "architecture.d_model",
-    "architecture.n_layers",
-    "architecture.vocab_size",
-    "architecture.context_length",
-    "architecture.norm.type",
-    "architecture.norm.position",
-    "architecture.norm.affine",
-    "architecture.norm.final",
-    "architecture.attention.n_heads",
-    "architecture.attention.n_kv_heads",
-    "architecture.attention.qk_norm",
-    "architecture.position.type",
-    "architecture.mlp.activation",
-    "architecture.mlp.d_ff",
-    "architecture.bias.qkv",
-    "architecture.bias.attn_out",
-    "architecture.bias.mlp",
-    "architecture.parallel_layers",
-    "architecture.tied_embeddings",
-    "params_published",
-)
-
-
-def get_path(card: BaseModel, path: str) -> object:
-    value: object = card
-    for part in path.split("."):
-        value = getattr(value, part, None)
-        if value is None:
-            return None
-    return value
+# Fields where null means "unknown", as opposed to "feature not used": their role.
+UNKNOWN_WHEN_NULL: tuple[str, ...] = tuple(path for path, _ in with_role(Card, Unknown))
 
 
 WINDOW_PATH = "architecture.attention.sliding_window"

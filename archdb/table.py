@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import typing
 from collections.abc import Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from archdb.fields import FieldFact, schema_fields
 from archdb.schema import CHANNEL_ONLY, Card, mirror_only_paths, sourced_paths
 
 if TYPE_CHECKING:
@@ -120,39 +120,22 @@ _ANALYTIC_KEYS = (
 # --- columns of the card's own fields ----------------------------------------------
 
 
-def _leaf_type(annotation: Any) -> type | None:
-    """The scalar Python type a field annotation holds (bool/int/float/str), or a model."""
-    if isinstance(annotation, type):
-        if issubclass(annotation, BaseModel):
-            return annotation
-        if issubclass(annotation, Enum | str | dt.date):
-            return str
-        if annotation in (bool, int, float):
-            return annotation
-        return None
-    origin = typing.get_origin(annotation)
-    if origin is list:
+def _column_type(fact: FieldFact) -> type | None:
+    """The scalar Python type a field's column holds (lists and enums as text)."""
+    inner = fact.inner
+    if fact.is_list or (isinstance(inner, type) and issubclass(inner, Enum | str | dt.date)):
         return str
-    for arg in typing.get_args(annotation):
-        if arg is type(None):
-            continue
-        found = _leaf_type(arg)
-        if found is not None:
-            return found
-    return None
+    return inner if inner in (bool, int, float) else None
 
 
-def _field_columns(model: type[BaseModel], prefix: str = "") -> dict[str, type]:
+def _field_columns(root: type[BaseModel]) -> dict[str, type]:
+    """Every leaf field of the card by dotted path (sub-models walked), with its type."""
     columns: dict[str, type] = {}
-    for name, field in model.model_fields.items():
-        if not prefix and name in _SKIPPED:
+    for fact in schema_fields(root):
+        if fact.path.split(".", 1)[0] in _SKIPPED or (fact.model and not fact.is_list):
             continue
-        leaf = _leaf_type(field.annotation)
-        path = f"{prefix}{name}"
-        if isinstance(leaf, type) and issubclass(leaf, BaseModel):
-            columns.update(_field_columns(leaf, path + "."))
-        elif leaf is not None:
-            columns[path] = leaf
+        if (leaf := _column_type(fact)) is not None:
+            columns[fact.path] = leaf
     return columns
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from archdb import fields
 from archdb.catalogue import (
     MAX_BYTES,
     YAML_ERRORS,
@@ -49,6 +50,8 @@ from archdb.catalogue import (
     parse_cards,
     read_bounded,
 )
+from archdb.fields import field_at, required_skeleton
+from archdb.header import split_header
 from archdb.schema import Card
 
 WIDTH = 100  # the catalogue's line length
@@ -200,69 +203,26 @@ def _string(value: str) -> str:
 
 
 def skeleton() -> dict[str, Any]:
-    """A card with every required field present and null: the shape contributors fill."""
-    return {
-        "id": None,
-        "name": None,
-        "family": None,
-        "organization": None,
-        "release_date": None,
-        "open_weights": None,
-        "params_published": None,
-        "training": {"tokens": None, "dropout": None, "weight_decay": None, "z_loss": None},
-        "architecture": {
-            "kind": "decoder-only",
-            "d_model": None,
-            "n_layers": None,
-            "vocab_size": None,
-            "context_length": None,
-            "norm": {"type": None, "position": None, "affine": None, "final": None},
-            "attention": {
-                "variant": "softmax",
-                "n_heads": None,
-                "n_kv_heads": None,
-                "head_dim": None,
-                "qk_norm": None,
-                "logit_softcap": None,
-                "sliding_window": None,
-                "layer_pattern": ["global"],
-            },
-            "position": {"type": None},
-            "mlp": {"activation": None, "d_ff": None, "moe": None},
-            "bias": {"qkv": None, "attn_out": None, "mlp": None},
-            "parallel_layers": None,
-            "tied_embeddings": None,
-            "final_logit_softcap": None,
-        },
-        "sources": [],
-        "notes": {},
-    }
-
-
-_SUBMODEL_KEYS = {
-    "moe": ("n_experts", "n_active", "n_shared", "shared_d_ff", "first_dense_layers",
-            "layer_period", "dense_d_ff"),
-    "latent": ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-               "v_head_dim"),
-}  # fmt: skip
+    """A card with every required field present and null (the usual kind, attention
+    variant and layer pattern stated): the shape contributors fill, from the schema."""
+    return {**required_skeleton(Card), "sources": [], "notes": {}}
 
 
 def set_path(data: dict[str, Any], path: str, value: Any) -> None:
-    """Set a dotted card path; an optional feature (moe, latent) appears with null fields."""
-    node = data
-    *parents, leaf = path.split(".")
-    for part in parents:
-        if not isinstance(node.get(part), dict):
-            node[part] = dict.fromkeys(_SUBMODEL_KEYS.get(part, ()))
-        node = node[part]
-    node[leaf] = value
+    """Set a dotted card path; an optional feature (moe, latent) appears with its required
+    fields null."""
+    fields.set_path(data, path, value, make=_empty_submodel)
 
 
-def get_path(data: Mapping[str, Any], path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
+def _empty_submodel(path: str) -> dict[str, Any]:
+    try:
+        held = field_at(Card, path).model
+    except KeyError:  # not a schema path: validation names it later
+        return {}
+    return required_skeleton(held) if held is not None else {}
+
+
+get_path = fields.get_path  # one dotted-path helper for models and plain data
 
 
 # --- validating ------------------------------------------------------------------
@@ -390,6 +350,27 @@ def _check_result(new: str, old: str, card: Card, filename: str) -> None:
     expected = sorted([*before, card], key=lambda c: c.id)
     if after != expected:
         raise WriteError([f"inserting {card.id!r} would change other cards of {filename}"])
+
+
+def write_header(path: Path | str, header: str) -> bool:
+    """Replace the catalogue's leading comment block with ``header``, under the lock and
+    atomically, the cards unchanged (checked). Whether the file changed."""
+    path = Path(path)
+    target = Path(os.path.realpath(path))  # through a symlink, to the file it names
+    with catalogue_lock(target):
+        raw = _read_writable(target, path)
+        old, problems = decode_catalogue(raw, str(path))
+        if problems:
+            raise WriteError([str(p) for p in problems])
+        current, rest = split_header(old)
+        if current == header:
+            return False
+        new = header + rest
+        after, problems = parse_cards(new, str(path))
+        if problems or after != existing_cards(old, str(path)):
+            raise WriteError([f"{path}: a new header would change its cards: not written"])
+        _replace(target, new.encode("utf-8"), expected=raw)
+    return True
 
 
 # --- locking and replacing -----------------------------------------------------------

@@ -10,9 +10,11 @@ from typing import Annotated
 import typer
 
 from archdb.catalogue import Problem, check_catalogue
+from archdb.header import catalogue_header
 from archdb.locations import CATALOGUE_RULES, CatalogueLocationError, resolve_catalogue
 from archdb.outputs import check_new_file
 from archdb.schema import catalogue_json_schema
+from archdb.writer import write_header
 
 from .common import (
     EXIT_DATA,
@@ -85,25 +87,32 @@ def schema(
             "--output",
             "-o",
             help="Where to write. Default: models.schema.json beside the catalogue "
-            "(the rules of --catalogue elsewhere), never inside the installation.",
+            "(the rules of --catalogue elsewhere), never inside the installation; the "
+            "catalogue's header is then regenerated too.",
             show_default=False,
         ),
     ] = None,
 ) -> None:
-    """Write the catalogue's JSON Schema (committed next to the catalogue).
+    """Write the catalogue's JSON Schema (committed next to the catalogue) and regenerate
+    the catalogue's header, the readable schema at its top (only the header changes).
 
     Example: archdb schema -o /tmp/models.schema.json
     """
+    catalogue = None
     if output is None:
         try:
-            output = resolve_catalogue(writing=True).with_name("models.schema.json")
+            catalogue = resolve_catalogue(writing=True)
         except CatalogueLocationError as exc:
             raise fail(f"{exc}; or give --output", EXIT_USAGE) from None
+        output = catalogue.with_name("models.schema.json")
     check_new_file(output, force=True, protected=[resolve_catalogue()])
     text = json.dumps(catalogue_json_schema(), indent=2) + "\n"
     with writing(output):
         output.write_text(text, encoding="utf-8")
     say(f"wrote {output}")
+    if catalogue is not None:  # the catalogue's own header is the readable schema
+        changed = write_header(catalogue, catalogue_header())
+        say(f"{'rewrote' if changed else 'kept'} the header of {catalogue}")
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from archdb import query
+from archdb.fields import prompted
 from archdb.locations import resolve_catalogue
 from archdb.query import FieldSpec, QueryError
 from archdb.schema import UNKNOWN_WHEN_NULL, WINDOW_PATH, Card, SourceKind
@@ -112,44 +113,19 @@ def _show(value: Any) -> str:
 
 # --- new ----------------------------------------------------------------------------
 
-_IDENTITY = ("id", "name", "family", "organization", "release_date", "open_weights")
-_CORE = (
-    "architecture.kind", "architecture.d_model", "architecture.n_layers",
-    "architecture.vocab_size", "architecture.context_length", "architecture.norm.type",
-    "architecture.norm.position", "architecture.norm.affine", "architecture.norm.final",
-    "architecture.attention.variant", "architecture.attention.n_heads",
-    "architecture.attention.n_kv_heads", "architecture.attention.head_dim",
-    "architecture.attention.qk_norm", "architecture.attention.logit_softcap",
-    "architecture.attention.layer_pattern", "architecture.attention.sliding_window",
-    "architecture.position.type", "architecture.position.rope_theta",
-    "architecture.mlp.activation", "architecture.mlp.d_ff", "architecture.bias.qkv",
-    "architecture.bias.attn_out", "architecture.bias.mlp", "architecture.parallel_layers",
-    "architecture.tied_embeddings", "architecture.final_logit_softcap", "params_published",
-)  # fmt: skip
-
-
-def _applies(data: dict[str, Any], path: str) -> bool:
-    """Fields that only make sense given other answers (a window needs local layers)."""
-    from archdb.writer import get_path
-
-    if path == "architecture.attention.sliding_window":
-        pattern = get_path(data, "architecture.attention.layer_pattern") or []
-        return bool({"local", "chunked"} & set(pattern))
-    if path == "architecture.position.rope_theta":
-        return get_path(data, "architecture.position.type") == "rope"
-    return True
+# What `new` asks, in schema order, from the fields' roles (archdb.fields): the identity
+# until answered, then each core value while it applies to the answers so far.
+_PROMPTED = prompted(Card)
 
 
 def _ask_everything(data: dict[str, Any]) -> None:
     from archdb.writer import get_path, set_path
 
     fields = query.fields()
-    for path in _IDENTITY:
-        set_path(data, path, _prompt(fields[path], get_path(data, path), required=True))
-    for path in _CORE:
-        if not _applies(data, path):
+    for path, asked in _PROMPTED:
+        if not asked.in_play(data):
             continue
-        value = _prompt(fields[path], get_path(data, path))
+        value = _prompt(fields[path], get_path(data, path), required=asked.required)
         set_path(data, path, value)
         unknown = path in UNKNOWN_WHEN_NULL or path == WINDOW_PATH  # a window: local layers
         if value is None and unknown and path not in data["notes"]:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from archdb.catalogue import Catalogue
+from archdb.fields import get_path, set_path
 from archdb.schema import (
     UNKNOWN_WHEN_NULL,
     Activation,
@@ -148,11 +149,7 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
 def apply_changes(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Set dotted paths in nested dicts (in place) and return them."""
     for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for part in parents:
-            node = node[part]
-        node[leaf] = value
+        set_path(data, path, value)
     return data
 
 
@@ -220,19 +217,10 @@ def make_card(card_id: str, changes: dict[str, Any] | None = None, **fields: Any
     if data.get("lineage"):  # a lineage needs a source that states it
         data["sources"][0]["supports"].append("lineage")
     apply_changes(data, changes or {})
-    notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if _get(data, p) is None}
+    notes = {p: "synthetic" for p in UNKNOWN_WHEN_NULL if get_path(data, p) is None}
     notes.update({p: "synthetic" for p in ("training.tokens", "training.dropout")})
     data["notes"] = notes
     return Card.model_validate(data)
-
-
-def _get(data: dict[str, Any], path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def catalogue(*cards: Card) -> Catalogue:

@@ -234,11 +234,11 @@ def test_new_rejects_unknown_vocabulary_values(small):
 def test_new_prompts_offer_vocabularies(small):
     answers = [
         "toy-2b", "Toy 2B", "toy", "Example Lab", "2024-02-01", "true",  # identity
+        "2B",  # params_published
         "", "", "", "", "",  # kind, d_model, n_layers, vocab_size, context_length: keep
         "", "", "", "",  # norm: keep the --like card's
         "", "", "", "", "", "", "",  # attention (no window prompt: every layer global)
         "", "", "", "", "", "", "", "", "", "",  # position .. final_logit_softcap: keep
-        "2B",  # params_published
         "https://example.org/toy-2b/config.json", "config", "config.json", "config.json",
         "architecture",
     ]  # fmt: skip

@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from archdb.fields import get_path, schema_fields
 from archdb.plan.layout import BuildError, lcm, null_fields, rotary_dims
 from archdb.schema import Architecture, AttentionVariant, Kind
 
@@ -428,34 +429,26 @@ def _ratio(num: int, den: int) -> str:
     return f"{float(r):.6g}" if r.denominator == 1 or len(str(r)) > 9 else f"{r} = {float(r):.6g}"
 
 
+# Groups whose sizes are named by their leaf alone (n_heads, d_ff, n_experts); a size in
+# any other group keeps its group (latent.kv_lora_rank, mixers.mamba2.state_size).
+_PLAIN_GROUPS = ("attention.", "mlp.moe.", "mlp.", "position.")
+
+
 def toy_dims(arch: Architecture) -> dict:
-    """The sizes of an architecture as a flat dict (reported next to toy figures)."""
-    att, moe, lat = arch.attention, arch.mlp.moe, arch.attention.latent
-    dims = {
-        "d_model": arch.d_model,
-        "n_layers": arch.n_layers,
-        "n_encoder_layers": arch.n_encoder_layers,
-        "n_heads": att.n_heads,
-        "n_kv_heads": att.n_kv_heads,
-        "head_dim": arch.head_dim_effective,
-        "d_ff": arch.mlp.d_ff,
-        "vocab_size": arch.vocab_size,
-        "context_length": arch.context_length,
-        "sliding_window": att.sliding_window,
-        "embedding_dim": arch.embedding_dim,
-    }
-    if moe is not None:
-        dims |= {
-            "n_experts": moe.n_experts,
-            "n_active": moe.n_active,
-            "n_shared": moe.n_shared,
-            "shared_d_ff": moe.shared_d_ff,
-            "dense_d_ff": moe.dense_d_ff,
-            "first_dense_layers": moe.first_dense_layers,
-        }
-    if lat is not None:
-        dims |= {f"latent.{k}": v for k, v in lat.model_dump().items()}
-    if att.sparse is not None:  # DSA's indexer sizes (its RoPE layout is not a size)
-        sizes = att.sparse.model_dump(exclude={"indexer_rope_layout"})
-        dims |= {f"sparse.{k}": v for k, v in sizes.items()}
-    return {k: v for k, v in dims.items() if v is not None}
+    """The sizes of an architecture (every integer field the card sets, from the schema),
+    as a flat dict reported next to toy figures; head_dim is the effective head width."""
+    dims: dict[str, int] = {}
+    for fact in schema_fields(Architecture):
+        if fact.inner is not int or fact.is_list:
+            continue
+        value = get_path(arch, fact.path)
+        if value is None:
+            continue
+        name = next(
+            (fact.path.removeprefix(g) for g in _PLAIN_GROUPS if fact.path.startswith(g)),
+            fact.path,
+        )
+        dims[name] = value
+    if (head_dim := arch.head_dim_effective) is not None:
+        dims["head_dim"] = head_dim
+    return dims

@@ -13,20 +13,20 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from archdb.fields import OutputOnly, Unknown, with_role
 from archdb.plan.positions import SCHEMES
 from archdb.schema import (
     Activation,
     Architecture,
     AttentionVariant,
+    Card,
     Kind,
     LayerKind,
-    MambaInnerNorm,
     NormAffine,
     NormPosition,
     NormType,
     PositionType,
     QKNorm,
-    RopeScalingType,
     get_path,
 )
 
@@ -35,26 +35,12 @@ class BuildError(ValueError):
     """A card cannot be built: a value it needs is null, or a combination is unsupported."""
 
 
-# Fields without which a model cannot be assembled (null means "unknown" on a card).
-REQUIRED = (
-    "d_model",
-    "n_layers",
-    "vocab_size",
-    "context_length",
-    "norm.type",
-    "norm.position",
-    "norm.affine",
-    "norm.final",
-    "attention.n_heads",
-    "attention.qk_norm",
-    "position.type",
-    "mlp.activation",
-    "mlp.d_ff",
-    "bias.qkv",
-    "bias.attn_out",
-    "bias.mlp",
-    "parallel_layers",
-    "tied_embeddings",
+# Fields without which a model cannot be assembled (null means "unknown" on a card): the
+# architecture fields whose schema role is Unknown(build=True).
+REQUIRED: tuple[str, ...] = tuple(
+    path.removeprefix("architecture.")
+    for path, role in with_role(Card, Unknown)
+    if role.build and path.startswith("architecture.")
 )
 
 
@@ -435,89 +421,30 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
 
 
 # Choices that change outputs but not counts (a null means "not recorded"): the value
-# the builder computes with, and why. They never change a parameter or cache figure (nor
-# a FLOP, the router's few aside), so they are stated here rather than among
-# fill_unknowns' count assumptions.
-FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
-    "norm.eps": ("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
-    "norm.unit_offset": (False, "the norm applies its scale w, not (1 + w)"),
-    "attention.scale": ("1/sqrt(qk head width)", "scaled dot-product attention"),
-    "position.rope_layout": ("half-split", "rotate_half, as transformers' RoPE families"),
-    "mlp.gelu_approximation": ("tanh", "GPT-2's and Gemma's GELU"),
-    "embedding_multiplier": (1.0, "embeddings enter the first block as looked up"),
-    "logit_scale": (1.0, "the head's logits are not rescaled"),
-    "residual_multiplier": (1.0, "sublayer outputs join the residual stream unscaled"),
-    "mlp.moe.normalize_top_k": (True, "a softmax over the chosen experts' logits (Mixtral)"),
-    "mlp.swiglu_limit": (7.0, "gpt-oss's clamp of the clamped SwiGLU"),
-    "mlp.swiglu_alpha": (1.702, "gpt-oss's sigmoid gain of the clamped SwiGLU"),
-    "position.rope_scaling.truncate": (True, "YaRN's band rounded to whole dims (transformers)"),
-    "mlp.moe.score_function": ("softmax", "a softmax over all routed experts (Mixtral)"),
-    "mlp.moe.routed_scale": (1.0, "the routed experts' weights are not rescaled"),
-    "attention.sparse.indexer_rope_layout": (
-        "half-split",
-        "rotate_half in the DSA indexer, as transformers' DeepSeek-V3.2",
-    ),
-    "attention.input_multiplier": (1.0, "attention reads the normed stream unscaled"),
-    "attention.output_multiplier": (1.0, "attention's output is not rescaled"),
-    "mlp.gate_multiplier": (1.0, "the gate projection enters the activation unscaled"),
-    "mlp.output_multiplier": (1.0, "the MLP's output is not rescaled"),
-    "mixers.mamba2.input_multiplier": (1.0, "Mamba-2 reads the normed stream unscaled"),
-    "mixers.mamba2.projection_multipliers": ([1.0] * 5, "in_proj's parts are not rescaled"),
-    "mixers.mamba2.output_multiplier": (1.0, "Mamba-2's output is not rescaled"),
-    "mixers.mamba.inner_norm_eps": (1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C"),
-}
-# Falcon-H1's muP factors: stated as assumptions only for cards with a Mamba-2 mixer (the
-# one family that sets them), not on every attention card
-_SUBLAYER_FACTORS = frozenset(
-    {
-        "attention.input_multiplier",
-        "attention.output_multiplier",
-        "mlp.gate_multiplier",
-        "mlp.output_multiplier",
-        "mixers.mamba2.input_multiplier",
-        "mixers.mamba2.projection_multipliers",
-        "mixers.mamba2.output_multiplier",
-    }
+# the builder computes with, and why, from each field's OutputOnly schema role. They never
+# change a parameter or cache figure (nor a FLOP, the router's few aside), so they are
+# stated apart from fill_unknowns' count assumptions.
+_OUTPUT_ONLY: tuple[tuple[str, OutputOnly], ...] = tuple(
+    (path.removeprefix("architecture."), role)
+    for path, role in with_role(Card, OutputOnly)
+    if path.startswith("architecture.")
 )
+FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
+    path: (role.default, role.why) for path, role in _OUTPUT_ONLY
+}
 
 
 def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
-    """The FUNCTION_DEFAULTS a build of this card computes with (its null fields)."""
+    """The FUNCTION_DEFAULTS a build of this card computes with: its null output-only
+    choices that are in play (their sub-model present, their role's condition met)."""
     made = []
-    for path, (value, why) in FUNCTION_DEFAULTS.items():
-        if get_path(arch, path) is not None:
+    for path, role in _OUTPUT_ONLY:
+        parent, _, _ = path.rpartition(".")
+        if get_path(arch, path) is not None or (parent and get_path(arch, parent) is None):
             continue
-        if path == "position.rope_layout" and arch.position.type is not PositionType.ROPE:
-            continue
-        if path == "mlp.gelu_approximation" and arch.mlp.activation not in GELUS:
-            continue
-        if path.startswith("mlp.moe.") and arch.mlp.moe is None:
-            continue
-        if path.startswith("mlp.swiglu_") and arch.mlp.activation is not Activation.CLAMPED_SWIGLU:
-            continue
-        if path == "position.rope_scaling.truncate" and not _yarn(arch):
-            continue
-        if path.startswith("attention.sparse.") and arch.attention.sparse is None:
-            continue
-        if path in _SUBLAYER_FACTORS and (arch.mixers is None or arch.mixers.mamba2 is None):
-            continue
-        if path == "mixers.mamba.inner_norm_eps" and not _mamba_inner_norm(arch):
-            continue
-        made.append(Assumption(path, value, why))
+        if role.in_play(arch):
+            made.append(Assumption(path, role.default, role.why))
     return tuple(made)
-
-
-GELUS = (Activation.GELU, Activation.GEGLU)
-
-
-def _mamba_inner_norm(arch: Architecture) -> bool:
-    m = arch.mixers.mamba if arch.mixers is not None else None
-    return m is not None and m.inner_norm not in (None, MambaInnerNorm.NONE)
-
-
-def _yarn(arch: Architecture) -> bool:
-    scaling = arch.position.rope_scaling
-    return scaling is not None and scaling.type is RopeScalingType.YARN
 
 
 def _replaced(model: BaseModel, updates: dict[str, object]) -> BaseModel:

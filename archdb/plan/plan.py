@@ -313,7 +313,7 @@ class _Reader:
             norm=self.norm,
             slots=slots,
             parallel=bool(a.parallel_layers),
-            shared_norm=bool(a.norm.shared_in_parallel) or not slots.before,
+            shared_norm=a.norm.shared_in_parallel is True or not slots.before,
             resi_dual=a.norm.position is NormPosition.RESIDUAL,
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
             scalar=bool(a.layer_scalar),
