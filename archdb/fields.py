@@ -59,6 +59,7 @@ class Asked:
 
     applies: Callable[[dict[str, Any]], bool] | None = None
     required: bool = False  # asked until answered (the card's identity)
+    after: str | None = None  # a sibling field whose answer it depends on, asked first
 
     def in_play(self, card: dict[str, Any]) -> bool:
         return self.applies is None or self.applies(card)
@@ -223,11 +224,16 @@ def _stated_default(info: FieldInfo) -> Any:
 def prompted(root: type[BaseModel]) -> tuple[tuple[str, Asked], ...]:
     """(path, how) of every field ``archdb new`` asks for, in schema order: the Asked ones
     and every Unknown one."""
-    out = []
+    out: list[tuple[str, Asked]] = []
     for f in schema_fields(root):
         asked = f.role(Asked)
         if asked is None and f.role(Unknown) is not None:
             asked = Asked()
         if asked is not None:
             out.append((f.path, asked))
+    for path, asked in [item for item in out if item[1].after]:
+        out.remove((path, asked))
+        sibling = f"{path.rpartition('.')[0]}.{asked.after}".lstrip(".")
+        where = next(i for i, (p, _) in enumerate(out) if p == sibling)
+        out.insert(where + 1, (path, asked))
     return tuple(out)

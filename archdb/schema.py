@@ -491,6 +491,16 @@ class Attention(Strict):
     logit_softcap: Annotated[PositiveFloat | None, Asked()] = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
+    sliding_window: Annotated[Tokens | None, Asked(_windowed_answer, after="layer_pattern")] = (
+        Field(
+            description="Window of the pattern's local layers (chunk size of chunked layers), in "
+            "tokens: the causal band of keys a query sees, itself included. A locally banded "
+            "layer (GPT-3, 'similar to the Sparse Transformer') is a local layer and its band is "
+            "this window. Null if the pattern has neither; with local layers, null means the "
+            "window is unpublished (a note says so) and the builder assumes the default "
+            "archdb/plan/layout.py states (DEFAULT_WINDOW)."
+        )
+    )
     layer_pattern: Annotated[list[LayerKind], Usual([LayerKind.GLOBAL]), Asked()] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
@@ -510,14 +520,6 @@ class Attention(Strict):
         "layers are then exactly the moe entries), with attention.mlp and mixers.*.mlp "
         "false; n_layers counts these entries (Nemotron-H's hybrid_override_pattern, one "
         "character a layer: M mamba2, * global, - mlp, E moe).",
-    )
-    sliding_window: Annotated[Tokens | None, Asked(_windowed_answer)] = Field(
-        description="Window of the pattern's local layers (chunk size of chunked layers), in "
-        "tokens: the causal band of keys a query sees, itself included. A locally banded "
-        "layer (GPT-3, 'similar to the Sparse Transformer') is a local layer and its band is "
-        "this window. Null if the pattern has neither; with local layers, null means the "
-        "window is unpublished (a note says so) and the builder assumes the default "
-        "archdb/plan/layout.py states (DEFAULT_WINDOW)."
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
     sinks: StrictBool | None = Field(
