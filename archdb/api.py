@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from archdb.catalogue import Catalogue, load_catalogue
+from archdb.errors import UsageError
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
     CacheSize,
@@ -41,7 +42,7 @@ Size = Literal["toy", "full"]
 CardLike = Card | str
 
 
-class NotSupportedYet(NotImplementedError):
+class NotSupportedYet(UsageError, NotImplementedError):
     """A documented option the library does not support yet."""
 
 

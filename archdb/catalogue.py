@@ -37,6 +37,7 @@ import yaml_rs
 from pydantic import ValidationError
 
 from archdb import cache, files
+from archdb.errors import ArchdbError
 from archdb.locations import (  # noqa: F401 (re-exported: the rules that find the catalogue)
     CATALOGUE_ENV,
     CATALOGUE_RULES,
@@ -93,7 +94,7 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-class CatalogueError(Exception):
+class CatalogueError(ArchdbError):
     """The catalogue could not be loaded; ``problems`` lists every reason."""
 
     def __init__(self, problems: list[Problem]) -> None:
@@ -171,7 +172,7 @@ class Catalogue:
         return difflib.get_close_matches(name, choices, n=5, cutoff=0.5)
 
 
-class UnknownCardError(KeyError):
+class UnknownCardError(ArchdbError, KeyError):
     def __init__(self, name: str, suggestions: list[str]) -> None:
         self.name = name
         self.suggestions = suggestions

@@ -43,6 +43,7 @@ from pydantic import (
     ValidationError,
 )
 
+from archdb.errors import ArchdbError
 from archdb.fields import get_path, set_path, unwrap
 from archdb.files import read_bounded
 from archdb.schema import (
@@ -62,7 +63,7 @@ TRANSFORMERS_MODELS = (
 )
 
 
-class HFImportError(ValueError):
+class HFImportError(ArchdbError, ValueError):
     """The config cannot become a card (unknown model type, missing sizes, bad identity)."""
 
 

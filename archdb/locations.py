@@ -10,6 +10,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from archdb.errors import UsageError
+
 CATALOGUE_ENV = "ARCHDB_CATALOGUE"
 CATALOGUE_RULES = (
     "Default: $ARCHDB_CATALOGUE, else data/models.yaml of the archdb checkout you stand "
@@ -52,7 +54,7 @@ def _is_archdb_project(pyproject: Path) -> bool:
     return isinstance(project, dict) and project.get("name") == "archdb"
 
 
-class CatalogueLocationError(ValueError):
+class CatalogueLocationError(UsageError, ValueError):
     """No catalogue a command may write to (only the installed, read-only copy)."""
 
 

@@ -16,14 +16,14 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from archdb.errors import UsageError
+
 MANIFEST = ".archdb-report-manifest"
 _MANIFEST_HEADER = "# Files written by `archdb report`; it removes only files listed here.\n"
 
 
-class OutputError(Exception):
+class OutputError(UsageError):
     """A write the command refuses to make; the command line should change (exit 2)."""
-
-    exit_code = 2
 
 
 def same_file(a: Path, b: Path) -> bool:

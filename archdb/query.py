@@ -35,13 +35,14 @@ from functools import cache
 from typing import Any
 
 from archdb import table
+from archdb.errors import UsageError
 from archdb.fields import field_at
 from archdb.schema import Card
 
 Row = dict[str, Any]
 
 
-class QueryError(ValueError):
+class QueryError(UsageError, ValueError):
     """A malformed expression, an unknown field or a value the field cannot take."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archdb.errors import ArchdbError
 from archdb.files import read_bounded
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 MAX_INDEX_BYTES = 64 * 2**20  # an index lists tensor names: a few MB for the largest models
 
 
-class WeightsError(ValueError):
+class WeightsError(ArchdbError, ValueError):
     """A checkpoint does not fit the built model (names the tensor), or cannot be read."""
 
 

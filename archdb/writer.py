@@ -50,6 +50,7 @@ from archdb.catalogue import (
     parse_cards,
     read_bounded,
 )
+from archdb.errors import ArchdbError
 from archdb.fields import field_at, required_skeleton
 from archdb.header import split_header
 from archdb.schema import Card
@@ -60,7 +61,7 @@ UNDERSCORE_FROM = 1_000_000  # counts from a million up are written 175_000_000_
 LOCK_TIMEOUT = 30.0  # seconds to wait for another writer before giving up
 
 
-class WriteError(Exception):
+class WriteError(ArchdbError):
     """The card was not written; ``problems`` says why, one located message each."""
 
     def __init__(self, problems: list[str]) -> None:

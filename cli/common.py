@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from archdb.errors import EXIT_DATA, ArchdbError
 from archdb.locations import CATALOGUE_RULES
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 
     from archdb.catalogue import Catalogue
 
-EXIT_DATA = 1  # invalid data, or not found
-EXIT_USAGE = 2  # the command line is wrong
 EXIT_INTERNAL = 70  # a bug in archdb (EX_SOFTWARE): never expected, always reported
 ISSUES_HINT = "please report it with the command you ran"
 
@@ -286,47 +285,15 @@ def writing(path: Path) -> Iterator[None]:
         raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-# The library's user-facing errors: (module, class) -> exit code. Problems (a list of
-# located messages) are printed one a line; anything else is its one-line message. Classes
-# are looked up only in modules already imported: an error cannot come from a module that
-# was never loaded, and the query commands must not import the builder to catch its errors.
-USER_ERRORS: tuple[tuple[str, str, int], ...] = (
-    ("archdb.query", "QueryError", EXIT_USAGE),
-    ("archdb.reports.adoption", "UnknownChoiceError", EXIT_USAGE),
-    ("archdb.catalogue", "UnknownCardError", EXIT_DATA),
-    ("archdb.catalogue", "CatalogueError", EXIT_DATA),
-    ("archdb.writer", "WriteError", EXIT_DATA),
-    ("archdb.hf_import", "HFImportError", EXIT_DATA),
-    ("archdb.plan.layout", "BuildError", EXIT_DATA),
-    ("archdb.locations", "CatalogueLocationError", EXIT_USAGE),
-    ("archdb.api", "NotSupportedYet", EXIT_USAGE),
-    ("archdb.measure.mechanisms", "MeasurementError", EXIT_DATA),  # a tampered cache
-)
-
-
-def _known_code(exc: BaseException) -> int | None:
-    for module_name, class_name, code in USER_ERRORS:
-        module = sys.modules.get(module_name)
-        cls = getattr(module, class_name, None) if module else None
-        if cls is not None and isinstance(exc, cls):
-            return code
-    declared = getattr(exc, "exit_code", None)  # a library error that states its own code
-    if type(exc).__module__.startswith("archdb.") and isinstance(declared, int):
-        return declared
-    return None
-
-
 def report_error(exc: BaseException) -> int | None:
     """Print a library or system error for a user and return its exit code; None if the
     error is not one a user can cause (a bug: the caller reports it as internal)."""
-    code = _known_code(exc)
-    if code is not None:
-        problems = getattr(exc, "problems", None)
-        if isinstance(problems, list) and problems:
-            print_problems(problems, code)
+    if isinstance(exc, ArchdbError):
+        if exc.problems:
+            print_problems(list(exc.problems), exc.exit_code)
         else:
-            fail(str(exc) or type(exc).__name__, code)
-        return code
+            fail(str(exc) or type(exc).__name__, exc.exit_code)
+        return exc.exit_code
     if isinstance(exc, OSError):
         names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
         where = f"{' -> '.join(names)}: " if names else ""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archdb.errors import ArchdbError
 from archdb.schema import Card
 
 PROFILE_CLASSES = ("tensor contraction", "norm", "softmax", "element-wise", "other")
@@ -33,7 +34,7 @@ MAX_BYTES = 2_000_000  # a cache file larger than this is not ours
 FILENAME = "mechanisms.json"
 
 
-class MeasurementError(ValueError):
+class MeasurementError(ArchdbError, ValueError):
     """The cache file cannot be read: names the file and what is wrong."""
 
 

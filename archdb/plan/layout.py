@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from archdb.errors import ArchdbError
 from archdb.fields import OutputOnly, Unknown, with_role
 from archdb.plan.positions import SCHEMES
 from archdb.schema import (
@@ -31,7 +32,7 @@ from archdb.schema import (
 )
 
 
-class BuildError(ValueError):
+class BuildError(ArchdbError, ValueError):
     """A card cannot be built: a value it needs is null, or a combination is unsupported."""
 
 

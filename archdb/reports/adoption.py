@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from archdb.errors import UsageError
 from archdb.schema import Card
 from archdb.table import COUNTED_COLUMNS, Row, catalogue_rows
 
@@ -89,7 +90,7 @@ CHOICES: tuple[Choice, ...] = (
 CHOICE_KEYS: tuple[str, ...] = tuple(c.key for c in CHOICES)
 
 
-class UnknownChoiceError(ValueError):
+class UnknownChoiceError(UsageError, ValueError):
     """A name that is neither a choice nor a categorical column of the table."""
 
 

@@ -24,6 +24,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from archdb.catalogue import Catalogue
+from archdb.errors import UsageError
 from archdb.measure.analytic import derived_figures
 from archdb.reports.build import FIGURES, PAGES, compute, write_reports
 from archdb.table import card_row
@@ -35,7 +36,7 @@ MARKER = ".archdb-site"
 STATIC = ("site.css", "site.js")
 
 
-class SiteError(Exception):
+class SiteError(UsageError):
     """The output directory cannot be used (it holds files this command did not make)."""
 
 
