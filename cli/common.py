@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from archdb.errors import EXIT_DATA, ArchdbError
+from archdb.errors import EXIT_DATA as EXIT_DATA  # re-exported for the commands
+from archdb.errors import EXIT_USAGE as EXIT_USAGE
+from archdb.errors import ArchdbError
 from archdb.locations import CATALOGUE_RULES
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
 from archdb.schema import Card, mirror_only_paths, null_means_unknown
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+from archdb.table import FIELD_COLUMNS, card_row
+from archdb.views import card_record, comparison, derived_figures
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -213,7 +214,7 @@ def list_cards(
     selected = query.select(cat.cards, spec, cols)
     rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
-        print_json([_card_json(cat.get(r["id"])) for r in selected])
+        print_json([card_record(cat.get(r["id"])) for r in selected])
     elif as_json:
         print_json(rows)
     elif as_csv:
@@ -260,9 +261,9 @@ def show(
     """
     card = load(catalogue).resolve(card_id)
     if as_json:
-        print_json(_card_json(card, context, bytes_per_element))
+        print_json(card_record(card, context, bytes_per_element))
         return
-    derived = _derived(card, context, bytes_per_element)
+    derived = derived_figures(card, context, bytes_per_element)
     console.print(_card_heading(card))
     console.print(_fields_table(card))
     _print_mirror_only(card)
@@ -273,38 +274,6 @@ def show(
     _print_sources(card)
     if card.notes:
         console.print(_pairs_table("Notes", list(card.notes.items())))
-
-
-def _card_json(
-    card: Card,
-    context: int = cv.DEFAULT_KV_CONTEXT,
-    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
-) -> dict[str, Any]:
-    verified = fidelity(card)
-    return {
-        **card.model_dump(mode="json"),
-        "derived": _derived(card, context, bytes_per_element),
-        "fidelity": {"level": verified.level, "why": verified.why},
-        "mirror_only": mirror_only_paths(card),
-    }
-
-
-def _derived(
-    card: Card,
-    context: int = cv.DEFAULT_KV_CONTEXT,
-    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
-) -> dict[str, Any]:
-    """The card's derived figures, the KV cache at the stated length and element size."""
-    row = card_row(card)
-    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "series")}
-    if out["kv_cache_bytes_per_token"] is not None:
-        from archdb.measure.analytic import cache_size
-
-        size = cache_size(card.architecture, context, bytes_per_element)
-        out["kv_cache_bytes_per_token"] = size.per_token
-        out["kv_cache_context"] = context
-        out["kv_cache_bytes_per_element"] = bytes_per_element
-    return out
 
 
 def _card_heading(card: Card) -> Text:
@@ -419,37 +388,12 @@ def compare(
         raise fail("compare needs at least two cards", EXIT_USAGE)
     cat = load(catalogue)
     cards = [cat.resolve(i) for i in card_ids]
-    rows = _comparison(cards)
+    rows = comparison(cards)
     if as_json:
         print_json({"cards": [c.id for c in cards], "rows": rows})
         return
     shown = [r for r in rows if r["differs"] or not only_diff]
     print_grid(_comparison_grid(cards, shown), lambda: _comparison_table(cards, shown))
-
-
-def _comparison(cards: list[Card]) -> list[dict[str, Any]]:
-    """One entry per field: the values, whether they differ, and each value / the first."""
-    table_rows = [card_row(c) for c in cards]
-    fields = query.fields()
-    out = []
-    for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:
-        if column in ("id", "series"):
-            continue
-        values = [r[column] for r in table_rows]
-        if all(v is None for v in values):
-            continue
-        first = values[0]
-        ratio_ok = fields[column].numeric and column != "year"
-        ratios = [v / first if ratio_ok and v is not None and first else None for v in values]
-        out.append(
-            {
-                "field": column,
-                "values": values,
-                "differs": len(set(map(repr, values))) > 1,
-                "ratios": ratios,
-            }
-        )
-    return out
 
 
 def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:

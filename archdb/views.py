@@ -1,0 +1,76 @@
+"""What ``show`` and ``compare`` present, as plain data the CLI only renders.
+
+A card's record is its fields, its derived figures (the KV cache at a stated context and
+element size), its fidelity level and the values resting only on mirror sources. A
+comparison is one row per field with each card's value, whether they differ and each
+value's ratio to the first card's. No torch, no Rich: the query commands stay quick.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archdb import query
+from archdb.fidelity import fidelity
+from archdb.measure import conventions as cv
+from archdb.schema import Card, mirror_only_paths
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+
+
+def card_record(
+    card: Card,
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> dict[str, Any]:
+    """The card as JSON-ready data, with its derived figures and verification level."""
+    verified = fidelity(card)
+    return {
+        **card.model_dump(mode="json"),
+        "derived": derived_figures(card, context, bytes_per_element),
+        "fidelity": {"level": verified.level, "why": verified.why},
+        "mirror_only": mirror_only_paths(card),
+    }
+
+
+def derived_figures(
+    card: Card,
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> dict[str, Any]:
+    """The card's derived figures, the KV cache at the stated length and element size."""
+    row = card_row(card)
+    out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "series")}
+    if out["kv_cache_bytes_per_token"] is not None:
+        from archdb.measure.analytic import cache_size
+
+        size = cache_size(card.architecture, context, bytes_per_element)
+        out["kv_cache_bytes_per_token"] = size.per_token
+        out["kv_cache_context"] = context
+        out["kv_cache_bytes_per_element"] = bytes_per_element
+    return out
+
+
+def comparison(cards: list[Card]) -> list[dict[str, Any]]:
+    """One row per field any card sets: the values, whether they differ, and each value
+    divided by the first card's (numeric fields but the year; None where undefined)."""
+    rows = [card_row(c) for c in cards]
+    fields = query.fields()
+    out = []
+    for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:
+        if column in ("id", "series"):
+            continue
+        values = [r[column] for r in rows]
+        if all(v is None for v in values):
+            continue
+        first = values[0]
+        ratio_ok = fields[column].numeric and column != "year"
+        ratios = [v / first if ratio_ok and v is not None and first else None for v in values]
+        out.append(
+            {
+                "field": column,
+                "values": values,
+                "differs": len(set(map(repr, values))) > 1,
+                "ratios": ratios,
+            }
+        )
+    return out
