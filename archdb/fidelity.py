@@ -78,6 +78,9 @@ LOGIT_EXACT: dict[str, float] = {
     "qwen3_next": 4.1e-7,
     "qwen3_5_text": 3.9e-7,
     "qwen3_5_moe_text": 2.8e-7,
+    # KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with latent norms at
+    # 1e-6, V3's router after a dense layer (three token draws)
+    "kimi_linear": 3.1e-7,
 }
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
@@ -148,6 +151,11 @@ FAMILY_FIELDS["ernie4_5_moe"] = ("architecture.mlp.moe.score_correction_bias",)
 FAMILY_FIELDS["minimax_m2"] = (
     "architecture.mlp.moe.score_function",
     "architecture.mlp.moe.score_correction_bias",
+)
+# V3's router; MLA's latent norms at transformers' fixed 1e-6 (not the card's norm.eps)
+FAMILY_FIELDS["kimi_linear"] = (
+    *FAMILY_FIELDS["deepseek_v3"],
+    "architecture.attention.latent.norm_eps",
 )
 
 

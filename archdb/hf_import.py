@@ -182,6 +182,16 @@ class RopeParameters(_Keys):
     sliding_attention: RopeParameters | None = None
 
 
+class LinearAttnConfig(_Keys):
+    """Kimi Linear's linear_attn_config: KDA sizes and the 1-based layer lists."""
+
+    num_heads: Heads | None = None
+    head_dim: Width | None = None
+    short_conv_kernel_size: Width | None = None
+    kda_layers: Annotated[list[Layers], Field(max_length=MAX_DEPTH)] | None = None
+    full_attn_layers: Annotated[list[Layers], Field(max_length=MAX_DEPTH)] | None = None
+
+
 class ConfigShape(_Keys):
     """The type and range of every key import_config reads (bounds: archdb.schema's)."""
 
@@ -378,6 +388,14 @@ class ConfigShape(_Keys):
     # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
     no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
     no_rope_layer_interval: Layers | None = None
+    # Kimi Linear: KDA sizes (in linear_attn_config, or transformers' flat keys), its MoE
+    linear_attn_config: LinearAttnConfig | None = None
+    linear_num_heads: Heads | None = None
+    linear_head_dim: Width | None = None
+    num_experts_per_token: Heads | None = None
+    num_shared_experts: _sized(0, MAX_COUNT) | None = None
+    num_expert_group: Heads | None = None
+    model_max_length: Width | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1619,6 +1637,134 @@ def _glm_moe_dsa(d: _Draft) -> None:
         )
 
 
+def _kimi_linear(d: _Draft) -> None:
+    """Kimi Linear: KDA and MLA layers (MLA without positions), DeepSeek-V3's MoE and
+    router after dense first layers. Released configs give linear_attn_config (sizes and
+    1-based layer lists) and their own MoE key names; transformers' saved configs add
+    the flat linear_* keys and the per-layer lists (KimiLinearConfig reads both)."""
+    linear = d.read("linear_attn_config", default={}) or {}
+    _kimi_layers(d, linear)
+    sizes = {  # linear_attn_config over the flat keys, as KimiLinearConfig reads them
+        "n_heads": ("num_heads", "linear_num_heads", 32),
+        "head_dim": ("head_dim", "linear_head_dim", 128),
+        "conv_kernel": ("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+    }
+    for name, (nested, flat, default) in sizes.items():
+        value = d.read(flat, default=default)
+        origin = d.origin_of(flat)
+        if linear.get(nested) is not None:
+            value, origin = linear[nested], "config"
+        d.set(f"architecture.mixers.kda.{name}", value, origin)
+    head_dim = d.value("architecture.mixers.kda.head_dim")
+    d.set("architecture.mixers.kda.decay_rank", head_dim, "family")  # KimiLinearForgetGate
+    d.set("architecture.mixers.kda.output_gate", True, "family")
+    d.set("architecture.mixers.kda.output_gate_rank", head_dim, "family")
+    d.set("architecture.mixers.kda.mlp", True, "family")
+    if d.read("mla_use_nope", default=True) is False:
+        d.note("architecture.position", "config.json sets mla_use_nope false, which "
+               "transformers' kimi_linear does not read: its MLA layers never rotate.")  # fmt: skip
+    for key in ("qk_head_dim", "rope_theta", "rope_scaling"):  # derived, or unused (NoPE)
+        d.read(key)
+    d.latent(
+        kv_lora_rank=d.read("kv_lora_rank", default=512),  # defaults: KimiLinearConfig's
+        q_lora_rank=d.read("q_lora_rank"),
+        qk_rope_head_dim=d.read("qk_rope_head_dim", default=64),
+        qk_nope_head_dim=d.read("qk_nope_head_dim", default=128),
+        v_head_dim=d.read("v_head_dim", default=128),
+    )
+    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
+    context = d.read("model_max_length", "max_position_embeddings", default=1048576)
+    d.set("architecture.context_length", context, d.origin_of("model_max_length"))
+    tied = d.read("tie_word_embeddings", default=False)
+    d.set("architecture.tied_embeddings", False, "family")  # _tied_weights_keys is empty
+    if tied:
+        d.note("architecture.tied_embeddings", "config.json says tie_word_embeddings, which "
+               "KimiLinearForCausalLM ignores: its head is its own.")  # fmt: skip
+    _kimi_moe(d)
+
+
+def _kimi_layers(d: _Draft, linear: Mapping[str, Any]) -> None:
+    """The layer pattern from the 1-based full_attn_layers and kda_layers, else
+    transformers' default (full attention at every fourth layer after the first)."""
+    if d.read("layer_types"):
+        return
+    n_layers = d.value("architecture.n_layers")
+    full, kda = linear.get("full_attn_layers"), linear.get("kda_layers")
+    if full is None or kda is None:
+        kinds = ["global" if i and i % 4 == 0 else "kda" for i in range(n_layers)]
+        d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+        return
+    kinds: list[str | None] = [None] * n_layers
+    for kind, layers in (("global", full), ("kda", kda)):
+        for number in layers:
+            if number > n_layers or kinds[number - 1] is not None:
+                raise HFImportError(
+                    f"linear_attn_config names layer {number} twice or beyond "
+                    f"num_hidden_layers ({n_layers})"
+                )
+            kinds[number - 1] = kind
+    if None in kinds:
+        missing = kinds.index(None) + 1
+        raise HFImportError(f"linear_attn_config lists layer {missing} as neither kda nor full")
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+
+
+def _kimi_moe(d: _Draft) -> None:
+    """KimiLinearMoE: routed experts plus one shared MLP after the dense first layers;
+    KimiLinearTopkRouter scores with a sigmoid, picks with the correction bias, groups by
+    their two best, renormalizes when moe_renormalize, scales by routed_scaling_factor."""
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    expert_d_ff = d.read("moe_intermediate_size", default=1024)
+    n_shared = d.read("num_shared_experts", "n_shared_experts", default=1)
+    types = d.read("mlp_layer_types")
+    first = d.read("first_k_dense_replace", default=1)
+    if types is not None:
+        first = next((i for i, t in enumerate(types) if t != "dense"), len(types))
+        if list(types) != ["dense"] * first + ["sparse"] * (len(types) - first):
+            raise HFImportError(
+                "config.json's mlp_layer_types is not dense layers then MoE layers: the "
+                "card's mlp.moe cannot express it"
+            )
+    if d.read("moe_layer_freq", default=1) != 1:
+        d.note(
+            "architecture.mlp.moe.layer_period",
+            "config.json's moe_layer_freq is not read by transformers' kimi_linear: every "
+            "layer after the dense ones is MoE.",
+        )
+    activation = d.read("moe_router_activation_func", default="sigmoid")
+    if activation != "sigmoid":
+        raise HFImportError(
+            f"moe_router_activation_func {_brief(activation)}: transformers' kimi_linear "
+            "scores experts with a sigmoid"
+        )
+    d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
+    d.moe(
+        n_experts=d.read("num_experts", "num_local_experts", default=256),
+        n_active=d.read("num_experts_per_token", "num_experts_per_tok", default=8),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first,
+        dense_d_ff=dense_d_ff if first else None,
+    )
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    normalize = d.read("moe_renormalize", "norm_topk_prob", default=True)
+    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("moe_renormalize"))
+    n_groups = d.read("num_expert_group", "n_group", default=1)
+    d.set("architecture.mlp.moe.n_groups", n_groups, d.origin_of("num_expert_group"))
+    d.set("architecture.mlp.moe.top_k_groups", d.read("topk_group", default=1),
+          d.origin_of("topk_group"))  # fmt: skip
+    if n_groups > 1:
+        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
+    scale = d.read("routed_scaling_factor", default=2.446)
+    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+    mtp = d.read("num_nextn_predict_layers")
+    if mtp:
+        d.unmapped["num_nextn_predict_layers"] = mtp
+
+
 def _smollm3(d: _Draft) -> None:
     """SmolLM3: Llama whose layers with no_rope_layers[i] == 0 skip RoPE (by default every
     no_rope_layer_interval-th); a sliding window only with use_sliding_window."""
@@ -1897,6 +2043,8 @@ FAMILIES: dict[str, Family] = {
                            hook=_ernie4_5_moe),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
+    "kimi_linear": Family("kimi_linear", "KimiLinearDecoderLayer", position="none",
+                          hook=_kimi_linear, linear_layer="kda"),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {
@@ -2273,6 +2421,7 @@ _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, 
                  "lfm2": 1e-5, "lfm2_moe": 1e-5}  # fmt: skip
 _EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_norm_epsilon
 _EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
+_EPS_DEFAULTS["kimi_linear"] = 1e-5
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

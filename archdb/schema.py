@@ -163,6 +163,7 @@ class LayerKind(StrEnum):
     # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
     GLOBAL_MAMBA2 = "global+mamba2"
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
+    KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
 
     @property
     def attention(self) -> bool:
@@ -193,6 +194,7 @@ CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
 RECURRENT_KINDS = frozenset(
     {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
+    | {LayerKind.KDA}
 )
 
 
@@ -403,6 +405,15 @@ class Latent(Strict):
     qk_rope_head_dim: Width = Field(description="Per-head dims carrying RoPE (shared key).")
     qk_nope_head_dim: Width = Field(description="Per-head query/key dims without RoPE.")
     v_head_dim: Width = Field(description="Per-head value width.")
+    norm_eps: Annotated[
+        PositiveFloat | None,
+        OutputOnly("norm.eps", "the latent norms take the blocks' epsilon"),
+    ] = Field(
+        default=None,
+        description="Epsilon of the RMSNorms on the query and KV latents, where it is not "
+        "norm.eps (transformers' DeepSeek-V2/V3, V3.2 and GLM-MoE-DSA code fixes 1e-6 "
+        "whatever rms_norm_eps says). Optional; null: norm.eps.",
+    )
 
 
 class GlobalLayers(Strict):
@@ -510,10 +521,12 @@ class Attention(Strict):
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
         "short-conv and global layers in an explicit list (LFM2); [mamba x4, global, "
-        "mamba x3] (Jamba, Mamba-1 layers). A "
+        "mamba x3] (Jamba, Mamba-1 layers); kda and global layers in an explicit list "
+        "(Kimi Linear). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv, mamba) take their sizes from architecture.mixers; the other "
+        "gated-deltanet, short-conv, mamba, kda) take their sizes from architecture.mixers; "
+        "the other "
         "attention fields describe the attention entries only and may be null when there are none. "
         "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
         "a layer that is the card's dense MLP alone, moe one that is its MoE alone (the MoE "
@@ -808,6 +821,45 @@ class ShortConv(Strict):
     )
 
 
+class KimiDeltaAttention(Strict):
+    """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692 Section 3), laid out as
+    transformers' KimiLinearDeltaAttention: q, k, v projections (d_model -> n_heads x
+    head_dim each), a depthwise causal conv with SiLU over each, L2-normed q and k; the
+    delta rule per head with a decay per key channel, -exp(A_log) softplus(f + dt_bias),
+    f from a low-rank projection; a sigmoid write strength per head (b_proj); a per-head
+    RMSNorm of the output times an optional low-rank sigmoid gate; out projection."""
+
+    n_heads: Count = Field(
+        description="Heads, each with a head_dim x head_dim state (linear_attn_config.num_heads)."
+    )
+    head_dim: Width = Field(
+        description="Width of each query, key and value head (linear_attn_config.head_dim); "
+        "the decay has one rate per key channel of each head."
+    )
+    conv_kernel: Width = Field(
+        description="Depthwise causal conv width over q, k and v, no bias "
+        "(linear_attn_config.short_conv_kernel_size); the state kept between tokens is its "
+        "last conv_kernel - 1 inputs."
+    )
+    decay_rank: Width = Field(
+        description="Rank of the decay's low-rank projection d_model -> decay_rank -> "
+        "n_heads x head_dim (f_a_proj, f_b_proj; transformers: head_dim)."
+    )
+    output_gate: StrictBool = Field(
+        description="Whether the normed output is multiplied by sigmoid of a low-rank "
+        "projection of the layer input (g_a_proj, g_b_proj; Kimi Linear: true)."
+    )
+    output_gate_rank: Width | None = Field(
+        default=None,
+        description="Rank of the output gate's projection d_model -> rank -> n_heads x "
+        "head_dim (transformers: head_dim); required for, and only for, output_gate true.",
+    )
+    mlp: StrictBool = Field(
+        description="Whether a kda layer also has the card's MLP (or MoE) after the mixer "
+        "(Kimi Linear: true)."
+    )
+
+
 class Mixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -824,6 +876,10 @@ class Mixers(Strict):
     )
     mamba: Mamba | None = Field(
         default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
+    )
+    kda: KimiDeltaAttention | None = Field(
+        default=None,
+        description="Kimi Delta Attention sizes; required for, and only for, kda layers.",
     )
 
 
@@ -1060,7 +1116,7 @@ class Architecture(Strict):
     mixers: Mixers | None = Field(
         default=None,
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
-        "mamba) the layer pattern names. Optional; null when every layer is attention.",
+        "mamba, kda) the layer pattern names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: Annotated[
         PositiveFloat | None, OutputOnly(1.0, "embeddings enter the first block as looked up")
@@ -1256,6 +1312,7 @@ class Architecture(Strict):
             (LayerKind.GATED_DELTANET, "gated_deltanet"),
             (LayerKind.SHORT_CONV, "short_conv"),
             (LayerKind.MAMBA, "mamba"),
+            (LayerKind.KDA, "kda"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1272,6 +1329,11 @@ class Architecture(Strict):
             raise ValueError(
                 f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
                 f"n_value_heads ({g.n_value_heads})"
+            )
+        kda = mixers.kda
+        if kda is not None and kda.output_gate != (kda.output_gate_rank is not None):
+            raise ValueError(
+                "mixers.kda.output_gate_rank is required for, and only for, output_gate true"
             )
 
     def _check_global_layers(self) -> None:
@@ -1310,6 +1372,7 @@ class Architecture(Strict):
                 ),
                 ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
                 ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
+                ("mixers.kda.mlp", mixers.kda is not None and mixers.kda.mlp),
             )
             if has
         ]
@@ -1341,6 +1404,8 @@ class Architecture(Strict):
             return m.short_conv is not None and m.short_conv.mlp
         if kind is LayerKind.MAMBA:
             return m.mamba is not None and m.mamba.mlp
+        if kind is LayerKind.KDA:
+            return m.kda is not None and m.kda.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1391,6 +1456,8 @@ class Architecture(Strict):
             widths.append(3 * d)  # in_proj to B, C, x
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
+        if self.mixers is not None and (kd := self.mixers.kda) is not None:
+            widths.append(3 * kd.n_heads * kd.head_dim + kd.decay_rank + kd.n_heads)
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

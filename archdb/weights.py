@@ -853,6 +853,40 @@ def _granitemoehybrid_mlp(layer: dict[str, Source]) -> dict[str, Source]:
     return layer
 
 
+def _kimi_linear() -> Names:
+    """Kimi Linear as transformers saves it (its load-time renames reversed): MLA layers
+    as DeepSeek's; KDA layers with q/k/v convs stored apart (stacked into archdb's one
+    conv over [q, k, v]), the decay's f_a/f_b, dt_bias and A_log (1, 1, heads, 1) on the
+    attention, o_norm; every MLP under block_sparse_moe., the dense first layers' too,
+    experts as w1 (gate), w3 (up), w2 (down)."""
+    names = _deepseek()
+    mlp = "block_sparse_moe"
+    names.layer.update(_llama_layer(_PRE, mlp=mlp))
+    names.layer.update(_moe(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2"))
+    names.layer.update(
+        {
+            f"mlp.sublayer.shared.{p}.weight": Source(f"{mlp}.shared_experts.{p}_proj.weight")
+            for p in ("gate", "up", "down")
+        }
+    )
+    ours, theirs = "attn.sublayer.", "self_attn."
+    kda = ("q_proj", "k_proj", "v_proj", "f_a_proj", "f_b_proj", "b_proj", "g_a_proj", "g_b_proj")
+    names.layer.update({ours + f"{p}.weight": Source(theirs + f"{p}.weight") for p in kda})
+    names.layer.update(
+        {
+            ours + "o_proj.weight": Source(theirs + "o_proj.weight"),
+            ours + "conv1d.weight": Source(
+                theirs + "q_conv1d.weight",
+                joined=(theirs + "k_conv1d.weight", theirs + "v_conv1d.weight"),
+            ),
+            ours + "dt_bias": Source(theirs + "dt_bias"),
+            ours + "A_log": Source(theirs + "A_log", flatten=True),
+            ours + "norm_weight": Source(theirs + "o_norm.weight"),
+        }
+    )
+    return names
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -906,6 +940,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "qwen3_next": _qwen3_next,
     "qwen3_5_text": _qwen3_5_text,
     "qwen3_5_moe_text": _qwen3_5_moe_text,
+    "kimi_linear": _kimi_linear,
 }
 
 

@@ -414,6 +414,28 @@ DELTANET_HYBRID = {
 }
 
 
+def kda_dims(**changes) -> dict[str, Any]:
+    """Kimi Delta Attention sizes for a d_model 64 toy (4 heads of 16, gate ranks 8 and 12)."""
+    dims = {
+        "n_heads": 4,
+        "head_dim": 16,
+        "conv_kernel": 4,
+        "decay_rank": 8,
+        "output_gate": True,
+        "output_gate_rank": 12,
+        "mlp": True,
+    }
+    return {**dims, **changes}
+
+
+# Kimi Linear's 3:1 hybrid: three KDA layers, then one attention layer.
+KDA_HYBRID = {
+    "attention.layer_pattern": ["kda"] * 3 + ["global"],
+    "n_layers": 4,
+    "mixers": {"kda": kda_dims()},
+}
+
+
 def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
     """(archdb's full-size count of the imported card, transformers' count, the card)."""
     import warnings
@@ -524,6 +546,13 @@ CHOICES = [
         "mixers": {"mamba2": mamba2_dims(mlp=True, n_groups=1, proj_bias=True)},
     },
     FALCON_H1_LIKE,
+    KDA_HYBRID,
+    {  # KDA without its output gate, beside NoPE attention
+        **KDA_HYBRID,
+        "mixers": {"kda": kda_dims(output_gate=False, output_gate_rank=None)},
+        "position.type": "none",
+        "position.rope_theta": None,
+    },
     {  # attention beside Mamba-2 with a before-gate norm and no factors; a plain MLP
         "attention.layer_pattern": ["global+mamba2", "global"],
         "mixers": {"mamba2": mamba2_dims(mlp=True, norm="before-gate")},

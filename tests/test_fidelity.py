@@ -227,8 +227,22 @@ TINY: dict[str, dict] = {
                          "linear_key_head_dim": 16, "linear_value_head_dim": 8,
                          "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
 }  # fmt: skip
+# Kimi Linear: KDA (a decay per key channel, low-rank decay and output gate) and MLA without
+# positions, a query latent; its norms at 1e-4, the latent norms at transformers' fixed
+# 1e-6; a dense first layer, then V3's router (groups that bind, a routed scale, a random
+# correction bias)
+TINY["kimi_linear"] = {
+    **_DENSE, "num_hidden_layers": 5, "num_key_value_heads": 4, "max_position_embeddings": 128,
+    "layer_types": ["linear_attention", "linear_attention", "full_attention",
+                    "linear_attention", "full_attention"],
+    "mlp_layer_types": ["dense"] + ["sparse"] * 4, "intermediate_size": 96,
+    "moe_intermediate_size": 32, "num_local_experts": 8, "num_experts_per_tok": 3,
+    "n_group": 4, "topk_group": 2, "routed_scaling_factor": 1.7, "rms_norm_eps": 1e-4,
+    "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+    "v_head_dim": 16, "linear_num_heads": 4, "linear_head_dim": 16, "linear_conv_kernel_dim": 3,
+}  # fmt: skip
 # longer than the 64-token chunks of transformers' torch delta rule
-SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), 80)
+SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 

@@ -29,6 +29,7 @@ from tests.conftest import (
     MAMBA2_ONLY,
     MAMBA_HYBRID,
     MAMBA_ONLY,
+    kda_dims,
     latent_dims,
     make_arch,
     mamba2_dims,
@@ -709,6 +710,27 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             },
         },
     ),
+    (  # Kimi Linear: KDA layers and one NoPE MLA layer in five, V3's router after a dense layer
+        "kimi_linear",
+        {
+            "n_layers": 5,
+            "attention.layer_pattern": ["kda"] * 4 + ["global"],
+            "attention.variant": "latent",
+            "attention.n_kv_heads": 4,
+            "attention.latent": {**MLA, "norm_eps": 1e-6},
+            "position.type": "none",
+            "position.rope_theta": None,
+            "mixers": {"kda": kda_dims(head_dim=8, decay_rank=8, output_gate_rank=8)},
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+                **V3_ROUTER,
+            },
+        },
+    ),
 ]
 
 
@@ -778,7 +800,7 @@ _NEW_FAMILIES = (
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
-    "qwen3_5_text", "qwen3_5_moe_text",
+    "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear",
 )  # fmt: skip
 
 

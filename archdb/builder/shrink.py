@@ -22,8 +22,9 @@ Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
-d_model (rounded, at least 1) and its state to at most 16. Attention-free cards have no
-head constraint.
+d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at most 2 heads
+of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
+least 1). Attention-free cards have no head constraint.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -299,7 +300,24 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
             "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
             "state_size": min(mb.state_size, 16),
         }
+    if (kd := arch.mixers.kda) is not None:
+        out["kda"] = _toy_kda(kd.model_dump(), rule)
     return out
+
+
+def _toy_kda(kda: dict, rule: ToyRule) -> dict:
+    """KDA: at most 2 heads of at most 16 dims; its gate ranks scale with the head width."""
+    head_dim = min(kda["head_dim"], 16)
+
+    def rank(r: int | None) -> int | None:
+        return None if r is None else max(1, round(r * head_dim / kda["head_dim"]))
+
+    return kda | {
+        "n_heads": min(kda["n_heads"], rule.kv_heads_max),
+        "head_dim": head_dim,
+        "decay_rank": rank(kda["decay_rank"]),
+        "output_gate_rank": rank(kda["output_gate_rank"]),
+    }
 
 
 def _head_dim(

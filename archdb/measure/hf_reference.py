@@ -88,6 +88,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
         _mamba2_of(a) is not None and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED)
     ),
     "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
+    "kda": lambda a: LayerKind.KDA in a.attention.layer_pattern,
 }
 
 
@@ -850,6 +851,53 @@ def qwen3_5_moe_text(a: Architecture) -> dict:
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
     }
+
+
+def kimi_linear(a: Architecture) -> dict:
+    """Kimi Linear: KDA layers and MLA layers without positions (NoPE; the shared key part
+    qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
+    after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
+    gates the output."""
+    _pattern(a, LayerKind.KDA, LayerKind.GLOBAL)
+    _position(a, PositionType.NONE)
+    config = _deepseek_moe(a)
+    _sigmoid_router(a.mlp.moe)
+    kda = a.mixers.kda if a.mixers is not None else None
+    sizes = {}
+    if kda is not None:
+        _require(kda.mlp, "mixers.kda.mlp true: every Kimi Linear layer has its MLP")
+        _require(kda.decay_rank == kda.head_dim, "mixers.kda.decay_rank equal to head_dim")
+        _require(
+            kda.output_gate and kda.output_gate_rank == kda.head_dim,
+            "mixers.kda.output_gate true with output_gate_rank equal to head_dim",
+        )
+        sizes = {
+            "linear_num_heads": kda.n_heads,
+            "linear_head_dim": kda.head_dim,
+            "linear_conv_kernel_dim": kda.conv_kernel,
+        }
+    moe = a.mlp.moe
+    first = moe.first_dense_layers
+    names = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    return (
+        _base(a)
+        | _latent(a)
+        | sizes
+        | {
+            "intermediate_size": config["intermediate_size"],
+            "moe_intermediate_size": a.mlp.d_ff,
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "n_shared_experts": config["n_shared_experts"],
+            "n_group": config["n_group"],
+            "topk_group": config["topk_group"],
+            "routed_scaling_factor": config["routed_scaling_factor"],
+            "norm_topk_prob": moe.normalize_top_k is not False,
+            "layer_types": _kinds(a, names),
+            "mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first),
+            "rms_norm_eps": a.norm.eps or 1e-5,
+        }
+    )
 
 
 def gemma(a: Architecture) -> dict:
@@ -1677,6 +1725,13 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
         ),
         Reference(
+            "kimi_linear",
+            "KimiLinearConfig",
+            "KimiLinearForCausalLM",
+            kimi_linear,
+            extras=frozenset({"kda"}) | _ROUTERS,
+        ),
+        Reference(
             "chameleon",
             "ChameleonConfig",
             "ChameleonForConditionalGeneration",
@@ -1760,6 +1815,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "nemotron-3": "nemotron_h",
     "qwen3.5": "qwen3_5_text",
     "qwen3.6": "qwen3_5_text",  # Qwen3.6's configs are model_type qwen3_5 / qwen3_5_moe
+    "kimi-linear": "kimi_linear",
 }
 
 
