@@ -159,6 +159,7 @@ class LayerKind(StrEnum):
     # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
     GLOBAL_MAMBA2 = "global+mamba2"
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
+    RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
 
     @property
     def attention(self) -> bool:
@@ -190,6 +191,7 @@ CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 RECURRENT_KINDS = frozenset(
     {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
 )
+RECURRENT_KINDS |= {LayerKind.RG_LRU}
 
 
 class QKNorm(StrEnum):
@@ -440,10 +442,10 @@ class Attention(Strict):
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
         "short-conv and global layers in an explicit list (LFM2); [mamba x4, global, "
-        "mamba x3] (Jamba, Mamba-1 layers). A "
+        "mamba x3] (Jamba, Mamba-1 layers); [rg-lru, rg-lru, local] (Griffin, RecurrentGemma). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv, mamba) take their sizes from architecture.mixers; the other "
+        "gated-deltanet, short-conv, mamba, rg-lru) take their sizes from architecture.mixers; the other "
         "attention fields describe the attention entries only and may be null when there are none. "
         "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
         "a layer that is the card's dense MLP alone, moe one that is its MoE alone (the MoE "
@@ -722,6 +724,36 @@ class ShortConv(Strict):
     )
 
 
+class RgLru(Strict):
+    """Griffin's recurrent block (De et al. 2024, arXiv 2402.19427), laid out as
+    transformers' RecurrentGemmaRecurrentBlock: y = GELU_tanh(linear_y(x)); a depthwise causal
+    conv (with bias) over linear_x(x); the RG-LRU on it; linear_out(RG-LRU * y). linear_x,
+    linear_y and linear_out have biases. The RG-LRU per channel: input gate i_t and
+    recurrence gate r_t = sigmoid(block-diagonal linear of the conv output, with bias);
+    a_t = exp(-8 r_t softplus(Lambda)); h_t = a_t h_{t-1} + sqrt(1 - a_t^2) (i_t x_t), the
+    first token not scaled by sqrt(1 - a^2) (a reset at position 0)."""
+
+    lru_width: Width = Field(
+        description="Width of the recurrence (lru_width; null in transformers' config means "
+        "d_model): linear_x and linear_y map d_model to it, linear_out maps it back; one "
+        "recurrent state entry per channel."
+    )
+    n_heads: Count = Field(
+        description="Blocks of the block-diagonal input and recurrence gates: each gate is "
+        "n_heads matrices of (lru_width / n_heads)^2 plus a bias (transformers reuses "
+        "num_attention_heads for it, so it equals attention.n_heads there); must divide "
+        "lru_width."
+    )
+    conv_kernel: Width = Field(
+        description="Depthwise causal conv width over the linear_x branch, with bias "
+        "(conv1d_width); the state kept between tokens is its last conv_kernel - 1 inputs."
+    )
+    mlp: StrictBool = Field(
+        description="Whether an rg-lru layer also has the card's MLP after the mixer "
+        "(Griffin, RecurrentGemma: true)."
+    )
+
+
 class Mixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -738,6 +770,9 @@ class Mixers(Strict):
     )
     mamba: Mamba | None = Field(
         default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
+    )
+    rg_lru: RgLru | None = Field(
+        default=None, description="RG-LRU sizes; required for, and only for, rg-lru layers."
     )
 
 
@@ -942,7 +977,7 @@ class Architecture(Strict):
     mixers: Mixers | None = Field(
         default=None,
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
-        "mamba) the layer pattern names. Optional; null when every layer is attention.",
+        "mamba, rg-lru) the layer pattern names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: PositiveFloat | None = Field(
         default=None,
@@ -1127,6 +1162,7 @@ class Architecture(Strict):
             (LayerKind.GATED_DELTANET, "gated_deltanet"),
             (LayerKind.SHORT_CONV, "short_conv"),
             (LayerKind.MAMBA, "mamba"),
+            (LayerKind.RG_LRU, "rg_lru"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1143,6 +1179,10 @@ class Architecture(Strict):
             raise ValueError(
                 f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
                 f"n_value_heads ({g.n_value_heads})"
+            )
+        if (r := mixers.rg_lru) is not None and r.lru_width % r.n_heads:
+            raise ValueError(
+                f"mixers.rg_lru.n_heads ({r.n_heads}) must divide lru_width ({r.lru_width})"
             )
 
     def _check_global_layers(self) -> None:
@@ -1181,6 +1221,7 @@ class Architecture(Strict):
                 ),
                 ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
                 ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
+                ("mixers.rg_lru.mlp", mixers.rg_lru is not None and mixers.rg_lru.mlp),
             )
             if has
         ]
@@ -1212,6 +1253,8 @@ class Architecture(Strict):
             return m.short_conv is not None and m.short_conv.mlp
         if kind is LayerKind.MAMBA:
             return m.mamba is not None and m.mamba.mlp
+        if kind is LayerKind.RG_LRU:
+            return m.rg_lru is not None and m.rg_lru.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1262,6 +1305,9 @@ class Architecture(Strict):
             widths.append(3 * d)  # in_proj to B, C, x
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
+        if self.mixers is not None and (r := self.mixers.rg_lru) is not None:
+            # three d x lru_width projections, two block-diagonal gates of lru_width x block
+            widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

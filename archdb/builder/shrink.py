@@ -22,8 +22,9 @@ Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
-d_model (rounded, at least 1) and its state to at most 16. Attention-free cards have no
-head constraint.
+d_model (rounded, at least 1) and its state to at most 16. The RG-LRU keeps its width over
+d_model (rounded to whole gate blocks) and its gate blocks equal to the attention heads where
+the card's are. Attention-free cards have no head constraint.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -298,7 +299,21 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
             "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
             "state_size": min(mb.state_size, 16),
         }
+    if (rg := arch.mixers.rg_lru) is not None:
+        out["rg_lru"] |= _toy_rg_lru(arch, d_t, rule)
     return out
+
+
+def _toy_rg_lru(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
+    """The RG-LRU's gate blocks follow the toy's attention heads where the card's equal its
+    attention heads (transformers has one count for both), else at most 4; its width keeps
+    its ratio to d_model, rounded to a whole number of blocks."""
+    rg = arch.mixers.rg_lru
+    assert rg is not None
+    tied = arch.has_attention() and rg.n_heads == arch.attention.n_heads
+    heads = _toy_heads(arch, rule).n_heads if tied else min(rg.n_heads, rule.mha_heads)
+    blocks = max(1, round(rg.lru_width * d_t / arch.d_model / heads))
+    return {"n_heads": heads, "lru_width": blocks * heads}
 
 
 def _head_dim(
