@@ -299,7 +299,7 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
             "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
             "state_size": min(mb.state_size, 16),
         }
-    if (rg := arch.mixers.rg_lru) is not None:
+    if arch.mixers.rg_lru is not None:
         out["rg_lru"] |= _toy_rg_lru(arch, d_t, rule)
     return out
 
