@@ -933,10 +933,12 @@ def _recurrent_gemma(d: _Draft) -> None:
     sqrt(hidden_size) held in bfloat16; logits soft-capped at logits_soft_cap."""
     n_layers = d.value("architecture.n_layers")
     types = d.read("block_types", "_block_types", default=["recurrent", "recurrent", "attention"])
+    if not types:
+        raise HFImportError("block_types is empty: no layer kind to tile")
     unknown = [t for t in types if t not in _GRIFFIN_BLOCKS]
-    if not types or unknown:
+    if unknown:
         raise HFImportError(
-            f"block_types: {_brief(unknown[0] if unknown else types)} is not a Griffin block "
+            f"block_types: {_brief(unknown[0])} is not a Griffin block "
             f"({', '.join(_GRIFFIN_BLOCKS)})"
         )
     tiled = (types * (n_layers // len(types) + 1))[:n_layers]  # transformers' tiling

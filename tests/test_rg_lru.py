@@ -193,10 +193,30 @@ def test_import_tiles_the_block_types_over_the_layers():
     assert arch["attention"]["layer_pattern"] == ["rg-lru", "local"]
 
 
+def test_an_attention_free_config_imports_and_counts_as_transformers():
+    """Hawk's layout (RG-LRU blocks only): no window, the gate blocks from the head count."""
+    from tests.conftest import hf_import_count
+
+    ours, theirs, card = hf_import_count(
+        "recurrent_gemma",
+        hidden_size=64,
+        intermediate_size=192,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        vocab_size=128,
+        lru_width=96,
+        block_types=["recurrent"],
+    )
+    arch = card.architecture
+    assert arch.attention.layer_pattern == ["rg-lru"] and arch.attention.sliding_window is None
+    assert arch.mixers.rg_lru.n_heads == 4 and ours == theirs
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
         ({"_block_types": ["recurrent", "mamba"]}, "'mamba' is not a Griffin block"),
+        ({"_block_types": []}, "block_types is empty"),
         ({"hidden_activation": "silu"}, "gate branch is tanh GELU only"),
         ({"logits_soft_cap": 0.0}, "logits_soft_cap must be positive"),
     ],
