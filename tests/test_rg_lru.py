@@ -145,6 +145,15 @@ def test_toy_keeps_the_gate_blocks_equal_to_the_attention_heads():
     assert measure_flops(build_model(toy), 24).by_class == flops(toy, 24).dense
 
 
+def test_a_model_without_the_soft_cap_is_not_transformers_recurrent_gemma():
+    from archdb.measure.hf_reference import NotRepresentable, hf_parameter_count
+
+    with pytest.raises(NotRepresentable, match="RecurrentGemma always caps"):
+        hf_parameter_count(
+            make_arch(**{**RG_LRU_HYBRID, "final_logit_softcap": None}), "recurrent_gemma"
+        )
+
+
 # --- import-hf ------------------------------------------------------------------------
 
 _IDENTITY = Identity("rg-1", "RG 1", "recurrentgemma", "Example Lab", "2024-04-09")

@@ -735,8 +735,8 @@ def recurrent_gemma(a: Architecture) -> dict:
     }
     if rg is not None:
         config |= {"lru_width": rg.lru_width, "conv1d_width": rg.conv_kernel}
-    if a.final_logit_softcap:
-        config["logits_soft_cap"] = a.final_logit_softcap
+    _require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
+    config["logits_soft_cap"] = a.final_logit_softcap
     if a.has_attention():
         _softmax_attention(a)
         _position(a, PositionType.ROPE)
