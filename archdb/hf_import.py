@@ -27,6 +27,7 @@ import datetime as dt
 import json
 import math
 import re
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -396,6 +397,19 @@ class ConfigShape(_Keys):
     num_shared_experts: _sized(0, MAX_COUNT) | None = None
     num_expert_group: Heads | None = None
     model_max_length: Width | None = None
+    # Griffin's RG-LRU blocks (RecurrentGemma); the first released configs spell the
+    # pattern _block_types
+    lru_width: Width | None = None
+    attention_window_size: Width | None = None
+    conv1d_width: Width | None = None
+    logits_soft_cap: Number | None = None
+    block_types: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
+    block_types_legacy: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = Field(
+        None, alias="_block_types"
+    )
+    embeddings_scale_by_sqrt_dim: StrictBool | None = None
+    w_init_variance_scale: Number | None = None
+    final_w_init_variance_scale: Number | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -921,6 +935,83 @@ def _jamba(d: _Draft) -> None:
         eps = float(d.read("rms_norm_eps", default=1e-6))
         d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("rms_norm_eps"))
         d.set("architecture.mixers.mamba.mlp", True, "family")
+
+
+_GRIFFIN_BLOCKS = {"recurrent": "rg-lru", "attention": "local"}
+
+
+def _bfloat16(value: float) -> float:
+    """value as a bfloat16 holds it: float32, then the top 16 bits, rounded to nearest even."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _recurrent_gemma(d: _Draft) -> None:
+    """RecurrentGemma (Griffin): block_types tiled over the layers, RG-LRU blocks and local
+    attention of attention_window_size; the MLP's intermediate_size is both GeGLU branches;
+    biases on the MLP and attention's output; (1 + w) RMSNorms; embeddings times
+    sqrt(hidden_size) held in bfloat16; logits soft-capped at logits_soft_cap."""
+    n_layers = d.value("architecture.n_layers")
+    types = d.read("block_types", "_block_types", default=["recurrent", "recurrent", "attention"])
+    if not types:
+        raise HFImportError("block_types is empty: no layer kind to tile")
+    unknown = [t for t in types if t not in _GRIFFIN_BLOCKS]
+    if unknown:
+        raise HFImportError(
+            f"block_types: {_brief(unknown[0])} is not a Griffin block "
+            f"({', '.join(_GRIFFIN_BLOCKS)})"
+        )
+    tiled = (types * (n_layers // len(types) + 1))[:n_layers]  # transformers' tiling
+    kinds = _period([_GRIFFIN_BLOCKS[t] for t in tiled])
+    d.set("architecture.attention.layer_pattern", kinds, d.origin_of("block_types"))
+    window = d.read("attention_window_size", default=2048)
+    d.set("architecture.attention.sliding_window", window if "local" in kinds else None,
+          d.origin_of("attention_window_size"))  # fmt: skip
+    configured = d.value("architecture.mlp.d_ff")
+    d.set("architecture.mlp.d_ff", configured // 2, "config")
+    d.note(
+        "architecture.mlp.d_ff",
+        f"One GeGLU branch: RecurrentGemmaMlp halves intermediate_size ({configured}).",
+    )
+    for part in ("attn_out", "mlp"):  # o_proj and the MLP always have biases
+        d.set(f"architecture.bias.{part}", True, "family")
+    d.set("architecture.norm.unit_offset", True, "family")
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.embedding_multiplier", _bfloat16(d_model**0.5), "family")
+    d.note(
+        "architecture.embedding_multiplier",
+        f"sqrt(hidden_size) = {d_model**0.5:.6g} as a bfloat16 (RecurrentGemmaModel's "
+        "normalizer buffer).",
+    )
+    if d.read("embeddings_scale_by_sqrt_dim", default=True) is False:
+        d.note(
+            "architecture.embedding_multiplier",
+            "The config says embeddings_scale_by_sqrt_dim false; transformers scales anyway.",
+        )
+    cap = d.read("logits_soft_cap", default=30.0)
+    if not cap:
+        raise HFImportError("logits_soft_cap must be positive: transformers divides by it")
+    d.set("architecture.final_logit_softcap", float(cap), d.origin_of("logits_soft_cap"))
+    d.used.update(
+        k for k in ("w_init_variance_scale", "final_w_init_variance_scale") if k in d.config
+    )
+    if "rg-lru" not in kinds:
+        return
+    if str(d.read("hidden_activation", default="gelu_pytorch_tanh")).lower() not in _GELU_TANH:
+        raise HFImportError("hidden_activation: the RG-LRU block's gate branch is tanh GELU only")
+    sizes = {
+        "lru_width": d.read("lru_width", default=d_model),
+        "n_heads": d.value("architecture.attention.n_heads"),
+        "conv_kernel": d.read("conv1d_width", default=4),
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.rg_lru.{name}", value, "config")
+    d.set("architecture.mixers.rg_lru.mlp", True, "family")
+    d.note(
+        "architecture.mixers.rg_lru.n_heads",
+        "num_attention_heads: transformers uses it for the gates' blocks too.",
+    )
 
 
 def _gpt_oss(d: _Draft) -> None:
@@ -2010,6 +2101,9 @@ FAMILIES: dict[str, Family] = {
     "mamba": Family("mamba", "MambaBlock", steps=(_mamba,)),
     "falcon_mamba": Family("falcon_mamba", "FalconMambaBlock", steps=(_falcon_mamba,)),
     "jamba": Family("jamba", "JambaAttentionDecoderLayer", position="none", hook=_jamba),
+    "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaDecoderLayer", tied_default=True,
+                              activation_default="gelu_pytorch_tanh",
+                              rotary_fraction_default=0.5, hook=_recurrent_gemma),
     "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
     "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
                       activation_default="xielu", rope_theta_default=12_000_000.0),

@@ -164,6 +164,7 @@ class LayerKind(StrEnum):
     GLOBAL_MAMBA2 = "global+mamba2"
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
     KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
+    RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
 
     @property
     def attention(self) -> bool:
@@ -196,6 +197,7 @@ RECURRENT_KINDS = frozenset(
     {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
     | {LayerKind.KDA}
 )
+RECURRENT_KINDS |= {LayerKind.RG_LRU}
 
 
 class QKNorm(StrEnum):
@@ -522,10 +524,11 @@ class Attention(Strict):
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
         "short-conv and global layers in an explicit list (LFM2); [mamba x4, global, "
         "mamba x3] (Jamba, Mamba-1 layers); kda and global layers in an explicit list "
-        "(Kimi Linear). A "
+        "(Kimi Linear); [rg-lru, rg-lru, local] (Griffin, RecurrentGemma). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv, mamba, kda) take their sizes from architecture.mixers; "
+        "gated-deltanet, short-conv, mamba, kda, rg-lru) take their sizes from "
+        "architecture.mixers; "
         "the other "
         "attention fields describe the attention entries only and may be null when there are none. "
         "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
@@ -860,6 +863,36 @@ class KimiDeltaAttention(Strict):
     )
 
 
+class RgLru(Strict):
+    """Griffin's recurrent block (De et al. 2024, arXiv 2402.19427), laid out as
+    transformers' RecurrentGemmaRecurrentBlock: y = GELU_tanh(linear_y(x)); a depthwise causal
+    conv (with bias) over linear_x(x); the RG-LRU on it; linear_out(RG-LRU * y). linear_x,
+    linear_y and linear_out have biases. The RG-LRU per channel: input gate i_t and
+    recurrence gate r_t = sigmoid(block-diagonal linear of the conv output, with bias);
+    a_t = exp(-8 r_t softplus(Lambda)); h_t = a_t h_{t-1} + sqrt(1 - a_t^2) (i_t x_t), the
+    first token not scaled by sqrt(1 - a^2) (a reset at position 0)."""
+
+    lru_width: Width = Field(
+        description="Width of the recurrence (lru_width; null in transformers' config means "
+        "d_model): linear_x and linear_y map d_model to it, linear_out maps it back; one "
+        "recurrent state entry per channel."
+    )
+    n_heads: Count = Field(
+        description="Blocks of the block-diagonal input and recurrence gates: each gate is "
+        "n_heads matrices of (lru_width / n_heads)^2 plus a bias (transformers reuses "
+        "num_attention_heads for it, so it equals attention.n_heads there); must divide "
+        "lru_width."
+    )
+    conv_kernel: Width = Field(
+        description="Depthwise causal conv width over the linear_x branch, with bias "
+        "(conv1d_width); the state kept between tokens is its last conv_kernel - 1 inputs."
+    )
+    mlp: StrictBool = Field(
+        description="Whether an rg-lru layer also has the card's MLP after the mixer "
+        "(Griffin, RecurrentGemma: true)."
+    )
+
+
 class Mixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -880,6 +913,9 @@ class Mixers(Strict):
     kda: KimiDeltaAttention | None = Field(
         default=None,
         description="Kimi Delta Attention sizes; required for, and only for, kda layers.",
+    )
+    rg_lru: RgLru | None = Field(
+        default=None, description="RG-LRU sizes; required for, and only for, rg-lru layers."
     )
 
 
@@ -1116,7 +1152,8 @@ class Architecture(Strict):
     mixers: Mixers | None = Field(
         default=None,
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
-        "mamba, kda) the layer pattern names. Optional; null when every layer is attention.",
+        "mamba, kda, rg-lru) the layer pattern names. Optional; null when every layer is "
+        "attention.",
     )
     embedding_multiplier: Annotated[
         PositiveFloat | None, OutputOnly(1.0, "embeddings enter the first block as looked up")
@@ -1313,6 +1350,7 @@ class Architecture(Strict):
             (LayerKind.SHORT_CONV, "short_conv"),
             (LayerKind.MAMBA, "mamba"),
             (LayerKind.KDA, "kda"),
+            (LayerKind.RG_LRU, "rg_lru"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1334,6 +1372,10 @@ class Architecture(Strict):
         if kda is not None and kda.output_gate != (kda.output_gate_rank is not None):
             raise ValueError(
                 "mixers.kda.output_gate_rank is required for, and only for, output_gate true"
+            )
+        if (r := mixers.rg_lru) is not None and r.lru_width % r.n_heads:
+            raise ValueError(
+                f"mixers.rg_lru.n_heads ({r.n_heads}) must divide lru_width ({r.lru_width})"
             )
 
     def _check_global_layers(self) -> None:
@@ -1373,6 +1415,7 @@ class Architecture(Strict):
                 ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
                 ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
                 ("mixers.kda.mlp", mixers.kda is not None and mixers.kda.mlp),
+                ("mixers.rg_lru.mlp", mixers.rg_lru is not None and mixers.rg_lru.mlp),
             )
             if has
         ]
@@ -1406,6 +1449,8 @@ class Architecture(Strict):
             return m.mamba is not None and m.mamba.mlp
         if kind is LayerKind.KDA:
             return m.kda is not None and m.kda.mlp
+        if kind is LayerKind.RG_LRU:
+            return m.rg_lru is not None and m.rg_lru.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1458,6 +1503,9 @@ class Architecture(Strict):
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         if self.mixers is not None and (kd := self.mixers.kda) is not None:
             widths.append(3 * kd.n_heads * kd.head_dim + kd.decay_rank + kd.n_heads)
+        if self.mixers is not None and (r := self.mixers.rg_lru) is not None:
+            # three d x lru_width projections, two block-diagonal gates of lru_width x block
+            widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

@@ -887,6 +887,37 @@ def _kimi_linear() -> Names:
     return names
 
 
+def _recurrent_gemma() -> Names:
+    """RecurrentGemma: each layer's temporal_block is attention (q/k/v/o_proj) or Griffin's
+    recurrent block (linear_x, linear_y, conv_1d, rg_lru's gates and recurrent_param,
+    linear_out); temporal_pre_norm and channel_pre_norm; mlp_block; final_norm."""
+    block = "temporal_block"
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{block}.{p}_proj.{t}")
+        for p in "qkvo"
+        for t in ("weight", "bias")
+    }
+    for part in ("linear_x", "linear_y", "linear_out", "conv_1d"):
+        layer |= {
+            f"attn.sublayer.{part}.{t}": Source(f"{block}.{part}.{t}") for t in ("weight", "bias")
+        }
+    for gate in ("input_gate", "recurrent_gate"):
+        layer |= {
+            f"attn.sublayer.{gate}.{t}": Source(f"{block}.rg_lru.{gate}_{t}")
+            for t in ("weight", "bias")
+        }
+    layer["attn.sublayer.recurrent_param"] = Source(f"{block}.rg_lru.recurrent_param")
+    layer |= {
+        f"mlp.sublayer.{p}.{t}": Source(f"mlp_block.{p}_proj.{t}")
+        for p in ("gate", "up", "down")
+        for t in ("weight", "bias")
+    }
+    layer["attn.before.weight"] = Source("temporal_pre_norm.weight")
+    layer["mlp.before.weight"] = Source("channel_pre_norm.weight")
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_norm.weight")}
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -929,6 +960,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "mamba": _mamba,
     "falcon_mamba": _mamba,  # its dt/B/C norms have no weights (a non-persistent buffer)
     "jamba": _jamba,
+    "recurrent_gemma": _recurrent_gemma,
     "smollm3": _llama,
     "ernie4_5": _llama,
     "ernie4_5_moe": _ernie4_5_moe,

@@ -406,6 +406,21 @@ MAMBA_HYBRID = {
     "position.rope_theta": None,
     "mixers": {"mamba": mamba_dims(mlp=True, inner_norm="rms-scaled", inner_norm_eps=1e-6)},
 }
+# Griffin's (RecurrentGemma's) layout: two RG-LRU layers, then local MQA attention with
+# half-rotary RoPE; biases on attention's output and the MLP; a lru_width off d_model
+RG_LRU_HYBRID = {
+    "attention.layer_pattern": ["rg-lru", "rg-lru", "local"],
+    "n_layers": 3,
+    "attention.n_kv_heads": 1,
+    "attention.sliding_window": 16,
+    "position.rotary_fraction": 0.5,
+    "mlp.activation": "geglu",
+    "bias.attn_out": True,
+    "bias.mlp": True,
+    "tied_embeddings": True,
+    "final_logit_softcap": 30.0,
+    "mixers": {"rg_lru": {"lru_width": 96, "n_heads": 4, "conv_kernel": 4, "mlp": True}},
+}
 # Qwen3-Next's 3:1 hybrid: three Gated DeltaNet layers, then one attention layer.
 DELTANET_HYBRID = {
     "attention.layer_pattern": ["gated-deltanet"] * 3 + ["global"],
@@ -541,6 +556,14 @@ CHOICES = [
     MAMBA_ONLY,
     {**MAMBA_ONLY, "mixers": {"mamba": mamba_dims(inner_norm="rms", proj_bias=True)}},
     MAMBA_HYBRID,
+    RG_LRU_HYBRID,
+    {  # Hawk: RG-LRU layers alone (with their MLP), attention-free
+        **MAMBA2_ONLY,
+        "attention.layer_pattern": ["rg-lru"],
+        "mlp.activation": "geglu",
+        "mlp.d_ff": 96,
+        "mixers": {"rg_lru": {"lru_width": 64, "n_heads": 2, "conv_kernel": 3, "mlp": True}},
+    },
     {  # Jamba-like: Mamba-2 layers with an MLP, one attention layer in two
         "attention.layer_pattern": ["mamba2", "global"],
         "mixers": {"mamba2": mamba2_dims(mlp=True, n_groups=1, proj_bias=True)},

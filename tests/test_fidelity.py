@@ -226,6 +226,14 @@ TINY: dict[str, dict] = {
                          "linear_num_key_heads": 2, "linear_num_value_heads": 4,
                          "linear_key_head_dim": 16, "linear_value_head_dim": 8,
                          "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
+    # Griffin: RG-LRU, RG-LRU, local MQA attention (window 8 of 24 tokens), a recurrence
+    # wider than d_model; d_model 80, whose sqrt(80) the bfloat16 normalizer rounds
+    "recurrent_gemma": {**_DENSE, "hidden_size": 80, "intermediate_size": 192,
+                        "num_hidden_layers": 3, "num_key_value_heads": 1, "lru_width": 96,
+                        "attention_window_size": WINDOW, "conv1d_width": 4,
+                        "logits_soft_cap": 5.0, "rms_norm_eps": 1e-4,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0,
+                                            "partial_rotary_factor": 0.5}},
 }  # fmt: skip
 # Kimi Linear: KDA (a decay per key channel, low-rank decay and output gate) and MLA without
 # positions, a query latent; its norms at 1e-4, the latent norms at transformers' fixed
@@ -257,9 +265,10 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
         for p in model.parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.1)
-        # DeepSeek-V3's correction bias (ERNIE 4.5's: a frozen parameter) starts at 0
+        # DeepSeek-V3's correction bias (ERNIE 4.5's: a frozen parameter) starts at 0, as
+        # do the RG-LRU's (2-D) gate biases
         for name, b in [*model.named_buffers(), *model.named_parameters()]:
-            if name.endswith(("e_score_correction_bias", "expert_bias")):
+            if name.endswith(("e_score_correction_bias", "expert_bias", "gate_bias")):
                 b.copy_(torch.randn_like(b) * 0.1)
     model.save_pretrained(directory)
     return model.eval()

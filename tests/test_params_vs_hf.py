@@ -29,6 +29,7 @@ from tests.conftest import (
     MAMBA2_ONLY,
     MAMBA_HYBRID,
     MAMBA_ONLY,
+    RG_LRU_HYBRID,
     kda_dims,
     latent_dims,
     make_arch,
@@ -537,6 +538,18 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
     ("jamba", {**MAMBA_HYBRID, "norm.eps": 1e-6}),
+    ("recurrent_gemma", RG_LRU_HYBRID),
+    (  # biased q/k/v, an untied head, a recurrence narrower than d_model, a rotated period
+        "recurrent_gemma",
+        {
+            **RG_LRU_HYBRID,
+            "n_layers": 5,
+            "attention.layer_pattern": ["rg-lru", "local", "rg-lru"],
+            "bias.qkv": True,
+            "tied_embeddings": False,
+            "mixers": {"rg_lru": {"lru_width": 48, "n_heads": 4, "conv_kernel": 3, "mlp": True}},
+        },
+    ),
     (
         "gpt_oss",
         {
@@ -802,6 +815,7 @@ _NEW_FAMILIES = (
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
     "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear",
 )  # fmt: skip
+_NEW_FAMILIES += ("recurrent_gemma",)
 
 
 @pytest.mark.parametrize(

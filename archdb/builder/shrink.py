@@ -24,7 +24,9 @@ heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, th
 and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
 d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at most 2 heads
 of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
-least 1). Attention-free cards have no head constraint.
+least 1). The RG-LRU keeps its width over d_model (rounded to whole gate blocks) and its
+gate blocks equal to the attention heads where the card's are. Attention-free cards have no
+head constraint.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -302,6 +304,8 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
         }
     if (kd := arch.mixers.kda) is not None:
         out["kda"] = _toy_kda(kd.model_dump(), rule)
+    if arch.mixers.rg_lru is not None:
+        out["rg_lru"] |= _toy_rg_lru(arch, d_t, rule)
     return out
 
 
@@ -318,6 +322,18 @@ def _toy_kda(kda: dict, rule: ToyRule) -> dict:
         "decay_rank": rank(kda["decay_rank"]),
         "output_gate_rank": rank(kda["output_gate_rank"]),
     }
+
+
+def _toy_rg_lru(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
+    """The RG-LRU's gate blocks follow the toy's attention heads where the card's equal its
+    attention heads (transformers has one count for both), else at most 4; its width keeps
+    its ratio to d_model, rounded to a whole number of blocks."""
+    rg = arch.mixers.rg_lru
+    assert rg is not None
+    tied = arch.has_attention() and rg.n_heads == arch.attention.n_heads
+    heads = _toy_heads(arch, rule).n_heads if tied else min(rg.n_heads, rule.mha_heads)
+    blocks = max(1, round(rg.lru_width * d_t / arch.d_model / heads))
+    return {"n_heads": heads, "lru_width": blocks * heads}
 
 
 def _head_dim(

@@ -82,6 +82,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
     "sparse": lambda a: a.attention.sparse is not None,
     "mamba": lambda a: LayerKind.MAMBA in a.attention.layer_pattern,
+    "rg_lru": lambda a: LayerKind.RG_LRU in a.attention.layer_pattern,
     # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors
     "parallel_mamba2": lambda a: LayerKind.GLOBAL_MAMBA2 in a.attention.layer_pattern,
     "mamba2_norm": lambda a: (
@@ -707,6 +708,56 @@ def jamba(a: Architecture) -> dict:
         | _jamba_experts(a)
         | _mamba_sizes(a, "mamba_", MambaInnerNorm.RMS_SCALED)
     )
+
+
+def recurrent_gemma(a: Architecture) -> dict:
+    """Griffin's blocks (RecurrentGemma): RG-LRU layers and local attention tiled by
+    block_types; pre-norm (1 + w) RMSNorms; a GeGLU MLP with biases (intermediate_size is
+    both branches); attention with an output bias, q/k/v biased by attention_bias; head
+    width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _dense(a)
+    _pattern(a, LayerKind.RG_LRU, LayerKind.LOCAL)
+    _bias(a, a.bias.qkv, True, True)
+    rg = a.mixers.rg_lru if a.mixers is not None else None
+    _require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
+    heads = a.attention.n_heads if a.has_attention() else rg.n_heads
+    _require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
+    config = {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "intermediate_size": 2 * a.mlp.d_ff,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": heads,
+        "tie_word_embeddings": a.tied_embeddings,
+        "block_types": _kinds_of(a.attention.layer_pattern),
+    }
+    if rg is not None:
+        config |= {"lru_width": rg.lru_width, "conv1d_width": rg.conv_kernel}
+    _require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
+    config["logits_soft_cap"] = a.final_logit_softcap
+    if a.has_attention():
+        _softmax_attention(a)
+        _position(a, PositionType.ROPE)
+        _require(
+            a.head_dim_effective * heads == a.d_model,
+            "attention.head_dim d_model / n_heads (the config has no head_dim)",
+        )
+        config |= _rope(a) | {
+            "num_key_value_heads": a.attention.n_kv_heads,
+            "attention_window_size": a.attention.sliding_window,
+            "attention_bias": a.bias.qkv,
+        }
+        fraction = a.position.rotary_fraction or 1.0
+        config["rope_parameters"]["partial_rotary_factor"] = fraction  # the class's default: 0.5
+    return config
+
+
+def _kinds_of(pattern: list[LayerKind]) -> list[str]:
+    """RecurrentGemma's block_types, tiled over the layers as the card's pattern is."""
+    return ["recurrent" if k is LayerKind.RG_LRU else "attention" for k in pattern]
 
 
 def gpt_oss(a: Architecture) -> dict:
@@ -1648,6 +1699,13 @@ REFERENCES: dict[str, Reference] = {
         ),
         Reference("jamba", "JambaConfig", "JambaForCausalLM", jamba, extras=frozenset({"mamba"})),
         Reference(
+            "recurrent_gemma",
+            "RecurrentGemmaConfig",
+            "RecurrentGemmaForCausalLM",
+            recurrent_gemma,
+            extras=frozenset({"rg_lru"}),
+        ),
+        Reference(
             "nemotron_h",
             "NemotronHConfig",
             "NemotronHForCausalLM",
@@ -1817,6 +1875,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "qwen3.6": "qwen3_5_text",  # Qwen3.6's configs are model_type qwen3_5 / qwen3_5_moe
     "kimi-linear": "kimi_linear",
 }
+FAMILY_TO_MODEL_TYPE |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
 
 
 # Families whose mixture-of-experts members are a different transformers model type.

@@ -100,7 +100,8 @@ def _unsupported(arch: Architecture) -> str | None:
     if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                "recurrent (mamba, mamba2, gated-deltanet, short-conv, kda), mlp or moe layers "
+                "recurrent (mamba, mamba2, gated-deltanet, short-conv, kda, rg-lru), mlp or moe "
+                "layers "
                 "outside a serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
