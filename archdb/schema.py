@@ -68,6 +68,9 @@ class NormPosition(StrEnum):
     DOUBLE = "double"  # x = x + Norm(Sublayer(Norm(x))): "sandwich", Grok-1, Gemma 2/3
     POST_BRANCH = "post-branch"  # x = x + Norm(Sublayer(x)): OLMo 2, inside the branch
     RESIDUAL = "resi-dual"  # ResiDual: a Post-LN stream plus a Pre-LN stream (Xie 2023)
+    # x = Norm(x) + Sublayer(Norm(x)): the skip carries the normed input, so each norm
+    # also re-normalizes the stream (MiniMax-01's postnorm: true; transformers' minimax)
+    NORMED_SKIP = "normed-skip"
 
 
 class Activation(StrEnum):
@@ -159,6 +162,9 @@ class LayerKind(StrEnum):
     # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
     GLOBAL_MAMBA2 = "global+mamba2"
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
+    # MiniMax-01's lightning attention: linear attention with a fixed per-head decay,
+    # sizes in mixers.lightning
+    LIGHTNING = "lightning"
 
     @property
     def attention(self) -> bool:
@@ -188,7 +194,13 @@ class LayerKind(StrEnum):
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
 RECURRENT_KINDS = frozenset(
-    {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
+    {
+        LayerKind.MAMBA2,
+        LayerKind.GATED_DELTANET,
+        LayerKind.SHORT_CONV,
+        LayerKind.MAMBA,
+        LayerKind.LIGHTNING,
+    }
 )
 
 
@@ -440,10 +452,11 @@ class Attention(Strict):
         "a global (Gemma 3); three locals and a global-nope (Llama 4); "
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
         "short-conv and global layers in an explicit list (LFM2); [mamba x4, global, "
-        "mamba x3] (Jamba, Mamba-1 layers). A "
+        "mamba x3] (Jamba, Mamba-1 layers); [lightning x7, global] (MiniMax-01). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv, mamba) take their sizes from architecture.mixers; the other "
+        "gated-deltanet, short-conv, mamba, lightning) take their sizes from "
+        "architecture.mixers; the other "
         "attention fields describe the attention entries only and may be null when there are none. "
         "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
         "a layer that is the card's dense MLP alone, moe one that is its MoE alone (the MoE "
@@ -504,8 +517,16 @@ class Attention(Strict):
     output_multiplier: PositiveFloat | None = Field(
         default=None,
         description="Factor on the attention's output, after o_proj, before it joins the "
-        "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier). "
-        "Optional; null: not recorded (the builder uses 1).",
+        "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier; "
+        "MiniMax: layernorm_full_attention_beta). Optional; null: not recorded (the builder "
+        "uses 1).",
+    )
+    skip_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the residual stream where an attention layer's output joins "
+        "it: a * x + f(x), x normed first under norm.position normed-skip (MiniMax: "
+        "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
+        "null: not recorded (the builder uses 1).",
     )
 
 
@@ -722,6 +743,55 @@ class ShortConv(Strict):
     )
 
 
+class LightningDecay(StrEnum):
+    """How lightning attention's fixed decay rate is set per head and layer."""
+
+    # head h = 1..H of layer l = 0..L-1 decays its state by exp(-s) per token, s =
+    # 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5): ALiBi's geometric head slopes, shrunk
+    # towards the top of the stack (MiniMax-01; transformers' MiniMaxLightningAttention)
+    MINIMAX = "minimax"
+
+
+class Lightning(Strict):
+    """MiniMax-01's lightning attention (Qin et al. 2024), laid out as transformers'
+    MiniMaxLightningAttention: qkv_proj (d_model -> 3 x n_heads x head_dim, no bias), SiLU
+    on q, k and v; per head a head_dim x head_dim state S_t = exp(-s) S_{t-1} + k_t v_t^T
+    read as o_t = q_t S_t (no softmax, no 1/sqrt(d) scale, no positions); an RMSNorm over
+    the heads' joint output (epsilon 1e-6, fixed in the modeling code); a sigmoid gate
+    output_gate(x) (d_model -> n_heads x head_dim, no bias); out_proj back to d_model. The
+    block_size of the released code only orders the computation (blocks of tokens at once);
+    it computes the same function and is not a field."""
+
+    n_heads: Count = Field(
+        description="Heads, each with its own decay and head_dim x head_dim state "
+        "(MiniMax: num_attention_heads, shared with the softmax layers)."
+    )
+    head_dim: Width = Field(
+        description="Width of a query/key/value head (MiniMax: head_dim, shared with the "
+        "softmax layers)."
+    )
+    decay: LightningDecay = Field(
+        description="The rule that sets each head's decay rate from its index and the "
+        "layer's depth: minimax, s = 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5) for head "
+        "h = 1..H of layer l of L (0-based), a decay of exp(-s) per token."
+    )
+    mlp: StrictBool = Field(
+        description="Whether a lightning layer also has the card's MLP (MiniMax-01: true)."
+    )
+    skip_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the residual stream where a lightning layer's output joins "
+        "it: a * x + f(x) (MiniMax: layernorm_linear_attention_alpha, transformers "
+        "linear_attn_alpha_factor). Optional; null: not recorded (the builder uses 1).",
+    )
+    output_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the mixer's output, after out_proj (MiniMax: "
+        "layernorm_linear_attention_beta, transformers linear_attn_beta_factor). Optional; "
+        "null: not recorded (the builder uses 1).",
+    )
+
+
 class Mixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -738,6 +808,10 @@ class Mixers(Strict):
     )
     mamba: Mamba | None = Field(
         default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
+    )
+    lightning: Lightning | None = Field(
+        default=None,
+        description="Lightning attention sizes; required for, and only for, lightning layers.",
     )
 
 
@@ -884,8 +958,15 @@ class MLP(Strict):
     )
     output_multiplier: PositiveFloat | None = Field(
         default=None,
-        description="Factor on the MLP's output, after the down-projection (Falcon-H1: "
-        "mlp_multipliers[1]). Optional; null: not recorded (the builder uses 1).",
+        description="Factor on the MLP's output, after the down-projection (a MoE's: after "
+        "its experts are summed) (Falcon-H1: mlp_multipliers[1]; MiniMax: "
+        "layernorm_mlp_beta). Optional; null: not recorded (the builder uses 1).",
+    )
+    skip_multiplier: PositiveFloat | None = Field(
+        default=None,
+        description="Factor on the residual stream where the MLP's output joins it: a * x + "
+        "f(x), x normed first under norm.position normed-skip (MiniMax: layernorm_mlp_alpha, "
+        "transformers mlp_alpha_factor). Optional; null: not recorded (the builder uses 1).",
     )
 
     @model_validator(mode="after")
@@ -942,7 +1023,7 @@ class Architecture(Strict):
     mixers: Mixers | None = Field(
         default=None,
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
-        "mamba) the layer pattern names. Optional; null when every layer is attention.",
+        "mamba, lightning) the layer pattern names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: PositiveFloat | None = Field(
         default=None,
@@ -1127,6 +1208,7 @@ class Architecture(Strict):
             (LayerKind.GATED_DELTANET, "gated_deltanet"),
             (LayerKind.SHORT_CONV, "short_conv"),
             (LayerKind.MAMBA, "mamba"),
+            (LayerKind.LIGHTNING, "lightning"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1181,6 +1263,7 @@ class Architecture(Strict):
                 ),
                 ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
                 ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
+                ("mixers.lightning.mlp", mixers.lightning is not None and mixers.lightning.mlp),
             )
             if has
         ]
@@ -1212,6 +1295,8 @@ class Architecture(Strict):
             return m.short_conv is not None and m.short_conv.mlp
         if kind is LayerKind.MAMBA:
             return m.mamba is not None and m.mamba.mlp
+        if kind is LayerKind.LIGHTNING:
+            return m.lightning is not None and m.lightning.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1262,6 +1347,8 @@ class Architecture(Strict):
             widths.append(3 * d)  # in_proj to B, C, x
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
+        if self.mixers is not None and (li := self.mixers.lightning) is not None:
+            widths.append(3 * li.n_heads * li.head_dim)  # qkv_proj
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

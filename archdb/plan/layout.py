@@ -113,14 +113,19 @@ def _unsupported(arch: Architecture) -> str | None:
     if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                "recurrent (mamba, mamba2, gated-deltanet, short-conv), mlp or moe layers "
+                "recurrent (mamba, mamba2, gated-deltanet, short-conv, lightning), mlp or "
+                "moe layers "
                 "outside a serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
     mlp = arch.mlp
-    if (mlp.gate_multiplier or mlp.output_multiplier) and mlp.moe is not None:
-        return "mlp.gate_multiplier or output_multiplier with a mixture of experts"
+    if mlp.gate_multiplier and mlp.moe is not None:
+        return "mlp.gate_multiplier with a mixture of experts"
+    if arch.norm.position is NormPosition.NORMED_SKIP and (
+        arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY
+    ):
+        return "norm.position normed-skip outside serial decoder-only blocks"
     extras = att.sinks or att.output_gate is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
         return "attention sinks or an output gate outside softmax head attention"
@@ -465,6 +470,10 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mixers.mamba2.projection_multipliers": ([1.0] * 5, "in_proj's parts are not rescaled"),
     "mixers.mamba2.output_multiplier": (1.0, "Mamba-2's output is not rescaled"),
     "mixers.mamba.inner_norm_eps": (1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C"),
+    "attention.skip_multiplier": (1.0, "the residual stream joins attention's output unscaled"),
+    "mlp.skip_multiplier": (1.0, "the residual stream joins the MLP's output unscaled"),
+    "mixers.lightning.skip_multiplier": (1.0, "the stream joins lightning's output unscaled"),
+    "mixers.lightning.output_multiplier": (1.0, "lightning attention's output is not rescaled"),
 }
 # Falcon-H1's muP factors: stated as assumptions only for cards with a Mamba-2 mixer (the
 # one family that sets them), not on every attention card
@@ -477,6 +486,17 @@ _SUBLAYER_FACTORS = frozenset(
         "mixers.mamba2.input_multiplier",
         "mixers.mamba2.projection_multipliers",
         "mixers.mamba2.output_multiplier",
+    }
+)
+
+
+# MiniMax-01's residual factors: stated as assumptions only for cards with lightning layers
+_LIGHTNING_FACTORS = frozenset(
+    {
+        "attention.skip_multiplier",
+        "mlp.skip_multiplier",
+        "mixers.lightning.skip_multiplier",
+        "mixers.lightning.output_multiplier",
     }
 )
 
@@ -502,6 +522,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path in _SUBLAYER_FACTORS and (arch.mixers is None or arch.mixers.mamba2 is None):
             continue
         if path == "mixers.mamba.inner_norm_eps" and not _mamba_inner_norm(arch):
+            continue
+        if path in _LIGHTNING_FACTORS and (arch.mixers is None or arch.mixers.lightning is None):
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)
