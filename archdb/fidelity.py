@@ -78,6 +78,9 @@ LOGIT_EXACT: dict[str, float] = {
     "qwen3_next": 4.1e-7,
     "qwen3_5_text": 3.9e-7,
     "qwen3_5_moe_text": 2.8e-7,
+    # lightning attention (blocks of 8 in transformers, recurrent here) around softmax
+    # attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
+    "minimax": 3.3e-7,
 }
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay

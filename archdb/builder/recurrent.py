@@ -339,15 +339,16 @@ class LightningMixer(nn.Module):
         self.output_gate = nn.Linear(d_model, inner, bias=False)
         self.norm_weight = _init_vector(inner, 1.0)
         self.out_proj = nn.Linear(inner, d_model, bias=False)
-        # the per-token decay of each head's state: a fixed buffer, not a parameter
-        decay = torch.exp(-torch.tensor(rates, dtype=torch.float32))
-        self.decay = nn.Buffer(decay[:, None, None], persistent=False)  # (H, 1, 1)
+        # each head's decay rate s: a buffer a checkpoint carries (transformers'
+        # slope_rate), not a parameter; the state decays by exp(-s) a token
+        self.slope_rate = nn.Buffer(torch.tensor(rates, dtype=torch.float32)[:, None, None])
 
     def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
         b, t, _d = x.shape
         h, k = self.n_heads, self.head_dim
         qkv = F.silu(self.qkv_proj(x)).reshape(b, t, h, 3 * k)  # per head: q, k, v
         q, keys, v = qkv.split(k, dim=-1)
+        decay = torch.exp(-self.slope_rate)  # (H, 1, 1)
         state = x.new_zeros(b, h, k, k)
         outs = []
         # one unbind per tensor keeps the traced graph small (see Mamba2Mixer)
@@ -358,7 +359,7 @@ class LightningMixer(nn.Module):
             strict=True,
         )
         for q_i, k_i, v_i in steps:  # (B, H, 1, K), (B, H, K, 1), (B, H, 1, K)
-            state = state * self.decay + k_i * v_i
+            state = state * decay + k_i * v_i
             outs.append(torch.matmul(q_i, state).squeeze(-2))  # (B, H, K)
         o = torch.stack(outs, dim=1).reshape(b, t, h * k)
         o = F.rms_norm(o, (h * k,), self.norm_weight, eps=self.eps)

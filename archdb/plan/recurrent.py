@@ -332,6 +332,7 @@ class LightningMixer:
         d, h, k, inner = self.d_model, self.n_heads, self.head_dim, self.inner
         tally.linear(d, 3 * inner, False)
         tally.elementwise(3 * inner)  # SiLU on q, k, v
+        tally.add(C.ELEMENTWISE, 2 * h)  # decay = exp(-s), once per forward
         # state update S = decay S + k v^T: scale, outer product, add; read-out q S
         tally.elementwise(3 * h * k * k + cv.FLOPS_PER_MAC * h * k * k)
         tally.add(C.NORM, tally.seq_len * inner * (cv.RMSNORM + cv.AFFINE))
