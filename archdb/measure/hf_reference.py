@@ -414,7 +414,6 @@ def minimax(a: Architecture) -> dict:
     _position(a, PositionType.ROPE)
     _pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
     _bias(a, False, False, False)
-    _require(not a.tied_embeddings, "untied embeddings (MiniMax ties none)")
     others = sorted(k for k in _sublayer_factors(a) if k not in _MINIMAX_BETAS)
     _require(not others, f"no {', '.join(others)} (MiniMax has none)")
     moe = a.mlp.moe
