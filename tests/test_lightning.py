@@ -54,8 +54,8 @@ def test_lightning_counts_and_names_equal_transformers(changes):
     with torch.device("meta"):
         reference = MiniMaxLightningAttention(config, 0)
     dims = lightning_dims(n_heads=config.num_attention_heads, head_dim=config.head_dim)
-    arch = make_arch(**{**MINIMAX_HYBRID, "attention.n_heads": dims["n_heads"],
-                        "attention.head_dim": dims["head_dim"], "mixers": {"lightning": dims}})  # fmt: skip
+    heads = {"attention.n_heads": dims["n_heads"], "attention.head_dim": dims["head_dim"]}
+    arch = make_arch(**{**MINIMAX_HYBRID, **heads, "mixers": {"lightning": dims}})
     mixer = make_plan(arch).decoder.blocks[0].mixer
     expected = sum(p.numel() for p in reference.parameters())
     assert mixer.params() == expected
