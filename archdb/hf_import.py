@@ -1781,11 +1781,13 @@ def _minimax(d: _Draft) -> None:
         )
         if rotary_dim < head_dim:
             d.set("architecture.position.rotary_fraction", rotary_dim / head_dim, "config")
-            d.note(
-                "architecture.position.rotary_fraction",
-                "transformers' minimax rotates the whole head (its rotary ignores a partial "
-                "share); the released remote code rotates rotary_dim of head_dim.",
-            )
+    if d.value("architecture.position.rotary_fraction") is not None:
+        d.note(
+            "architecture.position.rotary_fraction",
+            "transformers' minimax (5.x) rotates the whole head: its rotary ignores a partial "
+            "share, so its logits differ from this card's; MiniMax's released remote code "
+            "rotates rotary_dim of head_dim, as the card does.",
+        )
 
 
 def _seed_oss(d: _Draft) -> None:
