@@ -1747,6 +1747,13 @@ def _minimax(d: _Draft) -> None:
         origin = "config" if d.origin_of("attn_type_list") == "config" else "family"
         d.set("architecture.attention.layer_pattern", _period(kinds), origin)
     d.read("block_size")  # the chunk of tokens its kernel takes at once: same function
+    shared = d.read("shared_intermediate_size", default=0)
+    d.read("shared_moe_mode")  # how a shared expert's output would be gated
+    if shared:
+        raise HFImportError(
+            f"shared_intermediate_size is {_brief(shared)}: the remote code's shared expert "
+            "(gated by a learned coefficient) is not in transformers' minimax nor the card"
+        )
     factors = (
         ("attention.skip_multiplier", "full_attn_alpha_factor", "layernorm_full_attention_alpha"),
         ("attention.output_multiplier", "full_attn_beta_factor", "layernorm_full_attention_beta"),
@@ -1989,6 +1996,9 @@ _ALIASES = {
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
 }
+# MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
+# (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
+_ALIASES |= {"minimax_text_01": "minimax", "minimax_m1": "minimax"}
 
 
 def supported_model_types() -> list[str]:
