@@ -1764,6 +1764,12 @@ def _minimax(d: _Draft) -> None:
         d.set(f"architecture.{path}", float(d.read(key, legacy, default=1.0)), d.origin_of(key))
     if "lightning" in (d.value("architecture.attention.layer_pattern") or []):
         heads = d.value("architecture.attention.n_heads")
+        if d.config.get("model_type") in _MINIMAX_REMOTE and heads & (heads - 1):
+            raise HFImportError(
+                f"num_attention_heads is {heads}, not a power of 2: MiniMax's remote code then "
+                "interleaves ALiBi's slopes of the next power, not the decay rule the card "
+                "names (minimax, transformers')"
+            )
         head_dim = (
             d.value("architecture.attention.head_dim") or d.value("architecture.d_model") // heads
         )
@@ -1998,7 +2004,8 @@ _ALIASES = {
 }
 # MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
 # (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
-_ALIASES |= {"minimax_text_01": "minimax", "minimax_m1": "minimax"}
+_MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
+_ALIASES |= dict.fromkeys(_MINIMAX_REMOTE, "minimax")
 
 
 def supported_model_types() -> list[str]:

@@ -748,7 +748,9 @@ class LightningDecay(StrEnum):
 
     # head h = 1..H of layer l = 0..L-1 decays its state by exp(-s) per token, s =
     # 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5): ALiBi's geometric head slopes, shrunk
-    # towards the top of the stack (MiniMax-01; transformers' MiniMaxLightningAttention)
+    # towards the top of the stack (MiniMax-01; transformers' MiniMaxLightningAttention).
+    # MiniMax's remote code divides by L - 1 (about 1e-7 apart) and, for a head count not
+    # a power of 2, interleaves ALiBi's slopes of the next power: that count is not this
     MINIMAX = "minimax"
 
 

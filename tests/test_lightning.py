@@ -248,6 +248,10 @@ def test_import_hf_reads_the_released_remote_code_keys():
     ("changes", "fragment"),
     [
         ({"postnorm": False}, "postnorm is false"),
+        (
+            {"model_type": "minimax_m1", "num_attention_heads": 6, "hidden_size": 96},
+            "num_attention_heads is 6, not a power of 2",
+        ),
         ({"attn_type_list": [0, 1]}, "attn_type_list lists 2 layers"),
         ({"attn_type_list": [0, 2] * 4}, "attn_type_list.1: Input should be less than"),
         ({"layernorm_mlp_alpha": "2"}, "layernorm_mlp_alpha: must be a number"),
