@@ -81,6 +81,9 @@ LOGIT_EXACT: dict[str, float] = {
     # KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with latent norms at
     # 1e-6, V3's router after a dense layer (three token draws)
     "kimi_linear": 3.1e-7,
+    # lightning attention (blocks of 8 in transformers, recurrent here) around softmax
+    # attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
+    "minimax": 3.3e-7,
 }
 # Griffin's RG-LRU beside local MQA attention, the bfloat16 sqrt(d) embedding scale (three
 # seeds: 2.3e-7, 2.3e-7, 3.0e-7)

@@ -410,6 +410,23 @@ class ConfigShape(_Keys):
     embeddings_scale_by_sqrt_dim: StrictBool | None = None
     w_init_variance_scale: Number | None = None
     final_w_init_variance_scale: Number | None = None
+    # MiniMax-01: its residual factors (transformers' and the released remote code's names),
+    # the released config's layer list (0 lightning, 1 softmax) and residual placement
+    block_size: Width | None = None
+    full_attn_alpha_factor: Number | None = None
+    full_attn_beta_factor: Number | None = None
+    linear_attn_alpha_factor: Number | None = None
+    linear_attn_beta_factor: Number | None = None
+    mlp_alpha_factor: Number | None = None
+    mlp_beta_factor: Number | None = None
+    layernorm_full_attention_alpha: Number | None = None
+    layernorm_full_attention_beta: Number | None = None
+    layernorm_linear_attention_alpha: Number | None = None
+    layernorm_linear_attention_beta: Number | None = None
+    layernorm_mlp_alpha: Number | None = None
+    layernorm_mlp_beta: Number | None = None
+    attn_type_list: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
+    postnorm: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1945,6 +1962,87 @@ def _minimax_m2(d: _Draft) -> None:
         d.set("architecture.position.rotary_fraction", fraction, "config")
 
 
+def _minimax(d: _Draft) -> None:
+    """MiniMax-01: lightning layers ("linear_attention") and softmax attention, Mixtral's
+    MoE on every layer, the residual taken after each norm, alpha (skip) and beta (output)
+    factors per sublayer kind. Reads transformers' keys or the released remote code's
+    (attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)."""
+    _mixtral(d)
+    if not d.read("postnorm", default=True):
+        raise HFImportError(
+            "postnorm is false (the residual taken before each norm): transformers' minimax "
+            "and every MiniMax-01 release take it after, the one layout archdb maps"
+        )
+    n_layers = d.value("architecture.n_layers")
+    codes = d.read("attn_type_list")
+    if not d.read("layer_types"):
+        if codes is not None and len(codes) != n_layers:
+            raise HFImportError(
+                f"attn_type_list lists {len(codes)} layers but num_hidden_layers is {n_layers}: "
+                "the config contradicts itself"
+            )
+        if codes is None:  # MiniMaxConfig's default: full attention, then lightning, ...
+            codes = [(i + 1) % 2 for i in range(n_layers)]
+        kinds = ["global" if code else "lightning" for code in codes]
+        origin = "config" if d.origin_of("attn_type_list") == "config" else "family"
+        d.set("architecture.attention.layer_pattern", _period(kinds), origin)
+    d.read("block_size")  # the chunk of tokens its kernel takes at once: same function
+    shared = d.read("shared_intermediate_size", default=0)
+    d.read("shared_moe_mode")  # how a shared expert's output would be gated
+    if shared:
+        raise HFImportError(
+            f"shared_intermediate_size is {_brief(shared)}: the remote code's shared expert "
+            "(gated by a learned coefficient) is not in transformers' minimax nor the card"
+        )
+    factors = (
+        ("attention.skip_multiplier", "full_attn_alpha_factor", "layernorm_full_attention_alpha"),
+        ("attention.output_multiplier", "full_attn_beta_factor", "layernorm_full_attention_beta"),
+        ("mlp.skip_multiplier", "mlp_alpha_factor", "layernorm_mlp_alpha"),
+        ("mlp.output_multiplier", "mlp_beta_factor", "layernorm_mlp_beta"),
+    )
+    for path, key, legacy in factors:
+        d.set(f"architecture.{path}", float(d.read(key, legacy, default=1.0)), d.origin_of(key))
+    if "lightning" in (d.value("architecture.attention.layer_pattern") or []):
+        heads = d.value("architecture.attention.n_heads")
+        if d.config.get("model_type") in _MINIMAX_REMOTE and heads & (heads - 1):
+            raise HFImportError(
+                f"num_attention_heads is {heads}, not a power of 2: MiniMax's remote code then "
+                "interleaves ALiBi's slopes of the next power, not the decay rule the card "
+                "names (minimax, transformers')"
+            )
+        head_dim = (
+            d.value("architecture.attention.head_dim") or d.value("architecture.d_model") // heads
+        )
+        lightning = {
+            "n_heads": (heads, "config"),
+            "head_dim": (head_dim, "config"),
+            "decay": ("minimax", "family"),
+            "mlp": (True, "family"),
+        }
+        for name, (value, origin) in lightning.items():
+            d.set(f"architecture.mixers.lightning.{name}", value, origin)
+        for name, key, legacy in (
+            ("skip_multiplier", "linear_attn_alpha_factor", "layernorm_linear_attention_alpha"),
+            ("output_multiplier", "linear_attn_beta_factor", "layernorm_linear_attention_beta"),
+        ):
+            value = float(d.read(key, legacy, default=1.0))
+            d.set(f"architecture.mixers.lightning.{name}", value, d.origin_of(key))
+    rotary_dim = d.read("rotary_dim")  # the released config's rotating share of head_dim
+    if rotary_dim is not None:
+        head_dim = d.value("architecture.attention.head_dim") or (
+            d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+        )
+        if rotary_dim < head_dim:
+            d.set("architecture.position.rotary_fraction", rotary_dim / head_dim, "config")
+    if d.value("architecture.position.rotary_fraction") is not None:
+        d.note(
+            "architecture.position.rotary_fraction",
+            "transformers' minimax (5.x) rotates the whole head: its rotary ignores a partial "
+            "share, so its logits differ from this card's; MiniMax's released remote code "
+            "rotates rotary_dim of head_dim, as the card does.",
+        )
+
+
 def _seed_oss(d: _Draft) -> None:
     """Seed-OSS: Llama whose attention_bias covers q, k and v only (default true); o_proj
     has its own attention_out_bias (default false)."""
@@ -2139,6 +2237,8 @@ FAMILIES: dict[str, Family] = {
                       rope_theta_default=2_000_000.0, hook=_smollm3),
     "kimi_linear": Family("kimi_linear", "KimiLinearDecoderLayer", position="none",
                           hook=_kimi_linear, linear_layer="kda"),
+    "minimax": Family("minimax", "MiniMaxDecoderLayer", norm_position="normed-skip",
+                      rope_theta_default=1_000_000.0, linear_layer="lightning", hook=_minimax),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {
@@ -2147,6 +2247,10 @@ _ALIASES = {
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
 }
+# MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
+# (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
+_MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
+_ALIASES |= dict.fromkeys(_MINIMAX_REMOTE, "minimax")
 
 
 def supported_model_types() -> list[str]:
@@ -2516,6 +2620,7 @@ _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, 
 _EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_norm_epsilon
 _EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
 _EPS_DEFAULTS["kimi_linear"] = 1e-5
+_EPS_DEFAULTS |= {"minimax": 1e-5}  # MiniMaxConfig's rms_norm_eps
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

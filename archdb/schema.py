@@ -72,6 +72,9 @@ class NormPosition(StrEnum):
     DOUBLE = "double"  # x = x + Norm(Sublayer(Norm(x))): "sandwich", Grok-1, Gemma 2/3
     POST_BRANCH = "post-branch"  # x = x + Norm(Sublayer(x)): OLMo 2, inside the branch
     RESIDUAL = "resi-dual"  # ResiDual: a Post-LN stream plus a Pre-LN stream (Xie 2023)
+    # x = Norm(x) + Sublayer(Norm(x)): the skip carries the normed input, so each norm
+    # also re-normalizes the stream (MiniMax-01's postnorm: true; transformers' minimax)
+    NORMED_SKIP = "normed-skip"
 
 
 class Activation(StrEnum):
@@ -165,6 +168,9 @@ class LayerKind(StrEnum):
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
     KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
     RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
+    # MiniMax-01's lightning attention: linear attention with a fixed per-head decay,
+    # sizes in mixers.lightning
+    LIGHTNING = "lightning"
 
     @property
     def attention(self) -> bool:
@@ -197,7 +203,7 @@ RECURRENT_KINDS = frozenset(
     {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
     | {LayerKind.KDA}
 )
-RECURRENT_KINDS |= {LayerKind.RG_LRU}
+RECURRENT_KINDS |= {LayerKind.RG_LRU, LayerKind.LIGHTNING}
 
 
 class QKNorm(StrEnum):
@@ -339,6 +345,15 @@ def _with_mamba2(a: Architecture) -> bool:
     """Falcon-H1's muP factors: in play only beside a Mamba-2 mixer (the one family that
     sets them), not on every attention card."""
     return a.mixers is not None and a.mixers.mamba2 is not None
+
+
+def _with_lightning(a: Architecture) -> bool:
+    """MiniMax-01's residual factors: in play only beside lightning attention."""
+    return a.mixers is not None and a.mixers.lightning is not None
+
+
+def _with_mamba2_or_lightning(a: Architecture) -> bool:
+    return _with_mamba2(a) or _with_lightning(a)
 
 
 def _mamba_inner_norm(a: Architecture) -> bool:
@@ -524,10 +539,11 @@ class Attention(Strict):
         "[gated-deltanet x3, global] (Qwen3-Next); [mamba2] attention-free (Mamba-2); "
         "short-conv and global layers in an explicit list (LFM2); [mamba x4, global, "
         "mamba x3] (Jamba, Mamba-1 layers); kda and global layers in an explicit list "
-        "(Kimi Linear); [rg-lru, rg-lru, local] (Griffin, RecurrentGemma). A "
+        "(Kimi Linear); [rg-lru, rg-lru, local] (Griffin, RecurrentGemma); [lightning x7, "
+        "global] (MiniMax-01). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv, mamba, kda, rg-lru) take their sizes from "
+        "gated-deltanet, short-conv, mamba, kda, rg-lru, lightning) take their sizes from "
         "architecture.mixers; "
         "the other "
         "attention fields describe the attention entries only and may be null when there are none. "
@@ -593,12 +609,24 @@ class Attention(Strict):
         "(the builder uses 1).",
     )
     output_multiplier: Annotated[
-        PositiveFloat | None, OutputOnly(1.0, "attention's output is not rescaled", _with_mamba2)
+        PositiveFloat | None,
+        OutputOnly(1.0, "attention's output is not rescaled", _with_mamba2_or_lightning),
     ] = Field(
         default=None,
         description="Factor on the attention's output, after o_proj, before it joins the "
-        "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier). "
-        "Optional; null: not recorded (the builder uses 1).",
+        "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier; "
+        "MiniMax: layernorm_full_attention_beta). Optional; null: not recorded (the builder "
+        "uses 1).",
+    )
+    skip_multiplier: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.0, "the residual stream joins attention's output unscaled", _with_lightning),
+    ] = Field(
+        default=None,
+        description="Factor on the residual stream where an attention layer's output joins "
+        "it: a * x + f(x), x normed first under norm.position normed-skip (MiniMax: "
+        "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
+        "null: not recorded (the builder uses 1).",
     )
 
 
@@ -824,6 +852,62 @@ class ShortConv(Strict):
     )
 
 
+class LightningDecay(StrEnum):
+    """How lightning attention's fixed decay rate is set per head and layer."""
+
+    # head h = 1..H of layer l = 0..L-1 decays its state by exp(-s) per token, s =
+    # 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5): ALiBi's geometric head slopes, shrunk
+    # towards the top of the stack (MiniMax-01; transformers' MiniMaxLightningAttention).
+    # MiniMax's remote code divides by L - 1 (about 1e-7 apart) and, for a head count not
+    # a power of 2, interleaves ALiBi's slopes of the next power: that count is not this
+    MINIMAX = "minimax"
+
+
+class Lightning(Strict):
+    """MiniMax-01's lightning attention (Qin et al. 2024), laid out as transformers'
+    MiniMaxLightningAttention: qkv_proj (d_model -> 3 x n_heads x head_dim, no bias), SiLU
+    on q, k and v; per head a head_dim x head_dim state S_t = exp(-s) S_{t-1} + k_t v_t^T
+    read as o_t = q_t S_t (no softmax, no 1/sqrt(d) scale, no positions); an RMSNorm over
+    the heads' joint output (epsilon 1e-6, fixed in the modeling code); a sigmoid gate
+    output_gate(x) (d_model -> n_heads x head_dim, no bias); out_proj back to d_model. The
+    block_size of the released code only orders the computation (blocks of tokens at once);
+    it computes the same function and is not a field."""
+
+    n_heads: Count = Field(
+        description="Heads, each with its own decay and head_dim x head_dim state "
+        "(MiniMax: num_attention_heads, shared with the softmax layers)."
+    )
+    head_dim: Width = Field(
+        description="Width of a query/key/value head (MiniMax: head_dim, shared with the "
+        "softmax layers)."
+    )
+    decay: LightningDecay = Field(
+        description="The rule that sets each head's decay rate from its index and the "
+        "layer's depth: minimax, s = 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5) for head "
+        "h = 1..H of layer l of L (0-based), a decay of exp(-s) per token."
+    )
+    mlp: StrictBool = Field(
+        description="Whether a lightning layer also has the card's MLP (MiniMax-01: true)."
+    )
+    skip_multiplier: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.0, "the stream joins lightning's output unscaled"),
+    ] = Field(
+        default=None,
+        description="Factor on the residual stream where a lightning layer's output joins "
+        "it: a * x + f(x) (MiniMax: layernorm_linear_attention_alpha, transformers "
+        "linear_attn_alpha_factor). Optional; null: not recorded (the builder uses 1).",
+    )
+    output_multiplier: Annotated[
+        PositiveFloat | None, OutputOnly(1.0, "lightning attention's output is not rescaled")
+    ] = Field(
+        default=None,
+        description="Factor on the mixer's output, after out_proj (MiniMax: "
+        "layernorm_linear_attention_beta, transformers linear_attn_beta_factor). Optional; "
+        "null: not recorded (the builder uses 1).",
+    )
+
+
 class KimiDeltaAttention(Strict):
     """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692 Section 3), laid out as
     transformers' KimiLinearDeltaAttention: q, k, v projections (d_model -> n_heads x
@@ -916,6 +1000,10 @@ class Mixers(Strict):
     )
     rg_lru: RgLru | None = Field(
         default=None, description="RG-LRU sizes; required for, and only for, rg-lru layers."
+    )
+    lightning: Lightning | None = Field(
+        default=None,
+        description="Lightning attention sizes; required for, and only for, lightning layers.",
     )
 
 
@@ -1079,11 +1167,22 @@ class MLP(Strict):
         "recorded (the builder uses 1).",
     )
     output_multiplier: Annotated[
-        PositiveFloat | None, OutputOnly(1.0, "the MLP's output is not rescaled", _with_mamba2)
+        PositiveFloat | None,
+        OutputOnly(1.0, "the MLP's output is not rescaled", _with_mamba2_or_lightning),
     ] = Field(
         default=None,
-        description="Factor on the MLP's output, after the down-projection (Falcon-H1: "
-        "mlp_multipliers[1]). Optional; null: not recorded (the builder uses 1).",
+        description="Factor on the MLP's output, after the down-projection (a MoE's: after "
+        "its experts are summed) (Falcon-H1: mlp_multipliers[1]; MiniMax: "
+        "layernorm_mlp_beta). Optional; null: not recorded (the builder uses 1).",
+    )
+    skip_multiplier: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.0, "the residual stream joins the MLP's output unscaled", _with_lightning),
+    ] = Field(
+        default=None,
+        description="Factor on the residual stream where the MLP's output joins it: a * x + "
+        "f(x), x normed first under norm.position normed-skip (MiniMax: layernorm_mlp_alpha, "
+        "transformers mlp_alpha_factor). Optional; null: not recorded (the builder uses 1).",
     )
 
     @model_validator(mode="after")
@@ -1152,8 +1251,8 @@ class Architecture(Strict):
     mixers: Mixers | None = Field(
         default=None,
         description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
-        "mamba, kda, rg-lru) the layer pattern names. Optional; null when every layer is "
-        "attention.",
+        "mamba, kda, rg-lru, lightning) the layer pattern names. Optional; null when every "
+        "layer is attention.",
     )
     embedding_multiplier: Annotated[
         PositiveFloat | None, OutputOnly(1.0, "embeddings enter the first block as looked up")
@@ -1351,6 +1450,7 @@ class Architecture(Strict):
             (LayerKind.MAMBA, "mamba"),
             (LayerKind.KDA, "kda"),
             (LayerKind.RG_LRU, "rg_lru"),
+            (LayerKind.LIGHTNING, "lightning"),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1416,6 +1516,7 @@ class Architecture(Strict):
                 ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
                 ("mixers.kda.mlp", mixers.kda is not None and mixers.kda.mlp),
                 ("mixers.rg_lru.mlp", mixers.rg_lru is not None and mixers.rg_lru.mlp),
+                ("mixers.lightning.mlp", mixers.lightning is not None and mixers.lightning.mlp),
             )
             if has
         ]
@@ -1451,6 +1552,8 @@ class Architecture(Strict):
             return m.kda is not None and m.kda.mlp
         if kind is LayerKind.RG_LRU:
             return m.rg_lru is not None and m.rg_lru.mlp
+        if kind is LayerKind.LIGHTNING:
+            return m.lightning is not None and m.lightning.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1506,6 +1609,8 @@ class Architecture(Strict):
         if self.mixers is not None and (r := self.mixers.rg_lru) is not None:
             # three d x lru_width projections, two block-diagonal gates of lru_width x block
             widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
+        if self.mixers is not None and (li := self.mixers.lightning) is not None:
+            widths.append(3 * li.n_heads * li.head_dim)  # qkv_proj
         ffs = [mlp.d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

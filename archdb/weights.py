@@ -173,6 +173,9 @@ class Names:
     wrapped: dict[str, str] = field(default_factory=dict)
     # ... and the parts a card does not describe (vision tower, MTP layers): skipped
     outside: tuple[str, ...] = ()
+    # a check of the layer tensors that are functions of loaded ones (MiniMax's block
+    # decays, from slope_rate): called per layer prefix, it reads (so uses) and checks them
+    derived: Callable[[Checkpoint, str], None] | None = None
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -315,6 +318,65 @@ def _minimax_m2() -> Names:
     bias = Source("block_sparse_moe.e_score_correction_bias")
     names.layer["mlp.sublayer.router.correction_bias"] = bias
     return names
+
+
+def _minimax() -> Names:
+    """MiniMax-01: Mixtral's names (transformers saves the experts per expert as w1, w3,
+    w2); lightning layers' self_attn.qkv_proj, output_gate, out_proj, norm and their decay
+    rates slope_rate. The block decays transformers also stores (query_decay, key_decay,
+    diagonal_decay) are functions of slope_rate and block_size: checked, not loaded."""
+    names = _mixtral()
+    # softmax attention with a beta factor is wrapped in a ScaledMixer (its tensors under
+    # .inner): the same checkpoint names
+    names.layer.update(
+        {
+            "attn.sublayer.inner." + rest: source
+            for name, source in list(names.layer.items())
+            if (rest := name.removeprefix("attn.sublayer.")) != name
+        }
+    )
+    ours, theirs = "attn.sublayer.", "self_attn."
+    names.layer.update(
+        {
+            ours + "qkv_proj.weight": Source(theirs + "qkv_proj.weight"),
+            ours + "output_gate.weight": Source(theirs + "output_gate.weight"),
+            ours + "out_proj.weight": Source(theirs + "out_proj.weight"),
+            ours + "norm_weight": Source(theirs + "norm.weight"),
+            ours + "slope_rate": Source(theirs + "slope_rate"),
+        }
+    )
+    return replace(names, derived=_minimax_block_decays)
+
+
+def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
+    """transformers' MiniMaxLightningAttention stores its block decays beside slope_rate:
+    each must equal what its decay_factors computes from that slope_rate."""
+    import torch
+
+    if not ckpt.has(layer_prefix + "self_attn.slope_rate"):
+        return  # a softmax attention layer
+    slope = ckpt.take(layer_prefix + "self_attn.slope_rate").float()
+    stored = {
+        n: layer_prefix + "self_attn." + n for n in ("query_decay", "key_decay", "diagonal_decay")
+    }
+    block = ckpt.shape(stored["query_decay"])[1]
+    steps = torch.arange(block, dtype=torch.float32) + 1
+    gaps = steps[:, None] - steps[None, :]
+    expected = {
+        "query_decay": torch.exp(-slope * steps[:, None]),
+        "key_decay": torch.exp(-slope * (block - steps[:, None])),
+        "diagonal_decay": torch.exp(
+            torch.where(gaps >= 0, -slope[None] * gaps, torch.tensor(float("-inf")))
+        ),
+    }
+    for name, full in stored.items():
+        value = ckpt.take(full).float()
+        if value.shape != expected[name].shape or not torch.allclose(
+            value, expected[name], rtol=1e-3, atol=1e-6
+        ):
+            raise WeightsError(
+                f"checkpoint tensor {full!r} is not the block decay its slope_rate gives"
+            )
 
 
 def _ernie4_5_moe() -> Names:
@@ -973,6 +1035,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "qwen3_5_text": _qwen3_5_text,
     "qwen3_5_moe_text": _qwen3_5_moe_text,
     "kimi_linear": _kimi_linear,
+    "minimax": _minimax,
 }
 
 
@@ -1084,6 +1147,9 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             )
         values[name] = value
     _check_constants(ckpt, names)
+    if names.derived is not None:
+        for i in range(len(getattr(getattr(model, "decoder", None), "layers", ()))):
+            names.derived(ckpt, names.prefix.format(i=i))
     unused = [n for n in ckpt.names() if n not in ckpt.used and not _tied_copy(n, names, model)]
     if unused:
         more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""

@@ -451,6 +451,26 @@ KDA_HYBRID = {
 }
 
 
+def lightning_dims(**changes) -> dict[str, Any]:
+    """Lightning attention sizes for a d_model 64 toy (4 heads of 16, as the attention's)."""
+    return {"n_heads": 4, "head_dim": 16, "decay": "minimax", "mlp": True, **changes}
+
+
+# MiniMax-01's layout at toy size: three lightning layers, then softmax attention, every
+# layer a MoE; the residual taken after each norm, with alpha/beta factors per sublayer kind
+MINIMAX_HYBRID = {
+    "n_layers": 4,
+    "norm.position": "normed-skip",
+    "attention.layer_pattern": ["lightning"] * 3 + ["global"],
+    "attention.skip_multiplier": 1.25,
+    "attention.output_multiplier": 0.5,
+    "mlp.skip_multiplier": 2.0,
+    "mlp.output_multiplier": 0.8,
+    "mlp.moe": moe_block(),
+    "mixers": {"lightning": lightning_dims(skip_multiplier=1.5, output_multiplier=0.75)},
+}
+
+
 def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
     """(archdb's full-size count of the imported card, transformers' count, the card)."""
     import warnings
@@ -576,6 +596,8 @@ CHOICES = [
         "position.type": "none",
         "position.rope_theta": None,
     },
+    MINIMAX_HYBRID,
+    {"norm.position": "normed-skip", "attention.skip_multiplier": 2.0},
     {  # attention beside Mamba-2 with a before-gate norm and no factors; a plain MLP
         "attention.layer_pattern": ["global+mamba2", "global"],
         "mixers": {"mamba2": mamba2_dims(mlp=True, norm="before-gate")},

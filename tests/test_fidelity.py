@@ -249,6 +249,17 @@ TINY["kimi_linear"] = {
     "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
     "v_head_dim": 16, "linear_num_heads": 4, "linear_head_dim": 16, "linear_conv_kernel_dim": 3,
 }  # fmt: skip
+TINY |= {
+    # MiniMax-01: lightning layers around softmax attention (blocks of 8 tokens, shorter
+    # than the sequence), experts on every layer, every alpha and beta factor off 1
+    "minimax": {**_DENSE, "num_hidden_layers": 4, "head_dim": 16, "intermediate_size": 32,
+                "num_local_experts": 4, "num_experts_per_tok": 2, "block_size": 8,
+                "layer_types": ["linear_attention", "linear_attention", "full_attention",
+                                "linear_attention"],
+                "full_attn_alpha_factor": 1.3, "full_attn_beta_factor": 0.7,
+                "linear_attn_alpha_factor": 1.2, "linear_attn_beta_factor": 0.8,
+                "mlp_alpha_factor": 1.5, "mlp_beta_factor": 0.6},
+}  # fmt: skip
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")

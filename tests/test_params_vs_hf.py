@@ -29,9 +29,11 @@ from tests.conftest import (
     MAMBA2_ONLY,
     MAMBA_HYBRID,
     MAMBA_ONLY,
+    MINIMAX_HYBRID,
     RG_LRU_HYBRID,
     kda_dims,
     latent_dims,
+    lightning_dims,
     make_arch,
     mamba2_dims,
     mamba_dims,
@@ -744,6 +746,19 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             },
         },
     ),
+    ("minimax", MINIMAX_HYBRID),  # every alpha and beta off 1
+    (  # alternating layers, factors at 1, tied embeddings, partial RoPE
+        "minimax",
+        {
+            "n_layers": 4,
+            "norm.position": "normed-skip",
+            "attention.layer_pattern": ["global", "lightning"],
+            "mlp.moe": moe_block(n_experts=8, n_active=3),
+            "mixers": {"lightning": lightning_dims()},
+            "tied_embeddings": True,
+            "position.rotary_fraction": 0.5,
+        },
+    ),
 ]
 
 
@@ -814,6 +829,8 @@ _NEW_FAMILIES = (
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
     "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear",
+    "qwen3_5_text", "qwen3_5_moe_text",
+    "minimax",
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
 

@@ -25,7 +25,9 @@ def scaled(y: torch.Tensor, multiplier: float | None) -> torch.Tensor:
 
 
 class Residual(nn.Module):
-    """One sublayer on the residual stream, with its norm slots."""
+    """One sublayer on the residual stream, with its norm slots: after(a * s + m * y) for
+    y = branch(f(before(x))), the skip s = x, or before(x) where ``normed_skip``
+    (MiniMax-01), a the ``skip`` factor and m the ``multiplier`` (None: 1)."""
 
     def __init__(
         self,
@@ -34,17 +36,25 @@ class Residual(nn.Module):
         branch: nn.Module,
         after: nn.Module,
         multiplier: float | None = None,
+        skip: float | None = None,
+        normed_skip: bool = False,
     ) -> None:
         super().__init__()
         self.before, self.sublayer, self.branch, self.after = before, sublayer, branch, after
-        self.multiplier = multiplier
+        self.multiplier, self.skip, self.normed_skip = multiplier, skip, normed_skip
 
     def forward(self, x: torch.Tensor, dual: torch.Tensor | None, *args) -> Stream:
-        y = scaled(self.branch(self.sublayer(self.before(x), *args)), self.multiplier)
-        return self.after(x + y), dual
+        h = self.before(x)
+        y = scaled(self.branch(self.sublayer(h, *args)), self.multiplier)
+        return self.after(scaled(h if self.normed_skip else x, self.skip) + y), dual
 
     def extra_repr(self) -> str:
-        return "" if self.multiplier is None else f"multiplier={self.multiplier}"
+        parts = [
+            f"{name}={value}"
+            for name, value in (("multiplier", self.multiplier), ("skip", self.skip))
+            if value is not None
+        ]
+        return ", ".join(parts + (["normed_skip=True"] if self.normed_skip else []))
 
 
 class ResiDualResidual(Residual):

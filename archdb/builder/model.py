@@ -159,6 +159,8 @@ class BuildContext:
         self.context = context
         self.rotary_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
+        # the layer being built and its stack's depth (MiniMax's lightning decay reads them)
+        self.layer, self.n_layers = 0, 1
 
     def rotary(
         self,
@@ -187,7 +189,10 @@ class BuildContext:
 
 def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
     final = stack.final_norm.module(stack.d_model) if stack.final_norm else nn.Identity()
-    layers = [_block(b, ctx) for b in stack.layers()]
+    layers = []
+    for index, block in enumerate(stack.layers()):
+        ctx.layer, ctx.n_layers = index, stack.n_layers  # lightning's decay reads its depth
+        layers.append(_block(block, ctx))
     bias = stack.bias.module(ctx) if stack.bias else None
     return Stack(layers, final, bias, stack.resi_dual)
 
@@ -212,17 +217,20 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
             multiplier=block.residual_multiplier,
         )
 
-    def residual(sublayer: nn.Module, norms_itself: bool = False) -> Residual:
-        cls = ResiDualResidual if block.resi_dual else Residual
+    def residual(sublayer: nn.Module, norms_itself: bool = False, skip=None) -> Residual:
         before = nn.Identity() if norms_itself else norm_if(slots.before)
         norms = before, norm_if(slots.branch), norm_if(slots.after)
-        return cls(sublayer, *norms, multiplier=block.residual_multiplier)
+        multiplier = block.residual_multiplier
+        if block.resi_dual:
+            return ResiDualResidual(sublayer, *norms, multiplier=multiplier)
+        return Residual(sublayer, *norms, multiplier, skip, slots.normed_skip)
 
     cross = residual(block.cross.module(ctx)) if block.cross else None
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
-    ffn = residual(mlp, own_norm) if mlp is not None else None
-    return SerialBlock(residual(attn) if attn is not None else None, ffn, cross, block.scalar)
+    ffn = residual(mlp, own_norm, block.mlp_skip) if mlp is not None else None
+    mixer = residual(attn, skip=block.mixer_skip) if attn is not None else None
+    return SerialBlock(mixer, ffn, cross, block.scalar)
 
 
 # --- reading a built model ----------------------------------------------------------------

@@ -146,9 +146,15 @@ class MoE(nn.Module):
     """Routed experts plus optional shared experts that every token uses (DeepSeekMoE)."""
 
     def __init__(
-        self, router: Router, experts: Experts, shared: nn.Module | None, shared_gate: bool = False
+        self,
+        router: Router,
+        experts: Experts,
+        shared: nn.Module | None,
+        shared_gate: bool = False,
+        output_multiplier: float | None = None,
     ) -> None:
         super().__init__()
+        self.output_multiplier = output_multiplier  # MiniMax's MLP beta
         self.router = router
         self.experts = experts
         self.shared = shared
@@ -167,6 +173,8 @@ class MoE(nn.Module):
             if self.shared_gate is not None:
                 shared = torch.sigmoid(self.shared_gate(flat)) * shared
             y = y + shared
+        if self.output_multiplier is not None:
+            y = y * self.output_multiplier
         return y.view_as(x)
 
 

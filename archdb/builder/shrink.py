@@ -21,7 +21,9 @@ to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4
 Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
-and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
+and key/value head widths to at most 16; lightning attention's heads and head width follow
+the toy attention's where the card shares them (MiniMax), else shrink to at most 4 heads of
+16. Mamba-1 keeps its inner width and dt rank over
 d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at most 2 heads
 of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
 least 1). The RG-LRU keeps its width over d_model (rounded to whole gate blocks) and its
@@ -127,6 +129,17 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att["global_layers"] = _toy_global_layers(arch, heads, widths.head_dim)
     if arch.mixers is not None:
         data["mixers"] = _toy_mixers(arch, widths.d_model, rule)
+        li = arch.mixers.lightning
+        if (
+            li is not None
+            and attention
+            and (li.n_heads, li.head_dim)
+            == (
+                arch.attention.n_heads,
+                arch.head_dim_effective,
+            )
+        ):  # MiniMax: lightning shares the attention's heads; the toy keeps them shared
+            data["mixers"]["lightning"] |= {"n_heads": heads.n_heads, "head_dim": widths.head_dim}
     if arch.attention.sliding_window is not None:
         short = arch.attention.sliding_window < (arch.context_length or math.inf)
         att["sliding_window"] = rule.window if short else rule.context
@@ -295,6 +308,11 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
             "n_value_heads": keys * (g.n_value_heads // g.n_key_heads),
             "key_head_dim": min(g.key_head_dim, 16),
             "value_head_dim": min(g.value_head_dim, 16),
+        }
+    if (li := arch.mixers.lightning) is not None:
+        out["lightning"] |= {
+            "n_heads": min(li.n_heads, rule.mha_heads),
+            "head_dim": min(li.head_dim, 16),
         }
     if (mb := arch.mixers.mamba) is not None:
         out["mamba"] |= {

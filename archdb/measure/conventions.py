@@ -51,8 +51,8 @@ FLOP_CONVENTION = (
     f"softmax {SOFTMAX}, LayerNorm {LAYERNORM} (+{AFFINE} per affine term), RMSNorm "
     f"{RMSNORM} (+{AFFINE}), soft-cap {SOFTCAP}, RoPE {ROPE} per rotated element; "
     "gathers, masking and top-k are free; recurrent mixers (Mamba, Mamba-2, Gated DeltaNet, "
-    "KDA, LFM2's short conv, Griffin's RG-LRU) in their recurrent form, one state update "
-    "and read-out per token "
+    "KDA, LFM2's short conv, Griffin's RG-LRU, MiniMax's lightning attention) in their "
+    "recurrent form, one state update and read-out per token "
     "(a depthwise conv: 2 per tap and channel)"
 )
 ATTENTION_CONVENTION = (
@@ -75,6 +75,7 @@ KV_CONVENTION = (
     "source as long), local and chunked layers capped by their window, plus each "
     "recurrent mixer's fixed state (Mamba, Mamba-2, Gated DeltaNet, KDA: state and conv inputs; "
     "short conv: its last kernel - 1 inputs; RG-LRU: one entry per channel and conv inputs; "
-    "once, whatever the length), times the bytes "
+    "lightning: a head_dim x head_dim state per head; once, whatever the length), times the "
+    "bytes "
     "per element; per token = that total / the length"
 )

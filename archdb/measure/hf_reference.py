@@ -90,6 +90,11 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     ),
     "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
     "kda": lambda a: LayerKind.KDA in a.attention.layer_pattern,
+    # MiniMax-01: lightning attention, and the factors on the residual stream (alpha)
+    "lightning": lambda a: LayerKind.LIGHTNING in a.attention.layer_pattern,
+    "skip_multipliers": lambda a: (
+        a.attention.skip_multiplier not in (None, 1.0) or a.mlp.skip_multiplier not in (None, 1.0)
+    ),
 }
 
 
@@ -396,6 +401,61 @@ def lfm2_moe(a: Architecture) -> dict:
         "norm_topk_prob": moe.normalize_top_k is not False,
         "routed_scaling_factor": moe.routed_scale or 1.0,
     }
+
+
+def minimax(a: Architecture) -> dict:
+    """MiniMax-01: lightning layers and softmax attention (layer_types), each followed by
+    Mixtral's MoE; the residual taken after each norm (normed-skip) with alpha (skip) and
+    beta (output) factors per sublayer kind. Lightning's heads and head width are the
+    attention's (one num_attention_heads, one head_dim). transformers' MiniMax rotates the
+    whole head (its rotary ignores partial_rotary_factor): counts do not depend on it."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.NORMED_SKIP)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _position(a, PositionType.ROPE)
+    _pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
+    _bias(a, False, False, False)
+    others = sorted(k for k in _sublayer_factors(a) if k not in _MINIMAX_BETAS)
+    _require(not others, f"no {', '.join(others)} (MiniMax has none)")
+    moe = a.mlp.moe
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.layer_period == 1
+        and moe.n_shared == 0,
+        "every layer MoE, no shared experts",
+    )
+    li = a.mixers.lightning if a.mixers is not None else None
+    factors: dict[str, float] = {}
+    if li is not None:
+        _require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
+        _require(
+            (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
+            "mixers.lightning n_heads and head_dim equal to attention's",
+        )
+        factors = {
+            "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
+            "linear_attn_beta_factor": li.output_multiplier or 1.0,
+        }
+    names = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    return (
+        _base(a)
+        | _rope(a)
+        | factors
+        | {
+            "layer_types": _kinds(a, names),
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "full_attn_alpha_factor": a.attention.skip_multiplier or 1.0,
+            "full_attn_beta_factor": a.attention.output_multiplier or 1.0,
+            "mlp_alpha_factor": a.mlp.skip_multiplier or 1.0,
+            "mlp_beta_factor": a.mlp.output_multiplier or 1.0,
+        }
+    )
+
+
+_MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
 
 
 def _rope(a: Architecture) -> dict:
@@ -1790,6 +1850,13 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"kda"}) | _ROUTERS,
         ),
         Reference(
+            "minimax",
+            "MiniMaxConfig",
+            "MiniMaxForCausalLM",
+            minimax,
+            extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
+        ),
+        Reference(
             "chameleon",
             "ChameleonConfig",
             "ChameleonForConditionalGeneration",
@@ -1874,6 +1941,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "qwen3.5": "qwen3_5_text",
     "qwen3.6": "qwen3_5_text",  # Qwen3.6's configs are model_type qwen3_5 / qwen3_5_moe
     "kimi-linear": "kimi_linear",
+    "minimax-01": "minimax",
 }
 FAMILY_TO_MODEL_TYPE |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
 

@@ -100,15 +100,19 @@ def _unsupported(arch: Architecture) -> str | None:
     if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                "recurrent (mamba, mamba2, gated-deltanet, short-conv, kda, rg-lru), mlp or moe "
-                "layers "
+                "recurrent (mamba, mamba2, gated-deltanet, short-conv, kda, rg-lru, lightning), "
+                "mlp or moe layers "
                 "outside a serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
             return "a position bias (alibi, relative-bias, relative-xl) with recurrent layers"
     mlp = arch.mlp
-    if (mlp.gate_multiplier or mlp.output_multiplier) and mlp.moe is not None:
-        return "mlp.gate_multiplier or output_multiplier with a mixture of experts"
+    if mlp.gate_multiplier and mlp.moe is not None:
+        return "mlp.gate_multiplier with a mixture of experts"
+    if arch.norm.position is NormPosition.NORMED_SKIP and (
+        arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY
+    ):
+        return "norm.position normed-skip outside serial decoder-only blocks"
     extras = att.sinks or att.output_gate is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
         return "attention sinks or an output gate outside softmax head attention"
@@ -434,6 +438,17 @@ _OUTPUT_ONLY: tuple[tuple[str, OutputOnly], ...] = tuple(
 FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     path: (role.default, role.why) for path, role in _OUTPUT_ONLY
 }
+
+
+# MiniMax-01's residual factors: stated as assumptions only for cards with lightning layers
+_LIGHTNING_FACTORS = frozenset(
+    {
+        "attention.skip_multiplier",
+        "mlp.skip_multiplier",
+        "mixers.lightning.skip_multiplier",
+        "mixers.lightning.output_multiplier",
+    }
+)
 
 
 def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:

@@ -315,6 +315,7 @@ class MoESpec:
     beside: DenseMLP | None = None
     branch_norm: NormSpec | None = None
     router_scales: bool = False  # Gemma 4's router: own bare norm, channel and expert scales
+    output_multiplier: float | None = None  # m * (experts + shared) (MiniMax's MLP beta)
 
     BRANCH_NORMS = 3  # beyond the block's pre- and post-norm of the MLP sublayer
 
@@ -372,6 +373,8 @@ class MoESpec:
         if self.shared_gate:
             tally.linear(d, 1, False)
             tally.elementwise(1 + d)  # sigmoid, then the product
+        if self.output_multiplier is not None:
+            tally.elementwise(d)
 
     def module(self, ctx=None):
         from archdb.builder.mlp import Act
@@ -389,7 +392,7 @@ class MoESpec:
             router = ScaledRouter(self.d_model, self.n_experts, self.n_active, eps)
         else:
             router = self.router.module()
-        moe = MoE(router, experts, shared, self.shared_gate)
+        moe = MoE(router, experts, shared, self.shared_gate, self.output_multiplier)
         if self.beside is None:
             return moe
         from archdb.builder.moe import BesideMoE

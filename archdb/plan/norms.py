@@ -114,11 +114,13 @@ def bare_rms(eps: float | None = None) -> NormSpec:
 
 @dataclass(frozen=True)
 class NormSlots:
-    """Where one sublayer's norms sit: x = after(x + branch(f(before(x))))."""
+    """Where one sublayer's norms sit: x = after(x + branch(f(before(x)))); with
+    ``normed_skip`` the skip carries before(x) in place of x (MiniMax-01)."""
 
     before: bool
     branch: bool
     after: bool
+    normed_skip: bool = False
 
     @property
     def count(self) -> int:
@@ -133,6 +135,7 @@ NORM_SLOTS: dict[NormPosition, NormSlots] = {
     # ResiDual: the Post-LN stream normalizes after the add; the dual stream has one
     # norm at the very end (the stack's final norm).
     NormPosition.RESIDUAL: NormSlots(before=False, branch=False, after=True),
+    NormPosition.NORMED_SKIP: NormSlots(before=True, branch=False, after=False, normed_skip=True),
 }
 
 

@@ -123,6 +123,9 @@ class Block:
     cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
     scalar: bool = False  # a learned scalar multiplies the layer's output (Gemma 4)
     residual_multiplier: float | None = None  # factor on each sublayer's output (Granite)
+    # factors on the residual stream where the mixer's / the MLP's output joins it (MiniMax)
+    mixer_skip: float | None = None
+    mlp_skip: float | None = None
 
     @property
     def n_norms(self) -> int:
@@ -135,6 +138,12 @@ class Block:
     def sublayers(self) -> list:
         """The serial sublayers in order: mixer, cross-attention, MLP (those present)."""
         return [sub for sub in (self.mixer, self.cross, self.mlp) if sub is not None]
+
+    def skip_of(self, sublayer: object) -> float | None:
+        """The factor on the residual stream where this sublayer's output joins it."""
+        if sublayer is self.mixer:
+            return self.mixer_skip
+        return self.mlp_skip if sublayer is self.mlp else None
 
     def params(self) -> int:
         n = sum(sub.params() for sub in self.sublayers())
@@ -161,6 +170,8 @@ class Block:
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
             if self.residual_multiplier is not None:
                 tally.elementwise(d)  # m * f(x)
+            if self.skip_of(sublayer) is not None:
+                tally.elementwise(d)  # a * x
             sublayer.flops(tally)
         if self.scalar:
             tally.elementwise(d)
@@ -318,7 +329,15 @@ class _Reader:
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
             scalar=bool(a.layer_scalar),
             residual_multiplier=_factor(a.residual_multiplier),
+            mixer_skip=self.mixer_skip(spec),
+            mlp_skip=_factor(a.mlp.skip_multiplier),
         )
+
+    def mixer_skip(self, spec: LayerSpec) -> float | None:
+        """The residual factor of a layer's token mixer: lightning's own, or attention's."""
+        if spec.kind is LayerKind.LIGHTNING:
+            return _factor(self.a.mixers.lightning.skip_multiplier)
+        return _factor(self.a.attention.skip_multiplier) if spec.kind.attention else None
 
     def mixer(
         self, spec: LayerSpec | None, causal: bool
@@ -421,6 +440,7 @@ class _Reader:
             beside,
             self.norm if beside is not None else None,
             bool(moe.router_scales),
+            _factor(a.mlp.output_multiplier),
         )
 
 
