@@ -1156,17 +1156,6 @@ def _gemma4(d: _Draft) -> None:
     """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
     own KV heads and no value projection), proportional partial RoPE on them only, a value
     norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
-    if d.read("hidden_size_per_layer_input", default=256):  # Gemma4TextConfig's default
-        raise HFImportError(
-            "hidden_size_per_layer_input is set: per-layer embeddings (Gemma 4 E2B/E4B) have "
-            "no card field yet"
-        )
-    if d.read("num_kv_shared_layers", default=0):
-        raise HFImportError(
-            "num_kv_shared_layers is set: cross-layer KV sharing has no card field yet"
-        )
-    for key in ("vocab_size_per_layer_input", "use_double_wide_mlp"):  # only with the two above
-        d.read(key)
     d_model = d.value("architecture.d_model")
     d.set("architecture.norm.unit_offset", False, "family")  # Gemma4RMSNorm: x * w
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
@@ -1175,6 +1164,7 @@ def _gemma4(d: _Draft) -> None:
     d.set("architecture.layer_scalar", True, "family")  # layer_scalar on each layer's output
     _gemma4_pattern(d)
     _gemma4_global_layers(d)
+    _gemma_on_device(d, per_layer_default=256)  # Gemma4TextConfig's default width
     bidirectional = d.read("use_bidirectional_attention")
     if bidirectional == "vision":
         d.note(
@@ -1196,6 +1186,30 @@ def _gemma4(d: _Draft) -> None:
         d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # top-k renormalized
     else:
         d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+
+
+def _gemma_on_device(d: _Draft, per_layer_default: int) -> None:
+    """Gemma 3n / Gemma 4 E2B and E4B: per-layer embeddings and cross-layer KV sharing;
+    Gemma 4's use_double_wide_mlp doubles the reusing layers' MLP."""
+    width = d.read("hidden_size_per_layer_input", default=per_layer_default)
+    rows = d.read("vocab_size_per_layer_input", default=262_144)  # both configs' default
+    if width:
+        d.set(
+            "architecture.per_layer_embeddings.width",
+            width,
+            d.origin_of("hidden_size_per_layer_input"),
+        )
+        d.set(
+            "architecture.per_layer_embeddings.vocab_size",
+            rows,
+            d.origin_of("vocab_size_per_layer_input"),
+        )
+    shared = d.read("num_kv_shared_layers", default=0)
+    if shared:
+        d.set("architecture.attention.kv_shared_layers", shared, "config")
+    d_ff = d.value("architecture.mlp.d_ff")
+    if d.read("use_double_wide_mlp", default=False) and shared and isinstance(d_ff, int):
+        d.set("architecture.mlp.kv_shared_d_ff", 2 * d_ff, "config")
 
 
 def _gemma4_pattern(d: _Draft) -> None:
@@ -2550,6 +2564,7 @@ _ARCH_ORDER = (
     "logit_scale",
     "layer_scalar",
     "residual_multiplier",
+    "per_layer_embeddings",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),
@@ -2572,6 +2587,7 @@ _SUB_ORDER = {
         "value_norm",
         "input_multiplier",
         "output_multiplier",
+        "kv_shared_layers",
     ),
     "position": (
         "type",
@@ -2591,6 +2607,7 @@ _SUB_ORDER = {
         "swiglu_alpha",
         "gate_multiplier",
         "output_multiplier",
+        "kv_shared_d_ff",
     ),
     "bias": ("qkv", "attn_out", "mlp", "lm_head"),
 }

@@ -507,6 +507,15 @@ class Attention(Strict):
         "residual stream or a parallel mixer (Falcon-H1: attention_out_multiplier). "
         "Optional; null: not recorded (the builder uses 1).",
     )
+    kv_shared_layers: DepthOrZero | None = Field(
+        default=None,
+        description="Cross-layer KV sharing: the last this-many decoder layers compute no "
+        "keys or values of their own; each attends with those of the last earlier layer of "
+        "its attention kind (local or global) that computes them (Gemma 3n, Gemma 4 E2B/E4B: "
+        "num_kv_shared_layers). Such a layer keeps its query projection, query norm and "
+        "output projection, has no key/value projections or norms, and adds nothing to the "
+        "KV cache. Optional; null or 0: every layer computes its own.",
+    )
 
 
 class RopeScaling(Strict):
@@ -887,6 +896,12 @@ class MLP(Strict):
         description="Factor on the MLP's output, after the down-projection (Falcon-H1: "
         "mlp_multipliers[1]). Optional; null: not recorded (the builder uses 1).",
     )
+    kv_shared_d_ff: Width | None = Field(
+        default=None,
+        description="Dense width of the layers that reuse another layer's keys and values "
+        "(attention.kv_shared_layers) where it differs from d_ff (Gemma 4 E2B: "
+        "use_double_wide_mlp, 2 x d_ff). Optional; null: d_ff.",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
@@ -896,6 +911,22 @@ class MLP(Strict):
         if self.gate_multiplier is not None and self.activation and not self.activation.gated:
             raise ValueError("mlp.gate_multiplier is for gated units only")
         return self
+
+
+class PerLayerEmbeddings(Strict):
+    """Per-layer embeddings (PLE: Gemma 3n, Gemma 4 E2B/E4B): every layer reads a small
+    vector of its own for each token. A table of vocab_size rows holds n_layers * width
+    values per token (looked up, times sqrt(width)); a projection d_model -> n_layers *
+    width of the scaled token embedding (times d_model^-0.5, then an RMSNorm of the card's
+    norm over each layer's width) is added and the sum times 2^-0.5 is the per-layer
+    input. After its MLP, each layer adds norm(proj(act(gate(x)) * input)): gate d_model ->
+    width and proj width -> d_model without bias, act the MLP's activation, norm the
+    card's norm over d_model. Token ids beyond vocab_size read row 0 (Gemma 3n)."""
+
+    width: Width = Field(description="Per-layer input width (hidden_size_per_layer_input).")
+    vocab_size: Vocab = Field(
+        description="Rows of the per-layer table (vocab_size_per_layer_input)."
+    )
 
 
 class Bias(Strict):
@@ -970,6 +1001,13 @@ class Architecture(Strict):
         "added to the residual stream: x + m * f(norm(x)) (Granite: residual_multiplier; "
         "MiniCPM: scale_depth / sqrt(n_layers)). Optional; null: not recorded (the builder "
         "uses 1).",
+    )
+    per_layer_embeddings: PerLayerEmbeddings | None = Field(
+        default=None,
+        description="Per-layer embeddings (PLE, Gemma 3n and Gemma 4 E2B/E4B): a token "
+        "table and a projection give each layer its own input, added after its MLP (see "
+        "PerLayerEmbeddings). The table counts as embedding parameters. Optional; null for "
+        "none.",
     )
 
     # --- derived figures: computed, never stored --------------------------------
@@ -1068,6 +1106,7 @@ class Architecture(Strict):
             self._check_sparse(att)
         self._check_mixers()
         self._check_global_layers()
+        self._check_kv_sharing()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1160,6 +1199,36 @@ class Architecture(Strict):
             )
         if g.rotary_fraction is not None and self.position.type is not PositionType.ROPE:
             raise ValueError("attention.global_layers.rotary_fraction needs position.type rope")
+
+    def _check_kv_sharing(self) -> None:
+        """Shared layers read an earlier layer of their kind: some layer keeps its own KV,
+        and every kind among the shared layers has one that computes them."""
+        att, shared = self.attention, self.attention.kv_shared_layers or 0
+        if self.mlp.kv_shared_d_ff is not None and not shared:
+            raise ValueError("mlp.kv_shared_d_ff needs attention.kv_shared_layers > 0")
+        if self.mlp.kv_shared_d_ff is not None and self.mlp.moe is not None:
+            raise ValueError("mlp.kv_shared_d_ff is a dense width: not with mlp.moe")
+        if not shared:
+            return
+        n = self.n_layers or 0
+        if shared >= n:
+            raise ValueError(
+                f"attention.kv_shared_layers ({shared}) must leave at least one of the "
+                f"{n} layers computing its own keys and values"
+            )
+        if att.variant is not AttentionVariant.SOFTMAX:
+            raise ValueError("attention.kv_shared_layers is for softmax head attention only")
+        pattern, first = att.layer_pattern, n - shared
+        # one period of the pattern covers every kind a layer index can have
+        own = {pattern[i % len(pattern)] for i in range(max(0, first - len(pattern)), first)}
+        reused = {pattern[i % len(pattern)] for i in range(first, min(n, first + len(pattern)))}
+        if not all(k.attention for k in reused):
+            raise ValueError("attention.kv_shared_layers: the shared layers must all attend")
+        if missing := sorted(k.value for k in reused - own):
+            raise ValueError(
+                "attention.kv_shared_layers: no earlier layer computes keys and values for "
+                f"the shared {', '.join(missing)} layers"
+            )
 
     def _check_single_sublayers(self) -> None:
         """mlp and moe entries make every layer one sublayer (Nemotron-H): no token mixer
@@ -1262,14 +1331,17 @@ class Architecture(Strict):
             widths.append(3 * d)  # in_proj to B, C, x
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
-        ffs = [mlp.d_ff or 1]
+        ffs = [mlp.d_ff or 1, mlp.kv_shared_d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]
         experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
         layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
         per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts
         rows = (self.vocab_size or 1) + (self.position.learned_rows or self.context_length or 1)
-        return layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
+        total = layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
+        if (ple := self.per_layer_embeddings) is not None:  # its table and projection
+            total += (ple.vocab_size + d) * layers * ple.width + 2 * layers * d * ple.width
+        return total
 
 
 def expand_pattern(pattern: list[LayerKind], n_layers: int) -> list[LayerKind]:

@@ -697,7 +697,22 @@ def _gemma4() -> Names:
         "experts.gate_up_proj", cut=_second_expert_ff, experts=True
     )
     layer["mlp.sublayer.moe.experts.down"] = Source("experts.down_proj", experts=True)
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    top = _LLAMA_TOP | _PER_LAYER_TOP
+    return Names(top, layer | _PER_LAYER_GATE, tied_head=("lm_head.weight",))
+
+
+# Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): the token table, projection and norm
+# of archdb's per_layer module, and each layer's gate (in the layer: per_layer.*)
+_PER_LAYER_TOP = {
+    "per_layer.table.weight": Source("model.embed_tokens_per_layer.weight"),
+    "per_layer.proj.weight": Source("model.per_layer_model_projection.weight"),
+    "per_layer.norm.weight": Source("model.per_layer_projection_norm.weight"),
+}
+_PER_LAYER_GATE = {
+    "per_layer.gate.weight": Source("per_layer_input_gate.weight"),
+    "per_layer.proj.weight": Source("per_layer_projection.weight"),
+    "per_layer.norm.weight": Source("post_per_layer_input_norm.weight"),
+}
 
 
 def _lfm2() -> Names:

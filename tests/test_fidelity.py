@@ -290,17 +290,28 @@ def test_logits_equal_transformers(model_type, tmp_path):
     assert relative_error(got, expected) < LOGIT_TOLERANCE
 
 
+# Gemma 4 E2B/E4B's layout: per-layer embeddings; the last 6 of 12 layers attend with the
+# keys and values of the last sliding and the last full layer before them, through a
+# double-wide MLP; no experts, the global layers' values from their own projection
+GEMMA4_ON_DEVICE = {
+    "num_hidden_layers": 12, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 128,
+    "num_kv_shared_layers": 6, "use_double_wide_mlp": True, "enable_moe_block": False,
+    "attention_k_eq_v": False, "num_global_key_value_heads": None,
+}  # fmt: skip
 VARIANTS = [  # a family's other layouts, each off the TINY config
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
     ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
+    ("gemma4_text", GEMMA4_ON_DEVICE),
+    ("gemma4_text", {**GEMMA4_ON_DEVICE, "use_double_wide_mlp": False}),
 ]
 
 
 @pytest.mark.parametrize(("model_type", "changes"), VARIANTS)
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
     """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
-    dense (the shared MLP alone) with RoPE."""
+    dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B (per-layer embeddings, KV
+    sharing, with and without the double-wide MLP)."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)

@@ -26,6 +26,7 @@ from tests.conftest import (
     FALCON_H1_LIKE,
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
+    GEMMA4_ON_DEVICE,
     MAMBA2_ONLY,
     MAMBA_HYBRID,
     MAMBA_ONLY,
@@ -666,6 +667,9 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
+    ("gemma4_text", GEMMA4_ON_DEVICE),  # E2B/E4B: per-layer embeddings, KV sharing
+    ("gemma4_text", {**GEMMA4_ON_DEVICE, "mlp.kv_shared_d_ff": None}),
+    ("gemma4_text", {**GEMMA4_ON_DEVICE, **GEMMA4_MOE, "mlp.kv_shared_d_ff": None}),
     (
         "gemma4_text",  # the global layers' head width alone (E2B/E4B: no k_eq_v)
         {**GEMMA4_ATTENTION, "attention.global_layers": {"head_dim": 32, "rotary_fraction": 0.5}},

@@ -85,17 +85,50 @@ class OutputHead(nn.Module):
         return logits
 
 
+class PerLayerInputs(nn.Module):
+    """Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): tokens and their scaled embedding
+    -> (B, T, layers, width), each layer's own input; see archdb.schema.PerLayerEmbeddings."""
+
+    flop_class = "embedding"
+
+    def __init__(
+        self, vocab: int, n_layers: int, width: int, d_model: int, norm: nn.Module, clip: bool
+    ) -> None:
+        super().__init__()
+        self.table = nn.Embedding(vocab, n_layers * width)
+        self.proj = nn.Linear(d_model, n_layers * width, bias=False)
+        self.norm = norm  # over each layer's width
+        self.vocab, self.n_layers, self.width, self.d_model = vocab, n_layers, width, d_model
+        self.clip = clip  # the table is shorter than the vocabulary (Gemma 3n)
+
+    def forward(self, tokens: torch.Tensor, embedded: torch.Tensor) -> torch.Tensor:
+        shape = (*tokens.shape, self.n_layers, self.width)
+        ids = torch.where(tokens < self.vocab, tokens, 0) if self.clip else tokens
+        looked_up = self.table(ids).view(shape) * self.width**0.5
+        projected = self.norm((self.proj(embedded) * self.d_model**-0.5).view(shape))
+        return (projected + looked_up) * 2.0**-0.5
+
+
 class DecoderLM(nn.Module):
     """tokens (B, T) -> logits (B, T, vocab)."""
 
     def __init__(
-        self, embed: TokenEmbedding, positions: nn.Module, decoder: Stack, head: OutputHead
+        self,
+        embed: TokenEmbedding,
+        positions: nn.Module,
+        decoder: Stack,
+        head: OutputHead,
+        per_layer: PerLayerInputs | None = None,
     ) -> None:
         super().__init__()
         self.embed, self.positions, self.decoder, self.head = embed, positions, decoder, head
+        self.per_layer = per_layer
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.head(self.decoder(self.positions(self.embed(tokens))))
+        x = self.embed(tokens)
+        if self.per_layer is None:
+            return self.head(self.decoder(self.positions(x)))
+        return self.head(self.decoder(self.positions(x), None, self.per_layer(tokens, x)))
 
 
 class EncoderDecoderLM(nn.Module):
@@ -149,7 +182,11 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if plan.encoder is not None:
         encoder = _stack(plan.encoder, ctx)
         return EncoderDecoderLM(embed, positions, encoder, decoder, head)
-    return DecoderLM(embed, positions, decoder, head)
+    per_layer = None
+    if plan.per_layer_inputs is not None:
+        per_layer = plan.per_layer_inputs.module()
+        per_layer.table.archdb_embedding = True  # a token table (see measure.params)
+    return DecoderLM(embed, positions, decoder, head, per_layer)
 
 
 class BuildContext:
@@ -159,6 +196,9 @@ class BuildContext:
         self.context = context
         self.rotary_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
+        # cross-layer KV sharing: the keys and values each attention kind's last storing
+        # layer computed in the current forward pass, read by the layers that reuse them
+        self.kv_store: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def rotary(
         self,
@@ -222,7 +262,9 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
     ffn = residual(mlp, own_norm) if mlp is not None else None
-    return SerialBlock(residual(attn) if attn is not None else None, ffn, cross, block.scalar)
+    per_layer = block.per_layer.module() if block.per_layer is not None else None
+    attn_sub = residual(attn) if attn is not None else None
+    return SerialBlock(attn_sub, ffn, cross, block.scalar, per_layer)
 
 
 # --- reading a built model ----------------------------------------------------------------

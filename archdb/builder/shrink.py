@@ -23,7 +23,10 @@ ratio of their inner width to d_model, Mamba-2's heads per group and Gated Delta
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16. Mamba-1 keeps its inner width and dt rank over
 d_model (rounded, at least 1) and its state to at most 16. Attention-free cards have no
-head constraint.
+head constraint. Cross-layer KV sharing keeps two periods of the pattern, the second
+reusing the first's keys and values (at most the card's shared layers); per-layer
+embeddings keep their width's ratio to d_model, and their table the toy vocabulary (its
+share of it where the card's table is shorter).
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -131,6 +134,12 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if arch.attention.sparse is not None:
         att["sparse"] = _toy_sparse(arch, widths.latent, rule)
     data["mlp"]["d_ff"] = widths.scaled.get("d_ff")
+    if arch.mlp.kv_shared_d_ff is not None:
+        data["mlp"]["kv_shared_d_ff"] = widths.scaled["kv_shared_d_ff"]
+    if arch.attention.kv_shared_layers:
+        att["kv_shared_layers"] = _toy_shared_layers(arch, n_layers)
+    if arch.per_layer_embeddings is not None:
+        data["per_layer_embeddings"] = _toy_per_layer_embeddings(arch, widths, rule)
     moe = data["mlp"]["moe"]
     if moe is not None:
         moe["first_dense_layers"] = first_dense
@@ -199,10 +208,32 @@ def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
     first_dense = min(moe.first_dense_layers, 1) if moe else 0
     moe_period = moe.layer_period if moe else 1
     n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
+    if arch.attention.kv_shared_layers:  # a period that keeps its KV, then one that reuses
+        n = min(arch.n_layers, 2 * lcm(period, moe_period))
     n_enc = 0
     if arch.n_encoder_layers:
         n_enc = max(1, round(arch.n_encoder_layers * n / arch.n_layers))
     return n, n_enc, first_dense
+
+
+def _toy_shared_layers(arch: Architecture, n_toy: int) -> int:
+    """KV sharing in the toy: at most one pattern period of layers reuse the KV of the
+    period before them (every kind keeps a layer that computes its own)."""
+    shared = arch.attention.kv_shared_layers or 0
+    if n_toy == arch.n_layers:
+        return shared
+    return min(shared, n_toy // 2)
+
+
+def _toy_per_layer_embeddings(arch: Architecture, widths: _Widths, rule: ToyRule) -> dict:
+    """Per-layer embeddings in the toy: the width in its ratio to d_model, the table the
+    toy vocabulary (or its share of it where the card's table is shorter)."""
+    ple = arch.per_layer_embeddings
+    assert ple is not None
+    rows = rule.vocab
+    if arch.vocab_size and ple.vocab_size < arch.vocab_size:
+        rows = max(1, rule.vocab * ple.vocab_size // arch.vocab_size)
+    return {"width": widths.scaled["per_layer_width"], "vocab_size": rows}
 
 
 # --- widths -----------------------------------------------------------------------------
@@ -221,6 +252,9 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     """Widths that scale with d_model (their ratio to d_model is kept)."""
     moe, lat = arch.mlp.moe, arch.attention.latent
     out = {"d_ff": arch.mlp.d_ff, "embedding_dim": arch.embedding_dim}
+    out["kv_shared_d_ff"] = arch.mlp.kv_shared_d_ff
+    if arch.per_layer_embeddings is not None:
+        out["per_layer_width"] = arch.per_layer_embeddings.width
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
@@ -413,6 +447,14 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(f"global layers' own sizes (toy): {sizes}")
     if toy.mixers is not None:
         kept.append(f"recurrent mixers (toy sizes): {toy.mixers.model_dump(exclude_none=True)}")
+    if toy.attention.kv_shared_layers:
+        kept.append(
+            f"cross-layer KV sharing: the last {toy.attention.kv_shared_layers} of "
+            f"{toy.n_layers} layers reuse an earlier layer's keys and values"
+        )
+    if toy.per_layer_embeddings is not None:
+        ple = toy.per_layer_embeddings
+        kept.append(f"per-layer embeddings: width {ple.width}, {ple.vocab_size} rows")
     moe = toy.mlp.moe
     if moe is not None:
         kept.append(
@@ -455,6 +497,13 @@ def toy_dims(arch: Architecture) -> dict:
         }
     if lat is not None:
         dims |= {f"latent.{k}": v for k, v in lat.model_dump().items()}
+    if att.kv_shared_layers:
+        dims["kv_shared_layers"] = att.kv_shared_layers
+    if arch.mlp.kv_shared_d_ff is not None:
+        dims["kv_shared_d_ff"] = arch.mlp.kv_shared_d_ff
+    if arch.per_layer_embeddings is not None:
+        dims["per_layer_width"] = arch.per_layer_embeddings.width
+        dims["per_layer_vocab_size"] = arch.per_layer_embeddings.vocab_size
     if att.sparse is not None:  # DSA's indexer sizes (its RoPE layout is not a size)
         sizes = att.sparse.model_dump(exclude={"indexer_rope_layout"})
         dims |= {f"sparse.{k}": v for k, v in sizes.items()}

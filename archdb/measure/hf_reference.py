@@ -88,6 +88,9 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
         _mamba2_of(a) is not None and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED)
     ),
     "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
+    # Gemma 3n / Gemma 4 E2B and E4B: cross-layer KV sharing and per-layer embeddings
+    "kv_sharing": lambda a: bool(a.attention.kv_shared_layers),
+    "per_layer_embeddings": lambda a: a.per_layer_embeddings is not None,
 }
 
 
@@ -925,8 +928,7 @@ def gemma4_text(a: Architecture) -> dict:
             },
             "full_attention": global_rope,
         },
-        "hidden_size_per_layer_input": 0,
-        "num_kv_shared_layers": 0,
+        **_gemma4_on_device(a),
     }
     if g is not None and g.n_kv_heads is not None:
         out["num_global_key_value_heads"] = g.n_kv_heads
@@ -948,6 +950,21 @@ def gemma4_text(a: Architecture) -> dict:
             "top_k_experts": moe.n_active,
         }
     return out
+
+
+def _gemma4_on_device(a: Architecture) -> dict:
+    """Gemma 4 E2B/E4B: per-layer embeddings, KV sharing, and the reusing layers' MLP at
+    twice the width (use_double_wide_mlp, the only other width transformers builds)."""
+    ple, shared, wide = a.per_layer_embeddings, a.attention.kv_shared_layers or 0, None
+    if a.mlp.kv_shared_d_ff is not None:
+        wide = a.mlp.kv_shared_d_ff
+        _require(wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
+    return {
+        "hidden_size_per_layer_input": ple.width if ple is not None else 0,
+        "vocab_size_per_layer_input": ple.vocab_size if ple is not None else a.vocab_size,
+        "num_kv_shared_layers": shared,
+        "use_double_wide_mlp": wide is not None,
+    }
 
 
 def _layer_types(a: Architecture) -> list[str]:
@@ -1659,7 +1676,15 @@ REFERENCES: dict[str, Reference] = {
             "Gemma4ForCausalLM",
             gemma4_text,
             extras=frozenset(
-                {"global_layers", "value_norm", "dense_beside", "router_scales", "layer_scalar"}
+                {
+                    "global_layers",
+                    "value_norm",
+                    "dense_beside",
+                    "router_scales",
+                    "layer_scalar",
+                    "kv_sharing",
+                    "per_layer_embeddings",
+                }
             ),
         ),
         Reference(

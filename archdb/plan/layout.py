@@ -135,6 +135,17 @@ def _unsupported(arch: Architecture) -> str | None:
         return "a layer scalar outside serial decoder-only blocks"
     if arch.layer_scalar and arch.norm.position is NormPosition.RESIDUAL:
         return "a layer scalar with ResiDual"
+    if att.kv_shared_layers and arch.kind is not Kind.DECODER_ONLY:
+        return "cross-layer KV sharing outside a decoder-only model"
+    if arch.per_layer_embeddings is not None and (
+        arch.parallel_layers
+        or arch.kind is not Kind.DECODER_ONLY
+        or arch.norm.position is NormPosition.RESIDUAL
+    ):
+        return "per-layer embeddings outside serial decoder-only blocks (ResiDual aside)"
+    plain = (None, Activation.XIELU, Activation.CLAMPED_SWIGLU)
+    if arch.per_layer_embeddings is not None and arch.mlp.activation in plain:
+        return "per-layer embeddings without a plain MLP activation for their gate"
     moe = arch.mlp.moe
     if moe is not None and moe.dense_beside_d_ff is not None and arch.parallel_layers:
         return "a dense MLP beside the experts in parallel layers"
@@ -227,6 +238,7 @@ class LayerSpec:
     rope_theta: float | None  # None: no rotary embedding in this layer
     moe: bool
     d_ff: int | None  # dense width, or one routed expert's width; None: no MLP sublayer
+    reuses_kv: bool = False  # attends with an earlier layer's keys and values (KV sharing)
 
 
 def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
@@ -241,6 +253,9 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
     d_ff = arch.mlp.d_ff
     if moe is not None and not is_moe:
         d_ff = moe.dense_d_ff
+    reuses = reuses_kv(arch, index)
+    if reuses and arch.mlp.kv_shared_d_ff is not None:
+        d_ff = arch.mlp.kv_shared_d_ff
     if not layer_has_mlp(arch, kind):
         d_ff, is_moe = None, False
     else:
@@ -252,7 +267,15 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
         rope_theta=theta,
         moe=is_moe,
         d_ff=d_ff,
+        reuses_kv=reuses,
     )
+
+
+def reuses_kv(arch: Architecture, index: int) -> bool:
+    """Whether a decoder layer is one of the last attention.kv_shared_layers, which attend
+    with an earlier layer's keys and values."""
+    shared = arch.attention.kv_shared_layers or 0
+    return bool(shared) and index >= (arch.n_layers or 0) - shared
 
 
 def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
@@ -263,12 +286,14 @@ def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
 
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
 
-LayerKey = tuple[int, bool]  # (place in the attention pattern, is a MoE layer)
+# (place in the attention pattern, is a MoE layer, reuses another layer's keys and values)
+LayerKey = tuple[int, bool, bool]
 
 
 def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
-    """Layers differ only by their place in the pattern and whether they are MoE."""
-    return index % len(pattern), is_moe_layer(arch, index)
+    """Layers differ only by their place in the pattern, whether they are MoE, and
+    whether they reuse an earlier layer's keys and values."""
+    return index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index)
 
 
 def layer_groups(

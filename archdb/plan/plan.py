@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.schema import (
     CHANNEL_ONLY,
@@ -41,7 +42,7 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
+from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, activation_rule
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
@@ -108,6 +109,79 @@ class OutputHead:
 
 
 @dataclass(frozen=True)
+class PerLayerInputs:
+    """Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): each token's input to every
+    layer, (norm(proj(e) / sqrt(d)) + table[token] * sqrt(width)) / sqrt(2), e the scaled
+    token embedding; see schema.PerLayerEmbeddings."""
+
+    vocab: int
+    n_layers: int
+    width: int
+    d_model: int
+    norm: NormSpec  # over each layer's width
+    clip_ids: bool  # the table is shorter than the vocabulary: ids beyond it read row 0
+
+    @property
+    def packed(self) -> int:
+        return self.n_layers * self.width
+
+    def params(self) -> int:
+        return self.embedding_params() + self.d_model * self.packed + self.norm.params(self.width)
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.packed
+
+    def flops(self, tally: Tally) -> None:
+        tally.linear(self.d_model, self.packed, False)
+        self.norm.flops(tally, self.width, tally.seq_len * self.n_layers)
+        # table * sqrt(width), proj / sqrt(d), the sum and its 1/sqrt(2)
+        tally.elementwise(4 * self.packed, C.EMBEDDING)
+
+    def module(self):
+        from archdb.builder.model import PerLayerInputs as Module
+
+        return Module(
+            self.vocab,
+            self.n_layers,
+            self.width,
+            self.d_model,
+            self.norm.module(self.width),
+            self.clip_ids,
+        )
+
+
+@dataclass(frozen=True)
+class PerLayerGate:
+    """A layer's use of its per-layer input, after the MLP:
+    x + norm(proj(act(gate(x)) * input)), gate d -> width, proj width -> d, no biases."""
+
+    d_model: int
+    width: int
+    activation: Activation
+    gelu_exact: bool
+    norm: NormSpec  # over d_model
+
+    def params(self) -> int:
+        return 2 * self.d_model * self.width + self.norm.params(self.d_model)
+
+    def flops(self, tally: Tally) -> None:
+        rule = activation_rule(self.activation, self.gelu_exact)
+        tally.linear(self.d_model, self.width, False)
+        per = rule.flops_per_element + cv.ELEMENTWISE  # act(gate) * input
+        tally.add(C.ELEMENTWISE, tally.seq_len * self.width * per + rule.flops_per_call)
+        tally.linear(self.width, self.d_model, False)
+        self.norm.flops(tally, self.d_model)
+        tally.elementwise(self.d_model)  # residual add
+
+    def module(self):
+        from archdb.builder.blocks import PerLayerGate as Module
+        from archdb.builder.mlp import Act
+
+        act = Act(self.activation, self.gelu_exact)
+        return Module(self.d_model, self.width, act, self.norm.module(self.d_model))
+
+
+@dataclass(frozen=True)
 class Block:
     """One layer: a mixer and an MLP (or MoE) on the residual stream, with norms; either
     may be absent (Mamba-2's mixer-only layers, Nemotron-H's single-sublayer layers)."""
@@ -123,6 +197,7 @@ class Block:
     cross: Mixer | None = None  # an encoder-decoder's decoder attends to the encoder
     scalar: bool = False  # a learned scalar multiplies the layer's output (Gemma 4)
     residual_multiplier: float | None = None  # factor on each sublayer's output (Granite)
+    per_layer: PerLayerGate | None = None  # per-layer embeddings' use, after the MLP
 
     @property
     def n_norms(self) -> int:
@@ -138,6 +213,7 @@ class Block:
 
     def params(self) -> int:
         n = sum(sub.params() for sub in self.sublayers())
+        n += self.per_layer.params() if self.per_layer is not None else 0
         return n + self.norm.params(self.d_model) * self.n_norms
 
     def inactive_params(self) -> int:
@@ -162,6 +238,8 @@ class Block:
             if self.residual_multiplier is not None:
                 tally.elementwise(d)  # m * f(x)
             sublayer.flops(tally)
+        if self.per_layer is not None:
+            self.per_layer.flops(tally)
         if self.scalar:
             tally.elementwise(d)
 
@@ -219,6 +297,7 @@ class Plan:
     decoder: Stack
     head: OutputHead
     context_length: int
+    per_layer_inputs: PerLayerInputs | None = None  # per-layer embeddings (Gemma 3n/4)
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -282,7 +361,22 @@ class _Reader:
                 _factor(a.logit_scale),
             ),
             context_length=a.context_length,
+            per_layer_inputs=self.per_layer_inputs(),
         )
+
+    def per_layer_inputs(self) -> PerLayerInputs | None:
+        a, ple = self.a, self.a.per_layer_embeddings
+        if ple is None:
+            return None
+        clip = ple.vocab_size < a.vocab_size
+        return PerLayerInputs(ple.vocab_size, a.n_layers, ple.width, self.d, self.norm, clip)
+
+    def per_layer_gate(self) -> PerLayerGate | None:
+        a, ple = self.a, self.a.per_layer_embeddings
+        if ple is None:
+            return None
+        exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
+        return PerLayerGate(self.d, ple.width, a.mlp.activation, exact, self.norm)
 
     def stack(self, pattern: list[LayerKind], n: int, causal: bool, cross: bool) -> Stack:
         a = self.a
@@ -318,6 +412,7 @@ class _Reader:
             cross=self.mixer(None, causal=False) if cross and not a.parallel_layers else None,
             scalar=bool(a.layer_scalar),
             residual_multiplier=_factor(a.residual_multiplier),
+            per_layer=self.per_layer_gate(),
         )
 
     def mixer(
@@ -355,7 +450,8 @@ class _Reader:
         # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
         offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
         norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
-        return QKNormSpec(att.qk_norm, norm, dims.n_heads, dims.n_kv_heads, dims.qk_dim)
+        keys = 0 if spec is not None and spec.reuses_kv else dims.n_kv_heads  # queries only
+        return QKNormSpec(att.qk_norm, norm, dims.n_heads, keys, dims.qk_dim)
 
     def kernel(self, spec: LayerSpec | None, causal: bool) -> SoftmaxKernel:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
@@ -454,6 +550,7 @@ class ParamSplit:
 def params(plan: Plan) -> ParamSplit:
     """Exact parameters: every tensor once (a tied head is the embedding's table)."""
     parts = [plan.embedding, plan.head] + ([plan.positions] if plan.positions else [])
+    parts += [plan.per_layer_inputs] if plan.per_layer_inputs else []
     total = sum(p.params() for p in parts) + sum(s.params() for s in plan.stacks)
     embedding = sum(p.embedding_params() for p in parts)
     embedding += sum(s.bias.embedding_params() for s in plan.stacks if s.bias)
@@ -468,6 +565,8 @@ def flops(plan: Plan, seq_len: int) -> Tally:
         plan.embedding.flops(tally)
         if plan.positions is not None:
             plan.positions.flops(tally)
+        if plan.per_layer_inputs is not None and stack is plan.decoder:
+            plan.per_layer_inputs.flops(tally)
         stack.flops(tally)
     plan.head.flops(tally)
     return tally
