@@ -862,6 +862,16 @@ def _check_groups(moe: MoE) -> None:
         raise ValueError("mlp.moe.group_score top2-sum needs at least 2 experts per group")
 
 
+class ActivationSparsity(Strict):
+    """Gaussian top-k (Gemma 3n): in each of the first ``first_layers`` layers' gated MLPs,
+    the gate projection g becomes relu(g - (mean(g) + std(g) * Phi^-1(target))) before the
+    activation, mean and (population) std over g's d_ff values of each token, Phi^-1 the
+    standard normal quantile: about ``target`` of the gate values become 0 for Gaussian g."""
+
+    target: Fraction = Field(description="Target fraction of zeros (Gemma 3n: 0.95).")
+    first_layers: Depth = Field(description="Leading decoder layers with it (Gemma 3n: 10).")
+
+
 class MLP(Strict):
     activation: Activation | None = Field(description="Non-linearity; gated units list the GLU.")
     d_ff: Width | None = Field(
@@ -902,6 +912,11 @@ class MLP(Strict):
         "(attention.kv_shared_layers) where it differs from d_ff (Gemma 4 E2B: "
         "use_double_wide_mlp, 2 x d_ff). Optional; null: d_ff.",
     )
+    activation_sparsity: ActivationSparsity | None = Field(
+        default=None,
+        description="Statistical top-k on the gate of the first layers' MLPs (Gemma 3n "
+        "activation_sparsity_pattern): see ActivationSparsity. Optional; null for none.",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
@@ -926,6 +941,31 @@ class PerLayerEmbeddings(Strict):
     width: Width = Field(description="Per-layer input width (hidden_size_per_layer_input).")
     vocab_size: Vocab = Field(
         description="Rows of the per-layer table (vocab_size_per_layer_input)."
+    )
+
+
+class AltUp(Strict):
+    """Alternating updates (AltUp, Baykal et al. 2023, https://arxiv.org/abs/2301.13310;
+    Gemma 3n): the residual stream is n_inputs streams of d_model. The first is the scaled
+    token embedding, each other one a d_model x d_model projection of it rescaled to its
+    RMS. Each layer runs on the active stream only: it predicts every stream as itself plus
+    a mix of all streams whose n_inputs x n_inputs coefficients a router computes from the
+    active stream (tanh(linear(norm(x) / d_model)), n_inputs^2 coefficients), runs the
+    block on the active prediction, then corrects every stream by the block's innovation
+    (its output minus the active prediction) times 1 + router coefficients (n_inputs of
+    them). After the last layer, the other streams are projected back (one d_model x
+    d_model each, rescaled to the first stream's RMS) and the streams averaged before the
+    final norm. Per layer: router d_model x n_inputs, its norm, n_inputs^2 x n_inputs
+    prediction and n_inputs x n_inputs correction coefficients, and a d_model output
+    scale."""
+
+    n_inputs: Count = Field(description="Streams (altup_num_inputs; Gemma 3n: 4).")
+    active_index: CountOrZero = Field(
+        description="The stream each layer computes on (altup_active_idx; Gemma 3n: 0)."
+    )
+    correct_scale: StrictBool = Field(
+        description="The corrected active stream times the learned output scale before it "
+        "feeds the per-layer embeddings' gate (altup_correct_scale)."
     )
 
 
@@ -1001,6 +1041,22 @@ class Architecture(Strict):
         "added to the residual stream: x + m * f(norm(x)) (Granite: residual_multiplier; "
         "MiniCPM: scale_depth / sqrt(n_layers)). Optional; null: not recorded (the builder "
         "uses 1).",
+    )
+    altup: AltUp | None = Field(
+        default=None,
+        description="Alternating updates (Gemma 3n): several residual streams, each layer "
+        "computing on one (see AltUp). Its block: the attention output and a LAuReL branch "
+        "averaged as (x + attn + laurel) / sqrt(2) before the MLP, and the per-layer "
+        "embeddings' gate added to the streams after the first. Optional; null for one "
+        "stream.",
+    )
+    laurel_rank: Width | None = Field(
+        default=None,
+        description="LAuReL (learned augmented residual layer, Gemma 3n laurel_rank): beside "
+        "each layer's attention, h + norm(W_r W_l h) with h the attention's normed input, "
+        "W_l d_model -> rank and W_r rank -> d_model without bias, norm the card's norm; "
+        "combined with the attention's residual sum as (x + attn + laurel) / sqrt(2). "
+        "Optional; null for none.",
     )
     per_layer_embeddings: PerLayerEmbeddings | None = Field(
         default=None,
@@ -1107,6 +1163,7 @@ class Architecture(Strict):
         self._check_mixers()
         self._check_global_layers()
         self._check_kv_sharing()
+        self._check_gemma3n()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1230,6 +1287,29 @@ class Architecture(Strict):
                 f"the shared {', '.join(missing)} layers"
             )
 
+    def _check_gemma3n(self) -> None:
+        """AltUp's active stream is one of its streams; activation sparsity acts on the
+        gate of a dense gated MLP, in layers the stack has."""
+        alt, sparsity = self.altup, self.mlp.activation_sparsity
+        if alt is not None and alt.n_inputs < 2:
+            raise ValueError("altup.n_inputs must be at least 2 (one stream is no AltUp)")
+        if alt is not None and alt.active_index >= alt.n_inputs:
+            raise ValueError(
+                f"altup.active_index ({alt.active_index}) must be below altup.n_inputs "
+                f"({alt.n_inputs})"
+            )
+        if sparsity is None:
+            return
+        if self.mlp.moe is not None or (self.mlp.activation and not self.mlp.activation.gated):
+            raise ValueError("mlp.activation_sparsity acts on the gate of a dense gated MLP")
+        if not 0 < sparsity.target < 1:
+            raise ValueError("mlp.activation_sparsity.target must lie strictly between 0 and 1")
+        if self.n_layers is not None and sparsity.first_layers > self.n_layers:
+            raise ValueError(
+                f"mlp.activation_sparsity.first_layers ({sparsity.first_layers}) exceeds "
+                f"n_layers ({self.n_layers})"
+            )
+
     def _check_single_sublayers(self) -> None:
         """mlp and moe entries make every layer one sublayer (Nemotron-H): no token mixer
         keeps an MLP, and the MoE sits exactly on the moe entries."""
@@ -1339,6 +1419,10 @@ class Architecture(Strict):
         per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts
         rows = (self.vocab_size or 1) + (self.position.learned_rows or self.context_length or 1)
         total = layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
+        if self.altup is not None:  # the streams' projections in and out
+            total += 2 * self.altup.n_inputs * d * d + layers * self.altup.n_inputs**3
+        if self.laurel_rank is not None:
+            total += 2 * layers * d * self.laurel_rank
         if (ple := self.per_layer_embeddings) is not None:  # its table and projection
             total += (ple.vocab_size + d) * layers * ple.width + 2 * layers * d * ple.width
         return total

@@ -715,6 +715,37 @@ _PER_LAYER_GATE = {
 }
 
 
+def _gemma3n() -> Names:
+    """Gemma 3n: sandwich norms, the per-layer embeddings, AltUp (each layer's router and
+    coefficients, the stack's projections in and out) and LAuReL."""
+    layer = _llama_layer(_SANDWICH) | _PER_LAYER_GATE
+    for name in ("correction_coefs", "prediction_coefs", "modality_router", "router_norm"):
+        layer[f"altup.{name}.weight"] = Source(f"altup.{name}.weight")
+    layer["altup.correct_output_scale"] = Source("altup.correct_output_scale")
+    for ours, theirs in (("left", "linear_left"), ("right", "linear_right"),
+                         ("norm", "post_laurel_norm")):  # fmt: skip
+        layer[f"laurel.{ours}.weight"] = Source(f"laurel.{theirs}.weight")
+    top = _LLAMA_TOP | _PER_LAYER_TOP
+    for i in range(_MAX_STREAMS):
+        top[f"decoder.streams.projections.{i}.weight"] = Source(
+            f"model.altup_projections.{i}.weight"
+        )
+        top[f"decoder.streams.unembed.{i}.weight"] = Source(
+            f"model.altup_unembed_projections.{i}.weight"
+        )
+    return Names(top, layer, tied_head=("lm_head.weight",), **_GEMMA3N_RELEASE)
+
+
+_MAX_STREAMS = 64  # AltUp projections named (one fewer than the streams; Gemma 3n: 3)
+# Gemma 3n's released checkpoints (Gemma3nForConditionalGeneration): the decoder under
+# model.language_model., the vision and audio towers and their embedders outside the card
+_GEMMA3N_RELEASE = {
+    "wrapped": {"model.language_model.": "model."},
+    "outside": ("model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
+                "model.embed_audio."),
+}  # fmt: skip
+
+
 def _lfm2() -> Names:
     """LFM2: short-conv layers (conv.in_proj, conv.conv, conv.out_proj) or attention with
     out_proj and q/k_layernorm; the MLP's w1 (gate), w3 (up), w2 (down); operator_norm and
@@ -900,6 +931,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
     "gemma4_text": _gemma4,
+    "gemma3n_text": _gemma3n,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "lfm2": _lfm2,
     "lfm2_moe": _lfm2_moe,
@@ -952,7 +984,7 @@ def checkpoint_model_type(directory: Path | str) -> str:
         raise WeightsError(str(exc)) from None
     text = config.get("text_config")
     model_type = (text if isinstance(text, dict) else config).get("model_type")
-    aliases = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
+    aliases = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "gemma3n": "gemma3n_text"}
     return aliases.get(str(model_type), str(model_type))
 
 

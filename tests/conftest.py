@@ -325,6 +325,23 @@ GEMMA4_ON_DEVICE: dict[str, Any] = {
 }
 
 
+# Gemma 3n: AltUp's four streams, LAuReL beside attention, gaussian top-k on the first
+# layers' MLP gates, per-layer embeddings on a table shorter than the vocabulary, the last
+# period of layers reusing KV
+GEMMA3N_LIKE: dict[str, Any] = {
+    **GEMMA4_ATTENTION,
+    "n_layers": 10,
+    "attention.layer_pattern": ["local"] * 4 + ["global"],
+    "attention.global_layers": None,
+    "layer_scalar": None,
+    "attention.kv_shared_layers": 5,
+    "per_layer_embeddings": {"width": 16, "vocab_size": 100},
+    "altup": {"n_inputs": 4, "active_index": 0, "correct_scale": True},
+    "laurel_rank": 8,
+    "mlp.activation_sparsity": {"target": 0.95, "first_layers": 3},
+}
+
+
 def latent_dims(**changes: Any) -> dict[str, Any]:
     """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
     defaults = {
@@ -584,6 +601,7 @@ CHOICES = [
     GEMMA4_ATTENTION,
     {**GEMMA4_ATTENTION, **GEMMA4_MOE},
     GEMMA4_ON_DEVICE,
+    GEMMA3N_LIKE,
     {  # per-layer embeddings on a shorter table (Gemma 3n), KV sharing without a wider MLP
         **GEMMA4_ON_DEVICE,
         "mlp.kv_shared_d_ff": None,

@@ -98,6 +98,14 @@ TINY: dict[str, dict] = {
                     "sliding_window": WINDOW, "hidden_size_per_layer_input": 0,
                     "final_logit_softcapping": 3.0, "enable_moe_block": True,
                     "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
+    # Gemma 3n: AltUp's 4 streams, LAuReL, gaussian top-k on the first 3 layers' gates,
+    # per-layer embeddings on a table shorter than the vocabulary (ids beyond it read row 0),
+    # the last 5 of 10 layers reusing KV
+    "gemma3n_text": {**_DENSE, "num_hidden_layers": 10, "head_dim": 16, "sliding_window": WINDOW,
+                     "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 100,
+                     "num_kv_shared_layers": 5, "laurel_rank": 8,
+                     "activation_sparsity_pattern": [0.95] * 3 + [0.0] * 7,
+                     "final_logit_softcapping": 3.0},
     # muP factors away from 1 (logits_scaling not a power of two: divided vs multiplied)
     "granite": {**_DENSE, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                 "attention_multiplier": 0.03, "logits_scaling": 6.0, "mlp_bias": True},

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.measure.analytic import cache_size, param_count
-from tests.conftest import GEMMA4_ON_DEVICE, make_arch
+from tests.conftest import GEMMA3N_LIKE, GEMMA4_ON_DEVICE, make_arch
 
 
 def test_the_cache_counts_only_the_layers_that_keep_their_own_kv():
@@ -131,3 +131,81 @@ def test_the_toy_keeps_a_period_of_own_layers_then_one_of_reusing_layers():
     assert any("reuse an earlier layer's keys and values" in k for k in toy.kept)
     logits = build_model(arch)(torch.randint(0, 256, (1, 20)))
     assert logits.shape == (1, 20, 256)
+
+
+# --- Gemma 3n: AltUp, LAuReL, activation sparsity ---------------------------------------
+
+
+def test_gaussian_top_k_zeroes_the_target_share_of_a_gaussian_gate():
+    """relu(g - (mean + std * Phi^-1(0.95))): about 95% of Gaussian gate values become 0."""
+    from archdb.builder.mlp import Act, SparseGatedMLP
+    from archdb.schema import Activation
+
+    mlp = SparseGatedMLP(64, 4096, Act(Activation.GEGLU), False, 0.95)
+    assert mlp.std_multiplier == pytest.approx(1.6448536, rel=1e-6)
+    gate = torch.randn(8, 4096, generator=torch.Generator().manual_seed(0))
+    mean, std = gate.mean(-1, keepdim=True), gate.std(-1, keepdim=True, unbiased=False)
+    kept = torch.relu(gate - (mean + std * mlp.std_multiplier))
+    assert (kept == 0).float().mean().item() == pytest.approx(0.95, abs=0.01)
+
+
+def test_only_the_first_layers_have_a_sparse_gate():
+    from archdb.builder.mlp import SparseGatedMLP
+
+    model = build_model(make_arch(**GEMMA3N_LIKE))
+    sparse = [isinstance(b.mlp.sublayer, SparseGatedMLP) for b in model.decoder.layers]
+    assert sparse == [True] * 3 + [False] * 7
+
+
+def test_altup_keeps_its_streams_through_the_stack():
+    """Each layer maps (4, B, T, d) streams to (4, B, T, d); the logits read their mean."""
+    model = build_model(make_arch(**GEMMA3N_LIKE)).eval()
+    seen = []
+    model.decoder.layers[0].register_forward_hook(lambda m, i, o: seen.append(o[0].shape))
+    with torch.no_grad():
+        logits = model(torch.randint(0, 128, (2, 12)))
+    assert seen == [(4, 2, 12, 64)] and logits.shape == (2, 12, 128)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"altup": {"n_inputs": 4, "active_index": 4, "correct_scale": True}}, "active_index"),
+        ({"altup": {"n_inputs": 1, "active_index": 0, "correct_scale": True}}, "at least 2"),
+        ({"mlp.activation_sparsity": {"target": 0.9, "first_layers": 11}}, "exceeds n_layers"),
+        ({"mlp.activation": "gelu"}, "dense gated MLP"),
+    ],
+)
+def test_gemma3n_fields_are_validated(changes, message):
+    with pytest.raises(ValidationError, match=message):
+        make_arch(**{**GEMMA3N_LIKE, **changes})
+
+
+def test_altup_without_its_block_is_refused_by_name():
+    from archdb.plan.layout import BuildError
+
+    with pytest.raises(BuildError, match="altup or laurel_rank outside Gemma 3n's block"):
+        build_model(make_arch(**{**GEMMA3N_LIKE, "laurel_rank": None}))
+
+
+def test_the_gemma3n_toy_keeps_altup_laurel_and_a_share_of_sparse_layers():
+    full = make_arch(
+        **{
+            **GEMMA3N_LIKE,
+            "n_layers": 30,
+            "attention.kv_shared_layers": 10,
+            "d_model": 2048,
+            "attention.head_dim": 256,
+            "mlp.d_ff": 8192,
+            "laurel_rank": 64,
+            "mlp.activation_sparsity": {"target": 0.95, "first_layers": 10},
+            "per_layer_embeddings": {"width": 256, "vocab_size": 262144},
+            "vocab_size": 262400,
+        }
+    )
+    toy = shrink(full).arch
+    assert (toy.n_layers, toy.attention.kv_shared_layers) == (10, 5)
+    assert toy.laurel_rank * 2048 == 64 * toy.d_model
+    assert toy.mlp.activation_sparsity.first_layers == 3
+    assert toy.per_layer_embeddings.vocab_size < toy.vocab_size
+    assert build_model(toy)(torch.randint(0, 256, (1, 20))).shape == (1, 20, 256)

@@ -564,3 +564,36 @@ def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
     config["time_step_limit"] = [0.0, 0.1]
     with pytest.raises(HFImportError, match=r"time_step_limit '\[0\.0, 0\.1\]': archdb's"):
         imported(config)
+
+
+def _gemma3n_config(**changes) -> dict:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Gemma3nTextConfig(num_hidden_layers=30).to_dict()
+    return {**cfg, "model_type": "gemma3n_text", **changes}
+
+
+def test_gemma3n_imports_altup_laurel_sparsity_and_one_width_per_layer():
+    arch = card_of(_gemma3n_config()).architecture
+    assert arch.altup.model_dump() == {"n_inputs": 4, "active_index": 0, "correct_scale": True}
+    assert arch.laurel_rank == 64 and arch.attention.kv_shared_layers == 15
+    assert arch.mlp.activation_sparsity.model_dump() == {"target": 0.95, "first_layers": 10}
+    assert arch.mlp.d_ff == 16384  # the per-layer list of one width
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"intermediate_size": [16384] * 29 + [8192]}, "per-layer widths have no card field"),
+        (
+            {"activation_sparsity_pattern": [0.0] + [0.95] * 29},
+            "one target on leading layers, then zeros",
+        ),
+        (
+            {"activation_sparsity_pattern": [0.95, 0.9] + [0.0] * 28},
+            "one target on leading layers, then zeros",
+        ),
+    ],
+)
+def test_gemma3n_layouts_the_card_cannot_hold_are_refused(changes, message):
+    with pytest.raises(HFImportError, match=message):
+        imported(_gemma3n_config(**changes))

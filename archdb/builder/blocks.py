@@ -67,8 +67,11 @@ class PerLayerGate(nn.Module):
         self.proj = nn.Linear(width, d_model, bias=False)
         self.norm = norm
 
+    def branch(self, x: torch.Tensor, per_layer: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.proj(self.act(self.gate(x), per_layer)))
+
     def forward(self, x: torch.Tensor, per_layer: torch.Tensor) -> torch.Tensor:
-        return x + self.norm(self.proj(self.act(self.gate(x), per_layer)))
+        return x + self.branch(x, per_layer)
 
 
 class SerialBlock(nn.Module):
@@ -155,9 +158,11 @@ class Stack(nn.Module):
         final_norm: nn.Module,
         position_bias: nn.Module | None,
         resi_dual: bool,
+        streams: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(layers)
+        self.streams = streams  # Gemma 3n's AltUp streams (archdb.builder.altup)
         self.final_norm = final_norm
         self.position_bias = position_bias  # computed once, shared by the layers (T5)
         self.resi_dual = resi_dual
@@ -172,11 +177,15 @@ class Stack(nn.Module):
         t = x.shape[1]
         bias = None if self.position_bias is None else self.position_bias(t, t)
         dual = x if self.resi_dual else None
+        if self.streams is not None:
+            x = self.streams.expand(x)
         for i, layer in enumerate(self.layers):
             if per_layer is None:
                 x, dual = layer(x, dual, bias, memory)
             else:
                 x, dual = layer(x, dual, bias, memory, per_layer[:, :, i])
+        if self.streams is not None:
+            x = self.streams.collapse(x)
         if dual is not None:
             return x + self.final_norm(dual)
         return self.final_norm(x)

@@ -29,6 +29,7 @@ from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
 from archdb.schema import Architecture
 
+from .altup import Gemma3nBlock
 from .blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock, Stack
 from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
 
@@ -229,7 +230,8 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
     final = stack.final_norm.module(stack.d_model) if stack.final_norm else nn.Identity()
     layers = [_block(b, ctx) for b in stack.layers()]
     bias = stack.bias.module(ctx) if stack.bias else None
-    return Stack(layers, final, bias, stack.resi_dual)
+    streams = stack.streams.module() if stack.streams else None
+    return Stack(layers, final, bias, stack.resi_dual, streams)
 
 
 def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
@@ -263,6 +265,11 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
     ffn = residual(mlp, own_norm) if mlp is not None else None
     per_layer = block.per_layer.module() if block.per_layer is not None else None
+    if block.altup is not None:  # Gemma 3n (the plan's checks give it all four parts)
+        assert block.laurel is not None and attn is not None and ffn is not None
+        assert per_layer is not None
+        laurel = block.laurel.module()
+        return Gemma3nBlock(block.altup.module(), laurel, residual(attn), ffn, per_layer)
     attn_sub = residual(attn) if attn is not None else None
     return SerialBlock(attn_sub, ffn, cross, block.scalar, per_layer)
 

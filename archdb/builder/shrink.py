@@ -26,7 +26,8 @@ d_model (rounded, at least 1) and its state to at most 16. Attention-free cards 
 head constraint. Cross-layer KV sharing keeps two periods of the pattern, the second
 reusing the first's keys and values (at most the card's shared layers); per-layer
 embeddings keep their width's ratio to d_model, and their table the toy vocabulary (its
-share of it where the card's table is shorter).
+share of it where the card's table is shorter); LAuReL's rank keeps its ratio to d_model,
+activation sparsity its share of the layers (at least one), AltUp its streams.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -140,6 +141,11 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att["kv_shared_layers"] = _toy_shared_layers(arch, n_layers)
     if arch.per_layer_embeddings is not None:
         data["per_layer_embeddings"] = _toy_per_layer_embeddings(arch, widths, rule)
+    if arch.laurel_rank is not None:
+        data["laurel_rank"] = widths.scaled["laurel_rank"]
+    if (sparsity := arch.mlp.activation_sparsity) is not None:  # its share of the layers
+        first = max(1, round(sparsity.first_layers * n_layers / arch.n_layers))
+        data["mlp"]["activation_sparsity"]["first_layers"] = min(first, n_layers)
     moe = data["mlp"]["moe"]
     if moe is not None:
         moe["first_dense_layers"] = first_dense
@@ -255,6 +261,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     out["kv_shared_d_ff"] = arch.mlp.kv_shared_d_ff
     if arch.per_layer_embeddings is not None:
         out["per_layer_width"] = arch.per_layer_embeddings.width
+    out["laurel_rank"] = arch.laurel_rank
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
@@ -455,6 +462,13 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
     if toy.per_layer_embeddings is not None:
         ple = toy.per_layer_embeddings
         kept.append(f"per-layer embeddings: width {ple.width}, {ple.vocab_size} rows")
+    if toy.altup is not None:
+        kept.append(f"AltUp: {toy.altup.n_inputs} streams; LAuReL rank {toy.laurel_rank}")
+    if (sparsity := toy.mlp.activation_sparsity) is not None:
+        kept.append(
+            f"activation sparsity {sparsity.target:g} on the first {sparsity.first_layers} "
+            f"of {toy.n_layers} layers"
+        )
     moe = toy.mlp.moe
     if moe is not None:
         kept.append(

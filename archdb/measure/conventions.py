@@ -28,6 +28,7 @@ AFFINE = 1  # per element for a norm's scale, and again for its bias
 SOFTCAP = 3  # per element: c * tanh(x / c)
 ROPE = 3  # per rotated element: x * cos + swap(x) * sin
 LINEAR_FEATURE_MAP = 2  # per element: elu(x) + 1 (linear attention)
+STD = 3  # per input element: subtract the mean, square, sum (a population std)
 
 DEFAULT_KV_DTYPE_BYTES = 2  # bf16/fp16 cache entries
 DEFAULT_SEQ_LEN = 2048  # full-size figures use min(this, the card's context_length)

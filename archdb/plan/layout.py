@@ -143,6 +143,12 @@ def _unsupported(arch: Architecture) -> str | None:
         or arch.norm.position is NormPosition.RESIDUAL
     ):
         return "per-layer embeddings outside serial decoder-only blocks (ResiDual aside)"
+    if (arch.altup is not None or arch.laurel_rank is not None) and not _gemma3n_block(arch):
+        return (
+            "altup or laurel_rank outside Gemma 3n's block (both, with per-layer "
+            "embeddings, double norms, serial decoder-only layers of softmax attention and "
+            "a dense MLP, no layer scalar or residual multiplier)"
+        )
     plain = (None, Activation.XIELU, Activation.CLAMPED_SWIGLU)
     if arch.per_layer_embeddings is not None and arch.mlp.activation in plain:
         return "per-layer embeddings without a plain MLP activation for their gate"
@@ -154,6 +160,23 @@ def _unsupported(arch: Architecture) -> str | None:
     if arch.parallel_layers and arch.kind is not Kind.DECODER_ONLY:
         return "parallel layers in an encoder-decoder"
     return None
+
+
+def _gemma3n_block(arch: Architecture) -> bool:
+    """AltUp and LAuReL are built as Gemma 3n's block, which has all of these."""
+    return (
+        arch.altup is not None
+        and arch.laurel_rank is not None
+        and arch.per_layer_embeddings is not None
+        and arch.kind is Kind.DECODER_ONLY
+        and not arch.parallel_layers
+        and arch.norm.position is NormPosition.DOUBLE
+        and arch.mlp.moe is None
+        and not arch.layer_scalar
+        and arch.residual_multiplier in (None, 1.0)
+        and all(kind.attention and kind.recurrent is None for kind in arch.attention.layer_pattern)
+        and arch.attention.variant is AttentionVariant.SOFTMAX
+    )
 
 
 # --- attention -----------------------------------------------------------------------
@@ -239,6 +262,7 @@ class LayerSpec:
     moe: bool
     d_ff: int | None  # dense width, or one routed expert's width; None: no MLP sublayer
     reuses_kv: bool = False  # attends with an earlier layer's keys and values (KV sharing)
+    sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the MLP's gate
 
 
 def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
@@ -268,7 +292,14 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
         moe=is_moe,
         d_ff=d_ff,
         reuses_kv=reuses,
+        sparsity=sparsity_of(arch, index) if d_ff is not None else None,
     )
+
+
+def sparsity_of(arch: Architecture, index: int) -> float | None:
+    """The gaussian top-k target of a layer's MLP gate (Gemma 3n's first layers)."""
+    sparsity = arch.mlp.activation_sparsity
+    return sparsity.target if sparsity is not None and index < sparsity.first_layers else None
 
 
 def reuses_kv(arch: Architecture, index: int) -> bool:
@@ -286,14 +317,16 @@ def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
 
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
 
-# (place in the attention pattern, is a MoE layer, reuses another layer's keys and values)
-LayerKey = tuple[int, bool, bool]
+# (place in the attention pattern, is a MoE layer, reuses another layer's keys and values,
+# has a sparse MLP gate)
+LayerKey = tuple[int, bool, bool, bool]
 
 
 def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
-    """Layers differ only by their place in the pattern, whether they are MoE, and
-    whether they reuse an earlier layer's keys and values."""
-    return index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index)
+    """Layers differ only by their place in the pattern, whether they are MoE, whether
+    they reuse an earlier layer's keys and values, and whether their MLP gate is sparse."""
+    sparse = sparsity_of(arch, index) is not None
+    return index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index), sparse
 
 
 def layer_groups(

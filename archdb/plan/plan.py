@@ -160,6 +160,7 @@ class PerLayerGate:
     activation: Activation
     gelu_exact: bool
     norm: NormSpec  # over d_model
+    streams: int = 1  # AltUp: added to every stream after the first
 
     def params(self) -> int:
         return 2 * self.d_model * self.width + self.norm.params(self.d_model)
@@ -171,7 +172,7 @@ class PerLayerGate:
         tally.add(C.ELEMENTWISE, tally.seq_len * self.width * per + rule.flops_per_call)
         tally.linear(self.width, self.d_model, False)
         self.norm.flops(tally, self.d_model)
-        tally.elementwise(self.d_model)  # residual add
+        tally.elementwise(self.streams * self.d_model)  # residual add(s)
 
     def module(self):
         from archdb.builder.blocks import PerLayerGate as Module
@@ -179,6 +180,96 @@ class PerLayerGate:
 
         act = Act(self.activation, self.gelu_exact)
         return Module(self.d_model, self.width, act, self.norm.module(self.d_model))
+
+
+@dataclass(frozen=True)
+class AltUpLayer:
+    """A layer's AltUp (Gemma 3n): predict the streams from the active one, correct them
+    by the block's innovation; see schema.AltUp."""
+
+    d_model: int
+    n: int  # streams
+    active: int
+    correct_scale: bool
+    norm: NormSpec  # the router's norm over d_model
+
+    def params(self) -> int:
+        n, d = self.n, self.d_model
+        # output scale, correction and prediction coefficients, router and its norm
+        return d + n * n + n * n * n + d * n + self.norm.params(d)
+
+    def router_flops(self, tally: Tally) -> None:
+        d, n = self.d_model, self.n
+        self.norm.flops(tally, d)
+        tally.elementwise(d)  # / d_model
+        tally.linear(d, n, False)
+        tally.elementwise(n)  # tanh
+
+    def flops(self, tally: Tally) -> None:
+        d, n = self.d_model, self.n
+        self.router_flops(tally)  # predict
+        tally.linear(n, n * n, False)
+        tally.elementwise(cv.FLOPS_PER_MAC * d * n * n + n * d)  # the streams' mix, + streams
+        self.router_flops(tally)  # correct
+        tally.linear(n, n, False)
+        tally.elementwise(d + n + 2 * n * d)  # innovation, 1 + coefs, times, + predictions
+        if self.correct_scale:
+            tally.elementwise(d)
+
+    def module(self):
+        from archdb.builder.altup import AltUpLayer as Module
+
+        return Module(self.d_model, self.n, self.active, self.correct_scale, self.norm.module)
+
+
+@dataclass(frozen=True)
+class Laurel:
+    """LAuReL (Gemma 3n): h + norm(right(left(h))), h the attention's normed input."""
+
+    d_model: int
+    rank: int
+    norm: NormSpec
+
+    def params(self) -> int:
+        return 2 * self.d_model * self.rank + self.norm.params(self.d_model)
+
+    def flops(self, tally: Tally) -> None:
+        tally.linear(self.d_model, self.rank, False)
+        tally.linear(self.rank, self.d_model, False)
+        self.norm.flops(tally, self.d_model)
+        tally.elementwise(self.d_model)  # h +
+        tally.elementwise(2 * self.d_model)  # (x + attn + laurel) / sqrt(2), its 2 ops
+
+    def module(self):
+        from archdb.builder.altup import Laurel as Module
+
+        return Module(self.d_model, self.rank, self.norm.module(self.d_model))
+
+
+@dataclass(frozen=True)
+class AltUpStreams:
+    """AltUp's streams around the stack: n - 1 projections of the embedding in, rescaled to
+    its RMS; n - 1 projections back out, rescaled to the first stream's, then the mean."""
+
+    d_model: int
+    n: int
+
+    def params(self) -> int:
+        return 2 * (self.n - 1) * self.d_model * self.d_model
+
+    def flops(self, tally: Tally) -> None:
+        d, n = self.d_model, self.n
+        for _ in range(2):  # in and out
+            tally.elementwise(2 * d + 1)  # target RMS: square, mean, ** 0.5
+            for _ in range(n - 1):  # projection; its RMS (square, mean, clamp, sqrt); * /
+                tally.linear(d, d, False)
+                tally.elementwise(4 * d + 2)
+        tally.elementwise(n * d)  # the mean of the streams
+
+    def module(self):
+        from archdb.builder.altup import AltUpStreams as Module
+
+        return Module(self.d_model, self.n)
 
 
 @dataclass(frozen=True)
@@ -198,6 +289,8 @@ class Block:
     scalar: bool = False  # a learned scalar multiplies the layer's output (Gemma 4)
     residual_multiplier: float | None = None  # factor on each sublayer's output (Granite)
     per_layer: PerLayerGate | None = None  # per-layer embeddings' use, after the MLP
+    altup: AltUpLayer | None = None  # Gemma 3n's block: AltUp around it, LAuReL beside
+    laurel: Laurel | None = None
 
     @property
     def n_norms(self) -> int:
@@ -214,6 +307,8 @@ class Block:
     def params(self) -> int:
         n = sum(sub.params() for sub in self.sublayers())
         n += self.per_layer.params() if self.per_layer is not None else 0
+        n += self.altup.params() if self.altup is not None else 0
+        n += self.laurel.params() if self.laurel is not None else 0
         return n + self.norm.params(self.d_model) * self.n_norms
 
     def inactive_params(self) -> int:
@@ -240,6 +335,10 @@ class Block:
             sublayer.flops(tally)
         if self.per_layer is not None:
             self.per_layer.flops(tally)
+        if self.altup is not None:
+            self.altup.flops(tally)
+        if self.laurel is not None:
+            self.laurel.flops(tally)
         if self.scalar:
             tally.elementwise(d)
 
@@ -261,6 +360,7 @@ class Stack:
     final_norm: NormSpec | None
     bias: StackBias | None
     resi_dual: bool
+    streams: AltUpStreams | None = None  # Gemma 3n's AltUp streams in and out
 
     def groups(self) -> Iterator[tuple[Block, int]]:
         return zip(self.blocks, self.counts, strict=True)
@@ -271,6 +371,7 @@ class Stack:
     def params(self) -> int:
         n = sum(b.params() * c for b, c in self.groups())
         n += self.final_norm.params(self.d_model) if self.final_norm else 0
+        n += self.streams.params() if self.streams else 0
         return n + (self.bias.params() if self.bias else 0)
 
     def flops(self, tally: Tally) -> None:
@@ -278,6 +379,8 @@ class Stack:
             tally.repeat = count
             block.flops(tally)
         tally.repeat = 1
+        if self.streams is not None:
+            self.streams.flops(tally)
         if self.final_norm is not None:
             self.final_norm.flops(tally, self.d_model)
         if self.resi_dual:
@@ -376,7 +479,8 @@ class _Reader:
         if ple is None:
             return None
         exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
-        return PerLayerGate(self.d, ple.width, a.mlp.activation, exact, self.norm)
+        streams = a.altup.n_inputs - 1 if a.altup is not None else 1
+        return PerLayerGate(self.d, ple.width, a.mlp.activation, exact, self.norm, streams)
 
     def stack(self, pattern: list[LayerKind], n: int, causal: bool, cross: bool) -> Stack:
         a = self.a
@@ -395,7 +499,10 @@ class _Reader:
             )
         resi_dual = a.norm.position is NormPosition.RESIDUAL
         final = self.norm if a.norm.final else None
-        return Stack(self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual)
+        streams = AltUpStreams(self.d, a.altup.n_inputs) if a.altup is not None else None
+        return Stack(
+            self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, streams
+        )
 
     def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block:
         a = self.a
@@ -413,7 +520,15 @@ class _Reader:
             scalar=bool(a.layer_scalar),
             residual_multiplier=_factor(a.residual_multiplier),
             per_layer=self.per_layer_gate(),
+            altup=self.altup_layer(),
+            laurel=Laurel(self.d, a.laurel_rank, self.norm) if a.laurel_rank else None,
         )
+
+    def altup_layer(self) -> AltUpLayer | None:
+        alt = self.a.altup
+        if alt is None:
+            return None
+        return AltUpLayer(self.d, alt.n_inputs, alt.active_index, alt.correct_scale, self.norm)
 
     def mixer(
         self, spec: LayerSpec | None, causal: bool
@@ -500,7 +615,7 @@ class _Reader:
         clamp = self.clamp()
         if not spec.moe:
             gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
-            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity)
         moe = a.mlp.moe
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
