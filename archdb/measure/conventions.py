@@ -48,7 +48,8 @@ class FlopClass(StrEnum):
 
 FLOP_CONVENTION = (
     "FLOPs = 2 x multiply-adds, one forward pass, per token at the stated sequence length "
-    "(batch 1); elementwise functions 1 FLOP per element, reductions 1 per input element, "
+    "(batch 1); elementwise functions 1 FLOP per element, reductions 1 per input element "
+    f"(a standard deviation {STD}), "
     f"softmax {SOFTMAX}, LayerNorm {LAYERNORM} (+{AFFINE} per affine term), RMSNorm "
     f"{RMSNORM} (+{AFFINE}), soft-cap {SOFTCAP}, RoPE {ROPE} per rotated element; "
     "gathers, masking and top-k are free; recurrent mixers (Mamba, Mamba-2, Gated DeltaNet, "
