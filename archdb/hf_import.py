@@ -220,7 +220,8 @@ class ConfigShape(_Keys):
     max_sequence_length: Tokens | None = None
     seq_length: Tokens | None = None
     n_ctx: Tokens | None = None
-    intermediate_size: Width | None = None
+    # one width, or one per layer (Gemma 3n; only equal widths map to a card)
+    intermediate_size: Width | Annotated[list[Width], Field(max_length=MAX_DEPTH)] | None = None
     n_inner: Width | None = None
     ffn_hidden_size: Width | None = None
     ffn_dim: Width | None = None
@@ -1285,17 +1286,6 @@ def _gemma4(d: _Draft) -> None:
     """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
     own KV heads and no value projection), proportional partial RoPE on them only, a value
     norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
-    if d.read("hidden_size_per_layer_input", default=256):  # Gemma4TextConfig's default
-        raise HFImportError(
-            "hidden_size_per_layer_input is set: per-layer embeddings (Gemma 4 E2B/E4B) have "
-            "no card field yet"
-        )
-    if d.read("num_kv_shared_layers", default=0):
-        raise HFImportError(
-            "num_kv_shared_layers is set: cross-layer KV sharing has no card field yet"
-        )
-    for key in ("vocab_size_per_layer_input", "use_double_wide_mlp"):  # only with the two above
-        d.read(key)
     d_model = d.value("architecture.d_model")
     d.set("architecture.norm.unit_offset", False, "family")  # Gemma4RMSNorm: x * w
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
@@ -1304,6 +1294,7 @@ def _gemma4(d: _Draft) -> None:
     d.set("architecture.layer_scalar", True, "family")  # layer_scalar on each layer's output
     _gemma4_pattern(d)
     _gemma4_global_layers(d)
+    _gemma_on_device(d, per_layer_default=256)  # Gemma4TextConfig's default width
     bidirectional = d.read("use_bidirectional_attention")
     if bidirectional == "vision":
         d.note(
@@ -1325,6 +1316,89 @@ def _gemma4(d: _Draft) -> None:
         d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # top-k renormalized
     else:
         d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+
+
+def _gemma_on_device(d: _Draft, per_layer_default: int, shared_default: int = 0) -> None:
+    """Gemma 3n / Gemma 4 E2B and E4B: per-layer embeddings and cross-layer KV sharing;
+    Gemma 4's use_double_wide_mlp doubles the reusing layers' MLP."""
+    width = d.read("hidden_size_per_layer_input", default=per_layer_default)
+    rows = d.read("vocab_size_per_layer_input", default=262_144)  # both configs' default
+    if width:
+        d.set(
+            "architecture.per_layer_embeddings.width",
+            width,
+            d.origin_of("hidden_size_per_layer_input"),
+        )
+        d.set(
+            "architecture.per_layer_embeddings.vocab_size",
+            rows,
+            d.origin_of("vocab_size_per_layer_input"),
+        )
+    shared = d.read("num_kv_shared_layers", default=shared_default)
+    if shared:
+        origin = d.origin_of("num_kv_shared_layers")
+        d.set("architecture.attention.kv_shared_layers", shared, origin)
+    d_ff = d.value("architecture.mlp.d_ff")
+    if d.read("use_double_wide_mlp", default=False) and shared and isinstance(d_ff, int):
+        d.set("architecture.mlp.kv_shared_d_ff", 2 * d_ff, "config")
+
+
+def _gemma3n(d: _Draft) -> None:
+    """Gemma 3n's text model: Gemma 4's attention and sandwich norms (RMSNorm applying w,
+    unscaled scores, a value norm) without global-layer sizes or layer scalar; AltUp,
+    LAuReL, per-layer embeddings, KV sharing and gaussian top-k on the first MLP gates."""
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.norm.unit_offset", False, "family")  # Gemma3nRMSNorm: x * w
+    d.set("architecture.embedding_multiplier", d_model**0.5, "family")
+    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
+    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
+    if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
+        d.set("architecture.final_logit_softcap", 30.0, "family")
+    if d.value("architecture.position.rope_theta_local") is None:
+        _, local = _rope_parameters(d)
+        if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
+            d.set("architecture.position.rope_theta_local", 10_000.0, "family")
+    _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
+    altup = {
+        "n_inputs": d.read("altup_num_inputs", default=4),
+        "active_index": d.read("altup_active_idx", default=0),
+        "correct_scale": d.read("altup_correct_scale", default=True),
+    }
+    for name, value in altup.items():
+        d.set(f"architecture.altup.{name}", value, "config")
+    d.read("altup_coef_clip")  # clamps the coefficients in training mode only
+    d.set("architecture.laurel_rank", d.read("laurel_rank", default=64), "config")
+    _activation_sparsity(d)
+
+
+def _activation_sparsity(d: _Draft) -> None:
+    """activation_sparsity_pattern: one target for a run of leading layers, 0 after them
+    (Gemma3nTextConfig's default: 0.95 on the first 10 layers when there are more)."""
+    n = d.value("architecture.n_layers")
+    pattern = d.read("activation_sparsity_pattern")
+    if pattern is None:
+        pattern = [0.95] * 10 + [0.0] * (n - 10) if n > 10 else [0.0] * n
+    if not isinstance(pattern, list) or len(pattern) != n:
+        raise HFImportError("config.json: activation_sparsity_pattern needs one value per layer")
+    first = next((i for i, v in enumerate(pattern) if not v), len(pattern))
+    targets = set(pattern[:first])
+    if any(pattern[first:]) or len(targets) > 1:
+        raise HFImportError(
+            "config.json: activation_sparsity_pattern must be one target on leading layers, "
+            "then zeros (the card's activation_sparsity)"
+        )
+    if first:
+        target = float(pattern[0])
+        d.set(
+            "architecture.mlp.activation_sparsity.target",
+            target,
+            d.origin_of("activation_sparsity_pattern"),
+        )
+        d.set(
+            "architecture.mlp.activation_sparsity.first_layers",
+            first,
+            d.origin_of("activation_sparsity_pattern"),
+        )
 
 
 def _gemma4_pattern(d: _Draft) -> None:
@@ -2150,6 +2224,10 @@ FAMILIES: dict[str, Family] = {
     "gemma4_text": Family("gemma4", "Gemma4TextDecoderLayer", norm_position="double",
                           qk_norm="per-head", tied_default=True,
                           activation_default="gelu_pytorch_tanh", hook=_gemma4),
+    "gemma3n_text": Family("gemma3n", "Gemma3nTextDecoderLayer", norm_position="double",
+                           qk_norm="per-head", tied_default=True,
+                           activation_default="gelu_pytorch_tanh", rope_theta_default=1e6,
+                           default_pattern=("local",) * 4 + ("global",), hook=_gemma3n),
     "granite": Family("granite", "GraniteDecoderLayer", mlp_bias=None, hook=_granite),
     "granitemoe": Family("granitemoe", "GraniteMoeDecoderLayer", hook=_granitemoe),
     "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
@@ -2246,6 +2324,7 @@ _ALIASES = {
     "gemma4": "gemma4_text",
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
+    "gemma3n": "gemma3n_text",
 }
 # MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
 # (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
@@ -2385,6 +2464,13 @@ def _sizes(d: _Draft) -> None:
     if d.config.get("n_ctx") == context:
         d.used.add("n_ctx")
     d_ff = d.read("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim")
+    if isinstance(d_ff, list):  # one width per layer (Gemma 3n): the card holds one
+        if len(set(d_ff)) != 1:
+            raise HFImportError(
+                "config.json: intermediate_size gives layers different widths: per-layer "
+                "widths have no card field"
+            )
+        d_ff = d_ff[0]
     if d_ff is None and f.d_ff_default_ratio:
         d.set("architecture.mlp.d_ff", f.d_ff_default_ratio * d_model, "family")
     elif d_ff is not None:

@@ -628,6 +628,15 @@ class Attention(Strict):
         "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
         "null: not recorded (the builder uses 1).",
     )
+    kv_shared_layers: DepthOrZero | None = Field(
+        default=None,
+        description="Cross-layer KV sharing: the last this-many decoder layers compute no "
+        "keys or values of their own; each attends with those of the last earlier layer of "
+        "its attention kind (local or global) that computes them (Gemma 3n, Gemma 4 E2B/E4B: "
+        "num_kv_shared_layers). Such a layer keeps its query projection, query norm and "
+        "output projection, has no key/value projections or norms, and adds nothing to the "
+        "KV cache. Optional; null or 0: every layer computes its own.",
+    )
 
 
 class RopeScaling(Strict):
@@ -1125,6 +1134,16 @@ def _check_groups(moe: MoE) -> None:
         raise ValueError("mlp.moe.group_score top2-sum needs at least 2 experts per group")
 
 
+class ActivationSparsity(Strict):
+    """Gaussian top-k (Gemma 3n): in each of the first ``first_layers`` layers' gated MLPs,
+    the gate projection g becomes relu(g - (mean(g) + std(g) * Phi^-1(target))) before the
+    activation, mean and (population) std over g's d_ff values of each token, Phi^-1 the
+    standard normal quantile: about ``target`` of the gate values become 0 for Gaussian g."""
+
+    target: Fraction = Field(description="Target fraction of zeros (Gemma 3n: 0.95).")
+    first_layers: Depth = Field(description="Leading decoder layers with it (Gemma 3n: 10).")
+
+
 class MLP(Strict):
     activation: Annotated[Activation | None, Unknown()] = Field(
         description="Non-linearity; gated units list the GLU."
@@ -1184,6 +1203,17 @@ class MLP(Strict):
         "f(x), x normed first under norm.position normed-skip (MiniMax: layernorm_mlp_alpha, "
         "transformers mlp_alpha_factor). Optional; null: not recorded (the builder uses 1).",
     )
+    kv_shared_d_ff: Width | None = Field(
+        default=None,
+        description="Dense width of the layers that reuse another layer's keys and values "
+        "(attention.kv_shared_layers) where it differs from d_ff (Gemma 4 E2B: "
+        "use_double_wide_mlp, 2 x d_ff). Optional; null: d_ff.",
+    )
+    activation_sparsity: ActivationSparsity | None = Field(
+        default=None,
+        description="Statistical top-k on the gate of the first layers' MLPs (Gemma 3n "
+        "activation_sparsity_pattern): see ActivationSparsity. Optional; null for none.",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
@@ -1193,6 +1223,47 @@ class MLP(Strict):
         if self.gate_multiplier is not None and self.activation and not self.activation.gated:
             raise ValueError("mlp.gate_multiplier is for gated units only")
         return self
+
+
+class PerLayerEmbeddings(Strict):
+    """Per-layer embeddings (PLE: Gemma 3n, Gemma 4 E2B/E4B): every layer reads a small
+    vector of its own for each token. A table of vocab_size rows holds n_layers * width
+    values per token (looked up, times sqrt(width)); a projection d_model -> n_layers *
+    width of the scaled token embedding (times d_model^-0.5, then an RMSNorm of the card's
+    norm over each layer's width) is added and the sum times 2^-0.5 is the per-layer
+    input. After its MLP, each layer adds norm(proj(act(gate(x)) * input)): gate d_model ->
+    width and proj width -> d_model without bias, act the MLP's activation, norm the
+    card's norm over d_model. Token ids beyond vocab_size read row 0 (Gemma 3n)."""
+
+    width: Width = Field(description="Per-layer input width (hidden_size_per_layer_input).")
+    vocab_size: Vocab = Field(
+        description="Rows of the per-layer table (vocab_size_per_layer_input)."
+    )
+
+
+class AltUp(Strict):
+    """Alternating updates (AltUp, Baykal et al. 2023, https://arxiv.org/abs/2301.13310;
+    Gemma 3n): the residual stream is n_inputs streams of d_model. The first is the scaled
+    token embedding, each other one a d_model x d_model projection of it rescaled to its
+    RMS. Each layer runs on the active stream only: it predicts every stream as itself plus
+    a mix of all streams whose n_inputs x n_inputs coefficients a router computes from the
+    active stream (tanh(linear(norm(x) / d_model)), n_inputs^2 coefficients), runs the
+    block on the active prediction, then corrects every stream by the block's innovation
+    (its output minus the active prediction) times 1 + router coefficients (n_inputs of
+    them). After the last layer, the other streams are projected back (one d_model x
+    d_model each, rescaled to the first stream's RMS) and the streams averaged before the
+    final norm. Per layer: router d_model x n_inputs, its norm, n_inputs^2 x n_inputs
+    prediction and n_inputs x n_inputs correction coefficients, and a d_model output
+    scale."""
+
+    n_inputs: Count = Field(description="Streams (altup_num_inputs; Gemma 3n: 4).")
+    active_index: CountOrZero = Field(
+        description="The stream each layer computes on (altup_active_idx; Gemma 3n: 0)."
+    )
+    correct_scale: StrictBool = Field(
+        description="The corrected active stream times the learned output scale before it "
+        "feeds the per-layer embeddings' gate (altup_correct_scale)."
+    )
 
 
 class Bias(Strict):
@@ -1286,6 +1357,29 @@ class Architecture(Strict):
         "added to the residual stream: x + m * f(norm(x)) (Granite: residual_multiplier; "
         "MiniCPM: scale_depth / sqrt(n_layers)). Optional; null: not recorded (the builder "
         "uses 1).",
+    )
+    altup: AltUp | None = Field(
+        default=None,
+        description="Alternating updates (Gemma 3n): several residual streams, each layer "
+        "computing on one (see AltUp). Its block: the attention output and a LAuReL branch "
+        "averaged as (x + attn + laurel) / sqrt(2) before the MLP, and the per-layer "
+        "embeddings' gate added to the streams after the first. Optional; null for one "
+        "stream.",
+    )
+    laurel_rank: Width | None = Field(
+        default=None,
+        description="LAuReL (learned augmented residual layer, Gemma 3n laurel_rank): beside "
+        "each layer's attention, h + norm(W_r W_l h) with h the attention's normed input, "
+        "W_l d_model -> rank and W_r rank -> d_model without bias, norm the card's norm; "
+        "combined with the attention's residual sum as (x + attn + laurel) / sqrt(2). "
+        "Optional; null for none.",
+    )
+    per_layer_embeddings: PerLayerEmbeddings | None = Field(
+        default=None,
+        description="Per-layer embeddings (PLE, Gemma 3n and Gemma 4 E2B/E4B): a token "
+        "table and a projection give each layer its own input, added after its MLP (see "
+        "PerLayerEmbeddings). The table counts as embedding parameters. Optional; null for "
+        "none.",
     )
 
     # --- derived figures: computed, never stored --------------------------------
@@ -1384,6 +1478,8 @@ class Architecture(Strict):
             self._check_sparse(att)
         self._check_mixers()
         self._check_global_layers()
+        self._check_kv_sharing()
+        self._check_gemma3n()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1493,6 +1589,59 @@ class Architecture(Strict):
             )
         if g.rotary_fraction is not None and self.position.type is not PositionType.ROPE:
             raise ValueError("attention.global_layers.rotary_fraction needs position.type rope")
+
+    def _check_kv_sharing(self) -> None:
+        """Shared layers read an earlier layer of their kind: some layer keeps its own KV,
+        and every kind among the shared layers has one that computes them."""
+        att, shared = self.attention, self.attention.kv_shared_layers or 0
+        if self.mlp.kv_shared_d_ff is not None and not shared:
+            raise ValueError("mlp.kv_shared_d_ff needs attention.kv_shared_layers > 0")
+        if self.mlp.kv_shared_d_ff is not None and self.mlp.moe is not None:
+            raise ValueError("mlp.kv_shared_d_ff is a dense width: not with mlp.moe")
+        if not shared:
+            return
+        n = self.n_layers or 0
+        if shared >= n:
+            raise ValueError(
+                f"attention.kv_shared_layers ({shared}) must leave at least one of the "
+                f"{n} layers computing its own keys and values"
+            )
+        if att.variant is not AttentionVariant.SOFTMAX:
+            raise ValueError("attention.kv_shared_layers is for softmax head attention only")
+        pattern, first = att.layer_pattern, n - shared
+        # one period of the pattern covers every kind a layer index can have
+        own = {pattern[i % len(pattern)] for i in range(max(0, first - len(pattern)), first)}
+        reused = {pattern[i % len(pattern)] for i in range(first, min(n, first + len(pattern)))}
+        if not all(k.attention for k in reused):
+            raise ValueError("attention.kv_shared_layers: the shared layers must all attend")
+        if missing := sorted(k.value for k in reused - own):
+            raise ValueError(
+                "attention.kv_shared_layers: no earlier layer computes keys and values for "
+                f"the shared {', '.join(missing)} layers"
+            )
+
+    def _check_gemma3n(self) -> None:
+        """AltUp's active stream is one of its streams; activation sparsity acts on the
+        gate of a dense gated MLP, in layers the stack has."""
+        alt, sparsity = self.altup, self.mlp.activation_sparsity
+        if alt is not None and alt.n_inputs < 2:
+            raise ValueError("altup.n_inputs must be at least 2 (one stream is no AltUp)")
+        if alt is not None and alt.active_index >= alt.n_inputs:
+            raise ValueError(
+                f"altup.active_index ({alt.active_index}) must be below altup.n_inputs "
+                f"({alt.n_inputs})"
+            )
+        if sparsity is None:
+            return
+        if self.mlp.moe is not None or (self.mlp.activation and not self.mlp.activation.gated):
+            raise ValueError("mlp.activation_sparsity acts on the gate of a dense gated MLP")
+        if not 0 < sparsity.target < 1:
+            raise ValueError("mlp.activation_sparsity.target must lie strictly between 0 and 1")
+        if self.n_layers is not None and sparsity.first_layers > self.n_layers:
+            raise ValueError(
+                f"mlp.activation_sparsity.first_layers ({sparsity.first_layers}) exceeds "
+                f"n_layers ({self.n_layers})"
+            )
 
     def _check_single_sublayers(self) -> None:
         """mlp and moe entries make every layer one sublayer (Nemotron-H): no token mixer
@@ -1611,14 +1760,21 @@ class Architecture(Strict):
             widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
         if self.mixers is not None and (li := self.mixers.lightning) is not None:
             widths.append(3 * li.n_heads * li.head_dim)  # qkv_proj
-        ffs = [mlp.d_ff or 1]
+        ffs = [mlp.d_ff or 1, mlp.kv_shared_d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]
         experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
         layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
         per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts
         rows = (self.vocab_size or 1) + (self.position.learned_rows or self.context_length or 1)
-        return layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
+        total = layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)
+        if self.altup is not None:  # the streams' projections in and out
+            total += 2 * self.altup.n_inputs * d * d + layers * self.altup.n_inputs**3
+        if self.laurel_rank is not None:
+            total += 2 * layers * d * self.laurel_rank
+        if (ple := self.per_layer_embeddings) is not None:  # its table and projection
+            total += (ple.vocab_size + d) * layers * ple.width + 2 * layers * d * ple.width
+        return total
 
 
 def expand_pattern(pattern: list[LayerKind], n_layers: int) -> list[LayerKind]:

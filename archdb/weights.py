@@ -760,7 +760,53 @@ def _gemma4() -> Names:
         "experts.gate_up_proj", cut=_second_expert_ff, experts=True
     )
     layer["mlp.sublayer.moe.experts.down"] = Source("experts.down_proj", experts=True)
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    top = _LLAMA_TOP | _PER_LAYER_TOP
+    return Names(top, layer | _PER_LAYER_GATE, tied_head=("lm_head.weight",))
+
+
+# Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): the token table, projection and norm
+# of archdb's per_layer module, and each layer's gate (in the layer: per_layer.*)
+_PER_LAYER_TOP = {
+    "per_layer.table.weight": Source("model.embed_tokens_per_layer.weight"),
+    "per_layer.proj.weight": Source("model.per_layer_model_projection.weight"),
+    "per_layer.norm.weight": Source("model.per_layer_projection_norm.weight"),
+}
+_PER_LAYER_GATE = {
+    "per_layer.gate.weight": Source("per_layer_input_gate.weight"),
+    "per_layer.proj.weight": Source("per_layer_projection.weight"),
+    "per_layer.norm.weight": Source("post_per_layer_input_norm.weight"),
+}
+
+
+def _gemma3n() -> Names:
+    """Gemma 3n: sandwich norms, the per-layer embeddings, AltUp (each layer's router and
+    coefficients, the stack's projections in and out) and LAuReL."""
+    layer = _llama_layer(_SANDWICH) | _PER_LAYER_GATE
+    for name in ("correction_coefs", "prediction_coefs", "modality_router", "router_norm"):
+        layer[f"altup.{name}.weight"] = Source(f"altup.{name}.weight")
+    layer["altup.correct_output_scale"] = Source("altup.correct_output_scale")
+    for ours, theirs in (("left", "linear_left"), ("right", "linear_right"),
+                         ("norm", "post_laurel_norm")):  # fmt: skip
+        layer[f"laurel.{ours}.weight"] = Source(f"laurel.{theirs}.weight")
+    top = _LLAMA_TOP | _PER_LAYER_TOP
+    for i in range(_MAX_STREAMS):
+        top[f"decoder.streams.projections.{i}.weight"] = Source(
+            f"model.altup_projections.{i}.weight"
+        )
+        top[f"decoder.streams.unembed.{i}.weight"] = Source(
+            f"model.altup_unembed_projections.{i}.weight"
+        )
+    return Names(top, layer, tied_head=("lm_head.weight",), **_GEMMA3N_RELEASE)
+
+
+_MAX_STREAMS = 64  # AltUp projections named (one fewer than the streams; Gemma 3n: 3)
+# Gemma 3n's released checkpoints (Gemma3nForConditionalGeneration): the decoder under
+# model.language_model., the vision and audio towers and their embedders outside the card
+_GEMMA3N_RELEASE = {
+    "wrapped": {"model.language_model.": "model."},
+    "outside": ("model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
+                "model.embed_audio."),
+}  # fmt: skip
 
 
 def _lfm2() -> Names:
@@ -1013,6 +1059,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "gpt_oss": _gpt_oss,
     "apertus": _apertus,
     "gemma4_text": _gemma4,
+    "gemma3n_text": _gemma3n,
     "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
     "lfm2": _lfm2,
     "lfm2_moe": _lfm2_moe,
@@ -1068,7 +1115,7 @@ def checkpoint_model_type(directory: Path | str) -> str:
         raise WeightsError(str(exc)) from None
     text = config.get("text_config")
     model_type = (text if isinstance(text, dict) else config).get("model_type")
-    aliases = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
+    aliases = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "gemma3n": "gemma3n_text"}
     return aliases.get(str(model_type), str(model_type))
 
 

@@ -300,6 +300,36 @@ GEMMA4_MOE: dict[str, Any] = {
 }
 
 
+# Gemma 4 E2B/E4B: per-layer embeddings; the last 6 of 12 layers attend with the keys and
+# values of the last local and the last global layer before them, through a double-wide
+# MLP; the global layers' values from their own projection (no k_eq_v)
+GEMMA4_ON_DEVICE: dict[str, Any] = {
+    **GEMMA4_ATTENTION,
+    "n_layers": 12,
+    "attention.global_layers": {"head_dim": 32, "rotary_fraction": 0.25},
+    "attention.kv_shared_layers": 6,
+    "mlp.kv_shared_d_ff": 256,
+    "per_layer_embeddings": {"width": 16, "vocab_size": 128},
+}
+
+
+# Gemma 3n: AltUp's four streams, LAuReL beside attention, gaussian top-k on the first
+# layers' MLP gates, per-layer embeddings on a table shorter than the vocabulary, the last
+# period of layers reusing KV
+GEMMA3N_LIKE: dict[str, Any] = {
+    **GEMMA4_ATTENTION,
+    "n_layers": 10,
+    "attention.layer_pattern": ["local"] * 4 + ["global"],
+    "attention.global_layers": None,
+    "layer_scalar": None,
+    "attention.kv_shared_layers": 5,
+    "per_layer_embeddings": {"width": 16, "vocab_size": 100},
+    "altup": {"n_inputs": 4, "active_index": 0, "correct_scale": True},
+    "laurel_rank": 8,
+    "mlp.activation_sparsity": {"target": 0.95, "first_layers": 3},
+}
+
+
 def latent_dims(**changes: Any) -> dict[str, Any]:
     """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
     defaults = {
@@ -632,6 +662,14 @@ CHOICES = [
     {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
     GEMMA4_ATTENTION,
     {**GEMMA4_ATTENTION, **GEMMA4_MOE},
+    GEMMA4_ON_DEVICE,
+    GEMMA3N_LIKE,
+    {  # per-layer embeddings on a shorter table (Gemma 3n), KV sharing without a wider MLP
+        **GEMMA4_ON_DEVICE,
+        "mlp.kv_shared_d_ff": None,
+        "attention.kv_shared_layers": 3,
+        "per_layer_embeddings": {"width": 8, "vocab_size": 100},
+    },
     {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16},
     {
         "attention.layer_pattern": ["local"] * 5 + ["global"],

@@ -98,6 +98,14 @@ TINY: dict[str, dict] = {
                     "sliding_window": WINDOW, "hidden_size_per_layer_input": 0,
                     "final_logit_softcapping": 3.0, "enable_moe_block": True,
                     "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
+    # Gemma 3n: AltUp's 4 streams, LAuReL, gaussian top-k on the first 3 layers' gates,
+    # per-layer embeddings on a table shorter than the vocabulary (ids beyond it read row 0),
+    # the last 5 of 10 layers reusing KV
+    "gemma3n_text": {**_DENSE, "num_hidden_layers": 10, "head_dim": 16, "sliding_window": WINDOW,
+                     "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 100,
+                     "num_kv_shared_layers": 5, "laurel_rank": 8,
+                     "activation_sparsity_pattern": [0.95] * 3 + [0.0] * 7,
+                     "final_logit_softcapping": 3.0},
     # muP factors away from 1 (logits_scaling not a power of two: divided vs multiplied)
     "granite": {**_DENSE, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                 "attention_multiplier": 0.03, "logits_scaling": 6.0, "mlp_bias": True},
@@ -324,17 +332,28 @@ def test_logits_equal_transformers(model_type, tmp_path):
     assert relative_error(got, expected) < LOGIT_TOLERANCE
 
 
+# Gemma 4 E2B/E4B's layout: per-layer embeddings; the last 6 of 12 layers attend with the
+# keys and values of the last sliding and the last full layer before them, through a
+# double-wide MLP; no experts, the global layers' values from their own projection
+GEMMA4_ON_DEVICE = {
+    "num_hidden_layers": 12, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 128,
+    "num_kv_shared_layers": 6, "use_double_wide_mlp": True, "enable_moe_block": False,
+    "attention_k_eq_v": False, "num_global_key_value_heads": None,
+}  # fmt: skip
 VARIANTS = [  # a family's other layouts, each off the TINY config
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
     ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
+    ("gemma4_text", GEMMA4_ON_DEVICE),
+    ("gemma4_text", {**GEMMA4_ON_DEVICE, "use_double_wide_mlp": False}),
 ]
 
 
 @pytest.mark.parametrize(("model_type", "changes"), VARIANTS)
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
     """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
-    dense (the shared MLP alone) with RoPE."""
+    dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B (per-layer embeddings, KV
+    sharing, with and without the double-wide MLP)."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)

@@ -21,7 +21,7 @@ from archdb.hf_import import (
     import_config,
     supported_model_types,
 )
-from archdb.writer import validate_card
+from archdb.writer import WriteError, validate_card
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CONFIGS = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -301,9 +301,6 @@ def test_full_size_build_matches_transformers_exactly(name):
 _COMPLETE_DEFAULTS = {
     "nemotron": {"num_key_value_heads": 48},
     "deepseek_v2": {"num_experts_per_tok": 6},
-    # the default is an E2B-like model with per-layer embeddings, which no card field holds
-    # yet: compared with them off (the 26B-A4B and 31B releases set 0 too)
-    "gemma4_text": {"hidden_size_per_layer_input": 0},
     # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
     "glm4_moe": {"head_dim": 128},
     # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
@@ -374,12 +371,30 @@ def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
     assert card.architecture.norm.unit_offset is True
 
 
-def test_gemma4_per_layer_embeddings_and_kv_sharing_are_refused_not_approximated():
-    cfg = config("gemma-4-26b-a4b")
-    with pytest.raises(HFImportError, match="per-layer embeddings"):
-        imported({**cfg, "hidden_size_per_layer_input": 256})
-    with pytest.raises(HFImportError, match="KV sharing"):
-        imported({**cfg, "num_kv_shared_layers": 10})
+def test_gemma4_per_layer_embeddings_and_kv_sharing_become_card_fields():
+    """E2B/E4B: per-layer embeddings, the last layers reusing KV, their double-wide MLP
+    (use_double_wide_mlp only where layers reuse KV, as in transformers)."""
+    cfg = {**config("gemma-4-26b-a4b"), "enable_moe_block": False,
+           "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144,
+           "num_kv_shared_layers": 20, "use_double_wide_mlp": True}  # fmt: skip
+    arch = card_of(cfg).architecture
+    assert arch.per_layer_embeddings.model_dump() == {"width": 256, "vocab_size": 262144}
+    assert arch.attention.kv_shared_layers == 20
+    assert arch.mlp.kv_shared_d_ff == 2 * arch.mlp.d_ff
+    plain = card_of({**cfg, "num_kv_shared_layers": 0}).architecture
+    assert (plain.attention.kv_shared_layers, plain.mlp.kv_shared_d_ff) == (None, None)
+    off = card_of({**cfg, "hidden_size_per_layer_input": 0}).architecture
+    assert off.per_layer_embeddings is None
+
+
+def test_kv_sharing_that_leaves_a_kind_without_its_own_layer_is_refused():
+    """The shared layers read the last earlier layer of their kind: one must exist."""
+    cfg = {**config("gemma-4-26b-a4b"), "num_hidden_layers": 6, "enable_moe_block": False,
+           "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+           "num_kv_shared_layers": 1}  # fmt: skip
+    with pytest.raises(WriteError, match="no earlier layer computes keys and values for the "
+                       "shared global layers"):  # fmt: skip
+        card_of(cfg)
 
 
 def test_gemma4_global_kv_heads_apply_only_with_k_eq_v():
@@ -549,3 +564,36 @@ def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
     config["time_step_limit"] = [0.0, 0.1]
     with pytest.raises(HFImportError, match=r"time_step_limit '\[0\.0, 0\.1\]': archdb's"):
         imported(config)
+
+
+def _gemma3n_config(**changes) -> dict:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Gemma3nTextConfig(num_hidden_layers=30).to_dict()
+    return {**cfg, "model_type": "gemma3n_text", **changes}
+
+
+def test_gemma3n_imports_altup_laurel_sparsity_and_one_width_per_layer():
+    arch = card_of(_gemma3n_config()).architecture
+    assert arch.altup.model_dump() == {"n_inputs": 4, "active_index": 0, "correct_scale": True}
+    assert arch.laurel_rank == 64 and arch.attention.kv_shared_layers == 15
+    assert arch.mlp.activation_sparsity.model_dump() == {"target": 0.95, "first_layers": 10}
+    assert arch.mlp.d_ff == 16384  # the per-layer list of one width
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"intermediate_size": [16384] * 29 + [8192]}, "per-layer widths have no card field"),
+        (
+            {"activation_sparsity_pattern": [0.0] + [0.95] * 29},
+            "one target on leading layers, then zeros",
+        ),
+        (
+            {"activation_sparsity_pattern": [0.95, 0.9] + [0.0] * 28},
+            "one target on leading layers, then zeros",
+        ),
+    ],
+)
+def test_gemma3n_layouts_the_card_cannot_hold_are_refused(changes, message):
+    with pytest.raises(HFImportError, match=message):
+        imported(_gemma3n_config(**changes))

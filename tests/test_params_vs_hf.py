@@ -24,8 +24,10 @@ from tests.conftest import (
     DELTANET_HYBRID,
     DSA,
     FALCON_H1_LIKE,
+    GEMMA3N_LIKE,
     GEMMA4_ATTENTION,
     GEMMA4_MOE,
+    GEMMA4_ON_DEVICE,
     MAMBA2_ONLY,
     MAMBA_HYBRID,
     MAMBA_ONLY,
@@ -682,6 +684,19 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("gemma4_text", GEMMA4_ATTENTION),
     ("gemma4_text", {**GEMMA4_ATTENTION, **GEMMA4_MOE}),
+    ("gemma3n_text", GEMMA3N_LIKE),  # AltUp, LAuReL, gaussian top-k, PLE, KV sharing
+    (
+        "gemma3n_text",
+        {
+            **GEMMA3N_LIKE,
+            "altup": {"n_inputs": 2, "active_index": 1, "correct_scale": False},
+            "mlp.activation_sparsity": None,
+            "attention.kv_shared_layers": None,
+        },
+    ),
+    ("gemma4_text", GEMMA4_ON_DEVICE),  # E2B/E4B: per-layer embeddings, KV sharing
+    ("gemma4_text", {**GEMMA4_ON_DEVICE, "mlp.kv_shared_d_ff": None}),
+    ("gemma4_text", {**GEMMA4_ON_DEVICE, **GEMMA4_MOE, "mlp.kv_shared_d_ff": None}),
     (
         "gemma4_text",  # the global layers' head width alone (E2B/E4B: no k_eq_v)
         {**GEMMA4_ATTENTION, "attention.global_layers": {"head_dim": 32, "rotary_fraction": 0.5}},
@@ -828,9 +843,7 @@ _NEW_FAMILIES = (
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
-    "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear",
-    "qwen3_5_text", "qwen3_5_moe_text",
-    "minimax",
+    "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "minimax", "gemma3n_text",
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
 

@@ -33,16 +33,25 @@ class HeadAttention(nn.Module):
         gate_width: int = 0,
         values_from_keys: bool = False,
         value_norm: nn.Module | None = None,
+        kv_sharing: str | None = None,
+        kv_store: dict | None = None,
+        kv_kind: str = "",
     ) -> None:
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
         # an output gate widens each query head by its gate values (Qwen3-Next's layout)
         self.gate_width = gate_width
         self.q = nn.Linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
-        self.k = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+        # cross-layer KV sharing (Gemma 3n/4): "store" leaves this layer's keys and values
+        # in the model's store under its kind, "reuse" attends with them and has no k or v
+        self.kv_sharing, self.kv_kind = kv_sharing, kv_kind
+        self._kv_store = kv_store  # a plain dict shared by the layers, not a submodule
+        reuses = kv_sharing == "reuse"
+        self.k = None if reuses else nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
         # Gemma 4's global layers (k_eq_v): no value projection, the raw keys are the values
-        self.v = None if values_from_keys else nn.Linear(d_model, n_kv_heads * head_dim, qkv_bias)
-        self.value_norm = value_norm  # Gemma 4: a bare RMS norm over each value head
+        own_v = not values_from_keys and not reuses
+        self.v = nn.Linear(d_model, n_kv_heads * head_dim, qkv_bias) if own_v else None
+        self.value_norm = None if reuses else value_norm  # Gemma 4: a bare RMS norm per head
         self.o = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
         self.qk_norm = qk_norm
         self.rotary = rotary
@@ -59,14 +68,25 @@ class HeadAttention(nn.Module):
         s = src.shape[1]
         q = self.q(x).view(b, t, self.n_heads, self.head_dim + self.gate_width)
         q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
-        k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
-        v = k if self.v is None else self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
-        if self.value_norm is not None:
-            v = self.value_norm(v)
-        if self.qk_norm is not None:
-            q, k = self.qk_norm(q, k)
-        if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
+        if self.k is None:  # reuse: the normed, rotated keys and values of an earlier layer
+            assert self._kv_store is not None
+            if self.qk_norm is not None:
+                q, _ = self.qk_norm(q, None)
+            if self.rotary is not None:
+                q = self.rotary(q)
+            k, v = self._kv_store[self.kv_kind]
+        else:
+            k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
+            v = k if self.v is None else self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
+            if self.value_norm is not None:
+                v = self.value_norm(v)
+            if self.qk_norm is not None:
+                q, k = self.qk_norm(q, k)
+            if self.rotary is not None:
+                q, k = self.rotary(q), self.rotary(k)
+            if self.kv_sharing == "store":
+                assert self._kv_store is not None
+                self._kv_store[self.kv_kind] = k, v
         k, v = repeat_kv(k, self.n_heads), repeat_kv(v, self.n_heads)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, D)
         if not self.takes_bias:
@@ -79,7 +99,8 @@ class HeadAttention(nn.Module):
         return self.o(out.reshape(b, t, -1))  # (B, T, d)
 
     def extra_repr(self) -> str:
-        return f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"
+        text = f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"
+        return text + (f", kv={self.kv_sharing} {self.kv_kind}" if self.kv_sharing else "")
 
 
 def repeat_kv(x: torch.Tensor, n_heads: int) -> torch.Tensor:

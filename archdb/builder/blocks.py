@@ -66,6 +66,24 @@ class ResiDualResidual(Residual):
         return self.after(x + y), dual + y
 
 
+class PerLayerGate(nn.Module):
+    """A layer's per-layer input joins the stream after its MLP (Gemma 3n, Gemma 4
+    E2B/E4B): x + norm(proj(act(gate(x)) * input))."""
+
+    def __init__(self, d_model: int, width: int, act: nn.Module, norm: nn.Module) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d_model, width, bias=False)
+        self.act = act
+        self.proj = nn.Linear(width, d_model, bias=False)
+        self.norm = norm
+
+    def branch(self, x: torch.Tensor, per_layer: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.proj(self.act(self.gate(x), per_layer)))
+
+    def forward(self, x: torch.Tensor, per_layer: torch.Tensor) -> torch.Tensor:
+        return x + self.branch(x, per_layer)
+
+
 class SerialBlock(nn.Module):
     """Attention (or a recurrent mixer), then (in an encoder-decoder's decoder)
     cross-attention, then the MLP; the mixer or the MLP may be absent (Mamba-2's
@@ -77,9 +95,11 @@ class SerialBlock(nn.Module):
         mlp: Residual | None,
         cross: Residual | None = None,
         scalar: bool = False,
+        per_layer: PerLayerGate | None = None,
     ) -> None:
         super().__init__()
         self.attn, self.cross, self.mlp = attn, cross, mlp
+        self.per_layer = per_layer  # per-layer embeddings' gate (Gemma 3n/4)
         # Gemma 4: a learned scalar on the layer's output, a buffer as in transformers
         self.layer_scalar = nn.Buffer(torch.ones(1)) if scalar else None
 
@@ -89,6 +109,7 @@ class SerialBlock(nn.Module):
         dual: torch.Tensor | None,
         bias: torch.Tensor | None = None,
         memory: torch.Tensor | None = None,
+        per_layer: torch.Tensor | None = None,
     ) -> Stream:
         if self.attn is not None:
             x, dual = self.attn(x, dual, bias)
@@ -96,6 +117,9 @@ class SerialBlock(nn.Module):
             x, dual = self.cross(x, dual, None, memory)
         if self.mlp is not None:
             x, dual = self.mlp(x, dual)
+        if self.per_layer is not None:
+            assert per_layer is not None
+            x = self.per_layer(x, per_layer)
         if self.layer_scalar is not None:
             x = x * self.layer_scalar
         return x, dual
@@ -144,19 +168,34 @@ class Stack(nn.Module):
         final_norm: nn.Module,
         position_bias: nn.Module | None,
         resi_dual: bool,
+        streams: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(layers)
+        self.streams = streams  # Gemma 3n's AltUp streams (archdb.builder.altup)
         self.final_norm = final_norm
         self.position_bias = position_bias  # computed once, shared by the layers (T5)
         self.resi_dual = resi_dual
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        per_layer: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """per_layer: (B, T, layers, width), each layer's own input (per-layer embeddings)."""
         t = x.shape[1]
         bias = None if self.position_bias is None else self.position_bias(t, t)
         dual = x if self.resi_dual else None
-        for layer in self.layers:
-            x, dual = layer(x, dual, bias, memory)
+        if self.streams is not None:
+            x = self.streams.expand(x)
+        for i, layer in enumerate(self.layers):
+            if per_layer is None:
+                x, dual = layer(x, dual, bias, memory)
+            else:
+                x, dual = layer(x, dual, bias, memory, per_layer[:, :, i])
+        if self.streams is not None:
+            x = self.streams.collapse(x)
         if dual is not None:
             return x + self.final_norm(dual)
         return self.final_norm(x)

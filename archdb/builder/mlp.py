@@ -103,6 +103,30 @@ class ScaledMLP(MLP):
         return super().forward(x) * self.output_multiplier
 
 
+class SparseGatedMLP(GatedMLP):
+    """Gemma 3n's gaussian top-k on the gate: relu(g - (mean(g) + std(g) * k)) with k the
+    standard normal quantile of the target sparsity, then the gated unit."""
+
+    def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool, target: float) -> None:
+        super().__init__(d_model, d_ff, act, bias)
+        self.target = target
+        # Phi^-1(target) in float32, as transformers' torch.distributions computes it
+        cpu = torch.device("cpu")  # a number, even when the model is built on meta
+        zero, one = torch.tensor(0.0, device=cpu), torch.tensor(1.0, device=cpu)
+        quantile = torch.distributions.Normal(zero, one).icdf(torch.tensor(target, device=cpu))
+        self.std_multiplier = float(quantile)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = self.gate(x)
+        mean = torch.mean(gate, dim=-1, keepdim=True)
+        std = torch.std(gate, dim=-1, keepdim=True, unbiased=False)
+        gate = torch.relu(gate - (mean + std * self.std_multiplier))
+        return self.down(self.act(gate, self.up(x)))
+
+    def extra_repr(self) -> str:
+        return f"sparsity={self.target:g}"
+
+
 def make_mlp(
     activation: Activation,
     d_model: int,
@@ -112,8 +136,11 @@ def make_mlp(
     clamp: ClampedSwiGLU | None = None,
     gate_multiplier: float | None = None,
     output_multiplier: float | None = None,
+    sparsity: float | None = None,
 ) -> nn.Module:
     act = Act(activation, gelu_exact, clamp)
+    if sparsity is not None:
+        return SparseGatedMLP(d_model, d_ff, act, bias, sparsity)
     if activation.gated and (gate_multiplier is not None or output_multiplier is not None):
         return ScaledGatedMLP(d_model, d_ff, act, bias, gate_multiplier, output_multiplier)
     if output_multiplier is not None:

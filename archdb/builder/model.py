@@ -29,6 +29,7 @@ from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
 from archdb.schema import Architecture
 
+from .altup import Gemma3nBlock
 from .blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock, Stack
 from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
 
@@ -85,17 +86,50 @@ class OutputHead(nn.Module):
         return logits
 
 
+class PerLayerInputs(nn.Module):
+    """Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): tokens and their scaled embedding
+    -> (B, T, layers, width), each layer's own input; see archdb.schema.PerLayerEmbeddings."""
+
+    flop_class = "embedding"
+
+    def __init__(
+        self, vocab: int, n_layers: int, width: int, d_model: int, norm: nn.Module, clip: bool
+    ) -> None:
+        super().__init__()
+        self.table = nn.Embedding(vocab, n_layers * width)
+        self.proj = nn.Linear(d_model, n_layers * width, bias=False)
+        self.norm = norm  # over each layer's width
+        self.vocab, self.n_layers, self.width, self.d_model = vocab, n_layers, width, d_model
+        self.clip = clip  # the table is shorter than the vocabulary (Gemma 3n)
+
+    def forward(self, tokens: torch.Tensor, embedded: torch.Tensor) -> torch.Tensor:
+        shape = (*tokens.shape, self.n_layers, self.width)
+        ids = torch.where(tokens < self.vocab, tokens, 0) if self.clip else tokens
+        looked_up = self.table(ids).view(shape) * self.width**0.5
+        projected = self.norm((self.proj(embedded) * self.d_model**-0.5).view(shape))
+        return (projected + looked_up) * 2.0**-0.5
+
+
 class DecoderLM(nn.Module):
     """tokens (B, T) -> logits (B, T, vocab)."""
 
     def __init__(
-        self, embed: TokenEmbedding, positions: nn.Module, decoder: Stack, head: OutputHead
+        self,
+        embed: TokenEmbedding,
+        positions: nn.Module,
+        decoder: Stack,
+        head: OutputHead,
+        per_layer: PerLayerInputs | None = None,
     ) -> None:
         super().__init__()
         self.embed, self.positions, self.decoder, self.head = embed, positions, decoder, head
+        self.per_layer = per_layer
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.head(self.decoder(self.positions(self.embed(tokens))))
+        x = self.embed(tokens)
+        if self.per_layer is None:
+            return self.head(self.decoder(self.positions(x)))
+        return self.head(self.decoder(self.positions(x), None, self.per_layer(tokens, x)))
 
 
 class EncoderDecoderLM(nn.Module):
@@ -149,7 +183,11 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if plan.encoder is not None:
         encoder = _stack(plan.encoder, ctx)
         return EncoderDecoderLM(embed, positions, encoder, decoder, head)
-    return DecoderLM(embed, positions, decoder, head)
+    per_layer = None
+    if plan.per_layer_inputs is not None:
+        per_layer = plan.per_layer_inputs.module()
+        per_layer.table.archdb_embedding = True  # a token table (see measure.params)
+    return DecoderLM(embed, positions, decoder, head, per_layer)
 
 
 class BuildContext:
@@ -161,6 +199,9 @@ class BuildContext:
         self.xl_tables: tuple[torch.Tensor, torch.Tensor] | None = None
         # the layer being built and its stack's depth (MiniMax's lightning decay reads them)
         self.layer, self.n_layers = 0, 1
+        # cross-layer KV sharing: the keys and values each attention kind's last storing
+        # layer computed in the current forward pass, read by the layers that reuse them
+        self.kv_store: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def rotary(
         self,
@@ -194,7 +235,8 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
         ctx.layer, ctx.n_layers = index, stack.n_layers  # lightning's decay reads its depth
         layers.append(_block(block, ctx))
     bias = stack.bias.module(ctx) if stack.bias else None
-    return Stack(layers, final, bias, stack.resi_dual)
+    streams = stack.streams.module() if stack.streams else None
+    return Stack(layers, final, bias, stack.resi_dual, streams)
 
 
 def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
@@ -229,8 +271,14 @@ def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
     ffn = residual(mlp, own_norm, block.mlp_skip) if mlp is not None else None
+    per_layer = block.per_layer.module() if block.per_layer is not None else None
+    if block.altup is not None:  # Gemma 3n (the plan's checks give it all four parts)
+        assert block.laurel is not None and attn is not None and ffn is not None
+        assert per_layer is not None
+        laurel = block.laurel.module()
+        return Gemma3nBlock(block.altup.module(), laurel, residual(attn), ffn, per_layer)
     mixer = residual(attn, skip=block.mixer_skip) if attn is not None else None
-    return SerialBlock(mixer, ffn, cross, block.scalar)
+    return SerialBlock(mixer, ffn, cross, block.scalar, per_layer)
 
 
 # --- reading a built model ----------------------------------------------------------------

@@ -103,10 +103,12 @@ class FlatNorm(nn.Module):
 class QKNormPair(nn.Module):
     """Normalizes queries and keys before their dot product (Dehghani et al. 2023)."""
 
-    def __init__(self, q_norm: nn.Module, k_norm: nn.Module) -> None:
+    def __init__(self, q_norm: nn.Module, k_norm: nn.Module | None) -> None:
         super().__init__()
         self.q_norm = q_norm
-        self.k_norm = k_norm
+        self.k_norm = k_norm  # None: a layer that reuses another layer's normed keys
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.q_norm(q), self.k_norm(k)
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.q_norm(q), None if self.k_norm is None else self.k_norm(k)

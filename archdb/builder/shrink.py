@@ -28,7 +28,11 @@ d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at mos
 of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
 least 1). The RG-LRU keeps its width over d_model (rounded to whole gate blocks) and its
 gate blocks equal to the attention heads where the card's are. Attention-free cards have no
-head constraint.
+head constraint. Cross-layer KV sharing keeps two periods of the pattern, the second
+reusing the first's keys and values (at most the card's shared layers); per-layer
+embeddings keep their width's ratio to d_model, and their table the toy vocabulary (its
+share of it where the card's table is shorter); LAuReL's rank keeps its ratio to d_model,
+activation sparsity its share of the layers (at least one), AltUp its streams.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -148,6 +152,17 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if arch.attention.sparse is not None:
         att["sparse"] = _toy_sparse(arch, widths.latent, rule)
     data["mlp"]["d_ff"] = widths.scaled.get("d_ff")
+    if arch.mlp.kv_shared_d_ff is not None:
+        data["mlp"]["kv_shared_d_ff"] = widths.scaled["kv_shared_d_ff"]
+    if arch.attention.kv_shared_layers:
+        att["kv_shared_layers"] = _toy_shared_layers(arch, n_layers)
+    if arch.per_layer_embeddings is not None:
+        data["per_layer_embeddings"] = _toy_per_layer_embeddings(arch, widths, rule)
+    if arch.laurel_rank is not None:
+        data["laurel_rank"] = widths.scaled["laurel_rank"]
+    if (sparsity := arch.mlp.activation_sparsity) is not None:  # its share of the layers
+        first = max(1, round(sparsity.first_layers * n_layers / arch.n_layers))
+        data["mlp"]["activation_sparsity"]["first_layers"] = min(first, n_layers)
     moe = data["mlp"]["moe"]
     if moe is not None:
         moe["first_dense_layers"] = first_dense
@@ -216,10 +231,32 @@ def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
     first_dense = min(moe.first_dense_layers, 1) if moe else 0
     moe_period = moe.layer_period if moe else 1
     n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
+    if arch.attention.kv_shared_layers:  # a period that keeps its KV, then one that reuses
+        n = min(arch.n_layers, 2 * lcm(period, moe_period))
     n_enc = 0
     if arch.n_encoder_layers:
         n_enc = max(1, round(arch.n_encoder_layers * n / arch.n_layers))
     return n, n_enc, first_dense
+
+
+def _toy_shared_layers(arch: Architecture, n_toy: int) -> int:
+    """KV sharing in the toy: at most one pattern period of layers reuse the KV of the
+    period before them (every kind keeps a layer that computes its own)."""
+    shared = arch.attention.kv_shared_layers or 0
+    if n_toy == arch.n_layers:
+        return shared
+    return min(shared, n_toy // 2)
+
+
+def _toy_per_layer_embeddings(arch: Architecture, widths: _Widths, rule: ToyRule) -> dict:
+    """Per-layer embeddings in the toy: the width in its ratio to d_model, the table the
+    toy vocabulary (or its share of it where the card's table is shorter)."""
+    ple = arch.per_layer_embeddings
+    assert ple is not None
+    rows = rule.vocab
+    if arch.vocab_size and ple.vocab_size < arch.vocab_size:
+        rows = max(1, rule.vocab * ple.vocab_size // arch.vocab_size)
+    return {"width": widths.scaled["per_layer_width"], "vocab_size": rows}
 
 
 # --- widths -----------------------------------------------------------------------------
@@ -238,6 +275,10 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     """Widths that scale with d_model (their ratio to d_model is kept)."""
     moe, lat = arch.mlp.moe, arch.attention.latent
     out = {"d_ff": arch.mlp.d_ff, "embedding_dim": arch.embedding_dim}
+    out["kv_shared_d_ff"] = arch.mlp.kv_shared_d_ff
+    if arch.per_layer_embeddings is not None:
+        out["per_layer_width"] = arch.per_layer_embeddings.width
+    out["laurel_rank"] = arch.laurel_rank
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
@@ -466,6 +507,21 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(f"global layers' own sizes (toy): {sizes}")
     if toy.mixers is not None:
         kept.append(f"recurrent mixers (toy sizes): {toy.mixers.model_dump(exclude_none=True)}")
+    if toy.attention.kv_shared_layers:
+        kept.append(
+            f"cross-layer KV sharing: the last {toy.attention.kv_shared_layers} of "
+            f"{toy.n_layers} layers reuse an earlier layer's keys and values"
+        )
+    if toy.per_layer_embeddings is not None:
+        ple = toy.per_layer_embeddings
+        kept.append(f"per-layer embeddings: width {ple.width}, {ple.vocab_size} rows")
+    if toy.altup is not None:
+        kept.append(f"AltUp: {toy.altup.n_inputs} streams; LAuReL rank {toy.laurel_rank}")
+    if (sparsity := toy.mlp.activation_sparsity) is not None:
+        kept.append(
+            f"activation sparsity {sparsity.target:g} on the first {sparsity.first_layers} "
+            f"of {toy.n_layers} layers"
+        )
     moe = toy.mlp.moe
     if moe is not None:
         kept.append(

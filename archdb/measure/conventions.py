@@ -28,6 +28,7 @@ AFFINE = 1  # per element for a norm's scale, and again for its bias
 SOFTCAP = 3  # per element: c * tanh(x / c)
 ROPE = 3  # per rotated element: x * cos + swap(x) * sin
 LINEAR_FEATURE_MAP = 2  # per element: elu(x) + 1 (linear attention)
+STD = 3  # per input element: subtract the mean, square, sum (a population std)
 
 DEFAULT_KV_DTYPE_BYTES = 2  # bf16/fp16 cache entries
 DEFAULT_SEQ_LEN = 2048  # full-size figures use min(this, the card's context_length)
@@ -47,7 +48,8 @@ class FlopClass(StrEnum):
 
 FLOP_CONVENTION = (
     "FLOPs = 2 x multiply-adds, one forward pass, per token at the stated sequence length "
-    "(batch 1); elementwise functions 1 FLOP per element, reductions 1 per input element, "
+    "(batch 1); elementwise functions 1 FLOP per element, reductions 1 per input element "
+    f"(a standard deviation {STD}), "
     f"softmax {SOFTMAX}, LayerNorm {LAYERNORM} (+{AFFINE} per affine term), RMSNorm "
     f"{RMSNORM} (+{AFFINE}), soft-cap {SOFTCAP}, RoPE {ROPE} per rotated element; "
     "gathers, masking and top-k are free; recurrent mixers (Mamba, Mamba-2, Gated DeltaNet, "

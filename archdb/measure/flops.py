@@ -139,6 +139,8 @@ HANDLES: dict[str, Handle] = {
     "aten::sum": per_input(cv.REDUCTION),
     "aten::cumsum": per_input(cv.REDUCTION),
     "aten::amax": per_input(cv.REDUCTION),  # a router group's best score
+    "aten::mean": per_input(cv.REDUCTION),  # Gemma 3n: AltUp's magnitudes, gaussian top-k
+    "aten::std": per_input(cv.STD),  # Gemma 3n's gaussian top-k
     "aten::embedding": free,  # a lookup; listed so it shows in the breakdown
     **{f"aten::{op}": per_output(cv.ELEMENTWISE) for op in ELEMENTWISE_OPS},
 }

@@ -95,6 +95,13 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "skip_multipliers": lambda a: (
         a.attention.skip_multiplier not in (None, 1.0) or a.mlp.skip_multiplier not in (None, 1.0)
     ),
+    # Gemma 3n / Gemma 4 E2B and E4B: cross-layer KV sharing and per-layer embeddings
+    "kv_sharing": lambda a: bool(a.attention.kv_shared_layers),
+    "per_layer_embeddings": lambda a: a.per_layer_embeddings is not None,
+    # Gemma 3n: AltUp's streams, LAuReL, gaussian top-k on the first MLP gates
+    "altup": lambda a: a.altup is not None,
+    "laurel": lambda a: a.laurel_rank is not None,
+    "activation_sparsity": lambda a: a.mlp.activation_sparsity is not None,
 }
 
 
@@ -1084,8 +1091,7 @@ def gemma4_text(a: Architecture) -> dict:
             },
             "full_attention": global_rope,
         },
-        "hidden_size_per_layer_input": 0,
-        "num_kv_shared_layers": 0,
+        **_gemma4_on_device(a),
     }
     if g is not None and g.n_kv_heads is not None:
         out["num_global_key_value_heads"] = g.n_kv_heads
@@ -1107,6 +1113,66 @@ def gemma4_text(a: Architecture) -> dict:
             "top_k_experts": moe.n_active,
         }
     return out
+
+
+def _gemma4_on_device(a: Architecture) -> dict:
+    """Gemma 4 E2B/E4B: per-layer embeddings, KV sharing, and the reusing layers' MLP at
+    twice the width (use_double_wide_mlp, the only other width transformers builds)."""
+    ple, shared, wide = a.per_layer_embeddings, a.attention.kv_shared_layers or 0, None
+    if a.mlp.kv_shared_d_ff is not None:
+        wide = a.mlp.kv_shared_d_ff
+        _require(wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
+    return {
+        "hidden_size_per_layer_input": ple.width if ple is not None else 0,
+        "vocab_size_per_layer_input": ple.vocab_size if ple is not None else a.vocab_size,
+        "num_kv_shared_layers": shared,
+        "use_double_wide_mlp": wide is not None,
+    }
+
+
+def gemma3n_text(a: Architecture) -> dict:
+    """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
+    top-k; Gemma 4's attention without global-layer sizes."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    _position(a, PositionType.ROPE)
+    _dense(a)
+    _bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
+    _require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
+    _require(not a.layer_scalar, "Gemma 3n has no layer scalar")
+    _require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
+    alt, ple = a.altup, a.per_layer_embeddings
+    _require(alt is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
+    _require(ple is not None, "Gemma 3n has per-layer embeddings")
+    _require(a.mlp.kv_shared_d_ff is None, "Gemma 3n's KV-sharing layers keep d_ff")
+    theta = a.position.rope_theta or 10000.0
+    sparsity = a.mlp.activation_sparsity
+    first, target = (sparsity.first_layers, sparsity.target) if sparsity else (0, 0.0)
+    return _base(a) | {
+        "sliding_window": a.attention.sliding_window or 512,
+        "layer_types": _layer_types(a),
+        "final_logit_softcapping": a.final_logit_softcap,
+        "rope_parameters": {
+            "sliding_attention": {
+                "rope_type": "default",
+                "rope_theta": a.position.rope_theta_local or theta,
+            },
+            "full_attention": {"rope_type": "default", "rope_theta": theta},
+        },
+        "hidden_size_per_layer_input": ple.width,
+        "vocab_size_per_layer_input": ple.vocab_size,
+        "num_kv_shared_layers": a.attention.kv_shared_layers or 0,
+        "altup_num_inputs": alt.n_inputs,
+        "altup_active_idx": alt.active_index,
+        "altup_correct_scale": alt.correct_scale,
+        "laurel_rank": a.laurel_rank,
+        "activation_sparsity_pattern": [target] * first + [0.0] * (a.n_layers - first),
+    }
 
 
 def _layer_types(a: Architecture) -> list[str]:
@@ -1820,12 +1886,36 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"short_conv", "sigmoid_scores", "correction_bias", "routed_scale"}),
         ),
         Reference(
+            "gemma3n_text",
+            "Gemma3nTextConfig",
+            "Gemma3nForCausalLM",
+            gemma3n_text,
+            extras=frozenset(
+                {
+                    "value_norm",
+                    "kv_sharing",
+                    "per_layer_embeddings",
+                    "altup",
+                    "laurel",
+                    "activation_sparsity",
+                }
+            ),
+        ),
+        Reference(
             "gemma4_text",
             "Gemma4TextConfig",
             "Gemma4ForCausalLM",
             gemma4_text,
             extras=frozenset(
-                {"global_layers", "value_norm", "dense_beside", "router_scales", "layer_scalar"}
+                {
+                    "global_layers",
+                    "value_norm",
+                    "dense_beside",
+                    "router_scales",
+                    "layer_scalar",
+                    "kv_sharing",
+                    "per_layer_embeddings",
+                }
             ),
         ),
         Reference(
@@ -1900,6 +1990,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "gemma-2": "gemma2",
     "gemma-3": "gemma3_text",
     "gemma-4": "gemma4_text",
+    "gemma-3n": "gemma3n_text",
     "olmo": "olmo",
     "olmo-2": "olmo2",
     "olmo-3": "olmo3",

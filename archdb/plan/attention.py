@@ -185,6 +185,14 @@ class HeadAttention:
     output_gate: OutputGate | None = None
     values_from_keys: bool = False  # no v projection: values are the raw keys (Gemma 4 k_eq_v)
     value_norm: NormSpec | None = None  # a norm over each value head (Gemma 4: bare RMS)
+    # cross-layer KV sharing: "reuse" attends with the keys and values the last earlier
+    # layer of ``kv_kind`` stored, computing none; "store" computes and leaves them there
+    kv_sharing: str | None = None
+    kv_kind: str = ""
+
+    @property
+    def reuses_kv(self) -> bool:
+        return self.kv_sharing == "reuse"
 
     @property
     def gate_width(self) -> int:
@@ -195,7 +203,10 @@ class HeadAttention:
 
     @property
     def kv_projections(self) -> int:
-        """Key and value projections: one when the values are the keys."""
+        """Key and value projections: one when the values are the keys, none when the
+        layer reuses another layer's."""
+        if self.reuses_kv:
+            return 0
         return 1 if self.values_from_keys else 2
 
     def params(self) -> int:
@@ -213,10 +224,10 @@ class HeadAttention:
             tally.linear(d, kv * hd, self.qkv_bias)
         if self.qk_norm is not None:
             self.qk_norm.flops(tally)
-        if self.value_norm is not None:
+        if self.value_norm is not None and not self.reuses_kv:
             self.value_norm.flops(tally, hd, tally.seq_len * kv)
         if self.rotary is not None:
-            self.rotary.flops(tally, h + kv)
+            self.rotary.flops(tally, h + (0 if self.reuses_kv else kv))
         if isinstance(self.kernel, LinearKernel):
             self.kernel.flops(tally, h, hd, hd)
         else:
@@ -230,7 +241,7 @@ class HeadAttention:
 
     def cache_entries(self, context: int) -> int:
         """K and V entries cached for a sequence of ``context`` tokens."""
-        if not self.cached:
+        if not self.cached or self.reuses_kv:  # a reusing layer reads another's cache
             return 0
         return 2 * self.n_kv_heads * self.head_dim * self.kernel.cached_keys(context)
 
@@ -252,6 +263,9 @@ class HeadAttention:
             self.gate_width,
             self.values_from_keys,
             self.value_norm.module(self.head_dim) if self.value_norm else None,
+            self.kv_sharing,
+            ctx.kv_store if self.kv_sharing else None,
+            self.kv_kind,
         )
 
 
@@ -369,7 +383,17 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         output_gate=att.output_gate,
         values_from_keys=dims.values_from_keys,
         value_norm=bare_rms(a.norm.eps) if att.value_norm else None,
+        kv_sharing=_kv_sharing(r, spec),
+        kv_kind=spec.kind.value if spec is not None else "",
     )
+
+
+def _kv_sharing(r: Reader, spec: LayerSpec | None) -> str | None:
+    """A layer's part in cross-layer KV sharing: none without it (or in cross-attention);
+    else the last kv_shared_layers reuse, the others store theirs."""
+    if spec is None or not r.a.attention.kv_shared_layers:
+        return None
+    return "reuse" if spec.reuses_kv else "store"
 
 
 def _indexer(r: Reader, spec: LayerSpec | None, causal: bool) -> IndexerSpec | None:

@@ -127,6 +127,23 @@ def _unsupported(arch: Architecture) -> str | None:
         return "a layer scalar outside serial decoder-only blocks"
     if arch.layer_scalar and arch.norm.position is NormPosition.RESIDUAL:
         return "a layer scalar with ResiDual"
+    if att.kv_shared_layers and arch.kind is not Kind.DECODER_ONLY:
+        return "cross-layer KV sharing outside a decoder-only model"
+    if arch.per_layer_embeddings is not None and (
+        arch.parallel_layers
+        or arch.kind is not Kind.DECODER_ONLY
+        or arch.norm.position is NormPosition.RESIDUAL
+    ):
+        return "per-layer embeddings outside serial decoder-only blocks (ResiDual aside)"
+    if (arch.altup is not None or arch.laurel_rank is not None) and not _gemma3n_block(arch):
+        return (
+            "altup or laurel_rank outside Gemma 3n's block (both, with per-layer "
+            "embeddings, double norms, serial decoder-only layers of softmax attention and "
+            "a dense MLP, no layer scalar or residual multiplier)"
+        )
+    plain = (None, Activation.XIELU, Activation.CLAMPED_SWIGLU)
+    if arch.per_layer_embeddings is not None and arch.mlp.activation in plain:
+        return "per-layer embeddings without a plain MLP activation for their gate"
     moe = arch.mlp.moe
     if moe is not None and moe.dense_beside_d_ff is not None and arch.parallel_layers:
         return "a dense MLP beside the experts in parallel layers"
@@ -135,6 +152,23 @@ def _unsupported(arch: Architecture) -> str | None:
     if arch.parallel_layers and arch.kind is not Kind.DECODER_ONLY:
         return "parallel layers in an encoder-decoder"
     return None
+
+
+def _gemma3n_block(arch: Architecture) -> bool:
+    """AltUp and LAuReL are built as Gemma 3n's block, which has all of these."""
+    return (
+        arch.altup is not None
+        and arch.laurel_rank is not None
+        and arch.per_layer_embeddings is not None
+        and arch.kind is Kind.DECODER_ONLY
+        and not arch.parallel_layers
+        and arch.norm.position is NormPosition.DOUBLE
+        and arch.mlp.moe is None
+        and not arch.layer_scalar
+        and arch.residual_multiplier in (None, 1.0)
+        and all(kind.attention and kind.recurrent is None for kind in arch.attention.layer_pattern)
+        and arch.attention.variant is AttentionVariant.SOFTMAX
+    )
 
 
 # --- attention -----------------------------------------------------------------------
@@ -219,6 +253,8 @@ class LayerSpec:
     rope_theta: float | None  # None: no rotary embedding in this layer
     moe: bool
     d_ff: int | None  # dense width, or one routed expert's width; None: no MLP sublayer
+    reuses_kv: bool = False  # attends with an earlier layer's keys and values (KV sharing)
+    sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the MLP's gate
 
 
 def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
@@ -233,6 +269,9 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
     d_ff = arch.mlp.d_ff
     if moe is not None and not is_moe:
         d_ff = moe.dense_d_ff
+    reuses = reuses_kv(arch, index)
+    if reuses and arch.mlp.kv_shared_d_ff is not None:
+        d_ff = arch.mlp.kv_shared_d_ff
     if not layer_has_mlp(arch, kind):
         d_ff, is_moe = None, False
     else:
@@ -244,7 +283,22 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
         rope_theta=theta,
         moe=is_moe,
         d_ff=d_ff,
+        reuses_kv=reuses,
+        sparsity=sparsity_of(arch, index) if d_ff is not None else None,
     )
+
+
+def sparsity_of(arch: Architecture, index: int) -> float | None:
+    """The gaussian top-k target of a layer's MLP gate (Gemma 3n's first layers)."""
+    sparsity = arch.mlp.activation_sparsity
+    return sparsity.target if sparsity is not None and index < sparsity.first_layers else None
+
+
+def reuses_kv(arch: Architecture, index: int) -> bool:
+    """Whether a decoder layer is one of the last attention.kv_shared_layers, which attend
+    with an earlier layer's keys and values."""
+    shared = arch.attention.kv_shared_layers or 0
+    return bool(shared) and index >= (arch.n_layers or 0) - shared
 
 
 def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
@@ -255,12 +309,16 @@ def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
 
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
 
-LayerKey = tuple[int, bool]  # (place in the attention pattern, is a MoE layer)
+# (place in the attention pattern, is a MoE layer, reuses another layer's keys and values,
+# has a sparse MLP gate)
+LayerKey = tuple[int, bool, bool, bool]
 
 
 def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
-    """Layers differ only by their place in the pattern and whether they are MoE."""
-    return index % len(pattern), is_moe_layer(arch, index)
+    """Layers differ only by their place in the pattern, whether they are MoE, whether
+    they reuse an earlier layer's keys and values, and whether their MLP gate is sparse."""
+    sparse = sparsity_of(arch, index) is not None
+    return index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index), sparse
 
 
 def layer_groups(

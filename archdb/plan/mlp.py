@@ -167,6 +167,7 @@ class DenseMLP:
     clamp: ClampedSwiGLU | None = None  # clamped-swiglu's limit and alpha
     gate_multiplier: float | None = None  # act(m * gate(x)) (Falcon-H1 mlp_multipliers[0])
     output_multiplier: float | None = None  # m * down(...) (Falcon-H1 mlp_multipliers[1])
+    sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the gate
 
     @property
     def rule(self) -> ActivationRule:
@@ -190,6 +191,9 @@ class DenseMLP:
         tally.add(C.ELEMENTWISE, tokens * f * per + self.rule.flops_per_call)
         if self.gate_multiplier is not None:
             tally.add(C.ELEMENTWISE, tokens * f)
+        if self.sparsity is not None:  # mean, std; mean + std * k per token; g - cut, relu
+            per_token = (cv.REDUCTION + cv.STD + 2 * cv.ELEMENTWISE) * f + 2 * cv.ELEMENTWISE
+            tally.add(C.ELEMENTWISE, tokens * per_token)
         tally.linear(f, d, self.bias, tokens)
         if self.output_multiplier is not None:
             tally.add(C.ELEMENTWISE, tokens * d)
@@ -206,6 +210,7 @@ class DenseMLP:
             self.clamp,
             self.gate_multiplier,
             self.output_multiplier,
+            self.sparsity,
         )
 
 

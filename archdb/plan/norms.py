@@ -149,7 +149,7 @@ class QKNormSpec:
     kind: QKNorm
     norm: NormSpec
     n_heads: int
-    n_kv_heads: int
+    n_kv_heads: int  # 0: queries only (a layer reusing another layer's keys)
     head_dim: int
 
     def params(self) -> int:
@@ -164,11 +164,15 @@ class QKNormSpec:
         from archdb.builder.norms import QKNormPair
 
         q, k = QK_NORMS[self.kind].modules(self)
-        return QKNormPair(q, k)
+        return QKNormPair(q, k if self.n_kv_heads else None)
 
 
 def _per_head_modules(s: QKNormSpec):
     return s.norm.module(s.head_dim), s.norm.module(s.head_dim)
+
+
+def _per_head_params(s: QKNormSpec) -> int:
+    return (1 + bool(s.n_kv_heads)) * s.norm.params(s.head_dim)
 
 
 def _untied_modules(s: QKNormSpec):
@@ -199,7 +203,7 @@ class QKNormRule:
 
 
 QK_NORMS: dict[QKNorm, QKNormRule] = {
-    QKNorm.PER_HEAD: QKNormRule(lambda s: 2 * s.norm.params(s.head_dim), _per_head_modules),
+    QKNorm.PER_HEAD: QKNormRule(_per_head_params, _per_head_modules),
     # one weight per (head, dim)
     QKNorm.PER_HEAD_UNTIED: QKNormRule(
         lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim), _untied_modules

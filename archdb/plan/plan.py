@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.schema import (
     CHANNEL_ONLY,
@@ -41,7 +42,7 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
+from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, activation_rule
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
@@ -108,6 +109,170 @@ class OutputHead:
 
 
 @dataclass(frozen=True)
+class PerLayerInputs:
+    """Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): each token's input to every
+    layer, (norm(proj(e) / sqrt(d)) + table[token] * sqrt(width)) / sqrt(2), e the scaled
+    token embedding; see schema.PerLayerEmbeddings."""
+
+    vocab: int
+    n_layers: int
+    width: int
+    d_model: int
+    norm: NormSpec  # over each layer's width
+    clip_ids: bool  # the table is shorter than the vocabulary: ids beyond it read row 0
+
+    @property
+    def packed(self) -> int:
+        return self.n_layers * self.width
+
+    def params(self) -> int:
+        return self.embedding_params() + self.d_model * self.packed + self.norm.params(self.width)
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.packed
+
+    def flops(self, tally: Tally) -> None:
+        tally.linear(self.d_model, self.packed, False)
+        self.norm.flops(tally, self.width, tally.seq_len * self.n_layers)
+        # table * sqrt(width), proj / sqrt(d), the sum and its 1/sqrt(2)
+        tally.elementwise(4 * self.packed, C.EMBEDDING)
+
+    def module(self):
+        from archdb.builder.model import PerLayerInputs as Module
+
+        return Module(
+            self.vocab,
+            self.n_layers,
+            self.width,
+            self.d_model,
+            self.norm.module(self.width),
+            self.clip_ids,
+        )
+
+
+@dataclass(frozen=True)
+class PerLayerGate:
+    """A layer's use of its per-layer input, after the MLP:
+    x + norm(proj(act(gate(x)) * input)), gate d -> width, proj width -> d, no biases."""
+
+    d_model: int
+    width: int
+    activation: Activation
+    gelu_exact: bool
+    norm: NormSpec  # over d_model
+    streams: int = 1  # AltUp: added to every stream after the first
+
+    def params(self) -> int:
+        return 2 * self.d_model * self.width + self.norm.params(self.d_model)
+
+    def flops(self, tally: Tally) -> None:
+        rule = activation_rule(self.activation, self.gelu_exact)
+        tally.linear(self.d_model, self.width, False)
+        per = rule.flops_per_element + cv.ELEMENTWISE  # act(gate) * input
+        tally.add(C.ELEMENTWISE, tally.seq_len * self.width * per + rule.flops_per_call)
+        tally.linear(self.width, self.d_model, False)
+        self.norm.flops(tally, self.d_model)
+        tally.elementwise(self.streams * self.d_model)  # residual add(s)
+
+    def module(self):
+        from archdb.builder.blocks import PerLayerGate as Module
+        from archdb.builder.mlp import Act
+
+        act = Act(self.activation, self.gelu_exact)
+        return Module(self.d_model, self.width, act, self.norm.module(self.d_model))
+
+
+@dataclass(frozen=True)
+class AltUpLayer:
+    """A layer's AltUp (Gemma 3n): predict the streams from the active one, correct them
+    by the block's innovation; see schema.AltUp."""
+
+    d_model: int
+    n: int  # streams
+    active: int
+    correct_scale: bool
+    norm: NormSpec  # the router's norm over d_model
+
+    def params(self) -> int:
+        n, d = self.n, self.d_model
+        # output scale, correction and prediction coefficients, router and its norm
+        return d + n * n + n * n * n + d * n + self.norm.params(d)
+
+    def router_flops(self, tally: Tally) -> None:
+        d, n = self.d_model, self.n
+        self.norm.flops(tally, d)
+        tally.elementwise(d)  # / d_model
+        tally.linear(d, n, False)
+        tally.elementwise(n)  # tanh
+
+    def flops(self, tally: Tally) -> None:
+        d, n = self.d_model, self.n
+        self.router_flops(tally)  # predict
+        tally.linear(n, n * n, False)
+        tally.elementwise(cv.FLOPS_PER_MAC * d * n * n + n * d)  # the streams' mix, + streams
+        self.router_flops(tally)  # correct
+        tally.linear(n, n, False)
+        tally.elementwise(d + n + 2 * n * d)  # innovation, 1 + coefs, times, + predictions
+        if self.correct_scale:
+            tally.elementwise(d)
+
+    def module(self):
+        from archdb.builder.altup import AltUpLayer as Module
+
+        return Module(self.d_model, self.n, self.active, self.correct_scale, self.norm.module)
+
+
+@dataclass(frozen=True)
+class Laurel:
+    """LAuReL (Gemma 3n): h + norm(right(left(h))), h the attention's normed input."""
+
+    d_model: int
+    rank: int
+    norm: NormSpec
+
+    def params(self) -> int:
+        return 2 * self.d_model * self.rank + self.norm.params(self.d_model)
+
+    def flops(self, tally: Tally) -> None:
+        tally.linear(self.d_model, self.rank, False)
+        tally.linear(self.rank, self.d_model, False)
+        self.norm.flops(tally, self.d_model)
+        tally.elementwise(self.d_model)  # h +
+        tally.elementwise(2 * self.d_model)  # (x + attn + laurel) / sqrt(2), its 2 ops
+
+    def module(self):
+        from archdb.builder.altup import Laurel as Module
+
+        return Module(self.d_model, self.rank, self.norm.module(self.d_model))
+
+
+@dataclass(frozen=True)
+class AltUpStreams:
+    """AltUp's streams around the stack: n - 1 projections of the embedding in, rescaled to
+    its RMS; n - 1 projections back out, rescaled to the first stream's, then the mean."""
+
+    d_model: int
+    n: int
+
+    def params(self) -> int:
+        return 2 * (self.n - 1) * self.d_model * self.d_model
+
+    def flops(self, tally: Tally) -> None:
+        d, n = self.d_model, self.n
+        for _ in range(2):  # in and out
+            tally.elementwise(2 * d + 1)  # target RMS: square, mean, ** 0.5
+            for _ in range(n - 1):  # projection; its RMS (square, mean, clamp, sqrt); * /
+                tally.linear(d, d, False)
+                tally.elementwise(4 * d + 2)
+        tally.elementwise(n * d)  # the mean of the streams
+
+    def module(self):
+        from archdb.builder.altup import AltUpStreams as Module
+
+        return Module(self.d_model, self.n)
+
+
+@dataclass(frozen=True)
 class Block:
     """One layer: a mixer and an MLP (or MoE) on the residual stream, with norms; either
     may be absent (Mamba-2's mixer-only layers, Nemotron-H's single-sublayer layers)."""
@@ -126,6 +291,9 @@ class Block:
     # factors on the residual stream where the mixer's / the MLP's output joins it (MiniMax)
     mixer_skip: float | None = None
     mlp_skip: float | None = None
+    per_layer: PerLayerGate | None = None  # per-layer embeddings' use, after the MLP
+    altup: AltUpLayer | None = None  # Gemma 3n's block: AltUp around it, LAuReL beside
+    laurel: Laurel | None = None
 
     @property
     def n_norms(self) -> int:
@@ -147,6 +315,9 @@ class Block:
 
     def params(self) -> int:
         n = sum(sub.params() for sub in self.sublayers())
+        n += self.per_layer.params() if self.per_layer is not None else 0
+        n += self.altup.params() if self.altup is not None else 0
+        n += self.laurel.params() if self.laurel is not None else 0
         return n + self.norm.params(self.d_model) * self.n_norms
 
     def inactive_params(self) -> int:
@@ -173,6 +344,12 @@ class Block:
             if self.skip_of(sublayer) is not None:
                 tally.elementwise(d)  # a * x
             sublayer.flops(tally)
+        if self.per_layer is not None:
+            self.per_layer.flops(tally)
+        if self.altup is not None:
+            self.altup.flops(tally)
+        if self.laurel is not None:
+            self.laurel.flops(tally)
         if self.scalar:
             tally.elementwise(d)
 
@@ -194,6 +371,7 @@ class Stack:
     final_norm: NormSpec | None
     bias: StackBias | None
     resi_dual: bool
+    streams: AltUpStreams | None = None  # Gemma 3n's AltUp streams in and out
 
     def groups(self) -> Iterator[tuple[Block, int]]:
         return zip(self.blocks, self.counts, strict=True)
@@ -204,6 +382,7 @@ class Stack:
     def params(self) -> int:
         n = sum(b.params() * c for b, c in self.groups())
         n += self.final_norm.params(self.d_model) if self.final_norm else 0
+        n += self.streams.params() if self.streams else 0
         return n + (self.bias.params() if self.bias else 0)
 
     def flops(self, tally: Tally) -> None:
@@ -211,6 +390,8 @@ class Stack:
             tally.repeat = count
             block.flops(tally)
         tally.repeat = 1
+        if self.streams is not None:
+            self.streams.flops(tally)
         if self.final_norm is not None:
             self.final_norm.flops(tally, self.d_model)
         if self.resi_dual:
@@ -230,6 +411,7 @@ class Plan:
     decoder: Stack
     head: OutputHead
     context_length: int
+    per_layer_inputs: PerLayerInputs | None = None  # per-layer embeddings (Gemma 3n/4)
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -293,7 +475,23 @@ class _Reader:
                 _factor(a.logit_scale),
             ),
             context_length=a.context_length,
+            per_layer_inputs=self.per_layer_inputs(),
         )
+
+    def per_layer_inputs(self) -> PerLayerInputs | None:
+        a, ple = self.a, self.a.per_layer_embeddings
+        if ple is None:
+            return None
+        clip = ple.vocab_size < a.vocab_size
+        return PerLayerInputs(ple.vocab_size, a.n_layers, ple.width, self.d, self.norm, clip)
+
+    def per_layer_gate(self) -> PerLayerGate | None:
+        a, ple = self.a, self.a.per_layer_embeddings
+        if ple is None:
+            return None
+        exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
+        streams = a.altup.n_inputs - 1 if a.altup is not None else 1
+        return PerLayerGate(self.d, ple.width, a.mlp.activation, exact, self.norm, streams)
 
     def stack(self, pattern: list[LayerKind], n: int, causal: bool, cross: bool) -> Stack:
         a = self.a
@@ -312,7 +510,10 @@ class _Reader:
             )
         resi_dual = a.norm.position is NormPosition.RESIDUAL
         final = self.norm if a.norm.final else None
-        return Stack(self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual)
+        streams = AltUpStreams(self.d, a.altup.n_inputs) if a.altup is not None else None
+        return Stack(
+            self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, streams
+        )
 
     def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block:
         a = self.a
@@ -331,6 +532,9 @@ class _Reader:
             residual_multiplier=_factor(a.residual_multiplier),
             mixer_skip=self.mixer_skip(spec),
             mlp_skip=_factor(a.mlp.skip_multiplier),
+            per_layer=self.per_layer_gate(),
+            altup=self.altup_layer(),
+            laurel=Laurel(self.d, a.laurel_rank, self.norm) if a.laurel_rank else None,
         )
 
     def mixer_skip(self, spec: LayerSpec) -> float | None:
@@ -338,6 +542,12 @@ class _Reader:
         if spec.kind is LayerKind.LIGHTNING:
             return _factor(self.a.mixers.lightning.skip_multiplier)
         return _factor(self.a.attention.skip_multiplier) if spec.kind.attention else None
+
+    def altup_layer(self) -> AltUpLayer | None:
+        alt = self.a.altup
+        if alt is None:
+            return None
+        return AltUpLayer(self.d, alt.n_inputs, alt.active_index, alt.correct_scale, self.norm)
 
     def mixer(
         self, spec: LayerSpec | None, causal: bool
@@ -374,7 +584,8 @@ class _Reader:
         # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
         offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
         norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
-        return QKNormSpec(att.qk_norm, norm, dims.n_heads, dims.n_kv_heads, dims.qk_dim)
+        keys = 0 if spec is not None and spec.reuses_kv else dims.n_kv_heads  # queries only
+        return QKNormSpec(att.qk_norm, norm, dims.n_heads, keys, dims.qk_dim)
 
     def kernel(self, spec: LayerSpec | None, causal: bool) -> SoftmaxKernel:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
@@ -423,7 +634,7 @@ class _Reader:
         clamp = self.clamp()
         if not spec.moe:
             gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
-            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out)
+            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity)
         moe = a.mlp.moe
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
@@ -474,6 +685,7 @@ class ParamSplit:
 def params(plan: Plan) -> ParamSplit:
     """Exact parameters: every tensor once (a tied head is the embedding's table)."""
     parts = [plan.embedding, plan.head] + ([plan.positions] if plan.positions else [])
+    parts += [plan.per_layer_inputs] if plan.per_layer_inputs else []
     total = sum(p.params() for p in parts) + sum(s.params() for s in plan.stacks)
     embedding = sum(p.embedding_params() for p in parts)
     embedding += sum(s.bias.embedding_params() for s in plan.stacks if s.bias)
@@ -488,6 +700,8 @@ def flops(plan: Plan, seq_len: int) -> Tally:
         plan.embedding.flops(tally)
         if plan.positions is not None:
             plan.positions.flops(tally)
+        if plan.per_layer_inputs is not None and stack is plan.decoder:
+            plan.per_layer_inputs.flops(tally)
         stack.flops(tally)
     plan.head.flops(tally)
     return tally
