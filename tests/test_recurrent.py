@@ -232,7 +232,7 @@ def test_attention_free_card_needs_no_attention_or_mlp_sizes_but_hybrids_do():
     with_mlp = {**MAMBA2_ONLY, "mixers": {"mamba2": mamba2_dims(mlp=True)}}
     with pytest.raises(BuildError, match=re.escape("mlp.d_ff")):
         make_plan(make_arch(**with_mlp))
-    parallel = {**DELTANET_HYBRID, "parallel_layers": True}
+    parallel = {**DELTANET_HYBRID, "parallel_layers": True, "norm.shared_in_parallel": False}
     with pytest.raises(BuildError, match="outside a serial decoder-only model"):
         make_plan(make_arch(**parallel))
 
