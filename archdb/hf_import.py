@@ -652,9 +652,15 @@ def _deepseek(d: _Draft) -> None:
         "The shared experts form one MLP of "
         "moe_intermediate_size x n_shared_experts (the transformers implementation).",
     )
-    mtp = d.read("num_nextn_predict_layers")
-    if mtp:
-        d.unmapped["num_nextn_predict_layers"] = mtp
+    _mtp(d)
+
+
+def _mtp(d: _Draft) -> None:
+    """num_nextn_predict_layers: the MTP modules beside the model (architecture.mtp),
+    counted apart from it as transformers builds none."""
+    n = d.read("num_nextn_predict_layers")
+    if n is not None:
+        d.set("architecture.mtp.n_modules", n, "config")
 
 
 def _deepseek_v2(d: _Draft) -> None:
@@ -1543,9 +1549,7 @@ def _glm4_moe(d: _Draft) -> None:
         dense_d_ff=dense_d_ff if first_dense else None,
     )
     _sigmoid_router(d, 1, 1, default_scale=1.0)  # Glm4MoeConfig's defaults
-    mtp = d.read("num_nextn_predict_layers")
-    if mtp:
-        d.unmapped["num_nextn_predict_layers"] = mtp
+    _mtp(d)
 
 
 def _sparse(d: _Draft, interleaved: bool) -> None:
@@ -2550,6 +2554,7 @@ _ARCH_ORDER = (
     "logit_scale",
     "layer_scalar",
     "residual_multiplier",
+    "mtp",
 )
 _SUB_ORDER = {
     "norm": ("type", "position", "affine", "final", "shared_in_parallel", "eps", "unit_offset"),

@@ -741,6 +741,33 @@ class Mixers(Strict):
     )
 
 
+class MTP(Strict):
+    """Multi-token-prediction modules beside the main model (DeepSeek-V3 section 2.2).
+
+    Module k predicts the token k + 1 places ahead from module k - 1's hidden state (the
+    main model's for k = 1) and the embedding of the token k places ahead. Convention, as
+    DeepSeek-V3's, GLM-4.5's, MiMo's and Qwen3-Next's released modules: two norms of the
+    card's kind (one on that hidden state, one on that embedding), their concatenation
+    projected 2 d_model -> d_model without bias, ``layers_per_module`` blocks like the main
+    model's last layer, and a final norm; the token embedding and the output head are the
+    main model's, shared and not counted again. Trained alongside the main model and used
+    for speculative decoding, never in its forward pass: the exact parameter count (the one
+    compared with transformers, which builds no MTP weights) leaves them out, and the toy
+    does not build them.
+    """
+
+    n_modules: DepthOrZero = Field(
+        description="Sequential MTP modules (num_nextn_predict_layers; Qwen3-Next and "
+        "Qwen3.5: mtp_num_hidden_layers; MiniMax: num_mtp_modules); 0: the release states "
+        "none."
+    )
+    layers_per_module: Depth = Field(
+        default=1,
+        description="Transformer blocks in each module (MiniMax: mtp_transformer_layers). "
+        "Optional; 1.",
+    )
+
+
 class MoE(Strict):
     n_experts: Count = Field(description="Routed experts per MoE layer.")
     n_active: Count = Field(description="Routed experts each token uses (top-k).")
@@ -971,6 +998,11 @@ class Architecture(Strict):
         "MiniCPM: scale_depth / sqrt(n_layers)). Optional; null: not recorded (the builder "
         "uses 1).",
     )
+    mtp: MTP | None = Field(
+        default=None,
+        description="Multi-token-prediction modules released beside the main model, "
+        "counted apart from it (see MTP). Optional; null: not recorded.",
+    )
 
     # --- derived figures: computed, never stored --------------------------------
 
@@ -1066,6 +1098,8 @@ class Architecture(Strict):
             raise ValueError("attention.latent is required for, and only for, variant latent")
         if att.sparse is not None:
             self._check_sparse(att)
+        if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
+            raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()
         self._check_global_layers()
         if pos.type is not PositionType.ROPE:

@@ -42,6 +42,7 @@ from .layout import (
     relative_buckets,
 )
 from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec
+from .mtp import MTPModule, MTPStack
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
@@ -219,6 +220,7 @@ class Plan:
     decoder: Stack
     head: OutputHead
     context_length: int
+    mtp: MTPStack | None = None  # multi-token-prediction modules, apart from the model
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -282,7 +284,16 @@ class _Reader:
                 _factor(a.logit_scale),
             ),
             context_length=a.context_length,
+            mtp=self.mtp(decoder),
         )
+
+    def mtp(self, decoder: Stack) -> MTPStack | None:
+        """The card's MTP modules, each block like the main model's last layer."""
+        m = self.a.mtp
+        if m is None or not m.n_modules:
+            return None
+        last = decoder.blocks[decoder.which(decoder.n_layers - 1)]
+        return MTPStack(m.n_modules, MTPModule(self.d, self.norm, last, m.layers_per_module))
 
     def stack(self, pattern: list[LayerKind], n: int, causal: bool, cross: bool) -> Stack:
         a = self.a
@@ -470,6 +481,16 @@ def flops(plan: Plan, seq_len: int) -> Tally:
             plan.positions.flops(tally)
         stack.flops(tally)
     plan.head.flops(tally)
+    return tally
+
+
+def mtp_flops(plan: Plan, seq_len: int) -> Tally | None:
+    """Forward FLOPs of the MTP modules over one sequence, the shared head's included;
+    None without modules."""
+    if plan.mtp is None:
+        return None
+    tally = Tally(seq_len)
+    plan.mtp.flops(tally, plan.head)
     return tally
 
 
