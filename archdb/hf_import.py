@@ -375,6 +375,10 @@ class ConfigShape(_Keys):
     # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
     no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
     no_rope_layer_interval: Layers | None = None
+    # Hunyuan: top-k under its own name, and switches transformers does not build
+    moe_topk: Heads | None = None
+    use_cla: StrictBool | None = None
+    use_mla: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1793,6 +1797,56 @@ def _ernie4_5_moe(d: _Draft) -> None:
     d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
 
 
+def _hunyuan(d: _Draft) -> None:
+    """Hunyuan (dense and MoE): the per-head QK norm reads the rotated q and k; a "dynamic"
+    rope_scaling with an alpha is a fixed NTK stretch of the base (ntk-alpha). The released
+    configs' switches transformers does not read are refused where they would change the
+    model (cross-layer KV sharing, MLA)."""
+    d.set("architecture.attention.qk_norm_after_rope", True, "family")
+    for key in ("use_cla", "use_mla"):
+        if d.read(key, default=False):
+            raise HFImportError(
+                f"{key} is true, which transformers' Hunyuan does not build: the card would "
+                "not be the model"
+            )
+    full, _ = _rope_parameters(d)
+    scaling = d.config.get("rope_scaling") or full
+    kind = scaling.get("rope_type") or scaling.get("type")
+    alpha = scaling.get("alpha")
+    if kind != "dynamic" or not alpha:
+        return
+    if not isinstance(alpha, int | float) or alpha <= 0:
+        raise HFImportError(f"rope_scaling alpha must be a positive number (got {_brief(alpha)})")
+    for path in list(d.values):
+        if path.startswith("architecture.position.rope_scaling"):
+            d.clear(path)
+    d.unmapped.pop("rope_scaling", None)
+    d.notes.pop("architecture.position", None)
+    d.notes.pop("architecture.position.rope_scaling", None)
+    d.set("architecture.position.rope_scaling.type", "ntk-alpha", "config")
+    d.set("architecture.position.rope_scaling.factor", float(alpha), "config")
+    d.note(
+        "architecture.position.rope_scaling",
+        f"config.json's dynamic scaling with alpha {alpha:g}: the base fixed at rope_theta * "
+        "alpha^(d/(d-2)) (transformers' ntk_alpha); its other keys are unused.",
+    )
+
+
+def _hunyuan_moe(d: _Draft) -> None:
+    """Every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP,
+    all intermediate_size wide (transformers reads no moe_intermediate_size)."""
+    _hunyuan(d)
+    d_ff = d.value("architecture.mlp.d_ff")
+    d.moe(
+        n_experts=d.read("num_experts", "num_local_experts", default=1),  # the config's defaults
+        n_active=d.read("moe_topk", "num_experts_per_tok", default=1),
+        n_shared=1,
+        shared_d_ff=d_ff,
+    )
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -1898,6 +1952,10 @@ FAMILIES: dict[str, Family] = {
                            hook=_ernie4_5_moe),
     "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
                       rope_theta_default=2_000_000.0, hook=_smollm3),
+    "hunyuan_v1_dense": Family("hunyuan_v1_dense", "HunYuanDenseV1DecoderLayer",
+                               qk_norm="per-head", hook=_hunyuan),
+    "hunyuan_v1_moe": Family("hunyuan_v1_moe", "HunYuanMoEV1DecoderLayer", qk_norm="per-head",
+                             hook=_hunyuan_moe),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {
@@ -2274,6 +2332,7 @@ _EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, 
                  "lfm2": 1e-5, "lfm2_moe": 1e-5}  # fmt: skip
 _EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_norm_epsilon
 _EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
+_EPS_DEFAULTS |= {"hunyuan_v1_dense": 1e-5, "hunyuan_v1_moe": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 
@@ -2577,6 +2636,7 @@ _SUB_ORDER = {
         "value_norm",
         "input_multiplier",
         "output_multiplier",
+        "qk_norm_after_rope",
     ),
     "position": (
         "type",

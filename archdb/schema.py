@@ -116,6 +116,9 @@ class RopeScalingType(StrEnum):
     DYNAMIC = "dynamic"  # NTK-aware: the base grows with the sequence beyond original_context
     YARN = "yarn"  # YaRN (Peng et al. 2023): per-band interpolation and a logit temperature
     LLAMA3 = "llama3"  # Llama 3.1: low frequencies / factor, high kept, a smooth band between
+    # Hunyuan: a fixed NTK-aware stretch of the base, theta * alpha^(d/(d-2)) with factor =
+    # alpha, the same at every length (configs say "dynamic" with an alpha key)
+    NTK_ALPHA = "ntk-alpha"
 
 
 class OutputGate(StrEnum):
@@ -423,6 +426,12 @@ class Attention(Strict):
     logit_softcap: PositiveFloat | None = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
+    qk_norm_after_rope: StrictBool | None = Field(
+        default=None,
+        description="The QK norm applies to the rotated queries and keys (Hunyuan: "
+        "query_layernorm after apply_rotary_pos_emb); false: before RoPE (Qwen 3, OLMo 2). "
+        "Optional; null: not recorded (the builder norms before RoPE).",
+    )
     sliding_window: Tokens | None = Field(
         description="Window of the pattern's local layers (chunk size of chunked layers), in "
         "tokens: the causal band of keys a query sees, itself included. A locally banded "
@@ -512,9 +521,13 @@ class Attention(Strict):
 class RopeScaling(Strict):
     type: RopeScalingType = Field(
         description="linear (position interpolation), dynamic (NTK-aware base growth), yarn "
-        "or llama3 (band-wise), as transformers' rope_type."
+        "or llama3 (band-wise), as transformers' rope_type; ntk-alpha (Hunyuan): the base "
+        "fixed at rope_theta * alpha^(d/(d-2)), d the rotated dims, at every length."
     )
-    factor: PositiveFloat = Field(description="Context extension factor (rope_scaling.factor).")
+    factor: PositiveFloat = Field(
+        description="Context extension factor (rope_scaling.factor); ntk-alpha: the alpha "
+        "(rope_scaling.alpha; Hunyuan's factor key is unused)."
+    )
     original_context: Tokens | None = Field(
         default=None,
         description="Pre-training context the scaling starts from "
@@ -542,7 +555,8 @@ class RopeScaling(Strict):
     @model_validator(mode="after")
     def _parameters(self) -> RopeScaling:
         t = self.type
-        if t is not RopeScalingType.LINEAR and self.original_context is None:
+        needs_original = t not in (RopeScalingType.LINEAR, RopeScalingType.NTK_ALPHA)
+        if needs_original and self.original_context is None:
             raise ValueError(f"position.rope_scaling.original_context is required for {t.value}")
         llama3 = (self.low_freq_factor, self.high_freq_factor)
         if (t is RopeScalingType.LLAMA3) != all(v is not None for v in llama3):
@@ -1098,6 +1112,8 @@ class Architecture(Strict):
             raise ValueError("attention.latent is required for, and only for, variant latent")
         if att.sparse is not None:
             self._check_sparse(att)
+        if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
+            raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
         if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()

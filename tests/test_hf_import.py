@@ -307,6 +307,9 @@ _COMPLETE_DEFAULTS = {
     # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
     "glm4_moe": {"head_dim": 128},
     # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
+    # HunYuan configs leave head_dim None, which transformers' attention cannot size
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
     "lfm2_moe": {
         "layer_types": [
             "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)

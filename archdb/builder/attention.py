@@ -33,9 +33,11 @@ class HeadAttention(nn.Module):
         gate_width: int = 0,
         values_from_keys: bool = False,
         value_norm: nn.Module | None = None,
+        qk_norm_after_rope: bool = False,
     ) -> None:
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
+        self.qk_norm_after_rope = qk_norm_after_rope  # Hunyuan norms the rotated q and k
         # an output gate widens each query head by its gate values (Qwen3-Next's layout)
         self.gate_width = gate_width
         self.q = nn.Linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
@@ -63,10 +65,12 @@ class HeadAttention(nn.Module):
         v = k if self.v is None else self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
         if self.value_norm is not None:
             v = self.value_norm(v)
-        if self.qk_norm is not None:
+        if self.qk_norm is not None and not self.qk_norm_after_rope:
             q, k = self.qk_norm(q, k)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
+        if self.qk_norm is not None and self.qk_norm_after_rope:
+            q, k = self.qk_norm(q, k)
         k, v = repeat_kv(k, self.n_heads), repeat_kv(v, self.n_heads)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, D)
         if not self.takes_bias:

@@ -185,6 +185,7 @@ class HeadAttention:
     output_gate: OutputGate | None = None
     values_from_keys: bool = False  # no v projection: values are the raw keys (Gemma 4 k_eq_v)
     value_norm: NormSpec | None = None  # a norm over each value head (Gemma 4: bare RMS)
+    qk_norm_after_rope: bool = False  # the QK norm reads the rotated q and k (Hunyuan)
 
     @property
     def gate_width(self) -> int:
@@ -252,6 +253,7 @@ class HeadAttention:
             self.gate_width,
             self.values_from_keys,
             self.value_norm.module(self.head_dim) if self.value_norm else None,
+            self.qk_norm_after_rope,
         )
 
 
@@ -369,6 +371,7 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         output_gate=att.output_gate,
         values_from_keys=dims.values_from_keys,
         value_norm=bare_rms(a.norm.eps) if att.value_norm else None,
+        qk_norm_after_rope=bool(att.qk_norm_after_rope),
     )
 
 
