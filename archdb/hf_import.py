@@ -286,7 +286,8 @@ class ConfigShape(_Keys):
     n_routed_experts: Heads | None = None
     num_experts_per_tok: Heads | None = None
     n_shared_experts: _sized(0, MAX_COUNT) | None = None
-    moe_intermediate_size: Width | None = None
+    # a per-layer list only in Hunyuan's released configs (_PER_LAYER_LISTS)
+    moe_intermediate_size: Width | Annotated[list[Width], Field(max_length=MAX_DEPTH)] | None = None
     decoder_sparse_step: Layers | None = None
     mlp_only_layers: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = (
         None
@@ -375,10 +376,16 @@ class ConfigShape(_Keys):
     # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
     no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
     no_rope_layer_interval: Layers | None = None
-    # Hunyuan: top-k under its own name, and switches transformers does not build
-    moe_topk: Heads | None = None
+    # Hunyuan: top-k under its own name, per-layer lists in released configs, and
+    # switches transformers does not build
+    moe_topk: Heads | Annotated[list[Heads], Field(max_length=MAX_DEPTH)] | None = None
+    num_shared_expert: (
+        _sized(0, MAX_COUNT) | Annotated[list[_sized(0, MAX_COUNT)], Field(max_length=MAX_DEPTH)]
+    ) | None = None
     use_cla: StrictBool | None = None
     use_mla: StrictBool | None = None
+    use_mixed_mlp_moe: StrictBool | None = None
+    moe_layer_num_skipped: _sized(0, MAX_DEPTH) | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1809,6 +1816,24 @@ def _hunyuan(d: _Draft) -> None:
                 f"{key} is true, which transformers' Hunyuan does not build: the card would "
                 "not be the model"
             )
+    if d.read("use_qk_norm", default=True) is False:
+        raise HFImportError(
+            "use_qk_norm is false, but transformers' Hunyuan always builds query_layernorm "
+            "and key_layernorm: the card would not be the model"
+        )
+    # released configs name the head width attention_head_dim; transformers sizes heads
+    # from head_dim (or hidden_size / heads): they must agree
+    width = d.read("attention_head_dim")
+    effective = d.value("architecture.attention.head_dim") or (
+        d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    )
+    if width is not None and width != effective:
+        raise HFImportError(
+            f"attention_head_dim {width} differs from the head width transformers builds "
+            f"({effective}): set head_dim"
+        )
+    if width is not None:
+        d.set("architecture.attention.head_dim", width, "config")
     full, _ = _rope_parameters(d)
     scaling = d.config.get("rope_scaling") or full
     kind = scaling.get("rope_type") or scaling.get("type")
@@ -1832,14 +1857,38 @@ def _hunyuan(d: _Draft) -> None:
     )
 
 
+def _one_per_layer(d: _Draft, key: str, default: int) -> int:
+    """A number Hunyuan's released configs repeat per layer; one value for every layer."""
+    value = d.read(key, default=default)
+    if isinstance(value, list):
+        if len(set(value)) != 1:
+            raise HFImportError(
+                f"config.json: {key} differs between layers ({_brief(value)}): the card holds "
+                "one value for every layer"
+            )
+        value = value[0]
+    return value
+
+
 def _hunyuan_moe(d: _Draft) -> None:
     """Every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP,
     all intermediate_size wide (transformers reads no moe_intermediate_size)."""
     _hunyuan(d)
     d_ff = d.value("architecture.mlp.d_ff")
+    widths = _one_per_layer(d, "moe_intermediate_size", d_ff)
+    shared = _one_per_layer(d, "num_shared_expert", 1)
+    if widths != d_ff or shared != 1 or not d.read("use_mixed_mlp_moe", default=True):
+        raise HFImportError(
+            f"moe_intermediate_size {widths}, num_shared_expert {shared}: transformers' "
+            f"Hunyuan builds every expert and one shared MLP intermediate_size ({d_ff}) wide"
+        )
+    if d.read("moe_layer_num_skipped", default=0):
+        raise HFImportError(
+            "moe_layer_num_skipped is not 0, but transformers' Hunyuan makes every layer MoE"
+        )
     d.moe(
         n_experts=d.read("num_experts", "num_local_experts", default=1),  # the config's defaults
-        n_active=d.read("moe_topk", "num_experts_per_tok", default=1),
+        n_active=_one_per_layer(d, "moe_topk", 1),
         n_shared=1,
         shared_d_ff=d_ff,
     )
@@ -2411,6 +2460,7 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     if wrapper_note:
         check_shape(decoder, prefix="text_config.")
     model_type, via = _family_of(decoder, config)
+    _refuse_per_layer_lists(decoder, model_type)
     family = FAMILIES[model_type]
     d = _Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
@@ -2423,6 +2473,20 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     if via:
         d.note("architecture", f"Imported as transformers' {model_type}: {via}.")
     return _result(d, model_type, source_url, identity, config)
+
+
+# keys that Hunyuan's released configs give per layer (one value repeated), read by its hook
+_PER_LAYER_LISTS = ("moe_intermediate_size", "moe_topk", "num_shared_expert")
+
+
+def _refuse_per_layer_lists(decoder: Mapping[str, Any], model_type: str) -> None:
+    if model_type in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
+        return
+    for key in _PER_LAYER_LISTS:
+        if isinstance(decoder.get(key), list):
+            raise HFImportError(
+                f"config.json: {key} is a per-layer list, which {model_type} reads as one number"
+            )
 
 
 def _family_of(decoder: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[str, str | None]:

@@ -552,3 +552,70 @@ def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
     config["time_step_limit"] = [0.0, 0.1]
     with pytest.raises(HFImportError, match=r"time_step_limit '\[0\.0, 0\.1\]': archdb's"):
         imported(config)
+
+
+# Tencent-Hunyuan/Hunyuan-A13B models/config.json (commit 2798f3c), its architecture keys:
+# model_type "hunyuan", per-layer lists, dynamic scaling with an alpha, attention_head_dim
+HUNYUAN_A13B = {
+    "model_type": "hunyuan", "architectures": ["HunYuanMoEV1ForCausalLM"],
+    "attention_bias": False, "attention_head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "intermediate_size": 3072, "max_position_embeddings": 32768,
+    "mlp_bias": False, "moe_intermediate_size": [3072] * 32, "moe_layer_num_skipped": 0,
+    "moe_topk": [8] * 32, "norm_topk_prob": True, "num_attention_heads": 32,
+    "num_experts": 64, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "num_shared_expert": [1] * 32, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "rope_scaling": {"alpha": 1000.0, "beta_fast": 32, "beta_slow": 1, "factor": 1.0,
+                     "mscale": 1.0, "mscale_all_dim": 1.0, "type": "dynamic"},
+    "tie_word_embeddings": True, "use_cla": False, "use_mixed_mlp_moe": True, "use_mla": False,
+    "use_qk_norm": True, "vocab_size": 128167,
+}  # fmt: skip
+
+
+def test_hunyuan_a13b_released_config_is_the_catalogue_card_and_transformers_count():
+    """Read through its architectures (model_type hunyuan is custom), the per-layer lists
+    as one value: the catalogue's card, with transformers' exact count."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archdb.builder.model import build_model, count_parameters
+    from archdb.catalogue import load_catalogue
+
+    arch = card_of(HUNYUAN_A13B).architecture
+    carded = load_catalogue().get("hunyuan-a13b").architecture
+    assert arch.model_dump(exclude={"residual_multiplier"}) == carded.model_dump(
+        exclude={"residual_multiplier"}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = transformers.AutoConfig.for_model(
+            **{**HUNYUAN_A13B, "model_type": "hunyuan_v1_moe", "head_dim": 128}
+        )
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config)
+    assert model.model.rotary_emb.rope_type == "ntk_alpha"
+    theirs = sum(p.numel() for p in model.parameters())
+    assert count_parameters(build_model(arch, device="meta")) == theirs == 80_393_183_232
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"moe_topk": [8] * 31 + [4]}, "moe_topk differs between layers"),
+        ({"moe_intermediate_size": 1536}, "moe_intermediate_size 1536"),
+        ({"num_shared_expert": [2] * 32}, "num_shared_expert 2"),
+        ({"use_cla": True}, "use_cla is true"),
+        ({"use_qk_norm": False}, "use_qk_norm is false"),
+        ({"attention_head_dim": 64}, "attention_head_dim 64 differs"),
+        ({"moe_layer_num_skipped": 1}, "moe_layer_num_skipped is not 0"),
+        ({"rope_scaling": {"type": "dynamic", "alpha": "big"}}, "alpha must be a positive"),
+    ],
+)
+def test_hunyuan_configs_transformers_would_misbuild_are_refused(changes, message):
+    with pytest.raises(HFImportError, match=message):
+        imported({**HUNYUAN_A13B, **changes})
+
+
+def test_per_layer_lists_are_refused_outside_hunyuan():
+    cfg = {**config("qwen3-30b-a3b"), "moe_intermediate_size": [768] * 48}
+    with pytest.raises(HFImportError, match="moe_intermediate_size is a per-layer list"):
+        imported(cfg)
