@@ -386,6 +386,11 @@ class ConfigShape(_Keys):
     use_mla: StrictBool | None = None
     use_mixed_mlp_moe: StrictBool | None = None
     moe_layer_num_skipped: _sized(0, MAX_DEPTH) | None = None
+    # multi-token-prediction modules under their families' names (architecture.mtp)
+    mtp_num_hidden_layers: _sized(0, MAX_DEPTH) | None = None
+    num_mtp_modules: _sized(0, MAX_DEPTH) | None = None
+    mtp_transformer_layers: Layers | None = None
+    use_mtp: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -666,12 +671,24 @@ def _deepseek(d: _Draft) -> None:
     _mtp(d)
 
 
-def _mtp(d: _Draft) -> None:
-    """num_nextn_predict_layers: the MTP modules beside the model (architecture.mtp),
-    counted apart from it as transformers builds none."""
-    n = d.read("num_nextn_predict_layers")
-    if n is not None:
-        d.set("architecture.mtp.n_modules", n, "config")
+def _mtp(
+    d: _Draft,
+    key: str = "num_nextn_predict_layers",
+    layers_key: str | None = None,
+    switch: str | None = None,
+) -> None:
+    """The MTP modules beside the model (architecture.mtp): their count under ``key``, the
+    blocks of each under ``layers_key``, none when ``switch`` is false; counted apart from
+    the model, as transformers builds none."""
+    n = d.read(key)
+    if switch is not None and d.read(switch) is False:
+        n = 0
+    if n is None:
+        return
+    d.set("architecture.mtp.n_modules", n, "config")
+    layers = d.read(layers_key) if layers_key else None
+    if n and layers is not None:
+        d.set("architecture.mtp.layers_per_module", layers, "config")
 
 
 def _deepseek_v2(d: _Draft) -> None:
@@ -952,6 +969,7 @@ def _gated_hybrid(d: _Draft) -> None:
     """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet, and attention with a sigmoid
     output gate per element; zero-centred RMSNorms (x * (1 + w))."""
     d.read("attn_output_gate")  # Qwen3.5 configs state it; the modeling code always gates
+    _mtp(d, "mtp_num_hidden_layers")
     d.set("architecture.attention.output_gate", "elementwise", "family")
     d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
     if not d.read("layer_types"):  # released configs give the interval, not the list
@@ -1701,6 +1719,7 @@ def _minimax_m2(d: _Draft) -> None:
         n_active=d.read("num_experts_per_tok", default=8),
     )
     d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
+    _mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
     d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
     d.set("architecture.mlp.moe.score_correction_bias", True, "family")
     d.set("architecture.mlp.moe.normalize_top_k", True, "family")

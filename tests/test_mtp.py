@@ -187,3 +187,54 @@ def test_show_and_list_give_the_mtp_figures(tmp_path):
     assert "kimi-k2,0," in listed.output
     trends = runner.invoke(app, ["trends", "mtp"])
     assert trends.exit_code == 0 and "Multi-token prediction" in trends.output
+
+
+_SMALL = {
+    "hidden_size": 64,
+    "intermediate_size": 32,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "vocab_size": 128,
+}
+QWEN3_NEXT = {
+    **_SMALL,
+    "model_type": "qwen3_next",
+    "moe_intermediate_size": 32,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 8,
+    "linear_conv_kernel_dim": 4,
+    "full_attention_interval": 2,
+}
+MINIMAX_M2 = {
+    **_SMALL,
+    "model_type": "minimax_m2",
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("base", "keys", "expected"),
+    [
+        (QWEN3_NEXT, {"mtp_num_hidden_layers": 1}, MTP(n_modules=1)),
+        (MINIMAX_M2, {"use_mtp": True, "num_mtp_modules": 3, "mtp_transformer_layers": 2},
+         MTP(n_modules=3, layers_per_module=2)),
+        (MINIMAX_M2, {"use_mtp": False, "num_mtp_modules": 3}, MTP(n_modules=0)),
+    ],
+)  # fmt: skip
+def test_import_hf_reads_each_familys_mtp_keys(base, keys, expected):
+    from archdb.hf_import import Identity, import_config
+
+    result = import_config(
+        {**base, **keys},
+        source_url="https://huggingface.co/org/model/blob/main/config.json",
+        identity=Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01"),
+    )
+    assert MTP.model_validate(result.card["architecture"]["mtp"]) == expected
+    assert not {"mtp_num_hidden_layers", "num_mtp_modules", "use_mtp"} & set(result.unmapped)
