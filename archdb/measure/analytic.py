@@ -209,18 +209,17 @@ class MTPFigures:
     """The multi-token-prediction modules' own figures (zero when the card states none)."""
 
     params: int  # every module, the shared embedding and head not counted again
-    active: int  # per token: routed experts only for the top-k
     flops_per_token: float  # all modules forward, each through the shared head
 
 
 def mtp_figures(plan: P.Plan, seq_len: int) -> MTPFigures:
     """Parameters and FLOPs per token of the plan's MTP modules, at ``seq_len`` tokens."""
     if plan.mtp is None:
-        return MTPFigures(0, 0, 0.0)
+        return MTPFigures(0, 0.0)
     tally = P.mtp_flops(plan, seq_len)
     assert tally is not None
     per_token = sum(tally.dense.values()) / seq_len
-    return MTPFigures(plan.mtp.params(), plan.mtp.active_params(), per_token)
+    return MTPFigures(plan.mtp.params(), per_token)
 
 
 def training_flops(card: Card) -> float | None:

@@ -36,9 +36,6 @@ class MTPModule:
         own = MTP_NORMS * self.norm.params(d) + linear_params(2 * d, d, False)
         return own + self.n_blocks * self.block.params()
 
-    def inactive_params(self) -> int:
-        return self.n_blocks * self.block.inactive_params()
-
     def flops(self, tally: Tally) -> None:
         d = self.d_model
         for _ in range(MTP_NORMS):
@@ -57,9 +54,6 @@ class MTPStack:
 
     def params(self) -> int:
         return self.n_modules * self.module.params()
-
-    def active_params(self) -> int:
-        return self.n_modules * (self.module.params() - self.module.inactive_params())
 
     def flops(self, tally: Tally, head: OutputHead) -> None:
         """Every module's forward over the sequence, each with its pass through the head."""
