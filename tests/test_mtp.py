@@ -238,3 +238,16 @@ def test_import_hf_reads_each_familys_mtp_keys(base, keys, expected):
     )
     assert MTP.model_validate(result.card["architecture"]["mtp"]) == expected
     assert not {"mtp_num_hidden_layers", "num_mtp_modules", "use_mtp"} & set(result.unmapped)
+
+
+def test_recording_mtp_keeps_a_cards_measurements():
+    """The built model leaves the modules out: the hash keying measured results ignores them."""
+    from archdb.measure.mechanisms import card_hash
+
+    card = make_card("mtp-1b")
+    with_mtp = card.model_copy(
+        update={"architecture": _with(card.architecture, mtp=MTP(n_modules=1))}
+    )
+    assert card_hash(with_mtp) == card_hash(card)
+    deeper = card.model_copy(update={"architecture": _with(card.architecture, n_layers=3)})
+    assert card_hash(deeper) != card_hash(card)
