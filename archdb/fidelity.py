@@ -76,6 +76,8 @@ LOGIT_EXACT: dict[str, float] = {
     "ernie4_5": 2.5e-7,  # Llama with one bias flag and RoPE on interleaved pairs
     "ernie4_5_moe": 2.0e-7,  # softmax scores with a correction bias, shared experts
     "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
+    "hunyuan_v1_dense": 0.0,  # Llama with the per-head QK norm after RoPE, ntk-alpha RoPE
+    "hunyuan_v1_moe": 2.3e-7,  # and softmax top-k renormalized beside a shared MLP
     "mamba2": 4.7e-7,
     "bamba": 4.4e-7,
     "qwen3_next": 4.1e-7,
@@ -166,6 +168,10 @@ FAMILY_FIELDS["minimax_m2"] = (
 FAMILY_FIELDS["kimi_linear"] = (
     *FAMILY_FIELDS["deepseek_v3"],
     "architecture.attention.latent.norm_eps",
+)
+# Hunyuan norms the rotated queries and keys
+FAMILY_FIELDS["hunyuan_v1_dense"] = FAMILY_FIELDS["hunyuan_v1_moe"] = (
+    "architecture.attention.qk_norm_after_rope",
 )
 
 

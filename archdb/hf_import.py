@@ -301,7 +301,8 @@ class ConfigShape(_Keys):
     n_routed_experts: Heads | None = None
     num_experts_per_tok: Heads | None = None
     n_shared_experts: _sized(0, MAX_COUNT) | None = None
-    moe_intermediate_size: Width | None = None
+    # a per-layer list only in Hunyuan's released configs (_PER_LAYER_LISTS)
+    moe_intermediate_size: Width | Annotated[list[Width], Field(max_length=MAX_DEPTH)] | None = None
     decoder_sparse_step: Layers | None = None
     mlp_only_layers: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = (
         None
@@ -428,6 +429,21 @@ class ConfigShape(_Keys):
     layernorm_mlp_beta: Number | None = None
     attn_type_list: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
     postnorm: StrictBool | None = None
+    # Hunyuan: top-k under its own name, per-layer lists in released configs, and
+    # switches transformers does not build
+    moe_topk: Heads | Annotated[list[Heads], Field(max_length=MAX_DEPTH)] | None = None
+    num_shared_expert: (
+        _sized(0, MAX_COUNT) | Annotated[list[_sized(0, MAX_COUNT)], Field(max_length=MAX_DEPTH)]
+    ) | None = None
+    use_cla: StrictBool | None = None
+    use_mla: StrictBool | None = None
+    use_mixed_mlp_moe: StrictBool | None = None
+    moe_layer_num_skipped: _sized(0, MAX_DEPTH) | None = None
+    # multi-token-prediction modules under their families' names (architecture.mtp)
+    mtp_num_hidden_layers: _sized(0, MAX_DEPTH) | None = None
+    num_mtp_modules: _sized(0, MAX_DEPTH) | None = None
+    mtp_transformer_layers: Layers | None = None
+    use_mtp: StrictBool | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -705,9 +721,27 @@ def _deepseek(d: _Draft) -> None:
         "The shared experts form one MLP of "
         "moe_intermediate_size x n_shared_experts (the transformers implementation).",
     )
-    mtp = d.read("num_nextn_predict_layers")
-    if mtp:
-        d.unmapped["num_nextn_predict_layers"] = mtp
+    _mtp(d)
+
+
+def _mtp(
+    d: _Draft,
+    key: str = "num_nextn_predict_layers",
+    layers_key: str | None = None,
+    switch: str | None = None,
+) -> None:
+    """The MTP modules beside the model (architecture.mtp): their count under ``key``, the
+    blocks of each under ``layers_key``, none when ``switch`` is false; counted apart from
+    the model, as transformers builds none."""
+    n = d.read(key)
+    if switch is not None and d.read(switch) is False:
+        n = 0
+    if n is None:
+        return
+    d.set("architecture.mtp.n_modules", n, "config")
+    layers = d.read(layers_key) if layers_key else None
+    if n and layers is not None:
+        d.set("architecture.mtp.layers_per_module", layers, "config")
 
 
 def _deepseek_v2(d: _Draft) -> None:
@@ -1065,6 +1099,7 @@ def _gated_hybrid(d: _Draft) -> None:
     """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet, and attention with a sigmoid
     output gate per element; zero-centred RMSNorms (x * (1 + w))."""
     d.read("attn_output_gate")  # Qwen3.5 configs state it; the modeling code always gates
+    _mtp(d, "mtp_num_hidden_layers")
     d.set("architecture.attention.output_gate", "elementwise", "family")
     d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
     if not d.read("layer_types"):  # released configs give the interval, not the list
@@ -1746,9 +1781,7 @@ def _glm4_moe(d: _Draft) -> None:
         dense_d_ff=dense_d_ff if first_dense else None,
     )
     _sigmoid_router(d, 1, 1, default_scale=1.0)  # Glm4MoeConfig's defaults
-    mtp = d.read("num_nextn_predict_layers")
-    if mtp:
-        d.unmapped["num_nextn_predict_layers"] = mtp
+    _mtp(d)
 
 
 def _sparse(d: _Draft, interleaved: bool) -> None:
@@ -2017,6 +2050,7 @@ def _minimax_m2(d: _Draft) -> None:
         n_active=d.read("num_experts_per_tok", default=8),
     )
     d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
+    _mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
     d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
     d.set("architecture.mlp.moe.score_correction_bias", True, "family")
     d.set("architecture.mlp.moe.normalize_top_k", True, "family")
@@ -2201,6 +2235,98 @@ def _ernie4_5_moe(d: _Draft) -> None:
     d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
 
 
+def _hunyuan(d: _Draft) -> None:
+    """Hunyuan (dense and MoE): the per-head QK norm reads the rotated q and k; a "dynamic"
+    rope_scaling with an alpha is a fixed NTK stretch of the base (ntk-alpha). The released
+    configs' switches transformers does not read are refused where they would change the
+    model (cross-layer KV sharing, MLA)."""
+    d.set("architecture.attention.qk_norm_after_rope", True, "family")
+    for key in ("use_cla", "use_mla"):
+        if d.read(key, default=False):
+            raise HFImportError(
+                f"{key} is true, which transformers' Hunyuan does not build: the card would "
+                "not be the model"
+            )
+    if d.read("use_qk_norm", default=True) is False:
+        raise HFImportError(
+            "use_qk_norm is false, but transformers' Hunyuan always builds query_layernorm "
+            "and key_layernorm: the card would not be the model"
+        )
+    # released configs name the head width attention_head_dim; transformers sizes heads
+    # from head_dim (or hidden_size / heads): they must agree
+    width = d.read("attention_head_dim")
+    effective = d.value("architecture.attention.head_dim") or (
+        d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    )
+    if width is not None and width != effective:
+        raise HFImportError(
+            f"attention_head_dim {width} differs from the head width transformers builds "
+            f"({effective}): set head_dim"
+        )
+    if width is not None:
+        d.set("architecture.attention.head_dim", width, "config")
+    full, _ = _rope_parameters(d)
+    scaling = d.config.get("rope_scaling") or full
+    kind = scaling.get("rope_type") or scaling.get("type")
+    alpha = scaling.get("alpha")
+    if kind != "dynamic" or not alpha:
+        return
+    if not isinstance(alpha, int | float) or alpha <= 0:
+        raise HFImportError(f"rope_scaling alpha must be a positive number (got {_brief(alpha)})")
+    for path in list(d.values):
+        if path.startswith("architecture.position.rope_scaling"):
+            d.clear(path)
+    d.unmapped.pop("rope_scaling", None)
+    d.notes.pop("architecture.position", None)
+    d.notes.pop("architecture.position.rope_scaling", None)
+    d.set("architecture.position.rope_scaling.type", "ntk-alpha", "config")
+    d.set("architecture.position.rope_scaling.factor", float(alpha), "config")
+    d.note(
+        "architecture.position.rope_scaling",
+        f"config.json's dynamic scaling with alpha {alpha:g}: the base fixed at rope_theta * "
+        "alpha^(d/(d-2)) (transformers' ntk_alpha); its other keys are unused.",
+    )
+
+
+def _one_per_layer(d: _Draft, key: str, default: int) -> int:
+    """A number Hunyuan's released configs repeat per layer; one value for every layer."""
+    value = d.read(key, default=default)
+    if isinstance(value, list):
+        if len(set(value)) != 1:
+            raise HFImportError(
+                f"config.json: {key} differs between layers ({_brief(value)}): the card holds "
+                "one value for every layer"
+            )
+        value = value[0]
+    return value
+
+
+def _hunyuan_moe(d: _Draft) -> None:
+    """Every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP,
+    all intermediate_size wide (transformers reads no moe_intermediate_size)."""
+    _hunyuan(d)
+    d_ff = d.value("architecture.mlp.d_ff")
+    widths = _one_per_layer(d, "moe_intermediate_size", d_ff)
+    shared = _one_per_layer(d, "num_shared_expert", 1)
+    if widths != d_ff or shared != 1 or not d.read("use_mixed_mlp_moe", default=True):
+        raise HFImportError(
+            f"moe_intermediate_size {widths}, num_shared_expert {shared}: transformers' "
+            f"Hunyuan builds every expert and one shared MLP intermediate_size ({d_ff}) wide"
+        )
+    if d.read("moe_layer_num_skipped", default=0):
+        raise HFImportError(
+            "moe_layer_num_skipped is not 0, but transformers' Hunyuan makes every layer MoE"
+        )
+    d.moe(
+        n_experts=d.read("num_experts", "num_local_experts", default=1),  # the config's defaults
+        n_active=_one_per_layer(d, "moe_topk", 1),
+        n_shared=1,
+        shared_d_ff=d_ff,
+    )
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -2317,6 +2443,10 @@ FAMILIES: dict[str, Family] = {
                           hook=_kimi_linear, linear_layer="kda"),
     "minimax": Family("minimax", "MiniMaxDecoderLayer", norm_position="normed-skip",
                       rope_theta_default=1_000_000.0, linear_layer="lightning", hook=_minimax),
+    "hunyuan_v1_dense": Family("hunyuan_v1_dense", "HunYuanDenseV1DecoderLayer",
+                               qk_norm="per-head", hook=_hunyuan),
+    "hunyuan_v1_moe": Family("hunyuan_v1_moe", "HunYuanMoEV1DecoderLayer", qk_norm="per-head",
+                             hook=_hunyuan_moe),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {
@@ -2707,6 +2837,7 @@ _EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_no
 _EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
 _EPS_DEFAULTS["kimi_linear"] = 1e-5
 _EPS_DEFAULTS |= {"minimax": 1e-5}  # MiniMaxConfig's rms_norm_eps
+_EPS_DEFAULTS |= {"hunyuan_v1_dense": 1e-5, "hunyuan_v1_moe": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 
@@ -2785,6 +2916,7 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     if wrapper_note:
         check_shape(decoder, prefix="text_config.")
     model_type, via = _family_of(decoder, config)
+    _refuse_per_layer_lists(decoder, model_type)
     family = FAMILIES[model_type]
     d = _Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
@@ -2797,6 +2929,20 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     if via:
         d.note("architecture", f"Imported as transformers' {model_type}: {via}.")
     return _result(d, model_type, source_url, identity, config)
+
+
+# keys that Hunyuan's released configs give per layer (one value repeated), read by its hook
+_PER_LAYER_LISTS = ("moe_intermediate_size", "moe_topk", "num_shared_expert")
+
+
+def _refuse_per_layer_lists(decoder: Mapping[str, Any], model_type: str) -> None:
+    if model_type in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
+        return
+    for key in _PER_LAYER_LISTS:
+        if isinstance(decoder.get(key), list):
+            raise HFImportError(
+                f"config.json: {key} is a per-layer list, which {model_type} reads as one number"
+            )
 
 
 def _family_of(decoder: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[str, str | None]:

@@ -123,6 +123,9 @@ class RopeScalingType(StrEnum):
     DYNAMIC = "dynamic"  # NTK-aware: the base grows with the sequence beyond original_context
     YARN = "yarn"  # YaRN (Peng et al. 2023): per-band interpolation and a logit temperature
     LLAMA3 = "llama3"  # Llama 3.1: low frequencies / factor, high kept, a smooth band between
+    # Hunyuan: a fixed NTK-aware stretch of the base, theta * alpha^(d/(d-2)) with factor =
+    # alpha, the same at every length (configs say "dynamic" with an alpha key)
+    NTK_ALPHA = "ntk-alpha"
 
 
 class OutputGate(StrEnum):
@@ -347,6 +350,10 @@ def _with_mamba2(a: Architecture) -> bool:
     return a.mixers is not None and a.mixers.mamba2 is not None
 
 
+def _with_qk_norm(a: Architecture) -> bool:
+    return a.attention.qk_norm not in (None, QKNorm.NONE)
+
+
 def _with_lightning(a: Architecture) -> bool:
     """MiniMax-01's residual factors: in play only beside lightning attention."""
     return a.mixers is not None and a.mixers.lightning is not None
@@ -519,6 +526,15 @@ class Attention(Strict):
     logit_softcap: Annotated[PositiveFloat | None, Asked()] = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
     )
+    qk_norm_after_rope: Annotated[
+        StrictBool | None,
+        OutputOnly(False, "the QK norm reads q and k before RoPE (Qwen 3)", _with_qk_norm),
+    ] = Field(
+        default=None,
+        description="The QK norm applies to the rotated queries and keys (Hunyuan: "
+        "query_layernorm after apply_rotary_pos_emb); false: before RoPE (Qwen 3, OLMo 2). "
+        "Optional; null: not recorded (the builder norms before RoPE).",
+    )
     sliding_window: Annotated[Tokens | None, Asked(_windowed_answer, after="layer_pattern")] = (
         Field(
             description="Window of the pattern's local layers (chunk size of chunked layers), in "
@@ -642,9 +658,13 @@ class Attention(Strict):
 class RopeScaling(Strict):
     type: RopeScalingType = Field(
         description="linear (position interpolation), dynamic (NTK-aware base growth), yarn "
-        "or llama3 (band-wise), as transformers' rope_type."
+        "or llama3 (band-wise), as transformers' rope_type; ntk-alpha (Hunyuan): the base "
+        "fixed at rope_theta * alpha^(d/(d-2)), d the rotated dims, at every length."
     )
-    factor: PositiveFloat = Field(description="Context extension factor (rope_scaling.factor).")
+    factor: PositiveFloat = Field(
+        description="Context extension factor (rope_scaling.factor); ntk-alpha: the alpha "
+        "(rope_scaling.alpha; Hunyuan's factor key is unused)."
+    )
     original_context: Tokens | None = Field(
         default=None,
         description="Pre-training context the scaling starts from "
@@ -675,7 +695,8 @@ class RopeScaling(Strict):
     @model_validator(mode="after")
     def _parameters(self) -> RopeScaling:
         t = self.type
-        if t is not RopeScalingType.LINEAR and self.original_context is None:
+        needs_original = t not in (RopeScalingType.LINEAR, RopeScalingType.NTK_ALPHA)
+        if needs_original and self.original_context is None:
             raise ValueError(f"position.rope_scaling.original_context is required for {t.value}")
         llama3 = (self.low_freq_factor, self.high_freq_factor)
         if (t is RopeScalingType.LLAMA3) != all(v is not None for v in llama3):
@@ -1013,6 +1034,33 @@ class Mixers(Strict):
     lightning: Lightning | None = Field(
         default=None,
         description="Lightning attention sizes; required for, and only for, lightning layers.",
+    )
+
+
+class MTP(Strict):
+    """Multi-token-prediction modules beside the main model (DeepSeek-V3 section 2.2).
+
+    Module k predicts the token k + 1 places ahead from module k - 1's hidden state (the
+    main model's for k = 1) and the embedding of the token k places ahead. Convention, as
+    DeepSeek-V3's, GLM-4.5's, MiMo's and Qwen3-Next's released modules: two norms of the
+    card's kind (one on that hidden state, one on that embedding), their concatenation
+    projected 2 d_model -> d_model without bias, ``layers_per_module`` blocks like the main
+    model's last layer, and a final norm; the token embedding and the output head are the
+    main model's, shared and not counted again. Trained alongside the main model and used
+    for speculative decoding, never in its forward pass: the exact parameter count (the one
+    compared with transformers, which builds no MTP weights) leaves them out, and the toy
+    does not build them.
+    """
+
+    n_modules: DepthOrZero = Field(
+        description="Sequential MTP modules (num_nextn_predict_layers; Qwen3-Next and "
+        "Qwen3.5: mtp_num_hidden_layers; MiniMax: num_mtp_modules); 0: the release states "
+        "none."
+    )
+    layers_per_module: Depth = Field(
+        default=1,
+        description="Transformer blocks in each module (MiniMax: mtp_transformer_layers). "
+        "Optional; 1.",
     )
 
 
@@ -1381,6 +1429,11 @@ class Architecture(Strict):
         "PerLayerEmbeddings). The table counts as embedding parameters. Optional; null for "
         "none.",
     )
+    mtp: MTP | None = Field(
+        default=None,
+        description="Multi-token-prediction modules released beside the main model, "
+        "counted apart from it (see MTP). Optional; null: not recorded.",
+    )
 
     # --- derived figures: computed, never stored --------------------------------
 
@@ -1476,6 +1529,10 @@ class Architecture(Strict):
             raise ValueError("attention.latent is required for, and only for, variant latent")
         if att.sparse is not None:
             self._check_sparse(att)
+        if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
+            raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
+        if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
+            raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()
         self._check_global_layers()
         self._check_kv_sharing()

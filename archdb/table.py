@@ -63,6 +63,7 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "z_loss_used": (bool, "training.z_loss > 0"),
     "dropout_used": (bool, "training.dropout > 0"),
     "weight_decay_used": (bool, "training.weight_decay > 0"),
+    "mtp_used": (bool, "architecture.mtp.n_modules > 0: multi-token-prediction modules"),
     "d_ff_ratio": (float, "d_ff / d_model (one branch of a gated unit; one expert of a MoE)"),
     "aspect_ratio": (float, "d_model / n_layers"),
     "head_ratio": (float, "n_heads * head_dim / d_model"),
@@ -75,6 +76,13 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "params_exact": (int, "parameters, from the analytic formula"),
     "params_non_embedding": (int, "parameters outside the embedding and output matrices"),
     "params_active": (int, "parameters a token uses (MoE: active experts only)"),
+    "params_mtp": (
+        int,
+        "parameters of the multi-token-prediction modules (architecture.mtp), left out of "
+        "params_exact; the shared embedding and head not counted again; 0 when the card "
+        "states none, null when not recorded",
+    ),
+    "params_with_mtp": (int, "params_exact + params_mtp: the main model with its MTP modules"),
     "kv_cache_bytes_per_token": (
         float,
         "KV-cache bytes per token of an 8,192-token sequence at 2 bytes per element "
@@ -84,6 +92,11 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
         float,
         "forward FLOPs per token at min(2048, context) tokens (2 per multiply-add), from "
         "the analytic formula",
+    ),
+    "flops_per_token_mtp": (
+        float,
+        "forward FLOPs per token of the MTP modules (each through the shared output head) "
+        "at the same length, apart from flops_per_token",
     ),
     "norm_flops_share": (
         float,
@@ -98,8 +111,11 @@ COUNTED_COLUMNS = frozenset(
         "params_exact",
         "params_non_embedding",
         "params_active",
+        "params_mtp",
+        "params_with_mtp",
         "kv_cache_bytes_per_token",
         "flops_per_token",
+        "flops_per_token_mtp",
         "norm_flops_share",
     }
 )
@@ -108,8 +124,11 @@ _ANALYTIC_KEYS = (
     "params_exact",
     "params_non_embedding",
     "params_active",
+    "params_mtp",
+    "params_with_mtp",
     "kv_cache_bytes_per_token",
     "flops_per_token",
+    "flops_per_token_mtp",
     "d_ff_ratio",
     "aspect_ratio",
     "head_ratio",
@@ -188,6 +207,11 @@ def _positive(value: float | None) -> bool | None:
     return None if value is None else value > 0
 
 
+def _mtp_used(card: Card) -> bool | None:
+    mtp = card.architecture.mtp
+    return None if mtp is None else mtp.n_modules > 0
+
+
 def _analytic(card: Card, counts: bool) -> dict[str, Any]:
     """The ratios of one card and, with ``counts``, its analytic counts (exact params, KV
     cache, FLOPs); without, those are null."""
@@ -225,6 +249,7 @@ def _derived(card: Card, counts: bool) -> Row:
         "values_mirror_only": len(mirror_only_paths(card)),
         "dropout_used": _positive(card.training.dropout),
         "weight_decay_used": _positive(card.training.weight_decay),
+        "mtp_used": _mtp_used(card),
         **_analytic(card, counts),
     }
 

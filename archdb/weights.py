@@ -387,6 +387,32 @@ def _ernie4_5_moe() -> Names:
     return names
 
 
+def _hunyuan_layer() -> dict[str, Source]:
+    """Llama's names; the per-head QK norms are query_layernorm and key_layernorm."""
+    layer = _llama_layer(_PRE)
+    for qk, name in (("q", "query"), ("k", "key")):
+        layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
+            f"self_attn.{name}_layernorm.weight"
+        )
+        del layer[f"attn.sublayer.qk_norm.{qk}_norm.norm.weight"]
+    return layer
+
+
+def _hunyuan_v1_dense() -> Names:
+    return Names(_LLAMA_TOP, _hunyuan_layer(), tied_head=("lm_head.weight",))
+
+
+def _hunyuan_v1_moe() -> Names:
+    """Saved per expert (transformers' qwen2_moe layout); the router is mlp.gate.wg, the
+    shared MLP mlp.shared_mlp."""
+    layer = _hunyuan_layer()
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer["mlp.sublayer.router.proj.weight"] = Source("mlp.gate.wg.weight")
+    for p in ("gate", "up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mlp.shared_mlp.{p}_proj.weight")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
 def _gpt2() -> Names:
     def conv(name: str, cut=None) -> Source:  # Conv1D stores (in, out)
         return Source(name, cut=cut, transpose=True)
@@ -1076,6 +1102,8 @@ NAMES: dict[str, Callable[[], Names]] = {
     "exaone4": lambda: _llama(_POST_BRANCH),
     "seed_oss": _llama,
     "minimax_m2": _minimax_m2,
+    "hunyuan_v1_dense": _hunyuan_v1_dense,
+    "hunyuan_v1_moe": _hunyuan_v1_moe,
     "mamba2": _mamba2,
     "bamba": _bamba,
     "qwen3_next": _qwen3_next,

@@ -268,6 +268,16 @@ TINY |= {
                 "linear_attn_alpha_factor": 1.2, "linear_attn_beta_factor": 0.8,
                 "mlp_alpha_factor": 1.5, "mlp_beta_factor": 0.6},
 }  # fmt: skip
+TINY |= {
+    # Hunyuan: the QK norm after RoPE, dynamic scaling with an alpha (a fixed NTK base),
+    # attention biases; (moe) softmax top-3 of 8 renormalized beside the shared MLP
+    "hunyuan_v1_dense": {**_DENSE, "head_dim": 16, "attention_bias": True, "rope_parameters": {
+        "rope_type": "dynamic", "rope_theta": 10000.0, "factor": 1.0, "alpha": 50.0}},
+    "hunyuan_v1_moe": {**_DENSE, "head_dim": 16, "intermediate_size": 32, "num_experts": 8,
+                       "moe_topk": 3, "rope_parameters": {
+                           "rope_type": "dynamic", "rope_theta": 10000.0, "factor": 1.0,
+                           "alpha": 50.0}},
+}  # fmt: skip
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
@@ -474,6 +484,18 @@ def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
 def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
     """Granite's muP factors: each one dropped (or a near value) breaks the comparison."""
     assert _error_with_changes("granite", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("attention.qk_norm_after_rope", False),  # the QK norm before RoPE, as Qwen 3's
+        ("position.rope_scaling", None),  # the base unstretched
+        ("position.rope_scaling.factor", 40.0),  # another alpha
+    ],
+)
+def test_hunyuan_qk_norm_order_and_alpha_change_the_logits(path, value, tmp_path):
+    assert _error_with_changes("hunyuan_v1_dense", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
 
 
 def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):

@@ -304,6 +304,9 @@ _COMPLETE_DEFAULTS = {
     # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
     "glm4_moe": {"head_dim": 128},
     # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
+    # HunYuan configs leave head_dim None, which transformers' attention cannot size
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
     "lfm2_moe": {
         "layer_types": [
             "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)
@@ -597,3 +600,70 @@ def test_gemma3n_imports_altup_laurel_sparsity_and_one_width_per_layer():
 def test_gemma3n_layouts_the_card_cannot_hold_are_refused(changes, message):
     with pytest.raises(HFImportError, match=message):
         imported(_gemma3n_config(**changes))
+
+
+# Tencent-Hunyuan/Hunyuan-A13B models/config.json (commit 2798f3c), its architecture keys:
+# model_type "hunyuan", per-layer lists, dynamic scaling with an alpha, attention_head_dim
+HUNYUAN_A13B = {
+    "model_type": "hunyuan", "architectures": ["HunYuanMoEV1ForCausalLM"],
+    "attention_bias": False, "attention_head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "intermediate_size": 3072, "max_position_embeddings": 32768,
+    "mlp_bias": False, "moe_intermediate_size": [3072] * 32, "moe_layer_num_skipped": 0,
+    "moe_topk": [8] * 32, "norm_topk_prob": True, "num_attention_heads": 32,
+    "num_experts": 64, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "num_shared_expert": [1] * 32, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "rope_scaling": {"alpha": 1000.0, "beta_fast": 32, "beta_slow": 1, "factor": 1.0,
+                     "mscale": 1.0, "mscale_all_dim": 1.0, "type": "dynamic"},
+    "tie_word_embeddings": True, "use_cla": False, "use_mixed_mlp_moe": True, "use_mla": False,
+    "use_qk_norm": True, "vocab_size": 128167,
+}  # fmt: skip
+
+
+def test_hunyuan_a13b_released_config_is_the_catalogue_card_and_transformers_count():
+    """Read through its architectures (model_type hunyuan is custom), the per-layer lists
+    as one value: the catalogue's card, with transformers' exact count."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archdb.builder.model import build_model, count_parameters
+    from archdb.catalogue import load_catalogue
+
+    arch = card_of(HUNYUAN_A13B).architecture
+    carded = load_catalogue().get("hunyuan-a13b").architecture
+    assert arch.model_dump(exclude={"residual_multiplier"}) == carded.model_dump(
+        exclude={"residual_multiplier"}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = transformers.AutoConfig.for_model(
+            **{**HUNYUAN_A13B, "model_type": "hunyuan_v1_moe", "head_dim": 128}
+        )
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config)
+    assert model.model.rotary_emb.rope_type == "ntk_alpha"
+    theirs = sum(p.numel() for p in model.parameters())
+    assert count_parameters(build_model(arch, device="meta")) == theirs == 80_393_183_232
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"moe_topk": [8] * 31 + [4]}, "moe_topk differs between layers"),
+        ({"moe_intermediate_size": 1536}, "moe_intermediate_size 1536"),
+        ({"num_shared_expert": [2] * 32}, "num_shared_expert 2"),
+        ({"use_cla": True}, "use_cla is true"),
+        ({"use_qk_norm": False}, "use_qk_norm is false"),
+        ({"attention_head_dim": 64}, "attention_head_dim 64 differs"),
+        ({"moe_layer_num_skipped": 1}, "moe_layer_num_skipped is not 0"),
+        ({"rope_scaling": {"type": "dynamic", "alpha": "big"}}, "alpha must be a positive"),
+    ],
+)
+def test_hunyuan_configs_transformers_would_misbuild_are_refused(changes, message):
+    with pytest.raises(HFImportError, match=message):
+        imported({**HUNYUAN_A13B, **changes})
+
+
+def test_per_layer_lists_are_refused_outside_hunyuan():
+    cfg = {**config("qwen3-30b-a3b"), "moe_intermediate_size": [768] * 48}
+    with pytest.raises(HFImportError, match="moe_intermediate_size is a per-layer list"):
+        imported(cfg)

@@ -637,6 +637,23 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
     ("seed_oss", {"bias.qkv": True, "attention.head_dim": 32}),
+    (
+        "hunyuan_v1_dense",
+        {
+            "attention.qk_norm": "per-head",
+            "attention.qk_norm_after_rope": True,
+            "bias.qkv": True,
+            "bias.attn_out": True,
+        },
+    ),
+    (
+        "hunyuan_v1_moe",
+        {
+            "attention.qk_norm": "per-head",
+            "attention.qk_norm_after_rope": True,
+            "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 128},
+        },
+    ),
     ("seed_oss", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
     (
         "exaone4",
@@ -844,6 +861,7 @@ _NEW_FAMILIES = (
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
     "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "minimax", "gemma3n_text",
+    "hunyuan_v1_dense", "hunyuan_v1_moe",
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
 

@@ -110,3 +110,21 @@ def test_scaling_changes_outputs_not_parameters():
     layer = build_model(scaled).decoder.layers[0].attn.sublayer
     expected, _ = scaled_frequencies(16, 10000.0, 64, RopeScaling(type="linear", factor=4.0))
     assert torch.allclose(layer.rotary.cos[1, :8], torch.cos(expected))
+
+
+def test_ntk_alpha_stretches_the_base_once_at_every_length():
+    """Hunyuan's alpha: base theta * alpha^(d/(d-2)) whatever the table length, and no
+    original context needed (transformers' ntk_alpha)."""
+    scaling = RopeScaling(type="ntk-alpha", factor=1000.0)
+    dims, theta = 16, 10000.0
+    base = theta * 1000.0 ** (dims / (dims - 2))
+    expected = 1.0 / base ** (torch.arange(0, dims, 2, dtype=torch.float32) / dims)
+    for length in (8, 100_000):
+        inv, factor = scaled_frequencies(dims, theta, length, scaling)
+        assert factor == 1.0 and torch.allclose(inv, expected, rtol=1e-6, atol=0)
+
+
+def test_qk_norm_after_rope_needs_a_qk_norm():
+    with pytest.raises(ValidationError, match="qk_norm_after_rope needs a qk_norm"):
+        make_arch(**{"attention.qk_norm": "none", "attention.qk_norm_after_rope": True})
+    assert make_arch(**{"attention.qk_norm": "per-head", "attention.qk_norm_after_rope": True})

@@ -36,9 +36,11 @@ class HeadAttention(nn.Module):
         kv_sharing: str | None = None,
         kv_store: dict | None = None,
         kv_kind: str = "",
+        qk_norm_after_rope: bool = False,
     ) -> None:
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
+        self.qk_norm_after_rope = qk_norm_after_rope  # Hunyuan norms the rotated q and k
         # an output gate widens each query head by its gate values (Qwen3-Next's layout)
         self.gate_width = gate_width
         self.q = nn.Linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
@@ -70,20 +72,24 @@ class HeadAttention(nn.Module):
         q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
         if self.k is None:  # reuse: the normed, rotated keys and values of an earlier layer
             assert self._kv_store is not None
-            if self.qk_norm is not None:
+            if self.qk_norm is not None and not self.qk_norm_after_rope:
                 q, _ = self.qk_norm(q, None)
             if self.rotary is not None:
                 q = self.rotary(q)
+            if self.qk_norm is not None and self.qk_norm_after_rope:
+                q, _ = self.qk_norm(q, None)
             k, v = self._kv_store[self.kv_kind]
         else:
             k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
             v = k if self.v is None else self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
             if self.value_norm is not None:
                 v = self.value_norm(v)
-            if self.qk_norm is not None:
+            if self.qk_norm is not None and not self.qk_norm_after_rope:
                 q, k = self.qk_norm(q, k)
             if self.rotary is not None:
                 q, k = self.rotary(q), self.rotary(k)
+            if self.qk_norm is not None and self.qk_norm_after_rope:
+                q, k = self.qk_norm(q, k)
             if self.kv_sharing == "store":
                 assert self._kv_store is not None
                 self._kv_store[self.kv_kind] = k, v

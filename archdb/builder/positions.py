@@ -125,6 +125,9 @@ def scaled_frequencies(
     kind, factor = scaling.type.value, scaling.factor
     if kind == "linear":
         return inv / factor, 1.0
+    if kind == "ntk-alpha":  # Hunyuan: the base stretched once by alpha (= factor)
+        base = theta * factor ** (dims / (dims - 2))
+        return 1.0 / base**exponents, 1.0
     original = scaling.original_context
     assert original is not None  # the schema requires it for the other types
     if kind == "dynamic":

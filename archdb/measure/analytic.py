@@ -159,6 +159,9 @@ def derived_figures(card: Card) -> dict:
         "params_exact": None,
         "params_non_embedding": None,
         "params_active": None,
+        "params_mtp": None,
+        "params_with_mtp": None,
+        "flops_per_token_mtp": None,
         "d_ff_ratio": arch.d_ff_ratio,
         "aspect_ratio": arch.aspect_ratio,
         "head_ratio": arch.head_ratio,
@@ -191,7 +194,32 @@ def derived_figures(card: Card) -> dict:
         "flops_seq_len": seq,
         "assumptions": [str(x) for x in assumed],
     }
+    if filled.mtp is not None:
+        mtp = mtp_figures(plan, seq)
+        out |= {
+            "params_mtp": mtp.params,
+            "params_with_mtp": params.total + mtp.params,
+            "flops_per_token_mtp": mtp.flops_per_token,
+        }
     return out
+
+
+@dataclass(frozen=True)
+class MTPFigures:
+    """The multi-token-prediction modules' own figures (zero when the card states none)."""
+
+    params: int  # every module, the shared embedding and head not counted again
+    flops_per_token: float  # all modules forward, each through the shared head
+
+
+def mtp_figures(plan: P.Plan, seq_len: int) -> MTPFigures:
+    """Parameters and FLOPs per token of the plan's MTP modules, at ``seq_len`` tokens."""
+    if plan.mtp is None:
+        return MTPFigures(0, 0.0)
+    tally = P.mtp_flops(plan, seq_len)
+    assert tally is not None
+    per_token = sum(tally.dense.values()) / seq_len
+    return MTPFigures(plan.mtp.params(), per_token)
 
 
 def training_flops(card: Card) -> float | None:

@@ -69,7 +69,8 @@ ENCODER_DECODER_CONVENTION = (
 PARAMS_CONVENTION = (
     "total: every parameter once (tied embeddings counted once); non-embedding: without "
     "the token embedding, an untied output head and its bias, and position tables; "
-    "active: per token, routed experts counted only for the top-k"
+    "active: per token, routed experts counted only for the top-k; multi-token-prediction "
+    "modules (architecture.mtp) are not counted (params_mtp gives them)"
 )
 KV_CONVENTION = (
     "K and V entries the decoder caches for one sequence of the stated length (MLA: the "

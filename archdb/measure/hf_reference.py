@@ -102,6 +102,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "altup": lambda a: a.altup is not None,
     "laurel": lambda a: a.laurel_rank is not None,
     "activation_sparsity": lambda a: a.mlp.activation_sparsity is not None,
+    "qk_norm_after_rope": lambda a: bool(a.attention.qk_norm_after_rope),  # Hunyuan
 }
 
 
@@ -1502,6 +1503,41 @@ def ernie4_5(a: Architecture) -> dict:
     return _base(a) | _rope(a) | {"use_bias": uses_bias}
 
 
+def hunyuan_v1_dense(a: Architecture) -> dict:
+    """Hunyuan dense: Llama with a per-head RMS QK norm (applied after RoPE, which changes
+    outputs, not counts); attention_bias covers q, k, v and o, the MLP never has one."""
+    _hunyuan_attention(a)
+    _dense(a)
+    return _base(a) | _rope(a) | {"attention_bias": a.bias.qkv}
+
+
+def _hunyuan_attention(a: Architecture) -> None:
+    _llama_like(a, QKNorm.PER_HEAD)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    _require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
+
+
+def hunyuan_v1_moe(a: Architecture) -> dict:
+    """Hunyuan MoE: every layer's MLP is softmax-routed experts, the chosen renormalized,
+    plus one shared MLP; experts and shared MLP all intermediate_size wide."""
+    _hunyuan_attention(a)
+    moe = a.mlp.moe
+    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    _require(
+        (moe.n_shared, moe.shared_d_ff, moe.first_dense_layers, moe.layer_period)
+        == (1, a.mlp.d_ff, 0, 1),
+        "one shared MLP as wide as an expert, experts in every layer",
+    )
+    _require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    return (
+        _base(a)
+        | _rope(a)
+        | {"attention_bias": a.bias.qkv, "num_experts": moe.n_experts, "moe_topk": moe.n_active}
+    )
+
+
 def ernie4_5_moe(a: Architecture) -> dict:
     """ERNIE 4.5's dense layers then experts every k-th layer (the shared experts one MLP),
     softmax scores with a correction bias; no biases (use_bias false)."""
@@ -1871,6 +1907,20 @@ REFERENCES: dict[str, Reference] = {
         ),
         Reference("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", seed_oss),
         Reference(
+            "hunyuan_v1_dense",
+            "HunYuanDenseV1Config",
+            "HunYuanDenseV1ForCausalLM",
+            hunyuan_v1_dense,
+            extras=frozenset({"qk_norm_after_rope"}),
+        ),
+        Reference(
+            "hunyuan_v1_moe",
+            "HunYuanMoEV1Config",
+            "HunYuanMoEV1ForCausalLM",
+            hunyuan_v1_moe,
+            extras=frozenset({"qk_norm_after_rope"}),
+        ),
+        Reference(
             "qwen3_next",
             "Qwen3NextConfig",
             "Qwen3NextForCausalLM",
@@ -2045,6 +2095,8 @@ MOE_MODEL_TYPE: dict[str, str] = {
     "qwen3_5_text": "qwen3_5_moe_text",
 }
 MOE_MODEL_TYPE["ernie4_5"] = "ernie4_5_moe"
+FAMILY_TO_MODEL_TYPE["hunyuan"] = "hunyuan_v1_dense"
+MOE_MODEL_TYPE["hunyuan_v1_dense"] = "hunyuan_v1_moe"
 
 
 def model_type_for(family: str, arch: Architecture) -> str | None:

@@ -49,8 +49,10 @@ def card_hash(card: Card) -> str:
     So are the fields that change outputs but not counts (``FUNCTION_DEFAULTS``): they
     change the values a build computes, not the work measured (a constant inside an op,
     or one element-wise op on a weight vector or on the embeddings), so recording them
-    on a profiled card keeps its entries."""
-    text = card.architecture.model_dump_json(exclude_none=True, exclude=_function_fields())
+    on a profiled card keeps its entries; and the MTP modules (``mtp``), which the built
+    model leaves out."""
+    exclude = _function_fields() | {"mtp": True}
+    text = card.architecture.model_dump_json(exclude_none=True, exclude=exclude)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

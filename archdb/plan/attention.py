@@ -194,6 +194,8 @@ class HeadAttention:
     def reuses_kv(self) -> bool:
         return self.kv_sharing == "reuse"
 
+    qk_norm_after_rope: bool = False  # the QK norm reads the rotated q and k (Hunyuan)
+
     @property
     def gate_width(self) -> int:
         """Gate values per head, read from the widened query projection."""
@@ -266,6 +268,7 @@ class HeadAttention:
             self.kv_sharing,
             ctx.kv_store if self.kv_sharing else None,
             self.kv_kind,
+            self.qk_norm_after_rope,
         )
 
 
@@ -385,6 +388,7 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         value_norm=bare_rms(a.norm.eps) if att.value_norm else None,
         kv_sharing=_kv_sharing(r, spec),
         kv_kind=spec.kind.value if spec is not None else "",
+        qk_norm_after_rope=bool(att.qk_norm_after_rope),
     )
 
 

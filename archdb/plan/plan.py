@@ -43,6 +43,7 @@ from .layout import (
     relative_buckets,
 )
 from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, activation_rule
+from .mtp import MTPModule, MTPStack
 from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
@@ -412,6 +413,7 @@ class Plan:
     head: OutputHead
     context_length: int
     per_layer_inputs: PerLayerInputs | None = None  # per-layer embeddings (Gemma 3n/4)
+    mtp: MTPStack | None = None  # multi-token-prediction modules, apart from the model
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -476,7 +478,16 @@ class _Reader:
             ),
             context_length=a.context_length,
             per_layer_inputs=self.per_layer_inputs(),
+            mtp=self.mtp(decoder),
         )
+
+    def mtp(self, decoder: Stack) -> MTPStack | None:
+        """The card's MTP modules, each block like the main model's last layer."""
+        m = self.a.mtp
+        if m is None or not m.n_modules:
+            return None
+        last = decoder.blocks[decoder.which(decoder.n_layers - 1)]
+        return MTPStack(m.n_modules, MTPModule(self.d, self.norm, last, m.layers_per_module))
 
     def per_layer_inputs(self) -> PerLayerInputs | None:
         a, ple = self.a, self.a.per_layer_embeddings
@@ -704,6 +715,16 @@ def flops(plan: Plan, seq_len: int) -> Tally:
             plan.per_layer_inputs.flops(tally)
         stack.flops(tally)
     plan.head.flops(tally)
+    return tally
+
+
+def mtp_flops(plan: Plan, seq_len: int) -> Tally | None:
+    """Forward FLOPs of the MTP modules over one sequence, the shared head's included;
+    None without modules."""
+    if plan.mtp is None:
+        return None
+    tally = Tally(seq_len)
+    plan.mtp.flops(tally, plan.head)
     return tally
 
 

@@ -86,6 +86,7 @@ CHOICES: tuple[Choice, ...] = (
     Choice(
         "weight-decay", "Weight decay", "weight_decay_used", "none", _yes_no("weight decay", "none")
     ),
+    Choice("mtp", "Multi-token prediction", "mtp_used", "none", _yes_no("mtp", "none")),
 )
 CHOICE_KEYS: tuple[str, ...] = tuple(c.key for c in CHOICES)
 
