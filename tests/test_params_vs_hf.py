@@ -35,6 +35,7 @@ from tests.conftest import (
     mamba_dims,
     moe_block,
 )
+from tests.test_shared_blocks import SHARED as ZAMBA2_LIKE
 
 pytest.importorskip("transformers")
 
@@ -706,6 +707,29 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
                 "shared_d_ff": 48,
                 "shared_gate": True,
                 "normalize_top_k": True,
+            },
+        },
+    ),
+]
+# Zamba2 (tests/test_shared_blocks.py): two shared blocks with every adapter; one block,
+# MLP adapters only, GQA, SwiGLU, biases, no RoPE
+SMALL_CONFIGS += [
+    ("zamba2", ZAMBA2_LIKE),
+    (
+        "zamba2",
+        {
+            **ZAMBA2_LIKE,
+            "attention.n_kv_heads": 2,
+            "position.type": "none",
+            "position.rope_theta": None,
+            "mlp.activation": "swiglu",
+            "bias.mlp": True,
+            "mixers": {"mamba2": mamba2_dims(proj_bias=True, n_groups=1, time_step_floor=0.01)},
+            "shared_blocks": {
+                **ZAMBA2_LIKE["shared_blocks"],
+                "n_blocks": 1,
+                "layers": [0, 2],
+                "attention_adapters": False,
             },
         },
     ),

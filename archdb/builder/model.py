@@ -189,6 +189,10 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
     final = stack.final_norm.module(stack.d_model) if stack.final_norm else nn.Identity()
     layers = [_block(b, ctx) for b in stack.layers()]
     bias = stack.bias.module(ctx) if stack.bias else None
+    if stack.shared is not None:  # weight-shared blocks before some layers (Zamba2)
+        from .shared import SharedStack
+
+        return SharedStack(layers, final, bias, stack.shared.module(ctx))
     return Stack(layers, final, bias, stack.resi_dual)
 
 

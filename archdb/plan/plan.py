@@ -46,6 +46,7 @@ from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
+from .shared import SharedBlocks, shared_blocks
 from .tally import Tally
 
 # --- specs ------------------------------------------------------------------------------
@@ -183,6 +184,7 @@ class Stack:
     final_norm: NormSpec | None
     bias: StackBias | None
     resi_dual: bool
+    shared: SharedBlocks | None = None  # weight-shared blocks run before some layers (Zamba2)
 
     def groups(self) -> Iterator[tuple[Block, int]]:
         return zip(self.blocks, self.counts, strict=True)
@@ -193,6 +195,7 @@ class Stack:
     def params(self) -> int:
         n = sum(b.params() * c for b, c in self.groups())
         n += self.final_norm.params(self.d_model) if self.final_norm else 0
+        n += self.shared.params() if self.shared else 0
         return n + (self.bias.params() if self.bias else 0)
 
     def flops(self, tally: Tally) -> None:
@@ -200,13 +203,16 @@ class Stack:
             tally.repeat = count
             block.flops(tally)
         tally.repeat = 1
+        if self.shared is not None:
+            self.shared.flops(tally)
         if self.final_norm is not None:
             self.final_norm.flops(tally, self.d_model)
         if self.resi_dual:
             tally.elementwise(self.d_model)  # x + LN(dual)
 
     def cache_entries(self, context: int) -> int:
-        return sum(b.cache_entries(context) * c for b, c in self.groups())
+        shared = self.shared.cache_entries(context) if self.shared else 0
+        return shared + sum(b.cache_entries(context) * c for b, c in self.groups())
 
 
 @dataclass(frozen=True)
@@ -301,7 +307,8 @@ class _Reader:
             )
         resi_dual = a.norm.position is NormPosition.RESIDUAL
         final = self.norm if a.norm.final else None
-        return Stack(self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual)
+        shared = shared_blocks(self) if causal else None  # the decoder's (Zamba2)
+        return Stack(self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, shared)
 
     def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block:
         a = self.a
