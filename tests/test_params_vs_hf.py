@@ -802,7 +802,7 @@ _NEW_FAMILIES = (
     "granitemoe", "glm4_moe", "lfm2", "lfm2_moe", "deepseek_v32", "glm_moe_dsa", "nemotron_h",
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
-    "qwen3_5_text", "qwen3_5_moe_text",
+    "qwen3_5_text", "qwen3_5_moe_text", "zamba2",
 )  # fmt: skip
 
 

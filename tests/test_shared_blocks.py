@@ -154,3 +154,55 @@ def test_toy_keeps_every_block_and_reuses_one():
     assert shrink(nine).arch.shared_blocks.layers == [1, 3, 5]
     model = build_model(toy)
     assert model(torch.randint(0, 256, (1, 8))).shape == (1, 8, 256)
+
+
+# --- import-hf ------------------------------------------------------------------------------
+
+
+def _import(**changes):
+    from archdb.hf_import import Identity, import_config
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Zamba2Config(**changes).to_dict() | {"model_type": "zamba2"}
+    identity = Identity("zamba2-x", "Zamba2 X", "zamba2", "Zyphra", "2024-11-22")
+    url = "https://huggingface.co/Zyphra/x/blob/main/config.json"
+    return import_config(config, source_url=url, identity=identity)
+
+
+def test_import_reads_the_hybrid_layers_blocks_and_adapters():
+    types = ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"]
+    card = _import(
+        hidden_size=64, num_hidden_layers=6, layers_block_type=types, num_attention_heads=4,
+        num_mem_blocks=2, use_shared_attention_adapter=True, adapter_rank=8, use_mem_rope=True,
+        n_mamba_heads=4, time_step_min=0.01,
+    ).card["architecture"]  # fmt: skip
+    assert card["shared_blocks"] == {
+        "n_blocks": 2,
+        "layers": [1, 3, 4],
+        "concat_embeddings": True,
+        "adapter_rank": 8,
+        "mlp_adapters": True,
+        "attention_adapters": True,
+        "output_projection": True,
+    }
+    att = card["attention"]
+    assert (att["head_dim"], att["scale"]) == (32, 16**-0.5)  # 2 d / heads; (hd / 2)^-0.5
+    assert card["position"]["type"] == "rope"
+    assert card["mixers"]["mamba2"]["time_step_floor"] == 0.01
+    assert card["mixers"]["mamba2"]["head_dim"] == 32  # 2 x 64 / 4 heads
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"tie_word_embeddings": False}, "untied"),
+        ({"rms_norm_eps": 1e-6}, "keeps 1e-5"),
+        ({"num_hidden_layers": 2, "layers_block_type": ["mamba", "mamba"]}, "no hybrid layer"),
+        ({"num_hidden_layers": 2, "layers_block_type": ["mamba", "attention"]}, "mamba or hybrid"),
+    ],
+)
+def test_import_refuses_what_the_schema_cannot_hold(changes, message):
+    from archdb.hf_import import HFImportError
+
+    with pytest.raises(HFImportError, match=message):
+        _import(**changes)
