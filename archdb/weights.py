@@ -172,6 +172,9 @@ class Names:
     wrapped: dict[str, str] = field(default_factory=dict)
     # ... and the parts a card does not describe (vision tower, MTP layers): skipped
     outside: tuple[str, ...] = ()
+    # names that depend on the built model, merged into ``top`` (Zamba2's shared blocks
+    # are saved under the first layer that invokes each): model -> archdb name -> source
+    of_model: Callable[[nn.Module], dict[str, Source]] | None = None
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -598,6 +601,59 @@ def _bamba() -> Names:
     return replace(names, top=top)  # _LLAMA_TOP is shared: never changed in place
 
 
+def _zamba2() -> Names:
+    """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
+    linear and the shared block it runs): see ``_zamba2_shared``."""
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
+    return Names(top, layer, tied_head=("lm_head.weight",), of_model=_zamba2_shared)
+
+
+def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
+    """transformers saves shared block b once, under the first hybrid layer that runs it
+    (the b-th), with every adapter of the invocations it serves (adapter list index = the
+    invocation); each hybrid layer keeps its own linear and Mamba-2 layer."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return {}
+    hybrid = sorted(shared.at, key=shared.at.__getitem__)  # invocation order
+    n = len(shared.blocks)
+    out: dict[str, Source] = {}
+    for layer in hybrid:
+        theirs = f"model.layers.{layer}.mamba_decoder."
+        out[f"decoder.layers.{layer}.attn.before.weight"] = Source(
+            theirs + "input_layernorm.weight"
+        )
+        for ours, src in _mamba2_mixer("mamba").items():
+            out[f"decoder.layers.{layer}.{ours}"] = replace(src, name=theirs + src.name)
+    for b in range(n):
+        theirs, ours = (
+            f"model.layers.{hybrid[b]}.shared_transformer.",
+            f"decoder.shared.blocks.{b}.",
+        )
+        out[ours + "input_norm.weight"] = Source(theirs + "input_layernorm.weight")
+        out[ours + "mlp_norm.weight"] = Source(theirs + "pre_ff_layernorm.weight")
+        for p in "qkvo":
+            out[ours + f"attention.{p}.weight"] = Source(theirs + f"self_attn.{p}_proj.weight")
+        for t in ("weight", "bias"):  # add_bias_linear: the MLP's biases
+            fused = theirs + f"feed_forward.gate_up_proj.{t}"
+            out[ours + f"mlp.gate.{t}"] = Source(fused, cut=_first_ff)
+            out[ours + f"mlp.up.{t}"] = Source(fused, cut=_second_ff)
+            out[ours + f"mlp.down.{t}"] = Source(theirs + f"feed_forward.down_proj.{t}")
+    for i, layer in enumerate(hybrid):
+        block, ours = (
+            f"model.layers.{hybrid[i % n]}.shared_transformer.",
+            f"decoder.shared.invocations.{i}.",
+        )
+        adapters = {f"{p}_adapter": f"self_attn.linear_{p}_adapter_list.{i}" for p in "qkv"}
+        adapters["gate_up_adapter"] = f"feed_forward.gate_up_proj_adapter_list.{i}"
+        for name, theirs in adapters.items():
+            out[ours + f"{name}.down.weight"] = Source(block + theirs + ".0.weight")
+            out[ours + f"{name}.up.weight"] = Source(block + theirs + ".1.weight")
+        out[ours + "proj.weight"] = Source(f"model.layers.{layer}.linear.weight")
+    return out
+
+
 def _qkvz_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
     hk, hv, dk, dv = d.deltanet
     return hk, (dk, dk, hv // hk * dv, hv // hk * dv)  # per key head: q, k, its v and z
@@ -906,6 +962,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "qwen3_5_text": _qwen3_5_text,
     "qwen3_5_moe_text": _qwen3_5_moe_text,
 }
+NAMES["zamba2"] = _zamba2
 
 
 def supported_model_types() -> list[str]:
@@ -996,6 +1053,8 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"{', '.join(supported_model_types())}"
         )
     names = NAMES[model_type]()
+    if names.of_model is not None:
+        names = replace(names, top=names.top | names.of_model(model))
     if names.wrapped or names.outside:
         ckpt = _Unwrapped(ckpt, names)
     dims = _dims(model)

@@ -227,6 +227,16 @@ TINY: dict[str, dict] = {
                          "linear_key_head_dim": 16, "linear_value_head_dim": 8,
                          "linear_conv_kernel_dim": 4, "full_attention_interval": 2},
 }  # fmt: skip
+# Zamba2: two shared blocks run A, B, A before layers 1, 3, 5, with q/k/v and gate/up
+# adapters and RoPE; two B, C groups; a dt floor (time_step_min) high enough to clamp
+TINY["zamba2"] = {
+    **_DENSE, "num_key_value_heads": None, "num_hidden_layers": 6,
+    "layers_block_type": ["mamba", "hybrid"] * 3, "num_mem_blocks": 2,
+    "use_shared_attention_adapter": True, "adapter_rank": 8, "use_mem_rope": True,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}, "n_mamba_heads": 8,
+    "mamba_ngroups": 2, "mamba_d_state": 16, "chunk_size": 8, "time_step_min": 0.08,
+    "initializer_range": 0.1,
+}  # fmt: skip
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
@@ -732,3 +742,14 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
     # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
     assert len(values) == len(dict(ours.named_parameters())) + len(checkpoint_buffers(ours))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"mixers.mamba2.time_step_floor": None}, {"attention.scale": None}],
+    ids=["no-dt-floor", "plain-scale"],
+)
+def test_zamba2s_dt_floor_and_attention_scale_change_the_logits(changes, tmp_path):
+    """Zamba2 clamps dt below at time_step_min and scales scores by (head_dim / 2) ** -0.5:
+    without either, the logits move far beyond the tolerance."""
+    assert _error_with_changes("zamba2", tmp_path, changes) > 100 * LOGIT_TOLERANCE
