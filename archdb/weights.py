@@ -175,6 +175,9 @@ class Names:
     # names that depend on the built model, merged into ``top`` (Zamba2's shared blocks
     # are saved under the first layer that invokes each): model -> archdb name -> source
     of_model: Callable[[nn.Module], dict[str, Source]] | None = None
+    # checkpoint tensors that repeat another (a shared block saved again under each layer
+    # that runs it): (model, checkpoint names) -> copy -> the tensor it must equal
+    copies: Callable[[nn.Module, list[str]], dict[str, str]] | None = None
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -606,7 +609,34 @@ def _zamba2() -> Names:
     linear and the shared block it runs): see ``_zamba2_shared``."""
     top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
     layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
-    return Names(top, layer, tied_head=("lm_head.weight",), of_model=_zamba2_shared)
+    return Names(
+        top,
+        layer,
+        tied_head=("lm_head.weight",),
+        of_model=_zamba2_shared,
+        copies=_zamba2_copies,
+    )
+
+
+_ZAMBA2_SHARED = re.compile(r"^model\.layers\.(\d+)\.shared_transformer\.(.+)$")
+
+
+def _zamba2_copies(model: nn.Module, names: list[str]) -> dict[str, str]:
+    """A checkpoint may hold each shared block again under every later hybrid layer that
+    runs it (transformers' state_dict does; save_pretrained drops the tied copies)."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return {}
+    hybrid = sorted(shared.at, key=shared.at.__getitem__)
+    n = len(shared.blocks)
+    first = {layer: hybrid[i % n] for i, layer in enumerate(hybrid) if i >= n}
+    copies = {}
+    for name in names:
+        match = _ZAMBA2_SHARED.match(name)
+        if match and int(match.group(1)) in first:
+            layer, rest = int(match.group(1)), match.group(2)
+            copies[name] = f"model.layers.{first[layer]}.shared_transformer.{rest}"
+    return copies
 
 
 def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
@@ -1075,7 +1105,13 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             )
         values[name] = value
     _check_constants(ckpt, names)
-    unused = [n for n in ckpt.names() if n not in ckpt.used and not _tied_copy(n, names, model)]
+    copies = names.copies(model, ckpt.names()) if names.copies is not None else {}
+    _check_copies(ckpt, copies)
+    unused = [
+        n
+        for n in ckpt.names()
+        if n not in ckpt.used and n not in copies and not _tied_copy(n, names, model)
+    ]
     if unused:
         more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
         raise WeightsError(
@@ -1116,6 +1152,20 @@ class _Unwrapped(Checkpoint):
             raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
         self.used.add(name)
         return self.inner.take(self.real[name])
+
+
+def _check_copies(ckpt: Checkpoint, copies: dict[str, str]) -> None:
+    """A repeated tensor must equal the one it repeats (its shape, for meta tensors)."""
+    import torch
+
+    for copy, original in copies.items():
+        a, b = ckpt.take(copy), ckpt.take(original)
+        same = a.shape == b.shape and (a.is_meta or b.is_meta or torch.equal(a, b))
+        if not same:
+            raise WeightsError(
+                f"checkpoint tensor {copy!r} differs from {original!r}, the shared weights "
+                "it repeats: archdb holds them once"
+            )
 
 
 def _check_constants(ckpt: Checkpoint, names: Names) -> None:

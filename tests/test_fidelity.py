@@ -753,3 +753,22 @@ def test_zamba2s_dt_floor_and_attention_scale_change_the_logits(changes, tmp_pat
     """Zamba2 clamps dt below at time_step_min and scales scores by (head_dim / 2) ** -0.5:
     without either, the logits move far beyond the tolerance."""
     assert _error_with_changes("zamba2", tmp_path, changes) > 100 * LOGIT_TOLERANCE
+
+
+def test_zamba2s_repeated_shared_block_must_equal_the_first(tmp_path):
+    """A checkpoint may repeat a shared block under a later hybrid layer that runs it (as
+    transformers' state_dict does): an equal copy loads, a different one is an error."""
+    from safetensors.torch import load_file, save_file
+
+    _tiny("zamba2", tmp_path)
+    card = _card(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    name = "model.layers.1.shared_transformer.self_attn.q_proj.weight"  # block A
+    copy = name.replace("layers.1.", "layers.5.")  # block A again (A, B, A)
+    tensors[copy] = tensors[name].clone()
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    archdb.build(card, "full", weights=tmp_path)
+    tensors[copy] = tensors[name] + 1.0
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=r"layers\.5\.shared.*differs from"):
+        archdb.build(card, "full", weights=tmp_path)

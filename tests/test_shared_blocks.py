@@ -206,3 +206,23 @@ def test_import_refuses_what_the_schema_cannot_hold(changes, message):
 
     with pytest.raises(HFImportError, match=message):
         _import(**changes)
+
+
+def test_decode_and_crossover_count_every_invocations_attention():
+    """Decoding attends at each invocation (3 here) and multiplies a block's weights each
+    time it runs; the crossover compares the invocations' attention with their MLP."""
+    from archdb.measure.crossover import Mode, crossover_context
+    from archdb.measure.decode import attention_decode_flops, decode_traffic
+    from tests.conftest import make_card
+
+    arch = _arch()
+    per_key = 2 * 4 * (32 + 32)  # 2 h (d_qk + d_v)
+    assert attention_decode_flops(arch, 100) == 3 * per_key * 100
+    card = make_card("zamba2-toy", architecture=arch.model_dump(mode="json"))
+    traffic = decode_traffic(card, context=100)
+    block = make_plan(arch).decoder.shared.block.params()
+    params = param_count(arch)
+    weights = params.active - params.embedding + 128 * 64  # the head in full
+    assert traffic.weight_flops == 2 * (weights + block)  # block A runs twice
+    mlp = 2 * 64 * 128 * 3  # the gated MLP's three projections, per invocation
+    assert crossover_context(arch, Mode.DENSE) == pytest.approx(mlp / per_key)

@@ -312,6 +312,21 @@ def decoder_groups(arch: Architecture) -> list[tuple[LayerSpec, int]]:
     return [(spec, count) for _, spec, count in layer_groups(arch)]
 
 
+def shared_groups(arch: Architecture) -> list[tuple[LayerSpec, int]]:
+    """The shared blocks' invocations as layers (Zamba2): full attention with the card's
+    MLP, as many as there are invocations; [] without shared blocks (for fast formulas)."""
+    sb = arch.shared_blocks
+    if sb is None:
+        return []
+    return [(layer_spec(arch, sb.layers[0], LayerKind.GLOBAL), len(sb.layers))]
+
+
+def shared_reuse(arch: Architecture) -> int:
+    """How many times more than once the shared blocks run: invocations - blocks."""
+    sb = arch.shared_blocks
+    return 0 if sb is None else len(sb.layers) - sb.n_blocks
+
+
 def is_moe_layer(arch: Architecture, index: int) -> bool:
     """MoE layers: the pattern's moe entries where it has any (Nemotron 3); else, after
     the dense ones, every layer_period-th (Llama 4: 1, 3, 5, ...)."""
