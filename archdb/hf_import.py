@@ -1852,6 +1852,12 @@ def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
         raise HFImportError(
             f"layers_block_type lists {len(types)} layers but num_hidden_layers is {n_layers}"
         )
+    if any(kind in ("m", "g") for kind in types):
+        raise HFImportError(
+            "layers_block_type is spelled m/g: a config of Zyphra's transformers fork "
+            "(lora_rank, state_size, ffn_hidden_size, ...), whose keys transformers' Zamba2 "
+            "does not read; import a config in transformers' Zamba2 format"
+        )
     for index, kind in enumerate(types):
         if kind not in (*_ZAMBA2_MAMBA, "hybrid"):
             raise HFImportError(

@@ -226,3 +226,18 @@ def test_decode_and_crossover_count_every_invocations_attention():
     assert traffic.weight_flops == 2 * (weights + block)  # block A runs twice
     mlp = 2 * 64 * 128 * 3  # the gated MLP's three projections, per invocation
     assert crossover_context(arch, Mode.DENSE) == pytest.approx(mlp / per_key)
+
+
+def test_import_names_the_zyphra_fork_spelling():
+    """Zyphra's first Zamba2 configs (transformers_version 4.43.0.dev0) spell layers m/g,
+    with keys transformers' Zamba2 does not read: refused by name, not misread."""
+    from archdb.hf_import import HFImportError, Identity, import_config
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Zamba2Config(num_hidden_layers=2, layers_block_type=["mamba", "hybrid"])
+    data = config.to_dict() | {"model_type": "zamba2", "layers_block_type": ["m", "g"]}
+    identity = Identity("zamba2-x", "Zamba2 X", "zamba2", "Zyphra", "2024-11-22")
+    with pytest.raises(HFImportError, match="Zyphra's transformers fork"):
+        import_config(
+            data, source_url="https://huggingface.co/x/blob/main/c.json", identity=identity
+        )
