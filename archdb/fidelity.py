@@ -93,6 +93,10 @@ LOGIT_EXACT: dict[str, float] = {
 # Griffin's RG-LRU beside local MQA attention, the bfloat16 sqrt(d) embedding scale (three
 # seeds: 2.3e-7, 2.3e-7, 3.0e-7)
 LOGIT_EXACT["recurrent_gemma"] = 3.1e-7
+# Mamba-2 layers with two weight-shared blocks (A, B, A) over [x, embeddings], q/k/v and
+# gate/up adapters, RoPE, the dt floor active, weights at 5x the default init (three
+# seeds, three batches each; 4.6e-7 at the default init)
+LOGIT_EXACT["zamba2"] = 1.4e-6
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
 # count-exact, with what is missing
@@ -159,6 +163,11 @@ FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
     "architecture.mixers.mamba.inner_norm_eps",
 )
 FAMILY_FIELDS["ernie4_5_moe"] = ("architecture.mlp.moe.score_correction_bias",)
+# scores scaled by (head_dim / 2) ** -0.5; dt clamped below at time_step_min
+FAMILY_FIELDS["zamba2"] = (
+    "architecture.attention.scale",
+    "architecture.mixers.mamba2.time_step_floor",
+)
 # sigmoid scores with a correction bias; no groups, no routed scale (their nulls are right)
 FAMILY_FIELDS["minimax_m2"] = (
     "architecture.mlp.moe.score_function",

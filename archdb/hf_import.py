@@ -388,6 +388,17 @@ class ConfigShape(_Keys):
     mlp_hidden_act: Name | None = None
     moe_shared_expert_intermediate_size: Width | None = None
     moe_latent_size: Width | None = None
+    # Zamba2: Mamba-2 sizes, shared blocks and their adapters
+    n_mamba_heads: Heads | None = None
+    mamba_ngroups: Heads | None = None
+    mamba_headdim: Width | None = None
+    num_mem_blocks: Heads | None = None
+    adapter_rank: Width | None = None
+    use_shared_attention_adapter: StrictBool | None = None
+    use_mem_rope: StrictBool | None = None
+    use_long_context: StrictBool | None = None
+    add_bias_linear: StrictBool | None = None
+    time_step_min: Number | None = None
     # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
     no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
     no_rope_layer_interval: Layers | None = None
@@ -2327,6 +2338,174 @@ def _hunyuan_moe(d: _Draft) -> None:
     d.set("architecture.mlp.moe.normalize_top_k", True, "family")
 
 
+def _zamba2(d: _Draft) -> None:
+    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block
+    (Zamba2Config's defaults throughout; its derived keys are checked, not trusted)."""
+    d_model = d.read("hidden_size", default=2560)
+    n_layers = d.read("num_hidden_layers", default=54)
+    d.set("architecture.d_model", d_model, d.origin_of("hidden_size"))
+    d.set("architecture.n_layers", n_layers, d.origin_of("num_hidden_layers"))
+    d.set("architecture.vocab_size", d.read("vocab_size", default=32000), "config")
+    context = d.read("max_position_embeddings", default=4096)
+    if d.read("use_long_context", default=False):  # Zamba2Config sets 16384
+        context = 16384
+        d.note("architecture.context_length", "use_long_context: Zamba2Config sets 16384.")
+    d.set("architecture.context_length", context, d.origin_of("max_position_embeddings"))
+    hybrid = _zamba2_hybrid_layers(d, n_layers)
+    _zamba2_mamba2(d, d_model)
+    _zamba2_block(d, d_model, hybrid)
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("parallel_layers", False),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    if not d.read("tie_word_embeddings", default=True):
+        raise HFImportError(
+            "tie_word_embeddings is false: transformers then leaves Zamba2's shared blocks "
+            "untied (a full copy per invocation), which is not the shared architecture"
+        )
+    d.set("architecture.tied_embeddings", True, d.origin_of("tie_word_embeddings"))
+    if d.read("rms_norm_eps", default=1e-5) != 1e-5:
+        raise HFImportError(
+            "rms_norm_eps is not 1e-5: Zamba2's Mamba-2 norm keeps 1e-5, and archdb's mixer "
+            "norm takes the card's one epsilon"
+        )
+    # the kernels' and initialization's knobs: no effect on the function
+    for key in ("use_mamba_kernels", "chunk_size", "use_mem_eff_path", "time_step_max",
+                "time_step_floor", "num_logits_to_keep", "attention_hidden_size",
+                "kv_channels", "num_query_groups", "hybrid_layer_ids"):  # fmt: skip
+        d.read(key)
+
+
+_ZAMBA2_MAMBA = ("mamba", "linear_attention")  # layers_block_type spellings (5.x, 4.x)
+
+
+def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
+    types = d.read("layers_block_type", "layer_types", required=True)
+    if len(types) != n_layers:
+        raise HFImportError(
+            f"layers_block_type lists {len(types)} layers but num_hidden_layers is {n_layers}"
+        )
+    if any(kind in ("m", "g") for kind in types):
+        raise HFImportError(
+            "layers_block_type is spelled m/g: a config of Zyphra's transformers fork "
+            "(lora_rank, state_size, ffn_hidden_size, ...), whose keys transformers' Zamba2 "
+            "does not read; import a config in transformers' Zamba2 format"
+        )
+    for index, kind in enumerate(types):
+        if kind not in (*_ZAMBA2_MAMBA, "hybrid"):
+            raise HFImportError(
+                f"layers_block_type[{index}] is {_brief(kind)}: Zamba2's layers are mamba or hybrid"
+            )
+    hybrid = [i for i, kind in enumerate(types) if kind == "hybrid"]
+    if not hybrid:
+        raise HFImportError(
+            "layers_block_type has no hybrid layer: without shared blocks the model is "
+            "Mamba-2 alone (import it as mamba2)"
+        )
+    d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
+    return hybrid
+
+
+def _zamba2_mamba2(d: _Draft, d_model: int) -> None:
+    """Zamba2MambaMixer: a conv bias always (use_conv_bias is not read), SiLU, dt clamped
+    below at time_step_min, the gated norm at 1e-5; add_bias_linear on in/out_proj."""
+    heads = d.read("n_mamba_heads", default=8)
+    inner = int(d.read("mamba_expand", default=2) * d_model)
+    head_dim = inner // heads
+    declared = d.read("mamba_headdim")
+    if heads * head_dim != inner or declared not in (None, head_dim):
+        raise HFImportError(
+            f"n_mamba_heads ({heads}) does not split mamba_expand x hidden_size ({inner}) "
+            f"into heads of mamba_headdim ({declared}): transformers cannot run this config"
+        )
+    if d.read("use_conv_bias", default=True) is False:
+        d.note(
+            "architecture.mixers.mamba2.conv_bias",
+            "use_conv_bias is false, but Zamba2MambaMixer's conv always has a bias "
+            "(transformers ignores the key).",
+        )
+    floor = float(d.read("time_step_min", default=0.001))
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", default=64),
+        "n_groups": d.read("mamba_ngroups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", default=4),
+        "conv_bias": True,
+        "proj_bias": d.read("add_bias_linear", default=False),
+        "mlp": False,
+        "time_step_floor": floor,
+    }
+    for name, value in sizes.items():
+        key = {"n_heads": "n_mamba_heads", "time_step_floor": "time_step_min"}.get(name, name)
+        d.set(f"architecture.mixers.mamba2.{name}", value, d.origin_of(key))
+
+
+def _zamba2_block(d: _Draft, d_model: int, hybrid: list[int]) -> None:
+    """The shared blocks: attention over [x, embeddings] with heads 2 d_model / n_heads
+    wide and scores scaled by (head_dim / 2) ** -0.5, the gated MLP, adapters, a projection."""
+    heads = d.read("num_attention_heads", default=32)
+    kv = d.read("num_key_value_heads", default=heads)
+    head_dim = 2 * d_model // heads
+    if d.read("attention_head_dim", "head_dim") not in (None, head_dim):
+        raise HFImportError(
+            f"attention_head_dim is not 2 x hidden_size / num_attention_heads ({head_dim}): "
+            "Zamba2Config derives it"
+        )
+    for path, value, origin in (
+        ("variant", "softmax", "family"),
+        ("n_heads", heads, d.origin_of("num_attention_heads")),
+        ("n_kv_heads", kv, d.origin_of("num_key_value_heads")),
+        ("head_dim", head_dim, "family"),
+        ("qk_norm", "none", "family"),
+        ("logit_softcap", None, "family"),
+        ("sliding_window", None, "family"),
+        ("scale", (head_dim / 2) ** -0.5, "family"),
+    ):
+        d.set(f"architecture.attention.{path}", value, origin)
+    if d.read("use_mem_rope", default=False):
+        d.set("architecture.position.type", "rope", d.origin_of("use_mem_rope"))
+        full, _ = _rope_parameters(d)
+        theta = d.read("rope_theta") or full.get("rope_theta") or 10000.0
+        d.set("architecture.position.rope_theta", float(theta), "config")
+    else:
+        d.set("architecture.position.type", "none", d.origin_of("use_mem_rope"))
+        d.read("rope_theta", "rope_parameters")  # not applied without use_mem_rope
+    raw = str(d.read("hidden_act", default="gelu"))
+    activation = _activation(raw, gated=True)
+    if activation is None:
+        raise HFImportError(f"hidden_act {_brief(raw)} has no gated activation in the schema")
+    d.set("architecture.mlp.activation", activation, d.origin_of("hidden_act"))
+    d.set("architecture.mlp.d_ff", d.read("intermediate_size") or 4 * d_model, "config")
+    d.set("architecture.mlp.moe", None, "family")
+    bias = d.read("add_bias_linear", default=False)
+    d.set("architecture.bias.qkv", False, "family")
+    d.set("architecture.bias.attn_out", False, "family")
+    d.set("architecture.bias.mlp", bias, d.origin_of("add_bias_linear"))
+    n_blocks = d.read("num_mem_blocks", default=1)
+    blocks = {
+        "n_blocks": min(n_blocks, len(hybrid)),  # transformers ties at most one per layer
+        "layers": hybrid,
+        "concat_embeddings": True,
+        "adapter_rank": d.read("adapter_rank", default=128),
+        "mlp_adapters": True,
+        "attention_adapters": d.read("use_shared_attention_adapter", default=False),
+        "output_projection": True,
+    }
+    for name, value in blocks.items():
+        origin = (
+            "family"
+            if name in ("concat_embeddings", "mlp_adapters", "output_projection")
+            else "config"
+        )
+        d.set(f"architecture.shared_blocks.{name}", value, origin)
+
+
 _LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
 _NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
 
@@ -2447,6 +2626,8 @@ FAMILIES: dict[str, Family] = {
                                qk_norm="per-head", hook=_hunyuan),
     "hunyuan_v1_moe": Family("hunyuan_v1_moe", "HunYuanMoEV1DecoderLayer", qk_norm="per-head",
                              hook=_hunyuan_moe),
+    "zamba2": Family("zamba2", "Zamba2HybridLayer", activation_default="gelu",
+                     tied_default=True, steps=(_zamba2,)),
 }  # fmt: skip
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {
@@ -2838,6 +3019,7 @@ _EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_mo
 _EPS_DEFAULTS["kimi_linear"] = 1e-5
 _EPS_DEFAULTS |= {"minimax": 1e-5}  # MiniMaxConfig's rms_norm_eps
 _EPS_DEFAULTS |= {"hunyuan_v1_dense": 1e-5, "hunyuan_v1_moe": 1e-5}
+_EPS_DEFAULTS |= {"zamba2": 1e-5}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

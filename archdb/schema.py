@@ -24,6 +24,7 @@ every card, not inherited from a default. Unknown fields are rejected.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 from enum import StrEnum
 from typing import Annotated
@@ -560,9 +561,9 @@ class Attention(Strict):
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
         "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
         "gated-deltanet, short-conv, mamba, kda, rg-lru, lightning) take their sizes from "
-        "architecture.mixers; "
-        "the other "
-        "attention fields describe the attention entries only and may be null when there are none. "
+        "architecture.mixers; the other "
+        "attention fields describe the attention entries (and shared_blocks' attention) only "
+        "and may be null when there are none. "
         "Single-sublayer stacks (Nemotron-H) list every sublayer as its own layer: mlp is "
         "a layer that is the card's dense MLP alone, moe one that is its MoE alone (the MoE "
         "layers are then exactly the moe entries), with attention.mlp and mixers.*.mlp "
@@ -801,6 +802,11 @@ class Mamba2(Strict):
         default=None,
         description="Factor on the mixer's output, after out_proj (Falcon-H1: "
         "ssm_out_multiplier). Optional; null: not recorded (the builder uses 1).",
+    )
+    time_step_floor: PositiveFloat | None = Field(
+        default=None,
+        description="Lower clamp of the time step softplus(dt + dt_bias) (Zamba2: "
+        "time_step_limit (time_step_min, inf), 0.001). Optional; null: no clamp.",
     )
 
 
@@ -1061,6 +1067,56 @@ class MTP(Strict):
         default=1,
         description="Transformer blocks in each module (MiniMax: mtp_transformer_layers). "
         "Optional; 1.",
+    )
+
+
+class SharedBlocks(Strict):
+    """Transformer blocks whose weights are reused at several depths of the decoder (Zamba,
+    Zamba2), laid out as transformers' Zamba2. A block is the card's attention (attention.*
+    sizes, scale, positions, bias.qkv and bias.attn_out) and the card's dense MLP (mlp.*,
+    bias.mlp), each behind a norm of the card's type and epsilon, with no residual add
+    inside: h = attention(norm(input)); h = mlp(norm(h)). An invocation before decoder
+    layer L adds its output to L's input before L's norm; L's residual stream does not
+    take it (Zamba2's hybrid layer: x + mamba(norm(x + T))). Counting convention:
+    parameters count each block's shared weights once and each invocation's own adapters
+    and projection once per invocation; FLOPs per token count every invocation; every
+    invocation keeps its own K/V cache."""
+
+    n_blocks: Count = Field(
+        description="Distinct weight sets (num_mem_blocks); invocation i (0-based, in depth "
+        "order) runs block i mod n_blocks (Zamba2: 2, used ABAB). At most the number of "
+        "invocations."
+    )
+    layers: list[DepthOrZero] = Field(
+        min_length=1,
+        max_length=MAX_DEPTH,
+        description="Decoder layers (0-based, strictly increasing, below n_layers) each "
+        "preceded by one invocation (transformers' hybrid_layer_ids: the 'hybrid' entries "
+        "of layers_block_type).",
+    )
+    concat_embeddings: StrictBool = Field(
+        description="Whether a block reads the hidden state concatenated with the token "
+        "embeddings, [x, embeddings], 2 x d_model wide (Zamba, Zamba2: the first norm and "
+        "the q/k/v projections read that width; o_proj writes d_model), or x alone."
+    )
+    adapter_rank: Width | None = Field(
+        description="Rank of the per-invocation LoRA adapters (adapter_rank): an "
+        "invocation owns, per adapted projection, a down (input width -> rank) and an up "
+        "(rank -> output width) linear without bias whose product is added to the shared "
+        "projection's output. Null: no adapters."
+    )
+    mlp_adapters: StrictBool = Field(
+        description="Adapters on the MLP's gate and up projections, as one fused gate/up "
+        "adapter (Zamba2: always). Needs adapter_rank and a gated activation."
+    )
+    attention_adapters: StrictBool = Field(
+        description="Adapters on the attention's q, k and v projections, each from and to "
+        "the block's input width (use_shared_attention_adapter; Zamba2-7B). Needs "
+        "adapter_rank, n_kv_heads = n_heads and n_heads x head_dim = the input width."
+    )
+    output_projection: StrictBool = Field(
+        description="A per-invocation linear d_model -> d_model without bias on the block's "
+        "output before it joins the layer's input (Zamba2: the hybrid layer's linear)."
     )
 
 
@@ -1434,6 +1490,11 @@ class Architecture(Strict):
         description="Multi-token-prediction modules released beside the main model, "
         "counted apart from it (see MTP). Optional; null: not recorded.",
     )
+    shared_blocks: SharedBlocks | None = Field(
+        default=None,
+        description="Weight-shared transformer blocks invoked before some decoder layers "
+        "(Zamba2), built from the card's attention and MLP fields. Optional; null for none.",
+    )
 
     # --- derived figures: computed, never stored --------------------------------
 
@@ -1537,6 +1598,7 @@ class Architecture(Strict):
         self._check_global_layers()
         self._check_kv_sharing()
         self._check_gemma3n()
+        self._check_shared_blocks()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1764,11 +1826,59 @@ class Architecture(Strict):
 
     def has_attention(self) -> bool:
         """Whether any layer's token mixer is attention (attention-free models: none)."""
+        if self.shared_blocks is not None:  # the shared blocks attend (Zamba2)
+            return True
         return any(kind.attention for kind in self.attention.layer_pattern)
 
     def has_mlp(self) -> bool:
         """Whether any layer has an MLP (Mamba-2's layers are the mixer alone)."""
+        if self.shared_blocks is not None:  # the shared blocks' MLP (Zamba2)
+            return True
         return any(self.kind_has_mlp(kind) for kind in self.attention.layer_pattern)
+
+    def _check_shared_blocks(self) -> None:
+        """Invocations at increasing layers inside the stack, every block invoked, and
+        adapters that fit the projections they adapt."""
+        sb = self.shared_blocks
+        if sb is None:
+            return
+        layers = sb.layers
+        if any(b <= a for a, b in itertools.pairwise(layers)):
+            raise ValueError("shared_blocks.layers must be strictly increasing")
+        if self.n_layers is not None and layers[-1] >= self.n_layers:
+            raise ValueError(
+                f"shared_blocks.layers names layer {layers[-1]}, beyond n_layers "
+                f"({self.n_layers}; layers count from 0)"
+            )
+        if sb.n_blocks > len(layers):
+            raise ValueError(
+                f"shared_blocks.n_blocks ({sb.n_blocks}) exceeds the invocations "
+                f"({len(layers)}): a block would never run"
+            )
+        if (sb.mlp_adapters or sb.attention_adapters) != (sb.adapter_rank is not None):
+            raise ValueError(
+                "shared_blocks.adapter_rank is required for, and only for, mlp_adapters or "
+                "attention_adapters"
+            )
+        att = self.attention
+        if att.variant is not AttentionVariant.SOFTMAX:
+            raise ValueError("shared_blocks are built with softmax head attention")
+        if self.mlp.moe is not None:
+            raise ValueError("shared_blocks use the card's dense MLP: mlp.moe must be null")
+        if sb.mlp_adapters and self.mlp.activation is not None and not self.mlp.activation.gated:
+            raise ValueError(
+                "shared_blocks.mlp_adapters adapt the fused gate/up projection: they need a "
+                "gated activation"
+            )
+        if sb.attention_adapters:
+            width = (2 if sb.concat_embeddings else 1) * (self.d_model or 0)
+            inner = (att.n_heads or 0) * (self.head_dim_effective or 0)
+            if att.n_kv_heads != att.n_heads or (self.d_model and inner != width):
+                raise ValueError(
+                    "shared_blocks.attention_adapters map the block's input width to itself "
+                    f"({width}): they need n_kv_heads = n_heads and n_heads x head_dim "
+                    f"= {width} (got {att.n_kv_heads} KV heads, {inner})"
+                )
 
     @staticmethod
     def _check_sparse(att: Attention) -> None:
@@ -1822,6 +1932,8 @@ class Architecture(Strict):
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]
         experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
         layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
+        if (sb := self.shared_blocks) is not None:  # blocks twice as wide; an adapter set each
+            layers += 2 * sb.n_blocks + len(sb.layers) * (2 + (sb.adapter_rank or 0))
         per_layer = 4 * d * max(widths) + 3 * d * max(ffs) * experts
         rows = (self.vocab_size or 1) + (self.position.learned_rows or self.context_length or 1)
         total = layers * per_layer + 2 * rows * max(d, self.embedding_dim or 1)

@@ -56,7 +56,8 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "layer_mix": (
         str,
         "the distinct token mixers of the layer pattern (mlp and moe entries, which mix "
-        "no tokens, left out), sorted, joined by +",
+        "no tokens, left out; shared-global for weight-shared attention blocks, Zamba2), "
+        "sorted, joined by +",
     ),
     "bias_scheme": (str, "none, all, qkv-only or partial: which linear layers carry a bias"),
     "softcap_scheme": (str, "none, attention, final or attention+final logit soft-capping"),
@@ -233,7 +234,10 @@ def _analytic(card: Card, counts: bool) -> dict[str, Any]:
 
 def _derived(card: Card, counts: bool) -> Row:
     arch = card.architecture
-    kinds = sorted({k.value for k in arch.attention.layer_pattern if k not in CHANNEL_ONLY})
+    mixers = {k.value for k in arch.attention.layer_pattern if k not in CHANNEL_ONLY}
+    if arch.shared_blocks is not None:  # attention outside the pattern (Zamba2)
+        mixers.add("shared-global")
+    kinds = sorted(mixers)
     return {
         "year": card.year,
         "series": series(card.family),

@@ -176,6 +176,12 @@ class Names:
     # a check of the layer tensors that are functions of loaded ones (MiniMax's block
     # decays, from slope_rate): called per layer prefix, it reads (so uses) and checks them
     derived: Callable[[Checkpoint, str], None] | None = None
+    # names that depend on the built model, merged into ``top`` (Zamba2's shared blocks
+    # are saved under the first layer that invokes each): model -> archdb name -> source
+    of_model: Callable[[nn.Module], dict[str, Source]] | None = None
+    # checkpoint tensors that repeat another (a shared block saved again under each layer
+    # that runs it): (model, checkpoint names) -> copy -> the tensor it must equal
+    copies: Callable[[nn.Module, list[str]], dict[str, str]] | None = None
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -687,6 +693,86 @@ def _bamba() -> Names:
     return replace(names, top=top)  # _LLAMA_TOP is shared: never changed in place
 
 
+def _zamba2() -> Names:
+    """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
+    linear and the shared block it runs): see ``_zamba2_shared``."""
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
+    return Names(
+        top,
+        layer,
+        tied_head=("lm_head.weight",),
+        of_model=_zamba2_shared,
+        copies=_zamba2_copies,
+    )
+
+
+_ZAMBA2_SHARED = re.compile(r"^model\.layers\.(\d+)\.shared_transformer\.(.+)$")
+
+
+def _zamba2_copies(model: nn.Module, names: list[str]) -> dict[str, str]:
+    """A checkpoint may hold each shared block again under every later hybrid layer that
+    runs it (transformers' state_dict does; save_pretrained drops the tied copies)."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return {}
+    hybrid = sorted(shared.at, key=shared.at.__getitem__)
+    n = len(shared.blocks)
+    first = {layer: hybrid[i % n] for i, layer in enumerate(hybrid) if i >= n}
+    copies = {}
+    for name in names:
+        match = _ZAMBA2_SHARED.match(name)
+        if match and int(match.group(1)) in first:
+            layer, rest = int(match.group(1)), match.group(2)
+            copies[name] = f"model.layers.{first[layer]}.shared_transformer.{rest}"
+    return copies
+
+
+def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
+    """transformers saves shared block b once, under the first hybrid layer that runs it
+    (the b-th), with every adapter of the invocations it serves (adapter list index = the
+    invocation); each hybrid layer keeps its own linear and Mamba-2 layer."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return {}
+    hybrid = sorted(shared.at, key=shared.at.__getitem__)  # invocation order
+    n = len(shared.blocks)
+    out: dict[str, Source] = {}
+    for layer in hybrid:
+        theirs = f"model.layers.{layer}.mamba_decoder."
+        out[f"decoder.layers.{layer}.attn.before.weight"] = Source(
+            theirs + "input_layernorm.weight"
+        )
+        for ours, src in _mamba2_mixer("mamba").items():
+            out[f"decoder.layers.{layer}.{ours}"] = replace(src, name=theirs + src.name)
+    for b in range(n):
+        theirs, ours = (
+            f"model.layers.{hybrid[b]}.shared_transformer.",
+            f"decoder.shared.blocks.{b}.",
+        )
+        out[ours + "input_norm.weight"] = Source(theirs + "input_layernorm.weight")
+        out[ours + "mlp_norm.weight"] = Source(theirs + "pre_ff_layernorm.weight")
+        for p in "qkvo":
+            out[ours + f"attention.{p}.weight"] = Source(theirs + f"self_attn.{p}_proj.weight")
+        for t in ("weight", "bias"):  # add_bias_linear: the MLP's biases
+            fused = theirs + f"feed_forward.gate_up_proj.{t}"
+            out[ours + f"mlp.gate.{t}"] = Source(fused, cut=_first_ff)
+            out[ours + f"mlp.up.{t}"] = Source(fused, cut=_second_ff)
+            out[ours + f"mlp.down.{t}"] = Source(theirs + f"feed_forward.down_proj.{t}")
+    for i, layer in enumerate(hybrid):
+        block, ours = (
+            f"model.layers.{hybrid[i % n]}.shared_transformer.",
+            f"decoder.shared.invocations.{i}.",
+        )
+        adapters = {f"{p}_adapter": f"self_attn.linear_{p}_adapter_list.{i}" for p in "qkv"}
+        adapters["gate_up_adapter"] = f"feed_forward.gate_up_proj_adapter_list.{i}"
+        for name, theirs in adapters.items():
+            out[ours + f"{name}.down.weight"] = Source(block + theirs + ".0.weight")
+            out[ours + f"{name}.up.weight"] = Source(block + theirs + ".1.weight")
+        out[ours + "proj.weight"] = Source(f"model.layers.{layer}.linear.weight")
+    return out
+
+
 def _qkvz_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
     hk, hv, dk, dv = d.deltanet
     return hk, (dk, dk, hv // hk * dv, hv // hk * dv)  # per key head: q, k, its v and z
@@ -1112,6 +1198,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "kimi_linear": _kimi_linear,
     "minimax": _minimax,
 }
+NAMES["zamba2"] = _zamba2
 
 
 def supported_model_types() -> list[str]:
@@ -1202,6 +1289,8 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             f"{', '.join(supported_model_types())}"
         )
     names = NAMES[model_type]()
+    if names.of_model is not None:
+        names = replace(names, top=names.top | names.of_model(model))
     if names.wrapped or names.outside:
         ckpt = _Unwrapped(ckpt, names)
     dims = _dims(model)
@@ -1225,7 +1314,13 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
     if names.derived is not None:
         for i in range(len(getattr(getattr(model, "decoder", None), "layers", ()))):
             names.derived(ckpt, names.prefix.format(i=i))
-    unused = [n for n in ckpt.names() if n not in ckpt.used and not _tied_copy(n, names, model)]
+    copies = names.copies(model, ckpt.names()) if names.copies is not None else {}
+    _check_copies(ckpt, copies)
+    unused = [
+        n
+        for n in ckpt.names()
+        if n not in ckpt.used and n not in copies and not _tied_copy(n, names, model)
+    ]
     if unused:
         more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
         raise WeightsError(
@@ -1266,6 +1361,20 @@ class _Unwrapped(Checkpoint):
             raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
         self.used.add(name)
         return self.inner.take(self.real[name])
+
+
+def _check_copies(ckpt: Checkpoint, copies: dict[str, str]) -> None:
+    """A repeated tensor must equal the one it repeats (its shape, for meta tensors)."""
+    import torch
+
+    for copy, original in copies.items():
+        a, b = ckpt.take(copy), ckpt.take(original)
+        same = a.shape == b.shape and (a.is_meta or b.is_meta or torch.equal(a, b))
+        if not same:
+            raise WeightsError(
+                f"checkpoint tensor {copy!r} differs from {original!r}, the shared weights "
+                "it repeats: archdb holds them once"
+            )
 
 
 def _check_constants(ckpt: Checkpoint, names: Names) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.conftest import card_text
 
 HOSTILE_NAME = "<script>alert(1)</script>"
-HOSTILE_ID = "xss-1b"
+HOSTILE_ID = "zzz-xss-1b"  # sorts after every shipped card: appended to the catalogue
 _SOURCE_TITLE = '"><img src=x onerror=alert(4)>'
 _NOTE = "</script><script>alert(2)</script> <img src=x onerror=alert(3)> & more"
 

@@ -278,6 +278,16 @@ TINY |= {
                            "rope_type": "dynamic", "rope_theta": 10000.0, "factor": 1.0,
                            "alpha": 50.0}},
 }  # fmt: skip
+# Zamba2: two shared blocks run A, B, A before layers 1, 3, 5, with q/k/v and gate/up
+# adapters and RoPE; two B, C groups; a dt floor (time_step_min) high enough to clamp
+TINY["zamba2"] = {
+    **_DENSE, "num_key_value_heads": None, "num_hidden_layers": 6,
+    "layers_block_type": ["mamba", "hybrid"] * 3, "num_mem_blocks": 2,
+    "use_shared_attention_adapter": True, "adapter_rank": 8, "use_mem_rope": True,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}, "n_mamba_heads": 8,
+    "mamba_ngroups": 2, "mamba_d_state": 16, "chunk_size": 8, "time_step_min": 0.08,
+    "initializer_range": 0.1,
+}  # fmt: skip
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
@@ -807,3 +817,33 @@ def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_ty
     values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
     # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
     assert len(values) == len(dict(ours.named_parameters())) + len(checkpoint_buffers(ours))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"mixers.mamba2.time_step_floor": None}, {"attention.scale": None}],
+    ids=["no-dt-floor", "plain-scale"],
+)
+def test_zamba2s_dt_floor_and_attention_scale_change_the_logits(changes, tmp_path):
+    """Zamba2 clamps dt below at time_step_min and scales scores by (head_dim / 2) ** -0.5:
+    without either, the logits move far beyond the tolerance."""
+    assert _error_with_changes("zamba2", tmp_path, changes) > 100 * LOGIT_TOLERANCE
+
+
+def test_zamba2s_repeated_shared_block_must_equal_the_first(tmp_path):
+    """A checkpoint may repeat a shared block under a later hybrid layer that runs it (as
+    transformers' state_dict does): an equal copy loads, a different one is an error."""
+    from safetensors.torch import load_file, save_file
+
+    _tiny("zamba2", tmp_path)
+    card = _card(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    name = "model.layers.1.shared_transformer.self_attn.q_proj.weight"  # block A
+    copy = name.replace("layers.1.", "layers.5.")  # block A again (A, B, A)
+    tensors[copy] = tensors[name].clone()
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    archdb.build(card, "full", weights=tmp_path)
+    tensors[copy] = tensors[name] + 1.0
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=r"layers\.5\.shared.*differs from"):
+        archdb.build(card, "full", weights=tmp_path)

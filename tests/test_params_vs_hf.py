@@ -41,6 +41,7 @@ from tests.conftest import (
     mamba_dims,
     moe_block,
 )
+from tests.test_shared_blocks import SHARED as ZAMBA2_LIKE
 
 pytest.importorskip("transformers")
 
@@ -792,6 +793,29 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
 ]
+# Zamba2 (tests/test_shared_blocks.py): two shared blocks with every adapter; one block,
+# MLP adapters only, GQA, SwiGLU, biases, no RoPE
+SMALL_CONFIGS += [
+    ("zamba2", ZAMBA2_LIKE),
+    (
+        "zamba2",
+        {
+            **ZAMBA2_LIKE,
+            "attention.n_kv_heads": 2,
+            "position.type": "none",
+            "position.rope_theta": None,
+            "mlp.activation": "swiglu",
+            "bias.mlp": True,
+            "mixers": {"mamba2": mamba2_dims(proj_bias=True, n_groups=1, time_step_floor=0.01)},
+            "shared_blocks": {
+                **ZAMBA2_LIKE["shared_blocks"],
+                "n_blocks": 1,
+                "layers": [0, 2],
+                "attention_adapters": False,
+            },
+        },
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -861,7 +885,7 @@ _NEW_FAMILIES = (
     "falcon_h1", "granitemoehybrid", "mamba", "falcon_mamba", "jamba",
     "smollm3", "olmo3", "minimax_m2", "seed_oss", "exaone4", "ernie4_5", "ernie4_5_moe",
     "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "minimax", "gemma3n_text",
-    "hunyuan_v1_dense", "hunyuan_v1_moe",
+    "hunyuan_v1_dense", "hunyuan_v1_moe", "zamba2",
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
 

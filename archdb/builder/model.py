@@ -235,6 +235,10 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
         ctx.layer, ctx.n_layers = index, stack.n_layers  # lightning's decay reads its depth
         layers.append(_block(block, ctx))
     bias = stack.bias.module(ctx) if stack.bias else None
+    if stack.shared is not None:  # weight-shared blocks before some layers (Zamba2)
+        from .shared import SharedStack
+
+        return SharedStack(layers, final, bias, stack.shared.module(ctx))
     streams = stack.streams.module() if stack.streams else None
     return Stack(layers, final, bias, stack.resi_dual, streams)
 

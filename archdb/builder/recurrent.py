@@ -63,9 +63,11 @@ class Mamba2Mixer(nn.Module):
         projection_multipliers: tuple[float, ...] | None = None,
         output_multiplier: float | None = None,
         norm_eps: float | None = None,
+        time_step_floor: float | None = None,
     ) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.state_size = n_heads, head_dim, state_size
+        self.time_step_floor = time_step_floor  # Zamba2 clamps dt below at time_step_min
         self.norm, self.eps = norm, RMS_EPS if norm_eps is None else norm_eps
         self.input_multiplier, self.output_multiplier = input_multiplier, output_multiplier
         # Falcon-H1's muP vector: a factor per part of in_proj's output (z, x, B, C, dt)
@@ -99,6 +101,8 @@ class Mamba2Mixer(nn.Module):
         cs = cs.reshape(b, t, g, n).repeat_interleave(h // g, dim=2)
         a = -torch.exp(self.A_log)
         dt = F.softplus(dt + self.dt_bias)  # (B, T, H)
+        if self.time_step_floor is not None:
+            dt = dt.clamp(min=self.time_step_floor)
         decay = torch.exp(dt * a)
         dtx = dt.unsqueeze(-1) * xs  # (B, T, H, P)
         state = x.new_zeros(b, h, p, n)

@@ -18,7 +18,9 @@ least 2; vocabulary to 256; context to 64 tokens (or a stated ``seq_len``); loca
 and chunks to a quarter of the toy context, 16 of 64 tokens (when the card's window is
 shorter than its context; else to the whole toy context); MLA head dims by a common factor
 to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4 heads.
-Recurrent mixers (``mixers``) keep their kernel widths, the
+Shared blocks (Zamba2) keep every weight set and run one invocation more than there are
+sets (so a set is reused), before layers 1, 3, 5, ...; their adapter rank keeps its ratio
+to d_model (at least 2). Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16; lightning attention's heads and head width follow
@@ -169,6 +171,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         moe["dense_d_ff"] = widths.scaled.get("dense_d_ff")
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
         moe["dense_beside_d_ff"] = widths.scaled.get("dense_beside_d_ff")
+    if arch.shared_blocks is not None:
+        data["n_layers"], data["shared_blocks"] = _toy_shared_blocks(arch, n_layers, widths.d_model)
     pos = data["position"]
     if pos.get("learned_rows") is not None:
         pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
@@ -395,6 +399,22 @@ def _toy_rg_lru(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
     return {"n_heads": heads, "lru_width": blocks * heads}
 
 
+def _toy_shared_blocks(arch: Architecture, n_layers: int, d_t: int) -> tuple[int, dict]:
+    """(toy depth, toy shared_blocks): every weight set, and one invocation more when the
+    card reuses a set, so the toy runs a block twice; invocations before layers 1, 3, 5,
+    ... (each after a plain layer); the adapter rank in its ratio to d_model (at least 2,
+    at most the card's)."""
+    sb = arch.shared_blocks
+    assert sb is not None
+    k = min(len(sb.layers), sb.n_blocks + 1)
+    out = sb.model_dump()
+    out["layers"] = [2 * i + 1 for i in range(k)]
+    if sb.adapter_rank is not None:
+        rank = round(sb.adapter_rank * d_t / arch.d_model)
+        out["adapter_rank"] = min(sb.adapter_rank, max(2, rank))
+    return max(n_layers, 2 * k), out
+
+
 def _head_dim(
     arch: Architecture,
     heads: _Heads,
@@ -521,6 +541,11 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(
             f"activation sparsity {sparsity.target:g} on the first {sparsity.first_layers} "
             f"of {toy.n_layers} layers"
+        )
+    if (sb := toy.shared_blocks) is not None:
+        kept.append(
+            f"shared blocks: {sb.n_blocks} weight sets, invoked before layers {sb.layers} "
+            f"(adapter rank {sb.adapter_rank})"
         )
     moe = toy.mlp.moe
     if moe is not None:

@@ -5,7 +5,8 @@ what grows: attention's score and value products (QK^T and AV) against the MLP's
 projections (both branches of a gated unit; for MoE the active experts, the shared
 experts and the router). Averages are over the decoder stack's layers, so dense first
 layers, layer periods and local/global patterns weigh as often as they occur;
-encoder-decoders are read through their decoder's self-attention.
+encoder-decoders are read through their decoder's self-attention; weight-shared blocks
+(Zamba2) count as one attention-and-MLP layer per invocation.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from archdb.plan.layout import (
     decoder_groups,
     fill_unknowns,
     head_dims,
+    shared_groups,
 )
 from archdb.schema import Architecture, AttentionVariant, Card, LayerKind
 
@@ -100,7 +102,7 @@ def crossover_context(arch: Architecture, mode: Mode) -> float | None:
     """
     if arch.attention.variant is AttentionVariant.LINEAR:
         return None  # a fixed-size state: the cost per token does not grow with L
-    groups = decoder_groups(arch)
+    groups = decoder_groups(arch) + shared_groups(arch)  # Zamba2's invocations attend
     target = sum(n * mlp_flops(arch, spec) for spec, n in groups)
 
     def attention(context: float) -> float:
@@ -124,7 +126,7 @@ def card_crossover(card: Card) -> Crossover | None:
         return None
     if not arch.has_attention():
         return None  # attention-free (Mamba-2): no attention cost to cross the MLP's
-    groups = decoder_groups(arch)
+    groups = decoder_groups(arch) + shared_groups(arch)
     layers = sum(n for _, n in groups)
     dims = head_dims(arch)
     return Crossover(

@@ -25,6 +25,8 @@ from archdb.plan.layout import (
     embedding_width,
     fill_unknowns,
     head_dims,
+    shared_groups,
+    shared_reuse,
 )
 from archdb.schema import Architecture, AttentionVariant, Card, Kind, LayerKind
 
@@ -36,7 +38,8 @@ TRAFFIC_CONVENTION = (
     "per cache entry; bytes = every active weight once (MoE: the routed top-k and shared "
     "experts; the output head in full, the embedding's one row ignored) + the K/V cache "
     "(MLA: latent and RoPE key; local and chunked layers: their window; linear attention: "
-    "its fixed state); FLOPs = 2 per weight + attention over the cached keys "
+    "its fixed state); FLOPs = 2 per weight use (a shared block's at each invocation) + "
+    "attention over the cached keys "
     "(2·h·(d_qk + d_v) per key; MLA in its absorbed form, 2·h·(2·kv_rank + d_rope))"
 )
 
@@ -101,9 +104,22 @@ def decode_traffic(
         context=context,
         weight_bytes=weights * dtype_bytes,
         cache_bytes=cache_bytes(arch, context, dtype_bytes),
-        weight_flops=cv.FLOPS_PER_MAC * weights,
+        weight_flops=cv.FLOPS_PER_MAC * (weights + _reused_weights(arch)),
         attention_flops=attention_decode_flops(arch, context),
     )
+
+
+def _reused_weights(arch: Architecture) -> int:
+    """Weights a token multiplies more than once: a shared block's, per extra invocation
+    (Zamba2; read once, used at each invocation)."""
+    reuse = shared_reuse(arch)
+    if not reuse:
+        return 0
+    from archdb.plan import make_plan
+
+    shared = make_plan(arch).decoder.shared
+    assert shared is not None
+    return reuse * shared.block.params()
 
 
 def cache_bytes(arch: Architecture, context: int, dtype_bytes: int = DECODE_BYTES) -> float:
@@ -130,7 +146,7 @@ def attention_decode_flops(arch: Architecture, context: int) -> float:
     else:
         per_key = cv.FLOPS_PER_MAC * h * (dims.qk_dim + dims.v_dim)
     total = 0.0
-    for spec, n in decoder_groups(arch):
+    for spec, n in decoder_groups(arch) + shared_groups(arch):  # Zamba2's invocations attend
         if not spec.kind.attention:
             continue
         keys = min(context, spec.window) if spec.window is not None else context

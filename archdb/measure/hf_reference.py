@@ -26,6 +26,7 @@ from archdb.schema import (
     Activation,
     Architecture,
     AttentionVariant,
+    GeluApproximation,
     GroupScore,
     Kind,
     LayerKind,
@@ -103,6 +104,11 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "laurel": lambda a: a.laurel_rank is not None,
     "activation_sparsity": lambda a: a.mlp.activation_sparsity is not None,
     "qk_norm_after_rope": lambda a: bool(a.attention.qk_norm_after_rope),  # Hunyuan
+    # Zamba2: weight-shared blocks, and its clamp of the Mamba-2 time step
+    "shared_blocks": lambda a: a.shared_blocks is not None,
+    "time_step_floor": lambda a: (
+        _mamba2_of(a) is not None and _mamba2_of(a).time_step_floor is not None
+    ),
 }
 
 
@@ -1768,6 +1774,77 @@ def chameleon(a: Architecture) -> dict:
     return _base(a) | {"vq_config": {}, "vocabulary_map": {"<image>": 0}}
 
 
+# Zamba2's GELU spellings: its MLP applies ACT2FN[hidden_act] to the gate
+_ZAMBA2_ACT = {"exact": "gelu", "tanh": "gelu_pytorch_tanh"}
+
+
+def zamba2(a: Architecture) -> dict:
+    """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
+    2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
+    the hybrid_layer_ids."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _softmax_attention(a)
+    _dense(a)
+    _position(a, PositionType.ROPE, PositionType.NONE)
+    _act(a, Activation.GEGLU, Activation.SWIGLU)
+    _pattern(a, LayerKind.MAMBA2)
+    sb, m = a.shared_blocks, _mamba2_of(a)
+    _require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
+    _require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
+    _require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
+    _require(
+        a.bias.mlp == m.proj_bias and not a.bias.qkv and not a.bias.attn_out,
+        "add_bias_linear covers in_proj, out_proj and the MLP; the attention has no bias",
+    )
+    width = 2 * a.d_model
+    _require(
+        sb.concat_embeddings and a.attention.n_heads * a.head_dim_effective == width,
+        "shared blocks over [x, embeddings] with n_heads x head_dim = 2 d_model",
+    )
+    _require(sb.mlp_adapters and sb.output_projection, "MLP adapters and an output projection")
+    # transformers ties the blocks' copies through tie_word_embeddings (untied: one copy
+    # per invocation, which is not the shared architecture)
+    _require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
+    # Zamba2Attention scales scores by (head_dim / 2) ** -0.5, a function of the sizes: the
+    # card's attention.scale is that figure (a toy keeps the card's, as for every family)
+    if a.mlp.activation is Activation.SWIGLU:
+        act = "silu"
+    else:
+        act = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
+    hybrid = set(sb.layers)
+    types = ["hybrid" if i in hybrid else "mamba" for i in range(a.n_layers)]
+    inner = m.n_heads * m.head_dim
+    _require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
+    rope = a.position.type is PositionType.ROPE
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "layers_block_type": types,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+        "intermediate_size": a.mlp.d_ff,
+        "hidden_act": act,
+        "num_attention_heads": a.attention.n_heads,
+        "num_key_value_heads": a.attention.n_kv_heads,
+        "num_mem_blocks": sb.n_blocks,
+        "use_shared_attention_adapter": sb.attention_adapters,
+        "adapter_rank": sb.adapter_rank,
+        "use_mem_rope": rope,
+        "add_bias_linear": m.proj_bias,
+        "mamba_d_state": m.state_size,
+        "mamba_d_conv": m.conv_kernel,
+        "mamba_expand": inner // a.d_model,
+        "mamba_ngroups": m.n_groups,
+        "n_mamba_heads": m.n_heads,
+        # transformers always clamps dt below at time_step_min: a card without the floor
+        # (Zyphra's reference code) differs in outputs only, where dt < 0.001
+        "time_step_min": m.time_step_floor or 0.001,
+    } | (_rope(a) if rope else {})
+
+
 REFERENCES: dict[str, Reference] = {
     r.model_type: r
     for r in (
@@ -1997,6 +2074,13 @@ REFERENCES: dict[str, Reference] = {
             extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
         ),
         Reference(
+            "zamba2",
+            "Zamba2Config",
+            "Zamba2ForCausalLM",
+            zamba2,
+            extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
+        ),
+        Reference(
             "chameleon",
             "ChameleonConfig",
             "ChameleonForConditionalGeneration",
@@ -2085,6 +2169,7 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
     "minimax-01": "minimax",
 }
 FAMILY_TO_MODEL_TYPE |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
+FAMILY_TO_MODEL_TYPE["zamba2"] = "zamba2"
 
 
 # Families whose mixture-of-experts members are a different transformers model type.

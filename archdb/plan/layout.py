@@ -151,6 +151,26 @@ def _unsupported(arch: Architecture) -> str | None:
         return "ResiDual with parallel layers"
     if arch.parallel_layers and arch.kind is not Kind.DECODER_ONLY:
         return "parallel layers in an encoder-decoder"
+    return _unsupported_shared(arch)
+
+
+def _unsupported_shared(arch: Architecture) -> str | None:
+    """Shared blocks (Zamba2) join a serial pre-norm decoder's layers before their norm;
+    their attention is plain softmax head attention."""
+    if arch.shared_blocks is None:
+        return None
+    att = arch.attention
+    if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
+        return "shared blocks outside a serial decoder-only model"
+    if arch.norm.position is not NormPosition.PRE:
+        return "shared blocks in a stack that is not pre-norm (they join a layer's norm input)"
+    extras = att.sinks or att.output_gate is not None or att.value_norm or att.sparse
+    if extras or att.global_layers is not None or att.qk_norm not in (None, QKNorm.NONE):
+        return "shared blocks with a QK norm, sinks, output gate, value norm or global_layers"
+    if arch.position.type not in (PositionType.ROPE, PositionType.NONE):
+        return "shared blocks with positions other than rope or none"
+    if arch.layer_scalar or arch.mlp.gate_multiplier or arch.mlp.output_multiplier:
+        return "shared blocks with a layer scalar or MLP multipliers"
     return None
 
 
@@ -340,6 +360,21 @@ def layer_groups(
 def decoder_groups(arch: Architecture) -> list[tuple[LayerSpec, int]]:
     """The decoder's distinct layers and how many layers each is (for fast formulas)."""
     return [(spec, count) for _, spec, count in layer_groups(arch)]
+
+
+def shared_groups(arch: Architecture) -> list[tuple[LayerSpec, int]]:
+    """The shared blocks' invocations as layers (Zamba2): full attention with the card's
+    MLP, as many as there are invocations; [] without shared blocks (for fast formulas)."""
+    sb = arch.shared_blocks
+    if sb is None:
+        return []
+    return [(layer_spec(arch, sb.layers[0], LayerKind.GLOBAL), len(sb.layers))]
+
+
+def shared_reuse(arch: Architecture) -> int:
+    """How many times more than once the shared blocks run: invocations - blocks."""
+    sb = arch.shared_blocks
+    return 0 if sb is None else len(sb.layers) - sb.n_blocks
 
 
 def is_moe_layer(arch: Architecture, index: int) -> bool:

@@ -48,6 +48,7 @@ from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
+from .shared import SharedBlocks, shared_blocks
 from .tally import Tally
 
 # --- specs ------------------------------------------------------------------------------
@@ -373,6 +374,7 @@ class Stack:
     bias: StackBias | None
     resi_dual: bool
     streams: AltUpStreams | None = None  # Gemma 3n's AltUp streams in and out
+    shared: SharedBlocks | None = None  # weight-shared blocks run before some layers (Zamba2)
 
     def groups(self) -> Iterator[tuple[Block, int]]:
         return zip(self.blocks, self.counts, strict=True)
@@ -384,6 +386,7 @@ class Stack:
         n = sum(b.params() * c for b, c in self.groups())
         n += self.final_norm.params(self.d_model) if self.final_norm else 0
         n += self.streams.params() if self.streams else 0
+        n += self.shared.params() if self.shared else 0
         return n + (self.bias.params() if self.bias else 0)
 
     def flops(self, tally: Tally) -> None:
@@ -393,13 +396,16 @@ class Stack:
         tally.repeat = 1
         if self.streams is not None:
             self.streams.flops(tally)
+        if self.shared is not None:
+            self.shared.flops(tally)
         if self.final_norm is not None:
             self.final_norm.flops(tally, self.d_model)
         if self.resi_dual:
             tally.elementwise(self.d_model)  # x + LN(dual)
 
     def cache_entries(self, context: int) -> int:
-        return sum(b.cache_entries(context) * c for b, c in self.groups())
+        shared = self.shared.cache_entries(context) if self.shared else 0
+        return shared + sum(b.cache_entries(context) * c for b, c in self.groups())
 
 
 @dataclass(frozen=True)
@@ -522,8 +528,9 @@ class _Reader:
         resi_dual = a.norm.position is NormPosition.RESIDUAL
         final = self.norm if a.norm.final else None
         streams = AltUpStreams(self.d, a.altup.n_inputs) if a.altup is not None else None
+        shared = shared_blocks(self) if causal else None  # the decoder's (Zamba2)
         return Stack(
-            self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, streams
+            self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, streams, shared
         )
 
     def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block:

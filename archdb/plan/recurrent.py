@@ -71,6 +71,7 @@ class Mamba2Mixer:
     projection_multipliers: tuple[float, ...] | None = None  # z, x, B, C, dt
     output_multiplier: float | None = None
     norm_eps: float | None = None  # the card's norm epsilon (None: RMS_EPS)
+    time_step_floor: float | None = None  # dt clamped below at it (Zamba2); None: no clamp
 
     @property
     def inner(self) -> int:
@@ -101,6 +102,8 @@ class Mamba2Mixer:
         _conv_flops(tally, self.conv_dim, self.conv_kernel, self.conv_bias)
         tally.add(C.ELEMENTWISE, 2 * h)  # A = -exp(A_log), once per forward
         tally.elementwise(2 * h + 2 * h)  # dt = softplus(dt + dt_bias); dA = exp(dt * A)
+        if self.time_step_floor is not None:
+            tally.elementwise(h)  # dt clamped below
         tally.elementwise(h * p)  # dt * x
         # state update h = dA h + (dt x) B^T: scale, outer product, add; read-out y = h C
         tally.elementwise(3 * h * p * n + cv.FLOPS_PER_MAC * h * p * n)
@@ -134,6 +137,7 @@ class Mamba2Mixer:
             self.projection_multipliers,
             self.output_multiplier,
             self.norm_eps,
+            self.time_step_floor,
         )
 
 
@@ -522,6 +526,7 @@ def _mamba2(r: Reader, spec: LayerSpec) -> Mamba2Mixer:
         _factors(m.projection_multipliers),
         _factor(m.output_multiplier),
         r.a.norm.eps,
+        m.time_step_floor,
     )
 
 
