@@ -83,11 +83,16 @@ def _figure(
 # --- adoption ------------------------------------------------------------------------
 
 
+LEGEND_ENTRY_INCHES = 0.17  # one legend line at the report style's font size
+
+
 def adoption_figure(adoption: Adoption) -> Figure:
     """Share of each value of one choice by release year (known values only)."""
     years = [y for y in adoption.years if adoption.known.get(y)]
+    # the legend (one entry a value, plus the known-share bars) sets the height when long
+    height = max(2.6, 0.5 + LEGEND_ENTRY_INCHES * (len(adoption.values) + 1))
     with style():
-        fig = _figure(7.0, 2.6, left=0.09, right=0.74, bottom=0.26)
+        fig = _figure(7.0, height, left=0.09, right=0.74, bottom=0.26 * 2.6 / height)
         ax = fig.add_subplot()
         for i, trend in enumerate(adoption.values):
             shares = [adoption.share(trend, y) for y in years]
