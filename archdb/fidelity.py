@@ -56,6 +56,7 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "deepseek_v32": 2.9e-7,  # V3 with the lightning indexer (8 of 24 keys), MoE layers too
+    "glm_moe_dsa": 2.1e-7,  # V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
     "falcon_h1": 4.7e-7,  # attention beside Mamba-2, every muP factor; three mixer norms
     "granitemoehybrid": 2.6e-7,  # Mamba-2 and NoPE attention, experts and a shared MLP
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
@@ -88,13 +89,7 @@ MOE_NOT_BUILT: dict[str, str] = {
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
 # what is not: their cards stay count-exact
-PARTIAL: dict[str, tuple[float, str]] = {
-    "glm_moe_dsa": (
-        1.8e-7,
-        "MoE layers not yet in the logit test; the MLA latents' RMSNorm eps (1e-6 in "
-        "transformers' code, the card's norm.eps elsewhere: 1e-5)",
-    ),
-}
+PARTIAL: dict[str, tuple[float, str]] = {}
 
 # Card fields that change outputs but not counts; null means "not recorded"
 FUNCTION_FIELDS = (
@@ -120,7 +115,10 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
-FAMILY_FIELDS["deepseek_v32"] = (
+# transformers' MLA latent norms keep 1e-6 whatever rms_norm_eps says
+FAMILY_FIELDS["deepseek_v2"] += ("architecture.attention.latent.norm_eps",)
+FAMILY_FIELDS["deepseek_v3"] += ("architecture.attention.latent.norm_eps",)
+FAMILY_FIELDS["deepseek_v32"] = FAMILY_FIELDS["glm_moe_dsa"] = (
     *FAMILY_FIELDS["deepseek_v3"],
     "architecture.attention.sparse.indexer_rope_layout",
 )

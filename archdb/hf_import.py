@@ -629,6 +629,8 @@ def _deepseek(d: _Draft) -> None:
         qk_nope_head_dim=d.read("qk_nope_head_dim", required=True),
         v_head_dim=d.read("v_head_dim", required=True),
     )
+    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
     n_routed = d.read("n_routed_experts")
     if n_routed is None:
         return

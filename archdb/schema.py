@@ -340,6 +340,12 @@ class Latent(Strict):
     qk_rope_head_dim: Width = Field(description="Per-head dims carrying RoPE (shared key).")
     qk_nope_head_dim: Width = Field(description="Per-head query/key dims without RoPE.")
     v_head_dim: Width = Field(description="Per-head value width.")
+    norm_eps: PositiveFloat | None = Field(
+        default=None,
+        description="Epsilon of the RMSNorms on the query and KV latents, where it is not "
+        "norm.eps (transformers' DeepSeek-V2/V3, V3.2 and GLM-MoE-DSA code fixes 1e-6 "
+        "whatever rms_norm_eps says). Optional; null: norm.eps.",
+    )
 
 
 class GlobalLayers(Strict):

@@ -131,12 +131,14 @@ TINY: dict[str, dict] = {
                      "routed_scaling_factor": 1.7, "kv_lora_rank": 16, "q_lora_rank": 24,
                      "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
                      "index_n_heads": 8, "index_head_dim": 16, "index_topk": 8},
-    # rms_norm_eps 1e-6: transformers' MLA keeps 1e-6 in its latent norms whatever the
-    # config says, and the card has one norm.eps (see archdb.fidelity.PARTIAL)
-    "glm_moe_dsa": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
-                    "rms_norm_eps": 1e-6,
-                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                    "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24,
+    # GLM-5: DSA with the indexer's RoPE on interleaved pairs, V3's router (groups that
+    # bind, a routed scale, a random correction bias); block norms at 1e-3 while
+    # transformers' MLA latent norms keep 1e-6 (attention.latent.norm_eps)
+    "glm_moe_dsa": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                    "first_k_dense_replace": 1, "rms_norm_eps": 1e-3,
+                    "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                    "n_group": 4, "topk_group": 2, "routed_scaling_factor": 1.7,
+                    "kv_lora_rank": 16, "q_lora_rank": 24,
                     "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
                     "index_n_heads": 8, "index_head_dim": 16, "index_topk": 8},
     # attention beside Mamba-2 (Falcon-H1), every multiplier off 1; the chunked scan's
@@ -666,12 +668,29 @@ FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # saved as held in memory: (experts, in, ou
         ("deepseek_v2", {"group_score": "top2-sum"}),
         ("deepseek_v2", {"normalize_top_k": True}),
         ("deepseek_v2", {"score_function": "sigmoid"}),
+        ("glm_moe_dsa", {"routed_scale": 1.0}),
     ],
 )
 def test_each_router_field_changes_the_logits(model_type, changes, tmp_path):
     """The routers' choices are exercised: a wrong value breaks the comparison."""
     moe_changes = {f"mlp.moe.{name}": value for name, value in changes.items()}
     assert _error_with_changes(model_type, tmp_path, moe_changes) > 100 * LOGIT_TOLERANCE
+
+
+def test_the_mla_latent_norms_take_their_own_epsilon(tmp_path):
+    """transformers' MLA families build q_a_layernorm and kv_a_layernorm at 1e-6 whatever
+    rms_norm_eps says (1e-3 here): import-hf records it, and the blocks' epsilon in its
+    place breaks the comparison."""
+    from archdb.builder.norms import Norm
+
+    _tiny("glm_moe_dsa", tmp_path)
+    card = _card(tmp_path)
+    assert (card.architecture.norm.eps, card.architecture.attention.latent.norm_eps) == (1e-3, 1e-6)
+    attention = archdb.build(card, "full").decoder.layers[0].attn.sublayer
+    assert {attention.q[1].eps, attention.kv_norm.eps} == {1e-6}
+    assert isinstance(attention.kv_norm, Norm)
+    changes = {"attention.latent.norm_eps": None}  # null: the blocks' norm.eps
+    assert _error_with_changes("glm_moe_dsa", tmp_path, changes) > 100 * LOGIT_TOLERANCE
 
 
 def test_the_correction_bias_is_loaded_and_required(tmp_path):

@@ -400,7 +400,7 @@ def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> Latent
         rope_dim=lat.qk_rope_head_dim,
         nope_dim=lat.qk_nope_head_dim,
         v_dim=lat.v_head_dim,
-        norm=r.norm,
+        norm=r.norm if lat.norm_eps is None else replace(r.norm, eps=lat.norm_eps),
         qkv_bias=bool(a.bias.qkv),
         out_bias=bool(a.bias.attn_out),
         kernel=kernel,

@@ -465,6 +465,7 @@ FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     "mixers.mamba2.projection_multipliers": ([1.0] * 5, "in_proj's parts are not rescaled"),
     "mixers.mamba2.output_multiplier": (1.0, "Mamba-2's output is not rescaled"),
     "mixers.mamba.inner_norm_eps": (1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C"),
+    "attention.latent.norm_eps": ("norm.eps", "MLA's latent norms take the blocks' epsilon"),
 }
 # Falcon-H1's muP factors: stated as assumptions only for cards with a Mamba-2 mixer (the
 # one family that sets them), not on every attention card
@@ -502,6 +503,8 @@ def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:
         if path in _SUBLAYER_FACTORS and (arch.mixers is None or arch.mixers.mamba2 is None):
             continue
         if path == "mixers.mamba.inner_norm_eps" and not _mamba_inner_norm(arch):
+            continue
+        if path.startswith("attention.latent.") and arch.attention.latent is None:
             continue
         made.append(Assumption(path, value, why))
     return tuple(made)
