@@ -79,6 +79,9 @@ LOGIT_EXACT: dict[str, float] = {
     "qwen3_next": 4.1e-7,
     "qwen3_5_text": 3.9e-7,
     "qwen3_5_moe_text": 2.8e-7,
+    # encoder-decoder, model(input_ids, decoder_input_ids): T5 1.0 (ReLU, tied head read at
+    # d_model ** -0.5) exact to the bit; 1.1 (gated GELU, untied head) 2.9e-7
+    "t5": 2.9e-7,
 }
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
@@ -137,6 +140,8 @@ FAMILY_FIELDS["falcon_h1"] = tuple(
         "mixers.mamba2.output_multiplier",
     )
 )
+# T5 folds 1/sqrt(d_kv) into its initialization: the scores are not rescaled (scale 1)
+FAMILY_FIELDS["t5"] = ("architecture.attention.scale",)
 # the epsilon of the dt/B/C norms (Falcon Mamba's mixer_rms_eps, Jamba's rms_norm_eps)
 FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
     "architecture.mixers.mamba.inner_norm_eps",

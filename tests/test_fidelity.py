@@ -292,6 +292,113 @@ def test_logits_equal_transformers(model_type, tmp_path):
     assert relative_error(got, expected) < LOGIT_TOLERANCE
 
 
+# --- encoder-decoders: model(input_ids, decoder_input_ids) ---------------------------------
+# No import-hf for T5: the card (a catalogue card made tiny) is the start, transformers'
+# config comes from the card -> config converter (archdb.measure.hf_reference).
+_T5_TINY = {"d_model": 64, "n_layers": 3, "n_encoder_layers": 2, "vocab_size": 128,
+            "attention.n_heads": 4, "attention.n_kv_heads": 4,
+            "attention.head_dim": 24,  # d_kv off d_model / n_heads
+            "mlp.d_ff": 128, "norm.eps": 1e-2, "attention.scale": 1.0}  # fmt: skip
+# variant -> (model_type, the catalogue card made tiny, its changes): T5 1.0 (ReLU, the
+# tied head read at d_model ** -0.5) and T5 1.1 (gated GELU, an untied head, no rescale)
+ENCODER_DECODER_TINY: dict[str, tuple[str, str, dict]] = {
+    "t5": ("t5", "t5-small", {**_T5_TINY, "logit_scale": 64**-0.5}),
+    "t5-v1.1": ("t5", "t5-v1.1-small", {**_T5_TINY, "logit_scale": 1.0}),
+}
+SOURCE_SEQ, TARGET_SEQ = 30, 20  # distances past T5's 8 exact buckets (16 per direction)
+
+
+def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.PreTrainedModel]:
+    """The tiny card and transformers' T5ForConditionalGeneration of it, saved (float32,
+    eager); an untied card's checkpoint carries lm_head.weight as T5 1.1's releases do."""
+    from safetensors.torch import load_file, save_file
+
+    from archdb.measure.hf_reference import convert
+
+    _, card_id, changes = ENCODER_DECODER_TINY[variant]
+    data = api.card(card_id).model_dump(mode="json")
+    card = Card.model_validate(
+        data | {"architecture": apply_changes(data["architecture"], changes)}
+    )
+    arch = card.architecture
+    tied = arch.model_copy(update={"tied_embeddings": True})  # transformers 5 ties every T5
+    kwargs = convert(tied, "t5") | {
+        "layer_norm_epsilon": arch.norm.eps,
+        "tie_word_embeddings": arch.tied_embeddings,  # False: no d_model ** -0.5 rescale
+        "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 1,
+    }  # fmt: skip
+    torch.manual_seed(0)
+    config = transformers.T5Config(**kwargs)
+    config._attn_implementation = "eager"
+    reference = transformers.T5ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for p in reference.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    reference.save_pretrained(directory)
+    if not arch.tied_embeddings:
+        tensors = load_file(directory / "model.safetensors")
+        tensors["lm_head.weight"] = tensors["shared.weight"].clone()
+        save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
+    return card, reference
+
+
+def encoder_decoder_error(variant: str, directory) -> float:
+    card, reference = _tiny_encoder_decoder(variant, directory)
+    model = archdb.build(card, "full", weights=directory).eval()
+    assert model.archdb_loaded.model_type == "t5"
+    generator = torch.Generator().manual_seed(1)
+    source = torch.randint(0, 128, (BATCH, SOURCE_SEQ), generator=generator)
+    target = torch.randint(0, 128, (BATCH, TARGET_SEQ), generator=generator)
+    with torch.no_grad():
+        expected = reference(input_ids=source, decoder_input_ids=target).logits
+        got = model(source, target)
+    assert got.shape == expected.shape == (BATCH, TARGET_SEQ, 128)
+    return relative_error(got, expected)
+
+
+@pytest.mark.parametrize("variant", sorted(ENCODER_DECODER_TINY))
+def test_encoder_decoder_logits_equal_transformers(variant, tmp_path):
+    assert encoder_decoder_error(variant, tmp_path) < LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("attention.scale", None),  # 1/sqrt(d_kv): T5 folds it into the initialization
+        ("logit_scale", 1.0),  # T5 1.0's tied head reads the decoder at d_model ** -0.5
+        ("norm.eps", 1e-6),
+    ],
+)
+def test_each_t5_function_field_changes_the_logits(path, value, tmp_path):
+    card, reference = _tiny_encoder_decoder("t5", tmp_path)
+    data = card.model_dump(mode="json")
+    apply_changes(data["architecture"], {path: value})
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SOURCE_SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(input_ids=tokens, decoder_input_ids=tokens).logits
+        assert relative_error(model(tokens, tokens), expected) > 100 * LOGIT_TOLERANCE
+
+
+def test_a_t5_checkpoint_loads_by_its_names(tmp_path):
+    """Each stack's relative-bias table comes from its first block; a gated checkpoint
+    (wi_0, wi_1) does not fit a ReLU card: its wi_0 is named as having no place."""
+    from safetensors.torch import load_file
+
+    card, _ = _tiny_encoder_decoder("t5", tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    for stack in ("encoder", "decoder"):
+        table = tensors[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+        assert torch.equal(getattr(model, stack).position_bias.table.weight, table)
+    assert model.head.lm_head.weight is model.embed.table.weight  # tied: one tensor
+    gated, _ = _tiny_encoder_decoder("t5-v1.1", tmp_path / "gated")
+    with pytest.raises(WeightsError, match=r"unexpected checkpoint tensor .*wi_0"):
+        archdb.build(card, "full", weights=tmp_path / "gated")
+    assert gated.architecture.mlp.activation.value == "geglu"
+
+
 VARIANTS = [  # a family's other layouts, each off the TINY config
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
@@ -313,7 +420,8 @@ def test_family_variants_equal_transformers(model_type, changes, tmp_path, monke
 
 
 def test_every_logit_exact_family_is_tested_here():
-    assert set(LOGIT_EXACT) | set(PARTIAL) == set(TINY)
+    encoder_decoders = {model_type for model_type, _, _ in ENCODER_DECODER_TINY.values()}
+    assert set(LOGIT_EXACT) | set(PARTIAL) == set(TINY) | encoder_decoders
     assert not set(LOGIT_EXACT) & set(PARTIAL)
 
 
