@@ -62,7 +62,7 @@ LOGIT_EXACT: dict[str, float] = {
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "lfm2": 2.4e-7,
     "lfm2_moe": 2.3e-7,  # sigmoid router whose expert bias only chooses, scaled
-    "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
+    "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE layers (ME*E-) too
     # Mamba-1's selective scan, recurrent form (three seeds each)
     "mamba": 3.0e-7,
     "falcon_mamba": 2.2e-7,  # parameter-free RMSNorms on dt, B, C
@@ -86,9 +86,7 @@ LOGIT_EXACT: dict[str, float] = {
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
 # count-exact, with what is missing
-MOE_NOT_BUILT: dict[str, str] = {
-    "nemotron_h": "sigmoid, group-limited routing with a score-correction bias and scaling",
-}
+MOE_NOT_BUILT: dict[str, str] = {}
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
 # what is not: their cards stay count-exact
@@ -142,6 +140,12 @@ FAMILY_FIELDS["falcon_h1"] = tuple(
 )
 # T5 folds 1/sqrt(d_kv) into its initialization: the scores are not rescaled (scale 1)
 FAMILY_FIELDS["t5"] = ("architecture.attention.scale",)
+# Nemotron 3's MoE layers route as DeepSeek-V3 (its dense Nemotron-H cards have no router)
+FAMILY_FIELDS["nemotron_h"] = (
+    "architecture.mlp.moe.score_function",
+    "architecture.mlp.moe.score_correction_bias",
+    "architecture.mlp.moe.routed_scale",
+)
 # the epsilon of the dt/B/C norms (Falcon Mamba's mixer_rms_eps, Jamba's rms_norm_eps)
 FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
     "architecture.mixers.mamba.inner_norm_eps",
@@ -167,6 +171,8 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     """The output-changing fields this card needs recorded (RoPE and GELU where used)."""
     arch = card.architecture
     fields = list(FUNCTION_FIELDS) + list(FAMILY_FIELDS.get(model_type or "", ()))
+    if arch.mlp.moe is None:  # a family's router fields bind its MoE cards only
+        fields = [p for p in fields if not p.startswith("architecture.mlp.moe.")]
     if arch.position.type is PositionType.ROPE:
         fields.append("architecture.position.rope_layout")
     if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):

@@ -1502,13 +1502,8 @@ def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
         shared_d_ff=d.read("moe_shared_expert_intermediate_size", default=7688),
         dense_d_ff=dense_d_ff,
     )
-    d.used.add("norm_topk_prob")  # renormalizes sigmoid scores: not normalize_top_k's softmax
-    d.note(
-        "architecture.mlp.moe",
-        "Routing is DeepSeek-V3's: sigmoid scores with a score-correction bias, "
-        "group-limited top-k, renormalized chosen scores (norm_topk_prob) and a routed "
-        "scaling factor, which the card does not hold.",
-    )
+    # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
+    _sigmoid_router(d, 1, 1, default_scale=1.0)
 
 
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)

@@ -769,6 +769,10 @@ def _nemotron_h() -> Names:
         }
     layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
     layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
+    # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
+    layer |= _moe("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
+    for p in ("up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mixer.shared_experts.{p}_proj.weight")
     return Names(top, layer, prefix="backbone.layers.{i}.")
 
 

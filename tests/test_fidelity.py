@@ -403,13 +403,28 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
     ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
+    # Nemotron 3: MoE layers (non-gated ReLU^2 experts, a shared expert) under DeepSeek-V3's
+    # router with groups that bind, a routed scale and a random correction bias
+    (
+        "nemotron_h",
+        {
+            "hybrid_override_pattern": "ME*E-",
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 3,
+            "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 48,
+            "n_group": 4,
+            "topk_group": 2,
+            "routed_scaling_factor": 1.7,
+        },
+    ),
 ]
 
 
 @pytest.mark.parametrize(("model_type", "changes"), VARIANTS)
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
     """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
-    dense (the shared MLP alone) with RoPE."""
+    dense (the shared MLP alone) with RoPE; Nemotron 3's MoE layers."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)
