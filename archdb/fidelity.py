@@ -59,12 +59,13 @@ LOGIT_EXACT: dict[str, float] = {
     "deepseek_v2": 3.0e-7,  # MLA; softmax shares, groups by their max, routed scale
     "deepseek_v3": 3.2e-7,  # MLA; sigmoid, correction bias, groups by top-2 sum, scale
     "deepseek_v32": 2.9e-7,  # V3 with the lightning indexer (8 of 24 keys), MoE layers too
+    "glm_moe_dsa": 2.1e-7,  # V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
     "falcon_h1": 4.7e-7,  # attention beside Mamba-2, every muP factor; three mixer norms
     "granitemoehybrid": 2.6e-7,  # Mamba-2 and NoPE attention, experts and a shared MLP
     "glm4_moe": 3.5e-7,  # DeepSeek-V3's router on GQA with partial RoPE and QK norm
     "lfm2": 2.4e-7,
     "lfm2_moe": 2.3e-7,  # sigmoid router whose expert bias only chooses, scaled
-    "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE: see MOE_NOT_BUILT
+    "nemotron_h": 3.5e-7,  # Mamba-2, attention and MLP layers (M-M*-); MoE layers (ME*E-) too
     # Mamba-1's selective scan, recurrent form (three seeds each)
     "mamba": 3.0e-7,
     "falcon_mamba": 2.2e-7,  # parameter-free RMSNorms on dt, B, C
@@ -74,7 +75,7 @@ LOGIT_EXACT: dict[str, float] = {
     "seed_oss": 3.2e-7,  # Llama with q/k/v and o bias flags of their own
     "exaone4": 6.5e-7,  # post-branch norms, per-head QK norm, NoPE full layers
     "ernie4_5": 2.5e-7,  # Llama with one bias flag and RoPE on interleaved pairs
-    "ernie4_5_moe": 2.0e-7,  # softmax scores with a correction bias, shared experts
+    "ernie4_5_moe": 2.2e-7,  # softmax scores with a correction bias, shared experts
     "minimax_m2": 2.5e-7,  # sigmoid scores with a correction bias, full QK norm, partial RoPE
     "hunyuan_v1_dense": 0.0,  # Llama with the per-head QK norm after RoPE, ntk-alpha RoPE
     "hunyuan_v1_moe": 2.3e-7,  # and softmax top-k renormalized beside a shared MLP
@@ -82,13 +83,16 @@ LOGIT_EXACT: dict[str, float] = {
     "bamba": 4.4e-7,
     "qwen3_next": 4.1e-7,
     "qwen3_5_text": 3.9e-7,
-    "qwen3_5_moe_text": 2.8e-7,
+    "qwen3_5_moe_text": 3.5e-7,
     # KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with latent norms at
     # 1e-6, V3's router after a dense layer (three token draws)
     "kimi_linear": 3.1e-7,
     # lightning attention (blocks of 8 in transformers, recurrent here) around softmax
     # attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
     "minimax": 3.3e-7,
+    # encoder-decoder, model(input_ids, decoder_input_ids): T5 1.0 (ReLU, tied head read at
+    # d_model ** -0.5) exact to the bit; 1.1 (gated GELU, untied head) 2.9e-7
+    "t5": 2.9e-7,
 }
 # Griffin's RG-LRU beside local MQA attention, the bfloat16 sqrt(d) embedding scale (three
 # seeds: 2.3e-7, 2.3e-7, 3.0e-7)
@@ -100,19 +104,11 @@ LOGIT_EXACT["zamba2"] = 1.4e-6
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
 # count-exact, with what is missing
-MOE_NOT_BUILT: dict[str, str] = {
-    "nemotron_h": "sigmoid, group-limited routing with a score-correction bias and scaling",
-}
+MOE_NOT_BUILT: dict[str, str] = {}
 
 # model_types whose tiny checkpoints are logit-exact on the parts archdb implements, with
 # what is not: their cards stay count-exact
-PARTIAL: dict[str, tuple[float, str]] = {
-    "glm_moe_dsa": (
-        1.8e-7,
-        "MoE layers not yet in the logit test; the MLA latents' RMSNorm eps (1e-6 in "
-        "transformers' code, the card's norm.eps elsewhere: 1e-5)",
-    ),
-}
+PARTIAL: dict[str, tuple[float, str]] = {}
 
 # Card fields that change outputs but not counts; null means "not recorded"
 FUNCTION_FIELDS = (
@@ -139,7 +135,10 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
                     "architecture.mlp.moe.routed_scale"),
 }  # fmt: skip
 FAMILY_FIELDS["glm4_moe"] = FAMILY_FIELDS["deepseek_v3"]
-FAMILY_FIELDS["deepseek_v32"] = (
+# transformers' MLA latent norms keep 1e-6 whatever rms_norm_eps says
+FAMILY_FIELDS["deepseek_v2"] += ("architecture.attention.latent.norm_eps",)
+FAMILY_FIELDS["deepseek_v3"] += ("architecture.attention.latent.norm_eps",)
+FAMILY_FIELDS["deepseek_v32"] = FAMILY_FIELDS["glm_moe_dsa"] = (
     *FAMILY_FIELDS["deepseek_v3"],
     "architecture.attention.sparse.indexer_rope_layout",
 )
@@ -157,6 +156,14 @@ FAMILY_FIELDS["falcon_h1"] = tuple(
         "mixers.mamba2.projection_multipliers",
         "mixers.mamba2.output_multiplier",
     )
+)
+# T5 folds 1/sqrt(d_kv) into its initialization: the scores are not rescaled (scale 1)
+FAMILY_FIELDS["t5"] = ("architecture.attention.scale",)
+# Nemotron 3's MoE layers route as DeepSeek-V3 (its dense Nemotron-H cards have no router)
+FAMILY_FIELDS["nemotron_h"] = (
+    "architecture.mlp.moe.score_function",
+    "architecture.mlp.moe.score_correction_bias",
+    "architecture.mlp.moe.routed_scale",
 )
 # the epsilon of the dt/B/C norms (Falcon Mamba's mixer_rms_eps, Jamba's rms_norm_eps)
 FAMILY_FIELDS["falcon_mamba"] = FAMILY_FIELDS["jamba"] = (
@@ -197,6 +204,8 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     """The output-changing fields this card needs recorded (RoPE and GELU where used)."""
     arch = card.architecture
     fields = list(FUNCTION_FIELDS) + list(FAMILY_FIELDS.get(model_type or "", ()))
+    if arch.mlp.moe is None:  # a family's router fields bind its MoE cards only
+        fields = [p for p in fields if not p.startswith("architecture.mlp.moe.")]
     if arch.position.type is PositionType.ROPE:
         fields.append("architecture.position.rope_layout")
     if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):

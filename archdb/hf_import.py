@@ -709,6 +709,8 @@ def _deepseek(d: _Draft) -> None:
         qk_nope_head_dim=d.read("qk_nope_head_dim", required=True),
         v_head_dim=d.read("v_head_dim", required=True),
     )
+    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
     n_routed = d.read("n_routed_experts")
     if n_routed is None:
         return
@@ -1749,13 +1751,8 @@ def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
         shared_d_ff=d.read("moe_shared_expert_intermediate_size", default=7688),
         dense_d_ff=dense_d_ff,
     )
-    d.used.add("norm_topk_prob")  # renormalizes sigmoid scores: not normalize_top_k's softmax
-    d.note(
-        "architecture.mlp.moe",
-        "Routing is DeepSeek-V3's: sigmoid scores with a score-correction bias, "
-        "group-limited top-k, renormalized chosen scores (norm_topk_prob) and a routed "
-        "scaling factor, which the card does not hold.",
-    )
+    # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
+    _sigmoid_router(d, 1, 1, default_scale=1.0)
 
 
 def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)

@@ -141,6 +141,7 @@ class Source:
     # groups' part 0, then all groups' part 1, ... (Qwen3-Next's in_proj_qkvz per key head)
     grouped: Callable[[Dims], tuple[int, tuple[int, ...]]] | None = None  # (groups, widths)
     joined: tuple[str, ...] = ()  # further tensors whose rows follow name's (Qwen3.5's z)
+    fallback: str | None = None  # read when name is absent (T5's wi for a non-gated MLP)
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,12 @@ class Names:
     # checkpoint tensors that repeat another (a shared block saved again under each layer
     # that runs it): (model, checkpoint names) -> copy -> the tensor it must equal
     copies: Callable[[nn.Module, list[str]], dict[str, str]] | None = None
+    # an encoder-decoder's encoder layers (archdb names after "encoder.layers.{i}.") and
+    # their checkpoint prefix
+    encoder_layer: dict[str, Source] = field(default_factory=dict)
+    encoder_prefix: str = ""
+    # copies of the shared embedding a checkpoint may carry (T5's per-stack embed_tokens)
+    embedding_copies: tuple[str, ...] = ()
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -983,6 +990,10 @@ def _nemotron_h() -> Names:
         }
     layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
     layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
+    # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
+    layer |= _moe("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
+    for p in ("up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mixer.shared_experts.{p}_proj.weight")
     return Names(top, layer, prefix="backbone.layers.{i}.")
 
 
@@ -1138,6 +1149,52 @@ def _recurrent_gemma() -> Names:
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
+_STACKS = ("encoder", "decoder")
+
+
+def _t5_attention(slot: str, sublayer: str, index: int) -> dict[str, Source]:
+    layer = {f"{slot}.before.weight": Source(f"layer.{index}.layer_norm.weight")}
+    for p in "qkvo":
+        layer[f"{slot}.sublayer.{p}.weight"] = Source(f"layer.{index}.{sublayer}.{p}.weight")
+    return layer
+
+
+def _t5_mlp(index: int) -> dict[str, Source]:
+    """T5's DenseReluDense: wi and wo, or (gated-gelu, v1.1) wi_0 the gate, wi_1 the up."""
+    ff = f"layer.{index}.DenseReluDense"
+    return {
+        "mlp.before.weight": Source(f"layer.{index}.layer_norm.weight"),
+        "mlp.sublayer.gate.weight": Source(f"{ff}.wi_0.weight"),
+        "mlp.sublayer.up.weight": Source(f"{ff}.wi_1.weight", fallback=f"{ff}.wi.weight"),
+        "mlp.sublayer.down.weight": Source(f"{ff}.wo.weight"),
+    }
+
+
+def _t5() -> Names:
+    """T5: one shared embedding; each stack's relative-bias table sits in its first
+    block's self-attention; decoder blocks are [self-attention, cross-attention, MLP],
+    encoder blocks [self-attention, MLP]. A tied head is the shared embedding (T5 1.0),
+    an untied one lm_head (T5 1.1); its d_model ** -0.5 rescale is the card's logit_scale."""
+    bias = "block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+    top = {
+        "embed.table.weight": Source("shared.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        **{f"{s}.final_norm.weight": Source(f"{s}.final_layer_norm.weight") for s in _STACKS},
+        **{f"{s}.position_bias.table.weight": Source(f"{s}.{bias}") for s in _STACKS},
+    }
+    decoder = _t5_attention("attn", "SelfAttention", 0)
+    decoder |= _t5_attention("cross", "EncDecAttention", 1) | _t5_mlp(2)
+    return Names(
+        top,
+        decoder,
+        prefix="decoder.block.{i}.",
+        tied_head=("lm_head.weight",),
+        encoder_layer=_t5_attention("attn", "SelfAttention", 0) | _t5_mlp(1),
+        encoder_prefix="encoder.block.{i}.",
+        embedding_copies=tuple(f"{s}.embed_tokens.weight" for s in _STACKS),
+    )
+
+
 # transformers model_type -> its names (one place per family)
 NAMES: dict[str, Callable[[], Names]] = {
     "llama": _llama,
@@ -1197,6 +1254,7 @@ NAMES: dict[str, Callable[[], Names]] = {
     "qwen3_5_moe_text": _qwen3_5_moe_text,
     "kimi_linear": _kimi_linear,
     "minimax": _minimax,
+    "t5": _t5,
 }
 NAMES["zamba2"] = _zamba2
 
@@ -1414,29 +1472,44 @@ def checkpoint_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def _tied_copy(name: str, names: Names, model: nn.Module) -> bool:
     """A tied model's checkpoint may still carry the head it shares with the embedding."""
+    if name in names.embedding_copies:
+        return True
     head = getattr(model, "head", None)
     tied = head is not None and head.lm_head.weight is model.embed.table.weight
     return tied and name in names.tied_head
 
 
-_LAYER = re.compile(r"^decoder\.layers\.(\d+)\.(.+)$")
+_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)$")
 
 
 def _source(names: Names, name: str) -> Source | None:
     if name in names.top:
         return names.top[name]
     match = _LAYER.match(name)
-    if not match or match.group(2) not in names.layer:
+    if not match:
         return None
-    i, rest = match.groups()
-    src = names.layer[rest]
-    prefix = names.prefix.format(i=i)
-    return replace(src, name=prefix + src.name, joined=tuple(prefix + j for j in src.joined))
+    stack, i, rest = match.groups()
+    layer, prefix = names.layer, names.prefix
+    if stack == "encoder":
+        layer, prefix = names.encoder_layer, names.encoder_prefix
+    if rest not in layer:
+        return None
+    src = layer[rest]
+    prefix = prefix.format(i=i)
+    fallback = None if src.fallback is None else prefix + src.fallback
+    return replace(
+        src,
+        name=prefix + src.name,
+        joined=tuple(prefix + j for j in src.joined),
+        fallback=fallback,
+    )
 
 
 def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     import torch
 
+    if source.fallback is not None and not ckpt.has(source.name) and ckpt.has(source.fallback):
+        source = replace(source, name=source.fallback, fallback=None)
     if source.experts and "{e}" not in source.name:  # fused (experts, out, in) -> (.., in, out)
         value = ckpt.take(source.name)
         if source.cut is not None:

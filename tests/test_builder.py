@@ -19,7 +19,7 @@ from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs, 
 from archdb.builder.moe import MoE
 from archdb.builder.norms import HeadwiseNorm, Norm
 from archdb.builder.positions import AlibiBias, LearnedPositions, RelativeBias, RelativeXL
-from archdb.builder.shrink import TOY_SIZES, shrink
+from archdb.builder.shrink import TOY_RULE, TOY_SIZES, shrink
 from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
 from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, null_fields, rotary_dims
@@ -109,16 +109,45 @@ def test_toy_rule_keeps_ratios_pattern_and_experts(card):
         assert t.query_groups == full.query_groups
     moe, tmoe = full.mlp.moe, t.mlp.moe
     if moe is not None:
-        assert (tmoe.n_experts, tmoe.n_active, tmoe.n_shared, tmoe.layer_period) == (
-            moe.n_experts,
-            moe.n_active,
-            moe.n_shared,
-            moe.layer_period,
-        )
+        assert (tmoe.n_shared, tmoe.layer_period) == (moe.n_shared, moe.layer_period)
+        assert (tmoe.n_groups, tmoe.top_k_groups) == (moe.n_groups, moe.top_k_groups)
+        if moe.n_experts <= TOY_RULE.experts_max:
+            assert (tmoe.n_experts, tmoe.n_active) == (moe.n_experts, moe.n_active)
+        else:  # capped; the routing still chooses (validation checks the groups can hold it)
+            assert tmoe.n_experts <= max(TOY_RULE.experts_max, 2 * (moe.n_groups or 1))
+            assert 1 <= tmoe.n_active <= min(moe.n_active, tmoe.n_experts - 1)
         assert tmoe.first_dense_layers == min(moe.first_dense_layers, 1)
         assert any(is_moe_layer(t, i) for i in range(t.n_layers))
     assert t.n_layers % len(t.attention.layer_pattern) == 0 or t.n_layers == full.n_layers
     assert toy.rule and toy.kept and toy.dims["d_model"] == t.d_model
+
+
+@pytest.mark.parametrize(
+    ("changes", "experts"),
+    [
+        ({}, (16, 6)),  # Nemotron 3 Nano's 128, top-6
+        ({"n_active": 20}, (16, 15)),  # top-k stays below the experts
+        ({"n_groups": 8, "top_k_groups": 4, "group_score": "top2-sum"}, (16, 6)),  # 2 a group
+        ({"n_groups": 16, "top_k_groups": 4, "group_score": "top2-sum"}, (32, 6)),  # groups win
+        ({"n_groups": 8, "top_k_groups": 2, "group_score": "max", "n_active": 8}, (16, 4)),
+        ({"n_experts": 16, "n_active": 16}, (16, 16)),  # at the cap: kept as it is
+    ],
+)
+def test_the_toy_caps_routed_experts_and_keeps_routing(changes, experts):
+    """128 experts x 23 MoE layers ran a test worker out of memory: a toy keeps at most 16
+    routed experts a layer, the card's groups (two a group where groups rank by their two
+    best), top-k within what the top groups hold."""
+    moe = {"n_experts": 128, "n_active": 6, "n_shared": 1, "shared_d_ff": 512,
+           "first_dense_layers": 0, "layer_period": 1, "dense_d_ff": None} | changes  # fmt: skip
+    arch = make_arch(**{"mlp.moe": moe})
+    toy = shrink(arch)
+    assert (toy.arch.mlp.moe.n_experts, toy.arch.mlp.moe.n_active) == experts
+    assert toy.arch.mlp.moe.n_shared == 1
+    model = build_model(toy.arch)
+    logits = model(torch.randint(0, 256, (2, 16)))
+    assert logits.shape == (2, 16, 256)
+    assert ("capped" in " ".join(toy.kept)) is (moe["n_experts"] > 16)
+    assert "routed experts <= 16" in toy.rule
 
 
 def test_unbuildable_sizes_are_named():

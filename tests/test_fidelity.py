@@ -139,12 +139,14 @@ TINY: dict[str, dict] = {
                      "routed_scaling_factor": 1.7, "kv_lora_rank": 16, "q_lora_rank": 24,
                      "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
                      "index_n_heads": 8, "index_head_dim": 16, "index_topk": 8},
-    # rms_norm_eps 1e-6: transformers' MLA keeps 1e-6 in its latent norms whatever the
-    # config says, and the card has one norm.eps (see archdb.fidelity.PARTIAL)
-    "glm_moe_dsa": {**_DENSE, "num_key_value_heads": 4, "first_k_dense_replace": 2,
-                    "rms_norm_eps": 1e-6,
-                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                    "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24,
+    # GLM-5: DSA with the indexer's RoPE on interleaved pairs, V3's router (groups that
+    # bind, a routed scale, a random correction bias); block norms at 1e-3 while
+    # transformers' MLA latent norms keep 1e-6 (attention.latent.norm_eps)
+    "glm_moe_dsa": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                    "first_k_dense_replace": 1, "rms_norm_eps": 1e-3,
+                    "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                    "n_group": 4, "topk_group": 2, "routed_scaling_factor": 1.7,
+                    "kv_lora_rank": 16, "q_lora_rank": 24,
                     "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
                     "index_n_heads": 8, "index_head_dim": 16, "index_topk": 8},
     # attention beside Mamba-2 (Falcon-H1), every multiplier off 1; the chunked scan's
@@ -360,12 +362,136 @@ GEMMA4_ON_DEVICE = {
     "num_kv_shared_layers": 6, "use_double_wide_mlp": True, "enable_moe_block": False,
     "attention_k_eq_v": False, "num_global_key_value_heads": None,
 }  # fmt: skip
+
+
+# --- encoder-decoders: model(input_ids, decoder_input_ids) ---------------------------------
+# No import-hf for T5: the card (a catalogue card made tiny) is the start, transformers'
+# config comes from the card -> config converter (archdb.measure.hf_reference).
+_T5_TINY = {"d_model": 64, "n_layers": 3, "n_encoder_layers": 2, "vocab_size": 128,
+            "attention.n_heads": 4, "attention.n_kv_heads": 4,
+            "attention.head_dim": 24,  # d_kv off d_model / n_heads
+            "mlp.d_ff": 128, "norm.eps": 1e-2, "attention.scale": 1.0}  # fmt: skip
+# variant -> (model_type, the catalogue card made tiny, its changes): T5 1.0 (ReLU, the
+# tied head read at d_model ** -0.5) and T5 1.1 (gated GELU, an untied head, no rescale)
+ENCODER_DECODER_TINY: dict[str, tuple[str, str, dict]] = {
+    "t5": ("t5", "t5-small", {**_T5_TINY, "logit_scale": 64**-0.5}),
+    "t5-v1.1": ("t5", "t5-v1.1-small", {**_T5_TINY, "logit_scale": 1.0}),
+}
+SOURCE_SEQ, TARGET_SEQ = 30, 20  # distances past T5's 8 exact buckets (16 per direction)
+
+
+def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.PreTrainedModel]:
+    """The tiny card and transformers' T5ForConditionalGeneration of it, saved (float32,
+    eager); an untied card's checkpoint carries lm_head.weight as T5 1.1's releases do."""
+    from safetensors.torch import load_file, save_file
+
+    from archdb.measure.hf_reference import convert
+
+    _, card_id, changes = ENCODER_DECODER_TINY[variant]
+    data = api.card(card_id).model_dump(mode="json")
+    card = Card.model_validate(
+        data | {"architecture": apply_changes(data["architecture"], changes)}
+    )
+    arch = card.architecture
+    tied = arch.model_copy(update={"tied_embeddings": True})  # transformers 5 ties every T5
+    kwargs = convert(tied, "t5") | {
+        "layer_norm_epsilon": arch.norm.eps,
+        "tie_word_embeddings": arch.tied_embeddings,  # False: no d_model ** -0.5 rescale
+        "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 1,
+    }  # fmt: skip
+    torch.manual_seed(0)
+    config = transformers.T5Config(**kwargs)
+    config._attn_implementation = "eager"
+    reference = transformers.T5ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for p in reference.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    reference.save_pretrained(directory)
+    if not arch.tied_embeddings:
+        tensors = load_file(directory / "model.safetensors")
+        tensors["lm_head.weight"] = tensors["shared.weight"].clone()
+        save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
+    return card, reference
+
+
+def encoder_decoder_error(variant: str, directory) -> float:
+    card, reference = _tiny_encoder_decoder(variant, directory)
+    model = archdb.build(card, "full", weights=directory).eval()
+    assert model.archdb_loaded.model_type == "t5"
+    generator = torch.Generator().manual_seed(1)
+    source = torch.randint(0, 128, (BATCH, SOURCE_SEQ), generator=generator)
+    target = torch.randint(0, 128, (BATCH, TARGET_SEQ), generator=generator)
+    with torch.no_grad():
+        expected = reference(input_ids=source, decoder_input_ids=target).logits
+        got = model(source, target)
+    assert got.shape == expected.shape == (BATCH, TARGET_SEQ, 128)
+    return relative_error(got, expected)
+
+
+@pytest.mark.parametrize("variant", sorted(ENCODER_DECODER_TINY))
+def test_encoder_decoder_logits_equal_transformers(variant, tmp_path):
+    assert encoder_decoder_error(variant, tmp_path) < LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("attention.scale", None),  # 1/sqrt(d_kv): T5 folds it into the initialization
+        ("logit_scale", 1.0),  # T5 1.0's tied head reads the decoder at d_model ** -0.5
+        ("norm.eps", 1e-6),
+    ],
+)
+def test_each_t5_function_field_changes_the_logits(path, value, tmp_path):
+    card, reference = _tiny_encoder_decoder("t5", tmp_path)
+    data = card.model_dump(mode="json")
+    apply_changes(data["architecture"], {path: value})
+    model = archdb.build(Card.model_validate(data), "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SOURCE_SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(input_ids=tokens, decoder_input_ids=tokens).logits
+        assert relative_error(model(tokens, tokens), expected) > 100 * LOGIT_TOLERANCE
+
+
+def test_a_t5_checkpoint_loads_by_its_names(tmp_path):
+    """Each stack's relative-bias table comes from its first block; a gated checkpoint
+    (wi_0, wi_1) does not fit a ReLU card: its wi_0 is named as having no place."""
+    from safetensors.torch import load_file
+
+    card, _ = _tiny_encoder_decoder("t5", tmp_path)
+    model = archdb.build(card, "full", weights=tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    for stack in ("encoder", "decoder"):
+        table = tensors[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+        assert torch.equal(getattr(model, stack).position_bias.table.weight, table)
+    assert model.head.lm_head.weight is model.embed.table.weight  # tied: one tensor
+    gated, _ = _tiny_encoder_decoder("t5-v1.1", tmp_path / "gated")
+    with pytest.raises(WeightsError, match=r"unexpected checkpoint tensor .*wi_0"):
+        archdb.build(card, "full", weights=tmp_path / "gated")
+    assert gated.architecture.mlp.activation.value == "geglu"
+
+
 VARIANTS = [  # a family's other layouts, each off the TINY config
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
     ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
     ("gemma4_text", GEMMA4_ON_DEVICE),
     ("gemma4_text", {**GEMMA4_ON_DEVICE, "use_double_wide_mlp": False}),
+    # Nemotron 3: MoE layers (non-gated ReLU^2 experts, a shared expert) under DeepSeek-V3's
+    # router with groups that bind, a routed scale and a random correction bias
+    (
+        "nemotron_h",
+        {
+            "hybrid_override_pattern": "ME*E-",
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 3,
+            "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 48,
+            "n_group": 4,
+            "topk_group": 2,
+            "routed_scaling_factor": 1.7,
+        },
+    ),
 ]
 
 
@@ -373,7 +499,7 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
     """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
     dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B (per-layer embeddings, KV
-    sharing, with and without the double-wide MLP)."""
+    sharing, with and without the double-wide MLP); Nemotron 3's MoE layers."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)
@@ -384,7 +510,8 @@ def test_family_variants_equal_transformers(model_type, changes, tmp_path, monke
 
 
 def test_every_logit_exact_family_is_tested_here():
-    assert set(LOGIT_EXACT) | set(PARTIAL) == set(TINY)
+    encoder_decoders = {model_type for model_type, _, _ in ENCODER_DECODER_TINY.values()}
+    assert set(LOGIT_EXACT) | set(PARTIAL) == set(TINY) | encoder_decoders
     assert not set(LOGIT_EXACT) & set(PARTIAL)
 
 
@@ -751,12 +878,29 @@ FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # saved as held in memory: (experts, in, ou
         ("deepseek_v2", {"group_score": "top2-sum"}),
         ("deepseek_v2", {"normalize_top_k": True}),
         ("deepseek_v2", {"score_function": "sigmoid"}),
+        ("glm_moe_dsa", {"routed_scale": 1.0}),
     ],
 )
 def test_each_router_field_changes_the_logits(model_type, changes, tmp_path):
     """The routers' choices are exercised: a wrong value breaks the comparison."""
     moe_changes = {f"mlp.moe.{name}": value for name, value in changes.items()}
     assert _error_with_changes(model_type, tmp_path, moe_changes) > 100 * LOGIT_TOLERANCE
+
+
+def test_the_mla_latent_norms_take_their_own_epsilon(tmp_path):
+    """transformers' MLA families build q_a_layernorm and kv_a_layernorm at 1e-6 whatever
+    rms_norm_eps says (1e-3 here): import-hf records it, and the blocks' epsilon in its
+    place breaks the comparison."""
+    from archdb.builder.norms import Norm
+
+    _tiny("glm_moe_dsa", tmp_path)
+    card = _card(tmp_path)
+    assert (card.architecture.norm.eps, card.architecture.attention.latent.norm_eps) == (1e-3, 1e-6)
+    attention = archdb.build(card, "full").decoder.layers[0].attn.sublayer
+    assert {attention.q[1].eps, attention.kv_norm.eps} == {1e-6}
+    assert isinstance(attention.kv_norm, Norm)
+    changes = {"attention.latent.norm_eps": None}  # null: the blocks' norm.eps
+    assert _error_with_changes("glm_moe_dsa", tmp_path, changes) > 100 * LOGIT_TOLERANCE
 
 
 def test_the_correction_bias_is_loaded_and_required(tmp_path):

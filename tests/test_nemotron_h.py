@@ -227,14 +227,18 @@ def test_import_hf_nemotron_h_refuses_what_the_card_cannot_hold(changes, message
         import_config(config, source_url=URL, identity=IDENTITY)
 
 
-def test_moe_cards_of_a_logit_exact_family_stay_count_exact():
-    """Nemotron-H's dense layers are logit-exact (test_fidelity.py); Nemotron 3's sigmoid,
-    bias-corrected routing is not archdb's, so its MoE cards are only count-exact."""
+def test_moe_cards_are_logit_exact_once_their_router_is_recorded():
+    """Nemotron-H's dense layers and Nemotron 3's MoE layers are logit-exact
+    (test_fidelity.py); the router fields bind MoE cards only: one without them stays
+    count-exact and names them, the dense card needs none."""
     from archdb.catalogue import load_catalogue
     from archdb.fidelity import fidelity
 
-    dense = load_catalogue().resolve("nemotron-h-8b")
+    catalogue = load_catalogue()
+    dense = catalogue.resolve("nemotron-h-8b")
     moe_arch = make_arch(**{**NEMOTRON_3, "norm.eps": 1e-5, "norm.unit_offset": False})
     moe = dense.model_copy(update={"architecture": moe_arch, "family": "nemotron-3"})
     assert fidelity(dense).level == "logit-exact"
-    assert fidelity(moe).level == "count-exact" and "routing" in fidelity(moe).why
+    assert fidelity(moe).level == "count-exact"
+    assert "mlp.moe.score_function" in fidelity(moe).why
+    assert fidelity(catalogue.resolve("nemotron-3-nano-30b-a3b")).level == "logit-exact"

@@ -472,7 +472,8 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "attention.layer_pattern": ["mamba2", "moe", "mamba2", "global", "moe", "mlp"],
             "n_layers": 6,
             "mlp.d_ff": 32,
-            "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 48, "dense_d_ff": 96},
+            # Nemotron 3: DeepSeek-V3's router (NemotronHTopkRouter)
+            "mlp.moe": {**MOE, **V3_ROUTER, "n_shared": 1, "shared_d_ff": 48, "dense_d_ff": 96},
             "mixers": {"mamba2": mamba2_dims(head_dim=12, proj_bias=True, conv_bias=False)},
         },
     ),

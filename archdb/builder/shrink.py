@@ -7,7 +7,8 @@ blocks, tied embeddings, the layer pattern, MoE routing) and these ratios exactl
 - d_ff/d_model (and the dense, shared-expert, embedding and MLA-rank widths over d_model),
 - query groups n_heads/n_kv_heads (MHA stays MHA, MQA stays MQA),
 - n_heads*head_dim/d_model, and the rotary fraction of a head,
-- the layer pattern's period, the MoE layer period, experts and top-k, shared experts.
+- the layer pattern's period, the MoE layer period, shared experts, and the routed
+  experts and top-k up to a cap.
 
 It shrinks: every width by one common factor, chosen as the smallest d_model >= 64 for
 which all the ratios above come out as integers (with head_dim >= 8 and even, and
@@ -20,7 +21,13 @@ shorter than its context; else to the whole toy context); MLA head dims by a com
 to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4 heads.
 Shared blocks (Zamba2) keep every weight set and run one invocation more than there are
 sets (so a set is reused), before layers 1, 3, 5, ...; their adapter rank keeps its ratio
-to d_model (at least 2). Recurrent mixers (``mixers``) keep their kernel widths, the
+to d_model (at least 2).
+Routed experts shrink to at most 16 per MoE layer (a 128-expert card across 23 MoE layers
+outgrew a test worker's memory): the card's expert groups are kept, each with 16 // groups
+experts (at least 2 where groups are ranked by their two best, so more than 16 only when
+the groups need it), and top-k to at most what the top groups offer, and below the
+experts, so routing still chooses.
+Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
 and key/value head widths to at most 16; lightning attention's heads and head width follow
@@ -47,7 +54,7 @@ from fractions import Fraction
 
 from archdb.fields import get_path, schema_fields
 from archdb.plan.layout import BuildError, lcm, null_fields, rotary_dims
-from archdb.schema import Architecture, AttentionVariant, Kind
+from archdb.schema import Architecture, AttentionVariant, GroupScore, Kind, MoE
 
 TOY_CONTEXT = 64  # tokens, unless a seq_len is stated
 TOY_WINDOW = 16  # a quarter of the toy context
@@ -67,6 +74,7 @@ class ToyRule:
     window: int = TOY_WINDOW
     min_layers: int = 2
     mla_rope_dim: int = 8
+    experts_max: int = 16
 
     def describe(self) -> str:
         return (
@@ -76,7 +84,8 @@ class ToyRule:
             f"{self.mha_heads} heads for MHA, else min(kv_heads, {self.kv_heads_max}) KV heads "
             f"x the query groups; depth = one period of the layer pattern and MoE layers "
             f"(>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
-            f"{self.window}{self._window_rule()}; every categorical choice kept"
+            f"{self.window}{self._window_rule()}; routed experts <= {self.experts_max} (groups "
+            f"kept); every categorical choice kept"
         )
 
     def _window_rule(self) -> str:
@@ -167,6 +176,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         data["mlp"]["activation_sparsity"]["first_layers"] = min(first, n_layers)
     moe = data["mlp"]["moe"]
     if moe is not None:
+        moe["n_experts"], moe["n_active"] = _toy_experts(arch.mlp.moe, rule)
         moe["first_dense_layers"] = first_dense
         moe["dense_d_ff"] = widths.scaled.get("dense_d_ff")
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
@@ -226,6 +236,18 @@ def _toy_global_layers(arch: Architecture, heads: _Heads, head_dim: int) -> dict
         kv = heads.n_heads * g.n_kv_heads // arch.attention.n_heads
         out["n_kv_heads"] = kv if kv >= 1 and heads.n_heads % kv == 0 else 1
     return out
+
+
+def _toy_experts(moe: MoE, rule: ToyRule) -> tuple[int, int]:
+    """(routed experts, top-k) of the toy: at most ``experts_max``, in the card's groups."""
+    if moe.n_experts <= rule.experts_max:
+        return moe.n_experts, moe.n_active
+    groups = moe.n_groups or 1
+    least = 2 if moe.group_score is GroupScore.TOP2_SUM else 1  # a group's two best
+    per_group = max(least, rule.experts_max // groups)
+    experts = groups * per_group
+    reachable = (moe.top_k_groups or groups) * per_group  # what the chosen groups hold
+    return experts, max(1, min(moe.n_active, reachable, experts - 1))
 
 
 def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
@@ -549,8 +571,14 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         )
     moe = toy.mlp.moe
     if moe is not None:
+        full_moe = full.mlp.moe
+        capped = (
+            f" (of {full_moe.n_experts}, top-{full_moe.n_active}: capped)"
+            if full_moe.n_experts != moe.n_experts
+            else ""
+        )
         kept.append(
-            f"MoE: {moe.n_experts} experts, top-{moe.n_active}, {moe.n_shared} shared, "
+            f"MoE: {moe.n_experts} experts, top-{moe.n_active}{capped}, {moe.n_shared} shared, "
             f"layer period {moe.layer_period}, first dense layers "
             f"{full.mlp.moe.first_dense_layers} -> {moe.first_dense_layers}"
         )

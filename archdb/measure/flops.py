@@ -214,6 +214,12 @@ FREE_OPS = frozenset(
         "lift_fresh",
         "alias",
         "numel",
+        # MoE dispatch: (token, expert) pairs sorted by expert, counted, put back in order
+        "sort",
+        "argsort",
+        "bincount",
+        "index_copy",
+        "new_empty",
     )
 )
 

@@ -592,6 +592,7 @@ def nemotron_h(a: Architecture) -> dict:
     if moe is not None:
         _require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
         _require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
+        _sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
         out |= {
             "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
             "moe_intermediate_size": a.mlp.d_ff,
@@ -599,8 +600,10 @@ def nemotron_h(a: Architecture) -> dict:
             "n_routed_experts": moe.n_experts,
             "num_experts_per_tok": moe.n_active,
             "n_shared_experts": 1,
-            "n_group": 1,
-            "topk_group": 1,
+            "n_group": moe.n_groups or 1,
+            "topk_group": moe.top_k_groups or 1,
+            "routed_scaling_factor": moe.routed_scale or 1.0,
+            "norm_topk_prob": moe.normalize_top_k is not False,
         }
     return out
 
@@ -1949,7 +1952,7 @@ REFERENCES: dict[str, Reference] = {
             "NemotronHConfig",
             "NemotronHForCausalLM",
             nemotron_h,
-            extras=frozenset({"mamba2"}),
+            extras=frozenset({"mamba2"}) | _ROUTERS,
         ),
         Reference(
             "granitemoehybrid",
