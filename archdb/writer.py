@@ -32,7 +32,7 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -311,19 +311,35 @@ def insert_card(path: Path | str, data: Mapping[str, Any] | Card) -> Inserted:
 
     The whole read-check-write runs under the catalogue's lock (see the module's doc).
     """
-    path = Path(path)
     card = data if isinstance(data, Card) else validate_card(data)
+    lines: list[int] = []
+
+    def insert(old: str, shown: str) -> str:
+        plan = plan_insert(old, card, shown)
+        new = plan.apply(old)
+        _check_result(new, old, card, shown)
+        lines.append(plan.line)
+        return new
+
+    _edit_locked(Path(path), insert)
+    return Inserted(card, Path(path), lines[0])
+
+
+def _edit_locked(path: Path, edit: Callable[[str, str], str | None]) -> bool:
+    """Under the catalogue's lock: read the file (refusing what may not be written or does
+    not decode), ``edit(text, shown name)`` it (None: leave it), and replace it atomically.
+    Whether the file changed."""
     target = Path(os.path.realpath(path))  # through a symlink, to the file it names
     with catalogue_lock(target):
         raw = _read_writable(target, path)
         old, problems = decode_catalogue(raw, str(path))
         if problems:
             raise WriteError([str(p) for p in problems])
-        plan = plan_insert(old, card, str(path))
-        new = plan.apply(old)
-        _check_result(new, old, card, str(path))
+        new = edit(old, str(path))
+        if new is None:
+            return False
         _replace(target, new.encode("utf-8"), expected=raw)
-    return Inserted(card, path, plan.line)
+    return True
 
 
 def _read_writable(target: Path, shown: Path) -> bytes:
@@ -356,22 +372,18 @@ def _check_result(new: str, old: str, card: Card, filename: str) -> None:
 def write_header(path: Path | str, header: str) -> bool:
     """Replace the catalogue's leading comment block with ``header``, under the lock and
     atomically, the cards unchanged (checked). Whether the file changed."""
-    path = Path(path)
-    target = Path(os.path.realpath(path))  # through a symlink, to the file it names
-    with catalogue_lock(target):
-        raw = _read_writable(target, path)
-        old, problems = decode_catalogue(raw, str(path))
-        if problems:
-            raise WriteError([str(p) for p in problems])
+
+    def replace_header(old: str, shown: str) -> str | None:
         current, rest = split_header(old)
         if current == header:
-            return False
+            return None
         new = header + rest
-        after, problems = parse_cards(new, str(path))
-        if problems or after != existing_cards(old, str(path)):
-            raise WriteError([f"{path}: a new header would change its cards: not written"])
-        _replace(target, new.encode("utf-8"), expected=raw)
-    return True
+        after, problems = parse_cards(new, shown)
+        if problems or after != existing_cards(old, shown):
+            raise WriteError([f"{shown}: a new header would change its cards: not written"])
+        return new
+
+    return _edit_locked(Path(path), replace_header)
 
 
 # --- locking and replacing -----------------------------------------------------------
