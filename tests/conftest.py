@@ -96,6 +96,42 @@ def write_catalogue(tmp_path: Path):
     return write
 
 
+# --- scheduling under pytest-xdist (``pytest -n 2``) ------------------------------------------
+
+# Modules whose tests share per-process work run on one worker: the report data and its
+# render (memoized per catalogue in archdb.reports.build) and the claim experiments
+# (memoized below); a module-scoped site, browser or wheel built once, not once per worker.
+XDIST_GROUPS = {
+    "test_claims.py": "experiments",
+    "test_experiments.py": "experiments",
+    "test_figures.py": "experiments",
+    "test_measured_cache.py": "experiments",
+    "test_mechanisms.py": "experiments",
+    "test_reports.py": "experiments",
+    "test_site.py": "site",
+    "test_site_browser.py": "browser",
+    "test_wheel.py": "wheel",
+}
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (-p no:xdist: unused)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n 2`` alone: tests go one by one to whichever worker is free, except that each
+    group in ``XDIST_GROUPS`` goes to one worker whole, largest first. (xdist's own
+    ``--dist loadgroup`` reads ``xdist_group`` marks through a node-id attribute pytest 9
+    no longer uses.) An explicit ``--dist`` keeps xdist's scheduler."""
+    if config.getoption("dist") != "load" or config.getoption("distload", False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return XDIST_GROUPS.get(module, nodeid)
+
+    return GroupedScheduling(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def experiments_once_per_session():
     """The claim experiments are pure functions of a card (fixed seeds): each runs once per
@@ -452,6 +488,34 @@ def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
     card = validate_card(result.card)
     ours = count_parameters(build_model(card.architecture, device="meta"))
     return ours, sum(p.numel() for p in model.parameters()), card
+
+
+_PROBES: dict[str, tuple[Any, Any]] = {}
+
+
+def causal_probe(arch: Architecture) -> tuple[Any, Any]:
+    """The logits of a model of ``arch`` (seed 0, eval, no grad) on ``example_inputs``, and
+    its logits with the last token changed. Run once per distinct architecture in a test
+    process: the sizes of a ladder often shrink to one toy."""
+    key = arch.model_dump_json()
+    if key not in _PROBES:
+        _PROBES[key] = _run_causal_probe(arch)
+    return _PROBES[key]
+
+
+def _run_causal_probe(arch: Architecture) -> tuple[Any, Any]:
+    import torch
+
+    from archdb.builder.model import build_model, example_inputs
+
+    torch.manual_seed(0)
+    model = build_model(arch).eval()
+    inputs = example_inputs(model, arch.context_length)
+    changed = list(inputs)
+    changed[-1] = inputs[-1].clone()
+    changed[-1][0, -1] = (changed[-1][0, -1] + 1) % arch.vocab_size
+    with torch.no_grad():
+        return model(*inputs), model(*changed)
 
 
 def make_arch(**changes) -> Architecture:

@@ -234,13 +234,16 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def example_inputs(model: nn.Module, seq_len: int, batch: int = 1) -> tuple[torch.Tensor, ...]:
-    """Token ids for a forward pass (source and target for encoder-decoders)."""
+    """Token ids for a forward pass (source and target for encoder-decoders), on the
+    model's device: a model on the meta device traces the same graph without memory."""
     vocab = model.embed.table.num_embeddings
+    device = model.embed.table.weight.device
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, vocab, (batch, seq_len), generator=gen)
     if isinstance(model, EncoderDecoderLM):
-        return tokens, torch.randint(0, vocab, (batch, seq_len), generator=gen)
-    return (tokens,)
+        target = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+        return tokens.to(device), target.to(device)
+    return (tokens.to(device),)
 
 
 def module_tree(model: nn.Module) -> list[dict]:
