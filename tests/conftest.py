@@ -21,6 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import copy
 import datetime as dt
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,26 @@ VALID_CARD = """\
 
 def card_text(card_id: str = "toy-1b") -> str:
     return VALID_CARD.replace("toy-1b", card_id)
+
+
+@dataclass(frozen=True)
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, input: str | None = None) -> CliResult:
+    """``archdb *args`` in this process, as a shell sees it: exit code, stdout, stderr
+    apart. An exception the CLI lets escape (a traceback in a real process) fails the
+    test. A fresh interpreter per call cost the suite seconds of imports each; the
+    entry point's own contract is tested in real processes (test_validate_cli.py,
+    test_hostile_cli.py, test_wheel.py)."""
+    from archdb_cli.main import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
+    return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture
