@@ -536,3 +536,20 @@ def test_cli_a_card_without_sizes_fails_cleanly(write_catalogue):
     result, _ = _cli("build", "toy-1b", "--catalogue", str(path))
     assert result.exit_code == 1
     assert "architecture.mlp.d_ff" in result.output and "Traceback" not in result.output
+
+
+def test_a_meta_build_skips_initializers_and_real_builds_keep_them():
+    """Full-size builds on the meta device skip torch's initializers (no values to fill):
+    the same parameters by name and shape, and a real build after one is still seeded."""
+    arch = make_arch(**{"mlp.moe": moe_block()})
+    meta = build_model(arch, device="meta")
+    torch.manual_seed(0)
+    real = build_model(arch)
+    assert all(p.is_meta for p in meta.parameters())
+    shapes = {n: p.shape for n, p in meta.named_parameters()}
+    assert shapes == {n: p.shape for n, p in real.named_parameters()}
+    torch.manual_seed(0)
+    again = build_model(arch)
+    for (name, p), q in zip(real.named_parameters(), again.parameters(), strict=True):
+        assert torch.equal(p, q), name
+    assert real.embed.table.weight.std() > 0.5  # normal(0, 1), not skipped

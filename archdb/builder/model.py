@@ -130,9 +130,46 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
     analytic formulas use); null sizes raise BuildError.
     """
     plan = P.make_plan(arch)
-    ctx = torch.device(device) if device is not None else contextlib.nullcontext()
-    with ctx:
+    if device is None:
         return build_plan(plan)
+    device = torch.device(device)
+    with torch.device(device), _MetaInitSkipped() if device.type == "meta" else _NO_MODE:
+        return build_plan(plan)
+
+
+_NO_MODE = contextlib.nullcontext()
+# Initializers a module's constructor runs, and the in-place fills they end in
+_INITIALIZERS = frozenset(
+    {
+        nn.init.uniform_,
+        nn.init.normal_,
+        nn.init.trunc_normal_,
+        nn.init.constant_,
+        nn.init.ones_,
+        nn.init.zeros_,
+        nn.init.xavier_uniform_,
+        nn.init.xavier_normal_,
+        nn.init.kaiming_uniform_,
+        nn.init.kaiming_normal_,
+        torch.Tensor.uniform_,
+        torch.Tensor.normal_,
+        torch.Tensor.fill_,
+        torch.Tensor.zero_,
+    }
+)
+
+
+class _MetaInitSkipped(torch.overrides.TorchFunctionMode):
+    """A meta tensor holds no values, yet torch runs its random initializers through
+    Python decompositions (a third of a full-size build's time): on meta, skip them."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _INITIALIZERS:
+            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor=
+            if getattr(target, "is_meta", False):
+                return target
+        return func(*args, **kwargs)
 
 
 def build_plan(plan: P.Plan) -> nn.Module:
