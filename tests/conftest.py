@@ -150,6 +150,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
             return XDIST_GROUPS.get(module, nodeid)
 
+        def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+            # A finished unit leaves the node's books: xdist recounts every unit a node
+            # ever ran after each test, quadratic in thousands of one-test units.
+            nodeid = self.registered_collections[node][item_index]
+            units = self.assigned_work[node]
+            unit = units[self._split_scope(nodeid)]
+            unit[nodeid] = True
+            if all(unit.values()):
+                del units[self._split_scope(nodeid)]
+            self._reschedule(node)
+
     return GroupedScheduling(config, log)
 
 
