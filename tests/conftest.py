@@ -21,6 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import copy
 import datetime as dt
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,26 @@ def card_text(card_id: str = "toy-1b") -> str:
     return VALID_CARD.replace("toy-1b", card_id)
 
 
+@dataclass(frozen=True)
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, input: str | None = None) -> CliResult:
+    """``archdb *args`` in this process, as a shell sees it: exit code, stdout, stderr
+    apart. An exception the CLI lets escape (a traceback in a real process) fails the
+    test. A fresh interpreter per call cost the suite seconds of imports each; the
+    entry point's own contract is tested in real processes (test_validate_cli.py,
+    test_hostile_cli.py, test_wheel.py)."""
+    from archdb_cli.main import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.fixture
 def write_catalogue(tmp_path: Path):
     def write(text: str, name: str = "models.yaml") -> Path:
@@ -95,6 +116,53 @@ def write_catalogue(tmp_path: Path):
         return path
 
     return write
+
+
+# --- scheduling under pytest-xdist (``pytest -n 2``) ------------------------------------------
+
+# Modules whose tests share per-process work run on one worker: the report data and its
+# render (memoized per catalogue in archdb.reports.build) and the claim experiments
+# (memoized below); a module-scoped site, browser or wheel built once, not once per worker.
+XDIST_GROUPS = {
+    "test_claims.py": "experiments",
+    "test_experiments.py": "experiments",
+    "test_figures.py": "experiments",
+    "test_measured_cache.py": "experiments",
+    "test_mechanisms.py": "experiments",
+    "test_reports.py": "experiments",
+    "test_site.py": "site",
+    "test_site_browser.py": "browser",
+    "test_wheel.py": "wheel",
+}
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (-p no:xdist: unused)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n 2`` alone: tests go one by one to whichever worker is free, except that each
+    group in ``XDIST_GROUPS`` goes to one worker whole, largest first. (xdist's own
+    ``--dist loadgroup`` reads ``xdist_group`` marks through a node-id attribute pytest 9
+    no longer uses.) An explicit ``--dist`` keeps xdist's scheduler."""
+    if config.getoption("dist") != "load" or config.getoption("distload", False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return XDIST_GROUPS.get(module, nodeid)
+
+        def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+            # A finished unit leaves the node's books: xdist recounts every unit a node
+            # ever ran after each test, quadratic in thousands of one-test units.
+            nodeid = self.registered_collections[node][item_index]
+            units = self.assigned_work[node]
+            unit = units[self._split_scope(nodeid)]
+            unit[nodeid] = True
+            if all(unit.values()):
+                del units[self._split_scope(nodeid)]
+            self._reschedule(node)
+
+    return GroupedScheduling(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -527,6 +595,34 @@ def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
     card = validate_card(result.card)
     ours = count_parameters(build_model(card.architecture, device="meta"))
     return ours, sum(p.numel() for p in model.parameters()), card
+
+
+_PROBES: dict[str, tuple[Any, Any]] = {}
+
+
+def causal_probe(arch: Architecture) -> tuple[Any, Any]:
+    """The logits of a model of ``arch`` (seed 0, eval, no grad) on ``example_inputs``, and
+    its logits with the last token changed. Run once per distinct architecture in a test
+    process: the sizes of a ladder often shrink to one toy."""
+    key = arch.model_dump_json()
+    if key not in _PROBES:
+        _PROBES[key] = _run_causal_probe(arch)
+    return _PROBES[key]
+
+
+def _run_causal_probe(arch: Architecture) -> tuple[Any, Any]:
+    import torch
+
+    from archdb.builder.model import build_model, example_inputs
+
+    torch.manual_seed(0)
+    model = build_model(arch).eval()
+    inputs = example_inputs(model, arch.context_length)
+    changed = list(inputs)
+    changed[-1] = inputs[-1].clone()
+    changed[-1][0, -1] = (changed[-1][0, -1] + 1) % arch.vocab_size
+    with torch.no_grad():
+        return model(*inputs), model(*changed)
 
 
 def make_arch(**changes) -> Architecture:

@@ -24,7 +24,7 @@ from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
 from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, null_fields, rotary_dims
 from archdb.schema import Architecture, NormType
-from tests.conftest import CHOICES, card_text, make_arch, moe_block
+from tests.conftest import CHOICES, card_text, causal_probe, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 
@@ -50,18 +50,10 @@ def test_every_card_toy_builds_runs_and_is_causal(card):
             shrink(fill_unknowns(card.architecture)[0])
         return
     arch = shrink(fill_unknowns(card.architecture)[0]).arch
-    torch.manual_seed(0)
-    model = build_model(arch).eval()
-    inputs = example_inputs(model, arch.context_length)
-    with torch.no_grad():
-        logits = model(*inputs)
-        assert logits.shape == (1, arch.context_length, arch.vocab_size)
-        assert torch.isfinite(logits).all()
-        # changing the last token must not change any earlier position's logits
-        changed = list(inputs)
-        changed[-1] = inputs[-1].clone()
-        changed[-1][0, -1] = (changed[-1][0, -1] + 1) % arch.vocab_size
-        again = model(*changed)
+    logits, again = causal_probe(arch)  # run once per distinct toy (ladders share one)
+    assert logits.shape == (1, arch.context_length, arch.vocab_size)
+    assert torch.isfinite(logits).all()
+    # changing the last token must not change any earlier position's logits
     assert torch.allclose(logits[:, :-1], again[:, :-1], atol=1e-5)
     assert not torch.allclose(logits[:, -1], again[:, -1])
 
@@ -573,3 +565,20 @@ def test_cli_a_card_without_sizes_fails_cleanly(write_catalogue):
     result, _ = _cli("build", "toy-1b", "--catalogue", str(path))
     assert result.exit_code == 1
     assert "architecture.mlp.d_ff" in result.output and "Traceback" not in result.output
+
+
+def test_a_meta_build_skips_initializers_and_real_builds_keep_them():
+    """Full-size builds on the meta device skip torch's initializers (no values to fill):
+    the same parameters by name and shape, and a real build after one is still seeded."""
+    arch = make_arch(**{"mlp.moe": moe_block()})
+    meta = build_model(arch, device="meta")
+    torch.manual_seed(0)
+    real = build_model(arch)
+    assert all(p.is_meta for p in meta.parameters())
+    shapes = {n: p.shape for n, p in meta.named_parameters()}
+    assert shapes == {n: p.shape for n, p in real.named_parameters()}
+    torch.manual_seed(0)
+    again = build_model(arch)
+    for (name, p), q in zip(real.named_parameters(), again.parameters(), strict=True):
+        assert torch.equal(p, q), name
+    assert real.embed.table.weight.std() > 0.5  # normal(0, 1), not skipped

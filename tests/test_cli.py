@@ -6,8 +6,6 @@ import csv
 import io
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
-from tests.conftest import card_text
+from tests.conftest import CliResult, card_text, run_cli
 
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
@@ -26,12 +24,9 @@ def invoke(*args: str, input: str | None = None):
     return runner.invoke(app, list(args), input=input)
 
 
-def archdb(*args: str) -> subprocess.CompletedProcess:
-    """The real entry point in a subprocess: exit codes and stderr as a user sees them."""
-    code = "from archdb_cli.main import run; run()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
-    )
+def archdb(*args: str) -> CliResult:
+    """The command as a user sees it: exit code, stdout and stderr apart (in-process)."""
+    return run_cli(*args)
 
 
 @pytest.fixture

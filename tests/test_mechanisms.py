@@ -470,22 +470,14 @@ def test_measure_cli_rejects_bad_usage() -> None:
 
 
 def test_report_with_a_tampered_cache_exits_cleanly(tmp_path: Path, write_catalogue) -> None:
-    import subprocess
-    import sys
-
-    from tests.conftest import card_text
+    from tests.conftest import card_text, run_cli
 
     path = write_catalogue(card_text())
     cache = mech.cache_path(path)
     cache.parent.mkdir()
     cache.write_text(json.dumps(cache_doc(profiles=[{"target": 1}])), encoding="utf-8")
     command = ["report", "-C", str(path), "-o", str(tmp_path / "out")]
-    result = subprocess.run(
-        [sys.executable, "-c", "from archdb_cli.main import run; run()", *command],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_cli(*command)
     assert result.returncode == 1, result.stderr
     assert "profiles[0]" in result.stderr and "Traceback" not in result.stderr
 

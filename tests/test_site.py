@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,10 +18,8 @@ from archdb.site import SiteError, build_site
 from archdb.site.data import NOT_COMPARED, VERIFIED, fidelity, toy_tree
 from archdb.site.markdown import to_html
 from archdb.site.pages import json_script
-from tests.conftest import card_text
+from tests.conftest import card_text, run_cli
 from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, hostile_card, write
-
-ARCHDB = [sys.executable, "-c", "from archdb_cli.main import run; run()"]
 
 
 @pytest.fixture(scope="module")
@@ -170,34 +166,25 @@ def test_a_folder_of_other_files_is_left_alone(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "thesis.tex").write_text("precious")
-    cat = load_catalogue(write(tmp_path / "m.yaml", card_text("toy-1b")))
+    # one.yaml with one card, as in the tests around it: one report data in the process
+    cat = load_catalogue(write(tmp_path / "one.yaml", card_text("toy-1b")))
     with pytest.raises(SiteError, match="did not make"):
         build_site(cat, out)
     assert [p.name for p in out.iterdir()] == ["thesis.tex"]
-    result = subprocess.run(
-        [*ARCHDB, "site", "-o", str(out), "-C", str(tmp_path / "m.yaml")],
-        capture_output=True,
-        text=True,
-    )
+    result = run_cli("site", "-o", str(out), "-C", str(tmp_path / "one.yaml"))
     assert result.returncode == 2
     assert "did not make" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_builds_the_site_and_reports_bad_data(tmp_path):
-    good = write(tmp_path / "good.yaml", card_text("toy-1b"))
+    good = write(tmp_path / "one.yaml", card_text("toy-1b"))  # the rebuild test's data
     out = tmp_path / "_site"
-    result = subprocess.run(
-        [*ARCHDB, "site", "-o", str(out), "-C", str(good)], capture_output=True, text=True
-    )
+    result = run_cli("site", "-o", str(out), "-C", str(good))
     assert result.returncode == 0, result.stderr
     assert re.search(r"wrote \d+ pages and \d+ figures to .*_site in [\d.]+ s", result.stdout)
     assert (out / "index.html").is_file()
     bad = write(tmp_path / "bad.yaml", card_text("toy-1b").replace("d_model: 2048", "d_model: -1"))
-    result = subprocess.run(
-        [*ARCHDB, "site", "-o", str(tmp_path / "x"), "-C", str(bad)],
-        capture_output=True,
-        text=True,
-    )
+    result = run_cli("site", "-o", str(tmp_path / "x"), "-C", str(bad))
     assert result.returncode == 1
     assert "bad.yaml" in result.stderr and "d_model" in result.stderr
     assert "Traceback" not in result.stderr

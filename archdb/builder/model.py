@@ -164,9 +164,46 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
     analytic formulas use); null sizes raise BuildError.
     """
     plan = P.make_plan(arch)
-    ctx = torch.device(device) if device is not None else contextlib.nullcontext()
-    with ctx:
+    if device is None:
         return build_plan(plan)
+    device = torch.device(device)
+    with torch.device(device), _MetaInitSkipped() if device.type == "meta" else _NO_MODE:
+        return build_plan(plan)
+
+
+_NO_MODE = contextlib.nullcontext()
+# Initializers a module's constructor runs, and the in-place fills they end in
+_INITIALIZERS = frozenset(
+    {
+        nn.init.uniform_,
+        nn.init.normal_,
+        nn.init.trunc_normal_,
+        nn.init.constant_,
+        nn.init.ones_,
+        nn.init.zeros_,
+        nn.init.xavier_uniform_,
+        nn.init.xavier_normal_,
+        nn.init.kaiming_uniform_,
+        nn.init.kaiming_normal_,
+        torch.Tensor.uniform_,
+        torch.Tensor.normal_,
+        torch.Tensor.fill_,
+        torch.Tensor.zero_,
+    }
+)
+
+
+class _MetaInitSkipped(torch.overrides.TorchFunctionMode):
+    """A meta tensor holds no values, yet torch runs its random initializers through
+    Python decompositions (a third of a full-size build's time): on meta, skip them."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _INITIALIZERS:
+            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor=
+            if getattr(target, "is_meta", False):
+                return target
+        return func(*args, **kwargs)
 
 
 def build_plan(plan: P.Plan) -> nn.Module:
@@ -294,13 +331,16 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def example_inputs(model: nn.Module, seq_len: int, batch: int = 1) -> tuple[torch.Tensor, ...]:
-    """Token ids for a forward pass (source and target for encoder-decoders)."""
+    """Token ids for a forward pass (source and target for encoder-decoders), on the
+    model's device: a model on the meta device traces the same graph without memory."""
     vocab = model.embed.table.num_embeddings
+    device = model.embed.table.weight.device
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, vocab, (batch, seq_len), generator=gen)
     if isinstance(model, EncoderDecoderLM):
-        return tokens, torch.randint(0, vocab, (batch, seq_len), generator=gen)
-    return (tokens,)
+        target = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+        return tokens.to(device), target.to(device)
+    return (tokens.to(device),)
 
 
 def module_tree(model: nn.Module) -> list[dict]:
