@@ -62,7 +62,7 @@ def _distinct(toys: list) -> list:
 
 
 DISTINCT_TOYS = _distinct(TOYS)
-META_TRACE_PARAMS = 50_000_000  # Switch-C and gpt-oss toys (100M to 800M parameters)
+META_TRACE_PARAMS = 50_000_000  # toys above it, dense ones, are traced on the meta device
 
 
 # --- parameters ----------------------------------------------------------------------------
@@ -118,9 +118,11 @@ def test_meta_count_is_fast_and_large():
 
 @pytest.mark.parametrize(("card_id", "toy"), DISTINCT_TOYS, ids=[i for i, _ in DISTINCT_TOYS])
 def test_fvcore_and_the_formula_agree_on_every_toy(card_id, toy):
-    # The count reads shapes only: a toy of many experts (each token gathers its experts'
-    # weights) is traced on the meta device, the same graph without gigabytes of copies.
-    device = "meta" if param_count(toy).total > META_TRACE_PARAMS else None
+    # The count reads shapes only: a large dense toy is traced on the meta device, the same
+    # graph without the allocation. Experts dispatch tokens by a data-dependent sort, which
+    # the meta device cannot run: MoE toys (at most 16 experts a layer) run for real.
+    big = param_count(toy).total > META_TRACE_PARAMS
+    device = "meta" if big and toy.mlp.moe is None else None
     measured = measure_flops(build_model(toy, device=device), toy.context_length)
     formula = flops(toy, toy.context_length)
     total = sum(formula.dense.values())
@@ -147,13 +149,14 @@ def test_fvcore_and_the_formula_agree_on_a_longer_toy(card_id):
 @pytest.mark.parametrize(
     "changes",
     [
-        {"mlp.moe": moe_block(n_experts=8, router_bias=True), "bias.mlp": True},
+        {"bias.mlp": True, "mlp.d_ff": 96},
         {"kind": "encoder-decoder", "n_encoder_layers": 2},
     ],
-    ids=["moe", "encoder-decoder"],
+    ids=["dense", "encoder-decoder"],
 )
 def test_a_meta_device_trace_counts_what_a_real_one_counts(changes):
-    """The largest toys are traced on the meta device: the same graph, the same count."""
+    """The largest dense toys are traced on the meta device: the same graph, the same
+    count."""
     arch = make_arch(**changes)
     meta = measure_flops(build_model(arch, device="meta"), 48)
     assert meta == measure_flops(build_model(arch), 48) and meta.total > 0
