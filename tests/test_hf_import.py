@@ -21,6 +21,7 @@ from archdb.hf_import import (
     import_config,
     supported_model_types,
 )
+from archdb.measure.hf_reference import DEFAULT_COMPLETIONS
 from archdb.writer import WriteError, validate_card
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
@@ -297,24 +298,6 @@ def test_full_size_build_matches_transformers_exactly(name):
     assert ours == sum(p.numel() for p in model.parameters())
 
 
-# Defaults that transformers leaves unset (None) for these families; real configs set them.
-_COMPLETE_DEFAULTS = {
-    "nemotron": {"num_key_value_heads": 48},
-    "deepseek_v2": {"num_experts_per_tok": 6},
-    # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
-    "glm4_moe": {"head_dim": 128},
-    # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
-    # HunYuan configs leave head_dim None, which transformers' attention cannot size
-    "hunyuan_v1_dense": {"head_dim": 128},
-    "hunyuan_v1_moe": {"head_dim": 128},
-    "lfm2_moe": {
-        "layer_types": [
-            "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)
-        ]
-    },
-}
-
-
 @pytest.mark.parametrize("model_type", supported_model_types())
 def test_every_family_matches_transformers_on_its_default_config(model_type):
     """Each family's code-kept choices, checked against transformers' own model.
@@ -332,7 +315,7 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
         warnings.simplefilter("ignore")
         transformers.logging.set_verbosity_error()
         hf_config = transformers.AutoConfig.for_model(
-            model_type, **_COMPLETE_DEFAULTS.get(model_type, {})
+            model_type, **DEFAULT_COMPLETIONS.get(model_type, {})
         )
         with torch.device("meta"):
             model = transformers.AutoModelForCausalLM.from_config(hf_config)

@@ -2195,6 +2195,25 @@ def model_type_for(family: str, arch: Architecture) -> str | None:
     return model_type
 
 
+# Sizes transformers' default config of a family leaves unset (None), which its model cannot
+# be built without; released configs set them (the test and benchmark of default configs).
+DEFAULT_COMPLETIONS: dict[str, dict] = {
+    "nemotron": {"num_key_value_heads": 48},
+    "deepseek_v2": {"num_experts_per_tok": 6},
+    # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
+    "glm4_moe": {"head_dim": 128},
+    # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
+    # HunYuan configs leave head_dim None, which transformers' attention cannot size
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "lfm2_moe": {
+        "layer_types": [
+            "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)
+        ]
+    },
+}
+
+
 def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     """Parameters of transformers' model for this architecture, built on the meta device."""
     import torch

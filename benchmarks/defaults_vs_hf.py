@@ -1,0 +1,80 @@
+"""Benchmark: every family import-hf supports, on transformers' own default config.
+
+For each model type, transformers' default config (completed where it leaves a size unset:
+``DEFAULT_COMPLETIONS``) is saved as a config.json dict, imported with import-hf, and the
+card built at full size on the meta device; its parameter count is compared with
+transformers' model of the same config (trainable parameters; frozen statistics are
+buffers in both). Prints one row per model type: both counts, whether they are equal,
+whether the family is logit-exact (archdb.fidelity), and the time the import and build
+took.
+
+Run: .venv/bin/python benchmarks/defaults_vs_hf.py [--markdown] [--only TYPE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+import warnings
+
+from archdb.builder.model import build_model, count_parameters
+from archdb.fidelity import LOGIT_EXACT
+from archdb.hf_import import Identity, import_config, supported_model_types
+from archdb.measure.hf_reference import DEFAULT_COMPLETIONS
+from archdb.writer import validate_card
+
+IDENTITY = Identity("default-1b", "Default 1B", "default", "Benchmark Lab", "2025-01-01")
+
+
+def measure(model_type: str) -> dict:
+    import torch
+    import transformers
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(
+            model_type, **DEFAULT_COMPLETIONS.get(model_type, {})
+        )
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config)
+    theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    started = time.perf_counter()
+    result = import_config(
+        {**config.to_dict(), "model_type": model_type},
+        source_url="https://huggingface.co/org/model/blob/main/config.json",
+        identity=IDENTITY,
+    )
+    card = validate_card(result.card)
+    ours = count_parameters(build_model(card.architecture, device="meta"))
+    seconds = time.perf_counter() - started
+    return {"model_type": model_type, "ours": ours, "theirs": theirs, "seconds": seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--only", nargs="*", help="model types to run (default: all)")
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    rows = [measure(t) for t in (args.only or supported_model_types())]
+    if args.markdown:
+        print("| model_type | archdb | transformers | equal | logit-exact | s |")
+        print("|---|---:|---:|---|---|---:|")
+    for r in rows:
+        equal = "yes" if r["ours"] == r["theirs"] else "NO"
+        error = LOGIT_EXACT.get(r["model_type"])
+        exact = "no" if error is None else f"yes ({error:.1e})"
+        cells = (r["model_type"], f"{r['ours']:,}", f"{r['theirs']:,}", equal, exact)
+        if args.markdown:
+            print(f"| {' | '.join(cells)} | {r['seconds']:.2f} |")
+        else:
+            print(f"{cells[0]:<20} {cells[1]:>20} {cells[2]:>20} {equal:<4} {exact:<16}", end="")
+            print(f" {r['seconds']:.2f} s")
+    equal = sum(r["ours"] == r["theirs"] for r in rows)
+    median = sorted(r["seconds"] for r in rows)[len(rows) // 2]
+    print(f"\n{equal} of {len(rows)} model types equal; median import and build {median:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
