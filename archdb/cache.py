@@ -20,6 +20,8 @@ to bypass it.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import tempfile
 from functools import cache as memoize
@@ -112,6 +114,80 @@ def write(raw: bytes, cards: list[Any]) -> None:
             tmp = handle.name
             handle.write(entry.model_dump_json().encode())
         os.replace(tmp, entry_path(raw))
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+# --- derived figures ---------------------------------------------------------------------
+# The analytic counts of a card (exact parameters, FLOPs, KV cache: about half a
+# millisecond a card) depend on its architecture and on archdb's code only. They are kept
+# by architecture hash in one JSON file named by a fingerprint of every archdb source file,
+# so an edited formula never reads old figures. Values are checked to be numbers (or null)
+# under the expected keys; anything else and the file is ignored.
+
+FIGURES_FORMAT = "archdb-figures-1"
+MAX_FIGURE_ENTRIES = 20_000  # architectures kept; a catalogue has a few hundred
+
+
+@memoize
+def code_fingerprint() -> str:
+    """What computes the figures: the format and every source file of archdb."""
+    root = Path(schema.__file__).parent
+    digest = hashlib.sha256(FIGURES_FORMAT.encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def figures_key(arch: BaseModel) -> str:
+    return hashlib.sha256(arch.model_dump_json().encode()).hexdigest()
+
+
+def _figures_path() -> Path:
+    return cache_dir() / f"figures-{code_fingerprint()}.json"
+
+
+def read_figures(keys: frozenset[str]) -> dict[str, dict[str, Any]]:
+    """Stored figures by architecture hash (each with exactly ``keys``), or {}."""
+    if not enabled():
+        return {}
+    try:
+        blob = files.read_bounded(_figures_path(), MAX_ENTRY_BYTES)
+        data = json.loads(blob) if len(blob) <= MAX_ENTRY_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FIGURES_FORMAT:
+        return {}
+    entries = data.get("figures")
+    if not isinstance(entries, dict) or not all(_figures_ok(v, keys) for v in entries.values()):
+        return {}
+    return entries
+
+
+def _figures_ok(value: object, keys: frozenset[str]) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.keys() == keys
+        and all(v is None or (type(v) in (int, float) and math.isfinite(v)) for v in value.values())
+    )
+
+
+def write_figures(entries: dict[str, dict[str, Any]]) -> None:
+    """Store figures atomically (the newest MAX_FIGURE_ENTRIES); failure only costs speed."""
+    if not enabled():
+        return
+    kept = dict(list(entries.items())[-MAX_FIGURE_ENTRIES:])
+    text = json.dumps({"format": FIGURES_FORMAT, "figures": kept})
+    tmp = None
+    try:
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
+            tmp = handle.name
+            handle.write(text.encode())
+        os.replace(tmp, _figures_path())
     except OSError:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from archdb import cache
 from archdb.catalogue import check_catalogue, load_catalogue
 from tests.conftest import VALID_CARD
@@ -41,3 +45,58 @@ def test_the_cache_can_be_switched_off(write_catalogue, private_cache, monkeypat
     monkeypatch.setenv("ARCHDB_NO_CACHE", "1")
     load_catalogue(write_catalogue(VALID_CARD))
     assert list(private_cache.glob("*.json")) == []
+
+
+# --- the figures cache: analytic counts by architecture -----------------------------------
+
+
+def _counted_never(card):
+    raise AssertionError(f"{card.id} was counted again")
+
+
+def test_counts_are_read_back_for_the_same_architecture(private_cache, monkeypatch):
+    from archdb import table
+    from tests.conftest import make_card
+
+    cards = [make_card("toy-1b"), make_card("toy-2b", {"architecture.n_layers": 24})]
+    first = table.catalogue_rows(cards)
+    assert first == [table.card_row(c) for c in cards]  # as the formula gives them
+    (stored,) = private_cache.glob("figures-*.json")
+    monkeypatch.setattr(table, "counted_figures", _counted_never)
+    assert table.catalogue_rows(cards) == first  # from the cache, the same rows
+    assert first[1]["params_exact"] > first[0]["params_exact"] > 0
+    assert stored.name == f"figures-{cache.code_fingerprint()}.json"
+
+
+def test_edited_code_or_a_tampered_file_recomputes(private_cache, monkeypatch):
+    from archdb import table
+    from tests.conftest import make_card
+
+    cards = [make_card("toy-1b")]
+    expected = table.catalogue_rows(cards)
+    (stored,) = private_cache.glob("figures-*.json")
+    data = json.loads(stored.read_text())
+    (key,) = data["figures"]
+    for bad in ("not a number", True, float("inf"), [1]):
+        data["figures"][key]["params_exact"] = bad
+        stored.write_text(json.dumps(data))
+        assert table.catalogue_rows(cards) == expected  # ignored, counted again
+    stored.write_text("{not json")
+    assert table.catalogue_rows(cards) == expected
+    cache.code_fingerprint.cache_clear()
+    monkeypatch.setattr(cache, "FIGURES_FORMAT", "archdb-figures-edited")
+    monkeypatch.setattr(table, "counted_figures", _counted_never)
+    try:
+        with pytest.raises(AssertionError, match="counted again"):
+            table.catalogue_rows(cards)  # another fingerprint: nothing read from before
+    finally:
+        cache.code_fingerprint.cache_clear()
+
+
+def test_no_figures_are_stored_with_the_cache_off(private_cache, monkeypatch):
+    from archdb import table
+    from tests.conftest import make_card
+
+    monkeypatch.setenv("ARCHDB_NO_CACHE", "1")
+    table.catalogue_rows([make_card("toy-1b")])
+    assert list(private_cache.glob("figures-*.json")) == []
