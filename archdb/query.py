@@ -37,7 +37,7 @@ from typing import Any
 from archdb import table
 from archdb.errors import UsageError
 from archdb.fields import field_at
-from archdb.schema import Card
+from archdb.schema import Card, OutputGate, RopeScalingType
 
 Row = dict[str, Any]
 
@@ -98,6 +98,9 @@ _DERIVED_CHOICES: dict[str, tuple[str, ...]] = {
     "attention_family": ("mha", "gqa", "mqa", "mla", "linear"),
     "bias_scheme": ("none", "all", "qkv-only", "partial"),
     "softcap_scheme": ("none", "attention", "final", "attention+final"),
+    "token_mixers": ("attention-only", "hybrid", "attention-free"),
+    "output_gate_scheme": ("none", *(g.value for g in OutputGate)),
+    "rope_scaling_scheme": ("no-rope", *(t.value for t in RopeScalingType)),
 }
 
 

@@ -33,7 +33,15 @@ from pydantic import BaseModel
 
 from archdb import cache
 from archdb.fields import FieldFact, schema_fields
-from archdb.schema import CHANNEL_ONLY, Card, mirror_only_paths, sourced_paths
+from archdb.schema import (
+    CHANNEL_ONLY,
+    Architecture,
+    AttentionVariant,
+    Card,
+    PositionType,
+    mirror_only_paths,
+    sourced_paths,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,7 +65,8 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "layer_mix": (
         str,
         "the distinct token mixers of the layer pattern (mlp and moe entries, which mix "
-        "no tokens, left out; shared-global for weight-shared attention blocks, Zamba2), "
+        "no tokens, left out; shared-global for weight-shared attention blocks, Zamba2; "
+        "global|mamba2 for attention and Mamba-2 in parallel in one layer, Falcon-H1), "
         "sorted, joined by +",
     ),
     "bias_scheme": (str, "none, all, qkv-only or partial: which linear layers carry a bias"),
@@ -66,6 +75,22 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "dropout_used": (bool, "training.dropout > 0"),
     "weight_decay_used": (bool, "training.weight_decay > 0"),
     "mtp_used": (bool, "architecture.mtp.n_modules > 0: multi-token-prediction modules"),
+    "token_mixers": (
+        str,
+        "attention-only (every token mixer is softmax or latent attention), hybrid "
+        "(attention beside recurrent or linear mixers: mamba, mamba2, gated-deltanet, kda, "
+        "lightning, rg-lru, short-conv; Zamba2's shared attention blocks count as attention) "
+        "or attention-free",
+    ),
+    "sinks_used": (bool, "attention.sinks true (null: none)"),
+    "output_gate_scheme": (str, "attention.output_gate, none when null"),
+    "sparse_attention_used": (bool, "attention.sparse set: indexer top-k selection (DSA)"),
+    "rope_scaling_scheme": (
+        str,
+        "position.rope_scaling.type; no-rope for a position scheme other than RoPE; null "
+        "for a RoPE card without one: most cards predate the field and leave it unrecorded",
+    ),
+    "kv_sharing_used": (bool, "attention.kv_shared_layers > 0: cross-layer KV sharing"),
     "d_ff_ratio": (float, "d_ff / d_model (one branch of a gated unit; one expert of a MoE)"),
     "aspect_ratio": (float, "d_model / n_layers"),
     "head_ratio": (float, "n_heads * head_dim / d_model"),
@@ -214,6 +239,29 @@ def _mtp_used(card: Card) -> bool | None:
     return None if mtp is None else mtp.n_modules > 0
 
 
+def _token_mixers(arch: Architecture) -> str:
+    """attention-only, hybrid or attention-free: which token mixers the stack runs."""
+    kinds = set(arch.attention.layer_pattern) - CHANNEL_ONLY
+    linear = arch.attention.variant is AttentionVariant.LINEAR  # attention kinds mix linearly
+    attends = arch.shared_blocks is not None or (not linear and any(k.attention for k in kinds))
+    other = linear or any(k.recurrent for k in kinds)
+    if attends:
+        return "hybrid" if other else "attention-only"
+    return "attention-free"
+
+
+def _rope_scaling_scheme(arch: Architecture) -> str | None:
+    """The RoPE scaling type; null where unrecorded. The schema reads a null rope_scaling as
+    none, but cards written before the field leave it null on models that scale (Llama
+    3.1's llama3, as its notes say): counted as none, they would read as a false "none"."""
+    position = arch.position
+    if position.type is None:
+        return None
+    if position.type is not PositionType.ROPE:
+        return "no-rope"
+    return None if position.rope_scaling is None else position.rope_scaling.type.value
+
+
 def _analytic(card: Card, counts: bool, figures: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ratios of one card and, with ``counts``, its analytic counts (exact params, KV
     cache, FLOPs; ``figures`` when already known); without, those are null."""
@@ -243,7 +291,11 @@ def counted_figures(card: Card) -> dict[str, Any]:
 
 def _derived(card: Card, counts: bool, figures: dict[str, Any] | None = None) -> Row:
     arch = card.architecture
-    mixers = {k.value for k in arch.attention.layer_pattern if k not in CHANNEL_ONLY}
+    # a parallel layer (Falcon-H1's global+mamba2) as global|mamba2: apart from a stack
+    # of serial global and mamba2 layers (Bamba), which joins to global+mamba2
+    mixers = {
+        k.value.replace("+", "|") for k in arch.attention.layer_pattern if k not in CHANNEL_ONLY
+    }
     if arch.shared_blocks is not None:  # attention outside the pattern (Zamba2)
         mixers.add("shared-global")
     kinds = sorted(mixers)
@@ -263,6 +315,12 @@ def _derived(card: Card, counts: bool, figures: dict[str, Any] | None = None) ->
         "dropout_used": _positive(card.training.dropout),
         "weight_decay_used": _positive(card.training.weight_decay),
         "mtp_used": _mtp_used(card),
+        "token_mixers": _token_mixers(arch),
+        "sinks_used": bool(arch.attention.sinks),
+        "output_gate_scheme": _scalar(arch.attention.output_gate) or "none",
+        "sparse_attention_used": arch.attention.sparse is not None,
+        "rope_scaling_scheme": _rope_scaling_scheme(arch),
+        "kv_sharing_used": bool(arch.attention.kv_shared_layers),
         **_analytic(card, counts, figures),
     }
 

@@ -62,7 +62,7 @@ CHOICES: tuple[Choice, ...] = (
     Choice("gated", "Gated MLP", "gated", "non-gated", _yes_no("gated", "non-gated")),
     Choice("position", "Position scheme", "architecture.position.type"),
     Choice("attention", "Attention variant", "attention_family"),
-    Choice("layer-mix", "Attention layer pattern", "layer_mix", "global"),
+    Choice("layer-mix", "Layer pattern mixers", "layer_mix", "global"),
     Choice("bias", "Bias in linear layers", "bias_scheme", "none"),
     Choice(
         "parallel",
@@ -87,6 +87,20 @@ CHOICES: tuple[Choice, ...] = (
         "weight-decay", "Weight decay", "weight_decay_used", "none", _yes_no("weight decay", "none")
     ),
     Choice("mtp", "Multi-token prediction", "mtp_used", "none", _yes_no("mtp", "none")),
+    Choice("token-mixers", "Hybrid token mixers", "token_mixers", "attention-only"),
+    Choice("sinks", "Attention sinks", "sinks_used", "none", _yes_no("sinks", "none")),
+    Choice("output-gate", "Attention output gate", "output_gate_scheme", "none"),
+    Choice(
+        "sparse-attention",
+        "Sparse attention",
+        "sparse_attention_used",
+        "dense",
+        _yes_no("sparse", "dense"),
+    ),
+    Choice("rope-scaling", "RoPE scaling", "rope_scaling_scheme", "no-rope"),
+    Choice(
+        "kv-sharing", "Cross-layer KV sharing", "kv_sharing_used", "none", _yes_no("shared", "none")
+    ),
 )
 CHOICE_KEYS: tuple[str, ...] = tuple(c.key for c in CHOICES)
 

@@ -26,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentF
 from matplotlib.transforms import Bbox
 
 from archdb.measure import conventions as cv
-from archdb.reports.adoption import ANY, Adoption, Consensus
+from archdb.reports.adoption import ANY, Adoption, Consensus, ValueTrend
 from archdb.reports.distributions import kv_cache_per_param, mlp_group, released
 
 STYLE = {
@@ -84,27 +84,55 @@ def _figure(
 
 
 LEGEND_ENTRY_INCHES = 0.17  # one legend line at the report style's font size
+# A figure with more lines than the palette has colours repeats colours: values used by
+# fewer than this many models (all years) then share one grey "others" line; the report's
+# table below the figure still lists each of them.
+RARE_MODELS = 3
+OTHERS_COLOUR = "#999999"
+
+
+def figure_values(adoption: Adoption) -> list[ValueTrend]:
+    """The lines of an adoption figure: every value, or, when they outnumber the palette,
+    the values of ``RARE_MODELS`` models or more and one line summing the rarer ones."""
+    values = list(adoption.values)
+    if len(values) <= len(PALETTE):
+        return values
+    rare = [t for t in values if t.value != ANY and sum(t.counts.values()) < RARE_MODELS]
+    if len(rare) < 2:
+        return values
+    counts: dict[int, int] = {}
+    for t in rare:
+        for year, n in t.counts.items():
+            counts[year] = counts.get(year, 0) + n
+    first = min((t.first_use for t in rare), key=lambda f: f.date)
+    label = f"{len(rare)} others, < {RARE_MODELS} models each"
+    others = ValueTrend(label, counts, first, majority_year=None, consensus_since=None)
+    kept = [t for t in values if t not in rare]
+    return [*(t for t in kept if t.value != ANY), others, *(t for t in kept if t.value == ANY)]
 
 
 def adoption_figure(adoption: Adoption) -> Figure:
     """Share of each value of one choice by release year (known values only)."""
     years = [y for y in adoption.years if adoption.known.get(y)]
-    # the legend (one entry a value, plus the known-share bars) sets the height when long
-    height = max(2.6, 0.5 + LEGEND_ENTRY_INCHES * (len(adoption.values) + 1))
+    lines = figure_values(adoption)
+    # the legend (one entry a line, plus the known-share bars) sets the height when long
+    height = max(2.6, 0.5 + LEGEND_ENTRY_INCHES * (len(lines) + 1))
     with style():
         fig = _figure(7.0, height, left=0.09, right=0.74, bottom=0.26 * 2.6 / height)
         ax = fig.add_subplot()
-        for i, trend in enumerate(adoption.values):
+        colours = iter(PALETTE * 2)
+        for trend in lines:
             shares = [adoption.share(trend, y) for y in years]
             dashed = trend.value == ANY
+            others = trend not in adoption.values
             ax.plot(
                 years,
                 shares,
                 marker="o",
                 markersize=3,
                 linewidth=1.2,
-                linestyle="--" if dashed else "-",
-                color=PALETTE[i % len(PALETTE)],
+                linestyle="--" if dashed else ":" if others else "-",
+                color=OTHERS_COLOUR if others else next(colours),
                 label=f"{ANY} but {adoption.choice.absent}" if dashed else trend.value,
             )
         _known_bars(ax, adoption, years)
