@@ -824,6 +824,8 @@ LONGCAT = {
     "n_layers": 2,
     "attention.variant": "latent",
     "attention.latent": {**MLA, "norm_eps": 1e-6, "lora_scaled": True},
+    "attention.head_dim": MLA["v_head_dim"],  # as import-hf records MLA
+    "attention.n_kv_heads": 4,  # MLA: as many as the heads
     "position.rope_layout": "interleaved",
     "mlp.d_ff": 48,
     "mlp.moe": {
@@ -837,7 +839,10 @@ LONGCAT = {
 }
 SMALL_CONFIGS += [
     ("longcat_flash", LONGCAT),
-    ("longcat_flash", {**LONGCAT, "n_layers": 3, "attention.n_heads": 2}),
+    (
+        "longcat_flash",
+        {**LONGCAT, "n_layers": 3, "attention.n_heads": 2, "attention.n_kv_heads": 2},
+    ),
 ]
 
 
@@ -911,6 +916,7 @@ _NEW_FAMILIES = (
     "hunyuan_v1_dense", "hunyuan_v1_moe", "zamba2",
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
+_NEW_FAMILIES += ("longcat_flash",)
 
 
 @pytest.mark.parametrize(

@@ -2270,10 +2270,10 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     # archdb, as DeepSeek-V3's correction bias is in transformers: not parameters
     skip |= {id(p) for p in model.parameters() if not p.requires_grad}
     total = sum(p.numel() for p in model.parameters() if id(p) not in skip)
-    return total - _unread_expert_rows(model)
+    return total - unread_expert_rows(model)
 
 
-def _unread_expert_rows(model) -> int:
+def unread_expert_rows(model) -> int:
     """Entries of fused expert tensors no forward pass reads: transformers'
     LongcatFlashExperts sizes gate_up_proj for the zero-computation experts too
     (n_routed + zero_expert_num rows, down_proj n_routed), and only ever reads the first
