@@ -459,6 +459,10 @@ class ConfigShape(_Keys):
     zero_expert_num: _sized(0, MAX_COUNT) | None = None
     expert_ffn_hidden_size: Width | None = None
     qk_head_dim: Width | None = None
+    mla_scale_q_lora: StrictBool | None = None
+    mla_scale_kv_lora: StrictBool | None = None
+    zero_expert_type: Name | None = None
+    attention_method: Name | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1795,7 +1799,23 @@ def _longcat_flash(d: _Draft) -> None:
             "heads would not split into the MLA parts"
         )
     d.set("architecture.attention.latent.norm_eps", 1e-6, "family")  # the RMSNorm default
-    d.set("architecture.attention.latent.lora_scaled", True, "family")
+    if d.read("attention_method", default="MLA") != "MLA":
+        raise HFImportError("config.json: attention_method is not MLA, the only one archdb builds")
+    # the released remote code scales each latent when its switch is on; transformers' code
+    # always scales both
+    q_scaled = d.read("mla_scale_q_lora", default=True)
+    if d.read("mla_scale_kv_lora", default=True) != q_scaled:
+        raise HFImportError(
+            "config.json: mla_scale_q_lora and mla_scale_kv_lora differ; "
+            "attention.latent.lora_scaled scales both latents or neither"
+        )
+    origin = "config" if "mla_scale_q_lora" in d.config else "family"
+    d.set("architecture.attention.latent.lora_scaled", q_scaled, origin)
+    if d.read("zero_expert_type", default="identity") != "identity":
+        raise HFImportError(
+            "config.json: zero_expert_type is not identity: archdb's zero experts return their "
+            "input"
+        )
     dense_d_ff = d.value("architecture.mlp.d_ff") or 12288  # ffn_hidden_size
     expert_d_ff = d.read("expert_ffn_hidden_size", default=2048)
     d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("expert_ffn_hidden_size"))
@@ -1804,7 +1824,8 @@ def _longcat_flash(d: _Draft) -> None:
         raise HFImportError("config.json: moe_topk is a list; LongCat-Flash's is one number")
     d.moe(n_experts=d.read("n_routed_experts", default=512), n_active=top_k)
     moe = "architecture.mlp.moe"
-    d.set(f"{moe}.shortcut_dense_d_ff", dense_d_ff, d.origin_of("ffn_hidden_size"))
+    origin = "config" if "ffn_hidden_size" in d.config else "family"
+    d.set(f"{moe}.shortcut_dense_d_ff", dense_d_ff, origin)
     d.set(f"{moe}.zero_experts", d.read("zero_expert_num", default=256) or 0, "config")
     if d.read("router_bias", default=False):
         d.set(f"{moe}.router_bias", True, "config")

@@ -69,3 +69,34 @@ def test_shortcut_layers_need_serial_pre_norm(bad):
     extra = {"norm.shared_in_parallel": True} if "parallel_layers" in bad else {}
     with pytest.raises(ValueError, match="shortcut_dense_d_ff"):
         make_arch(**LONGCAT, **bad, **extra)
+
+
+def _imported(**changes):
+    import transformers
+
+    from archdb.hf_import import Identity, import_config
+    from archdb.writer import validate_card
+
+    config = transformers.LongcatFlashConfig(num_layers=2).to_dict() | changes
+    identity = Identity("cat-1b", "Cat 1B", "cat", "Example Lab", "2025-01-01")
+    url = "https://example.org/config.json"
+    return validate_card(import_config(config, source_url=url, identity=identity).card)
+
+
+def test_import_reads_the_released_configs_switches():
+    """The released config.json's mla_scale_* and zero_expert_type keys (transformers'
+    class has none): both scales off is a card without scaling, anything archdb cannot
+    build is refused by name."""
+    from archdb.hf_import import HFImportError
+
+    arch = _imported().architecture
+    assert arch.attention.latent.lora_scaled and arch.mlp.moe.zero_experts == 256
+    assert arch.mlp.moe.shortcut_dense_d_ff == 12288 and arch.mlp.d_ff == 2048
+    off = _imported(mla_scale_q_lora=False, mla_scale_kv_lora=False).architecture
+    assert off.attention.latent.lora_scaled is False
+    with pytest.raises(HFImportError, match="mla_scale_q_lora and mla_scale_kv_lora differ"):
+        _imported(mla_scale_q_lora=False)
+    with pytest.raises(HFImportError, match="zero_expert_type is not identity"):
+        _imported(zero_expert_type="copy")
+    with pytest.raises(HFImportError, match="qk_head_dim"):
+        _imported(qk_head_dim=100)
