@@ -494,6 +494,7 @@ def _toy_latent(arch: Architecture, scaled: dict[str, int], rule: ToyRule) -> di
         "qk_rope_head_dim": rope,
         "qk_nope_head_dim": nope,
         "v_head_dim": v,
+        "lora_scaled": arch.attention.latent.lora_scaled,  # LongCat-Flash's, by the toy's ranks
     }
 
 
