@@ -101,6 +101,10 @@ LOGIT_EXACT["recurrent_gemma"] = 3.1e-7
 # gate/up adapters, RoPE, the dt floor active, weights at 5x the default init (three
 # seeds, three batches each; 4.6e-7 at the default init)
 LOGIT_EXACT["zamba2"] = 1.4e-6
+# LongCat-Flash: shortcut-connected MoE layers, MLA with scaled latents, 6 routed and 4
+# zero-computation experts (a random correction bias: 29-53% of the choices zero experts;
+# three seeds, three batches each)
+LOGIT_EXACT["longcat_flash"] = 3.4e-7
 
 # logit-exact model_types whose MoE routing archdb does not build: their MoE cards stay
 # count-exact, with what is missing
@@ -184,6 +188,18 @@ FAMILY_FIELDS["minimax_m2"] = (
 FAMILY_FIELDS["kimi_linear"] = (
     *FAMILY_FIELDS["deepseek_v3"],
     "architecture.attention.latent.norm_eps",
+)
+# LongCat-Flash: a correction bias, unnormalized weights times routed_scaling_factor, MLA's
+# latent norms at 1e-6 and its latents scaled
+FAMILY_FIELDS["longcat_flash"] = tuple(
+    f"architecture.{p}"
+    for p in (
+        "mlp.moe.score_correction_bias",
+        "mlp.moe.normalize_top_k",
+        "mlp.moe.routed_scale",
+        "attention.latent.norm_eps",
+        "attention.latent.lora_scaled",
+    )
 )
 # Hunyuan norms the rotated queries and keys
 FAMILY_FIELDS["hunyuan_v1_dense"] = FAMILY_FIELDS["hunyuan_v1_moe"] = (

@@ -455,6 +455,14 @@ class ConfigShape(_Keys):
     num_mtp_modules: _sized(0, MAX_DEPTH) | None = None
     mtp_transformer_layers: Layers | None = None
     use_mtp: StrictBool | None = None
+    # LongCat-Flash: zero-computation experts, the experts' width, the query-key head width
+    zero_expert_num: _sized(0, MAX_COUNT) | None = None
+    expert_ffn_hidden_size: Width | None = None
+    qk_head_dim: Width | None = None
+    mla_scale_q_lora: StrictBool | None = None
+    mla_scale_kv_lora: StrictBool | None = None
+    zero_expert_type: Name | None = None
+    attention_method: Name | None = None
 
 
 def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
@@ -1769,6 +1777,70 @@ def _deepseek_v3(d: _Draft) -> None:
         _sigmoid_router(d, 8, 4, default_scale=2.5)  # DeepseekV3Config's defaults
 
 
+def _longcat_flash(d: _Draft) -> None:
+    """LongCat-Flash (transformers' LongcatFlashDecoderLayer): num_layers layers of two MLA
+    sublayers and two dense MLPs (ffn_hidden_size) with the experts beside them
+    (expert_ffn_hidden_size); MLA always through the query bottleneck, its latents scaled;
+    a softmax router over n_routed_experts + zero_expert_num candidates, a correction bias
+    to choose, the chosen scores never renormalized, times routed_scaling_factor."""
+    d.latent(
+        kv_lora_rank=d.read("kv_lora_rank", default=512),
+        q_lora_rank=d.read("q_lora_rank", default=1536),
+        qk_rope_head_dim=d.read("qk_rope_head_dim", default=64),
+        qk_nope_head_dim=d.read("qk_nope_head_dim", default=128),
+        v_head_dim=d.read("v_head_dim", default=128),
+    )
+    qk = d.value("architecture.attention.latent.qk_nope_head_dim") + d.value(
+        "architecture.attention.latent.qk_rope_head_dim"
+    )
+    if d.read("qk_head_dim", default=qk) != qk:
+        raise HFImportError(
+            "config.json: qk_head_dim is not qk_nope_head_dim + qk_rope_head_dim: the query "
+            "heads would not split into the MLA parts"
+        )
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")  # the RMSNorm default
+    if d.read("attention_method", default="MLA") != "MLA":
+        raise HFImportError("config.json: attention_method is not MLA, the only one archdb builds")
+    # the released remote code scales each latent when its switch is on; transformers' code
+    # always scales both
+    q_scaled = d.read("mla_scale_q_lora", default=True)
+    if d.read("mla_scale_kv_lora", default=True) != q_scaled:
+        raise HFImportError(
+            "config.json: mla_scale_q_lora and mla_scale_kv_lora differ; "
+            "attention.latent.lora_scaled scales both latents or neither"
+        )
+    origin = "config" if "mla_scale_q_lora" in d.config else "family"
+    d.set("architecture.attention.latent.lora_scaled", q_scaled, origin)
+    if d.read("zero_expert_type", default="identity") != "identity":
+        raise HFImportError(
+            "config.json: zero_expert_type is not identity: archdb's zero experts return their "
+            "input"
+        )
+    dense_d_ff = d.value("architecture.mlp.d_ff") or 12288  # ffn_hidden_size
+    expert_d_ff = d.read("expert_ffn_hidden_size", default=2048)
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("expert_ffn_hidden_size"))
+    top_k = d.read("moe_topk", default=12)
+    if isinstance(top_k, list):
+        raise HFImportError("config.json: moe_topk is a list; LongCat-Flash's is one number")
+    d.moe(n_experts=d.read("n_routed_experts", default=512), n_active=top_k)
+    moe = "architecture.mlp.moe"
+    origin = "config" if "ffn_hidden_size" in d.config else "family"
+    d.set(f"{moe}.shortcut_dense_d_ff", dense_d_ff, origin)
+    d.set(f"{moe}.zero_experts", d.read("zero_expert_num", default=256) or 0, "config")
+    if d.read("router_bias", default=False):
+        d.set(f"{moe}.router_bias", True, "config")
+    d.set(f"{moe}.score_function", "softmax", "family")
+    d.set(f"{moe}.score_correction_bias", True, "family")
+    d.set(f"{moe}.normalize_top_k", False, "family")
+    scale = d.read("routed_scaling_factor", default=6.0)
+    d.set(f"{moe}.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+    d.note(
+        f"{moe}.zero_experts",
+        "transformers' LongcatFlashExperts also allocates gate_up_proj rows for the zero "
+        "experts, which it never reads; the card counts none.",
+    )
+
+
 def _glm4_moe(d: _Draft) -> None:
     """GLM-4.5: DeepSeek-V3's MoE layout and router on GQA attention (q/k/v bias only,
     per-head QK norm when use_qk_norm, partial RoPE)."""
@@ -2626,6 +2698,13 @@ FAMILIES: dict[str, Family] = {
     "zamba2": Family("zamba2", "Zamba2HybridLayer", activation_default="gelu",
                      tied_default=True, steps=(_zamba2,)),
 }  # fmt: skip
+FAMILIES["longcat_flash"] = Family(
+    "longcat_flash",
+    "LongcatFlashDecoderLayer",
+    rope_theta_default=10_000_000.0,
+    hook=_longcat_flash,
+    rope_layout="interleaved",
+)
 # multimodal wrappers: their text_config is the decoder
 _ALIASES = {
     "gemma3": "gemma3_text",
@@ -3017,6 +3096,7 @@ _EPS_DEFAULTS["kimi_linear"] = 1e-5
 _EPS_DEFAULTS |= {"minimax": 1e-5}  # MiniMaxConfig's rms_norm_eps
 _EPS_DEFAULTS |= {"hunyuan_v1_dense": 1e-5, "hunyuan_v1_moe": 1e-5}
 _EPS_DEFAULTS |= {"zamba2": 1e-5}
+_EPS_DEFAULTS["longcat_flash"] = 1e-5  # LongcatFlashConfig's rms_norm_eps
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 

@@ -439,6 +439,15 @@ class Latent(Strict):
         "norm.eps (transformers' DeepSeek-V2/V3, V3.2 and GLM-MoE-DSA code fixes 1e-6 "
         "whatever rms_norm_eps says). Optional; null: norm.eps.",
     )
+    lora_scaled: Annotated[
+        StrictBool | None, OutputOnly(False, "the latents are not rescaled (DeepSeek-V2/V3)")
+    ] = Field(
+        default=None,
+        description="LongCat-Flash's MLA scaling: the query (both its parts, after the "
+        "up-projection) is multiplied by sqrt(d_model / q_lora_rank) and the normed KV latent "
+        "(so the non-RoPE keys and the values) by sqrt(d_model / kv_lora_rank); the RoPE key "
+        "is not. Optional; null: no scaling.",
+    )
 
 
 class GlobalLayers(Strict):
@@ -1208,6 +1217,26 @@ class MoE(Strict):
         "normalization, before the shared experts are added (routed_scaling_factor). "
         "Optional; null: not recorded (the builder uses 1).",
     )
+    zero_experts: CountOrZero | None = Field(
+        default=None,
+        description="Zero-computation experts beside the routed ones (LongCat-Flash "
+        "zero_expert_num): the router scores n_experts + zero_experts candidates (its "
+        "projection, correction bias and softmax span all of them) and takes its n_active "
+        "best; a chosen zero expert returns its input times its weight, with no parameters. "
+        "A token thus runs between 0 and n_active real experts: archdb's FLOPs per token and "
+        "active parameters count the maximum, n_active real experts (an upper bound; the "
+        "expected count depends on the trained router). Optional; null: none.",
+    )
+    shortcut_dense_d_ff: Width | None = Field(
+        default=None,
+        description="Shortcut-connected MoE layers (LongCat-Flash ScMoE): each of the "
+        "n_layers layers holds two serial (attention, dense MLP) pairs, every sublayer "
+        "pre-normed, the dense MLPs of this width (ffn_hidden_size), and the routed experts, "
+        "which read the first dense MLP's normed input and whose output joins the residual "
+        "stream after the second dense MLP. n_layers counts these double layers "
+        "(transformers' num_layers: 2 x n_layers attention sublayers, each with its own KV "
+        "cache). Optional; null: one attention and one MLP per layer.",
+    )
 
 
 def _check_groups(moe: MoE) -> None:
@@ -1637,6 +1666,7 @@ class Architecture(Strict):
                 )
             if moe.shared_gate and not moe.n_shared:
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
+            self._check_shortcut(moe)
             _check_groups(moe)
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
             if LayerKind.MOE in att.layer_pattern:  # placed by the pattern's moe entries
@@ -1654,6 +1684,22 @@ class Architecture(Strict):
                 "the head counts, d_ff, the experts and vocab_size"
             )
         return self
+
+    def _check_shortcut(self, moe: MoE) -> None:
+        """Shortcut-connected MoE layers: pre-norm serial attention layers, all of them MoE."""
+        if moe.shortcut_dense_d_ff is None:
+            return
+        kinds = set(self.attention.layer_pattern)
+        plain = kinds <= {LayerKind.GLOBAL, LayerKind.MOE} and not self.parallel_layers
+        if not plain or self.norm.position is not NormPosition.PRE:
+            raise ValueError(
+                "mlp.moe.shortcut_dense_d_ff needs serial pre-norm layers of global attention"
+            )
+        if moe.first_dense_layers or moe.layer_period != 1 or moe.dense_beside_d_ff is not None:
+            raise ValueError(
+                "mlp.moe.shortcut_dense_d_ff needs every layer MoE (first_dense_layers 0, "
+                "layer_period 1) and no dense_beside_d_ff"
+            )
 
     def _check_mixers(self) -> None:
         kinds = {k.recurrent for k in self.attention.layer_pattern}
@@ -1930,7 +1976,10 @@ class Architecture(Strict):
         ffs = [mlp.d_ff or 1, mlp.kv_shared_d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]
+            ffs.append(2 * (moe.shortcut_dense_d_ff or 1))  # two dense MLPs per layer
         experts = 1 + (moe.n_experts + moe.n_shared if moe is not None else 0)
+        if moe is not None and moe.shortcut_dense_d_ff is not None:
+            widths.append(2 * max(widths))  # two attention sublayers per layer
         layers = (self.n_layers or 1) + (self.n_encoder_layers or 0)
         if (sb := self.shared_blocks) is not None:  # blocks twice as wide; an adapter set each
             layers += 2 * sb.n_blocks + len(sb.layers) * (2 + (sb.adapter_rank or 0))

@@ -189,6 +189,9 @@ class Names:
     encoder_prefix: str = ""
     # copies of the shared embedding a checkpoint may carry (T5's per-stack embed_tokens)
     embedding_copies: tuple[str, ...] = ()
+    # checkpoint tensors no forward pass reads (transformers' LongCat-Flash saves gate and
+    # up rows for its zero-computation experts): (model, checkpoint names) -> those names
+    unread: Callable[[nn.Module, list[str]], set[str]] | None = None
 
 
 def _q(d: Dims) -> tuple[int, int]:
@@ -1259,6 +1262,64 @@ NAMES: dict[str, Callable[[], Names]] = {
 NAMES["zamba2"] = _zamba2
 
 
+def _longcat_flash() -> Names:
+    """LongCat-Flash's layers: two MLA sublayers (self_attn.{0,1}), two dense MLPs
+    (mlps.{0,1}), their pre-norms (input_layernorm.{j}, post_attention_layernorm.{j}) and
+    the experts (mlp.router.classifier, mlp.experts.{e}); the MTP layers (model.mtp) are
+    outside the card, as transformers leaves them."""
+    layer: dict[str, Source] = {}
+    attn = {
+        "q.0": "q_a_proj",
+        "q.1": "q_a_layernorm",
+        "q.2": "q_b_proj",
+        "kv_down": "kv_a_proj_with_mqa",
+        "kv_norm": "kv_a_layernorm",
+        "kv_up": "kv_b_proj",
+        "o": "o_proj",
+    }
+    for j in (0, 1):
+        for ours, theirs in attn.items():
+            for t in ("weight", "bias"):
+                layer[f"attn.{j}.{ours}.{t}"] = Source(f"self_attn.{j}.{theirs}.{t}")
+        for part in ("gate", "up", "down"):
+            layer[f"dense.{j}.{part}.weight"] = Source(f"mlps.{j}.{part}_proj.weight")
+        layer[f"attn_norms.{j}.weight"] = Source(f"input_layernorm.{j}.weight")
+        layer[f"mlp_norms.{j}.weight"] = Source(f"post_attention_layernorm.{j}.weight")
+    layer |= {
+        "moe.router.proj.weight": Source("mlp.router.classifier.weight"),
+        "moe.router.proj.bias": Source("mlp.router.classifier.bias"),
+        "moe.router.correction_bias": Source("mlp.router.e_score_correction_bias"),
+    }
+    for part in ("gate", "up", "down"):
+        layer[f"moe.experts.{part}"] = Source(f"mlp.experts.{{e}}.{part}_proj.weight", experts=True)
+    return Names(
+        _LLAMA_TOP,
+        layer,
+        tied_head=("lm_head.weight",),
+        outside=("model.mtp.",),
+        unread=_zero_expert_rows,
+    )
+
+
+_EXPERT_ROW = re.compile(r"model\.layers\.\d+\.mlp\.experts\.(\d+)\.(?:gate|up)_proj\.weight")
+
+
+def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
+    """gate/up tensors of experts numbered from n_experts on: the zero-computation
+    experts', which compute nothing (transformers allocates and saves them)."""
+    from archdb.builder.moe import Experts
+
+    experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
+    if experts is None or not experts.zero_experts:
+        return set()
+    n, zero = experts.up.shape[0], experts.zero_experts
+    found = {name: _EXPERT_ROW.fullmatch(name) for name in names}
+    return {k for k, m in found.items() if m and n <= int(m.group(1)) < n + zero}
+
+
+NAMES["longcat_flash"] = _longcat_flash
+
+
 def supported_model_types() -> list[str]:
     return sorted(NAMES)
 
@@ -1374,10 +1435,14 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
             names.derived(ckpt, names.prefix.format(i=i))
     copies = names.copies(model, ckpt.names()) if names.copies is not None else {}
     _check_copies(ckpt, copies)
+    unread = names.unread(model, ckpt.names()) if names.unread is not None else set()
     unused = [
         n
         for n in ckpt.names()
-        if n not in ckpt.used and n not in copies and not _tied_copy(n, names, model)
+        if n not in ckpt.used
+        and n not in copies
+        and n not in unread
+        and not _tied_copy(n, names, model)
     ]
     if unused:
         more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""

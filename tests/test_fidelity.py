@@ -290,6 +290,16 @@ TINY["zamba2"] = {
     "mamba_ngroups": 2, "mamba_d_state": 16, "chunk_size": 8, "time_step_min": 0.08,
     "initializer_range": 0.1,
 }  # fmt: skip
+# LongCat-Flash: two shortcut-connected MoE layers (four MLA sublayers, scaled latents,
+# interleaved RoPE), softmax over 6 routed and 4 zero-computation experts with a random
+# correction bias, top-3 unnormalized, times 6
+TINY["longcat_flash"] = {
+    **_DENSE, "num_hidden_layers": None, "num_layers": 2, "num_key_value_heads": None,
+    "ffn_hidden_size": 96, "expert_ffn_hidden_size": 48, "n_routed_experts": 6,
+    "zero_expert_num": 4, "moe_topk": 3, "routed_scaling_factor": 6.0, "kv_lora_rank": 16,
+    "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
+    "head_dim": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+}  # fmt: skip
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
@@ -991,3 +1001,33 @@ def test_zamba2s_repeated_shared_block_must_equal_the_first(tmp_path):
     save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
     with pytest.raises(WeightsError, match=r"layers\.5\.shared.*differs from"):
         archdb.build(card, "full", weights=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"attention.latent.lora_scaled": False},
+        {"mlp.moe.normalize_top_k": True},
+        {"mlp.moe.routed_scale": 1.0},
+        {"position.rope_layout": "half-split"},
+    ],
+    ids=["lora-scaled", "normalize", "routed-scale", "rope-layout"],
+)
+def test_each_longcat_choice_changes_the_logits(changes, tmp_path):
+    """LongCat-Flash's choices are exercised: a wrong value breaks the comparison."""
+    assert _error_with_changes("longcat_flash", tmp_path, changes) > 100 * LOGIT_TOLERANCE
+
+
+def test_longcat_zero_expert_rows_are_skipped_but_other_tensors_are_not(tmp_path):
+    """transformers saves gate/up tensors for the zero-computation experts: archdb reads
+    none of them, and still refuses a tensor it has no place for."""
+    from safetensors.torch import load_file, save_file
+
+    _tiny("longcat_flash", tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert "model.layers.0.mlp.experts.9.gate_proj.weight" in tensors  # a zero expert's
+    archdb.build(_card(tmp_path), "full", weights=tmp_path)
+    tensors["model.layers.0.mlp.experts.10.gate_proj.weight"] = torch.zeros(48, 64)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=r"experts\.10\.gate_proj"):
+        archdb.build(_card(tmp_path), "full", weights=tmp_path)

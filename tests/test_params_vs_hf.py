@@ -818,6 +818,33 @@ SMALL_CONFIGS += [
     ),
 ]
 
+# LongCat-Flash: shortcut-connected MoE layers (two MLA sublayers, two dense MLPs, experts
+# beside them) and zero-computation experts in a softmax router with a correction bias
+LONGCAT = {
+    "n_layers": 2,
+    "attention.variant": "latent",
+    "attention.latent": {**MLA, "norm_eps": 1e-6, "lora_scaled": True},
+    "attention.head_dim": MLA["v_head_dim"],  # as import-hf records MLA
+    "attention.n_kv_heads": 4,  # MLA: as many as the heads
+    "position.rope_layout": "interleaved",
+    "mlp.d_ff": 48,
+    "mlp.moe": {
+        **moe_block(n_experts=6, n_active=3),
+        "shortcut_dense_d_ff": 96,
+        "zero_experts": 4,
+        "normalize_top_k": False,
+        "score_correction_bias": True,
+        "routed_scale": 6.0,
+    },
+}
+SMALL_CONFIGS += [
+    ("longcat_flash", LONGCAT),
+    (
+        "longcat_flash",
+        {**LONGCAT, "n_layers": 3, "attention.n_heads": 2, "attention.n_kv_heads": 2},
+    ),
+]
+
 
 @pytest.mark.parametrize(
     ("model_type", "changes"),
@@ -889,6 +916,7 @@ _NEW_FAMILIES = (
     "hunyuan_v1_dense", "hunyuan_v1_moe", "zamba2",
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
+_NEW_FAMILIES += ("longcat_flash",)
 
 
 @pytest.mark.parametrize(
@@ -924,3 +952,17 @@ def test_new_families_round_trip_through_their_config(model_type, changes):
         return data
 
     assert comparable(back) == comparable(arch)
+
+
+def test_longcat_zero_experts_own_no_weights_in_archdb_only():
+    """transformers' LongcatFlashExperts sizes gate_up_proj for the zero-computation experts
+    too (rows it never reads); the comparison leaves those out, and archdb builds none."""
+    import torch
+    import transformers
+
+    arch = make_arch(**LONGCAT)
+    config = transformers.LongcatFlashConfig(**REFERENCES["longcat_flash"].convert(arch))
+    with torch.device("meta"):
+        raw = sum(p.numel() for p in transformers.LongcatFlashForCausalLM(config).parameters())
+    unread = arch.n_layers * 4 * 2 * 48 * arch.d_model  # layers x zero experts x gate+up
+    assert raw - unread == hf_parameter_count(arch, "longcat_flash") == param_count(arch).total

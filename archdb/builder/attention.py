@@ -135,8 +135,10 @@ class LatentAttention(nn.Module):
         out_bias: bool,
         rotary: Rotary | None,
         indexer: nn.Module | None = None,
+        lora_scales: tuple[float, float] | None = None,
     ) -> None:
         super().__init__()
+        self.lora_scales = lora_scales  # LongCat-Flash: (on q, on the normed KV latent)
         self.n_heads, self.rope_dim, self.nope_dim, self.v_dim = n_heads, rope_dim, nope_dim, v_dim
         self.kv_rank = kv_rank
         qk = nope_dim + rope_dim
@@ -169,9 +171,12 @@ class LatentAttention(nn.Module):
             q = up(q_latent).view(b, t, h, -1)
         else:
             q = self.q(x).view(b, t, h, -1)
-        q_nope, q_rope = q.split((self.nope_dim, self.rope_dim), dim=-1)
         latent, k_rope = self.kv_down(x).split((self.kv_rank, self.rope_dim), dim=-1)
-        kv = self.kv_up(self.kv_norm(latent)).view(b, t, h, -1)
+        latent = self.kv_norm(latent)
+        if self.lora_scales is not None:
+            q, latent = q * self.lora_scales[0], latent * self.lora_scales[1]
+        q_nope, q_rope = q.split((self.nope_dim, self.rope_dim), dim=-1)
+        kv = self.kv_up(latent).view(b, t, h, -1)
         k_nope, v = kv.split((self.nope_dim, self.v_dim), dim=-1)
         k_rope = k_rope.view(b, t, 1, self.rope_dim)
         if self.rotary is not None:

@@ -280,7 +280,10 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
     return Stack(layers, final, bias, stack.resi_dual, streams)
 
 
-def _block(block: P.Block, ctx: BuildContext) -> nn.Module:
+def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
+    if isinstance(block, P.ShortcutBlock):  # LongCat-Flash's layers build themselves
+        return block.module(ctx)
+
     def norm_if(present: bool) -> nn.Module:
         return block.norm.module(block.d_model) if present else nn.Identity()
 

@@ -30,11 +30,11 @@ class Router(nn.Module):
     def __init__(self, spec: RouterSpec) -> None:
         super().__init__()
         self.spec = spec
-        self.proj = nn.Linear(spec.d_model, spec.n_experts, bias=spec.bias)
+        self.proj = nn.Linear(spec.d_model, spec.candidates, bias=spec.bias)
         self.top_k = spec.top_k
         self.score = spec.rule.fn
         if spec.correction_bias:  # a checkpoint tensor, not trained by gradient
-            self.register_buffer("correction_bias", torch.zeros(spec.n_experts))
+            self.register_buffer("correction_bias", torch.zeros(spec.candidates))
         else:
             self.correction_bias = None
 
@@ -112,6 +112,8 @@ class Experts(nn.Module):
         self.gate_bias = nn.Parameter(torch.zeros(n_experts, d_ff)) if bias and gated else None
         self.down_bias = nn.Parameter(torch.zeros(n_experts, d_model)) if bias else None
         self.act = act
+        # LongCat-Flash: indices from n_experts on are zero-computation experts (identity)
+        self.zero_experts = 0
 
     def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         # x: (N, d), index: (N, k) -> (N, k, d). The (token, expert) pairs are sorted by
@@ -121,10 +123,14 @@ class Experts(nn.Module):
         flat = index.reshape(-1)  # (N*k,)
         order = flat.argsort()
         rows = x.repeat_interleave(k, dim=0)[order]  # (N*k, d), grouped by expert
-        counts = torch.bincount(flat, minlength=self.up.shape[0]).tolist()
+        n_real = self.up.shape[0]
+        counts = torch.bincount(flat, minlength=n_real + self.zero_experts).tolist()
         outs = []
         for e, chunk in enumerate(rows.split(counts)):
             if chunk.shape[0] == 0:
+                continue
+            if e >= n_real:  # a zero-computation expert returns its input
+                outs.append(chunk)
                 continue
             up = _apply(chunk, self.up, self.up_bias, e)
             if self.gate is not None:

@@ -26,7 +26,9 @@ Routed experts shrink to at most 16 per MoE layer (a 128-expert card across 23 M
 outgrew a test worker's memory): the card's expert groups are kept, each with 16 // groups
 experts (at least 2 where groups are ranked by their two best, so more than 16 only when
 the groups need it), and top-k to at most what the top groups offer, and below the
-experts, so routing still chooses.
+experts, so routing still chooses. Zero-computation experts (LongCat-Flash) keep their
+ratio to the routed experts (at least one); the shortcut layers' dense width scales with
+d_model like the other MLP widths.
 Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
@@ -181,6 +183,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         moe["dense_d_ff"] = widths.scaled.get("dense_d_ff")
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
         moe["dense_beside_d_ff"] = widths.scaled.get("dense_beside_d_ff")
+        moe["shortcut_dense_d_ff"] = widths.scaled.get("shortcut_dense_d_ff")
+        moe["zero_experts"] = _toy_zero_experts(arch.mlp.moe, moe["n_experts"])
     if arch.shared_blocks is not None:
         data["n_layers"], data["shared_blocks"] = _toy_shared_blocks(arch, n_layers, widths.d_model)
     pos = data["position"]
@@ -250,6 +254,13 @@ def _toy_experts(moe: MoE, rule: ToyRule) -> tuple[int, int]:
     return experts, max(1, min(moe.n_active, reachable, experts - 1))
 
 
+def _toy_zero_experts(moe: MoE, toy_experts: int) -> int | None:
+    """Zero-computation experts keep their share of the routed ones (at least one)."""
+    if not moe.zero_experts:
+        return moe.zero_experts
+    return max(1, round(moe.zero_experts * toy_experts / moe.n_experts))
+
+
 def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
     """(decoder layers, encoder layers, leading dense layers) of the toy."""
     moe = arch.mlp.moe
@@ -308,6 +319,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
+        out |= {"shortcut_dense_d_ff": moe.shortcut_dense_d_ff}
     if lat is not None:
         out |= {"kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank}
     return {k: v for k, v in out.items() if v is not None}
@@ -482,6 +494,7 @@ def _toy_latent(arch: Architecture, scaled: dict[str, int], rule: ToyRule) -> di
         "qk_rope_head_dim": rope,
         "qk_nope_head_dim": nope,
         "v_head_dim": v,
+        "lora_scaled": arch.attention.latent.lora_scaled,  # LongCat-Flash's, by the toy's ranks
     }
 
 

@@ -109,6 +109,9 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "time_step_floor": lambda a: (
         _mamba2_of(a) is not None and _mamba2_of(a).time_step_floor is not None
     ),
+    # LongCat-Flash: zero-computation experts and shortcut-connected MoE layers
+    "zero_experts": lambda a: _moe_has(a, lambda m: bool(m.zero_experts)),
+    "shortcut_moe": lambda a: _moe_has(a, lambda m: m.shortcut_dense_d_ff is not None),
 }
 
 
@@ -1364,6 +1367,46 @@ def deepseek_v3(a: Architecture) -> dict:
     )
 
 
+def longcat_flash(a: Architecture) -> dict:
+    """LongCat-Flash: shortcut-connected MoE layers of MLA (scaled latents, q always
+    through its bottleneck), a softmax router over routed and zero-computation experts with
+    a correction bias, never renormalized, times routed_scaling_factor."""
+    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    moe, lat = a.mlp.moe, a.attention.latent
+    _require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
+    _require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
+    _require(moe.score_function is not RouterScore.SIGMOID, "softmax router scores")
+    _require(moe.normalize_top_k is not True, "the chosen weights are never renormalized")
+    _require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
+    _require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
+    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+        "ffn_hidden_size": moe.shortcut_dense_d_ff,
+        "expert_ffn_hidden_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts,
+        "moe_topk": moe.n_active,
+        "zero_expert_num": moe.zero_experts or 0,
+        "routed_scaling_factor": moe.routed_scale or 1.0,
+        "kv_lora_rank": lat.kv_lora_rank,
+        "q_lora_rank": lat.q_lora_rank,
+        "qk_rope_head_dim": lat.qk_rope_head_dim,
+        "qk_nope_head_dim": lat.qk_nope_head_dim,
+        "v_head_dim": lat.v_head_dim,
+        "head_dim": lat.qk_rope_head_dim,
+        "attention_bias": a.bias.qkv,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+    } | _rope(a)
+
+
 def _sigmoid_router(moe: MoE) -> None:
     """transformers' DeepSeek-V3 and GLM-4.5 routers: sigmoid scores, always."""
     _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
@@ -2173,6 +2216,14 @@ FAMILY_TO_MODEL_TYPE: dict[str, str] = {
 }
 FAMILY_TO_MODEL_TYPE |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
 FAMILY_TO_MODEL_TYPE["zamba2"] = "zamba2"
+FAMILY_TO_MODEL_TYPE["longcat-flash"] = "longcat_flash"
+REFERENCES["longcat_flash"] = Reference(
+    "longcat_flash",
+    "LongcatFlashConfig",
+    "LongcatFlashForCausalLM",
+    longcat_flash,
+    extras=frozenset({"correction_bias", "routed_scale", "zero_experts", "shortcut_moe"}),
+)
 
 
 # Families whose mixture-of-experts members are a different transformers model type.
@@ -2237,4 +2288,19 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     # frozen statistics (requires_grad false: ERNIE 4.5's correction bias) are buffers in
     # archdb, as DeepSeek-V3's correction bias is in transformers: not parameters
     skip |= {id(p) for p in model.parameters() if not p.requires_grad}
-    return sum(p.numel() for p in model.parameters() if id(p) not in skip)
+    total = sum(p.numel() for p in model.parameters() if id(p) not in skip)
+    return total - unread_expert_rows(model)
+
+
+def unread_expert_rows(model) -> int:
+    """Entries of fused expert tensors no forward pass reads: transformers'
+    LongcatFlashExperts sizes gate_up_proj for the zero-computation experts too
+    (n_routed + zero_expert_num rows, down_proj n_routed), and only ever reads the first
+    n_routed; archdb's zero experts have no parameters."""
+    unread = 0
+    for module in model.modules():
+        gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
+        if type(module).__name__ != "LongcatFlashExperts" or gate_up is None or down is None:
+            continue
+        unread += (gate_up.shape[0] - down.shape[0]) * gate_up[0].numel()
+    return unread

@@ -291,6 +291,8 @@ class LatentAttention:
     takes_bias: bool = False
     cached: bool = True
     indexer: IndexerSpec | None = None  # DSA's lightning indexer (kernel.top_k set)
+    # LongCat-Flash: factors on the query and on the normed KV latent
+    lora_scales: tuple[float, float] | None = None
 
     def params(self) -> int:
         d, h, qk = self.d_model, self.n_heads, self.nope_dim + self.rope_dim
@@ -317,6 +319,8 @@ class LatentAttention:
         tally.linear(d, self.kv_rank + self.rope_dim, self.qkv_bias)
         self.norm.flops(tally, self.kv_rank)
         tally.linear(self.kv_rank, h * (self.nope_dim + self.v_dim), False)
+        if self.lora_scales is not None:  # q * s_q, latent * s_kv
+            tally.elementwise(h * qk + self.kv_rank)
         if self.rotary is not None:
             self.rotary.flops(tally, h + 1)  # one RoPE key shared by the heads
         if self.indexer is not None:  # scores every previous token, as a causal kernel
@@ -349,6 +353,7 @@ class LatentAttention:
             self.out_bias,
             self.rotary.module(ctx) if self.rotary else None,
             self.indexer.module(ctx) if self.indexer else None,
+            self.lora_scales,
         )
 
 
@@ -436,7 +441,15 @@ def _latent_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> Latent
         takes_bias=r.takes_bias(spec),
         cached=causal or spec is None,
         indexer=indexer,
+        lora_scales=_lora_scales(r.d, lat) if lat.lora_scaled else None,
     )
+
+
+def _lora_scales(d_model: int, lat) -> tuple[float, float]:
+    """LongCat-Flash's factors: sqrt(d / q_lora_rank) on q, sqrt(d / kv_lora_rank) on the
+    normed KV latent (a full-rank query is not scaled)."""
+    q = (d_model / lat.q_lora_rank) ** 0.5 if lat.q_lora_rank else 1.0
+    return q, (d_model / lat.kv_lora_rank) ** 0.5
 
 
 # attention variant -> the spec of a layer's mixer

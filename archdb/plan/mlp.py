@@ -265,6 +265,12 @@ class RouterSpec:
     group_score: GroupScore | None = None
     correction_bias: bool = False  # a buffer: not a parameter
     scale: float = 1.0
+    zero_experts: int = 0  # LongCat-Flash: identity candidates after the routed experts
+
+    @property
+    def candidates(self) -> int:
+        """What the router scores: the routed experts, then the zero-computation ones."""
+        return self.n_experts + self.zero_experts
 
     @property
     def rule(self) -> ScoreRule:
@@ -281,10 +287,10 @@ class RouterSpec:
         return plain and self.normalize and self.score is RouterScore.SOFTMAX
 
     def params(self) -> int:
-        return linear_params(self.d_model, self.n_experts, self.bias)
+        return linear_params(self.d_model, self.candidates, self.bias)
 
     def flops(self, tally: Tally) -> None:
-        e, k = self.n_experts, self.top_k
+        e, k = self.candidates, self.top_k
         tally.linear(self.d_model, e, self.bias)
         if self.softmax_of_top_k:
             tally.add(C.SOFTMAX, tally.seq_len * cv.SOFTMAX * k)
@@ -370,7 +376,8 @@ class MoESpec:
                 self.branch_norm.flops(tally, d)
             self.beside.flops(tally)
             tally.elementwise(d)  # dense + experts
-        self.expert.flops(tally, t * k)  # k experts per token
+        # k experts per token; with zero experts that is the most a token can run
+        self.expert.flops(tally, t * k)
         tally.elementwise(2 * k * d)  # weight each expert's output, sum them
         if self.shared is not None:
             self.shared.flops(tally)
@@ -388,6 +395,7 @@ class MoESpec:
         e = self.expert
         act = Act(e.activation, e.gelu_exact, e.clamp)
         experts = Experts(self.n_experts, self.d_model, e.d_ff, act, e.activation.gated, e.bias)
+        experts.zero_experts = self.router.zero_experts
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None
         if self.router_scales:

@@ -49,6 +49,7 @@ from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
 from .shared import SharedBlocks, shared_blocks
+from .shortcut import ShortcutBlock
 from .tally import Tally
 
 # --- specs ------------------------------------------------------------------------------
@@ -367,7 +368,7 @@ class Stack:
 
     d_model: int
     n_layers: int
-    blocks: tuple[Block, ...]  # distinct blocks, in order of first occurrence
+    blocks: tuple[Block | ShortcutBlock, ...]  # distinct blocks, in order of first occurrence
     counts: tuple[int, ...]  # how many layers each block is
     which: Callable[[int], int]  # layer index -> position in ``blocks``
     final_norm: NormSpec | None
@@ -533,8 +534,10 @@ class _Reader:
             self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, streams, shared
         )
 
-    def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block:
+    def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block | ShortcutBlock:
         a = self.a
+        if a.mlp.moe is not None and a.mlp.moe.shortcut_dense_d_ff is not None:
+            return self.shortcut_block(spec, causal)
         slots = NORM_SLOTS[a.norm.position]
         return Block(
             d_model=self.d,
@@ -554,6 +557,17 @@ class _Reader:
             altup=self.altup_layer(),
             laurel=Laurel(self.d, a.laurel_rank, self.norm) if a.laurel_rank else None,
         )
+
+    def shortcut_block(self, spec: LayerSpec, causal: bool) -> ShortcutBlock:
+        """A LongCat-Flash layer: two attention sublayers, two dense MLPs, the experts."""
+        moe, m = self.mlp(spec), self.a.mlp
+        assert isinstance(moe, MoESpec) and m.moe is not None  # the schema checks it
+        exact = m.gelu_approximation is GeluApproximation.EXACT
+        dense = DenseMLP(
+            self.d, m.moe.shortcut_dense_d_ff, m.activation, bool(self.a.bias.mlp), exact
+        )
+        mixers = (self.mixer(spec, causal), self.mixer(spec, causal))
+        return ShortcutBlock(self.d, mixers, dense, moe, self.norm)
 
     def mixer_skip(self, spec: LayerSpec) -> float | None:
         """The residual factor of a layer's token mixer: lightning's own, or attention's."""
@@ -687,6 +701,7 @@ def router_spec(d_model: int, moe: MoE) -> RouterSpec:
         group_score=moe.group_score,
         correction_bias=bool(moe.score_correction_bias),
         scale=moe.routed_scale or 1.0,
+        zero_experts=moe.zero_experts or 0,
     )
 
 
