@@ -72,9 +72,6 @@ class Usual:
     value: object
 
 
-Role = Unknown | OutputOnly | Asked | Usual
-
-
 # --- dotted paths -------------------------------------------------------------------
 
 
