@@ -4,7 +4,8 @@ For each model type, transformers' default config (completed where it leaves a s
 ``DEFAULT_COMPLETIONS``) is saved as a config.json dict, imported with import-hf, and the
 card built at full size on the meta device; its parameter count is compared with
 transformers' model of the same config (trainable parameters; frozen statistics are
-buffers in both). Prints one row per model type: both counts, whether they are equal,
+buffers in both; entries transformers allocates but never reads, LongCat-Flash's zero
+experts' rows, left out as the default-config test leaves them). Prints one row per model type: both counts, whether they are equal,
 whether the family is logit-exact (archdb.fidelity), and the time the import and build
 took.
 
@@ -21,7 +22,7 @@ import warnings
 from archdb.builder.model import build_model, count_parameters
 from archdb.fidelity import LOGIT_EXACT
 from archdb.hf_import import Identity, import_config, supported_model_types
-from archdb.measure.hf_reference import DEFAULT_COMPLETIONS
+from archdb.measure.hf_reference import DEFAULT_COMPLETIONS, unread_expert_rows
 from archdb.writer import validate_card
 
 IDENTITY = Identity("default-1b", "Default 1B", "default", "Benchmark Lab", "2025-01-01")
@@ -38,7 +39,10 @@ def measure(model_type: str) -> dict:
         )
         with torch.device("meta"):
             model = transformers.AutoModelForCausalLM.from_config(config)
+    # entries transformers allocates but no forward pass reads (LongCat-Flash's zero
+    # experts' gate/up rows) are not parameters of the model it computes
     theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    theirs -= unread_expert_rows(model)
     started = time.perf_counter()
     result = import_config(
         {**config.to_dict(), "model_type": model_type},
