@@ -5,9 +5,9 @@ For each model type, transformers' default config (completed where it leaves a s
 card built at full size on the meta device; its parameter count is compared with
 transformers' model of the same config (trainable parameters; frozen statistics are
 buffers in both; entries transformers allocates but never reads, LongCat-Flash's zero
-experts' rows, left out as the default-config test leaves them). Prints one row per model type: both counts, whether they are equal,
-whether the family is logit-exact (archdb.fidelity), and the time the import and build
-took.
+experts' rows, left out as the default-config test leaves them). Prints one row per
+model type: both counts, whether they are equal, whether the family is logit-exact
+(archdb.fidelity), and the time the import and build took.
 
 Run: .venv/bin/python benchmarks/defaults_vs_hf.py [--markdown] [--only TYPE ...]
 """
