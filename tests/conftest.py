@@ -600,6 +600,22 @@ def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
 _PROBES: dict[str, tuple[Any, Any]] = {}
 
 
+def assert_causal(model: Any, length: int = 12, split: int = 8, vocab: int = 128) -> Any:
+    """Random tokens, then the same with every token from ``split`` on changed: the logits
+    before ``split`` must stay, those after must move (the model is causal and reads its
+    input). Returns the first logits."""
+    import torch
+
+    tokens = torch.randint(0, vocab, (1, length))
+    changed = tokens.clone()
+    changed[0, split:] = (changed[0, split:] + 1) % vocab
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    assert torch.allclose(a[:, :split], b[:, :split], atol=1e-6)
+    assert not torch.allclose(a[:, split:], b[:, split:])
+    return a
+
+
 def causal_probe(arch: Architecture) -> tuple[Any, Any]:
     """The logits of a model of ``arch`` (seed 0, eval, no grad) on ``example_inputs``, and
     its logits with the last token changed. Run once per distinct architecture in a test

@@ -23,7 +23,7 @@ from archdb.measure.analytic import flops
 from archdb.measure.flops import measure_flops
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import RG_LRU_HYBRID, make_arch
+from tests.conftest import RG_LRU_HYBRID, assert_causal, make_arch
 from tests.test_fidelity import _error_with_changes
 
 transformers = pytest.importorskip("transformers")
@@ -96,13 +96,7 @@ def test_rg_lru_layers_are_causal_and_keep_their_mlp():
         "RgLruMixer", "RgLruMixer", "HeadAttention",
     ]  # fmt: skip
     assert all(layer.mlp is not None for layer in model.decoder.layers)
-    tokens = torch.randint(0, 128, (1, 30))
-    changed = tokens.clone()
-    changed[0, 20:] = (changed[0, 20:] + 1) % 128
-    with torch.no_grad():
-        a, b = model(tokens), model(changed)
-    assert torch.allclose(a[:, :20], b[:, :20], atol=1e-6)
-    assert not torch.allclose(a[:, 20:], b[:, 20:])
+    assert_causal(model, length=30, split=20)
 
 
 _SIZES = {"lru_width": 96, "n_heads": 4, "conv_kernel": 4, "mlp": True}
