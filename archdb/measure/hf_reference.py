@@ -514,17 +514,24 @@ def _mixer_sizes(
     return out
 
 
-def mamba2(a: Architecture) -> dict:
+def _mixer_only(a: Architecture, kind: LayerKind, mixer_mlp: bool) -> dict:
+    """A stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
+    layer, no attention, no MLP; the sizes every such config holds."""
     _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
     _serial(a)
-    _require(a.attention.layer_pattern == [LayerKind.MAMBA2], "layer_pattern [mamba2]")
-    _require(not a.mixers.mamba2.mlp, "mixers.mamba2.mlp false: a layer is the mixer alone")
+    _require(a.attention.layer_pattern == [kind], f"layer_pattern [{kind.value}]")
+    name = kind.value.replace("-", "_")
+    _require(not mixer_mlp, f"mixers.{name}.mlp false: a layer is the mixer alone")
     return {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
         "num_hidden_layers": a.n_layers,
         "tie_word_embeddings": a.tied_embeddings,
-    } | _mamba2_sizes(a, "")
+    }
+
+
+def mamba2(a: Architecture) -> dict:
+    return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | _mamba2_sizes(a, "")
 
 
 def bamba(a: Architecture) -> dict:
@@ -715,17 +722,8 @@ def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> di
 
 def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
     """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
-    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _require(a.attention.layer_pattern == [LayerKind.MAMBA], "layer_pattern [mamba]")
-    _require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "tie_word_embeddings": a.tied_embeddings,
-        "layer_norm_epsilon": a.norm.eps or 1e-5,
-    } | _mamba_sizes(a, "", inner_norm)
+    base = _mixer_only(a, LayerKind.MAMBA, a.mixers.mamba.mlp)
+    return base | {"layer_norm_epsilon": a.norm.eps or 1e-5} | _mamba_sizes(a, "", inner_norm)
 
 
 def mamba(a: Architecture) -> dict:
