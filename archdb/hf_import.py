@@ -3,9 +3,10 @@
 A released config holds the sizes (``hidden_size``, ``num_key_value_heads``, ...) but not
 every architectural choice: transformers keeps some in its modeling code (where the norms
 sit, whether the MLP is gated, whether attention and MLP run in parallel, which linear
-layers carry a bias). So each supported ``model_type`` has one small ``Family`` entry
-saying what its transformers implementation does, plus the config class's defaults for
-keys a config may leave out. The card then cites two sources: the config for what was
+layers carry a bias). So each supported ``model_type`` has one ``FamilySpec``
+(``archdb.families``) saying what its transformers implementation does, the config
+class's defaults for keys a config may leave out, and a ``read`` hook on the draft card
+for the choices that depend on config keys. The card then cites two sources: the config for what was
 read from it, and the transformers modeling file for what the family supplied.
 
 Spellings differ between architectures and are all accepted: ``hidden_size`` / ``n_embd``,
@@ -28,7 +29,7 @@ import json
 import math
 import re
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -45,6 +46,7 @@ from pydantic import (
 )
 
 from archdb.errors import ArchdbError
+from archdb.families.spec import FamilySpec
 from archdb.fields import get_path, set_path, unwrap
 from archdb.files import read_bounded
 from archdb.schema import (
@@ -522,42 +524,6 @@ MUST_BE = {"is_encoder_decoder": False, "use_bidirectional_attention": False}
 
 
 # --- the families ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Family:
-    """What one transformers implementation fixes in code, and its config defaults."""
-
-    module: str  # transformers/models/<module>/modeling_<module>.py
-    layer: str  # the decoder-layer class, cited as the source's locator
-    norm: str = "rmsnorm"
-    norm_position: str = "pre"
-    norm_affine: str = "scale"
-    gated: bool = True  # act(gate(x)) * up(x), then down
-    position: str = "rope"
-    qk_norm: str = "none"
-    fixed_bias: tuple[bool, bool, bool] | None = None  # (qkv, attn_out, mlp) set in code
-    attention_bias_default: bool = False  # attention_bias when the config omits it
-    mlp_bias: bool | None = False  # fixed in code, or None: the config's mlp_bias key
-    parallel: bool = False
-    shared_norm_in_parallel: bool | None = None
-    tied_default: bool = False
-    activation_default: str = "silu"
-    rope_theta_default: float = 10000.0
-    d_ff_default_ratio: int | None = None  # d_ff = ratio * d_model when the config omits it
-    rotary_fraction_default: float | None = None
-    default_pattern: tuple[str, ...] = ("global",)  # without layer_types / sliding_window_pattern
-    full_layer: str = "global"  # the card kind of a "full_attention" layer
-    sliding_everywhere: bool = False  # a non-null sliding_window applies to every layer
-    hook: Callable[[_Draft], None] | None = None  # choices that depend on config keys
-    # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
-    steps: tuple[Callable[[_Draft], None], ...] | None = None
-    linear_layer: str | None = None  # the card kind of a "linear_attention" layer
-    conv_layer: str | None = None  # the card kind of a "conv" layer (LFM2)
-    # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
-    type_aliases: tuple[tuple[str, str], ...] = ()
-    rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
-    indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
 
 
 def _gpt_neox(d: _Draft) -> None:
@@ -2575,152 +2541,15 @@ def _zamba2_block(d: _Draft, d_model: int, hybrid: list[int]) -> None:
         d.set(f"architecture.shared_blocks.{name}", value, origin)
 
 
-_LLAMA = Family("llama", "LlamaDecoderLayer", mlp_bias=None)
-_NEOX_LIKE = dict(norm="layernorm", norm_affine="scale-and-bias", gated=False)
-
-FAMILIES: dict[str, Family] = {
-    "llama": _LLAMA,
-    "mistral": Family("mistral", "MistralDecoderLayer", sliding_everywhere=True),
-    "mixtral": Family("mixtral", "MixtralDecoderLayer", sliding_everywhere=True, hook=_mixtral),
-    "qwen2": Family("qwen2", "Qwen2DecoderLayer", fixed_bias=(True, False, False)),
-    "qwen3": Family("qwen3", "Qwen3DecoderLayer", qk_norm="per-head"),
-    "qwen3_moe": Family("qwen3_moe", "Qwen3MoeDecoderLayer", qk_norm="per-head", hook=_qwen3_moe),
-    "phi3": Family("phi3", "Phi3DecoderLayer", sliding_everywhere=True),
-    "gemma": Family("gemma", "GemmaDecoderLayer", tied_default=True,
-                    activation_default="gelu_pytorch_tanh", hook=_gemma),
-    "gemma2": Family("gemma2", "Gemma2DecoderLayer", norm_position="double", tied_default=True,
-                     activation_default="gelu_pytorch_tanh", default_pattern=("local", "global"),
-                     hook=_gemma),
-    "gemma3_text": Family("gemma3", "Gemma3DecoderLayer", norm_position="double",
-                          qk_norm="per-head", tied_default=True,
-                          activation_default="gelu_pytorch_tanh",
-                          default_pattern=("local",) * 5 + ("global",), hook=_gemma),
-    "gemma4_text": Family("gemma4", "Gemma4TextDecoderLayer", norm_position="double",
-                          qk_norm="per-head", tied_default=True,
-                          activation_default="gelu_pytorch_tanh", hook=_gemma4),
-    "gemma3n_text": Family("gemma3n", "Gemma3nTextDecoderLayer", norm_position="double",
-                           qk_norm="per-head", tied_default=True,
-                           activation_default="gelu_pytorch_tanh", rope_theta_default=1e6,
-                           default_pattern=("local",) * 4 + ("global",), hook=_gemma3n),
-    "granite": Family("granite", "GraniteDecoderLayer", mlp_bias=None, hook=_granite),
-    "granitemoe": Family("granitemoe", "GraniteMoeDecoderLayer", hook=_granitemoe),
-    "olmo": Family("olmo", "OlmoDecoderLayer", norm="layernorm", norm_affine="none"),
-    "olmo2": Family("olmo2", "Olmo2DecoderLayer", norm_position="post-branch", qk_norm="full"),
-    "cohere": Family("cohere", "CohereDecoderLayer", norm="layernorm", parallel=True,
-                     shared_norm_in_parallel=True, tied_default=True, hook=_cohere,
-                     rope_layout="interleaved"),
-    "cohere2": Family("cohere2", "Cohere2DecoderLayer", norm="layernorm", parallel=True,
-                      shared_norm_in_parallel=True, tied_default=True,
-                      default_pattern=("local", "local", "local", "global-nope"),
-                      full_layer="global-nope", hook=_cohere,
-                      rope_layout="interleaved"),
-    "deepseek_v2": Family("deepseek_v2", "DeepseekV2DecoderLayer", mlp_bias=None,
-                          hook=_deepseek_v2, rope_layout="interleaved"),
-    "deepseek_v3": Family("deepseek_v3", "DeepseekV3DecoderLayer", hook=_deepseek_v3),
-    "glm4_moe": Family("glm4_moe", "Glm4MoeDecoderLayer", rotary_fraction_default=0.5,
-                       hook=_glm4_moe),
-    "deepseek_v32": Family("deepseek_v32", "DeepseekV32DecoderLayer", hook=_deepseek_v32,
-                           rope_layout="interleaved", indexed_layer=True),
-    "glm_moe_dsa": Family("glm_moe_dsa", "GlmMoeDsaDecoderLayer", hook=_glm_moe_dsa,
-                          rope_layout="interleaved", indexed_layer=True),
-    "gpt2": Family("gpt2", "GPT2Block", **_NEOX_LIKE, position="learned",
-                   fixed_bias=(True, True, True), tied_default=True,
-                   activation_default="gelu_new", d_ff_default_ratio=4),
-    "gptj": Family("gptj", "GPTJBlock", **_NEOX_LIKE, fixed_bias=(False, False, True),
-                   parallel=True, shared_norm_in_parallel=True, activation_default="gelu_new",
-                   d_ff_default_ratio=4, hook=_gptj, rope_layout="interleaved"),
-    "gpt_neox": Family("gpt_neox", "GPTNeoXLayer", **_NEOX_LIKE, attention_bias_default=True,
-                       mlp_bias=True, activation_default="gelu", rotary_fraction_default=0.25,
-                       hook=_gpt_neox),
-    "falcon": Family("falcon", "FalconDecoderLayer", **_NEOX_LIKE, tied_default=True,
-                     activation_default="gelu", d_ff_default_ratio=4, hook=_falcon),
-    "phi": Family("phi", "PhiDecoderLayer", **_NEOX_LIKE, fixed_bias=(True, True, True),
-                  parallel=True, shared_norm_in_parallel=True, activation_default="gelu_new",
-                  rotary_fraction_default=0.5, hook=_phi),
-    "nemotron": Family("nemotron", "NemotronDecoderLayer", norm="layernorm",
-                       norm_affine="scale-and-bias", gated=False, activation_default="relu2",
-                       rotary_fraction_default=0.5, mlp_bias=None),
-    "mamba2": Family("mamba2", "Mamba2Block", steps=(_mamba2,)),
-    "bamba": Family("bamba", "BambaDecoderLayer", mlp_bias=None, hook=_bamba),
-    "nemotron_h": Family("nemotron_h", "NemotronHBlock", steps=(_nemotron_h,)),
-    "falcon_h1": Family("falcon_h1", "FalconH1DecoderLayer", mlp_bias=None, hook=_falcon_h1),
-    "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridDecoderLayer",
-                               linear_layer="mamba2", hook=_granitemoehybrid,
-                               type_aliases=(("mamba", "linear_attention"),
-                                             ("attention", "full_attention"))),
-    "mamba": Family("mamba", "MambaBlock", steps=(_mamba,)),
-    "falcon_mamba": Family("falcon_mamba", "FalconMambaBlock", steps=(_falcon_mamba,)),
-    "jamba": Family("jamba", "JambaAttentionDecoderLayer", position="none", hook=_jamba),
-    "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaDecoderLayer", tied_default=True,
-                              activation_default="gelu_pytorch_tanh",
-                              rotary_fraction_default=0.5, hook=_recurrent_gemma),
-    "gpt_oss": Family("gpt_oss", "GptOssDecoderLayer", hook=_gpt_oss),
-    "apertus": Family("apertus", "ApertusDecoderLayer", qk_norm="per-head", gated=False,
-                      activation_default="xielu", rope_theta_default=12_000_000.0),
-    "qwen3_next": Family("qwen3_next", "Qwen3NextDecoderLayer", qk_norm="per-head",
-                         hook=_qwen3_next, linear_layer="gated-deltanet"),
-    "lfm2": Family("lfm2", "Lfm2DecoderLayer", qk_norm="per-head", tied_default=True,
-                   rope_theta_default=1000000.0, hook=_lfm2, conv_layer="short-conv"),
-    "lfm2_moe": Family("lfm2_moe", "Lfm2MoeDecoderLayer", qk_norm="per-head",
-                       tied_default=True, rope_theta_default=1000000.0, hook=_lfm2_moe,
-                       conv_layer="short-conv"),
-    "qwen3_5_text": Family("qwen3_5", "Qwen3_5DecoderLayer", qk_norm="per-head",
-                           rotary_fraction_default=0.25, hook=_qwen3_5_text,
-                           linear_layer="gated-deltanet"),
-    "qwen3_5_moe_text": Family("qwen3_5_moe", "Qwen3_5MoeDecoderLayer", qk_norm="per-head",
-                               rotary_fraction_default=0.25, hook=_qwen3_5_moe_text,
-                               linear_layer="gated-deltanet"),
-    "opt": Family("opt", "OPTDecoderLayer", **_NEOX_LIKE, position="learned", tied_default=True,
-                  activation_default="relu", hook=_opt),
-    "olmo3": Family("olmo3", "Olmo3DecoderLayer", norm_position="post-branch", qk_norm="full",
-                    rope_theta_default=500_000.0, hook=_olmo3),
-    "minimax_m2": Family("minimax_m2", "MiniMaxM2DecoderLayer", qk_norm="full",
-                         rope_theta_default=5_000_000.0, hook=_minimax_m2),
-    "seed_oss": Family("seed_oss", "SeedOssDecoderLayer", attention_bias_default=True,
-                       mlp_bias=None, hook=_seed_oss),
-    "exaone4": Family("exaone4", "Exaone4DecoderLayer", norm_position="post-branch",
-                      qk_norm="per-head", full_layer="global-nope", hook=_exaone4),
-    "ernie4_5": Family("ernie4_5", "Ernie4_5DecoderLayer", tied_default=True,
-                       rope_theta_default=500_000.0, rope_layout="interleaved", hook=_ernie4_5),
-    "ernie4_5_moe": Family("ernie4_5_moe", "Ernie4_5_MoeDecoderLayer", tied_default=True,
-                           rope_theta_default=500_000.0, rope_layout="interleaved",
-                           hook=_ernie4_5_moe),
-    "smollm3": Family("smollm3", "SmolLM3DecoderLayer", mlp_bias=None, tied_default=True,
-                      rope_theta_default=2_000_000.0, hook=_smollm3),
-    "kimi_linear": Family("kimi_linear", "KimiLinearDecoderLayer", position="none",
-                          hook=_kimi_linear, linear_layer="kda"),
-    "minimax": Family("minimax", "MiniMaxDecoderLayer", norm_position="normed-skip",
-                      rope_theta_default=1_000_000.0, linear_layer="lightning", hook=_minimax),
-    "hunyuan_v1_dense": Family("hunyuan_v1_dense", "HunYuanDenseV1DecoderLayer",
-                               qk_norm="per-head", hook=_hunyuan),
-    "hunyuan_v1_moe": Family("hunyuan_v1_moe", "HunYuanMoEV1DecoderLayer", qk_norm="per-head",
-                             hook=_hunyuan_moe),
-    "zamba2": Family("zamba2", "Zamba2HybridLayer", activation_default="gelu",
-                     tied_default=True, steps=(_zamba2,)),
-}  # fmt: skip
-FAMILIES["longcat_flash"] = Family(
-    "longcat_flash",
-    "LongcatFlashDecoderLayer",
-    rope_theta_default=10_000_000.0,
-    hook=_longcat_flash,
-    rope_layout="interleaved",
-)
-# multimodal wrappers: their text_config is the decoder
-_ALIASES = {
-    "gemma3": "gemma3_text",
-    "gemma4": "gemma4_text",
-    "qwen3_5": "qwen3_5_text",
-    "qwen3_5_moe": "qwen3_5_moe_text",
-    "gemma3n": "gemma3n_text",
-}
 # MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
 # (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
 _MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
-_ALIASES |= dict.fromkeys(_MINIMAX_REMOTE, "minimax")
 
 
 def supported_model_types() -> list[str]:
-    return sorted(FAMILIES)
+    from archdb.families.registry import SPECS
+
+    return sorted(m for m, spec in SPECS.items() if spec.imports)
 
 
 # --- activations -------------------------------------------------------------------
@@ -2752,7 +2581,7 @@ _MISSING = object()
 class _Draft:
     """A card being filled from a config: every value remembers where it came from."""
 
-    def __init__(self, config: Mapping[str, Any], family: Family) -> None:
+    def __init__(self, config: Mapping[str, Any], family: FamilySpec) -> None:
         self.config = config
         self.family = family
         self.used: set[str] = set()
@@ -3087,16 +2916,6 @@ def _attention(d: _Draft) -> None:
 
 _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
 _GELU_EXACT = {"gelu", "gelu_python"}
-# config classes' epsilon defaults where they are not 1e-6 (RMSNorm) or 1e-5 (LayerNorm)
-_EPS_DEFAULTS = {"olmo2": 1e-5, "phi3": 1e-5, "mixtral": 1e-5, "apertus": 1e-5, "glm4_moe": 1e-5,
-                 "lfm2": 1e-5, "lfm2_moe": 1e-5}  # fmt: skip
-_EPS_DEFAULTS |= {"mamba": 1e-5, "falcon_mamba": 1e-5}  # MambaConfig's layer_norm_epsilon
-_EPS_DEFAULTS |= {"olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5": 1e-5, "ernie4_5_moe": 1e-5}
-_EPS_DEFAULTS["kimi_linear"] = 1e-5
-_EPS_DEFAULTS |= {"minimax": 1e-5}  # MiniMaxConfig's rms_norm_eps
-_EPS_DEFAULTS |= {"hunyuan_v1_dense": 1e-5, "hunyuan_v1_moe": 1e-5}
-_EPS_DEFAULTS |= {"zamba2": 1e-5}
-_EPS_DEFAULTS["longcat_flash"] = 1e-5  # LongcatFlashConfig's rms_norm_eps
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
 
 
@@ -3104,8 +2923,7 @@ def _function(d: _Draft) -> None:
     """Choices that change outputs but not counts: norm epsilon and scale form, GELU form,
     RoPE layout, and the unit factors (set by family hooks where they are not 1)."""
     f = d.family
-    default = _EPS_DEFAULTS.get(f.module, 1e-5 if f.norm == "layernorm" else 1e-6)
-    eps = d.read(*_EPS_KEYS, default=default)
+    eps = d.read(*_EPS_KEYS, default=f.norm_eps_default)
     d.used.update(k for k in _EPS_KEYS if k in d.config)
     if eps > 0:
         d.set("architecture.norm.eps", float(eps), d.origin_of(_EPS_KEYS[0]))
@@ -3176,12 +2994,14 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
         check_shape(decoder, prefix="text_config.")
     model_type, via = _family_of(decoder, config)
     _refuse_per_layer_lists(decoder, model_type)
-    family = FAMILIES[model_type]
+    from archdb.families.registry import SPECS
+
+    family = SPECS[model_type]
     d = _Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
         step(d)
-    if family.hook:
-        family.hook(d)
+    if family.read:
+        family.read(d)
     _function(d)
     if wrapper_note:
         d.note("architecture", wrapper_note)
@@ -3208,16 +3028,13 @@ def _family_of(decoder: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[s
     """The supported model_type a config belongs to, and how it was recognised. A custom
     model_type (Kimi K2 says ``kimi_k2``) is read through ``architectures`` when that names
     a supported family's model class (``DeepseekV3ForCausalLM``)."""
+    from archdb.families.registry import resolve
+
     declared = str(decoder.get("model_type"))
-    model_type = _ALIASES.get(declared, declared)
-    if model_type in FAMILIES:
-        return model_type, None
-    for name in _architectures(decoder) or _architectures(config):
-        if (found := _model_type_of_class(name)) is not None:
-            return (
-                found,
-                f"the config's model_type {declared!r} is custom, its architectures name {name}",
-            )
+    classes = _architectures(decoder) or _architectures(config)
+    found = resolve(declared, classes)
+    if found is not None and found[0] in supported_model_types():
+        return found
     raise HFImportError(
         f"model_type {declared!r} is not supported; supported: {', '.join(supported_model_types())}"
     )
@@ -3228,19 +3045,6 @@ def _architectures(config: Mapping[str, Any]) -> list[str]:
     if not isinstance(names, list):
         return []
     return [n for n in names[:16] if isinstance(n, str) and len(n) <= 200]
-
-
-# the model classes transformers names after a decoder layer's prefix (LlamaDecoderLayer:
-# LlamaForCausalLM, LlamaModel); a class name matches a family only with one of these
-_MODEL_CLASS_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "Model")
-
-
-def _model_type_of_class(name: str) -> str | None:
-    for model_type, family in FAMILIES.items():
-        prefix = re.sub(r"(DecoderLayer|Layer|Block)$", "", family.layer)
-        if name.startswith(prefix) and name[len(prefix) :] in _MODEL_CLASS_SUFFIXES:
-            return model_type
-    return None
 
 
 def _decoder_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:

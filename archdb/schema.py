@@ -2055,6 +2055,21 @@ class Source(Strict):
         description="Mirror sources only: the URL of the official artifact this copy "
         "reproduces (e.g. the organization's config.json). Optional otherwise null.",
     )
+    model_type: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="Config sources only (kind config, or a mirror of one): the model_type "
+        "the config declares, as written (its model_type key; a multimodal config's "
+        "text_config's). It routes the card to its transformers family for the fidelity "
+        "checks. Optional otherwise null.",
+    )
+    model_class: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_]{0,99}$",
+        description="With model_type: the first model class the config's architectures "
+        "list names (how a custom model_type such as kimi_k2 reaches its family: "
+        "DeepseekV3ForCausalLM). Optional otherwise null.",
+    )
     supports: list[FieldPath] = Field(
         min_length=1,
         max_length=500,
@@ -2069,6 +2084,10 @@ class Source(Strict):
                 "copies is required for, and only for, kind mirror: a mirror names the URL "
                 "of the official artifact it copies"
             )
+        if self.model_type is not None and self.kind not in (SourceKind.CONFIG, SourceKind.MIRROR):
+            raise ValueError("model_type is for config sources (kind config or mirror) only")
+        if self.model_class is not None and self.model_type is None:
+            raise ValueError("model_class goes with the model_type the config declares")
         return self
 
 

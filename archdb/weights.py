@@ -2,7 +2,7 @@
 
 A checkpoint directory holds ``model.safetensors``, or shards listed by
 ``model.safetensors.index.json``. Which checkpoint tensor fills which archdb parameter is
-one table per transformers ``model_type`` (``NAMES``): fused projections (GPT-2's c_attn,
+one table per ``model_type`` (its family spec's ``names``): fused projections (GPT-2's c_attn,
 GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj) are cut into archdb's
 separate q, k, v (gate, up) rows; GPT-2's Conv1D weights are transposed; per-expert MoE
 weights are stacked into archdb's (experts, in, out) tensors (gpt-oss's are stored so,
@@ -1198,68 +1198,12 @@ def _t5() -> Names:
     )
 
 
-# transformers model_type -> its names (one place per family)
-NAMES: dict[str, Callable[[], Names]] = {
-    "llama": _llama,
-    "mistral": _llama,
-    "qwen2": _llama,
-    "qwen3": _llama,
-    "gemma": _llama,
-    "gemma2": lambda: _llama(_SANDWICH),
-    "gemma3_text": lambda: _llama(_SANDWICH),
-    "olmo2": lambda: _llama(_POST_BRANCH),
-    "olmo3": lambda: _llama(_POST_BRANCH),
-    "phi3": _phi3,
-    "mixtral": _mixtral,
-    "qwen3_moe": _qwen3_moe,
-    "gpt2": _gpt2,
-    "gpt_neox": _gpt_neox,
-    "gptj": _gptj,
-    "phi": _phi,
-    "cohere": _cohere,
-    "falcon": _falcon,
-    "olmo": _olmo,
-    "opt": _opt,
-    "nemotron": _llama,
-    "granite": _llama,
-    "granitemoe": _granitemoe,
-    "cohere2": _cohere,
-    "deepseek_v2": _deepseek,
-    "deepseek_v3": _deepseek,
-    "deepseek_v32": _dsa,
-    "glm_moe_dsa": _dsa,
-    "gpt_oss": _gpt_oss,
-    "apertus": _apertus,
-    "gemma4_text": _gemma4,
-    "gemma3n_text": _gemma3n,
-    "glm4_moe": _qwen3_moe,  # the same names: mlp.gate, mlp.experts.{e}, mlp.shared_experts
-    "lfm2": _lfm2,
-    "lfm2_moe": _lfm2_moe,
-    "nemotron_h": _nemotron_h,
-    "falcon_h1": _falcon_h1,
-    "granitemoehybrid": _granitemoehybrid,
-    "mamba": _mamba,
-    "falcon_mamba": _mamba,  # its dt/B/C norms have no weights (a non-persistent buffer)
-    "jamba": _jamba,
-    "recurrent_gemma": _recurrent_gemma,
-    "smollm3": _llama,
-    "ernie4_5": _llama,
-    "ernie4_5_moe": _ernie4_5_moe,
-    "exaone4": lambda: _llama(_POST_BRANCH),
-    "seed_oss": _llama,
-    "minimax_m2": _minimax_m2,
-    "hunyuan_v1_dense": _hunyuan_v1_dense,
-    "hunyuan_v1_moe": _hunyuan_v1_moe,
-    "mamba2": _mamba2,
-    "bamba": _bamba,
-    "qwen3_next": _qwen3_next,
-    "qwen3_5_text": _qwen3_5_text,
-    "qwen3_5_moe_text": _qwen3_5_moe_text,
-    "kimi_linear": _kimi_linear,
-    "minimax": _minimax,
-    "t5": _t5,
-}
-NAMES["zamba2"] = _zamba2
+def sandwich_names() -> Names:  # Gemma 2 and 3: a norm before and after each sublayer
+    return _llama(_SANDWICH)
+
+
+def post_branch_names() -> Names:  # OLMo 2 and 3, EXAONE 4: norms on the branch outputs
+    return _llama(_POST_BRANCH)
 
 
 def _longcat_flash() -> Names:
@@ -1317,11 +1261,17 @@ def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
     return {k for k, m in found.items() if m and n <= int(m.group(1)) < n + zero}
 
 
-NAMES["longcat_flash"] = _longcat_flash
+def _names_of(model_type: str) -> Callable[[], Names] | None:
+    from archdb.families.registry import SPECS
+
+    spec = SPECS.get(model_type)
+    return spec.names if spec is not None else None
 
 
 def supported_model_types() -> list[str]:
-    return sorted(NAMES)
+    from archdb.families.registry import SPECS
+
+    return sorted(m for m, spec in SPECS.items() if spec.names is not None)
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -1349,8 +1299,9 @@ def checkpoint_model_type(directory: Path | str) -> str:
         raise WeightsError(str(exc)) from None
     text = config.get("text_config")
     model_type = (text if isinstance(text, dict) else config).get("model_type")
-    aliases = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "gemma3n": "gemma3n_text"}
-    return aliases.get(str(model_type), str(model_type))
+    from archdb.families.registry import ALIASES
+
+    return ALIASES.get(str(model_type), str(model_type))
 
 
 def load_weights(
@@ -1402,12 +1353,13 @@ class TensorCheckpoint(Checkpoint):
 def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[str, torch.Tensor]:
     """Each archdb parameter's value from the checkpoint, every name and shape checked."""
 
-    if model_type not in NAMES:
+    names_of = _names_of(model_type)
+    if names_of is None:
         raise WeightsError(
             f"no weight-name mapping for model_type {model_type!r}; archdb loads "
             f"{', '.join(supported_model_types())}"
         )
-    names = NAMES[model_type]()
+    names = names_of()
     if names.of_model is not None:
         names = replace(names, top=names.top | names.of_model(model))
     if names.wrapped or names.outside:

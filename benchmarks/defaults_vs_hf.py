@@ -20,9 +20,9 @@ import time
 import warnings
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.fidelity import LOGIT_EXACT
+from archdb.families.registry import LOGIT_EXACT
 from archdb.hf_import import Identity, import_config, supported_model_types
-from archdb.measure.hf_reference import DEFAULT_COMPLETIONS, unread_expert_rows
+from archdb.testing.transformers import DEFAULT_COMPLETIONS, unread_expert_rows
 from archdb.writer import validate_card
 
 IDENTITY = Identity("default-1b", "Default 1B", "default", "Benchmark Lab", "2025-01-01")

@@ -17,10 +17,12 @@ import warnings
 from pathlib import Path
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.families.card_to_config import NotRepresentable
+from archdb.families.registry import model_type_of
 from archdb.measure.analytic import param_count
-from archdb.measure.hf_reference import NotRepresentable, hf_parameter_count, model_type_for
 from archdb.measure.params import full_size_params
 from archdb.plan.layout import BuildError
+from archdb.testing.transformers import hf_parameter_count
 
 
 def compare(card) -> dict:
@@ -35,7 +37,7 @@ def compare(card) -> dict:
     except BuildError as exc:
         row["error"] = str(exc)
         return row
-    model_type = model_type_for(card.family, card.architecture)
+    model_type = model_type_of(card)
     row["hf_type"] = model_type
     if model_type is None:
         return row

@@ -16,15 +16,17 @@ from archdb.builder.kernels import LocalKernel
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
+from archdb.families.card_to_config import NotRepresentable
+from archdb.families.registry import SPECS
 from archdb.fidelity import fidelity
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import cache_size, flops, param_count
 from archdb.measure.flops import measure_flops
-from archdb.measure.hf_reference import REFERENCES, NotRepresentable, hf_parameter_count
 from archdb.measure.params import full_size_params
 from archdb.plan.layout import DEFAULT_WINDOW, fill_unknowns
 from archdb.reports import mechanisms
 from archdb.schema import WINDOW_PATH, Architecture, LayerKind, null_means_unknown
+from archdb.testing.transformers import hf_parameter_count
 
 CARDS = {c.id: c for c in load_catalogue()}
 
@@ -99,7 +101,7 @@ def test_the_banded_toy_counts_as_transformers_gpt2_of_its_dense_twin():
 def test_transformers_gpt2_cannot_stand_in_for_a_banded_card():
     arch = fill_unknowns(CARDS["gpt-3-175b"].architecture)[0]
     with pytest.raises(NotRepresentable, match="layer_pattern"):
-        REFERENCES["gpt2"].convert(arch)
+        SPECS["gpt2"].write(arch)
     assert fidelity(CARDS["gpt-3-175b"]).level == "not comparable"
 
 

@@ -17,7 +17,8 @@ import torch
 
 import archdb
 from archdb import api
-from archdb.fidelity import LOGIT_EXACT, LOGIT_TOLERANCE, PARTIAL
+from archdb.families.registry import LOGIT_EXACT
+from archdb.fidelity import LOGIT_TOLERANCE
 from archdb.hf_import import Identity, import_config, read_config
 from archdb.schema import Card
 from archdb.weights import WeightsError, load_weights
@@ -376,7 +377,7 @@ GEMMA4_ON_DEVICE = {
 
 # --- encoder-decoders: model(input_ids, decoder_input_ids) ---------------------------------
 # No import-hf for T5: the card (a catalogue card made tiny) is the start, transformers'
-# config comes from the card -> config converter (archdb.measure.hf_reference).
+# config comes from the card -> config converter (archdb.families.card_to_config).
 _T5_TINY = {"d_model": 64, "n_layers": 3, "n_encoder_layers": 2, "vocab_size": 128,
             "attention.n_heads": 4, "attention.n_kv_heads": 4,
             "attention.head_dim": 24,  # d_kv off d_model / n_heads
@@ -395,7 +396,7 @@ def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.P
     eager); an untied card's checkpoint carries lm_head.weight as T5 1.1's releases do."""
     from safetensors.torch import load_file, save_file
 
-    from archdb.measure.hf_reference import convert
+    from archdb.families.card_to_config import convert
 
     _, card_id, changes = ENCODER_DECODER_TINY[variant]
     data = api.card(card_id).model_dump(mode="json")
@@ -521,8 +522,7 @@ def test_family_variants_equal_transformers(model_type, changes, tmp_path, monke
 
 def test_every_logit_exact_family_is_tested_here():
     encoder_decoders = {model_type for model_type, _, _ in ENCODER_DECODER_TINY.values()}
-    assert set(LOGIT_EXACT) | set(PARTIAL) == set(TINY) | encoder_decoders
-    assert not set(LOGIT_EXACT) & set(PARTIAL)
+    assert set(LOGIT_EXACT) == set(TINY) | encoder_decoders
 
 
 def test_a_wrong_shape_is_an_error_naming_the_tensor(tmp_path):
@@ -931,15 +931,14 @@ def test_the_correction_bias_is_loaded_and_required(tmp_path):
 
 def _open_cards_with_a_mapping():
     from archdb.catalogue import load_catalogue
-    from archdb.measure.hf_reference import REFERENCES, model_type_for
-    from archdb.weights import NAMES
+    from archdb.families.registry import SPECS, model_type_of
 
     for card in load_catalogue().cards:
-        model_type = model_type_for(card.family, card.architecture)
+        model_type = model_type_of(card)
         # transformers keeps MoE experts fused in memory and splits them when saving:
         # the saved per-expert layout is the tiny checkpoints' test above
         dense = card.architecture.mlp.moe is None or model_type in FUSED_EXPERTS_ON_DISK
-        if card.open_weights and dense and model_type in NAMES and model_type in REFERENCES:
+        if card.open_weights and dense and model_type in SPECS and SPECS[model_type].names:
             yield pytest.param(card, model_type, id=card.id)
 
 
@@ -947,21 +946,22 @@ def _open_cards_with_a_mapping():
 def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_type):
     """transformers' own model of the card, on the meta device, is the synthesized
     checkpoint: every name it holds has its place in archdb's model, shape for shape."""
-    from archdb.measure.hf_reference import REFERENCES, NotRepresentable
+    from archdb.families.card_to_config import NotRepresentable
+    from archdb.families.registry import SPECS
     from archdb.plan.layout import fill_unknowns
     from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
 
-    ref = REFERENCES[model_type]
+    spec = SPECS[model_type]
     arch = fill_unknowns(card.architecture)[0]
     if arch.vocab_size is None:
         pytest.skip("vocab_size unknown: no full-size embedding to compare")
     try:
         kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-        config = getattr(transformers, ref.config_class)(**kwargs | ref.convert(arch))
+        config = getattr(transformers, spec.config_class)(**kwargs | spec.write(arch))
     except NotRepresentable as exc:
         pytest.skip(f"transformers' {model_type} cannot build this card: {exc}")
     with torch.device("meta"):
-        theirs = getattr(transformers, ref.model_class)(config)
+        theirs = getattr(transformers, spec.model_class)(config)
     ours = archdb.build(card, "full")
     state = theirs.state_dict()
     if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)

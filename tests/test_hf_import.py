@@ -21,7 +21,7 @@ from archdb.hf_import import (
     import_config,
     supported_model_types,
 )
-from archdb.measure.hf_reference import DEFAULT_COMPLETIONS
+from archdb.testing.transformers import DEFAULT_COMPLETIONS
 from archdb.writer import WriteError, validate_card
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
@@ -323,7 +323,7 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
     ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
     # frozen statistics (ERNIE 4.5's correction bias) are buffers, as DeepSeek-V3's are;
     # rows transformers allocates for LongCat-Flash's zero experts and never reads are none
-    from archdb.measure.hf_reference import unread_expert_rows
+    from archdb.testing.transformers import unread_expert_rows
 
     expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert ours == expected - unread_expert_rows(model)

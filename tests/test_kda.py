@@ -156,7 +156,7 @@ def test_kda_shares_the_delta_rule_with_gated_deltanet():
 
 @pytest.mark.parametrize("changes", [{}, {"attention.latent.q_lora_rank": 24}])
 def test_kimi_linear_card_counts_equal_transformers_model(changes):
-    from archdb.measure.hf_reference import hf_parameter_count
+    from archdb.testing.transformers import hf_parameter_count
 
     arch = make_arch(**{**KIMI_LIKE, **changes})
     expected = hf_parameter_count(arch, "kimi_linear")
@@ -176,7 +176,7 @@ def test_kimi_linear_card_counts_equal_transformers_model(changes):
     ],
 )
 def test_kimi_linear_reference_refuses_what_transformers_cannot_build(changes, message):
-    from archdb.measure.hf_reference import NotRepresentable, convert
+    from archdb.families.card_to_config import NotRepresentable, convert
 
     with pytest.raises(NotRepresentable, match=re.escape(message)):
         convert(make_arch(**{**KIMI_LIKE, **changes}), "kimi_linear")

@@ -113,7 +113,7 @@ def test_the_decay_rule_is_minimaxs_per_layer_and_head():
     ],
 )
 def test_minimax_card_counts_equal_transformers_model(changes):
-    from archdb.measure.hf_reference import hf_parameter_count
+    from archdb.testing.transformers import hf_parameter_count
 
     ours, expected, card = hf_import_count("minimax", **{**MINIMAX_SMALL, **changes})
     assert ours == expected

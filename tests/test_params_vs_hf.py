@@ -12,14 +12,11 @@ import pytest
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
+from archdb.families.card_to_config import NotRepresentable
+from archdb.families.registry import SPECS, model_type_of
 from archdb.measure.analytic import param_count
-from archdb.measure.hf_reference import (
-    REFERENCES,
-    NotRepresentable,
-    hf_parameter_count,
-    model_type_for,
-)
 from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
+from archdb.testing.transformers import hf_parameter_count
 from tests.conftest import (
     DELTANET_HYBRID,
     DSA,
@@ -859,7 +856,7 @@ def test_small_configs_match_transformers(model_type, changes):
 
 
 def test_every_reference_has_a_small_config():
-    assert {t for t, _ in SMALL_CONFIGS} == set(REFERENCES)
+    assert {t for t, _ in SMALL_CONFIGS} == set(SPECS)
 
 
 def test_a_different_model_is_refused_not_compared():
@@ -887,7 +884,7 @@ def test_a_different_model_is_refused_not_compared():
 def _catalogue_toys():
     out = []
     for card in load_catalogue():
-        model_type = model_type_for(card.family, card.architecture)
+        model_type = model_type_of(card)
         if model_type is None:
             continue
         try:
@@ -925,12 +922,12 @@ _NEW_FAMILIES += ("longcat_flash",)
 def test_new_families_round_trip_through_their_config(model_type, changes):
     """import(to_config(card)) is the card: the converter and import-hf agree, field by
     field (head_dim written out, context and filled choices aside)."""
+    from archdb.families.registry import SPECS
     from archdb.hf_import import Identity, import_config
-    from archdb.measure.hf_reference import REFERENCES
     from archdb.writer import validate_card
 
     arch, _ = fill_unknowns(make_arch(**changes))
-    config = REFERENCES[model_type].convert(arch) | {"model_type": model_type}
+    config = SPECS[model_type].write(arch) | {"model_type": model_type}
     identity = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01")
     url = "https://huggingface.co/org/model/blob/main/config.json"
     back, _ = fill_unknowns(
@@ -961,7 +958,7 @@ def test_longcat_zero_experts_own_no_weights_in_archdb_only():
     import transformers
 
     arch = make_arch(**LONGCAT)
-    config = transformers.LongcatFlashConfig(**REFERENCES["longcat_flash"].convert(arch))
+    config = transformers.LongcatFlashConfig(**SPECS["longcat_flash"].write(arch))
     with torch.device("meta"):
         raw = sum(p.numel() for p in transformers.LongcatFlashForCausalLM(config).parameters())
     unread = arch.n_layers * 4 * 2 * 48 * arch.d_model  # layers x zero experts x gate+up

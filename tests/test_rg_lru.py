@@ -140,7 +140,8 @@ def test_toy_keeps_the_gate_blocks_equal_to_the_attention_heads():
 
 
 def test_a_model_without_the_soft_cap_is_not_transformers_recurrent_gemma():
-    from archdb.measure.hf_reference import NotRepresentable, hf_parameter_count
+    from archdb.families.card_to_config import NotRepresentable
+    from archdb.testing.transformers import hf_parameter_count
 
     with pytest.raises(NotRepresentable, match="RecurrentGemma always caps"):
         hf_parameter_count(

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from archdb.families.card_to_config import NotRepresentable, convert
 from archdb.hf_import import HFImportError, Identity, import_config
-from archdb.measure.hf_reference import NotRepresentable, convert
 from archdb.writer import validate_card
 from tests.conftest import latent_dims, make_arch, moe_block
 

@@ -94,7 +94,7 @@ def test_short_conv_forward_equals_transformers_on_the_same_weights(bias):
     "changes", [{}, {"conv_bias": True, "tie_word_embeddings": False}, {"conv_L_cache": 5}]
 )
 def test_lfm2_card_counts_equal_transformers_model(changes):
-    from archdb.measure.hf_reference import hf_parameter_count
+    from archdb.testing.transformers import hf_parameter_count
 
     config = _lfm2_config(**changes)
     with torch.device("meta"):
@@ -114,7 +114,7 @@ def test_lfm2_card_counts_equal_transformers_model(changes):
 
 
 def test_lfm2_moe_card_counts_equal_transformers_model():
-    from archdb.measure.hf_reference import hf_parameter_count
+    from archdb.testing.transformers import hf_parameter_count
 
     moe = moe_block(n_experts=4, n_active=2, first_dense_layers=1, dense_d_ff=96)
     arch = make_arch(**{**LFM2_HYBRID, "mlp.d_ff": 32, "mlp.moe": moe})

@@ -5,6 +5,8 @@
   for queries; ``cache_size``: the one KV-cache definition);
 - ``params``: counts read from a built model (meta device for full size);
 - ``flops``: fvcore with archdb's operator handles, on a toy;
-- ``summary``: what ``archdb build`` and ``archdb flops`` report;
-- ``hf_reference``: the same architecture in Hugging Face transformers, for tests.
+- ``summary``: what ``archdb build`` and ``archdb flops`` report.
+
+The same architecture in Hugging Face transformers (the reference of the tests) is
+``archdb.families`` (card -> config) and ``archdb.testing.transformers``.
 """

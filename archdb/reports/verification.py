@@ -8,8 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from archdb.catalogue import Catalogue
+from archdb.families.registry import model_type_of
 from archdb.fidelity import LOGIT_TOLERANCE, fidelity
-from archdb.measure.hf_reference import model_type_for
 from archdb.reports import render
 
 LEVELS = ("logit-exact", "count-exact", "not comparable")  # strongest first
@@ -28,7 +28,7 @@ def card_fidelities(catalogue: Catalogue) -> list[CardFidelity]:
     found = []
     for card in catalogue:
         verified = fidelity(card)
-        model_type = model_type_for(card.family, card.architecture)
+        model_type = model_type_of(card)
         found.append(CardFidelity(card.id, model_type, verified.level, verified.why))
     return sorted(found, key=lambda f: (LEVELS.index(f.level), f.card))
 

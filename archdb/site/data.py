@@ -15,7 +15,8 @@ from typing import Any
 
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink
-from archdb.measure.hf_reference import REFERENCES, NotRepresentable, model_type_for
+from archdb.families.card_to_config import NotRepresentable
+from archdb.families.registry import SPECS, model_type_of
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Card, Source
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
@@ -81,7 +82,7 @@ class Fidelity:
 def fidelity(card: Card) -> Fidelity:
     """What tests/test_params_vs_hf.py does with this card: compare its toy's parameter
     count with transformers' model of the family, or skip it (and why)."""
-    model_type = model_type_for(card.family, card.architecture)
+    model_type = model_type_of(card)
     if model_type is None:
         return Fidelity(
             NOT_COMPARED, f"transformers implements no model for the family {card.family!r}"
@@ -91,7 +92,7 @@ def fidelity(card: Card) -> Fidelity:
     except ValueError as exc:
         return Fidelity(NOT_COMPARED, f"the toy cannot be built: {exc}")
     try:
-        REFERENCES[model_type].convert(fill_unknowns(toy)[0])
+        SPECS[model_type].write(fill_unknowns(toy)[0])
     except NotRepresentable as exc:
         return Fidelity(NOT_COMPARED, f"transformers' {model_type} cannot build this card: {exc}")
     return Fidelity(

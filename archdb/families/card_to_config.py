@@ -1,9 +1,10 @@
-"""A reference nobody here wrote: the same architecture built by Hugging Face transformers.
+"""Card -> config: a card's architecture written as its transformers family's config.
 
-For each model family that transformers implements, a converter writes the card's
-architecture as that family's transformers config (the way the released config.json
-would), the model is instantiated on the meta device, and its parameters are counted.
-archdb's own count must be the same number.
+For each model family that transformers implements, a writer (``FamilySpec.write``) gives
+the card's architecture as that family's config (the way the released config.json would).
+The tests and benchmarks build transformers' model from it (``archdb.testing.transformers``)
+and archdb's counts and logits must equal it; ``archdb.fidelity`` asks whether the family
+can represent a card at all.
 
 A converter states the features its family's code fixes (Llama has no parallel blocks,
 Gemma always ties its embeddings, GPT-J's head always has a bias...) and raises
@@ -11,16 +12,16 @@ Gemma always ties its embeddings, GPT-J's head always has a bias...) and raises
 by building a different model. It does *not* patch differences that are the card's to
 fix (an OPT card without its two extra position rows builds, and the counts differ).
 
-transformers is imported lazily: it is a test dependency, not a runtime one.
+Pure Python: nothing here imports transformers.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from archdb.plan.layout import embedding_width, fill_unknowns, learned_rows
+from archdb.plan.layout import embedding_width, learned_rows
 from archdb.plan.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
     Activation,
@@ -43,21 +44,12 @@ from archdb.schema import (
     RouterScore,
 )
 
+if TYPE_CHECKING:
+    from archdb.families.spec import FamilySpec
+
 
 class NotRepresentable(ValueError):
     """The card asks for something the family's transformers code cannot build."""
-
-
-@dataclass(frozen=True)
-class Reference:
-    """One transformers model family: its config class, model class and converter."""
-
-    model_type: str
-    config_class: str
-    model_class: str
-    convert: Callable[[Architecture], dict]
-    decoder_only_of: str | None = None  # count only this submodule (multimodal models)
-    extras: frozenset[str] = frozenset()  # the optional mechanisms (see EXTRAS) it builds
 
 
 # Optional mechanisms a family's code must build for a comparison to mean anything: a card
@@ -146,14 +138,16 @@ def _moe_has(a: Architecture, test: Callable[[MoE], bool]) -> bool:
 def convert(arch: Architecture, model_type: str) -> dict:
     """The card as its family's transformers config; NotRepresentable when the family
     cannot build it (an optional mechanism it lacks, or a fixed choice the card differs on)."""
-    ref = REFERENCES[model_type]
-    _check_extras(arch, ref)
-    return ref.convert(arch)
+    from archdb.families.registry import SPECS
+
+    spec = SPECS[model_type]
+    check_extras(arch, spec)
+    return spec.write(arch)
 
 
-def _check_extras(a: Architecture, ref: Reference) -> None:
-    used = [name for name, uses in EXTRAS.items() if uses(a) and name not in ref.extras]
-    _require(not used, f"transformers' {ref.model_type} has no {', '.join(used)}")
+def check_extras(a: Architecture, spec: FamilySpec) -> None:
+    used = [name for name, uses in EXTRAS.items() if uses(a) and name not in spec.extras]
+    _require(not used, f"transformers' {spec.model_type} has no {', '.join(used)}")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -1887,418 +1881,3 @@ def zamba2(a: Architecture) -> dict:
         # (Zyphra's reference code) differs in outputs only, where dt < 0.001
         "time_step_min": m.time_step_floor or 0.001,
     } | (_rope(a) if rope else {})
-
-
-REFERENCES: dict[str, Reference] = {
-    r.model_type: r
-    for r in (
-        Reference("llama", "LlamaConfig", "LlamaForCausalLM", llama),
-        Reference("mistral", "MistralConfig", "MistralForCausalLM", mistral),
-        Reference("mixtral", "MixtralConfig", "MixtralForCausalLM", mixtral),
-        Reference("phi3", "Phi3Config", "Phi3ForCausalLM", phi3),
-        Reference("qwen2", "Qwen2Config", "Qwen2ForCausalLM", qwen2),
-        Reference("qwen3", "Qwen3Config", "Qwen3ForCausalLM", qwen3),
-        Reference("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeForCausalLM", qwen3_moe),
-        Reference("gemma", "GemmaConfig", "GemmaForCausalLM", gemma),
-        Reference("gemma2", "Gemma2Config", "Gemma2ForCausalLM", gemma2),
-        Reference("gemma3_text", "Gemma3TextConfig", "Gemma3ForCausalLM", gemma3_text),
-        Reference("olmo", "OlmoConfig", "OlmoForCausalLM", olmo),
-        Reference("olmo2", "Olmo2Config", "Olmo2ForCausalLM", olmo2),
-        Reference("olmo3", "Olmo3Config", "Olmo3ForCausalLM", olmo3),
-        Reference("exaone4", "Exaone4Config", "Exaone4ForCausalLM", exaone4),
-        Reference("cohere", "CohereConfig", "CohereForCausalLM", cohere),
-        Reference("cohere2", "Cohere2Config", "Cohere2ForCausalLM", cohere2),
-        Reference("nemotron", "NemotronConfig", "NemotronForCausalLM", nemotron),
-        Reference(
-            "deepseek_v2",
-            "DeepseekV2Config",
-            "DeepseekV2ForCausalLM",
-            deepseek_v2,
-            extras=frozenset({"expert_groups", "routed_scale"}),
-        ),
-        Reference(
-            "deepseek_v3",
-            "DeepseekV3Config",
-            "DeepseekV3ForCausalLM",
-            deepseek_v3,
-            extras=_ROUTERS,
-        ),
-        Reference("glm4_moe", "Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe, extras=_ROUTERS),
-        Reference(
-            "deepseek_v32",
-            "DeepseekV32Config",
-            "DeepseekV32ForCausalLM",
-            deepseek_v32,
-            extras=_ROUTERS | {"sparse"},
-        ),
-        Reference(
-            "glm_moe_dsa",
-            "GlmMoeDsaConfig",
-            "GlmMoeDsaForCausalLM",
-            glm_moe_dsa,
-            extras=_ROUTERS | {"sparse"},
-        ),
-        Reference(
-            "minimax_m2",
-            "MiniMaxM2Config",
-            "MiniMaxM2ForCausalLM",
-            minimax_m2,
-            extras=frozenset({"sigmoid_scores", "correction_bias"}),
-        ),
-        Reference("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", llama4_text),
-        Reference("gpt2", "GPT2Config", "GPT2LMHeadModel", gpt2),
-        Reference("openai-gpt", "OpenAIGPTConfig", "OpenAIGPTLMHeadModel", openai_gpt),
-        Reference("gptj", "GPTJConfig", "GPTJForCausalLM", gptj),
-        Reference("gpt_neox", "GPTNeoXConfig", "GPTNeoXForCausalLM", gpt_neox),
-        Reference("phi", "PhiConfig", "PhiForCausalLM", phi),
-        Reference("opt", "OPTConfig", "OPTForCausalLM", opt),
-        Reference("falcon", "FalconConfig", "FalconForCausalLM", falcon),
-        Reference("t5", "T5Config", "T5ForConditionalGeneration", t5),
-        Reference(
-            "granite",
-            "GraniteConfig",
-            "GraniteForCausalLM",
-            granite,
-            extras=frozenset({"residual_multiplier"}),
-        ),
-        Reference(
-            "granitemoe",
-            "GraniteMoeConfig",
-            "GraniteMoeForCausalLM",
-            granitemoe,
-            extras=frozenset({"residual_multiplier"}),
-        ),
-        Reference(
-            "mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2, extras=frozenset({"mamba2"})
-        ),
-        Reference("bamba", "BambaConfig", "BambaForCausalLM", bamba, extras=frozenset({"mamba2"})),
-        Reference("mamba", "MambaConfig", "MambaForCausalLM", mamba, extras=frozenset({"mamba"})),
-        Reference(
-            "falcon_mamba",
-            "FalconMambaConfig",
-            "FalconMambaForCausalLM",
-            falcon_mamba,
-            extras=frozenset({"mamba"}),
-        ),
-        Reference("jamba", "JambaConfig", "JambaForCausalLM", jamba, extras=frozenset({"mamba"})),
-        Reference(
-            "recurrent_gemma",
-            "RecurrentGemmaConfig",
-            "RecurrentGemmaForCausalLM",
-            recurrent_gemma,
-            extras=frozenset({"rg_lru"}),
-        ),
-        Reference(
-            "nemotron_h",
-            "NemotronHConfig",
-            "NemotronHForCausalLM",
-            nemotron_h,
-            extras=frozenset({"mamba2"}) | _ROUTERS,
-        ),
-        Reference(
-            "granitemoehybrid",
-            "GraniteMoeHybridConfig",
-            "GraniteMoeHybridForCausalLM",
-            granitemoehybrid,
-            extras=frozenset({"mamba2", "residual_multiplier"}),
-        ),
-        Reference(
-            "falcon_h1",
-            "FalconH1Config",
-            "FalconH1ForCausalLM",
-            falcon_h1,
-            extras=frozenset({"parallel_mamba2", "mamba2_norm", "sublayer_multipliers"}),
-        ),
-        Reference(
-            "gpt_oss",
-            "GptOssConfig",
-            "GptOssForCausalLM",
-            gpt_oss,
-            extras=frozenset({"sinks", "router_bias"}),
-        ),
-        Reference("apertus", "ApertusConfig", "ApertusForCausalLM", apertus),
-        Reference("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", smollm3),
-        Reference("ernie4_5", "Ernie4_5Config", "Ernie4_5ForCausalLM", ernie4_5),
-        Reference(
-            "ernie4_5_moe",
-            "Ernie4_5_MoeConfig",
-            "Ernie4_5_MoeForCausalLM",
-            ernie4_5_moe,
-            extras=frozenset({"correction_bias"}),
-        ),
-        Reference("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", seed_oss),
-        Reference(
-            "hunyuan_v1_dense",
-            "HunYuanDenseV1Config",
-            "HunYuanDenseV1ForCausalLM",
-            hunyuan_v1_dense,
-            extras=frozenset({"qk_norm_after_rope"}),
-        ),
-        Reference(
-            "hunyuan_v1_moe",
-            "HunYuanMoEV1Config",
-            "HunYuanMoEV1ForCausalLM",
-            hunyuan_v1_moe,
-            extras=frozenset({"qk_norm_after_rope"}),
-        ),
-        Reference(
-            "qwen3_next",
-            "Qwen3NextConfig",
-            "Qwen3NextForCausalLM",
-            qwen3_next,
-            extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
-        ),
-        Reference("lfm2", "Lfm2Config", "Lfm2ForCausalLM", lfm2, extras=frozenset({"short_conv"})),
-        Reference(
-            "lfm2_moe",
-            "Lfm2MoeConfig",
-            "Lfm2MoeForCausalLM",
-            lfm2_moe,
-            extras=frozenset({"short_conv", "sigmoid_scores", "correction_bias", "routed_scale"}),
-        ),
-        Reference(
-            "gemma3n_text",
-            "Gemma3nTextConfig",
-            "Gemma3nForCausalLM",
-            gemma3n_text,
-            extras=frozenset(
-                {
-                    "value_norm",
-                    "kv_sharing",
-                    "per_layer_embeddings",
-                    "altup",
-                    "laurel",
-                    "activation_sparsity",
-                }
-            ),
-        ),
-        Reference(
-            "gemma4_text",
-            "Gemma4TextConfig",
-            "Gemma4ForCausalLM",
-            gemma4_text,
-            extras=frozenset(
-                {
-                    "global_layers",
-                    "value_norm",
-                    "dense_beside",
-                    "router_scales",
-                    "layer_scalar",
-                    "kv_sharing",
-                    "per_layer_embeddings",
-                }
-            ),
-        ),
-        Reference(
-            "qwen3_5_text",
-            "Qwen3_5TextConfig",
-            "Qwen3_5ForCausalLM",
-            qwen3_5_text,
-            extras=frozenset({"output_gate", "gated_deltanet"}),
-        ),
-        Reference(
-            "qwen3_5_moe_text",
-            "Qwen3_5MoeTextConfig",
-            "Qwen3_5MoeForCausalLM",
-            qwen3_5_moe_text,
-            extras=frozenset({"output_gate", "gated_deltanet", "shared_gate"}),
-        ),
-        Reference(
-            "kimi_linear",
-            "KimiLinearConfig",
-            "KimiLinearForCausalLM",
-            kimi_linear,
-            extras=frozenset({"kda"}) | _ROUTERS,
-        ),
-        Reference(
-            "minimax",
-            "MiniMaxConfig",
-            "MiniMaxForCausalLM",
-            minimax,
-            extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
-        ),
-        Reference(
-            "zamba2",
-            "Zamba2Config",
-            "Zamba2ForCausalLM",
-            zamba2,
-            extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
-        ),
-        Reference(
-            "chameleon",
-            "ChameleonConfig",
-            "ChameleonForConditionalGeneration",
-            chameleon,
-            decoder_only_of="vqmodel",
-        ),
-    )
-}
-
-# Catalogue family -> the transformers model type that implements it. GPT-3 is listed
-# under GPT-2 because its paper reuses GPT-2's architecture (transformers has no GPT-3).
-FAMILY_TO_MODEL_TYPE: dict[str, str] = {
-    "gpt-1": "openai-gpt",
-    "gpt-2": "gpt2",
-    "gpt-3": "gpt2",
-    "gpt-j": "gptj",
-    "gpt-neox": "gpt_neox",
-    "pythia": "gpt_neox",
-    "opt": "opt",
-    "llama": "llama",
-    "llama-2": "llama",
-    "llama-3": "llama",
-    "llama-3.1": "llama",
-    "llama-3.2": "llama",
-    "llama-3.3": "llama",
-    "llama-4": "llama4_text",
-    "mistral": "mistral",
-    "mistral-nemo": "mistral",
-    "mixtral": "mixtral",
-    "phi-3": "phi3",
-    "phi-4": "phi3",
-    "smollm2": "llama",
-    "smollm3": "smollm3",
-    "ernie-4.5": "ernie4_5",
-    "exaone-4": "exaone4",
-    "seed-oss": "seed_oss",
-    "qwen2": "qwen2",
-    "qwen2.5": "qwen2",
-    "qwen3": "qwen3",
-    "gemma": "gemma",
-    "gemma-2": "gemma2",
-    "gemma-3": "gemma3_text",
-    "gemma-4": "gemma4_text",
-    "gemma-3n": "gemma3n_text",
-    "olmo": "olmo",
-    "olmo-2": "olmo2",
-    "olmo-3": "olmo3",
-    "falcon": "falcon",
-    "falcon-2": "falcon",
-    "command-r": "cohere",
-    "command-r-plus": "cohere",
-    "command-a": "cohere2",
-    "nemotron-4": "nemotron",
-    "deepseek-v2": "deepseek_v2",
-    "deepseek-v3": "deepseek_v3",
-    "minimax-m2": "minimax_m2",
-    "kimi-k2": "deepseek_v3",  # config.json: model_type kimi_k2, DeepseekV3ForCausalLM
-    "deepseek-v3.2": "deepseek_v32",
-    "glm-5": "glm_moe_dsa",
-    "t5": "t5",
-    "t5-v1.1": "t5",
-    "phi-2": "phi",
-    "phi-1.5": "phi",
-    "chameleon": "chameleon",
-    "mamba-2": "mamba2",
-    "mamba2": "mamba2",  # the catalogue's Mamba-2 cards
-    "bamba": "bamba",
-    "mamba": "mamba",
-    "falcon-mamba": "falcon_mamba",
-    "jamba": "jamba",
-    "jamba-1.5": "jamba",
-    "gpt-oss": "gpt_oss",
-    "apertus": "apertus",
-    "qwen3-next": "qwen3_next",
-    "granite-3.0": "granite",
-    "granite-3.1": "granite",
-    "granite-3.3": "granite",
-    "granite-4.1": "granite",
-    "lfm2": "lfm2",
-    "lfm2.5": "lfm2",
-    "nemotron-h": "nemotron_h",
-    "nemotron-3": "nemotron_h",
-    "qwen3.5": "qwen3_5_text",
-    "qwen3.6": "qwen3_5_text",  # Qwen3.6's configs are model_type qwen3_5 / qwen3_5_moe
-    "kimi-linear": "kimi_linear",
-    "minimax-01": "minimax",
-}
-FAMILY_TO_MODEL_TYPE |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
-FAMILY_TO_MODEL_TYPE["zamba2"] = "zamba2"
-FAMILY_TO_MODEL_TYPE["longcat-flash"] = "longcat_flash"
-REFERENCES["longcat_flash"] = Reference(
-    "longcat_flash",
-    "LongcatFlashConfig",
-    "LongcatFlashForCausalLM",
-    longcat_flash,
-    extras=frozenset({"correction_bias", "routed_scale", "zero_experts", "shortcut_moe"}),
-)
-
-
-# Families whose mixture-of-experts members are a different transformers model type.
-MOE_MODEL_TYPE: dict[str, str] = {
-    "qwen3": "qwen3_moe",
-    "granite": "granitemoe",
-    "lfm2": "lfm2_moe",
-    "qwen3_5_text": "qwen3_5_moe_text",
-}
-MOE_MODEL_TYPE["ernie4_5"] = "ernie4_5_moe"
-FAMILY_TO_MODEL_TYPE["hunyuan"] = "hunyuan_v1_dense"
-MOE_MODEL_TYPE["hunyuan_v1_dense"] = "hunyuan_v1_moe"
-
-
-def model_type_for(family: str, arch: Architecture) -> str | None:
-    """The transformers model type of a card, or None when transformers has none."""
-    model_type = FAMILY_TO_MODEL_TYPE.get(family)
-    if model_type is not None and arch.mlp.moe is not None:
-        model_type = MOE_MODEL_TYPE.get(model_type, model_type)
-    return model_type
-
-
-# Sizes transformers' default config of a family leaves unset (None), which its model cannot
-# be built without; released configs set them (the test and benchmark of default configs).
-DEFAULT_COMPLETIONS: dict[str, dict] = {
-    "nemotron": {"num_key_value_heads": 48},
-    "deepseek_v2": {"num_experts_per_tok": 6},
-    # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
-    "glm4_moe": {"head_dim": 128},
-    # Lfm2MoeConfig leaves layer_types unset and its layers cannot be built without it
-    # HunYuan configs leave head_dim None, which transformers' attention cannot size
-    "hunyuan_v1_dense": {"head_dim": 128},
-    "hunyuan_v1_moe": {"head_dim": 128},
-    "lfm2_moe": {
-        "layer_types": [
-            "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)
-        ]
-    },
-}
-
-
-def hf_parameter_count(arch: Architecture, model_type: str) -> int:
-    """Parameters of transformers' model for this architecture, built on the meta device."""
-    import torch
-    import transformers
-
-    ref = REFERENCES[model_type]
-    arch, _ = fill_unknowns(arch)
-    _check_extras(arch, ref)
-    # special-token ids are not parameters; the configs' defaults may lie outside a toy's
-    # vocabulary, which transformers warns about or refuses
-    kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-    kwargs |= ref.convert(arch)
-    config = getattr(transformers, ref.config_class)(**kwargs)
-    with torch.device("meta"):
-        model = getattr(transformers, ref.model_class)(config)
-    skip = set()
-    if ref.decoder_only_of is not None:
-        for name, module in model.named_modules():
-            if name.endswith(ref.decoder_only_of):
-                skip |= {id(p) for p in module.parameters()}
-    # frozen statistics (requires_grad false: ERNIE 4.5's correction bias) are buffers in
-    # archdb, as DeepSeek-V3's correction bias is in transformers: not parameters
-    skip |= {id(p) for p in model.parameters() if not p.requires_grad}
-    total = sum(p.numel() for p in model.parameters() if id(p) not in skip)
-    return total - unread_expert_rows(model)
-
-
-def unread_expert_rows(model) -> int:
-    """Entries of fused expert tensors no forward pass reads: transformers'
-    LongcatFlashExperts sizes gate_up_proj for the zero-computation experts too
-    (n_routed + zero_expert_num rows, down_proj n_routed), and only ever reads the first
-    n_routed; archdb's zero experts have no parameters."""
-    unread = 0
-    for module in model.modules():
-        gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
-        if type(module).__name__ != "LongcatFlashExperts" or gate_up is None or down is None:
-            continue
-        unread += (gate_up.shape[0] - down.shape[0]) * gate_up[0].numel()
-    return unread

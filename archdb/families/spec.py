@@ -1,0 +1,103 @@
+"""One transformers family, once: what its code fixes, and how to read and write its config.
+
+A ``FamilySpec`` is everything archdb knows about one transformers ``model_type``:
+
+- the choices its modeling code fixes (norm, placement, gating, positions, QK norm, bias,
+  parallel blocks, RoPE layout) and its config class's defaults. import-hf fills a card
+  with them; the card -> config direction refuses a card that differs on them, so a
+  comparison never passes by building a different model;
+- the two directions' own code where the fixed choices are not enough: ``read`` (config ->
+  card, a hook on import-hf's draft) and ``write`` (card -> config);
+- the checkpoint tensor names (``names``, for loading weights), the measured logit error
+  (``logit_error``: the family is logit-exact) and the output-changing fields its cards
+  must record (``function_fields``).
+
+A spec is declared as a difference from its parent family (``derive``), as transformers'
+modular files declare a model as a difference from the one it copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+# fields a child never takes from its parent: they name or measure that one model_type
+NOT_INHERITED = ("model_type", "module", "layer", "config_class", "model_class", "write",
+                 "logit_error", "aliases")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    model_type: str
+    layer: str  # the decoder-layer class, cited as the source's locator
+    config_class: str  # transformers' config class (the reference builds it)
+    model_class: str  # ... and its causal-LM class
+    module: str = ""  # transformers/models/<module>/modeling_<module>.py; "": the model_type
+    parent: str | None = None  # the family this one is declared as a difference from
+
+    # --- what the code fixes, and the config class's defaults ----------------------------
+    norm: str = "rmsnorm"
+    norm_position: str = "pre"
+    norm_affine: str = "scale"
+    gated: bool = True  # act(gate(x)) * up(x), then down
+    position: str = "rope"
+    qk_norm: str = "none"
+    fixed_bias: tuple[bool, bool, bool] | None = None  # (qkv, attn_out, mlp) set in code
+    attention_bias_default: bool = False  # attention_bias when the config omits it
+    mlp_bias: bool | None = False  # fixed in code, or None: the config's mlp_bias key
+    parallel: bool = False
+    shared_norm_in_parallel: bool | None = None
+    tied_default: bool = False
+    activation_default: str = "silu"
+    rope_theta_default: float = 10000.0
+    d_ff_default_ratio: int | None = None  # d_ff = ratio * d_model when the config omits it
+    rotary_fraction_default: float | None = None
+    eps_default: float | None = None  # None: 1e-5 for LayerNorm, 1e-6 for RMSNorm
+    default_pattern: tuple[str, ...] = ("global",)  # without layer_types / sliding_window_pattern
+    full_layer: str = "global"  # the card kind of a "full_attention" layer
+    sliding_everywhere: bool = False  # a non-null sliding_window applies to every layer
+    linear_layer: str | None = None  # the card kind of a "linear_attention" layer
+    conv_layer: str | None = None  # the card kind of a "conv" layer (LFM2)
+    # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
+    type_aliases: tuple[tuple[str, str], ...] = ()
+    rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
+    indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
+
+    # --- config -> card (import-hf) ------------------------------------------------------
+    imports: bool = True  # import-hf reads this model_type's configs
+    read: Callable[[Any], None] | None = None  # choices that depend on config keys
+    # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
+    steps: tuple[Callable[[Any], None], ...] | None = None
+    aliases: tuple[str, ...] = ()  # model_types read as this one (multimodal wrappers, remote code)
+
+    # --- card -> config (the reference) --------------------------------------------------
+    write: Callable[[Any], dict] | None = None
+    extras: frozenset[str] = frozenset()  # optional mechanisms (card_to_config.EXTRAS) it builds
+    decoder_only_of: str | None = None  # count only this submodule (multimodal models)
+
+    # --- weights and fidelity -------------------------------------------------------------
+    names: Callable[[], Any] | None = None  # archdb.weights.Names of its checkpoints
+    logit_error: float | None = None  # measured max relative logit error: logit-exact
+    # output-changing fields whose null default is not this family's function
+    function_fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            object.__setattr__(self, "module", self.model_type)
+
+    @property
+    def norm_eps_default(self) -> float:
+        if self.eps_default is not None:
+            return self.eps_default
+        return 1e-5 if self.norm == "layernorm" else 1e-6
+
+    def derive(self, model_type: str, **changes: Any) -> FamilySpec:
+        """A family declared as this one plus ``changes``; the fields that name or measure
+        a model_type (``NOT_INHERITED``) start empty unless given."""
+        fresh = {f.name: f.default for f in fields(self) if f.name in NOT_INHERITED}
+        missing = [k for k in ("layer", "config_class", "model_class") if k not in changes]
+        if missing:
+            raise ValueError(f"{model_type}: a derived family names its own {', '.join(missing)}")
+        own = {"model_type": model_type, "parent": self.model_type}
+        return replace(self, **(fresh | own | changes))
