@@ -3088,6 +3088,7 @@ def _result(
             "title": _config_title(source_url),
             "url": source_url,
             "locator": "config.json",
+            **_declared_family(d.config, original),
             "supports": _covering(from_config, leaves),
         }
     ]
@@ -3125,6 +3126,20 @@ def _result(
     if original is not d.config:
         ignored += sorted(k for k in original if k != "text_config")
     return Imported(card, model_type, from_config, from_family, unmapped, ignored, unknown)
+
+
+def _declared_family(decoder: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, str]:
+    """The config's own model_type and first model class, as written, for the config
+    source: they route the card to its family later (names that do not fit the schema's
+    pattern are left out, so a hostile name never reaches the card)."""
+    declared: dict[str, str] = {}
+    model_type = decoder.get("model_type")
+    if isinstance(model_type, str) and re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", model_type):
+        declared["model_type"] = model_type
+        classes = _architectures(decoder) or _architectures(original)
+        if classes and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,99}", classes[0]):
+            declared["model_class"] = classes[0]
+    return declared
 
 
 def _covering(paths: list[str], leaves: list[str]) -> list[str]:

@@ -142,7 +142,22 @@ def convert(arch: Architecture, model_type: str) -> dict:
 
     spec = SPECS[model_type]
     check_extras(arch, spec)
-    return spec.write(arch)
+    written = spec.write(arch)
+    return written | function_keys(spec, arch, written)
+
+
+def function_keys(spec: FamilySpec, a: Architecture, written: dict) -> dict:
+    """The output-only choices every family's config keeps under a key of its own: the
+    norm epsilon and the RoPE base, where the card records them (a writer that sets them
+    itself wins)."""
+    keys: dict = {}
+    if spec.eps_key and a.norm.eps is not None and spec.eps_key not in written:
+        keys[spec.eps_key] = a.norm.eps
+    theta = a.position.rope_theta
+    rope_written = {"rope_theta", "rope_parameters"} & set(written)
+    if spec.rope_key and a.position.type is PositionType.ROPE and theta and not rope_written:
+        keys[spec.rope_key] = {"rope_type": "default", "rope_theta": theta}
+    return keys
 
 
 def check_extras(a: Architecture, spec: FamilySpec) -> None:

@@ -73,6 +73,10 @@ class FamilySpec:
 
     # --- card -> config (the reference) --------------------------------------------------
     write: Callable[[Any], dict] | None = None
+    # where the config class keeps the norm epsilon and the RoPE base (None: nowhere,
+    # the code fixes it); written for every card that records them
+    eps_key: str | None = "rms_norm_eps"
+    rope_key: str | None = "rope_parameters"
     extras: frozenset[str] = frozenset()  # optional mechanisms (card_to_config.EXTRAS) it builds
     decoder_only_of: str | None = None  # count only this submodule (multimodal models)
 

@@ -6,7 +6,7 @@ is the half that imports transformers, for the tests and benchmarks only.
 
 from __future__ import annotations
 
-from archdb.families.card_to_config import check_extras
+from archdb.families.card_to_config import convert
 from archdb.families.registry import SPECS
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
@@ -37,11 +37,10 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
 
     spec = SPECS[model_type]
     arch, _ = fill_unknowns(arch)
-    check_extras(arch, spec)
     # special-token ids are not parameters; the configs' defaults may lie outside a toy's
     # vocabulary, which transformers warns about or refuses
     kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-    kwargs |= spec.write(arch)
+    kwargs |= convert(arch, model_type)
     config = getattr(transformers, spec.config_class)(**kwargs)
     with torch.device("meta"):
         model = getattr(transformers, spec.model_class)(config)
