@@ -24,6 +24,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from functools import cache as memoize
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -141,29 +142,53 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def figures_key(arch: BaseModel) -> str:
-    return hashlib.sha256(arch.model_dump_json().encode()).hexdigest()
+def figures_key(model: BaseModel) -> str:
+    return hashlib.sha256(model.model_dump_json().encode()).hexdigest()
 
 
-def _figures_path() -> Path:
-    return cache_dir() / f"figures-{code_fingerprint()}.json"
+def _keyed_path(kind: str) -> Path:
+    return cache_dir() / f"{kind}-{code_fingerprint()}.json"
 
 
-def read_figures(keys: frozenset[str]) -> dict[str, dict[str, Any]]:
-    """Stored figures by architecture hash (each with exactly ``keys``), or {}."""
+def _read_keyed(kind: str, valid: Callable[[object], bool]) -> dict[str, Any]:
+    """A store of ``kind`` (entries by content hash, each passing ``valid``), or {}."""
     if not enabled():
         return {}
     try:
-        blob = files.read_bounded(_figures_path(), MAX_ENTRY_BYTES)
+        blob = files.read_bounded(_keyed_path(kind), MAX_ENTRY_BYTES)
         data = json.loads(blob) if len(blob) <= MAX_ENTRY_BYTES else None
     except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("format") != FIGURES_FORMAT:
         return {}
-    entries = data.get("figures")
-    if not isinstance(entries, dict) or not all(_figures_ok(v, keys) for v in entries.values()):
+    entries = data.get(kind)
+    if not isinstance(entries, dict) or not all(valid(v) for v in entries.values()):
         return {}
     return entries
+
+
+def _write_keyed(kind: str, entries: dict[str, Any]) -> None:
+    """Store entries atomically (the newest MAX_FIGURE_ENTRIES); failure only costs speed."""
+    if not enabled():
+        return
+    kept = dict(list(entries.items())[-MAX_FIGURE_ENTRIES:])
+    text = json.dumps({"format": FIGURES_FORMAT, kind: kept})
+    tmp = None
+    try:
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
+            tmp = handle.name
+            handle.write(text.encode())
+        os.replace(tmp, _keyed_path(kind))
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def read_figures(keys: frozenset[str]) -> dict[str, dict[str, Any]]:
+    """Stored figures by architecture hash (each with exactly ``keys``), or {}."""
+    return _read_keyed("figures", lambda value: _figures_ok(value, keys))
 
 
 def _figures_ok(value: object, keys: frozenset[str]) -> bool:
@@ -175,19 +200,28 @@ def _figures_ok(value: object, keys: frozenset[str]) -> bool:
 
 
 def write_figures(entries: dict[str, dict[str, Any]]) -> None:
-    """Store figures atomically (the newest MAX_FIGURE_ENTRIES); failure only costs speed."""
-    if not enabled():
-        return
-    kept = dict(list(entries.items())[-MAX_FIGURE_ENTRIES:])
-    text = json.dumps({"format": FIGURES_FORMAT, "figures": kept})
-    tmp = None
-    try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
-            tmp = handle.name
-            handle.write(text.encode())
-        os.replace(tmp, _figures_path())
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    _write_keyed("figures", entries)
+
+
+# A card's fidelity level (archdb.fidelity) depends on the whole card (its sources route it)
+# and on the code: [level, why] by card hash, in a store of its own.
+FIDELITY_LEVELS = ("logit-exact", "count-exact", "not comparable")
+MAX_WHY_CHARS = 2_000
+
+
+def read_fidelity() -> dict[str, list[str]]:
+    return _read_keyed("fidelity", _fidelity_ok)
+
+
+def _fidelity_ok(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and value[0] in FIDELITY_LEVELS
+        and isinstance(value[1], str)
+        and len(value[1]) <= MAX_WHY_CHARS
+    )
+
+
+def write_fidelity(entries: dict[str, list[str]]) -> None:
+    _write_keyed("fidelity", entries)

@@ -16,6 +16,7 @@ Pure Python, no torch or transformers: ``archdb show`` prints it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from archdb.schema import Activation, Card, PositionType, RopeScalingType, get_path
@@ -65,6 +66,31 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
 
 def fidelity(card: Card) -> Fidelity:
     """Whether the card's build is verified against transformers, and how."""
+    return fidelities([card])[card.id]
+
+
+def fidelities(cards: Iterable[Card]) -> dict[str, Fidelity]:
+    """Each card's fidelity by id, from the cache (archdb.cache) where the same card was
+    judged by the same code before: judging imports the family specs, which the query
+    commands otherwise never load."""
+    from archdb import cache
+
+    stored = cache.read_fidelity()
+    found: dict[str, Fidelity] = {}
+    grown = False
+    for card in cards:
+        key = cache.figures_key(card)
+        if (entry := stored.get(key)) is None:
+            verdict = _judged(card)
+            entry = stored[key] = [verdict.level, verdict.why]
+            grown = True
+        found[card.id] = Fidelity(*entry)
+    if grown:
+        cache.write_fidelity(stored)
+    return found
+
+
+def _judged(card: Card) -> Fidelity:
     from archdb.families.card_to_config import NotRepresentable, convert
     from archdb.families.registry import SPECS, model_type_of
     from archdb.plan.layout import fill_unknowns

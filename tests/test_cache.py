@@ -100,3 +100,23 @@ def test_no_figures_are_stored_with_the_cache_off(private_cache, monkeypatch):
     monkeypatch.setenv("ARCHDB_NO_CACHE", "1")
     table.catalogue_rows([make_card("toy-1b")])
     assert list(private_cache.glob("figures-*.json")) == []
+
+
+def test_fidelity_is_judged_once_per_card_and_code(private_cache, monkeypatch):
+    from archdb import fidelity
+    from tests.conftest import make_card
+
+    card = make_card("toy-1b")
+    first = fidelity.fidelity(card)
+    (stored,) = private_cache.glob("fidelity-*.json")
+    monkeypatch.setattr(fidelity, "_judged", _counted_never)
+    assert fidelity.fidelity(card) == first  # read back, not judged again
+    renamed = card.model_copy(update={"family": "renamed"})
+    with pytest.raises(AssertionError, match="counted again"):
+        fidelity.fidelity(renamed)  # another card: another key
+    data = json.loads(stored.read_text())
+    for bad in (["best", "why"], ["logit-exact"], ["count-exact", 7], "logit-exact"):
+        data["fidelity"] = {key: bad for key in data["fidelity"]}
+        stored.write_text(json.dumps(data))
+        with pytest.raises(AssertionError, match="counted again"):
+            fidelity.fidelity(card)  # a tampered store is ignored whole
