@@ -108,6 +108,7 @@ PHI3 = LLAMA.derive(
     names=w._phi3,
     logit_error=3e-07,
 )
+# logit test: Llama with NoPE layers
 SMOLLM3 = LLAMA.derive(
     "smollm3",
     layer="SmolLM3DecoderLayer",
@@ -119,6 +120,7 @@ SMOLLM3 = LLAMA.derive(
     write=ref.smollm3,
     logit_error=0.0,
 )
+# logit test: Llama with q/k/v and o bias flags of their own
 SEED_OSS = LLAMA.derive(
     "seed_oss",
     layer="SeedOssDecoderLayer",
@@ -129,6 +131,7 @@ SEED_OSS = LLAMA.derive(
     write=ref.seed_oss,
     logit_error=3.2e-07,
 )
+# logit test: Llama with one bias flag and RoPE on interleaved pairs
 ERNIE4_5 = LLAMA.derive(
     "ernie4_5",
     layer="Ernie4_5DecoderLayer",
@@ -143,6 +146,7 @@ ERNIE4_5 = LLAMA.derive(
     write=ref.ernie4_5,
     logit_error=2.5e-07,
 )
+# logit test: softmax scores with a correction bias, shared experts
 ERNIE4_5_MOE = ERNIE4_5.derive(
     "ernie4_5_moe",
     layer="Ernie4_5_MoeDecoderLayer",
@@ -155,6 +159,7 @@ ERNIE4_5_MOE = ERNIE4_5.derive(
     logit_error=2.2e-07,
     function_fields=("architecture.mlp.moe.score_correction_bias",),
 )
+# logit test: Llama with the per-head QK norm after RoPE, ntk-alpha RoPE
 HUNYUAN_V1_DENSE = LLAMA.derive(
     "hunyuan_v1_dense",
     layer="HunYuanDenseV1DecoderLayer",
@@ -170,6 +175,7 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
     logit_error=0.0,
     function_fields=("architecture.attention.qk_norm_after_rope",),
 )
+# logit test: Hunyuan dense, with softmax top-k renormalized beside a shared MLP
 HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
     "hunyuan_v1_moe",
     layer="HunYuanMoEV1DecoderLayer",
@@ -243,6 +249,7 @@ OLMO2 = LLAMA.derive(
     names=w.post_branch_names,
     logit_error=0.0,
 )
+# logit test: OLMo 2 with sliding layers; YaRN on the full layers only
 OLMO3 = OLMO2.derive(
     "olmo3",
     layer="Olmo3DecoderLayer",
@@ -254,6 +261,7 @@ OLMO3 = OLMO2.derive(
     names=w.post_branch_names,
     logit_error=6.8e-07,
 )
+# logit test: post-branch norms, per-head QK norm, NoPE full layers
 EXAONE4 = OLMO2.derive(
     "exaone4",
     layer="Exaone4DecoderLayer",
@@ -344,6 +352,8 @@ GEMMA3_TEXT = GEMMA2.derive(
     names=w.sandwich_names,
     logit_error=9.7e-07,
 )
+# logit test: AltUp, LAuReL, gaussian top-k, per-layer embeddings, KV sharing (three
+# seeds)
 GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     "gemma3n_text",
     module="gemma3n",
@@ -368,6 +378,9 @@ GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     names=w._gemma3n,
     logit_error=4e-06,
 )
+# logit test: the loosest family so far (still under the tolerance): 6.1e-6 with experts
+# beside the dense MLP, 4.0e-6 dense (three seeds each); E2B/E4B's per-layer embeddings
+# and KV sharing: 5.6e-6, 7.3e-6 with the double-wide MLP (three seeds each)
 GEMMA4_TEXT = GEMMA3_TEXT.derive(
     "gemma4_text",
     module="gemma4",
@@ -393,6 +406,8 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
     logit_error=7.3e-06,
     function_fields=("architecture.attention.scale", "architecture.layer_scalar"),
 )
+# logit test: Griffin's RG-LRU beside local MQA attention, the bfloat16 sqrt(d)
+# embedding scale (three seeds: 2.3e-7, 2.3e-7, 3.0e-7)
 RECURRENT_GEMMA = GEMMA.derive(
     "recurrent_gemma",
     layer="RecurrentGemmaDecoderLayer",
@@ -405,6 +420,7 @@ RECURRENT_GEMMA = GEMMA.derive(
     names=w._recurrent_gemma,
     logit_error=3.1e-07,
 )
+# logit test: MLA; softmax shares, groups by their max, routed scale
 DEEPSEEK_V2 = LLAMA.derive(
     "deepseek_v2",
     layer="DeepseekV2DecoderLayer",
@@ -423,6 +439,7 @@ DEEPSEEK_V2 = LLAMA.derive(
         "architecture.attention.latent.norm_eps",
     ),
 )
+# logit test: MLA; sigmoid, correction bias, groups by top-2 sum, scale
 DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     "deepseek_v3",
     layer="DeepseekV3DecoderLayer",
@@ -442,6 +459,7 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
         "architecture.attention.latent.norm_eps",
     ),
 )
+# logit test: V3 with the lightning indexer (8 of 24 keys), MoE layers too
 DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     "deepseek_v32",
     layer="DeepseekV32DecoderLayer",
@@ -465,6 +483,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
         "architecture.attention.sparse.indexer_rope_layout",
     ),
 )
+# logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
     layer="GlmMoeDsaDecoderLayer",
@@ -474,6 +493,7 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
     write=ref.glm_moe_dsa,
     logit_error=2.1e-07,
 )
+# logit test: DeepSeek-V3's router on GQA with partial RoPE and QK norm
 GLM4_MOE = DEEPSEEK_V3.derive(
     "glm4_moe",
     layer="Glm4MoeDecoderLayer",
@@ -492,6 +512,8 @@ GLM4_MOE = DEEPSEEK_V3.derive(
         "architecture.mlp.moe.routed_scale",
     ),
 )
+# logit test: KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with
+# latent norms at 1e-6, V3's router after a dense layer (three token draws)
 KIMI_LINEAR = DEEPSEEK_V3.derive(
     "kimi_linear",
     layer="KimiLinearDecoderLayer",
@@ -514,6 +536,9 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
         "architecture.attention.latent.norm_eps",
     ),
 )
+# logit test: LongCat-Flash: shortcut-connected MoE layers, MLA with scaled latents, 6
+# routed and 4 zero-computation experts (a random correction bias: 29-53% of the choices
+# zero experts; three seeds, three batches each)
 LONGCAT_FLASH = DEEPSEEK_V3.derive(
     "longcat_flash",
     layer="LongcatFlashDecoderLayer",
@@ -535,6 +560,7 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
         "architecture.attention.latent.lora_scaled",
     ),
 )
+# logit test: sigmoid scores with a correction bias, full QK norm, partial RoPE
 MINIMAX_M2 = QWEN3_MOE.derive(
     "minimax_m2",
     layer="MiniMaxM2DecoderLayer",
@@ -552,6 +578,8 @@ MINIMAX_M2 = QWEN3_MOE.derive(
         "architecture.mlp.moe.score_correction_bias",
     ),
 )
+# logit test: lightning attention (blocks of 8 in transformers, recurrent here) around
+# softmax attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
 MINIMAX = MIXTRAL.derive(
     "minimax",
     layer="MiniMaxDecoderLayer",
@@ -637,6 +665,7 @@ LFM2 = LLAMA.derive(
     names=w._lfm2,
     logit_error=2.4e-07,
 )
+# logit test: sigmoid router whose expert bias only chooses, scaled
 LFM2_MOE = LFM2.derive(
     "lfm2_moe",
     layer="Lfm2MoeDecoderLayer",
@@ -744,6 +773,7 @@ MAMBA2 = LLAMA.derive(
     names=w._mamba2,
     logit_error=4.7e-07,
 )
+# logit test: Mamba-1's selective scan, recurrent form (three seeds each)
 MAMBA = MAMBA2.derive(
     "mamba",
     layer="MambaBlock",
@@ -756,6 +786,7 @@ MAMBA = MAMBA2.derive(
     names=w._mamba,
     logit_error=3e-07,
 )
+# logit test: parameter-free RMSNorms on dt, B, C
 FALCON_MAMBA = MAMBA.derive(
     "falcon_mamba",
     layer="FalconMambaBlock",
@@ -777,6 +808,7 @@ BAMBA = LLAMA.derive(
     names=w._bamba,
     logit_error=4.4e-07,
 )
+# logit test: Mamba-2, attention and MLP layers (M-M*-); MoE layers (ME*E-) too
 NEMOTRON_H = MAMBA2.derive(
     "nemotron_h",
     layer="NemotronHBlock",
@@ -795,6 +827,7 @@ NEMOTRON_H = MAMBA2.derive(
         "architecture.mlp.moe.routed_scale",
     ),
 )
+# logit test: attention beside Mamba-2, every muP factor; three mixer norms
 FALCON_H1 = BAMBA.derive(
     "falcon_h1",
     layer="FalconH1DecoderLayer",
@@ -817,6 +850,7 @@ FALCON_H1 = BAMBA.derive(
         "architecture.mixers.mamba2.output_multiplier",
     ),
 )
+# logit test: Mamba-2 and NoPE attention, experts and a shared MLP
 GRANITEMOEHYBRID = GRANITEMOE.derive(
     "granitemoehybrid",
     layer="GraniteMoeHybridDecoderLayer",
@@ -830,6 +864,7 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
     names=w._granitemoehybrid,
     logit_error=2.6e-07,
 )
+# logit test: scaled dt/B/C norms; attention without positions; unnormalized top-k
 JAMBA = MIXTRAL.derive(
     "jamba",
     layer="JambaAttentionDecoderLayer",
@@ -846,6 +881,9 @@ JAMBA = MIXTRAL.derive(
     logit_error=3.2e-07,
     function_fields=("architecture.mixers.mamba.inner_norm_eps",),
 )
+# logit test: Mamba-2 layers with two weight-shared blocks (A, B, A) over [x,
+# embeddings], q/k/v and gate/up adapters, RoPE, the dt floor active, weights at 5x the
+# default init (three seeds, three batches each; 4.6e-7 at the default init)
 ZAMBA2 = MAMBA2.derive(
     "zamba2",
     layer="Zamba2HybridLayer",
@@ -877,6 +915,8 @@ OPENAI_GPT = FamilySpec(
     imports=False,
     write=ref.openai_gpt,
 )
+# logit test: encoder-decoder, model(input_ids, decoder_input_ids): T5 1.0 (ReLU, tied
+# head read at d_model ** -0.5) exact to the bit; 1.1 (gated GELU, untied head) 2.9e-7
 T5 = FamilySpec(
     "t5",
     layer="T5Block",
