@@ -8,25 +8,19 @@ records. Where a family's config has no key for a value yet, the gap is listed i
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 import archdb
-from archdb.families.card_to_config import NotRepresentable, convert
+from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
-from archdb.hf_import import HFImportError, Identity, import_config
+from archdb.families.round_trip import REFUSED, round_trip_losses
 from archdb.plan.layout import fill_unknowns
-from archdb.schema import Architecture
-
-IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2024-01-01")
-# values that live outside a transformers config (the tokenizer's own vocabulary)
-NOT_CONFIG = frozenset({"tokenizer_vocab_size"})
+from archdb.schema import Card
 
 # family -> card fields its writer does not yet carry into the config
 ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "bamba": frozenset({"attention.layer_pattern"}),
-    "cohere2": frozenset({"(import-hf refuses the written config)"}),
+    "cohere2": frozenset({REFUSED}),
     "deepseek_v2": frozenset({"mlp.moe.n_groups", "mlp.moe.top_k_groups"}),
     "deepseek_v3": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "deepseek_v32": frozenset(
@@ -73,38 +67,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
 }
 
 
-def _flat(data: dict, prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            flat |= _flat(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def _recorded(arch: Architecture) -> dict[str, object]:
-    """The values a card records (nulls are 'not recorded'), head width as built."""
-    values = {k: v for k, v in _flat(arch.model_dump(mode="json")).items() if v is not None}
-    values["attention.head_dim"] = arch.head_dim_effective
-    return {k: v for k, v in values.items() if k not in NOT_CONFIG}
-
-
-def round_trip_losses(arch: Architecture, model_type: str) -> set[str]:
-    """Card fields whose value does not come back through config.json."""
-    config = convert(arch, model_type) | {"model_type": model_type}
-    config = json.loads(json.dumps(config))  # what a saved config.json holds
-    try:
-        imported = import_config(
-            config, source_url="https://example.org/config.json", identity=IDENTITY
-        )
-    except HFImportError:
-        return {"(import-hf refuses the written config)"}
-    back = Architecture.model_validate(imported.card["architecture"])
-    want, got = _recorded(arch), _recorded(back)
-    return {path for path, value in want.items() if got.get(path) != value}
-
-
 def _cards_by_family():
     found: dict[str, list] = {}
     for card in archdb.load():
@@ -130,3 +92,91 @@ def test_every_card_round_trips_through_its_family_config(model_type):
             losses[card.id] = lost
     found = set().union(*losses.values()) if losses else set()
     assert found == ROUND_TRIP_GAPS.get(model_type, frozenset()), losses
+
+
+# --- the specs --------------------------------------------------------------------------
+
+
+def test_a_derived_family_inherits_fixed_choices_but_not_what_names_its_parent():
+    from archdb.families.registry import GEMMA2, GEMMA3_TEXT
+
+    assert GEMMA3_TEXT.parent == "gemma2"
+    assert (GEMMA3_TEXT.norm_position, GEMMA3_TEXT.tied_default) == ("double", True)
+    assert GEMMA3_TEXT.write is not GEMMA2.write
+    child = GEMMA2.derive("gemma2_like", layer="L", config_class="C", model_class="M")
+    assert child.write is None and child.logit_error is None and child.aliases == ()
+    assert child.norm_position == "double" and child.module == "gemma2_like"
+    with pytest.raises(ValueError, match="names its own config_class, model_class"):
+        GEMMA2.derive("nameless", layer="L")
+
+
+def test_every_parent_is_a_family_and_every_alias_reaches_one():
+    from archdb.families.registry import ALIASES
+
+    for spec in SPECS.values():
+        assert spec.parent is None or spec.parent in SPECS, spec.model_type
+        assert spec.logit_error is None or spec.names is not None, spec.model_type
+    assert not set(ALIASES) & set(SPECS)
+    assert {ALIASES[a] for a in ("gemma3", "qwen3_5_moe", "minimax_m1")} == {
+        "gemma3_text",
+        "qwen3_5_moe_text",
+        "minimax",
+    }
+
+
+# --- routing a card by its config source --------------------------------------------------
+
+
+def _with_config_source(model_type: str | None, model_class: str | None = None, **fields):
+    from tests.conftest import make_card
+
+    data = make_card("routed-7b", **fields).model_dump()
+    stated = {"kind": "config", "model_type": model_type, "model_class": model_class}
+    data["sources"][0] |= stated
+    return Card.model_validate(data)
+
+
+def test_a_card_routes_by_the_model_type_its_config_source_states():
+    assert model_type_of(_with_config_source("qwen2", family="llama-2")) == "qwen2"
+    assert model_type_of(_with_config_source("gemma3", family="anything")) == "gemma3_text"
+    custom = _with_config_source("kimi_k2", "DeepseekV3ForCausalLM", family="llama-2")
+    assert model_type_of(custom) == "deepseek_v3"  # a custom type, through its class
+    assert model_type_of(_with_config_source("unknown_lm", "UnknownForCausalLM")) is None
+
+
+def test_a_card_without_a_stated_model_type_falls_back_to_its_family():
+    from tests.conftest import make_card
+
+    assert model_type_of(make_card("routed-7b", family="llama-2")) == "llama"
+    assert model_type_of(make_card("routed-7b", family="no-such-family")) is None
+
+
+def test_model_type_is_stated_by_config_sources_only():
+    from pydantic import ValidationError
+
+    from archdb.schema import Source
+
+    paper = {"kind": "paper", "title": "A paper", "url": "https://x.org", "locator": "S1"}
+    with pytest.raises(ValidationError, match="config sources"):
+        Source.model_validate(paper | {"supports": ["architecture"], "model_type": "llama"})
+    config = paper | {"kind": "config", "supports": ["architecture"]}
+    with pytest.raises(ValidationError, match="model_class goes with"):
+        Source.model_validate(config | {"model_class": "LlamaForCausalLM"})
+    with pytest.raises(ValidationError, match="pattern"):
+        Source.model_validate(config | {"model_type": "llama\x1b[31m"})
+
+
+def test_import_hf_records_the_configs_model_type_and_class():
+    import json
+    from pathlib import Path
+
+    from archdb.hf_import import Identity, import_config
+
+    config = json.loads(Path("tests/fixtures/hf/gemma-2-2b.json").read_text())
+    identity = Identity("g-2b", "G 2B", "g", "Lab", "2024-01-01")
+    card = import_config(config, source_url="https://x.org/config.json", identity=identity).card
+    source = card["sources"][0]
+    assert (source["model_type"], source["model_class"]) == ("gemma2", "Gemma2ForCausalLM")
+    hostile = config | {"model_type": "gemma2", "architectures": ["<b>Gemma2</b>"]}
+    card = import_config(hostile, source_url="https://x.org/config.json", identity=identity).card
+    assert "model_class" not in card["sources"][0]
