@@ -93,13 +93,15 @@ def fidelities(cards: Iterable[Card]) -> dict[str, Fidelity]:
 def _judged(card: Card) -> Fidelity:
     from archdb.families.card_to_config import NotRepresentable, convert
     from archdb.families.registry import SPECS, model_type_of
+    from archdb.families.round_trip import function_losses
     from archdb.plan.layout import fill_unknowns
 
     model_type = model_type_of(card)
     if model_type is None or SPECS[model_type].write is None:
         return Fidelity("not comparable", "no transformers family implements this card")
+    filled = fill_unknowns(card.architecture)[0]
     try:
-        convert(fill_unknowns(card.architecture)[0], model_type)
+        convert(filled, model_type)
     except NotRepresentable as exc:
         return Fidelity("not comparable", f"transformers' {model_type} cannot build it: {exc}")
     if SPECS[model_type].logit_error is None:
@@ -108,4 +110,8 @@ def _judged(card: Card) -> Fidelity:
     if missing:
         shown = ", ".join(p.removeprefix("architecture.") for p in missing)
         return Fidelity("count-exact", f"{model_type} is logit-exact; card lacks {shown}")
+    lost = function_losses(filled, model_type) if SPECS[model_type].imports else set()
+    if lost:  # the reference would compute another function than the card's
+        shown = ", ".join(sorted(lost))
+        return Fidelity("count-exact", f"{model_type}: the config written for it loses {shown}")
     return Fidelity("logit-exact", f"{model_type}, relative error < {LOGIT_TOLERANCE:g}")

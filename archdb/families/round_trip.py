@@ -12,7 +12,7 @@ import json
 
 from archdb.families.card_to_config import convert
 from archdb.hf_import import HFImportError, Identity, import_config
-from archdb.schema import Architecture
+from archdb.schema import Architecture, PositionType
 
 # values that live outside a transformers config (the tokenizer's own vocabulary)
 NOT_CONFIG = frozenset({"tokenizer_vocab_size"})
@@ -51,3 +51,20 @@ def round_trip_losses(arch: Architecture, model_type: str) -> set[str]:
         return {REFUSED}
     back = recorded(Architecture.model_validate(imported.card["architecture"]))
     return {path for path, value in recorded(arch).items() if back.get(path) != value}
+
+
+def function_losses(arch: Architecture, model_type: str) -> set[str]:
+    """The round trip's losses that change what transformers' model computes: not the
+    multi-token-prediction modules (counted apart, never in the forward pass), nor a
+    context length no table is sized by, nor the QK norm of a stack without attention."""
+    return {path for path in round_trip_losses(arch, model_type) if not _idle(path, arch)}
+
+
+def _idle(path: str, arch: Architecture) -> bool:
+    if path.startswith("mtp."):
+        return True
+    if path == "context_length":
+        return arch.position.type is not PositionType.LEARNED
+    if path == "attention.qk_norm":
+        return not any(kind.attention for kind in arch.attention.layer_pattern)
+    return False
