@@ -180,3 +180,17 @@ def test_import_hf_records_the_configs_model_type_and_class():
     hostile = config | {"model_type": "gemma2", "architectures": ["<b>Gemma2</b>"]}
     card = import_config(hostile, source_url="https://x.org/config.json", identity=identity).card
     assert "model_class" not in card["sources"][0]
+
+
+def test_a_card_whose_function_the_written_config_loses_is_not_logit_exact(monkeypatch):
+    from archdb import fidelity
+    from archdb.families import card_to_config
+
+    (card,) = [c for c in CARDS_BY_FAMILY["llama"] if c.id == "llama-2-7b"]
+    assert fidelity._judged(card).level == "logit-exact"
+    monkeypatch.setattr(card_to_config, "function_keys", lambda spec, a, written: {})
+    judged = fidelity._judged(card)  # the writer now drops the RoPE base
+    assert (judged.level, judged.why) == (
+        "count-exact",
+        "llama: the config written for it loses position.rope_theta",
+    )
