@@ -189,8 +189,8 @@ def test_a_card_whose_function_the_written_config_loses_is_not_logit_exact(monke
     (card,) = [c for c in CARDS_BY_FAMILY["llama"] if c.id == "llama-2-7b"]
     assert fidelity._judged(card).level == "logit-exact"
     monkeypatch.setattr(card_to_config, "function_keys", lambda spec, a, written: {})
-    judged = fidelity._judged(card)  # the writer now drops the RoPE base
+    judged = fidelity._judged(card)  # the writer now drops the norm epsilon
     assert (judged.level, judged.why) == (
         "count-exact",
-        "llama: the config written for it loses position.rope_theta",
+        "llama: the config written for it loses norm.eps",
     )
