@@ -28,7 +28,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "bamba": frozenset({"attention.layer_pattern"}),
     "cohere2": frozenset({"(import-hf refuses the written config)"}),
     "deepseek_v2": frozenset({"mlp.moe.n_groups", "mlp.moe.top_k_groups"}),
-    "deepseek_v3": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "deepseek_v32": frozenset(
         {
             "position.rope_scaling.beta_fast",
@@ -49,7 +48,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_theta_local",
         }
     ),
-    "glm_moe_dsa": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "gpt_neox": frozenset({"mlp.gelu_approximation"}),
     "hunyuan_v1_moe": frozenset({"position.rope_scaling.factor", "position.rope_scaling.type"}),
     "llama": frozenset(
@@ -63,10 +61,7 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     ),
     "mamba": frozenset({"attention.qk_norm", "context_length"}),
     "mamba2": frozenset({"attention.qk_norm", "context_length"}),
-    "minimax_m2": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "nemotron_h": frozenset({"attention.layer_pattern"}),
-    "qwen3_5_moe_text": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
-    "qwen3_5_text": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "qwen3_moe": frozenset({"mlp.moe.normalize_top_k"}),
     "qwen3_next": frozenset({"mlp.moe.normalize_top_k"}),
     "recurrent_gemma": frozenset({"context_length"}),
