@@ -37,7 +37,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_scaling.type",
         }
     ),
-    "falcon": frozenset({"context_length"}),
     "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
     "gemma2": frozenset({"attention.logit_softcap", "attention.scale", "final_logit_softcap"}),
     "gemma3_text": frozenset(

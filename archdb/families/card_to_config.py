@@ -1789,7 +1789,13 @@ def falcon(a: Architecture) -> dict:
         "num_ln_in_parallel_attn": 1 if shared else 2,
         "tie_word_embeddings": a.tied_embeddings,
         "alibi": False,
-    }
+    } | _falcon_positions(a)
+
+
+def _falcon_positions(a: Architecture) -> dict:
+    """max_position_embeddings where the card records it (Falcon2-11B's config states 8192;
+    Falcon-7B's original config omits it and FalconConfig's default, 2048, is the card's)."""
+    return {} if a.context_length is None else {"max_position_embeddings": a.context_length}
 
 
 def t5(a: Architecture) -> dict:
