@@ -25,7 +25,6 @@ NOT_CONFIG = frozenset({"tokenizer_vocab_size"})
 
 # family -> card fields its writer does not yet carry into the config
 ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
-    "bamba": frozenset({"attention.layer_pattern"}),
     "cohere2": frozenset({"(import-hf refuses the written config)"}),
     "deepseek_v2": frozenset({"mlp.moe.n_groups", "mlp.moe.top_k_groups"}),
     "deepseek_v32": frozenset(
@@ -60,7 +59,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     ),
     "mamba": frozenset({"attention.qk_norm", "context_length"}),
     "mamba2": frozenset({"attention.qk_norm", "context_length"}),
-    "nemotron_h": frozenset({"attention.layer_pattern"}),
     "qwen3_moe": frozenset({"mlp.moe.normalize_top_k"}),
     "qwen3_next": frozenset({"mlp.moe.normalize_top_k"}),
     "recurrent_gemma": frozenset({"context_length"}),

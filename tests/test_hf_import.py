@@ -556,6 +556,31 @@ def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
         imported(config)
 
 
+@pytest.mark.parametrize(
+    ("model_type", "layers"),
+    [
+        ("bamba", {"num_hidden_layers": 32, "attn_layer_indices": [9, 18, 27]}),  # Bamba-9B
+        ("nemotron_h", {"num_hidden_layers": 52, "hybrid_override_pattern": "MEMEM*EMEMEM*"
+                        "EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"}),  # Nemotron 3 Nano 30B-A3B
+    ],
+)  # fmt: skip
+def test_an_irregular_layer_list_stays_explicit(model_type, layers):
+    """A list whose shortest tiling prefix does not repeat (Bamba-9B: a "period" of 28 in
+    32 layers) is the explicit per-layer list, as the catalogue cards record it."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type, **layers).to_dict()
+    card = card_of(config)
+    pattern = card.architecture.attention.layer_pattern
+    assert len(pattern) == layers["num_hidden_layers"] == card.architecture.n_layers
+    kinds = [k.value for k in card.architecture.layer_kinds()]
+    if model_type == "bamba":
+        assert [i for i, k in enumerate(kinds) if k == "global"] == [9, 18, 27]
+    else:
+        codes = {"mamba2": "M", "global": "*", "moe": "E"}
+        assert "".join(codes[k] for k in kinds) == layers["hybrid_override_pattern"]
+
+
 def _gemma3n_config(**changes) -> dict:
     transformers = pytest.importorskip("transformers")
     cfg = transformers.Gemma3nTextConfig(num_hidden_layers=30).to_dict()
