@@ -4,6 +4,11 @@ The round trip is the contract: a card written as its family's config (card -> c
 and read back by import-hf (config -> card) gives the card again, on every value the card
 records. Where a family's config has no key for a value yet, the gap is listed in
 ``ROUND_TRIP_GAPS`` and the test checks the list is exact, so a fixed gap must leave it.
+
+A null the builder fills (``fill_unknowns``' assumptions) is not a value the card records:
+a Mamba card records no context length (MambaConfig has no max_position_embeddings, the
+model has no position limit) and no QK norm (it has no attention), import-hf reads none
+from the config and keeps both null, and the builder's 2048 and "none" stay its own.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_scaling.type",
         }
     ),
-    "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
     "gemma2": frozenset({"attention.logit_softcap", "attention.scale", "final_logit_softcap"}),
     "gemma3_text": frozenset(
         {
@@ -57,11 +61,8 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_scaling.type",
         }
     ),
-    "mamba": frozenset({"attention.qk_norm", "context_length"}),
-    "mamba2": frozenset({"attention.qk_norm", "context_length"}),
     "qwen3_moe": frozenset({"mlp.moe.normalize_top_k"}),
     "qwen3_next": frozenset({"mlp.moe.normalize_top_k"}),
-    "recurrent_gemma": frozenset({"context_length"}),
 }
 
 
@@ -113,9 +114,9 @@ CARDS_BY_FAMILY = _cards_by_family()
 def test_every_card_round_trips_through_its_family_config(model_type):
     losses: dict[str, set[str]] = {}
     for card in CARDS_BY_FAMILY[model_type]:
-        arch = fill_unknowns(card.architecture)[0]
+        arch, assumed = fill_unknowns(card.architecture)
         try:
-            lost = round_trip_losses(arch, model_type)
+            lost = round_trip_losses(arch, model_type) - {a.field for a in assumed}
         except NotRepresentable:
             continue  # the family cannot build the card: fidelity says so
         if lost:
