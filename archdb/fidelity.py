@@ -93,7 +93,7 @@ def fidelities(cards: Iterable[Card]) -> dict[str, Fidelity]:
 def _judged(card: Card) -> Fidelity:
     from archdb.families.card_to_config import NotRepresentable, convert
     from archdb.families.registry import SPECS, model_type_of
-    from archdb.families.round_trip import function_losses
+    from archdb.families.round_trip import round_trip_losses
     from archdb.plan.layout import fill_unknowns
 
     model_type = model_type_of(card)
@@ -110,7 +110,7 @@ def _judged(card: Card) -> Fidelity:
     if missing:
         shown = ", ".join(p.removeprefix("architecture.") for p in missing)
         return Fidelity("count-exact", f"{model_type} is logit-exact; card lacks {shown}")
-    lost = function_losses(filled, model_type) if SPECS[model_type].imports else set()
+    lost = round_trip_losses(card.architecture, model_type) if SPECS[model_type].imports else set()
     if lost:  # the reference would compute another function than the card's
         shown = ", ".join(sorted(lost))
         return Fidelity("count-exact", f"{model_type}: the config written for it loses {shown}")

@@ -2866,11 +2866,15 @@ def _pattern_from_types(types: list[str], d: _Draft) -> list[str]:
 
 
 def _period(kinds: list[str]) -> list[str]:
-    """The shortest prefix whose tiling gives every layer: l l l l l g l l ... -> l l l l l g.
+    """The shortest prefix whose tiling gives every layer: l l l l l g l l ... -> l l l l l g;
+    the whole list when that prefix does not repeat (irregular models: Bamba's
+    attention at layers 9, 18 and 27 of 32 has a "period" of 28, whose second tile would
+    only be its first four layers).
 
     That prefix's length is the list's smallest period: its length minus its longest
     border (a proper prefix that is also a suffix), found by the Knuth-Morris-Pratt failure
-    function in linear time.
+    function in linear time. A period is kept only when it tiles at least twice, since the
+    schema reads a list as long as n_layers as the explicit per-layer list.
     """
     border = [0] * len(kinds)
     k = 0
@@ -2881,7 +2885,7 @@ def _period(kinds: list[str]) -> list[str]:
             k += 1
         border[i] = k
     period = len(kinds) - (border[-1] if kinds else 0)
-    return kinds[:period]
+    return kinds[:period] if 2 * period <= len(kinds) else kinds
 
 
 def _attention(d: _Draft) -> None:

@@ -4,6 +4,11 @@ The round trip is the contract: a card written as its family's config (card -> c
 and read back by import-hf (config -> card) gives the card again, on every value the card
 records. Where a family's config has no key for a value yet, the gap is listed in
 ``ROUND_TRIP_GAPS`` and the test checks the list is exact, so a fixed gap must leave it.
+
+A null the builder fills (``fill_unknowns``' assumptions) is not a value the card records:
+a Mamba card records no context length (MambaConfig has no max_position_embeddings, the
+model has no position limit) and no QK norm (it has no attention), import-hf reads none
+from the config and keeps both null, and the builder's 2048 and "none" stay its own.
 """
 
 from __future__ import annotations
@@ -14,15 +19,12 @@ import archdb
 from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.families.round_trip import REFUSED, round_trip_losses
-from archdb.plan.layout import fill_unknowns
 from archdb.schema import Card
 
 # family -> card fields its writer does not yet carry into the config
 ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
-    "bamba": frozenset({"attention.layer_pattern"}),
     "cohere2": frozenset({REFUSED}),
     "deepseek_v2": frozenset({"mlp.moe.n_groups", "mlp.moe.top_k_groups"}),
-    "deepseek_v3": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "deepseek_v32": frozenset(
         {
             "position.rope_scaling.beta_fast",
@@ -32,8 +34,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_scaling.type",
         }
     ),
-    "falcon": frozenset({"context_length"}),
-    "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
     "gemma2": frozenset({"attention.logit_softcap", "attention.scale", "final_logit_softcap"}),
     "gemma3_text": frozenset(
         {
@@ -43,7 +43,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_theta_local",
         }
     ),
-    "glm_moe_dsa": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "gpt_neox": frozenset({"mlp.gelu_approximation"}),
     "hunyuan_v1_moe": frozenset({"position.rope_scaling.factor", "position.rope_scaling.type"}),
     "llama": frozenset(
@@ -55,15 +54,8 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
             "position.rope_scaling.type",
         }
     ),
-    "mamba": frozenset({"attention.qk_norm", "context_length"}),
-    "mamba2": frozenset({"attention.qk_norm", "context_length"}),
-    "minimax_m2": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
-    "nemotron_h": frozenset({"attention.layer_pattern"}),
-    "qwen3_5_moe_text": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
-    "qwen3_5_text": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "qwen3_moe": frozenset({"mlp.moe.normalize_top_k"}),
     "qwen3_next": frozenset({"mlp.moe.normalize_top_k"}),
-    "recurrent_gemma": frozenset({"context_length"}),
 }
 
 
@@ -83,9 +75,8 @@ CARDS_BY_FAMILY = _cards_by_family()
 def test_every_card_round_trips_through_its_family_config(model_type):
     losses: dict[str, set[str]] = {}
     for card in CARDS_BY_FAMILY[model_type]:
-        arch = fill_unknowns(card.architecture)[0]
         try:
-            lost = round_trip_losses(arch, model_type)
+            lost = round_trip_losses(card.architecture, model_type)
         except NotRepresentable:
             continue  # the family cannot build the card: fidelity says so
         if lost:

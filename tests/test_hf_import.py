@@ -556,6 +556,49 @@ def test_a_mamba2_conv_activation_other_than_silu_is_refused(model_type):
         imported(config)
 
 
+@pytest.mark.parametrize(
+    ("model_type", "layers"),
+    [
+        ("bamba", {"num_hidden_layers": 32, "attn_layer_indices": [9, 18, 27]}),  # Bamba-9B
+        ("nemotron_h", {"num_hidden_layers": 52, "hybrid_override_pattern": "MEMEM*EMEMEM*"
+                        "EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"}),  # Nemotron 3 Nano 30B-A3B
+    ],
+)  # fmt: skip
+def test_an_irregular_layer_list_stays_explicit(model_type, layers):
+    """A list whose shortest tiling prefix does not repeat (Bamba-9B: a "period" of 28 in
+    32 layers) is the explicit per-layer list, as the catalogue cards record it."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type, **layers).to_dict()
+    card = card_of(config)
+    pattern = card.architecture.attention.layer_pattern
+    assert len(pattern) == layers["num_hidden_layers"] == card.architecture.n_layers
+    kinds = [k.value for k in card.architecture.layer_kinds()]
+    if model_type == "bamba":
+        assert [i for i, k in enumerate(kinds) if k == "global"] == [9, 18, 27]
+    else:
+        codes = {"mamba2": "M", "global": "*", "moe": "E"}
+        assert "".join(codes[k] for k in kinds) == layers["hybrid_override_pattern"]
+
+
+@pytest.mark.parametrize("model_type", ["mamba", "mamba2", "falcon_mamba"])
+def test_a_mixer_only_config_records_no_context_length_and_no_qk_norm(model_type):
+    """Mamba's configs have no max_position_embeddings (no position limit) and no
+    attention: the card leaves context_length and attention.qk_norm null, as the catalogue's
+    Mamba cards do, and says why; the builder's fills (2048, "none") are its own."""
+    transformers = pytest.importorskip("transformers")
+
+    config = transformers.AutoConfig.for_model(model_type).to_dict()
+    assert "max_position_embeddings" not in config
+    result = imported(config)
+    arch = validate_card(result.card).architecture
+    assert arch.context_length is None and arch.attention.qk_norm is None
+    assert arch.attention.layer_pattern[0].value in ("mamba", "mamba2")
+    notes = result.card["notes"]
+    assert "no position limit" in notes["architecture.context_length"]
+    assert "Attention-free" in notes["architecture.attention.qk_norm"]
+
+
 def _gemma3n_config(**changes) -> dict:
     transformers = pytest.importorskip("transformers")
     cfg = transformers.Gemma3nTextConfig(num_hidden_layers=30).to_dict()

@@ -169,7 +169,8 @@ SMALL = dict(
     [
         (
             {"hybrid_override_pattern": "M-M*-M-"},
-            ["mamba2", "mlp", "mamba2", "global", "mlp"],  # its period: M-M*- tiled
+            # M-M*- would tile it, but does not repeat: the explicit per-layer list
+            ["mamba2", "mlp", "mamba2", "global", "mlp", "mamba2", "mlp"],
         ),
         (
             {"hybrid_override_pattern": "M-M-M-", "use_bias": True, "use_conv_bias": False},

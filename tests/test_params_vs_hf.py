@@ -921,7 +921,8 @@ _NEW_FAMILIES += ("longcat_flash",)
 )
 def test_new_families_round_trip_through_their_config(model_type, changes):
     """import(to_config(card)) is the card: the converter and import-hf agree, field by
-    field (head_dim written out, context and filled choices aside)."""
+    field (head_dim written out, the layer pattern as built, context and filled choices
+    aside)."""
     from archdb.families.registry import SPECS
     from archdb.hf_import import Identity, import_config
     from archdb.writer import validate_card
@@ -938,6 +939,9 @@ def test_new_families_round_trip_through_their_config(model_type, changes):
         data = a.model_dump(mode="json")
         data["context_length"] = None  # Mamba-2 configs have none; the builder fills one
         data["attention"]["head_dim"] = a.head_dim_effective if a.has_attention() else None
+        # a period that does not repeat ([mamba2, mamba2, global] over 5 layers) comes back
+        # as the explicit per-layer list: the same layers
+        data["attention"]["layer_pattern"] = [k.value for k in a.layer_kinds()]
         # fields that change outputs, not structure, are the logit tests' (test_fidelity.py)
         for path in FUNCTION_DEFAULTS:
             *parents, leaf = path.split(".")

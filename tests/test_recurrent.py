@@ -360,7 +360,7 @@ BAMBA_SMALL = dict(
         ({"attn_layer_indices": [1, 3]}, ["mamba2", "global"]),
         (
             {"attn_layer_indices": [2], "mamba_proj_bias": True, "mamba_conv_bias": False},
-            ["mamba2", "mamba2", "global"],
+            ["mamba2", "mamba2", "global", "mamba2", "mamba2"],  # one attention layer: no period
         ),
         ({"attn_layer_indices": [4], "mamba_d_head": "auto"}, ["mamba2"] * 4 + ["global"]),
     ],

@@ -965,7 +965,8 @@ def _gated_hybrid(a: Architecture) -> dict:
             "linear_value_head_dim": g.value_head_dim,
             "linear_conv_kernel_dim": g.conv_kernel,
         }
-    return _base(a) | {"layer_types": _kinds(a, names)} | sizes | _rope(a)
+    mtp = _mtp_modules(a, "mtp_num_hidden_layers")
+    return _base(a) | {"layer_types": _kinds(a, names)} | sizes | _rope(a) | mtp
 
 
 def qwen3_5_text(a: Architecture) -> dict:
@@ -1370,7 +1371,11 @@ def deepseek_v3(a: Architecture) -> dict:
     config = _deepseek_moe(a)
     _sigmoid_router(a.mlp.moe)
     return (
-        _base(a) | _latent(a) | config | {"norm_topk_prob": a.mlp.moe.normalize_top_k is not False}
+        _base(a)
+        | _latent(a)
+        | config
+        | {"norm_topk_prob": a.mlp.moe.normalize_top_k is not False}
+        | _mtp_modules(a, "num_nextn_predict_layers")
     )
 
 
@@ -1485,6 +1490,7 @@ def minimax_m2(a: Architecture) -> dict:
         _base(a)
         | _rope(a)
         | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
+        | _minimax_mtp(a)
     )
 
 
@@ -1783,7 +1789,13 @@ def falcon(a: Architecture) -> dict:
         "num_ln_in_parallel_attn": 1 if shared else 2,
         "tie_word_embeddings": a.tied_embeddings,
         "alibi": False,
-    }
+    } | _falcon_positions(a)
+
+
+def _falcon_positions(a: Architecture) -> dict:
+    """max_position_embeddings where the card records it (Falcon2-11B's config states 8192;
+    Falcon-7B's original config omits it and FalconConfig's default, 2048, is the card's)."""
+    return {} if a.context_length is None else {"max_position_embeddings": a.context_length}
 
 
 def t5(a: Architecture) -> dict:
@@ -1896,3 +1908,32 @@ def zamba2(a: Architecture) -> dict:
         # (Zyphra's reference code) differs in outputs only, where dt < 0.001
         "time_step_min": m.time_step_floor or 0.001,
     } | (_rope(a) if rope else {})
+
+
+# --- multi-token prediction -----------------------------------------------------------------
+# The MTP modules (architecture.mtp) under the keys the families' released configs use, as
+# import-hf reads them. DeepseekV3Config reads num_nextn_predict_layers (its num_mtp_layers);
+# GlmMoeDsaConfig, Qwen3_5(Moe)TextConfig and MiniMaxM2Config define no MTP key and keep the
+# released keys as attributes. No causal-LM class builds MTP weights (archdb's exact count
+# leaves them out too), so the keys change no count and no logit.
+
+
+def _mtp_modules(a: Architecture, key: str) -> dict:
+    """One count of one-block modules: DeepSeek-V3's and GLM-5's num_nextn_predict_layers,
+    Qwen3-Next's and Qwen3.5's mtp_num_hidden_layers."""
+    if a.mtp is None:
+        return {}
+    _require(a.mtp.layers_per_module == 1, f"mtp.layers_per_module 1 ({key} has no other)")
+    return {key: a.mtp.n_modules}
+
+
+def _minimax_mtp(a: Architecture) -> dict:
+    """MiniMax-M2: use_mtp switches num_mtp_modules modules of mtp_transformer_layers blocks."""
+    if a.mtp is None:
+        return {}
+    n = a.mtp.n_modules
+    return {
+        "use_mtp": n > 0,
+        "num_mtp_modules": n,
+        "mtp_transformer_layers": a.mtp.layers_per_module,
+    }

@@ -12,7 +12,8 @@ import json
 
 from archdb.families.card_to_config import convert
 from archdb.hf_import import HFImportError, Identity, import_config
-from archdb.schema import Architecture, PositionType
+from archdb.plan.layout import fill_unknowns
+from archdb.schema import Architecture
 
 # values that live outside a transformers config (the tokenizer's own vocabulary)
 NOT_CONFIG = frozenset({"tokenizer_vocab_size"})
@@ -38,10 +39,12 @@ def recorded(arch: Architecture) -> dict[str, object]:
 
 
 def round_trip_losses(arch: Architecture, model_type: str) -> set[str]:
-    """Card fields whose value does not come back through config.json (``REFUSED`` when
-    import-hf cannot read the written config); NotRepresentable when the family cannot
-    build the card at all."""
-    config = convert(arch, model_type) | {"model_type": model_type}
+    """The card's recorded values that do not come back through config.json (``REFUSED``
+    when import-hf cannot read the written config); what the build assumes for the card's
+    nulls is not recorded, so never a loss. NotRepresentable when the family cannot build
+    the card at all."""
+    filled, assumed = fill_unknowns(arch)
+    config = convert(filled, model_type) | {"model_type": model_type}
     config = json.loads(json.dumps(config))  # what a saved config.json holds
     try:
         imported = import_config(
@@ -50,21 +53,5 @@ def round_trip_losses(arch: Architecture, model_type: str) -> set[str]:
     except HFImportError:
         return {REFUSED}
     back = recorded(Architecture.model_validate(imported.card["architecture"]))
-    return {path for path, value in recorded(arch).items() if back.get(path) != value}
-
-
-def function_losses(arch: Architecture, model_type: str) -> set[str]:
-    """The round trip's losses that change what transformers' model computes: not the
-    multi-token-prediction modules (counted apart, never in the forward pass), nor a
-    context length no table is sized by, nor the QK norm of a stack without attention."""
-    return {path for path in round_trip_losses(arch, model_type) if not _idle(path, arch)}
-
-
-def _idle(path: str, arch: Architecture) -> bool:
-    if path.startswith("mtp."):
-        return True
-    if path == "context_length":
-        return arch.position.type is not PositionType.LEARNED
-    if path == "attention.qk_norm":
-        return not any(kind.attention for kind in arch.attention.layer_pattern)
-    return False
+    lost = {path for path, value in recorded(filled).items() if back.get(path) != value}
+    return lost - {a.field for a in assumed}
