@@ -34,7 +34,10 @@ CONVENTIONS = (
     "layer_pattern entry is one layer's token mixer (or, in single-sublayer stacks such as "
     "Nemotron-H, one sublayer), tiled from layer 0, and a pattern as long as n_layers lists "
     "every layer. Attention fields describe the attention layers only; a recurrent mixer's "
-    "sizes sit in mixers. Every architecture value must be covered by a source (a dotted "
+    "sizes sit in mixers. A QK norm with parameters (per-head, per-head-untied, full) "
+    "states its own qk_norm_type and qk_norm_affine, and parallel blocks state "
+    "norm.shared_in_parallel: neither follows another field when null. "
+    "Every architecture value must be covered by a source (a dotted "
     "path in its supports; a prefix covers its sub-fields). Derived ratios are never stored."
 )
 

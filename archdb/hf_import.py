@@ -2918,6 +2918,19 @@ def _attention(d: _Draft) -> None:
         d.used.add("max_window_layers")
 
 
+def _qk_norm_terms(d: _Draft) -> None:
+    """After the hooks: every imported family builds q_norm / k_norm with its own block
+    norm class (Qwen3RMSNorm, CohereLayerNorm, Phi's nn.LayerNorm), so a QK norm with
+    parameters takes the blocks' type and affine, unless a hook stated its own."""
+    from archdb.schema import QKNorm
+
+    qk = d.value("architecture.attention.qk_norm")
+    for part in ("type", "affine") if qk and QKNorm(qk).learned else ():
+        path = f"architecture.attention.qk_norm_{part}"
+        if d.value(path) is None:
+            d.set(path, d.value(f"architecture.norm.{part}"), "family")
+
+
 _GELU_TANH = {"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_tanh"}
 _GELU_EXACT = {"gelu", "gelu_python"}
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps")
@@ -3006,6 +3019,7 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
         step(d)
     if family.read:
         family.read(d)
+    _qk_norm_terms(d)
     _function(d)
     if wrapper_note:
         d.note("architecture", wrapper_note)

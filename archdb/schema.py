@@ -219,6 +219,12 @@ class QKNorm(StrEnum):
     FULL = "full"  # one norm over the whole projection (OLMo 2)
     L2 = "l2"  # parameter-free L2 normalization (Llama 4)
 
+    @property
+    def learned(self) -> bool:
+        """Whether the norm has learnable terms, and so a type and affine of its own that
+        the card states (attention.qk_norm_type, qk_norm_affine)."""
+        return self in {QKNorm.PER_HEAD, QKNorm.PER_HEAD_UNTIED, QKNorm.FULL}
+
 
 class GeluApproximation(StrEnum):
     """How a GELU is computed: the exact erf form or Hendrycks & Gimpel's tanh approximation."""
@@ -374,6 +380,14 @@ def _windowed_answer(card: dict) -> bool:
     return bool({LayerKind.LOCAL.value, LayerKind.CHUNKED.value} & set(pattern))
 
 
+def _qk_norm_params_answer(card: dict) -> bool:
+    """``archdb new`` asks for the QK norm's type and affine after a QK norm with
+    parameters (per-head, per-head-untied or full)."""
+    attention = card.get("architecture", {}).get("attention") or {}
+    kind = attention.get("qk_norm")
+    return kind in {q.value for q in QKNorm if q.learned}
+
+
 def _rope_answer(card: dict) -> bool:
     """``archdb new`` asks for RoPE's base after a rope position type."""
     position = card.get("architecture", {}).get("position") or {}
@@ -521,17 +535,22 @@ class Attention(Strict):
     qk_norm: Annotated[QKNorm | None, Unknown()] = Field(
         description="Norm on queries and keys before QK^T: none; per-head (one scale shared "
         "by the heads); per-head-untied (a scale per head); full (over the whole projection); "
-        "l2 (parameter-free)."
+        "l2 (parameter-free). The first three state qk_norm_type and qk_norm_affine."
     )
-    qk_norm_type: NormType | None = Field(
+    qk_norm_type: Annotated[NormType | None, Asked(_qk_norm_params_answer, required=True)] = Field(
         default=None,
-        description="Type of the QK norm where it differs from norm.type (Chameleon: "
-        "layernorm under RMSNorm blocks). Optional; null means norm.type.",
+        description="Type of the QK norm's function, stated on every card whose qk_norm "
+        "has parameters (per-head, per-head-untied, full), from the code that defines "
+        "q_norm / k_norm (Qwen 3: rmsnorm; Chameleon: layernorm under RMSNorm blocks). Null "
+        "(or left out) for qk_norm none, l2 or unknown; it never follows norm.type.",
     )
-    qk_norm_affine: NormAffine | None = Field(
-        default=None,
-        description="Learnable terms of the QK norm where they differ from norm.affine "
-        "(Chameleon: scale-and-bias per head). Optional; null means norm.affine.",
+    qk_norm_affine: Annotated[NormAffine | None, Asked(_qk_norm_params_answer, required=True)] = (
+        Field(
+            default=None,
+            description="Learnable terms of the QK norm, stated with qk_norm_type (Qwen 3: "
+            "scale; Chameleon: scale-and-bias per head). Null (or left out) for qk_norm none, l2 "
+            "or unknown; it never follows norm.affine.",
+        )
     )
     logit_softcap: Annotated[PositiveFloat | None, Asked()] = Field(
         description="Attention logits soft-capped as c*tanh(x/c); null if not used."
@@ -1609,12 +1628,7 @@ class Architecture(Strict):
                 "attention.sliding_window is set but attention.layer_pattern has no local or "
                 "chunked layer: add one to the pattern or set sliding_window to null"
             )
-        has_qk_params = att.qk_norm in (QKNorm.PER_HEAD, QKNorm.PER_HEAD_UNTIED, QKNorm.FULL)
-        if (att.qk_norm_type is not None or att.qk_norm_affine is not None) and not has_qk_params:
-            raise ValueError(
-                "attention.qk_norm_type and qk_norm_affine are only for a per-head, "
-                "per-head-untied or full qk_norm"
-            )
+        self._check_qk_norm_terms(att)
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
         if att.sparse is not None:
@@ -1699,6 +1713,25 @@ class Architecture(Strict):
             raise ValueError(
                 "mlp.moe.shortcut_dense_d_ff needs every layer MoE (first_dense_layers 0, "
                 "layer_period 1) and no dense_beside_d_ff"
+            )
+
+    @staticmethod
+    def _check_qk_norm_terms(att: Attention) -> None:
+        """A QK norm with parameters states its own type and affine (they no longer follow
+        the blocks' norm when null); any other qk_norm states neither."""
+        terms = {"qk_norm_type": att.qk_norm_type, "qk_norm_affine": att.qk_norm_affine}
+        if att.qk_norm is not None and att.qk_norm.learned:
+            missing = [f"attention.{name}" for name, value in terms.items() if value is None]
+            if missing:
+                raise ValueError(
+                    f"attention.qk_norm {att.qk_norm.value} needs {' and '.join(missing)} "
+                    "stated: the QK norm's own type and learnable terms, from the code that "
+                    "defines q_norm / k_norm (a null no longer means the blocks' norm)"
+                )
+        elif any(value is not None for value in terms.values()):
+            raise ValueError(
+                "attention.qk_norm_type and qk_norm_affine are only for a per-head, "
+                "per-head-untied or full qk_norm"
             )
 
     def _check_mixers(self) -> None:

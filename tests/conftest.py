@@ -337,6 +337,18 @@ def moe_block(**changes: Any) -> dict[str, Any]:
     return defaults | changes
 
 
+def qk_norm(
+    kind: str, norm_type: str = "rmsnorm", affine: str = "scale", prefix: str = "attention."
+) -> dict[str, str]:
+    """A QK norm as a card states it: a kind with parameters (per-head, per-head-untied,
+    full) comes with its own type and affine (an RMSNorm scale unless told), which no
+    longer follow the block norm."""
+    out = {f"{prefix}qk_norm": kind}
+    if QKNorm(kind).learned:
+        out |= {f"{prefix}qk_norm_type": norm_type, f"{prefix}qk_norm_affine": affine}
+    return out
+
+
 # Gemma 4's attention: 5 local : 1 global, the global layers with their own KV heads, a
 # wider head, proportional partial RoPE and values taken from the keys; a value norm
 GEMMA4_ATTENTION: dict[str, Any] = {
@@ -344,7 +356,7 @@ GEMMA4_ATTENTION: dict[str, Any] = {
     "norm.position": "double",
     "mlp.activation": "geglu",
     "tied_embeddings": True,
-    "attention.qk_norm": "per-head",
+    **qk_norm("per-head"),
     "attention.head_dim": 16,
     "attention.value_norm": True,
     "attention.scale": 1.0,
@@ -707,7 +719,7 @@ CHOICES = [
         "attention.sliding_window": 16,
         "n_layers": 3,
     },
-    {"attention.output_gate": "elementwise", "attention.qk_norm": "per-head"},
+    {"attention.output_gate": "elementwise", **qk_norm("per-head")},
     {"attention.output_gate": "headwise", "attention.n_kv_heads": 1},
     # muP factors (Granite): sublayer outputs scaled before the residual add
     {"residual_multiplier": 0.22, "embedding_multiplier": 12.0, "logit_scale": 0.125},
@@ -765,12 +777,8 @@ CHOICES = [
     {"attention.n_kv_heads": 4},
     {"attention.n_kv_heads": 1},
     {"attention.head_dim": 32},
-    *({"attention.qk_norm": q.value} for q in QKNorm),
-    {
-        "attention.qk_norm": "per-head-untied",
-        "attention.qk_norm_type": "layernorm",
-        "attention.qk_norm_affine": "scale-and-bias",
-    },
+    *(qk_norm(q.value) for q in QKNorm),
+    qk_norm("per-head-untied", "layernorm", "scale-and-bias"),  # Chameleon's
     {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
     GEMMA4_ATTENTION,
     {**GEMMA4_ATTENTION, **GEMMA4_MOE},

@@ -27,6 +27,7 @@ from tests.conftest import (
     latent_dims,
     make_card,
     mamba2_dims,
+    qk_norm,
 )
 
 runner = CliRunner()
@@ -65,7 +66,7 @@ def _cards():
         ),
         make_card(
             "gated-2025",
-            _arch({"attention.output_gate": "elementwise", "attention.qk_norm": "per-head"}),
+            _arch({"attention.output_gate": "elementwise", **qk_norm("per-head")}),
             year=2025,
         ),
         make_card(

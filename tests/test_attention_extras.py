@@ -14,7 +14,7 @@ from archdb.builder.model import build_model, count_parameters
 from archdb.measure.analytic import param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
-from tests.conftest import hf_import_count, latent_dims, make_arch, moe_block
+from tests.conftest import hf_import_count, latent_dims, make_arch, moe_block, qk_norm
 
 pytest.importorskip("transformers")
 
@@ -76,7 +76,7 @@ def test_elementwise_output_gate_doubles_the_query_projection_like_qwen3_next():
         **{
             "attention.output_gate": "elementwise",
             "attention.head_dim": 16,
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
         }
     )
     assert _attention_params(arch) == sum(p.numel() for p in reference.parameters())

@@ -24,7 +24,7 @@ from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
 from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, null_fields, rotary_dims
 from archdb.schema import Architecture, NormType
-from tests.conftest import CHOICES, card_text, causal_probe, make_arch, moe_block
+from tests.conftest import CHOICES, card_text, causal_probe, make_arch, moe_block, qk_norm
 
 CARDS = list(load_catalogue())
 
@@ -271,9 +271,7 @@ def test_attention_heads_and_latent_dims():
 def test_qk_norm_variants_have_their_parameters():
     def qk(kind, **more):
         return (
-            build_model(make_arch(**{"attention.qk_norm": kind}, **more))
-            .decoder.layers[0]
-            .attn.sublayer.qk_norm
+            build_model(make_arch(**(qk_norm(kind) | more))).decoder.layers[0].attn.sublayer.qk_norm
         )
 
     assert qk("none") is None

@@ -18,7 +18,7 @@ from archdb.reports.claims import (
 )
 from archdb.schema import Card
 from archdb.table import catalogue_frame
-from tests.conftest import catalogue, make_card
+from tests.conftest import catalogue, make_card, qk_norm
 
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}
 MODERN = {
@@ -223,7 +223,7 @@ def test_claim_13_first_z_loss_is_not_palm() -> None:
 
 def test_claims_14_and_15_name_the_lectures_mistakes() -> None:
     gemma2 = modern("gemma-2-9b", {"architecture.attention.logit_softcap": 50.0}, family="gemma-2")
-    olmo2 = modern("olmo-2-7b", {"architecture.attention.qk_norm": "full"}, family="olmo-2")
+    olmo2 = modern("olmo-2-7b", qk_norm("full", prefix="architecture.attention."), family="olmo-2")
     qk = check("qk-norm", gemma2, olmo2)
     assert qk.verdict is Verdict.PARTLY
     assert any(

@@ -244,6 +244,29 @@ def test_new_prompts_offer_vocabularies(small):
     assert load_catalogue(small).get("toy-2b").params_published == 2_000_000_000
 
 
+def test_new_asks_for_the_qk_norm_terms_after_a_qk_norm_with_parameters(small):
+    answers = [
+        "toy-2b", "Toy 2B", "toy", "Example Lab", "2024-02-01", "true", "2B",
+        "", "", "", "", "",  # kind .. context_length: keep
+        "", "", "", "",  # norm: keep (rmsnorm)
+        "", "", "", "", "per-head",  # variant, heads, kv heads, head_dim; a QK norm
+        "", "layernorm", "scale",  # its type (asked again when blank) and affine
+        "", "",  # logit_softcap, layer_pattern
+        "", "", "", "", "", "", "", "", "", "",  # position .. final_logit_softcap: keep
+        "https://example.org/toy-2b/config.json", "config", "config.json", "config.json",
+        "architecture",
+    ]  # fmt: skip
+    result = invoke("new", "--like", "toy-1b", "--interactive", "-C", str(small),
+                    input="\n".join(answers) + "\n")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "qk_norm_type (layernorm, rmsnorm)" in result.output
+    assert "qk_norm_type (layernorm, rmsnorm) is required" in result.stderr  # a blank: again
+    att = load_catalogue(small).get("toy-2b").architecture.attention
+    assert (att.qk_norm.value, att.qk_norm_type.value, att.qk_norm_affine.value) == (
+        "per-head", "layernorm", "scale",
+    )  # fmt: skip
+
+
 # --- import-hf ----------------------------------------------------------------------
 
 IMPORT_FLAGS = ["--source", GEMMA_URL, "--organization", "Google DeepMind",

@@ -25,15 +25,6 @@ from archdb.schema import Card
 ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "cohere2": frozenset({REFUSED}),
     "deepseek_v2": frozenset({"mlp.moe.n_groups", "mlp.moe.top_k_groups"}),
-    "deepseek_v32": frozenset(
-        {
-            "position.rope_scaling.beta_fast",
-            "position.rope_scaling.beta_slow",
-            "position.rope_scaling.factor",
-            "position.rope_scaling.original_context",
-            "position.rope_scaling.type",
-        }
-    ),
     "gemma2": frozenset({"attention.logit_softcap", "attention.scale", "final_logit_softcap"}),
     "gemma3_text": frozenset(
         {

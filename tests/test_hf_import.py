@@ -23,6 +23,7 @@ from archdb.hf_import import (
 )
 from archdb.testing.transformers import DEFAULT_COMPLETIONS
 from archdb.writer import WriteError, validate_card
+from tests.conftest import hf_import_count, qk_norm
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CONFIGS = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -68,14 +69,14 @@ EXPECTED = [
     ("gemma-2-2b", {"norm.position": "double", "attention.layer_pattern": ["local", "global"],
                     "attention.logit_softcap": 50.0, "final_logit_softcap": 30.0}),
     ("gemma-3-1b-pt", {"attention.layer_pattern": ["local"] * 5 + ["global"],
-                       "attention.qk_norm": "per-head", "position.rope_theta": 1_000_000.0,
+                       **qk_norm("per-head"), "position.rope_theta": 1_000_000.0,
                        "position.rope_theta_local": 10000.0, "attention.sliding_window": 512}),
     ("qwen2-7b", {"bias.qkv": True, "bias.attn_out": False, "attention.layer_pattern": ["global"],
                   "attention.sliding_window": None}),
-    ("qwen3-0.6b-base", {"attention.qk_norm": "per-head", "attention.head_dim": 128,
+    ("qwen3-0.6b-base", {**qk_norm("per-head"), "attention.head_dim": 128,
                          "tied_embeddings": True}),
     ("qwen3-30b-a3b", {"mlp.d_ff": 768, "mlp.moe.n_experts": 128, "mlp.moe.n_active": 8}),
-    ("olmo-2-1124-7b", {"norm.position": "post-branch", "attention.qk_norm": "full"}),
+    ("olmo-2-1124-7b", {"norm.position": "post-branch", **qk_norm("full")}),
     ("phi-2", {"parallel_layers": True, "norm.shared_in_parallel": True, "bias.lm_head": True,
                "position.rotary_fraction": 0.4, "mlp.activation": "gelu",
                "norm.type": "layernorm"}),
@@ -697,3 +698,34 @@ def test_per_layer_lists_are_refused_outside_hunyuan():
     cfg = {**config("qwen3-30b-a3b"), "moe_intermediate_size": [768] * 48}
     with pytest.raises(HFImportError, match="moe_intermediate_size is a per-layer list"):
         imported(cfg)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "flag", "kind", "terms"),
+    [
+        ("cohere", {"use_qk_norm": True}, "per-head-untied", ("layernorm", "scale")),
+        ("phi", {"qk_layernorm": True}, "per-head", ("layernorm", "scale-and-bias")),
+        ("qwen3", {}, "per-head", ("rmsnorm", "scale")),
+        ("olmo2", {}, "full", ("rmsnorm", "scale")),
+    ],
+)
+def test_a_qk_norm_is_imported_with_its_own_type_and_affine(model_type, flag, kind, terms):
+    """Each family builds q_norm / k_norm with its block norm class (CohereLayerNorm without
+    bias, Phi's nn.LayerNorm with one, Qwen3RMSNorm): the card states that class, and the
+    full-size count is transformers'."""
+    sizes = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    sizes |= {"num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256}
+    ours, theirs, card = hf_import_count(model_type, **sizes, **flag)
+    att = card.architecture.attention
+    assert (att.qk_norm.value, att.qk_norm_type.value, att.qk_norm_affine.value) == (kind, *terms)
+    code = next(s for s in card.sources if s.kind.value == "code")
+    assert {"architecture.attention.qk_norm_type", "architecture.attention.qk_norm_affine"} <= {
+        *code.supports
+    } or "architecture.attention" in code.supports
+    assert ours == theirs
+
+
+def test_no_qk_norm_imports_no_qk_norm_terms():
+    card = card_of(config("llama-2-7b-hf"))
+    assert card.architecture.attention.qk_norm.value == "none"
+    assert card.architecture.attention.qk_norm_type is None

@@ -37,6 +37,7 @@ from tests.conftest import (
     mamba2_dims,
     mamba_dims,
     moe_block,
+    qk_norm,
 )
 from tests.test_shared_blocks import SHARED as ZAMBA2_LIKE
 
@@ -63,7 +64,7 @@ NO_ROPE = {"position.rope_theta": None}
 LFM2_HYBRID = {
     "n_layers": 4,
     "attention.layer_pattern": ["short-conv", "short-conv", "global"],
-    "attention.qk_norm": "per-head",
+    **qk_norm("per-head"),
     "tied_embeddings": True,
     "mixers": {"short_conv": {"conv_kernel": 3, "bias": False, "mlp": True}},
 }
@@ -107,7 +108,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("mixtral", {"mlp.moe": MOE}),
     ("phi3", {"attention.layer_pattern": ["local"], "attention.sliding_window": 16}),
     ("qwen2", {"bias.qkv": True, "tied_embeddings": True}),
-    ("qwen3", {"attention.qk_norm": "per-head", "attention.head_dim": 32}),
+    ("qwen3", {**qk_norm("per-head"), "attention.head_dim": 32}),
     (
         "gemma",
         {
@@ -136,19 +137,19 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "tied_embeddings": True,
             "n_layers": 6,
             "norm.position": "double",
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.layer_pattern": ["local"] * 5 + ["global"],
             "attention.sliding_window": 16,
             "position.rope_theta_local": 1e4,
         },
     ),
     ("olmo", {"norm.type": "layernorm", "norm.affine": "none"}),
-    ("olmo2", {"norm.position": "post-branch", "attention.qk_norm": "full"}),
+    ("olmo2", {"norm.position": "post-branch", **qk_norm("full")}),
     (
         "olmo3",
         {
             "norm.position": "post-branch",
-            "attention.qk_norm": "full",
+            **qk_norm("full"),
             "n_layers": 4,
             "attention.layer_pattern": ["local", "local", "local", "global"],
             "attention.sliding_window": 16,
@@ -158,7 +159,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "olmo3",
         {
             "norm.position": "post-branch",
-            "attention.qk_norm": "full",
+            **qk_norm("full"),
             "n_layers": 3,
             "attention.layer_pattern": ["local", "global", "global"],
             "attention.sliding_window": 16,
@@ -179,7 +180,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "parallel_layers": True,
             "norm.shared_in_parallel": True,
             "tied_embeddings": True,
-            "attention.qk_norm": "per-head-untied",
+            **qk_norm("per-head-untied", "layernorm"),
         },
     ),
     (
@@ -222,7 +223,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     (
         "qwen3_moe",
         {
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.head_dim": 32,
             "n_layers": 4,
             "mlp.moe": {**MOE, "layer_period": 2, "dense_d_ff": 256},
@@ -295,7 +296,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "glm4_moe",
         {
             "n_layers": 3,
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.head_dim": 32,
             "position.rotary_fraction": 0.5,
             "bias.qkv": True,
@@ -441,9 +442,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "chameleon",
         {
             "attention.n_kv_heads": 4,
-            "attention.qk_norm": "per-head-untied",
-            "attention.qk_norm_type": "layernorm",
-            "attention.qk_norm_affine": "scale-and-bias",
+            **qk_norm("per-head-untied", "layernorm", "scale-and-bias"),
         },
     ),
     ("mamba2", MAMBA2_ONLY),
@@ -592,7 +591,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "apertus",
         {
             "mlp.activation": "xielu",
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.head_dim": 24,
             "position.rope_scaling": {
                 "type": "llama3",
@@ -607,7 +606,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "qwen3_next",
         {
             **DELTANET_HYBRID,
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.output_gate": "elementwise",
             "attention.head_dim": 32,
             "position.rotary_fraction": 0.25,
@@ -629,7 +628,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     (
         "minimax_m2",
         {
-            "attention.qk_norm": "full",
+            **qk_norm("full"),
             "attention.head_dim": 32,
             "position.rotary_fraction": 0.5,
             "mlp.moe": {**MOE, "score_function": "sigmoid", "score_correction_bias": True},
@@ -639,7 +638,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     (
         "hunyuan_v1_dense",
         {
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.qk_norm_after_rope": True,
             "bias.qkv": True,
             "bias.attn_out": True,
@@ -648,7 +647,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     (
         "hunyuan_v1_moe",
         {
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.qk_norm_after_rope": True,
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 128},
         },
@@ -658,7 +657,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "exaone4",
         {
             "norm.position": "post-branch",
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "n_layers": 4,
             "attention.layer_pattern": ["local", "local", "local", "global-nope"],
             "attention.sliding_window": 16,
@@ -666,7 +665,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     (
         "exaone4",
-        {"norm.position": "post-branch", "attention.qk_norm": "per-head", "tied_embeddings": True},
+        {"norm.position": "post-branch", **qk_norm("per-head"), "tied_embeddings": True},
     ),
     ("ernie4_5", {"tied_embeddings": True, "attention.head_dim": 32}),
     ("ernie4_5", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
@@ -733,7 +732,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "qwen3_5_text",
         {
             **DELTANET_HYBRID,
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.output_gate": "elementwise",
             "attention.head_dim": 32,
             "position.rotary_fraction": 0.25,
@@ -743,7 +742,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         "qwen3_5_moe_text",
         {
             **DELTANET_HYBRID,
-            "attention.qk_norm": "per-head",
+            **qk_norm("per-head"),
             "attention.output_gate": "elementwise",
             "attention.head_dim": 32,
             "position.rotary_fraction": 0.25,

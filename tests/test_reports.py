@@ -29,7 +29,7 @@ from archdb.reports.adoption import (
 from archdb.reports.build import PAGES, build_reports, stale_files
 from archdb.reports.numeric import numeric_field, numeric_trend, spread
 from archdb.table import catalogue_frame, catalogue_rows
-from tests.conftest import catalogue, make_card
+from tests.conftest import catalogue, make_card, qk_norm
 
 REPO = DEFAULT_PATH.parent.parent
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}
@@ -85,8 +85,8 @@ def test_research_variants_and_window_are_left_out() -> None:
 
 def test_any_line_counts_every_on_value_together() -> None:
     cards = catalogue(
-        make_card("aa-2024", {"architecture.attention.qk_norm": "full"}, year=2024),
-        make_card("bb-2024", {"architecture.attention.qk_norm": "per-head"}, year=2024),
+        make_card("aa-2024", qk_norm("full", prefix="architecture.attention."), year=2024),
+        make_card("bb-2024", qk_norm("per-head", prefix="architecture.attention."), year=2024),
         make_card("cc-2024", year=2024),
     )
     result = adoption(catalogue_rows(cards), find_choice("qk-norm"))
@@ -99,7 +99,7 @@ def test_any_line_counts_every_on_value_together() -> None:
 
 def test_consensus_prefers_a_value_over_an_any_that_repeats_it() -> None:
     cards = catalogue(
-        make_card("aa-2024", {"architecture.attention.qk_norm": "full"}, year=2024),
+        make_card("aa-2024", qk_norm("full", prefix="architecture.attention."), year=2024),
         make_card("bb-2023", {"architecture.attention.qk_norm": "l2"}, year=2023),
     )
     result = adoption(catalogue_rows(cards), find_choice("qk-norm"))

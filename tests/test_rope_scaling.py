@@ -14,7 +14,7 @@ from archdb.builder.model import build_model
 from archdb.builder.positions import scaled_frequencies
 from archdb.measure.analytic import param_count
 from archdb.schema import RopeScaling
-from tests.conftest import make_arch
+from tests.conftest import make_arch, qk_norm
 
 pytest.importorskip("transformers")
 
@@ -127,4 +127,4 @@ def test_ntk_alpha_stretches_the_base_once_at_every_length():
 def test_qk_norm_after_rope_needs_a_qk_norm():
     with pytest.raises(ValidationError, match="qk_norm_after_rope needs a qk_norm"):
         make_arch(**{"attention.qk_norm": "none", "attention.qk_norm_after_rope": True})
-    assert make_arch(**{"attention.qk_norm": "per-head", "attention.qk_norm_after_rope": True})
+    assert make_arch(**qk_norm("per-head"), **{"attention.qk_norm_after_rope": True})

@@ -15,7 +15,7 @@ from archdb.header import catalogue_header, split_header
 from archdb.plan.layout import FUNCTION_DEFAULTS, REQUIRED, function_assumptions
 from archdb.schema import UNKNOWN_WHEN_NULL, Card
 from archdb.writer import WriteError, skeleton, write_header
-from tests.conftest import VALID_CARD, make_card, moe_block
+from tests.conftest import VALID_CARD, make_arch, make_card, moe_block, qk_norm
 
 
 def test_committed_header_is_what_the_schema_generates():
@@ -172,3 +172,67 @@ def test_fill_unknowns_fills_only_unknown_fields():
     card = make_card("toy-null", {f"architecture.{p}": v for p, v in nulls.items()})
     _, made = fill_unknowns(card.architecture)
     assert {a.field for a in made} == set(nulls)
+
+
+def test_a_qk_norm_with_parameters_states_its_type_and_affine():
+    """attention.qk_norm_type / qk_norm_affine no longer follow the blocks' norm when null:
+    a per-head, per-head-untied or full QK norm states both; none and l2 state neither."""
+    for kind in ("per-head", "per-head-untied", "full"):
+        with pytest.raises(ValueError, match=rf"qk_norm {kind} needs attention\.qk_norm_type and"):
+            make_card("toy-qk", {"architecture.attention.qk_norm": kind})
+    half = {
+        "architecture.attention.qk_norm": "full",
+        "architecture.attention.qk_norm_type": "rmsnorm",
+    }
+    with pytest.raises(ValueError, match=r"needs attention\.qk_norm_affine stated"):
+        make_card("toy-qk", half)
+    stray = qk_norm("l2", prefix="architecture.attention.")
+    stray["architecture.attention.qk_norm_affine"] = "scale"
+    with pytest.raises(ValueError, match="only for a per-head, per-head-untied or full"):
+        make_card("toy-qk", stray)
+    card = make_card("toy-qk", qk_norm("per-head", prefix="architecture.attention."))
+    assert card.architecture.attention.qk_norm_type.value == "rmsnorm"
+
+
+def test_a_missing_qk_norm_type_is_located_at_the_cards_qk_norm(write_catalogue):
+    text = VALID_CARD.replace("qk_norm: none", "qk_norm: per-head")
+    result = CliRunner().invoke(app, ["validate", str(write_catalogue(text))])
+    assert result.exit_code == 1
+    out = " ".join(result.output.split())
+    assert ":25:" in out and "toy-1b architecture.attention.qk_norm" in out
+    assert "needs attention.qk_norm_type and attention.qk_norm_affine stated" in out
+    fixed = text.replace(
+        "qk_norm: per-head\n",
+        "qk_norm: per-head\n      qk_norm_type: layernorm\n      qk_norm_affine: scale\n",
+    )
+    assert CliRunner().invoke(app, ["validate", str(write_catalogue(fixed))]).exit_code == 0
+
+
+def test_the_plan_reads_the_qk_norm_as_stated_not_the_blocks_norm():
+    from archdb.plan import make_plan
+    from archdb.plan.norms import BARE_RMS
+    from archdb.schema import NormType
+
+    def qk(**changes):
+        return make_plan(make_arch(**changes)).decoder.blocks[0].mixer.qk_norm
+
+    # layernorm blocks, an RMSNorm QK norm with a scale: one weight per head dim, no bias
+    rms = qk(**{"norm.type": "layernorm", "norm.affine": "scale-and-bias"}, **qk_norm("per-head"))
+    assert (rms.norm.type, rms.norm.scale, rms.norm.bias) == (NormType.RMSNORM, True, False)
+    assert rms.params() == 2 * 16  # q and k, head_dim 16
+    biased = qk(**qk_norm("full", "layernorm", "scale-and-bias"))  # under RMSNorm blocks
+    assert biased.norm.type is NormType.LAYERNORM and biased.params() == 2 * (64 + 2 * 16)
+    assert qk(**qk_norm("l2")).norm == BARE_RMS and qk(**qk_norm("none")) is None
+
+
+def test_new_asks_for_the_qk_norm_terms_only_after_a_qk_norm_with_parameters():
+    paths = [p for p, _ in prompted(Card)]
+    at = paths.index("architecture.attention.qk_norm")
+    assert paths[at + 1 : at + 3] == [
+        "architecture.attention.qk_norm_type",
+        "architecture.attention.qk_norm_affine",
+    ]
+    asked = dict(prompted(Card))["architecture.attention.qk_norm_type"]
+    assert asked.required  # in play, a blank answer is asked again
+    for kind, in_play in (("none", False), ("l2", False), ("per-head", True), ("full", True)):
+        assert asked.in_play({"architecture": {"attention": {"qk_norm": kind}}}) is in_play

@@ -18,7 +18,7 @@ from archdb.builder.recurrent import ShortConvMixer
 from archdb.measure.analytic import cache_size, param_count
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import assert_causal, hf_import_count, make_arch, moe_block
+from tests.conftest import assert_causal, hf_import_count, make_arch, moe_block, qk_norm
 
 transformers = pytest.importorskip("transformers")
 
@@ -31,7 +31,7 @@ def short_conv_dims(**changes) -> dict:
 LFM2_HYBRID = {
     "n_layers": 4,
     "attention.layer_pattern": ["short-conv", "short-conv", "global", "short-conv"],
-    "attention.qk_norm": "per-head",
+    **qk_norm("per-head"),
     "tied_embeddings": True,
     "mixers": {"short_conv": short_conv_dims()},
 }

@@ -44,7 +44,7 @@ from .layout import (
 )
 from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, activation_rule
 from .mtp import MTPModule, MTPStack
-from .norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
+from .norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
 from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
 from .recurrent import RECURRENT, RecurrentMixer
@@ -609,13 +609,13 @@ class _Reader:
         att, dims = self.a.attention, self.dims_of(spec)
         if att.qk_norm is QKNorm.NONE:
             return None
-        kind, affine = (
-            att.qk_norm_type or self.a.norm.type,
-            att.qk_norm_affine or self.a.norm.affine,
-        )
-        # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
-        offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
-        norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
+        if att.qk_norm.learned:  # its own type and terms, stated on the card (validated)
+            kind, affine = att.qk_norm_type, att.qk_norm_affine
+            # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
+            offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
+            norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
+        else:  # l2: parameter-free, x / rms(x) per head
+            norm = BARE_RMS
         keys = 0 if spec is not None and spec.reuses_kv else dims.n_kv_heads  # queries only
         return QKNormSpec(att.qk_norm, norm, dims.n_heads, keys, dims.qk_dim)
 
