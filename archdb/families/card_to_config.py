@@ -262,7 +262,11 @@ def llama(a: Architecture) -> dict:
     _dense(a)
     _pattern(a, LayerKind.GLOBAL)
     _require(a.bias.qkv == a.bias.attn_out, "Llama's attention_bias covers q, k, v and o alike")
-    return _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    config = _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    if a.position.rope_scaling is not None:  # Llama 3.1: rope_type llama3 beside the base
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | _rope_scaling(a)
+    return config
 
 
 def mistral(a: Architecture) -> dict:
