@@ -40,10 +40,8 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     ),
     "falcon": frozenset({"context_length"}),
     "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
-    "gemma2": frozenset({"attention.logit_softcap", "attention.scale", "final_logit_softcap"}),
     "gemma3_text": frozenset(
         {
-            "attention.scale",
             "position.rope_scaling.factor",
             "position.rope_scaling.type",
             "position.rope_theta_local",

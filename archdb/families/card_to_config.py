@@ -1062,9 +1062,19 @@ def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
     _bias(a, False, False, False)
     _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
     _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    # the code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class
+    scale = a.attention.scale
+    scalar = scale**-2 if scale is not None else a.head_dim_effective
+    _require(
+        math.isclose(scalar, round(scalar), rel_tol=1e-9),
+        "attention.scale must be 1/sqrt(n) for a whole n (query_pre_attn_scalar)",
+    )
     return _base(a) | {
         "sliding_window": a.attention.sliding_window or 4096,
         "layer_types": _layer_types(a),
+        "query_pre_attn_scalar": round(scalar),
+        "attn_logit_softcapping": a.attention.logit_softcap,
+        "final_logit_softcapping": a.final_logit_softcap,
     }
 
 
