@@ -40,13 +40,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     ),
     "falcon": frozenset({"context_length"}),
     "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
-    "gemma3_text": frozenset(
-        {
-            "position.rope_scaling.factor",
-            "position.rope_scaling.type",
-            "position.rope_theta_local",
-        }
-    ),
     "glm_moe_dsa": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "gpt_neox": frozenset({"mlp.gelu_approximation"}),
     "hunyuan_v1_moe": frozenset({"position.rope_scaling.factor", "position.rope_scaling.type"}),

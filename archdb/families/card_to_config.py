@@ -1079,7 +1079,20 @@ def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
 
 
 def gemma3_text(a: Architecture) -> dict:
-    return gemma2(a, QKNorm.PER_HEAD)
+    """Gemma 2 with per-head QK norms and a RoPE block per layer type: the scaling on the
+    full layers (rope_scaling goes there only), the sliding layers at their own base."""
+    config = gemma2(a, QKNorm.PER_HEAD)
+    pos = a.position
+    _require(
+        pos.rope_scaling is None
+        or LayerKind.LOCAL not in a.layer_kinds()
+        or pos.rope_theta_local is not None,
+        "Gemma 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    theta = pos.rope_theta or 10000.0
+    full = {"rope_type": "default", "rope_theta": theta} | _rope_scaling(a)
+    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
+    return config | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
 
 
 def gemma4_text(a: Architecture) -> dict:
