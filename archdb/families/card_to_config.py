@@ -41,6 +41,7 @@ from archdb.schema import (
     PositionType,
     QKNorm,
     RopeLayout,
+    RopeScalingType,
     RouterScore,
 )
 
@@ -1594,7 +1595,7 @@ def hunyuan_v1_dense(a: Architecture) -> dict:
     outputs, not counts); attention_bias covers q, k, v and o, the MLP never has one."""
     _hunyuan_attention(a)
     _dense(a)
-    return _base(a) | _rope(a) | {"attention_bias": a.bias.qkv}
+    return _base(a) | _hunyuan_rope(a) | {"attention_bias": a.bias.qkv}
 
 
 def _hunyuan_attention(a: Architecture) -> None:
@@ -1602,6 +1603,18 @@ def _hunyuan_attention(a: Architecture) -> None:
     _pattern(a, LayerKind.GLOBAL)
     _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
     _require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
+
+
+def _hunyuan_rope(a: Architecture) -> dict:
+    """RoPE as Hunyuan's configs spell it: ntk-alpha is their "dynamic" scaling with an
+    alpha (the code then fixes the base at rope_theta * alpha^(d/(d-2)); factor unused, 1)."""
+    config = _rope(a)
+    s = a.position.rope_scaling
+    if s is not None and s.type is RopeScalingType.NTK_ALPHA:
+        config["rope_parameters"] |= {"rope_type": "dynamic", "factor": 1.0, "alpha": s.factor}
+    elif s is not None:
+        config["rope_parameters"] |= _rope_scaling(a)
+    return config
 
 
 def hunyuan_v1_moe(a: Architecture) -> dict:
@@ -1619,7 +1632,7 @@ def hunyuan_v1_moe(a: Architecture) -> dict:
     _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
     return (
         _base(a)
-        | _rope(a)
+        | _hunyuan_rope(a)
         | {"attention_bias": a.bias.qkv, "num_experts": moe.n_experts, "moe_topk": moe.n_active}
     )
 
