@@ -762,6 +762,10 @@ def _softmax_router(d: _Draft) -> None:
             f"topk_method {_short(method)}: transformers' deepseek_v2 routes greedy or "
             "group_limited_greedy"
         )
+    elif d.config.get("n_group") == 1 and d.config.get("topk_group") == 1:
+        # greedy reads no groups; one group holding every expert is greedy too (V2-Lite's
+        # config states it); other group counts stay reported as unread
+        _groups(d, "max", d.read("n_group"), d.read("topk_group"))
     scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
     d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
 

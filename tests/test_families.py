@@ -27,7 +27,6 @@ NOT_CONFIG = frozenset({"tokenizer_vocab_size"})
 ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "bamba": frozenset({"attention.layer_pattern"}),
     "cohere2": frozenset({"(import-hf refuses the written config)"}),
-    "deepseek_v2": frozenset({"mlp.moe.n_groups", "mlp.moe.top_k_groups"}),
     "deepseek_v3": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "deepseek_v32": frozenset(
         {

@@ -165,6 +165,17 @@ def test_rope_scaling_is_mapped_and_the_rest_reported_and_noted():
     assert "mscale" in result.card["notes"]["architecture.position.rope_scaling"]
 
 
+def test_deepseek_v2_greedy_keeps_the_one_group_its_config_states():
+    """V2-Lite routes greedy and states n_group 1, topk_group 1: one group holding every
+    expert, recorded; greedy does not apply more groups, so those stay reported unread."""
+    moe = card_of(config("deepseek-v2-lite")).architecture.mlp.moe
+    assert (moe.n_groups, moe.top_k_groups, moe.group_score) == (1, 1, None)
+    result = imported({**config("deepseek-v2-lite"), "n_group": 8, "topk_group": 3})
+    moe = validate_card(result.card).architecture.mlp.moe
+    assert (moe.n_groups, moe.top_k_groups) == (None, None)
+    assert (result.unmapped["n_group"], result.unmapped["topk_group"]) == (8, 3)
+
+
 def test_yarn_truncate_is_a_flag_or_reported():
     cfg = config("deepseek-v2-lite")
     cfg["rope_scaling"] = {**cfg["rope_scaling"], "truncate": False}
