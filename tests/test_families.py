@@ -28,15 +28,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "bamba": frozenset({"attention.layer_pattern"}),
     "cohere2": frozenset({"(import-hf refuses the written config)"}),
     "deepseek_v3": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
-    "deepseek_v32": frozenset(
-        {
-            "position.rope_scaling.beta_fast",
-            "position.rope_scaling.beta_slow",
-            "position.rope_scaling.factor",
-            "position.rope_scaling.original_context",
-            "position.rope_scaling.type",
-        }
-    ),
     "falcon": frozenset({"context_length"}),
     "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
     "glm_moe_dsa": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),

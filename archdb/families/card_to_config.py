@@ -1486,7 +1486,14 @@ def _dsa(a: Architecture, layout: RopeLayout) -> dict:
 
 
 def deepseek_v32(a: Architecture) -> dict:
-    return _dsa(a, RopeLayout.HALF_SPLIT)
+    """DSA on DeepSeek-V3; a card's YaRN as transformers' yarn without DeepSeek's mscale
+    keys: the cos/sin scaled by 0.1 ln(factor) + 1, as the card's yarn is (mscale_all_dim
+    would scale the whole softmax instead, another function)."""
+    config = _dsa(a, RopeLayout.HALF_SPLIT)
+    if a.position.rope_scaling is not None:
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | _rope_scaling(a)
+    return config
 
 
 def glm_moe_dsa(a: Architecture) -> dict:
