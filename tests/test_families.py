@@ -34,7 +34,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "falcon": frozenset({"context_length"}),
     "falcon_mamba": frozenset({"attention.qk_norm", "context_length"}),
     "glm_moe_dsa": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
-    "gpt_neox": frozenset({"mlp.gelu_approximation"}),
     "mamba": frozenset({"attention.qk_norm", "context_length"}),
     "mamba2": frozenset({"attention.qk_norm", "context_length"}),
     "minimax_m2": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),

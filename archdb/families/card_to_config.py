@@ -1751,6 +1751,10 @@ def gpt_neox(a: Architecture) -> dict:
     _softmax_attention(a)
     _dense(a)
     _bias(a, True, True, True)
+    # ACT2FN: gelu is the erf form, gelu_fast the tanh form (GPT-NeoX-20B's spelling, the
+    # formula of GPT-NeoX's fused bias_gelu); null is tanh, as the builder's
+    exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
+    hidden_act = "gelu" if exact else "gelu_fast"
     return {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -1761,6 +1765,7 @@ def gpt_neox(a: Architecture) -> dict:
         "rotary_pct": a.position.rotary_fraction or 1.0,
         "max_position_embeddings": a.context_length,
         "tie_word_embeddings": a.tied_embeddings,
+        "hidden_act": hidden_act,
     }
 
 
