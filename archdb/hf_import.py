@@ -1073,6 +1073,8 @@ def _gpt_oss(d: _Draft) -> None:
 def _qwen3_next(d: _Draft) -> None:
     """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
     _qwen3_moe(d)
+    if d.read("norm_topk_prob") is None:  # Qwen3NextConfig's default, unlike Qwen3-MoE's
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")
     _gated_shared_expert(d)
     _gated_hybrid(d)
 

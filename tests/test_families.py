@@ -40,7 +40,6 @@ ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
     "nemotron_h": frozenset({"attention.layer_pattern"}),
     "qwen3_5_moe_text": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
     "qwen3_5_text": frozenset({"mtp.layers_per_module", "mtp.n_modules"}),
-    "qwen3_next": frozenset({"mlp.moe.normalize_top_k"}),
     "recurrent_gemma": frozenset({"context_length"}),
 }
 

@@ -370,6 +370,12 @@ def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
     )
     assert card.architecture.attention.layer_pattern == ["gated-deltanet"] * 2 + ["global"]
     assert card.architecture.norm.unit_offset is True
+    assert card.architecture.mlp.moe.normalize_top_k is True  # the config's norm_topk_prob
+    del config["norm_topk_prob"]  # Qwen3NextConfig's default renormalizes (Qwen3MoeConfig's not)
+    card = validate_card(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert card.architecture.mlp.moe.normalize_top_k is True
 
 
 def test_gemma4_per_layer_embeddings_and_kv_sharing_become_card_fields():

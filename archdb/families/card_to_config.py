@@ -936,6 +936,7 @@ def qwen3_next(a: Architecture) -> dict:
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "decoder_sparse_step": moe.layer_period,
+        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
     }
 
 
