@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import warnings
+from operator import attrgetter
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,37 @@ def test_unknown_rope_scaling_types_are_reported_and_noted():
     assert result.unmapped["rope_scaling"]["type"] == "longrope"
     assert "rope scaling" in result.card["notes"]["architecture.position"]
     assert validate_card(result.card).architecture.position.rope_scaling is None
+
+
+@pytest.mark.parametrize(
+    ("name", "omitted", "expected"),
+    [
+        (
+            "gemma-2-2b",
+            ("attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"),
+            {
+                "attention.logit_softcap": 50.0,
+                "final_logit_softcap": 30.0,
+                "attention.scale": 1 / 16,
+            },
+        ),
+        (
+            "gemma-3-1b-pt",
+            ("rope_theta", "rope_local_base_freq", "query_pre_attn_scalar"),
+            {
+                "position.rope_theta": 1e6,
+                "position.rope_theta_local": 1e4,
+                "attention.scale": 1 / 16,
+            },
+        ),
+    ],
+)
+def test_gemma_keys_a_config_omits_take_the_config_class_defaults(name, omitted, expected):
+    """Gemma2Config: softcaps 50 and 30; both: query_pre_attn_scalar 256; Gemma3TextConfig:
+    RoPE bases 1e6 (full layers) and 1e4 (sliding), not the Llama default."""
+    cfg = {k: v for k, v in config(name).items() if k not in omitted}
+    arch = card_of(cfg).architecture
+    assert {path: attrgetter(path)(arch) for path in expected} == expected
 
 
 def test_hidden_activation_wins_over_legacy_hidden_act():
