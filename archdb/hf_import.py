@@ -613,9 +613,32 @@ def _gemma(d: _Draft) -> None:
     # Gemma's RMSNorm applies (1 + w); the embeddings are scaled by sqrt(hidden_size)
     d.set("architecture.norm.unit_offset", True, "family")
     d.set("architecture.embedding_multiplier", d.value("architecture.d_model") ** 0.5, "family")
-    scalar = d.read("query_pre_attn_scalar")
+    scalar = d.read("query_pre_attn_scalar", default=256)  # Gemma 2's and 3's default
     if scalar and d.family.module != "gemma":  # Gemma 2/3 scale by query_pre_attn_scalar**-0.5
-        d.set("architecture.attention.scale", float(scalar) ** -0.5, "config")
+        origin = d.origin_of("query_pre_attn_scalar")
+        d.set("architecture.attention.scale", float(scalar) ** -0.5, origin)
+    if d.family.module == "gemma2":  # Gemma2Config's softcaps where the config omits them
+        for key, (path, cap) in _GEMMA2_SOFTCAPS.items():
+            if key not in d.config:
+                d.set(path, cap, "family")
+    if d.family.module == "gemma3":
+        _gemma3_rope_defaults(d)
+
+
+_GEMMA2_SOFTCAPS = {
+    "attn_logit_softcapping": ("architecture.attention.logit_softcap", 50.0),
+    "final_logit_softcapping": ("architecture.final_logit_softcap", 30.0),
+}
+
+
+def _gemma3_rope_defaults(d: _Draft) -> None:
+    """Gemma3TextConfig's RoPE bases where the config gives none: 1e6 on the full layers,
+    1e4 on the sliding ones (not the Llama default the generic reading falls back to)."""
+    if d.origins.get("architecture.position.rope_theta") == "family":
+        d.set("architecture.position.rope_theta", 1_000_000.0, "family")
+    _, local = _rope_parameters(d)
+    if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
+        d.set("architecture.position.rope_theta_local", 10_000.0, "family")
 
 
 def _granite(d: _Draft) -> None:
@@ -762,6 +785,10 @@ def _softmax_router(d: _Draft) -> None:
             f"topk_method {_short(method)}: transformers' deepseek_v2 routes greedy or "
             "group_limited_greedy"
         )
+    elif d.config.get("n_group") == 1 and d.config.get("topk_group") == 1:
+        # greedy reads no groups; one group holding every expert is greedy too (V2-Lite's
+        # config states it); other group counts stay reported as unread
+        _groups(d, "max", d.read("n_group"), d.read("topk_group"))
     scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
     d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
 
@@ -1069,6 +1096,8 @@ def _gpt_oss(d: _Draft) -> None:
 def _qwen3_next(d: _Draft) -> None:
     """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
     _qwen3_moe(d)
+    if d.read("norm_topk_prob") is None:  # Qwen3NextConfig's default, unlike Qwen3-MoE's
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")
     _gated_shared_expert(d)
     _gated_hybrid(d)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import warnings
+from operator import attrgetter
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,17 @@ def test_rope_scaling_is_mapped_and_the_rest_reported_and_noted():
     assert "mscale" in result.card["notes"]["architecture.position.rope_scaling"]
 
 
+def test_deepseek_v2_greedy_keeps_the_one_group_its_config_states():
+    """V2-Lite routes greedy and states n_group 1, topk_group 1: one group holding every
+    expert, recorded; greedy does not apply more groups, so those stay reported unread."""
+    moe = card_of(config("deepseek-v2-lite")).architecture.mlp.moe
+    assert (moe.n_groups, moe.top_k_groups, moe.group_score) == (1, 1, None)
+    result = imported({**config("deepseek-v2-lite"), "n_group": 8, "topk_group": 3})
+    moe = validate_card(result.card).architecture.mlp.moe
+    assert (moe.n_groups, moe.top_k_groups) == (None, None)
+    assert (result.unmapped["n_group"], result.unmapped["topk_group"]) == (8, 3)
+
+
 def test_yarn_truncate_is_a_flag_or_reported():
     cfg = config("deepseek-v2-lite")
     cfg["rope_scaling"] = {**cfg["rope_scaling"], "truncate": False}
@@ -184,6 +196,37 @@ def test_unknown_rope_scaling_types_are_reported_and_noted():
     assert result.unmapped["rope_scaling"]["type"] == "longrope"
     assert "rope scaling" in result.card["notes"]["architecture.position"]
     assert validate_card(result.card).architecture.position.rope_scaling is None
+
+
+@pytest.mark.parametrize(
+    ("name", "omitted", "expected"),
+    [
+        (
+            "gemma-2-2b",
+            ("attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"),
+            {
+                "attention.logit_softcap": 50.0,
+                "final_logit_softcap": 30.0,
+                "attention.scale": 1 / 16,
+            },
+        ),
+        (
+            "gemma-3-1b-pt",
+            ("rope_theta", "rope_local_base_freq", "query_pre_attn_scalar"),
+            {
+                "position.rope_theta": 1e6,
+                "position.rope_theta_local": 1e4,
+                "attention.scale": 1 / 16,
+            },
+        ),
+    ],
+)
+def test_gemma_keys_a_config_omits_take_the_config_class_defaults(name, omitted, expected):
+    """Gemma2Config: softcaps 50 and 30; both: query_pre_attn_scalar 256; Gemma3TextConfig:
+    RoPE bases 1e6 (full layers) and 1e4 (sliding), not the Llama default."""
+    cfg = {k: v for k, v in config(name).items() if k not in omitted}
+    arch = card_of(cfg).architecture
+    assert {path: attrgetter(path)(arch) for path in expected} == expected
 
 
 def test_hidden_activation_wins_over_legacy_hidden_act():
@@ -360,6 +403,12 @@ def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():
     )
     assert card.architecture.attention.layer_pattern == ["gated-deltanet"] * 2 + ["global"]
     assert card.architecture.norm.unit_offset is True
+    assert card.architecture.mlp.moe.normalize_top_k is True  # the config's norm_topk_prob
+    del config["norm_topk_prob"]  # Qwen3NextConfig's default renormalizes (Qwen3MoeConfig's not)
+    card = validate_card(
+        import_config(config, source_url="https://example.org/c.json", identity=identity).card
+    )
+    assert card.architecture.mlp.moe.normalize_top_k is True
 
 
 def test_gemma4_per_layer_embeddings_and_kv_sharing_become_card_fields():

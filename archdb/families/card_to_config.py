@@ -41,6 +41,7 @@ from archdb.schema import (
     PositionType,
     QKNorm,
     RopeLayout,
+    RopeScalingType,
     RouterScore,
 )
 
@@ -262,7 +263,11 @@ def llama(a: Architecture) -> dict:
     _dense(a)
     _pattern(a, LayerKind.GLOBAL)
     _require(a.bias.qkv == a.bias.attn_out, "Llama's attention_bias covers q, k, v and o alike")
-    return _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    config = _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    if a.position.rope_scaling is not None:  # Llama 3.1: rope_type llama3 beside the base
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | _rope_scaling(a)
+    return config
 
 
 def mistral(a: Architecture) -> dict:
@@ -326,6 +331,7 @@ def qwen3_moe(a: Architecture) -> dict:
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "decoder_sparse_step": moe.layer_period,
+        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
     }
 
 
@@ -930,6 +936,7 @@ def qwen3_next(a: Architecture) -> dict:
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "decoder_sparse_step": moe.layer_period,
+        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
     }
 
 
@@ -1059,14 +1066,37 @@ def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
     _bias(a, False, False, False)
     _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
     _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    # the code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class
+    scale = a.attention.scale
+    scalar = scale**-2 if scale is not None else a.head_dim_effective
+    _require(
+        math.isclose(scalar, round(scalar), rel_tol=1e-9),
+        "attention.scale must be 1/sqrt(n) for a whole n (query_pre_attn_scalar)",
+    )
     return _base(a) | {
         "sliding_window": a.attention.sliding_window or 4096,
         "layer_types": _layer_types(a),
+        "query_pre_attn_scalar": round(scalar),
+        "attn_logit_softcapping": a.attention.logit_softcap,
+        "final_logit_softcapping": a.final_logit_softcap,
     }
 
 
 def gemma3_text(a: Architecture) -> dict:
-    return gemma2(a, QKNorm.PER_HEAD)
+    """Gemma 2 with per-head QK norms and a RoPE block per layer type: the scaling on the
+    full layers (rope_scaling goes there only), the sliding layers at their own base."""
+    config = gemma2(a, QKNorm.PER_HEAD)
+    pos = a.position
+    _require(
+        pos.rope_scaling is None
+        or LayerKind.LOCAL not in a.layer_kinds()
+        or pos.rope_theta_local is not None,
+        "Gemma 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    theta = pos.rope_theta or 10000.0
+    full = {"rope_type": "default", "rope_theta": theta} | _rope_scaling(a)
+    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
+    return config | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
 
 
 def gemma4_text(a: Architecture) -> dict:
@@ -1463,7 +1493,14 @@ def _dsa(a: Architecture, layout: RopeLayout) -> dict:
 
 
 def deepseek_v32(a: Architecture) -> dict:
-    return _dsa(a, RopeLayout.HALF_SPLIT)
+    """DSA on DeepSeek-V3; a card's YaRN as transformers' yarn without DeepSeek's mscale
+    keys: the cos/sin scaled by 0.1 ln(factor) + 1, as the card's yarn is (mscale_all_dim
+    would scale the whole softmax instead, another function)."""
+    config = _dsa(a, RopeLayout.HALF_SPLIT)
+    if a.position.rope_scaling is not None:
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | _rope_scaling(a)
+    return config
 
 
 def glm_moe_dsa(a: Architecture) -> dict:
@@ -1573,7 +1610,7 @@ def hunyuan_v1_dense(a: Architecture) -> dict:
     outputs, not counts); attention_bias covers q, k, v and o, the MLP never has one."""
     _hunyuan_attention(a)
     _dense(a)
-    return _base(a) | _rope(a) | {"attention_bias": a.bias.qkv}
+    return _base(a) | _hunyuan_rope(a) | {"attention_bias": a.bias.qkv}
 
 
 def _hunyuan_attention(a: Architecture) -> None:
@@ -1581,6 +1618,18 @@ def _hunyuan_attention(a: Architecture) -> None:
     _pattern(a, LayerKind.GLOBAL)
     _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
     _require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
+
+
+def _hunyuan_rope(a: Architecture) -> dict:
+    """RoPE as Hunyuan's configs spell it: ntk-alpha is their "dynamic" scaling with an
+    alpha (the code then fixes the base at rope_theta * alpha^(d/(d-2)); factor unused, 1)."""
+    config = _rope(a)
+    s = a.position.rope_scaling
+    if s is not None and s.type is RopeScalingType.NTK_ALPHA:
+        config["rope_parameters"] |= {"rope_type": "dynamic", "factor": 1.0, "alpha": s.factor}
+    elif s is not None:
+        config["rope_parameters"] |= _rope_scaling(a)
+    return config
 
 
 def hunyuan_v1_moe(a: Architecture) -> dict:
@@ -1598,7 +1647,7 @@ def hunyuan_v1_moe(a: Architecture) -> dict:
     _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
     return (
         _base(a)
-        | _rope(a)
+        | _hunyuan_rope(a)
         | {"attention_bias": a.bias.qkv, "num_experts": moe.n_experts, "moe_topk": moe.n_active}
     )
 
@@ -1710,6 +1759,10 @@ def gpt_neox(a: Architecture) -> dict:
     _softmax_attention(a)
     _dense(a)
     _bias(a, True, True, True)
+    # ACT2FN: gelu is the erf form, gelu_fast the tanh form (GPT-NeoX-20B's spelling, the
+    # formula of GPT-NeoX's fused bias_gelu); null is tanh, as the builder's
+    exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
+    hidden_act = "gelu" if exact else "gelu_fast"
     return {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -1720,6 +1773,7 @@ def gpt_neox(a: Architecture) -> dict:
         "rotary_pct": a.position.rotary_fraction or 1.0,
         "max_position_embeddings": a.context_length,
         "tie_word_embeddings": a.tied_embeddings,
+        "hidden_act": hidden_act,
     }
 
 
