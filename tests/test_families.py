@@ -60,7 +60,7 @@ def test_every_card_round_trips_through_its_family_config(model_type):
 
 
 def test_a_derived_family_inherits_fixed_choices_but_not_what_names_its_parent():
-    from archdb.families.registry import GEMMA2, GEMMA3_TEXT
+    from archdb.families.gemma import GEMMA2, GEMMA3_TEXT
 
     assert GEMMA3_TEXT.parent == "gemma2"
     assert (GEMMA3_TEXT.norm_position, GEMMA3_TEXT.tied_default) == ("double", True)

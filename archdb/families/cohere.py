@@ -1,0 +1,123 @@
+"""Command R and Command A.
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+from archdb import weights as w
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _layer_types,
+    _pattern,
+    _require,
+    _softmax_attention,
+)
+from archdb.families.llama import LLAMA
+from archdb.hf_import import _Draft
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    QKNorm,
+)
+from archdb.weights import _LLAMA_TOP, _QKVO, Names, Source
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_cohere(d: _Draft) -> None:
+    if d.read("use_qk_norm", default=False):  # a LayerNorm per head, each head its own scale
+        d.set("architecture.attention.qk_norm", "per-head-untied", "config")
+    scale = d.read("logit_scale", default=0.0625)  # CohereConfig's default
+    if scale:
+        d.set("architecture.logit_scale", float(scale), d.origin_of("logit_scale"))
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def cohere(a: Architecture) -> dict:
+    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
+    ref._parallel(a, shared=True)
+    _act(a, Activation.SWIGLU)
+    _require(
+        a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD_UNTIED),
+        "Cohere's QK norm is per head with untied weights",
+    )
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "use_qk_norm": a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED,
+    }
+
+
+def cohere2(a: Architecture) -> dict:
+    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
+    ref._parallel(a, shared=True)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {
+        "attention_bias": a.bias.qkv,
+        "layer_types": _layer_types(a),
+        "sliding_window": a.attention.sliding_window or 4096,
+    }
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+
+def _cohere_names() -> Names:
+    projections = _QKVO | {"o": "o_proj"}
+    mlp = {p: f"mlp.{p}_proj" for p in ("gate", "up", "down")}
+    names = w._parallel(
+        "model.layers.{i}.", "input_layernorm", "self_attn", projections, mlp,
+        _LLAMA_TOP, tied_head=("lm_head.weight",),
+    )  # fmt: skip
+    for qk in ("q", "k"):  # use_qk_norm: a LayerNorm per head with its own scale
+        names.layer[f"attn.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")
+    return names
+
+
+# --- the families ----------------------------------------------------------------------
+
+COHERE = LLAMA.derive(
+    "cohere",
+    layer="CohereDecoderLayer",
+    config_class="CohereConfig",
+    model_class="CohereForCausalLM",
+    eps_key="layer_norm_eps",
+    norm="layernorm",
+    mlp_bias=False,
+    parallel=True,
+    shared_norm_in_parallel=True,
+    tied_default=True,
+    rope_layout="interleaved",
+    read=_read_cohere,
+    write=cohere,
+    names=_cohere_names,
+    logit_error=3.9e-07,
+)
+COHERE2 = COHERE.derive(
+    "cohere2",
+    layer="Cohere2DecoderLayer",
+    config_class="Cohere2Config",
+    model_class="Cohere2ForCausalLM",
+    default_pattern=("local", "local", "local", "global-nope"),
+    full_layer="global-nope",
+    write=cohere2,
+    logit_error=2.6e-07,
+)

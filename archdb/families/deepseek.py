@@ -1,0 +1,891 @@
+"""DeepSeek-V2, V3, V3.2, GLM-4.5/5, Kimi Linear and LongCat-Flash.
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from archdb.schema import (
+    Activation,
+    Architecture,
+    AttentionVariant,
+    GroupScore,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+    RopeLayout,
+    RouterScore,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+from archdb import hf_import as imp
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import (
+    _act,
+    _base,
+    _kinds,
+    _mtp_modules,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb.families.llama import LLAMA
+from archdb.hf_import import HFImportError, _brief, _Draft, _groups, _mtp, _period, _short
+from archdb.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe, _qwen3_moe
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_deepseek(d: _Draft) -> None:
+    d.latent(
+        kv_lora_rank=d.read("kv_lora_rank", required=True),
+        q_lora_rank=d.read("q_lora_rank"),
+        qk_rope_head_dim=d.read("qk_rope_head_dim", required=True),
+        qk_nope_head_dim=d.read("qk_nope_head_dim", required=True),
+        v_head_dim=d.read("v_head_dim", required=True),
+    )
+    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
+    n_routed = d.read("n_routed_experts")
+    if n_routed is None:
+        return
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    expert_d_ff = d.read("moe_intermediate_size", required=True)
+    n_shared = d.read("n_shared_experts", default=0) or 0
+    first_dense = d.read("first_k_dense_replace", default=0)
+    period = d.read("moe_layer_freq", default=1)
+    d.set("architecture.mlp.d_ff", expert_d_ff, "config")
+    d.moe(
+        n_experts=n_routed,
+        n_active=d.read("num_experts_per_tok", required=True),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first_dense,
+        layer_period=period,
+        dense_d_ff=dense_d_ff if first_dense or period > 1 else None,
+    )
+    d.note(
+        "architecture.mlp.moe.shared_d_ff",
+        "The shared experts form one MLP of "
+        "moe_intermediate_size x n_shared_experts (the transformers implementation).",
+    )
+    _mtp(d)
+
+
+def _read_deepseek_v2(d: _Draft) -> None:
+    _read_deepseek(d)
+    if d.value("architecture.mlp.moe.n_experts"):
+        _softmax_router(d)
+
+
+def _softmax_router(d: _Draft) -> None:
+    """transformers' DeepseekV2TopkRouter: softmax shares of all experts, greedy or
+    group-limited (groups ranked by their best score), times routed_scaling_factor;
+    it never renormalizes (norm_topk_prob is not read)."""
+    scoring = d.read("scoring_func", default="softmax")
+    if scoring != "softmax":
+        raise HFImportError(
+            f"scoring_func {_short(scoring)}: transformers' deepseek_v2 scores by softmax"
+        )
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.normalize_top_k", False, "family")
+    if d.read("norm_topk_prob", default=False):
+        d.note(
+            "architecture.mlp.moe.normalize_top_k",
+            "config.json sets norm_topk_prob true, which transformers' deepseek_v2 does "
+            "not read: the card follows transformers (no renormalization).",
+        )
+    method = d.read("topk_method", default="greedy")
+    if method == "group_limited_greedy":
+        _groups(d, "max", d.read("n_group", required=True), d.read("topk_group", required=True))
+    elif method != "greedy":
+        raise HFImportError(
+            f"topk_method {_short(method)}: transformers' deepseek_v2 routes greedy or "
+            "group_limited_greedy"
+        )
+    elif d.config.get("n_group") == 1 and d.config.get("topk_group") == 1:
+        # greedy reads no groups; one group holding every expert is greedy too (V2-Lite's
+        # config states it); other group counts stay reported as unread
+        _groups(d, "max", d.read("n_group"), d.read("topk_group"))
+    scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
+    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+
+
+def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
+    if d.value("architecture.position.type") == "rope":
+        interleaved = d.read("rope_interleave", default=True)
+        layout = "interleaved" if interleaved else "half-split"
+        d.set("architecture.position.rope_layout", layout, d.origin_of("rope_interleave"))
+
+
+def _read_deepseek_v3(d: _Draft) -> None:
+    _read_deepseek(d)
+    _rope_interleave(d)
+    if d.value("architecture.mlp.moe.n_experts"):
+        imp._sigmoid_router(d, 8, 4, default_scale=2.5)  # DeepseekV3Config's defaults
+
+
+def _read_longcat_flash(d: _Draft) -> None:
+    """LongCat-Flash (transformers' LongcatFlashDecoderLayer): num_layers layers of two MLA
+    sublayers and two dense MLPs (ffn_hidden_size) with the experts beside them
+    (expert_ffn_hidden_size); MLA always through the query bottleneck, its latents scaled;
+    a softmax router over n_routed_experts + zero_expert_num candidates, a correction bias
+    to choose, the chosen scores never renormalized, times routed_scaling_factor."""
+    d.latent(
+        kv_lora_rank=d.read("kv_lora_rank", default=512),
+        q_lora_rank=d.read("q_lora_rank", default=1536),
+        qk_rope_head_dim=d.read("qk_rope_head_dim", default=64),
+        qk_nope_head_dim=d.read("qk_nope_head_dim", default=128),
+        v_head_dim=d.read("v_head_dim", default=128),
+    )
+    qk = d.value("architecture.attention.latent.qk_nope_head_dim") + d.value(
+        "architecture.attention.latent.qk_rope_head_dim"
+    )
+    if d.read("qk_head_dim", default=qk) != qk:
+        raise HFImportError(
+            "config.json: qk_head_dim is not qk_nope_head_dim + qk_rope_head_dim: the query "
+            "heads would not split into the MLA parts"
+        )
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")  # the RMSNorm default
+    if d.read("attention_method", default="MLA") != "MLA":
+        raise HFImportError("config.json: attention_method is not MLA, the only one archdb builds")
+    # the released remote code scales each latent when its switch is on; transformers' code
+    # always scales both
+    q_scaled = d.read("mla_scale_q_lora", default=True)
+    if d.read("mla_scale_kv_lora", default=True) != q_scaled:
+        raise HFImportError(
+            "config.json: mla_scale_q_lora and mla_scale_kv_lora differ; "
+            "attention.latent.lora_scaled scales both latents or neither"
+        )
+    origin = "config" if "mla_scale_q_lora" in d.config else "family"
+    d.set("architecture.attention.latent.lora_scaled", q_scaled, origin)
+    if d.read("zero_expert_type", default="identity") != "identity":
+        raise HFImportError(
+            "config.json: zero_expert_type is not identity: archdb's zero experts return their "
+            "input"
+        )
+    dense_d_ff = d.value("architecture.mlp.d_ff") or 12288  # ffn_hidden_size
+    expert_d_ff = d.read("expert_ffn_hidden_size", default=2048)
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("expert_ffn_hidden_size"))
+    top_k = d.read("moe_topk", default=12)
+    if isinstance(top_k, list):
+        raise HFImportError("config.json: moe_topk is a list; LongCat-Flash's is one number")
+    d.moe(n_experts=d.read("n_routed_experts", default=512), n_active=top_k)
+    moe = "architecture.mlp.moe"
+    origin = "config" if "ffn_hidden_size" in d.config else "family"
+    d.set(f"{moe}.shortcut_dense_d_ff", dense_d_ff, origin)
+    d.set(f"{moe}.zero_experts", d.read("zero_expert_num", default=256) or 0, "config")
+    if d.read("router_bias", default=False):
+        d.set(f"{moe}.router_bias", True, "config")
+    d.set(f"{moe}.score_function", "softmax", "family")
+    d.set(f"{moe}.score_correction_bias", True, "family")
+    d.set(f"{moe}.normalize_top_k", False, "family")
+    scale = d.read("routed_scaling_factor", default=6.0)
+    d.set(f"{moe}.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+    d.note(
+        f"{moe}.zero_experts",
+        "transformers' LongcatFlashExperts also allocates gate_up_proj rows for the zero "
+        "experts, which it never reads; the card counts none.",
+    )
+
+
+def _read_glm4_moe(d: _Draft) -> None:
+    """GLM-4.5: DeepSeek-V3's MoE layout and router on GQA attention (q/k/v bias only,
+    per-head QK norm when use_qk_norm, partial RoPE)."""
+    if d.read("use_qk_norm", default=False):
+        d.set("architecture.attention.qk_norm", "per-head", "config")
+    d.set("architecture.bias.attn_out", False, "family")  # o_proj has no bias
+    n_shared = d.read("n_shared_experts", default=1)  # defaults: Glm4MoeConfig's
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    expert_d_ff = d.read("moe_intermediate_size", default=1408)
+    first_dense = d.read("first_k_dense_replace", default=1)
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
+    d.moe(
+        n_experts=d.read("n_routed_experts", default=128),
+        n_active=d.read("num_experts_per_tok", default=8),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first_dense,
+        dense_d_ff=dense_d_ff if first_dense else None,
+    )
+    imp._sigmoid_router(d, 1, 1, default_scale=1.0)  # Glm4MoeConfig's defaults
+    _mtp(d)
+
+
+def _sparse(d: _Draft, interleaved: bool) -> None:
+    """DeepSeek Sparse Attention: the lightning indexer's sizes and top-k."""
+    d.set(
+        "architecture.attention.sparse.indexer_heads",
+        d.read("index_n_heads", required=True),
+        "config",
+    )
+    d.set(
+        "architecture.attention.sparse.indexer_head_dim",
+        d.read("index_head_dim", required=True),
+        "config",
+    )
+    d.set("architecture.attention.sparse.top_k", d.read("index_topk", required=True), "config")
+    # GlmMoeDsaIndexer always interleaves; DeepseekV32Indexer always half-splits
+    own = d.read("indexer_rope_interleave", default=interleaved)
+    layout = "interleaved" if own else "half-split"
+    path = "architecture.attention.sparse.indexer_rope_layout"
+    d.set(path, layout, d.origin_of("indexer_rope_interleave"))
+
+
+def _dense_then_moe(d: _Draft) -> None:
+    """DeepSeek-V3.2's mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
+    types = d.read("mlp_layer_types")
+    moe_first = d.value("architecture.mlp.moe.first_dense_layers")
+    n = d.value("architecture.n_layers")
+    if types is None or moe_first is None or n is None:
+        return
+    if list(types) != ["dense"] * moe_first + ["sparse"] * (n - moe_first):
+        raise HFImportError(
+            "config.json's mlp_layer_types is not first_k_dense_replace dense layers then MoE "
+            "layers: the card's mlp.moe cannot express it"
+        )
+
+
+def _read_deepseek_v32(d: _Draft) -> None:
+    _read_deepseek_v3(d)
+    _sparse(d, interleaved=False)
+    _dense_then_moe(d)
+
+
+def _indexer_modes(d: _Draft, n_layers: int) -> list[str]:
+    """GLM-MoE-DSA's per-layer indexer: "full" runs one, "shared" reuses the previous
+    layer's top-k; derived as GlmMoeDsaConfig does from the pattern or freq/offset."""
+    modes = d.read("indexer_types")
+    if modes is not None:
+        return list(modes)
+    pattern = d.read("index_topk_pattern")
+    if pattern is not None:
+        if isinstance(pattern, str):
+            return ["full" if c == "F" else "shared" for c in pattern]
+        return list(pattern)
+    freq = max(d.read("index_topk_freq", default=1), 1)
+    offset = d.read("index_skip_topk_offset", default=2)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+
+
+def _read_glm_moe_dsa(d: _Draft) -> None:
+    _read_deepseek_v3(d)
+    _sparse(d, interleaved=True)
+    _dense_then_moe(d)
+    modes = _indexer_modes(d, d.read("num_hidden_layers", required=True))
+    if any(mode != "full" for mode in modes):
+        raise HFImportError(
+            "config.json shares indexer top-k across layers (indexer_types / index_topk_freq): "
+            "attention.sparse runs an indexer in every layer and cannot express that"
+        )
+
+
+def _read_kimi_linear(d: _Draft) -> None:
+    """Kimi Linear: KDA and MLA layers (MLA without positions), DeepSeek-V3's MoE and
+    router after dense first layers. Released configs give linear_attn_config (sizes and
+    1-based layer lists) and their own MoE key names; transformers' saved configs add
+    the flat linear_* keys and the per-layer lists (KimiLinearConfig reads both)."""
+    linear = d.read("linear_attn_config", default={}) or {}
+    _kimi_layers(d, linear)
+    sizes = {  # linear_attn_config over the flat keys, as KimiLinearConfig reads them
+        "n_heads": ("num_heads", "linear_num_heads", 32),
+        "head_dim": ("head_dim", "linear_head_dim", 128),
+        "conv_kernel": ("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+    }
+    for name, (nested, flat, default) in sizes.items():
+        value = d.read(flat, default=default)
+        origin = d.origin_of(flat)
+        if linear.get(nested) is not None:
+            value, origin = linear[nested], "config"
+        d.set(f"architecture.mixers.kda.{name}", value, origin)
+    head_dim = d.value("architecture.mixers.kda.head_dim")
+    d.set("architecture.mixers.kda.decay_rank", head_dim, "family")  # KimiLinearForgetGate
+    d.set("architecture.mixers.kda.output_gate", True, "family")
+    d.set("architecture.mixers.kda.output_gate_rank", head_dim, "family")
+    d.set("architecture.mixers.kda.mlp", True, "family")
+    if d.read("mla_use_nope", default=True) is False:
+        d.note("architecture.position", "config.json sets mla_use_nope false, which "
+               "transformers' kimi_linear does not read: its MLA layers never rotate.")  # fmt: skip
+    for key in ("qk_head_dim", "rope_theta", "rope_scaling"):  # derived, or unused (NoPE)
+        d.read(key)
+    d.latent(
+        kv_lora_rank=d.read("kv_lora_rank", default=512),  # defaults: KimiLinearConfig's
+        q_lora_rank=d.read("q_lora_rank"),
+        qk_rope_head_dim=d.read("qk_rope_head_dim", default=64),
+        qk_nope_head_dim=d.read("qk_nope_head_dim", default=128),
+        v_head_dim=d.read("v_head_dim", default=128),
+    )
+    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
+    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
+    context = d.read("model_max_length", "max_position_embeddings", default=1048576)
+    d.set("architecture.context_length", context, d.origin_of("model_max_length"))
+    tied = d.read("tie_word_embeddings", default=False)
+    d.set("architecture.tied_embeddings", False, "family")  # _tied_weights_keys is empty
+    if tied:
+        d.note("architecture.tied_embeddings", "config.json says tie_word_embeddings, which "
+               "KimiLinearForCausalLM ignores: its head is its own.")  # fmt: skip
+    _kimi_moe(d)
+
+
+def _kimi_layers(d: _Draft, linear: Mapping[str, Any]) -> None:
+    """The layer pattern from the 1-based full_attn_layers and kda_layers, else
+    transformers' default (full attention at every fourth layer after the first)."""
+    if d.read("layer_types"):
+        return
+    n_layers = d.value("architecture.n_layers")
+    full, kda = linear.get("full_attn_layers"), linear.get("kda_layers")
+    if full is None or kda is None:
+        kinds = ["global" if i and i % 4 == 0 else "kda" for i in range(n_layers)]
+        d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+        return
+    kinds: list[str | None] = [None] * n_layers
+    for kind, layers in (("global", full), ("kda", kda)):
+        for number in layers:
+            if number > n_layers or kinds[number - 1] is not None:
+                raise HFImportError(
+                    f"linear_attn_config names layer {number} twice or beyond "
+                    f"num_hidden_layers ({n_layers})"
+                )
+            kinds[number - 1] = kind
+    if None in kinds:
+        missing = kinds.index(None) + 1
+        raise HFImportError(f"linear_attn_config lists layer {missing} as neither kda nor full")
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+
+
+def _kimi_moe(d: _Draft) -> None:
+    """KimiLinearMoE: routed experts plus one shared MLP after the dense first layers;
+    KimiLinearTopkRouter scores with a sigmoid, picks with the correction bias, groups by
+    their two best, renormalizes when moe_renormalize, scales by routed_scaling_factor."""
+    dense_d_ff = d.value("architecture.mlp.d_ff")
+    expert_d_ff = d.read("moe_intermediate_size", default=1024)
+    n_shared = d.read("num_shared_experts", "n_shared_experts", default=1)
+    types = d.read("mlp_layer_types")
+    first = d.read("first_k_dense_replace", default=1)
+    if types is not None:
+        first = next((i for i, t in enumerate(types) if t != "dense"), len(types))
+        if list(types) != ["dense"] * first + ["sparse"] * (len(types) - first):
+            raise HFImportError(
+                "config.json's mlp_layer_types is not dense layers then MoE layers: the "
+                "card's mlp.moe cannot express it"
+            )
+    if d.read("moe_layer_freq", default=1) != 1:
+        d.note(
+            "architecture.mlp.moe.layer_period",
+            "config.json's moe_layer_freq is not read by transformers' kimi_linear: every "
+            "layer after the dense ones is MoE.",
+        )
+    activation = d.read("moe_router_activation_func", default="sigmoid")
+    if activation != "sigmoid":
+        raise HFImportError(
+            f"moe_router_activation_func {_brief(activation)}: transformers' kimi_linear "
+            "scores experts with a sigmoid"
+        )
+    d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
+    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
+    d.moe(
+        n_experts=d.read("num_experts", "num_local_experts", default=256),
+        n_active=d.read("num_experts_per_token", "num_experts_per_tok", default=8),
+        n_shared=n_shared,
+        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
+        first_dense_layers=first,
+        dense_d_ff=dense_d_ff if first else None,
+    )
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    normalize = d.read("moe_renormalize", "norm_topk_prob", default=True)
+    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("moe_renormalize"))
+    n_groups = d.read("num_expert_group", "n_group", default=1)
+    d.set("architecture.mlp.moe.n_groups", n_groups, d.origin_of("num_expert_group"))
+    d.set("architecture.mlp.moe.top_k_groups", d.read("topk_group", default=1),
+          d.origin_of("topk_group"))  # fmt: skip
+    if n_groups > 1:
+        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
+    scale = d.read("routed_scaling_factor", default=2.446)
+    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+    mtp = d.read("num_nextn_predict_layers")
+    if mtp:
+        d.unmapped["num_nextn_predict_layers"] = mtp
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def kimi_linear(a: Architecture) -> dict:
+    """Kimi Linear: KDA layers and MLA layers without positions (NoPE; the shared key part
+    qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
+    after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
+    gates the output."""
+    _pattern(a, LayerKind.KDA, LayerKind.GLOBAL)
+    ref._position(a, PositionType.NONE)
+    config = _deepseek_moe(a)
+    ref._sigmoid_router(a.mlp.moe)
+    kda = a.mixers.kda if a.mixers is not None else None
+    sizes = {}
+    if kda is not None:
+        _require(kda.mlp, "mixers.kda.mlp true: every Kimi Linear layer has its MLP")
+        _require(kda.decay_rank == kda.head_dim, "mixers.kda.decay_rank equal to head_dim")
+        _require(
+            kda.output_gate and kda.output_gate_rank == kda.head_dim,
+            "mixers.kda.output_gate true with output_gate_rank equal to head_dim",
+        )
+        sizes = {
+            "linear_num_heads": kda.n_heads,
+            "linear_head_dim": kda.head_dim,
+            "linear_conv_kernel_dim": kda.conv_kernel,
+        }
+    moe = a.mlp.moe
+    first = moe.first_dense_layers
+    names = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    return (
+        _base(a)
+        | _latent(a)
+        | sizes
+        | {
+            "intermediate_size": config["intermediate_size"],
+            "moe_intermediate_size": a.mlp.d_ff,
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "n_shared_experts": config["n_shared_experts"],
+            "n_group": config["n_group"],
+            "topk_group": config["topk_group"],
+            "routed_scaling_factor": config["routed_scaling_factor"],
+            "norm_topk_prob": moe.normalize_top_k is not False,
+            "layer_types": _kinds(a, names),
+            "mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first),
+            "rms_norm_eps": a.norm.eps or 1e-5,
+        }
+    )
+
+
+def _deepseek_moe(a: Architecture) -> dict:
+    """DeepSeekMoE's sizes: routed and shared experts after the first dense layers."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    moe = a.mlp.moe
+    _require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
+    shared = 0
+    if moe.n_shared:
+        _require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
+        shared = moe.shared_d_ff // a.mlp.d_ff
+    return {
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+        "moe_intermediate_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "n_shared_experts": shared,
+        "first_k_dense_replace": moe.first_dense_layers,
+        "n_group": moe.n_groups or 1,
+        "topk_group": moe.top_k_groups or 1,
+        "routed_scaling_factor": moe.routed_scale or 1.0,  # null: the builder's 1
+    }
+
+
+def _latent(a: Architecture) -> dict:
+    _require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    lat = a.attention.latent
+    return {
+        "kv_lora_rank": lat.kv_lora_rank,
+        "q_lora_rank": lat.q_lora_rank,
+        "qk_rope_head_dim": lat.qk_rope_head_dim,
+        "qk_nope_head_dim": lat.qk_nope_head_dim,
+        "v_head_dim": lat.v_head_dim,
+        "head_dim": lat.qk_rope_head_dim,
+        "num_key_value_heads": a.attention.n_heads,
+        "attention_bias": a.bias.qkv,
+    }
+
+
+def deepseek_v2(a: Architecture) -> dict:
+    """Softmax shares, greedy or grouped by each group's best score, always scaled, never
+    renormalized (transformers' DeepseekV2TopkRouter ignores norm_topk_prob)."""
+    config = _deepseek_moe(a)
+    moe = a.mlp.moe
+    _require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
+    grouped = (moe.n_groups or 1) > 1
+    _require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
+    method = "group_limited_greedy" if grouped else "greedy"
+    return _base(a) | _latent(a) | config | {"topk_method": method}
+
+
+def deepseek_v3(a: Architecture) -> dict:
+    """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
+    config = _deepseek_moe(a)
+    ref._sigmoid_router(a.mlp.moe)
+    return (
+        _base(a)
+        | _latent(a)
+        | config
+        | {"norm_topk_prob": a.mlp.moe.normalize_top_k is not False}
+        | _mtp_modules(a, "num_nextn_predict_layers")
+    )
+
+
+def longcat_flash(a: Architecture) -> dict:
+    """LongCat-Flash: shortcut-connected MoE layers of MLA (scaled latents, q always
+    through its bottleneck), a softmax router over routed and zero-computation experts with
+    a correction bias, never renormalized, times routed_scaling_factor."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    moe, lat = a.mlp.moe, a.attention.latent
+    _require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
+    _require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
+    _require(moe.score_function is not RouterScore.SIGMOID, "softmax router scores")
+    _require(moe.normalize_top_k is not True, "the chosen weights are never renormalized")
+    _require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
+    _require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
+    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+        "ffn_hidden_size": moe.shortcut_dense_d_ff,
+        "expert_ffn_hidden_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts,
+        "moe_topk": moe.n_active,
+        "zero_expert_num": moe.zero_experts or 0,
+        "routed_scaling_factor": moe.routed_scale or 1.0,
+        "kv_lora_rank": lat.kv_lora_rank,
+        "q_lora_rank": lat.q_lora_rank,
+        "qk_rope_head_dim": lat.qk_rope_head_dim,
+        "qk_nope_head_dim": lat.qk_nope_head_dim,
+        "v_head_dim": lat.v_head_dim,
+        "head_dim": lat.qk_rope_head_dim,
+        "attention_bias": a.bias.qkv,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+    } | _rope(a)
+
+
+def glm4_moe(a: Architecture) -> dict:
+    """GLM-4.5: GQA with partial RoPE, optional per-head QK norm, q/k/v bias; V3's router."""
+    qk = a.attention.qk_norm
+    _require(qk in (QKNorm.NONE, QKNorm.PER_HEAD), "attention.qk_norm none or per-head")
+    _softmax_attention(a, qk)
+    ref._position(a, PositionType.ROPE)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(not a.bias.attn_out and not a.bias.mlp, "no bias on o_proj or the MLPs")
+    config = _deepseek_moe(a)
+    ref._sigmoid_router(a.mlp.moe)
+    return (
+        _base(a)
+        | config
+        | _rope(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "use_qk_norm": qk is QKNorm.PER_HEAD,
+            "partial_rotary_factor": a.position.rotary_fraction or 1.0,
+            "norm_topk_prob": a.mlp.moe.normalize_top_k is not False,
+        }
+    )
+
+
+def _dsa_config(a: Architecture, layout: RopeLayout) -> dict:
+    """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
+    sparse = a.attention.sparse
+    _require(sparse is not None, "attention.sparse (every layer of this family runs DSA)")
+    own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
+    _require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+    return deepseek_v3(a) | {
+        "index_n_heads": sparse.indexer_heads,
+        "index_head_dim": sparse.indexer_head_dim,
+        "index_topk": sparse.top_k,
+    }
+
+
+def deepseek_v32(a: Architecture) -> dict:
+    """DSA on DeepSeek-V3; a card's YaRN as transformers' yarn without DeepSeek's mscale
+    keys: the cos/sin scaled by 0.1 ln(factor) + 1, as the card's yarn is (mscale_all_dim
+    would scale the whole softmax instead, another function)."""
+    config = _dsa_config(a, RopeLayout.HALF_SPLIT)
+    if a.position.rope_scaling is not None:
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | ref._rope_scaling(a)
+    return config
+
+
+def glm_moe_dsa(a: Architecture) -> dict:
+    # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
+    return _dsa_config(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+
+def _deepseek_names() -> Names:
+    """Latent attention (MLA) and DeepSeekMoE's routed and shared experts."""
+    layer = _llama_layer(_PRE)
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    attn = {
+        "q.0": "q_a_proj",  # with a query bottleneck (q_lora_rank)
+        "q.1": "q_a_layernorm",
+        "q.2": "q_b_proj",
+        "q": "q_proj",  # without one
+        "kv_down": "kv_a_proj_with_mqa",
+        "kv_norm": "kv_a_layernorm",
+        "kv_up": "kv_b_proj",
+    }
+    for ours, theirs in attn.items():
+        for t in ("weight", "bias"):
+            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _dsa_names() -> Names:
+    """DeepSeek-V3's names plus each layer's lightning indexer (DeepSeek-V3.2, GLM-5)."""
+    names = _deepseek_names()
+    for part in ("wq_b.weight", "wk.weight", "k_norm.weight", "k_norm.bias", "weights_proj.weight"):
+        names.layer[f"attn.sublayer.indexer.{part}"] = Source(f"self_attn.indexer.{part}")
+    return names
+
+
+def _kimi_linear_names() -> Names:
+    """Kimi Linear as transformers saves it (its load-time renames reversed): MLA layers
+    as DeepSeek's; KDA layers with q/k/v convs stored apart (stacked into archdb's one
+    conv over [q, k, v]), the decay's f_a/f_b, dt_bias and A_log (1, 1, heads, 1) on the
+    attention, o_norm; every MLP under block_sparse_moe., the dense first layers' too,
+    experts as w1 (gate), w3 (up), w2 (down)."""
+    names = _deepseek_names()
+    mlp = "block_sparse_moe"
+    names.layer.update(_llama_layer(_PRE, mlp=mlp))
+    names.layer.update(_moe(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2"))
+    names.layer.update(
+        {
+            f"mlp.sublayer.shared.{p}.weight": Source(f"{mlp}.shared_experts.{p}_proj.weight")
+            for p in ("gate", "up", "down")
+        }
+    )
+    ours, theirs = "attn.sublayer.", "self_attn."
+    kda = ("q_proj", "k_proj", "v_proj", "f_a_proj", "f_b_proj", "b_proj", "g_a_proj", "g_b_proj")
+    names.layer.update({ours + f"{p}.weight": Source(theirs + f"{p}.weight") for p in kda})
+    names.layer.update(
+        {
+            ours + "o_proj.weight": Source(theirs + "o_proj.weight"),
+            ours + "conv1d.weight": Source(
+                theirs + "q_conv1d.weight",
+                joined=(theirs + "k_conv1d.weight", theirs + "v_conv1d.weight"),
+            ),
+            ours + "dt_bias": Source(theirs + "dt_bias"),
+            ours + "A_log": Source(theirs + "A_log", flatten=True),
+            ours + "norm_weight": Source(theirs + "o_norm.weight"),
+        }
+    )
+    return names
+
+
+def _longcat_flash_names() -> Names:
+    """LongCat-Flash's layers: two MLA sublayers (self_attn.{0,1}), two dense MLPs
+    (mlps.{0,1}), their pre-norms (input_layernorm.{j}, post_attention_layernorm.{j}) and
+    the experts (mlp.router.classifier, mlp.experts.{e}); the MTP layers (model.mtp) are
+    outside the card, as transformers leaves them."""
+    layer: dict[str, Source] = {}
+    attn = {
+        "q.0": "q_a_proj",
+        "q.1": "q_a_layernorm",
+        "q.2": "q_b_proj",
+        "kv_down": "kv_a_proj_with_mqa",
+        "kv_norm": "kv_a_layernorm",
+        "kv_up": "kv_b_proj",
+        "o": "o_proj",
+    }
+    for j in (0, 1):
+        for ours, theirs in attn.items():
+            for t in ("weight", "bias"):
+                layer[f"attn.{j}.{ours}.{t}"] = Source(f"self_attn.{j}.{theirs}.{t}")
+        for part in ("gate", "up", "down"):
+            layer[f"dense.{j}.{part}.weight"] = Source(f"mlps.{j}.{part}_proj.weight")
+        layer[f"attn_norms.{j}.weight"] = Source(f"input_layernorm.{j}.weight")
+        layer[f"mlp_norms.{j}.weight"] = Source(f"post_attention_layernorm.{j}.weight")
+    layer |= {
+        "moe.router.proj.weight": Source("mlp.router.classifier.weight"),
+        "moe.router.proj.bias": Source("mlp.router.classifier.bias"),
+        "moe.router.correction_bias": Source("mlp.router.e_score_correction_bias"),
+    }
+    for part in ("gate", "up", "down"):
+        layer[f"moe.experts.{part}"] = Source(f"mlp.experts.{{e}}.{part}_proj.weight", experts=True)
+    return Names(
+        _LLAMA_TOP,
+        layer,
+        tied_head=("lm_head.weight",),
+        outside=("model.mtp.",),
+        unread=_zero_expert_rows,
+    )
+
+
+_EXPERT_ROW = re.compile(r"model\.layers\.\d+\.mlp\.experts\.(\d+)\.(?:gate|up)_proj\.weight")
+
+
+def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
+    """gate/up tensors of experts numbered from n_experts on: the zero-computation
+    experts', which compute nothing (transformers allocates and saves them)."""
+    from archdb.builder.moe import Experts
+
+    experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
+    if experts is None or not experts.zero_experts:
+        return set()
+    n, zero = experts.up.shape[0], experts.zero_experts
+    found = {name: _EXPERT_ROW.fullmatch(name) for name in names}
+    return {k for k, m in found.items() if m and n <= int(m.group(1)) < n + zero}
+
+
+# --- the families ----------------------------------------------------------------------
+
+# logit test: MLA; softmax shares, groups by their max, routed scale
+DEEPSEEK_V2 = LLAMA.derive(
+    "deepseek_v2",
+    layer="DeepseekV2DecoderLayer",
+    config_class="DeepseekV2Config",
+    model_class="DeepseekV2ForCausalLM",
+    rope_layout="interleaved",
+    read=_read_deepseek_v2,
+    write=deepseek_v2,
+    extras=frozenset({"expert_groups", "routed_scale"}),
+    names=_deepseek_names,
+    logit_error=3e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.n_groups",
+        "architecture.mlp.moe.routed_scale",
+        "architecture.attention.latent.norm_eps",
+    ),
+)
+# logit test: MLA; sigmoid, correction bias, groups by top-2 sum, scale
+DEEPSEEK_V3 = DEEPSEEK_V2.derive(
+    "deepseek_v3",
+    layer="DeepseekV3DecoderLayer",
+    config_class="DeepseekV3Config",
+    model_class="DeepseekV3ForCausalLM",
+    mlp_bias=False,
+    rope_layout="half-split",
+    read=_read_deepseek_v3,
+    write=deepseek_v3,
+    extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
+    logit_error=3.2e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.n_groups",
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.routed_scale",
+        "architecture.attention.latent.norm_eps",
+    ),
+)
+# logit test: V3 with the lightning indexer (8 of 24 keys), MoE layers too
+DEEPSEEK_V32 = DEEPSEEK_V3.derive(
+    "deepseek_v32",
+    layer="DeepseekV32DecoderLayer",
+    config_class="DeepseekV32Config",
+    model_class="DeepseekV32ForCausalLM",
+    rope_layout="interleaved",
+    indexed_layer=True,
+    read=_read_deepseek_v32,
+    write=deepseek_v32,
+    extras=frozenset(
+        {"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores", "sparse"}
+    ),
+    names=_dsa_names,
+    logit_error=2.9e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.n_groups",
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.routed_scale",
+        "architecture.attention.latent.norm_eps",
+        "architecture.attention.sparse.indexer_rope_layout",
+    ),
+)
+# logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
+GLM_MOE_DSA = DEEPSEEK_V32.derive(
+    "glm_moe_dsa",
+    layer="GlmMoeDsaDecoderLayer",
+    config_class="GlmMoeDsaConfig",
+    model_class="GlmMoeDsaForCausalLM",
+    read=_read_glm_moe_dsa,
+    write=glm_moe_dsa,
+    logit_error=2.1e-07,
+)
+# logit test: DeepSeek-V3's router on GQA with partial RoPE and QK norm
+GLM4_MOE = DEEPSEEK_V3.derive(
+    "glm4_moe",
+    layer="Glm4MoeDecoderLayer",
+    config_class="Glm4MoeConfig",
+    model_class="Glm4MoeForCausalLM",
+    rotary_fraction_default=0.5,
+    eps_default=1e-05,
+    read=_read_glm4_moe,
+    write=glm4_moe,
+    names=_qwen3_moe,
+    logit_error=3.5e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.n_groups",
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.routed_scale",
+    ),
+)
+# logit test: KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with
+# latent norms at 1e-6, V3's router after a dense layer (three token draws)
+KIMI_LINEAR = DEEPSEEK_V3.derive(
+    "kimi_linear",
+    layer="KimiLinearDecoderLayer",
+    config_class="KimiLinearConfig",
+    model_class="KimiLinearForCausalLM",
+    rope_key=None,
+    position="none",
+    eps_default=1e-05,
+    linear_layer="kda",
+    read=_read_kimi_linear,
+    write=kimi_linear,
+    extras=frozenset({"correction_bias", "expert_groups", "kda", "routed_scale", "sigmoid_scores"}),
+    names=_kimi_linear_names,
+    logit_error=3.1e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.n_groups",
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.routed_scale",
+        "architecture.attention.latent.norm_eps",
+    ),
+)
+# logit test: LongCat-Flash: shortcut-connected MoE layers, MLA with scaled latents, 6
+# routed and 4 zero-computation experts (a random correction bias: 29-53% of the choices
+# zero experts; three seeds, three batches each)
+LONGCAT_FLASH = DEEPSEEK_V3.derive(
+    "longcat_flash",
+    layer="LongcatFlashDecoderLayer",
+    config_class="LongcatFlashConfig",
+    model_class="LongcatFlashForCausalLM",
+    rope_theta_default=10000000.0,
+    eps_default=1e-05,
+    rope_layout="interleaved",
+    read=_read_longcat_flash,
+    write=longcat_flash,
+    extras=frozenset({"correction_bias", "routed_scale", "shortcut_moe", "zero_experts"}),
+    names=_longcat_flash_names,
+    logit_error=3.4e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.normalize_top_k",
+        "architecture.mlp.moe.routed_scale",
+        "architecture.attention.latent.norm_eps",
+        "architecture.attention.latent.lora_scaled",
+    ),
+)

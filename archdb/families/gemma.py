@@ -1,0 +1,814 @@
+"""Gemma 1 to 4, Gemma 3n and RecurrentGemma.
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _layer_types,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb.families.llama import LLAMA, _llama_names
+from archdb.hf_import import _GELU_TANH, HFImportError, _brief, _Draft, _period, _rope_parameters
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+)
+from archdb.weights import (
+    _LLAMA_TOP,
+    Names,
+    Source,
+    _first_expert_ff,
+    _llama_layer,
+    _second_expert_ff,
+)
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_gemma(d: _Draft) -> None:
+    # Gemma's RMSNorm applies (1 + w); the embeddings are scaled by sqrt(hidden_size)
+    d.set("architecture.norm.unit_offset", True, "family")
+    d.set("architecture.embedding_multiplier", d.value("architecture.d_model") ** 0.5, "family")
+    scalar = d.read("query_pre_attn_scalar", default=256)  # Gemma 2's and 3's default
+    if scalar and d.family.module != "gemma":  # Gemma 2/3 scale by query_pre_attn_scalar**-0.5
+        origin = d.origin_of("query_pre_attn_scalar")
+        d.set("architecture.attention.scale", float(scalar) ** -0.5, origin)
+    if d.family.module == "gemma2":  # Gemma2Config's softcaps where the config omits them
+        for key, (path, cap) in _GEMMA2_SOFTCAPS.items():
+            if key not in d.config:
+                d.set(path, cap, "family")
+    if d.family.module == "gemma3":
+        _gemma3_rope_defaults(d)
+
+
+_GEMMA2_SOFTCAPS = {
+    "attn_logit_softcapping": ("architecture.attention.logit_softcap", 50.0),
+    "final_logit_softcapping": ("architecture.final_logit_softcap", 30.0),
+}
+
+
+def _gemma3_rope_defaults(d: _Draft) -> None:
+    """Gemma3TextConfig's RoPE bases where the config gives none: 1e6 on the full layers,
+    1e4 on the sliding ones (not the Llama default the generic reading falls back to)."""
+    if d.origins.get("architecture.position.rope_theta") == "family":
+        d.set("architecture.position.rope_theta", 1_000_000.0, "family")
+    _, local = _rope_parameters(d)
+    if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
+        d.set("architecture.position.rope_theta_local", 10_000.0, "family")
+
+
+_GRIFFIN_BLOCKS = {"recurrent": "rg-lru", "attention": "local"}
+
+
+def _bfloat16(value: float) -> float:
+    """value as a bfloat16 holds it: float32, then the top 16 bits, rounded to nearest even."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _read_recurrent_gemma(d: _Draft) -> None:
+    """RecurrentGemma (Griffin): block_types tiled over the layers, RG-LRU blocks and local
+    attention of attention_window_size; the MLP's intermediate_size is both GeGLU branches;
+    biases on the MLP and attention's output; (1 + w) RMSNorms; embeddings times
+    sqrt(hidden_size) held in bfloat16; logits soft-capped at logits_soft_cap."""
+    n_layers = d.value("architecture.n_layers")
+    types = d.read("block_types", "_block_types", default=["recurrent", "recurrent", "attention"])
+    if not types:
+        raise HFImportError("block_types is empty: no layer kind to tile")
+    unknown = [t for t in types if t not in _GRIFFIN_BLOCKS]
+    if unknown:
+        raise HFImportError(
+            f"block_types: {_brief(unknown[0])} is not a Griffin block "
+            f"({', '.join(_GRIFFIN_BLOCKS)})"
+        )
+    tiled = (types * (n_layers // len(types) + 1))[:n_layers]  # transformers' tiling
+    kinds = _period([_GRIFFIN_BLOCKS[t] for t in tiled])
+    d.set("architecture.attention.layer_pattern", kinds, d.origin_of("block_types"))
+    window = d.read("attention_window_size", default=2048)
+    d.set("architecture.attention.sliding_window", window if "local" in kinds else None,
+          d.origin_of("attention_window_size"))  # fmt: skip
+    configured = d.value("architecture.mlp.d_ff")
+    d.set("architecture.mlp.d_ff", configured // 2, "config")
+    d.note(
+        "architecture.mlp.d_ff",
+        f"One GeGLU branch: RecurrentGemmaMlp halves intermediate_size ({configured}).",
+    )
+    for part in ("attn_out", "mlp"):  # o_proj and the MLP always have biases
+        d.set(f"architecture.bias.{part}", True, "family")
+    d.set("architecture.norm.unit_offset", True, "family")
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.embedding_multiplier", _bfloat16(d_model**0.5), "family")
+    d.note(
+        "architecture.embedding_multiplier",
+        f"sqrt(hidden_size) = {d_model**0.5:.6g} as a bfloat16 (RecurrentGemmaModel's "
+        "normalizer buffer).",
+    )
+    if d.read("embeddings_scale_by_sqrt_dim", default=True) is False:
+        d.note(
+            "architecture.embedding_multiplier",
+            "The config says embeddings_scale_by_sqrt_dim false; transformers scales anyway.",
+        )
+    cap = d.read("logits_soft_cap", default=30.0)
+    if not cap:
+        raise HFImportError("logits_soft_cap must be positive: transformers divides by it")
+    d.set("architecture.final_logit_softcap", float(cap), d.origin_of("logits_soft_cap"))
+    d.used.update(
+        k for k in ("w_init_variance_scale", "final_w_init_variance_scale") if k in d.config
+    )
+    if "rg-lru" not in kinds:
+        return
+    if str(d.read("hidden_activation", default="gelu_pytorch_tanh")).lower() not in _GELU_TANH:
+        raise HFImportError("hidden_activation: the RG-LRU block's gate branch is tanh GELU only")
+    sizes = {
+        "lru_width": d.read("lru_width", default=d_model),
+        "n_heads": d.value("architecture.attention.n_heads"),
+        "conv_kernel": d.read("conv1d_width", default=4),
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.rg_lru.{name}", value, "config")
+    d.set("architecture.mixers.rg_lru.mlp", True, "family")
+    d.note(
+        "architecture.mixers.rg_lru.n_heads",
+        "num_attention_heads: transformers uses it for the gates' blocks too.",
+    )
+
+
+def _read_gemma4(d: _Draft) -> None:
+    """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
+    own KV heads and no value projection), proportional partial RoPE on them only, a value
+    norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.norm.unit_offset", False, "family")  # Gemma4RMSNorm: x * w
+    d.set("architecture.embedding_multiplier", d_model**0.5, "family")
+    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
+    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
+    d.set("architecture.layer_scalar", True, "family")  # layer_scalar on each layer's output
+    _gemma4_pattern(d)
+    _gemma4_global_layers(d)
+    _gemma_on_device(d, per_layer_default=256)  # Gemma4TextConfig's default width
+    bidirectional = d.read("use_bidirectional_attention")
+    if bidirectional == "vision":
+        d.note(
+            "architecture.attention",
+            "use_bidirectional_attention 'vision': image tokens attend to each other both "
+            "ways; text tokens, which the card describes, stay causal.",
+        )
+    elif bidirectional is not None:
+        d.unmapped["use_bidirectional_attention"] = bidirectional
+    if d.read("enable_moe_block", default=False):
+        dense = d.value("architecture.mlp.d_ff")
+        d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
+        d.moe(
+            n_experts=d.read("num_experts", required=True),
+            n_active=d.read("top_k_experts", required=True),
+        )
+        d.set("architecture.mlp.moe.dense_beside_d_ff", dense, "config")
+        d.set("architecture.mlp.moe.router_scales", True, "family")
+        d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # top-k renormalized
+    else:
+        d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+
+
+def _gemma_on_device(d: _Draft, per_layer_default: int, shared_default: int = 0) -> None:
+    """Gemma 3n / Gemma 4 E2B and E4B: per-layer embeddings and cross-layer KV sharing;
+    Gemma 4's use_double_wide_mlp doubles the reusing layers' MLP."""
+    width = d.read("hidden_size_per_layer_input", default=per_layer_default)
+    rows = d.read("vocab_size_per_layer_input", default=262_144)  # both configs' default
+    if width:
+        d.set(
+            "architecture.per_layer_embeddings.width",
+            width,
+            d.origin_of("hidden_size_per_layer_input"),
+        )
+        d.set(
+            "architecture.per_layer_embeddings.vocab_size",
+            rows,
+            d.origin_of("vocab_size_per_layer_input"),
+        )
+    shared = d.read("num_kv_shared_layers", default=shared_default)
+    if shared:
+        origin = d.origin_of("num_kv_shared_layers")
+        d.set("architecture.attention.kv_shared_layers", shared, origin)
+    d_ff = d.value("architecture.mlp.d_ff")
+    if d.read("use_double_wide_mlp", default=False) and shared and isinstance(d_ff, int):
+        d.set("architecture.mlp.kv_shared_d_ff", 2 * d_ff, "config")
+
+
+def _read_gemma3n(d: _Draft) -> None:
+    """Gemma 3n's text model: Gemma 4's attention and sandwich norms (RMSNorm applying w,
+    unscaled scores, a value norm) without global-layer sizes or layer scalar; AltUp,
+    LAuReL, per-layer embeddings, KV sharing and gaussian top-k on the first MLP gates."""
+    d_model = d.value("architecture.d_model")
+    d.set("architecture.norm.unit_offset", False, "family")  # Gemma3nRMSNorm: x * w
+    d.set("architecture.embedding_multiplier", d_model**0.5, "family")
+    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
+    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
+    if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
+        d.set("architecture.final_logit_softcap", 30.0, "family")
+    if d.value("architecture.position.rope_theta_local") is None:
+        _, local = _rope_parameters(d)
+        if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
+            d.set("architecture.position.rope_theta_local", 10_000.0, "family")
+    _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
+    altup = {
+        "n_inputs": d.read("altup_num_inputs", default=4),
+        "active_index": d.read("altup_active_idx", default=0),
+        "correct_scale": d.read("altup_correct_scale", default=True),
+    }
+    for name, value in altup.items():
+        d.set(f"architecture.altup.{name}", value, "config")
+    d.read("altup_coef_clip")  # clamps the coefficients in training mode only
+    d.set("architecture.laurel_rank", d.read("laurel_rank", default=64), "config")
+    _activation_sparsity(d)
+
+
+def _activation_sparsity(d: _Draft) -> None:
+    """activation_sparsity_pattern: one target for a run of leading layers, 0 after them
+    (Gemma3nTextConfig's default: 0.95 on the first 10 layers when there are more)."""
+    n = d.value("architecture.n_layers")
+    pattern = d.read("activation_sparsity_pattern")
+    if pattern is None:
+        pattern = [0.95] * 10 + [0.0] * (n - 10) if n > 10 else [0.0] * n
+    if not isinstance(pattern, list) or len(pattern) != n:
+        raise HFImportError("config.json: activation_sparsity_pattern needs one value per layer")
+    first = next((i for i, v in enumerate(pattern) if not v), len(pattern))
+    targets = set(pattern[:first])
+    if any(pattern[first:]) or len(targets) > 1:
+        raise HFImportError(
+            "config.json: activation_sparsity_pattern must be one target on leading layers, "
+            "then zeros (the card's activation_sparsity)"
+        )
+    if first:
+        target = float(pattern[0])
+        d.set(
+            "architecture.mlp.activation_sparsity.target",
+            target,
+            d.origin_of("activation_sparsity_pattern"),
+        )
+        d.set(
+            "architecture.mlp.activation_sparsity.first_layers",
+            first,
+            d.origin_of("activation_sparsity_pattern"),
+        )
+
+
+def _gemma4_pattern(d: _Draft) -> None:
+    """Without layer_types, five sliding layers to one full, the last layer forced full."""
+    if d.read("layer_types"):
+        return
+    n = d.value("architecture.n_layers")
+    kinds = ["global" if (i + 1) % 6 == 0 or i == n - 1 else "local" for i in range(n)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+    d.set("architecture.attention.sliding_window", d.read("sliding_window", default=512), "config")
+
+
+def _gemma4_global_layers(d: _Draft) -> None:
+    full, _ = _rope_parameters(d)
+    # _position took the full-attention RoPE block for the card's: it is the global layers'
+    for path in list(d.values):
+        if path.startswith(("architecture.position.rope_scaling", "architecture.position.rot")):
+            d.clear(path)
+    d.unmapped.pop("rope_scaling", None)
+    d.notes.pop("architecture.position", None)
+    d.notes.pop("architecture.position.rope_scaling", None)
+    kind = full.get("rope_type", "default")
+    if kind not in ("default", "proportional"):
+        raise HFImportError(f"full-attention rope_type {_brief(kind)} is not one the card holds")
+    overrides: dict[str, Any] = {}
+    fraction = full.get("partial_rotary_factor")
+    if kind == "proportional" and fraction is not None and fraction < 1:
+        overrides["rotary_fraction"] = float(fraction)
+    head_dim = d.value("architecture.attention.head_dim")
+    kv = d.value("architecture.attention.n_kv_heads")
+    k_eq_v = d.read("attention_k_eq_v", default=False)
+    if k_eq_v:
+        overrides["values_from_keys"] = True
+    per_layer = d.read("per_layer_config")
+    if per_layer is not None:  # how transformers 5.24 saves global_head_dim and its KV heads
+        global_head_dim, global_kv = _global_layer_sizes(d, per_layer)
+    else:
+        global_head_dim = d.read("global_head_dim", default=512)  # Gemma4TextConfig's default
+        global_kv = d.read("num_global_key_value_heads")
+        if global_kv is not None and not k_eq_v:
+            d.unmapped["num_global_key_value_heads"] = f"{global_kv} (unused without k_eq_v)"
+            global_kv = None
+    if global_head_dim is not None and global_head_dim != head_dim:
+        overrides["head_dim"] = global_head_dim
+    if global_kv is not None and global_kv != kv:
+        overrides["n_kv_heads"] = global_kv
+    if "global" not in (d.value("architecture.attention.layer_pattern") or []):
+        return
+    for name, value in overrides.items():
+        origin = "family" if name == "head_dim" and "global_head_dim" not in d.config else "config"
+        d.set(f"architecture.attention.global_layers.{name}", value, origin)
+
+
+def _global_layer_sizes(d: _Draft, per_layer: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(head_dim, KV heads) that per_layer_config gives every full-attention layer; the
+    card holds one set of global-layer sizes, so anything else is refused."""
+    pattern = d.value("architecture.attention.layer_pattern") or []
+    n = d.value("architecture.n_layers")
+    full = {i for i in range(n) if pattern[i % len(pattern)] == "global"}
+    sizes = {tuple(sorted(v.items())) for v in per_layer.values()}
+    if not all(str(k).isdigit() and len(str(k)) <= 6 for k in per_layer):
+        raise HFImportError("per_layer_config keys must be layer indices")
+    if {int(k) for k in per_layer} != full or len(sizes) != 1:
+        raise HFImportError(
+            "per_layer_config gives sizes other than one set for every full-attention "
+            "layer: per-layer widths have no card field"
+        )
+    own = dict(next(iter(sizes)))
+    unknown = set(own) - {"head_dim", "num_key_value_heads"}
+    if unknown:
+        raise HFImportError(f"per_layer_config sets {', '.join(sorted(unknown))}: no card field")
+    return own.get("head_dim"), own.get("num_key_value_heads")
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def recurrent_gemma(a: Architecture) -> dict:
+    """Griffin's blocks (RecurrentGemma): RG-LRU layers and local attention tiled by
+    block_types; pre-norm (1 + w) RMSNorms; a GeGLU MLP with biases (intermediate_size is
+    both branches); attention with an output bias, q/k/v biased by attention_bias; head
+    width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _dense(a)
+    _pattern(a, LayerKind.RG_LRU, LayerKind.LOCAL)
+    ref._bias(a, a.bias.qkv, True, True)
+    rg = a.mixers.rg_lru if a.mixers is not None else None
+    _require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
+    heads = a.attention.n_heads if a.has_attention() else rg.n_heads
+    _require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
+    config = {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "intermediate_size": 2 * a.mlp.d_ff,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": heads,
+        "tie_word_embeddings": a.tied_embeddings,
+        "block_types": _kinds_of(a.attention.layer_pattern),
+    }
+    if rg is not None:
+        config |= {"lru_width": rg.lru_width, "conv1d_width": rg.conv_kernel}
+    _require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
+    config["logits_soft_cap"] = a.final_logit_softcap
+    if a.has_attention():
+        _softmax_attention(a)
+        ref._position(a, PositionType.ROPE)
+        _require(
+            a.head_dim_effective * heads == a.d_model,
+            "attention.head_dim d_model / n_heads (the config has no head_dim)",
+        )
+        config |= _rope(a) | {
+            "num_key_value_heads": a.attention.n_kv_heads,
+            "attention_window_size": a.attention.sliding_window,
+            "attention_bias": a.bias.qkv,
+        }
+        fraction = a.position.rotary_fraction or 1.0
+        config["rope_parameters"]["partial_rotary_factor"] = fraction  # the class's default: 0.5
+    return config
+
+
+def _kinds_of(pattern: list[LayerKind]) -> list[str]:
+    """RecurrentGemma's block_types, tiled over the layers as the card's pattern is."""
+    return ["recurrent" if k is LayerKind.RG_LRU else "attention" for k in pattern]
+
+
+def gemma(a: Architecture) -> dict:
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a)
+    _dense(a)
+    ref._bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    return _base(a)
+
+
+def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a, qk)
+    _dense(a)
+    ref._bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    # the code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class
+    scale = a.attention.scale
+    scalar = scale**-2 if scale is not None else a.head_dim_effective
+    _require(
+        math.isclose(scalar, round(scalar), rel_tol=1e-9),
+        "attention.scale must be 1/sqrt(n) for a whole n (query_pre_attn_scalar)",
+    )
+    return _base(a) | {
+        "sliding_window": a.attention.sliding_window or 4096,
+        "layer_types": _layer_types(a),
+        "query_pre_attn_scalar": round(scalar),
+        "attn_logit_softcapping": a.attention.logit_softcap,
+        "final_logit_softcapping": a.final_logit_softcap,
+    }
+
+
+def gemma3_text(a: Architecture) -> dict:
+    """Gemma 2 with per-head QK norms and a RoPE block per layer type: the scaling on the
+    full layers (rope_scaling goes there only), the sliding layers at their own base."""
+    config = gemma2(a, QKNorm.PER_HEAD)
+    pos = a.position
+    _require(
+        pos.rope_scaling is None
+        or LayerKind.LOCAL not in a.layer_kinds()
+        or pos.rope_theta_local is not None,
+        "Gemma 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    theta = pos.rope_theta or 10000.0
+    full = {"rope_type": "default", "rope_theta": theta} | ref._rope_scaling(a)
+    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
+    return config | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
+
+
+def gemma4_text(a: Architecture) -> dict:
+    """Gemma 4's text model: global layers with their own sizes, values from keys, a
+    value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    ref._position(a, PositionType.ROPE)
+    ref._bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
+    _require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
+    _require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
+    _require(a.position.rotary_fraction is None, "local layers rotate every dim")
+    g = a.attention.global_layers
+    hd = a.head_dim_effective
+    k_eq_v = bool(g and g.values_from_keys)
+    # transformers gives global layers their own KV heads only together with k_eq_v
+    _require(
+        g is None or g.n_kv_heads is None or k_eq_v,
+        "global_layers.n_kv_heads needs values_from_keys in transformers' Gemma 4",
+    )
+    theta = a.position.rope_theta or 10000.0
+    global_rope = {"rope_type": "default", "rope_theta": theta}
+    if g is not None and g.rotary_fraction is not None:
+        global_rope = global_rope | {
+            "rope_type": "proportional",
+            "partial_rotary_factor": g.rotary_fraction,
+        }
+    out = _base(a) | {
+        "sliding_window": a.attention.sliding_window or 512,
+        "layer_types": _layer_types(a),
+        "final_logit_softcapping": a.final_logit_softcap,
+        "global_head_dim": (g.head_dim if g is not None else None) or hd,
+        "attention_k_eq_v": k_eq_v,
+        "rope_parameters": {
+            "sliding_attention": {
+                "rope_type": "default",
+                "rope_theta": a.position.rope_theta_local or theta,
+            },
+            "full_attention": global_rope,
+        },
+        **_gemma4_on_device(a),
+    }
+    if g is not None and g.n_kv_heads is not None:
+        out["num_global_key_value_heads"] = g.n_kv_heads
+    moe = a.mlp.moe
+    if moe is not None:
+        _require(
+            moe.first_dense_layers == 0 and moe.layer_period == 1 and not moe.n_shared,
+            "Gemma 4's experts sit in every layer, without shared experts",
+        )
+        _require(
+            moe.dense_beside_d_ff is not None and bool(moe.router_scales),
+            "Gemma 4's experts sit beside a dense MLP, with its scaled router",
+        )
+        out |= {
+            "enable_moe_block": True,
+            "intermediate_size": moe.dense_beside_d_ff,
+            "moe_intermediate_size": a.mlp.d_ff,
+            "num_experts": moe.n_experts,
+            "top_k_experts": moe.n_active,
+        }
+    return out
+
+
+def _gemma4_on_device(a: Architecture) -> dict:
+    """Gemma 4 E2B/E4B: per-layer embeddings, KV sharing, and the reusing layers' MLP at
+    twice the width (use_double_wide_mlp, the only other width transformers builds)."""
+    ple, shared, wide = a.per_layer_embeddings, a.attention.kv_shared_layers or 0, None
+    if a.mlp.kv_shared_d_ff is not None:
+        wide = a.mlp.kv_shared_d_ff
+        _require(wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
+    return {
+        "hidden_size_per_layer_input": ple.width if ple is not None else 0,
+        "vocab_size_per_layer_input": ple.vocab_size if ple is not None else a.vocab_size,
+        "num_kv_shared_layers": shared,
+        "use_double_wide_mlp": wide is not None,
+    }
+
+
+def gemma3n_text(a: Architecture) -> dict:
+    """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
+    top-k; Gemma 4's attention without global-layer sizes."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    ref._position(a, PositionType.ROPE)
+    _dense(a)
+    ref._bias(a, False, False, False)
+    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
+    _require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
+    _require(not a.layer_scalar, "Gemma 3n has no layer scalar")
+    _require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
+    alt, ple = a.altup, a.per_layer_embeddings
+    _require(alt is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
+    _require(ple is not None, "Gemma 3n has per-layer embeddings")
+    _require(a.mlp.kv_shared_d_ff is None, "Gemma 3n's KV-sharing layers keep d_ff")
+    theta = a.position.rope_theta or 10000.0
+    sparsity = a.mlp.activation_sparsity
+    first, target = (sparsity.first_layers, sparsity.target) if sparsity else (0, 0.0)
+    return _base(a) | {
+        "sliding_window": a.attention.sliding_window or 512,
+        "layer_types": _layer_types(a),
+        "final_logit_softcapping": a.final_logit_softcap,
+        "rope_parameters": {
+            "sliding_attention": {
+                "rope_type": "default",
+                "rope_theta": a.position.rope_theta_local or theta,
+            },
+            "full_attention": {"rope_type": "default", "rope_theta": theta},
+        },
+        "hidden_size_per_layer_input": ple.width,
+        "vocab_size_per_layer_input": ple.vocab_size,
+        "num_kv_shared_layers": a.attention.kv_shared_layers or 0,
+        "altup_num_inputs": alt.n_inputs,
+        "altup_active_idx": alt.active_index,
+        "altup_correct_scale": alt.correct_scale,
+        "laurel_rank": a.laurel_rank,
+        "activation_sparsity_pattern": [target] * first + [0.0] * (a.n_layers - first),
+    }
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+_SANDWICH = {
+    "attn.before": "input_layernorm",
+    "attn.branch": "post_attention_layernorm",
+    "mlp.before": "pre_feedforward_layernorm",
+    "mlp.branch": "post_feedforward_layernorm",
+}
+
+
+def _gemma4_names() -> Names:
+    """Sandwich norms, the layer scalar; 26B-A4B: the dense MLP beside fused experts."""
+    layer = _llama_layer(_SANDWICH)
+    layer["layer_scalar"] = Source("layer_scalar")
+    dense = {"dense_before": "pre_feedforward_layernorm",
+             "dense_after": "post_feedforward_layernorm_1",
+             "experts_before": "pre_feedforward_layernorm_2",
+             "experts_after": "post_feedforward_layernorm_2"}  # fmt: skip
+    for ours, theirs in dense.items():
+        layer[f"mlp.sublayer.{ours}.weight"] = Source(f"{theirs}.weight")
+    for p in ("gate", "up", "down"):
+        layer[f"mlp.sublayer.dense.{p}.weight"] = Source(f"mlp.{p}_proj.weight")
+    router = {"scale": "router.scale", "per_expert_scale": "router.per_expert_scale",
+              "proj.weight": "router.proj.weight"}  # fmt: skip
+    for ours, theirs in router.items():
+        layer[f"mlp.sublayer.moe.router.{ours}"] = Source(theirs)
+    # fused (experts, 2 * d_ff, d) gate and up rows, (experts, d, d_ff) down: archdb's
+    # (experts, in, out) is their transpose
+    layer["mlp.sublayer.moe.experts.gate"] = Source(
+        "experts.gate_up_proj", cut=_first_expert_ff, experts=True
+    )
+    layer["mlp.sublayer.moe.experts.up"] = Source(
+        "experts.gate_up_proj", cut=_second_expert_ff, experts=True
+    )
+    layer["mlp.sublayer.moe.experts.down"] = Source("experts.down_proj", experts=True)
+    top = _LLAMA_TOP | _PER_LAYER_TOP
+    return Names(top, layer | _PER_LAYER_GATE, tied_head=("lm_head.weight",))
+
+
+# Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): the token table, projection and norm
+# of archdb's per_layer module, and each layer's gate (in the layer: per_layer.*)
+_PER_LAYER_TOP = {
+    "per_layer.table.weight": Source("model.embed_tokens_per_layer.weight"),
+    "per_layer.proj.weight": Source("model.per_layer_model_projection.weight"),
+    "per_layer.norm.weight": Source("model.per_layer_projection_norm.weight"),
+}
+
+
+_PER_LAYER_GATE = {
+    "per_layer.gate.weight": Source("per_layer_input_gate.weight"),
+    "per_layer.proj.weight": Source("per_layer_projection.weight"),
+    "per_layer.norm.weight": Source("post_per_layer_input_norm.weight"),
+}
+
+
+def _gemma3n_names() -> Names:
+    """Gemma 3n: sandwich norms, the per-layer embeddings, AltUp (each layer's router and
+    coefficients, the stack's projections in and out) and LAuReL."""
+    layer = _llama_layer(_SANDWICH) | _PER_LAYER_GATE
+    for name in ("correction_coefs", "prediction_coefs", "modality_router", "router_norm"):
+        layer[f"altup.{name}.weight"] = Source(f"altup.{name}.weight")
+    layer["altup.correct_output_scale"] = Source("altup.correct_output_scale")
+    for ours, theirs in (("left", "linear_left"), ("right", "linear_right"),
+                         ("norm", "post_laurel_norm")):  # fmt: skip
+        layer[f"laurel.{ours}.weight"] = Source(f"laurel.{theirs}.weight")
+    top = _LLAMA_TOP | _PER_LAYER_TOP
+    for i in range(_MAX_STREAMS):
+        top[f"decoder.streams.projections.{i}.weight"] = Source(
+            f"model.altup_projections.{i}.weight"
+        )
+        top[f"decoder.streams.unembed.{i}.weight"] = Source(
+            f"model.altup_unembed_projections.{i}.weight"
+        )
+    return Names(top, layer, tied_head=("lm_head.weight",), **_GEMMA3N_RELEASE)
+
+
+_MAX_STREAMS = 64  # AltUp projections named (one fewer than the streams; Gemma 3n: 3)
+
+
+# Gemma 3n's released checkpoints (Gemma3nForConditionalGeneration): the decoder under
+# model.language_model., the vision and audio towers and their embedders outside the card
+_GEMMA3N_RELEASE = {
+    "wrapped": {"model.language_model.": "model."},
+    "outside": ("model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
+                "model.embed_audio."),
+}  # fmt: skip
+
+
+def _recurrent_gemma_names() -> Names:
+    """RecurrentGemma: each layer's temporal_block is attention (q/k/v/o_proj) or Griffin's
+    recurrent block (linear_x, linear_y, conv_1d, rg_lru's gates and recurrent_param,
+    linear_out); temporal_pre_norm and channel_pre_norm; mlp_block; final_norm."""
+    block = "temporal_block"
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{block}.{p}_proj.{t}")
+        for p in "qkvo"
+        for t in ("weight", "bias")
+    }
+    for part in ("linear_x", "linear_y", "linear_out", "conv_1d"):
+        layer |= {
+            f"attn.sublayer.{part}.{t}": Source(f"{block}.{part}.{t}") for t in ("weight", "bias")
+        }
+    for gate in ("input_gate", "recurrent_gate"):
+        layer |= {
+            f"attn.sublayer.{gate}.{t}": Source(f"{block}.rg_lru.{gate}_{t}")
+            for t in ("weight", "bias")
+        }
+    layer["attn.sublayer.recurrent_param"] = Source(f"{block}.rg_lru.recurrent_param")
+    layer |= {
+        f"mlp.sublayer.{p}.{t}": Source(f"mlp_block.{p}_proj.{t}")
+        for p in ("gate", "up", "down")
+        for t in ("weight", "bias")
+    }
+    layer["attn.before.weight"] = Source("temporal_pre_norm.weight")
+    layer["mlp.before.weight"] = Source("channel_pre_norm.weight")
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_norm.weight")}
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
+def _sandwich_names() -> Names:  # Gemma 2 and 3: a norm before and after each sublayer
+    return _llama_names(_SANDWICH)
+
+
+# --- the families ----------------------------------------------------------------------
+
+GEMMA = LLAMA.derive(
+    "gemma",
+    layer="GemmaDecoderLayer",
+    config_class="GemmaConfig",
+    model_class="GemmaForCausalLM",
+    mlp_bias=False,
+    tied_default=True,
+    activation_default="gelu_pytorch_tanh",
+    read=_read_gemma,
+    write=gemma,
+    logit_error=2.4e-07,
+)
+GEMMA2 = GEMMA.derive(
+    "gemma2",
+    layer="Gemma2DecoderLayer",
+    config_class="Gemma2Config",
+    model_class="Gemma2ForCausalLM",
+    norm_position="double",
+    default_pattern=("local", "global"),
+    write=gemma2,
+    names=_sandwich_names,
+    logit_error=6.8e-07,
+    function_fields=("architecture.attention.scale",),
+)
+GEMMA3_TEXT = GEMMA2.derive(
+    "gemma3_text",
+    module="gemma3",
+    layer="Gemma3DecoderLayer",
+    config_class="Gemma3TextConfig",
+    model_class="Gemma3ForCausalLM",
+    qk_norm="per-head",
+    default_pattern=("local", "local", "local", "local", "local", "global"),
+    aliases=("gemma3",),
+    write=gemma3_text,
+    names=_sandwich_names,
+    logit_error=9.7e-07,
+)
+# logit test: AltUp, LAuReL, gaussian top-k, per-layer embeddings, KV sharing (three
+# seeds)
+GEMMA3N_TEXT = GEMMA3_TEXT.derive(
+    "gemma3n_text",
+    module="gemma3n",
+    layer="Gemma3nTextDecoderLayer",
+    config_class="Gemma3nTextConfig",
+    model_class="Gemma3nForCausalLM",
+    rope_theta_default=1000000.0,
+    default_pattern=("local", "local", "local", "local", "global"),
+    read=_read_gemma3n,
+    aliases=("gemma3n",),
+    write=gemma3n_text,
+    extras=frozenset(
+        {
+            "activation_sparsity",
+            "altup",
+            "kv_sharing",
+            "laurel",
+            "per_layer_embeddings",
+            "value_norm",
+        }
+    ),
+    names=_gemma3n_names,
+    logit_error=4e-06,
+)
+# logit test: the loosest family so far (still under the tolerance): 6.1e-6 with experts
+# beside the dense MLP, 4.0e-6 dense (three seeds each); E2B/E4B's per-layer embeddings
+# and KV sharing: 5.6e-6, 7.3e-6 with the double-wide MLP (three seeds each)
+GEMMA4_TEXT = GEMMA3_TEXT.derive(
+    "gemma4_text",
+    module="gemma4",
+    layer="Gemma4TextDecoderLayer",
+    config_class="Gemma4TextConfig",
+    model_class="Gemma4ForCausalLM",
+    default_pattern=("global",),
+    read=_read_gemma4,
+    aliases=("gemma4",),
+    write=gemma4_text,
+    extras=frozenset(
+        {
+            "dense_beside",
+            "global_layers",
+            "kv_sharing",
+            "layer_scalar",
+            "per_layer_embeddings",
+            "router_scales",
+            "value_norm",
+        }
+    ),
+    names=_gemma4_names,
+    logit_error=7.3e-06,
+    function_fields=("architecture.attention.scale", "architecture.layer_scalar"),
+)
+# logit test: Griffin's RG-LRU beside local MQA attention, the bfloat16 sqrt(d)
+# embedding scale (three seeds: 2.3e-7, 2.3e-7, 3.0e-7)
+RECURRENT_GEMMA = GEMMA.derive(
+    "recurrent_gemma",
+    layer="RecurrentGemmaDecoderLayer",
+    config_class="RecurrentGemmaConfig",
+    model_class="RecurrentGemmaForCausalLM",
+    rotary_fraction_default=0.5,
+    read=_read_recurrent_gemma,
+    write=recurrent_gemma,
+    extras=frozenset({"rg_lru"}),
+    names=_recurrent_gemma_names,
+    logit_error=3.1e-07,
+)

@@ -1,0 +1,226 @@
+"""Hunyuan (dense and MoE).
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
+from archdb.families.llama import LLAMA
+from archdb.hf_import import HFImportError, _brief, _Draft, _rope_parameters
+from archdb.schema import (
+    Architecture,
+    LayerKind,
+    QKNorm,
+    RopeScalingType,
+    RouterScore,
+)
+from archdb.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_hunyuan(d: _Draft) -> None:
+    """Hunyuan (dense and MoE): the per-head QK norm reads the rotated q and k; a "dynamic"
+    rope_scaling with an alpha is a fixed NTK stretch of the base (ntk-alpha). The released
+    configs' switches transformers does not read are refused where they would change the
+    model (cross-layer KV sharing, MLA)."""
+    d.set("architecture.attention.qk_norm_after_rope", True, "family")
+    for key in ("use_cla", "use_mla"):
+        if d.read(key, default=False):
+            raise HFImportError(
+                f"{key} is true, which transformers' Hunyuan does not build: the card would "
+                "not be the model"
+            )
+    if d.read("use_qk_norm", default=True) is False:
+        raise HFImportError(
+            "use_qk_norm is false, but transformers' Hunyuan always builds query_layernorm "
+            "and key_layernorm: the card would not be the model"
+        )
+    # released configs name the head width attention_head_dim; transformers sizes heads
+    # from head_dim (or hidden_size / heads): they must agree
+    width = d.read("attention_head_dim")
+    effective = d.value("architecture.attention.head_dim") or (
+        d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    )
+    if width is not None and width != effective:
+        raise HFImportError(
+            f"attention_head_dim {width} differs from the head width transformers builds "
+            f"({effective}): set head_dim"
+        )
+    if width is not None:
+        d.set("architecture.attention.head_dim", width, "config")
+    full, _ = _rope_parameters(d)
+    scaling = d.config.get("rope_scaling") or full
+    kind = scaling.get("rope_type") or scaling.get("type")
+    alpha = scaling.get("alpha")
+    if kind != "dynamic" or not alpha:
+        return
+    if not isinstance(alpha, int | float) or alpha <= 0:
+        raise HFImportError(f"rope_scaling alpha must be a positive number (got {_brief(alpha)})")
+    for path in list(d.values):
+        if path.startswith("architecture.position.rope_scaling"):
+            d.clear(path)
+    d.unmapped.pop("rope_scaling", None)
+    d.notes.pop("architecture.position", None)
+    d.notes.pop("architecture.position.rope_scaling", None)
+    d.set("architecture.position.rope_scaling.type", "ntk-alpha", "config")
+    d.set("architecture.position.rope_scaling.factor", float(alpha), "config")
+    d.note(
+        "architecture.position.rope_scaling",
+        f"config.json's dynamic scaling with alpha {alpha:g}: the base fixed at rope_theta * "
+        "alpha^(d/(d-2)) (transformers' ntk_alpha); its other keys are unused.",
+    )
+
+
+def _one_per_layer(d: _Draft, key: str, default: int) -> int:
+    """A number Hunyuan's released configs repeat per layer; one value for every layer."""
+    value = d.read(key, default=default)
+    if isinstance(value, list):
+        if len(set(value)) != 1:
+            raise HFImportError(
+                f"config.json: {key} differs between layers ({_brief(value)}): the card holds "
+                "one value for every layer"
+            )
+        value = value[0]
+    return value
+
+
+def _read_hunyuan_moe(d: _Draft) -> None:
+    """Every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP,
+    all intermediate_size wide (transformers reads no moe_intermediate_size)."""
+    _read_hunyuan(d)
+    d_ff = d.value("architecture.mlp.d_ff")
+    widths = _one_per_layer(d, "moe_intermediate_size", d_ff)
+    shared = _one_per_layer(d, "num_shared_expert", 1)
+    if widths != d_ff or shared != 1 or not d.read("use_mixed_mlp_moe", default=True):
+        raise HFImportError(
+            f"moe_intermediate_size {widths}, num_shared_expert {shared}: transformers' "
+            f"Hunyuan builds every expert and one shared MLP intermediate_size ({d_ff}) wide"
+        )
+    if d.read("moe_layer_num_skipped", default=0):
+        raise HFImportError(
+            "moe_layer_num_skipped is not 0, but transformers' Hunyuan makes every layer MoE"
+        )
+    d.moe(
+        n_experts=d.read("num_experts", "num_local_experts", default=1),  # the config's defaults
+        n_active=_one_per_layer(d, "moe_topk", 1),
+        n_shared=1,
+        shared_d_ff=d_ff,
+    )
+    d.set("architecture.mlp.moe.score_function", "softmax", "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def hunyuan_v1_dense(a: Architecture) -> dict:
+    """Hunyuan dense: Llama with a per-head RMS QK norm (applied after RoPE, which changes
+    outputs, not counts); attention_bias covers q, k, v and o, the MLP never has one."""
+    _hunyuan_attention(a)
+    _dense(a)
+    return _base(a) | _hunyuan_rope(a) | {"attention_bias": a.bias.qkv}
+
+
+def _hunyuan_attention(a: Architecture) -> None:
+    _llama_like(a, QKNorm.PER_HEAD)
+    _pattern(a, LayerKind.GLOBAL)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    _require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
+
+
+def _hunyuan_rope(a: Architecture) -> dict:
+    """RoPE as Hunyuan's configs spell it: ntk-alpha is their "dynamic" scaling with an
+    alpha (the code then fixes the base at rope_theta * alpha^(d/(d-2)); factor unused, 1)."""
+    config = _rope(a)
+    s = a.position.rope_scaling
+    if s is not None and s.type is RopeScalingType.NTK_ALPHA:
+        config["rope_parameters"] |= {"rope_type": "dynamic", "factor": 1.0, "alpha": s.factor}
+    elif s is not None:
+        config["rope_parameters"] |= ref._rope_scaling(a)
+    return config
+
+
+def hunyuan_v1_moe(a: Architecture) -> dict:
+    """Hunyuan MoE: every layer's MLP is softmax-routed experts, the chosen renormalized,
+    plus one shared MLP; experts and shared MLP all intermediate_size wide."""
+    _hunyuan_attention(a)
+    moe = a.mlp.moe
+    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    _require(
+        (moe.n_shared, moe.shared_d_ff, moe.first_dense_layers, moe.layer_period)
+        == (1, a.mlp.d_ff, 0, 1),
+        "one shared MLP as wide as an expert, experts in every layer",
+    )
+    _require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    return (
+        _base(a)
+        | _hunyuan_rope(a)
+        | {"attention_bias": a.bias.qkv, "num_experts": moe.n_experts, "moe_topk": moe.n_active}
+    )
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+
+def _hunyuan_layer() -> dict[str, Source]:
+    """Llama's names; the per-head QK norms are query_layernorm and key_layernorm."""
+    layer = _llama_layer(_PRE)
+    for qk, name in (("q", "query"), ("k", "key")):
+        layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
+            f"self_attn.{name}_layernorm.weight"
+        )
+        del layer[f"attn.sublayer.qk_norm.{qk}_norm.norm.weight"]
+    return layer
+
+
+def _hunyuan_v1_dense_names() -> Names:
+    return Names(_LLAMA_TOP, _hunyuan_layer(), tied_head=("lm_head.weight",))
+
+
+def _hunyuan_v1_moe_names() -> Names:
+    """Saved per expert (transformers' qwen2_moe layout); the router is mlp.gate.wg, the
+    shared MLP mlp.shared_mlp."""
+    layer = _hunyuan_layer()
+    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer["mlp.sublayer.router.proj.weight"] = Source("mlp.gate.wg.weight")
+    for p in ("gate", "up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mlp.shared_mlp.{p}_proj.weight")
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+# --- the families ----------------------------------------------------------------------
+
+# logit test: Llama with the per-head QK norm after RoPE, ntk-alpha RoPE
+HUNYUAN_V1_DENSE = LLAMA.derive(
+    "hunyuan_v1_dense",
+    layer="HunYuanDenseV1DecoderLayer",
+    config_class="HunYuanDenseV1Config",
+    model_class="HunYuanDenseV1ForCausalLM",
+    qk_norm="per-head",
+    mlp_bias=False,
+    eps_default=1e-05,
+    read=_read_hunyuan,
+    write=hunyuan_v1_dense,
+    extras=frozenset({"qk_norm_after_rope"}),
+    names=_hunyuan_v1_dense_names,
+    logit_error=0.0,
+    function_fields=("architecture.attention.qk_norm_after_rope",),
+)
+# logit test: Hunyuan dense, with softmax top-k renormalized beside a shared MLP
+HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
+    "hunyuan_v1_moe",
+    layer="HunYuanMoEV1DecoderLayer",
+    config_class="HunYuanMoEV1Config",
+    model_class="HunYuanMoEV1ForCausalLM",
+    read=_read_hunyuan_moe,
+    write=hunyuan_v1_moe,
+    names=_hunyuan_v1_moe_names,
+    logit_error=2.3e-07,
+)

@@ -1,0 +1,360 @@
+"""MiniMax-01 (lightning attention) and MiniMax-M2.
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import (
+    _act,
+    _base,
+    _kinds,
+    _llama_like,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+    _sublayer_factors,
+)
+from archdb.families.llama import MIXTRAL, _mixtral_names, _read_mixtral
+from archdb.families.qwen import QWEN3_MOE
+from archdb.hf_import import HFImportError, _brief, _Draft, _mtp, _period
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+    RouterScore,
+)
+from archdb.weights import Checkpoint, Names, Source, WeightsError
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_minimax_m2(d: _Draft) -> None:
+    """MiniMax-M2: every layer's MLP is the experts (intermediate_size each, no shared
+    expert); sigmoid scores, the correction bias choosing, the chosen scores renormalized;
+    partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
+    d.moe(
+        n_experts=d.read("num_local_experts", "num_experts", default=256),  # the config's defaults
+        n_active=d.read("num_experts_per_tok", default=8),
+    )
+    d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
+    _mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
+    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
+    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
+    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
+    rotary_dim = d.read("rotary_dim")
+    if rotary_dim is None:
+        return
+    head_dim = d.value("architecture.attention.head_dim") or 128  # MiniMaxM2Config's default
+    fraction = rotary_dim / head_dim
+    given = d.value("architecture.position.rotary_fraction")
+    if given is not None and abs(given - fraction) > 1e-9:
+        raise HFImportError(
+            f"rotary_dim {rotary_dim} of head_dim {head_dim} contradicts partial_rotary_factor "
+            f"{given}: the config contradicts itself"
+        )
+    if fraction < 1:
+        d.set("architecture.position.rotary_fraction", fraction, "config")
+
+
+def _read_minimax(d: _Draft) -> None:
+    """MiniMax-01: lightning layers ("linear_attention") and softmax attention, Mixtral's
+    MoE on every layer, the residual taken after each norm, alpha (skip) and beta (output)
+    factors per sublayer kind. Reads transformers' keys or the released remote code's
+    (attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)."""
+    _read_mixtral(d)
+    if not d.read("postnorm", default=True):
+        raise HFImportError(
+            "postnorm is false (the residual taken before each norm): transformers' minimax "
+            "and every MiniMax-01 release take it after, the one layout archdb maps"
+        )
+    n_layers = d.value("architecture.n_layers")
+    codes = d.read("attn_type_list")
+    if not d.read("layer_types"):
+        if codes is not None and len(codes) != n_layers:
+            raise HFImportError(
+                f"attn_type_list lists {len(codes)} layers but num_hidden_layers is {n_layers}: "
+                "the config contradicts itself"
+            )
+        if codes is None:  # MiniMaxConfig's default: full attention, then lightning, ...
+            codes = [(i + 1) % 2 for i in range(n_layers)]
+        kinds = ["global" if code else "lightning" for code in codes]
+        origin = "config" if d.origin_of("attn_type_list") == "config" else "family"
+        d.set("architecture.attention.layer_pattern", _period(kinds), origin)
+    d.read("block_size")  # the chunk of tokens its kernel takes at once: same function
+    shared = d.read("shared_intermediate_size", default=0)
+    d.read("shared_moe_mode")  # how a shared expert's output would be gated
+    if shared:
+        raise HFImportError(
+            f"shared_intermediate_size is {_brief(shared)}: the remote code's shared expert "
+            "(gated by a learned coefficient) is not in transformers' minimax nor the card"
+        )
+    factors = (
+        ("attention.skip_multiplier", "full_attn_alpha_factor", "layernorm_full_attention_alpha"),
+        ("attention.output_multiplier", "full_attn_beta_factor", "layernorm_full_attention_beta"),
+        ("mlp.skip_multiplier", "mlp_alpha_factor", "layernorm_mlp_alpha"),
+        ("mlp.output_multiplier", "mlp_beta_factor", "layernorm_mlp_beta"),
+    )
+    for path, key, legacy in factors:
+        d.set(f"architecture.{path}", float(d.read(key, legacy, default=1.0)), d.origin_of(key))
+    if "lightning" in (d.value("architecture.attention.layer_pattern") or []):
+        heads = d.value("architecture.attention.n_heads")
+        if d.config.get("model_type") in _MINIMAX_REMOTE and heads & (heads - 1):
+            raise HFImportError(
+                f"num_attention_heads is {heads}, not a power of 2: MiniMax's remote code then "
+                "interleaves ALiBi's slopes of the next power, not the decay rule the card "
+                "names (minimax, transformers')"
+            )
+        head_dim = (
+            d.value("architecture.attention.head_dim") or d.value("architecture.d_model") // heads
+        )
+        lightning = {
+            "n_heads": (heads, "config"),
+            "head_dim": (head_dim, "config"),
+            "decay": ("minimax", "family"),
+            "mlp": (True, "family"),
+        }
+        for name, (value, origin) in lightning.items():
+            d.set(f"architecture.mixers.lightning.{name}", value, origin)
+        for name, key, legacy in (
+            ("skip_multiplier", "linear_attn_alpha_factor", "layernorm_linear_attention_alpha"),
+            ("output_multiplier", "linear_attn_beta_factor", "layernorm_linear_attention_beta"),
+        ):
+            value = float(d.read(key, legacy, default=1.0))
+            d.set(f"architecture.mixers.lightning.{name}", value, d.origin_of(key))
+    rotary_dim = d.read("rotary_dim")  # the released config's rotating share of head_dim
+    if rotary_dim is not None:
+        head_dim = d.value("architecture.attention.head_dim") or (
+            d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+        )
+        if rotary_dim < head_dim:
+            d.set("architecture.position.rotary_fraction", rotary_dim / head_dim, "config")
+    if d.value("architecture.position.rotary_fraction") is not None:
+        d.note(
+            "architecture.position.rotary_fraction",
+            "transformers' minimax (5.x) rotates the whole head: its rotary ignores a partial "
+            "share, so its logits differ from this card's; MiniMax's released remote code "
+            "rotates rotary_dim of head_dim, as the card does.",
+        )
+
+
+# MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
+# (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
+_MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def minimax(a: Architecture) -> dict:
+    """MiniMax-01: lightning layers and softmax attention (layer_types), each followed by
+    Mixtral's MoE; the residual taken after each norm (normed-skip) with alpha (skip) and
+    beta (output) factors per sublayer kind. Lightning's heads and head width are the
+    attention's (one num_attention_heads, one head_dim). transformers' MiniMax rotates the
+    whole head (its rotary ignores partial_rotary_factor): counts do not depend on it."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.NORMED_SKIP)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    ref._position(a, PositionType.ROPE)
+    _pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
+    ref._bias(a, False, False, False)
+    others = sorted(k for k in _sublayer_factors(a) if k not in _MINIMAX_BETAS)
+    _require(not others, f"no {', '.join(others)} (MiniMax has none)")
+    moe = a.mlp.moe
+    _require(
+        moe is not None
+        and moe.first_dense_layers == 0
+        and moe.layer_period == 1
+        and moe.n_shared == 0,
+        "every layer MoE, no shared experts",
+    )
+    li = a.mixers.lightning if a.mixers is not None else None
+    factors: dict[str, float] = {}
+    if li is not None:
+        _require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
+        _require(
+            (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
+            "mixers.lightning n_heads and head_dim equal to attention's",
+        )
+        factors = {
+            "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
+            "linear_attn_beta_factor": li.output_multiplier or 1.0,
+        }
+    names = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+    return (
+        _base(a)
+        | _rope(a)
+        | factors
+        | {
+            "layer_types": _kinds(a, names),
+            "num_local_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "full_attn_alpha_factor": a.attention.skip_multiplier or 1.0,
+            "full_attn_beta_factor": a.attention.output_multiplier or 1.0,
+            "mlp_alpha_factor": a.mlp.skip_multiplier or 1.0,
+            "mlp_beta_factor": a.mlp.output_multiplier or 1.0,
+        }
+    )
+
+
+_MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
+
+
+def minimax_m2(a: Architecture) -> dict:
+    """MiniMax-M2: GQA with full QK norm and partial RoPE; every layer's MLP the experts,
+    sigmoid scores with a correction bias, the chosen renormalized, no groups, no scale."""
+    _llama_like(a, QKNorm.FULL)
+    _pattern(a, LayerKind.GLOBAL)
+    ref._bias(a, False, False, False)
+    moe = a.mlp.moe
+    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    _require(
+        (moe.n_shared, moe.first_dense_layers, moe.layer_period) == (0, 0, 1),
+        "no shared experts, no dense layers",
+    )
+    # null (not recorded) is compared by count; its fidelity names the missing field
+    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    return (
+        _base(a)
+        | _rope(a)
+        | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
+        | _minimax_mtp(a)
+    )
+
+
+def _minimax_mtp(a: Architecture) -> dict:
+    """MiniMax-M2: use_mtp switches num_mtp_modules modules of mtp_transformer_layers blocks."""
+    if a.mtp is None:
+        return {}
+    n = a.mtp.n_modules
+    return {
+        "use_mtp": n > 0,
+        "num_mtp_modules": n,
+        "mtp_transformer_layers": a.mtp.layers_per_module,
+    }
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+
+def _minimax_m2_names() -> Names:
+    """Mixtral's names (saved per expert as w1, w3, w2); the correction bias sits on the
+    MoE block, not its gate."""
+    names = _mixtral_names()
+    bias = Source("block_sparse_moe.e_score_correction_bias")
+    names.layer["mlp.sublayer.router.correction_bias"] = bias
+    return names
+
+
+def _minimax_names() -> Names:
+    """MiniMax-01: Mixtral's names (transformers saves the experts per expert as w1, w3,
+    w2); lightning layers' self_attn.qkv_proj, output_gate, out_proj, norm and their decay
+    rates slope_rate. The block decays transformers also stores (query_decay, key_decay,
+    diagonal_decay) are functions of slope_rate and block_size: checked, not loaded."""
+    names = _mixtral_names()
+    # softmax attention with a beta factor is wrapped in a ScaledMixer (its tensors under
+    # .inner): the same checkpoint names
+    names.layer.update(
+        {
+            "attn.sublayer.inner." + rest: source
+            for name, source in list(names.layer.items())
+            if (rest := name.removeprefix("attn.sublayer.")) != name
+        }
+    )
+    ours, theirs = "attn.sublayer.", "self_attn."
+    names.layer.update(
+        {
+            ours + "qkv_proj.weight": Source(theirs + "qkv_proj.weight"),
+            ours + "output_gate.weight": Source(theirs + "output_gate.weight"),
+            ours + "out_proj.weight": Source(theirs + "out_proj.weight"),
+            ours + "norm_weight": Source(theirs + "norm.weight"),
+            ours + "slope_rate": Source(theirs + "slope_rate"),
+        }
+    )
+    return replace(names, derived=_minimax_block_decays)
+
+
+def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
+    """transformers' MiniMaxLightningAttention stores its block decays beside slope_rate:
+    each must equal what its decay_factors computes from that slope_rate."""
+    import torch
+
+    if not ckpt.has(layer_prefix + "self_attn.slope_rate"):
+        return  # a softmax attention layer
+    slope = ckpt.take(layer_prefix + "self_attn.slope_rate").float()
+    stored = {
+        n: layer_prefix + "self_attn." + n for n in ("query_decay", "key_decay", "diagonal_decay")
+    }
+    block = ckpt.shape(stored["query_decay"])[1]
+    steps = torch.arange(block, dtype=torch.float32) + 1
+    gaps = steps[:, None] - steps[None, :]
+    expected = {
+        "query_decay": torch.exp(-slope * steps[:, None]),
+        "key_decay": torch.exp(-slope * (block - steps[:, None])),
+        "diagonal_decay": torch.exp(
+            torch.where(gaps >= 0, -slope[None] * gaps, torch.tensor(float("-inf")))
+        ),
+    }
+    for name, full in stored.items():
+        value = ckpt.take(full).float()
+        if value.shape != expected[name].shape or not torch.allclose(
+            value, expected[name], rtol=1e-3, atol=1e-6
+        ):
+            raise WeightsError(
+                f"checkpoint tensor {full!r} is not the block decay its slope_rate gives"
+            )
+
+
+# --- the families ----------------------------------------------------------------------
+
+# logit test: sigmoid scores with a correction bias, full QK norm, partial RoPE
+MINIMAX_M2 = QWEN3_MOE.derive(
+    "minimax_m2",
+    layer="MiniMaxM2DecoderLayer",
+    config_class="MiniMaxM2Config",
+    model_class="MiniMaxM2ForCausalLM",
+    qk_norm="full",
+    rope_theta_default=5000000.0,
+    read=_read_minimax_m2,
+    write=minimax_m2,
+    extras=frozenset({"correction_bias", "sigmoid_scores"}),
+    names=_minimax_m2_names,
+    logit_error=2.5e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.score_correction_bias",
+    ),
+)
+# logit test: lightning attention (blocks of 8 in transformers, recurrent here) around
+# softmax attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
+MINIMAX = MIXTRAL.derive(
+    "minimax",
+    layer="MiniMaxDecoderLayer",
+    config_class="MiniMaxConfig",
+    model_class="MiniMaxForCausalLM",
+    norm_position="normed-skip",
+    rope_theta_default=1000000.0,
+    sliding_everywhere=False,
+    linear_layer="lightning",
+    read=_read_minimax,
+    aliases=("minimax_text_01", "minimax_m1"),
+    write=minimax,
+    extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
+    names=_minimax_names,
+    logit_error=3.3e-07,
+)

@@ -1,0 +1,232 @@
+"""OLMo 1, 2 and 3, and EXAONE 4.
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _layer_types,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb.families.llama import LLAMA, _llama_names
+from archdb.hf_import import HFImportError, _Draft, _pattern_letters, _period, _rope_parameters
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+)
+from archdb.weights import Names
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_olmo3(d: _Draft) -> None:
+    """OLMo 3: OLMo 2 with sliding layers (by default three to every full one, windows of
+    4096) and a RoPE block per layer type; rope_scaling goes to the full layers only."""
+    pattern = d.value("architecture.attention.layer_pattern")
+    if not d.read("layer_types"):  # Olmo3Config: every fourth layer full attention
+        pattern = ["local", "local", "local", "global"]
+        d.set("architecture.attention.layer_pattern", pattern, "family")
+    if "local" in pattern and d.value("architecture.attention.sliding_window") is None:
+        window = d.read("sliding_window", default=4096)  # Olmo3Config's default
+        d.set("architecture.attention.sliding_window", window, d.origin_of("sliding_window"))
+        d.unmapped.pop("sliding_window", None)
+    _full, local = _rope_parameters(d)
+    if "local" not in pattern or d.value("architecture.position.rope_scaling.type") is None:
+        return
+    if local.get("rope_type", "default") != "default":
+        raise HFImportError(
+            "rope_parameters.sliding_attention scales RoPE too: the card holds one scaling, "
+            "for the full-attention layers"
+        )
+    theta = local.get("rope_theta") or d.value("architecture.position.rope_theta")
+    d.set("architecture.position.rope_theta_local", float(theta), "config")
+    d.note(
+        "architecture.position.rope_theta_local",
+        "OLMo 3 scales RoPE on its full-attention layers only: the sliding layers' own base "
+        "(rope_theta_local) keeps them unscaled.",
+    )
+
+
+def _read_exaone4(d: _Draft) -> None:
+    """EXAONE 4: with a sliding window, sliding layers (RoPE) and full layers without RoPE
+    (by default three to one, windows of 4096); without one, every layer full with RoPE."""
+    window = d.read("sliding_window", default=4096)  # Exaone4Config's default when absent
+    if "sliding_window" in d.config and d.config["sliding_window"] is None:
+        window = None  # an explicit null: no sliding layers
+    n = d.value("architecture.n_layers")
+    types = d.read("layer_types")
+    if types:
+        sliding = [t == "sliding_attention" for t in types]  # checked by _pattern_from_types
+    else:  # every sliding_window_pattern-th layer full
+        every = _pattern_letters(d.read("sliding_window_pattern", default=4))
+        sliding = [(i + 1) % every != 0 for i in range(n)]
+    # no window: sliding layers attend to everything, and every layer rotates
+    kinds = ["global"] * n if window is None else ["local" if s else "global-nope" for s in sliding]
+    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("layer_types"))
+    d.unmapped.pop("sliding_window", None)
+    d.set("architecture.attention.sliding_window", window if "local" in kinds else None, "config")
+    if window is not None and "local" not in kinds:
+        d.note(
+            "architecture.attention.layer_pattern",
+            f"sliding_window {window} is set, so the full-attention layers skip RoPE.",
+        )
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def olmo(a: Architecture) -> dict:
+    ref._norm(a, NormType.LAYERNORM, NormAffine.NONE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv}
+
+
+def olmo2(a: Architecture) -> dict:
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a, QKNorm.FULL)
+    _dense(a)
+    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return _base(a) | {"attention_bias": a.bias.qkv}
+
+
+def olmo3(a: Architecture) -> dict:
+    """OLMo 2 with sliding layers; RoPE scaling on the full layers, the sliding layers at
+    their own base (rope_theta_local) unscaled."""
+    config = olmo2(a)
+    _pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+    pos = a.position
+    theta = pos.rope_theta or 500000.0
+    local = LayerKind.LOCAL in a.layer_kinds()
+    _require(
+        pos.rope_scaling is None or not local or pos.rope_theta_local is not None,
+        "OLMo 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    full = {"rope_type": "default", "rope_theta": theta} | ref._rope_scaling(a)
+    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
+    return config | {
+        "layer_types": _layer_types(a),
+        "sliding_window": a.attention.sliding_window or 4096,
+        "rope_parameters": {"full_attention": full, "sliding_attention": sliding},
+    }
+
+
+def exaone4(a: Architecture) -> dict:
+    """EXAONE 4: post-branch norms, per-head QK norm; with a window, RoPE on the sliding
+    layers only (full layers NoPE); without one, RoPE on every full layer."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a, QKNorm.PER_HEAD)
+    ref._position(a, PositionType.ROPE)
+    _dense(a)
+    ref._bias(a, False, False, False)
+    kinds = set(a.attention.layer_pattern)
+    _require(
+        kinds <= {LayerKind.LOCAL, LayerKind.GLOBAL_NOPE} or kinds == {LayerKind.GLOBAL},
+        "layer_pattern of local and global-nope layers (a window), or global only (none)",
+    )
+    windowed = LayerKind.GLOBAL not in kinds
+    names = {LayerKind.LOCAL: "sliding_attention"}
+    return (
+        _base(a)
+        | _rope(a)
+        | {
+            "layer_types": [names.get(k, "full_attention") for k in a.layer_kinds()],
+            "sliding_window": (a.attention.sliding_window or 4096) if windowed else None,
+        }
+    )
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+_POST_BRANCH = {
+    "attn.branch": "post_attention_layernorm",
+    "mlp.branch": "post_feedforward_layernorm",
+}
+
+
+def _olmo_names() -> Names:  # non-parametric LayerNorms: no norm tensors
+    return _llama_names({})
+
+
+def _post_branch_names() -> Names:  # OLMo 2 and 3, EXAONE 4: norms on the branch outputs
+    return _llama_names(_POST_BRANCH)
+
+
+# --- the families ----------------------------------------------------------------------
+
+OLMO = LLAMA.derive(
+    "olmo",
+    layer="OlmoDecoderLayer",
+    config_class="OlmoConfig",
+    model_class="OlmoForCausalLM",
+    eps_key=None,
+    norm="layernorm",
+    norm_affine="none",
+    mlp_bias=False,
+    write=olmo,
+    names=_olmo_names,
+    logit_error=0.0,
+)
+OLMO2 = LLAMA.derive(
+    "olmo2",
+    layer="Olmo2DecoderLayer",
+    config_class="Olmo2Config",
+    model_class="Olmo2ForCausalLM",
+    norm_position="post-branch",
+    qk_norm="full",
+    mlp_bias=False,
+    eps_default=1e-05,
+    write=olmo2,
+    names=_post_branch_names,
+    logit_error=0.0,
+)
+# logit test: OLMo 2 with sliding layers; YaRN on the full layers only
+OLMO3 = OLMO2.derive(
+    "olmo3",
+    layer="Olmo3DecoderLayer",
+    config_class="Olmo3Config",
+    model_class="Olmo3ForCausalLM",
+    rope_theta_default=500000.0,
+    read=_read_olmo3,
+    write=olmo3,
+    names=_post_branch_names,
+    logit_error=6.8e-07,
+)
+# logit test: post-branch norms, per-head QK norm, NoPE full layers
+EXAONE4 = OLMO2.derive(
+    "exaone4",
+    layer="Exaone4DecoderLayer",
+    config_class="Exaone4Config",
+    model_class="Exaone4ForCausalLM",
+    qk_norm="per-head",
+    full_layer="global-nope",
+    read=_read_exaone4,
+    write=exaone4,
+    names=_post_branch_names,
+    logit_error=6.5e-07,
+)

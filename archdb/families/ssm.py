@@ -1,0 +1,1297 @@
+"""Mamba, Mamba-2 and their hybrids (Bamba, Nemotron-H, Falcon-H1, Jamba, Zamba2).
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from archdb.schema import (
+    Activation,
+    Architecture,
+    GeluApproximation,
+    LayerKind,
+    Mamba2Norm,
+    MambaInnerNorm,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+from archdb import hf_import as imp
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _llama_like,
+    _mamba2_of,
+    _mamba2_sizes,
+    _mixer_sizes,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb.families.llama import LLAMA, MIXTRAL, _llama_names
+from archdb.hf_import import (
+    HFImportError,
+    _activation,
+    _brief,
+    _Draft,
+    _expand_mamba2,
+    _no_time_step_clamp,
+    _period,
+    _positive,
+    _rope_parameters,
+    _silu_conv,
+    _tied,
+)
+from archdb.weights import _LLAMA_TOP, Names, Source, _first_ff, _llama_layer, _moe, _second_ff
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+_ATTENTION_FREE = (
+    "Attention-free: every layer is a Mamba-2 mixer (the transformers implementation)."
+)
+
+
+def _read_mamba2(d: _Draft) -> None:
+    """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
+    d_model = d.read("hidden_size", required=True)
+    d.set("architecture.d_model", d_model, "config")
+    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    heads, head_dim = d.read("num_heads", required=True), d.read("head_dim", required=True)
+    expand = d.read("expand", required=True)
+    if heads * head_dim != int(expand * d_model):
+        raise HFImportError(
+            f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
+            f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
+        )
+    _silu_conv(d)
+    mamba2 = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("state_size", required=True),
+        "n_groups": d.read("n_groups", default=1),
+        "conv_kernel": d.read("conv_kernel", required=True),
+        "conv_bias": d.read("use_conv_bias", default=True),
+        "proj_bias": d.read("use_bias", default=False),
+    }
+    for name, value in mamba2.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", False, "family")
+    _mixer_only_stack(d, "mamba2", "Mamba-2")
+
+
+def _mixer_only_stack(d: _Draft, kind: str, label: str) -> None:
+    """What transformers fixes for a stack of mixer-only layers (Mamba, Mamba-2): pre
+    RMSNorm, no attention, MLP, positions or biases; the output head as the config says."""
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("attention.variant", "softmax"),
+        ("attention.n_heads", None),
+        ("attention.n_kv_heads", None),
+        ("attention.qk_norm", None),
+        ("attention.logit_softcap", None),
+        ("attention.sliding_window", None),
+        ("attention.layer_pattern", [kind]),
+        ("position.type", "none"),
+        ("mlp.activation", None),
+        ("mlp.d_ff", None),
+        ("mlp.moe", None),
+        ("bias.qkv", False),
+        ("bias.attn_out", False),
+        ("bias.mlp", False),
+        ("parallel_layers", False),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    free = f"Attention-free: every layer is a {label} mixer (the transformers implementation)."
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
+        d.note(f"architecture.{path}", free)
+    for path in ("mlp.activation", "mlp.d_ff"):
+        d.note(f"architecture.{path}", f"No MLP: a {label} layer is the mixer alone.")
+    d.note("architecture.context_length", f"{label} has no position limit in its config.")
+    _tied(d)
+
+
+def _mamba_dt_rank(d: _Draft, key: str) -> int:
+    """time_step_rank / mamba_dt_rank; "auto" is ceil(hidden_size / 16) in transformers."""
+    rank = d.read(key, default="auto")
+    return math.ceil(d.value("architecture.d_model") / 16) if rank == "auto" else rank
+
+
+def _mamba_layers(d: _Draft, inner_norm: str) -> None:
+    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    d_model = d.read("hidden_size", required=True)
+    d.set("architecture.d_model", d_model, "config")
+    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    if str(d.read("hidden_act", default="silu")).lower() not in ("silu", "swish"):
+        raise HFImportError("hidden_act: the Mamba mixer's gate and conv use SiLU only")
+    inner = d.read("intermediate_size") or int(d.read("expand", default=2) * d_model)
+    sizes = {
+        "d_inner": inner,
+        "state_size": d.read("state_size", default=16),
+        "conv_kernel": d.read("conv_kernel", default=4),
+        "dt_rank": _mamba_dt_rank(d, "time_step_rank"),
+        "conv_bias": d.read("use_conv_bias", default=True),
+        "proj_bias": d.read("use_bias", default=False),
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba.{name}", value, "config")
+    d.set("architecture.mixers.mamba.inner_norm", inner_norm, "family")
+    if inner_norm == "rms":
+        eps = float(d.read("mixer_rms_eps", default=1e-6))
+        d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("mixer_rms_eps"))
+    d.set("architecture.mixers.mamba.mlp", False, "family")
+    _mixer_only_stack(d, "mamba", "Mamba")
+
+
+def _read_mamba(d: _Draft) -> None:
+    _mamba_layers(d, "none")
+
+
+def _read_falcon_mamba(d: _Draft) -> None:
+    """Falcon Mamba: Mamba with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
+    _mamba_layers(d, "rms")
+
+
+def _read_jamba(d: _Draft) -> None:
+    """Jamba: Mamba-1 layers (learned-scale RMSNorms on dt, B, C at rms_norm_eps) and
+    attention without positions at i % attn_layer_period == attn_layer_offset; every layer
+    has the MLP, the experts at i % expert_layer_period == expert_layer_offset."""
+    n_layers = d.value("architecture.n_layers")
+    period, offset = d.read("attn_layer_period", default=8), d.read("attn_layer_offset", default=4)
+    if offset >= period:
+        raise HFImportError(f"attn_layer_offset ({offset}) must be below attn_layer_period")
+    kinds = ["global" if i % period == offset else "mamba" for i in range(n_layers)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    experts = d.read("num_experts", "num_local_experts", default=16)
+    e_period = d.read("expert_layer_period", default=2)
+    e_offset = d.read("expert_layer_offset", default=1)
+    if experts > 1:
+        if e_offset != e_period - 1:  # archdb's MoE layers are i % k == k - 1
+            raise HFImportError(
+                f"expert_layer_offset ({e_offset}) other than expert_layer_period - 1: the "
+                "card's MoE layers are every layer_period-th counting from 1"
+            )
+        d_ff = d.value("architecture.mlp.d_ff")
+        d.moe(
+            n_experts=experts,
+            n_active=d.read("num_experts_per_tok", default=2),
+            layer_period=e_period,
+            dense_d_ff=d_ff if e_period > 1 else None,
+        )
+        d.set("architecture.mlp.moe.normalize_top_k", False, "family")  # JambaTopKRouter
+    else:
+        d.set("architecture.mlp.moe", None, "config")
+    if "mamba" in kinds:
+        sizes = {
+            "d_inner": int(d.read("mamba_expand", default=2) * d.value("architecture.d_model")),
+            "state_size": d.read("mamba_d_state", default=16),
+            "conv_kernel": d.read("mamba_d_conv", default=4),
+            "dt_rank": _mamba_dt_rank(d, "mamba_dt_rank"),
+            "conv_bias": d.read("mamba_conv_bias", default=True),
+            "proj_bias": d.read("mamba_proj_bias", default=False),
+        }
+        for name, value in sizes.items():
+            d.set(f"architecture.mixers.mamba.{name}", value, "config")
+        d.set("architecture.mixers.mamba.inner_norm", "rms-scaled", "family")
+        eps = float(d.read("rms_norm_eps", default=1e-6))
+        d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("rms_norm_eps"))
+        d.set("architecture.mixers.mamba.mlp", True, "family")
+
+
+def _read_bamba(d: _Draft) -> None:
+    """Bamba: Mamba-2 layers, attention at attn_layer_indices; every layer has the MLP."""
+    n_layers = d.value("architecture.n_layers")
+    indices = set(d.read("attn_layer_indices", default=[]) or [])
+    if any(i >= n_layers for i in indices):
+        raise HFImportError(
+            f"attn_layer_indices names a layer beyond num_hidden_layers ({n_layers})"
+        )
+    kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    _expand_mamba2(d, "BambaMixer", required=True)
+
+
+def _read_falcon_h1(d: _Draft) -> None:
+    """Falcon-H1: attention beside a Mamba-2 mixer in every layer, and its muP factors."""
+    d.read("layers_block_type")  # always "hybrid" per layer: the pattern below says so
+    d.set("architecture.attention.layer_pattern", ["global+mamba2"], "family")
+    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", default=128)
+    inner = d.read("mamba_d_ssm", default=1024)  # FalconH1Config's defaults throughout
+    if inner is None:
+        inner = int(d.read("mamba_expand", default=2) * d_model)
+    head_dim = d.read("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        head_dim = inner // heads
+    if heads * head_dim != inner:
+        raise HFImportError(
+            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from the mixer width "
+            f"({inner}): transformers' FalconH1Mixer cannot run this config"
+        )
+    proj_bias = d.read("mamba_proj_bias", default=False)
+    if d.read("projectors_bias", default=False) != proj_bias:
+        raise HFImportError(
+            "mamba_proj_bias (in_proj) and projectors_bias (out_proj) differ: "
+            "mixers.mamba2.proj_bias holds one bias setting for both"
+        )
+    _no_time_step_clamp(d)
+    d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
+    norm = "none"
+    if d.read("mamba_rms_norm", default=False):
+        before = d.read("mamba_norm_before_gate", default=True)
+        norm = "before-gate" if before else "gated"
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", default=256),
+        "n_groups": d.read("mamba_n_groups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", default=4),
+        "conv_bias": d.read("mamba_conv_bias", default=True),
+        "proj_bias": proj_bias,
+    }
+    for name, value in sizes.items():
+        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+    d.set("architecture.mixers.mamba2.mlp", True, "family")
+    d.set("architecture.mixers.mamba2.norm", norm, d.origin_of("mamba_rms_norm"))
+    _falcon_h1_factors(d)
+
+
+def _falcon_h1_factors(d: _Draft) -> None:
+    """Falcon-H1's multipliers (FalconH1Config's defaults are 1.0 each)."""
+    factors = (
+        ("embedding_multiplier", "architecture.embedding_multiplier"),
+        ("lm_head_multiplier", "architecture.logit_scale"),
+        ("attention_in_multiplier", "architecture.attention.input_multiplier"),
+        ("attention_out_multiplier", "architecture.attention.output_multiplier"),
+        ("ssm_in_multiplier", "architecture.mixers.mamba2.input_multiplier"),
+        ("ssm_out_multiplier", "architecture.mixers.mamba2.output_multiplier"),
+    )
+    for key, path in factors:
+        d.set(path, _positive(d, key), d.origin_of(key))
+    head_dim = d.value("architecture.attention.head_dim")
+    if head_dim is None:
+        head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    key = _positive(d, "key_multiplier")
+    d.set("architecture.attention.scale", key / math.sqrt(head_dim), d.origin_of("key_multiplier"))
+    d.note(
+        "architecture.attention.scale",
+        f"FalconH1Attention multiplies the keys by key_multiplier ({key:g}) and scales the "
+        f"scores by 1/sqrt(head_dim): the card stores key_multiplier/sqrt({head_dim}).",
+    )
+    ssm = _factor_list(d, "ssm_multipliers", 5)
+    d.set("architecture.mixers.mamba2.projection_multipliers", ssm, d.origin_of("ssm_multipliers"))
+    gate, down = _factor_list(d, "mlp_multipliers", 2)
+    d.set("architecture.mlp.gate_multiplier", gate, d.origin_of("mlp_multipliers"))
+    d.set("architecture.mlp.output_multiplier", down, d.origin_of("mlp_multipliers"))
+
+
+def _factor_list(d: _Draft, key: str, n: int) -> list[float]:
+    """A list of n positive multipliers (default: n ones)."""
+    values = d.read(key, default=None) or [1.0] * n
+    if not isinstance(values, list | tuple) or len(values) != n:
+        raise HFImportError(f"config.json: {key} must be a list of {n} numbers")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values):
+        raise HFImportError(f"config.json: {key} must hold positive numbers (got {values!r})")
+    return [float(v) for v in values]
+
+
+# Nemotron-H's layer kinds: hybrid_override_pattern's characters, layers_block_type's names
+_NEMOTRON_H_CODES_READ = {"M": "mamba2", "*": "global", "-": "mlp", "E": "moe"}
+
+
+_NEMOTRON_H_TYPES = {
+    "linear_attention": "mamba2",
+    "mamba": "mamba2",
+    "full_attention": "global",
+    "attention": "global",
+    "mlp": "mlp",
+    "moe": "moe",
+}
+
+
+_NEMOTRON_H_DEFAULT = ["mamba2", "moe", "global", "mlp"]  # NemotronHConfig without a pattern
+
+
+def _nemotron_h_kinds(d: _Draft) -> list[str]:
+    """Every layer's kind, from layers_block_type or the older hybrid_override_pattern."""
+    types = d.read("layers_block_type")
+    if types is not None:
+        table, where, entries = _NEMOTRON_H_TYPES, "layers_block_type", list(types)
+    else:
+        pattern = d.read("hybrid_override_pattern")
+        if pattern is None:
+            return list(_NEMOTRON_H_DEFAULT)
+        table, where, entries = _NEMOTRON_H_CODES_READ, "hybrid_override_pattern", list(pattern)
+    for index, entry in enumerate(entries):
+        if entry not in table:
+            raise HFImportError(
+                f"{where}[{index}] is {_brief(entry)}: not a Nemotron-H layer kind "
+                f"({', '.join(table)})"
+            )
+    if not entries:
+        raise HFImportError(f"{where} is empty: the model has no layers")
+    return [table[e] for e in entries]
+
+
+def _read_nemotron_h(d: _Draft) -> None:
+    """Nemotron-H and Nemotron 3: each layer is one pre-normed sublayer (a Mamba-2 mixer,
+    attention without positions, a ReLU^2 MLP or an MoE), listed per layer by the config."""
+    if d.read("moe_latent_size") is not None:
+        raise HFImportError(
+            "moe_latent_size is set: the experts work in a projected latent width (latent "
+            "MoE), which the card cannot hold"
+        )
+    kinds = _nemotron_h_kinds(d)
+    stated = d.read("num_hidden_layers")
+    if stated is not None and stated != len(kinds):
+        raise HFImportError(
+            f"the layer pattern lists {len(kinds)} layers but num_hidden_layers is {stated}: "
+            "the config contradicts itself"
+        )
+    d.set("architecture.d_model", d.read("hidden_size", required=True), "config")
+    d.set("architecture.n_layers", len(kinds), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    d.set("architecture.context_length", d.read("max_position_embeddings", default=4096),
+          d.origin_of("max_position_embeddings"))  # fmt: skip
+    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("parallel_layers", False),
+        ("position.type", "none"),
+        ("attention.variant", "softmax"),
+        ("attention.qk_norm", "none"),
+        ("attention.logit_softcap", None),
+        ("attention.sliding_window", None),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    attention_bias = d.read("attention_bias", default=False)
+    for path in ("bias.qkv", "bias.attn_out"):
+        d.set(f"architecture.{path}", attention_bias, d.origin_of("attention_bias"))
+    mixer_act = d.read("mamba_hidden_act", default="silu")
+    if mixer_act != "silu":
+        raise HFImportError(
+            f"mamba_hidden_act is {_brief(mixer_act)}: the card's Mamba-2 mixer gates with silu"
+        )
+    _nemotron_h_attention(d, "global" in kinds)
+    if d.read("sliding_window") is not None:
+        d.unmapped["sliding_window"] = d.config["sliding_window"]
+    raw = str(d.read("mlp_hidden_act", default="relu2"))
+    activation = _activation(raw, gated=False)
+    d.set("architecture.mlp.activation", activation, d.origin_of("mlp_hidden_act"))
+    if activation is None:
+        d.unmapped["mlp_hidden_act"] = raw
+        d.note("architecture.mlp.activation", f"config activation {raw!r} has no schema value.")
+    dense = d.read("intermediate_size", default=21504)
+    d.set("architecture.mlp.d_ff", dense, d.origin_of("intermediate_size"))
+    d.set("architecture.mlp.moe", None, "family")
+    d.set("architecture.bias.mlp", d.read("mlp_bias", default=False), d.origin_of("mlp_bias"))
+    if "moe" in kinds:
+        _nemotron_h_moe(d, dense if "mlp" in kinds else None)
+    if "mamba2" in kinds:
+        sizes = {
+            "n_heads": d.read("mamba_num_heads", default=128),
+            "head_dim": d.read("mamba_head_dim", default=64),
+            "state_size": d.read("ssm_state_size", default=128),
+            "n_groups": d.read("n_groups", default=8),
+            "conv_kernel": d.read("conv_kernel", default=4),
+            "conv_bias": d.read("use_conv_bias", default=True),
+            "proj_bias": d.read("use_bias", default=False),
+        }
+        for name, value in sizes.items():
+            d.set(f"architecture.mixers.mamba2.{name}", value, "config")
+        d.set("architecture.mixers.mamba2.mlp", False, "family")
+        # NemotronHMamba2Mixer sizes itself from heads x head_dim; expand is not read
+        d.used.update(k for k in ("expand", "mamba_proj_bias") if k in d.config)
+    if d.read("tie_word_embeddings", default=False):
+        raise HFImportError(
+            "tie_word_embeddings is true, but transformers' NemotronHForCausalLM keeps a "
+            "separate output head whatever the config says: the card would not be the model"
+        )
+    d.set("architecture.tied_embeddings", False, d.origin_of("tie_word_embeddings"))
+    if d.read("num_nextn_predict_layers", default=0):
+        d.note(
+            "architecture",
+            "The multi-token-prediction layers (num_nextn_predict_layers) are left out, as "
+            "transformers leaves them out of NemotronHForCausalLM.",
+        )
+
+
+def _nemotron_h_attention(d: _Draft, attends: bool) -> None:
+    """Head sizes where some layer attends (else null: an attention-free pattern)."""
+    for path, key, default in (
+        ("n_heads", "num_attention_heads", 32),
+        ("n_kv_heads", "num_key_value_heads", 8),
+        ("head_dim", "head_dim", 128),
+    ):
+        # Nemotron-H's first configs spell the head width attention_head_dim
+        keys = (key, "attention_head_dim") if key == "head_dim" else (key,)
+        value = d.read(*keys, default=default) if attends else None
+        d.set(f"architecture.attention.{path}", value, d.origin_of(key) if attends else "family")
+    if attends:  # an attention layer is the attention alone
+        d.set("architecture.attention.mlp", False, "family")
+    else:
+        d.note("architecture.attention", _ATTENTION_FREE)
+
+
+def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
+    """Nemotron 3's MoE layers: ReLU^2 experts and one ReLU^2 shared expert (transformers
+    builds it whatever n_shared_experts says), routed by DeepSeek-V3's sigmoid router."""
+    expert = d.read("moe_intermediate_size", default=7688)
+    d.set("architecture.mlp.d_ff", expert, d.origin_of("moe_intermediate_size"))
+    d.read("n_shared_experts")
+    d.moe(
+        n_experts=d.read("n_routed_experts", "num_local_experts", default=8),
+        n_active=d.read("num_experts_per_tok", default=2),
+        n_shared=1,
+        shared_d_ff=d.read("moe_shared_expert_intermediate_size", default=7688),
+        dense_d_ff=dense_d_ff,
+    )
+    # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
+    imp._sigmoid_router(d, 1, 1, default_scale=1.0)
+
+
+def _read_zamba2(d: _Draft) -> None:
+    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block
+    (Zamba2Config's defaults throughout; its derived keys are checked, not trusted)."""
+    d_model = d.read("hidden_size", default=2560)
+    n_layers = d.read("num_hidden_layers", default=54)
+    d.set("architecture.d_model", d_model, d.origin_of("hidden_size"))
+    d.set("architecture.n_layers", n_layers, d.origin_of("num_hidden_layers"))
+    d.set("architecture.vocab_size", d.read("vocab_size", default=32000), "config")
+    context = d.read("max_position_embeddings", default=4096)
+    if d.read("use_long_context", default=False):  # Zamba2Config sets 16384
+        context = 16384
+        d.note("architecture.context_length", "use_long_context: Zamba2Config sets 16384.")
+    d.set("architecture.context_length", context, d.origin_of("max_position_embeddings"))
+    hybrid = _zamba2_hybrid_layers(d, n_layers)
+    _zamba2_mamba2(d, d_model)
+    _zamba2_block(d, d_model, hybrid)
+    for path, value in (
+        ("norm.type", "rmsnorm"),
+        ("norm.position", "pre"),
+        ("norm.affine", "scale"),
+        ("norm.final", True),
+        ("parallel_layers", False),
+        ("final_logit_softcap", None),
+    ):
+        d.set(f"architecture.{path}", value, "family")
+    if not d.read("tie_word_embeddings", default=True):
+        raise HFImportError(
+            "tie_word_embeddings is false: transformers then leaves Zamba2's shared blocks "
+            "untied (a full copy per invocation), which is not the shared architecture"
+        )
+    d.set("architecture.tied_embeddings", True, d.origin_of("tie_word_embeddings"))
+    if d.read("rms_norm_eps", default=1e-5) != 1e-5:
+        raise HFImportError(
+            "rms_norm_eps is not 1e-5: Zamba2's Mamba-2 norm keeps 1e-5, and archdb's mixer "
+            "norm takes the card's one epsilon"
+        )
+    # the kernels' and initialization's knobs: no effect on the function
+    for key in ("use_mamba_kernels", "chunk_size", "use_mem_eff_path", "time_step_max",
+                "time_step_floor", "num_logits_to_keep", "attention_hidden_size",
+                "kv_channels", "num_query_groups", "hybrid_layer_ids"):  # fmt: skip
+        d.read(key)
+
+
+_ZAMBA2_MAMBA = ("mamba", "linear_attention")  # layers_block_type spellings (5.x, 4.x)
+
+
+def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
+    types = d.read("layers_block_type", "layer_types", required=True)
+    if len(types) != n_layers:
+        raise HFImportError(
+            f"layers_block_type lists {len(types)} layers but num_hidden_layers is {n_layers}"
+        )
+    if any(kind in ("m", "g") for kind in types):
+        raise HFImportError(
+            "layers_block_type is spelled m/g: a config of Zyphra's transformers fork "
+            "(lora_rank, state_size, ffn_hidden_size, ...), whose keys transformers' Zamba2 "
+            "does not read; import a config in transformers' Zamba2 format"
+        )
+    for index, kind in enumerate(types):
+        if kind not in (*_ZAMBA2_MAMBA, "hybrid"):
+            raise HFImportError(
+                f"layers_block_type[{index}] is {_brief(kind)}: Zamba2's layers are mamba or hybrid"
+            )
+    hybrid = [i for i, kind in enumerate(types) if kind == "hybrid"]
+    if not hybrid:
+        raise HFImportError(
+            "layers_block_type has no hybrid layer: without shared blocks the model is "
+            "Mamba-2 alone (import it as mamba2)"
+        )
+    d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
+    return hybrid
+
+
+def _zamba2_mamba2(d: _Draft, d_model: int) -> None:
+    """Zamba2MambaMixer: a conv bias always (use_conv_bias is not read), SiLU, dt clamped
+    below at time_step_min, the gated norm at 1e-5; add_bias_linear on in/out_proj."""
+    heads = d.read("n_mamba_heads", default=8)
+    inner = int(d.read("mamba_expand", default=2) * d_model)
+    head_dim = inner // heads
+    declared = d.read("mamba_headdim")
+    if heads * head_dim != inner or declared not in (None, head_dim):
+        raise HFImportError(
+            f"n_mamba_heads ({heads}) does not split mamba_expand x hidden_size ({inner}) "
+            f"into heads of mamba_headdim ({declared}): transformers cannot run this config"
+        )
+    if d.read("use_conv_bias", default=True) is False:
+        d.note(
+            "architecture.mixers.mamba2.conv_bias",
+            "use_conv_bias is false, but Zamba2MambaMixer's conv always has a bias "
+            "(transformers ignores the key).",
+        )
+    floor = float(d.read("time_step_min", default=0.001))
+    sizes = {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": d.read("mamba_d_state", default=64),
+        "n_groups": d.read("mamba_ngroups", default=1),
+        "conv_kernel": d.read("mamba_d_conv", default=4),
+        "conv_bias": True,
+        "proj_bias": d.read("add_bias_linear", default=False),
+        "mlp": False,
+        "time_step_floor": floor,
+    }
+    for name, value in sizes.items():
+        key = {"n_heads": "n_mamba_heads", "time_step_floor": "time_step_min"}.get(name, name)
+        d.set(f"architecture.mixers.mamba2.{name}", value, d.origin_of(key))
+
+
+def _zamba2_block(d: _Draft, d_model: int, hybrid: list[int]) -> None:
+    """The shared blocks: attention over [x, embeddings] with heads 2 d_model / n_heads
+    wide and scores scaled by (head_dim / 2) ** -0.5, the gated MLP, adapters, a projection."""
+    heads = d.read("num_attention_heads", default=32)
+    kv = d.read("num_key_value_heads", default=heads)
+    head_dim = 2 * d_model // heads
+    if d.read("attention_head_dim", "head_dim") not in (None, head_dim):
+        raise HFImportError(
+            f"attention_head_dim is not 2 x hidden_size / num_attention_heads ({head_dim}): "
+            "Zamba2Config derives it"
+        )
+    for path, value, origin in (
+        ("variant", "softmax", "family"),
+        ("n_heads", heads, d.origin_of("num_attention_heads")),
+        ("n_kv_heads", kv, d.origin_of("num_key_value_heads")),
+        ("head_dim", head_dim, "family"),
+        ("qk_norm", "none", "family"),
+        ("logit_softcap", None, "family"),
+        ("sliding_window", None, "family"),
+        ("scale", (head_dim / 2) ** -0.5, "family"),
+    ):
+        d.set(f"architecture.attention.{path}", value, origin)
+    if d.read("use_mem_rope", default=False):
+        d.set("architecture.position.type", "rope", d.origin_of("use_mem_rope"))
+        full, _ = _rope_parameters(d)
+        theta = d.read("rope_theta") or full.get("rope_theta") or 10000.0
+        d.set("architecture.position.rope_theta", float(theta), "config")
+    else:
+        d.set("architecture.position.type", "none", d.origin_of("use_mem_rope"))
+        d.read("rope_theta", "rope_parameters")  # not applied without use_mem_rope
+    raw = str(d.read("hidden_act", default="gelu"))
+    activation = _activation(raw, gated=True)
+    if activation is None:
+        raise HFImportError(f"hidden_act {_brief(raw)} has no gated activation in the schema")
+    d.set("architecture.mlp.activation", activation, d.origin_of("hidden_act"))
+    d.set("architecture.mlp.d_ff", d.read("intermediate_size") or 4 * d_model, "config")
+    d.set("architecture.mlp.moe", None, "family")
+    bias = d.read("add_bias_linear", default=False)
+    d.set("architecture.bias.qkv", False, "family")
+    d.set("architecture.bias.attn_out", False, "family")
+    d.set("architecture.bias.mlp", bias, d.origin_of("add_bias_linear"))
+    n_blocks = d.read("num_mem_blocks", default=1)
+    blocks = {
+        "n_blocks": min(n_blocks, len(hybrid)),  # transformers ties at most one per layer
+        "layers": hybrid,
+        "concat_embeddings": True,
+        "adapter_rank": d.read("adapter_rank", default=128),
+        "mlp_adapters": True,
+        "attention_adapters": d.read("use_shared_attention_adapter", default=False),
+        "output_projection": True,
+    }
+    for name, value in blocks.items():
+        origin = (
+            "family"
+            if name in ("concat_embeddings", "mlp_adapters", "output_projection")
+            else "config"
+        )
+        d.set(f"architecture.shared_blocks.{name}", value, origin)
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def _mixer_only(a: Architecture, kind: LayerKind, mixer_mlp: bool) -> dict:
+    """A stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
+    layer, no attention, no MLP; the sizes every such config holds."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _require(a.attention.layer_pattern == [kind], f"layer_pattern [{kind.value}]")
+    name = kind.value.replace("-", "_")
+    _require(not mixer_mlp, f"mixers.{name}.mlp false: a layer is the mixer alone")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "tie_word_embeddings": a.tied_embeddings,
+    }
+
+
+def mamba2(a: Architecture) -> dict:
+    return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | _mamba2_sizes(a, "")
+
+
+def bamba(a: Architecture) -> dict:
+    _llama_like(a)
+    _softmax_attention(a)
+    _dense(a)
+    _act(a, Activation.SWIGLU)
+    _pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+    _require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
+    indices = [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL]
+    return (
+        _base(a)
+        | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
+        | _mamba2_sizes(a, "mamba_")
+        | _rope(a)
+    )
+
+
+# hybrid_override_pattern: one character a layer
+_NEMOTRON_H_CODES_WRITE = {
+    LayerKind.MAMBA2: "M",
+    LayerKind.GLOBAL: "*",
+    LayerKind.MLP: "-",
+    LayerKind.MOE: "E",
+}
+
+
+def nemotron_h(a: Architecture) -> dict:
+    """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SQUARED_RELU)
+    ref._position(a, PositionType.NONE)
+    _pattern(a, *_NEMOTRON_H_CODES_WRITE)
+    kinds = set(a.attention.layer_pattern)
+    m = a.mixers.mamba2 if a.mixers is not None else None
+    _require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
+    if LayerKind.GLOBAL in kinds:
+        _softmax_attention(a)
+        _require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
+    _require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
+    _require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
+    out = {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "intermediate_size": a.mlp.d_ff,
+        "hybrid_override_pattern": "".join(_NEMOTRON_H_CODES_WRITE[k] for k in a.layer_kinds()),
+        "num_attention_heads": a.attention.n_heads or 1,
+        "num_key_value_heads": a.attention.n_kv_heads or 1,
+        "head_dim": a.head_dim_effective or 1,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+        "mlp_bias": bool(a.bias.mlp),
+        "mlp_hidden_act": "relu2",
+    }
+    if m is not None:
+        out |= {
+            "mamba_num_heads": m.n_heads,
+            "mamba_head_dim": m.head_dim,
+            "ssm_state_size": m.state_size,
+            "n_groups": m.n_groups,
+            "conv_kernel": m.conv_kernel,
+            "use_conv_bias": m.conv_bias,
+            "use_bias": m.proj_bias,
+        }
+    moe = a.mlp.moe
+    if moe is not None:
+        _require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
+        _require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
+        ref._sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
+        out |= {
+            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+            "moe_intermediate_size": a.mlp.d_ff,
+            "moe_shared_expert_intermediate_size": moe.shared_d_ff,
+            "n_routed_experts": moe.n_experts,
+            "num_experts_per_tok": moe.n_active,
+            "n_shared_experts": 1,
+            "n_group": moe.n_groups or 1,
+            "topk_group": moe.top_k_groups or 1,
+            "routed_scaling_factor": moe.routed_scale or 1.0,
+            "norm_topk_prob": moe.normalize_top_k is not False,
+        }
+    return out
+
+
+def falcon_h1(a: Architecture) -> dict:
+    """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
+    _llama_like(a)
+    _dense(a)
+    _pattern(a, LayerKind.GLOBAL_MAMBA2)
+    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
+    m = _mamba2_of(a)
+    _require(m is not None, "mixers.mamba2 sizes")
+    head_dim = a.head_dim_effective
+    norm = m.norm or Mamba2Norm.GATED
+    return (
+        _base(a)
+        | {
+            "attention_bias": a.bias.qkv,
+            "mlp_bias": a.bias.mlp,
+            "mamba_d_ssm": m.n_heads * m.head_dim,
+            "mamba_n_heads": m.n_heads,
+            "mamba_d_head": m.head_dim,
+            "mamba_d_state": m.state_size,
+            "mamba_n_groups": m.n_groups,
+            "mamba_d_conv": m.conv_kernel,
+            "mamba_conv_bias": m.conv_bias,
+            "mamba_proj_bias": m.proj_bias,
+            "projectors_bias": m.proj_bias,
+            "mamba_rms_norm": norm is not Mamba2Norm.NONE,
+            "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
+            "rms_norm_eps": a.norm.eps or 1e-5,
+            "embedding_multiplier": a.embedding_multiplier or 1.0,
+            "lm_head_multiplier": a.logit_scale or 1.0,
+            # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
+            "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
+            "attention_in_multiplier": a.attention.input_multiplier or 1.0,
+            "attention_out_multiplier": a.attention.output_multiplier or 1.0,
+            "ssm_in_multiplier": m.input_multiplier or 1.0,
+            "ssm_out_multiplier": m.output_multiplier or 1.0,
+            "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
+            "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
+        }
+        | _rope(a)
+    )
+
+
+def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
+    """Mamba-1 sizes as MambaConfig (prefix "") or JambaConfig (prefix "mamba_") names."""
+    m = a.mixers.mamba if a.mixers is not None else None
+    _require(m is not None, "mixers.mamba sizes")
+    _require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
+    _require(
+        (m.inner_norm or MambaInnerNorm.NONE) is inner_norm,
+        f"mixers.mamba.inner_norm must be {inner_norm.value}",
+    )
+    names = {
+        "state_size": ("state_size", "mamba_d_state"),
+        "conv_kernel": ("conv_kernel", "mamba_d_conv"),
+        "dt_rank": ("time_step_rank", "mamba_dt_rank"),
+        "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
+        "proj_bias": ("use_bias", "mamba_proj_bias"),
+    }
+    return _mixer_sizes(m, names, prefix, m.d_inner // a.d_model)
+
+
+def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
+    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    base = _mixer_only(a, LayerKind.MAMBA, a.mixers.mamba.mlp)
+    return base | {"layer_norm_epsilon": a.norm.eps or 1e-5} | _mamba_sizes(a, "", inner_norm)
+
+
+def mamba(a: Architecture) -> dict:
+    return _mamba_only(a, MambaInnerNorm.NONE)
+
+
+def falcon_mamba(a: Architecture) -> dict:
+    """Mamba's layout with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
+    eps = a.mixers.mamba.inner_norm_eps if a.mixers and a.mixers.mamba else None
+    return _mamba_only(a, MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+
+
+def _jamba_experts(a: Architecture) -> dict:
+    """Jamba's MoE layers are those with i % expert_layer_period == expert_layer_offset."""
+    moe = a.mlp.moe
+    if moe is None:
+        return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
+    _require(
+        moe.first_dense_layers == 0
+        and moe.n_shared == 0
+        and moe.dense_d_ff in (None, a.mlp.d_ff)
+        and moe.normalize_top_k is False
+        and not moe.router_bias,
+        "MoE every layer_period-th layer from the first, no shared experts, dense width "
+        "d_ff, top-k weights left unnormalized, no router bias",
+    )
+    return {
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "expert_layer_period": moe.layer_period,
+        "expert_layer_offset": moe.layer_period - 1,
+    }
+
+
+def jamba(a: Architecture) -> dict:
+    """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
+    attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.SWIGLU)
+    _softmax_attention(a)
+    ref._position(a, PositionType.NONE)
+    ref._bias(a, False, False, False)
+    _pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
+    pattern = a.attention.layer_pattern
+    _require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
+    _require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
+    _require(
+        a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads"
+    )
+    eps = a.norm.eps or 1e-6
+    _require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
+    return (
+        _base(a)
+        | {
+            "attn_layer_period": len(pattern),
+            "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
+            "rms_norm_eps": eps,
+        }
+        | _jamba_experts(a)
+        | _mamba_sizes(a, "mamba_", MambaInnerNorm.RMS_SCALED)
+    )
+
+
+# Zamba2's GELU spellings: its MLP applies ACT2FN[hidden_act] to the gate
+_ZAMBA2_ACT = {"exact": "gelu", "tanh": "gelu_pytorch_tanh"}
+
+
+def zamba2(a: Architecture) -> dict:
+    """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
+    2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
+    the hybrid_layer_ids."""
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _softmax_attention(a)
+    _dense(a)
+    ref._position(a, PositionType.ROPE, PositionType.NONE)
+    _act(a, Activation.GEGLU, Activation.SWIGLU)
+    _pattern(a, LayerKind.MAMBA2)
+    sb, m = a.shared_blocks, _mamba2_of(a)
+    _require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
+    _require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
+    _require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
+    _require(
+        a.bias.mlp == m.proj_bias and not a.bias.qkv and not a.bias.attn_out,
+        "add_bias_linear covers in_proj, out_proj and the MLP; the attention has no bias",
+    )
+    width = 2 * a.d_model
+    _require(
+        sb.concat_embeddings and a.attention.n_heads * a.head_dim_effective == width,
+        "shared blocks over [x, embeddings] with n_heads x head_dim = 2 d_model",
+    )
+    _require(sb.mlp_adapters and sb.output_projection, "MLP adapters and an output projection")
+    # transformers ties the blocks' copies through tie_word_embeddings (untied: one copy
+    # per invocation, which is not the shared architecture)
+    _require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
+    # Zamba2Attention scales scores by (head_dim / 2) ** -0.5, a function of the sizes: the
+    # card's attention.scale is that figure (a toy keeps the card's, as for every family)
+    if a.mlp.activation is Activation.SWIGLU:
+        act = "silu"
+    else:
+        act = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
+    hybrid = set(sb.layers)
+    types = ["hybrid" if i in hybrid else "mamba" for i in range(a.n_layers)]
+    inner = m.n_heads * m.head_dim
+    _require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
+    rope = a.position.type is PositionType.ROPE
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "layers_block_type": types,
+        "max_position_embeddings": a.context_length,
+        "tie_word_embeddings": a.tied_embeddings,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+        "intermediate_size": a.mlp.d_ff,
+        "hidden_act": act,
+        "num_attention_heads": a.attention.n_heads,
+        "num_key_value_heads": a.attention.n_kv_heads,
+        "num_mem_blocks": sb.n_blocks,
+        "use_shared_attention_adapter": sb.attention_adapters,
+        "adapter_rank": sb.adapter_rank,
+        "use_mem_rope": rope,
+        "add_bias_linear": m.proj_bias,
+        "mamba_d_state": m.state_size,
+        "mamba_d_conv": m.conv_kernel,
+        "mamba_expand": inner // a.d_model,
+        "mamba_ngroups": m.n_groups,
+        "n_mamba_heads": m.n_heads,
+        # transformers always clamps dt below at time_step_min: a card without the floor
+        # (Zyphra's reference code) differs in outputs only, where dt < 0.001
+        "time_step_min": m.time_step_floor or 0.001,
+    } | (_rope(a) if rope else {})
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+_MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
+
+
+def _mamba2_mixer(theirs: str) -> dict[str, Source]:
+    """A Mamba-2 mixer (archdb's sits in the attention slot) as transformers names it:
+    in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels, 1, kernel)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{theirs}.{p}.{t}")
+        for p in _MAMBA2_MIXER
+        for t in ("weight", "bias")
+    }
+    layer |= {f"attn.sublayer.{p}": Source(f"{theirs}.{p}") for p in ("dt_bias", "A_log", "D")}
+    layer["attn.sublayer.norm_weight"] = Source(f"{theirs}.norm.weight")  # grouped, gated
+    return layer
+
+
+def _mamba2_names() -> Names:
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = {"attn.before.weight": Source("norm.weight")} | _mamba2_mixer("mixer")
+    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _bamba_names() -> Names:
+    """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
+    names = _llama_names({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
+    names.layer.update(
+        {
+            f"mlp.sublayer.{p}.{t}": Source(f"feed_forward.{p}_proj.{t}")
+            for p in ("gate", "up", "down")
+            for t in ("weight", "bias")
+        }
+    )
+    names.layer.update(_mamba2_mixer("mamba"))
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    return replace(names, top=top)  # _LLAMA_TOP is shared: never changed in place
+
+
+def _zamba2_names() -> Names:
+    """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
+    linear and the shared block it runs): see ``_zamba2_shared``."""
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
+    return Names(
+        top,
+        layer,
+        tied_head=("lm_head.weight",),
+        of_model=_zamba2_shared,
+        copies=_zamba2_copies,
+    )
+
+
+_ZAMBA2_SHARED = re.compile(r"^model\.layers\.(\d+)\.shared_transformer\.(.+)$")
+
+
+def _zamba2_copies(model: nn.Module, names: list[str]) -> dict[str, str]:
+    """A checkpoint may hold each shared block again under every later hybrid layer that
+    runs it (transformers' state_dict does; save_pretrained drops the tied copies)."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return {}
+    hybrid = sorted(shared.at, key=shared.at.__getitem__)
+    n = len(shared.blocks)
+    first = {layer: hybrid[i % n] for i, layer in enumerate(hybrid) if i >= n}
+    copies = {}
+    for name in names:
+        match = _ZAMBA2_SHARED.match(name)
+        if match and int(match.group(1)) in first:
+            layer, rest = int(match.group(1)), match.group(2)
+            copies[name] = f"model.layers.{first[layer]}.shared_transformer.{rest}"
+    return copies
+
+
+def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
+    """transformers saves shared block b once, under the first hybrid layer that runs it
+    (the b-th), with every adapter of the invocations it serves (adapter list index = the
+    invocation); each hybrid layer keeps its own linear and Mamba-2 layer."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return {}
+    hybrid = sorted(shared.at, key=shared.at.__getitem__)  # invocation order
+    n = len(shared.blocks)
+    out: dict[str, Source] = {}
+    for layer in hybrid:
+        theirs = f"model.layers.{layer}.mamba_decoder."
+        out[f"decoder.layers.{layer}.attn.before.weight"] = Source(
+            theirs + "input_layernorm.weight"
+        )
+        for ours, src in _mamba2_mixer("mamba").items():
+            out[f"decoder.layers.{layer}.{ours}"] = replace(src, name=theirs + src.name)
+    for b in range(n):
+        theirs, ours = (
+            f"model.layers.{hybrid[b]}.shared_transformer.",
+            f"decoder.shared.blocks.{b}.",
+        )
+        out[ours + "input_norm.weight"] = Source(theirs + "input_layernorm.weight")
+        out[ours + "mlp_norm.weight"] = Source(theirs + "pre_ff_layernorm.weight")
+        for p in "qkvo":
+            out[ours + f"attention.{p}.weight"] = Source(theirs + f"self_attn.{p}_proj.weight")
+        for t in ("weight", "bias"):  # add_bias_linear: the MLP's biases
+            fused = theirs + f"feed_forward.gate_up_proj.{t}"
+            out[ours + f"mlp.gate.{t}"] = Source(fused, cut=_first_ff)
+            out[ours + f"mlp.up.{t}"] = Source(fused, cut=_second_ff)
+            out[ours + f"mlp.down.{t}"] = Source(theirs + f"feed_forward.down_proj.{t}")
+    for i, layer in enumerate(hybrid):
+        block, ours = (
+            f"model.layers.{hybrid[i % n]}.shared_transformer.",
+            f"decoder.shared.invocations.{i}.",
+        )
+        adapters = {f"{p}_adapter": f"self_attn.linear_{p}_adapter_list.{i}" for p in "qkv"}
+        adapters["gate_up_adapter"] = f"feed_forward.gate_up_proj_adapter_list.{i}"
+        for name, theirs in adapters.items():
+            out[ours + f"{name}.down.weight"] = Source(block + theirs + ".0.weight")
+            out[ours + f"{name}.up.weight"] = Source(block + theirs + ".1.weight")
+        out[ours + "proj.weight"] = Source(f"model.layers.{layer}.linear.weight")
+    return out
+
+
+def _nemotron_h_names() -> Names:
+    """One pre-normed sublayer a layer, each transformers' "mixer", saved under NVIDIA's
+    "backbone." names: archdb keeps the norm before its mixer (Mamba-2, attention) or its
+    MLP (the mlp entries)."""
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = {
+        "attn.before.weight": Source("norm.weight"),
+        "mlp.before.weight": Source("norm.weight"),
+    }
+    for t in ("weight", "bias"):
+        layer |= {f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in "qkvo"}
+        layer |= {f"mlp.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in ("up", "down")}
+        layer |= {
+            f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}.{t}")
+            for p in ("in_proj", "conv1d", "out_proj")
+        }
+    layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
+    layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
+    # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
+    layer |= _moe("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
+    for p in ("up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mixer.shared_experts.{p}_proj.weight")
+    return Names(top, layer, prefix="backbone.layers.{i}.")
+
+
+def _mamba_mixer(prefix: str) -> dict[str, Source]:
+    """A Mamba-1 mixer's tensors (transformers' MambaMixer names under ``prefix``)."""
+    layer = {
+        f"attn.sublayer.{p}.{t}": Source(f"{prefix}.{p}.{t}")
+        for p in ("in_proj", "conv1d", "x_proj", "dt_proj", "out_proj")
+        for t in ("weight", "bias")
+    }
+    layer |= {f"attn.sublayer.{p}": Source(f"{prefix}.{p}") for p in ("A_log", "D")}
+    layer |= {  # Jamba's scaled norms on dt, B and C
+        f"attn.sublayer.{x}_norm_weight": Source(f"{prefix}.{x}_layernorm.weight")
+        for x in ("dt", "b", "c")
+    }
+    return layer
+
+
+def _mamba_names() -> Names:
+    """Mamba and Falcon Mamba: a norm and the mixer per layer under backbone."""
+    top = {
+        "embed.table.weight": Source("backbone.embeddings.weight"),
+        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    layer = _mamba_mixer("mixer") | {"attn.before.weight": Source("norm.weight")}
+    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _jamba_names() -> Names:
+    """Jamba: Llama-style attention layers and Mamba layers, each with feed_forward (an
+    MLP, or per-expert weights and a router)."""
+    norms = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
+    layer = _llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
+    layer |= _moe("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
+                  "down_proj")  # fmt: skip
+    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
+# transformers model_type -> its names (one place per family)
+def _falcon_h1_names() -> Names:
+    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
+    input_layernorm and pre_ff_layernorm, its MLP feed_forward; the attention sits one
+    module deeper (.inner) when it has input or output factors."""
+    layer = _llama_layer(
+        {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}, "feed_forward"
+    )
+    for key in [k for k in layer if k.startswith("attn.sublayer.")]:
+        rest = key.removeprefix("attn.sublayer.")
+        source = layer.pop(key)
+        layer[f"attn.sublayer.attention.{rest}"] = source
+        layer[f"attn.sublayer.attention.inner.{rest}"] = source
+    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
+             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
+             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
+             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
+    for ours, theirs in mamba.items():
+        layer[f"attn.sublayer.recurrent.{ours}"] = Source(f"mamba.{theirs}")
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+    }
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
+# --- the families ----------------------------------------------------------------------
+
+MAMBA2 = LLAMA.derive(
+    "mamba2",
+    layer="Mamba2Block",
+    config_class="Mamba2Config",
+    model_class="Mamba2ForCausalLM",
+    eps_key="layer_norm_epsilon",
+    rope_key=None,
+    mlp_bias=False,
+    steps=(_read_mamba2,),
+    write=mamba2,
+    extras=frozenset({"mamba2"}),
+    names=_mamba2_names,
+    logit_error=4.7e-07,
+)
+# logit test: Mamba-1's selective scan, recurrent form (three seeds each)
+MAMBA = MAMBA2.derive(
+    "mamba",
+    layer="MambaBlock",
+    config_class="MambaConfig",
+    model_class="MambaForCausalLM",
+    eps_default=1e-05,
+    steps=(_read_mamba,),
+    write=mamba,
+    extras=frozenset({"mamba"}),
+    names=_mamba_names,
+    logit_error=3e-07,
+)
+# logit test: parameter-free RMSNorms on dt, B, C
+FALCON_MAMBA = MAMBA.derive(
+    "falcon_mamba",
+    layer="FalconMambaBlock",
+    config_class="FalconMambaConfig",
+    model_class="FalconMambaForCausalLM",
+    steps=(_read_falcon_mamba,),
+    write=falcon_mamba,
+    logit_error=2.2e-07,
+    function_fields=("architecture.mixers.mamba.inner_norm_eps",),
+)
+BAMBA = LLAMA.derive(
+    "bamba",
+    layer="BambaDecoderLayer",
+    config_class="BambaConfig",
+    model_class="BambaForCausalLM",
+    read=_read_bamba,
+    write=bamba,
+    extras=frozenset({"mamba2"}),
+    names=_bamba_names,
+    logit_error=4.4e-07,
+)
+# logit test: Mamba-2, attention and MLP layers (M-M*-); MoE layers (ME*E-) too
+NEMOTRON_H = MAMBA2.derive(
+    "nemotron_h",
+    layer="NemotronHBlock",
+    config_class="NemotronHConfig",
+    model_class="NemotronHForCausalLM",
+    steps=(_read_nemotron_h,),
+    write=nemotron_h,
+    extras=frozenset(
+        {"correction_bias", "expert_groups", "mamba2", "routed_scale", "sigmoid_scores"}
+    ),
+    names=_nemotron_h_names,
+    logit_error=3.5e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.routed_scale",
+    ),
+)
+# logit test: attention beside Mamba-2, every muP factor; three mixer norms
+FALCON_H1 = BAMBA.derive(
+    "falcon_h1",
+    layer="FalconH1DecoderLayer",
+    config_class="FalconH1Config",
+    model_class="FalconH1ForCausalLM",
+    read=_read_falcon_h1,
+    write=falcon_h1,
+    extras=frozenset({"mamba2_norm", "parallel_mamba2", "sublayer_multipliers"}),
+    names=_falcon_h1_names,
+    logit_error=4.7e-07,
+    function_fields=(
+        "architecture.attention.scale",
+        "architecture.attention.input_multiplier",
+        "architecture.attention.output_multiplier",
+        "architecture.mlp.gate_multiplier",
+        "architecture.mlp.output_multiplier",
+        "architecture.mixers.mamba2.norm",
+        "architecture.mixers.mamba2.input_multiplier",
+        "architecture.mixers.mamba2.projection_multipliers",
+        "architecture.mixers.mamba2.output_multiplier",
+    ),
+)
+# logit test: scaled dt/B/C norms; attention without positions; unnormalized top-k
+JAMBA = MIXTRAL.derive(
+    "jamba",
+    layer="JambaAttentionDecoderLayer",
+    config_class="JambaConfig",
+    model_class="JambaForCausalLM",
+    rope_key=None,
+    position="none",
+    eps_default=None,
+    sliding_everywhere=False,
+    read=_read_jamba,
+    write=jamba,
+    extras=frozenset({"mamba"}),
+    names=_jamba_names,
+    logit_error=3.2e-07,
+    function_fields=("architecture.mixers.mamba.inner_norm_eps",),
+)
+# logit test: Mamba-2 layers with two weight-shared blocks (A, B, A) over [x,
+# embeddings], q/k/v and gate/up adapters, RoPE, the dt floor active, weights at 5x the
+# default init (three seeds, three batches each; 4.6e-7 at the default init)
+ZAMBA2 = MAMBA2.derive(
+    "zamba2",
+    layer="Zamba2HybridLayer",
+    config_class="Zamba2Config",
+    model_class="Zamba2ForCausalLM",
+    eps_key="rms_norm_eps",
+    rope_key="rope_parameters",
+    tied_default=True,
+    activation_default="gelu",
+    eps_default=1e-05,
+    steps=(_read_zamba2,),
+    write=zamba2,
+    extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
+    names=_zamba2_names,
+    logit_error=1.4e-06,
+    function_fields=("architecture.attention.scale", "architecture.mixers.mamba2.time_step_floor"),
+)

@@ -1,0 +1,125 @@
+"""T5 (encoder-decoder; compared, not imported).
+
+Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
+the writers the tests build transformers' models from (card -> config), the
+checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
+as a difference from its parent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archdb.schema import (
+    Activation,
+    Architecture,
+    Kind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
+
+if TYPE_CHECKING:
+    from archdb.families.spec import FamilySpec
+from typing import TYPE_CHECKING
+
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import _act, _dense, _require, _serial, _softmax_attention
+from archdb.families.spec import FamilySpec
+from archdb.weights import Names, Source
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def t5(a: Architecture) -> dict:
+    _require(a.kind is Kind.ENCODER_DECODER, "an encoder-decoder")
+    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    _serial(a)
+    _act(a, Activation.RELU, Activation.GEGLU)
+    _softmax_attention(a)
+    _dense(a)
+    ref._position(a, PositionType.RELATIVE_BIAS)
+    ref._bias(a, False, False, False)
+    # transformers 5 forces tie_word_embeddings=True for the whole T5 family
+    # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
+    _require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
+    return {
+        "vocab_size": a.vocab_size,
+        "d_model": a.d_model,
+        "d_kv": a.head_dim_effective,
+        "d_ff": a.mlp.d_ff,
+        "num_layers": a.n_encoder_layers,
+        "num_decoder_layers": a.n_layers,
+        "num_heads": a.attention.n_heads,
+        "relative_attention_num_buckets": a.position.relative_buckets or 32,
+        "feed_forward_proj": "gated-gelu" if a.mlp.activation.gated else "relu",
+        "tie_word_embeddings": a.tied_embeddings,
+    }
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+_STACKS = ("encoder", "decoder")
+
+
+def _t5_attention(slot: str, sublayer: str, index: int) -> dict[str, Source]:
+    layer = {f"{slot}.before.weight": Source(f"layer.{index}.layer_norm.weight")}
+    for p in "qkvo":
+        layer[f"{slot}.sublayer.{p}.weight"] = Source(f"layer.{index}.{sublayer}.{p}.weight")
+    return layer
+
+
+def _t5_mlp(index: int) -> dict[str, Source]:
+    """T5's DenseReluDense: wi and wo, or (gated-gelu, v1.1) wi_0 the gate, wi_1 the up."""
+    ff = f"layer.{index}.DenseReluDense"
+    return {
+        "mlp.before.weight": Source(f"layer.{index}.layer_norm.weight"),
+        "mlp.sublayer.gate.weight": Source(f"{ff}.wi_0.weight"),
+        "mlp.sublayer.up.weight": Source(f"{ff}.wi_1.weight", fallback=f"{ff}.wi.weight"),
+        "mlp.sublayer.down.weight": Source(f"{ff}.wo.weight"),
+    }
+
+
+def _t5_names() -> Names:
+    """T5: one shared embedding; each stack's relative-bias table sits in its first
+    block's self-attention; decoder blocks are [self-attention, cross-attention, MLP],
+    encoder blocks [self-attention, MLP]. A tied head is the shared embedding (T5 1.0),
+    an untied one lm_head (T5 1.1); its d_model ** -0.5 rescale is the card's logit_scale."""
+    bias = "block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+    top = {
+        "embed.table.weight": Source("shared.weight"),
+        "head.lm_head.weight": Source("lm_head.weight"),
+        **{f"{s}.final_norm.weight": Source(f"{s}.final_layer_norm.weight") for s in _STACKS},
+        **{f"{s}.position_bias.table.weight": Source(f"{s}.{bias}") for s in _STACKS},
+    }
+    decoder = _t5_attention("attn", "SelfAttention", 0)
+    decoder |= _t5_attention("cross", "EncDecAttention", 1) | _t5_mlp(2)
+    return Names(
+        top,
+        decoder,
+        prefix="decoder.block.{i}.",
+        tied_head=("lm_head.weight",),
+        encoder_layer=_t5_attention("attn", "SelfAttention", 0) | _t5_mlp(1),
+        encoder_prefix="encoder.block.{i}.",
+        embedding_copies=tuple(f"{s}.embed_tokens.weight" for s in _STACKS),
+    )
+
+
+# --- the families ----------------------------------------------------------------------
+
+# logit test: encoder-decoder, model(input_ids, decoder_input_ids): T5 1.0 (ReLU, tied
+# head read at d_model ** -0.5) exact to the bit; 1.1 (gated GELU, untied head) 2.9e-7
+T5 = FamilySpec(
+    "t5",
+    layer="T5Block",
+    config_class="T5Config",
+    model_class="T5ForConditionalGeneration",
+    eps_key="layer_norm_epsilon",
+    rope_key=None,
+    imports=False,
+    write=t5,
+    names=_t5_names,
+    logit_error=2.9e-07,
+    function_fields=("architecture.attention.scale",),
+)
