@@ -12,23 +12,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from archdb.schema import (
-    Activation,
-    Architecture,
-    AttentionVariant,
-    GroupScore,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
-    RopeLayout,
-    RouterScore,
-)
-
-if TYPE_CHECKING:
-    from torch import nn
 from archdb import hf_import as imp
 from archdb.families import card_to_config as ref
 from archdb.families.card_to_config import (
@@ -44,7 +27,24 @@ from archdb.families.card_to_config import (
 )
 from archdb.families.llama import LLAMA
 from archdb.hf_import import HFImportError, _brief, _Draft, _groups, _mtp, _period, _short
+from archdb.schema import (
+    Activation,
+    Architecture,
+    AttentionVariant,
+    GroupScore,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+    RopeLayout,
+    RouterScore,
+)
 from archdb.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe, _qwen3_moe
+
+if TYPE_CHECKING:
+    from torch import nn
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

@@ -10,23 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archdb.families.spec import FamilySpec
-from archdb.plan.layout import embedding_width, learned_rows
-from archdb.schema import (
-    Activation,
-    Architecture,
-    GeluApproximation,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
-
-if TYPE_CHECKING:
-    from archdb.families.spec import FamilySpec
-from typing import TYPE_CHECKING
-
 from archdb import weights as w
 from archdb.families import card_to_config as ref
 from archdb.families.card_to_config import (
@@ -40,7 +23,21 @@ from archdb.families.card_to_config import (
 )
 from archdb.families.spec import FamilySpec
 from archdb.hf_import import _Draft
+from archdb.plan.layout import embedding_width, learned_rows
+from archdb.schema import (
+    Activation,
+    Architecture,
+    GeluApproximation,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
 from archdb.weights import _QKVO, Dims, Names, Source, _k, _q, _v
+
+if TYPE_CHECKING:
+    from archdb.families.spec import FamilySpec
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

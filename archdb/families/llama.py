@@ -10,23 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archdb.families.spec import FamilySpec
-from archdb.plan.mlp import CLAMPED_SWIGLU
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
-)
-
-if TYPE_CHECKING:
-    from archdb.families.spec import FamilySpec
-from typing import TYPE_CHECKING
-
 from archdb.families import card_to_config as ref
 from archdb.families.card_to_config import (
     _act,
@@ -43,6 +26,17 @@ from archdb.families.card_to_config import (
 )
 from archdb.families.spec import FamilySpec
 from archdb.hf_import import HFImportError, _Draft, _period
+from archdb.plan.mlp import CLAMPED_SWIGLU
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+)
 from archdb.weights import (
     _LLAMA_TOP,
     _PRE,
@@ -56,6 +50,9 @@ from archdb.weights import (
     _second_ff,
     _v,
 )
+
+if TYPE_CHECKING:
+    from archdb.families.spec import FamilySpec
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

@@ -3,8 +3,9 @@
 a difference from its parent family.
 
 import-hf (config -> card), the reference (card -> config), the checkpoint names and the
-fidelity levels all read this table; nothing routes by a catalogue family name. A card
-reaches its family through the ``model_type`` its config source declares (``resolve``).
+fidelity levels all read this table. A card reaches its family through the ``model_type``
+its config source declares (``model_type_of``, ``resolve``); only cards whose sources do
+not state it yet fall back to their catalogue family (``_BY_FAMILY``).
 """
 
 from __future__ import annotations

@@ -13,21 +13,6 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from archdb.schema import (
-    Activation,
-    Architecture,
-    GeluApproximation,
-    LayerKind,
-    Mamba2Norm,
-    MambaInnerNorm,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
-
-if TYPE_CHECKING:
-    from torch import nn
 from archdb import hf_import as imp
 from archdb.families import card_to_config as ref
 from archdb.families.card_to_config import (
@@ -58,7 +43,22 @@ from archdb.hf_import import (
     _silu_conv,
     _tied,
 )
+from archdb.schema import (
+    Activation,
+    Architecture,
+    GeluApproximation,
+    LayerKind,
+    Mamba2Norm,
+    MambaInnerNorm,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
 from archdb.weights import _LLAMA_TOP, Names, Source, _first_ff, _llama_layer, _moe, _second_ff
+
+if TYPE_CHECKING:
+    from torch import nn
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

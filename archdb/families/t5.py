@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from archdb.families import card_to_config as ref
+from archdb.families.card_to_config import _act, _dense, _require, _serial, _softmax_attention
+from archdb.families.spec import FamilySpec
 from archdb.schema import (
     Activation,
     Architecture,
@@ -19,15 +22,10 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
+from archdb.weights import Names, Source
 
 if TYPE_CHECKING:
     from archdb.families.spec import FamilySpec
-from typing import TYPE_CHECKING
-
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import _act, _dense, _require, _serial, _softmax_attention
-from archdb.families.spec import FamilySpec
-from archdb.weights import Names, Source
 
 # --- card -> config (the reference) ------------------------------------------------------
 
