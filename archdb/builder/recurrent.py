@@ -24,6 +24,8 @@ from torch import nn
 from archdb.plan.norms import RMS_EPS
 from archdb.schema import Mamba2Norm, MambaInnerNorm
 
+from .device import on_meta
+
 
 class CausalDepthwiseConv(nn.Module):
     """A causal conv of width ``kernel`` per channel, written as windows times taps."""
@@ -327,8 +329,11 @@ class MambaMixer(nn.Module):
         self.conv1d = CausalDepthwiseConv(d_inner, conv_kernel, conv_bias)
         self.x_proj = nn.Linear(d_inner, dt_rank + 2 * state_size, bias=False)
         self.dt_proj = nn.Linear(dt_rank, d_inner, bias=True)
-        a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # S4D-real: A = -n
-        self.A_log = nn.Parameter(a.expand(d_inner, state_size).contiguous())
+        if on_meta():  # a shape only (see .device)
+            self.A_log = nn.Parameter(torch.empty(d_inner, state_size))
+        else:
+            a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # S4D-real: A = -n
+            self.A_log = nn.Parameter(a.expand(d_inner, state_size).contiguous())
         self.D = _init_vector(d_inner, 1.0)
         if inner_norm is MambaInnerNorm.RMS_SCALED:  # Jamba's learned scales on dt, B, C
             self.dt_norm_weight = _init_vector(dt_rank, 1.0)
