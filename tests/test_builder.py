@@ -349,6 +349,20 @@ def test_position_blocks():
     assert isinstance(xl.decoder.layers[0].attn.sublayer.relative, RelativeXL)
 
 
+@pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
+def test_meta_buffers_have_the_shapes_of_real_ones(changes):
+    """Position tables are allocated by shape alone on the meta device: the same names,
+    shapes and dtypes as the computed ones."""
+    arch = make_arch(**changes)
+
+    def buffers(model):
+        return {name: (b.shape, b.dtype) for name, b in model.named_buffers()}
+
+    real, meta = build_model(arch), build_model(arch, device="meta")
+    assert buffers(meta) == buffers(real)
+    assert all(b.is_meta for b in meta.buffers())
+
+
 def test_encoder_decoder_shares_embeddings_and_has_cross_attention():
     arch = make_arch(kind="encoder-decoder", n_encoder_layers=3, tied_embeddings=True)
     model = build_model(arch)

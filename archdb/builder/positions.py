@@ -2,7 +2,9 @@
 and Transformer-XL's relative scheme.
 
 Tables that depend only on positions (sinusoids, rotary angles, ALiBi and T5 biases) are
-buffers computed once for the context length, so a forward pass only slices them.
+buffers computed once for the context length, so a forward pass only slices them; on the
+meta device (a full-size build, a toy's module tree) they are allocated by shape alone
+(see ``device``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import torch
 from torch import nn
 
 from archdb.schema import RopeScaling
+
+from .device import on_meta
 
 # --- absolute: added to the token embeddings -------------------------------------------
 
@@ -100,6 +104,9 @@ def rotary_tables(
     ``scaling`` stretches the frequencies as transformers' rope_type of that name does;
     ``rotating_pairs`` keeps only the first pairs' frequencies, the rest at angle 0
     (transformers' 'proportional' RoPE, Gemma 4's global layers)."""
+    if on_meta():
+        half = dims // 2 if rotating_pairs is not None else len(range(0, dims, 2))
+        return torch.empty(max_len, 2 * half), torch.empty(max_len, 2 * half)
     inv, attention_factor = scaled_frequencies(dims, theta, max_len, scaling)
     if rotating_pairs is not None:
         inv = torch.cat((inv[:rotating_pairs], torch.zeros(dims // 2 - rotating_pairs)))
@@ -170,6 +177,9 @@ class AlibiBias(nn.Module):
 
     def __init__(self, n_heads: int, max_len: int) -> None:
         super().__init__()
+        if on_meta():
+            self.register_buffer("bias", torch.empty(n_heads, max_len, max_len), persistent=False)
+            return
         slopes = torch.tensor(alibi_slopes(n_heads))
         pos = torch.arange(max_len)
         distance = (pos.view(1, -1) - pos.view(-1, 1)).abs().float()  # (L, L)
@@ -204,9 +214,12 @@ class RelativeBias(nn.Module):
     ) -> None:
         super().__init__()
         self.table = nn.Embedding(n_buckets, n_heads)
-        pos = torch.arange(max_len)
-        relative = pos.view(1, -1) - pos.view(-1, 1)  # key - query
-        buckets = t5_buckets(relative, bidirectional, n_buckets, max_distance)
+        if on_meta():
+            buckets = torch.empty(max_len, max_len, dtype=torch.long)
+        else:
+            pos = torch.arange(max_len)
+            relative = pos.view(1, -1) - pos.view(-1, 1)  # key - query
+            buckets = t5_buckets(relative, bidirectional, n_buckets, max_distance)
         self.register_buffer("buckets", buckets, persistent=False)
 
     def forward(self, t_q: int, t_k: int) -> torch.Tensor:  # -> (heads, Tq, Tk)
@@ -275,6 +288,8 @@ class RelativeXL(nn.Module):
 
 def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
     """(max_len, d_model) sinusoids of positions (or distances) 0 .. max_len - 1."""
+    if on_meta():
+        return torch.empty(max_len, d_model)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
     freq = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10_000.0) / d_model))
     table = torch.zeros(max_len, d_model)
@@ -284,5 +299,7 @@ def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
 
 
 def distance_index(max_len: int) -> torch.Tensor:
+    if on_meta():
+        return torch.empty(max_len, max_len, dtype=torch.long)
     pos = torch.arange(max_len)
     return (pos.view(-1, 1) - pos.view(1, -1)).clamp(min=0)

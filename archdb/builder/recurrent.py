@@ -5,6 +5,12 @@ Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated Delt
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
 one token at a time: slow, but short enough to read against the papers and exactly the operations
 ``archdb.plan.recurrent`` counts. Tensors are (batch, time, channels).
+
+Only the state's own recurrence is a loop over tokens; whatever does not depend on the
+previous state (the input's outer product, the read-out from each state) runs on all tokens
+at once, on the stacked states. The same operations on the same elements, so the same
+count, but the traced graph (fvcore) holds two or three nodes a token instead of a dozen
+or more, and tracing time grows with the nodes.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from torch import nn
 
 from archdb.plan.norms import RMS_EPS
 from archdb.schema import Mamba2Norm, MambaInnerNorm
+
+from .device import on_meta
 
 
 class CausalDepthwiseConv(nn.Module):
@@ -105,21 +113,9 @@ class Mamba2Mixer(nn.Module):
             dt = dt.clamp(min=self.time_step_floor)
         decay = torch.exp(dt * a)
         dtx = dt.unsqueeze(-1) * xs  # (B, T, H, P)
-        state = x.new_zeros(b, h, p, n)
-        ys = []
-        # Each step's slices come from one unbind per tensor: per-step indexing would add
-        # a dozen traced nodes per token, and tracing (fvcore) cost grows with them.
-        steps = zip(
-            decay[..., None, None].unbind(1),
-            dtx[..., None].unbind(1),
-            bs[:, :, :, None].unbind(1),
-            cs[..., None].unbind(1),
-            strict=True,
-        )
-        for decay_i, dtx_i, b_i, c_i in steps:
-            state = state * decay_i + dtx_i * b_i
-            ys.append(torch.matmul(state, c_i).squeeze(-1))  # (B, H, P)
-        y = torch.stack(ys, dim=1)
+        inputs = dtx[..., None] * bs[:, :, :, None]  # (dt x) B^T: (B, T, H, P, N)
+        states = linear_scan(decay[..., None, None], inputs)
+        y = torch.matmul(states, cs[..., None]).squeeze(-1)  # y = h C: (B, T, H, P)
         y = (y + xs * self.D[:, None]).reshape(b, t, self.inner)
         if self.norm is Mamba2Norm.BEFORE_GATE:
             y = self._grouped_norm(y) * F.silu(z)
@@ -267,6 +263,18 @@ def l2_normalize(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)
 
 
+def linear_scan(decay: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+    """h_t = decay_t * h_{t-1} + inputs_t from h_0 = 0, over dim 1 (time) -> every h_t.
+    ``decay`` broadcasts against ``inputs`` after the time dim. One multiply and one add
+    per element and token: the recurrence is the only part that must be sequential."""
+    state = torch.zeros_like(inputs[:, 0])
+    states = []
+    for decay_t, input_t in zip(decay.unbind(1), inputs.unbind(1), strict=True):
+        state = state * decay_t + input_t
+        states.append(state)
+    return torch.stack(states, dim=1)
+
+
 def gated_delta_rule(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor
 ) -> torch.Tensor:
@@ -275,24 +283,24 @@ def gated_delta_rule(
     one per key channel (B, T, H, Dk: KDA) -> outputs (B, T, H, Dv)."""
     b, _, h, dk = k.shape
     state = v.new_zeros(b, h, dk, v.shape[-1])
-    outs = []
+    states = []
     decays = torch.exp(g)
     decays = decays[..., None, None] if g.dim() == 3 else decays[..., None]
-    steps = zip(
+    steps = zip(  # one unbind per tensor: per-step indexing would add traced nodes
         k[..., None].unbind(1),
-        q[..., None].unbind(1),
-        v.unbind(1),
+        k[..., None, :].unbind(1),
+        v[..., None, :].unbind(1),
         decays.unbind(1),
-        beta[..., None].unbind(1),
+        beta[..., None, None].unbind(1),
         strict=True,
-    )  # one unbind per tensor keeps the traced graph small (see Mamba2Mixer)
-    for k_i, q_i, v_i, decay_i, beta_i in steps:  # k_i, q_i (B, H, Dk, 1)
+    )
+    for k_i, k_row_i, v_i, decay_i, beta_i in steps:  # k_i (B, H, Dk, 1), k_row_i (B, H, 1, Dk)
         state = state * decay_i
-        read = (state * k_i).sum(-2)  # S^T k: (B, H, Dv)
+        read = torch.matmul(k_row_i, state)  # k^T S: (B, H, 1, Dv), a multiply-add each
         delta = (v_i - read) * beta_i
-        state = state + k_i * delta[:, :, None, :]
-        outs.append((state * q_i).sum(-2))
-    return torch.stack(outs, dim=1)
+        state = state + k_i * delta  # the outer product k delta^T
+        states.append(state)
+    return (torch.stack(states, dim=1) * q[..., None]).sum(-2)  # q^T S per token
 
 
 class MambaMixer(nn.Module):
@@ -321,8 +329,11 @@ class MambaMixer(nn.Module):
         self.conv1d = CausalDepthwiseConv(d_inner, conv_kernel, conv_bias)
         self.x_proj = nn.Linear(d_inner, dt_rank + 2 * state_size, bias=False)
         self.dt_proj = nn.Linear(dt_rank, d_inner, bias=True)
-        a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # S4D-real: A = -n
-        self.A_log = nn.Parameter(a.expand(d_inner, state_size).contiguous())
+        if on_meta():  # a shape only (see .device)
+            self.A_log = nn.Parameter(torch.empty(d_inner, state_size))
+        else:
+            a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # S4D-real: A = -n
+            self.A_log = nn.Parameter(a.expand(d_inner, state_size).contiguous())
         self.D = _init_vector(d_inner, 1.0)
         if inner_norm is MambaInnerNorm.RMS_SCALED:  # Jamba's learned scales on dt, B, C
             self.dt_norm_weight = _init_vector(dt_rank, 1.0)
@@ -347,7 +358,6 @@ class MambaMixer(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, _t, _d = x.shape
         n = self.state_size
         xs, z = self.in_proj(x).chunk(2, dim=-1)
         xs = F.silu(self.conv1d(xs))  # (B, T, E)
@@ -357,20 +367,9 @@ class MambaMixer(nn.Module):
         a = -torch.exp(self.A_log)  # (E, N)
         decay = torch.exp(dt[..., None] * a)  # (B, T, E, N)
         dtx = dt * xs
-        state = x.new_zeros(b, self.d_inner, n)
-        ys = []
-        # one unbind per tensor keeps the traced graph small (see Mamba2Mixer)
-        steps = zip(
-            decay.unbind(1),
-            dtx[..., None].unbind(1),
-            bs[:, :, None, :].unbind(1),
-            cs[..., None].unbind(1),
-            strict=True,
-        )
-        for decay_i, dtx_i, b_i, c_i in steps:  # (B, E, N), (B, E, 1), (B, 1, N), (B, N, 1)
-            state = state * decay_i + dtx_i * b_i
-            ys.append(torch.matmul(state, c_i).squeeze(-1))  # (B, E)
-        y = torch.stack(ys, dim=1) + xs * self.D
+        inputs = dtx[..., None] * bs[:, :, None, :]  # (dt x) B: (B, T, E, N)
+        states = linear_scan(decay, inputs)
+        y = torch.matmul(states, cs[..., None]).squeeze(-1) + xs * self.D  # h C + D x
         y = y * F.silu(z)
         return self.out_proj(y)
 
@@ -432,12 +431,7 @@ class RgLruMixer(nn.Module):
         # position 0 resets the state: its input is taken as is (transformers' reset)
         multiplier = torch.cat([torch.ones_like(multiplier[:, :1]), multiplier[:, 1:]], dim=1)
         inputs = xs * input_gate * multiplier
-        state = x.new_zeros(x.shape[0], a.shape[-1])
-        hs = []
-        for a_t, x_t in zip(a.unbind(1), inputs.unbind(1), strict=True):  # one unbind each
-            state = a_t * state + x_t
-            hs.append(state)
-        return self.linear_out(torch.stack(hs, dim=1) * y)
+        return self.linear_out(linear_scan(a, inputs) * y)
 
 
 class LightningMixer(nn.Module):
@@ -476,19 +470,9 @@ class LightningMixer(nn.Module):
         qkv = F.silu(self.qkv_proj(x)).reshape(b, t, h, 3 * k)  # per head: q, k, v
         q, keys, v = qkv.split(k, dim=-1)
         decay = torch.exp(-self.slope_rate)  # (H, 1, 1)
-        state = x.new_zeros(b, h, k, k)
-        outs = []
-        # one unbind per tensor keeps the traced graph small (see Mamba2Mixer)
-        steps = zip(
-            q[:, :, :, None].unbind(1),
-            keys[..., None].unbind(1),
-            v[:, :, :, None].unbind(1),
-            strict=True,
-        )
-        for q_i, k_i, v_i in steps:  # (B, H, 1, K), (B, H, K, 1), (B, H, 1, K)
-            state = state * decay + k_i * v_i
-            outs.append(torch.matmul(q_i, state).squeeze(-2))  # (B, H, K)
-        o = torch.stack(outs, dim=1).reshape(b, t, h * k)
+        inputs = keys[..., None] * v[..., None, :]  # k v^T: (B, T, H, K, K)
+        states = linear_scan(decay.expand(b, t, h, k, k), inputs)
+        o = torch.matmul(q[..., None, :], states).reshape(b, t, h * k)  # q S
         o = F.rms_norm(o, (h * k,), self.norm_weight, eps=self.eps)
         o = self.out_proj(torch.sigmoid(self.output_gate(x)) * o)
         return o if self.output_multiplier is None else o * self.output_multiplier

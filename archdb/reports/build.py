@@ -50,7 +50,9 @@ class ReportData:
     fidelities: list[verification.CardFidelity]
 
 
-_MEMO_SIZE = 4  # report data and renders kept in one process (a test session reuses them)
+# Report data and renders kept in one process: a test worker reuses the shipped catalogue's
+# across its tests, between the half dozen synthetic catalogues those tests build.
+_MEMO_SIZE = 8
 _computed: OrderedDict[str, ReportData] = OrderedDict()
 _rendered: OrderedDict[int, tuple[ReportData, dict[str, bytes]]] = OrderedDict()
 
