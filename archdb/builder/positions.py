@@ -71,7 +71,7 @@ class Rotary(nn.Module):
         super().__init__()
         self.dims, self.theta, self.interleaved = dims, theta, interleaved
         if tables is None:
-            tables = rotary_tables(dims, theta, max_len, interleaved)
+            tables = rotary_tables(dims, theta, max_len, interleaved=interleaved)
         cos, sin = tables
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
