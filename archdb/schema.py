@@ -41,9 +41,13 @@ from pydantic import (
     model_validator,
 )
 
+from archdb.choices.activations import Activation
+from archdb.choices.norms import NormType, default_eps_text
 from archdb.fields import Asked, OutputOnly, Unknown, Usual, get_path, with_role
 
-__all__ = ["get_path"]  # re-exported: one dotted-path helper (archdb.fields)
+# re-exported: one dotted-path helper (archdb.fields); the vocabularies declared beside
+# their rules (archdb.choices)
+__all__ = ["Activation", "NormType", "get_path"]
 
 # --- controlled vocabularies -------------------------------------------------------
 
@@ -52,11 +56,6 @@ class Kind(StrEnum):
     DECODER_ONLY = "decoder-only"
     ENCODER_DECODER = "encoder-decoder"
     ENCODER_ONLY = "encoder-only"
-
-
-class NormType(StrEnum):
-    LAYERNORM = "layernorm"
-    RMSNORM = "rmsnorm"
 
 
 class NormAffine(StrEnum):
@@ -76,29 +75,6 @@ class NormPosition(StrEnum):
     # x = Norm(x) + Sublayer(Norm(x)): the skip carries the normed input, so each norm
     # also re-normalizes the stream (MiniMax-01's postnorm: true; transformers' minimax)
     NORMED_SKIP = "normed-skip"
-
-
-class Activation(StrEnum):
-    RELU = "relu"
-    GELU = "gelu"
-    SQUARED_RELU = "squared-relu"
-    SILU = "silu"
-    SWIGLU = "swiglu"
-    GEGLU = "geglu"
-    REGLU = "reglu"
-    # gpt-oss: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
-    CLAMPED_SWIGLU = "clamped-swiglu"
-    # Apertus: xIELU (Huang 2024), two learned scalars per MLP (alpha_p, alpha_n)
-    XIELU = "xielu"
-
-    @property
-    def gated(self) -> bool:
-        return self in {
-            Activation.SWIGLU,
-            Activation.GEGLU,
-            Activation.REGLU,
-            Activation.CLAMPED_SWIGLU,
-        }
 
 
 class PositionType(StrEnum):
@@ -405,7 +381,7 @@ class Norm(Strict):
     )
     eps: Annotated[
         PositiveFloat | None,
-        OutputOnly("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
+        OutputOnly(default_eps_text(), "the usual epsilon of the norm type"),
     ] = Field(
         default=None,
         description="Epsilon added to the variance (LayerNorm) or mean square (RMSNorm). "

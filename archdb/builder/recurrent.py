@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archdb.plan.norms import RMS_EPS
+from archdb.choices.norms import RMS_EPS
 from archdb.schema import Mamba2Norm, MambaInnerNorm
 
 

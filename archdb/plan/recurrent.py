@@ -22,12 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.schema import LayerKind, LightningDecay, Mamba2Norm, MambaInnerNorm
 
 from .layout import LayerSpec
-from .norms import RMS_EPS
 from .tally import Tally, linear_params
 
 
