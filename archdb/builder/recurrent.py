@@ -1,5 +1,6 @@
 """Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv,
-Mamba-1, Kimi Delta Attention, Griffin's RG-LRU and MiniMax-01's lightning attention.
+Mamba-1, Kimi Delta Attention and Griffin's RG-LRU (a mixer plugin's module is in its
+plugin, archdb.mixers).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -438,60 +439,3 @@ class RgLruMixer(nn.Module):
             state = a_t * state + x_t
             hs.append(state)
         return self.linear_out(torch.stack(hs, dim=1) * y)
-
-
-class LightningMixer(nn.Module):
-    """MiniMax-01's lightning attention (https://arxiv.org/abs/2501.08313; transformers'
-    MiniMaxLightningAttention), in its recurrent form: per head
-    S_t = exp(-s) S_{t-1} + k_t v_t^T and o_t = q_t S_t, with q, k, v = SiLU(qkv_proj(x));
-    then RMSNorm over the heads, a sigmoid gate from x, out_proj. transformers computes the
-    same sums a block of tokens at a time (block_size)."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        head_dim: int,
-        rates: list[float],
-        norm_eps: float,
-        output_multiplier: float | None = None,
-    ) -> None:
-        super().__init__()
-        self.n_heads, self.head_dim, self.eps = n_heads, head_dim, norm_eps
-        self.output_multiplier = output_multiplier
-        inner = n_heads * head_dim
-        self.qkv_proj = nn.Linear(d_model, 3 * inner, bias=False)
-        self.output_gate = nn.Linear(d_model, inner, bias=False)
-        self.norm_weight = _init_vector(inner, 1.0)
-        self.out_proj = nn.Linear(inner, d_model, bias=False)
-        # each head's decay rate s: a buffer a checkpoint carries (transformers'
-        # slope_rate), not a parameter; the state decays by exp(-s) a token
-        self.slope_rate = nn.Buffer(torch.tensor(rates, dtype=torch.float32)[:, None, None])
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, t, _d = x.shape
-        h, k = self.n_heads, self.head_dim
-        qkv = F.silu(self.qkv_proj(x)).reshape(b, t, h, 3 * k)  # per head: q, k, v
-        q, keys, v = qkv.split(k, dim=-1)
-        decay = torch.exp(-self.slope_rate)  # (H, 1, 1)
-        state = x.new_zeros(b, h, k, k)
-        outs = []
-        # one unbind per tensor keeps the traced graph small (see Mamba2Mixer)
-        steps = zip(
-            q[:, :, :, None].unbind(1),
-            keys[..., None].unbind(1),
-            v[:, :, :, None].unbind(1),
-            strict=True,
-        )
-        for q_i, k_i, v_i in steps:  # (B, H, 1, K), (B, H, K, 1), (B, H, 1, K)
-            state = state * decay + k_i * v_i
-            outs.append(torch.matmul(q_i, state).squeeze(-2))  # (B, H, K)
-        o = torch.stack(outs, dim=1).reshape(b, t, h * k)
-        o = F.rms_norm(o, (h * k,), self.norm_weight, eps=self.eps)
-        o = self.out_proj(torch.sigmoid(self.output_gate(x)) * o)
-        return o if self.output_multiplier is None else o * self.output_multiplier
-
-    def extra_repr(self) -> str:
-        return f"heads={self.n_heads}, head_dim={self.head_dim}"
