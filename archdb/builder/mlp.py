@@ -14,7 +14,7 @@ from archdb.schema import Activation
 
 
 class Act(nn.Module):
-    """A pointwise non-linearity (its rule in ``archdb.plan.mlp.ACTIVATIONS``); given the up
+    """A pointwise non-linearity (its rule in ``archdb.choices.activations.ACTIVATIONS``); given the up
     branch too, it multiplies the activated gate by it."""
 
     flop_class = "elementwise"
