@@ -183,8 +183,8 @@ class LayerKind(StrEnum):
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
     KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
     RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
-    # then one member per mixer plugin (archdb.mixers: MiniMax-01's lightning, ...), named
-    # by its entry, its sizes in mixers.<entry with _ for ->
+    # then one member per mixer plugin (archdb.mixers: MiniMax-01's lightning, ...): its
+    # entry upper-cased, '_' for '-', as the name; its sizes in mixers.<that name, lower>
     _ignore_ = ("_members", "_plugin")
     _members = vars()
     for _plugin in MIXERS.values():

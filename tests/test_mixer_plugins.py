@@ -37,11 +37,11 @@ def test_plugin_layer_kinds_follow_the_built_in_ones():
     assert kinds[-len(MIXERS) :] == list(MIXERS)
 
 
-def test_the_schema_imports_the_plugins_without_torch():
+def test_the_schema_imports_the_plugins_without_torch_or_the_plan():
     code = (
         "import sys, archdb.schema, archdb.catalogue; "
         "assert 'archdb.mixers.lightning' in sys.modules; "
-        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
+        "print(sorted(m for m in sys.modules if m.startswith(('torch', 'archdb.plan'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -11,8 +11,9 @@ toy rule read. Adding a mixer is adding a module (and its tests); ``archdb schem
 regenerates the catalogue header.
 
 Plugins import the schema's building blocks (``archdb.field_types``, ``archdb.fields``)
-and the plan's tally, never the schema itself, and torch only inside functions: the
-schema imports this package on every command.
+and the FLOP conventions, never the schema nor the plan (the plan's ``Tally`` only for
+type checking), and torch only inside functions: the schema imports this package on
+every command, query commands included.
 """
 
 from __future__ import annotations

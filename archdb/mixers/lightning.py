@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, StrictBool
 
@@ -16,9 +16,11 @@ from archdb.field_types import Count, PositiveFloat, Strict, Width
 from archdb.fields import OutputOnly
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.plan.tally import Tally, linear_params
 
 from ._plugin import MixerPlugin, ToyFrame
+
+if TYPE_CHECKING:  # the plan imports the schema, which imports this module
+    from archdb.plan.tally import Tally
 
 # --- sizes (architecture.mixers.lightning) -------------------------------------------------
 
@@ -124,10 +126,10 @@ class LightningMixer:
 
     def params(self) -> int:
         d, inner = self.d_model, self.inner
-        n = linear_params(d, 3 * inner, False)  # q, k, v
-        n += linear_params(d, inner, False)  # the output gate
+        n = d * 3 * inner  # q, k, v (no biases anywhere)
+        n += d * inner  # the output gate
         n += inner  # the norm's scale
-        return n + linear_params(inner, d, False)
+        return n + inner * d  # out_proj
 
     def flops(self, tally: Tally) -> None:
         d, h, k, inner = self.d_model, self.n_heads, self.head_dim, self.inner

@@ -10,14 +10,6 @@ The builder (``archdb.builder.model.build_plan``) and the formulas
 (``archdb.measure.analytic``) are folds over the same plan.
 """
 
+from .plan import Plan, cache_bytes, flops, make_plan, params
+
 __all__ = ["Plan", "cache_bytes", "flops", "make_plan", "params"]
-
-
-def __getattr__(name: str):
-    """The folds, imported on first use: leaf modules (``tally``) stay importable from the
-    schema's mixer plugins (archdb.mixers) without the plan, which imports the schema."""
-    if name in __all__:
-        from . import plan
-
-        return getattr(plan, name)
-    raise AttributeError(f"module 'archdb.plan' has no attribute {name!r}")
