@@ -33,17 +33,56 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StrictBool,
-    StrictFloat,
-    StrictInt,
+    create_model,
     model_validator,
 )
 
+from archdb.choices.activations import Activation
+from archdb.choices.norms import NormType, default_eps_text
+from archdb.field_types import (
+    MAX_CONTEXT,
+    MAX_COUNT,
+    MAX_DEPTH,
+    MAX_IMPLIED_PARAMS,
+    MAX_MAGNITUDE,
+    MAX_PARAMS,
+    MAX_PATTERN,
+    MAX_TOKENS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    Count,
+    CountOrZero,
+    Depth,
+    DepthOrZero,
+    Fraction,
+    NonNegativeFloat,
+    ParamCount,
+    PositiveFloat,
+    Strict,
+    TokenCount,
+    Tokens,
+    Vocab,
+    Width,
+)
 from archdb.fields import Asked, OutputOnly, Unknown, Usual, get_path, with_role
+from archdb.mixers import MIXERS
 
-__all__ = ["get_path"]  # re-exported: one dotted-path helper (archdb.fields)
+# re-exported: one dotted-path helper (archdb.fields), the vocabularies declared beside
+# their rules (archdb.choices) and the size bounds (archdb.field_types)
+__all__ = [
+    "MAX_CONTEXT",
+    "MAX_COUNT",
+    "MAX_MAGNITUDE",
+    "MAX_PARAMS",
+    "MAX_TOKENS",
+    "MAX_VOCAB",
+    "MAX_WIDTH",
+    "Activation",
+    "NormType",
+    "get_path",
+]
 
 # --- controlled vocabularies -------------------------------------------------------
 
@@ -52,11 +91,6 @@ class Kind(StrEnum):
     DECODER_ONLY = "decoder-only"
     ENCODER_DECODER = "encoder-decoder"
     ENCODER_ONLY = "encoder-only"
-
-
-class NormType(StrEnum):
-    LAYERNORM = "layernorm"
-    RMSNORM = "rmsnorm"
 
 
 class NormAffine(StrEnum):
@@ -76,29 +110,6 @@ class NormPosition(StrEnum):
     # x = Norm(x) + Sublayer(Norm(x)): the skip carries the normed input, so each norm
     # also re-normalizes the stream (MiniMax-01's postnorm: true; transformers' minimax)
     NORMED_SKIP = "normed-skip"
-
-
-class Activation(StrEnum):
-    RELU = "relu"
-    GELU = "gelu"
-    SQUARED_RELU = "squared-relu"
-    SILU = "silu"
-    SWIGLU = "swiglu"
-    GEGLU = "geglu"
-    REGLU = "reglu"
-    # gpt-oss: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
-    CLAMPED_SWIGLU = "clamped-swiglu"
-    # Apertus: xIELU (Huang 2024), two learned scalars per MLP (alpha_p, alpha_n)
-    XIELU = "xielu"
-
-    @property
-    def gated(self) -> bool:
-        return self in {
-            Activation.SWIGLU,
-            Activation.GEGLU,
-            Activation.REGLU,
-            Activation.CLAMPED_SWIGLU,
-        }
 
 
 class PositionType(StrEnum):
@@ -172,9 +183,12 @@ class LayerKind(StrEnum):
     MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
     KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
     RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
-    # MiniMax-01's lightning attention: linear attention with a fixed per-head decay,
-    # sizes in mixers.lightning
-    LIGHTNING = "lightning"
+    # then one member per mixer plugin (archdb.mixers: MiniMax-01's lightning, ...): its
+    # entry upper-cased, '_' for '-', as the name; its sizes in mixers.<that name, lower>
+    _ignore_ = ("_members", "_plugin")
+    _members = vars()
+    for _plugin in MIXERS.values():
+        _members[_plugin.member] = _plugin.kind
 
     @property
     def attention(self) -> bool:
@@ -207,7 +221,11 @@ RECURRENT_KINDS = frozenset(
     {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
     | {LayerKind.KDA}
 )
-RECURRENT_KINDS |= {LayerKind.RG_LRU, LayerKind.LIGHTNING}
+RECURRENT_KINDS |= {LayerKind.RG_LRU, *(LayerKind(kind) for kind in MIXERS)}
+# the non-attention mixers' entries, as messages and descriptions list them
+MIXER_ENTRIES = ", ".join(
+    ["mamba2", "gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", *MIXERS]
+)
 
 
 class QKNorm(StrEnum):
@@ -259,37 +277,8 @@ class SourceKind(StrEnum):
     MIRROR = "mirror"
 
 
-# --- field types ---------------------------------------------------------------------
-#
-# Every size has an upper bound far above any real model, so that a typo or a hostile card
-# (n_layers: 1_000_000_000_000) is a located validation error rather than a hang or an
-# overflow in the code that computes with it. Real models sit orders of magnitude below:
-# d_model 18,432 (PaLM), 126 layers (Llama 3.1 405B), 262,144 vocabulary rows (Gemma 3),
-# a 10M-token context (Llama 4 Scout), 2T parameters, 36T training tokens (Qwen 3).
+# --- field types (the bounded sizes: archdb.field_types) ------------------------------
 
-MAX_WIDTH = 2**20  # 1,048,576: d_model, d_ff, head_dim, latent ranks, embedding width
-MAX_DEPTH = 100_000  # layers of a stack, dense leading layers, MoE layer period
-MAX_COUNT = 2**20  # heads, experts, relative-position buckets
-MAX_VOCAB = 2**24  # 16,777,216 embedding rows
-MAX_CONTEXT = 2**30  # 1,073,741,824 tokens of context, window or learned rows
-MAX_PARAMS = 10**15  # a quadrillion parameters
-MAX_TOKENS = 10**17  # training tokens
-MAX_MAGNITUDE = 1e12  # RoPE bases, soft-caps, decay and loss coefficients
-MAX_PATTERN = MAX_DEPTH  # entries of a per-layer pattern
-MAX_IMPLIED_PARAMS = 10**17  # what the sizes together imply: counts stay well inside int64
-
-Width = Annotated[StrictInt, Field(gt=0, le=MAX_WIDTH)]
-Depth = Annotated[StrictInt, Field(gt=0, le=MAX_DEPTH)]
-DepthOrZero = Annotated[StrictInt, Field(ge=0, le=MAX_DEPTH)]
-Count = Annotated[StrictInt, Field(gt=0, le=MAX_COUNT)]
-CountOrZero = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]
-Vocab = Annotated[StrictInt, Field(gt=0, le=MAX_VOCAB)]
-Tokens = Annotated[StrictInt, Field(gt=0, le=MAX_CONTEXT)]  # a length in tokens
-ParamCount = Annotated[StrictInt, Field(gt=0, le=MAX_PARAMS)]
-TokenCount = Annotated[StrictInt, Field(gt=0, le=MAX_TOKENS)]
-PositiveFloat = Annotated[StrictFloat, Field(gt=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
-Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
 SLUG = r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$"
 Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=80)]
 FieldPath = Annotated[
@@ -326,10 +315,6 @@ Url = Annotated[str, Field(pattern=r"^https?://\S+$", max_length=2_000), _ONE_LI
 Text = Annotated[str, Field(max_length=10_000), _refuse_controls(_CONTROL_IN_TEXT)]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
 # --- when an output-only choice is in play (its role's ``applies``) ---------------------
 # Each takes an Architecture; a choice inside an absent sub-model (moe, sparse, a mixer)
 # is never in play, so these only test what the sub-model's presence does not.
@@ -361,13 +346,14 @@ def _with_qk_norm(a: Architecture) -> bool:
     return a.attention.qk_norm not in (None, QKNorm.NONE)
 
 
-def _with_lightning(a: Architecture) -> bool:
-    """MiniMax-01's residual factors: in play only beside lightning attention."""
-    return a.mixers is not None and a.mixers.lightning is not None
+def _with_residual_factors(a: Architecture) -> bool:
+    """MiniMax-01's residual factors: in play only beside a mixer that declares them
+    (lightning attention; archdb.mixers' ``residual_factors``)."""
+    return any(p.residual_factors and p.sizes_of(a) is not None for p in MIXERS.values())
 
 
-def _with_mamba2_or_lightning(a: Architecture) -> bool:
-    return _with_mamba2(a) or _with_lightning(a)
+def _with_mamba2_or_residual_factors(a: Architecture) -> bool:
+    return _with_mamba2(a) or _with_residual_factors(a)
 
 
 def _mamba_inner_norm(a: Architecture) -> bool:
@@ -419,7 +405,7 @@ class Norm(Strict):
     )
     eps: Annotated[
         PositiveFloat | None,
-        OutputOnly("1e-5 (layernorm) or 1e-6 (rmsnorm)", "the usual epsilon of the norm type"),
+        OutputOnly(default_eps_text(), "the usual epsilon of the norm type"),
     ] = Field(
         default=None,
         description="Epsilon added to the variance (LayerNorm) or mean square (RMSNorm). "
@@ -587,8 +573,8 @@ class Attention(Strict):
         "(Kimi Linear); [rg-lru, rg-lru, local] (Griffin, RecurrentGemma); [lightning x7, "
         "global] (MiniMax-01). A "
         "period that starts mid-cycle is the rotated list; a list as long as n_layers is an "
-        "explicit per-layer list (irregular models). Non-attention entries (mamba2, "
-        "gated-deltanet, short-conv, mamba, kda, rg-lru, lightning) take their sizes from "
+        "explicit per-layer list (irregular models). Non-attention entries "
+        f"({MIXER_ENTRIES}) take their sizes from "
         "architecture.mixers; the other "
         "attention fields describe the attention entries (and shared_blocks' attention) only "
         "and may be null when there are none. "
@@ -655,7 +641,7 @@ class Attention(Strict):
     )
     output_multiplier: Annotated[
         PositiveFloat | None,
-        OutputOnly(1.0, "attention's output is not rescaled", _with_mamba2_or_lightning),
+        OutputOnly(1.0, "attention's output is not rescaled", _with_mamba2_or_residual_factors),
     ] = Field(
         default=None,
         description="Factor on the attention's output, after o_proj, before it joins the "
@@ -665,7 +651,9 @@ class Attention(Strict):
     )
     skip_multiplier: Annotated[
         PositiveFloat | None,
-        OutputOnly(1.0, "the residual stream joins attention's output unscaled", _with_lightning),
+        OutputOnly(
+            1.0, "the residual stream joins attention's output unscaled", _with_residual_factors
+        ),
     ] = Field(
         default=None,
         description="Factor on the residual stream where an attention layer's output joins "
@@ -916,62 +904,6 @@ class ShortConv(Strict):
     )
 
 
-class LightningDecay(StrEnum):
-    """How lightning attention's fixed decay rate is set per head and layer."""
-
-    # head h = 1..H of layer l = 0..L-1 decays its state by exp(-s) per token, s =
-    # 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5): ALiBi's geometric head slopes, shrunk
-    # towards the top of the stack (MiniMax-01; transformers' MiniMaxLightningAttention).
-    # MiniMax's remote code divides by L - 1 (about 1e-7 apart) and, for a head count not
-    # a power of 2, interleaves ALiBi's slopes of the next power: that count is not this
-    MINIMAX = "minimax"
-
-
-class Lightning(Strict):
-    """MiniMax-01's lightning attention (Qin et al. 2024), laid out as transformers'
-    MiniMaxLightningAttention: qkv_proj (d_model -> 3 x n_heads x head_dim, no bias), SiLU
-    on q, k and v; per head a head_dim x head_dim state S_t = exp(-s) S_{t-1} + k_t v_t^T
-    read as o_t = q_t S_t (no softmax, no 1/sqrt(d) scale, no positions); an RMSNorm over
-    the heads' joint output (epsilon 1e-6, fixed in the modeling code); a sigmoid gate
-    output_gate(x) (d_model -> n_heads x head_dim, no bias); out_proj back to d_model. The
-    block_size of the released code only orders the computation (blocks of tokens at once);
-    it computes the same function and is not a field."""
-
-    n_heads: Count = Field(
-        description="Heads, each with its own decay and head_dim x head_dim state "
-        "(MiniMax: num_attention_heads, shared with the softmax layers)."
-    )
-    head_dim: Width = Field(
-        description="Width of a query/key/value head (MiniMax: head_dim, shared with the "
-        "softmax layers)."
-    )
-    decay: LightningDecay = Field(
-        description="The rule that sets each head's decay rate from its index and the "
-        "layer's depth: minimax, s = 2^(-8h/H) x (1 - l / (L - 1 + 1e-5) + 1e-5) for head "
-        "h = 1..H of layer l of L (0-based), a decay of exp(-s) per token."
-    )
-    mlp: StrictBool = Field(
-        description="Whether a lightning layer also has the card's MLP (MiniMax-01: true)."
-    )
-    skip_multiplier: Annotated[
-        PositiveFloat | None,
-        OutputOnly(1.0, "the stream joins lightning's output unscaled"),
-    ] = Field(
-        default=None,
-        description="Factor on the residual stream where a lightning layer's output joins "
-        "it: a * x + f(x) (MiniMax: layernorm_linear_attention_alpha, transformers "
-        "linear_attn_alpha_factor). Optional; null: not recorded (the builder uses 1).",
-    )
-    output_multiplier: Annotated[
-        PositiveFloat | None, OutputOnly(1.0, "lightning attention's output is not rescaled")
-    ] = Field(
-        default=None,
-        description="Factor on the mixer's output, after out_proj (MiniMax: "
-        "layernorm_linear_attention_beta, transformers linear_attn_beta_factor). Optional; "
-        "null: not recorded (the builder uses 1).",
-    )
-
-
 class KimiDeltaAttention(Strict):
     """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692 Section 3), laid out as
     transformers' KimiLinearDeltaAttention: q, k, v projections (d_model -> n_heads x
@@ -1041,7 +973,7 @@ class RgLru(Strict):
     )
 
 
-class Mixers(Strict):
+class _BuiltInMixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
     mamba2: Mamba2 | None = Field(
@@ -1065,10 +997,19 @@ class Mixers(Strict):
     rg_lru: RgLru | None = Field(
         default=None, description="RG-LRU sizes; required for, and only for, rg-lru layers."
     )
-    lightning: Lightning | None = Field(
-        default=None,
-        description="Lightning attention sizes; required for, and only for, lightning layers.",
-    )
+
+
+# the built-in mixers' sizes, then each plugin's (archdb.mixers) under its field
+Mixers = create_model(
+    "Mixers",
+    __base__=_BuiltInMixers,
+    __module__=__name__,
+    __doc__=_BuiltInMixers.__doc__,
+    **{
+        p.field: (p.sizes | None, Field(default=None, description=p.description))
+        for p in MIXERS.values()
+    },
+)
 
 
 class MTP(Strict):
@@ -1339,7 +1280,7 @@ class MLP(Strict):
     )
     output_multiplier: Annotated[
         PositiveFloat | None,
-        OutputOnly(1.0, "the MLP's output is not rescaled", _with_mamba2_or_lightning),
+        OutputOnly(1.0, "the MLP's output is not rescaled", _with_mamba2_or_residual_factors),
     ] = Field(
         default=None,
         description="Factor on the MLP's output, after the down-projection (a MoE's: after "
@@ -1348,7 +1289,9 @@ class MLP(Strict):
     )
     skip_multiplier: Annotated[
         PositiveFloat | None,
-        OutputOnly(1.0, "the residual stream joins the MLP's output unscaled", _with_lightning),
+        OutputOnly(
+            1.0, "the residual stream joins the MLP's output unscaled", _with_residual_factors
+        ),
     ] = Field(
         default=None,
         description="Factor on the residual stream where the MLP's output joins it: a * x + "
@@ -1473,9 +1416,8 @@ class Architecture(Strict):
     )
     mixers: Mixers | None = Field(
         default=None,
-        description="Sizes of the non-attention mixers (mamba2, gated-deltanet, short-conv, "
-        "mamba, kda, rg-lru, lightning) the layer pattern names. Optional; null when every "
-        "layer is attention.",
+        description=f"Sizes of the non-attention mixers ({MIXER_ENTRIES}) the layer pattern "
+        "names. Optional; null when every layer is attention.",
     )
     embedding_multiplier: Annotated[
         PositiveFloat | None, OutputOnly(1.0, "embeddings enter the first block as looked up")
@@ -1744,7 +1686,7 @@ class Architecture(Strict):
             (LayerKind.MAMBA, "mamba"),
             (LayerKind.KDA, "kda"),
             (LayerKind.RG_LRU, "rg_lru"),
-            (LayerKind.LIGHTNING, "lightning"),
+            *((LayerKind(p.kind), p.field) for p in MIXERS.values()),
         ):
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
@@ -1771,6 +1713,9 @@ class Architecture(Strict):
             raise ValueError(
                 f"mixers.rg_lru.n_heads ({r.n_heads}) must divide lru_width ({r.lru_width})"
             )
+        for plugin in MIXERS.values():  # what a plugin's sizes need from the card
+            if plugin.check is not None and (sizes := plugin.sizes_of(self)) is not None:
+                plugin.check(sizes, self)
 
     def _check_global_layers(self) -> None:
         att, g = self.attention, self.attention.global_layers
@@ -1863,7 +1808,7 @@ class Architecture(Strict):
                 ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
                 ("mixers.kda.mlp", mixers.kda is not None and mixers.kda.mlp),
                 ("mixers.rg_lru.mlp", mixers.rg_lru is not None and mixers.rg_lru.mlp),
-                ("mixers.lightning.mlp", mixers.lightning is not None and mixers.lightning.mlp),
+                *((f"mixers.{p.field}.mlp", p.has_mlp(self)) for p in MIXERS.values()),
             )
             if has
         ]
@@ -1899,8 +1844,8 @@ class Architecture(Strict):
             return m.kda is not None and m.kda.mlp
         if kind is LayerKind.RG_LRU:
             return m.rg_lru is not None and m.rg_lru.mlp
-        if kind is LayerKind.LIGHTNING:
-            return m.lightning is not None and m.lightning.mlp
+        if (plugin := MIXERS.get(kind)) is not None:
+            return plugin.has_mlp(self)
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -2004,8 +1949,9 @@ class Architecture(Strict):
         if self.mixers is not None and (r := self.mixers.rg_lru) is not None:
             # three d x lru_width projections, two block-diagonal gates of lru_width x block
             widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
-        if self.mixers is not None and (li := self.mixers.lightning) is not None:
-            widths.append(3 * li.n_heads * li.head_dim)  # qkv_proj
+        for plugin in MIXERS.values():
+            if (sizes := plugin.sizes_of(self)) is not None:
+                widths.append(plugin.widest(sizes, d))
         ffs = [mlp.d_ff or 1, mlp.kv_shared_d_ff or 1]
         if moe is not None:
             ffs += [moe.dense_d_ff or 1, moe.shared_d_ff or 1, moe.dense_beside_d_ff or 1]

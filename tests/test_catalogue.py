@@ -15,6 +15,7 @@ from archdb.catalogue import (
 )
 from archdb.schema import (
     WINDOW_PATH,
+    NormType,
     catalogue_json_schema,
     mirror_only_paths,
     null_means_unknown,
@@ -26,6 +27,12 @@ from tests.conftest import VALID_CARD, card_text
 def replace(old: str, new: str, text: str = VALID_CARD) -> str:
     assert old in text, old
     return text.replace(old, new, 1)
+
+
+def one_of(vocabulary: type[NormType]) -> str:
+    """How the validation error lists a vocabulary's values: 'a', 'b' or 'c'."""
+    values = [f"'{v.value}'" for v in vocabulary]
+    return ", ".join(values[:-1]) + " or " + values[-1]
 
 
 def test_valid_card_loads_with_derived_ratios():
@@ -91,7 +98,7 @@ BAD_CARDS = [
         replace("type: rmsnorm", "type: batchnorm"),
         19,
         "architecture.norm.type",
-        "'layernorm' or 'rmsnorm'",
+        one_of(NormType),  # 'layernorm' or 'rmsnorm'; a new kind joins the list
     ),
     (
         "window without local layers",

@@ -13,6 +13,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.schema import NormType
 from tests.conftest import CliResult, card_text, run_cli
 
 runner = CliRunner()
@@ -184,7 +185,8 @@ def test_export_usage_errors(args, fragment):
 def test_fields_lists_vocabularies():
     data = json.loads(invoke("fields", "--json").output)
     norm = next(f for f in data if f["field"] == "architecture.norm.type")
-    assert norm["choices"] == ["layernorm", "rmsnorm"] and norm["name"] == "norm"
+    assert norm["choices"] == [k.value for k in NormType] and norm["name"] == "norm"
+    assert norm["choices"][:2] == ["layernorm", "rmsnorm"]
 
 
 # --- new ----------------------------------------------------------------------------
@@ -240,7 +242,8 @@ def test_new_prompts_offer_vocabularies(small):
     result = invoke("new", "--like", "toy-1b", "--interactive", "-C", str(small),
                     input="\n".join(answers) + "\n")  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "norm.type (layernorm, rmsnorm)" in result.output  # the vocabulary is offered
+    kinds = ", ".join(k.value for k in NormType)  # layernorm, rmsnorm, ...
+    assert f"norm.type ({kinds})" in result.output  # the vocabulary is offered
     assert load_catalogue(small).get("toy-2b").params_published == 2_000_000_000
 
 

@@ -17,11 +17,10 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import LightningMixer
 from archdb.measure.analytic import cache_size, param_count
+from archdb.mixers.lightning import lightning_module, minimax_decay_rates
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from archdb.plan.recurrent import minimax_decay_rates
 from tests.conftest import MINIMAX_HYBRID, assert_causal, hf_import_count, lightning_dims, make_arch
 
 transformers = pytest.importorskip("transformers")
@@ -80,7 +79,7 @@ def test_lightning_forward_equals_transformers_blocks_on_the_same_weights(layer,
     config = _minimax_config()
     reference = MiniMaxLightningAttention(config, layer).eval()
     rates = minimax_decay_rates(4, layer, 4)
-    ours = LightningMixer(64, 4, 16, rates, 1e-6)
+    ours = lightning_module()(64, 4, 16, rates, 1e-6)
     assert torch.allclose(ours.slope_rate, reference.slope_rate)
     with torch.no_grad():
         for name, p in reference.named_parameters():

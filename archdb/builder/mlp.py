@@ -14,8 +14,8 @@ from archdb.schema import Activation
 
 
 class Act(nn.Module):
-    """A pointwise non-linearity (its rule in ``archdb.plan.mlp.ACTIVATIONS``); given the up
-    branch too, it multiplies the activated gate by it."""
+    """A pointwise non-linearity (its rule in ``archdb.choices.activations.ACTIVATIONS``);
+    given the up branch too, it multiplies the activated gate by it."""
 
     flop_class = "elementwise"
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from archdb.plan.norms import NORMS
+from archdb.choices.norms import NORMS
 from archdb.schema import NormType
 
 
 class Norm(nn.Module):
     """A norm over the last ``width`` features with optional scale and bias.
 
-    What it computes comes from the kind's rule in ``archdb.plan.norms.NORMS``; the module
+    What it computes comes from the kind's rule in ``archdb.choices.norms.NORMS``; the module
     holds the parameters and shows the kind's name (``LayerNorm(64, ...)``).
     """
 

@@ -1,5 +1,6 @@
 """Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv,
-Mamba-1, Kimi Delta Attention, Griffin's RG-LRU and MiniMax-01's lightning attention.
+Mamba-1, Kimi Delta Attention and Griffin's RG-LRU (a mixer plugin's module is in its
+plugin, archdb.mixers).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -21,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archdb.plan.norms import RMS_EPS
+from archdb.choices.norms import RMS_EPS
 from archdb.schema import Mamba2Norm, MambaInnerNorm
 
 from .device import on_meta
@@ -432,50 +433,3 @@ class RgLruMixer(nn.Module):
         multiplier = torch.cat([torch.ones_like(multiplier[:, :1]), multiplier[:, 1:]], dim=1)
         inputs = xs * input_gate * multiplier
         return self.linear_out(linear_scan(a, inputs) * y)
-
-
-class LightningMixer(nn.Module):
-    """MiniMax-01's lightning attention (https://arxiv.org/abs/2501.08313; transformers'
-    MiniMaxLightningAttention), in its recurrent form: per head
-    S_t = exp(-s) S_{t-1} + k_t v_t^T and o_t = q_t S_t, with q, k, v = SiLU(qkv_proj(x));
-    then RMSNorm over the heads, a sigmoid gate from x, out_proj. transformers computes the
-    same sums a block of tokens at a time (block_size)."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        head_dim: int,
-        rates: list[float],
-        norm_eps: float,
-        output_multiplier: float | None = None,
-    ) -> None:
-        super().__init__()
-        self.n_heads, self.head_dim, self.eps = n_heads, head_dim, norm_eps
-        self.output_multiplier = output_multiplier
-        inner = n_heads * head_dim
-        self.qkv_proj = nn.Linear(d_model, 3 * inner, bias=False)
-        self.output_gate = nn.Linear(d_model, inner, bias=False)
-        self.norm_weight = _init_vector(inner, 1.0)
-        self.out_proj = nn.Linear(inner, d_model, bias=False)
-        # each head's decay rate s: a buffer a checkpoint carries (transformers'
-        # slope_rate), not a parameter; the state decays by exp(-s) a token
-        self.slope_rate = nn.Buffer(torch.tensor(rates, dtype=torch.float32)[:, None, None])
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, t, _d = x.shape
-        h, k = self.n_heads, self.head_dim
-        qkv = F.silu(self.qkv_proj(x)).reshape(b, t, h, 3 * k)  # per head: q, k, v
-        q, keys, v = qkv.split(k, dim=-1)
-        decay = torch.exp(-self.slope_rate)  # (H, 1, 1)
-        inputs = keys[..., None] * v[..., None, :]  # k v^T: (B, T, H, K, K)
-        states = linear_scan(decay.expand(b, t, h, k, k), inputs)
-        o = torch.matmul(q[..., None, :], states).reshape(b, t, h * k)  # q S
-        o = F.rms_norm(o, (h * k,), self.norm_weight, eps=self.eps)
-        o = self.out_proj(torch.sigmoid(self.output_gate(x)) * o)
-        return o if self.output_multiplier is None else o * self.output_multiplier
-
-    def extra_repr(self) -> str:
-        return f"heads={self.n_heads}, head_dim={self.head_dim}"

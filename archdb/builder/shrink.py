@@ -32,9 +32,8 @@ d_model like the other MLP widths.
 Recurrent mixers (``mixers``) keep their kernel widths, the
 ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
 heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
-and key/value head widths to at most 16; lightning attention's heads and head width follow
-the toy attention's where the card shares them (MiniMax), else shrink to at most 4 heads of
-16. Mamba-1 keeps its inner width and dt rank over
+and key/value head widths to at most 16; a mixer plugin (``archdb.mixers``: lightning
+attention) shrinks by its own rule. Mamba-1 keeps its inner width and dt rank over
 d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at most 2 heads
 of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
 least 1). The RG-LRU keeps its width over d_model (rounded to whole gate blocks) and its
@@ -55,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from archdb.fields import get_path, schema_fields
+from archdb.mixers import MIXERS, ToyFrame
 from archdb.plan.layout import BuildError, lcm, null_fields, rotary_dims
 from archdb.schema import Architecture, AttentionVariant, GroupScore, Kind, MoE
 
@@ -145,18 +145,14 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if arch.attention.global_layers is not None:
         att["global_layers"] = _toy_global_layers(arch, heads, widths.head_dim)
     if arch.mixers is not None:
-        data["mixers"] = _toy_mixers(arch, widths.d_model, rule)
-        li = arch.mixers.lightning
-        if (
-            li is not None
-            and attention
-            and (li.n_heads, li.head_dim)
-            == (
-                arch.attention.n_heads,
-                arch.head_dim_effective,
-            )
-        ):  # MiniMax: lightning shares the attention's heads; the toy keeps them shared
-            data["mixers"]["lightning"] |= {"n_heads": heads.n_heads, "head_dim": widths.head_dim}
+        frame = ToyFrame(
+            arch.d_model,
+            widths.d_model,
+            rule,
+            heads.n_heads if attention else None,
+            widths.head_dim if attention else None,
+        )
+        data["mixers"] = _toy_mixers(arch, frame)
     if arch.attention.sliding_window is not None:
         short = arch.attention.sliding_window < (arch.context_length or math.inf)
         att["sliding_window"] = rule.window if short else rule.context
@@ -363,9 +359,11 @@ def _attention_free_widths(arch: Architecture, rule: ToyRule) -> _Widths:
     return _Widths(d_t, 0, scaled, None, moved)
 
 
-def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
-    """Recurrent mixer sizes of the toy (see the module docstring)."""
+def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
+    """Recurrent mixer sizes of the toy (see the module docstring; a mixer plugin's by its
+    own rule)."""
     assert arch.mixers is not None
+    d_t, rule = frame.toy_d_model, frame.rule
     out = arch.mixers.model_dump()
     d, m, g = arch.d_model, arch.mixers.mamba2, arch.mixers.gated_deltanet
     if m is not None:
@@ -388,11 +386,6 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
             "key_head_dim": min(g.key_head_dim, 16),
             "value_head_dim": min(g.value_head_dim, 16),
         }
-    if (li := arch.mixers.lightning) is not None:
-        out["lightning"] |= {
-            "n_heads": min(li.n_heads, rule.mha_heads),
-            "head_dim": min(li.head_dim, 16),
-        }
     if (mb := arch.mixers.mamba) is not None:
         out["mamba"] |= {
             "d_inner": max(1, round(mb.d_inner * d_t / d)),
@@ -403,6 +396,9 @@ def _toy_mixers(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
         out["kda"] = _toy_kda(kd.model_dump(), rule)
     if arch.mixers.rg_lru is not None:
         out["rg_lru"] |= _toy_rg_lru(arch, d_t, rule)
+    for plugin in MIXERS.values():
+        if (sizes := plugin.sizes_of(arch)) is not None:
+            out[plugin.field] |= plugin.toy(sizes, arch, frame)
     return out
 
 

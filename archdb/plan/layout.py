@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from archdb.errors import ArchdbError
 from archdb.fields import OutputOnly, Unknown, with_role
+from archdb.mixers import MIXERS
 from archdb.plan.positions import SCHEMES
 from archdb.schema import (
     Activation,
@@ -100,8 +101,7 @@ def _unsupported(arch: Architecture) -> str | None:
     if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                "recurrent (mamba, mamba2, gated-deltanet, short-conv, kda, rg-lru, lightning), "
-                "mlp or moe layers "
+                f"recurrent ({_RECURRENT_ENTRIES}), mlp or moe layers "
                 "outside a serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
@@ -442,6 +442,10 @@ TABLE_LENGTH = 2048  # position tables for cards without a context_length
 # banded layers): the Sparse Transformer's stride for text (Child et al. 2019, Section
 # 7.2, "a stride of 128"), the band of the paper GPT-3 cites for its sparse layers.
 DEFAULT_WINDOW = 128
+# the recurrent entries, as the unsupported-layout message names them
+_RECURRENT_ENTRIES = ", ".join(
+    ["mamba", "mamba2", "gated-deltanet", "short-conv", "kda", "rg-lru", *MIXERS]
+)
 _FILLED = (
     "norm.type",
     "norm.position",
@@ -531,17 +535,6 @@ _OUTPUT_ONLY: tuple[tuple[str, OutputOnly], ...] = tuple(
 FUNCTION_DEFAULTS: dict[str, tuple[object, str]] = {
     path: (role.default, role.why) for path, role in _OUTPUT_ONLY
 }
-
-
-# MiniMax-01's residual factors: stated as assumptions only for cards with lightning layers
-_LIGHTNING_FACTORS = frozenset(
-    {
-        "attention.skip_multiplier",
-        "mlp.skip_multiplier",
-        "mixers.lightning.skip_multiplier",
-        "mixers.lightning.output_multiplier",
-    }
-)
 
 
 def function_assumptions(arch: Architecture) -> tuple[Assumption, ...]:

@@ -1,142 +1,30 @@
 """Feed-forward specs: activations (one registry), dense and gated MLPs, mixtures of experts.
 
-An activation is a rule: its function (applied to the gate of a gated unit) and its FLOPs
-per element; whether it is gated is ``Activation.gated`` on the enum. A gated unit whose
-branches meet otherwise than act(gate) * up gives its ``combine`` (gpt-oss's clamped
-SwiGLU). The torch module is ``archdb.builder.mlp.Act`` running that function. Adding an
-activation is one entry in ``ACTIVATIONS`` (and its enum value).
+An activation is a rule (its function, FLOPs per element, whether it is gated), declared
+with its enum value in ``archdb.choices.activations``; the torch module is
+``archdb.builder.mlp.Act`` running that function.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from archdb.choices.activations import ACTIVATIONS, Activation, ActivationRule, ClampedSwiGLU
+from archdb.choices.activations import CLAMPED_SWIGLU as CLAMPED_SWIGLU  # re-exported
+from archdb.choices.activations import XIELU_RULE as XIELU_RULE  # re-exported
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import Activation, GroupScore, RouterScore
+from archdb.schema import GroupScore, RouterScore
 
 from .norms import NormSpec, bare_rms
 from .tally import Tally, linear_params
-
-
-def _relu(x):
-    import torch
-
-    return torch.relu(x)
-
-
-def _gelu(x):  # the tanh approximation (GPT-2, Gemma)
-    import torch.nn.functional as F
-
-    return F.gelu(x, approximate="tanh")
 
 
 def _gelu_exact(x):  # the erf form (GPT-NeoX, BERT)
     import torch.nn.functional as F
 
     return F.gelu(x)
-
-
-def _silu(x):
-    import torch.nn.functional as F
-
-    return F.silu(x)
-
-
-def _squared_relu(x):  # relu(x)^2 (So et al. 2021, Primer; Nemotron-4)
-    import torch
-
-    return torch.relu(x).square()
-
-
-@dataclass(frozen=True)
-class ClampedSwiGLU:
-    """gpt-oss's gated unit (openai/gpt-oss ``swiglu``; transformers GptOssExperts): the
-    gate clamped above at ``limit``, the linear branch to [-limit, limit], then
-    (up + 1) * gate * sigmoid(alpha * gate)."""
-
-    limit: float = 7.0  # swiglu_limit
-    alpha: float = 1.702  # swiglu_alpha
-
-    def gate(self, x):
-        import torch
-
-        x = x.clamp(max=self.limit)
-        return x * torch.sigmoid(x * self.alpha)
-
-    def __call__(self, gate, up):
-        return (up.clamp(min=-self.limit, max=self.limit) + 1) * self.gate(gate)
-
-
-CLAMPED_SWIGLU = ClampedSwiGLU()  # gpt-oss's limit and alpha: the defaults of null fields
-
-_SOFTPLUS_INVERSE_08 = math.log(math.expm1(0.8))  # stored so that softplus gives 0.8
-_SOFTPLUS_INVERSE_03 = math.log(math.expm1(0.8 - 0.5))
-
-
-@dataclass(frozen=True)
-class XIELU:
-    """xIELU (Huang 2024, https://arxiv.org/abs/2411.13010), as transformers'
-    XIELUActivation computes it: with a_p = softplus(alpha_p), a_n = beta + softplus(alpha_n),
-    a_p x^2 + beta x for x > 0, else (expm1(min(x, eps)) - x) a_n + beta x. beta and eps
-    are constants of the function; alpha_p and alpha_n are learned, one each per MLP."""
-
-    beta: float = 0.5
-    eps: float = -1e-6
-    initial: tuple[tuple[str, float], ...] = (
-        ("alpha_p", _SOFTPLUS_INVERSE_08),
-        ("alpha_n", _SOFTPLUS_INVERSE_03),
-    )
-
-    def __call__(self, x, alpha_p, alpha_n):
-        import torch
-        import torch.nn.functional as F
-
-        a_p = F.softplus(alpha_p)
-        a_n = self.beta + F.softplus(alpha_n)
-        positive = a_p * x * x + self.beta * x
-        negative = (torch.expm1(x.clamp(max=self.eps)) - x) * a_n + self.beta * x
-        return torch.where(x > 0, positive, negative)
-
-
-XIELU_RULE = XIELU()
-
-
-@dataclass(frozen=True)
-class ActivationRule:
-    """The non-linearity (of the gate, for gated units), named as in module trees."""
-
-    name: str
-    fn: Callable
-    flops_per_element: int = cv.ELEMENTWISE  # the non-linearity alone (all but the product)
-    combine: Callable | None = None  # (gate, up) -> output, where not fn(gate) * up
-    # learned scalars of the function, one set per MLP (xIELU): (name, initial raw value),
-    # passed to fn after its input; flops_per_call: their own transformation per call
-    learned: tuple[tuple[str, float], ...] = ()
-    flops_per_call: int = 0
-
-
-ACTIVATIONS: dict[Activation, ActivationRule] = {
-    Activation.RELU: ActivationRule("relu", _relu),
-    Activation.GELU: ActivationRule("gelu", _gelu),
-    Activation.SQUARED_RELU: ActivationRule("squared-relu", _squared_relu, flops_per_element=2),
-    Activation.SILU: ActivationRule("silu", _silu),
-    # gated units (Shazeer 2020, ``Activation.gated``): act(gate(x)) * up(x)
-    Activation.SWIGLU: ActivationRule("silu", _silu),
-    Activation.GEGLU: ActivationRule("gelu", _gelu),
-    Activation.REGLU: ActivationRule("relu", _relu),
-    # per element: two clamps, alpha *, sigmoid, gate *, up + 1 (and the product)
-    Activation.CLAMPED_SWIGLU: ActivationRule(
-        "clamped-swiglu", CLAMPED_SWIGLU.gate, flops_per_element=6, combine=CLAMPED_SWIGLU
-    ),
-    # per element: alpha_p x, * x, beta x, +; clamp, expm1, - x, * a_n, beta x, + (the
-    # selection is free); per call: two softplus and beta + of the learned scalars
-    Activation.XIELU: ActivationRule(
-        "xielu", XIELU_RULE, flops_per_element=10, learned=XIELU_RULE.initial, flops_per_call=3
-    ),
-}
 
 
 GELU_EXACT = ActivationRule("gelu-exact", _gelu_exact)  # GELU/GeGLU with gelu_approximation exact

@@ -1,8 +1,8 @@
 """Norms: their kinds, where they sit in a block, and the QK norms (one registry each).
 
-A norm kind is a rule (FLOPs per element and the tensor function it computes); the torch
-module is ``archdb.builder.norms.Norm`` running that function. Adding a norm kind is one
-entry in ``NORMS`` (and its enum value in the schema).
+A norm kind is a rule (FLOPs per element and the tensor function it computes), declared
+with its enum value in ``archdb.choices.norms``; the torch module is
+``archdb.builder.norms.Norm`` running that function.
 """
 
 from __future__ import annotations
@@ -10,49 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from archdb.measure import conventions as cv
+from archdb.choices.norms import NORMS, NormRule, NormType
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import NormAffine, NormPosition, NormType, QKNorm
+from archdb.schema import NormAffine, NormPosition, QKNorm
 
 from .tally import Tally
-
-LN_EPS = 1e-5
-RMS_EPS = 1e-6
-
-
-# --- kinds ---------------------------------------------------------------------------
-
-
-def _layer_norm(x, width: int, weight, bias, eps: float | None = None):
-    import torch.nn.functional as F
-
-    return F.layer_norm(x, (width,), weight, bias, LN_EPS if eps is None else eps)
-
-
-def _rms_norm(x, width: int, weight, bias, eps: float | None = None):
-    import torch.nn.functional as F
-
-    y = F.rms_norm(x, (width,), weight, RMS_EPS if eps is None else eps)
-    return y if bias is None else y + bias
-
-
-@dataclass(frozen=True)
-class NormRule:
-    """What a norm kind computes: ``forward(x, width, weight, bias, eps)`` and its cost
-    (``eps`` None: the kind's default, LN_EPS or RMS_EPS)."""
-
-    name: str  # shown in module trees
-    flops_per_element: int  # before the affine terms
-    forward: Callable
-    scale_flops: int = cv.AFFINE  # per element, when the norm has a scale
-    bias_flops: int = cv.AFFINE  # per element, when it has a bias
-    scale_init: float = 1.0  # the scale's initial value
-
-
-NORMS: dict[NormType, NormRule] = {
-    NormType.LAYERNORM: NormRule("LayerNorm", cv.LAYERNORM, _layer_norm),
-    NormType.RMSNORM: NormRule("RMSNorm", cv.RMSNORM, _rms_norm),
-}
 
 
 @dataclass(frozen=True)
@@ -62,7 +24,7 @@ class NormSpec:
     type: NormType
     scale: bool
     bias: bool
-    eps: float | None = None  # None: the kind's default (LN_EPS, RMS_EPS)
+    eps: float | None = None  # None: the kind's default_eps
     unit_offset: bool = False  # the scale is stored as w and applied as (1 + w) (Gemma)
 
     @classmethod

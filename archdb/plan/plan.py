@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.schema import (
     CHANNEL_ONLY,
     Activation,
@@ -570,9 +571,11 @@ class _Reader:
         return ShortcutBlock(self.d, mixers, dense, moe, self.norm)
 
     def mixer_skip(self, spec: LayerSpec) -> float | None:
-        """The residual factor of a layer's token mixer: lightning's own, or attention's."""
-        if spec.kind is LayerKind.LIGHTNING:
-            return _factor(self.a.mixers.lightning.skip_multiplier)
+        """The residual factor of a layer's token mixer: a mixer plugin's own (lightning's),
+        or attention's."""
+        if (plugin := MIXER_PLUGINS.get(spec.kind)) is not None:
+            skip = plugin.skip_multiplier
+            return None if skip is None else skip(plugin.sizes_of(self.a))
         return _factor(self.a.attention.skip_multiplier) if spec.kind.attention else None
 
     def altup_layer(self) -> AltUpLayer | None:

@@ -1,5 +1,6 @@
 """Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv, Mamba-1,
-Kimi Delta Attention, Griffin's RG-LRU and MiniMax-01's lightning attention, as specs.
+Kimi Delta Attention and Griffin's RG-LRU, as specs; the mixer plugins' (archdb.mixers,
+MiniMax-01's lightning attention among them) are made by their plugins.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
 match it exactly), its FLOPs, its state and its module factory. ``RECURRENT`` maps a
@@ -22,12 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.schema import LayerKind, LightningDecay, Mamba2Norm, MambaInnerNorm
+from archdb.mixers import MIXERS, MixerPlugin
+from archdb.schema import LayerKind, Mamba2Norm, MambaInnerNorm
 
 from .layout import LayerSpec
-from .norms import RMS_EPS
 from .tally import Tally, linear_params
 
 
@@ -430,74 +432,6 @@ class RgLruMixer:
         return Module(self.d_model, self.lru_width, self.n_heads, self.conv_kernel)
 
 
-@dataclass(frozen=True)
-class LightningMixer:
-    """qkv_proj, SiLU; per head S_t = exp(-s) S_{t-1} + k_t v_t^T, o_t = q_t S_t; RMSNorm
-    over the heads' output; times sigmoid(output_gate(x)); out_proj (transformers'
-    MiniMaxLightningAttention). The decays are fixed buffers (no parameters): their rule
-    depends on the layer's depth, so the module reads its layer index when built."""
-
-    d_model: int
-    n_heads: int
-    head_dim: int
-    decay: LightningDecay
-    output_multiplier: float | None = None
-
-    NORM_EPS = 1e-6  # MiniMaxLightningAttention's norm: MiniMaxRMSNorm's default, not the card's
-
-    @property
-    def inner(self) -> int:
-        return self.n_heads * self.head_dim
-
-    def params(self) -> int:
-        d, inner = self.d_model, self.inner
-        n = linear_params(d, 3 * inner, False)  # q, k, v
-        n += linear_params(d, inner, False)  # the output gate
-        n += inner  # the norm's scale
-        return n + linear_params(inner, d, False)
-
-    def flops(self, tally: Tally) -> None:
-        d, h, k, inner = self.d_model, self.n_heads, self.head_dim, self.inner
-        tally.linear(d, 3 * inner, False)
-        tally.elementwise(3 * inner)  # SiLU on q, k, v
-        tally.add(C.ELEMENTWISE, 2 * h)  # decay = exp(-s), once per forward
-        # state update S = decay S + k v^T: scale, outer product, add; read-out q S
-        tally.elementwise(3 * h * k * k + cv.FLOPS_PER_MAC * h * k * k)
-        tally.add(C.NORM, tally.seq_len * inner * (cv.RMSNORM + cv.AFFINE))
-        tally.linear(d, inner, False)
-        tally.elementwise(2 * inner)  # sigmoid(gate) * o
-        tally.linear(inner, d, False)
-        if self.output_multiplier is not None:
-            tally.elementwise(d)
-
-    def cache_entries(self, context: int) -> int:
-        """A head_dim x head_dim state per head: a constant, whatever the context."""
-        return self.n_heads * self.head_dim * self.head_dim
-
-    def module(self, ctx):
-        from archdb.builder.recurrent import LightningMixer as Module
-
-        rates = LIGHTNING_DECAYS[self.decay](self.n_heads, ctx.layer, ctx.n_layers)
-        return Module(
-            self.d_model, self.n_heads, self.head_dim, rates, self.NORM_EPS, self.output_multiplier
-        )
-
-
-def minimax_decay_rates(n_heads: int, layer: int, n_layers: int) -> list[float]:
-    """MiniMax-01's rates s per head (the state decays by exp(-s) a token): ALiBi's slopes
-    2^(-8h/H), h = 1..H, times 1 - l / (L - 1 + 1e-5) + 1e-5 at layer l of L (0-based), as
-    transformers' MiniMaxLightningAttention.get_slope_rate computes them."""
-    base = 1 / (2 ** (8 / n_heads))
-    factor = 1 - layer / (n_layers - 1 + 1e-5) + 1e-5
-    return [base ** (h + 1) * factor for h in range(n_heads)]
-
-
-# decay rule -> (n_heads, layer index, n_layers) -> one rate per head
-LIGHTNING_DECAYS: dict[LightningDecay, Callable[[int, int, int], list[float]]] = {
-    LightningDecay.MINIMAX: minimax_decay_rates,
-}
-
-
 RecurrentMixer = (
     Mamba2Mixer
     | GatedDeltaNetMixer
@@ -505,7 +439,7 @@ RecurrentMixer = (
     | MambaMixer
     | KimiDeltaAttentionMixer
     | RgLruMixer
-    | LightningMixer
+    | Any  # a mixer plugin's spec (archdb.mixers)
 )
 Reader = Any  # plan._Reader, not imported: plan imports this module
 
@@ -587,11 +521,6 @@ def _rg_lru(r: Reader, spec: LayerSpec) -> RgLruMixer:
     return RgLruMixer(r.d, g.lru_width, g.n_heads, g.conv_kernel)
 
 
-def _lightning(r: Reader, spec: LayerSpec) -> LightningMixer:
-    li = r.a.mixers.lightning
-    return LightningMixer(r.d, li.n_heads, li.head_dim, li.decay, _factor(li.output_multiplier))
-
-
 def _eps(r: Reader) -> float:
     """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
     BambaMixer and Qwen3-Next's gated DeltaNet all pass the blocks' one)."""
@@ -604,7 +533,13 @@ RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.GATED_DELTANET: _gated_deltanet,
     LayerKind.SHORT_CONV: _short_conv,
     LayerKind.MAMBA: _mamba,
-    LayerKind.LIGHTNING: _lightning,
     LayerKind.KDA: _kda,
 }
 RECURRENT[LayerKind.RG_LRU] = _rg_lru
+
+
+def _plugin_maker(plugin: MixerPlugin) -> Callable[[Reader, LayerSpec], RecurrentMixer]:
+    return lambda r, spec: plugin.plan(plugin.sizes_of(r.a), r)
+
+
+RECURRENT |= {LayerKind(kind): _plugin_maker(plugin) for kind, plugin in MIXERS.items()}
