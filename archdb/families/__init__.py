@@ -1,8 +1,13 @@
 """transformers families: one spec per ``model_type`` (``registry.SPECS``).
 
-``spec`` defines a family; ``registry`` declares every family; ``card_to_config`` writes a
-card as its family's config. import-hf (``archdb.hf_import``) reads configs through the
-same specs, ``archdb.weights`` takes checkpoint names from them, and ``archdb.fidelity``
-their measured logit errors. The registry is imported on demand: it pulls in the
-importer and the writers, which the query commands do not need.
+Each lineage module (``llama``, ``gemma``, ``deepseek``, ``ssm``, ...) holds its families'
+knowledge once: import-hf's hooks on its draft card (config -> card), the writers the tests
+build transformers' models from (card -> config), the checkpoint tensor names, then the
+specs (``spec.FamilySpec``), each declared as a difference from its parent.
+
+``spec`` defines a family; ``registry`` collects the families and routes a card to its
+own; ``card_to_config`` writes a card as its family's config and ``round_trip`` reads it
+back. import-hf (``archdb.hf_import``), the checkpoint names (``archdb.weights``) and the
+fidelity levels (``archdb.fidelity``) read the same specs. The registry is imported on
+demand: it pulls in the importer and the writers, which the query commands never need.
 """

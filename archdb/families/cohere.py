@@ -1,10 +1,4 @@
-"""Command R and Command A.
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""Command R and Command A."""
 
 from __future__ import annotations
 

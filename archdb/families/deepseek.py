@@ -1,10 +1,4 @@
-"""DeepSeek-V2, V3, V3.2, GLM-4.5/5, Kimi Linear and LongCat-Flash.
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""DeepSeek-V2, V3, V3.2, GLM-4.5/5, Kimi Linear and LongCat-Flash."""
 
 from __future__ import annotations
 

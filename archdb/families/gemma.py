@@ -1,10 +1,4 @@
-"""Gemma 1 to 4, Gemma 3n and RecurrentGemma.
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""Gemma 1 to 4, Gemma 3n and RecurrentGemma."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""GPT-1, GPT-2, GPT-J, GPT-NeoX, Phi 1/2, OPT and Falcon.
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""GPT-1, GPT-2, GPT-J, GPT-NeoX, Phi 1/2, OPT and Falcon."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Granite, Granite MoE and Granite 4.0 hybrids.
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""Granite, Granite MoE and Granite 4.0 hybrids."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Mamba, Mamba-2 and their hybrids (Bamba, Nemotron-H, Falcon-H1, Jamba, Zamba2).
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""Mamba, Mamba-2 and their hybrids (Bamba, Nemotron-H, Falcon-H1, Jamba, Zamba2)."""
 
 from __future__ import annotations
 

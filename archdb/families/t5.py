@@ -1,10 +1,4 @@
-"""T5 (encoder-decoder; compared, not imported).
-
-Each family's knowledge, once: import-hf's hooks on its draft card (config -> card),
-the writers the tests build transformers' models from (card -> config), the
-checkpoint tensor names, then the specs (``archdb.families.spec``), each declared
-as a difference from its parent.
-"""
+"""T5 (encoder-decoder; compared, not imported)."""
 
 from __future__ import annotations
 
