@@ -156,3 +156,30 @@ def test_a_card_whose_function_the_written_config_loses_is_not_logit_exact(monke
         "count-exact",
         "llama: the config written for it loses norm.eps",
     )
+
+
+@pytest.mark.parametrize("model_type", sorted(m for m, s in SPECS.items() if s.imports))
+def test_transformers_default_config_of_every_family_round_trips(model_type):
+    """Every importing family, catalogue cards or not: the card import-hf makes of
+    transformers' own default config comes back whole through the family's writer."""
+    import warnings
+
+    transformers = pytest.importorskip("transformers")
+    from archdb.hf_import import Identity, import_config
+    from archdb.testing.transformers import DEFAULT_COMPLETIONS
+    from archdb.writer import validate_card
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = transformers.AutoConfig.for_model(
+            model_type, **DEFAULT_COMPLETIONS.get(model_type, {})
+        )
+    identity = Identity("default-1b", "Default 1B", "default", "Example Lab", "2025-01-01")
+    imported = import_config(
+        {**config.to_dict(), "model_type": model_type},
+        source_url="https://example.org/config.json",
+        identity=identity,
+    )
+    card = validate_card(imported.card)
+    assert round_trip_losses(card.architecture, model_type) == set()

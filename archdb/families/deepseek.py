@@ -584,6 +584,7 @@ def glm4_moe(a: Architecture) -> dict:
         _base(a)
         | config
         | _rope(a)
+        | _mtp_modules(a, "num_nextn_predict_layers")
         | {
             "attention_bias": a.bias.qkv,
             "use_qk_norm": qk is QKNorm.PER_HEAD,
