@@ -14,7 +14,7 @@ from archdb import query
 from archdb.fidelity import fidelity
 from archdb.measure import conventions as cv
 from archdb.schema import Card, mirror_only_paths
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, catalogue_rows
 
 
 def card_record(
@@ -37,14 +37,16 @@ def derived_figures(
     context: int = cv.DEFAULT_KV_CONTEXT,
     bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
 ) -> dict[str, Any]:
-    """The card's derived figures, the KV cache at the stated length and element size."""
-    row = card_row(card)
+    """The card's derived figures, the KV cache at the stated length and element size
+    (the counts from the figures cache where the same architecture was counted before)."""
+    (row,) = catalogue_rows([card])
     out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "series")}
     if out["kv_cache_bytes_per_token"] is not None:
-        from archdb.measure.analytic import cache_size
+        if (context, bytes_per_element) != (cv.DEFAULT_KV_CONTEXT, cv.DEFAULT_KV_DTYPE_BYTES):
+            from archdb.measure.analytic import cache_size  # the table has the default's
 
-        size = cache_size(card.architecture, context, bytes_per_element)
-        out["kv_cache_bytes_per_token"] = size.per_token
+            size = cache_size(card.architecture, context, bytes_per_element)
+            out["kv_cache_bytes_per_token"] = size.per_token
         out["kv_cache_context"] = context
         out["kv_cache_bytes_per_element"] = bytes_per_element
     return out
@@ -53,7 +55,7 @@ def derived_figures(
 def comparison(cards: list[Card]) -> list[dict[str, Any]]:
     """One row per field any card sets: the values, whether they differ, and each value
     divided by the first card's (numeric fields but the year; None where undefined)."""
-    rows = [card_row(c) for c in cards]
+    rows = catalogue_rows(cards)
     fields = query.fields()
     out = []
     for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:

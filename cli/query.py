@@ -291,7 +291,7 @@ def _fields_table(card: Card) -> Table:
     from rich.table import Table
 
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
-    row = card_row(card)
+    row = card_row(card, counts=False)  # the fields only: no counts to compute
     mirrored = set(mirror_only_paths(card))
     for column in FIELD_COLUMNS:
         if column in ("id", "name", "family", "organization", "release_date", "open_weights"):

@@ -240,7 +240,8 @@ def _in_a_fresh_interpreter(path, env: dict[str, str], *args: str) -> tuple[str,
         "import json, sys; from archdb_cli.main import app\n"
         "try: app([*sys.argv[2:], '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
-        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'importlib.metadata', 'rich')\n"
+        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'archdb.families', "
+        "'importlib.metadata', 'rich')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
     )
     run = subprocess.run([sys.executable, "-c", code, str(path), *args], capture_output=True,
@@ -262,6 +263,18 @@ def test_a_plain_piped_list_skips_the_formula_the_plugin_scan_and_rich(write_cat
     output, modules = _in_a_fresh_interpreter(path, {**plain, "FORCE_COLOR": "1"}, "list")
     assert "toy-1b" in output and "\x1b[" in output  # styled by Rich
     assert "rich.table" in modules
+
+
+def test_show_reads_its_counts_and_fidelity_from_the_caches(write_catalogue, private_cache):
+    """The first `show` of a card counts it and judges its fidelity (the plan, the family
+    specs); the next reads both from the caches and loads neither."""
+    path = write_catalogue(VALID_CARD)
+    plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    first, modules = _in_a_fresh_interpreter(path, plain, "show", "toy-1b")
+    assert "archdb.plan" in modules and "archdb.families.registry" in modules
+    again, modules = _in_a_fresh_interpreter(path, plain, "show", "toy-1b")
+    assert again == first and "Fidelity: not comparable" in again
+    assert not [m for m in modules if m.startswith(("archdb.plan", "archdb.families"))]
 
 
 @pytest.mark.parametrize(
