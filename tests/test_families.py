@@ -19,7 +19,7 @@ import archdb
 from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.families.round_trip import REFUSED, round_trip_losses
-from archdb.schema import Card
+from archdb.schema import Card, LayerKind, NormType
 
 # family -> card fields its writer does not yet carry into the config
 ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
@@ -70,6 +70,9 @@ def test_a_derived_family_inherits_fixed_choices_but_not_what_names_its_parent()
     assert child.norm_position == "double" and child.module == "gemma2_like"
     with pytest.raises(ValueError, match="names its own config_class, model_class"):
         GEMMA2.derive("nameless", layer="L")
+    assert child.norm is NormType.RMSNORM and child.default_pattern[0] is LayerKind.LOCAL
+    with pytest.raises(ValueError, match="'rmsnrom' is not a valid NormType"):
+        GEMMA2.derive("misspelt", layer="L", config_class="C", model_class="M", norm="rmsnrom")
 
 
 def test_every_parent_is_a_family_and_every_alias_reaches_one():

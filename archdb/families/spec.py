@@ -22,6 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from archdb.schema import (
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+    RopeLayout,
+)
+
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "layer", "config_class", "model_class", "write",
                  "logit_error", "aliases")  # fmt: skip
@@ -37,12 +47,12 @@ class FamilySpec:
     parent: str | None = None  # the family this one is declared as a difference from
 
     # --- what the code fixes, and the config class's defaults ----------------------------
-    norm: str = "rmsnorm"
-    norm_position: str = "pre"
-    norm_affine: str = "scale"
+    norm: NormType = NormType.RMSNORM
+    norm_position: NormPosition = NormPosition.PRE
+    norm_affine: NormAffine = NormAffine.SCALE
     gated: bool = True  # act(gate(x)) * up(x), then down
-    position: str = "rope"
-    qk_norm: str = "none"
+    position: PositionType = PositionType.ROPE
+    qk_norm: QKNorm = QKNorm.NONE
     fixed_bias: tuple[bool, bool, bool] | None = None  # (qkv, attn_out, mlp) set in code
     attention_bias_default: bool = False  # attention_bias when the config omits it
     mlp_bias: bool | None = False  # fixed in code, or None: the config's mlp_bias key
@@ -54,14 +64,15 @@ class FamilySpec:
     d_ff_default_ratio: int | None = None  # d_ff = ratio * d_model when the config omits it
     rotary_fraction_default: float | None = None
     eps_default: float | None = None  # None: 1e-5 for LayerNorm, 1e-6 for RMSNorm
-    default_pattern: tuple[str, ...] = ("global",)  # without layer_types / sliding_window_pattern
-    full_layer: str = "global"  # the card kind of a "full_attention" layer
+    # without layer_types / sliding_window_pattern
+    default_pattern: tuple[LayerKind, ...] = (LayerKind.GLOBAL,)
+    full_layer: LayerKind = LayerKind.GLOBAL  # the card kind of a "full_attention" layer
     sliding_everywhere: bool = False  # a non-null sliding_window applies to every layer
-    linear_layer: str | None = None  # the card kind of a "linear_attention" layer
-    conv_layer: str | None = None  # the card kind of a "conv" layer (LFM2)
+    linear_layer: LayerKind | None = None  # the card kind of a "linear_attention" layer
+    conv_layer: LayerKind | None = None  # the card kind of a "conv" layer (LFM2)
     # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
     type_aliases: tuple[tuple[str, str], ...] = ()
-    rope_layout: str = "half-split"  # rotate_half in the modeling code; interleaved: pairs
+    rope_layout: RopeLayout = RopeLayout.HALF_SPLIT  # rotate_half in the code; interleaved: pairs
     indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
 
     # --- config -> card (import-hf) ------------------------------------------------------
@@ -87,8 +98,16 @@ class FamilySpec:
     function_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        """Choices are the schema's vocabulary: a spec written with plain strings is read
+        into the enums, so a misspelt choice fails where the family is declared."""
         if not self.module:
             object.__setattr__(self, "module", self.model_type)
+        for name, vocabulary in _CHOICES.items():
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, vocabulary(value))
+        pattern = tuple(LayerKind(kind) for kind in self.default_pattern)
+        object.__setattr__(self, "default_pattern", pattern)
 
     @property
     def norm_eps_default(self) -> float:
@@ -105,3 +124,16 @@ class FamilySpec:
             raise ValueError(f"{model_type}: a derived family names its own {', '.join(missing)}")
         own = {"model_type": model_type, "parent": self.model_type}
         return replace(self, **(fresh | own | changes))
+
+
+_CHOICES = {
+    "norm": NormType,
+    "norm_position": NormPosition,
+    "norm_affine": NormAffine,
+    "position": PositionType,
+    "qk_norm": QKNorm,
+    "rope_layout": RopeLayout,
+    "full_layer": LayerKind,
+    "linear_layer": LayerKind,
+    "conv_layer": LayerKind,
+}
