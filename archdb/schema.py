@@ -67,7 +67,7 @@ from archdb.field_types import (
     Width,
 )
 from archdb.fields import Asked, OutputOnly, Unknown, Usual, get_path, with_role
-from archdb.mixers import MIXERS
+from archdb.mixers import MIXERS, in_schema_order
 
 # re-exported: one dotted-path helper (archdb.fields), the vocabularies declared beside
 # their rules (archdb.choices) and the size bounds (archdb.field_types)
@@ -161,34 +161,41 @@ class GroupScore(StrEnum):
     TOP2_SUM = "top2-sum"  # its two best scores, after the correction bias (V3 noaux_tc)
 
 
+# the built-in layer-pattern entries (member name, entry), in schema order: each mixer
+# plugin's member goes after the entry its ``after`` names (archdb.mixers.in_schema_order)
+_BUILT_IN_KINDS = (
+    ("GLOBAL", "global"),  # full attention, with the card's position scheme
+    # sliding-window attention, with the card's position scheme: each query sees a causal
+    # band of `sliding_window` keys, itself included. GPT-3's "locally banded sparse"
+    # layers are this function (OpenAI's Sparse Transformer code: attn_mode "local")
+    ("LOCAL", "local"),
+    ("GLOBAL_NOPE", "global-nope"),  # full attention without position encoding (Llama 4)
+    ("CHUNKED", "chunked"),  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
+    ("MAMBA2", "mamba2"),  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
+    ("GATED_DELTANET", "gated-deltanet"),  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
+    ("SHORT_CONV", "short-conv"),  # gated short depthwise convolution (LFM2), mixers.short_conv
+    ("MLP", "mlp"),  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
+    ("MOE", "moe"),  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
+    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
+    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
+    ("GLOBAL_MAMBA2", "global+mamba2"),
+    ("MAMBA", "mamba"),  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
+    ("KDA", "kda"),  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
+    ("RG_LRU", "rg-lru"),  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
+)
+
+
 class LayerKind(StrEnum):
     """One entry of the per-layer pattern, tiled over the layers: an attention kind or a
     non-attention token mixer whose sizes sit in ``architecture.mixers``."""
 
-    GLOBAL = "global"  # full attention, with the card's position scheme
-    # sliding-window attention, with the card's position scheme: each query sees a causal
-    # band of `sliding_window` keys, itself included. GPT-3's "locally banded sparse"
-    # layers are this function (OpenAI's Sparse Transformer code: attn_mode "local")
-    LOCAL = "local"
-    GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
-    CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
-    MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
-    GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
-    SHORT_CONV = "short-conv"  # gated short depthwise convolution (LFM2), mixers.short_conv
-    MLP = "mlp"  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
-    MOE = "moe"  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
-    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
-    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
-    GLOBAL_MAMBA2 = "global+mamba2"
-    MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
-    KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
-    RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
-    # then one member per mixer plugin (archdb.mixers: MiniMax-01's lightning, ...): its
-    # entry upper-cased, '_' for '-', as the name; its sizes in mixers.<that name, lower>
-    _ignore_ = ("_members", "_plugin")
+    # the built-in entries and, each after the entry it names, one member per mixer plugin
+    # (archdb.mixers: MiniMax-01's lightning, ...): its entry upper-cased, '_' for '-', as
+    # the name; its sizes in mixers.<that name, lower>
+    _ignore_ = ("_members", "_name", "_entry")
     _members = vars()
-    for _plugin in MIXERS.values():
-        _members[_plugin.member] = _plugin.kind
+    for _name, _entry in in_schema_order(_BUILT_IN_KINDS):
+        _members[_name] = _entry
 
     @property
     def attention(self) -> bool:
@@ -222,10 +229,15 @@ RECURRENT_KINDS = frozenset(
     | {LayerKind.KDA}
 )
 RECURRENT_KINDS |= {LayerKind.RG_LRU, *(LayerKind(kind) for kind in MIXERS)}
+# the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
+MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
 # the non-attention mixers' entries, as messages and descriptions list them
-MIXER_ENTRIES = ", ".join(
-    ["mamba2", "gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", *MIXERS]
-)
+MIXER_ENTRIES = ", ".join(kind.value for kind in MIXER_KINDS)
+
+
+def mixer_field(kind: LayerKind) -> str:
+    """The field of architecture.mixers that holds a non-attention entry's sizes."""
+    return kind.value.replace("-", "_")
 
 
 class QKNorm(StrEnum):
@@ -999,16 +1011,24 @@ class _BuiltInMixers(Strict):
     )
 
 
-# the built-in mixers' sizes, then each plugin's (archdb.mixers) under its field
-Mixers = create_model(
-    "Mixers",
-    __base__=_BuiltInMixers,
-    __module__=__name__,
-    __doc__=_BuiltInMixers.__doc__,
-    **{
+def _mixer_fields() -> dict[str, tuple[object, object]]:
+    """Every mixer's sizes field, the built-in ones' and each plugin's (archdb.mixers), in
+    the schema order of their layer-pattern entries."""
+    plugins = {
         p.field: (p.sizes | None, Field(default=None, description=p.description))
         for p in MIXERS.values()
-    },
+    }
+    built_in = {name: (f.annotation, f) for name, f in _BuiltInMixers.model_fields.items()}
+    fields = {**built_in, **plugins}
+    return {mixer_field(kind): fields[mixer_field(kind)] for kind in MIXER_KINDS}
+
+
+Mixers = create_model(
+    "Mixers",
+    __base__=Strict,
+    __module__=__name__,
+    __doc__=_BuiltInMixers.__doc__,
+    **_mixer_fields(),
 )
 
 
@@ -1679,15 +1699,8 @@ class Architecture(Strict):
     def _check_mixers(self) -> None:
         kinds = {k.recurrent for k in self.attention.layer_pattern}
         mixers = self.mixers or Mixers()
-        for kind, name in (
-            (LayerKind.MAMBA2, "mamba2"),
-            (LayerKind.GATED_DELTANET, "gated_deltanet"),
-            (LayerKind.SHORT_CONV, "short_conv"),
-            (LayerKind.MAMBA, "mamba"),
-            (LayerKind.KDA, "kda"),
-            (LayerKind.RG_LRU, "rg_lru"),
-            *((LayerKind(p.kind), p.field) for p in MIXERS.values()),
-        ):
+        for kind in MIXER_KINDS:
+            name = mixer_field(kind)
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
                     f"mixers.{name} is required for, and only for, {kind.value} layers in "
@@ -1789,7 +1802,7 @@ class Architecture(Strict):
     def _check_single_sublayers(self) -> None:
         """mlp and moe entries make every layer one sublayer (Nemotron-H): no token mixer
         keeps an MLP, and the MoE sits exactly on the moe entries."""
-        att, moe, mixers = self.attention, self.mlp.moe, self.mixers or Mixers()
+        att, moe = self.attention, self.mlp.moe
         kinds = set(att.layer_pattern)
         if not any(kind not in CHANNEL_ONLY for kind in kinds):
             raise ValueError("attention.layer_pattern needs a token mixer (attention or recurrent)")
@@ -1799,16 +1812,10 @@ class Architecture(Strict):
             path
             for path, has in (
                 ("attention.mlp", any(k.attention for k in kinds) and att.mlp is not False),
-                ("mixers.mamba2.mlp", mixers.mamba2 is not None and mixers.mamba2.mlp),
-                (
-                    "mixers.gated_deltanet.mlp",
-                    mixers.gated_deltanet is not None and mixers.gated_deltanet.mlp,
+                *(
+                    (f"mixers.{mixer_field(kind)}.mlp", self.kind_has_mlp(kind))
+                    for kind in MIXER_KINDS
                 ),
-                ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
-                ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
-                ("mixers.kda.mlp", mixers.kda is not None and mixers.kda.mlp),
-                ("mixers.rg_lru.mlp", mixers.rg_lru is not None and mixers.rg_lru.mlp),
-                *((f"mixers.{p.field}.mlp", p.has_mlp(self)) for p in MIXERS.values()),
             )
             if has
         ]
@@ -1832,20 +1839,9 @@ class Architecture(Strict):
         m = self.mixers or Mixers()
         if kind in CHANNEL_ONLY:
             return True
-        if kind is LayerKind.MAMBA2:
-            return m.mamba2 is not None and m.mamba2.mlp
-        if kind is LayerKind.GATED_DELTANET:
-            return m.gated_deltanet is not None and m.gated_deltanet.mlp
-        if kind is LayerKind.SHORT_CONV:
-            return m.short_conv is not None and m.short_conv.mlp
-        if kind is LayerKind.MAMBA:
-            return m.mamba is not None and m.mamba.mlp
-        if kind is LayerKind.KDA:
-            return m.kda is not None and m.kda.mlp
-        if kind is LayerKind.RG_LRU:
-            return m.rg_lru is not None and m.rg_lru.mlp
-        if (plugin := MIXERS.get(kind)) is not None:
-            return plugin.has_mlp(self)
+        if kind in RECURRENT_KINDS:
+            sizes = getattr(m, mixer_field(kind))
+            return sizes is not None and sizes.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:

@@ -27,15 +27,11 @@ from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.mixers import MIXERS, MixerPlugin
+from archdb.mixers._common import depthwise_conv_flops as _depthwise_conv_flops
 from archdb.schema import LayerKind, Mamba2Norm, MambaInnerNorm
 
 from .layout import LayerSpec
 from .tally import Tally, linear_params
-
-
-def _depthwise_conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
-    """Depthwise causal conv: a multiply and a sum per tap, then the bias."""
-    tally.elementwise(cv.FLOPS_PER_MAC * channels * kernel + (channels if bias else 0))
 
 
 def _conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
