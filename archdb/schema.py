@@ -173,7 +173,6 @@ _BUILT_IN_KINDS = (
     ("CHUNKED", "chunked"),  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
     ("MAMBA2", "mamba2"),  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
     ("GATED_DELTANET", "gated-deltanet"),  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
-    ("SHORT_CONV", "short-conv"),  # gated short depthwise convolution (LFM2), mixers.short_conv
     ("MLP", "mlp"),  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
     ("MOE", "moe"),  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
     # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
@@ -225,8 +224,7 @@ class LayerKind(StrEnum):
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
 RECURRENT_KINDS = frozenset(
-    {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
-    | {LayerKind.KDA}
+    {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.MAMBA} | {LayerKind.KDA}
 )
 RECURRENT_KINDS |= {LayerKind.RG_LRU, *(LayerKind(kind) for kind in MIXERS)}
 # the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
@@ -899,23 +897,6 @@ class GatedDeltaNet(Strict):
     )
 
 
-class ShortConv(Strict):
-    """LFM2's gated short convolution, laid out as transformers' Lfm2ShortConv:
-    in_proj (d_model -> 3 d_model: B, C, x); B * x; a depthwise causal conv over time;
-    C * conv; out_proj (d_model -> d_model). Its width is d_model."""
-
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width in tokens (conv_L_cache); the state kept "
-        "between tokens is its last conv_kernel - 1 inputs."
-    )
-    bias: StrictBool = Field(
-        description="Bias on in_proj, the conv and out_proj alike (conv_bias; one flag)."
-    )
-    mlp: StrictBool = Field(
-        description="Whether a short-conv layer also has the card's MLP (LFM2: true)."
-    )
-
-
 class KimiDeltaAttention(Strict):
     """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692 Section 3), laid out as
     transformers' KimiLinearDeltaAttention: q, k, v projections (d_model -> n_heads x
@@ -994,10 +975,6 @@ class _BuiltInMixers(Strict):
     gated_deltanet: GatedDeltaNet | None = Field(
         default=None,
         description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
-    )
-    short_conv: ShortConv | None = Field(
-        default=None,
-        description="Short-convolution sizes; required for, and only for, short-conv layers.",
     )
     mamba: Mamba | None = Field(
         default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
@@ -1936,8 +1913,6 @@ class Architecture(Strict):
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
         if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
             widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
-        if self.mixers is not None and self.mixers.short_conv is not None:
-            widths.append(3 * d)  # in_proj to B, C, x
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         if self.mixers is not None and (kd := self.mixers.kda) is not None:

@@ -1,6 +1,6 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv,
-Mamba-1, Kimi Delta Attention and Griffin's RG-LRU (a mixer plugin's module is in its
-plugin, archdb.mixers).
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, Mamba-1, Kimi
+Delta Attention and Griffin's RG-LRU, and the pieces the mixer plugins' modules share
+(a plugin's own module is in its plugin, archdb.mixers: LFM2's short conv, ...).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -185,23 +185,6 @@ class GatedDeltaNetMixer(nn.Module):
         o = F.rms_norm(o, (dv,), self.norm_weight, eps=self.eps)  # a plain w scale
         o = o.reshape(b, t, self.value_dim) * F.silu(z)
         return self.out_proj(o)
-
-
-class ShortConvMixer(nn.Module):
-    """LFM2's gated short convolution (Liquid AI; transformers' Lfm2ShortConv):
-    B, C, x = in_proj(h); y = out_proj(C * conv(B * x)), the conv depthwise and causal."""
-
-    flop_class = "elementwise"
-
-    def __init__(self, d_model: int, conv_kernel: int, bias: bool) -> None:
-        super().__init__()
-        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
-        self.conv = CausalDepthwiseConv(d_model, conv_kernel, bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b_gate, c_gate, values = self.in_proj(x).chunk(3, dim=-1)
-        return self.out_proj(c_gate * self.conv(b_gate * values))
 
 
 class KimiDeltaAttentionMixer(nn.Module):

@@ -1,6 +1,6 @@
-"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv, Mamba-1,
-Kimi Delta Attention and Griffin's RG-LRU, as specs; the mixer plugins' (archdb.mixers,
-MiniMax-01's lightning attention among them) are made by their plugins.
+"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet, Mamba-1, Kimi Delta Attention
+and Griffin's RG-LRU, as specs; the mixer plugins' (archdb.mixers: LFM2's short conv,
+MiniMax-01's lightning attention, ...) are made by their plugins.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
 match it exactly), its FLOPs, its state and its module factory. ``RECURRENT`` maps a
@@ -206,40 +206,6 @@ class GatedDeltaNetMixer:
 
 
 @dataclass(frozen=True)
-class ShortConvMixer:
-    """in_proj -> (B, C, x); B * x; depthwise causal conv over time; C * conv; out_proj
-    (transformers' Lfm2ShortConv). No non-linearity: the gates are plain products."""
-
-    d_model: int
-    conv_kernel: int
-    bias: bool
-
-    def params(self) -> int:
-        d = self.d_model
-        n = linear_params(d, 3 * d, self.bias)
-        n += d * self.conv_kernel + (d if self.bias else 0)
-        return n + linear_params(d, d, self.bias)
-
-    def flops(self, tally: Tally) -> None:
-        d = self.d_model
-        tally.linear(d, 3 * d, self.bias)
-        tally.elementwise(d)  # B * x
-        # the conv, without the SiLU Mamba-2's has
-        _depthwise_conv_flops(tally, d, self.conv_kernel, self.bias)
-        tally.elementwise(d)  # C * conv
-        tally.linear(d, d, self.bias)
-
-    def cache_entries(self, context: int) -> int:
-        """The conv's last conv_kernel - 1 inputs (B * x): a constant, whatever the context."""
-        return self.d_model * (self.conv_kernel - 1)
-
-    def module(self, ctx):
-        from archdb.builder.recurrent import ShortConvMixer as Module
-
-        return Module(self.d_model, self.conv_kernel, self.bias)
-
-
-@dataclass(frozen=True)
 class MambaMixer:
     """in_proj -> (x, z); causal conv over x; x_proj -> (dt, B, C), optionally RMS-normed;
     dt_proj widens dt; the selective scan per inner channel; y * SiLU(z); out_proj
@@ -431,7 +397,6 @@ class RgLruMixer:
 RecurrentMixer = (
     Mamba2Mixer
     | GatedDeltaNetMixer
-    | ShortConvMixer
     | MambaMixer
     | KimiDeltaAttentionMixer
     | RgLruMixer
@@ -484,11 +449,6 @@ def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
     )
 
 
-def _short_conv(r: Reader, spec: LayerSpec) -> ShortConvMixer:
-    c = r.a.mixers.short_conv
-    return ShortConvMixer(r.d, c.conv_kernel, c.bias)
-
-
 def _mamba(r: Reader, spec: LayerSpec) -> MambaMixer:
     m = r.a.mixers.mamba
     return MambaMixer(
@@ -527,7 +487,6 @@ def _eps(r: Reader) -> float:
 RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.MAMBA2: _mamba2,
     LayerKind.GATED_DELTANET: _gated_deltanet,
-    LayerKind.SHORT_CONV: _short_conv,
     LayerKind.MAMBA: _mamba,
     LayerKind.KDA: _kda,
 }
