@@ -180,7 +180,6 @@ _BUILT_IN_KINDS = (
     ("GLOBAL_MAMBA2", "global+mamba2"),
     ("MAMBA", "mamba"),  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
     ("KDA", "kda"),  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
-    ("RG_LRU", "rg-lru"),  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
 )
 
 
@@ -226,7 +225,7 @@ CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 RECURRENT_KINDS = frozenset(
     {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.MAMBA} | {LayerKind.KDA}
 )
-RECURRENT_KINDS |= {LayerKind.RG_LRU, *(LayerKind(kind) for kind in MIXERS)}
+RECURRENT_KINDS |= {LayerKind(kind) for kind in MIXERS}
 # the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
 MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
 # the non-attention mixers' entries, as messages and descriptions list them
@@ -936,36 +935,6 @@ class KimiDeltaAttention(Strict):
     )
 
 
-class RgLru(Strict):
-    """Griffin's recurrent block (De et al. 2024, arXiv 2402.19427), laid out as
-    transformers' RecurrentGemmaRecurrentBlock: y = GELU_tanh(linear_y(x)); a depthwise causal
-    conv (with bias) over linear_x(x); the RG-LRU on it; linear_out(RG-LRU * y). linear_x,
-    linear_y and linear_out have biases. The RG-LRU per channel: input gate i_t and
-    recurrence gate r_t = sigmoid(block-diagonal linear of the conv output, with bias);
-    a_t = exp(-8 r_t softplus(Lambda)); h_t = a_t h_{t-1} + sqrt(1 - a_t^2) (i_t x_t), the
-    first token not scaled by sqrt(1 - a^2) (a reset at position 0)."""
-
-    lru_width: Width = Field(
-        description="Width of the recurrence (lru_width; null in transformers' config means "
-        "d_model): linear_x and linear_y map d_model to it, linear_out maps it back; one "
-        "recurrent state entry per channel."
-    )
-    n_heads: Count = Field(
-        description="Blocks of the block-diagonal input and recurrence gates: each gate is "
-        "n_heads matrices of (lru_width / n_heads)^2 plus a bias (transformers reuses "
-        "num_attention_heads for it, so it equals attention.n_heads there); must divide "
-        "lru_width."
-    )
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width over the linear_x branch, with bias "
-        "(conv1d_width); the state kept between tokens is its last conv_kernel - 1 inputs."
-    )
-    mlp: StrictBool = Field(
-        description="Whether an rg-lru layer also has the card's MLP after the mixer "
-        "(Griffin, RecurrentGemma: true)."
-    )
-
-
 class _BuiltInMixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -982,9 +951,6 @@ class _BuiltInMixers(Strict):
     kda: KimiDeltaAttention | None = Field(
         default=None,
         description="Kimi Delta Attention sizes; required for, and only for, kda layers.",
-    )
-    rg_lru: RgLru | None = Field(
-        default=None, description="RG-LRU sizes; required for, and only for, rg-lru layers."
     )
 
 
@@ -1699,10 +1665,6 @@ class Architecture(Strict):
             raise ValueError(
                 "mixers.kda.output_gate_rank is required for, and only for, output_gate true"
             )
-        if (r := mixers.rg_lru) is not None and r.lru_width % r.n_heads:
-            raise ValueError(
-                f"mixers.rg_lru.n_heads ({r.n_heads}) must divide lru_width ({r.lru_width})"
-            )
         for plugin in MIXERS.values():  # what a plugin's sizes need from the card
             if plugin.check is not None and (sizes := plugin.sizes_of(self)) is not None:
                 plugin.check(sizes, self)
@@ -1917,9 +1879,6 @@ class Architecture(Strict):
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         if self.mixers is not None and (kd := self.mixers.kda) is not None:
             widths.append(3 * kd.n_heads * kd.head_dim + kd.decay_rank + kd.n_heads)
-        if self.mixers is not None and (r := self.mixers.rg_lru) is not None:
-            # three d x lru_width projections, two block-diagonal gates of lru_width x block
-            widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
         for plugin in MIXERS.values():
             if (sizes := plugin.sizes_of(self)) is not None:
                 widths.append(plugin.widest(sizes, d))

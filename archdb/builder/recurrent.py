@@ -1,6 +1,6 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, Mamba-1, Kimi
-Delta Attention and Griffin's RG-LRU, and the pieces the mixer plugins' modules share
-(a plugin's own module is in its plugin, archdb.mixers: LFM2's short conv, ...).
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, Mamba-1 and Kimi
+Delta Attention, and the pieces the mixer plugins' modules share (a plugin's own module is
+in its plugin, archdb.mixers: LFM2's short conv, Griffin's RG-LRU, ...).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -356,63 +356,3 @@ class MambaMixer(nn.Module):
         y = torch.matmul(states, cs[..., None]).squeeze(-1) + xs * self.D  # h C + D x
         y = y * F.silu(z)
         return self.out_proj(y)
-
-
-class BlockDiagonalLinear(nn.Module):
-    """x @ W + b with W block-diagonal: n_blocks (block x block) matrices, each applied to
-    its own slice of the channels (the RG-LRU's gates; weight (n_blocks, in, out) as in
-    transformers). A weight matmul, so its FLOPs are counted as linear."""
-
-    flop_class = "linear"
-
-    def __init__(self, n_blocks: int, block: int) -> None:
-        super().__init__()
-        self.n_blocks, self.block = n_blocks, block
-        self.weight = nn.Parameter(torch.empty(n_blocks, block, block))
-        self.bias = nn.Parameter(torch.zeros(n_blocks, block))
-        if self.weight.device.type != "meta":
-            nn.init.normal_(self.weight, std=block**-0.5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, width = x.shape
-        blocks = x.reshape(b * t, self.n_blocks, self.block).transpose(0, 1)  # (H, BT, blk)
-        y = torch.matmul(blocks, self.weight) + self.bias[:, None, :]
-        return y.transpose(0, 1).reshape(b, t, width)
-
-
-class RgLruMixer(nn.Module):
-    """Griffin's recurrent block (De et al. 2024, https://arxiv.org/abs/2402.19427) as
-    transformers' RecurrentGemmaRecurrentBlock: out = linear_out(RG-LRU(conv(linear_x(x)))
-    * GELU_tanh(linear_y(x))). The RG-LRU per channel: a_t = exp(-8 r_t softplus(Lambda)),
-    h_t = a_t h_{t-1} + sqrt(1 - a_t^2) (i_t x_t), with the input and recurrence gates
-    i_t, r_t sigmoids of block-diagonal linears; the first token is not normalized."""
-
-    flop_class = "elementwise"
-    C = 8.0  # the paper's constant c in a = sigma(Lambda)^(c r)
-
-    def __init__(self, d_model: int, lru_width: int, n_heads: int, conv_kernel: int) -> None:
-        super().__init__()
-        self.linear_y = nn.Linear(d_model, lru_width)
-        self.linear_x = nn.Linear(d_model, lru_width)
-        self.conv_1d = CausalDepthwiseConv(lru_width, conv_kernel, True)
-        self.input_gate = BlockDiagonalLinear(n_heads, lru_width // n_heads)
-        self.recurrent_gate = BlockDiagonalLinear(n_heads, lru_width // n_heads)
-        self.recurrent_param = nn.Parameter(torch.empty(lru_width))
-        self.linear_out = nn.Linear(lru_width, d_model)
-        if self.recurrent_param.device.type != "meta":  # sigmoid(-Lambda) in [0.9, 0.999]
-            a = torch.empty(lru_width).uniform_(0.9, 0.999)
-            with torch.no_grad():
-                self.recurrent_param.copy_(torch.log(1 / a - 1))
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        y = F.gelu(self.linear_y(x), approximate="tanh")
-        xs = self.conv_1d(self.linear_x(x))
-        input_gate = torch.sigmoid(self.input_gate(xs))
-        recurrent_gate = torch.sigmoid(self.recurrent_gate(xs))
-        log_a = recurrent_gate * (-self.C * F.softplus(self.recurrent_param))
-        a = torch.exp(log_a)
-        multiplier = torch.sqrt(1 - a * a)
-        # position 0 resets the state: its input is taken as is (transformers' reset)
-        multiplier = torch.cat([torch.ones_like(multiplier[:, :1]), multiplier[:, 1:]], dim=1)
-        inputs = xs * input_gate * multiplier
-        return self.linear_out(linear_scan(a, inputs) * y)

@@ -394,8 +394,6 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
         }
     if (kd := arch.mixers.kda) is not None:
         out["kda"] = _toy_kda(kd.model_dump(), rule)
-    if arch.mixers.rg_lru is not None:
-        out["rg_lru"] |= _toy_rg_lru(arch, d_t, rule)
     for plugin in MIXERS.values():
         if (sizes := plugin.sizes_of(arch)) is not None:
             out[plugin.field] |= plugin.toy(sizes, arch, frame)
@@ -415,18 +413,6 @@ def _toy_kda(kda: dict, rule: ToyRule) -> dict:
         "decay_rank": rank(kda["decay_rank"]),
         "output_gate_rank": rank(kda["output_gate_rank"]),
     }
-
-
-def _toy_rg_lru(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
-    """The RG-LRU's gate blocks follow the toy's attention heads where the card's equal its
-    attention heads (transformers has one count for both), else at most 4; its width keeps
-    its ratio to d_model, rounded to a whole number of blocks."""
-    rg = arch.mixers.rg_lru
-    assert rg is not None
-    tied = arch.has_attention() and rg.n_heads == arch.attention.n_heads
-    heads = _toy_heads(arch, rule).n_heads if tied else min(rg.n_heads, rule.mha_heads)
-    blocks = max(1, round(rg.lru_width * d_t / arch.d_model / heads))
-    return {"n_heads": heads, "lru_width": blocks * heads}
 
 
 def _toy_shared_blocks(arch: Architecture, n_layers: int, d_t: int) -> tuple[int, dict]:

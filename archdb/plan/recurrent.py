@@ -1,6 +1,6 @@
-"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet, Mamba-1, Kimi Delta Attention
-and Griffin's RG-LRU, as specs; the mixer plugins' (archdb.mixers: LFM2's short conv,
-MiniMax-01's lightning attention, ...) are made by their plugins.
+"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet, Mamba-1 and Kimi Delta
+Attention, as specs; the mixer plugins' (archdb.mixers: LFM2's short conv, Griffin's
+RG-LRU, MiniMax-01's lightning attention, ...) are made by their plugins.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
 match it exactly), its FLOPs, its state and its module factory. ``RECURRENT`` maps a
@@ -344,62 +344,11 @@ class KimiDeltaAttentionMixer:
         )
 
 
-@dataclass(frozen=True)
-class RgLruMixer:
-    """Griffin's recurrent block (transformers' RecurrentGemmaRecurrentBlock): a GELU
-    branch linear_y; linear_x, a depthwise causal conv with bias, then the RG-LRU with its
-    block-diagonal input and recurrence gates; the product of the two branches; linear_out.
-    Every projection, the conv and the gates have biases."""
-
-    d_model: int
-    lru_width: int
-    n_heads: int
-    conv_kernel: int
-
-    @property
-    def block(self) -> int:
-        return self.lru_width // self.n_heads
-
-    def params(self) -> int:
-        d, w = self.d_model, self.lru_width
-        n = 2 * linear_params(d, w, True)  # linear_y, linear_x
-        n += w * self.conv_kernel + w  # depthwise conv and its bias
-        n += 2 * (w * self.block + w)  # input and recurrence gates: blocks and biases
-        n += w  # Lambda, the recurrence's parameter
-        return n + linear_params(w, d, True)
-
-    def flops(self, tally: Tally) -> None:
-        d, w = self.d_model, self.lru_width
-        tally.linear(d, w, True)  # linear_y
-        tally.elementwise(w)  # GELU
-        tally.linear(d, w, True)  # linear_x
-        _depthwise_conv_flops(tally, w, self.conv_kernel, True)
-        # the two gates: block-diagonal weight matmuls with bias, then a sigmoid each
-        tally.add(C.LINEAR, tally.seq_len * 2 * (cv.FLOPS_PER_MAC * w * self.block + w))
-        tally.elementwise(2 * w)
-        tally.add(C.ELEMENTWISE, 2 * w)  # -8 softplus(Lambda), once per forward
-        tally.elementwise(3 * w)  # log a = r * that; a = exp(log a); a^2
-        tally.elementwise(w + 2 * w + w)  # i * x; sqrt(1 - a^2); times it
-        tally.elementwise(2 * w)  # state update h = a h + x
-        tally.elementwise(w)  # h * y
-        tally.linear(w, d, True)  # linear_out
-
-    def cache_entries(self, context: int) -> int:
-        """One state entry per channel and the conv's last inputs: a constant."""
-        return self.lru_width + self.lru_width * (self.conv_kernel - 1)
-
-    def module(self, ctx):
-        from archdb.builder.recurrent import RgLruMixer as Module
-
-        return Module(self.d_model, self.lru_width, self.n_heads, self.conv_kernel)
-
-
 RecurrentMixer = (
     Mamba2Mixer
     | GatedDeltaNetMixer
     | MambaMixer
     | KimiDeltaAttentionMixer
-    | RgLruMixer
     | Any  # a mixer plugin's spec (archdb.mixers)
 )
 Reader = Any  # plan._Reader, not imported: plan imports this module
@@ -472,11 +421,6 @@ def _kda(r: Reader, spec: LayerSpec) -> KimiDeltaAttentionMixer:
     )
 
 
-def _rg_lru(r: Reader, spec: LayerSpec) -> RgLruMixer:
-    g = r.a.mixers.rg_lru
-    return RgLruMixer(r.d, g.lru_width, g.n_heads, g.conv_kernel)
-
-
 def _eps(r: Reader) -> float:
     """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
     BambaMixer and Qwen3-Next's gated DeltaNet all pass the blocks' one)."""
@@ -490,7 +434,6 @@ RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.MAMBA: _mamba,
     LayerKind.KDA: _kda,
 }
-RECURRENT[LayerKind.RG_LRU] = _rg_lru
 
 
 def _plugin_maker(plugin: MixerPlugin) -> Callable[[Reader, LayerSpec], RecurrentMixer]:
