@@ -179,7 +179,6 @@ _BUILT_IN_KINDS = (
     # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
     ("GLOBAL_MAMBA2", "global+mamba2"),
     ("MAMBA", "mamba"),  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
-    ("KDA", "kda"),  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
 )
 
 
@@ -222,9 +221,7 @@ class LayerKind(StrEnum):
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
-RECURRENT_KINDS = frozenset(
-    {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.MAMBA} | {LayerKind.KDA}
-)
+RECURRENT_KINDS = frozenset({LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.MAMBA})
 RECURRENT_KINDS |= {LayerKind(kind) for kind in MIXERS}
 # the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
 MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
@@ -896,45 +893,6 @@ class GatedDeltaNet(Strict):
     )
 
 
-class KimiDeltaAttention(Strict):
-    """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692 Section 3), laid out as
-    transformers' KimiLinearDeltaAttention: q, k, v projections (d_model -> n_heads x
-    head_dim each), a depthwise causal conv with SiLU over each, L2-normed q and k; the
-    delta rule per head with a decay per key channel, -exp(A_log) softplus(f + dt_bias),
-    f from a low-rank projection; a sigmoid write strength per head (b_proj); a per-head
-    RMSNorm of the output times an optional low-rank sigmoid gate; out projection."""
-
-    n_heads: Count = Field(
-        description="Heads, each with a head_dim x head_dim state (linear_attn_config.num_heads)."
-    )
-    head_dim: Width = Field(
-        description="Width of each query, key and value head (linear_attn_config.head_dim); "
-        "the decay has one rate per key channel of each head."
-    )
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width over q, k and v, no bias "
-        "(linear_attn_config.short_conv_kernel_size); the state kept between tokens is its "
-        "last conv_kernel - 1 inputs."
-    )
-    decay_rank: Width = Field(
-        description="Rank of the decay's low-rank projection d_model -> decay_rank -> "
-        "n_heads x head_dim (f_a_proj, f_b_proj; transformers: head_dim)."
-    )
-    output_gate: StrictBool = Field(
-        description="Whether the normed output is multiplied by sigmoid of a low-rank "
-        "projection of the layer input (g_a_proj, g_b_proj; Kimi Linear: true)."
-    )
-    output_gate_rank: Width | None = Field(
-        default=None,
-        description="Rank of the output gate's projection d_model -> rank -> n_heads x "
-        "head_dim (transformers: head_dim); required for, and only for, output_gate true.",
-    )
-    mlp: StrictBool = Field(
-        description="Whether a kda layer also has the card's MLP (or MoE) after the mixer "
-        "(Kimi Linear: true)."
-    )
-
-
 class _BuiltInMixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
@@ -947,10 +905,6 @@ class _BuiltInMixers(Strict):
     )
     mamba: Mamba | None = Field(
         default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
-    )
-    kda: KimiDeltaAttention | None = Field(
-        default=None,
-        description="Kimi Delta Attention sizes; required for, and only for, kda layers.",
     )
 
 
@@ -1660,13 +1614,10 @@ class Architecture(Strict):
                 f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
                 f"n_value_heads ({g.n_value_heads})"
             )
-        kda = mixers.kda
-        if kda is not None and kda.output_gate != (kda.output_gate_rank is not None):
-            raise ValueError(
-                "mixers.kda.output_gate_rank is required for, and only for, output_gate true"
-            )
-        for plugin in MIXERS.values():  # what a plugin's sizes need from the card
-            if plugin.check is not None and (sizes := plugin.sizes_of(self)) is not None:
+        for kind in MIXER_KINDS:  # what a plugin's sizes need from the card
+            plugin = MIXERS.get(kind)
+            sizes = None if plugin is None else plugin.sizes_of(self)
+            if sizes is not None and plugin.check is not None:
                 plugin.check(sizes, self)
 
     def _check_global_layers(self) -> None:
@@ -1877,8 +1828,6 @@ class Architecture(Strict):
             widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
-        if self.mixers is not None and (kd := self.mixers.kda) is not None:
-            widths.append(3 * kd.n_heads * kd.head_dim + kd.decay_rank + kd.n_heads)
         for plugin in MIXERS.values():
             if (sizes := plugin.sizes_of(self)) is not None:
                 widths.append(plugin.widest(sizes, d))

@@ -1,6 +1,6 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, Mamba-1 and Kimi
-Delta Attention, and the pieces the mixer plugins' modules share (a plugin's own module is
-in its plugin, archdb.mixers: LFM2's short conv, Griffin's RG-LRU, ...).
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet and Mamba-1, and
+the pieces the mixer plugins' modules share (a plugin's own module is in its plugin,
+archdb.mixers: LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU, ...).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -185,61 +185,6 @@ class GatedDeltaNetMixer(nn.Module):
         o = F.rms_norm(o, (dv,), self.norm_weight, eps=self.eps)  # a plain w scale
         o = o.reshape(b, t, self.value_dim) * F.silu(z)
         return self.out_proj(o)
-
-
-class KimiDeltaAttentionMixer(nn.Module):
-    """Kimi Delta Attention (Kimi Linear, https://arxiv.org/abs/2510.26692), laid out as
-    transformers' KimiLinearDeltaAttention: the gated delta rule of Gated DeltaNet with a
-    decay per key channel, S_t = Diag(exp(g_t)) S_{t-1} + k_t (beta_t (v_t - S^T k_t))^T
-    (S decayed first), o_t = S_t^T q_t; RMSNorm(o) * sigmoid(gate) per head."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        head_dim: int,
-        conv_kernel: int,
-        decay_rank: int,
-        output_gate_rank: int | None,
-        eps: float = 1e-6,
-    ) -> None:
-        super().__init__()
-        self.n_heads, self.head_dim, self.eps = n_heads, head_dim, eps
-        inner = self.inner = n_heads * head_dim
-        self.q_proj = nn.Linear(d_model, inner, bias=False)
-        self.k_proj = nn.Linear(d_model, inner, bias=False)
-        self.v_proj = nn.Linear(d_model, inner, bias=False)
-        self.conv1d = CausalDepthwiseConv(3 * inner, conv_kernel, False)  # [q, k, v] channels
-        self.f_a_proj = nn.Linear(d_model, decay_rank, bias=False)
-        self.f_b_proj = nn.Linear(decay_rank, inner, bias=False)
-        self.dt_bias = _init_vector(inner, 0.0)
-        self.A_log = _init_vector(n_heads, 0.0)  # A = -exp(A_log) = -1
-        self.b_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.g_a_proj = self.g_b_proj = None
-        if output_gate_rank is not None:
-            self.g_a_proj = nn.Linear(d_model, output_gate_rank, bias=False)
-            self.g_b_proj = nn.Linear(output_gate_rank, inner, bias=False)
-        self.norm_weight = _init_vector(head_dim, 1.0)
-        self.o_proj = nn.Linear(inner, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, t, _d = x.shape
-        heads = (b, t, self.n_heads, self.head_dim)
-        qkv = torch.cat((self.q_proj(x), self.k_proj(x), self.v_proj(x)), dim=-1)
-        q, k, v = F.silu(self.conv1d(qkv)).split([self.inner] * 3, dim=-1)
-        a = -torch.exp(self.A_log)
-        rates = F.softplus(self.f_b_proj(self.f_a_proj(x)) + self.dt_bias).view(heads)
-        g = a[:, None] * rates  # log of the decay, per key channel
-        beta = torch.sigmoid(self.b_proj(x))  # (B, T, H)
-        q = l2_normalize(q.view(heads)) * (1.0 / math.sqrt(self.head_dim))
-        k = l2_normalize(k.view(heads))
-        o = gated_delta_rule(q, k, v.view(heads), g, beta)
-        o = F.rms_norm(o, (self.head_dim,), self.norm_weight, eps=self.eps)  # a plain w scale
-        if self.g_a_proj is not None:
-            o = o * torch.sigmoid(self.g_b_proj(self.g_a_proj(x)).view(heads))
-        return self.o_proj(o.reshape(b, t, self.inner))
 
 
 def l2_normalize(x: torch.Tensor) -> torch.Tensor:

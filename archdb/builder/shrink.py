@@ -392,27 +392,10 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
             "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
             "state_size": min(mb.state_size, 16),
         }
-    if (kd := arch.mixers.kda) is not None:
-        out["kda"] = _toy_kda(kd.model_dump(), rule)
     for plugin in MIXERS.values():
         if (sizes := plugin.sizes_of(arch)) is not None:
             out[plugin.field] |= plugin.toy(sizes, arch, frame)
     return out
-
-
-def _toy_kda(kda: dict, rule: ToyRule) -> dict:
-    """KDA: at most 2 heads of at most 16 dims; its gate ranks scale with the head width."""
-    head_dim = min(kda["head_dim"], 16)
-
-    def rank(r: int | None) -> int | None:
-        return None if r is None else max(1, round(r * head_dim / kda["head_dim"]))
-
-    return kda | {
-        "n_heads": min(kda["n_heads"], rule.kv_heads_max),
-        "head_dim": head_dim,
-        "decay_rank": rank(kda["decay_rank"]),
-        "output_gate_rank": rank(kda["output_gate_rank"]),
-    }
 
 
 def _toy_shared_blocks(arch: Architecture, n_layers: int, d_t: int) -> tuple[int, dict]:

@@ -19,3 +19,19 @@ def linear_params(d_in: int, d_out: int, bias: bool) -> int:
 def depthwise_conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
     """Depthwise causal conv: a multiply and a sum per tap, then the bias."""
     tally.elementwise(cv.FLOPS_PER_MAC * channels * kernel + (channels if bias else 0))
+
+
+def conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
+    """The depthwise conv, then SiLU (Mamba, Mamba-2, Gated DeltaNet)."""
+    depthwise_conv_flops(tally, channels, kernel, bias)
+    tally.elementwise(channels)  # SiLU
+
+
+def delta_rule_flops(tally: Tally, hk: int, hv: int, dk: int, dv: int, decay_rates: int) -> None:
+    """The gated delta rule per token (Gated DeltaNet, KDA): L2-normed q and k
+    (x * rsqrt(sum x^2 + eps)) and q's 1/sqrt(dk) on the hk key heads; per value head the
+    decay exp(g) S (``decay_rates`` exponentials: one per head, or one per key channel),
+    the read k^T S, delta (v - k^T S) beta, S += k delta^T, the output q^T S."""
+    tally.elementwise(2 * hk * (3 * dk + 2) + hk * dk)
+    tally.elementwise(decay_rates + hv * dk * dv + 2 * hv * dk * dv + 2 * hv * dv)
+    tally.elementwise(2 * hv * dk * dv + 2 * hv * dk * dv)

@@ -1,6 +1,6 @@
-"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet, Mamba-1 and Kimi Delta
-Attention, as specs; the mixer plugins' (archdb.mixers: LFM2's short conv, Griffin's
-RG-LRU, MiniMax-01's lightning attention, ...) are made by their plugins.
+"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet and Mamba-1, as specs; the
+mixer plugins' (archdb.mixers: LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU,
+MiniMax-01's lightning attention, ...) are made by their plugins.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
 match it exactly), its FLOPs, its state and its module factory. ``RECURRENT`` maps a
@@ -27,27 +27,12 @@ from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.mixers import MIXERS, MixerPlugin
-from archdb.mixers._common import depthwise_conv_flops as _depthwise_conv_flops
+from archdb.mixers._common import conv_flops as _conv_flops
+from archdb.mixers._common import delta_rule_flops as _delta_rule_flops
 from archdb.schema import LayerKind, Mamba2Norm, MambaInnerNorm
 
 from .layout import LayerSpec
 from .tally import Tally, linear_params
-
-
-def _conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:
-    """The depthwise conv, then SiLU (Mamba, Mamba-2, Gated DeltaNet)."""
-    _depthwise_conv_flops(tally, channels, kernel, bias)
-    tally.elementwise(channels)  # SiLU
-
-
-def _delta_rule_flops(tally: Tally, hk: int, hv: int, dk: int, dv: int, decay_rates: int) -> None:
-    """The gated delta rule per token (Gated DeltaNet, KDA): L2-normed q and k
-    (x * rsqrt(sum x^2 + eps)) and q's 1/sqrt(dk) on the hk key heads; per value head the
-    decay exp(g) S (``decay_rates`` exponentials: one per head, or one per key channel),
-    the read k^T S, delta (v - k^T S) beta, S += k delta^T, the output q^T S."""
-    tally.elementwise(2 * hk * (3 * dk + 2) + hk * dk)
-    tally.elementwise(decay_rates + hv * dk * dv + 2 * hv * dk * dv + 2 * hv * dv)
-    tally.elementwise(2 * hv * dk * dv + 2 * hv * dk * dv)
 
 
 @dataclass(frozen=True)
@@ -275,81 +260,8 @@ class MambaMixer:
         )
 
 
-@dataclass(frozen=True)
-class KimiDeltaAttentionMixer:
-    """q, k, v projections, each through a depthwise causal conv and SiLU; L2-normed q, k;
-    the delta rule with a decay per key channel, g = -exp(A_log) softplus(f_b(f_a(x)) +
-    dt_bias); beta = sigmoid(b_proj(x)); RMSNorm(o) per head, times sigmoid(g_b(g_a(x)))
-    when gated; o_proj (transformers' KimiLinearDeltaAttention). Gated DeltaNet's rule with
-    one key head per value head and a decay rate per channel instead of per head."""
-
-    d_model: int
-    n_heads: int
-    head_dim: int
-    conv_kernel: int
-    decay_rank: int
-    output_gate_rank: int | None  # None: no output gate
-    eps: float = RMS_EPS  # the output norm's: the card's norm.eps
-
-    @property
-    def inner(self) -> int:
-        return self.n_heads * self.head_dim
-
-    def params(self) -> int:
-        d, h, inner = self.d_model, self.n_heads, self.inner
-        n = linear_params(d, 3 * inner, False)  # q, k, v
-        n += 3 * inner * self.conv_kernel  # their depthwise convs, no bias
-        n += linear_params(d, self.decay_rank, False) + linear_params(self.decay_rank, inner, False)
-        n += inner + h  # dt_bias per channel, A_log per head
-        n += linear_params(d, h, False)  # b_proj: beta
-        if self.output_gate_rank is not None:
-            r = self.output_gate_rank
-            n += linear_params(d, r, False) + linear_params(r, inner, False)
-        n += self.head_dim  # the output norm's scale, shared by the heads
-        return n + linear_params(inner, d, False)
-
-    def flops(self, tally: Tally) -> None:
-        d, h, dh, inner = self.d_model, self.n_heads, self.head_dim, self.inner
-        tally.linear(d, 3 * inner, False)
-        _conv_flops(tally, 3 * inner, self.conv_kernel, False)
-        tally.linear(d, self.decay_rank, False)
-        tally.linear(self.decay_rank, inner, False)
-        tally.add(C.ELEMENTWISE, 2 * h)  # -exp(A_log), once per forward
-        tally.elementwise(3 * inner)  # g = -A softplus(f + dt_bias), per channel
-        tally.linear(d, h, False)
-        tally.elementwise(h)  # beta = sigmoid(b)
-        _delta_rule_flops(tally, h, h, dh, dh, decay_rates=inner)
-        tally.add(C.NORM, tally.seq_len * inner * (cv.RMSNORM + cv.AFFINE))
-        if self.output_gate_rank is not None:
-            tally.linear(d, self.output_gate_rank, False)
-            tally.linear(self.output_gate_rank, inner, False)
-            tally.elementwise(2 * inner)  # * sigmoid(gate)
-        tally.linear(inner, d, False)
-
-    def cache_entries(self, context: int) -> int:
-        """A head_dim x head_dim state per head and the convs' last inputs: a constant."""
-        return self.n_heads * self.head_dim**2 + 3 * self.inner * (self.conv_kernel - 1)
-
-    def module(self, ctx):
-        from archdb.builder.recurrent import KimiDeltaAttentionMixer as Module
-
-        return Module(
-            self.d_model,
-            self.n_heads,
-            self.head_dim,
-            self.conv_kernel,
-            self.decay_rank,
-            self.output_gate_rank,
-            self.eps,
-        )
-
-
 RecurrentMixer = (
-    Mamba2Mixer
-    | GatedDeltaNetMixer
-    | MambaMixer
-    | KimiDeltaAttentionMixer
-    | Any  # a mixer plugin's spec (archdb.mixers)
+    Mamba2Mixer | GatedDeltaNetMixer | MambaMixer | Any  # a mixer plugin's spec (archdb.mixers)
 )
 Reader = Any  # plan._Reader, not imported: plan imports this module
 
@@ -413,14 +325,6 @@ def _mamba(r: Reader, spec: LayerSpec) -> MambaMixer:
     )
 
 
-def _kda(r: Reader, spec: LayerSpec) -> KimiDeltaAttentionMixer:
-    k = r.a.mixers.kda
-    gate = k.output_gate_rank if k.output_gate else None
-    return KimiDeltaAttentionMixer(
-        r.d, k.n_heads, k.head_dim, k.conv_kernel, k.decay_rank, gate, _eps(r)
-    )
-
-
 def _eps(r: Reader) -> float:
     """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
     BambaMixer and Qwen3-Next's gated DeltaNet all pass the blocks' one)."""
@@ -432,7 +336,6 @@ RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.MAMBA2: _mamba2,
     LayerKind.GATED_DELTANET: _gated_deltanet,
     LayerKind.MAMBA: _mamba,
-    LayerKind.KDA: _kda,
 }
 
 
