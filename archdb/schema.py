@@ -172,7 +172,6 @@ _BUILT_IN_KINDS = (
     ("GLOBAL_NOPE", "global-nope"),  # full attention without position encoding (Llama 4)
     ("CHUNKED", "chunked"),  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
     ("MAMBA2", "mamba2"),  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
-    ("GATED_DELTANET", "gated-deltanet"),  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
     ("MLP", "mlp"),  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
     ("MOE", "moe"),  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
     # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
@@ -221,7 +220,7 @@ class LayerKind(StrEnum):
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
-RECURRENT_KINDS = frozenset({LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.MAMBA})
+RECURRENT_KINDS = frozenset({LayerKind.MAMBA2, LayerKind.MAMBA})
 RECURRENT_KINDS |= {LayerKind(kind) for kind in MIXERS}
 # the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
 MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
@@ -875,33 +874,11 @@ class Mamba(Strict):
     )
 
 
-class GatedDeltaNet(Strict):
-    """Gated DeltaNet (Yang et al. 2024), laid out as Qwen3-Next's linear-attention layer."""
-
-    n_key_heads: Count = Field(description="Query/key heads (linear_num_key_heads).")
-    n_value_heads: Count = Field(
-        description="Value heads, each with a key_head_dim x value_head_dim state "
-        "(linear_num_value_heads); a multiple of n_key_heads."
-    )
-    key_head_dim: Width = Field(description="Width of a query/key head (linear_key_head_dim).")
-    value_head_dim: Width = Field(description="Width of a value head (linear_value_head_dim).")
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width over q, k, v (linear_conv_kernel_dim)."
-    )
-    mlp: StrictBool = Field(
-        description="Whether a gated-deltanet layer also has the card's MLP (Qwen3-Next: true)."
-    )
-
-
 class _BuiltInMixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
     mamba2: Mamba2 | None = Field(
         default=None, description="Mamba-2 sizes; required for, and only for, mamba2 layers."
-    )
-    gated_deltanet: GatedDeltaNet | None = Field(
-        default=None,
-        description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
     )
     mamba: Mamba | None = Field(
         default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
@@ -1604,15 +1581,10 @@ class Architecture(Strict):
                     "attention.layer_pattern"
                 )
         self._check_single_sublayers()
-        m, g = mixers.mamba2, mixers.gated_deltanet
+        m = mixers.mamba2
         if m is not None and m.n_heads % m.n_groups:
             raise ValueError(
                 f"mixers.mamba2.n_groups ({m.n_groups}) must divide n_heads ({m.n_heads})"
-            )
-        if g is not None and g.n_value_heads % g.n_key_heads:
-            raise ValueError(
-                f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
-                f"n_value_heads ({g.n_value_heads})"
             )
         for kind in MIXER_KINDS:  # what a plugin's sizes need from the card
             plugin = MIXERS.get(kind)
@@ -1824,8 +1796,6 @@ class Architecture(Strict):
             widths.append(att.sparse.indexer_heads * att.sparse.indexer_head_dim)
         if self.mixers is not None and (m := self.mixers.mamba2) is not None:
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
-        if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
-            widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
         if self.mixers is not None and (mb := self.mixers.mamba) is not None:
             widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         for plugin in MIXERS.values():

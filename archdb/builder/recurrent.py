@@ -1,6 +1,6 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet and Mamba-1, and
-the pieces the mixer plugins' modules share (a plugin's own module is in its plugin,
-archdb.mixers: LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU, ...).
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD) and Mamba-1, and the pieces the
+mixer plugins' modules share (a plugin's own module is in its plugin, archdb.mixers: Gated
+DeltaNet, LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU, ...).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -15,8 +15,6 @@ or more, and tracing time grows with the nodes.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -134,59 +132,6 @@ class Mamba2Mixer(nn.Module):
         return y.reshape(b, t, self.inner) * self.norm_weight
 
 
-class GatedDeltaNetMixer(nn.Module):
-    """Gated DeltaNet (Yang et al. 2024, https://arxiv.org/abs/2412.06464) as in Qwen3-Next:
-    S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - S_{t-1}^T k_t))^T, o_t = S_t^T q_t."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        n_key_heads: int,
-        n_value_heads: int,
-        key_head_dim: int,
-        value_head_dim: int,
-        conv_kernel: int,
-        eps: float = 1e-6,
-    ) -> None:
-        super().__init__()
-        self.eps = eps  # the gated norm's (the blocks' norm epsilon in transformers)
-        self.hk, self.hv, self.dk, self.dv = (
-            n_key_heads,
-            n_value_heads,
-            key_head_dim,
-            value_head_dim,
-        )
-        key_dim, value_dim = n_key_heads * key_head_dim, n_value_heads * value_head_dim
-        self.key_dim, self.value_dim = key_dim, value_dim
-        self.in_proj_qkvz = nn.Linear(d_model, 2 * key_dim + 2 * value_dim, bias=False)
-        self.in_proj_ba = nn.Linear(d_model, 2 * n_value_heads, bias=False)
-        self.conv1d = CausalDepthwiseConv(2 * key_dim + value_dim, conv_kernel, False)
-        self.dt_bias = _init_vector(n_value_heads, 1.0)
-        self.A_log = _init_vector(n_value_heads, 0.0)
-        self.norm_weight = _init_vector(value_head_dim, 1.0)
-        self.out_proj = nn.Linear(value_dim, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, t, _d = x.shape
-        hk, hv, dk, dv = self.hk, self.hv, self.dk, self.dv
-        qkv, z = self.in_proj_qkvz(x).split([2 * self.key_dim + self.value_dim, self.value_dim], -1)
-        beta_in, a_in = self.in_proj_ba(x).split([hv, hv], dim=-1)
-        q, k, v = F.silu(self.conv1d(qkv)).split([self.key_dim, self.key_dim, self.value_dim], -1)
-        a = -torch.exp(self.A_log)
-        beta = torch.sigmoid(beta_in)  # (B, T, Hv)
-        g = a * F.softplus(a_in + self.dt_bias)  # log of the per-token decay
-        q = l2_normalize(q.reshape(b, t, hk, dk)) * (1.0 / math.sqrt(dk))
-        k = l2_normalize(k.reshape(b, t, hk, dk))
-        q = q.repeat_interleave(hv // hk, dim=2)  # (B, T, Hv, Dk)
-        k = k.repeat_interleave(hv // hk, dim=2)
-        o = gated_delta_rule(q, k, v.reshape(b, t, hv, dv), g, beta)
-        o = F.rms_norm(o, (dv,), self.norm_weight, eps=self.eps)  # a plain w scale
-        o = o.reshape(b, t, self.value_dim) * F.silu(z)
-        return self.out_proj(o)
-
-
 def l2_normalize(x: torch.Tensor) -> torch.Tensor:
     """x / sqrt(sum x^2 + 1e-6) over the last dim (FLA's l2norm: eps added, not clamped)."""
     return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)
@@ -301,3 +246,13 @@ class MambaMixer(nn.Module):
         y = torch.matmul(states, cs[..., None]).squeeze(-1) + xs * self.D  # h C + D x
         y = y * F.silu(z)
         return self.out_proj(y)
+
+
+def __getattr__(name: str):
+    """``GatedDeltaNetMixer``: the gated-deltanet plugin's module class, under the name
+    checkpoint loading (archdb.weights) finds it by."""
+    if name == "GatedDeltaNetMixer":
+        from archdb.mixers.gated_deltanet import gated_deltanet_module
+
+        return gated_deltanet_module()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -365,7 +365,7 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
     assert arch.mixers is not None
     d_t, rule = frame.toy_d_model, frame.rule
     out = arch.mixers.model_dump()
-    d, m, g = arch.d_model, arch.mixers.mamba2, arch.mixers.gated_deltanet
+    d, m = arch.d_model, arch.mixers.mamba2
     if m is not None:
         per_group = m.n_heads // m.n_groups
         groups = 1 if m.n_groups == 1 else 2
@@ -377,14 +377,6 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
             "n_groups": groups,
             "head_dim": head_dim + head_dim % 2,
             "state_size": min(m.state_size, 16),
-        }
-    if g is not None:
-        keys = min(g.n_key_heads, rule.kv_heads_max)
-        out["gated_deltanet"] |= {
-            "n_key_heads": keys,
-            "n_value_heads": keys * (g.n_value_heads // g.n_key_heads),
-            "key_head_dim": min(g.key_head_dim, 16),
-            "value_head_dim": min(g.value_head_dim, 16),
         }
     if (mb := arch.mixers.mamba) is not None:
         out["mamba"] |= {

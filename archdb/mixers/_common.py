@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
 
 if TYPE_CHECKING:  # the plan imports the schema, which imports the plugins
     from archdb.plan.tally import Tally
+
+
+def card_norm_eps(arch) -> float:
+    """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
+    BambaMixer, Qwen3-Next's gated DeltaNet and Kimi Linear's KDA all pass the blocks' one)."""
+    return RMS_EPS if arch.norm.eps is None else arch.norm.eps
 
 
 def linear_params(d_in: int, d_out: int, bias: bool) -> int:

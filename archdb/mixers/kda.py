@@ -16,7 +16,7 @@ from archdb.field_types import Count, Strict, Width
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 
-from ._common import conv_flops, delta_rule_flops, linear_params
+from ._common import card_norm_eps, conv_flops, delta_rule_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
 
 if TYPE_CHECKING:  # the plan imports the schema, which imports this module
@@ -143,8 +143,7 @@ class KimiDeltaAttentionMixer:
 
 def _plan(sizes: KimiDeltaAttention, reader) -> KimiDeltaAttentionMixer:
     gate = sizes.output_gate_rank if sizes.output_gate else None
-    # the output norm takes the card's norm epsilon (transformers passes the blocks' one)
-    eps = RMS_EPS if reader.a.norm.eps is None else reader.a.norm.eps
+    eps = card_norm_eps(reader.a)  # the output norm's
     return KimiDeltaAttentionMixer(
         reader.d, sizes.n_heads, sizes.head_dim, sizes.conv_kernel, sizes.decay_rank, gate, eps
     )

@@ -1,5 +1,5 @@
-"""Non-attention token mixers: Mamba-2 (SSD), Gated DeltaNet and Mamba-1, as specs; the
-mixer plugins' (archdb.mixers: LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU,
+"""Non-attention token mixers: Mamba-2 (SSD) and Mamba-1, as specs; the mixer plugins'
+(archdb.mixers: Gated DeltaNet, LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU,
 MiniMax-01's lightning attention, ...) are made by their plugins.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
@@ -23,12 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.mixers import MIXERS, MixerPlugin
 from archdb.mixers._common import conv_flops as _conv_flops
-from archdb.mixers._common import delta_rule_flops as _delta_rule_flops
 from archdb.schema import LayerKind, Mamba2Norm, MambaInnerNorm
 
 from .layout import LayerSpec
@@ -125,72 +123,6 @@ class Mamba2Mixer:
 
 
 @dataclass(frozen=True)
-class GatedDeltaNetMixer:
-    """in_proj_qkvz and in_proj_ba; causal conv over q, k, v; L2-normed q, k; the gated
-    delta rule per value head; RMSNorm(o) * SiLU(z); out_proj (Qwen3-Next's layout)."""
-
-    d_model: int
-    n_key_heads: int
-    n_value_heads: int
-    key_head_dim: int
-    value_head_dim: int
-    conv_kernel: int
-    eps: float = RMS_EPS  # the gated norm's: the card's norm.eps
-
-    @property
-    def key_dim(self) -> int:
-        return self.n_key_heads * self.key_head_dim
-
-    @property
-    def value_dim(self) -> int:
-        return self.n_value_heads * self.value_head_dim
-
-    @property
-    def conv_dim(self) -> int:
-        return 2 * self.key_dim + self.value_dim
-
-    def params(self) -> int:
-        d, hv = self.d_model, self.n_value_heads
-        n = linear_params(d, 2 * self.key_dim + 2 * self.value_dim, False)  # q, k, v, z
-        n += linear_params(d, 2 * hv, False)  # beta and decay inputs (b, a)
-        n += self.conv_dim * self.conv_kernel  # depthwise conv, no bias
-        n += 2 * hv  # dt_bias, A_log
-        n += self.value_head_dim  # the gated norm's scale, shared by the heads
-        return n + linear_params(self.value_dim, d, False)
-
-    def flops(self, tally: Tally) -> None:
-        d, hk, hv = self.d_model, self.n_key_heads, self.n_value_heads
-        dk, dv = self.key_head_dim, self.value_head_dim
-        tally.linear(d, 2 * self.key_dim + 2 * self.value_dim, False)
-        tally.linear(d, 2 * hv, False)
-        _conv_flops(tally, self.conv_dim, self.conv_kernel, False)
-        tally.add(C.ELEMENTWISE, 2 * hv)  # -exp(A_log), once per forward
-        tally.elementwise(hv + 3 * hv)  # beta = sigmoid(b); g = -A softplus(a + dt_bias)
-        _delta_rule_flops(tally, hk, hv, dk, dv, decay_rates=hv)
-        tally.add(C.NORM, tally.seq_len * self.value_dim * (cv.RMSNORM + cv.AFFINE))
-        tally.elementwise(2 * self.value_dim)  # * SiLU(z)
-        tally.linear(self.value_dim, d, False)
-
-    def cache_entries(self, context: int) -> int:
-        """A dk x dv state per value head and the conv's last inputs: a constant."""
-        state = self.n_value_heads * self.key_head_dim * self.value_head_dim
-        return state + self.conv_dim * (self.conv_kernel - 1)
-
-    def module(self, ctx):
-        from archdb.builder.recurrent import GatedDeltaNetMixer as Module
-
-        return Module(
-            self.d_model,
-            self.n_key_heads,
-            self.n_value_heads,
-            self.key_head_dim,
-            self.value_head_dim,
-            self.conv_kernel,
-            self.eps,
-        )
-
-
-@dataclass(frozen=True)
 class MambaMixer:
     """in_proj -> (x, z); causal conv over x; x_proj -> (dt, B, C), optionally RMS-normed;
     dt_proj widens dt; the selective scan per inner channel; y * SiLU(z); out_proj
@@ -261,7 +193,7 @@ class MambaMixer:
 
 
 RecurrentMixer = (
-    Mamba2Mixer | GatedDeltaNetMixer | MambaMixer | Any  # a mixer plugin's spec (archdb.mixers)
+    Mamba2Mixer | MambaMixer | Any  # a mixer plugin's spec (archdb.mixers)
 )
 Reader = Any  # plan._Reader, not imported: plan imports this module
 
@@ -297,19 +229,6 @@ def _factors(values: list[float] | None) -> tuple[float, ...] | None:
     return tuple(values)
 
 
-def _gated_deltanet(r: Reader, spec: LayerSpec) -> GatedDeltaNetMixer:
-    g = r.a.mixers.gated_deltanet
-    return GatedDeltaNetMixer(
-        r.d,
-        g.n_key_heads,
-        g.n_value_heads,
-        g.key_head_dim,
-        g.value_head_dim,
-        g.conv_kernel,
-        _eps(r),
-    )
-
-
 def _mamba(r: Reader, spec: LayerSpec) -> MambaMixer:
     m = r.a.mixers.mamba
     return MambaMixer(
@@ -325,16 +244,9 @@ def _mamba(r: Reader, spec: LayerSpec) -> MambaMixer:
     )
 
 
-def _eps(r: Reader) -> float:
-    """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
-    BambaMixer and Qwen3-Next's gated DeltaNet all pass the blocks' one)."""
-    return RMS_EPS if r.a.norm.eps is None else r.a.norm.eps
-
-
 # layer-pattern entry -> the spec of a non-attention mixer
 RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.MAMBA2: _mamba2,
-    LayerKind.GATED_DELTANET: _gated_deltanet,
     LayerKind.MAMBA: _mamba,
 }
 
