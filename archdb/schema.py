@@ -177,7 +177,6 @@ _BUILT_IN_KINDS = (
     # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
     # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
     ("GLOBAL_MAMBA2", "global+mamba2"),
-    ("MAMBA", "mamba"),  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
 )
 
 
@@ -220,7 +219,7 @@ class LayerKind(StrEnum):
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
-RECURRENT_KINDS = frozenset({LayerKind.MAMBA2, LayerKind.MAMBA})
+RECURRENT_KINDS = frozenset({LayerKind.MAMBA2})
 RECURRENT_KINDS |= {LayerKind(kind) for kind in MIXERS}
 # the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
 MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
@@ -359,10 +358,6 @@ def _with_residual_factors(a: Architecture) -> bool:
 
 def _with_mamba2_or_residual_factors(a: Architecture) -> bool:
     return _with_mamba2(a) or _with_residual_factors(a)
-
-
-def _mamba_inner_norm(a: Architecture) -> bool:
-    return a.mixers.mamba.inner_norm not in (None, MambaInnerNorm.NONE)
 
 
 def _windowed_answer(card: dict) -> bool:
@@ -831,57 +826,11 @@ class Mamba2(Strict):
     )
 
 
-class MambaInnerNorm(StrEnum):
-    """Norms on a Mamba mixer's dt, B and C after x_proj."""
-
-    NONE = "none"  # Mamba
-    RMS = "rms"  # parameter-free RMSNorm on each (Falcon Mamba)
-    RMS_SCALED = "rms-scaled"  # RMSNorm with a learned scale on each (Jamba)
-
-
-class Mamba(Strict):
-    """Mamba-1's selective SSM mixer (Gu and Dao 2023), laid out as transformers' MambaMixer."""
-
-    d_inner: Width = Field(
-        description="Inner width (intermediate_size = expand x d_model): in_proj makes x and "
-        "the gate z of this width; each inner channel has its own A row, D and dt."
-    )
-    state_size: Width = Field(description="SSM state per inner channel (d_state, N).")
-    conv_kernel: Width = Field(description="Depthwise causal conv width over x (d_conv).")
-    dt_rank: Width = Field(
-        description="Rank of the dt projection: x_proj makes dt_rank + 2 x state_size (dt, "
-        "B, C), dt_proj (with bias) widens dt to d_inner (time_step_rank; 'auto' = "
-        "ceil(d_model / 16))."
-    )
-    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
-    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
-    inner_norm: MambaInnerNorm | None = Field(
-        default=None,
-        description="RMSNorm on dt, B and C after x_proj: rms parameter-free (Falcon Mamba), "
-        "rms-scaled with a learned scale each (Jamba). Optional; null: none (Mamba).",
-    )
-    inner_norm_eps: Annotated[
-        PositiveFloat | None,
-        OutputOnly(1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C", _mamba_inner_norm),
-    ] = Field(
-        default=None,
-        description="Epsilon of the dt/B/C norms (Falcon Mamba mixer_rms_eps; Jamba "
-        "rms_norm_eps). Optional; null: not recorded (the builder uses 1e-6).",
-    )
-    mlp: StrictBool = Field(
-        description="Whether a mamba layer also has the card's MLP after the mixer (Jamba: "
-        "true; Mamba and Falcon Mamba, whose layers are the mixer alone: false)."
-    )
-
-
 class _BuiltInMixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
     mamba2: Mamba2 | None = Field(
         default=None, description="Mamba-2 sizes; required for, and only for, mamba2 layers."
-    )
-    mamba: Mamba | None = Field(
-        default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
     )
 
 
@@ -1796,8 +1745,6 @@ class Architecture(Strict):
             widths.append(att.sparse.indexer_heads * att.sparse.indexer_head_dim)
         if self.mixers is not None and (m := self.mixers.mamba2) is not None:
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
-        if self.mixers is not None and (mb := self.mixers.mamba) is not None:
-            widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
         for plugin in MIXERS.values():
             if (sizes := plugin.sizes_of(self)) is not None:
                 widths.append(plugin.widest(sizes, d))

@@ -1,6 +1,6 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD) and Mamba-1, and the pieces the
-mixer plugins' modules share (a plugin's own module is in its plugin, archdb.mixers: Gated
-DeltaNet, LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU, ...).
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD), and the pieces the mixer plugins'
+modules share (a plugin's own module is in its plugin, archdb.mixers: Gated DeltaNet, LFM2's
+short conv, Mamba-1, Kimi Delta Attention, Griffin's RG-LRU, ...).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -21,9 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archdb.choices.norms import RMS_EPS
-from archdb.schema import Mamba2Norm, MambaInnerNorm
-
-from .device import on_meta
+from archdb.schema import Mamba2Norm
 
 
 class CausalDepthwiseConv(nn.Module):
@@ -175,77 +173,6 @@ def gated_delta_rule(
         state = state + k_i * delta  # the outer product k delta^T
         states.append(state)
     return (torch.stack(states, dim=1) * q[..., None]).sum(-2)  # q^T S per token
-
-
-class MambaMixer(nn.Module):
-    """Mamba's selective SSM (Gu and Dao 2023, https://arxiv.org/abs/2312.00752): per inner
-    channel c, h_t = exp(dt_t A_c) h_{t-1} + dt_t x_t B_t and y_t = h_t C_t + D_c x_t."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        d_inner: int,
-        state_size: int,
-        conv_kernel: int,
-        dt_rank: int,
-        conv_bias: bool,
-        proj_bias: bool,
-        inner_norm: MambaInnerNorm = MambaInnerNorm.NONE,
-        inner_norm_eps: float | None = None,
-    ) -> None:
-        super().__init__()
-        self.d_inner, self.state_size, self.dt_rank = d_inner, state_size, dt_rank
-        self.inner_norm = inner_norm
-        self.eps = 1e-6 if inner_norm_eps is None else inner_norm_eps
-        self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=proj_bias)
-        self.conv1d = CausalDepthwiseConv(d_inner, conv_kernel, conv_bias)
-        self.x_proj = nn.Linear(d_inner, dt_rank + 2 * state_size, bias=False)
-        self.dt_proj = nn.Linear(dt_rank, d_inner, bias=True)
-        if on_meta():  # a shape only (see .device)
-            self.A_log = nn.Parameter(torch.empty(d_inner, state_size))
-        else:
-            a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # S4D-real: A = -n
-            self.A_log = nn.Parameter(a.expand(d_inner, state_size).contiguous())
-        self.D = _init_vector(d_inner, 1.0)
-        if inner_norm is MambaInnerNorm.RMS_SCALED:  # Jamba's learned scales on dt, B, C
-            self.dt_norm_weight = _init_vector(dt_rank, 1.0)
-            self.b_norm_weight = _init_vector(state_size, 1.0)
-            self.c_norm_weight = _init_vector(state_size, 1.0)
-        self.out_proj = nn.Linear(d_inner, d_model, bias=proj_bias)
-
-    def _norms(
-        self, dt: torch.Tensor, bs: torch.Tensor, cs: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if self.inner_norm is MambaInnerNorm.NONE:
-            return dt, bs, cs
-        scaled = self.inner_norm is MambaInnerNorm.RMS_SCALED
-        weights = (
-            (self.dt_norm_weight, self.b_norm_weight, self.c_norm_weight)
-            if scaled
-            else (None, None, None)
-        )
-        return tuple(  # type: ignore[return-value]
-            F.rms_norm(v, (v.shape[-1],), w, self.eps)
-            for v, w in zip((dt, bs, cs), weights, strict=True)
-        )
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        n = self.state_size
-        xs, z = self.in_proj(x).chunk(2, dim=-1)
-        xs = F.silu(self.conv1d(xs))  # (B, T, E)
-        dt, bs, cs = self.x_proj(xs).split([self.dt_rank, n, n], dim=-1)
-        dt, bs, cs = self._norms(dt, bs, cs)
-        dt = F.softplus(self.dt_proj(dt))  # (B, T, E)
-        a = -torch.exp(self.A_log)  # (E, N)
-        decay = torch.exp(dt[..., None] * a)  # (B, T, E, N)
-        dtx = dt * xs
-        inputs = dtx[..., None] * bs[:, :, None, :]  # (dt x) B: (B, T, E, N)
-        states = linear_scan(decay, inputs)
-        y = torch.matmul(states, cs[..., None]).squeeze(-1) + xs * self.D  # h C + D x
-        y = y * F.silu(z)
-        return self.out_proj(y)
 
 
 def __getattr__(name: str):

@@ -378,12 +378,6 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
             "head_dim": head_dim + head_dim % 2,
             "state_size": min(m.state_size, 16),
         }
-    if (mb := arch.mixers.mamba) is not None:
-        out["mamba"] |= {
-            "d_inner": max(1, round(mb.d_inner * d_t / d)),
-            "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
-            "state_size": min(mb.state_size, 16),
-        }
     for plugin in MIXERS.values():
         if (sizes := plugin.sizes_of(arch)) is not None:
             out[plugin.field] |= plugin.toy(sizes, arch, frame)

@@ -1,5 +1,5 @@
-"""Non-attention token mixers: Mamba-2 (SSD) and Mamba-1, as specs; the mixer plugins'
-(archdb.mixers: Gated DeltaNet, LFM2's short conv, Kimi Delta Attention, Griffin's RG-LRU,
+"""Non-attention token mixers: Mamba-2 (SSD), as a spec; the mixer plugins' (archdb.mixers:
+Gated DeltaNet, LFM2's short conv, Mamba-1, Kimi Delta Attention, Griffin's RG-LRU,
 MiniMax-01's lightning attention, ...) are made by their plugins.
 
 Each spec carries its parameters (laid out as transformers' implementation, so counts
@@ -27,7 +27,7 @@ from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
 from archdb.mixers import MIXERS, MixerPlugin
 from archdb.mixers._common import conv_flops as _conv_flops
-from archdb.schema import LayerKind, Mamba2Norm, MambaInnerNorm
+from archdb.schema import LayerKind, Mamba2Norm
 
 from .layout import LayerSpec
 from .tally import Tally, linear_params
@@ -122,78 +122,8 @@ class Mamba2Mixer:
         )
 
 
-@dataclass(frozen=True)
-class MambaMixer:
-    """in_proj -> (x, z); causal conv over x; x_proj -> (dt, B, C), optionally RMS-normed;
-    dt_proj widens dt; the selective scan per inner channel; y * SiLU(z); out_proj
-    (transformers' MambaMixer; FalconMambaMixer and JambaMambaMixer with inner_norm)."""
-
-    d_model: int
-    d_inner: int
-    state_size: int
-    conv_kernel: int
-    dt_rank: int
-    conv_bias: bool
-    proj_bias: bool
-    inner_norm: MambaInnerNorm
-    inner_norm_eps: float | None
-
-    @property
-    def x_width(self) -> int:
-        return self.dt_rank + 2 * self.state_size  # dt, B, C
-
-    def params(self) -> int:
-        e, n = self.d_inner, self.state_size
-        total = linear_params(self.d_model, 2 * e, self.proj_bias)
-        total += e * self.conv_kernel + (e if self.conv_bias else 0)
-        total += linear_params(e, self.x_width, False)
-        total += linear_params(self.dt_rank, e, True)
-        total += e * n + e  # A_log, D
-        if self.inner_norm is MambaInnerNorm.RMS_SCALED:
-            total += self.x_width  # a scale on each of dt, B and C
-        return total + linear_params(e, self.d_model, self.proj_bias)
-
-    def flops(self, tally: Tally) -> None:
-        e, n = self.d_inner, self.state_size
-        tally.linear(self.d_model, 2 * e, self.proj_bias)
-        _conv_flops(tally, e, self.conv_kernel, self.conv_bias)
-        tally.linear(e, self.x_width, False)
-        if self.inner_norm is not MambaInnerNorm.NONE:
-            scaled = self.inner_norm is MambaInnerNorm.RMS_SCALED
-            per_element = cv.RMSNORM + (cv.AFFINE if scaled else 0)
-            tally.add(C.NORM, tally.seq_len * self.x_width * per_element)
-        tally.linear(self.dt_rank, e, True)
-        tally.elementwise(e)  # dt = softplus(dt_proj(dt))
-        tally.add(C.ELEMENTWISE, 2 * e * n)  # A = -exp(A_log), once per forward
-        tally.elementwise(2 * e * n + e)  # dA = exp(dt * A); dt * x
-        # state update h = dA h + (dt x) B: scale, product, add; read-out y = h C
-        tally.elementwise(3 * e * n + cv.FLOPS_PER_MAC * e * n)
-        tally.elementwise(2 * e)  # y + D x
-        tally.elementwise(2 * e)  # y * SiLU(z)
-        tally.linear(e, self.d_model, self.proj_bias)
-
-    def cache_entries(self, context: int) -> int:
-        """The SSM state and the conv's last inputs: a constant, whatever the context."""
-        return self.d_inner * self.state_size + self.d_inner * (self.conv_kernel - 1)
-
-    def module(self, ctx):
-        from archdb.builder.recurrent import MambaMixer as Module
-
-        return Module(
-            self.d_model,
-            self.d_inner,
-            self.state_size,
-            self.conv_kernel,
-            self.dt_rank,
-            self.conv_bias,
-            self.proj_bias,
-            self.inner_norm,
-            self.inner_norm_eps,
-        )
-
-
 RecurrentMixer = (
-    Mamba2Mixer | MambaMixer | Any  # a mixer plugin's spec (archdb.mixers)
+    Mamba2Mixer | Any  # a mixer plugin's spec (archdb.mixers)
 )
 Reader = Any  # plan._Reader, not imported: plan imports this module
 
@@ -229,25 +159,9 @@ def _factors(values: list[float] | None) -> tuple[float, ...] | None:
     return tuple(values)
 
 
-def _mamba(r: Reader, spec: LayerSpec) -> MambaMixer:
-    m = r.a.mixers.mamba
-    return MambaMixer(
-        r.d,
-        m.d_inner,
-        m.state_size,
-        m.conv_kernel,
-        m.dt_rank,
-        m.conv_bias,
-        m.proj_bias,
-        m.inner_norm or MambaInnerNorm.NONE,
-        m.inner_norm_eps,
-    )
-
-
 # layer-pattern entry -> the spec of a non-attention mixer
 RECURRENT: dict[LayerKind, Callable[[Reader, LayerSpec], RecurrentMixer]] = {
     LayerKind.MAMBA2: _mamba2,
-    LayerKind.MAMBA: _mamba,
 }
 
 
