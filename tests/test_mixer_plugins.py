@@ -14,8 +14,18 @@ from archdb.plan.recurrent import RECURRENT
 from archdb.schema import RECURRENT_KINDS, Architecture, LayerKind, Mixers
 
 
-def test_lightning_is_a_plugin():
-    assert "lightning" in MIXERS
+def test_every_recurrent_mixer_but_mamba2_is_a_plugin():
+    plugins = {"gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", "lightning"}
+    assert plugins <= set(MIXERS) and "mamba2" not in MIXERS
+
+
+def test_checkpoint_loading_finds_the_gated_deltanet_plugins_module_by_its_old_name():
+    from archdb.builder import recurrent
+    from archdb.mixers.gated_deltanet import gated_deltanet_module
+
+    assert recurrent.GatedDeltaNetMixer is gated_deltanet_module()
+    with pytest.raises(AttributeError, match="NoSuchMixer"):
+        _ = recurrent.NoSuchMixer
 
 
 @pytest.mark.parametrize("kind", sorted(MIXERS))
