@@ -29,16 +29,12 @@ the groups need it), and top-k to at most what the top groups offer, and below t
 experts, so routing still chooses. Zero-computation experts (LongCat-Flash) keep their
 ratio to the routed experts (at least one); the shortcut layers' dense width scales with
 d_model like the other MLP widths.
-Recurrent mixers (``mixers``) keep their kernel widths, the
-ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
-heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
-and key/value head widths to at most 16; a mixer plugin (``archdb.mixers``: lightning
-attention) shrinks by its own rule. Mamba-1 keeps its inner width and dt rank over
-d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at most 2 heads
-of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
-least 1). The RG-LRU keeps its width over d_model (rounded to whole gate blocks) and its
-gate blocks equal to the attention heads where the card's are. Attention-free cards have no
-head constraint. Cross-layer KV sharing keeps two periods of the pattern, the second
+Recurrent mixers (``mixers``) keep their kernel widths; Mamba-2 keeps the ratio of its
+inner width to d_model and its heads per group, its heads shrink to at most 4 and its state
+to at most 16; a mixer plugin (``archdb.mixers``: Gated DeltaNet, the short conv, Mamba-1,
+KDA, the RG-LRU, lightning attention) shrinks by its own rule, stated in its module.
+Attention-free cards have no head constraint. Cross-layer KV sharing keeps two periods of
+the pattern, the second
 reusing the first's keys and values (at most the card's shared layers); per-layer
 embeddings keep their width's ratio to d_model, and their table the toy vocabulary (its
 share of it where the card's table is shorter); LAuReL's rank keeps its ratio to d_model,
