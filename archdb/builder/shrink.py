@@ -34,10 +34,10 @@ inner width to d_model and its heads per group, its heads shrink to at most 4 an
 to at most 16; a mixer plugin (``archdb.mixers``: Gated DeltaNet, the short conv, Mamba-1,
 KDA, the RG-LRU, lightning attention) shrinks by its own rule, stated in its module.
 Attention-free cards have no head constraint. Cross-layer KV sharing keeps two periods of
-the pattern, the second
-reusing the first's keys and values (at most the card's shared layers); per-layer
-embeddings keep their width's ratio to d_model, and their table the toy vocabulary (its
-share of it where the card's table is shorter); LAuReL's rank keeps its ratio to d_model,
+the pattern, the second reusing the first's keys and values (at most the card's shared
+layers); per-layer embeddings keep their width's ratio to d_model, and their table the toy
+vocabulary (its share of it where the card's table is shorter); LAuReL's rank keeps its
+ratio to d_model,
 activation sparsity its share of the layers (at least one), AltUp its streams.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
