@@ -37,8 +37,8 @@ Attention-free cards have no head constraint. Cross-layer KV sharing keeps two p
 the pattern, the second reusing the first's keys and values (at most the card's shared
 layers); per-layer embeddings keep their width's ratio to d_model, and their table the toy
 vocabulary (its share of it where the card's table is shorter); LAuReL's rank keeps its
-ratio to d_model,
-activation sparsity its share of the layers (at least one), AltUp its streams.
+ratio to d_model, activation sparsity its share of the layers (at least one), AltUp its
+streams.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
