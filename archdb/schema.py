@@ -67,7 +67,7 @@ from archdb.field_types import (
     Width,
 )
 from archdb.fields import Asked, OutputOnly, Unknown, Usual, get_path, with_role
-from archdb.mixers import MIXERS
+from archdb.mixers import MIXERS, in_schema_order
 
 # re-exported: one dotted-path helper (archdb.fields), the vocabularies declared beside
 # their rules (archdb.choices) and the size bounds (archdb.field_types)
@@ -161,34 +161,36 @@ class GroupScore(StrEnum):
     TOP2_SUM = "top2-sum"  # its two best scores, after the correction bias (V3 noaux_tc)
 
 
+# the built-in layer-pattern entries (member name, entry), in schema order: each mixer
+# plugin's member goes after the entry its ``after`` names (archdb.mixers.in_schema_order)
+_BUILT_IN_KINDS = (
+    ("GLOBAL", "global"),  # full attention, with the card's position scheme
+    # sliding-window attention, with the card's position scheme: each query sees a causal
+    # band of `sliding_window` keys, itself included. GPT-3's "locally banded sparse"
+    # layers are this function (OpenAI's Sparse Transformer code: attn_mode "local")
+    ("LOCAL", "local"),
+    ("GLOBAL_NOPE", "global-nope"),  # full attention without position encoding (Llama 4)
+    ("CHUNKED", "chunked"),  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
+    ("MAMBA2", "mamba2"),  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
+    ("MLP", "mlp"),  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
+    ("MOE", "moe"),  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
+    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
+    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
+    ("GLOBAL_MAMBA2", "global+mamba2"),
+)
+
+
 class LayerKind(StrEnum):
     """One entry of the per-layer pattern, tiled over the layers: an attention kind or a
     non-attention token mixer whose sizes sit in ``architecture.mixers``."""
 
-    GLOBAL = "global"  # full attention, with the card's position scheme
-    # sliding-window attention, with the card's position scheme: each query sees a causal
-    # band of `sliding_window` keys, itself included. GPT-3's "locally banded sparse"
-    # layers are this function (OpenAI's Sparse Transformer code: attn_mode "local")
-    LOCAL = "local"
-    GLOBAL_NOPE = "global-nope"  # full attention without position encoding (Llama 4)
-    CHUNKED = "chunked"  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
-    MAMBA2 = "mamba2"  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
-    GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet (Qwen3-Next), mixers.gated_deltanet
-    SHORT_CONV = "short-conv"  # gated short depthwise convolution (LFM2), mixers.short_conv
-    MLP = "mlp"  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
-    MOE = "moe"  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
-    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
-    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
-    GLOBAL_MAMBA2 = "global+mamba2"
-    MAMBA = "mamba"  # Mamba-1 selective state-space mixer (S6), sizes in mixers.mamba
-    KDA = "kda"  # Kimi Delta Attention (Kimi Linear), sizes in mixers.kda
-    RG_LRU = "rg-lru"  # Griffin's recurrent block (RG-LRU; RecurrentGemma), mixers.rg_lru
-    # then one member per mixer plugin (archdb.mixers: MiniMax-01's lightning, ...): its
-    # entry upper-cased, '_' for '-', as the name; its sizes in mixers.<that name, lower>
-    _ignore_ = ("_members", "_plugin")
+    # the built-in entries and, each after the entry it names, one member per mixer plugin
+    # (archdb.mixers: MiniMax-01's lightning, ...): its entry upper-cased, '_' for '-', as
+    # the name; its sizes in mixers.<that name, lower>
+    _ignore_ = ("_members", "_name", "_entry")
     _members = vars()
-    for _plugin in MIXERS.values():
-        _members[_plugin.member] = _plugin.kind
+    for _name, _entry in in_schema_order(_BUILT_IN_KINDS):
+        _members[_name] = _entry
 
     @property
     def attention(self) -> bool:
@@ -217,15 +219,17 @@ class LayerKind(StrEnum):
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
-RECURRENT_KINDS = frozenset(
-    {LayerKind.MAMBA2, LayerKind.GATED_DELTANET, LayerKind.SHORT_CONV, LayerKind.MAMBA}
-    | {LayerKind.KDA}
-)
-RECURRENT_KINDS |= {LayerKind.RG_LRU, *(LayerKind(kind) for kind in MIXERS)}
+RECURRENT_KINDS = frozenset({LayerKind.MAMBA2})
+RECURRENT_KINDS |= {LayerKind(kind) for kind in MIXERS}
+# the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
+MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
 # the non-attention mixers' entries, as messages and descriptions list them
-MIXER_ENTRIES = ", ".join(
-    ["mamba2", "gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", *MIXERS]
-)
+MIXER_ENTRIES = ", ".join(kind.value for kind in MIXER_KINDS)
+
+
+def mixer_field(kind: LayerKind) -> str:
+    """The field of architecture.mixers that holds a non-attention entry's sizes."""
+    return kind.value.replace("-", "_")
 
 
 class QKNorm(StrEnum):
@@ -354,10 +358,6 @@ def _with_residual_factors(a: Architecture) -> bool:
 
 def _with_mamba2_or_residual_factors(a: Architecture) -> bool:
     return _with_mamba2(a) or _with_residual_factors(a)
-
-
-def _mamba_inner_norm(a: Architecture) -> bool:
-    return a.mixers.mamba.inner_norm not in (None, MambaInnerNorm.NONE)
 
 
 def _windowed_answer(card: dict) -> bool:
@@ -826,189 +826,32 @@ class Mamba2(Strict):
     )
 
 
-class MambaInnerNorm(StrEnum):
-    """Norms on a Mamba mixer's dt, B and C after x_proj."""
-
-    NONE = "none"  # Mamba
-    RMS = "rms"  # parameter-free RMSNorm on each (Falcon Mamba)
-    RMS_SCALED = "rms-scaled"  # RMSNorm with a learned scale on each (Jamba)
-
-
-class Mamba(Strict):
-    """Mamba-1's selective SSM mixer (Gu and Dao 2023), laid out as transformers' MambaMixer."""
-
-    d_inner: Width = Field(
-        description="Inner width (intermediate_size = expand x d_model): in_proj makes x and "
-        "the gate z of this width; each inner channel has its own A row, D and dt."
-    )
-    state_size: Width = Field(description="SSM state per inner channel (d_state, N).")
-    conv_kernel: Width = Field(description="Depthwise causal conv width over x (d_conv).")
-    dt_rank: Width = Field(
-        description="Rank of the dt projection: x_proj makes dt_rank + 2 x state_size (dt, "
-        "B, C), dt_proj (with bias) widens dt to d_inner (time_step_rank; 'auto' = "
-        "ceil(d_model / 16))."
-    )
-    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
-    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
-    inner_norm: MambaInnerNorm | None = Field(
-        default=None,
-        description="RMSNorm on dt, B and C after x_proj: rms parameter-free (Falcon Mamba), "
-        "rms-scaled with a learned scale each (Jamba). Optional; null: none (Mamba).",
-    )
-    inner_norm_eps: Annotated[
-        PositiveFloat | None,
-        OutputOnly(1e-6, "the usual RMSNorm epsilon, on Mamba's dt, B and C", _mamba_inner_norm),
-    ] = Field(
-        default=None,
-        description="Epsilon of the dt/B/C norms (Falcon Mamba mixer_rms_eps; Jamba "
-        "rms_norm_eps). Optional; null: not recorded (the builder uses 1e-6).",
-    )
-    mlp: StrictBool = Field(
-        description="Whether a mamba layer also has the card's MLP after the mixer (Jamba: "
-        "true; Mamba and Falcon Mamba, whose layers are the mixer alone: false)."
-    )
-
-
-class GatedDeltaNet(Strict):
-    """Gated DeltaNet (Yang et al. 2024), laid out as Qwen3-Next's linear-attention layer."""
-
-    n_key_heads: Count = Field(description="Query/key heads (linear_num_key_heads).")
-    n_value_heads: Count = Field(
-        description="Value heads, each with a key_head_dim x value_head_dim state "
-        "(linear_num_value_heads); a multiple of n_key_heads."
-    )
-    key_head_dim: Width = Field(description="Width of a query/key head (linear_key_head_dim).")
-    value_head_dim: Width = Field(description="Width of a value head (linear_value_head_dim).")
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width over q, k, v (linear_conv_kernel_dim)."
-    )
-    mlp: StrictBool = Field(
-        description="Whether a gated-deltanet layer also has the card's MLP (Qwen3-Next: true)."
-    )
-
-
-class ShortConv(Strict):
-    """LFM2's gated short convolution, laid out as transformers' Lfm2ShortConv:
-    in_proj (d_model -> 3 d_model: B, C, x); B * x; a depthwise causal conv over time;
-    C * conv; out_proj (d_model -> d_model). Its width is d_model."""
-
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width in tokens (conv_L_cache); the state kept "
-        "between tokens is its last conv_kernel - 1 inputs."
-    )
-    bias: StrictBool = Field(
-        description="Bias on in_proj, the conv and out_proj alike (conv_bias; one flag)."
-    )
-    mlp: StrictBool = Field(
-        description="Whether a short-conv layer also has the card's MLP (LFM2: true)."
-    )
-
-
-class KimiDeltaAttention(Strict):
-    """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692 Section 3), laid out as
-    transformers' KimiLinearDeltaAttention: q, k, v projections (d_model -> n_heads x
-    head_dim each), a depthwise causal conv with SiLU over each, L2-normed q and k; the
-    delta rule per head with a decay per key channel, -exp(A_log) softplus(f + dt_bias),
-    f from a low-rank projection; a sigmoid write strength per head (b_proj); a per-head
-    RMSNorm of the output times an optional low-rank sigmoid gate; out projection."""
-
-    n_heads: Count = Field(
-        description="Heads, each with a head_dim x head_dim state (linear_attn_config.num_heads)."
-    )
-    head_dim: Width = Field(
-        description="Width of each query, key and value head (linear_attn_config.head_dim); "
-        "the decay has one rate per key channel of each head."
-    )
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width over q, k and v, no bias "
-        "(linear_attn_config.short_conv_kernel_size); the state kept between tokens is its "
-        "last conv_kernel - 1 inputs."
-    )
-    decay_rank: Width = Field(
-        description="Rank of the decay's low-rank projection d_model -> decay_rank -> "
-        "n_heads x head_dim (f_a_proj, f_b_proj; transformers: head_dim)."
-    )
-    output_gate: StrictBool = Field(
-        description="Whether the normed output is multiplied by sigmoid of a low-rank "
-        "projection of the layer input (g_a_proj, g_b_proj; Kimi Linear: true)."
-    )
-    output_gate_rank: Width | None = Field(
-        default=None,
-        description="Rank of the output gate's projection d_model -> rank -> n_heads x "
-        "head_dim (transformers: head_dim); required for, and only for, output_gate true.",
-    )
-    mlp: StrictBool = Field(
-        description="Whether a kda layer also has the card's MLP (or MoE) after the mixer "
-        "(Kimi Linear: true)."
-    )
-
-
-class RgLru(Strict):
-    """Griffin's recurrent block (De et al. 2024, arXiv 2402.19427), laid out as
-    transformers' RecurrentGemmaRecurrentBlock: y = GELU_tanh(linear_y(x)); a depthwise causal
-    conv (with bias) over linear_x(x); the RG-LRU on it; linear_out(RG-LRU * y). linear_x,
-    linear_y and linear_out have biases. The RG-LRU per channel: input gate i_t and
-    recurrence gate r_t = sigmoid(block-diagonal linear of the conv output, with bias);
-    a_t = exp(-8 r_t softplus(Lambda)); h_t = a_t h_{t-1} + sqrt(1 - a_t^2) (i_t x_t), the
-    first token not scaled by sqrt(1 - a^2) (a reset at position 0)."""
-
-    lru_width: Width = Field(
-        description="Width of the recurrence (lru_width; null in transformers' config means "
-        "d_model): linear_x and linear_y map d_model to it, linear_out maps it back; one "
-        "recurrent state entry per channel."
-    )
-    n_heads: Count = Field(
-        description="Blocks of the block-diagonal input and recurrence gates: each gate is "
-        "n_heads matrices of (lru_width / n_heads)^2 plus a bias (transformers reuses "
-        "num_attention_heads for it, so it equals attention.n_heads there); must divide "
-        "lru_width."
-    )
-    conv_kernel: Width = Field(
-        description="Depthwise causal conv width over the linear_x branch, with bias "
-        "(conv1d_width); the state kept between tokens is its last conv_kernel - 1 inputs."
-    )
-    mlp: StrictBool = Field(
-        description="Whether an rg-lru layer also has the card's MLP after the mixer "
-        "(Griffin, RecurrentGemma: true)."
-    )
-
-
 class _BuiltInMixers(Strict):
     """Sizes of the non-attention token mixers named in attention.layer_pattern."""
 
     mamba2: Mamba2 | None = Field(
         default=None, description="Mamba-2 sizes; required for, and only for, mamba2 layers."
     )
-    gated_deltanet: GatedDeltaNet | None = Field(
-        default=None,
-        description="Gated DeltaNet sizes; required for, and only for, gated-deltanet layers.",
-    )
-    short_conv: ShortConv | None = Field(
-        default=None,
-        description="Short-convolution sizes; required for, and only for, short-conv layers.",
-    )
-    mamba: Mamba | None = Field(
-        default=None, description="Mamba-1 sizes; required for, and only for, mamba layers."
-    )
-    kda: KimiDeltaAttention | None = Field(
-        default=None,
-        description="Kimi Delta Attention sizes; required for, and only for, kda layers.",
-    )
-    rg_lru: RgLru | None = Field(
-        default=None, description="RG-LRU sizes; required for, and only for, rg-lru layers."
-    )
 
 
-# the built-in mixers' sizes, then each plugin's (archdb.mixers) under its field
-Mixers = create_model(
-    "Mixers",
-    __base__=_BuiltInMixers,
-    __module__=__name__,
-    __doc__=_BuiltInMixers.__doc__,
-    **{
+def _mixer_fields() -> dict[str, tuple[object, object]]:
+    """Every mixer's sizes field, the built-in ones' and each plugin's (archdb.mixers), in
+    the schema order of their layer-pattern entries."""
+    plugins = {
         p.field: (p.sizes | None, Field(default=None, description=p.description))
         for p in MIXERS.values()
-    },
+    }
+    built_in = {name: (f.annotation, f) for name, f in _BuiltInMixers.model_fields.items()}
+    fields = {**built_in, **plugins}
+    return {mixer_field(kind): fields[mixer_field(kind)] for kind in MIXER_KINDS}
+
+
+Mixers = create_model(
+    "Mixers",
+    __base__=Strict,
+    __module__=__name__,
+    __doc__=_BuiltInMixers.__doc__,
+    **_mixer_fields(),
 )
 
 
@@ -1679,42 +1522,23 @@ class Architecture(Strict):
     def _check_mixers(self) -> None:
         kinds = {k.recurrent for k in self.attention.layer_pattern}
         mixers = self.mixers or Mixers()
-        for kind, name in (
-            (LayerKind.MAMBA2, "mamba2"),
-            (LayerKind.GATED_DELTANET, "gated_deltanet"),
-            (LayerKind.SHORT_CONV, "short_conv"),
-            (LayerKind.MAMBA, "mamba"),
-            (LayerKind.KDA, "kda"),
-            (LayerKind.RG_LRU, "rg_lru"),
-            *((LayerKind(p.kind), p.field) for p in MIXERS.values()),
-        ):
+        for kind in MIXER_KINDS:
+            name = mixer_field(kind)
             if (kind in kinds) != (getattr(mixers, name) is not None):
                 raise ValueError(
                     f"mixers.{name} is required for, and only for, {kind.value} layers in "
                     "attention.layer_pattern"
                 )
         self._check_single_sublayers()
-        m, g = mixers.mamba2, mixers.gated_deltanet
+        m = mixers.mamba2
         if m is not None and m.n_heads % m.n_groups:
             raise ValueError(
                 f"mixers.mamba2.n_groups ({m.n_groups}) must divide n_heads ({m.n_heads})"
             )
-        if g is not None and g.n_value_heads % g.n_key_heads:
-            raise ValueError(
-                f"mixers.gated_deltanet.n_key_heads ({g.n_key_heads}) must divide "
-                f"n_value_heads ({g.n_value_heads})"
-            )
-        kda = mixers.kda
-        if kda is not None and kda.output_gate != (kda.output_gate_rank is not None):
-            raise ValueError(
-                "mixers.kda.output_gate_rank is required for, and only for, output_gate true"
-            )
-        if (r := mixers.rg_lru) is not None and r.lru_width % r.n_heads:
-            raise ValueError(
-                f"mixers.rg_lru.n_heads ({r.n_heads}) must divide lru_width ({r.lru_width})"
-            )
-        for plugin in MIXERS.values():  # what a plugin's sizes need from the card
-            if plugin.check is not None and (sizes := plugin.sizes_of(self)) is not None:
+        for kind in MIXER_KINDS:  # what a plugin's sizes need from the card
+            plugin = MIXERS.get(kind)
+            sizes = None if plugin is None else plugin.sizes_of(self)
+            if sizes is not None and plugin.check is not None:
                 plugin.check(sizes, self)
 
     def _check_global_layers(self) -> None:
@@ -1789,7 +1613,7 @@ class Architecture(Strict):
     def _check_single_sublayers(self) -> None:
         """mlp and moe entries make every layer one sublayer (Nemotron-H): no token mixer
         keeps an MLP, and the MoE sits exactly on the moe entries."""
-        att, moe, mixers = self.attention, self.mlp.moe, self.mixers or Mixers()
+        att, moe = self.attention, self.mlp.moe
         kinds = set(att.layer_pattern)
         if not any(kind not in CHANNEL_ONLY for kind in kinds):
             raise ValueError("attention.layer_pattern needs a token mixer (attention or recurrent)")
@@ -1799,16 +1623,10 @@ class Architecture(Strict):
             path
             for path, has in (
                 ("attention.mlp", any(k.attention for k in kinds) and att.mlp is not False),
-                ("mixers.mamba2.mlp", mixers.mamba2 is not None and mixers.mamba2.mlp),
-                (
-                    "mixers.gated_deltanet.mlp",
-                    mixers.gated_deltanet is not None and mixers.gated_deltanet.mlp,
+                *(
+                    (f"mixers.{mixer_field(kind)}.mlp", self.kind_has_mlp(kind))
+                    for kind in MIXER_KINDS
                 ),
-                ("mixers.short_conv.mlp", mixers.short_conv is not None and mixers.short_conv.mlp),
-                ("mixers.mamba.mlp", mixers.mamba is not None and mixers.mamba.mlp),
-                ("mixers.kda.mlp", mixers.kda is not None and mixers.kda.mlp),
-                ("mixers.rg_lru.mlp", mixers.rg_lru is not None and mixers.rg_lru.mlp),
-                *((f"mixers.{p.field}.mlp", p.has_mlp(self)) for p in MIXERS.values()),
             )
             if has
         ]
@@ -1832,20 +1650,9 @@ class Architecture(Strict):
         m = self.mixers or Mixers()
         if kind in CHANNEL_ONLY:
             return True
-        if kind is LayerKind.MAMBA2:
-            return m.mamba2 is not None and m.mamba2.mlp
-        if kind is LayerKind.GATED_DELTANET:
-            return m.gated_deltanet is not None and m.gated_deltanet.mlp
-        if kind is LayerKind.SHORT_CONV:
-            return m.short_conv is not None and m.short_conv.mlp
-        if kind is LayerKind.MAMBA:
-            return m.mamba is not None and m.mamba.mlp
-        if kind is LayerKind.KDA:
-            return m.kda is not None and m.kda.mlp
-        if kind is LayerKind.RG_LRU:
-            return m.rg_lru is not None and m.rg_lru.mlp
-        if (plugin := MIXERS.get(kind)) is not None:
-            return plugin.has_mlp(self)
+        if kind in RECURRENT_KINDS:
+            sizes = getattr(m, mixer_field(kind))
+            return sizes is not None and sizes.mlp
         return self.attention.mlp is not False
 
     def has_attention(self) -> bool:
@@ -1938,17 +1745,6 @@ class Architecture(Strict):
             widths.append(att.sparse.indexer_heads * att.sparse.indexer_head_dim)
         if self.mixers is not None and (m := self.mixers.mamba2) is not None:
             widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
-        if self.mixers is not None and (g := self.mixers.gated_deltanet) is not None:
-            widths.append(2 * (g.n_key_heads * g.key_head_dim + g.n_value_heads * g.value_head_dim))
-        if self.mixers is not None and self.mixers.short_conv is not None:
-            widths.append(3 * d)  # in_proj to B, C, x
-        if self.mixers is not None and (mb := self.mixers.mamba) is not None:
-            widths.append(2 * mb.d_inner + mb.dt_rank + 2 * mb.state_size + mb.d_inner)
-        if self.mixers is not None and (kd := self.mixers.kda) is not None:
-            widths.append(3 * kd.n_heads * kd.head_dim + kd.decay_rank + kd.n_heads)
-        if self.mixers is not None and (r := self.mixers.rg_lru) is not None:
-            # three d x lru_width projections, two block-diagonal gates of lru_width x block
-            widths.append(r.lru_width + r.lru_width * (r.lru_width // r.n_heads) // d + 1)
         for plugin in MIXERS.values():
             if (sizes := plugin.sizes_of(self)) is not None:
                 widths.append(plugin.widest(sizes, d))

@@ -16,8 +16,9 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import GatedDeltaNetMixer, KimiDeltaAttentionMixer
+from archdb.builder.recurrent import GatedDeltaNetMixer
 from archdb.measure.analytic import cache_size, param_count
+from archdb.mixers.kda import kda_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
 from tests.conftest import (
@@ -128,7 +129,7 @@ def test_kda_forward_equals_transformers_on_the_same_weights(seq):
     torch.manual_seed(0)
     config = _kimi_config(rms_norm_eps=1e-4)
     reference = KimiLinearDeltaAttention(config, 0).eval()
-    ours = KimiDeltaAttentionMixer(64, 4, 16, 4, 16, 16, eps=1e-4)
+    ours = kda_module()(64, 4, 16, 4, 16, 16, eps=1e-4)
     with torch.no_grad():
         for theirs, name in _NAMES.items():
             p = reference.get_parameter(theirs)
@@ -151,7 +152,7 @@ def test_kda_shares_the_delta_rule_with_gated_deltanet():
     assert torch.allclose(
         gated_delta_rule(q, k, v, g, beta), gated_delta_rule(q, k, v, per_channel, beta)
     )
-    assert GatedDeltaNetMixer.forward is not KimiDeltaAttentionMixer.forward
+    assert GatedDeltaNetMixer.forward is not kda_module().forward
 
 
 @pytest.mark.parametrize("changes", [{}, {"attention.latent.q_lora_rank": 24}])

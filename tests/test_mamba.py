@@ -15,13 +15,12 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model
-from archdb.builder.recurrent import MambaMixer
 from archdb.builder.shrink import shrink
 from archdb.measure.analytic import flops
 from archdb.measure.flops import measure_flops
+from archdb.mixers.mamba import MambaInnerNorm, mamba_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from archdb.schema import MambaInnerNorm
 from tests.conftest import MAMBA_HYBRID, MAMBA_ONLY, assert_causal, make_arch, mamba_dims
 
 transformers = pytest.importorskip("transformers")
@@ -66,7 +65,7 @@ def test_mamba_forward_equals_transformers_on_the_same_weights(model_type, chang
     reference = _reference(model_type, **changes).eval()
     bias = changes.get("use_bias", False)
     conv_bias = changes.get("use_conv_bias", True)
-    ours = MambaMixer(64, 128, 16, 4, 4, conv_bias, bias, MambaInnerNorm(norm), eps)
+    ours = mamba_module()(64, 128, 16, 4, 4, conv_bias, bias, MambaInnerNorm(norm), eps)
     with torch.no_grad():
         for name, p in reference.named_parameters():
             p.copy_(torch.randn_like(p) * 0.3)
@@ -81,8 +80,8 @@ def test_mamba_forward_equals_transformers_on_the_same_weights(model_type, chang
 
 def test_the_inner_norm_changes_the_output():
     torch.manual_seed(0)
-    plain = MambaMixer(64, 128, 16, 4, 4, True, False)
-    normed = MambaMixer(64, 128, 16, 4, 4, True, False, MambaInnerNorm.RMS)
+    plain = mamba_module()(64, 128, 16, 4, 4, True, False)
+    normed = mamba_module()(64, 128, 16, 4, 4, True, False, MambaInnerNorm.RMS)
     normed.load_state_dict(plain.state_dict())
     x = torch.randn(1, 7, 64)
     with torch.no_grad():

@@ -14,8 +14,18 @@ from archdb.plan.recurrent import RECURRENT
 from archdb.schema import RECURRENT_KINDS, Architecture, LayerKind, Mixers
 
 
-def test_lightning_is_a_plugin():
-    assert "lightning" in MIXERS
+def test_every_recurrent_mixer_but_mamba2_is_a_plugin():
+    plugins = {"gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", "lightning"}
+    assert plugins <= set(MIXERS) and "mamba2" not in MIXERS
+
+
+def test_checkpoint_loading_finds_the_gated_deltanet_plugins_module_by_its_old_name():
+    from archdb.builder import recurrent
+    from archdb.mixers.gated_deltanet import gated_deltanet_module
+
+    assert recurrent.GatedDeltaNetMixer is gated_deltanet_module()
+    with pytest.raises(AttributeError, match="NoSuchMixer"):
+        _ = recurrent.NoSuchMixer
 
 
 @pytest.mark.parametrize("kind", sorted(MIXERS))
@@ -32,9 +42,36 @@ def test_a_plugin_is_a_layer_kind_a_mixers_field_and_a_plan_maker(kind):
     assert kind in described
 
 
-def test_plugin_layer_kinds_follow_the_built_in_ones():
+# card dumps list fields in schema order and the measurement cache is keyed by them: a
+# plugin takes its place by ``after``, and moving a mixer into a plugin keeps the order
+SCHEMA_ORDER = [
+    "global", "local", "global-nope", "chunked", "mamba2", "gated-deltanet", "short-conv",
+    "mlp", "moe", "global+mamba2", "mamba", "kda", "rg-lru", "lightning",
+]  # fmt: skip
+
+
+def test_layer_kinds_and_mixers_fields_keep_the_schema_order():
+    assert [k.value for k in LayerKind][: len(SCHEMA_ORDER)] == SCHEMA_ORDER
+    recurrent = [k for k in SCHEMA_ORDER if LayerKind(k) in RECURRENT_KINDS]
+    assert list(Mixers.model_fields)[: len(recurrent)] == [k.replace("-", "_") for k in recurrent]
+
+
+@pytest.mark.parametrize("kind", sorted(MIXERS))
+def test_a_plugin_follows_the_entry_it_names(kind):
     kinds = [k.value for k in LayerKind]
-    assert kinds[-len(MIXERS) :] == list(MIXERS)
+    after, at = kinds.index(MIXERS[kind].after), kinds.index(kind)
+    assert after < at and all(k in MIXERS for k in kinds[after + 1 : at])  # only plugins between
+
+
+def test_a_plugin_after_an_unknown_entry_is_refused(monkeypatch):
+    from dataclasses import replace
+
+    from archdb import mixers
+
+    stray = replace(MIXERS["lightning"], kind="stray", after="no-such-entry")
+    monkeypatch.setitem(mixers.MIXERS, "stray", stray)
+    with pytest.raises(RuntimeError, match="no layer-pattern entry"):
+        mixers.in_schema_order([("GLOBAL", "global")])
 
 
 def test_the_schema_imports_the_plugins_without_torch_or_the_plan():

@@ -15,12 +15,12 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model
-from archdb.builder.recurrent import RgLruMixer
 from archdb.builder.shrink import shrink
 from archdb.fidelity import LOGIT_TOLERANCE
 from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import flops
 from archdb.measure.flops import measure_flops
+from archdb.mixers.rg_lru import rg_lru_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
 from tests.conftest import RG_LRU_HYBRID, assert_causal, make_arch
@@ -45,7 +45,7 @@ def test_rg_lru_forward_equals_transformers_on_the_same_weights():
     )
     torch.manual_seed(0)
     reference = RecurrentGemmaRecurrentBlock(config, layer_idx=0).eval()
-    ours = RgLruMixer(64, 96, 4, 4).eval()
+    ours = rg_lru_module()(64, 96, 4, 4).eval()
     with torch.no_grad():
         for name, p in reference.named_parameters():
             p.copy_(torch.randn_like(p) * 0.3)
@@ -62,7 +62,7 @@ def test_rg_lru_forward_equals_transformers_on_the_same_weights():
 def test_the_first_token_is_not_normalized():
     """Position 0 resets the state: h_0 = i_0 x_0, without sqrt(1 - a_0^2)."""
     torch.manual_seed(0)
-    mixer = RgLruMixer(16, 16, 2, 3).eval()
+    mixer = rg_lru_module()(16, 16, 2, 3).eval()
     x = torch.randn(1, 5, 16)
     with torch.no_grad():
         xs = mixer.conv_1d(mixer.linear_x(x))

@@ -14,8 +14,8 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import ShortConvMixer
 from archdb.measure.analytic import cache_size, param_count
+from archdb.mixers.short_conv import short_conv_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
 from tests.conftest import assert_causal, hf_import_count, make_arch, moe_block, qk_norm
@@ -81,7 +81,7 @@ def test_short_conv_forward_equals_transformers_on_the_same_weights(bias):
     torch.manual_seed(0)
     config = _lfm2_config(conv_bias=bias, conv_L_cache=4)
     reference = Lfm2ShortConv(config, 0)
-    ours = ShortConvMixer(64, 4, bias)
+    ours = short_conv_module()(64, 4, bias)
     with torch.no_grad():
         for name, p in reference.named_parameters():
             p.copy_(torch.randn_like(p) * 0.3)

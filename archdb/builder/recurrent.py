@@ -1,6 +1,6 @@
-"""Recurrent token mixers as torch modules: Mamba-2 (SSD), Gated DeltaNet, LFM2's short conv,
-Mamba-1, Kimi Delta Attention and Griffin's RG-LRU (a mixer plugin's module is in its
-plugin, archdb.mixers).
+"""Recurrent token mixers as torch modules: Mamba-2 (SSD), and the pieces the mixer plugins'
+modules share (a plugin's own module is in its plugin, archdb.mixers: Gated DeltaNet, LFM2's
+short conv, Mamba-1, Kimi Delta Attention, Griffin's RG-LRU, ...).
 
 Parameters are laid out as in transformers (Mamba2Mixer; Qwen3-Next's gated DeltaNet;
 MambaMixer), so full-size counts match. The forward pass is the plain recurrent reference,
@@ -16,16 +16,12 @@ or more, and tracing time grows with the nodes.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from archdb.choices.norms import RMS_EPS
-from archdb.schema import Mamba2Norm, MambaInnerNorm
-
-from .device import on_meta
+from archdb.schema import Mamba2Norm
 
 
 class CausalDepthwiseConv(nn.Module):
@@ -134,131 +130,6 @@ class Mamba2Mixer(nn.Module):
         return y.reshape(b, t, self.inner) * self.norm_weight
 
 
-class GatedDeltaNetMixer(nn.Module):
-    """Gated DeltaNet (Yang et al. 2024, https://arxiv.org/abs/2412.06464) as in Qwen3-Next:
-    S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - S_{t-1}^T k_t))^T, o_t = S_t^T q_t."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        n_key_heads: int,
-        n_value_heads: int,
-        key_head_dim: int,
-        value_head_dim: int,
-        conv_kernel: int,
-        eps: float = 1e-6,
-    ) -> None:
-        super().__init__()
-        self.eps = eps  # the gated norm's (the blocks' norm epsilon in transformers)
-        self.hk, self.hv, self.dk, self.dv = (
-            n_key_heads,
-            n_value_heads,
-            key_head_dim,
-            value_head_dim,
-        )
-        key_dim, value_dim = n_key_heads * key_head_dim, n_value_heads * value_head_dim
-        self.key_dim, self.value_dim = key_dim, value_dim
-        self.in_proj_qkvz = nn.Linear(d_model, 2 * key_dim + 2 * value_dim, bias=False)
-        self.in_proj_ba = nn.Linear(d_model, 2 * n_value_heads, bias=False)
-        self.conv1d = CausalDepthwiseConv(2 * key_dim + value_dim, conv_kernel, False)
-        self.dt_bias = _init_vector(n_value_heads, 1.0)
-        self.A_log = _init_vector(n_value_heads, 0.0)
-        self.norm_weight = _init_vector(value_head_dim, 1.0)
-        self.out_proj = nn.Linear(value_dim, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, t, _d = x.shape
-        hk, hv, dk, dv = self.hk, self.hv, self.dk, self.dv
-        qkv, z = self.in_proj_qkvz(x).split([2 * self.key_dim + self.value_dim, self.value_dim], -1)
-        beta_in, a_in = self.in_proj_ba(x).split([hv, hv], dim=-1)
-        q, k, v = F.silu(self.conv1d(qkv)).split([self.key_dim, self.key_dim, self.value_dim], -1)
-        a = -torch.exp(self.A_log)
-        beta = torch.sigmoid(beta_in)  # (B, T, Hv)
-        g = a * F.softplus(a_in + self.dt_bias)  # log of the per-token decay
-        q = l2_normalize(q.reshape(b, t, hk, dk)) * (1.0 / math.sqrt(dk))
-        k = l2_normalize(k.reshape(b, t, hk, dk))
-        q = q.repeat_interleave(hv // hk, dim=2)  # (B, T, Hv, Dk)
-        k = k.repeat_interleave(hv // hk, dim=2)
-        o = gated_delta_rule(q, k, v.reshape(b, t, hv, dv), g, beta)
-        o = F.rms_norm(o, (dv,), self.norm_weight, eps=self.eps)  # a plain w scale
-        o = o.reshape(b, t, self.value_dim) * F.silu(z)
-        return self.out_proj(o)
-
-
-class ShortConvMixer(nn.Module):
-    """LFM2's gated short convolution (Liquid AI; transformers' Lfm2ShortConv):
-    B, C, x = in_proj(h); y = out_proj(C * conv(B * x)), the conv depthwise and causal."""
-
-    flop_class = "elementwise"
-
-    def __init__(self, d_model: int, conv_kernel: int, bias: bool) -> None:
-        super().__init__()
-        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
-        self.conv = CausalDepthwiseConv(d_model, conv_kernel, bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b_gate, c_gate, values = self.in_proj(x).chunk(3, dim=-1)
-        return self.out_proj(c_gate * self.conv(b_gate * values))
-
-
-class KimiDeltaAttentionMixer(nn.Module):
-    """Kimi Delta Attention (Kimi Linear, https://arxiv.org/abs/2510.26692), laid out as
-    transformers' KimiLinearDeltaAttention: the gated delta rule of Gated DeltaNet with a
-    decay per key channel, S_t = Diag(exp(g_t)) S_{t-1} + k_t (beta_t (v_t - S^T k_t))^T
-    (S decayed first), o_t = S_t^T q_t; RMSNorm(o) * sigmoid(gate) per head."""
-
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        head_dim: int,
-        conv_kernel: int,
-        decay_rank: int,
-        output_gate_rank: int | None,
-        eps: float = 1e-6,
-    ) -> None:
-        super().__init__()
-        self.n_heads, self.head_dim, self.eps = n_heads, head_dim, eps
-        inner = self.inner = n_heads * head_dim
-        self.q_proj = nn.Linear(d_model, inner, bias=False)
-        self.k_proj = nn.Linear(d_model, inner, bias=False)
-        self.v_proj = nn.Linear(d_model, inner, bias=False)
-        self.conv1d = CausalDepthwiseConv(3 * inner, conv_kernel, False)  # [q, k, v] channels
-        self.f_a_proj = nn.Linear(d_model, decay_rank, bias=False)
-        self.f_b_proj = nn.Linear(decay_rank, inner, bias=False)
-        self.dt_bias = _init_vector(inner, 0.0)
-        self.A_log = _init_vector(n_heads, 0.0)  # A = -exp(A_log) = -1
-        self.b_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.g_a_proj = self.g_b_proj = None
-        if output_gate_rank is not None:
-            self.g_a_proj = nn.Linear(d_model, output_gate_rank, bias=False)
-            self.g_b_proj = nn.Linear(output_gate_rank, inner, bias=False)
-        self.norm_weight = _init_vector(head_dim, 1.0)
-        self.o_proj = nn.Linear(inner, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        b, t, _d = x.shape
-        heads = (b, t, self.n_heads, self.head_dim)
-        qkv = torch.cat((self.q_proj(x), self.k_proj(x), self.v_proj(x)), dim=-1)
-        q, k, v = F.silu(self.conv1d(qkv)).split([self.inner] * 3, dim=-1)
-        a = -torch.exp(self.A_log)
-        rates = F.softplus(self.f_b_proj(self.f_a_proj(x)) + self.dt_bias).view(heads)
-        g = a[:, None] * rates  # log of the decay, per key channel
-        beta = torch.sigmoid(self.b_proj(x))  # (B, T, H)
-        q = l2_normalize(q.view(heads)) * (1.0 / math.sqrt(self.head_dim))
-        k = l2_normalize(k.view(heads))
-        o = gated_delta_rule(q, k, v.view(heads), g, beta)
-        o = F.rms_norm(o, (self.head_dim,), self.norm_weight, eps=self.eps)  # a plain w scale
-        if self.g_a_proj is not None:
-            o = o * torch.sigmoid(self.g_b_proj(self.g_a_proj(x)).view(heads))
-        return self.o_proj(o.reshape(b, t, self.inner))
-
-
 def l2_normalize(x: torch.Tensor) -> torch.Tensor:
     """x / sqrt(sum x^2 + 1e-6) over the last dim (FLA's l2norm: eps added, not clamped)."""
     return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)
@@ -304,132 +175,11 @@ def gated_delta_rule(
     return (torch.stack(states, dim=1) * q[..., None]).sum(-2)  # q^T S per token
 
 
-class MambaMixer(nn.Module):
-    """Mamba's selective SSM (Gu and Dao 2023, https://arxiv.org/abs/2312.00752): per inner
-    channel c, h_t = exp(dt_t A_c) h_{t-1} + dt_t x_t B_t and y_t = h_t C_t + D_c x_t."""
+def __getattr__(name: str):
+    """``GatedDeltaNetMixer``: the gated-deltanet plugin's module class, under the name
+    checkpoint loading (archdb.weights) finds it by."""
+    if name == "GatedDeltaNetMixer":
+        from archdb.mixers.gated_deltanet import gated_deltanet_module
 
-    flop_class = "elementwise"
-
-    def __init__(
-        self,
-        d_model: int,
-        d_inner: int,
-        state_size: int,
-        conv_kernel: int,
-        dt_rank: int,
-        conv_bias: bool,
-        proj_bias: bool,
-        inner_norm: MambaInnerNorm = MambaInnerNorm.NONE,
-        inner_norm_eps: float | None = None,
-    ) -> None:
-        super().__init__()
-        self.d_inner, self.state_size, self.dt_rank = d_inner, state_size, dt_rank
-        self.inner_norm = inner_norm
-        self.eps = 1e-6 if inner_norm_eps is None else inner_norm_eps
-        self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=proj_bias)
-        self.conv1d = CausalDepthwiseConv(d_inner, conv_kernel, conv_bias)
-        self.x_proj = nn.Linear(d_inner, dt_rank + 2 * state_size, bias=False)
-        self.dt_proj = nn.Linear(dt_rank, d_inner, bias=True)
-        if on_meta():  # a shape only (see .device)
-            self.A_log = nn.Parameter(torch.empty(d_inner, state_size))
-        else:
-            a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # S4D-real: A = -n
-            self.A_log = nn.Parameter(a.expand(d_inner, state_size).contiguous())
-        self.D = _init_vector(d_inner, 1.0)
-        if inner_norm is MambaInnerNorm.RMS_SCALED:  # Jamba's learned scales on dt, B, C
-            self.dt_norm_weight = _init_vector(dt_rank, 1.0)
-            self.b_norm_weight = _init_vector(state_size, 1.0)
-            self.c_norm_weight = _init_vector(state_size, 1.0)
-        self.out_proj = nn.Linear(d_inner, d_model, bias=proj_bias)
-
-    def _norms(
-        self, dt: torch.Tensor, bs: torch.Tensor, cs: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if self.inner_norm is MambaInnerNorm.NONE:
-            return dt, bs, cs
-        scaled = self.inner_norm is MambaInnerNorm.RMS_SCALED
-        weights = (
-            (self.dt_norm_weight, self.b_norm_weight, self.c_norm_weight)
-            if scaled
-            else (None, None, None)
-        )
-        return tuple(  # type: ignore[return-value]
-            F.rms_norm(v, (v.shape[-1],), w, self.eps)
-            for v, w in zip((dt, bs, cs), weights, strict=True)
-        )
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        n = self.state_size
-        xs, z = self.in_proj(x).chunk(2, dim=-1)
-        xs = F.silu(self.conv1d(xs))  # (B, T, E)
-        dt, bs, cs = self.x_proj(xs).split([self.dt_rank, n, n], dim=-1)
-        dt, bs, cs = self._norms(dt, bs, cs)
-        dt = F.softplus(self.dt_proj(dt))  # (B, T, E)
-        a = -torch.exp(self.A_log)  # (E, N)
-        decay = torch.exp(dt[..., None] * a)  # (B, T, E, N)
-        dtx = dt * xs
-        inputs = dtx[..., None] * bs[:, :, None, :]  # (dt x) B: (B, T, E, N)
-        states = linear_scan(decay, inputs)
-        y = torch.matmul(states, cs[..., None]).squeeze(-1) + xs * self.D  # h C + D x
-        y = y * F.silu(z)
-        return self.out_proj(y)
-
-
-class BlockDiagonalLinear(nn.Module):
-    """x @ W + b with W block-diagonal: n_blocks (block x block) matrices, each applied to
-    its own slice of the channels (the RG-LRU's gates; weight (n_blocks, in, out) as in
-    transformers). A weight matmul, so its FLOPs are counted as linear."""
-
-    flop_class = "linear"
-
-    def __init__(self, n_blocks: int, block: int) -> None:
-        super().__init__()
-        self.n_blocks, self.block = n_blocks, block
-        self.weight = nn.Parameter(torch.empty(n_blocks, block, block))
-        self.bias = nn.Parameter(torch.zeros(n_blocks, block))
-        if self.weight.device.type != "meta":
-            nn.init.normal_(self.weight, std=block**-0.5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, width = x.shape
-        blocks = x.reshape(b * t, self.n_blocks, self.block).transpose(0, 1)  # (H, BT, blk)
-        y = torch.matmul(blocks, self.weight) + self.bias[:, None, :]
-        return y.transpose(0, 1).reshape(b, t, width)
-
-
-class RgLruMixer(nn.Module):
-    """Griffin's recurrent block (De et al. 2024, https://arxiv.org/abs/2402.19427) as
-    transformers' RecurrentGemmaRecurrentBlock: out = linear_out(RG-LRU(conv(linear_x(x)))
-    * GELU_tanh(linear_y(x))). The RG-LRU per channel: a_t = exp(-8 r_t softplus(Lambda)),
-    h_t = a_t h_{t-1} + sqrt(1 - a_t^2) (i_t x_t), with the input and recurrence gates
-    i_t, r_t sigmoids of block-diagonal linears; the first token is not normalized."""
-
-    flop_class = "elementwise"
-    C = 8.0  # the paper's constant c in a = sigma(Lambda)^(c r)
-
-    def __init__(self, d_model: int, lru_width: int, n_heads: int, conv_kernel: int) -> None:
-        super().__init__()
-        self.linear_y = nn.Linear(d_model, lru_width)
-        self.linear_x = nn.Linear(d_model, lru_width)
-        self.conv_1d = CausalDepthwiseConv(lru_width, conv_kernel, True)
-        self.input_gate = BlockDiagonalLinear(n_heads, lru_width // n_heads)
-        self.recurrent_gate = BlockDiagonalLinear(n_heads, lru_width // n_heads)
-        self.recurrent_param = nn.Parameter(torch.empty(lru_width))
-        self.linear_out = nn.Linear(lru_width, d_model)
-        if self.recurrent_param.device.type != "meta":  # sigmoid(-Lambda) in [0.9, 0.999]
-            a = torch.empty(lru_width).uniform_(0.9, 0.999)
-            with torch.no_grad():
-                self.recurrent_param.copy_(torch.log(1 / a - 1))
-
-    def forward(self, x: torch.Tensor, *_: object) -> torch.Tensor:
-        y = F.gelu(self.linear_y(x), approximate="tanh")
-        xs = self.conv_1d(self.linear_x(x))
-        input_gate = torch.sigmoid(self.input_gate(xs))
-        recurrent_gate = torch.sigmoid(self.recurrent_gate(xs))
-        log_a = recurrent_gate * (-self.C * F.softplus(self.recurrent_param))
-        a = torch.exp(log_a)
-        multiplier = torch.sqrt(1 - a * a)
-        # position 0 resets the state: its input is taken as is (transformers' reset)
-        multiplier = torch.cat([torch.ones_like(multiplier[:, :1]), multiplier[:, 1:]], dim=1)
-        inputs = xs * input_gate * multiplier
-        return self.linear_out(linear_scan(a, inputs) * y)
+        return gated_deltanet_module()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,20 +29,16 @@ the groups need it), and top-k to at most what the top groups offer, and below t
 experts, so routing still chooses. Zero-computation experts (LongCat-Flash) keep their
 ratio to the routed experts (at least one); the shortcut layers' dense width scales with
 d_model like the other MLP widths.
-Recurrent mixers (``mixers``) keep their kernel widths, the
-ratio of their inner width to d_model, Mamba-2's heads per group and Gated DeltaNet's value
-heads per key head; their heads shrink to at most 4 (Mamba-2) or 2 key heads, their state
-and key/value head widths to at most 16; a mixer plugin (``archdb.mixers``: lightning
-attention) shrinks by its own rule. Mamba-1 keeps its inner width and dt rank over
-d_model (rounded, at least 1) and its state to at most 16. KDA shrinks to at most 2 heads
-of at most 16 dims, its decay and output-gate ranks by the head width's factor (rounded, at
-least 1). The RG-LRU keeps its width over d_model (rounded to whole gate blocks) and its
-gate blocks equal to the attention heads where the card's are. Attention-free cards have no
-head constraint. Cross-layer KV sharing keeps two periods of the pattern, the second
-reusing the first's keys and values (at most the card's shared layers); per-layer
-embeddings keep their width's ratio to d_model, and their table the toy vocabulary (its
-share of it where the card's table is shorter); LAuReL's rank keeps its ratio to d_model,
-activation sparsity its share of the layers (at least one), AltUp its streams.
+Recurrent mixers (``mixers``) keep their kernel widths; Mamba-2 keeps the ratio of its
+inner width to d_model and its heads per group, its heads shrink to at most 4 and its state
+to at most 16; a mixer plugin (``archdb.mixers``: Gated DeltaNet, the short conv, Mamba-1,
+KDA, the RG-LRU, lightning attention) shrinks by its own rule, stated in its module.
+Attention-free cards have no head constraint. Cross-layer KV sharing keeps two periods of
+the pattern, the second reusing the first's keys and values (at most the card's shared
+layers); per-layer embeddings keep their width's ratio to d_model, and their table the toy
+vocabulary (its share of it where the card's table is shorter); LAuReL's rank keeps its
+ratio to d_model, activation sparsity its share of the layers (at least one), AltUp its
+streams.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -365,7 +361,7 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
     assert arch.mixers is not None
     d_t, rule = frame.toy_d_model, frame.rule
     out = arch.mixers.model_dump()
-    d, m, g = arch.d_model, arch.mixers.mamba2, arch.mixers.gated_deltanet
+    d, m = arch.d_model, arch.mixers.mamba2
     if m is not None:
         per_group = m.n_heads // m.n_groups
         groups = 1 if m.n_groups == 1 else 2
@@ -378,55 +374,10 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
             "head_dim": head_dim + head_dim % 2,
             "state_size": min(m.state_size, 16),
         }
-    if g is not None:
-        keys = min(g.n_key_heads, rule.kv_heads_max)
-        out["gated_deltanet"] |= {
-            "n_key_heads": keys,
-            "n_value_heads": keys * (g.n_value_heads // g.n_key_heads),
-            "key_head_dim": min(g.key_head_dim, 16),
-            "value_head_dim": min(g.value_head_dim, 16),
-        }
-    if (mb := arch.mixers.mamba) is not None:
-        out["mamba"] |= {
-            "d_inner": max(1, round(mb.d_inner * d_t / d)),
-            "dt_rank": max(1, round(mb.dt_rank * d_t / d)),
-            "state_size": min(mb.state_size, 16),
-        }
-    if (kd := arch.mixers.kda) is not None:
-        out["kda"] = _toy_kda(kd.model_dump(), rule)
-    if arch.mixers.rg_lru is not None:
-        out["rg_lru"] |= _toy_rg_lru(arch, d_t, rule)
     for plugin in MIXERS.values():
         if (sizes := plugin.sizes_of(arch)) is not None:
             out[plugin.field] |= plugin.toy(sizes, arch, frame)
     return out
-
-
-def _toy_kda(kda: dict, rule: ToyRule) -> dict:
-    """KDA: at most 2 heads of at most 16 dims; its gate ranks scale with the head width."""
-    head_dim = min(kda["head_dim"], 16)
-
-    def rank(r: int | None) -> int | None:
-        return None if r is None else max(1, round(r * head_dim / kda["head_dim"]))
-
-    return kda | {
-        "n_heads": min(kda["n_heads"], rule.kv_heads_max),
-        "head_dim": head_dim,
-        "decay_rank": rank(kda["decay_rank"]),
-        "output_gate_rank": rank(kda["output_gate_rank"]),
-    }
-
-
-def _toy_rg_lru(arch: Architecture, d_t: int, rule: ToyRule) -> dict:
-    """The RG-LRU's gate blocks follow the toy's attention heads where the card's equal its
-    attention heads (transformers has one count for both), else at most 4; its width keeps
-    its ratio to d_model, rounded to a whole number of blocks."""
-    rg = arch.mixers.rg_lru
-    assert rg is not None
-    tied = arch.has_attention() and rg.n_heads == arch.attention.n_heads
-    heads = _toy_heads(arch, rule).n_heads if tied else min(rg.n_heads, rule.mha_heads)
-    blocks = max(1, round(rg.lru_width * d_t / arch.d_model / heads))
-    return {"n_heads": heads, "lru_width": blocks * heads}
 
 
 def _toy_shared_blocks(arch: Architecture, n_layers: int, d_t: int) -> tuple[int, dict]:

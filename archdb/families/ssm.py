@@ -37,13 +37,13 @@ from archdb.hf_import import (
     _silu_conv,
     _tied,
 )
+from archdb.mixers.mamba import MambaInnerNorm
 from archdb.schema import (
     Activation,
     Architecture,
     GeluApproximation,
     LayerKind,
     Mamba2Norm,
-    MambaInnerNorm,
     NormAffine,
     NormPosition,
     NormType,

@@ -27,6 +27,9 @@ class MixerPlugin:
     - ``kind``: its layer-pattern entry (``LayerKind`` gets the member ``kind`` upper-cased,
       '-' as '_'); its sizes sit in ``architecture.mixers.<field>``, ``field`` the same
       name with '_' for '-'.
+    - ``after``: the layer-pattern entry its ``LayerKind`` member follows (its ``Mixers``
+      field follows the fields of the entries before it): card dumps list fields in schema
+      order and the measurement cache is keyed by them, so a plugin states its place.
     - ``sizes``: the pydantic sub-model of those sizes (a ``Strict`` model with an ``mlp``
       flag: whether a layer of this kind also has the card's MLP); its own validators check
       what the sizes alone decide; ``check(sizes, architecture)`` what needs the card.
@@ -42,6 +45,7 @@ class MixerPlugin:
     """
 
     kind: str
+    after: str
     sizes: type[BaseModel]
     description: str  # of the architecture.mixers field
     plan: Callable[[Any, Any], Any]

@@ -240,6 +240,7 @@ def lightning_module():
 
 PLUGIN = MixerPlugin(
     kind="lightning",
+    after="rg-lru",
     sizes=Lightning,
     description="Lightning attention sizes; required for, and only for, lightning layers.",
     plan=_plan,

@@ -15,9 +15,9 @@ from pydantic import BaseModel
 
 from archdb.errors import ArchdbError
 from archdb.fields import OutputOnly, Unknown, with_role
-from archdb.mixers import MIXERS
 from archdb.plan.positions import SCHEMES
 from archdb.schema import (
+    MIXER_ENTRIES,
     Activation,
     Architecture,
     AttentionVariant,
@@ -101,7 +101,7 @@ def _unsupported(arch: Architecture) -> str | None:
     if any(kind.recurrent is not None for kind in kinds):
         if arch.kind is not Kind.DECODER_ONLY or arch.parallel_layers:
             return (
-                f"recurrent ({_RECURRENT_ENTRIES}), mlp or moe layers "
+                f"recurrent ({MIXER_ENTRIES}), mlp or moe layers "
                 "outside a serial decoder-only model"
             )
         if pos in (PositionType.ALIBI, PositionType.RELATIVE_BIAS, PositionType.RELATIVE_XL):
@@ -442,10 +442,6 @@ TABLE_LENGTH = 2048  # position tables for cards without a context_length
 # banded layers): the Sparse Transformer's stride for text (Child et al. 2019, Section
 # 7.2, "a stride of 128"), the band of the paper GPT-3 cites for its sparse layers.
 DEFAULT_WINDOW = 128
-# the recurrent entries, as the unsupported-layout message names them
-_RECURRENT_ENTRIES = ", ".join(
-    ["mamba", "mamba2", "gated-deltanet", "short-conv", "kda", "rg-lru", *MIXERS]
-)
 _FILLED = (
     "norm.type",
     "norm.position",

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.mixers._common import linear_params
 
-
-def linear_params(d_in: int, d_out: int, bias: bool) -> int:
-    return d_in * d_out + (d_out if bias else 0)
+__all__ = ["Tally", "linear_params"]
 
 
 @dataclass
