@@ -619,10 +619,11 @@ def _dims(model: nn.Module) -> Dims:
     """Widths read off the built model's first attention and MLP."""
     from archdb.builder.attention import HeadAttention
     from archdb.builder.moe import Experts
-    from archdb.builder.recurrent import GatedDeltaNetMixer
+    from archdb.mixers.gated_deltanet import gated_deltanet_module
 
     att = next((m for m in model.modules() if isinstance(m, HeadAttention)), None)
-    gdn = next((m for m in model.modules() if isinstance(m, GatedDeltaNetMixer)), None)
+    deltanet = gated_deltanet_module()
+    gdn = next((m for m in model.modules() if isinstance(m, deltanet)), None)
     experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
     d_ff = 0
     for m in model.modules():

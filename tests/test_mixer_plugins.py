@@ -19,15 +19,6 @@ def test_every_recurrent_mixer_but_mamba2_is_a_plugin():
     assert plugins <= set(MIXERS) and "mamba2" not in MIXERS
 
 
-def test_checkpoint_loading_finds_the_gated_deltanet_plugins_module_by_its_old_name():
-    from archdb.builder import recurrent
-    from archdb.mixers.gated_deltanet import gated_deltanet_module
-
-    assert recurrent.GatedDeltaNetMixer is gated_deltanet_module()
-    with pytest.raises(AttributeError, match="NoSuchMixer"):
-        _ = recurrent.NoSuchMixer
-
-
 @pytest.mark.parametrize("kind", sorted(MIXERS))
 def test_a_plugin_is_a_layer_kind_a_mixers_field_and_a_plan_maker(kind):
     plugin = MIXERS[kind]

@@ -14,8 +14,9 @@ import torch.nn.functional as F
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import GatedDeltaNetMixer, Mamba2Mixer, gated_delta_rule
+from archdb.builder.recurrent import Mamba2Mixer, gated_delta_rule
 from archdb.measure.analytic import cache_size, param_count
+from archdb.mixers.gated_deltanet import gated_deltanet_module
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
 from archdb.plan.plan import cache_bytes
@@ -192,7 +193,7 @@ def test_mixer_only_layers_have_no_mlp():
     kinds = [type(layer.attn.sublayer).__name__ for layer in hybrid.decoder.layers]
     assert kinds == ["GatedDeltaNetMixer"] * 3 + ["HeadAttention"]
     assert all(layer.mlp is not None for layer in hybrid.decoder.layers)
-    assert isinstance(hybrid.decoder.layers[0].attn.sublayer, GatedDeltaNetMixer)
+    assert isinstance(hybrid.decoder.layers[0].attn.sublayer, gated_deltanet_module())
 
 
 @pytest.mark.parametrize(

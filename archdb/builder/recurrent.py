@@ -173,13 +173,3 @@ def gated_delta_rule(
         state = state + k_i * delta  # the outer product k delta^T
         states.append(state)
     return (torch.stack(states, dim=1) * q[..., None]).sum(-2)  # q^T S per token
-
-
-def __getattr__(name: str):
-    """``GatedDeltaNetMixer``: the gated-deltanet plugin's module class, under the name
-    checkpoint loading (archdb.weights) finds it by."""
-    if name == "GatedDeltaNetMixer":
-        from archdb.mixers.gated_deltanet import gated_deltanet_module
-
-        return gated_deltanet_module()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
