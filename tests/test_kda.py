@@ -16,8 +16,8 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import GatedDeltaNetMixer
 from archdb.measure.analytic import cache_size, param_count
+from archdb.mixers.gated_deltanet import gated_deltanet_module
 from archdb.mixers.kda import kda_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
@@ -152,7 +152,7 @@ def test_kda_shares_the_delta_rule_with_gated_deltanet():
     assert torch.allclose(
         gated_delta_rule(q, k, v, g, beta), gated_delta_rule(q, k, v, per_channel, beta)
     )
-    assert GatedDeltaNetMixer.forward is not kda_module().forward
+    assert gated_deltanet_module().forward is not kda_module().forward
 
 
 @pytest.mark.parametrize("changes", [{}, {"attention.latent.q_lora_rank": 24}])
