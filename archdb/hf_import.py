@@ -1238,7 +1238,8 @@ def _result(
         "sources": sources,
         "notes": notes,
     }
-    ignored = sorted(k for k in d.config if k in IGNORED_KEYS)
+    stated = {"model_type", "architectures"} if "model_type" in sources[0] else set()
+    ignored = sorted(k for k in d.config if k in IGNORED_KEYS and k not in stated)
     unmapped = dict(d.unmapped)
     for key, value in d.config.items():
         if key in MUST_BE and value in (MUST_BE[key], None):

@@ -549,6 +549,10 @@ def _report_import(imported: Any) -> None:
         f": {len(imported.from_config)} fields from config.json, "
         f"{len(imported.from_family)} from the family's transformers implementation",
         err=True)  # fmt: skip
+    source = imported.card["sources"][0]
+    if "model_type" in source:  # it routes the card to its transformers family later
+        declared = f" ({source['model_class']})" if "model_class" in source else ""
+        say(f"  recorded on the source: model_type {source['model_type']}{declared}", err=True)
     if imported.from_family:
         paths = ", ".join(p.removeprefix("architecture.") for p in imported.from_family)
         say(f"  from the family: {paths}", err=True)

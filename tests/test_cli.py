@@ -304,7 +304,11 @@ def test_import_hf_reports_what_it_could_not_map(small):
                     "--dry-run", "-C", str(small))  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "not mapped: router_aux_loss_coef" in result.stderr
+    assert "recorded on the source: model_type mixtral (MixtralForCausalLM)" in result.stderr
+    ignored = next(line for line in result.stderr.splitlines() if "ignored" in line)
+    assert "model_type" not in ignored and "architectures" not in ignored
     assert result.stdout.startswith("- id: gemma-2-2b")  # id guessed from the URL
+    assert "model_type: mixtral" in result.stdout
 
 
 @pytest.mark.parametrize(
