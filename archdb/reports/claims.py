@@ -315,8 +315,9 @@ def _meets(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool]) -> pd.Da
 
 def _test(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool], want: bool) -> pd.DataFrame:
     values = frame[column]
-    chosen = [v is not pd.NA and bool(ok(v)) == want for v in values]
-    return frame[pd.Series(chosen, index=frame.index, dtype=bool)]
+    known = values.notna().to_numpy(dtype=bool)
+    chosen = [k and bool(ok(v)) == want for k, v in zip(known, values, strict=True)]
+    return frame[pd.Series(chosen, index=frame.index, dtype=bool)]  # one copy, not two
 
 
 def _show(part: pd.DataFrame, column: str | None = None) -> list[str]:
