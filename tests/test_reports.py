@@ -322,9 +322,20 @@ def test_fidelity_page_and_index_state_the_levels(tmp_path: Path) -> None:
 # --- the build -----------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def norm_catalogue_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The synthetic catalogue as one YAML file for the module: the build and the CLI's
+    report read the same catalogue, so a worker computes and renders its reports once
+    (``archdb.reports.build`` memoizes both per catalogue content)."""
+    return _write(tmp_path_factory.mktemp("norm"))
+
+
 @pytest.mark.xdist_group("experiments")
-def test_build_is_deterministic_and_removes_stale_figures(tmp_path: Path) -> None:
-    cat = _norm_catalogue()
+def test_build_is_deterministic_and_removes_stale_figures(
+    norm_catalogue_file: Path, tmp_path: Path
+) -> None:
+    cat = load_catalogue(norm_catalogue_file)
+    assert [c.id for c in cat] == [c.id for c in _norm_catalogue()]
     first, second = tmp_path / "a", tmp_path / "b"
     build_reports(cat, first)
     (second / "figures").mkdir(parents=True)
@@ -524,8 +535,8 @@ def test_trends_usage_errors(args: list[str]) -> None:
 
 
 @pytest.mark.xdist_group("experiments")
-def test_report_writes_and_checks(tmp_path: Path) -> None:
-    path, out = _write(tmp_path), tmp_path / "out"
+def test_report_writes_and_checks(norm_catalogue_file: Path, tmp_path: Path) -> None:
+    path, out = norm_catalogue_file, tmp_path / "out"
     result = runner.invoke(app, ["report", "--catalogue", str(path), "--output", str(out)])
     assert result.exit_code == 0, result.output
     assert (out / "README.md").is_file()

@@ -146,18 +146,19 @@ def test_report_markdown_becomes_safe_html():
     assert '<img src="figures/x.svg" alt="fig"' in html
 
 
-def test_rebuild_replaces_an_earlier_site_and_drops_stale_pages(tmp_path):
+def test_rebuild_replaces_an_earlier_site_and_drops_stale_pages(small_catalogue, tmp_path):
     import torch
 
     out = tmp_path / "site"
-    two = write(tmp_path / "two.yaml", card_text("toy-1b"), card_text("toy-7b"))
     threads = torch.get_num_threads()
-    build_site(load_catalogue(two), out)
+    # the module's catalogue: its report data and render are the small site's (memoized)
+    build_site(load_catalogue(small_catalogue), out)
     assert torch.get_num_threads() == threads  # the build runs on one, then restores it
-    assert (out / "cards/toy-7b.html").exists()
+    assert (out / "cards/toy-7b.html").exists() and (out / f"cards/{HOSTILE_ID}.html").exists()
     one = write(tmp_path / "one.yaml", card_text("toy-1b"))
     build_site(load_catalogue(one), out)
     assert not (out / "cards/toy-7b.html").exists()
+    assert not (out / f"cards/{HOSTILE_ID}.html").exists()
     assert (out / "cards/toy-1b.html").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no leftovers
 

@@ -97,6 +97,7 @@ class Claim:
     check: Callable[..., Judgement]
 
     def judge(self, frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> Judgement:
+        frame = claim_frame(frame)
         return self.check(frame, measured) if self.measured else self.check(frame)
 
 
@@ -129,12 +130,65 @@ def _key(text: object) -> str:
     return re.sub(r"[^a-z0-9]", "", str(text).lower().replace("+", "plus"))
 
 
+_NAMING = ("id", "name", "family", "series")  # the columns a lecture's model name can match
+_NAME_KEYS = tuple(f"_key.{column}" for column in _NAMING)  # their keys, computed once
+
+# The columns the claims (and the distributions helpers they call) read. Every filter copies
+# each column of the frame (pandas keeps a nullable column per block), so the claims work on
+# these alone; tests/test_claims.py checks that every column named in the code is here.
+CLAIM_COLUMNS = (
+    *_NAMING,
+    "release_date",
+    "year",
+    "research_variant",
+    "params_published",
+    "params_exact",
+    "training.dropout",
+    "training.weight_decay",
+    "training.z_loss",
+    "architecture.vocab_size",
+    "architecture.norm.type",
+    "architecture.norm.affine",
+    "architecture.norm.position",
+    "architecture.attention.variant",
+    "architecture.attention.qk_norm",
+    "architecture.position.type",
+    "architecture.mlp.activation",
+    "architecture.parallel_layers",
+    "gated",
+    "moe",
+    "attention_family",
+    "layer_mix",
+    "bias_scheme",
+    "softcap_scheme",
+    "d_ff_ratio",
+    "aspect_ratio",
+    "head_ratio",
+    "query_groups",
+    "kv_cache_bytes_per_token",
+    "norm_flops_share",
+)
+
+
+def claim_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The catalogue frame cut to ``CLAIM_COLUMNS``, with the naming keys added: what every
+    claim's filters copy, so copying stays cheap."""
+    if set(_NAME_KEYS) <= set(frame.columns):
+        return frame
+    narrow = frame.loc[:, [c for c in CLAIM_COLUMNS if c in frame.columns]]
+    keys = {
+        k: frame[c].map(_key).astype("string") for k, c in zip(_NAME_KEYS, _NAMING, strict=True)
+    }
+    return narrow.assign(**keys)
+
+
 def named(frame: pd.DataFrame, name: str, flagship: bool = False) -> pd.DataFrame:
     """The cards a lecture's model name refers to (see the module docstring)."""
+    frame = claim_frame(frame)
     key = _key(name)
     hit = pd.Series(False, index=frame.index)
-    for column in ("id", "name", "family", "series"):
-        hit |= frame[column].map(_key).eq(key).astype(bool)
+    for column in _NAME_KEYS:
+        hit |= frame[column].eq(key).fillna(False).astype(bool)
     found = frame[hit]
     if flagship and not found.empty:
         size = found["params_published"].astype("Float64").fillna(-1.0)
@@ -260,9 +314,10 @@ def _meets(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool]) -> pd.Da
 
 
 def _test(frame: pd.DataFrame, column: str, ok: Callable[[Any], bool], want: bool) -> pd.DataFrame:
-    known = frame[frame[column].notna()]
-    passed = pd.Series([bool(ok(v)) for v in known[column]], index=known.index, dtype=bool)
-    return known[passed == want]
+    values = frame[column]
+    known = values.notna().to_numpy(dtype=bool)
+    chosen = [k and bool(ok(v)) == want for k, v in zip(known, values, strict=True)]
+    return frame[pd.Series(chosen, index=frame.index, dtype=bool)]  # one copy, not two
 
 
 def _show(part: pd.DataFrame, column: str | None = None) -> list[str]:
@@ -1025,7 +1080,7 @@ def _within(difference: float) -> str:
 
 def check(key: str, frame: pd.DataFrame, measured: ClaimMeasurements | None = None) -> ClaimResult:
     """One claim's result, by key."""
-    return _result(list(CLAIMS).index(key) + 1, CLAIMS[key], frame, measured)
+    return _result(list(CLAIMS).index(key) + 1, CLAIMS[key], claim_frame(frame), measured)
 
 
 def check_claims(
@@ -1033,6 +1088,7 @@ def check_claims(
 ) -> list[ClaimResult]:
     """Every claim's result, in the lecture's order; the measured claims read the
     measurements (``archdb.reports.measured``) where given, else say what is missing."""
+    frame = claim_frame(frame)
     return [
         _result(number, spec, frame, measured)
         for number, spec in enumerate(CLAIMS.values(), start=1)
