@@ -2,15 +2,14 @@
 
 Every module here whose name does not start with '_' is a plugin: it defines ``PLUGIN``, a
 ``MixerPlugin`` that declares in one place the mixer's layer-pattern entry and its place
-among the entries (``after``), its sizes
-(a pydantic sub-model of ``architecture.mixers``) and their validation, its plan spec
-(parameters laid out as the reference implementation's, FLOPs of the recurrent form, its
-constant state, its torch module factory) and its toy rule. ``MIXERS`` (layer-pattern
-entry -> plugin, in module-name order; ``in_schema_order`` places them among the built-in
-entries) is the one table that the schema (the
-``LayerKind`` member, the ``Mixers`` field and their checks), the plan, the builder and the
-toy rule read. Adding a mixer is adding a module (and its tests); ``archdb schema`` then
-regenerates the catalogue header.
+among the entries (``after``), its sizes (a pydantic sub-model of ``architecture.mixers``)
+and their validation, its plan spec (parameters laid out as the reference
+implementation's, FLOPs of the recurrent form, its constant state, its torch module
+factory) and its toy rule. ``MIXERS`` (layer-pattern entry -> plugin, in module-name
+order; ``in_schema_order`` places them among the built-in entries) is the one table that
+the schema (the ``LayerKind`` member, the ``Mixers`` field and their checks), the plan, the
+builder and the toy rule read. Adding a mixer is adding a module (and its tests);
+``archdb schema`` then regenerates the catalogue header.
 
 Plugins import the schema's building blocks (``archdb.field_types``, ``archdb.fields``)
 and the FLOP conventions, never the schema nor the plan (the plan's ``Tally`` only for
