@@ -35,6 +35,7 @@ from archdb import cache
 from archdb.fields import FieldFact, schema_fields
 from archdb.schema import (
     CHANNEL_ONLY,
+    RECURRENT_KINDS,
     Architecture,
     AttentionVariant,
     Card,
@@ -78,9 +79,9 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "token_mixers": (
         str,
         "attention-only (every token mixer is softmax or latent attention), hybrid "
-        "(attention beside recurrent or linear mixers: mamba, mamba2, gated-deltanet, kda, "
-        "lightning, rg-lru, short-conv; Zamba2's shared attention blocks count as attention) "
-        "or attention-free",
+        "(attention beside recurrent or linear mixers: "
+        f"{', '.join(sorted(kind.value for kind in RECURRENT_KINDS))}; "
+        "Zamba2's shared attention blocks count as attention) or attention-free",
     ),
     "sinks_used": (bool, "attention.sinks true (null: none)"),
     "output_gate_scheme": (str, "attention.output_gate, none when null"),
