@@ -171,11 +171,11 @@ _BUILT_IN_KINDS = (
     ("LOCAL", "local"),
     ("GLOBAL_NOPE", "global-nope"),  # full attention without position encoding (Llama 4)
     ("CHUNKED", "chunked"),  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
-    ("MAMBA2", "mamba2"),  # Mamba-2 state-space mixer (SSD), sizes in mixers.mamba2
     ("MLP", "mlp"),  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
     ("MOE", "moe"),  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
-    # full attention and a Mamba-2 mixer side by side, reading the same normed input, their
-    # outputs summed into one residual add (Falcon-H1); the mixer's sizes in mixers.mamba2
+    # full attention and a Mamba-2 mixer (the mamba2 plugin, archdb.mixers.mamba2) side by
+    # side, reading the same normed input, their outputs summed into one residual add
+    # (Falcon-H1); the mixer's sizes in mixers.mamba2
     ("GLOBAL_MAMBA2", "global+mamba2"),
 )
 
@@ -185,7 +185,7 @@ class LayerKind(StrEnum):
     non-attention token mixer whose sizes sit in ``architecture.mixers``."""
 
     # the built-in entries and, each after the entry it names, one member per mixer plugin
-    # (archdb.mixers: MiniMax-01's lightning, ...): its entry upper-cased, '_' for '-', as
+    # (archdb.mixers: Mamba-2, MiniMax-01's lightning, ...): its entry upper-cased, '_' for '-', as
     # the name; its sizes in mixers.<that name, lower>
     _ignore_ = ("_members", "_name", "_entry")
     _members = vars()
@@ -219,8 +219,7 @@ class LayerKind(StrEnum):
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
-RECURRENT_KINDS = frozenset({LayerKind.MAMBA2})
-RECURRENT_KINDS |= {LayerKind(kind) for kind in MIXERS}
+RECURRENT_KINDS = frozenset(LayerKind(kind) for kind in MIXERS)
 # the non-attention mixers' entries in schema order; each one's sizes in mixers.<field>
 MIXER_KINDS = tuple(kind for kind in LayerKind if kind in RECURRENT_KINDS)
 # the non-attention mixers' entries, as messages and descriptions list them
@@ -260,14 +259,6 @@ class RopeLayout(StrEnum):
 
     HALF_SPLIT = "half-split"  # dims i and i + d/2 (GPT-NeoX, Llama in transformers)
     INTERLEAVED = "interleaved"  # dims 2i and 2i + 1 (Su et al. 2021, GPT-J, Meta's Llama code)
-
-
-class Mamba2Norm(StrEnum):
-    """Where a Mamba-2 mixer's output norm sits relative to its SiLU(z) gate."""
-
-    GATED = "gated"  # RMSNorm(y * SiLU(z)): Mamba-2, Bamba, norm_before_gate false
-    BEFORE_GATE = "before-gate"  # RMSNorm(y) * SiLU(z): Falcon-H1 norm_before_gate true
-    NONE = "none"  # y * SiLU(z), no norm and no scale (Falcon-H1 mamba_rms_norm false)
 
 
 class SourceKind(StrEnum):
@@ -770,79 +761,13 @@ class Position(Strict):
     )
 
 
-class Mamba2(Strict):
-    """Mamba-2's SSD mixer (Dao and Gu 2024), laid out as transformers' Mamba2Mixer."""
-
-    n_heads: Count = Field(description="SSM heads (num_heads); each has its own A, D, dt.")
-    head_dim: Width = Field(
-        description="Channels per head; n_heads * head_dim is the inner width (expand x d_model)."
-    )
-    state_size: Width = Field(description="SSM state per channel (d_state, N).")
-    n_groups: Count = Field(
-        description="Groups sharing B and C (n_groups); must divide n_heads (1: one B, C)."
-    )
-    conv_kernel: Width = Field(description="Depthwise causal conv width over x, B, C (d_conv).")
-    conv_bias: StrictBool = Field(description="Bias on the depthwise conv (use_conv_bias).")
-    proj_bias: StrictBool = Field(description="Bias on in_proj and out_proj (use_bias).")
-    mlp: StrictBool = Field(
-        description="Whether a mamba2 layer also has the card's MLP after the mixer (Jamba, "
-        "Bamba: true; Mamba-2, whose layers are the mixer alone: false)."
-    )
-    norm: Mamba2Norm | None = Field(
-        default=None,
-        description="The grouped RMSNorm on the mixer's output: gated, RMSNorm(y * SiLU(z)) "
-        "(Mamba-2); before-gate, RMSNorm(y) * SiLU(z); none, y * SiLU(z) with no norm "
-        "(Falcon-H1: mamba_rms_norm false). Optional; null: not recorded (the builder uses "
-        "gated).",
-    )
-    input_multiplier: Annotated[
-        PositiveFloat | None, OutputOnly(1.0, "Mamba-2 reads the normed stream unscaled")
-    ] = Field(
-        default=None,
-        description="Factor on the mixer's input before in_proj (Falcon-H1: "
-        "ssm_in_multiplier). Optional; null: not recorded (the builder uses 1).",
-    )
-    projection_multipliers: Annotated[
-        list[PositiveFloat] | None, OutputOnly([1.0] * 5, "in_proj's parts are not rescaled")
-    ] = Field(
-        default=None,
-        min_length=5,
-        max_length=5,
-        description="Factors on the five parts of in_proj's output, in order z, x, B, C, dt "
-        "(Falcon-H1: ssm_multipliers, its muP vector). Optional; null: not recorded (the "
-        "builder uses 1 for each).",
-    )
-    output_multiplier: Annotated[
-        PositiveFloat | None, OutputOnly(1.0, "Mamba-2's output is not rescaled")
-    ] = Field(
-        default=None,
-        description="Factor on the mixer's output, after out_proj (Falcon-H1: "
-        "ssm_out_multiplier). Optional; null: not recorded (the builder uses 1).",
-    )
-    time_step_floor: PositiveFloat | None = Field(
-        default=None,
-        description="Lower clamp of the time step softplus(dt + dt_bias) (Zamba2: "
-        "time_step_limit (time_step_min, inf), 0.001). Optional; null: no clamp.",
-    )
-
-
-class _BuiltInMixers(Strict):
-    """Sizes of the non-attention token mixers named in attention.layer_pattern."""
-
-    mamba2: Mamba2 | None = Field(
-        default=None, description="Mamba-2 sizes; required for, and only for, mamba2 layers."
-    )
-
-
 def _mixer_fields() -> dict[str, tuple[object, object]]:
-    """Every mixer's sizes field, the built-in ones' and each plugin's (archdb.mixers), in
-    the schema order of their layer-pattern entries."""
-    plugins = {
+    """Every mixer plugin's sizes field (archdb.mixers), in the schema order of their
+    layer-pattern entries."""
+    fields = {
         p.field: (p.sizes | None, Field(default=None, description=p.description))
         for p in MIXERS.values()
     }
-    built_in = {name: (f.annotation, f) for name, f in _BuiltInMixers.model_fields.items()}
-    fields = {**built_in, **plugins}
     return {mixer_field(kind): fields[mixer_field(kind)] for kind in MIXER_KINDS}
 
 
@@ -850,7 +775,7 @@ Mixers = create_model(
     "Mixers",
     __base__=Strict,
     __module__=__name__,
-    __doc__=_BuiltInMixers.__doc__,
+    __doc__="Sizes of the non-attention token mixers named in attention.layer_pattern.",
     **_mixer_fields(),
 )
 
@@ -1530,11 +1455,6 @@ class Architecture(Strict):
                     "attention.layer_pattern"
                 )
         self._check_single_sublayers()
-        m = mixers.mamba2
-        if m is not None and m.n_heads % m.n_groups:
-            raise ValueError(
-                f"mixers.mamba2.n_groups ({m.n_groups}) must divide n_heads ({m.n_heads})"
-            )
         for kind in MIXER_KINDS:  # what a plugin's sizes need from the card
             plugin = MIXERS.get(kind)
             sizes = None if plugin is None else plugin.sizes_of(self)
@@ -1743,8 +1663,6 @@ class Architecture(Strict):
             widths.append((att.n_heads or 1) * att.global_layers.head_dim)
         if att.sparse is not None:
             widths.append(att.sparse.indexer_heads * att.sparse.indexer_head_dim)
-        if self.mixers is not None and (m := self.mixers.mamba2) is not None:
-            widths.append(2 * m.n_heads * m.head_dim + 2 * m.n_groups * m.state_size + m.n_heads)
         for plugin in MIXERS.values():
             if (sizes := plugin.sizes_of(self)) is not None:
                 widths.append(plugin.widest(sizes, d))

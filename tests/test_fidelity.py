@@ -680,13 +680,14 @@ def test_qwen3_next_deltanet_projections_are_regrouped_per_key_head(tmp_path):
 def test_a_mixers_gated_norm_takes_the_cards_epsilon(model_type, tmp_path):
     """transformers' Mamba-2 and Gated DeltaNet norms use the blocks' epsilon (1e-4 here,
     1e-6 for Qwen3-Next's default): a different one breaks the comparison."""
-    from archdb.builder.recurrent import Mamba2Mixer
     from archdb.mixers.gated_deltanet import gated_deltanet_module
+    from archdb.mixers.mamba2 import mamba2_module
 
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)
     model = archdb.build(card, "full", weights=tmp_path).eval()
-    mixers = [m for m in model.modules() if isinstance(m, Mamba2Mixer | gated_deltanet_module())]
+    kinds = mamba2_module() | gated_deltanet_module()
+    mixers = [m for m in model.modules() if isinstance(m, kinds)]
     assert mixers and {m.eps for m in mixers} == {card.architecture.norm.eps}
     for mixer in mixers:
         mixer.eps = 1.0  # only the mixers' norms change

@@ -14,9 +14,9 @@ from archdb.plan.recurrent import RECURRENT
 from archdb.schema import RECURRENT_KINDS, Architecture, LayerKind, Mixers
 
 
-def test_every_recurrent_mixer_but_mamba2_is_a_plugin():
-    plugins = {"gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", "lightning"}
-    assert plugins <= set(MIXERS) and "mamba2" not in MIXERS
+def test_every_recurrent_mixer_is_a_plugin():
+    plugins = {"mamba2", "gated-deltanet", "short-conv", "mamba", "kda", "rg-lru", "lightning"}
+    assert plugins <= set(MIXERS) and set(RECURRENT) == {LayerKind(k) for k in MIXERS}
 
 
 @pytest.mark.parametrize("kind", sorted(MIXERS))

@@ -14,11 +14,11 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model
-from archdb.builder.recurrent import Mamba2Mixer
 from archdb.builder.shrink import shrink
 from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import flops, param_count
 from archdb.measure.flops import measure_flops
+from archdb.mixers.mamba2 import mamba2_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
 from tests.conftest import assert_causal, hf_import_count, make_arch, mamba2_dims, moe_block
@@ -51,7 +51,7 @@ def test_each_layer_is_one_sublayer():
     assert mixers == ["Mamba2Mixer", None, "Mamba2Mixer", "HeadAttention", None, None]
     channel = [type(x.mlp.sublayer).__name__ if x.mlp else None for x in layers]
     assert channel == [None, "MoE", None, None, "MoE", "MLP"]
-    assert isinstance(layers[0].attn.sublayer, Mamba2Mixer)
+    assert isinstance(layers[0].attn.sublayer, mamba2_module())
     # one pre-norm per layer: 6 layer norms + the final norm, each d_model wide
     norms = [m for m in model.modules() if type(m).__name__ == "Norm"]
     assert len(norms) == 7 and all(m.weight.shape == (64,) for m in norms)

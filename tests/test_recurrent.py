@@ -14,9 +14,10 @@ import torch.nn.functional as F
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import Mamba2Mixer, gated_delta_rule
+from archdb.builder.recurrent import gated_delta_rule
 from archdb.measure.analytic import cache_size, param_count
 from archdb.mixers.gated_deltanet import gated_deltanet_module
+from archdb.mixers.mamba2 import mamba2_module
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
 from archdb.plan.plan import cache_bytes
@@ -140,7 +141,7 @@ def test_mamba2_forward_equals_transformers_on_the_same_weights():
     torch.manual_seed(0)
     config = _mamba2_config(use_bias=True)
     reference = Reference(config, layer_idx=0)
-    ours = Mamba2Mixer(64, 8, 16, 16, 2, 4, True, True)
+    ours = mamba2_module()(64, 8, 16, 16, 2, 4, True, True)
     with torch.no_grad():
         for name, p in reference.named_parameters():
             p.copy_(torch.randn_like(p) * 0.3)
@@ -188,7 +189,7 @@ def test_recurrent_state_is_a_constant_of_the_context():
 def test_mixer_only_layers_have_no_mlp():
     model = build_model(make_arch(**MAMBA2_ONLY), device="meta")
     layer = model.decoder.layers[0]
-    assert layer.mlp is None and isinstance(layer.attn.sublayer, Mamba2Mixer)
+    assert layer.mlp is None and isinstance(layer.attn.sublayer, mamba2_module())
     hybrid = build_model(make_arch(**DELTANET_HYBRID), device="meta")
     kinds = [type(layer.attn.sublayer).__name__ for layer in hybrid.decoder.layers]
     assert kinds == ["GatedDeltaNetMixer"] * 3 + ["HeadAttention"]

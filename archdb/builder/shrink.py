@@ -29,10 +29,9 @@ the groups need it), and top-k to at most what the top groups offer, and below t
 experts, so routing still chooses. Zero-computation experts (LongCat-Flash) keep their
 ratio to the routed experts (at least one); the shortcut layers' dense width scales with
 d_model like the other MLP widths.
-Recurrent mixers (``mixers``) keep their kernel widths; Mamba-2 keeps the ratio of its
-inner width to d_model and its heads per group, its heads shrink to at most 4 and its state
-to at most 16; a mixer plugin (``archdb.mixers``: Gated DeltaNet, the short conv, Mamba-1,
-KDA, the RG-LRU, lightning attention) shrinks by its own rule, stated in its module.
+Recurrent mixers (``mixers``) keep their kernel widths; each mixer plugin (``archdb.mixers``:
+Mamba-2, Gated DeltaNet, the short conv, Mamba-1, KDA, the RG-LRU, lightning attention)
+shrinks by its own rule, stated in its module.
 Attention-free cards have no head constraint. Cross-layer KV sharing keeps two periods of
 the pattern, the second reusing the first's keys and values (at most the card's shared
 layers); per-layer embeddings keep their width's ratio to d_model, and their table the toy
@@ -359,21 +358,7 @@ def _toy_mixers(arch: Architecture, frame: ToyFrame) -> dict:
     """Recurrent mixer sizes of the toy (see the module docstring; a mixer plugin's by its
     own rule)."""
     assert arch.mixers is not None
-    d_t, rule = frame.toy_d_model, frame.rule
     out = arch.mixers.model_dump()
-    d, m = arch.d_model, arch.mixers.mamba2
-    if m is not None:
-        per_group = m.n_heads // m.n_groups
-        groups = 1 if m.n_groups == 1 else 2
-        heads = groups * max(1, min(per_group, rule.mha_heads // groups))
-        inner = m.n_heads * m.head_dim * d_t / d
-        head_dim = max(rule.head_dim_min, round(inner / heads))
-        out["mamba2"] |= {
-            "n_heads": heads,
-            "n_groups": groups,
-            "head_dim": head_dim + head_dim % 2,
-            "state_size": min(m.state_size, 16),
-        }
     for plugin in MIXERS.values():
         if (sizes := plugin.sizes_of(arch)) is not None:
             out[plugin.field] |= plugin.toy(sizes, arch, frame)

@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from archdb.mixers.mamba2 import Mamba2, Mamba2Norm
 from archdb.schema import (
     Activation,
     Architecture,
     AttentionVariant,
     GroupScore,
     LayerKind,
-    Mamba2,
-    Mamba2Norm,
     MoE,
     NormAffine,
     NormPosition,

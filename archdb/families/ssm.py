@@ -38,12 +38,12 @@ from archdb.hf_import import (
     _tied,
 )
 from archdb.mixers.mamba import MambaInnerNorm
+from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.schema import (
     Activation,
     Architecture,
     GeluApproximation,
     LayerKind,
-    Mamba2Norm,
     NormAffine,
     NormPosition,
     NormType,
