@@ -865,3 +865,15 @@ CHOICES = [
         "position.rope_theta": None,
     },
 ]
+
+
+@pytest.fixture
+def fresh_report_memos(monkeypatch):
+    """Empty report memos (archdb.reports.build), so the next build computes and renders
+    afresh instead of handing back an earlier build's bytes."""
+    from collections import OrderedDict
+
+    from archdb.reports import build
+
+    monkeypatch.setattr(build, "_computed", OrderedDict())
+    monkeypatch.setattr(build, "_rendered", OrderedDict())

@@ -332,19 +332,13 @@ def norm_catalogue_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.xdist_group("experiments")
 def test_build_is_deterministic_and_removes_stale_figures(
-    norm_catalogue_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    norm_catalogue_file: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    from collections import OrderedDict
-
-    from archdb.reports import build
-
     cat = load_catalogue(norm_catalogue_file)
     assert [c.id for c in cat] == [c.id for c in _norm_catalogue()]
     first, second = tmp_path / "a", tmp_path / "b"
     build_reports(cat, first)
-    # the second build computes and renders afresh: the memos would hand back the first's
-    monkeypatch.setattr(build, "_computed", OrderedDict())
-    monkeypatch.setattr(build, "_rendered", OrderedDict())
+    request.getfixturevalue("fresh_report_memos")  # the second build computes afresh
     (second / "figures").mkdir(parents=True)
     (second / "figures" / "old.svg").write_text("stale")  # a figure an earlier run wrote
     (second / MANIFEST).write_text("figures/old.svg\n")

@@ -39,15 +39,10 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_same_catalogue_gives_the_same_bytes(small_catalogue, small_site, tmp_path, monkeypatch):
-    from collections import OrderedDict
-
-    from archdb.reports import build
-
-    # computed and rendered afresh: the report memos would hand back the first build's
-    monkeypatch.setattr(build, "_computed", OrderedDict())
-    monkeypatch.setattr(build, "_rendered", OrderedDict())
-    again = tmp_path / "again"
+def test_same_catalogue_gives_the_same_bytes(
+    small_catalogue, small_site, tmp_path, fresh_report_memos
+):
+    again = tmp_path / "again"  # computed and rendered afresh, not from the memos
     build_site(load_catalogue(small_catalogue), again)
     first, second = _files(small_site), _files(again)
     assert sorted(first) == sorted(second)
