@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from archdb.catalogue import Catalogue
 from archdb.families.registry import model_type_of
-from archdb.fidelity import LOGIT_TOLERANCE, fidelity
+from archdb.fidelity import LOGIT_TOLERANCE, fidelities
 from archdb.reports import render
 
 LEVELS = ("logit-exact", "count-exact", "not comparable")  # strongest first
@@ -25,9 +25,10 @@ class CardFidelity:
 
 def card_fidelities(catalogue: Catalogue) -> list[CardFidelity]:
     """Every card's level, strongest level first, then by id."""
+    verdicts = fidelities(catalogue)  # one read (and at most one write) of the cache
     found = []
     for card in catalogue:
-        verified = fidelity(card)
+        verified = verdicts[card.id]
         model_type = model_type_of(card)
         found.append(CardFidelity(card.id, model_type, verified.level, verified.why))
     return sorted(found, key=lambda f: (LEVELS.index(f.level), f.card))
