@@ -56,6 +56,8 @@ from archdb.schema import (
     MAX_PATTERN,
     MAX_VOCAB,
     MAX_WIDTH,
+    MODEL_CLASS_PATTERN,
+    MODEL_TYPE_PATTERN,
     UNKNOWN_WHEN_NULL,
     Architecture,
 )
@@ -1257,10 +1259,10 @@ def _declared_family(decoder: Mapping[str, Any], original: Mapping[str, Any]) ->
     pattern are left out, so a hostile name never reaches the card)."""
     declared: dict[str, str] = {}
     model_type = decoder.get("model_type")
-    if isinstance(model_type, str) and re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", model_type):
+    if isinstance(model_type, str) and re.fullmatch(MODEL_TYPE_PATTERN, model_type):
         declared["model_type"] = model_type
         classes = _architectures(decoder) or _architectures(original)
-        if classes and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,99}", classes[0]):
+        if classes and re.fullmatch(MODEL_CLASS_PATTERN, classes[0]):
             declared["model_class"] = classes[0]
     return declared
 

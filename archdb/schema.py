@@ -1735,6 +1735,11 @@ def _short_repr(value: object, limit: int = 60) -> str:
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 
 
+# what a config source may state of its transformers family (import-hf records only these)
+MODEL_TYPE_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+MODEL_CLASS_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,99}$"
+
+
 class Source(Strict):
     kind: SourceKind
     title: Title = Field(description="Paper title, file name or page title.")
@@ -1750,7 +1755,7 @@ class Source(Strict):
     )
     model_type: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        pattern=MODEL_TYPE_PATTERN,
         description="Config sources only (kind config, or a mirror of one): the model_type "
         "the config declares, as written (its model_type key; a multimodal config's "
         "text_config's). It routes the card to its transformers family for the fidelity "
@@ -1758,7 +1763,7 @@ class Source(Strict):
     )
     model_class: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z][A-Za-z0-9_]{0,99}$",
+        pattern=MODEL_CLASS_PATTERN,
         description="With model_type: the first model class the config's architectures "
         "list names (how a custom model_type such as kimi_k2 reaches its family: "
         "DeepseekV3ForCausalLM). Optional otherwise null.",
