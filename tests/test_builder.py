@@ -159,7 +159,7 @@ def test_a_per_layer_pattern_gives_the_toy_its_first_layers_of_every_kind(card_i
     assert f"layer pattern (the first {depth} of the card's {full.n_layers} layers" in "".join(
         toy.kept
     )
-    assert "of a per-layer pattern the fewest first layers holding every kind" in toy.rule
+    assert "for a per-layer pattern the fewest first layers holding every kind" in toy.rule
 
 
 def test_kimi_linear_toy_is_its_repeating_unit_with_the_dense_layer_first():

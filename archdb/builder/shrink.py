@@ -91,8 +91,8 @@ class ToyRule:
             f"other width ratios exact (head_dim >= {self.head_dim_min}, even); "
             f"{self.mha_heads} heads for MHA, else min(kv_heads, {self.kv_heads_max}) KV heads "
             f"x the query groups; depth = one period of the layer pattern and MoE layers, "
-            f"of a per-layer pattern the fewest first layers holding every kind of layer "
-            f"(>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
+            f"or for a per-layer pattern the fewest first layers holding every kind of "
+            f"layer (>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
             f"{self.window}{self._window_rule()}; routed experts <= {self.experts_max} (groups "
             f"kept); every categorical choice kept"
         )
