@@ -67,7 +67,6 @@ def test_toy_rule_keeps_ratios_pattern_and_experts(card):
     assert shrink(full) == toy, "shrink is deterministic"
     t = toy.arch
     assert t.d_model <= max(full.d_model, 64) and t.vocab_size == 256
-    assert t.attention.layer_pattern == full.attention.layer_pattern
     for name in (
         "kind",
         "norm",
@@ -110,8 +109,125 @@ def test_toy_rule_keeps_ratios_pattern_and_experts(card):
             assert 1 <= tmoe.n_active <= min(moe.n_active, tmoe.n_experts - 1)
         assert tmoe.first_dense_layers == min(moe.first_dense_layers, 1)
         assert any(is_moe_layer(t, i) for i in range(t.n_layers))
-    assert t.n_layers % len(t.attention.layer_pattern) == 0 or t.n_layers == full.n_layers
+    if len(full.attention.layer_pattern) < full.n_layers:  # one period (or more) of it
+        assert t.attention.layer_pattern == full.attention.layer_pattern
+        assert t.n_layers % len(t.attention.layer_pattern) == 0 or t.n_layers == full.n_layers
+    else:  # a per-layer list: the card's first layers, the fewest holding every kind
+        assert t.attention.layer_pattern == full.attention.layer_pattern[: t.n_layers]
+        if moe is None or moe.first_dense_layers <= 1:  # no leading dense layers cut
+            kinds = _layer_kinds(full)
+            assert _layer_kinds(t) == kinds[: t.n_layers]
+            assert set(kinds[: t.n_layers]) == set(kinds)
+            fewest = set(kinds[: t.n_layers - 1]) != set(kinds)
+            assert fewest or t.n_layers in (TOY_RULE.min_layers, full.n_layers)
     assert toy.rule and toy.kept and toy.dims["d_model"] == t.d_model
+
+
+def _layer_kinds(arch: Architecture) -> list[tuple[str, bool]]:
+    """Each layer's kind: its pattern entry and whether its MLP is the MoE."""
+    pattern = arch.attention.layer_pattern
+    return [(pattern[i % len(pattern)].value, is_moe_layer(arch, i)) for i in range(arch.n_layers)]
+
+
+# --- the toy's depth ------------------------------------------------------------------------
+
+CARD = {c.id: c for c in CARDS}
+
+
+@pytest.mark.parametrize(
+    ("card_id", "depth"),
+    [
+        ("kimi-linear-48b-a3b", 4),  # 27: (3 KDA, 1 MLA) x 6, then 2 KDA, 1 MLA
+        ("nemotron-h-8b", 8),  # 52: M-M-M-M* ...
+        ("nemotron-h-56b", 8),  # 118
+        ("nemotron-3-nano-30b-a3b", 6),  # 52: MEMEM* ...
+        ("nemotron-3-nano-4b", 13),  # 42: its first attention is layer 13
+        ("bamba-9b", 10),  # 32: 9 Mamba-2, then attention
+        ("lfm2-700m", 3),  # 16: 2 short convs, then attention
+    ],
+)
+def test_a_per_layer_pattern_gives_the_toy_its_first_layers_of_every_kind(card_id, depth):
+    """A pattern that lists every layer has no shorter period: the toy is the card's first
+    layers, the fewest that hold every kind of layer the card has."""
+    full = fill_unknowns(CARD[card_id].architecture)[0]
+    toy = shrink(full)
+    assert toy.arch.n_layers == depth
+    assert toy.arch.attention.layer_pattern == full.attention.layer_pattern[:depth]
+    kinds = _layer_kinds(full)
+    assert set(_layer_kinds(toy.arch)) == set(kinds)
+    assert set(kinds[: depth - 1]) != set(kinds)
+    assert f"layer pattern (the first {depth} of the card's {full.n_layers} layers" in "".join(
+        toy.kept
+    )
+    assert "for a per-layer pattern the fewest first layers holding every kind" in toy.rule
+
+
+def test_kimi_linear_toy_is_its_repeating_unit_with_the_dense_layer_first():
+    toy = shrink(fill_unknowns(CARD["kimi-linear-48b-a3b"].architecture)[0]).arch
+    layers = build_model(toy, device="meta").decoder.layers
+    mixers = [type(x.attn.sublayer).__name__ for x in layers]
+    assert mixers == ["KimiDeltaAttentionMixer"] * 3 + ["LatentAttention"]
+    assert [isinstance(x.mlp.sublayer, MoE) for x in layers] == [False, True, True, True]
+
+
+def test_a_per_layer_list_keeps_what_one_period_of_the_same_pattern_keeps():
+    """The same layers written as a period (tiled) and as a per-layer list: the period
+    keeps its whole self, the list the fewest first layers with every kind."""
+    pattern = ["local", "global", "local", "local"]
+    base = {"attention.sliding_window": 8, "n_layers": 8}
+    periodic = shrink(make_arch(**base, **{"attention.layer_pattern": pattern})).arch
+    assert [k.value for k in periodic.attention.layer_pattern] == pattern
+    assert periodic.n_layers == 4
+    listed = shrink(make_arch(**base, **{"attention.layer_pattern": pattern * 2})).arch
+    assert [k.value for k in listed.attention.layer_pattern] == ["local", "global"]
+    assert listed.n_layers == 2
+
+
+def test_a_per_layer_list_keeps_a_dense_first_layer_and_every_mlp_kind():
+    """Two leading dense layers cut to one, MoE every second layer after them: the toy
+    runs until every entry has met each MLP it meets in the card."""
+    kinds = ["global", "local", "global", "local", "local", "global"]
+    moe = moe_block(first_dense_layers=2, layer_period=2, dense_d_ff=128)
+    full = make_arch(
+        **{"attention.layer_pattern": kinds, "attention.sliding_window": 8, "n_layers": 6},
+        **{"mlp.moe": moe},
+    )
+    toy = shrink(full).arch
+    assert toy.n_layers == 5 and toy.mlp.moe.first_dense_layers == 1
+    assert set(_layer_kinds(toy)) == set(_layer_kinds(full))
+    assert len(set(_layer_kinds(full))) == 4  # local and global, each dense and MoE
+    layers = build_model(toy, device="meta").decoder.layers
+    assert [isinstance(x.mlp.sublayer, MoE) for x in layers] == [False, False, True, False, True]
+
+
+def test_a_per_layer_list_with_kv_sharing_keeps_every_layer():
+    """Its shared layers are the stack's last: no shorter prefix holds one."""
+    full = make_arch(
+        **{
+            "attention.layer_pattern": ["local", "global"] * 3,
+            "attention.sliding_window": 8,
+            "attention.kv_shared_layers": 2,
+            "n_layers": 6,
+        }
+    )
+    toy = shrink(full).arch
+    assert (toy.n_layers, toy.attention.kv_shared_layers) == (6, 2)
+
+
+@pytest.mark.parametrize(
+    ("card_id", "depth"),
+    [
+        ("gemma-3-1b", 6),  # 26 layers: (5 local, 1 global) x 4 and a short tail, tiled
+        ("gemma-4-e2b", 10),  # KV sharing: a period that keeps its KV, one that reuses
+        ("llama-4-maverick", 4),  # 4-layer pattern, MoE every second layer
+    ],
+)
+def test_a_periodic_pattern_keeps_one_period(card_id, depth):
+    full = fill_unknowns(CARD[card_id].architecture)[0]
+    toy = shrink(full)
+    assert toy.arch.n_layers == depth
+    assert toy.arch.attention.layer_pattern == full.attention.layer_pattern
+    assert f"layer pattern (period {len(full.attention.layer_pattern)})" in "".join(toy.kept)
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ blocks, tied embeddings, the layer pattern, MoE routing) and these ratios exactl
 - d_ff/d_model (and the dense, shared-expert, embedding and MLA-rank widths over d_model),
 - query groups n_heads/n_kv_heads (MHA stays MHA, MQA stays MQA),
 - n_heads*head_dim/d_model, and the rotary fraction of a head,
-- the layer pattern's period, the MoE layer period, shared experts, and the routed
-  experts and top-k up to a cap.
+- the layer pattern's period (of a pattern that lists every layer, the first layers:
+  see below), the MoE layer period, shared experts, and the routed experts and top-k up
+  to a cap.
 
 It shrinks: every width by one common factor, chosen as the smallest d_model >= 64 for
 which all the ratios above come out as integers (with head_dim >= 8 and even, and
@@ -32,12 +33,22 @@ d_model like the other MLP widths.
 Recurrent mixers (``mixers``) keep their kernel widths; each mixer plugin (``archdb.mixers``:
 Mamba-2, Gated DeltaNet, the short conv, Mamba-1, KDA, the RG-LRU, lightning attention)
 shrinks by its own rule, stated in its module.
+A pattern that lists every layer (as long as the stack: Nemotron-H, Nemotron 3, Bamba,
+Kimi Linear, LFM2) has no period shorter than the stack, so its toy takes the card's own
+first layers: the fewest that hold a layer of every kind the card has (each entry kind
+with each MLP it carries, dense or MoE, the leading dense layers cut to one as above), at
+least 2, with the pattern's entries for them. Kimi Linear's 27 layers, three KDA and one
+MLA with a short last period, give its first 4 (KDA with the dense MLP; KDA, KDA and MLA
+with the MoE): its repeating unit, and every kind it has; Nemotron-H 8B's 52 give 8
+(M-M-M-M*). A prefix, not the shortest stretch from the middle (M*- is 3 layers), so
+each toy layer sits at its index in the card and the leading dense layer stays first.
 Attention-free cards have no head constraint. Cross-layer KV sharing keeps two periods of
 the pattern, the second reusing the first's keys and values (at most the card's shared
 layers); per-layer embeddings keep their width's ratio to d_model, and their table the toy
 vocabulary (its share of it where the card's table is shorter); LAuReL's rank keeps its
 ratio to d_model, activation sparsity its share of the layers (at least one), AltUp its
-streams.
+streams. A per-layer list with KV sharing keeps every layer (its shared layers are the
+stack's last ones, which no shorter prefix holds).
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -50,7 +61,7 @@ from fractions import Fraction
 
 from archdb.fields import get_path, schema_fields
 from archdb.mixers import MIXERS, ToyFrame
-from archdb.plan.layout import BuildError, lcm, null_fields, rotary_dims
+from archdb.plan.layout import BuildError, is_moe_layer, lcm, null_fields, rotary_dims
 from archdb.schema import Architecture, AttentionVariant, GroupScore, Kind, MoE
 
 TOY_CONTEXT = 64  # tokens, unless a seq_len is stated
@@ -79,8 +90,9 @@ class ToyRule:
             f"{self.d_model_min} that keeps d_ff/d_model, n_heads*head_dim/d_model and the "
             f"other width ratios exact (head_dim >= {self.head_dim_min}, even); "
             f"{self.mha_heads} heads for MHA, else min(kv_heads, {self.kv_heads_max}) KV heads "
-            f"x the query groups; depth = one period of the layer pattern and MoE layers "
-            f"(>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
+            f"x the query groups; depth = one period of the layer pattern and MoE layers, "
+            f"or for a per-layer pattern the fewest first layers holding every kind of "
+            f"layer (>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
             f"{self.window}{self._window_rule()}; routed experts <= {self.experts_max} (groups "
             f"kept); every categorical choice kept"
         )
@@ -178,6 +190,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         moe["zero_experts"] = _toy_zero_experts(arch.mlp.moe, moe["n_experts"])
     if arch.shared_blocks is not None:
         data["n_layers"], data["shared_blocks"] = _toy_shared_blocks(arch, n_layers, widths.d_model)
+    if _per_layer_list(arch) and data["n_layers"] < arch.n_layers:  # the first layers' entries
+        att["layer_pattern"] = att["layer_pattern"][: data["n_layers"]]
     pos = data["position"]
     if pos.get("learned_rows") is not None:
         pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
@@ -259,12 +273,39 @@ def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
     first_dense = min(moe.first_dense_layers, 1) if moe else 0
     moe_period = moe.layer_period if moe else 1
     n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
+    if _per_layer_list(arch):
+        n = min(arch.n_layers, max(rule.min_layers, _prefix_of_every_kind(arch, first_dense)))
     if arch.attention.kv_shared_layers:  # a period that keeps its KV, then one that reuses
         n = min(arch.n_layers, 2 * lcm(period, moe_period))
     n_enc = 0
     if arch.n_encoder_layers:
         n_enc = max(1, round(arch.n_encoder_layers * n / arch.n_layers))
     return n, n_enc, first_dense
+
+
+def _per_layer_list(arch: Architecture) -> bool:
+    """Whether the layer pattern lists every layer (Nemotron-H, Kimi Linear, LFM2): it is
+    as long as the stack, so one period of it is the whole depth."""
+    return len(arch.attention.layer_pattern) >= (arch.n_layers or 0)
+
+
+def _prefix_of_every_kind(arch: Architecture, first_dense: int) -> int:
+    """The fewest first layers of a per-layer list that hold a layer of every kind the
+    stack has: every entry kind with each MLP it carries (dense or MoE), the leading dense
+    layers cut to ``first_dense`` as in the toy."""
+    moe = arch.mlp.moe
+    laid = arch
+    if moe is not None:  # the toy's MoE placement
+        cut = moe.model_copy(update={"first_dense_layers": first_dense})
+        laid = arch.model_copy(update={"mlp": arch.mlp.model_copy(update={"moe": cut})})
+    pattern = arch.attention.layer_pattern
+    kinds = [(pattern[i], is_moe_layer(laid, i)) for i in range(arch.n_layers)]
+    every, seen = set(kinds), set()
+    for i, kind in enumerate(kinds):
+        seen.add(kind)
+        if seen == every:
+            return i + 1
+    return len(kinds)
 
 
 def _toy_shared_layers(arch: Architecture, n_toy: int) -> int:
@@ -481,8 +522,7 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         "soft-caps, biases, parallel blocks, tied embeddings)",
         *([f"d_ff/d_model = {_ratio(toy.mlp.d_ff, toy.d_model)}"] if toy.mlp.d_ff else []),
         *([f"query groups = {heads.groups}"] if toy.has_attention() else []),
-        f"layer pattern (period {len(toy.attention.layer_pattern)}): "
-        + ", ".join(k.value for k in toy.attention.layer_pattern),
+        _pattern_kept(full, toy),
     ]
     if toy.head_ratio is not None and toy.attention.latent is None:
         inner = toy.attention.n_heads * toy.head_dim_effective
@@ -528,6 +568,16 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
             f"{full.mlp.moe.first_dense_layers} -> {moe.first_dense_layers}"
         )
     return tuple(kept)
+
+
+def _pattern_kept(full: Architecture, toy: Architecture) -> str:
+    entries = ", ".join(k.value for k in toy.attention.layer_pattern)
+    if _per_layer_list(full) and toy.n_layers < full.n_layers:
+        return (
+            f"layer pattern (the first {toy.n_layers} of the card's {full.n_layers} layers, "
+            f"a layer of every kind): {entries}"
+        )
+    return f"layer pattern (period {len(toy.attention.layer_pattern)}): {entries}"
 
 
 def _ratio(num: int, den: int) -> str:
