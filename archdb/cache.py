@@ -225,3 +225,32 @@ def _fidelity_ok(value: object) -> bool:
 
 def write_fidelity(entries: dict[str, list[str]]) -> None:
     _write_keyed("fidelity", entries)
+
+
+# A card's toy as the site prints it (archdb.site.data: building every card's toy on the
+# meta device costs seconds per site) depends on its architecture, archdb's code and
+# torch's version (the module tree folds layers by their repr): [tree or null, rule] by a
+# hash of the architecture and that version, in a store of its own.
+MAX_TREE_CHARS = 4 * 2**20  # a 100-layer hybrid toy prints about 10 KB
+
+
+def toy_tree_key(architecture: BaseModel, torch_version: str) -> str:
+    return hashlib.sha256(f"{torch_version}\0{architecture.model_dump_json()}".encode()).hexdigest()
+
+
+def read_toy_trees() -> dict[str, list[str | None]]:
+    return _read_keyed("toy-trees", _toy_tree_ok)
+
+
+def _toy_tree_ok(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and (value[0] is None or (isinstance(value[0], str) and len(value[0]) <= MAX_TREE_CHARS))
+        and isinstance(value[1], str)
+        and len(value[1]) <= MAX_WHY_CHARS
+    )
+
+
+def write_toy_trees(entries: dict[str, list[str | None]]) -> None:
+    _write_keyed("toy-trees", entries)

@@ -888,3 +888,76 @@ def fresh_report_memos(monkeypatch):
 
     monkeypatch.setattr(build, "_computed", OrderedDict())
     monkeypatch.setattr(build, "_rendered", OrderedDict())
+
+
+# --- renders shared by the session's workers ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist worker of this session sees (the parent of the workers'
+    own base temps), or the base temp when one process runs the tests."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def made_once(folder: Path, make: Any) -> str | None:
+    """Make ``folder`` with ``make(folder)`` once per test session: the first worker to
+    ask makes it under a lock, the others wait for it and read it. Returns None when this
+    call made it, else the text ``make`` returned when it did."""
+    import fcntl
+
+    done = folder.with_name(f"{folder.name}.done")
+    with folder.with_name(f"{folder.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            done.write_text(make(folder) or "")
+            return None
+    return done.read_text()
+
+
+def shared_render(shared: Path, cat: Catalogue) -> Any:
+    """The catalogue's report data, computed in this worker, with its render in this
+    worker's memo (``archdb.reports.build``): rendered once per session by whichever
+    worker asks first, read back from its files by the others. Sound because rendering is
+    a pure function of the data (tests/test_measured_cache.py and the determinism tests
+    render twice for real) and the files are named by ``content_key``, everything the
+    data is computed from. For tests that need a catalogue's rendered bytes, not a render
+    of their own."""
+    import json
+
+    from archdb.reports import build
+
+    data = build.compute(cat)
+
+    def render(folder: Path) -> str:
+        rendered = build.render_reports(data)  # and kept in this worker's memo
+        build.write_files(rendered, folder)
+        return json.dumps(list(rendered))  # the render's order of files
+
+    folder = shared / f"render-{build.content_key(cat)}"
+    order = made_once(folder, render)
+    if order is not None and id(data) not in build._rendered:
+        rendered = {name: (folder / name).read_bytes() for name in json.loads(order)}
+        build._rendered[id(data)] = (data, rendered)  # as render_reports keeps its own
+    return data
+
+
+def shared_site(shared: Path, catalogue_path: Path) -> Path:
+    """The site of a catalogue, built once per session for the read-only tests of every
+    worker; its report render is ``shared_render``'s."""
+    from archdb.catalogue import load_catalogue
+    from archdb.reports.build import content_key
+    from archdb.site import build_site
+
+    cat = load_catalogue(catalogue_path)
+    shared_render(shared, cat)
+    out = shared / f"site-{content_key(cat)}"
+
+    def build(folder: Path) -> None:
+        build_site(cat, folder)
+
+    made_once(out, build)
+    return out

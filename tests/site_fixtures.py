@@ -25,3 +25,9 @@ def hostile_card() -> str:
 def write(path: Path, *cards: str) -> Path:
     path.write_text("".join(cards), encoding="utf-8")
     return path
+
+
+def small_catalogue(folder: Path) -> Path:
+    """Two toy cards and the hostile one: the site tests' catalogue, whose site the file
+    and the browser tests share (``tests.conftest.shared_site``)."""
+    return write(folder / "models.yaml", card_text("toy-1b"), card_text("toy-7b"), hostile_card())

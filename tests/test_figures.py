@@ -22,26 +22,16 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def report_figures() -> dict[str, Figure]:
-    """Every figure `archdb report` makes from the shipped catalogue, by file name. The
-    report data and its render are the ones the other report tests of this worker use
-    (test_reports' check of reports/ reads them from the process's memo, not a second
-    render); when an earlier test already rendered them, rendered afresh to keep the
-    figures."""
+    """Every figure `archdb report` makes from the shipped catalogue, by file name: made
+    by a render of its own, which saves no SVG (the bytes are the session's shared render,
+    checked against reports/ by test_reports.py; the last test here saves figures)."""
     made: list[Figure] = []
-    original = figures.save_svg
-
-    def keep(fig: Figure, path) -> None:
-        made.append(fig)
-        original(fig, path)
-
     data = build.compute(load_catalogue(REPO / "data" / "models.yaml"))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(figures, "save_svg", keep)
-        rendered = build.render_reports(data)
-        if not made:  # the memo's render: no figure was drawn for this fixture
-            rendered = build._render(data)
+        patch.setattr(figures, "save_svg", lambda fig, path: made.append(fig))
+        rendered = build._render(data)  # past the memo: the figures are drawn here
     names = [Path(p).stem for p in rendered if p.startswith(f"{build.FIGURES}/")]
-    assert len(names) == len(made)  # one saved figure per rendered file, in order
+    assert len(names) == len(made)  # one figure per rendered file, in order
     return dict(zip(names, made, strict=True))
 
 

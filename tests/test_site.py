@@ -18,21 +18,21 @@ from archdb.site import SiteError, build_site
 from archdb.site.data import NOT_COMPARED, VERIFIED, fidelity, toy_tree
 from archdb.site.markdown import to_html
 from archdb.site.pages import json_script
-from tests.conftest import card_text, run_cli
-from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, hostile_card, write
+from tests.conftest import card_text, run_cli, shared_site
+from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, write
+from tests.site_fixtures import small_catalogue as write_small_catalogue
 
 
 @pytest.fixture(scope="module")
 def small_catalogue(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("catalogue")
-    return write(folder / "models.yaml", card_text("toy-1b"), card_text("toy-7b"), hostile_card())
+    return write_small_catalogue(tmp_path_factory.mktemp("catalogue"))
 
 
 @pytest.fixture(scope="module")
-def small_site(small_catalogue, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site") / "site"
-    build_site(load_catalogue(small_catalogue), out)
-    return out
+def small_site(small_catalogue, shared_folder) -> Path:
+    """Read only: built once per session, by this worker or the browser tests' (their
+    hostile card's pages); its report render is in this worker's memo either way."""
+    return shared_site(shared_folder, small_catalogue)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -42,7 +42,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_same_catalogue_gives_the_same_bytes(
     small_catalogue, small_site, tmp_path, fresh_report_memos
 ):
-    again = tmp_path / "again"  # computed and rendered afresh, not from the memos
+    again = tmp_path / "again"  # computed and rendered afresh, not from the memos or files
     build_site(load_catalogue(small_catalogue), again)
     first, second = _files(small_site), _files(again)
     assert sorted(first) == sorted(second)
@@ -198,3 +198,31 @@ def test_claims_page_shows_verdicts_as_words_not_emoji(small_site):
     page = (small_site / "claims.html").read_text()
     assert '<span class="verdict ' in page
     assert not re.search("[\u2705\U0001f7e1\u274c\u2b1c]", page)
+
+
+def test_toy_trees_are_cached_by_architecture_and_planted_entries_ignored(
+    private_cache, monkeypatch
+):
+    """The site's toy trees: built once per architecture, code and torch version; a store
+    with a wrong-typed or oversized entry is not read."""
+    from archdb import cache
+    from archdb.site import data
+
+    cards = list(load_catalogue(DEFAULT_PATH))[:3]
+    built = data.toy_trees(cards)
+    assert built == {c.id: toy_tree(c) for c in cards}  # what the site showed before
+    (store,) = private_cache.glob("toy-trees-*.json")
+
+    def no_build(card):
+        raise AssertionError(f"{card.id} built again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(data, "toy_tree", no_build)
+        assert data.toy_trees(cards) == built  # read back: nothing built
+        other = cards[0].model_copy(update={"id": "other"})
+        assert data.toy_trees([other])["other"] == built[cards[0].id]  # same architecture
+    doc = json.loads(store.read_text())
+    for planted in ([1, "rule"], ["x" * (cache.MAX_TREE_CHARS + 1), "rule"], ["tree"], "tree"):
+        first = next(iter(doc["toy-trees"]))
+        store.write_text(json.dumps({**doc, "toy-trees": {**doc["toy-trees"], first: planted}}))
+        assert data.toy_trees(cards) == built  # the store ignored, every toy built again

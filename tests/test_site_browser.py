@@ -1,10 +1,12 @@
 """The site in a real browser: headless chromium (Debian's), driven by Selenium.
 
-One site is built from the shipped catalogue plus a hostile card (its name is
-``<script>alert(1)</script>``), served over http on 127.0.0.1, and visited: the index
+The shipped catalogue's site is served over http on 127.0.0.1 and visited: the index
 lists every card, its search, filters and sorting work, a card page links its sources,
-the comparison shows the chosen models side by side, every figure loads, no page logs a
-console error and no card text ever runs. Screenshots go to .artifacts/site/.
+the comparison shows the chosen models side by side, every figure loads and no page logs
+a console error. The site of tests/test_site.py's small catalogue, with a hostile card
+(its name is ``<script>alert(1)</script>``), shows that no card text ever runs. Both
+sites are built once per test session (``tests.conftest.shared_site``), by whichever
+worker asks first. Screenshots go to .artifacts/site/.
 
 Skipped with the reason when chromium, chromedriver or selenium is missing, except in
 CI (CI=true), where test_browser_tests_run_in_ci fails instead.
@@ -19,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
-from archdb.site import build_site
 from tests import browser
-from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, hostile_card, write
+from tests.conftest import shared_site
+from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, small_catalogue
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts" / "site"
 MISSING = browser.missing()
@@ -36,21 +38,23 @@ def test_browser_tests_run_in_ci():
 
 
 @pytest.fixture(scope="module")
-def catalogue_path(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("catalogue")
-    return write(folder / "models.yaml", DEFAULT_PATH.read_text(encoding="utf-8"), hostile_card())
-
-
-@pytest.fixture(scope="module")
-def site_dir(catalogue_path, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site") / "site"
-    build_site(load_catalogue(catalogue_path), out)
-    return out
+def site_dir(shared_folder) -> Path:
+    """The shipped catalogue's site (read only; its report render is the one
+    tests/test_reports.py checks reports/ against)."""
+    return shared_site(shared_folder, DEFAULT_PATH)
 
 
 @pytest.fixture(scope="module")
 def site(site_dir):
     with browser.serve(site_dir) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def hostile_site(shared_folder, tmp_path_factory):
+    """The small catalogue's site, with the hostile card (tests/test_site.py's)."""
+    catalogue = small_catalogue(tmp_path_factory.mktemp("catalogue"))
+    with browser.serve(shared_site(shared_folder, catalogue)) as base:
         yield base
 
 
@@ -67,8 +71,8 @@ def visit(chrome, site):
     """Open a page; afterwards, assert it logged no console error and ran no dialog."""
     visited: list[str] = []
 
-    def go(page: str):
-        chrome.get(site + page)
+    def go(page: str, base: str = site):
+        chrome.get(base + page)
         visited.append(page)
         return chrome
 
@@ -103,9 +107,9 @@ def _screenshot(driver, name: str) -> Path:
 
 
 @needs_browser
-def test_index_lists_every_card(visit, catalogue_path):
+def test_index_lists_every_card(visit):
     driver = visit("index.html")
-    ids = load_catalogue(catalogue_path).ids()
+    ids = load_catalogue(DEFAULT_PATH).ids()
     rows = driver.execute_script(
         "return [...document.querySelectorAll('#cards tbody tr')].map(r => r.id)"
     )
@@ -212,16 +216,16 @@ def test_compare_shows_the_chosen_models_side_by_side(visit):
 
 
 @needs_browser
-def test_a_card_named_script_is_shown_as_text(visit):
-    driver = visit("index.html")
+def test_a_card_named_script_is_shown_as_text(visit, hostile_site):
+    driver = visit("index.html", hostile_site)
     row = driver.find_element("id", f"row-{HOSTILE_ID}")
     assert HOSTILE_NAME in row.text
     assert "Evil & Co </td><b>x</b>" in row.text
-    driver = visit(f"cards/{HOSTILE_ID}.html")
+    driver = visit(f"cards/{HOSTILE_ID}.html", hostile_site)
     assert driver.find_element("tag name", "h1").text == HOSTILE_NAME
     assert "<img src=x onerror=alert(3)>" in driver.find_element("css selector", "table.notes").text
     assert driver.find_elements("css selector", "main img, main b, main script") == []
-    driver = visit(f"compare.html?ids={HOSTILE_ID},llama-2-7b")
+    driver = visit(f"compare.html?ids={HOSTILE_ID},toy-1b", hostile_site)
     name_row = driver.find_element("xpath", "//tbody/tr[td[1]='name']")
     assert HOSTILE_NAME in name_row.text
     assert driver.find_elements("css selector", "#comparison img, #comparison script") == []

@@ -30,7 +30,7 @@ from archdb.reports.build import FIGURES, PAGES, compute, write_reports
 from archdb.table import card_row
 
 from . import markdown, pages
-from .data import compare_data, fidelity, toy_tree
+from .data import compare_data, fidelity, toy_trees
 
 MARKER = ".archdb-site"
 STATIC = ("site.css", "site.js")
@@ -110,12 +110,13 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
     lap("pages")
 
     (out / "cards").mkdir()
+    trees = toy_trees(cards)
     for card, row in zip(cards, rows, strict=True):
         facts = pages.CardFacts(
             row=row,
             figures=derived_figures(card),
             fidelity=fidelity(card),
-            toy=toy_tree(card),
+            toy=trees[card.id],
             disagreements=pages.disagreements_of(card.id, data.claims),
         )
         write(f"cards/{card.id}.html", pages.card_page(card, facts))

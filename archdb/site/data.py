@@ -111,6 +111,29 @@ class ToyTree:
     rule: str  # the scaling rule, or why there is no toy
 
 
+def toy_trees(cards: Iterable[Card]) -> dict[str, ToyTree]:
+    """Each card's ``toy_tree`` by id, from the cache (archdb.cache) where the same
+    architecture was built by the same code and torch before."""
+    from importlib.metadata import version
+
+    from archdb import cache
+
+    torch_version = version("torch")
+    stored = cache.read_toy_trees()
+    found: dict[str, ToyTree] = {}
+    grown = False
+    for card in cards:
+        key = cache.toy_tree_key(card.architecture, torch_version)
+        if (entry := stored.get(key)) is None:
+            tree = toy_tree(card)
+            entry = stored[key] = [tree.text, tree.rule]
+            grown = True
+        found[card.id] = ToyTree(entry[0], str(entry[1]))
+    if grown:
+        cache.write_toy_trees(stored)
+    return found
+
+
 def toy_tree(card: Card) -> ToyTree:
     """The toy of ``archdb build ID``, its modules as an indented tree. Built on the meta
     device: the tree needs shapes only, and initialising weights (thousands of toy experts)
