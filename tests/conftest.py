@@ -177,6 +177,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory):
+    """archdb's caches for the session's module- and session-scoped fixtures (a shared site,
+    the figures), which run before any test's private cache: never the user's own
+    ~/.cache/archdb, whose entries would make one run's results depend on an earlier one."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ARCHDB_CACHE_DIR", str(tmp_path_factory.mktemp("session-cache")))
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def experiments_once_per_session():
     """The claim experiments are pure functions of a card (fixed seeds): each runs once per
     test session, however many report builds and claim tests ask for it."""
