@@ -20,7 +20,9 @@ counts nor FLOPs beyond what is stated):
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
+from collections.abc import Iterator
 
 import torch
 from torch import nn
@@ -165,10 +167,25 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
     """
     plan = P.make_plan(arch)
     if device is None:
-        return build_plan(plan)
+        with _collector_paused():
+            return build_plan(plan)
     device = torch.device(device)
-    with torch.device(device), _MetaInitSkipped() if device.type == "meta" else _NO_MODE:
+    meta = device.type == "meta"
+    with torch.device(device), _MetaInitSkipped() if meta else _NO_MODE, _collector_paused():
         return build_plan(plan)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A build allocates thousands of modules and no garbage worth a cycle search, yet every
+    automatic collection it set off rescanned each live object of the process."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _NO_MODE = contextlib.nullcontext()
