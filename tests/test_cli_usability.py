@@ -205,11 +205,11 @@ def test_report_json_error_is_json(write_catalogue, tmp_path):
 
 
 def _help(command: str, columns: int = 80) -> str:
-    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-c", "from archdb_cli.main import run; run()",
-                           command, "--help"], capture_output=True, text=True, env=env,
-                          timeout=60)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    """``archdb COMMAND --help`` at a terminal width: in this process, as a shell sees it
+    (Typer's help reads COLUMNS each time it prints; a subprocess gave the same bytes)."""
+    env = {"COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"}
+    done = runner.invoke(app, [command, "--help"], env=env, prog_name="archdb")
+    assert done.exit_code == 0, done.output
     return done.stdout
 
 
@@ -259,13 +259,21 @@ def test_fields_names_are_never_cut():
 
 
 def _complete(words: str) -> str:
-    """What the shell's completion script gets (the installed `archdb` entry point)."""
+    """What the shell's completion script gets from `archdb` (in this process; one test
+    below asks the installed entry point itself)."""
+    env = {"_ARCHDB_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": words}
+    return runner.invoke(app, [], env=env, prog_name="archdb").stdout
+
+
+def test_the_installed_entry_point_completes_from_data():
     script = Path(sys.executable).parent / "archdb"
     if not script.exists():
         pytest.skip("the archdb entry point is not installed next to this Python")
-    env = {**os.environ, "_ARCHDB_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": words}
+    env = {**os.environ, "_ARCHDB_COMPLETE": "complete_zsh"}
+    env["_TYPER_COMPLETE_ARGS"] = "archdb show gemma-2-"
     done = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=60)
-    return done.stdout
+    assert done.returncode == 0 and '"gemma-2-9b' in done.stdout, done.stderr
+    assert done.stdout == _complete("archdb show gemma-2-")
 
 
 @pytest.mark.parametrize(
