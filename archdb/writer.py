@@ -480,10 +480,16 @@ def _terminate_cleanly() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _item_starts(text: str, filename: str) -> list[int]:
     """Character offsets of each top-level card's '-' line, in file order."""
-    try:  # the pure-Python composer: its marks index characters of the text
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    # Marks index characters of the text. libyaml's do too (and it composes the shipped
+    # catalogue ~6x faster) except that it does not count a leading byte-order mark.
+    loader = yaml.SafeLoader if text.startswith("\ufeff") else _FAST_LOADER
+    try:
+        root = yaml.compose(text, Loader=loader)
     except yaml.YAMLError as exc:
         raise WriteError([f"{filename}: not valid YAML: {exc}"]) from None
     if root is None:
