@@ -108,6 +108,16 @@ def run_cli(*args: str, input: str | None = None) -> CliResult:
     return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
+@functools.cache
+def shipped_catalogue() -> Catalogue:
+    """The shipped catalogue, loaded once per test process (0.1 s a load: modules read it
+    at collection, tests in their bodies) for tests that only read it; a test that
+    changes a card (cards are mutable) loads its own with ``load_catalogue()``."""
+    from archdb.catalogue import load_catalogue
+
+    return load_catalogue()
+
+
 @pytest.fixture
 def write_catalogue(tmp_path: Path):
     def write(text: str, name: str = "models.yaml") -> Path:

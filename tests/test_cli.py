@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.schema import NormType
-from tests.conftest import CliResult, card_text, run_cli
+from tests.conftest import CliResult, card_text, run_cli, shipped_catalogue
 
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
@@ -48,7 +48,7 @@ def small(write_catalogue) -> Path:
 def test_list_table_counts_and_columns():
     result = invoke("list")
     assert result.exit_code == 0, result.output
-    total = len(load_catalogue())
+    total = len(shipped_catalogue())
     assert f"{total} of {total} cards" in result.output
     for header in ("id", "year", "params", "attention", "norm", "activation", "vocab_size"):
         assert header in result.output
@@ -158,7 +158,7 @@ def test_compare_only_diff_and_errors():
 
 
 def test_export_csv_json_parquet(tmp_path):
-    total = len(load_catalogue())
+    total = len(shipped_catalogue())
     out = tmp_path / "catalogue.csv"
     assert invoke("export", "-o", str(out)).exit_code == 0
     rows = list(csv.DictReader(out.open(encoding="utf-8")))

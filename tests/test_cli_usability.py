@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.reports.adoption import CHOICE_KEYS
-from tests.conftest import card_text
+from tests.conftest import card_text, shipped_catalogue
 
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
@@ -165,7 +165,7 @@ def test_import_hf_unknown_model_type_names_the_closest_card(
     assert result.exit_code == 1
     assert f"model_type '{model_type}' is not supported" in result.output
     suggested = re.search(r"archdb new --like (\S+)", result.output).group(1)
-    assert load_catalogue().get(suggested).family.startswith(expected_family), suggested
+    assert shipped_catalogue().get(suggested).family.startswith(expected_family), suggested
 
 
 def test_import_hf_json_result(tmp_path):
