@@ -21,6 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import copy
 import datetime as dt
 import functools
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,10 +213,16 @@ def shipped_catalogue_untouched():
     assert state() == before, f"the test wrote {DEFAULT_PATH}: restore it with git"
 
 
+_CACHE_NUMBERS = itertools.count()
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch) -> Path:
-    """Each test gets its own validation cache, so no test sees another's results."""
-    folder = tmp_path_factory.mktemp("cache")
+    """Each test gets its own validation cache, so no test sees another's results. The
+    folder is made by the first write there (archdb.cache makes it): most tests write none,
+    and a folder made per test cost each run thousands of mkdirs, and as many removals when
+    pytest later deletes the run's temporary folders."""
+    folder = tmp_path_factory.getbasetemp() / "caches" / str(next(_CACHE_NUMBERS))
     monkeypatch.setenv("ARCHDB_CACHE_DIR", str(folder))
     monkeypatch.delenv("ARCHDB_NO_CACHE", raising=False)
     return folder
