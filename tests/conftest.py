@@ -114,9 +114,9 @@ def shipped_catalogue() -> Catalogue:
     """The shipped catalogue, loaded once per test process (0.1 s a load: modules read it
     at collection, tests in their bodies) for tests that only read it; a test that
     changes a card (cards are mutable) loads its own with ``load_catalogue()``."""
-    from archdb.catalogue import load_catalogue
+    from archdb.catalogue import DEFAULT_PATH, load_catalogue
 
-    return load_catalogue()
+    return load_catalogue(DEFAULT_PATH)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from archdb.writer import (
     render_card,
     validate_card,
 )
-from tests.conftest import card_text
+from tests.conftest import card_text, shipped_catalogue
 
 HEADER = "# a catalogue header\n# second line\n\n"
 
@@ -131,7 +131,7 @@ def test_validate_card_reports_unknown_fields():
 
 def test_rendering_round_trips_every_shipped_card():
     """The renderer writes each real card so that the loader reads back the same card."""
-    cat = load_catalogue(DEFAULT_PATH)
+    cat = shipped_catalogue()
     text = "".join(render_card(c) for c in cat)
     cards, problems = parse_cards(text)
     assert problems == []
