@@ -266,7 +266,11 @@ class Plan:
 
 def plan_insert(old: str, card: Card, filename: str = "<catalogue>") -> Plan:
     """Where and how a card joins a catalogue text; WriteError if it cannot."""
-    cards = existing_cards(old, filename)
+    return _plan(old, existing_cards(old, filename), card, filename)
+
+
+def _plan(old: str, cards: list[Card], card: Card, filename: str) -> Plan:
+    """``plan_insert`` given the text's cards (``existing_cards(old)``)."""
     starts = _item_starts(old, filename) if cards else []
     ids = [c.id for c in cards]
     if card.id in ids:
@@ -324,9 +328,10 @@ def insert_card(path: Path | str, data: Mapping[str, Any] | Card) -> Inserted:
     lines: list[int] = []
 
     def insert(old: str, shown: str) -> str:
-        plan = plan_insert(old, card, shown)
+        before = existing_cards(old, shown)  # read once: to place the card, then to check
+        plan = _plan(old, before, card, shown)
         new = plan.apply(old)
-        _check_result(new, old, card, shown)
+        _check_result(new, before, card, shown)
         lines.append(plan.line)
         return new
 
@@ -367,9 +372,9 @@ def _read_writable(target: Path, shown: Path) -> bytes:
     return raw
 
 
-def _check_result(new: str, old: str, card: Card, filename: str) -> None:
-    """The new file must load, hold the old cards unchanged plus the new one, in order."""
-    before = existing_cards(old, filename)
+def _check_result(new: str, before: list[Card], card: Card, filename: str) -> None:
+    """The new file must load, hold the old cards (``before``) unchanged plus the new one,
+    in order."""
     after, problems = parse_cards(new, filename)
     if problems:
         raise WriteError([f"the card would break {filename}:", *(str(p) for p in problems)])
