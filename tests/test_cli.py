@@ -65,6 +65,17 @@ def test_list_gqa_2024_big_vocab_in_one_command_as_json():
     assert all("kv_cache_bytes_per_token" in c["derived"] for c in cards)
 
 
+def test_whole_cards_are_recorded_together_as_one_by_one():
+    """`list --json` records its cards together (one read and write of the caches): the
+    same records as `show --json` makes one card at a time."""
+    from archdb.views import card_record, card_records
+
+    cards = [c for c in shipped_catalogue() if c.family in ("gemma-2", "mixtral", "jamba")]
+    assert len(cards) > 3
+    assert card_records(cards) == [card_record(c) for c in cards]
+    assert card_records(cards, 1024, 1) == [card_record(c, 1024, 1) for c in cards]
+
+
 def test_list_columns_sort_limit_csv():
     result = invoke("list", "-c", "id,params,norm.type", "-s", "-params", "-n", "3", "--csv")
     assert result.exit_code == 0, result.output
