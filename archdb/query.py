@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import heapq
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import compress, repeat
+from operator import add, ge, mul, truediv
 from typing import Any
 
 from archdb import table
@@ -169,8 +173,50 @@ def _lookup() -> tuple[dict[str, str], dict[str, list[str]]]:
 
 def short_names() -> list[str]:
     """The short field names worth listing in help and errors: aliases and unique leaves."""
+    return list(_short_names())
+
+
+@cache
+def _short_names() -> tuple[str, ...]:
     names, _ = _lookup()
-    return sorted(n for n in names if "." not in n)
+    return tuple(sorted(n for n in names if "." not in n))
+
+
+_Letters = dict[str, list[tuple[int, ...]]]
+
+
+@cache
+def _spelling_letters() -> tuple[tuple[str, ...], tuple[int, ...], _Letters]:
+    """Every accepted spelling, its length, and for each character c and count k, the
+    characters a word with k c's shares with each spelling: ``letters[c][k][i]`` is
+    ``min(k, names[i].count(c))``, up to k = the most c's in any spelling."""
+    names = tuple(_lookup()[0])
+    letters: _Letters = {}
+    for c in set("".join(names)):
+        counts = [name.count(c) for name in names]
+        letters[c] = [tuple(min(k, n) for n in counts) for k in range(max(counts) + 1)]
+    return names, tuple(map(len, names)), letters
+
+
+def close_spellings(key: str, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """``difflib.get_close_matches(key, spellings, n, cutoff)``, the same answer, several
+    times faster: difflib's quick bound (twice the characters in common over both lengths)
+    is computed for all spellings at once from counts made once, and only the spellings
+    within it are matched. difflib recounts each spelling per call: a millisecond a typo."""
+    names, lengths, letters = _spelling_letters()
+    shared = [
+        letters[c][min(k, len(letters[c]) - 1)] for c, k in Counter(key).items() if c in letters
+    ]
+    in_common = map(sum, zip(*shared, strict=True)) if shared else repeat(0)
+    quick = map(truediv, map(mul, repeat(2.0), in_common), map(add, lengths, repeat(len(key))))
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(key)
+    scored: list[tuple[float, str]] = []
+    for name in compress(names, map(ge, quick, repeat(cutoff))):
+        matcher.set_seq1(name)
+        if (score := matcher.ratio()) >= cutoff:
+            scored.append((score, name))
+    return [name for _, name in heapq.nlargest(n, scored)]
 
 
 def display_name(column: str) -> str:
@@ -189,7 +235,7 @@ def resolve_field(name: str) -> FieldSpec:
     if key in ambiguous:
         options = ", ".join(display_name(c) for c in ambiguous[key])
         raise QueryError(f"field {_brief(key)} is ambiguous: say which one ({options})")
-    close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.6)
+    close = close_spellings(key)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     raise QueryError(
         f"unknown field {_brief(key)}: {hint}valid fields: {', '.join(short_names())}; or any "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from archdb import query
-from archdb.fidelity import fidelity
+from archdb.fidelity import fidelities
 from archdb.measure import conventions as cv
 from archdb.schema import Card, mirror_only_paths
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, catalogue_rows
@@ -23,13 +23,27 @@ def card_record(
     bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
 ) -> dict[str, Any]:
     """The card as JSON-ready data, with its derived figures and verification level."""
-    verified = fidelity(card)
-    return {
-        **card.model_dump(mode="json"),
-        "derived": derived_figures(card, context, bytes_per_element),
-        "fidelity": {"level": verified.level, "why": verified.why},
-        "mirror_only": mirror_only_paths(card),
-    }
+    return card_records([card], context, bytes_per_element)[0]
+
+
+def card_records(
+    cards: list[Card],
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> list[dict[str, Any]]:
+    """``card_record`` of each card, judged and counted together: the caches are read
+    once and written at most once for all of them, not once per card."""
+    verified = fidelities(cards)
+    rows = catalogue_rows(cards)
+    return [
+        {
+            **card.model_dump(mode="json"),
+            "derived": _derived(card, row, context, bytes_per_element),
+            "fidelity": {"level": verified[card.id].level, "why": verified[card.id].why},
+            "mirror_only": mirror_only_paths(card),
+        }
+        for card, row in zip(cards, rows, strict=True)
+    ]
 
 
 def derived_figures(
@@ -40,6 +54,12 @@ def derived_figures(
     """The card's derived figures, the KV cache at the stated length and element size
     (the counts from the figures cache where the same architecture was counted before)."""
     (row,) = catalogue_rows([card])
+    return _derived(card, row, context, bytes_per_element)
+
+
+def _derived(
+    card: Card, row: dict[str, Any], context: int, bytes_per_element: float
+) -> dict[str, Any]:
     out = {name: row[name] for name in DERIVED_COLUMNS if name not in ("year", "series")}
     if out["kv_cache_bytes_per_token"] is not None:
         if (context, bytes_per_element) != (cv.DEFAULT_KV_CONTEXT, cv.DEFAULT_KV_DTYPE_BYTES):

@@ -23,7 +23,7 @@ from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
 from archdb.schema import Card, mirror_only_paths, null_means_unknown
 from archdb.table import FIELD_COLUMNS, card_row
-from archdb.views import card_record, comparison, derived_figures
+from archdb.views import card_record, card_records, comparison, derived_figures
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -214,7 +214,7 @@ def list_cards(
     selected = query.select(cat.cards, spec, cols)
     rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
-        print_json([card_record(cat.get(r["id"])) for r in selected])
+        print_json(card_records([cat.get(r["id"]) for r in selected]))
     elif as_json:
         print_json(rows)
     elif as_csv:

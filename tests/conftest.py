@@ -22,6 +22,7 @@ import copy
 import datetime as dt
 import functools
 import gc
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,16 @@ def run_cli(*args: str, input: str | None = None) -> CliResult:
 
     result = CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
     return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+@functools.cache
+def shipped_catalogue() -> Catalogue:
+    """The shipped catalogue, loaded once per test process (0.1 s a load: modules read it
+    at collection, tests in their bodies) for tests that only read it; a test that
+    changes a card (cards are mutable) loads its own with ``load_catalogue()``."""
+    from archdb.catalogue import DEFAULT_PATH, load_catalogue
+
+    return load_catalogue(DEFAULT_PATH)
 
 
 @pytest.fixture
@@ -224,10 +235,16 @@ def shipped_catalogue_untouched():
     assert state() == before, f"the test wrote {DEFAULT_PATH}: restore it with git"
 
 
+_CACHE_NUMBERS = itertools.count()
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch) -> Path:
-    """Each test gets its own validation cache, so no test sees another's results."""
-    folder = tmp_path_factory.mktemp("cache")
+    """Each test gets its own validation cache, so no test sees another's results. The
+    folder is made by the first write there (archdb.cache makes it): most tests write none,
+    and a folder made per test cost each run thousands of mkdirs, and as many removals when
+    pytest later deletes the run's temporary folders."""
+    folder = tmp_path_factory.getbasetemp() / "caches" / str(next(_CACHE_NUMBERS))
     monkeypatch.setenv("ARCHDB_CACHE_DIR", str(folder))
     monkeypatch.delenv("ARCHDB_NO_CACHE", raising=False)
     return folder

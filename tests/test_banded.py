@@ -15,7 +15,6 @@ import torch
 from archdb.builder.kernels import LocalKernel
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
-from archdb.catalogue import load_catalogue
 from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS
 from archdb.fidelity import fidelity
@@ -27,8 +26,9 @@ from archdb.plan.layout import DEFAULT_WINDOW, fill_unknowns
 from archdb.reports import mechanisms
 from archdb.schema import WINDOW_PATH, Architecture, LayerKind, null_means_unknown
 from archdb.testing.transformers import hf_parameter_count
+from tests.conftest import shipped_catalogue
 
-CARDS = {c.id: c for c in load_catalogue()}
+CARDS = {c.id: c for c in shipped_catalogue()}
 
 # Table 2.1 of the paper: n_layers, d_model, n_heads, d_head (as printed)
 TABLE_2_1 = {

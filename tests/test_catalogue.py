@@ -21,7 +21,7 @@ from archdb.schema import (
     null_means_unknown,
     sourced_paths,
 )
-from tests.conftest import VALID_CARD, card_text
+from tests.conftest import VALID_CARD, card_text, shipped_catalogue
 
 
 def replace(old: str, new: str, text: str = VALID_CARD) -> str:
@@ -374,7 +374,7 @@ def test_resolve_by_id_family_and_suggestion(write_catalogue):
 
 
 def test_shipped_catalogue_is_valid():
-    catalogue = load_catalogue()
+    catalogue = shipped_catalogue()
     assert len(catalogue) >= 1
     assert catalogue.ids() == sorted(catalogue.ids())
 

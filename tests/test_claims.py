@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from archdb.catalogue import load_catalogue
 from archdb.reports import claims, distributions
 from archdb.reports.claims import (
     CLAIMS,
@@ -21,7 +20,7 @@ from archdb.reports.claims import (
 )
 from archdb.schema import Card
 from archdb.table import catalogue_frame
-from tests.conftest import catalogue, make_card, qk_norm
+from tests.conftest import catalogue, make_card, qk_norm, shipped_catalogue
 
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}
 MODERN = {
@@ -119,7 +118,7 @@ def test_a_claim_key_is_registered_once() -> None:
 
 def test_registered_names_are_the_models_each_check_looks_up() -> None:
     """The deciding models declared with each claim are exactly those its check names."""
-    frame = catalogue_frame(load_catalogue())
+    frame = catalogue_frame(shipped_catalogue())
     for key, spec in CLAIMS.items():
         assert spec.judge(frame).looked_up == spec.names, key
 
@@ -325,7 +324,7 @@ def test_claims_19_and_20_without_measurements_name_their_cards() -> None:
 
 
 def test_shipped_catalogue_verdicts_are_backed_by_models() -> None:
-    results = check_claims(catalogue_frame(load_catalogue()))
+    results = check_claims(catalogue_frame(shipped_catalogue()))
     assert len(results) == 20
     for r in results:
         assert r.evidence

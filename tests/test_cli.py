@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.schema import NormType
-from tests.conftest import CliResult, card_text, run_cli
+from tests.conftest import CliResult, card_text, run_cli, shipped_catalogue
 
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
@@ -48,7 +48,7 @@ def small(write_catalogue) -> Path:
 def test_list_table_counts_and_columns():
     result = invoke("list")
     assert result.exit_code == 0, result.output
-    total = len(load_catalogue())
+    total = len(shipped_catalogue())
     assert f"{total} of {total} cards" in result.output
     for header in ("id", "year", "params", "attention", "norm", "activation", "vocab_size"):
         assert header in result.output
@@ -63,6 +63,17 @@ def test_list_gqa_2024_big_vocab_in_one_command_as_json():
     assert [c["id"] for c in cards] == [r["id"] for r in rows]
     assert all(c["architecture"]["vocab_size"] > 100_000 for c in cards)
     assert all("kv_cache_bytes_per_token" in c["derived"] for c in cards)
+
+
+def test_whole_cards_are_recorded_together_as_one_by_one():
+    """`list --json` records its cards together (one read and write of the caches): the
+    same records as `show --json` makes one card at a time."""
+    from archdb.views import card_record, card_records
+
+    cards = [c for c in shipped_catalogue() if c.family in ("gemma-2", "mixtral", "jamba")]
+    assert len(cards) > 3
+    assert card_records(cards) == [card_record(c) for c in cards]
+    assert card_records(cards, 1024, 1) == [card_record(c, 1024, 1) for c in cards]
 
 
 def test_list_columns_sort_limit_csv():
@@ -158,7 +169,7 @@ def test_compare_only_diff_and_errors():
 
 
 def test_export_csv_json_parquet(tmp_path):
-    total = len(load_catalogue())
+    total = len(shipped_catalogue())
     out = tmp_path / "catalogue.csv"
     assert invoke("export", "-o", str(out)).exit_code == 0
     rows = list(csv.DictReader(out.open(encoding="utf-8")))

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.reports.adoption import CHOICE_KEYS
-from tests.conftest import card_text
+from tests.conftest import card_text, shipped_catalogue
 
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
@@ -165,7 +165,7 @@ def test_import_hf_unknown_model_type_names_the_closest_card(
     assert result.exit_code == 1
     assert f"model_type '{model_type}' is not supported" in result.output
     suggested = re.search(r"archdb new --like (\S+)", result.output).group(1)
-    assert load_catalogue().get(suggested).family.startswith(expected_family), suggested
+    assert shipped_catalogue().get(suggested).family.startswith(expected_family), suggested
 
 
 def test_import_hf_json_result(tmp_path):
@@ -205,11 +205,11 @@ def test_report_json_error_is_json(write_catalogue, tmp_path):
 
 
 def _help(command: str, columns: int = 80) -> str:
-    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-c", "from archdb_cli.main import run; run()",
-                           command, "--help"], capture_output=True, text=True, env=env,
-                          timeout=60)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    """``archdb COMMAND --help`` at a terminal width: in this process, as a shell sees it
+    (Typer's help reads COLUMNS each time it prints; a subprocess gave the same bytes)."""
+    env = {"COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"}
+    done = runner.invoke(app, [command, "--help"], env=env, prog_name="archdb")
+    assert done.exit_code == 0, done.output
     return done.stdout
 
 
@@ -259,13 +259,21 @@ def test_fields_names_are_never_cut():
 
 
 def _complete(words: str) -> str:
-    """What the shell's completion script gets (the installed `archdb` entry point)."""
+    """What the shell's completion script gets from `archdb` (in this process; one test
+    below asks the installed entry point itself)."""
+    env = {"_ARCHDB_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": words}
+    return runner.invoke(app, [], env=env, prog_name="archdb").stdout
+
+
+def test_the_installed_entry_point_completes_from_data():
     script = Path(sys.executable).parent / "archdb"
     if not script.exists():
         pytest.skip("the archdb entry point is not installed next to this Python")
-    env = {**os.environ, "_ARCHDB_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": words}
+    env = {**os.environ, "_ARCHDB_COMPLETE": "complete_zsh"}
+    env["_TYPER_COMPLETE_ARGS"] = "archdb show gemma-2-"
     done = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=60)
-    return done.stdout
+    assert done.returncode == 0 and '"gemma-2-9b' in done.stdout, done.stderr
+    assert done.stdout == _complete("archdb show gemma-2-")
 
 
 @pytest.mark.parametrize(

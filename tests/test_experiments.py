@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from archdb.catalogue import load_catalogue
 from archdb.measure import experiments as ex
 from archdb.reports.claims import Verdict, check_claims
 from archdb.reports.measured import ClaimMeasurements
 from archdb.schema import NormPosition
 from archdb.table import catalogue_frame
+from tests.conftest import shipped_catalogue
 
 pytestmark = pytest.mark.xdist_group("experiments")
 
 
 def pre_ln_card():
-    return load_catalogue().get("pre-ln-transformer")
+    return shipped_catalogue().get("pre-ln-transformer")
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +66,13 @@ def test_the_identity_check_detects_a_different_attention():
 
 
 def test_only_linear_cards_run_the_linear_kernel():
-    catalogue = load_catalogue()
+    catalogue = shipped_catalogue()
     assert ex.uses_linear_kernel(catalogue.get("linear-transformer"))
     assert not ex.uses_linear_kernel(catalogue.get("llama-2-7b"))
 
 
 def test_claims_19_and_20_read_the_measurements(placement):
-    frame = catalogue_frame(load_catalogue())
+    frame = catalogue_frame(shipped_catalogue())
     fast = ex.fast_weight_equivalence()
     measured = ClaimMeasurements(placement, fast, ("linear-transformer",))
     results = {r.key: r for r in check_claims(frame, measured)}
@@ -99,6 +99,6 @@ def test_an_even_post_ln_profile_contradicts_claim_19(placement):
             ],
         ),
     )
-    frame = catalogue_frame(load_catalogue())
+    frame = catalogue_frame(shipped_catalogue())
     results = {r.key: r for r in check_claims(frame, ClaimMeasurements(flat))}
     assert results["norm-placement-gradients"].verdict is Verdict.CONTRADICTED

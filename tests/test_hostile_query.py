@@ -7,12 +7,22 @@ never ZeroDivisionError, OverflowError or another exception, and never quadratic
 from __future__ import annotations
 
 import contextlib
+import difflib
 import random
 import time
 
 import pytest
 
-from archdb.query import QueryError, fields, parse_columns, parse_sort, parse_value, parse_where
+from archdb.query import (
+    QueryError,
+    _lookup,
+    close_spellings,
+    fields,
+    parse_columns,
+    parse_sort,
+    parse_value,
+    parse_where,
+)
 
 D_MODEL = fields()["architecture.d_model"]
 PARAMS = fields()["params_published"]
@@ -122,6 +132,24 @@ def test_any_string_parses_or_is_a_query_error():
             except QueryError:
                 outcomes["refused"] += 1
     assert outcomes["parsed"] > 300 and outcomes["refused"] > 300, outcomes
+
+
+def test_field_suggestions_are_difflibs():
+    """close_spellings is difflib.get_close_matches over every spelling, only faster: the
+    same suggestions for typos of every spelling and for fuzzed text."""
+    rng = random.Random(10)
+    spellings = list(_lookup()[0])
+    typos = []
+    for word in rng.sample(spellings, 20):
+        i = rng.randrange(len(word))
+        typos += [word[:i] + word[i + 1 :], word[:i] + rng.choice(ALPHABET) + word[i:]]
+    fuzz = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12))) for _ in range(30)]
+    suggested = 0
+    for key in [*typos, *fuzz, "", "é" * 50, "d_model" * 40]:
+        expected = difflib.get_close_matches(key, spellings, n=3, cutoff=0.6)
+        assert close_spellings(key) == expected, key
+        suggested += bool(expected)
+    assert suggested > len(typos) // 2
 
 
 def test_any_number_text_parses_or_is_a_query_error():

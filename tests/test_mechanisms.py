@@ -20,7 +20,6 @@ from archdb.builder.mlp import Act
 from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.shrink import shrink
-from archdb.catalogue import load_catalogue
 from archdb.measure import decode
 from archdb.measure import mechanisms as mech
 from archdb.measure import profile as P
@@ -33,8 +32,9 @@ from archdb.reports import mechanisms as page
 from archdb.reports.claims import Verdict
 from archdb.schema import Activation
 from archdb.table import catalogue_frame
+from tests.conftest import shipped_catalogue
 
-CATALOGUE = load_catalogue()
+CATALOGUE = shipped_catalogue()
 
 
 def arch_of(card_id: str):

@@ -12,10 +12,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import default_seq_len, derived_figures, flops, param_count
 from archdb.schema import MTP
-from tests.conftest import latent_dims, make_arch, make_card, moe_block
+from tests.conftest import latent_dims, make_arch, make_card, moe_block, shipped_catalogue
 
 MOE_MLA = {
     "n_layers": 3,
@@ -125,12 +124,12 @@ def test_an_encoder_decoder_cannot_have_mtp_modules():
 def test_hy3_mtp_layer_matches_the_readme_figure():
     """Hy3's README table gives 3.8B MTP layer parameters (the shared embedding and head
     excluded, as the schema counts them)."""
-    figures = derived_figures(load_catalogue().get("hy3"))
+    figures = derived_figures(shipped_catalogue().get("hy3"))
     assert figures["params_mtp"] == pytest.approx(3.8e9, rel=0.02)
 
 
 def test_cards_record_mtp_from_their_configs():
-    cat = load_catalogue()
+    cat = shipped_catalogue()
     modules = {c.id: c.architecture.mtp.n_modules for c in cat.cards if c.architecture.mtp}
     assert modules["deepseek-v3"] == 1 and modules["kimi-k2"] == 0
     assert modules["minimax-m2.5"] == 3 and modules["glm-5"] == 1

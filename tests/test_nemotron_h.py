@@ -21,7 +21,14 @@ from archdb.measure.flops import measure_flops
 from archdb.mixers.mamba2 import mamba2_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import assert_causal, hf_import_count, make_arch, mamba2_dims, moe_block
+from tests.conftest import (
+    assert_causal,
+    hf_import_count,
+    make_arch,
+    mamba2_dims,
+    moe_block,
+    shipped_catalogue,
+)
 
 # M - M * - : two Mamba-2 layers, two ReLU^2 MLP layers, one attention layer, no positions
 NEMOTRON_H = {
@@ -227,10 +234,9 @@ def test_moe_cards_are_logit_exact_once_their_router_is_recorded():
     """Nemotron-H's dense layers and Nemotron 3's MoE layers are logit-exact
     (test_fidelity.py); the router fields bind MoE cards only: one without them stays
     count-exact and names them, the dense card needs none."""
-    from archdb.catalogue import load_catalogue
     from archdb.fidelity import fidelity
 
-    catalogue = load_catalogue()
+    catalogue = shipped_catalogue()
     dense = catalogue.resolve("nemotron-h-8b")
     moe_arch = make_arch(**{**NEMOTRON_3, "norm.eps": 1e-5, "norm.unit_offset": False})
     moe = dense.model_copy(update={"architecture": moe_arch, "family": "nemotron-3"})

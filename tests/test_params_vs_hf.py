@@ -11,7 +11,6 @@ import pytest
 
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
-from archdb.catalogue import load_catalogue
 from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.measure.analytic import param_count
@@ -38,6 +37,7 @@ from tests.conftest import (
     mamba_dims,
     moe_block,
     qk_norm,
+    shipped_catalogue,
 )
 from tests.test_shared_blocks import SHARED as ZAMBA2_LIKE
 
@@ -882,7 +882,7 @@ def test_a_different_model_is_refused_not_compared():
 
 def _catalogue_toys():
     out = []
-    for card in load_catalogue():
+    for card in shipped_catalogue():
         model_type = model_type_of(card)
         if model_type is None:
             continue

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from archdb import query, table
-from archdb.catalogue import load_catalogue, parse_cards
+from archdb.catalogue import parse_cards
 from archdb.query import Query, QueryError, parse_columns, parse_sort, parse_where, select
-from tests.conftest import VALID_CARD, card_text
+from tests.conftest import VALID_CARD, card_text, shipped_catalogue
 
 
 def cards_of(text: str):
@@ -198,7 +198,7 @@ def test_columns_project_rows_under_the_typed_names(cards):
 
 def test_gqa_2024_big_vocab_on_the_shipped_catalogue():
     """The issue's example: every 2024+ model with GQA and a vocabulary over 100k."""
-    cat = load_catalogue()
+    cat = shipped_catalogue()
     found = ids(cat.cards, "year>=2024", "attention=gqa", "vocab_size>100000")
     assert found, "the shipped catalogue has 2024 GQA models with big vocabularies"
     for card in (cat.get(i) for i in found):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from archdb.catalogue import load_catalogue
 from archdb.table import COLUMNS, DERIVED_COLUMNS, card_row, catalogue_frame, series
-from tests.conftest import catalogue, make_card
+from tests.conftest import catalogue, make_card, shipped_catalogue
 
 # --- tests ---------------------------------------------------------------------------
 
@@ -97,6 +96,6 @@ def test_every_derived_column_is_documented() -> None:
 
 
 def test_shipped_catalogue_tabulates() -> None:
-    frame = catalogue_frame(load_catalogue())
+    frame = catalogue_frame(shipped_catalogue())
     assert len(frame) >= 1
     assert frame["id"].is_unique

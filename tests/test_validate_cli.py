@@ -9,7 +9,7 @@ import pytest
 from archdb_cli.main import app
 from typer.testing import CliRunner
 
-from tests.conftest import VALID_CARD, card_text
+from tests.conftest import VALID_CARD, card_text, run_cli
 
 runner = CliRunner()
 
@@ -46,8 +46,10 @@ def test_shipped_catalogue_validates():
     ],
 )
 def test_invalid_catalogue_exits_1_with_location_and_no_traceback(write_catalogue, text, where):
+    """In this process (an escaping exception fails the test); the real entry point's exit
+    code and clean stderr for a broken catalogue: test_commands_reading_a_broken_catalogue."""
     path = write_catalogue(text)
-    result = archdb("validate", str(path))
+    result = run_cli("validate", str(path))
     assert result.returncode == 1
     assert f"{path}{where}" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
@@ -70,7 +72,7 @@ def test_list_json_prints_every_card(write_catalogue):
     import json
 
     path = write_catalogue(VALID_CARD + card_text("toy-2b"))
-    result = archdb("list", "--json", "--catalogue", str(path))
+    result = run_cli("list", "--json", "--catalogue", str(path))
     assert result.returncode == 0, result.stderr
     cards = json.loads(result.stdout)
     assert [c["id"] for c in cards] == ["toy-1b", "toy-2b"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -15,7 +16,7 @@ from archdb.writer import (
     render_card,
     validate_card,
 )
-from tests.conftest import card_text
+from tests.conftest import card_text, shipped_catalogue
 
 HEADER = "# a catalogue header\n# second line\n\n"
 
@@ -130,7 +131,7 @@ def test_validate_card_reports_unknown_fields():
 
 def test_rendering_round_trips_every_shipped_card():
     """The renderer writes each real card so that the loader reads back the same card."""
-    cat = load_catalogue(DEFAULT_PATH)
+    cat = shipped_catalogue()
     text = "".join(render_card(c) for c in cat)
     cards, problems = parse_cards(text)
     assert problems == []
@@ -194,3 +195,20 @@ def test_a_lineage_outside_the_catalogue_is_refused_before_writing(tmp_path):
 def test_a_lineage_naming_the_card_itself_is_refused_on_its_own():
     with pytest.raises(WriteError, match="lineage: names the card itself"):
         validate_card(descendant("toy-2b", "toy-2b"))
+
+
+def test_card_starts_are_those_of_the_pure_python_composer(monkeypatch):
+    """The writer finds cards with libyaml's marks: the same offsets as PyYAML's own, for
+    the shipped catalogue's first cards and for wide characters, CRLF and a "-" alone."""
+    from archdb import writer
+
+    shipped = DEFAULT_PATH.read_text(encoding="utf-8")
+    first = shipped[: [m.start() for m in re.finditer(r"\n- id:", shipped)][16] + 1]  # 16 cards
+    wide = card_text("toy-1b").replace("Toy 1B", "Toy 😀 é∞ 1B") + "# ∞\n" + card_text("toy-2b")
+    alone = "- a: 1\n# é\n-\n  b: 😀\n  c: 2\n- d: [∞]\n"
+    texts = [first, wide, wide.replace("\n", "\r\n"), alone]
+    fast = [writer._item_starts(text, "<t>") for text in texts]
+    monkeypatch.setattr(writer, "_FAST_LOADER", writer.yaml.SafeLoader)
+    assert fast == [writer._item_starts(text, "<t>") for text in texts]
+    assert [len(starts) for starts in fast] == [16, 2, 2, 3]
+    assert fast[3] == [0, alone.index("-\n"), alone.index("- d")]
