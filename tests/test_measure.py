@@ -3,11 +3,14 @@ FLOPs counted by fvcore on every toy), and the conventions are the ones stated."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+import archdb
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
@@ -68,9 +71,31 @@ META_TRACE_PARAMS = 50_000_000  # toys above it, dense ones, are traced on the m
 # --- parameters ----------------------------------------------------------------------------
 
 
+# transformers keeps MoE experts fused in memory and splits them when saving: the saved
+# per-expert layout is test_fidelity's tiny checkpoints; these save them as held in memory
+FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # (experts, in, out) tensors
+
+
+def _released_names(card) -> str | None:
+    """The transformers model_type whose released checkpoint names the card's full-size
+    model must take (open weights, a names mapping, experts saved as held in memory)."""
+    from archdb.families.registry import SPECS, model_type_of
+
+    model_type = model_type_of(card)
+    dense = card.architecture.mlp.moe is None or model_type in FUSED_EXPERTS_ON_DISK
+    if card.open_weights and dense and model_type in SPECS and SPECS[model_type].names:
+        return model_type
+    return None
+
+
 @pytest.mark.parametrize("card", [c for c in CARDS if _buildable(c)], ids=lambda c: c.id)
-def test_analytic_params_equal_the_meta_device_model(card):
-    measured = full_size_params(card.architecture, card.params_published)
+def test_the_full_size_meta_model_counts_the_formula_and_takes_the_released_names(card):
+    """One full-size build per card on the meta device: its exact counts equal the
+    formula's, and, where the card's transformers family has a names mapping,
+    transformers' own model of the card (the synthesized checkpoint) has every name a
+    place in it, shape for shape."""
+    model = archdb.build(card, "full")
+    measured = measure_params(model, card.params_published)
     formula = param_count(card.architecture)
     assert (formula.total, formula.non_embedding, formula.active) == (
         measured.total,
@@ -81,6 +106,34 @@ def test_analytic_params_equal_the_meta_device_model(card):
         assert measured.relative_difference == pytest.approx(
             (measured.total - card.params_published) / card.params_published
         )
+    if (model_type := _released_names(card)) is not None:
+        _assert_takes_the_released_names(card, model, model_type)
+
+
+def _assert_takes_the_released_names(card, model, model_type: str) -> None:
+    transformers = pytest.importorskip("transformers")
+    from archdb.families.card_to_config import NotRepresentable
+    from archdb.families.registry import SPECS
+    from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
+
+    spec = SPECS[model_type]
+    try:
+        kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+        config = getattr(transformers, spec.config_class)(
+            **kwargs | spec.write(fill_unknowns(card.architecture)[0])
+        )
+    except NotRepresentable as exc:
+        pytest.skip(f"counts equal; transformers' {model_type} cannot build this card: {exc}")
+    with torch.device("meta"):
+        theirs = getattr(transformers, spec.model_class)(config)
+    state = theirs.state_dict()
+    if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
+        state["embed_out.weight"] = state.pop("lm_head.weight")
+    if model_type == "nemotron_h":  # model.* in memory, NVIDIA's backbone.* on disk
+        state = {re.sub(r"^model\.", "backbone.", k): v for k, v in state.items()}
+    values = match_weights(model, TensorCheckpoint(state, card.id), model_type)
+    # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
+    assert len(values) == len(dict(model.named_parameters())) + len(checkpoint_buffers(model))
 
 
 @pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
