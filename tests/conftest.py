@@ -609,9 +609,6 @@ def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
     return ours, sum(p.numel() for p in model.parameters()), card
 
 
-_PROBES: dict[str, tuple[Any, Any]] = {}
-
-
 def assert_causal(model: Any, length: int = 12, split: int = 8, vocab: int = 128) -> Any:
     """Random tokens, then the same with every token from ``split`` on changed: the logits
     before ``split`` must stay, those after must move (the model is causal and reads its
@@ -628,23 +625,13 @@ def assert_causal(model: Any, length: int = 12, split: int = 8, vocab: int = 128
     return a
 
 
-def causal_probe(arch: Architecture) -> tuple[Any, Any]:
-    """The logits of a model of ``arch`` (seed 0, eval, no grad) on ``example_inputs``, and
-    its logits with the last token changed. Run once per distinct architecture in a test
-    process: the sizes of a ladder often shrink to one toy."""
-    key = arch.model_dump_json()
-    if key not in _PROBES:
-        _PROBES[key] = _run_causal_probe(arch)
-    return _PROBES[key]
-
-
-def _run_causal_probe(arch: Architecture) -> tuple[Any, Any]:
+def last_token_changed(model: Any, arch: Architecture) -> tuple[Any, Any]:
+    """The logits of ``model`` (eval, no grad) on ``example_inputs`` of the context length,
+    and its logits with the last token changed."""
     import torch
 
-    from archdb.builder.model import build_model, example_inputs
+    from archdb.builder.model import example_inputs
 
-    torch.manual_seed(0)
-    model = build_model(arch).eval()
     inputs = example_inputs(model, arch.context_length)
     changed = list(inputs)
     changed[-1] = inputs[-1].clone()

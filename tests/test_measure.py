@@ -29,7 +29,7 @@ from archdb.measure.flops import UncountedOperatorError, measure_flops
 from archdb.measure.params import full_size_params, measure_params
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
-from tests.conftest import CHOICES, latent_dims, make_arch, moe_block
+from tests.conftest import CHOICES, last_token_changed, latent_dims, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 
@@ -54,13 +54,15 @@ TOYS = [(c.id, t) for c in CARDS if (t := _toy(c)) is not None]
 
 def _distinct(toys: list) -> list:
     """One case per distinct toy: the sizes of a ladder often shrink to the same toy, and
-    measuring it again proves nothing new. Named by its first card and how many share it."""
+    measuring it again proves nothing new. Named by its first card and how many share it;
+    each case carries every card's id, for the failure messages."""
     groups: dict[str, list] = {}
     for card_id, toy in toys:
         groups.setdefault(toy.model_dump_json(), []).append((card_id, toy))
     cases = []
     for (first, toy), *others in groups.values():
-        cases.append((f"{first}(+{len(others)})" if others else first, toy))
+        cards = ", ".join([first, *(card_id for card_id, _ in others)])
+        cases.append(pytest.param(toy, cards, id=f"{first}(+{len(others)})" if others else first))
     return cases
 
 
@@ -169,25 +171,35 @@ def test_meta_count_is_fast_and_large():
 # --- FLOPs ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("card_id", "toy"), DISTINCT_TOYS, ids=[i for i, _ in DISTINCT_TOYS])
-def test_fvcore_and_the_formula_agree_on_every_toy(card_id, toy):
+@pytest.mark.parametrize(("toy", "cards"), DISTINCT_TOYS)
+def test_every_toy_runs_causally_and_fvcore_and_the_formula_agree(toy, cards):
+    """Each distinct toy of the catalogue, built once: it runs, its logits are finite and
+    causal, and fvcore's count of its forward pass equals the FLOP formula."""
+    torch.manual_seed(0)
+    model = build_model(toy).eval()
+    logits, again = last_token_changed(model, toy)
+    assert logits.shape == (1, toy.context_length, toy.vocab_size), cards
+    assert torch.isfinite(logits).all(), cards
+    # changing the last token must not change any earlier position's logits
+    assert torch.allclose(logits[:, :-1], again[:, :-1], atol=1e-5), cards
+    assert not torch.allclose(logits[:, -1], again[:, -1]), cards
     # The count reads shapes only: a large dense toy is traced on the meta device, the same
-    # graph without the allocation. Experts dispatch tokens by a data-dependent sort, which
-    # the meta device cannot run: MoE toys (at most 16 experts a layer) run for real.
-    big = param_count(toy).total > META_TRACE_PARAMS
-    device = "meta" if big and toy.mlp.moe is None else None
-    model = build_model(toy, device=device)
+    # graph without the tracer's arithmetic. Experts dispatch tokens by a data-dependent
+    # sort, which the meta device cannot run: MoE toys (at most 16 experts a layer) run
+    # for real.
+    if param_count(toy).total > META_TRACE_PARAMS and toy.mlp.moe is None:
+        model = build_model(toy, device="meta")
     _route_to_real_experts(model)
     measured = measure_flops(model, toy.context_length)
     formula = flops(toy, toy.context_length)
     total = sum(formula.dense.values())
-    assert abs(measured.total - total) <= 0.005 * total
+    assert abs(measured.total - total) <= 0.005 * total, cards
     for cls, n in formula.dense.items():  # class by class, too
-        assert abs(measured.by_class[cls] - n) <= 0.005 * total, cls
+        assert abs(measured.by_class[cls] - n) <= 0.005 * total, (cls, cards)
     attends = toy.has_attention()  # attention-free stacks (Mamba-2) score no keys
-    assert (measured.by_class["attention"] > 0) == attends
+    assert (measured.by_class["attention"] > 0) == attends, cards
     softmax = attends and toy.attention.variant.value != "linear"
-    assert (measured.by_class["softmax"] > 0) == softmax
+    assert (measured.by_class["softmax"] > 0) == softmax, cards
 
 
 def _route_to_real_experts(model) -> None:
