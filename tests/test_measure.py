@@ -1,5 +1,6 @@
 """Measurement: the analytic formulas equal the built models (parameters on the meta device,
-FLOPs counted by fvcore on every toy), and the conventions are the ones stated."""
+where every full-size model also takes its released checkpoint's names; FLOPs counted by
+fvcore on every toy, which also runs and is causal), and the conventions are the ones stated."""
 
 from __future__ import annotations
 
