@@ -10,8 +10,6 @@ max |archdb - transformers| / max |transformers| over all logits.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import torch
 
@@ -877,9 +875,6 @@ def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypat
         assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
 
 
-FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # saved as held in memory: (experts, in, out) tensors
-
-
 @pytest.mark.parametrize(
     ("model_type", "changes"),
     [
@@ -929,50 +924,6 @@ def test_the_correction_bias_is_loaded_and_required(tmp_path):
     data["architecture"]["mlp"]["moe"]["score_correction_bias"] = None
     with pytest.raises(WeightsError, match=r"unexpected checkpoint tensor .*e_score_correction"):
         archdb.build(Card.model_validate(data), "full", weights=tmp_path)
-
-
-def _open_cards_with_a_mapping():
-    from archdb.catalogue import load_catalogue
-    from archdb.families.registry import SPECS, model_type_of
-
-    for card in load_catalogue().cards:
-        model_type = model_type_of(card)
-        # transformers keeps MoE experts fused in memory and splits them when saving:
-        # the saved per-expert layout is the tiny checkpoints' test above
-        dense = card.architecture.mlp.moe is None or model_type in FUSED_EXPERTS_ON_DISK
-        if card.open_weights and dense and model_type in SPECS and SPECS[model_type].names:
-            yield pytest.param(card, model_type, id=card.id)
-
-
-@pytest.mark.parametrize(("card", "model_type"), list(_open_cards_with_a_mapping()))
-def test_full_size_meta_build_takes_the_released_names_and_shapes(card, model_type):
-    """transformers' own model of the card, on the meta device, is the synthesized
-    checkpoint: every name it holds has its place in archdb's model, shape for shape."""
-    from archdb.families.card_to_config import NotRepresentable
-    from archdb.families.registry import SPECS
-    from archdb.plan.layout import fill_unknowns
-    from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
-
-    spec = SPECS[model_type]
-    arch = fill_unknowns(card.architecture)[0]
-    if arch.vocab_size is None:
-        pytest.skip("vocab_size unknown: no full-size embedding to compare")
-    try:
-        kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-        config = getattr(transformers, spec.config_class)(**kwargs | spec.write(arch))
-    except NotRepresentable as exc:
-        pytest.skip(f"transformers' {model_type} cannot build this card: {exc}")
-    with torch.device("meta"):
-        theirs = getattr(transformers, spec.model_class)(config)
-    ours = archdb.build(card, "full")
-    state = theirs.state_dict()
-    if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
-        state["embed_out.weight"] = state.pop("lm_head.weight")
-    if model_type == "nemotron_h":  # model.* in memory, NVIDIA's backbone.* on disk
-        state = {re.sub(r"^model\.", "backbone.", k): v for k, v in state.items()}
-    values = match_weights(ours, TensorCheckpoint(state, card.id), model_type)
-    # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
-    assert len(values) == len(dict(ours.named_parameters())) + len(checkpoint_buffers(ours))
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,17 @@
 """Measurement: the analytic formulas equal the built models (parameters on the meta device,
-FLOPs counted by fvcore on every toy), and the conventions are the ones stated."""
+where every full-size model also takes its released checkpoint's names; FLOPs counted by
+fvcore on every toy, which also runs and is causal), and the conventions are the ones stated."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+import archdb
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.catalogue import load_catalogue
@@ -26,7 +30,7 @@ from archdb.measure.flops import UncountedOperatorError, measure_flops
 from archdb.measure.params import full_size_params, measure_params
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
-from tests.conftest import CHOICES, latent_dims, make_arch, moe_block
+from tests.conftest import CHOICES, last_token_changed, latent_dims, make_arch, moe_block
 
 CARDS = list(load_catalogue())
 
@@ -51,13 +55,15 @@ TOYS = [(c.id, t) for c in CARDS if (t := _toy(c)) is not None]
 
 def _distinct(toys: list) -> list:
     """One case per distinct toy: the sizes of a ladder often shrink to the same toy, and
-    measuring it again proves nothing new. Named by its first card and how many share it."""
+    measuring it again proves nothing new. Named by its first card and how many share it;
+    each case carries every card's id, for the failure messages."""
     groups: dict[str, list] = {}
     for card_id, toy in toys:
         groups.setdefault(toy.model_dump_json(), []).append((card_id, toy))
     cases = []
     for (first, toy), *others in groups.values():
-        cases.append((f"{first}(+{len(others)})" if others else first, toy))
+        cards = ", ".join([first, *(card_id for card_id, _ in others)])
+        cases.append(pytest.param(toy, cards, id=f"{first}(+{len(others)})" if others else first))
     return cases
 
 
@@ -68,9 +74,31 @@ META_TRACE_PARAMS = 50_000_000  # toys above it, dense ones, are traced on the m
 # --- parameters ----------------------------------------------------------------------------
 
 
+# transformers keeps MoE experts fused in memory and splits them when saving: the saved
+# per-expert layout is test_fidelity's tiny checkpoints; these save them as held in memory
+FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # (experts, in, out) tensors
+
+
+def _released_names(card) -> str | None:
+    """The transformers model_type whose released checkpoint names the card's full-size
+    model must take (open weights, a names mapping, experts saved as held in memory)."""
+    from archdb.families.registry import SPECS, model_type_of
+
+    model_type = model_type_of(card)
+    dense = card.architecture.mlp.moe is None or model_type in FUSED_EXPERTS_ON_DISK
+    if card.open_weights and dense and model_type in SPECS and SPECS[model_type].names:
+        return model_type
+    return None
+
+
 @pytest.mark.parametrize("card", [c for c in CARDS if _buildable(c)], ids=lambda c: c.id)
-def test_analytic_params_equal_the_meta_device_model(card):
-    measured = full_size_params(card.architecture, card.params_published)
+def test_the_full_size_meta_model_counts_the_formula_and_takes_the_released_names(card):
+    """One full-size build per card on the meta device: its exact counts equal the
+    formula's, and, where the card's transformers family has a names mapping,
+    transformers' own model of the card (the synthesized checkpoint) has every name a
+    place in it, shape for shape."""
+    model = archdb.build(card, "full")
+    measured = measure_params(model, card.params_published)
     formula = param_count(card.architecture)
     assert (formula.total, formula.non_embedding, formula.active) == (
         measured.total,
@@ -81,6 +109,34 @@ def test_analytic_params_equal_the_meta_device_model(card):
         assert measured.relative_difference == pytest.approx(
             (measured.total - card.params_published) / card.params_published
         )
+    if (model_type := _released_names(card)) is not None:
+        _assert_takes_the_released_names(card, model, model_type)
+
+
+def _assert_takes_the_released_names(card, model, model_type: str) -> None:
+    transformers = pytest.importorskip("transformers")
+    from archdb.families.card_to_config import NotRepresentable
+    from archdb.families.registry import SPECS
+    from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
+
+    spec = SPECS[model_type]
+    try:
+        kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+        config = getattr(transformers, spec.config_class)(
+            **kwargs | spec.write(fill_unknowns(card.architecture)[0])
+        )
+    except NotRepresentable as exc:
+        pytest.skip(f"counts equal; transformers' {model_type} cannot build this card: {exc}")
+    with torch.device("meta"):
+        theirs = getattr(transformers, spec.model_class)(config)
+    state = theirs.state_dict()
+    if model_type == "gpt_neox":  # named lm_head in memory, embed_out on disk (save_pretrained)
+        state["embed_out.weight"] = state.pop("lm_head.weight")
+    if model_type == "nemotron_h":  # model.* in memory, NVIDIA's backbone.* on disk
+        state = {re.sub(r"^model\.", "backbone.", k): v for k, v in state.items()}
+    values = match_weights(model, TensorCheckpoint(state, card.id), model_type)
+    # every parameter, and the buffers a checkpoint holds (Gemma 4's layer scalars)
+    assert len(values) == len(dict(model.named_parameters())) + len(checkpoint_buffers(model))
 
 
 @pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
@@ -116,25 +172,35 @@ def test_meta_count_is_fast_and_large():
 # --- FLOPs ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("card_id", "toy"), DISTINCT_TOYS, ids=[i for i, _ in DISTINCT_TOYS])
-def test_fvcore_and_the_formula_agree_on_every_toy(card_id, toy):
+@pytest.mark.parametrize(("toy", "cards"), DISTINCT_TOYS)
+def test_every_toy_runs_causally_and_fvcore_and_the_formula_agree(toy, cards):
+    """Each distinct toy of the catalogue, built once: it runs, its logits are finite and
+    causal, and fvcore's count of its forward pass equals the FLOP formula."""
+    torch.manual_seed(0)
+    model = build_model(toy).eval()
+    logits, again = last_token_changed(model, toy)
+    assert logits.shape == (1, toy.context_length, toy.vocab_size), cards
+    assert torch.isfinite(logits).all(), cards
+    # changing the last token must not change any earlier position's logits
+    assert torch.allclose(logits[:, :-1], again[:, :-1], atol=1e-5), cards
+    assert not torch.allclose(logits[:, -1], again[:, -1]), cards
     # The count reads shapes only: a large dense toy is traced on the meta device, the same
-    # graph without the allocation. Experts dispatch tokens by a data-dependent sort, which
-    # the meta device cannot run: MoE toys (at most 16 experts a layer) run for real.
-    big = param_count(toy).total > META_TRACE_PARAMS
-    device = "meta" if big and toy.mlp.moe is None else None
-    model = build_model(toy, device=device)
+    # graph without the tracer's arithmetic. Experts dispatch tokens by a data-dependent
+    # sort, which the meta device cannot run: MoE toys (at most 16 experts a layer) run
+    # for real.
+    if param_count(toy).total > META_TRACE_PARAMS and toy.mlp.moe is None:
+        model = build_model(toy, device="meta")
     _route_to_real_experts(model)
     measured = measure_flops(model, toy.context_length)
     formula = flops(toy, toy.context_length)
     total = sum(formula.dense.values())
-    assert abs(measured.total - total) <= 0.005 * total
+    assert abs(measured.total - total) <= 0.005 * total, cards
     for cls, n in formula.dense.items():  # class by class, too
-        assert abs(measured.by_class[cls] - n) <= 0.005 * total, cls
+        assert abs(measured.by_class[cls] - n) <= 0.005 * total, (cls, cards)
     attends = toy.has_attention()  # attention-free stacks (Mamba-2) score no keys
-    assert (measured.by_class["attention"] > 0) == attends
+    assert (measured.by_class["attention"] > 0) == attends, cards
     softmax = attends and toy.attention.variant.value != "linear"
-    assert (measured.by_class["softmax"] > 0) == softmax
+    assert (measured.by_class["softmax"] > 0) == softmax, cards
 
 
 def _route_to_real_experts(model) -> None:
