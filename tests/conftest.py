@@ -127,6 +127,23 @@ def shipped_catalogue() -> Catalogue:
     return load_catalogue(DEFAULT_PATH)
 
 
+@functools.cache
+def shipped_toys() -> dict[str, Architecture | None]:
+    """Every shipped card's toy by card id (None for a card without its sizes), shrunk
+    once per test process: test_measure and test_params_vs_hf both parametrize over the
+    toys at collection, and each worker collects every module."""
+    from archdb.builder.shrink import shrink
+    from archdb.plan.layout import BuildError, fill_unknowns
+
+    toys: dict[str, Architecture | None] = {}
+    for card in shipped_catalogue():
+        try:
+            toys[card.id] = shrink(fill_unknowns(card.architecture)[0]).arch
+        except BuildError:
+            toys[card.id] = None
+    return toys
+
+
 @pytest.fixture
 def write_catalogue(tmp_path: Path):
     def write(text: str, name: str = "models.yaml") -> Path:

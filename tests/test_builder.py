@@ -24,9 +24,9 @@ from archdb.catalogue import load_catalogue
 from archdb.measure.analytic import param_count
 from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, null_fields, rotary_dims
 from archdb.schema import Architecture, NormType
-from tests.conftest import CHOICES, card_text, make_arch, moe_block, qk_norm
+from tests.conftest import CHOICES, card_text, make_arch, moe_block, qk_norm, shipped_catalogue
 
-CARDS = list(load_catalogue())
+CARDS = list(shipped_catalogue())
 
 
 def _has_sizes(card) -> bool:

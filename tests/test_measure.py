@@ -14,7 +14,6 @@ from torch import nn
 import archdb
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
-from archdb.catalogue import load_catalogue
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
     cache_size,
@@ -30,9 +29,17 @@ from archdb.measure.flops import UncountedOperatorError, measure_flops
 from archdb.measure.params import full_size_params, measure_params
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
-from tests.conftest import CHOICES, last_token_changed, latent_dims, make_arch, moe_block
+from tests.conftest import (
+    CHOICES,
+    last_token_changed,
+    latent_dims,
+    make_arch,
+    moe_block,
+    shipped_catalogue,
+    shipped_toys,
+)
 
-CARDS = list(load_catalogue())
+CARDS = list(shipped_catalogue())
 
 
 def _buildable(card) -> bool:
@@ -43,14 +50,7 @@ def _buildable(card) -> bool:
     return True
 
 
-def _toy(card):
-    try:
-        return shrink(fill_unknowns(card.architecture)[0]).arch
-    except BuildError:
-        return None
-
-
-TOYS = [(c.id, t) for c in CARDS if (t := _toy(c)) is not None]
+TOYS = [(card_id, toy) for card_id, toy in shipped_toys().items() if toy is not None]
 
 
 def _distinct(toys: list) -> list:

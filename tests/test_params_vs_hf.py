@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from archdb.builder.model import build_model
-from archdb.builder.shrink import shrink
 from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.measure.analytic import param_count
@@ -38,6 +37,7 @@ from tests.conftest import (
     moe_block,
     qk_norm,
     shipped_catalogue,
+    shipped_toys,
 )
 from tests.test_shared_blocks import SHARED as ZAMBA2_LIKE
 
@@ -886,13 +886,11 @@ def _catalogue_toys():
     its first card and how many share it; each case carries every card's id."""
     groups: dict[tuple[str, str], list[str]] = {}
     toys = {}
+    toys_by_card = shipped_toys()
     for card in shipped_catalogue():
         model_type = model_type_of(card)
-        if model_type is None:
-            continue
-        try:
-            toy = shrink(fill_unknowns(card.architecture)[0]).arch
-        except ValueError:  # sizes unknown on the card: nothing to compare
+        toy = toys_by_card[card.id]
+        if model_type is None or toy is None:  # no family, or sizes unknown on the card
             continue
         key = (toy.model_dump_json(), model_type)
         toys[key] = toy
