@@ -18,6 +18,7 @@ import os
 # oversubscribed BLAS threads made the torch-heavy tests several times slower under load.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import atexit
 import copy
 import datetime as dt
 import functools
@@ -207,6 +208,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     transformers, every test's parameters) lives to the end, and each full collection
     rescanned it (with the threshold above: test_measure 86 -> 69 CPU-s serially)."""
     gc.freeze()
+
+
+# And again at exit (after every atexit handler registered later, before the interpreter
+# shuts down): its final collections rescanned all the tests left alive (models, memos),
+# 1.5-3 s per pytest-xdist worker during which the run waited for the worker to end.
+atexit.register(gc.freeze)
 
 
 @pytest.fixture(scope="session", autouse=True)
