@@ -981,3 +981,49 @@ def shared_site(shared: Path, catalogue_path: Path) -> Path:
 
     made_once(out, build)
     return out
+
+
+@dataclass(frozen=True)
+class FreshBuild:
+    """A build of the shipped catalogue's reports in this process, past the memos."""
+
+    output: Path  # what it wrote, over an earlier build's stale figure
+    figures: dict[str, Any]  # every matplotlib Figure it saved, by file stem, in order
+
+
+@pytest.fixture(scope="session")
+def fresh_shipped_build(
+    tmp_path_factory: pytest.TempPathFactory, shared_folder: Path
+) -> FreshBuild:
+    """The shipped catalogue's reports built once per session by this worker with a
+    compute and a render of its own (memos emptied), after ``shared_render`` made its own
+    from another compute, in whichever worker asked first: the determinism test compares
+    the two; the figure tests check the Figure objects this render saved. Both modules
+    are in the "experiments" group, so one worker builds it."""
+    from collections import OrderedDict
+
+    from archdb.catalogue import load_catalogue
+    from archdb.outputs import MANIFEST
+    from archdb.reports import build, figures
+
+    shipped = load_catalogue()
+    shared_render(shared_folder, shipped)  # first, so the build below cannot be its source
+    output = tmp_path_factory.mktemp("fresh-report")
+    (output / build.FIGURES).mkdir()
+    (output / build.FIGURES / "old.svg").write_text("stale")  # an earlier run's figure
+    (output / MANIFEST).write_text(f"{build.FIGURES}/old.svg\n")
+    made: list[Any] = []
+    save = figures.save_svg
+
+    def save_and_keep(fig: Any, path: Any) -> None:
+        made.append(fig)
+        save(fig, path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build, "_computed", OrderedDict())
+        patch.setattr(build, "_rendered", OrderedDict())
+        patch.setattr(figures, "save_svg", save_and_keep)
+        written = build.build_reports(shipped, output)
+    names = [p.stem for p in written if p.parent.name == build.FIGURES]
+    assert len(names) == len(made)  # one figure per written file, in order
+    return FreshBuild(output, dict(zip(names, made, strict=True)))
