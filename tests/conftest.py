@@ -938,6 +938,13 @@ def made_once(folder: Path, make: Any) -> str | None:
     return done.read_text()
 
 
+def use_shared_cache(patch: pytest.MonkeyPatch, shared: Path) -> None:
+    """archdb's cache, one for the session's workers: the claim experiments of a catalogue
+    (most of computing its report data) measured by one worker are read by the other
+    (entries are written atomically, and one found malformed is measured again)."""
+    patch.setenv("ARCHDB_CACHE_DIR", str(shared / "cache"))
+
+
 def shared_render(shared: Path, cat: Catalogue) -> Any:
     """The catalogue's report data, computed in this worker, with its render in this
     worker's memo (``archdb.reports.build``): rendered once per session by whichever
@@ -950,7 +957,9 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
 
     from archdb.reports import build
 
-    data = build.compute(cat)
+    with pytest.MonkeyPatch.context() as patch:
+        use_shared_cache(patch, shared)
+        data = build.compute(cat)
 
     def render(folder: Path) -> str:
         rendered = build.render_reports(data)  # and kept in this worker's memo
@@ -1023,6 +1032,7 @@ def fresh_shipped_build(
         patch.setattr(build, "_computed", OrderedDict())
         patch.setattr(build, "_rendered", OrderedDict())
         patch.setattr(figures, "save_svg", save_and_keep)
+        use_shared_cache(patch, shared_folder)
         written = build.build_reports(shipped, output)
     names = [p.stem for p in written if p.parent.name == build.FIGURES]
     assert len(names) == len(made)  # one figure per written file, in order

@@ -26,9 +26,11 @@ def report_figures(fresh_shipped_build: FreshBuild) -> dict[str, Figure]:
 
 
 def _drawn(fig: Figure):
+    """Laid out by a draw with Agg's text metrics, no pixels rasterized: the checks read
+    extents, which are the same either way."""
     canvas = FigureCanvasAgg(fig)
     with figures.style():
-        canvas.draw()
+        fig.draw_without_rendering()
     return canvas.get_renderer()
 
 
