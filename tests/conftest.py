@@ -1005,10 +1005,11 @@ def fresh_shipped_build(
     tmp_path_factory: pytest.TempPathFactory, shared_folder: Path
 ) -> FreshBuild:
     """The shipped catalogue's reports built once per session by this worker with a
-    compute and a render of its own (memos emptied), after ``shared_render`` made its own
-    from another compute, in whichever worker asked first: the determinism test compares
-    the two; the figure tests check the Figure objects this render saved. Both modules
-    are in the "experiments" group, so one worker builds it."""
+    compute and a render of its own (memos emptied): the determinism test compares them
+    with ``shared_render``'s, made from another compute in whichever worker asked first
+    (not waited for here: the two renders may run at once); the figure tests check the
+    Figure objects this render saved. Both modules are in the "experiments" group, so
+    one worker builds it."""
     from collections import OrderedDict
 
     from archdb.catalogue import load_catalogue
@@ -1016,7 +1017,6 @@ def fresh_shipped_build(
     from archdb.reports import build, figures
 
     shipped = load_catalogue()
-    shared_render(shared_folder, shipped)  # first, so the build below cannot be its source
     output = tmp_path_factory.mktemp("fresh-report")
     (output / build.FIGURES).mkdir()
     (output / build.FIGURES / "old.svg").write_text("stale")  # an earlier run's figure

@@ -341,11 +341,11 @@ def test_build_is_deterministic_and_removes_stale_figures(
 ) -> None:
     """Two builds of the shipped catalogue, each from its own compute and render, give
     the same files byte for byte: the fixture's, in this process, and the session's shared
-    render, made from the files' own compute, in the other worker when that one asked
-    first (then across processes too). The fixture built over a stale figure."""
+    render, made in the other worker when that one asked first (then the bytes agree
+    across processes too). The fixture built over a stale figure, which it removed."""
     shipped = load_catalogue()
     shared = shared_folder / f"render-{build.content_key(shipped)}"
-    shared_render(shared_folder, shipped)  # made before the fixture's build, read here
+    shared_render(shared_folder, shipped)  # by this worker or read from the other's files
     fresh = fresh_shipped_build.output
     files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
     rendered = sorted(p.relative_to(shared) for p in shared.rglob("*") if p.is_file())
