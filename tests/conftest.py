@@ -962,6 +962,13 @@ def made_once(folder: Path, make: Any) -> str | None:
     return done.read_text()
 
 
+def use_shared_cache(patch: pytest.MonkeyPatch, shared: Path) -> None:
+    """archdb's cache, one for the session's workers: the claim experiments of a catalogue
+    (most of computing its report data) measured by one worker are read by the other
+    (entries are written atomically, and one found malformed is measured again)."""
+    patch.setenv("ARCHDB_CACHE_DIR", str(shared / "cache"))
+
+
 def shared_render(shared: Path, cat: Catalogue) -> Any:
     """The catalogue's report data, computed in this worker, with its render in this
     worker's memo (``archdb.reports.build``): rendered once per session by whichever
@@ -974,7 +981,9 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
 
     from archdb.reports import build
 
-    data = build.compute(cat)
+    with pytest.MonkeyPatch.context() as patch:
+        use_shared_cache(patch, shared)
+        data = build.compute(cat)
 
     def render(folder: Path) -> str:
         rendered = build.render_reports(data)  # and kept in this worker's memo
@@ -1005,3 +1014,50 @@ def shared_site(shared: Path, catalogue_path: Path) -> Path:
 
     made_once(out, build)
     return out
+
+
+@dataclass(frozen=True)
+class FreshBuild:
+    """A build of the shipped catalogue's reports in this process, past the memos."""
+
+    output: Path  # what it wrote, over an earlier build's stale figure
+    figures: dict[str, Any]  # every matplotlib Figure it saved, by file stem, in order
+
+
+@pytest.fixture(scope="session")
+def fresh_shipped_build(
+    tmp_path_factory: pytest.TempPathFactory, shared_folder: Path
+) -> FreshBuild:
+    """The shipped catalogue's reports built once per session by this worker with a
+    compute and a render of its own (memos emptied): the determinism test compares them
+    with ``shared_render``'s, made from another compute in whichever worker asked first
+    (not waited for here: the two renders may run at once); the figure tests check the
+    Figure objects this render saved. Both modules are in the "experiments" group, so
+    one worker builds it."""
+    from collections import OrderedDict
+
+    from archdb.catalogue import load_catalogue
+    from archdb.outputs import MANIFEST
+    from archdb.reports import build, figures
+
+    shipped = load_catalogue()
+    output = tmp_path_factory.mktemp("fresh-report")
+    (output / build.FIGURES).mkdir()
+    (output / build.FIGURES / "old.svg").write_text("stale")  # an earlier run's figure
+    (output / MANIFEST).write_text(f"{build.FIGURES}/old.svg\n")
+    made: list[Any] = []
+    save = figures.save_svg
+
+    def save_and_keep(fig: Any, path: Any) -> None:
+        made.append(fig)
+        save(fig, path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build, "_computed", OrderedDict())
+        patch.setattr(build, "_rendered", OrderedDict())
+        patch.setattr(figures, "save_svg", save_and_keep)
+        use_shared_cache(patch, shared_folder)
+        written = build.build_reports(shipped, output)
+    names = [p.stem for p in written if p.parent.name == build.FIGURES]
+    assert len(names) == len(made)  # one figure per written file, in order
+    return FreshBuild(output, dict(zip(names, made, strict=True)))

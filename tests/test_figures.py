@@ -5,40 +5,32 @@ from __future__ import annotations
 
 import io
 from itertools import combinations
-from pathlib import Path
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 
-from archdb.catalogue import load_catalogue
 from archdb.reports import build, figures
 from archdb.table import catalogue_frame
+from tests.conftest import FreshBuild
 from tests.test_table import make_card
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def report_figures() -> dict[str, Figure]:
-    """Every figure `archdb report` makes from the shipped catalogue, by file name: made
-    by a render of its own, which saves no SVG (the bytes are the session's shared render,
-    checked against reports/ by test_reports.py; the last test here saves figures)."""
-    made: list[Figure] = []
-    data = build.compute(load_catalogue(REPO / "data" / "models.yaml"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(figures, "save_svg", lambda fig, path: made.append(fig))
-        rendered = build._render(data)  # past the memo: the figures are drawn here
-    names = [Path(p).stem for p in rendered if p.startswith(f"{build.FIGURES}/")]
-    assert len(names) == len(made)  # one figure per rendered file, in order
-    return dict(zip(names, made, strict=True))
+def report_figures(fresh_shipped_build: FreshBuild) -> dict[str, Figure]:
+    """Every figure `archdb report` makes from the shipped catalogue, by file name: the
+    Figure objects of the session's fresh build (tests/conftest.py), whose SVG bytes
+    test_reports.py compares with the shared render's."""
+    return fresh_shipped_build.figures
 
 
 def _drawn(fig: Figure):
+    """Laid out by a draw with Agg's text metrics, no pixels rasterized: the checks read
+    extents, which are the same either way."""
     canvas = FigureCanvasAgg(fig)
     with figures.style():
-        canvas.draw()
+        fig.draw_without_rendering()
     return canvas.get_renderer()
 
 
@@ -112,10 +104,11 @@ def test_figures_show_how_many_values_are_known(report_figures) -> None:
     assert latest == max(t.split("\n")[0] for t in ticks)
 
 
-def test_figures_render_to_the_same_bytes(report_figures) -> None:
+def test_figures_render_to_the_same_bytes(report_figures, fresh_shipped_build) -> None:
+    """Saved again, after the layout tests' draws, a figure gives the bytes its build
+    wrote."""
     for name in ("d-ff-ratio", "vocab", "consensus"):
-        first, second = io.BytesIO(), io.BytesIO()
-        for out in (first, second):
-            with figures.style():
-                report_figures[name].savefig(out, format="svg", metadata=figures.SVG_METADATA)
-        assert first.getvalue() == second.getvalue(), name
+        again = io.BytesIO()
+        figures.save_svg(report_figures[name], again)
+        built = fresh_shipped_build.output / build.FIGURES / f"{name}.svg"
+        assert again.getvalue() == built.read_bytes(), name

@@ -12,7 +12,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
-from archdb.outputs import MANIFEST
+from archdb.outputs import MANIFEST, manifest_bytes
 from archdb.reports import build, families, provenance, render, verification
 from archdb.reports import distributions as dist
 from archdb.reports.adoption import (
@@ -26,10 +26,10 @@ from archdb.reports.adoption import (
     select_trend_rows,
     trend_rows,
 )
-from archdb.reports.build import PAGES, build_reports, compute, render_reports, stale_files
+from archdb.reports.build import PAGES, build_reports, stale_files
 from archdb.reports.numeric import numeric_field, numeric_trend, spread
 from archdb.table import catalogue_frame, catalogue_rows
-from tests.conftest import catalogue, make_card, qk_norm, shared_render
+from tests.conftest import FreshBuild, catalogue, make_card, qk_norm, shared_render
 
 REPO = DEFAULT_PATH.parent.parent
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}
@@ -221,10 +221,15 @@ def test_a_lineage_cycle_is_broken_into_a_tree() -> None:
 
 @pytest.fixture(scope="module")
 def pages_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build of the lineage and the fidelity catalogues together, whose pages the
-    tests below read (a build each cost a render each)."""
+    """The pages of the lineage and the fidelity catalogues together, rendered once for
+    the tests below, which read only pages: the figures are drawn but not saved as SVG
+    (most of a render's time), their files left empty; past the memos, which keep whole
+    renders."""
     out = tmp_path_factory.mktemp("pages")
-    build_reports(catalogue(*_line_catalogue(), *_fidelity_catalogue()), out)
+    data = build._compute(catalogue(*_line_catalogue(), *_fidelity_catalogue()))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build.figures, "save_svg", lambda fig, path: None)
+        build.write_files(build._render(data), out)
     return out
 
 
@@ -330,44 +335,38 @@ def test_fidelity_page_and_index_state_the_levels(pages_built: Path) -> None:
 # --- the build -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def norm_catalogue_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The synthetic catalogue as one YAML file for the module: the build and the CLI's
-    report read the same catalogue, so a worker computes and renders its reports once
-    (``archdb.reports.build`` memoizes both per catalogue content)."""
-    return _write(tmp_path_factory.mktemp("norm"))
-
-
 @pytest.mark.xdist_group("experiments")
 def test_build_is_deterministic_and_removes_stale_figures(
-    norm_catalogue_file: Path, tmp_path: Path, request: pytest.FixtureRequest
+    fresh_shipped_build: FreshBuild, shared_folder: Path
 ) -> None:
-    cat = load_catalogue(norm_catalogue_file)
-    assert [c.id for c in cat] == [c.id for c in _norm_catalogue()]
-    first, second = tmp_path / "a", tmp_path / "b"
-    build_reports(cat, first)
-    data = compute(cat)  # the first build's, from the memo
-    # rendering is pure: the same data, rendered again past the memo, gives the same bytes
-    assert build._render(data) == render_reports(data)
-    request.getfixturevalue("fresh_report_memos")  # the second build computes afresh
-    (second / "figures").mkdir(parents=True)
-    (second / "figures" / "old.svg").write_text("stale")  # a figure an earlier run wrote
-    (second / MANIFEST).write_text("figures/old.svg\n")
-    build_reports(cat, second)
-    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
-    for rel in files:
-        assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
+    """Two builds of the shipped catalogue, each from its own compute and render, give
+    the same files byte for byte: the fixture's, in this process, and the session's shared
+    render, made in the other worker when that one asked first (then the bytes agree
+    across processes too). The fixture built over a stale figure, which it removed."""
+    shipped = load_catalogue()
+    shared = shared_folder / f"render-{build.content_key(shipped)}"
+    shared_render(shared_folder, shipped)  # by this worker or read from the other's files
+    fresh = fresh_shipped_build.output
+    files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
+    rendered = sorted(p.relative_to(shared) for p in shared.rglob("*") if p.is_file())
+    assert files == sorted([*rendered, Path(MANIFEST)])  # figures/old.svg removed
+    for rel in rendered:
+        assert (fresh / rel).read_bytes() == (shared / rel).read_bytes(), rel
+    assert (fresh / MANIFEST).read_bytes() == manifest_bytes(p.as_posix() for p in rendered)
     assert {str(p) for p in files} >= set(PAGES)
-    svg = (first / "figures" / "adoption-norm-type.svg").read_text()
+    svg = (fresh / "figures" / "adoption-norm-type.svg").read_text()
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
-    adoption_page = (first / "adoption.md").read_text()
+    adoption_page = (fresh / "adoption.md").read_text()
     for c in CHOICES:  # every figure is linked from its page
         assert f"(figures/adoption-{c.key}.svg)" in adoption_page
-    assert "(figures/consensus.svg)" in (first / "README.md").read_text()
-    assert stale_files(cat, first) == []
-    (first / "claims.md").write_text("edited")
-    assert stale_files(cat, first) == ["claims.md"]
+    assert "(figures/consensus.svg)" in (fresh / "README.md").read_text()
+    assert stale_files(shipped, fresh) == []
+    claims_page = (fresh / "claims.md").read_bytes()
+    (fresh / "claims.md").write_text("edited")
+    try:
+        assert stale_files(shipped, fresh) == ["claims.md"]
+    finally:
+        (fresh / "claims.md").write_bytes(claims_page)
 
 
 def test_build_survives_an_empty_catalogue(tmp_path: Path) -> None:
@@ -549,14 +548,18 @@ def test_trends_usage_errors(args: list[str]) -> None:
 
 
 @pytest.mark.xdist_group("experiments")
-def test_report_writes_and_checks(norm_catalogue_file: Path, tmp_path: Path) -> None:
-    path, out = norm_catalogue_file, tmp_path / "out"
+def test_report_writes_and_checks(shared_folder: Path, tmp_path: Path) -> None:
+    """On the shipped catalogue, whose render this worker has (``shared_render``)."""
+    path, out = DEFAULT_PATH, tmp_path / "out"
+    shared_render(shared_folder, load_catalogue(path))
     result = runner.invoke(app, ["report", "--catalogue", str(path), "--output", str(out)])
     assert result.exit_code == 0, result.output
     assert (out / "README.md").is_file()
+    check = ["report", "--check", "--catalogue", str(path), "-o", str(out)]
+    assert runner.invoke(app, check).exit_code == 0
     (out / "adoption.md").write_text("edited")
-    check = runner.invoke(app, ["report", "--check", "--catalogue", str(path), "-o", str(out)])
-    assert check.exit_code == 1 and "adoption.md" in check.output
+    edited = runner.invoke(app, check)
+    assert edited.exit_code == 1 and "adoption.md" in edited.output
 
 
 def test_trends_imports_neither_pandas_nor_matplotlib() -> None:
