@@ -973,9 +973,9 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
     """The catalogue's report data, computed in this worker, with its render in this
     worker's memo (``archdb.reports.build``): rendered once per session by whichever
     worker asks first, read back from its files by the others. Sound because rendering is
-    a pure function of the data (tests/test_measured_cache.py and the determinism tests
-    render twice for real) and the files are named by ``content_key``, everything the
-    data is computed from. For tests that need a catalogue's rendered bytes, not a render
+    a pure function of the data (the determinism test compares this render with a fresh
+    build of its own) and the files are named by ``content_key``, everything the data is
+    computed from. For tests that need a catalogue's rendered bytes, not a render
     of their own."""
     import json
 
