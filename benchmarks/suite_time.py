@@ -44,7 +44,8 @@ def run_once(extra: list[str]) -> tuple[float, float, float, str]:
     wall = time.perf_counter() - start
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "(no output)"
     if done.returncode != 0:
-        raise SystemExit(f"the suite failed (exit {done.returncode}): {last}")
+        failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
+        raise SystemExit("\n".join([f"the suite failed (exit {done.returncode}): {last}", *failed]))
     return wall, _children_cpu() - cpu, load, last
 
 
