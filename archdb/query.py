@@ -34,8 +34,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import compress, repeat
-from operator import add, ge, mul, truediv
 from typing import Any
 
 from archdb import table
@@ -207,12 +205,14 @@ def close_spellings(key: str, n: int = 3, cutoff: float = 0.6) -> list[str]:
     shared = [
         letters[c][min(k, len(letters[c]) - 1)] for c, k in Counter(key).items() if c in letters
     ]
-    in_common = map(sum, zip(*shared, strict=True)) if shared else repeat(0)
-    quick = map(truediv, map(mul, repeat(2.0), in_common), map(add, lengths, repeat(len(key))))
+    in_common = [sum(column) for column in zip(*shared, strict=True)] if shared else None
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(key)
     scored: list[tuple[float, str]] = []
-    for name in compress(names, map(ge, quick, repeat(cutoff))):
+    for i, name in enumerate(names):
+        common = in_common[i] if in_common else 0
+        if 2.0 * common / (lengths[i] + len(key)) < cutoff:  # difflib's quick_ratio bound
+            continue
         matcher.set_seq1(name)
         if (score := matcher.ratio()) >= cutoff:
             scored.append((score, name))
