@@ -24,7 +24,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache as memoize
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -165,6 +165,27 @@ def _read_keyed(kind: str, valid: Callable[[object], bool]) -> dict[str, Any]:
     if not isinstance(entries, dict) or not all(valid(v) for v in entries.values()):
         return {}
     return entries
+
+
+def looked_up(
+    read: Callable[[], dict[str, Any]],
+    write: Callable[[dict[str, Any]], None],
+    keyed: Iterable[tuple[str, Any]],
+    make: Callable[[Any], Any],
+) -> list[Any]:
+    """For each (key, item), the store's entry at key, or ``make(item)`` stored there: the
+    store is read once and written once at most, whatever the number of items."""
+    stored = read()
+    grown = False
+    found = []
+    for key, item in keyed:
+        if (entry := stored.get(key)) is None:
+            entry = stored[key] = make(item)
+            grown = True
+        found.append(entry)
+    if grown:
+        write(stored)
+    return found
 
 
 def _write_keyed(kind: str, entries: dict[str, Any]) -> None:

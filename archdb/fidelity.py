@@ -17,7 +17,7 @@ Pure Python, no torch or transformers: ``archdb show`` prints it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from archdb.schema import Activation, Card, PositionType, RopeScalingType, get_path
 
@@ -75,19 +75,14 @@ def fidelities(cards: Iterable[Card]) -> dict[str, Fidelity]:
     commands otherwise never load."""
     from archdb import cache
 
-    stored = cache.read_fidelity()
-    found: dict[str, Fidelity] = {}
-    grown = False
-    for card in cards:
-        key = cache.figures_key(card)
-        if (entry := stored.get(key)) is None:
-            verdict = _judged(card)
-            entry = stored[key] = [verdict.level, verdict.why]
-            grown = True
-        found[card.id] = Fidelity(*entry)
-    if grown:
-        cache.write_fidelity(stored)
-    return found
+    cards = list(cards)
+    entries = cache.looked_up(
+        cache.read_fidelity,
+        cache.write_fidelity,
+        ((cache.figures_key(card), card) for card in cards),
+        lambda card: list(astuple(_judged(card))),
+    )
+    return {card.id: Fidelity(*entry) for card, entry in zip(cards, entries, strict=True)}
 
 
 def _judged(card: Card) -> Fidelity:

@@ -361,18 +361,14 @@ def catalogue_rows(cards: Iterable[Card], counts: bool = True) -> list[Row]:
     where an identical architecture was counted by the same code before."""
     if not counts:
         return [card_row(card, False) for card in cards]
-    stored = cache.read_figures(frozenset(_COUNTED_KEYS))
-    grown = False
-    rows = []
-    for card in cards:
-        key = cache.figures_key(card.architecture)
-        if (figures := stored.get(key)) is None:
-            figures = stored[key] = counted_figures(card)
-            grown = True
-        rows.append(card_row(card, True, figures))
-    if grown:
-        cache.write_figures(stored)
-    return rows
+    cards = list(cards)
+    figures = cache.looked_up(
+        lambda: cache.read_figures(frozenset(_COUNTED_KEYS)),
+        cache.write_figures,
+        ((cache.figures_key(card.architecture), card) for card in cards),
+        counted_figures,
+    )
+    return [card_row(card, True, f) for card, f in zip(cards, figures, strict=True)]
 
 
 _DTYPES = {bool: "boolean", int: "Int64", float: "Float64", str: "string"}

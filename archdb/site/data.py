@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from archdb.builder.model import build_model, module_tree
@@ -119,19 +119,16 @@ def toy_trees(cards: Iterable[Card]) -> dict[str, ToyTree]:
     from archdb import cache
 
     torch_version = version("torch")
-    stored = cache.read_toy_trees()
-    found: dict[str, ToyTree] = {}
-    grown = False
-    for card in cards:
-        key = cache.toy_tree_key(card.architecture, torch_version)
-        if (entry := stored.get(key)) is None:
-            tree = toy_tree(card)
-            entry = stored[key] = [tree.text, tree.rule]
-            grown = True
-        found[card.id] = ToyTree(entry[0], str(entry[1]))
-    if grown:
-        cache.write_toy_trees(stored)
-    return found
+    cards = list(cards)
+    entries = cache.looked_up(
+        cache.read_toy_trees,
+        cache.write_toy_trees,
+        ((cache.toy_tree_key(card.architecture, torch_version), card) for card in cards),
+        lambda card: list(astuple(toy_tree(card))),
+    )
+    return {
+        card.id: ToyTree(text, str(rule)) for card, (text, rule) in zip(cards, entries, strict=True)
+    }
 
 
 def toy_tree(card: Card) -> ToyTree:
