@@ -25,6 +25,7 @@ import functools
 import gc
 import itertools
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,14 @@ VALID_CARD = """\
 
 def card_text(card_id: str = "toy-1b") -> str:
     return VALID_CARD.replace("toy-1b", card_id)
+
+
+# A module of tests against transformers is skipped without it, as a module-level
+# pytest.importorskip("transformers") did, but collecting it imports nothing (transformers
+# costs a process 1-2 s): its tests import transformers themselves.
+needs_transformers = pytest.mark.skipif(
+    find_spec("transformers") is None, reason="could not import 'transformers'"
+)
 
 
 @dataclass(frozen=True)

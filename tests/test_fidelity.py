@@ -10,6 +10,8 @@ max |archdb - transformers| / max |transformers| over all logits.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 import torch
 
@@ -20,9 +22,12 @@ from archdb.fidelity import LOGIT_TOLERANCE
 from archdb.hf_import import Identity, import_config, read_config
 from archdb.schema import Card
 from archdb.weights import WeightsError, load_weights
-from tests.conftest import apply_changes
+from tests.conftest import apply_changes, needs_transformers
 
-transformers = pytest.importorskip("transformers")
+if TYPE_CHECKING:
+    import transformers
+
+pytestmark = needs_transformers
 
 SEQ, BATCH, WINDOW = 24, 2, 8
 _DENSE = dict(
@@ -305,6 +310,8 @@ IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 
 def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
+    import transformers
+
     torch.manual_seed(0)
     kwargs = {k: v for k, v in TINY[model_type].items() if v is not None}
     kwargs |= {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
@@ -392,6 +399,7 @@ SOURCE_SEQ, TARGET_SEQ = 30, 20  # distances past T5's 8 exact buckets (16 per d
 def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.PreTrainedModel]:
     """The tiny card and transformers' T5ForConditionalGeneration of it, saved (float32,
     eager); an untied card's checkpoint carries lm_head.weight as T5 1.1's releases do."""
+    import transformers
     from safetensors.torch import load_file, save_file
 
     from archdb.families.card_to_config import convert
@@ -558,6 +566,8 @@ def test_an_unexpected_tensor_is_an_error_naming_it(tmp_path):
 
 
 def test_shards_load_like_one_file(tmp_path):
+    import transformers
+
     _tiny("qwen3", tmp_path / "one")
     model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "one")
     model.save_pretrained(tmp_path / "shards", max_shard_size="20KB")
@@ -701,6 +711,7 @@ def test_a_qwen3_5_release_loads_its_text_decoder(tmp_path):
     model.visual. and an MTP layer under mtp. (neither in the card): archdb imports the
     wrapper's config, loads the decoder, skips the rest, and equals the wrapper's text
     logits."""
+    import transformers
     from safetensors.torch import load_file, save_file
 
     torch.manual_seed(0)
