@@ -288,6 +288,36 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def shipped_cache_entry(tmp_path_factory) -> Path:
+    """The validation cache's entry for the shipped catalogue, made once per session by a
+    full load (parse, validate, write: what a user's first command does)."""
+    from archdb.catalogue import DEFAULT_PATH, check_catalogue
+
+    folder = tmp_path_factory.mktemp("shipped-entry")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ARCHDB_CACHE_DIR", str(folder))
+    patch.delenv("ARCHDB_NO_CACHE", raising=False)
+    try:
+        cards, problems = check_catalogue(DEFAULT_PATH, use_cache=True)
+    finally:
+        patch.undo()
+    assert cards and not problems, problems
+    (entry,) = folder.glob("*.json")
+    return entry
+
+
+@pytest.fixture
+def warm_shipped_cache(private_cache: Path, shipped_cache_entry: Path) -> None:
+    """This test's private cache starts with the shipped catalogue's entry (a hard link:
+    the cache replaces entries, never writes into them), as a user's does after their
+    first command: commands on the shipped catalogue read it back, every card validated
+    again by the schema, instead of parsing the YAML (each test's first load cost
+    0.1-0.3 s). The full load is the fixture's own, and test_cache's."""
+    private_cache.mkdir(parents=True, exist_ok=True)
+    os.link(shipped_cache_entry, private_cache / shipped_cache_entry.name)
+
+
 # --- one way to change test data -----------------------------------------------------------
 
 

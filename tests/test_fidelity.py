@@ -447,6 +447,7 @@ def encoder_decoder_error(variant: str, directory) -> float:
 
 
 @pytest.mark.parametrize("variant", sorted(ENCODER_DECODER_TINY))
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_encoder_decoder_logits_equal_transformers(variant, tmp_path):
     assert encoder_decoder_error(variant, tmp_path) < LOGIT_TOLERANCE
 
@@ -459,6 +460,7 @@ def test_encoder_decoder_logits_equal_transformers(variant, tmp_path):
         ("norm.eps", 1e-6),
     ],
 )
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_each_t5_function_field_changes_the_logits(path, value, tmp_path):
     card, reference = _tiny_encoder_decoder("t5", tmp_path)
     data = card.model_dump(mode="json")
@@ -470,6 +472,7 @@ def test_each_t5_function_field_changes_the_logits(path, value, tmp_path):
         assert relative_error(model(tokens, tokens), expected) > 100 * LOGIT_TOLERANCE
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_a_t5_checkpoint_loads_by_its_names(tmp_path):
     """Each stack's relative-bias table comes from its first block; a gated checkpoint
     (wi_0, wi_1) does not fit a ReLU card: its wi_0 is named as having no place."""
@@ -842,6 +845,7 @@ def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
         ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),
     ],
 )
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_show_states_the_fidelity_in_one_line(card_id, line):
     import json
 
@@ -857,6 +861,7 @@ def test_show_states_the_fidelity_in_one_line(card_id, line):
     assert line.removeprefix("Fidelity: ").startswith(shown["fidelity"]["level"])
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_function_assumptions_name_the_null_fields_only(tmp_path):
     from archdb.plan.layout import function_assumptions
 
