@@ -24,6 +24,7 @@ import datetime as dt
 import functools
 import gc
 import itertools
+import shutil
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -315,7 +316,10 @@ def warm_shipped_cache(private_cache: Path, shipped_cache_entry: Path) -> None:
     again by the schema, instead of parsing the YAML (each test's first load cost
     0.1-0.3 s). The full load is the fixture's own, and test_cache's."""
     private_cache.mkdir(parents=True, exist_ok=True)
-    os.link(shipped_cache_entry, private_cache / shipped_cache_entry.name)
+    try:
+        os.link(shipped_cache_entry, private_cache / shipped_cache_entry.name)
+    except OSError:  # a file system without hard links
+        shutil.copyfile(shipped_cache_entry, private_cache / shipped_cache_entry.name)
 
 
 # --- one way to change test data -----------------------------------------------------------
