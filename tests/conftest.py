@@ -24,7 +24,9 @@ import datetime as dt
 import functools
 import gc
 import itertools
+import shutil
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,14 @@ VALID_CARD = """\
 
 def card_text(card_id: str = "toy-1b") -> str:
     return VALID_CARD.replace("toy-1b", card_id)
+
+
+# A module of tests against transformers is skipped without it, as a module-level
+# pytest.importorskip("transformers") did, but collecting it imports nothing (transformers
+# costs a process 1-2 s): its tests import transformers themselves.
+needs_transformers = pytest.mark.skipif(
+    find_spec("transformers") is None, reason="could not import 'transformers'"
+)
 
 
 @dataclass(frozen=True)
@@ -277,6 +287,39 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
     monkeypatch.setenv("ARCHDB_CACHE_DIR", str(folder))
     monkeypatch.delenv("ARCHDB_NO_CACHE", raising=False)
     return folder
+
+
+@pytest.fixture(scope="session")
+def shipped_cache_entry(tmp_path_factory) -> Path:
+    """The validation cache's entry for the shipped catalogue, made once per session by a
+    full load (parse, validate, write: what a user's first command does)."""
+    from archdb.catalogue import DEFAULT_PATH, check_catalogue
+
+    folder = tmp_path_factory.mktemp("shipped-entry")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ARCHDB_CACHE_DIR", str(folder))
+    patch.delenv("ARCHDB_NO_CACHE", raising=False)
+    try:
+        cards, problems = check_catalogue(DEFAULT_PATH, use_cache=True)
+    finally:
+        patch.undo()
+    assert cards and not problems, problems
+    (entry,) = folder.glob("*.json")
+    return entry
+
+
+@pytest.fixture
+def warm_shipped_cache(private_cache: Path, shipped_cache_entry: Path) -> None:
+    """This test's private cache starts with the shipped catalogue's entry (a hard link:
+    the cache replaces entries, never writes into them), as a user's does after their
+    first command: commands on the shipped catalogue read it back, every card validated
+    again by the schema, instead of parsing the YAML (each test's first load cost
+    0.1-0.3 s). The full load is the fixture's own, and test_cache's."""
+    private_cache.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(shipped_cache_entry, private_cache / shipped_cache_entry.name)
+    except OSError:  # a file system without hard links
+        shutil.copyfile(shipped_cache_entry, private_cache / shipped_cache_entry.name)
 
 
 # --- one way to change test data -----------------------------------------------------------

@@ -14,7 +14,6 @@ import yaml
 from archdb_cli.main import app
 from typer.testing import CliRunner
 
-from archdb.reports import figures
 from archdb.reports.adoption import ANY, Adoption, adoption, find_choice, trend_rows
 from archdb.table import catalogue_rows
 from tests.conftest import (
@@ -224,6 +223,8 @@ def _layer_mix_cards(kinds: int):
 
 
 def test_layer_mix_figure_groups_rare_patterns_beyond_the_palette() -> None:
+    from archdb.reports import figures  # matplotlib: imported by the figure tests only
+
     result = adoption(_layer_mix_cards(9), find_choice("layer-mix"))
     assert len(result.values) == 11  # global, nine rare patterns, any but global
     lines = figures.figure_values(result)
@@ -236,6 +237,8 @@ def test_layer_mix_figure_groups_rare_patterns_beyond_the_palette() -> None:
 
 
 def test_layer_mix_figure_keeps_every_value_within_the_palette() -> None:
+    from archdb.reports import figures
+
     result = adoption(_layer_mix_cards(6), find_choice("layer-mix"))
     assert figures.figure_values(result) == list(result.values)  # 8 lines: no grouping
 

@@ -15,6 +15,9 @@ from archdb.measure.analytic import cache_size, param_count
 from archdb.plan.layout import BuildError
 from tests.conftest import make_arch, shipped_catalogue
 
+# builds by card id read the shipped catalogue's validated cards from the cache
+pytestmark = pytest.mark.usefixtures("warm_shipped_cache")
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 

@@ -14,9 +14,16 @@ from archdb.builder.model import build_model, count_parameters
 from archdb.measure.analytic import param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
-from tests.conftest import hf_import_count, latent_dims, make_arch, moe_block, qk_norm
+from tests.conftest import (
+    hf_import_count,
+    latent_dims,
+    make_arch,
+    moe_block,
+    needs_transformers,
+    qk_norm,
+)
 
-pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 
 def _attention_params(arch) -> int:

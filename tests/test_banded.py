@@ -23,7 +23,6 @@ from archdb.measure.analytic import cache_size, flops, param_count
 from archdb.measure.flops import measure_flops
 from archdb.measure.params import full_size_params
 from archdb.plan.layout import DEFAULT_WINDOW, fill_unknowns
-from archdb.reports import mechanisms
 from archdb.schema import WINDOW_PATH, Architecture, LayerKind, null_means_unknown
 from archdb.testing.transformers import hf_parameter_count
 from tests.conftest import shipped_catalogue
@@ -153,6 +152,8 @@ def test_the_local_kernel_is_openais_banded_mask():
 
 
 def test_the_mechanisms_page_says_which_rows_rest_on_an_assumed_window():
+    from archdb.reports import mechanisms  # matplotlib and pandas: this test only
+
     data = mechanisms.compute(CARDS.values(), None)
     assert data.assumed_windows == tuple(sorted(TABLE_2_1))
     text = "\n".join(mechanisms.page(data, lambda name, make: None))

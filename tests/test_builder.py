@@ -597,6 +597,7 @@ def _cli(*args: str):
     return result, data
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_build_family_gives_its_largest_toy_as_json():
     result, data = _cli("build", "gpt-3", "--json")
     assert result.exit_code == 0, result.output
@@ -610,6 +611,7 @@ def test_cli_build_family_gives_its_largest_toy_as_json():
     assert data["params"] == sum(n["params"] for n in data["modules"])
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_build_full_size_counts_on_meta():
     card = load_catalogue().resolve("llama-2")
     result, data = _cli("build", "llama-2", "--size", "full", "--json")
@@ -619,6 +621,7 @@ def test_cli_build_full_size_counts_on_meta():
     assert "fvcore" not in data["flops"] and data["scaling"] is None
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_build_prints_tree_dims_rule_params_and_flops():
     result, _ = _cli("build", "gemma-2")
     assert result.exit_code == 0, result.output
@@ -626,6 +629,7 @@ def test_cli_build_prints_tree_dims_rule_params_and_flops():
         assert text in result.output
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_flops_at_a_sequence_length():
     args = ("flops", "llama-2-7b", "--seq-len", "4096", "--toy-seq-len", "96", "--json")
     result, data = _cli(*args)
@@ -649,6 +653,7 @@ def test_cli_flops_at_a_sequence_length():
         (("flops", "gpt-3", "--bytes-per-element", "0"), 2, "Invalid value for"),
     ],
 )
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_bad_input_is_a_message_and_an_exit_code(args, code, message):
     result, _ = _cli(*args)
     assert result.exit_code == code
@@ -656,6 +661,7 @@ def test_cli_bad_input_is_a_message_and_an_exit_code(args, code, message):
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_build_runs_the_toy_at_a_stated_length():
     result, data = _cli("build", "mistral-7b", "--seq-len", "256", "--json")
     assert result.exit_code == 0, result.output
@@ -666,6 +672,7 @@ def test_cli_build_runs_the_toy_at_a_stated_length():
     assert abs(f["fvcore"] - f["analytic"]) <= 1e-9 * f["analytic"]
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_flops_states_the_kv_cache_length_and_element_size():
     args = ("flops", "mistral-7b", "--context", "32768", "--bytes-per-element", "1", "--json")
     result, data = _cli(*args)
@@ -678,6 +685,7 @@ def test_cli_flops_states_the_kv_cache_length_and_element_size():
     assert "8,192 tokens" in result.output and "65,536 per token" in result.output
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_cli_a_card_without_sizes_fails_cleanly(write_catalogue):
     path = write_catalogue(
         card_text("toy-1b")

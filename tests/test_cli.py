@@ -16,6 +16,9 @@ from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.schema import NormType
 from tests.conftest import CliResult, card_text, run_cli, shipped_catalogue
 
+# commands on the shipped catalogue read its validated cards from the cache
+pytestmark = pytest.mark.usefixtures("warm_shipped_cache")
+
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
 GEMMA_URL = "https://huggingface.co/google/gemma-2-2b/blob/main/config.json"

@@ -19,6 +19,9 @@ from archdb.catalogue import DEFAULT_PATH, load_catalogue
 from archdb.reports.adoption import CHOICE_KEYS
 from tests.conftest import card_text, shipped_catalogue
 
+# commands on the shipped catalogue read its validated cards from the cache
+pytestmark = pytest.mark.usefixtures("warm_shipped_cache")
+
 runner = CliRunner()
 HF = Path(__file__).parent / "fixtures" / "hf"
 PAPER = "https://arxiv.org/abs/2307.09288"

@@ -10,6 +10,8 @@ max |archdb - transformers| / max |transformers| over all logits.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 import torch
 
@@ -20,9 +22,12 @@ from archdb.fidelity import LOGIT_TOLERANCE
 from archdb.hf_import import Identity, import_config, read_config
 from archdb.schema import Card
 from archdb.weights import WeightsError, load_weights
-from tests.conftest import apply_changes
+from tests.conftest import apply_changes, needs_transformers
 
-transformers = pytest.importorskip("transformers")
+if TYPE_CHECKING:
+    import transformers
+
+pytestmark = needs_transformers
 
 SEQ, BATCH, WINDOW = 24, 2, 8
 _DENSE = dict(
@@ -305,6 +310,8 @@ IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 
 def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
+    import transformers
+
     torch.manual_seed(0)
     kwargs = {k: v for k, v in TINY[model_type].items() if v is not None}
     kwargs |= {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
@@ -392,6 +399,7 @@ SOURCE_SEQ, TARGET_SEQ = 30, 20  # distances past T5's 8 exact buckets (16 per d
 def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.PreTrainedModel]:
     """The tiny card and transformers' T5ForConditionalGeneration of it, saved (float32,
     eager); an untied card's checkpoint carries lm_head.weight as T5 1.1's releases do."""
+    import transformers
     from safetensors.torch import load_file, save_file
 
     from archdb.families.card_to_config import convert
@@ -439,6 +447,7 @@ def encoder_decoder_error(variant: str, directory) -> float:
 
 
 @pytest.mark.parametrize("variant", sorted(ENCODER_DECODER_TINY))
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_encoder_decoder_logits_equal_transformers(variant, tmp_path):
     assert encoder_decoder_error(variant, tmp_path) < LOGIT_TOLERANCE
 
@@ -451,6 +460,7 @@ def test_encoder_decoder_logits_equal_transformers(variant, tmp_path):
         ("norm.eps", 1e-6),
     ],
 )
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_each_t5_function_field_changes_the_logits(path, value, tmp_path):
     card, reference = _tiny_encoder_decoder("t5", tmp_path)
     data = card.model_dump(mode="json")
@@ -462,6 +472,7 @@ def test_each_t5_function_field_changes_the_logits(path, value, tmp_path):
         assert relative_error(model(tokens, tokens), expected) > 100 * LOGIT_TOLERANCE
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_a_t5_checkpoint_loads_by_its_names(tmp_path):
     """Each stack's relative-bias table comes from its first block; a gated checkpoint
     (wi_0, wi_1) does not fit a ReLU card: its wi_0 is named as having no place."""
@@ -558,6 +569,8 @@ def test_an_unexpected_tensor_is_an_error_naming_it(tmp_path):
 
 
 def test_shards_load_like_one_file(tmp_path):
+    import transformers
+
     _tiny("qwen3", tmp_path / "one")
     model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "one")
     model.save_pretrained(tmp_path / "shards", max_shard_size="20KB")
@@ -701,6 +714,7 @@ def test_a_qwen3_5_release_loads_its_text_decoder(tmp_path):
     model.visual. and an MTP layer under mtp. (neither in the card): archdb imports the
     wrapper's config, loads the decoder, skips the rest, and equals the wrapper's text
     logits."""
+    import transformers
     from safetensors.torch import load_file, save_file
 
     torch.manual_seed(0)
@@ -831,6 +845,7 @@ def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
         ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),
     ],
 )
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_show_states_the_fidelity_in_one_line(card_id, line):
     import json
 
@@ -846,6 +861,7 @@ def test_show_states_the_fidelity_in_one_line(card_id, line):
     assert line.removeprefix("Fidelity: ").startswith(shown["fidelity"]["level"])
 
 
+@pytest.mark.usefixtures("warm_shipped_cache")
 def test_function_assumptions_name_the_null_fields_only(tmp_path):
     from archdb.plan.layout import function_assumptions
 

@@ -120,10 +120,11 @@ ALPHABET = [*"abcdefghijklmnopqrstuvwxyz_.0123456789 =<>!~()[],/'\"-+eEkKbB\t\n\
 
 
 def test_any_string_parses_or_is_a_query_error():
-    """A seeded fuzz of 3,000 texts, each as an expression, a sort and a column list."""
+    """A seeded fuzz of 1,000 texts, each as an expression, a sort and a column list (each
+    refusal looks for close spellings, most of the cost: 3,000 texts took 0.8 s)."""
     rng = random.Random(8)
     outcomes = {"parsed": 0, "refused": 0}
-    for _ in range(3_000):
+    for _ in range(1_000):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12)))
         for parse in (lambda t: parse_where([t]), parse_sort, parse_columns):
             try:
@@ -131,7 +132,7 @@ def test_any_string_parses_or_is_a_query_error():
                 outcomes["parsed"] += 1
             except QueryError:
                 outcomes["refused"] += 1
-    assert outcomes["parsed"] > 300 and outcomes["refused"] > 300, outcomes
+    assert outcomes["parsed"] > 100 and outcomes["refused"] > 1_000, outcomes
 
 
 def test_field_suggestions_are_difflibs():
@@ -156,7 +157,7 @@ def test_any_number_text_parses_or_is_a_query_error():
     rng = random.Random(9)
     alphabet = "0123456789_.eE+-/kKmMbBgGtT x"
     for spec in (D_MODEL, PARAMS, ROPE, DATE):
-        for _ in range(10_000):
+        for _ in range(4_000):
             text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
             with contextlib.suppress(QueryError):
                 parse_value(text, spec)

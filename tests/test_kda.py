@@ -28,9 +28,10 @@ from tests.conftest import (
     kda_dims,
     make_arch,
     moe_block,
+    needs_transformers,
 )
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 # Kimi Linear's layout at toy size: KDA layers, MLA without positions (a 64-dim layer's
 # transformers gate ranks are its head_dim), DeepSeek-V3's MoE after a dense first layer.
@@ -65,6 +66,8 @@ KIMI_LIKE = {
 
 
 def _kimi_config(**changes):
+    import transformers
+
     sizes = dict(
         vocab_size=1000,
         hidden_size=64,
@@ -335,6 +338,8 @@ def _import(config: dict):
 
 
 def test_import_hf_kimi_linear_released_form_is_exact():
+    import transformers
+
     from archdb.writer import validate_card
 
     result = _import(RELEASED_FORM)

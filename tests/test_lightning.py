@@ -21,9 +21,16 @@ from archdb.measure.analytic import cache_size, param_count
 from archdb.mixers.lightning import lightning_module, minimax_decay_rates
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import MINIMAX_HYBRID, assert_causal, hf_import_count, lightning_dims, make_arch
+from tests.conftest import (
+    MINIMAX_HYBRID,
+    assert_causal,
+    hf_import_count,
+    lightning_dims,
+    make_arch,
+    needs_transformers,
+)
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 
 MINIMAX_SMALL = dict(
@@ -42,6 +49,8 @@ MINIMAX_SMALL = dict(
 
 
 def _minimax_config(**changes):
+    import transformers
+
     return transformers.MiniMaxConfig(**{**MINIMAX_SMALL, **changes})
 
 

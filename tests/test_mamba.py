@@ -21,15 +21,24 @@ from archdb.measure.flops import measure_flops
 from archdb.mixers.mamba import MambaInnerNorm, mamba_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import MAMBA_HYBRID, MAMBA_ONLY, assert_causal, make_arch, mamba_dims
+from tests.conftest import (
+    MAMBA_HYBRID,
+    MAMBA_ONLY,
+    assert_causal,
+    make_arch,
+    mamba_dims,
+    needs_transformers,
+)
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 _SIZES = dict(hidden_size=64, state_size=16, conv_kernel=4, expand=2, time_step_rank=4)
 
 
 def _reference(model_type: str, **changes):
     """transformers' mixer of a family, from its own config class."""
+    import transformers
+
     config = transformers.AutoConfig.for_model(model_type, **{**_SIZES, **changes})
     if model_type == "mamba":
         from transformers.models.mamba.modeling_mamba import MambaMixer as Reference

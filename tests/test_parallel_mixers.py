@@ -13,9 +13,15 @@ from pydantic import ValidationError
 from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import cache_size, param_count
 from archdb.writer import validate_card
-from tests.conftest import FALCON_H1_LIKE, hf_import_count, make_arch, mamba2_dims
+from tests.conftest import (
+    FALCON_H1_LIKE,
+    hf_import_count,
+    make_arch,
+    mamba2_dims,
+    needs_transformers,
+)
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01")
 URL = "https://huggingface.co/org/model/blob/main/config.json"
@@ -80,6 +86,8 @@ def test_falcon_h1_factors_become_card_fields():
 
 
 def _falcon_config(**changes) -> dict:
+    import transformers
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = transformers.AutoConfig.for_model("falcon_h1", **FALCON_SMALL)
@@ -159,6 +167,7 @@ GRANITE_RELEASED = {  # Granite 4.0-H's released spellings: "mamba"/"attention",
 )
 def test_granite_4_h_released_spellings_import_exactly(changes):
     import torch
+    import transformers
 
     from archdb.builder.model import build_model, count_parameters
 

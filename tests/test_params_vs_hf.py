@@ -35,13 +35,14 @@ from tests.conftest import (
     mamba2_dims,
     mamba_dims,
     moe_block,
+    needs_transformers,
     qk_norm,
     shipped_catalogue,
     shipped_toys,
 )
 from tests.test_shared_blocks import SHARED as ZAMBA2_LIKE
 
-pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 MOE = moe_block()
 MLA = latent_dims(q_lora_rank=24)

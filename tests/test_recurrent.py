@@ -29,9 +29,10 @@ from tests.conftest import (
     hf_import_count,
     make_arch,
     mamba2_dims,
+    needs_transformers,
 )
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 
 def _mamba2_config(**changes):

@@ -23,10 +23,10 @@ from archdb.measure.flops import measure_flops
 from archdb.mixers.rg_lru import rg_lru_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import RG_LRU_HYBRID, assert_causal, make_arch
+from tests.conftest import RG_LRU_HYBRID, assert_causal, make_arch, needs_transformers
 from tests.test_fidelity import _error_with_changes
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 _GATES = {
     f"rg_lru.{g}_{t}": f"{g}.{t}"
@@ -36,6 +36,7 @@ _GATES = {
 
 
 def test_rg_lru_forward_equals_transformers_on_the_same_weights():
+    import transformers
     from transformers.models.recurrent_gemma.modeling_recurrent_gemma import (
         RecurrentGemmaRecurrentBlock,
     )

@@ -14,9 +14,9 @@ from archdb.builder.model import build_model
 from archdb.builder.positions import scaled_frequencies
 from archdb.measure.analytic import param_count
 from archdb.schema import RopeScaling
-from tests.conftest import make_arch, qk_norm
+from tests.conftest import make_arch, needs_transformers, qk_norm
 
-pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 CASES = [
     ({"type": "linear", "factor": 4.0}, {}, 128),

@@ -18,9 +18,16 @@ from archdb.measure.analytic import cache_size, param_count
 from archdb.mixers.short_conv import short_conv_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
-from tests.conftest import assert_causal, hf_import_count, make_arch, moe_block, qk_norm
+from tests.conftest import (
+    assert_causal,
+    hf_import_count,
+    make_arch,
+    moe_block,
+    needs_transformers,
+    qk_norm,
+)
 
-transformers = pytest.importorskip("transformers")
+pytestmark = needs_transformers
 
 
 def short_conv_dims(**changes) -> dict:
@@ -94,6 +101,8 @@ def test_short_conv_forward_equals_transformers_on_the_same_weights(bias):
     "changes", [{}, {"conv_bias": True, "tie_word_embeddings": False}, {"conv_L_cache": 5}]
 )
 def test_lfm2_card_counts_equal_transformers_model(changes):
+    import transformers
+
     from archdb.testing.transformers import hf_parameter_count
 
     config = _lfm2_config(**changes)
