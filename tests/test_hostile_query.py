@@ -85,7 +85,10 @@ def test_long_operands_parse_in_linear_time(expression):
         parse_where([expression])
     except QueryError as exc:
         assert len(str(exc)) < 1000
-    assert time.perf_counter() - start < 1  # 0.2 s at most on an idle machine
+    # A guard against super-linear parsing, not a speed goal (that is test_the_parser_scales_
+    # linearly's ratio): a linear parse takes 0.2 s at most on an idle machine, a quadratic
+    # one of these 100,000 characters minutes; 10 s holds on a machine loaded many times over.
+    assert time.perf_counter() - start < 10
 
 
 def test_the_parser_scales_linearly():
@@ -120,11 +123,10 @@ ALPHABET = [*"abcdefghijklmnopqrstuvwxyz_.0123456789 =<>!~()[],/'\"-+eEkKbB\t\n\
 
 
 def test_any_string_parses_or_is_a_query_error():
-    """A seeded fuzz of 1,000 texts, each as an expression, a sort and a column list (each
-    refusal looks for close spellings, most of the cost: 3,000 texts took 0.8 s)."""
+    """A seeded fuzz of 3,000 texts, each as an expression, a sort and a column list."""
     rng = random.Random(8)
     outcomes = {"parsed": 0, "refused": 0}
-    for _ in range(1_000):
+    for _ in range(3_000):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12)))
         for parse in (lambda t: parse_where([t]), parse_sort, parse_columns):
             try:
@@ -132,7 +134,7 @@ def test_any_string_parses_or_is_a_query_error():
                 outcomes["parsed"] += 1
             except QueryError:
                 outcomes["refused"] += 1
-    assert outcomes["parsed"] > 100 and outcomes["refused"] > 1_000, outcomes
+    assert outcomes["parsed"] > 300 and outcomes["refused"] > 300, outcomes
 
 
 def test_field_suggestions_are_difflibs():
@@ -157,7 +159,7 @@ def test_any_number_text_parses_or_is_a_query_error():
     rng = random.Random(9)
     alphabet = "0123456789_.eE+-/kKmMbBgGtT x"
     for spec in (D_MODEL, PARAMS, ROPE, DATE):
-        for _ in range(4_000):
+        for _ in range(10_000):
             text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
             with contextlib.suppress(QueryError):
                 parse_value(text, spec)
