@@ -76,7 +76,7 @@ def test_layer_counts_cost_the_pattern_not_the_depth():
     pattern = [LayerKind.LOCAL] * 5 + [LayerKind.GLOBAL]
     start = time.perf_counter()
     counts = pattern_counts(pattern, 10**12)  # far past the bound: still instant
-    assert time.perf_counter() - start < 0.05
+    assert time.perf_counter() - start < 1  # a walk of 10**12 layers would take hours
     assert counts == {LayerKind.LOCAL: 833_333_333_334, LayerKind.GLOBAL: 166_666_666_666}
     assert pattern_counts(pattern, 26) == {LayerKind.LOCAL: 22, LayerKind.GLOBAL: 4}
     assert pattern_counts(pattern, 3) == {LayerKind.LOCAL: 3, LayerKind.GLOBAL: 0}
