@@ -47,7 +47,7 @@ class LightningIndexer(nn.Module):
         q = self.wq_b(q_latent).view(b, t, self.heads, self.head_dim)
         k = self.k_norm(self.wk(x)).view(b, t, 1, self.head_dim)
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
+            q, k = self.rotary(q, k)
         per_head = torch.matmul(q.transpose(1, 2), k.permute(0, 2, 3, 1))  # (B, H, Tq, Tk)
         per_head = F.relu(per_head * self.scale)
         weights = self.weights_proj(x) * self.heads**-0.5  # (B, Tq, H)

@@ -181,6 +181,7 @@ FREE_OPS = frozenset(
         "pad",
         "repeat",
         "repeat_interleave",
+        "roll",  # RoPE's half-split layout swaps the two halves
         "topk",
         "scatter",  # a top-k selection written into a mask (DSA's indexer)
         "masked_fill",
@@ -220,6 +221,7 @@ FREE_OPS = frozenset(
         "bincount",
         "index_copy",
         "new_empty",
+        "empty_like",
     )
 )
 
