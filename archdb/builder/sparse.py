@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kernels import causal_mask
+from .kernels import future_mask
 from .positions import Rotary
 
 
@@ -55,7 +55,7 @@ class LightningIndexer(nn.Module):
 
     def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor:
         t = x.shape[1]
-        future = ~causal_mask(t, x.device)
+        future = future_mask(t, x.device)
         index = self.scores(x, q_latent).masked_fill(future, float("-inf"))
         chosen = index.topk(min(self.top_k, t), dim=-1).indices
         picked = torch.ones_like(chosen, dtype=torch.bool)
