@@ -738,7 +738,8 @@ def assert_causal(model: Any, length: int = 12, split: int = 8, vocab: int = 128
 
 def last_token_changed(model: Any, arch: Architecture) -> tuple[Any, Any]:
     """The logits of ``model`` (eval, no grad) on ``example_inputs`` of the context length,
-    and its logits with the last token changed."""
+    and its logits with the last token changed: both sequences in one batch of two, one
+    forward pass (sequences of a batch never mix, so a leak would show here too)."""
     import torch
 
     from archdb.builder.model import example_inputs
@@ -748,7 +749,8 @@ def last_token_changed(model: Any, arch: Architecture) -> tuple[Any, Any]:
     changed[-1] = inputs[-1].clone()
     changed[-1][0, -1] = (changed[-1][0, -1] + 1) % arch.vocab_size
     with torch.no_grad():
-        return model(*inputs), model(*changed)
+        logits = model(*(torch.cat(pair) for pair in zip(inputs, changed, strict=True)))
+    return logits[:1], logits[1:]
 
 
 def make_arch(**changes) -> Architecture:

@@ -184,7 +184,7 @@ def test_cached_attention_equals_the_full_forward_at_the_last_token() -> None:
     x = torch.randn(b, t, toy.d_model)
     full = attn(x)[:, -1:]
     cached = CachedAttention(attn, b, t)
-    k = attn.rotary(attn.k(x).view(b, t, attn.n_kv_heads, attn.head_dim))
+    (k,) = attn.rotary(attn.k(x).view(b, t, attn.n_kv_heads, attn.head_dim))
     cached.k_cache.copy_(k.transpose(1, 2))
     cached.v_cache.copy_(attn.v(x).view(b, t, attn.n_kv_heads, attn.head_dim).transpose(1, 2))
     torch.testing.assert_close(cached(x[:, -1:]), full)
@@ -200,7 +200,8 @@ def test_cached_latent_attention_equals_mla_at_the_last_token() -> None:
     cached = CachedLatentAttention(attn, b, t)
     latent, k_rope = attn.kv_down(x).split((attn.kv_rank, attn.rope_dim), dim=-1)
     cached.latent_cache.copy_(attn.kv_norm(latent))
-    cached.rope_cache.copy_(attn.rotary(k_rope.view(b, t, 1, attn.rope_dim))[:, :, 0])
+    (k_rope,) = attn.rotary(k_rope.view(b, t, 1, attn.rope_dim))
+    cached.rope_cache.copy_(k_rope[:, :, 0])
     torch.testing.assert_close(cached(x[:, -1:]), full, rtol=1e-4, atol=1e-5)
 
 

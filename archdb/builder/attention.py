@@ -65,56 +65,57 @@ class HeadAttention(nn.Module):
         self, x: torch.Tensor, bias: torch.Tensor | None = None, memory: torch.Tensor | None = None
     ) -> torch.Tensor:
         """x: (B, T, d); memory: the encoder output for cross-attention, else None."""
-        b, t, _ = x.shape
+        # static head counts in unflatten/flatten rather than sizes read from x: a traced
+        # size read is several graph nodes (fvcore), the views are the same
         src = x if memory is None else memory
-        s = src.shape[1]
-        q = self.q(x).view(b, t, self.n_heads, self.head_dim + self.gate_width)
-        q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
+        q = self.q(x).unflatten(-1, (self.n_heads, self.head_dim + self.gate_width))
+        gate = None
+        if self.gate_width:
+            q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
         if self.k is None:  # reuse: the normed, rotated keys and values of an earlier layer
             assert self._kv_store is not None
             if self.qk_norm is not None and not self.qk_norm_after_rope:
                 q, _ = self.qk_norm(q, None)
             if self.rotary is not None:
-                q = self.rotary(q)
+                (q,) = self.rotary(q)
             if self.qk_norm is not None and self.qk_norm_after_rope:
                 q, _ = self.qk_norm(q, None)
             k, v = self._kv_store[self.kv_kind]
         else:
-            k = self.k(src).view(b, s, self.n_kv_heads, self.head_dim)
-            v = k if self.v is None else self.v(src).view(b, s, self.n_kv_heads, self.head_dim)
+            k = self.k(src).unflatten(-1, (self.n_kv_heads, self.head_dim))
+            v = k if self.v is None else self.v(src).unflatten(-1, (self.n_kv_heads, self.head_dim))
             if self.value_norm is not None:
                 v = self.value_norm(v)
             if self.qk_norm is not None and not self.qk_norm_after_rope:
                 q, k = self.qk_norm(q, k)
             if self.rotary is not None:
-                q, k = self.rotary(q), self.rotary(k)
+                q, k = self.rotary(q, k)
             if self.qk_norm is not None and self.qk_norm_after_rope:
                 q, k = self.qk_norm(q, k)
             if self.kv_sharing == "store":
                 assert self._kv_store is not None
                 self._kv_store[self.kv_kind] = k, v
-        k, v = repeat_kv(k, self.n_heads), repeat_kv(v, self.n_heads)
+        groups = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv(k, groups), repeat_kv(v, groups)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, D)
         if not self.takes_bias:
             bias = None
         if self.relative is not None:
             bias = self.relative(q, k)
         out = self.kernel(q, k, v, bias).transpose(1, 2)  # (B, T, H, D)
-        if self.gate_width:
+        if gate is not None:
             out = out * torch.sigmoid(gate)
-        return self.o(out.reshape(b, t, -1))  # (B, T, d)
+        return self.o(out.flatten(2))  # (B, T, d)
 
     def extra_repr(self) -> str:
         text = f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"
         return text + (f", kv={self.kv_sharing} {self.kv_kind}" if self.kv_sharing else "")
 
 
-def repeat_kv(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(B, T, kv_heads, D) -> (B, T, n_heads, D): each KV head serves n_heads/kv_heads queries."""
-    b, t, kv, d = x.shape
-    if kv == n_heads:
-        return x
-    return x.unsqueeze(3).expand(b, t, kv, n_heads // kv, d).reshape(b, t, n_heads, d)
+def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+    """(B, T, kv_heads, D) -> (B, T, kv_heads * groups, D): each KV head serves ``groups``
+    consecutive query heads."""
+    return x if groups == 1 else x.repeat_interleave(groups, dim=2)
 
 
 class LatentAttention(nn.Module):
@@ -161,34 +162,33 @@ class LatentAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, bias: torch.Tensor | None = None, memory: torch.Tensor | None = None
     ) -> torch.Tensor:
-        b, t, _ = x.shape
         h = self.n_heads
         selected = None
         if self.indexer is not None:
             down, norm, up = self.q
             q_latent = norm(down(x))
             selected = self.indexer(x, q_latent)
-            q = up(q_latent).view(b, t, h, -1)
+            q = up(q_latent).unflatten(-1, (h, -1))
         else:
-            q = self.q(x).view(b, t, h, -1)
+            q = self.q(x).unflatten(-1, (h, -1))
         latent, k_rope = self.kv_down(x).split((self.kv_rank, self.rope_dim), dim=-1)
         latent = self.kv_norm(latent)
         if self.lora_scales is not None:
             q, latent = q * self.lora_scales[0], latent * self.lora_scales[1]
         q_nope, q_rope = q.split((self.nope_dim, self.rope_dim), dim=-1)
-        kv = self.kv_up(latent).view(b, t, h, -1)
+        kv = self.kv_up(latent).unflatten(-1, (h, -1))
         k_nope, v = kv.split((self.nope_dim, self.v_dim), dim=-1)
-        k_rope = k_rope.view(b, t, 1, self.rope_dim)
+        k_rope = k_rope.unsqueeze(2)  # one key head, shared
         if self.rotary is not None:
-            q_rope, k_rope = self.rotary(q_rope), self.rotary(k_rope)
+            q_rope, k_rope = self.rotary(q_rope, k_rope)
         q = torch.cat((q_nope, q_rope), dim=-1)
-        k = torch.cat((k_nope, k_rope.expand(b, t, h, self.rope_dim)), dim=-1)
+        k = torch.cat((k_nope, k_rope.expand(-1, -1, h, -1)), dim=-1)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if selected is None:
             out = self.kernel(q, k, v, bias)
         else:
             out = self.kernel(q, k, v, bias, selected=selected)
-        return self.o(out.transpose(1, 2).reshape(b, t, -1))
+        return self.o(out.transpose(1, 2).flatten(2))
 
     def extra_repr(self) -> str:
         return (

@@ -39,14 +39,15 @@ class SoftmaxKernel(nn.Module):
         self.sinks = nn.Parameter(torch.zeros(sink_heads)) if sink_heads else None
 
     def probabilities(
-        self, scores: torch.Tensor, bias: torch.Tensor | None, allowed: torch.Tensor | None
+        self, scores: torch.Tensor, bias: torch.Tensor | None, hidden: torch.Tensor | None
     ) -> torch.Tensor:
+        """``hidden``: True where a query may not read a key (its score becomes -inf)."""
         if bias is not None:
             scores = scores + bias
         if self.softcap is not None:  # Gemma 2, Grok-1: c * tanh(x / c)
             scores = torch.tanh(scores / self.softcap) * self.softcap
-        if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
+        if hidden is not None:
+            scores = scores.masked_fill(hidden, float("-inf"))
         if self.sinks is None:
             return scores.softmax(dim=-1)
         shape = (1, -1) + (1,) * (scores.dim() - 2)  # heads on dim 1, like the scores
@@ -69,10 +70,10 @@ class GlobalKernel(SoftmaxKernel):
     ) -> torch.Tensor:
         """``selected``: the keys each query may read (causal), e.g. a DSA indexer's top-k."""
         scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (B, H, Tq, Tk)
-        allowed = causal_mask(q.shape[2], q.device) if self.causal else None
+        hidden = future_mask(q.shape[2], q.device) if self.causal else None
         if selected is not None:
-            allowed = selected
-        return torch.matmul(self.probabilities(scores, bias, allowed), v)
+            hidden = ~selected
+        return torch.matmul(self.probabilities(scores, bias, hidden), v)
 
 
 class LocalKernel(SoftmaxKernel):
@@ -90,14 +91,14 @@ class LocalKernel(SoftmaxKernel):
         t, w = q.shape[2], self.window
         if w >= t:  # the window covers the sequence: a global causal kernel
             scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
-            return torch.matmul(self.probabilities(scores, bias, causal_mask(t, q.device)), v)
+            return torch.matmul(self.probabilities(scores, bias, future_mask(t, q.device)), v)
         kw = F.pad(k, (0, 0, w - 1, 0)).unfold(2, w, 1)  # (B, H, T, Dqk, W)
         vw = F.pad(v, (0, 0, w - 1, 0)).unfold(2, w, 1)  # (B, H, T, Dv, W)
         scores = torch.matmul((q * self.scale).unsqueeze(-2), kw).squeeze(-2)  # (B, H, T, W)
-        # slot j of query i holds key i - (w - 1) + j: the first w - 1 - i slots are padding
-        slot = torch.arange(w, device=q.device).view(1, -1)
-        allowed = slot >= (w - 1) - torch.arange(t, device=q.device).view(-1, 1)
-        p = self.probabilities(scores, bias, allowed)
+        # slot j of query i holds key i - (w - 1) + j: the first w - 1 - i slots are padding,
+        # those with w - 1 - j > i (above the diagonal once the slots are flipped)
+        padding = torch.ones(t, w, dtype=torch.bool, device=q.device).triu(1).flip(-1)
+        p = self.probabilities(scores, bias, padding)
         return torch.matmul(p.unsqueeze(-2), vw.transpose(-1, -2)).squeeze(-2)
 
     def extra_repr(self) -> str:
@@ -132,14 +133,16 @@ class ChunkedKernel(SoftmaxKernel):
 
     def _block(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
-        return torch.matmul(self.probabilities(scores, None, causal_mask(q.shape[-2], q.device)), v)
+        hidden = future_mask(q.shape[-2], q.device)
+        return torch.matmul(self.probabilities(scores, None, hidden), v)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, chunk={self.chunk}"
 
 
-def causal_mask(t: int, device: torch.device) -> torch.Tensor:
-    return torch.ones(t, t, dtype=torch.bool, device=device).tril()
+def future_mask(t: int, device: torch.device) -> torch.Tensor:
+    """(t, t) booleans, True above the diagonal: the keys a causal query may not read."""
+    return torch.ones(t, t, dtype=torch.bool, device=device).triu(1)
 
 
 class LinearKernel(nn.Module):

@@ -125,21 +125,21 @@ class Experts(nn.Module):
         rows = x.repeat_interleave(k, dim=0)[order]  # (N*k, d), grouped by expert
         n_real = self.up.shape[0]
         counts = torch.bincount(flat, minlength=n_real + self.zero_experts).tolist()
+        # each weight stack unbound once, not indexed per expert: fewer traced nodes (fvcore)
+        up, down = _unbound(self.up, self.up_bias), _unbound(self.down, self.down_bias)
+        gate = _unbound(self.gate, self.gate_bias) if self.gate is not None else None
         outs = []
         for e, chunk in enumerate(rows.split(counts)):
-            if chunk.shape[0] == 0:
+            if counts[e] == 0:
                 continue
             if e >= n_real:  # a zero-computation expert returns its input
                 outs.append(chunk)
                 continue
-            up = _apply(chunk, self.up, self.up_bias, e)
-            if self.gate is not None:
-                h = self.act(_apply(chunk, self.gate, self.gate_bias, e), up)
-            else:
-                h = self.act(up)
-            outs.append(_apply(h, self.down, self.down_bias, e))
+            h = _apply(chunk, up, e)
+            h = self.act(_apply(chunk, gate, e), h) if gate is not None else self.act(h)
+            outs.append(_apply(h, down, e))
         grouped = torch.cat(outs)  # rows in expert order
-        out = grouped.new_empty(grouped.shape).index_copy(0, order, grouped)
+        out = torch.empty_like(grouped).index_copy(0, order, grouped)
         return out.view(n, k, -1)
 
     def extra_repr(self) -> str:
@@ -153,7 +153,16 @@ def _stacked(n: int, d_in: int, d_out: int) -> nn.Parameter:
     return nn.Parameter(w)
 
 
-def _apply(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, expert: int):
+Unbound = tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...] | None]
+
+
+def _unbound(w: torch.Tensor, b: torch.Tensor | None) -> Unbound:
+    """Per-expert (in, out) weights and (out,) biases of stacked ones."""
+    return w.unbind(0), None if b is None else b.unbind(0)
+
+
+def _apply(x: torch.Tensor, weights: Unbound, expert: int) -> torch.Tensor:
+    w, b = weights
     y = torch.matmul(x, w[expert])  # (rows, in) @ (in, out)
     return y if b is None else y + b[expert]
 

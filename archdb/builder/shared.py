@@ -64,16 +64,16 @@ class SharedAttention(nn.Module):
         self.kernel = spec.kernel.module()
 
     def forward(self, x: torch.Tensor, own: Invocation) -> torch.Tensor:
-        b, t, _ = x.shape
-        q = _adapted(x, self.q(x), own.q_adapter).view(b, t, self.n_heads, self.head_dim)
-        k = _adapted(x, self.k(x), own.k_adapter).view(b, t, self.n_kv_heads, self.head_dim)
-        v = _adapted(x, self.v(x), own.v_adapter).view(b, t, self.n_kv_heads, self.head_dim)
+        q = _adapted(x, self.q(x), own.q_adapter).unflatten(-1, (self.n_heads, self.head_dim))
+        k = _adapted(x, self.k(x), own.k_adapter).unflatten(-1, (self.n_kv_heads, self.head_dim))
+        v = _adapted(x, self.v(x), own.v_adapter).unflatten(-1, (self.n_kv_heads, self.head_dim))
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
-        k, v = repeat_kv(k, self.n_heads), repeat_kv(v, self.n_heads)
+            q, k = self.rotary(q, k)
+        groups = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv(k, groups), repeat_kv(v, groups)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, D)
         out = self.kernel(q, k, v).transpose(1, 2)  # (B, T, H, D)
-        return self.o(out.reshape(b, t, -1))
+        return self.o(out.flatten(2))
 
 
 class SharedBlock(nn.Module):

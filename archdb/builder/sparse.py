@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kernels import causal_mask
+from .kernels import future_mask
 from .positions import Rotary
 
 
@@ -47,7 +47,7 @@ class LightningIndexer(nn.Module):
         q = self.wq_b(q_latent).view(b, t, self.heads, self.head_dim)
         k = self.k_norm(self.wk(x)).view(b, t, 1, self.head_dim)
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
+            q, k = self.rotary(q, k)
         per_head = torch.matmul(q.transpose(1, 2), k.permute(0, 2, 3, 1))  # (B, H, Tq, Tk)
         per_head = F.relu(per_head * self.scale)
         weights = self.weights_proj(x) * self.heads**-0.5  # (B, Tq, H)
@@ -55,7 +55,7 @@ class LightningIndexer(nn.Module):
 
     def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor:
         t = x.shape[1]
-        future = ~causal_mask(t, x.device)
+        future = future_mask(t, x.device)
         index = self.scores(x, q_latent).masked_fill(future, float("-inf"))
         chosen = index.topk(min(self.top_k, t), dim=-1).indices
         picked = torch.ones_like(chosen, dtype=torch.bool)

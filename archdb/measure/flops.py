@@ -18,6 +18,7 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
@@ -181,6 +182,7 @@ FREE_OPS = frozenset(
         "pad",
         "repeat",
         "repeat_interleave",
+        "roll",  # RoPE's half-split layout swaps the two halves
         "topk",
         "scatter",  # a top-k selection written into a mask (DSA's indexer)
         "masked_fill",
@@ -220,6 +222,7 @@ FREE_OPS = frozenset(
         "bincount",
         "index_copy",
         "new_empty",
+        "empty_like",
     )
 )
 
@@ -270,16 +273,24 @@ def measure_flops(model: nn.Module, seq_len: int) -> FlopMeasurement:
     """Trace one forward pass of batch 1 and count every operator (dense kernels)."""
     model.eval()
     inputs = example_inputs(model, seq_len)
-    with torch.no_grad(), warnings.catch_warnings():
-        # fvcore traces with torch.jit, which torch 2.x marks deprecated; the trace is sound
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch.jit")
-        analysis = _Counter(model, inputs)
-        per_module = analysis.by_module_and_operator()
-        unsupported = analysis.unsupported_ops()
+    # torch's tracer records the Python call stack of every operation it traces, at a cost
+    # that grows with the stack's depth (a caller such as a test runner adds dozens of
+    # frames): in a fresh thread the stack holds only the trace's own frames.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        per_module, unsupported = pool.submit(_trace_and_count, model, inputs).result()
     if unsupported:
         ops = ", ".join(f"{op} x{n}" for op, n in sorted(unsupported.items()))
         raise UncountedOperatorError(f"operators without a FLOP rule: {ops}")
     return FlopMeasurement(seq_len, _by_class(model, per_module), dict(per_module[""]))
+
+
+def _trace_and_count(model: nn.Module, inputs: tuple) -> tuple[dict[str, Counter], Counter]:
+    """fvcore's counts per module and operator, and the operators without a handle."""
+    with torch.no_grad(), warnings.catch_warnings():  # both hold for this thread only
+        # fvcore traces with torch.jit, which torch 2.x marks deprecated; the trace is sound
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch.jit")
+        analysis = _Counter(model, inputs)
+        return analysis.by_module_and_operator(), analysis.unsupported_ops()
 
 
 def _by_class(model: nn.Module, per_module: dict[str, Counter]) -> dict[str, int]:
