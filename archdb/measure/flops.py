@@ -159,7 +159,6 @@ FREE_OPS = frozenset(
         "expand_as",
         "permute",
         "transpose",
-        "flip",  # interleaved RoPE swaps each rotary pair
         "t",
         "contiguous",
         "unsqueeze",
@@ -170,7 +169,6 @@ FREE_OPS = frozenset(
         "index",
         "index_select",
         "gather",
-        "scatter",
         "cat",
         "stack",
         "split",
@@ -286,7 +284,10 @@ def measure_flops(model: nn.Module, seq_len: int) -> FlopMeasurement:
 
 def _trace_and_count(model: nn.Module, inputs: tuple) -> tuple[dict[str, Counter], Counter]:
     """fvcore's counts per module and operator, and the operators without a handle."""
-    with torch.no_grad(), warnings.catch_warnings():  # both hold for this thread only
+    # The caller's thread-local torch state (grad mode, autocast, a `with torch.device(..)`)
+    # does not reach this thread: what the trace needs is set here. The warnings filter is
+    # process-wide, as it always was.
+    with torch.no_grad(), warnings.catch_warnings():
         # fvcore traces with torch.jit, which torch 2.x marks deprecated; the trace is sound
         warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch.jit")
         analysis = _Counter(model, inputs)
