@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
+from torch.utils._device import DeviceContext  # torch.device("meta") as a context is one
 
 from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
@@ -170,8 +171,8 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
         with _collector_paused():
             return build_plan(plan)
     device = torch.device(device)
-    meta = device.type == "meta"
-    with torch.device(device), _MetaInitSkipped() if meta else _NO_MODE, _collector_paused():
+    place = _OnMeta() if device.type == "meta" else device
+    with place, _collector_paused():
         return build_plan(plan)
 
 
@@ -188,7 +189,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-_NO_MODE = contextlib.nullcontext()
 # Initializers a module's constructor runs, and the in-place fills they end in
 _INITIALIZERS = frozenset(
     {
@@ -210,17 +210,21 @@ _INITIALIZERS = frozenset(
 )
 
 
-class _MetaInitSkipped(torch.overrides.TorchFunctionMode):
-    """A meta tensor holds no values, yet torch runs its random initializers through
-    Python decompositions (a third of a full-size build's time): on meta, skip them."""
+class _OnMeta(DeviceContext):
+    """``torch.device("meta")`` that also skips the random initializers: a meta tensor
+    holds no values, yet torch runs them through Python decompositions (a third of a
+    full-size build's time). One mode, not a second one stacked on the device's: every
+    torch call of a build passes through each mode in Python."""
+
+    def __init__(self) -> None:
+        super().__init__("meta")
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         if func in _INITIALIZERS:
-            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor=
+            target = args[0] if args else (kwargs or {}).get("tensor")  # nn.init: tensor=
             if getattr(target, "is_meta", False):
                 return target
-        return func(*args, **kwargs)
+        return super().__torch_function__(func, types, args, kwargs)
 
 
 def build_plan(plan: P.Plan) -> nn.Module:
