@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
-from torch.utils._device import DeviceContext  # torch.device("meta") as a context is one
+from torch.utils._device import DeviceContext  # what `with torch.device(...)` enters
 
 from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
@@ -224,7 +224,7 @@ class _OnMeta(DeviceContext):
             target = args[0] if args else (kwargs or {}).get("tensor")  # nn.init: tensor=
             if getattr(target, "is_meta", False):
                 return target
-        elif func in _CONSTANT_FILLS and (kwargs or {}).get("device") is None:
+        elif func in _CONSTANT_FILLS:
             # a constant holds no value on meta either: its shape alone (an empty), as
             # torch's meta full runs a Python decomposition (7x the time; a norm each)
             shape, dtype = _filled_shape(func, args, kwargs or {})
@@ -239,7 +239,8 @@ _UNKNOWN = object()
 
 def _filled_shape(func, args: tuple, kwargs: dict) -> tuple[tuple[int, ...], object]:
     """The shape and dtype ``torch.zeros/ones/full`` would make, or ``_UNKNOWN`` for a call
-    read here no further (other arguments, or a full whose dtype its value decides)."""
+    read here no further (a device or other arguments, or a full whose value decides its
+    dtype): those run as torch runs them."""
     if set(kwargs) - {"dtype"}:
         return (), _UNKNOWN
     dtype = kwargs.get("dtype")
