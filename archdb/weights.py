@@ -518,15 +518,33 @@ def _check_constants(ckpt: Checkpoint, names: Names) -> None:
 def _loadable_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     """Every parameter once, under its first name (a tied head is the embedding's), and
     every buffer a checkpoint fills."""
-    return dict(model.named_parameters()) | checkpoint_buffers(model)
+    parameters, buffers = _state_tensors(model)
+    return parameters | buffers
 
 
 def checkpoint_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
     """The persistent buffers: state a checkpoint carries but no gradient trains (a
     router's score-correction bias, Gemma 4's layer scalars); RoPE tables and masks are
     not persistent."""
-    persistent = model.state_dict(keep_vars=True)
-    return {name: b for name, b in model.named_buffers() if name in persistent}
+    return _state_tensors(model)[1]
+
+
+def _state_tensors(
+    model: nn.Module,
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The parameters and the persistent buffers, each tensor under its first name: what
+    ``named_parameters()`` and the persistent part of ``named_buffers()`` give, read in one
+    walk of the modules (``state_dict``) instead of three (a full-size model has thousands)."""
+    from torch import nn
+
+    parameters: dict[str, torch.Tensor] = {}
+    buffers: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:  # a shared tensor (a tied head) again, under a later name
+            seen.add(id(tensor))
+            (parameters if isinstance(tensor, nn.Parameter) else buffers)[name] = tensor
+    return parameters, buffers
 
 
 def _tied_copy(name: str, names: Names, model: nn.Module) -> bool:
@@ -621,12 +639,13 @@ def _dims(model: nn.Module) -> Dims:
     from archdb.builder.moe import Experts
     from archdb.mixers.gated_deltanet import gated_deltanet_module
 
-    att = next((m for m in model.modules() if isinstance(m, HeadAttention)), None)
+    modules = list(model.modules())  # one walk: a full-size model has thousands
+    att = next((m for m in modules if isinstance(m, HeadAttention)), None)
     deltanet = gated_deltanet_module()
-    gdn = next((m for m in model.modules() if isinstance(m, deltanet)), None)
-    experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
+    gdn = next((m for m in modules if isinstance(m, deltanet)), None)
+    experts = next((m for m in modules if isinstance(m, Experts)), None)
     d_ff = 0
-    for m in model.modules():
+    for m in modules:
         gate = getattr(m, "gate", None)
         if hasattr(m, "up") and hasattr(m, "down") and hasattr(gate, "out_features"):
             d_ff = gate.out_features

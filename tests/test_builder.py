@@ -461,16 +461,17 @@ def test_position_blocks():
 
 @pytest.mark.parametrize("changes", CHOICES, ids=lambda c: ",".join(c)[:50])
 def test_meta_buffers_have_the_shapes_of_real_ones(changes):
-    """Position tables are allocated by shape alone on the meta device: the same names,
-    shapes and dtypes as the computed ones."""
+    """Position tables and constant fills (norm scales, biases) are allocated by shape
+    alone on the meta device: the same names, shapes and dtypes as the computed ones."""
     arch = make_arch(**changes)
 
-    def buffers(model):
-        return {name: (b.shape, b.dtype) for name, b in model.named_buffers()}
+    def tensors(model):
+        named = [*model.named_buffers(), *model.named_parameters()]
+        return {name: (t.shape, t.dtype) for name, t in named}
 
     real, meta = build_model(arch), build_model(arch, device="meta")
-    assert buffers(meta) == buffers(real)
-    assert all(b.is_meta for b in meta.buffers())
+    assert tensors(meta) == tensors(real)
+    assert all(t.is_meta for t in [*meta.buffers(), *meta.parameters()])
 
 
 def test_encoder_decoder_shares_embeddings_and_has_cross_attention():

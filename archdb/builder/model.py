@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
+from torch.utils._device import DeviceContext  # what `with torch.device(...)` enters
 
 from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
@@ -170,8 +171,8 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
         with _collector_paused():
             return build_plan(plan)
     device = torch.device(device)
-    meta = device.type == "meta"
-    with torch.device(device), _MetaInitSkipped() if meta else _NO_MODE, _collector_paused():
+    place = _OnMeta() if device.type == "meta" else device
+    with place, _collector_paused():
         return build_plan(plan)
 
 
@@ -188,7 +189,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-_NO_MODE = contextlib.nullcontext()
 # Initializers a module's constructor runs, and the in-place fills they end in
 _INITIALIZERS = frozenset(
     {
@@ -210,17 +210,49 @@ _INITIALIZERS = frozenset(
 )
 
 
-class _MetaInitSkipped(torch.overrides.TorchFunctionMode):
-    """A meta tensor holds no values, yet torch runs its random initializers through
-    Python decompositions (a third of a full-size build's time): on meta, skip them."""
+class _OnMeta(DeviceContext):
+    """``torch.device("meta")`` that also skips the random initializers: a meta tensor
+    holds no values, yet torch runs them through Python decompositions (a third of a
+    full-size build's time). One mode, not a second one stacked on the device's: every
+    torch call of a build passes through each mode in Python."""
+
+    def __init__(self) -> None:
+        super().__init__("meta")
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         if func in _INITIALIZERS:
-            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor=
+            target = args[0] if args else (kwargs or {}).get("tensor")  # nn.init: tensor=
             if getattr(target, "is_meta", False):
                 return target
-        return func(*args, **kwargs)
+        elif func in _CONSTANT_FILLS:
+            # a constant holds no value on meta either: its shape alone (an empty), as
+            # torch's meta full runs a Python decomposition (7x the time; a norm each)
+            shape, dtype = _filled_shape(func, args, kwargs or {})
+            if dtype is not _UNKNOWN:
+                return torch.empty(shape, dtype=dtype, device=self.device)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+_CONSTANT_FILLS = frozenset({torch.zeros, torch.ones, torch.full})
+_UNKNOWN = object()
+
+
+def _filled_shape(func, args: tuple, kwargs: dict) -> tuple[tuple[int, ...], object]:
+    """The shape and dtype ``torch.zeros/ones/full`` would make, or ``_UNKNOWN`` for a call
+    read here no further (a device or other arguments, or a full whose value decides its
+    dtype): those run as torch runs them."""
+    if set(kwargs) - {"dtype"}:
+        return (), _UNKNOWN
+    dtype = kwargs.get("dtype")
+    if func is torch.full:
+        if len(args) != 2:
+            return (), _UNKNOWN
+        shape, value = args
+        if dtype is None and type(value) is not float:  # an int or bool fill: its dtype
+            return (), _UNKNOWN
+    else:
+        shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+    return tuple(shape), dtype
 
 
 def build_plan(plan: P.Plan) -> nn.Module:

@@ -46,9 +46,12 @@ def measure_params(
     embedding: dict[int, int] = {}  # each tensor once (a tied head is the table)
     inactive = 0
     for module in model.modules():
-        if getattr(module, "archdb_embedding", False):
+        # the marks are plain instance attributes: read from the instance's dict, as a
+        # getattr that misses raises (and catches) inside nn.Module on each of 1000s
+        marks = vars(module)
+        if marks.get("archdb_embedding", False):
             embedding |= {id(p): p.numel() for p in module.parameters()}
-        active = getattr(module, "archdb_active", None)
+        active = marks.get("archdb_active")
         if active is not None:  # routed experts: a token uses `active` of them
             n_experts = module.up.shape[0]
             per_expert = sum(p.numel() for p in module.parameters()) // n_experts
