@@ -26,7 +26,6 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
-from torch.utils._device import DeviceContext  # what `with torch.device(...)` enters
 
 from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
@@ -171,8 +170,8 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
         with _collector_paused():
             return build_plan(plan)
     device = torch.device(device)
-    place = _OnMeta() if device.type == "meta" else device
-    with place, _collector_paused():
+    meta = device.type == "meta"
+    with device, _MetaValuesSkipped() if meta else _NO_MODE, _collector_paused():
         return build_plan(plan)
 
 
@@ -189,6 +188,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+_NO_MODE = contextlib.nullcontext()
 # Initializers a module's constructor runs, and the in-place fills they end in
 _INITIALIZERS = frozenset(
     {
@@ -210,27 +210,23 @@ _INITIALIZERS = frozenset(
 )
 
 
-class _OnMeta(DeviceContext):
-    """``torch.device("meta")`` that also skips the random initializers: a meta tensor
-    holds no values, yet torch runs them through Python decompositions (a third of a
-    full-size build's time). One mode, not a second one stacked on the device's: every
-    torch call of a build passes through each mode in Python."""
-
-    def __init__(self) -> None:
-        super().__init__("meta")
+class _MetaValuesSkipped(torch.overrides.TorchFunctionMode):
+    """A meta tensor holds no values, yet torch computes them through Python
+    decompositions: the random initializers (a third of a full-size build's time) and the
+    constant fills (a meta ``full`` costs 7 empties; a norm makes one). On meta, skip them:
+    an initializer returns its tensor, a fill is an empty of its shape and dtype."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
         if func in _INITIALIZERS:
-            target = args[0] if args else (kwargs or {}).get("tensor")  # nn.init: tensor=
+            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor=
             if getattr(target, "is_meta", False):
                 return target
         elif func in _CONSTANT_FILLS:
-            # a constant holds no value on meta either: its shape alone (an empty), as
-            # torch's meta full runs a Python decomposition (7x the time; a norm each)
-            shape, dtype = _filled_shape(func, args, kwargs or {})
+            shape, dtype = _filled_shape(func, args, kwargs)
             if dtype is not _UNKNOWN:
-                return torch.empty(shape, dtype=dtype, device=self.device)
-        return super().__torch_function__(func, types, args, kwargs)
+                return torch.empty(shape, dtype=dtype, device="meta")
+        return func(*args, **kwargs)
 
 
 _CONSTANT_FILLS = frozenset({torch.zeros, torch.ones, torch.full})
