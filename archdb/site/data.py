@@ -19,7 +19,7 @@ from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Card, Source
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row
 
 # --- formatting ------------------------------------------------------------------------
 
@@ -163,13 +163,15 @@ def compare_fields() -> list[str]:
     return [c for c in [*FIELD_COLUMNS, *DERIVED_COLUMNS] if c not in ("id", "series")]
 
 
-def compare_data(cards: Iterable[Card]) -> dict[str, Any]:
-    """Each card's shown value and, for numbers, raw value (the script computes ratios)."""
+def compare_data(cards: Iterable[Card], rows: Iterable[Row] | None = None) -> dict[str, Any]:
+    """Each card's shown value and, for numbers, raw value (the script computes ratios);
+    ``rows``: the cards' ``card_row`` rows, in order, when already made."""
     fields = compare_fields()
     numeric = {c for c in fields if _is_number_column(c) and c != "year"}
     out: dict[str, Any] = {"fields": fields, "numeric": sorted(numeric), "cards": {}}
-    for card in cards:
-        row = card_row(card)
+    cards = list(cards)
+    rows = [card_row(card) for card in cards] if rows is None else list(rows)
+    for card, row in zip(cards, rows, strict=True):
         out["cards"][card.id] = {
             "name": card.name,
             "shown": [format_value(row[c], c) if row[c] is not None else None for c in fields],
