@@ -120,29 +120,37 @@ def toy_trees(cards: Iterable[Card]) -> dict[str, ToyTree]:
 
     torch_version = version("torch")
     cards = list(cards)
+    texts: dict[str, str] = {}  # a family's sizes often shrink to one toy: built once
     entries = cache.looked_up(
         cache.read_toy_trees,
         cache.write_toy_trees,
         ((cache.toy_tree_key(card.architecture, torch_version), card) for card in cards),
-        lambda card: list(astuple(toy_tree(card))),
+        lambda card: list(astuple(toy_tree(card, texts))),
     )
     return {
         card.id: ToyTree(text, str(rule)) for card, (text, rule) in zip(cards, entries, strict=True)
     }
 
 
-def toy_tree(card: Card) -> ToyTree:
+def toy_tree(card: Card, texts: dict[str, str] | None = None) -> ToyTree:
     """The toy of ``archdb build ID``, its modules as an indented tree. Built on the meta
     device: the tree needs shapes only, and initialising weights (thousands of toy experts)
-    would cost most of the site's build time."""
+    would cost most of the site's build time. ``texts``: trees already printed, by toy
+    architecture (a tree depends on the toy alone), read and filled."""
     try:
         toy = shrink(fill_unknowns(card.architecture)[0])
+        key = toy.arch.model_dump_json()
+        if texts is not None and key in texts:
+            return ToyTree(texts[key], toy.rule)
         model = build_model(toy.arch, device="meta")
     except (BuildError, ValueError) as exc:
         return ToyTree(None, f"not built: {exc}")
     lines: list[str] = []
     _tree_lines(module_tree(model), "", lines)
-    return ToyTree("\n".join(lines), toy.rule)
+    text = "\n".join(lines)
+    if texts is not None:
+        texts[key] = text
+    return ToyTree(text, toy.rule)
 
 
 def _tree_lines(nodes: list[dict], prefix: str, lines: list[str]) -> None:
