@@ -224,7 +224,7 @@ def test_toy_trees_are_cached_by_architecture_and_planted_entries_ignored(
     assert built == {c.id: toy_tree(c) for c in cards}  # what the site showed before
     (store,) = private_cache.glob("toy-trees-*.json")
 
-    def no_build(card):
+    def no_build(card, *_):
         raise AssertionError(f"{card.id} built again")
 
     with monkeypatch.context() as patch:
