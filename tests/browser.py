@@ -84,7 +84,9 @@ def serve(folder: Path) -> Iterator[str]:
     """Serve ``folder`` over http on 127.0.0.1 (a free port); yields the base URL."""
     handler = functools.partial(_QuietHandler, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: at the default 0.5 s, half a second per
+    # server at the end of the module
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"

@@ -61,11 +61,12 @@ def _check_labels(fig: Figure) -> int:
         # the text itself: an Annotation's own extent adds its leader line
         boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in labels]
         legend = ax.get_legend()
+        legend_box = legend.get_window_extent(renderer) if legend is not None else None
         for name, box in boxes:
             assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1, f"{name} leaves the axes"
             assert ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1, f"{name} leaves the axes"
-            if legend is not None:
-                assert not box.overlaps(legend.get_window_extent(renderer)), name
+            if legend_box is not None:
+                assert not box.overlaps(legend_box), name
         for (a, box_a), (b, box_b) in combinations(boxes, 2):
             assert not box_a.overlaps(box_b), f"{a} overlaps {b}"
         labelled += len(labels)

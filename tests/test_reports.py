@@ -222,14 +222,19 @@ def test_a_lineage_cycle_is_broken_into_a_tree() -> None:
 @pytest.fixture(scope="module")
 def pages_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The pages of the lineage and the fidelity catalogues together, rendered once for
-    the tests below, which read only pages: the figures are drawn but not saved as SVG
-    (most of a render's time), their files left empty; past the memos, which keep whole
-    renders."""
+    the tests below, which read only the pages' text: no figure is drawn (every figure
+    function gives None, as for a catalogue without the data; drawing and saving them is
+    most of a render's time, and the determinism test checks them); past the memos,
+    which keep whole renders."""
     out = tmp_path_factory.mktemp("pages")
     data = build._compute(catalogue(*_line_catalogue(), *_fidelity_catalogue()))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(build.figures, "save_svg", lambda fig, path: None)
+        for module in (build.figures, build.mech_page):
+            for name in dir(module):
+                if name.endswith("_figure") and not name.startswith("_"):
+                    patch.setattr(module, name, lambda *args: None)
         build.write_files(build._render(data), out)
+    assert not (out / build.FIGURES).is_dir() or not any((out / build.FIGURES).iterdir())
     return out
 
 

@@ -104,9 +104,17 @@ def crossover_context(arch: Architecture, mode: Mode) -> float | None:
         return None  # a fixed-size state: the cost per token does not grow with L
     groups = decoder_groups(arch) + shared_groups(arch)  # Zamba2's invocations attend
     target = sum(n * mlp_flops(arch, spec) for spec, n in groups)
+    # attention_flops of each attending group with its per-key cost read once: the bisection
+    # below asks for hundreds of contexts (recurrent groups add 0.0 and are left out)
+    attending = [(n, spec.kind, spec.window) for spec, n in groups if spec.kind.attention]
+    dims = head_dims(arch) if attending else None
+    per_key = cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim) if dims else 0.0
 
     def attention(context: float) -> float:
-        return sum(n * attention_flops(arch, spec, context, mode) for spec, n in groups)
+        return sum(
+            n * (per_key * keys_per_query(kind, window, context, mode))
+            for n, kind, window in attending
+        )
 
     if attention(MAX_CONTEXT) < target:
         return None

@@ -45,7 +45,7 @@ def parents(frame: pd.DataFrame) -> dict[str, str]:
     """Each released card's parent: the card its ``lineage`` names, if released too.
 
     A link that would close a cycle is dropped, so every line is a tree with one root."""
-    part = released(frame)
+    part = released(frame[["lineage", "research_variant"]])  # not a copy of every column
     ids = set(part.index)
     links = {
         str(card): str(parent)
@@ -109,8 +109,9 @@ def evolution(frame: pd.DataFrame, root: str) -> pd.DataFrame:
     """The line from ``root``, one card per row, with what changed from the card it
     descends from (the ``from`` column)."""
     links = parents(frame)
-    order = members(frame, root)
-    cards = frame.loc[order]
+    order = _tree(_children(frame, links), root)
+    shown = ["name", "release_date", "params_published", *EVOLUTION_COLUMNS.values()]
+    cards = frame.loc[order, list(dict.fromkeys(shown))]  # the line's rows, shown columns
     table = pd.DataFrame(
         {
             "model": cards["name"],

@@ -427,8 +427,8 @@ def _label_points(
     renderer = _renderer(ax.figure)
     scale = ax.figure.dpi / 72  # display pixels per point
     inner = ax.bbox.padded(-LABEL_PAD * scale)
-    blocked = [leg.get_window_extent(renderer) for leg in [ax.get_legend()] if leg]
-    markers = [_marker_box(ax, p, scale) for c in ax.collections for p in c.get_offsets()]
+    blocked = [_span(leg.get_window_extent(renderer)) for leg in [ax.get_legend()] if leg]
+    markers = [_span(_marker_box(ax, p, scale)) for c in ax.collections for p in c.get_offsets()]
     for xv, yv, label in points:
         probe = ax.text(0, 0, label, fontsize=LABEL_SIZE)
         extent = probe.get_window_extent(renderer)
@@ -448,7 +448,7 @@ def _label_points(
             ha="left",
             arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.4} if far else None,
         )
-        blocked.append(box.padded(LABEL_PAD * scale / 2))
+        blocked.append(_span(box.padded(LABEL_PAD * scale / 2)))
 
 
 LABEL_SIZE = 6
@@ -463,8 +463,8 @@ def _place(
     height: float,
     scale: float,
     inner: Bbox,
-    blocked: list[Bbox],
-    markers: list[Bbox],
+    blocked: list[Span],
+    markers: list[Span],
 ) -> Bbox:
     """The first free box for a label of its size near (px, py), all in display pixels."""
     gap = 3.5 * scale
@@ -473,9 +473,10 @@ def _place(
         y0 = py - height / 2 + step * 4.5 * scale
         for x0 in (px + gap, px - gap - width):
             box = _clamp(Bbox.from_bounds(x0, y0, width, height), inner)
-            if any(box.overlaps(other) for other in blocked):
+            span = _span(box)
+            if any(_overlaps(span, other) for other in blocked):
                 continue
-            if not any(box.overlaps(m) for m in markers):
+            if not any(_overlaps(span, m) for m in markers):
                 return box
             fallback = fallback or box
     if fallback is not None:
@@ -486,9 +487,24 @@ def _place(
             box = Bbox.from_bounds(
                 inner.x0 + column * width, inner.y1 - (row + 1) * height, width, height
             )
-            if not any(box.overlaps(other) for other in blocked):
+            if not any(_overlaps(_span(box), other) for other in blocked):
                 return box
     raise ValueError("no room left in the axes for another point label")
+
+
+# A box's extents as plain floats, ordered (x0 <= x1, y0 <= y1): the placement tests
+# thousands of pairs, and Bbox.overlaps re-reads both boxes' numpy extents on each call.
+Span = tuple[float, float, float, float]
+
+
+def _span(box: Bbox) -> Span:
+    x0, y0, x1, y1 = (float(v) for v in box.extents)
+    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+
+def _overlaps(a: Span, b: Span) -> bool:
+    """``Bbox.overlaps``: the boxes intersect or touch."""
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
 
 
 def _clamp(box: Bbox, inner: Bbox) -> Bbox:

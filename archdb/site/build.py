@@ -27,7 +27,7 @@ from archdb.catalogue import Catalogue
 from archdb.errors import UsageError
 from archdb.measure.analytic import derived_figures
 from archdb.reports.build import FIGURES, PAGES, compute, write_reports
-from archdb.table import card_row
+from archdb.table import catalogue_rows
 
 from . import markdown, pages
 from .data import compare_data, fidelity, toy_trees
@@ -96,7 +96,7 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
 
     cards = list(catalogue)
     ids = {c.id for c in cards}
-    rows = [card_row(c) for c in cards]
+    rows = catalogue_rows(cards)  # their counts from the figures cache the report data filled
     write = _writer(out, result)
     write("index.html", pages.index_page(cards, rows, catalogue.path.name))
 
@@ -106,7 +106,7 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
     for name, body in markdown.pages(report_md, card_link).items():
         write(name, pages.report_page(name, body))
     defaults = [c.id for c in cards[:2]]
-    write("compare.html", pages.compare_page(compare_data(cards), defaults))
+    write("compare.html", pages.compare_page(compare_data(cards, rows), defaults))
     lap("pages")
 
     (out / "cards").mkdir()

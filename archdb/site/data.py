@@ -19,7 +19,7 @@ from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Card, Source
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row
 
 # --- formatting ------------------------------------------------------------------------
 
@@ -120,29 +120,37 @@ def toy_trees(cards: Iterable[Card]) -> dict[str, ToyTree]:
 
     torch_version = version("torch")
     cards = list(cards)
+    texts: dict[str, str] = {}  # a family's sizes often shrink to one toy: built once
     entries = cache.looked_up(
         cache.read_toy_trees,
         cache.write_toy_trees,
         ((cache.toy_tree_key(card.architecture, torch_version), card) for card in cards),
-        lambda card: list(astuple(toy_tree(card))),
+        lambda card: list(astuple(toy_tree(card, texts))),
     )
     return {
         card.id: ToyTree(text, str(rule)) for card, (text, rule) in zip(cards, entries, strict=True)
     }
 
 
-def toy_tree(card: Card) -> ToyTree:
+def toy_tree(card: Card, texts: dict[str, str] | None = None) -> ToyTree:
     """The toy of ``archdb build ID``, its modules as an indented tree. Built on the meta
     device: the tree needs shapes only, and initialising weights (thousands of toy experts)
-    would cost most of the site's build time."""
+    would cost most of the site's build time. ``texts``: trees already printed, by toy
+    architecture (a tree depends on the toy alone), read and filled."""
     try:
         toy = shrink(fill_unknowns(card.architecture)[0])
+        key = toy.arch.model_dump_json()
+        if texts is not None and key in texts:
+            return ToyTree(texts[key], toy.rule)
         model = build_model(toy.arch, device="meta")
     except (BuildError, ValueError) as exc:
         return ToyTree(None, f"not built: {exc}")
     lines: list[str] = []
     _tree_lines(module_tree(model), "", lines)
-    return ToyTree("\n".join(lines), toy.rule)
+    text = "\n".join(lines)
+    if texts is not None:
+        texts[key] = text
+    return ToyTree(text, toy.rule)
 
 
 def _tree_lines(nodes: list[dict], prefix: str, lines: list[str]) -> None:
@@ -163,13 +171,15 @@ def compare_fields() -> list[str]:
     return [c for c in [*FIELD_COLUMNS, *DERIVED_COLUMNS] if c not in ("id", "series")]
 
 
-def compare_data(cards: Iterable[Card]) -> dict[str, Any]:
-    """Each card's shown value and, for numbers, raw value (the script computes ratios)."""
+def compare_data(cards: Iterable[Card], rows: Iterable[Row] | None = None) -> dict[str, Any]:
+    """Each card's shown value and, for numbers, raw value (the script computes ratios);
+    ``rows``: the cards' ``card_row`` rows, in order, when already made."""
     fields = compare_fields()
     numeric = {c for c in fields if _is_number_column(c) and c != "year"}
     out: dict[str, Any] = {"fields": fields, "numeric": sorted(numeric), "cards": {}}
-    for card in cards:
-        row = card_row(card)
+    cards = list(cards)
+    rows = [card_row(card) for card in cards] if rows is None else list(rows)
+    for card, row in zip(cards, rows, strict=True):
         out["cards"][card.id] = {
             "name": card.name,
             "shown": [format_value(row[c], c) if row[c] is not None else None for c in fields],
