@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -434,7 +435,7 @@ def _label_points(
     scale = ax.figure.dpi / 72  # display pixels per point
     inner = ax.bbox.padded(-LABEL_PAD * scale)
     blocked = [_span(leg.get_window_extent(renderer)) for leg in [ax.get_legend()] if leg]
-    markers = [_span(_marker_box(ax, p, scale)) for c in ax.collections for p in c.get_offsets()]
+    markers = [m for c in ax.collections for m in _marker_spans(ax, c.get_offsets(), scale)]
     for xv, yv, label in points:
         probe = ax.text(0, 0, label, fontsize=LABEL_SIZE)
         extent = probe.get_window_extent(renderer)
@@ -520,10 +521,16 @@ def _clamp(box: Bbox, inner: Bbox) -> Bbox:
     return box.translated(dx, dy)
 
 
-def _marker_box(ax: Axes, offset: Any, scale: float) -> Bbox:
-    cx, cy = ax.transData.transform(offset)
+def _marker_spans(ax: Axes, offsets: Any, scale: float) -> list[Span]:
+    """The display boxes of a scatter's markers, all points transformed in one call (a
+    call per point cost more than the placement itself)."""
     r = 2.0 * scale
-    return Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
+    if len(offsets) == 0:
+        return []
+    return [
+        (cx - r, cy - r, cx + r, cy + r)
+        for cx, cy in np.asarray(ax.transData.transform(offsets), dtype=float).tolist()
+    ]
 
 
 def _renderer(fig: Figure) -> Any:
