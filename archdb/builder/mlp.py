@@ -12,6 +12,8 @@ from torch import nn
 from archdb.plan.mlp import ClampedSwiGLU, activation_rule
 from archdb.schema import Activation
 
+from .device import linear
+
 
 class Act(nn.Module):
     """A pointwise non-linearity (its rule in ``archdb.choices.activations.ACTIVATIONS``);
@@ -45,9 +47,9 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool) -> None:
         super().__init__()
-        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.up = linear(d_model, d_ff, bias=bias)
         self.act = act
-        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.down = linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(self.act(self.up(x)))
@@ -58,10 +60,10 @@ class GatedMLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool) -> None:
         super().__init__()
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)
-        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.gate = linear(d_model, d_ff, bias=bias)
+        self.up = linear(d_model, d_ff, bias=bias)
         self.act = act
-        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.down = linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(self.act(self.gate(x), self.up(x)))
