@@ -50,5 +50,5 @@ def linear(in_features: int, out_features: int, bias: bool = True) -> nn.Linear:
     if not _META_BUILD.get():
         return nn.Linear(in_features, out_features, bias)  # real values: torch's init, RNG order
     layer = _ShapesOnlyLinear(in_features, out_features, bias)
-    layer.__class__ = nn.Linear  # a plain nn.Linear from here on
+    object.__setattr__(layer, "__class__", nn.Linear)  # a plain nn.Linear from here on
     return layer
