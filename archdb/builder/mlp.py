@@ -12,6 +12,7 @@ from torch import nn
 from archdb.plan.mlp import ClampedSwiGLU, activation_rule
 from archdb.schema import Activation
 
+from .attributes import set_plain
 from .device import linear
 
 
@@ -25,9 +26,8 @@ class Act(nn.Module):
         self, activation: Activation, gelu_exact: bool = False, clamp: ClampedSwiGLU | None = None
     ) -> None:
         super().__init__()
-        self.activation = activation
-        self.rule = activation_rule(activation, gelu_exact, clamp)
-        self.fn = self.rule.fn
+        rule = activation_rule(activation, gelu_exact, clamp)
+        set_plain(self, activation=activation, rule=rule, fn=rule.fn)
         for name, initial in self.rule.learned:  # xIELU's alpha_p, alpha_n
             setattr(self, name, nn.Parameter(torch.tensor([initial])))
 
