@@ -713,3 +713,37 @@ def test_a_meta_build_skips_initializers_and_real_builds_keep_them():
     for (name, p), q in zip(real.named_parameters(), again.parameters(), strict=True):
         assert torch.equal(p, q), name
     assert real.embed.table.weight.std() > 0.5  # normal(0, 1), not skipped
+
+
+def test_linear_is_torchs_linear_with_its_values_or_in_a_meta_build_its_shapes():
+    """builder.device.linear: outside a meta build torch's own layer, the same random draw;
+    in one the same class, names, shapes and dtypes, with no leftover of the skipped init."""
+    from torch import nn
+
+    from archdb.builder.device import linear, meta_build
+
+    for bias in (True, False):
+        torch.manual_seed(0)
+        ours = linear(8, 4, bias)
+        torch.manual_seed(0)
+        torchs = nn.Linear(8, 4, bias)
+        assert type(ours) is nn.Linear
+        assert all(map(torch.equal, ours.state_dict().values(), torchs.state_dict().values()))
+        with torch.device("meta"), meta_build():
+            shapes_only = linear(8, 4, bias)
+        assert type(shapes_only) is nn.Linear and "reset_parameters" not in vars(shapes_only)
+        assert all(t.is_meta for t in shapes_only.parameters())
+        assert [(n, t.shape, t.dtype) for n, t in shapes_only.named_parameters()] == [
+            (n, t.shape, t.dtype) for n, t in torchs.named_parameters()
+        ]
+    assert linear(8, 4).weight.device.type == "cpu"  # the flag ends with its build
+
+
+def test_empty_norm_slots_share_one_identity_and_stay_out_of_the_tree():
+    """A build's empty norm slots are one nn.Identity (tens of thousands at full size):
+    no parameters, left out of the module tree, the forward pass unchanged."""
+    model = build_model(make_arch(), device="meta")
+    empties = {id(m) for m in model.modules() if isinstance(m, torch.nn.Identity)}
+    residual = model.decoder.layers[0].attn
+    assert isinstance(residual.after, torch.nn.Identity) and len(empties) == 1
+    assert "Identity" not in json.dumps(module_tree(model))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .attributes import set_plain
+from .device import linear
 from .norms import QKNormPair
 from .positions import RelativeXL, Rotary
 
@@ -39,26 +41,31 @@ class HeadAttention(nn.Module):
         qk_norm_after_rope: bool = False,
     ) -> None:
         super().__init__()
-        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
-        self.qk_norm_after_rope = qk_norm_after_rope  # Hunyuan norms the rotated q and k
-        # an output gate widens each query head by its gate values (Qwen3-Next's layout)
-        self.gate_width = gate_width
-        self.q = nn.Linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
+        set_plain(
+            self,
+            n_heads=n_heads,
+            n_kv_heads=n_kv_heads,
+            head_dim=head_dim,
+            qk_norm_after_rope=qk_norm_after_rope,  # Hunyuan norms the rotated q and k
+            # an output gate widens each query head by its gate values (Qwen3-Next's layout)
+            gate_width=gate_width,
+        )
+        self.q = linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
         # cross-layer KV sharing (Gemma 3n/4): "store" leaves this layer's keys and values
-        # in the model's store under its kind, "reuse" attends with them and has no k or v
-        self.kv_sharing, self.kv_kind = kv_sharing, kv_kind
-        self._kv_store = kv_store  # a plain dict shared by the layers, not a submodule
+        # in the model's store (a plain dict shared by the layers, not a submodule) under
+        # its kind, "reuse" attends with them and has no k or v
+        set_plain(self, kv_sharing=kv_sharing, kv_kind=kv_kind, _kv_store=kv_store)
         reuses = kv_sharing == "reuse"
-        self.k = None if reuses else nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+        self.k = None if reuses else linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
         # Gemma 4's global layers (k_eq_v): no value projection, the raw keys are the values
         own_v = not values_from_keys and not reuses
-        self.v = nn.Linear(d_model, n_kv_heads * head_dim, qkv_bias) if own_v else None
+        self.v = linear(d_model, n_kv_heads * head_dim, qkv_bias) if own_v else None
         self.value_norm = None if reuses else value_norm  # Gemma 4: a bare RMS norm per head
-        self.o = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
+        self.o = linear(n_heads * head_dim, d_model, bias=out_bias)
         self.qk_norm = qk_norm
         self.rotary = rotary
         self.relative = relative  # Transformer-XL positions, computed in the layer
-        self.takes_bias = takes_bias  # False: a NoPE layer ignores the stack's score bias
+        set_plain(self, takes_bias=takes_bias)  # False: a NoPE layer ignores the score bias
         self.kernel = kernel
 
     def forward(
@@ -144,17 +151,17 @@ class LatentAttention(nn.Module):
         self.kv_rank = kv_rank
         qk = nope_dim + rope_dim
         if q_rank is None:
-            self.q = nn.Linear(d_model, n_heads * qk, bias=qkv_bias)
+            self.q = linear(d_model, n_heads * qk, bias=qkv_bias)
         else:
             self.q = nn.Sequential(
-                nn.Linear(d_model, q_rank, bias=qkv_bias),
+                linear(d_model, q_rank, bias=qkv_bias),
                 make_norm(q_rank),
-                nn.Linear(q_rank, n_heads * qk, bias=False),
+                linear(q_rank, n_heads * qk, bias=False),
             )
-        self.kv_down = nn.Linear(d_model, kv_rank + rope_dim, bias=qkv_bias)
+        self.kv_down = linear(d_model, kv_rank + rope_dim, bias=qkv_bias)
         self.kv_norm = make_norm(kv_rank)
-        self.kv_up = nn.Linear(kv_rank, n_heads * (nope_dim + v_dim), bias=False)
-        self.o = nn.Linear(n_heads * v_dim, d_model, bias=out_bias)
+        self.kv_up = linear(kv_rank, n_heads * (nope_dim + v_dim), bias=False)
+        self.o = linear(n_heads * v_dim, d_model, bias=out_bias)
         self.rotary = rotary
         self.kernel = kernel
         self.indexer = indexer  # DSA: picks the keys each query reads from the query latent

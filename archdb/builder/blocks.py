@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .attributes import set_plain
+
 Stream = tuple[torch.Tensor, torch.Tensor | None]
 
 
@@ -41,7 +43,7 @@ class Residual(nn.Module):
     ) -> None:
         super().__init__()
         self.before, self.sublayer, self.branch, self.after = before, sublayer, branch, after
-        self.multiplier, self.skip, self.normed_skip = multiplier, skip, normed_skip
+        set_plain(self, multiplier=multiplier, skip=skip, normed_skip=normed_skip)
 
     def forward(self, x: torch.Tensor, dual: torch.Tensor | None, *args) -> Stream:
         h = self.before(x)

@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attributes import set_plain
+
 
 class SoftmaxKernel(nn.Module):
     """Shared steps of softmax kernels: scale, bias, soft-cap, mask, softmax."""
@@ -32,9 +34,7 @@ class SoftmaxKernel(nn.Module):
         self, qk_dim: int, causal: bool, softcap: float | None, sink_heads: int = 0
     ) -> None:
         super().__init__()
-        self.scale = 1.0 / math.sqrt(qk_dim)
-        self.causal = causal
-        self.softcap = softcap
+        set_plain(self, scale=1.0 / math.sqrt(qk_dim), causal=causal, softcap=softcap)
         # gpt-oss's attention sinks: a learned logit per head in every query's softmax
         self.sinks = nn.Parameter(torch.zeros(sink_heads)) if sink_heads else None
 

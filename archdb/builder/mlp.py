@@ -12,6 +12,9 @@ from torch import nn
 from archdb.plan.mlp import ClampedSwiGLU, activation_rule
 from archdb.schema import Activation
 
+from .attributes import set_plain
+from .device import linear
+
 
 class Act(nn.Module):
     """A pointwise non-linearity (its rule in ``archdb.choices.activations.ACTIVATIONS``);
@@ -23,9 +26,8 @@ class Act(nn.Module):
         self, activation: Activation, gelu_exact: bool = False, clamp: ClampedSwiGLU | None = None
     ) -> None:
         super().__init__()
-        self.activation = activation
-        self.rule = activation_rule(activation, gelu_exact, clamp)
-        self.fn = self.rule.fn
+        rule = activation_rule(activation, gelu_exact, clamp)
+        set_plain(self, activation=activation, rule=rule, fn=rule.fn)
         for name, initial in self.rule.learned:  # xIELU's alpha_p, alpha_n
             setattr(self, name, nn.Parameter(torch.tensor([initial])))
 
@@ -45,9 +47,9 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool) -> None:
         super().__init__()
-        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.up = linear(d_model, d_ff, bias=bias)
         self.act = act
-        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.down = linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(self.act(self.up(x)))
@@ -58,10 +60,10 @@ class GatedMLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool) -> None:
         super().__init__()
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)
-        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.gate = linear(d_model, d_ff, bias=bias)
+        self.up = linear(d_model, d_ff, bias=bias)
         self.act = act
-        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.down = linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(self.act(self.gate(x), self.up(x)))

@@ -33,6 +33,7 @@ from archdb.schema import Architecture
 
 from .altup import Gemma3nBlock
 from .blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock, Stack
+from .device import meta_build
 from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
 
 # --- the two model shapes ----------------------------------------------------------------
@@ -171,7 +172,12 @@ def build_model(arch: Architecture, device: str | torch.device | None = None) ->
             return build_plan(plan)
     device = torch.device(device)
     meta = device.type == "meta"
-    with device, _MetaValuesSkipped() if meta else _NO_MODE, _collector_paused():
+    with (
+        device,
+        _MetaValuesSkipped() if meta else _NO_MODE,
+        meta_build() if meta else _NO_MODE,
+        _collector_paused(),
+    ):
         return build_plan(plan)
 
 
@@ -260,7 +266,7 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if h.tied:
         head.lm_head.weight = embed.table.weight
     embed.table.archdb_embedding = head.lm_head.archdb_embedding = True  # see measure.params
-    positions = plan.positions.module(ctx) if plan.positions else nn.Identity()
+    positions = plan.positions.module(ctx) if plan.positions else ctx.empty
     decoder = _stack(plan.decoder, ctx)
     if plan.encoder is not None:
         encoder = _stack(plan.encoder, ctx)
@@ -284,6 +290,9 @@ class BuildContext:
         # cross-layer KV sharing: the keys and values each attention kind's last storing
         # layer computed in the current forward pass, read by the layers that reuse them
         self.kv_store: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        # the one empty norm slot (and absent final norm or positions) every place shares:
+        # it holds nothing, and a full-size model has tens of thousands of empty slots
+        self.empty = nn.Identity()
 
     def rotary(
         self,
@@ -311,7 +320,7 @@ class BuildContext:
 
 
 def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
-    final = stack.final_norm.module(stack.d_model) if stack.final_norm else nn.Identity()
+    final = stack.final_norm.module(stack.d_model) if stack.final_norm else ctx.empty
     layers = []
     for index, block in enumerate(stack.layers()):
         ctx.layer, ctx.n_layers = index, stack.n_layers  # lightning's decay reads its depth
@@ -330,7 +339,7 @@ def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
         return block.module(ctx)
 
     def norm_if(present: bool) -> nn.Module:
-        return block.norm.module(block.d_model) if present else nn.Identity()
+        return block.norm.module(block.d_model) if present else ctx.empty
 
     slots = block.slots
     attn = block.mixer.module(ctx) if block.mixer is not None else None
@@ -349,7 +358,7 @@ def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
         )
 
     def residual(sublayer: nn.Module, norms_itself: bool = False, skip=None) -> Residual:
-        before = nn.Identity() if norms_itself else norm_if(slots.before)
+        before = ctx.empty if norms_itself else norm_if(slots.before)
         norms = before, norm_if(slots.branch), norm_if(slots.after)
         multiplier = block.residual_multiplier
         if block.resi_dual:

@@ -20,6 +20,7 @@ from torch import nn
 from archdb.plan.mlp import RouterSpec
 from archdb.schema import GroupScore, NormType
 
+from .device import linear
 from .mlp import Act
 from .norms import Norm
 
@@ -30,7 +31,7 @@ class Router(nn.Module):
     def __init__(self, spec: RouterSpec) -> None:
         super().__init__()
         self.spec = spec
-        self.proj = nn.Linear(spec.d_model, spec.candidates, bias=spec.bias)
+        self.proj = linear(spec.d_model, spec.candidates, bias=spec.bias)
         self.top_k = spec.top_k
         self.score = spec.rule.fn
         if spec.correction_bias:  # a checkpoint tensor, not trained by gradient
@@ -86,7 +87,7 @@ class ScaledRouter(nn.Module):
         super().__init__()
         self.norm = Norm(NormType.RMSNORM, d_model, scale=False, bias=False, eps=eps)
         self.scale = nn.Parameter(torch.ones(d_model))
-        self.proj = nn.Linear(d_model, n_experts, bias=False)
+        self.proj = linear(d_model, n_experts, bias=False)
         self.per_expert_scale = nn.Parameter(torch.ones(n_experts))
         self.top_k, self.root = top_k, d_model**-0.5
 
@@ -185,7 +186,7 @@ class MoE(nn.Module):
         self.shared = shared
         d_model = router.proj.in_features
         # Qwen2-MoE's shared_expert_gate: a per-token sigmoid on the shared experts' output
-        self.shared_gate = nn.Linear(d_model, 1, bias=False) if shared_gate else None
+        self.shared_gate = linear(d_model, 1, bias=False) if shared_gate else None
 
     def forward(self, x: torch.Tensor, route_from: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, d); ``route_from``: what the router reads where it is not x (Gemma 4)."""

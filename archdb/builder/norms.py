@@ -13,6 +13,8 @@ from torch import nn
 from archdb.choices.norms import NORMS
 from archdb.schema import NormType
 
+from .attributes import set_plain
+
 
 class Norm(nn.Module):
     """A norm over the last ``width`` features with optional scale and bias.
@@ -33,7 +35,7 @@ class Norm(nn.Module):
         unit_offset: bool = False,
     ) -> None:
         super().__init__()
-        self.kind, self.width, self.eps, self.unit_offset = kind, width, eps, unit_offset
+        set_plain(self, kind=kind, width=width, eps=eps, unit_offset=unit_offset)
         init = 0.0 if unit_offset else NORMS[kind].scale_init  # (1 + 0) starts at identity
         self.weight = nn.Parameter(torch.full((width,), init)) if scale else None
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
