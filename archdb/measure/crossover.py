@@ -67,15 +67,12 @@ def keys_per_query(kind: LayerKind, window: int | None, context: float, mode: Mo
     return (full * window * window / 2 + rest * rest / 2) / context
 
 
-def attention_flops(arch: Architecture, spec: LayerSpec, context: float, mode: Mode) -> float:
-    """QK^T and AV FLOPs per token of one layer: 2·n_heads·(d_qk + d_v) per key scored,
-    i.e. 4·L·n_heads·d_head for a dense layer with equal key and value widths; 0 for a
-    recurrent mixer (Mamba-2, Gated DeltaNet), which scores no keys."""
-    if not spec.kind.attention:
-        return 0.0
+def attention_per_key(arch: Architecture) -> float:
+    """QK^T and AV FLOPs per token of one attention layer for each key it scores:
+    2·n_heads·(d_qk + d_v), i.e. 4·n_heads·d_head with equal key and value widths.
+    A recurrent mixer (Mamba-2, Gated DeltaNet) scores no keys."""
     dims = head_dims(arch)
-    per_key = cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim)
-    return per_key * keys_per_query(spec.kind, spec.window, context, mode)
+    return cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim)
 
 
 @dataclass(frozen=True)
@@ -104,11 +101,10 @@ def crossover_context(arch: Architecture, mode: Mode) -> float | None:
         return None  # a fixed-size state: the cost per token does not grow with L
     groups = decoder_groups(arch) + shared_groups(arch)  # Zamba2's invocations attend
     target = sum(n * mlp_flops(arch, spec) for spec, n in groups)
-    # attention_flops of each attending group with its per-key cost read once: the bisection
-    # below asks for hundreds of contexts (recurrent groups add 0.0 and are left out)
+    # the attending groups (recurrent ones score no keys), the per-key cost read once: the
+    # bisection below asks for hundreds of contexts
     attending = [(n, spec.kind, spec.window) for spec, n in groups if spec.kind.attention]
-    dims = head_dims(arch) if attending else None
-    per_key = cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim) if dims else 0.0
+    per_key = attention_per_key(arch) if attending else 0.0
 
     def attention(context: float) -> float:
         return sum(
@@ -136,12 +132,11 @@ def card_crossover(card: Card) -> Crossover | None:
         return None  # attention-free (Mamba-2): no attention cost to cross the MLP's
     groups = decoder_groups(arch) + shared_groups(arch)
     layers = sum(n for _, n in groups)
-    dims = head_dims(arch)
     return Crossover(
         card_id=card.id,
         year=card.release_date.year,
         mlp_flops=sum(n * mlp_flops(arch, s) for s, n in groups) / layers,
-        attention_per_key=cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim),
+        attention_per_key=attention_per_key(arch),
         contexts={m.value: crossover_context(arch, m) for m in Mode},
         attention_family=arch.attention_family,
         windowed=any(s.window is not None for s, _ in groups),
