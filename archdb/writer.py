@@ -54,6 +54,7 @@ from archdb.catalogue import (
 from archdb.errors import ArchdbError
 from archdb.fields import field_at, required_skeleton
 from archdb.header import split_header
+from archdb.locate import SAFE_LOADER
 from archdb.schema import Card
 
 WIDTH = 100  # the catalogue's line length
@@ -144,11 +145,6 @@ def _flow_mapping(value: Mapping[str, Any]) -> str | None:
     return "{" + ", ".join(parts) + "}"
 
 
-# PyYAML's safe loading through libyaml, the parser of the locating pass (archdb.locate),
-# several times faster than its pure-Python one.
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _scalar_lines(head: str, value: Any, indent: int) -> list[str]:
     text = _scalar(value)
     if len(head) + 1 + len(text) <= WIDTH or not isinstance(value, str) or " " not in value:
@@ -164,7 +160,7 @@ def _folded(value: str, indent: int) -> list[str] | None:
     lines = textwrap.wrap(value, WIDTH - indent, break_long_words=False, break_on_hyphens=False)
     block = [" " * indent + line for line in lines]
     doc = "k: >-\n" + "\n".join(block) + "\n"
-    if load_yaml(doc) != {"k": value} or yaml.load(doc, Loader=_FAST_LOADER) != {"k": value}:
+    if load_yaml(doc) != {"k": value} or yaml.load(doc, Loader=SAFE_LOADER) != {"k": value}:
         return None
     return block
 
@@ -202,7 +198,7 @@ def _string(value: str) -> str:
     plain = plain.removesuffix("\n").removesuffix("\n...").strip()
     doc = f"k: {plain}\n"
     try:
-        if load_yaml(doc) == {"k": value} and yaml.load(doc, Loader=_FAST_LOADER) == {"k": value}:
+        if load_yaml(doc) == {"k": value} and yaml.load(doc, Loader=SAFE_LOADER) == {"k": value}:
             return plain
     except (yaml.YAMLError, *YAML_ERRORS):
         pass
@@ -494,7 +490,7 @@ def _item_starts(text: str, filename: str) -> list[int]:
     """Character offsets of each top-level card's '-' line, in file order."""
     # Marks index characters of the text. libyaml's do too (and it composes the shipped
     # catalogue ~6x faster) except that it does not count a leading byte-order mark.
-    loader = yaml.SafeLoader if text.startswith("\ufeff") else _FAST_LOADER
+    loader = yaml.SafeLoader if text.startswith("\ufeff") else SAFE_LOADER
     try:
         root = yaml.compose(text, Loader=loader)
     except yaml.YAMLError as exc:

@@ -208,7 +208,7 @@ def test_card_starts_are_those_of_the_pure_python_composer(monkeypatch):
     alone = "- a: 1\n# é\n-\n  b: 😀\n  c: 2\n- d: [∞]\n"
     texts = [first, wide, wide.replace("\n", "\r\n"), alone]
     fast = [writer._item_starts(text, "<t>") for text in texts]
-    monkeypatch.setattr(writer, "_FAST_LOADER", writer.yaml.SafeLoader)
+    monkeypatch.setattr(writer, "SAFE_LOADER", writer.yaml.SafeLoader)
     assert fast == [writer._item_starts(text, "<t>") for text in texts]
     assert [len(starts) for starts in fast] == [16, 2, 2, 3]
     assert fast[3] == [0, alone.index("-\n"), alone.index("- d")]
