@@ -967,16 +967,21 @@ CHOICES = [
 ]
 
 
-@pytest.fixture
-def fresh_report_memos(monkeypatch):
+def empty_report_memos(patch: pytest.MonkeyPatch) -> None:
     """Empty report memos (archdb.reports.build), so the next build computes and renders
     afresh instead of handing back an earlier build's bytes."""
     from collections import OrderedDict
 
     from archdb.reports import build
 
-    monkeypatch.setattr(build, "_computed", OrderedDict())
-    monkeypatch.setattr(build, "_rendered", OrderedDict())
+    patch.setattr(build, "_computed", OrderedDict())
+    patch.setattr(build, "_rendered", OrderedDict())
+
+
+@pytest.fixture
+def fresh_report_memos(monkeypatch):
+    """``empty_report_memos`` for one test."""
+    empty_report_memos(monkeypatch)
 
 
 # --- renders shared by the session's workers ------------------------------------------------
@@ -1079,8 +1084,6 @@ def fresh_shipped_build(
     (not waited for here: the two renders may run at once); the figure tests check the
     Figure objects this render saved. Both modules are in the "experiments" group, so
     one worker builds it."""
-    from collections import OrderedDict
-
     from archdb.catalogue import load_catalogue
     from archdb.outputs import MANIFEST
     from archdb.reports import build, figures
@@ -1098,8 +1101,7 @@ def fresh_shipped_build(
         save(fig, path)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(build, "_computed", OrderedDict())
-        patch.setattr(build, "_rendered", OrderedDict())
+        empty_report_memos(patch)
         patch.setattr(figures, "save_svg", save_and_keep)
         use_shared_cache(patch, shared_folder)
         written = build.build_reports(shipped, output)

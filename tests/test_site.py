@@ -18,7 +18,7 @@ from archdb.site import SiteError, build_site
 from archdb.site.data import NOT_COMPARED, VERIFIED, fidelity, toy_tree
 from archdb.site.markdown import to_html
 from archdb.site.pages import json_script
-from tests.conftest import card_text, run_cli, shared_site
+from tests.conftest import card_text, empty_report_memos, run_cli, shared_site
 from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, write
 from tests.site_fixtures import small_catalogue as write_small_catalogue
 
@@ -151,8 +151,6 @@ def test_report_markdown_becomes_safe_html():
 def test_rebuild_replaces_an_earlier_site_and_drops_stale_pages(
     small_catalogue, small_site, tmp_path, monkeypatch
 ):
-    from collections import OrderedDict
-
     import torch
 
     from archdb.reports import build
@@ -166,8 +164,7 @@ def test_rebuild_replaces_an_earlier_site_and_drops_stale_pages(
     # A one-card catalogue's render, its figures drawn but not saved as SVG (most of a
     # render; what this test checks is which pages the rebuild leaves) and kept from the
     # other tests' memos; test_same_catalogue_gives_the_same_bytes checks the real bytes.
-    monkeypatch.setattr(build, "_computed", OrderedDict())
-    monkeypatch.setattr(build, "_rendered", OrderedDict())
+    empty_report_memos(monkeypatch)
     monkeypatch.setattr(build.figures, "save_svg", lambda fig, path: None)
     one = write(tmp_path / "one.yaml", card_text("toy-1b"))
     build_site(load_catalogue(one), out)
