@@ -272,9 +272,10 @@ def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
     period = len(arch.attention.layer_pattern)
     first_dense = min(moe.first_dense_layers, 1) if moe else 0
     moe_period = moe.layer_period if moe else 1
-    n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
     if _per_layer_list(arch):
         n = min(arch.n_layers, max(rule.min_layers, _prefix_of_every_kind(arch, first_dense)))
+    else:
+        n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
     if arch.attention.kv_shared_layers:  # a period that keeps its KV, then one that reuses
         n = min(arch.n_layers, 2 * lcm(period, moe_period))
     n_enc = 0
