@@ -125,8 +125,6 @@ def _layer_kinds(arch: Architecture) -> list[tuple[str, bool]]:
 
 # --- the toy's depth ------------------------------------------------------------------------
 
-CARD = {c.id: c for c in CARDS}
-
 
 @pytest.mark.parametrize(
     ("card_id", "depth"),
@@ -143,7 +141,7 @@ CARD = {c.id: c for c in CARDS}
 def test_a_per_layer_pattern_gives_the_toy_its_first_layers_of_every_kind(card_id, depth):
     """A pattern that lists every layer has no shorter period: the toy is the card's first
     layers, the fewest that hold every kind of layer the card has."""
-    full = fill_unknowns(CARD[card_id].architecture)[0]
+    full = fill_unknowns(shipped_catalogue().get(card_id).architecture)[0]
     toy = shrink(full)
     assert toy.arch.n_layers == depth
     assert toy.arch.attention.layer_pattern == full.attention.layer_pattern[:depth]
@@ -157,7 +155,7 @@ def test_a_per_layer_pattern_gives_the_toy_its_first_layers_of_every_kind(card_i
 
 
 def test_kimi_linear_toy_is_its_repeating_unit_with_the_dense_layer_first():
-    toy = shrink(fill_unknowns(CARD["kimi-linear-48b-a3b"].architecture)[0]).arch
+    toy = shrink(fill_unknowns(shipped_catalogue().get("kimi-linear-48b-a3b").architecture)[0]).arch
     layers = build_model(toy, device="meta").decoder.layers
     mixers = [type(x.attn.sublayer).__name__ for x in layers]
     assert mixers == ["KimiDeltaAttentionMixer"] * 3 + ["LatentAttention"]
@@ -217,7 +215,7 @@ def test_a_per_layer_list_with_kv_sharing_keeps_every_layer():
     ],
 )
 def test_a_periodic_pattern_keeps_one_period(card_id, depth):
-    full = fill_unknowns(CARD[card_id].architecture)[0]
+    full = fill_unknowns(shipped_catalogue().get(card_id).architecture)[0]
     toy = shrink(full)
     assert toy.arch.n_layers == depth
     assert toy.arch.attention.layer_pattern == full.attention.layer_pattern
