@@ -169,17 +169,25 @@ def test_the_installed_report_writes_into_the_current_folder(installed) -> None:
     assert not list(venv.rglob("*.svg"))  # nothing written into the installation
 
 
-def test_the_readme_python_example_runs_from_the_wheel(installed) -> None:
+# Each example in a namespace of its own, as a user pastes it into a fresh interpreter
+# (names do not leak from one to the next), in one process: one import of torch.
+RUN_EACH = """\
+import sys
+for n, example in enumerate(sys.argv[1:], 1):
+    print(f"--- example {n}", flush=True)
+    exec(compile(example, f"<README example {n}>", "exec"), {"__name__": "__main__"})
+"""
+
+
+def test_the_readme_python_examples_run_from_the_wheel(installed) -> None:
     venv, _, _ = installed
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Python", 1)[1]
     section = section.split("\n## ", 1)[0]
     examples = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     assert len(examples) == 2  # a built toy, then the catalogue
-    outputs = []
-    for example in examples:
-        result = _run(installed, str(venv / "bin" / "python"), "-c", example)
-        assert result.returncode == 0, result.stderr
-        outputs.append(result.stdout)
-    assert "torch.Size([2, 128, 256])" in outputs[0]  # the toy's logits
-    assert "4096" in outputs[1]  # Llama 2 7B's d_model, printed by the example
+    result = _run(installed, str(venv / "bin" / "python"), "-c", RUN_EACH, *examples)
+    assert result.returncode == 0, result.stderr
+    _, toy, catalogue = result.stdout.split("--- example ")
+    assert "torch.Size([2, 128, 256])" in toy  # the toy's logits
+    assert "4096" in catalogue  # Llama 2 7B's d_model, printed by the example
