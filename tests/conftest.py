@@ -178,15 +178,55 @@ XDIST_GROUPS = {
     "test_mechanisms.py": "experiments",
     "test_reports.py": "experiments",
     "test_site.py": "site",
-    "test_site_browser.py": "browser",
+    "test_site_browser.py": "experiments",  # the shipped site: the fresh build's render
     "test_wheel.py": "wheel",
 }
+
+
+# Tests against transformers, by test-file prefix: each one's family (its parameter names
+# a model_type or a shipped card) is one unit of work, so each worker imports only its
+# share of transformers' modeling modules (63 families: 2.5 s a process).
+TRANSFORMERS_TESTS = (
+    "test_families.py",
+    "test_fidelity.py",
+    "test_hf_import.py",
+    "test_params_vs_hf.py",
+    "test_measure.py::test_the_full_size_meta_model",
+)
+
+
+@functools.cache
+def _family_of_parameter(parameter: str) -> str | None:
+    """The transformers model_type a test parameter names: a model_type ("llama"), one
+    with a case number ("llama-0", "olmo3-changes1"), or a shipped card ("llama-2-7b",
+    "t5-v1.1-base, t5-v1.1-small", "gpt-oss-120b(+1)"); None for anything else."""
+    from archdb.families.registry import SPECS, model_type_of
+
+    cards = {card.id: card for card in shipped_catalogue()}
+    first = parameter.split(", ")[0].split("(")[0]
+    if first in cards:
+        return model_type_of(cards[first])
+    return next((c for c in (parameter, parameter.rsplit("-", 1)[0]) if c in SPECS), None)
+
+
+def _work_unit(nodeid: str) -> str:
+    """A test's unit of work under ``-n 2``: its group, its transformers family, or itself."""
+    test = nodeid.rsplit("/", 1)[-1]
+    module = test.split("::", 1)[0]
+    if module in XDIST_GROUPS:
+        return XDIST_GROUPS[module]
+    if test.startswith(TRANSFORMERS_TESTS) and test.endswith("]"):
+        family = _family_of_parameter(test[test.index("[") + 1 : -1])
+        if family is not None:
+            return f"transformers:{family}"
+    return nodeid
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (-p no:xdist: unused)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n 2`` alone: tests go one by one to whichever worker is free, except that each
-    group in ``XDIST_GROUPS`` goes to one worker whole, largest first. (xdist's own
+    group in ``XDIST_GROUPS`` and each transformers family goes to one worker whole,
+    largest first. (xdist's own
     ``--dist loadgroup`` reads ``xdist_group`` marks through a node-id attribute pytest 9
     no longer uses.) An explicit ``--dist`` keeps xdist's scheduler."""
     if config.getoption("dist") != "load" or config.getoption("distload", False):
@@ -195,8 +235,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class GroupedScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-            return XDIST_GROUPS.get(module, nodeid)
+            return _work_unit(nodeid)
 
         def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
             # A finished unit leaves the node's books: xdist recounts every unit a node
@@ -1023,10 +1062,10 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
     """The catalogue's report data, computed in this worker, with its render in this
     worker's memo (``archdb.reports.build``): rendered once per session by whichever
     worker asks first, read back from its files by the others. Sound because rendering is
-    a pure function of the data (the determinism test compares this render with a fresh
-    build of its own) and the files are named by ``content_key``, everything the data is
-    computed from. For tests that need a catalogue's rendered bytes, not a render
-    of their own."""
+    a pure function of the data (the shipped catalogue's render is checked byte for byte
+    against reports/, written by another process) and the files are named by
+    ``content_key``, everything the data is computed from. For tests that need a
+    catalogue's rendered bytes, not a render of their own."""
     import json
 
     from archdb.reports import build
@@ -1034,18 +1073,28 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
     with pytest.MonkeyPatch.context() as patch:
         use_shared_cache(patch, shared)
         data = build.compute(cat)
-
-    def render(folder: Path) -> str:
-        rendered = build.render_reports(data)  # and kept in this worker's memo
-        build.write_files(rendered, folder)
-        return json.dumps(list(rendered))  # the render's order of files
-
-    folder = shared / f"render-{build.content_key(cat)}"
-    order = made_once(folder, render)
+    order = made_once(_render_folder(shared, cat), lambda f: _share(build.render_reports(data), f))
     if order is not None and id(data) not in build._rendered:
+        folder = _render_folder(shared, cat)
         rendered = {name: (folder / name).read_bytes() for name in json.loads(order)}
         build._rendered[id(data)] = (data, rendered)  # as render_reports keeps its own
     return data
+
+
+def _render_folder(shared: Path, cat: Catalogue) -> Path:
+    from archdb.reports.build import content_key
+
+    return shared / f"render-{content_key(cat)}"
+
+
+def _share(rendered: dict[str, bytes], folder: Path) -> str:
+    """Write a render for the other workers; returns its order of files."""
+    import json
+
+    from archdb.reports.build import write_files
+
+    write_files(rendered, folder)
+    return json.dumps(list(rendered))
 
 
 def shared_site(shared: Path, catalogue_path: Path) -> Path:
@@ -1079,11 +1128,12 @@ def fresh_shipped_build(
     tmp_path_factory: pytest.TempPathFactory, shared_folder: Path
 ) -> FreshBuild:
     """The shipped catalogue's reports built once per session by this worker with a
-    compute and a render of its own (memos emptied): the determinism test compares them
-    with ``shared_render``'s, made from another compute in whichever worker asked first
-    (not waited for here: the two renders may run at once); the figure tests check the
-    Figure objects this render saved. Both modules are in the "experiments" group, so
-    one worker builds it."""
+    compute and a render of its own (memos emptied), over a stale figure: the
+    determinism test compares them with reports/, which another process wrote; the
+    figure tests check the Figure objects this render saved. Its render is also the
+    session's ``shared_render`` of the shipped catalogue (unless another worker's came
+    first): the site of the shipped catalogue, whose browser tests are in this worker's
+    group, renders no second time."""
     from archdb.catalogue import load_catalogue
     from archdb.outputs import MANIFEST
     from archdb.reports import build, figures
@@ -1105,6 +1155,8 @@ def fresh_shipped_build(
         patch.setattr(figures, "save_svg", save_and_keep)
         use_shared_cache(patch, shared_folder)
         written = build.build_reports(shipped, output)
+        rendered = build.render_reports(build.compute(shipped))  # the memos' build
+    made_once(_render_folder(shared_folder, shipped), lambda f: _share(rendered, f))
     names = [p.stem for p in written if p.parent.name == build.FIGURES]
     assert len(names) == len(made)  # one figure per written file, in order
     return FreshBuild(output, dict(zip(names, made, strict=True)))
