@@ -353,8 +353,10 @@ def test_build_is_deterministic_and_removes_stale_figures(
     files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
     assert Path("figures/old.svg") not in files
-    for rel in files:
-        assert (fresh / rel).read_bytes() == (committed / rel).read_bytes(), rel
+    differing = [str(r) for r in files if (fresh / r).read_bytes() != (committed / r).read_bytes()]
+    # with reports/ current (test_committed_reports_match_the_catalogue), a difference is
+    # a build that depends on its process
+    assert not differing, f"not as reports/: {differing}"
     assert {str(p) for p in files} >= set(PAGES)
     svg = (fresh / "figures" / "adoption-norm-type.svg").read_text()
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
