@@ -226,9 +226,9 @@ def _work_unit(nodeid: str) -> str:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n 2`` alone: tests go one by one to whichever worker is free, except that each
     group in ``XDIST_GROUPS`` and each transformers family goes to one worker whole,
-    largest first. (xdist's own
-    ``--dist loadgroup`` reads ``xdist_group`` marks through a node-id attribute pytest 9
-    no longer uses.) An explicit ``--dist`` keeps xdist's scheduler."""
+    largest first. (xdist's own ``--dist loadgroup`` reads ``xdist_group`` marks through
+    a node-id attribute pytest 9 no longer uses.) An explicit ``--dist`` keeps xdist's
+    scheduler."""
     if config.getoption("dist") != "load" or config.getoption("distload", False):
         return None
     from xdist.scheduler import LoadScopeScheduling
