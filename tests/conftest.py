@@ -132,10 +132,14 @@ def run_cli(*args: str, input: str | None = None) -> CliResult:
 def shipped_catalogue() -> Catalogue:
     """The shipped catalogue, loaded once per test process (0.1 s a load: modules read it
     at collection, tests in their bodies) for tests that only read it; a test that
-    changes a card (cards are mutable) loads its own with ``load_catalogue()``."""
+    changes a card (cards are mutable) loads its own with ``load_catalogue()``. Loaded
+    without the validation cache: collection comes before any fixture points the cache at
+    the session's folder, and the user's own cache is never a test's to read or write."""
     from archdb.catalogue import DEFAULT_PATH, load_catalogue
 
-    return load_catalogue(DEFAULT_PATH)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARCHDB_NO_CACHE", "1")
+        return load_catalogue(DEFAULT_PATH)
 
 
 @functools.cache
