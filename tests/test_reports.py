@@ -344,9 +344,8 @@ def test_build_is_deterministic_and_removes_stale_figures(
     fresh_shipped_build: FreshBuild, shared_folder: Path
 ) -> None:
     """A build of the shipped catalogue in this process, from its own compute and render,
-    gives reports/ byte for byte, which `archdb report` wrote in another process (another
-    hash seed, another run of the claim experiments). The fixture built over a stale
-    figure, which it removed."""
+    gives reports/ byte for byte, which `archdb report` wrote in another process (with
+    another hash seed). The fixture built over a stale figure, which it removed."""
     shipped = load_catalogue()
     committed = REPO / "reports"
     fresh = fresh_shipped_build.output
