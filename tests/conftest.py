@@ -1090,9 +1090,9 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
     with pytest.MonkeyPatch.context() as patch:
         use_shared_cache(patch, shared)
         data = build.compute(cat)
-    order = made_once(_render_folder(shared, cat), lambda f: _share(build.render_reports(data), f))
+    folder = _render_folder(shared, cat)
+    order = made_once(folder, lambda f: _share(build.render_reports(data), f))
     if order is not None and id(data) not in build._rendered:
-        folder = _render_folder(shared, cat)
         rendered = {name: (folder / name).read_bytes() for name in json.loads(order)}
         build._rendered[id(data)] = (data, rendered)  # as render_reports keeps its own
     return data
