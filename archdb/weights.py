@@ -189,8 +189,8 @@ class Names:
     encoder_prefix: str = ""
     # copies of the shared embedding a checkpoint may carry (T5's per-stack embed_tokens)
     embedding_copies: tuple[str, ...] = ()
-    # checkpoint tensors no forward pass reads (transformers' LongCat-Flash saves gate and
-    # up rows for its zero-computation experts): (model, checkpoint names) -> those names
+    # checkpoint tensors no forward pass reads (transformers' LongCat-Flash before 5.25 saved
+    # gate and up rows for its zero-computation experts): (model, checkpoint names) -> those names
     unread: Callable[[nn.Module, list[str]], set[str]] | None = None
 
 

@@ -988,15 +988,30 @@ def test_each_longcat_choice_changes_the_logits(changes, tmp_path):
 
 
 def test_longcat_zero_expert_rows_are_skipped_but_other_tensors_are_not(tmp_path):
-    """transformers saves gate/up tensors for the zero-computation experts: archdb reads
-    none of them, and still refuses a tensor it has no place for."""
+    """transformers up to 5.24 saved gate/up tensors for the zero-computation experts
+    (here experts 6-9 of 6 routed and 4 zero: rows it never read); 5.25, the pinned
+    release, saves none. archdb loads either release's checkpoint, reads none of those
+    tensors, and still refuses a tensor it has no place for."""
     from safetensors.torch import load_file, save_file
 
+    from archdb.testing.transformers import allocates_zero_expert_rows
+
     _tiny("longcat_flash", tmp_path)
-    tensors = load_file(tmp_path / "model.safetensors")
-    assert "model.layers.0.mlp.experts.9.gate_proj.weight" in tensors  # a zero expert's
+    path = tmp_path / "model.safetensors"
+    tensors = load_file(path)
+    zero_rows = [
+        f"model.layers.{layer}.mlp.experts.{expert}.{proj}_proj.weight"
+        for layer in range(2)
+        for expert in range(6, 10)
+        for proj in ("gate", "up")
+    ]
+    saved = {name for name in zero_rows if name in tensors}
+    assert saved == (set(zero_rows) if allocates_zero_expert_rows() else set())
+    archdb.build(_card(tmp_path), "full", weights=tmp_path)  # the installed release's
+    before_5_25 = tensors | {name: torch.zeros(48, 64) for name in zero_rows}
+    save_file(before_5_25, path, metadata={"format": "pt"})
     archdb.build(_card(tmp_path), "full", weights=tmp_path)
-    tensors["model.layers.0.mlp.experts.10.gate_proj.weight"] = torch.zeros(48, 64)
-    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    before_5_25["model.layers.0.mlp.experts.10.gate_proj.weight"] = torch.zeros(48, 64)
+    save_file(before_5_25, path, metadata={"format": "pt"})
     with pytest.raises(WeightsError, match=r"experts\.10\.gate_proj"):
         archdb.build(_card(tmp_path), "full", weights=tmp_path)

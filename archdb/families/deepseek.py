@@ -191,8 +191,8 @@ def _read_longcat_flash(d: _Draft) -> None:
     d.set(f"{moe}.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
     d.note(
         f"{moe}.zero_experts",
-        "transformers' LongcatFlashExperts also allocates gate_up_proj rows for the zero "
-        "experts, which it never reads; the card counts none.",
+        "transformers' LongcatFlashExperts before 5.25 also allocated gate_up_proj rows for "
+        "the zero experts, which it never read; the card counts none.",
     )
 
 
@@ -731,7 +731,7 @@ _EXPERT_ROW = re.compile(r"model\.layers\.\d+\.mlp\.experts\.(\d+)\.(?:gate|up)_
 
 def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
     """gate/up tensors of experts numbered from n_experts on: the zero-computation
-    experts', which compute nothing (transformers allocates and saves them)."""
+    experts', which compute nothing (transformers before 5.25 allocated and saved them)."""
     from archdb.builder.moe import Experts
 
     experts = next((m for m in model.modules() if isinstance(m, Experts)), None)

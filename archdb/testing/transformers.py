@@ -29,6 +29,26 @@ DEFAULT_COMPLETIONS: dict[str, dict] = {
     },
 }
 
+# The transformers release that stopped sizing LongCat-Flash's expert tensors for the
+# zero-computation experts: up to 5.24, LongcatFlashExperts' gate_up_proj held
+# n_routed + zero_expert_num rows (saved as gate/up tensors of experts numbered from
+# n_routed on) and down_proj n_routed, and only the first n_routed were ever read.
+LONGCAT_ZERO_ROWS_DROPPED_IN = (5, 25)
+
+
+def transformers_release() -> tuple[int, int]:
+    """The installed transformers' (major, minor) release."""
+    import transformers
+
+    major, minor = transformers.__version__.split(".")[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+def allocates_zero_expert_rows() -> bool:
+    """Whether the installed transformers sizes LongCat-Flash's expert tensors for its
+    zero-computation experts too (releases before ``LONGCAT_ZERO_ROWS_DROPPED_IN``)."""
+    return transformers_release() < LONGCAT_ZERO_ROWS_DROPPED_IN
+
 
 def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     """Parameters of transformers' model for this architecture, built on the meta device."""
@@ -57,10 +77,10 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
 
 
 def unread_expert_rows(model) -> int:
-    """Entries of fused expert tensors no forward pass reads: transformers'
-    LongcatFlashExperts sizes gate_up_proj for the zero-computation experts too
-    (n_routed + zero_expert_num rows, down_proj n_routed), and only ever reads the first
-    n_routed; archdb's zero experts have no parameters."""
+    """Entries of fused expert tensors no forward pass reads: the zero-computation
+    experts' rows of LongcatFlashExperts' gate_up_proj in transformers before 5.25
+    (``LONGCAT_ZERO_ROWS_DROPPED_IN``; none from 5.25 on); archdb's zero experts have no
+    parameters."""
     unread = 0
     for module in model.modules():
         gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
