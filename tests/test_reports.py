@@ -12,6 +12,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.outputs import MANIFEST
 from archdb.reports import build, families, provenance, render, verification
 from archdb.reports import distributions as dist
 from archdb.reports.adoption import (
@@ -28,7 +29,15 @@ from archdb.reports.adoption import (
 from archdb.reports.build import PAGES, build_reports, stale_files
 from archdb.reports.numeric import numeric_field, numeric_trend, spread
 from archdb.table import catalogue_frame, catalogue_rows
-from tests.conftest import FreshBuild, catalogue, make_card, qk_norm, shared_render
+from tests.conftest import (
+    FreshBuild,
+    catalogue,
+    empty_report_memos,
+    make_card,
+    qk_norm,
+    shared_render,
+    use_shared_cache,
+)
 
 REPO = DEFAULT_PATH.parent.parent
 RMS = {"architecture.norm.type": "rmsnorm", "architecture.norm.affine": "scale"}
@@ -341,22 +350,31 @@ def test_fidelity_page_and_index_state_the_levels(pages_built: Path) -> None:
 
 @pytest.mark.xdist_group("experiments")
 def test_build_is_deterministic_and_removes_stale_figures(
-    fresh_shipped_build: FreshBuild, shared_folder: Path
+    fresh_shipped_build: FreshBuild, shared_folder: Path, tmp_path: Path
 ) -> None:
-    """A build of the shipped catalogue in this process, from its own compute and render,
-    gives reports/ byte for byte, which `archdb report` wrote in another process (with
-    another hash seed). The fixture built over a stale figure, which it removed."""
+    """Two builds of the shipped catalogue in this session, each from a compute and a
+    render of its own (memos emptied), give the same bytes: the fixture's, over a stale
+    figure it removed, and this test's. (An installed wheel's `archdb report`, in another
+    process with another hash seed, gives them too: tests/test_wheel.py.) Every page
+    names the catalogue content hash it was built from."""
     shipped = load_catalogue()
-    committed = REPO / "reports"
     fresh = fresh_shipped_build.output
+    with pytest.MonkeyPatch.context() as patch:
+        empty_report_memos(patch)
+        use_shared_cache(patch, shared_folder)  # the experiments the fixture's build measured
+        again = build_reports(shipped, tmp_path / "again")
     files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert set(files) == {p.relative_to(tmp_path / "again") for p in again} | {Path(MANIFEST)}
     assert Path("figures/old.svg") not in files
-    differing = [str(r) for r in files if (fresh / r).read_bytes() != (committed / r).read_bytes()]
-    # with reports/ current (test_committed_reports_match_the_catalogue), a difference is
-    # a build that depends on its process
-    assert not differing, f"not as reports/: {differing}"
+    differing = [
+        str(r) for r in files if (fresh / r).read_bytes() != (tmp_path / "again" / r).read_bytes()
+    ]
+    assert not differing, f"a second build differs: {differing}"
     assert {str(p) for p in files} >= set(PAGES)
+    key = build.content_key(shipped)
+    for page in PAGES:
+        header = (fresh / page).read_text().splitlines()[:2]
+        assert header == [render.GENERATED, f"<!-- Built from catalogue content sha256:{key} -->"]
     svg = (fresh / "figures" / "adoption-norm-type.svg").read_text()
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
     adoption_page = (fresh / "adoption.md").read_text()
@@ -373,19 +391,20 @@ def test_build_is_deterministic_and_removes_stale_figures(
         (fresh / "claims.md").write_bytes(claims_page)
 
 
+def test_the_content_hash_changes_with_any_card() -> None:
+    """The hash a page names is the catalogue's content: one changed value changes it."""
+    cards = list(_norm_catalogue())
+    changes = {"architecture.d_model": 2 * cards[0].architecture.d_model}
+    changed = [make_card(cards[0].id, changes, year=cards[0].year), *cards[1:]]
+    key = build.content_key(catalogue(*cards))
+    assert key == build.content_key(catalogue(*cards)) and len(key) == 64
+    assert key != build.content_key(catalogue(*changed))
+
+
 def test_build_survives_an_empty_catalogue(tmp_path: Path) -> None:
     written = build_reports(catalogue(), tmp_path)
     assert {p.name for p in written} >= set(PAGES)
     assert "not checkable yet" in (tmp_path / "claims.md").read_text()
-
-
-@pytest.mark.xdist_group("experiments")
-def test_committed_reports_match_the_catalogue(shared_folder: Path) -> None:
-    """reports/ is generated: regenerate it with `archdb report` after editing the data."""
-    shipped = load_catalogue()
-    shared_render(shared_folder, shipped)  # the session's one render (the fixture's)
-    stale = stale_files(shipped, REPO / "reports")
-    assert not stale, f"reports/ is stale ({', '.join(stale)}): run `archdb report`"
 
 
 # --- the CLI -------------------------------------------------------------------------

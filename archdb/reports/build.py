@@ -43,6 +43,7 @@ class ReportData:
     """Everything the pages show, computed once from the catalogue."""
 
     source: str
+    content_key: str  # the catalogue content hash the pages name (``content_key``)
     frame: pd.DataFrame
     adoptions: list[Adoption]
     claims: list[ClaimResult]
@@ -81,14 +82,14 @@ def compute(catalogue: Catalogue) -> ReportData:
     if key in _computed:
         _computed.move_to_end(key)
         return _computed[key]
-    data = _compute(catalogue)
+    data = _compute(catalogue, key)
     _computed[key] = data
     while len(_computed) > _MEMO_SIZE:
         _computed.popitem(last=False)
     return data
 
 
-def _compute(catalogue: Catalogue) -> ReportData:
+def _compute(catalogue: Catalogue, key: str | None = None) -> ReportData:
     rows = catalogue_rows(catalogue)
     frame = frame_from_rows(rows)
     adoptions = adoption_all(trend_rows(rows))
@@ -100,7 +101,8 @@ def _compute(catalogue: Catalogue) -> ReportData:
     claims = check_claims(frame, claim_input)
     mechanisms = mech_page.compute(catalogue, cached)
     fidelities = verification.card_fidelities(catalogue)
-    return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms, fidelities)
+    key = key or content_key(catalogue)
+    return ReportData(catalogue.path.name, key, frame, adoptions, claims, mechanisms, fidelities)
 
 
 def render_reports(data: ReportData) -> dict[str, bytes]:
@@ -135,10 +137,12 @@ def _render(data: ReportData) -> dict[str, bytes]:
         "families.md": _families_page(data),
         "claims.md": _claims_page(data),
         "mechanisms.md": _page(
+            data,
             "Mechanisms measured: runtime, decode traffic, attention's takeover",
             *mech_page.page(data.mechanisms, fig),
         ),
         "fidelity.md": _page(
+            data,
             "Fidelity: which builds compute the released function",
             _scope(data),
             *verification.page_sections(data.fidelities),
@@ -185,9 +189,9 @@ def write_files(rendered: dict[str, bytes], output: Path) -> list[Path]:
 FigureSaver = Callable[[str, Callable[[], object]], "str | None"]
 
 
-def _page(title: str, *sections: str) -> str:
+def _page(data: ReportData, title: str, *sections: str) -> str:
     body = "\n\n".join(s.strip("\n") for s in sections if s)
-    return f"{render.GENERATED}\n\n# {title}\n\n{body}\n"
+    return f"{render.generated(data.content_key)}\n\n# {title}\n\n{body}\n"
 
 
 def _scope(data: ReportData) -> str:
@@ -206,6 +210,7 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
     cons = [consensus(a) for a in data.adoptions]
     overview = fig("consensus", lambda: figures.consensus_figure(data.adoptions, cons))
     return _page(
+        data,
         "Architecture consensus of language models",
         _scope(data),
         "Pages: [adoption by year](adoption.md) · [distributions](distributions.md) · "
@@ -246,7 +251,7 @@ def _adoption_page(data: ReportData, fig: FigureSaver) -> str:
     for adoption in data.adoptions:
         path = fig(f"adoption-{adoption.choice.key}", lambda a=adoption: figures.adoption_figure(a))
         sections.append(render.adoption_section(adoption, path))
-    return _page("Adoption of each choice by year", *sections)
+    return _page(data, "Adoption of each choice by year", *sections)
 
 
 def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
@@ -317,7 +322,7 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
             render.stats_table(dist.stats(kv, "kv_per_b", "attention_family")),
             render.outlier_table(kv_out, "bytes/token/B"),
         ]
-    return _page("Distributions of ratios and sizes", *sections)
+    return _page(data, "Distributions of ratios and sizes", *sections)
 
 
 def _families_page(data: ReportData) -> str:
@@ -340,11 +345,12 @@ def _families_page(data: ReportData) -> str:
     for root in roots:
         title = f"## {data.frame.at[root, 'name']} (`{root}`)"
         sections += [title, render.evolution_table(families.evolution(data.frame, root))]
-    return _page("Lineages: how models changed from the card they descend from", *sections)
+    return _page(data, "Lineages: how models changed from the card they descend from", *sections)
 
 
 def _claims_page(data: ReportData) -> str:
     return _page(
+        data,
         "Claims of the lecture, checked against the catalogue",
         _scope(data),
         "Each claim is split into parts: its general statement and the models it names. All "
