@@ -1,5 +1,6 @@
 """The built wheel works outside a checkout: installed into a fresh venv, run from an empty
-folder (validate, list, show, report, and the README's Python examples).
+folder (validate, list, show, report, and the README's Python examples); its reports of
+the shipped catalogue are the checkout's, byte for byte.
 
 The venv reuses the dependencies already installed here through a .pth file (no
 download), but sees none of the checkout: archdb comes from the wheel. The wheel is built
@@ -20,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import card_text
+from tests.conftest import shared_render
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "archdb", "cli", "data/models.yaml")
-SOURCES += ("data/models.schema.json",)
+SOURCES += ("data/models.schema.json", "data/measurements")
+MEASUREMENTS = REPO / "data" / "measurements"  # what `archdb report` reads beside the catalogue
 LEFT_OUT = "archdb/testing"  # test support (transformers-facing): pyproject's list omits it
 
 pytestmark = pytest.mark.wheel
@@ -103,8 +105,10 @@ def _run(installed, *args: str, cwd: Path | None = None, **extra: str):
 
 def _package_files() -> set[str]:
     """What the wheel must install, as paths in site-packages: every file of archdb (but
-    the package it leaves out) and of cli/ (as archdb_cli), the catalogue and its schema."""
+    the package it leaves out) and of cli/ (as archdb_cli), the catalogue, its schema and
+    its measurements."""
     files = {"archdb/data/models.yaml", "archdb/data/models.schema.json"}
+    files |= {f"archdb/{p.relative_to(REPO).as_posix()}" for p in MEASUREMENTS.glob("*.json")}
     for folder, package in (("archdb", "archdb"), ("cli", "archdb_cli")):
         for path in (REPO / folder).rglob("*"):
             name = path.relative_to(REPO).as_posix()
@@ -155,17 +159,27 @@ def test_the_wheel_ships_the_catalogue_and_the_cli_finds_it(installed) -> None:
     assert bad.returncode == 1 and "broken.yaml:1" in bad.stderr, bad.stderr
 
 
-def test_the_installed_report_writes_into_the_current_folder(installed) -> None:
-    """On a one-card catalogue: the shipped one's report runs the claims' torch experiments
-    (most of a minute on a busy machine), and the test above shows the installed commands
-    find the packaged catalogue."""
+def test_the_installed_report_is_the_checkouts(installed, shared_folder: Path) -> None:
+    """`archdb report -o DIR` from the wheel, in an empty folder, in another process with
+    another hash seed, writes the checkout's reports of the shipped catalogue byte for
+    byte (every figure, claim 18 and the mechanisms page included: their measurements ship
+    in the wheel), into the current folder and nothing into the installation. The claim
+    experiments come from the session's cache (the same code measured them)."""
+    from archdb.catalogue import DEFAULT_PATH, load_catalogue
+    from archdb.outputs import MANIFEST, manifest_bytes
+    from archdb.reports.build import render_reports
+
+    expected = render_reports(shared_render(shared_folder, load_catalogue(DEFAULT_PATH)))
+    expected[MANIFEST] = manifest_bytes(expected)
     venv, empty, _ = installed
-    small = empty.parent / "small.yaml"
-    small.write_text(card_text("toy-1b"), encoding="utf-8")
-    result = _run(installed, str(venv / "bin" / "archdb"), "report", "-C", str(small))
+    cache = {"ARCHDB_CACHE_DIR": str(shared_folder / "cache")}  # as use_shared_cache
+    result = _run(installed, str(venv / "bin" / "archdb"), "report", "-o", "out", **cache)
     assert result.returncode == 0, result.stderr
-    assert (empty / "reports" / "README.md").is_file()
-    assert len(list((empty / "reports" / "figures").glob("*.svg"))) > 10
+    out = empty / "out"
+    written = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert sorted(written) == sorted(expected)
+    differing = sorted(name for name in expected if written[name] != expected[name])
+    assert not differing, f"the installed wheel's reports differ from the checkout's: {differing}"
     assert not list(venv.rglob("*.svg"))  # nothing written into the installation
 
 
