@@ -383,8 +383,9 @@ def order_problems(
     text: str, filename: str, cards: list[Card], ids: set[str] | None
 ) -> list[Problem]:
     """Cards are kept sorted by id so that a new card has exactly one place to go, and a
-    card's lineage names a card of the catalogue (``ids``; None skips that check, for a
-    card checked before it joins a catalogue)."""
+    card's lineage and the cards its sources were inherited from are cards of the
+    catalogue (``ids``; None skips that check, for a card checked before it joins a
+    catalogue)."""
     found = [
         (i, ("id",), f"cards are sorted by id: move {cards[i].id!r} before {cards[i - 1].id!r}")
         for i in range(1, len(cards))
@@ -393,7 +394,14 @@ def order_problems(
         (i, ("lineage",), f"lineage {card.lineage!r} is not a card of this catalogue")
         for i, card in enumerate(cards)
         if ids is not None and card.lineage is not None and card.lineage not in ids
-    ]
+    ] + [
+        (i, ("sources", j, "inherited_from"), f"inherited_from {source.inherited_from!r} is "
+         "not a card of this catalogue: name the card the source was copied from")
+        for i, card in enumerate(cards)
+        for j, source in enumerate(card.sources)
+        if ids is not None and source.inherited_from is not None
+        and source.inherited_from not in ids
+    ]  # fmt: skip
     if not found:
         return []
     try:

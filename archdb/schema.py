@@ -1774,6 +1774,14 @@ class Source(Strict):
         description="Card fields this source gives, as dotted paths; a prefix covers its "
         "sub-fields ('architecture.attention' covers attention.n_heads).",
     )
+    inherited_from: Slug | None = Field(
+        default=None,
+        description="Id of the catalogue card this entry was copied from by `archdb new "
+        "--like`: that card's source, whose supports lists only the values the new card "
+        "inherited from it without a source of its own. They rest on the other model's "
+        "source: replace the entry with this model's own source where one states them. "
+        "Optional otherwise null.",
+    )
 
     @model_validator(mode="after")
     def _mirror_names_its_original(self) -> Source:
@@ -1850,7 +1858,7 @@ class Card(Strict):
                 "expected a date from 2017 to today"
             )
         explained = set(self.notes)
-        missing = [p for p in unexplained_nulls(self) if not _covered(p, explained)]
+        missing = [p for p in unexplained_nulls(self) if not covered(p, explained)]
         if missing:
             raise ValueError(
                 f"{missing[0]} is null without a note: say why under notes "
@@ -1858,13 +1866,17 @@ class Card(Strict):
             )
         if self.lineage == self.id:
             raise ValueError("lineage names the card itself: name the card it descends from")
+        if any(source.inherited_from == self.id for source in self.sources):
+            raise ValueError(
+                "a source is inherited_from the card itself: name the card it was copied from"
+            )
         supported = {path for source in self.sources for path in source.supports}
         if self.lineage is not None and "lineage" not in supported:
             raise ValueError(
                 "lineage has no source: list lineage in the supports of the source (model "
                 "card, paper) that says the model descends from that card"
             )
-        uncovered = [p for p in sourced_paths(self) if not _covered(p, supported)]
+        uncovered = [p for p in sourced_paths(self) if not covered(p, supported)]
         if uncovered:
             raise ValueError(
                 f"{uncovered[0]} has no source: list it (or a prefix of it) in a source's "
@@ -1916,10 +1928,26 @@ _UNSOURCED_LEAVES = {"kind", "variant"}  # categorical defaults every card state
 def mirror_only_paths(card: Card) -> list[str]:
     """Sourced values whose only sources are mirrors (copies of an official artifact)."""
     official = {p for s in card.sources if s.kind is not SourceKind.MIRROR for p in s.supports}
-    return [p for p in sourced_paths(card) if not _covered(p, official)]
+    return [p for p in sourced_paths(card) if not covered(p, official)]
 
 
-def _covered(path: str, supported: set[str]) -> bool:
+def inherited_paths(card: Card) -> dict[str, str]:
+    """Sourced values whose only sources were inherited from another card (``archdb new
+    --like``), each with the id of that card."""
+    own = {p for s in card.sources if s.inherited_from is None for p in s.supports}
+    found: dict[str, str] = {}
+    for path in sourced_paths(card):
+        if covered(path, own):
+            continue
+        found[path] = next(
+            s.inherited_from
+            for s in card.sources
+            if s.inherited_from is not None and covered(path, set(s.supports))
+        )
+    return found
+
+
+def covered(path: str, supported: set[str]) -> bool:
     """A path is covered by itself or by any of its dotted prefixes."""
     while path:
         if path in supported:

@@ -287,14 +287,22 @@ def _plan(old: str, cards: list[Card], card: Card, filename: str) -> Plan:
 
 
 def check_lineage(card: Card, ids: Collection[str], filename: str) -> None:
-    """WriteError unless the card's lineage (if any) names a card of the catalogue."""
+    """WriteError unless the card's lineage (if any), and every card its sources were
+    inherited from, is a card of the catalogue."""
+    problems = []
     if card.lineage is not None and card.lineage not in ids:
-        raise WriteError(
-            [
-                f"{card.id}: lineage {card.lineage!r} is not a card of {filename}: "
-                "name the id of the card it descends from (`archdb list` shows them)"
-            ]
+        problems.append(
+            f"{card.id}: lineage {card.lineage!r} is not a card of {filename}: "
+            "name the id of the card it descends from (`archdb list` shows them)"
         )
+    for source in card.sources:
+        if source.inherited_from is not None and source.inherited_from not in ids:
+            problems.append(
+                f"{card.id}: a source's inherited_from {source.inherited_from!r} is not a card "
+                f"of {filename}: name the card it was copied from"
+            )
+    if problems:
+        raise WriteError(problems)
 
 
 def existing_cards(old: str, filename: str) -> list[Card]:

@@ -16,9 +16,10 @@ import typer
 
 from archdb import query
 from archdb.fields import prompted
+from archdb.inheritance import default_supports, inherit
 from archdb.locations import resolve_catalogue
 from archdb.query import FieldSpec, QueryError
-from archdb.schema import UNKNOWN_WHEN_NULL, WINDOW_PATH, Card, SourceKind
+from archdb.schema import UNKNOWN_WHEN_NULL, WINDOW_PATH, Card, SourceKind, sourced_paths
 from archdb.table import FIELD_COLUMNS
 
 from .common import (
@@ -118,20 +119,24 @@ def _show(value: Any) -> str:
 _PROMPTED = prompted(Card)
 
 
-def _ask_everything(data: dict[str, Any]) -> None:
+def _ask_everything(data: dict[str, Any]) -> set[str]:
+    """Prompt for every field in play; returns the paths asked (the contributor's now)."""
     from archdb.writer import get_path, set_path
 
     fields = query.fields()
+    asked_paths = set()
     for path, asked in _PROMPTED:
         if not asked.in_play(data):
             continue
         value = _prompt(fields[path], get_path(data, path), required=asked.required)
         set_path(data, path, value)
+        asked_paths.add(path)
         unknown = path in UNKNOWN_WHEN_NULL or path == WINDOW_PATH  # a window: local layers
         if value is None and unknown and path not in data["notes"]:
             note = typer.prompt(f"why is {path} unknown? (a note)", default="", show_default=False)
             if note.strip():
                 data["notes"][path] = note.strip()
+    return asked_paths
 
 
 def _guess_kind(url: str) -> str:
@@ -171,8 +176,9 @@ SOURCES_FILE_LIMIT = 1_000_000  # bytes: a list of sources, not a data set
 
 
 def _source(url: str, kind: str | None = None, title: str | None = None,
-            locator: str | None = None, supports: str | list[str] = "architecture",
+            locator: str | None = None, supports: str | list[str] | None = None,
             ) -> dict[str, Any]:  # fmt: skip
+    """One source as card data; supports None until ``_fill_supports`` gives the default."""
     if not isinstance(url, str) or not url.strip():
         raise QueryError("a source needs a url")
     kind = kind or _guess_kind(url)
@@ -180,14 +186,26 @@ def _source(url: str, kind: str | None = None, title: str | None = None,
         raise QueryError(
             f"source kind {kind!r}: choose from {', '.join(k.value for k in SourceKind)}"
         )
-    listed = supports if isinstance(supports, list) else [supports]
+    listed = supports if isinstance(supports, list) or supports is None else [supports]
     return {
         "kind": kind,
         "title": title or url.rstrip("/").rsplit("/", 1)[-1],
         "url": url.strip(),
         "locator": locator or None,
-        "supports": [p for item in listed for p in _paths(str(item))],
+        "supports": None if listed is None else [p for item in listed for p in _paths(str(item))],
     }
+
+
+def _fill_supports(sources: list[dict[str, Any]], default: list[str]) -> None:
+    """Sources whose flags did not say what they support support ``default``."""
+    for source in sources:
+        if source["supports"] is None:
+            if not default:
+                raise QueryError(
+                    f"source {source['url']}: say which fields it gives (supports=...): "
+                    "with --like and no architecture value set, every value is inherited"
+                )
+            source["supports"] = list(default)
 
 
 def parse_source(spec: str) -> dict[str, Any]:
@@ -237,13 +255,13 @@ def read_sources(path: Path) -> list[dict[str, Any]]:
     return sources
 
 
-def _ask_source() -> dict[str, Any]:
+def _ask_source(default_supports: str = "architecture") -> dict[str, Any]:
     url = typer.prompt("source URL (paper, official config or model card)")
     kinds = ", ".join(k.value for k in SourceKind)
     kind = typer.prompt(f"source kind ({kinds})", default=_guess_kind(url))
     title = typer.prompt("source title", default=url.rstrip("/").rsplit("/", 1)[-1])
     locator = typer.prompt("where in it (table, section, file)", default="", show_default=False)
-    supports = typer.prompt("card fields it supports, comma-separated", default="architecture")
+    supports = typer.prompt("card fields it supports, comma-separated", default=default_supports)
     return _source(url, kind, title, locator or None, supports)
 
 
@@ -269,7 +287,7 @@ def _sources_from_flags(
                 raise QueryError("give a bare URL with --source-kind/--source-title/...")
             sources.append(
                 _source(spec, given.get("source_kind"), given.get("source_title"),
-                        given.get("source_locator"), given.get("supports", "architecture"))
+                        given.get("source_locator"), given.get("supports"))
             )  # fmt: skip
         else:
             sources.append(parse_source(spec))
@@ -290,7 +308,12 @@ def new(
     ] = None,
     like: Annotated[
         str | None,
-        typer.Option(help="Start from this card's architecture.", autocompletion=complete_card),
+        typer.Option(
+            help="Start from this card's architecture: every value not given is listed and "
+            "recorded as inherited, resting on this card's sources (copied with "
+            "inherited_from), not on the new card's.",
+            autocompletion=complete_card,
+        ),
     ] = None,
     set_: Annotated[
         list[str] | None,
@@ -365,8 +388,10 @@ def new(
 
     errors_as_json(as_json)
     data = skeleton()
-    if like:
-        data["architecture"] = card_data(load(catalogue).resolve(like))["architecture"]
+    parent = load(catalogue).resolve(like) if like else None
+    if parent is not None:
+        data["architecture"] = card_data(parent)["architecture"]
+    given: set[str] = set()
     identity = {"id": card_id, "name": name, "family": family,
                 "organization": organization, "release_date": release_date,
                 "open_weights": open_weights}  # fmt: skip
@@ -375,8 +400,10 @@ def new(
             set_path(data, path, value)
     if params is not None:
         set_path(data, "params_published", _card_value(_card_field("params"), params))
+        given.add("params_published")
     for spec, text in _assignments(set_ or [], "--set"):
         set_path(data, spec.name, _card_value(spec, text))
+        given.add(spec.name)
     for pair in note or []:
         path, sep, text = pair.partition("=")
         if not sep:
@@ -386,10 +413,37 @@ def new(
               "source_locator": source_locator, "supports": supports}  # fmt: skip
     data["sources"] += _sources_from_flags(source or [], sources_file, legacy)
     if _interactive(interactive):
-        _ask_everything(data)
-        if not data["sources"]:
-            data["sources"].append(_ask_source())
+        given |= _ask_everything(data)
+    supports = _own_supports(parent, given)
+    if _interactive(interactive) and not data["sources"]:
+        data["sources"].append(_ask_source(",".join(supports) or "architecture"))
+    _fill_supports(data["sources"], supports)
+    inherited = inherit(parent, data, given) if parent is not None else []
+    if inherited and not as_json:
+        _report_inherited(parent, inherited)
     _finish(data, render_card, insert_card, catalogue, dry_run, as_json)
+
+
+def _own_supports(parent: Any, given: set[str]) -> list[str]:
+    """What the new card's own sources support unless their flags say: everything
+    (``architecture``) for a card of its own; with --like, only what the contributor gave."""
+    if parent is None:
+        return ["architecture"]
+    return default_supports(given, sourced_paths(parent))
+
+
+def _report_inherited(parent: Any, inherited: list[Any]) -> None:
+    """Every inherited value, on stderr (stdout stays clean for --dry-run's YAML)."""
+    say(
+        (f"{len(inherited)} value(s) inherited from {parent.id}", "yellow"),
+        f", recorded as resting on its sources (copied with inherited_from: {parent.id}); "
+        "give them with --set, or a source of this model's that states them:",
+        err=True,
+    )
+    for item in inherited:
+        on = "; ".join(item.sources)
+        say(f"  {item.path.removeprefix('architecture.')} = {_short(_show(item.value))}",
+            (f"  ({on})", "dim"), err=True)  # fmt: skip
 
 
 def _finish(
@@ -404,7 +458,8 @@ def _finish(
 
     card = validate_card(_without_empty(data))
     if dry_run:
-        if card.lineage is not None:  # a real insert checks it under the lock
+        if card.lineage is not None or any(s.inherited_from for s in card.sources):
+            # a real insert checks them under the lock
             check_lineage(card, load(catalogue).ids(), "the catalogue")
         if as_json:
             print_json({"added": False, "card": card.model_dump(mode="json"),

@@ -21,7 +21,7 @@ from archdb.locations import resolve_catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
-from archdb.schema import Card, mirror_only_paths, null_means_unknown
+from archdb.schema import Card, inherited_paths, mirror_only_paths, null_means_unknown
 from archdb.table import FIELD_COLUMNS, card_row
 from archdb.views import card_record, card_records, comparison, derived_figures
 
@@ -293,6 +293,7 @@ def _fields_table(card: Card) -> Table:
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
     row = card_row(card, counts=False)  # the fields only: no counts to compute
     mirrored = set(mirror_only_paths(card))
+    inherited = inherited_paths(card)
     for column in FIELD_COLUMNS:
         if column in ("id", "name", "family", "organization", "release_date", "open_weights"):
             continue
@@ -303,6 +304,9 @@ def _fields_table(card: Card) -> Table:
         shown = format_value(value, column)
         if value is None:
             table.add_row(label, styled((_null_meaning(card, column), "dim")))
+        elif column in inherited:
+            mark = f" [inherited from {inherited[column]}]"
+            table.add_row(label, styled(shown, (mark, "yellow")))
         elif column in mirrored:
             table.add_row(label, styled(shown, (f" {MIRROR_MARK}", "yellow")))
         else:

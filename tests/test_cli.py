@@ -13,7 +13,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
-from archdb.schema import NormType
+from archdb.schema import NormType, inherited_paths, sourced_paths
 from tests.conftest import CliResult, card_text, run_cli, shipped_catalogue
 
 # commands on the shipped catalogue read its validated cards from the cache
@@ -227,7 +227,7 @@ def test_new_dry_run_writes_nothing(small):
     before = small.read_bytes()
     result = invoke("new", *NEW_FLAGS, "-C", str(small), "--dry-run")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("- id: toy-2b")
+    assert result.stdout.startswith("- id: toy-2b")  # the inherited values: stderr
     assert small.read_bytes() == before
 
 
@@ -436,6 +436,68 @@ def test_show_has_no_mirror_marks_when_official_sources_cover_every_value(small)
     assert result.returncode == 0 and "mirror only" not in result.stdout
     assert (
         json.loads(archdb("show", "toy-1b", "--json", "-C", str(small)).stdout)["mirror_only"] == []
+    )
+
+
+def test_new_like_lists_and_records_what_it_inherits(small):
+    """Every value not given is printed and rests on toy-1b's source, copied with
+    inherited_from; the new card's own source supports only the values given."""
+    result = archdb("new", *NEW_FLAGS, "-C", str(small))
+    assert result.returncode == 0, result.stderr
+    card = load_catalogue(small).get("toy-2b")
+    given = {"architecture.d_model", "architecture.attention.n_heads",
+             "architecture.attention.n_kv_heads"}  # fmt: skip
+    own, copied = card.sources
+    assert (own.url, own.inherited_from) == ("https://example.org/toy-2b/config.json", None)
+    assert sorted(own.supports) == sorted(given)
+    assert (copied.url, copied.inherited_from) == (
+        "https://example.org/toy-1b/config.json",
+        "toy-1b",
+    )
+    inherited = set(sourced_paths(card)) - given
+    assert inherited_paths(card) == dict.fromkeys(inherited, "toy-1b")
+    assert f"{len(inherited)} value(s) inherited from toy-1b" in result.stderr
+    assert "  norm.type = rmsnorm  (config.json)" in result.stderr
+    assert "  n_layers = 16  (config.json)" in result.stderr
+    assert "d_model =" not in result.stderr
+    shown = archdb("show", "toy-2b", "-C", str(small))
+    assert "[inherited from toy-1b]" in shown.stdout and "5632 [inherited" in shown.stdout
+
+
+def test_new_like_with_a_source_that_supports_everything_inherits_nothing(small):
+    flags = [f for f in NEW_FLAGS if f != "https://example.org/toy-2b/config.json"]
+    at = flags.index("--source")
+    flags[at + 1 : at + 1] = ["url=https://example.org/toy-2b/config.json;supports=architecture"]
+    result = archdb("new", *flags, "-C", str(small))
+    assert result.returncode == 0, result.stderr
+    card = load_catalogue(small).get("toy-2b")
+    assert [s.inherited_from for s in card.sources] == [None] and not inherited_paths(card)
+    assert "inherited" not in result.stderr
+
+
+def test_new_like_without_a_value_of_its_own_asks_what_its_source_gives(small):
+    """Nothing set: a bare source would support nothing of the architecture (usage error)."""
+    sets = {"--set", "d_model=2560", "heads=20", "kv_heads=5"}
+    result = archdb("new", *[f for f in NEW_FLAGS if f not in sets], "-C", str(small))
+    assert result.returncode == 2, result.stdout
+    assert "say which fields it gives (supports=...)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_inherited_source_names_a_card_of_the_catalogue(write_catalogue):
+    inherited = card_text("toy-2b") + "      inherited_from: nope-1b\n"
+    path = write_catalogue(card_text("toy-1b") + inherited)
+    result = archdb("validate", str(path))
+    assert result.returncode == 1
+    assert (
+        "inherited_from 'nope-1b' is not a card of this catalogue" in result.stdout + result.stderr
+    )
+    line = (card_text("toy-1b") + inherited).splitlines().index("      inherited_from: nope-1b") + 1
+    assert f"models.yaml:{line}" in result.stdout + result.stderr
+    itself = write_catalogue(card_text("toy-2b").rstrip("\n") + "\n      inherited_from: toy-2b\n")
+    result = archdb("validate", str(itself))
+    assert (
+        result.returncode == 1 and "inherited_from the card itself" in result.stdout + result.stderr
     )
 
 

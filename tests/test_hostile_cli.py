@@ -146,14 +146,17 @@ def test_validate_prints_card_strings_and_patterns_literally(hostile, write_cata
 
 
 def test_new_dry_run_with_a_hostile_like_card(hostile):
+    """Markup in the card, in the flags and in the inherited source's title (listed beside
+    each inherited value) is printed as text."""
     result = run(
         "new", "--like", "evil-1b", "--id", "evil-2b", "--name", "[/x] 2B", "--family", "toy",
         "--organization", "[red]Lab", "--release-date", "2024-01-01", "--open-weights",
         "--params", "2B", "--source", "https://example.org/c/config.json", "--no-interactive",
-        "--dry-run", catalogue=hostile,
+        "--set", "n_layers=24", "--dry-run", catalogue=hostile,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "name: '[/x] 2B'" in result.output
+    assert "name: '[/x] 2B'" in result.stdout
+    assert "norm.type = rmsnorm  ([link=https://evil.example]x[/link])" in result.stderr
 
 
 def test_control_characters_in_card_strings_never_reach_the_terminal(write_catalogue):
