@@ -33,6 +33,7 @@ from .common import (
     print_json,
     say,
     styled,
+    visible,
 )
 from .query import complete_card, complete_field
 
@@ -487,10 +488,22 @@ def _without_empty(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def import_hf(
-    config_path: Annotated[
-        Path, typer.Argument(metavar="PATH", help="A local config.json.", dir_okay=False)
+    config_ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="ORG/MODEL[@REVISION] | PATH",
+            help="A model on the Hugging Face Hub (its config.json is read through "
+            "huggingface_hub, or from its local cache offline), or a local config.json.",
+            show_default=False,
+        ),
     ],
-    source: Annotated[str, typer.Option(help="URL of the released config.json (required).")],
+    source: Annotated[
+        str | None,
+        typer.Option(
+            help="URL of the released config.json: required with a local file; a Hub model "
+            "records its own, pinned to the commit read."
+        ),
+    ] = None,
     card_id: Annotated[
         str | None, typer.Option("--id", help="Card id (default: from the URL).")
     ] = None,
@@ -509,22 +522,28 @@ def import_hf(
 ) -> None:
     """Import a card from a Hugging Face config.json (Llama, Gemma, Qwen, ...).
 
-    Sizes come from the config; the choices transformers keeps in code
+    ORG/MODEL[@REVISION] reads the model's config.json through huggingface_hub
+    (from its local cache when HF_HUB_OFFLINE is set or the Hub cannot be
+    reached) and records its URL pinned to the commit read. Sizes come from
+    the config; the choices transformers keeps in code
     (norm placement, gated MLP, parallel blocks, biases) come from the
     model family, cited as a second source. Config keys with no card field
     are listed, never dropped silently. An unsupported model_type names
     the closest card to start `archdb new --like` from.
 
     Examples:
+      archdb import-hf google/gemma-2-9b --organization 'Google DeepMind'
+        --release-date 2024-06-27 --params 9B
+      archdb import-hf microsoft/phi-2@main --dry-run
       archdb import-hf config.json --organization 'Google DeepMind'
         --source https://huggingface.co/google/gemma-2-9b/blob/main/config.json
         --release-date 2024-06-27 --params 9B
-      archdb import-hf config.json --source URL --id gemma-2-9b --dry-run
     """
     from archdb.hf_import import Identity, guess_identity
     from archdb.writer import insert_card, render_card
 
     errors_as_json(as_json)
+    config_path, source = _config_and_source(config_ref, source, as_json)
     config = _read_config(config_path)
     guessed = guess_identity(config, source)
     answers = {"id": card_id or guessed.get("id"), "name": name or guessed.get("name"),
@@ -572,6 +591,33 @@ def _unsupported(config: dict[str, Any], catalogue: Path) -> None:
         f"{', '.join(supported_model_types())}){hint}",
         EXIT_DATA,
     )
+
+
+def _config_and_source(ref: str, source: str | None, quiet: bool) -> tuple[Path, str]:
+    """A local file with its --source, or a Hub model's config.json (read into the
+    Hugging Face cache) with its URL pinned to the commit read."""
+    from archdb import hub
+
+    if source is not None:
+        return Path(ref), source
+    if _is_file(ref):
+        raise fail(
+            f"{visible(ref[:200])} is a local file: give --source, the URL of the released "
+            "config.json (or name the model as ORG/MODEL[@REVISION] to read it from the Hub)",
+            EXIT_USAGE,
+        )
+    fetched = hub.fetch_config(ref)  # a UsageError unless ref reads as ORG/MODEL[@REV]
+    if not quiet:
+        cache = " (offline: from the local cache)" if fetched.offline else ""
+        say(f"{fetched.repo_id}: config.json at commit {fetched.commit}{cache}", err=True)
+    return fetched.path, fetched.url
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL
+        return False
 
 
 def _read_config(path: Path) -> dict[str, Any]:
