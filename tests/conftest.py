@@ -1080,9 +1080,9 @@ def shared_render(shared: Path, cat: Catalogue) -> Any:
     worker's memo (``archdb.reports.build``): rendered once per session by whichever
     worker asks first, read back from its files by the others. Sound because rendering is
     a pure function of the data (the shipped catalogue's render is checked byte for byte
-    against reports/, written by another process) and the files are named by
-    ``content_key``, everything the data is computed from. For tests that need a
-    catalogue's rendered bytes, not a render of their own."""
+    against an installed wheel's, written by another process: test_wheel) and the files
+    are named by ``content_key``, everything the data is computed from. For tests that
+    need a catalogue's rendered bytes, not a render of their own."""
     import json
 
     from archdb.reports import build
@@ -1146,8 +1146,8 @@ def fresh_shipped_build(
 ) -> FreshBuild:
     """The shipped catalogue's reports built once per session by this worker with a
     compute and a render of its own (memos emptied), over a stale figure: the
-    determinism test compares them with reports/, which another process wrote; the
-    figure tests check the Figure objects this render saved. Its render is also the
+    determinism test checks what it wrote and removed; the figure tests check the Figure
+    objects this render saved. Its render is also the
     session's ``shared_render`` of the shipped catalogue (unless another worker's came
     first): the site of the shipped catalogue, whose browser tests are in this worker's
     group, renders no second time."""

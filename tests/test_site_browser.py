@@ -39,8 +39,8 @@ def test_browser_tests_run_in_ci():
 
 @pytest.fixture(scope="module")
 def site_dir(shared_folder) -> Path:
-    """The shipped catalogue's site (read only; its report render is the one
-    tests/test_reports.py checks reports/ against)."""
+    """The shipped catalogue's site (read only; its report render is the session's, which
+    tests/test_wheel.py checks against an installed wheel's)."""
     return shared_site(shared_folder, DEFAULT_PATH)
 
 
