@@ -261,6 +261,26 @@ def test_new_prompts_offer_vocabularies(small):
     assert load_catalogue(small).get("toy-2b").params_published == 2_000_000_000
 
 
+def test_new_like_interactive_asks_instead_of_inheriting(small):
+    """Every value asked is the contributor's: the source's default supports are the
+    asked values, and nothing rests on toy-1b's source."""
+    answers = [
+        "toy-2b", "Toy 2B", "toy", "Example Lab", "2024-02-01", "true", "2B",
+        *[""] * 26,  # every architecture prompt: keep the --like card's value
+        "https://example.org/toy-2b/config.json", "config", "config.json", "config.json",
+        "",  # supports: the default
+    ]  # fmt: skip
+    result = invoke("new", "--like", "toy-1b", "--interactive", "-C", str(small),
+                    input="\n".join(answers) + "\n")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "card fields it supports, comma-separated [architecture]" in result.output
+    card = load_catalogue(small).get("toy-2b")
+    assert [(s.url, s.supports, s.inherited_from) for s in card.sources] == [
+        ("https://example.org/toy-2b/config.json", ["architecture"], None)
+    ]
+    assert "inherited from" not in result.output
+
+
 def test_new_asks_for_the_qk_norm_terms_after_a_qk_norm_with_parameters(small):
     answers = [
         "toy-2b", "Toy 2B", "toy", "Example Lab", "2024-02-01", "true", "2B",
