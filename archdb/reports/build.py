@@ -24,6 +24,7 @@ from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
 from archdb.reports.claims import ClaimResult, check_claims
+from archdb.reports.weighting import Cutoff
 from archdb.table import catalogue_rows, frame_from_rows
 
 FIGURES = "figures"
@@ -190,6 +191,10 @@ def _page(title: str, *sections: str) -> str:
     return f"{render.GENERATED}\n\n# {title}\n\n{body}\n"
 
 
+def _cutoff(data: ReportData) -> Cutoff:
+    return data.adoptions[0].cutoff if data.adoptions else Cutoff(None)
+
+
 def _scope(data: ReportData) -> str:
     frame = data.frame
     research = int(frame["research_variant"].fillna(False).astype(bool).sum())
@@ -198,7 +203,8 @@ def _scope(data: ReportData) -> str:
     return (
         f"From `{data.source}`: {len(frame)} cards ({len(frame) - research} released models, "
         f"{research} research variants left out of the trends), {frame['family'].nunique()} "
-        f"families, released {span}."
+        f"families, released {span}"
+        + (f"; {_cutoff(data).label(_cutoff(data).year or 0)}." if _cutoff(data).partial else ".")
     )
 
 
@@ -212,14 +218,20 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "[family evolution](families.md) · [claims check](claims.md) · "
         "[mechanisms measured](mechanisms.md) · [fidelity](fidelity.md)",
         "## Consensus by choice\n\n"
-        "For each design choice: the value most of the latest year's models use, its share "
-        "of the models whose value is known and how many of the year's models that is "
-        "(*known*), when it first appeared in the catalogue, the first year it held the "
-        "majority, and the year from which it has kept it. A value holds the majority of a "
-        "year when more than half of the known values are it and at least half of all the "
-        "year's models use it: a value only a few cards publish (1 of 10 known) is never "
-        "called consensus, however high its share of the known.\n\n" + render.consensus_table(cons),
-        render.figure(overview, "Share of each consensus value by year") if overview else "",
+        f"{render.weighting_note(data.adoptions[0].weighting if data.adoptions else 'family')}. "
+        "For each design choice: the value with the largest share in the latest complete "
+        "year with a known value, that share with its 95% interval (Wilson, on the known "
+        "families), the "
+        "year's families and cards (known / all), when the value first appeared in the "
+        "catalogue, the first year its share passed one half, and the year from which it has "
+        "been the consensus (through the latest complete year; the partial year is shown "
+        "apart, its share so far). A value is a year's consensus when its interval's lower bound "
+        "is above one half and at least 5 families are known; a choice known for under half "
+        "of a year's families has *too few known* that year, and no share.\n\n"
+        + render.consensus_table(cons, _cutoff(data)),
+        render.figure(overview, "Family-weighted share of each consensus value by year")
+        if overview
+        else "",
         f"## Claims of the lecture\n\n{render.verdict_counts(data.claims)}. Details, deciding "
         "models and disagreements: [claims.md](claims.md).\n\n"
         + render.claims_summary(data.claims, "claims.md"),
@@ -234,14 +246,19 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
 
 
 def _adoption_page(data: ReportData, fig: FigureSaver) -> str:
+    weighting = data.adoptions[0].weighting if data.adoptions else "family"
     sections = [
         _scope(data),
-        "Each table: the share of a year's models using each value (count in brackets), "
-        "over the models whose value is known (the last row: known of the year's models; "
-        "grey bars in the figures); the first card to use it; the first year it held the "
-        "majority (more than half of the known values and at least half of all the year's "
-        "models); and the year from which it kept the majority through the latest year. "
-        "Lines in italics count every value but the 'off' one together.",
+        f"{render.weighting_note(weighting)}. Each table: the share of each year's known "
+        "values using each value, with its 95% interval (Wilson, on the year's known "
+        "families), in **bold** when it is the year's consensus (lower bound above one half, "
+        "5 or more families known); *too few known* where the value is known for under half "
+        "of the year's families; the last rows give n families and n cards (known / all, "
+        "grey bars in the figures: the known share); the first card to use each value; the "
+        "first year its share passed one half; and the year from which it has been the "
+        "consensus through the latest year. Lines in italics count every value but the "
+        "'off' one together. Research variants are left out, and so are encoder-only "
+        "models: the trends count decoder-only and encoder-decoder models.",
     ]
     for adoption in data.adoptions:
         path = fig(f"adoption-{adoption.choice.key}", lambda a=adoption: figures.adoption_figure(a))
