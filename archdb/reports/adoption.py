@@ -49,7 +49,7 @@ from archdb.reports.weighting import (
 )
 from archdb.reports.weighting import cutoff as weighting_cutoff
 from archdb.schema import Card
-from archdb.table import COUNTED_COLUMNS, Row, catalogue_rows
+from archdb.table import BOOL_LABELS, COUNTED_COLUMNS, Row, catalogue_rows
 
 ANY = "any"
 
@@ -71,8 +71,14 @@ class Choice:
         return self.labels.get(raw, str(raw))
 
 
-def _yes_no(yes: str, no: str) -> dict[bool, str]:
+def _labels(column: str) -> dict[bool, str]:
+    """A boolean column's value words (``archdb.table.BOOL_LABELS``: list -w reads them)."""
+    yes, no = BOOL_LABELS[column]
     return {True: yes, False: no}
+
+
+def _bool_choice(key: str, title: str, column: str) -> Choice:
+    return Choice(key, title, column, BOOL_LABELS[column][1], _labels(column))
 
 
 CHOICES: tuple[Choice, ...] = (
@@ -80,48 +86,26 @@ CHOICES: tuple[Choice, ...] = (
     Choice("norm-type", "Norm type", "architecture.norm.type"),
     Choice("norm-position", "Norm position", "architecture.norm.position"),
     Choice("activation", "Activation", "architecture.mlp.activation"),
-    Choice("gated", "Gated MLP", "gated", "non-gated", _yes_no("gated", "non-gated")),
+    _bool_choice("gated", "Gated MLP", "gated"),
     Choice("position", "Position scheme", "architecture.position.type"),
     Choice("attention", "Attention variant", "attention_family"),
     Choice("layer-mix", "Layer pattern mixers", "layer_mix", "global"),
     Choice("bias", "Bias in linear layers", "bias_scheme", "none"),
-    Choice(
-        "parallel",
-        "Parallel layers",
-        "architecture.parallel_layers",
-        "serial",
-        _yes_no("parallel", "serial"),
-    ),
-    Choice(
-        "tied-embeddings",
-        "Tied embeddings",
-        "architecture.tied_embeddings",
-        "untied",
-        _yes_no("tied", "untied"),
-    ),
+    _bool_choice("parallel", "Parallel layers", "architecture.parallel_layers"),
+    _bool_choice("tied-embeddings", "Tied embeddings", "architecture.tied_embeddings"),
     Choice("qk-norm", "QK norm", "architecture.attention.qk_norm", "none"),
     Choice("soft-capping", "Logit soft-capping", "softcap_scheme", "none"),
-    Choice("z-loss", "Z-loss", "z_loss_used", "none", _yes_no("z-loss", "none")),
-    Choice("moe", "Mixture of experts", "moe", "dense", _yes_no("moe", "dense")),
-    Choice("dropout", "Pre-training dropout", "dropout_used", "none", _yes_no("dropout", "none")),
-    Choice(
-        "weight-decay", "Weight decay", "weight_decay_used", "none", _yes_no("weight decay", "none")
-    ),
-    Choice("mtp", "Multi-token prediction", "mtp_used", "none", _yes_no("mtp", "none")),
+    _bool_choice("z-loss", "Z-loss", "z_loss_used"),
+    _bool_choice("moe", "Mixture of experts", "moe"),
+    _bool_choice("dropout", "Pre-training dropout", "dropout_used"),
+    _bool_choice("weight-decay", "Weight decay", "weight_decay_used"),
+    _bool_choice("mtp", "Multi-token prediction", "mtp_used"),
     Choice("token-mixers", "Hybrid token mixers", "token_mixers", "attention-only"),
-    Choice("sinks", "Attention sinks", "sinks_used", "none", _yes_no("sinks", "none")),
+    _bool_choice("sinks", "Attention sinks", "sinks_used"),
     Choice("output-gate", "Attention output gate", "output_gate_scheme", "none"),
-    Choice(
-        "sparse-attention",
-        "Sparse attention",
-        "sparse_attention_used",
-        "dense",
-        _yes_no("sparse", "dense"),
-    ),
+    _bool_choice("sparse-attention", "Sparse attention", "sparse_attention_used"),
     Choice("rope-scaling", "RoPE scaling", "rope_scaling_scheme", "no-rope"),
-    Choice(
-        "kv-sharing", "Cross-layer KV sharing", "kv_sharing_used", "none", _yes_no("shared", "none")
-    ),
+    _bool_choice("kv-sharing", "Cross-layer KV sharing", "kv_sharing_used"),
 )
 CHOICE_KEYS: tuple[str, ...] = tuple(c.key for c in CHOICES)
 

@@ -34,29 +34,12 @@ from archdb.reports.weighting import (
     too_few_known,
     weighted_spread,
 )
-from archdb.table import DERIVED_COLUMNS, Row
+from archdb.table import DERIVED_COLUMNS, SIZE_BANDS, Row, size_band
 
-# Size bands of exact parameters (total, experts included): (label, low, high), low <= p < high.
-SIZE_BANDS: tuple[tuple[str, float, float], ...] = (
-    ("<1B", 0.0, 1e9),
-    ("1–10B", 1e9, 1e10),
-    ("10–100B", 1e10, 1e11),
-    (">100B", 1e11, float("inf")),
-)
 DENSE, MOE = "dense", "MoE"
 # Columns whose MoE value is a per-expert figure: always split dense / MoE.
 PER_EXPERT_COLUMNS = frozenset({"d_ff_ratio", "architecture.mlp.d_ff"})
 SIZE_COLUMN = "params_exact"  # the column the bands read: trends must compute it
-
-
-def size_band(params: float | None) -> str | None:
-    """The band of an exact parameter count (None when unknown)."""
-    if params is None:
-        return None
-    for label, low, high in SIZE_BANDS:
-        if low <= params < high:
-            return label
-    return None
 
 
 def mlp_kind(row: Row) -> str:
