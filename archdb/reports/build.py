@@ -11,7 +11,7 @@ import hashlib
 import io
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import pandas as pd
@@ -24,8 +24,9 @@ from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
 from archdb.reports.claims import ClaimResult, check_claims
+from archdb.reports.numeric import EQUAL, ERAS, SIZE_BANDS, shapes
 from archdb.reports.weighting import Cutoff
-from archdb.table import catalogue_rows, frame_from_rows
+from archdb.table import Row, catalogue_rows, frame_from_rows
 
 FIGURES = "figures"
 PAGES = (
@@ -49,6 +50,7 @@ class ReportData:
     claims: list[ClaimResult]
     mechanisms: mech_page.MechanismsData
     fidelities: list[verification.CardFidelity]
+    rows: list[Row] = field(default_factory=list)  # the table rows the frame was made of
 
 
 # Report data and renders kept in one process: a test worker reuses the shipped catalogue's
@@ -101,7 +103,7 @@ def _compute(catalogue: Catalogue) -> ReportData:
     claims = check_claims(frame, claim_input)
     mechanisms = mech_page.compute(catalogue, cached)
     fidelities = verification.card_fidelities(catalogue)
-    return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms, fidelities)
+    return ReportData(catalogue.path.name, frame, adoptions, claims, mechanisms, fidelities, rows)
 
 
 def render_reports(data: ReportData) -> dict[str, bytes]:
@@ -290,28 +292,64 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
     def with_figure(path: str | None, alt: str) -> str:
         return render.figure(path, alt) if path else ""
 
+    shape = shapes(trend_rows(data.rows), _cutoff(data))
+    weighted = (
+        f"{render.weighting_note(shape.weighting)}; medians and quartiles interpolate "
+        "between the weighted values. Per year: families and cards with a known value / all; "
+        "*too few known* where under half the year's families are known. Decoder-only and "
+        "encoder-decoder models; research variants left out."
+    )
+    note = _cutoff(data).note()
+    eras = [label for label, _, _ in ERAS]
+    bands = [label for label, _, _ in SIZE_BANDS]
     sections = [
         _scope(data),
-        "Outliers: values more than 1.5 inter-quartile ranges outside the quartiles of their "
-        f"group, on log values; groups of fewer than {dist.MIN_GROUP} have none.",
-        "## d_ff / d_model, gated or not\n\n"
-        "d_ff is the width the down-projection reads: one branch of a gated unit, one expert "
-        "of a mixture of experts (shown apart: an expert is narrow by design).",
-        with_figure(ff_fig, "d_ff/d_model by release date"),
-        render.stats_table(dist.stats(frame, "d_ff_ratio", group)),
+        "Shape rules depend on size and era: each section gives them by year and by size "
+        "band (exact parameters, experts included) and period, counted by family. The "
+        "figures show every card as a dot; the pooled tables under them count each card "
+        "once over every year (card-weighted) and serve as context and for the outlier "
+        "fences. Outliers: values more than 1.5 inter-quartile ranges outside the quartiles "
+        f"of their group, on log values; groups of fewer than {dist.MIN_GROUP} have none.",
+        "## d_ff / d_model: dense layers and experts apart\n\n"
+        "d_ff is the width the down-projection reads: one branch of a gated unit; for a "
+        "mixture of experts one routed expert (narrow by design), and its dense layers "
+        "(`mlp.moe.dense_d_ff`) apart. The groups are never pooled.",
+        with_figure(ff_fig, "d_ff/d_model by release date, each dot a card"),
+        f"By year. {weighted}\n\n" + render.numeric_year_table(shape.d_ff_by_year),
+        *(
+            f"By size band and period: {label}. Weighted median [Q1–Q3] · families / cards "
+            f"with a value.\n\n" + render.band_era_table(cells, bands, eras)
+            for label, cells in shape.d_ff_bands.items()
+        ),
+        note,
+        "Pooled, card-weighted (context):\n\n"
+        + render.stats_table(dist.stats(frame, "d_ff_ratio", group)),
         render.outlier_table(ff_out, "d_ff/d_model"),
         "## d_model / n_layers against parameters",
-        with_figure(aspect_fig, "aspect ratio against parameters"),
-        render.stats_table(dist.stats(frame, "aspect_ratio")),
+        with_figure(aspect_fig, "aspect ratio against parameters, each dot a card"),
+        "By size band and period, dense models. "
+        f"{render.weighting_note(shape.weighting)}. Weighted median [Q1–Q3] · families / "
+        "cards with a value.\n\n" + render.band_era_table(shape.aspect_bands, bands, eras),
+        "Pooled, card-weighted (context):\n\n"
+        + render.stats_table(dist.stats(frame, "aspect_ratio")),
         render.outlier_table(aspect_out, "d_model/n_layers"),
         "## n_heads · d_head / d_model",
-        with_figure(head_fig, "head ratio by release date"),
-        render.stats_table(dist.stats(frame, "head_ratio")),
+        with_figure(head_fig, "head ratio by release date, each dot a card"),
+        "Share of models with n_heads·d_head = d_model, by year. "
+        f"{render.weighting_note(shape.weighting)}; the share's 95% interval (Wilson, on "
+        "families) in brackets.\n\n"
+        + render.share_year_table(shape.head_ratio, EQUAL, _cutoff(data))
+        + (f"\n\n{note}" if note else ""),
+        "Pooled, card-weighted (context):\n\n"
+        + render.stats_table(dist.stats(frame, "head_ratio")),
         "Every model where n_heads·d_head ≠ d_model:\n\n"
         + render.exceptions_table(head_off, "ratio"),
         "## Vocabulary size over time",
-        with_figure(vocab_fig, "vocabulary size by release date"),
-        render.per_year_table(vocab_years),
+        with_figure(vocab_fig, "vocabulary size by release date, each dot a card"),
+        f"By year. {weighted}\n\n" + render.numeric_year_table([shape.vocab_by_year]),
+        note,
+        "Smallest and largest by year (each card counted):\n\n"
+        + render.per_year_table(vocab_years),
         render.outlier_table(vocab_out, "vocabulary"),
         "## KV-cache bytes per token against parameters\n\n"
         f"The K/V cache of one sequence of {cv.DEFAULT_KV_CONTEXT:,} tokens at "

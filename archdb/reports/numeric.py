@@ -26,11 +26,13 @@ from archdb.query import FieldSpec, QueryError, display_name, resolve_field
 from archdb.reports.weighting import (
     DEFAULT_WEIGHTING,
     Cutoff,
+    Tally,
     WeightedSpread,
     Weighting,
     card_weights,
     cutoff,
     describe,
+    tally,
     too_few_known,
     weighted_spread,
 )
@@ -247,3 +249,117 @@ def numeric_record(
         "partial_year": first.cutoff.year if first and first.cutoff.partial else None,
         "groups": [t.as_dict() for t in trends],
     }
+
+
+# Periods the shape tables compare: the drift of a rule shows between them.
+ERAS: tuple[tuple[str, int | None, int | None], ...] = (
+    ("to 2022", None, 2022),
+    ("2023–2024", 2023, 2024),
+    ("2025 on", 2025, None),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One band and period of a shape table: the weighted spread and its n."""
+
+    spread: WeightedSpread | None
+    families: int  # families with a known value
+    cards: int  # cards with a known value
+
+
+def era_of(year: int) -> str | None:
+    return next(
+        (
+            label
+            for label, low, high in ERAS
+            if (low is None or year >= low) and (high is None or year <= high)
+        ),
+        None,
+    )
+
+
+def band_era_cells(
+    rows: Iterable[Row],
+    column: str,
+    weighting: Weighting = DEFAULT_WEIGHTING,
+    group_of: Callable[[Row], str | None] = lambda r: size_band(r.get(SIZE_COLUMN)),
+) -> dict[tuple[str, str], Cell]:
+    """``column``'s weighted spread per (group, period): by default the group is the size
+    band. A family's weight is split among its cards within each year, as everywhere;
+    the years of a period are pooled."""
+    rows = [r for r in rows if r.get(column) is not None]
+    weights = card_weights(rows, lambda _: True, weighting)
+    cells: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        group, era = group_of(row), era_of(row["year"])
+        if group is not None and era is not None:
+            cells.setdefault((group, era), []).append(row)
+    return {
+        key: Cell(
+            weighted_spread([(float(r[column]), weights[r["id"]]) for r in members]),
+            len({r["family"] for r in members}),
+            len(members),
+        )
+        for key, members in cells.items()
+    }
+
+
+EQUAL, UNEQUAL = "= d_model", "≠ d_model"
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The shape rules of the distributions page, weighted, by year and by size band and
+    period: d_ff/d_model for dense layers and experts apart, d_model/n_layers, whether
+    n_heads·head_dim = d_model, and the vocabulary."""
+
+    weighting: Weighting
+    d_ff_by_year: list[NumericTrend]  # dense gated, dense non-gated, MoE expert, MoE dense
+    d_ff_bands: dict[str, dict[tuple[str, str], Cell]]  # group -> (band, period) -> cell
+    aspect_bands: dict[tuple[str, str], Cell]  # dense decoders, (band, period) -> cell
+    head_ratio: Tally  # EQUAL / UNEQUAL by year
+    vocab_by_year: NumericTrend
+
+
+D_FF_GROUPS: tuple[tuple[str, str, Callable[[Row], bool]], ...] = (
+    ("dense, gated", "d_ff_ratio", lambda r: not r.get("moe") and r.get("gated") is True),
+    ("dense, non-gated", "d_ff_ratio", lambda r: not r.get("moe") and r.get("gated") is False),
+    ("MoE, one expert", "expert_d_ff_ratio", lambda r: bool(r.get("moe"))),
+    # a MoE without dense layers has no dense width: left out, not counted unknown
+    (
+        "MoE, dense layers",
+        "dense_d_ff_ratio",
+        lambda r: bool(r.get("moe")) and r.get("dense_d_ff_ratio") is not None,
+    ),
+)
+
+
+def shapes(rows: Iterable[Row], cut: Cutoff, weighting: Weighting = DEFAULT_WEIGHTING) -> Shapes:
+    """The shape tables over ``rows`` (``trend_rows``, with the analytic counts)."""
+    rows = list(rows)
+    by_year = []
+    bands = {}
+    for label, column, keep in D_FF_GROUPS:
+        spec = numeric_field(column)
+        assert spec is not None
+        part = [r for r in rows if keep(r)]
+        by_year.append(numeric_trend(part, spec, weighting, cut=cut, group=label))
+        if label in ("dense, gated", "MoE, one expert"):
+            bands[label] = band_era_cells(part, column, weighting)
+    dense = [r for r in rows if not r.get("moe")]
+
+    def head(row: Row) -> str | None:
+        ratio = row.get("head_ratio")
+        return None if ratio is None else EQUAL if abs(ratio - 1) < 1e-9 else UNEQUAL
+
+    vocab = numeric_field("architecture.vocab_size")
+    assert vocab is not None
+    return Shapes(
+        weighting,
+        by_year,
+        bands,
+        band_era_cells(dense, "aspect_ratio", weighting),
+        tally(rows, head, weighting),
+        numeric_trend(rows, vocab, weighting, cut=cut, group="all"),
+    )

@@ -6,14 +6,15 @@ Numbers are formatted here and only here, so every page reads the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from archdb.reports.adoption import ANY, Adoption, Consensus
 from archdb.reports.claims import ClaimResult, Verdict
-from archdb.reports.weighting import Cutoff, Share, Weighting
+from archdb.reports.numeric import Cell, NumericTrend
+from archdb.reports.weighting import Cutoff, Share, Tally, Weighting
 from archdb.table import number_text
 
 GENERATED = (
@@ -244,6 +245,79 @@ def per_year_table(per_year: pd.DataFrame) -> str:
         for _, r in per_year.iterrows()
     ]
     return table(["year", "n", "median", "smallest", "largest"], rows, right=(1, 2))
+
+
+def _range(low: float, high: float) -> str:
+    return f"{fmt(low)}–{fmt(high)}"
+
+
+def numeric_year_table(trends: Sequence[NumericTrend]) -> str:
+    """One row per group and year: n families and n cards (known / all), the weighted
+    median, quartiles and range; *too few known* where under half the families are known."""
+    rows = []
+    for trend in trends:
+        for year in trend.years:
+            spread = trend.by_year.get(year)
+            known = trend.known(year)
+            if spread is None:
+                cells = ["*too few known*" if known else "·", "", ""]
+            else:
+                cells = [
+                    spread.median,
+                    _range(spread.q1, spread.q3),
+                    _range(spread.low, spread.high),
+                ]
+            rows.append(
+                [
+                    trend.group,
+                    trend.cutoff.short_label(year),
+                    f"{trend.families_known.get(year, 0)} / {trend.families.get(year, 0)}",
+                    f"{known} / {trend.total.get(year, 0)}",
+                    *cells,
+                ]
+            )
+    headers = ["group", "year", "families", "cards", "median", "Q1–Q3", "range"]
+    return table(headers, rows, right=range(2, 7))
+
+
+def band_era_table(
+    cells: Mapping[tuple[str, str], Cell], groups: Sequence[str], eras: Sequence[str]
+) -> str:
+    """Groups (size bands) by period: weighted median [Q1–Q3], then n families / n cards."""
+    rows = []
+    for group in groups:
+        line: list[Any] = [group]
+        for era in eras:
+            cell = cells.get((group, era))
+            if cell is None or cell.spread is None:
+                line.append("·")
+                continue
+            s = cell.spread
+            line.append(
+                f"{fmt(s.median)} [{_range(s.q1, s.q3)}] · {cell.families} fam / {cell.cards} cards"
+            )
+        rows.append(line)
+    return table(["size band", *eras], rows)
+
+
+def share_year_table(counted: Tally, value: str, cut: Cutoff) -> str:
+    """One value's weighted share by year with its 95% interval and n."""
+    rows = []
+    for year, found in counted.years.items():
+        if not found.cards_known:
+            continue
+        share = found.share(value)
+        rows.append(
+            [
+                cut.short_label(year),
+                share_text(share, found.too_few_known).replace("**", "")
+                if found.too_few_known or share is None or share.cards
+                else "0%",
+                f"{found.families_known} / {found.families}",
+                f"{found.cards_known} / {found.cards}",
+            ]
+        )
+    return table(["year", "share [95%]", "families", "cards"], rows, right=(1, 2, 3))
 
 
 # --- families ------------------------------------------------------------------------
