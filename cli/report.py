@@ -304,7 +304,7 @@ def _grid(result: Adoption) -> Grid:
     """One choice: a row per value, a column per year (weighted share of known values)."""
     years = result.shown_years()
     c = result.choice
-    unknown = f"; unknown for {len(result.unknown)} models" if result.unknown else ""
+    unknown = f"; unknown: {len(result.unknown)} cards" if result.unknown else ""
     name = c.title if c.title == c.key else f"{c.title} ({c.key})"
     headers = ["value", *map(result.cutoff.short_label, years), "first", ">50%", "consensus"]
     rows = []

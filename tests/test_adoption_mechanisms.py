@@ -189,7 +189,7 @@ def test_trends_cli_shows_each_mechanism(tmp_path: Path, key: str, title: str, v
 def test_trends_of_rope_scaling_counts_the_unknown(tmp_path: Path) -> None:
     result = runner.invoke(app, ["trends", "rope-scaling", "--catalogue", str(_write(tmp_path))])
     assert result.exit_code == 0
-    assert "unknown for 7 models" in result.output
+    assert "unknown: 7 cards" in result.output
     assert "1/5" in result.output  # 2025: one known value of five models
 
 

@@ -583,7 +583,7 @@ def test_trends_numeric_choice_on_the_shipped_catalogue() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["weighting"] == "card"
-    assert [g["group"] for g in data["groups"]] == ["dense", "MoE"]
+    assert [g["group"] for g in data["groups"]] == ["dense", "MoE, one expert"]
     parts = (frame[~frame["moe"]], frame[frame["moe"]])
     for group, part in zip(data["groups"], parts, strict=True):
         for year, values in part.groupby("year")["d_ff_ratio"]:
@@ -595,7 +595,10 @@ def test_trends_numeric_choice_on_the_shipped_catalogue() -> None:
             assert got["q3"] == pytest.approx(values.quantile(0.75))
     table = runner.invoke(app, args)
     assert table.exit_code == 0
-    assert all(w in table.output for w in ("median", "Q1", "Q3", "2024", "(MoE)", "card-weighted"))
+    assert all(
+        w in table.output
+        for w in ("median", "Q1", "Q3", "2024", "(MoE, one expert)", "card-weighted")
+    )
     dense = data["groups"][0]
     overall = dense["overall"]
     span = f"{min(dense['years'])}–{max(dense['years'])}"  # the row over every year shown

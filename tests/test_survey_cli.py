@@ -103,7 +103,7 @@ def test_the_api_gives_what_trends_json_prints(survey: Path) -> None:
 def test_d_ff_ratio_keeps_dense_layers_and_experts_apart(survey: Path) -> None:
     found = _json("trends", "d_ff_ratio", "-C", str(survey))
     dense, moe = found["groups"]
-    assert (dense["group"], moe["group"]) == ("dense", "MoE")
+    assert (dense["group"], moe["group"]) == ("dense", "MoE, one expert")
     # dense 2024, family-weighted: big's four sizes weigh 1/4 each (2, 2, 2, 8), one and
     # two weigh 1 (4 each): the weighted median sits among the 4s
     assert dense["years"]["2024"]["median"] == pytest.approx(4.0)

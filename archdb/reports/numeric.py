@@ -38,7 +38,7 @@ from archdb.reports.weighting import (
 )
 from archdb.table import DERIVED_COLUMNS, SIZE_BANDS, Row, size_band
 
-DENSE, MOE = "dense", "MoE"
+DENSE, MOE, EXPERT = "dense", "MoE", "MoE, one expert"
 # Columns whose MoE value is a per-expert figure: always split dense / MoE.
 PER_EXPERT_COLUMNS = frozenset({"d_ff_ratio", "architecture.mlp.d_ff"})
 SIZE_COLUMN = "params_exact"  # the column the bands read: trends must compute it
@@ -125,16 +125,17 @@ def grouper(spec: FieldSpec, by_band: bool = False, by_mlp: bool = False) -> Gro
                 return None
             parts.append(band)
         if split_mlp:
-            parts.append(mlp_kind(row))
+            kind = mlp_kind(row)
+            parts.append(EXPERT if kind == MOE and spec.name in PER_EXPERT_COLUMNS else kind)
         return ", ".join(parts) or "all"
 
     return group
 
 
-def group_order(by_band: bool, split_mlp: bool) -> list[str]:
+def group_order(by_band: bool, split_mlp: bool, per_expert: bool = False) -> list[str]:
     """Every group label in display order (small bands first, dense before MoE)."""
     bands = [b for b, _, _ in SIZE_BANDS] if by_band else [""]
-    mlps = [DENSE, MOE] if split_mlp else [""]
+    mlps = [DENSE, EXPERT if per_expert else MOE] if split_mlp else [""]
     return [", ".join(p for p in (b, m) if p) or "all" for b in bands for m in mlps]
 
 
@@ -164,7 +165,8 @@ def numeric_trends(
         label = group_of(row)
         if label is not None:
             grouped.setdefault(label, []).append(row)
-    order = group_order(by_band, by_mlp or spec.name in PER_EXPERT_COLUMNS)
+    per_expert = spec.name in PER_EXPERT_COLUMNS
+    order = group_order(by_band, by_mlp or per_expert, per_expert)
     return [
         numeric_trend(grouped[g], spec, weighting, cut=found, group=g)
         for g in order
