@@ -308,7 +308,7 @@ def d_ff_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         _log_ticks(ax, "y", [0.5, 1, 2, 8 / 3, 4, 8, 16, 32, 64])
         ax.set_ylabel("d_ff / d_model (log)")
         ax.set_xlabel("release date")
-        ax.set_title("MLP width: 4 without gating, 8/3 with it (dotted)", loc="left")
+        ax.set_title("d_ff/d_model, each dot a card; dotted: 4 and 8/3", loc="left")
         ax.legend(loc="upper left")
         _label_points(ax, data, "d_ff_ratio", named)
     return fig
@@ -360,7 +360,7 @@ def head_ratio_figure(frame: pd.DataFrame) -> Figure | None:
         _log_ticks(ax, "y", [0.5, 1, 2, 4, 8, 16])
         ax.set_ylabel("n_heads·d_head / d_model (log)")
         ax.set_xlabel("release date")
-        ax.set_title("Head width: n_heads·d_head = d_model almost everywhere", loc="left")
+        ax.set_title("n_heads·d_head / d_model, each dot a card", loc="left")
         _label_points(ax, data, "head_ratio", off)
     return fig
 
@@ -406,7 +406,7 @@ def vocab_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         )
         ax.set_ylabel("vocabulary rows (log)")
         ax.set_xlabel("release date")
-        ax.set_title("Vocabulary size over time", loc="left")
+        ax.set_title("Vocabulary size over time, each dot a card", loc="left")
         ax.legend(loc="upper left")
         _label_points(ax, data, "architecture.vocab_size", named)
     return fig
