@@ -481,7 +481,7 @@ def test_trends_table_and_json(tmp_path: Path) -> None:
     assert layernorm.split()[-3:] == ["2019", "2019", "–"]  # first, >50%, since
     assert "2021" not in table.output.splitlines()[1]  # the header shows 2022 on only
     assert "1/2" in table.output  # 2023: one known value of two models
-    assert "2024*" in table.output and "2024 is partial" in table.output
+    assert "2024* is partial: the catalogue runs to 2024-06-01" in table.output
     assert "family-weighted" in table.output
     by_card = runner.invoke(
         app, ["trends", "norm-type", "--weight", "card", "--json", "-C", str(path)]

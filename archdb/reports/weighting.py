@@ -384,10 +384,11 @@ class Cutoff:
         return f"{year}*" if self.is_partial(year) else str(year)
 
     def note(self) -> str:
-        """The footnote for ``short_label``; empty when no year is partial."""
+        """The footnote for ``short_label`` (``2026* is partial: ...``); empty when no year
+        is partial."""
         if not self.partial:
             return ""
-        return f"* {self.year} is partial: the catalogue runs to {self.date}"
+        return f"{self.year}* is partial: the catalogue runs to {self.date}"
 
 
 def cutoff(rows: Iterable[Row]) -> Cutoff:
