@@ -1,8 +1,9 @@
 """archdb: an architecture survey database and model-card analysis tool for LMs.
 
 The Python API: ``load`` (the catalogue) and, from ``archdb.api``, ``build``, ``params``,
-``flops``, ``cache_bytes``. Each imports what it needs when called, so ``import archdb``
-stays light for the command line.
+``flops``, ``cache_bytes``, ``trends`` (adoption by year, family-weighted unless asked).
+Each imports what it needs when called, so ``import archdb`` stays light for the command
+line.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ if TYPE_CHECKING:
     from archdb.catalogue import Catalogue
 
 __version__ = "0.1.0"
-__all__ = ["build", "cache_bytes", "flops", "load", "params"]
+__all__ = ["build", "cache_bytes", "flops", "load", "params", "trends"]
 
-_API = ("build", "cache_bytes", "flops", "params")
+_API = ("build", "cache_bytes", "flops", "params", "trends")
 
 
 def load(path: Path | str | None = None) -> Catalogue:

@@ -11,12 +11,16 @@ one). Only ``build`` imports torch.
 2048
 >>> archdb.cache_bytes("mistral-7b", context=8192).per_token
 65536.0
+>>> moe = archdb.trends("moe")  # family-weighted unless weight="card"
+>>> moe["weighting"], moe["values"][0]["value"]
+('family', 'dense')
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from archdb.catalogue import Catalogue, load_catalogue
 from archdb.errors import UsageError
@@ -169,3 +173,57 @@ def cache_bytes(
         return _cache_size(make_plan(arch), context, bytes_per_element)
     except ValueError as exc:
         raise BuildError(str(exc)) from None
+
+
+def trends(
+    choice: str,
+    *,
+    weight: str = "family",
+    since: int | None = None,
+    until: int | None = None,
+    where: Iterable[str] = (),
+    kinds: Iterable[str] | None = None,
+    band: bool = False,
+    mlp: bool = False,
+    catalogue: Catalogue | Path | str | None = None,
+) -> dict[str, Any]:
+    """What ``archdb trends CHOICE --json`` prints, as plain data.
+
+    A choice (``norm-type``, ``moe``) or a categorical field gives its adoption by year:
+    each value's shares with their 95% intervals, n families and n cards per year, first
+    use, majority and consensus. A numeric field (``d_ff_ratio``, ``vocab_size``) gives
+    its weighted spread by year, per group (``band``: size bands of exact parameters;
+    ``mlp``: dense vs MoE, always for ``d_ff_ratio``). ``weight`` is ``family`` (each
+    family weighs 1 a year, split among its cards) or ``card``; the result names it.
+    ``kinds`` defaults to decoder-only and encoder-decoder (``["all"]``: every kind);
+    ``where`` takes the conditions of ``archdb list --where``.
+    """
+    from archdb.reports.adoption import (
+        adoption,
+        adoption_record,
+        catalogue_cutoff,
+        find_choice,
+        parse_kinds,
+        select_trend_rows,
+    )
+    from archdb.reports.numeric import SIZE_COLUMN, numeric_field, numeric_record, numeric_trends
+    from archdb.reports.weighting import parse_weighting
+
+    weighting = parse_weighting(weight)
+    asked = parse_kinds(kinds)
+    if not isinstance(catalogue, Catalogue):
+        catalogue = load_catalogue() if catalogue is None else load_catalogue(catalogue)
+    cut = catalogue_cutoff(catalogue)
+    numeric = numeric_field(choice)
+    if numeric is None:
+        if band or mlp:
+            raise UsageError("band and mlp split numbers (d_ff_ratio, vocab_size), not choices")
+        found = find_choice(choice)
+        rows = select_trend_rows(catalogue, where, [found.column], asked)
+        return adoption_record(adoption(rows, found, weighting, cut).window(since, until))
+    columns = [numeric.name, *([SIZE_COLUMN] if band else [])]
+    rows = select_trend_rows(catalogue, where, columns, asked)
+    counted = numeric_trends(
+        rows, numeric, weighting, since, until, by_band=band, by_mlp=mlp, cut=cut
+    )
+    return numeric_record(counted, numeric, weighting)

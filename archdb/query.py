@@ -90,6 +90,7 @@ ALIASES: dict[str, str] = {
     "layers": "architecture.n_layers",
     "experts": "architecture.mlp.moe.n_experts",
     "window": "architecture.attention.sliding_window",
+    "kv_bytes": "kv_cache_bytes_per_token",
 }
 
 # Leaf names too vague to stand alone ("mlp" would mean bias.mlp): write bias.mlp.
@@ -327,6 +328,9 @@ def _choice(text: str, spec: FieldSpec) -> str:
 def parse_value(text: str, spec: FieldSpec) -> Any:
     """Text typed by a user -> the value as a row holds it; None for ``null``."""
     text = text.strip().strip("'\"")
+    words = table.BOOL_LABELS.get(spec.name, ())  # trends' words: moe=dense is moe=false
+    if text.lower() in words:
+        return text.lower() == words[0]
     if text.lower() in _NULLS and text.lower() not in spec.choices:  # qk_norm "none" is a value
         return None
     if spec.numeric:
@@ -334,7 +338,8 @@ def parse_value(text: str, spec: FieldSpec) -> Any:
     if spec.kind == "bool":
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
-        raise QueryError(f"{display_name(spec.name)} takes true or false, not {_brief(text)}")
+        also = f" (or {words[0]} and {words[1]})" if words else ""
+        raise QueryError(f"{display_name(spec.name)} takes true or false{also}, not {_brief(text)}")
     if spec.kind == "date":
         return _date(text, spec)
     if spec.choices:
@@ -530,6 +535,10 @@ class Query:
     families: list[str] = field(default_factory=list)
     sort: list[SortKey] = field(default_factory=list)
     limit: int | None = None
+    # kv_cache_bytes_per_token for a sequence of this many tokens at this many bytes per
+    # element (None: the table's 8,192 tokens at 2 bytes), conditions and sorting included
+    kv_context: int | None = None
+    kv_bytes_per_element: float | None = None
 
 
 def rows(cards: Iterable[Card], counts: bool = True) -> list[Row]:
@@ -557,6 +566,14 @@ def select(
     conditions and sort keys (None: all of them); the analytic counts are computed only
     when one of these needs them.
     """
+    selected = matching(cards, query, columns)
+    return selected[: query.limit] if query.limit is not None else selected
+
+
+def matching(
+    cards: Sequence[Card], query: Query, columns: Sequence[Column] | None = None
+) -> list[Row]:
+    """Every row ``select`` would give before the limit cuts them (how many match)."""
     unknown = sorted(set(query.families) - {c.family for c in cards})
     if unknown:
         known = sorted({c.family for c in cards})
@@ -566,13 +583,29 @@ def select(
         raise QueryError(f"no family named {named}: {hint}families: {', '.join(known)}")
     chosen = [c for c in cards if not query.families or c.family in query.families]
     counts = needs_counts(query, columns)
-    selected = [r for r in rows(chosen, counts) if all(c.matches(r) for c in query.where)]
+    all_rows = rows(chosen, counts)
+    if counts and (query.kv_context is not None or query.kv_bytes_per_element is not None):
+        _recount_kv(chosen, all_rows, query)
+    selected = [r for r in all_rows if all(c.matches(r) for c in query.where)]
     for key in reversed(query.sort):  # stable sorts, last key first
         present = [r for r in selected if r.get(key.field.name) is not None]
         missing = [r for r in selected if r.get(key.field.name) is None]
         present.sort(key=lambda r, k=key: r[k.field.name], reverse=key.descending)
         selected = present + missing  # nulls last in either direction
-    return selected[: query.limit] if query.limit is not None else selected
+    return selected
+
+
+def _recount_kv(cards: Sequence[Card], found: list[Row], query: Query) -> None:
+    """Each row's KV cache per token at the query's context and element size."""
+    from archdb.measure import conventions as cv
+    from archdb.measure.analytic import cache_size
+
+    context = query.kv_context or cv.DEFAULT_KV_CONTEXT
+    width = query.kv_bytes_per_element or cv.DEFAULT_KV_DTYPE_BYTES
+    for card, row in zip(cards, found, strict=True):
+        if row.get("kv_cache_bytes_per_token") is not None:
+            size = cache_size(card.architecture, context, width)
+            row["kv_cache_bytes_per_token"] = size.per_token
 
 
 def project(selected: Iterable[Row], columns: Sequence[Column]) -> list[Row]:

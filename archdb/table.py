@@ -54,6 +54,35 @@ Row = dict[str, Any]
 # Card-level fields left out of the table: provenance, not data to tabulate.
 _SKIPPED = frozenset({"sources", "notes"})
 
+# Size bands of exact parameters (experts included): (label, low, high), low <= p < high.
+SIZE_BANDS: tuple[tuple[str, float, float], ...] = (
+    ("<1B", 0.0, 1e9),
+    ("1–10B", 1e9, 1e10),
+    ("10–100B", 1e10, 1e11),
+    (">100B", 1e11, float("inf")),
+)
+
+
+def size_band(params: float | None) -> str | None:
+    """The band of an exact parameter count (None when unknown)."""
+    if params is None:
+        return None
+    return next((label for label, low, high in SIZE_BANDS if low <= params < high), None)
+
+
+def number_text(value: float) -> str:
+    """A number as the CLI and the reports print it: whole numbers with thousands
+    separators from 10,000 up (4096 and the year 2024 stay as they are, 11,008 and
+    256,000 get them), fractions to three significant figures (0.286, 2.69, 85.3), and
+    fractions of 1,000 or more whole (1,234.5 -> 1235)."""
+    if isinstance(value, float) and not value.is_integer():
+        if abs(value) < 1000:
+            return f"{value:.3g}"
+        value = round(value)
+    whole = int(value)
+    return f"{whole:,}" if abs(whole) >= 10_000 else str(whole)
+
+
 # Derived columns: name -> (Python type, meaning). The order here is the column order.
 DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "year": (int, "release year"),
@@ -93,6 +122,12 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     ),
     "kv_sharing_used": (bool, "attention.kv_shared_layers > 0: cross-layer KV sharing"),
     "d_ff_ratio": (float, "d_ff / d_model (one branch of a gated unit; one expert of a MoE)"),
+    "dense_d_ff_ratio": (
+        float,
+        "d_ff / d_model of the dense MLP layers: a dense model's d_ff_ratio, a MoE's "
+        "mlp.moe.dense_d_ff / d_model (null when every layer is MoE)",
+    ),
+    "expert_d_ff_ratio": (float, "one routed expert's d_ff / d_model (null for a dense model)"),
     "aspect_ratio": (float, "d_model / n_layers"),
     "head_ratio": (float, "n_heads * head_dim / d_model"),
     "query_groups": (float, "query heads per key/value head"),
@@ -104,6 +139,11 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     "params_exact": (int, "parameters, from the analytic formula"),
     "params_non_embedding": (int, "parameters outside the embedding and output matrices"),
     "params_active": (int, "parameters a token uses (MoE: active experts only)"),
+    "active_ratio": (float, "params_active / params_exact: the share of parameters a token uses"),
+    "size_band": (
+        str,
+        f"size band of params_exact: {', '.join(b for b, _, _ in SIZE_BANDS)} (experts included)",
+    ),
     "params_mtp": (
         int,
         "parameters of the multi-token-prediction modules (architecture.mtp), left out of "
@@ -133,6 +173,22 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
     ),
 }
 
+# The words a boolean column's values are counted as by ``archdb trends`` (true, false):
+# ``archdb list --where`` reads them too, so ``moe=dense`` and ``moe=false`` are one query.
+BOOL_LABELS: dict[str, tuple[str, str]] = {
+    "gated": ("gated", "non-gated"),
+    "architecture.parallel_layers": ("parallel", "serial"),
+    "architecture.tied_embeddings": ("tied", "untied"),
+    "z_loss_used": ("z-loss", "none"),
+    "moe": ("moe", "dense"),
+    "dropout_used": ("dropout", "none"),
+    "weight_decay_used": ("weight decay", "none"),
+    "mtp_used": ("mtp", "none"),
+    "sinks_used": ("sinks", "none"),
+    "sparse_attention_used": ("sparse", "dense"),
+    "kv_sharing_used": ("shared", "none"),
+}
+
 # Derived columns left null by ``card_row(counts=False)``: the analytic formula's counts.
 COUNTED_COLUMNS = frozenset(
     {
@@ -145,6 +201,8 @@ COUNTED_COLUMNS = frozenset(
         "flops_per_token",
         "flops_per_token_mtp",
         "norm_flops_share",
+        "active_ratio",
+        "size_band",
     }
 )
 
@@ -270,13 +328,23 @@ def _analytic(card: Card, counts: bool, figures: dict[str, Any] | None = None) -
     out: dict[str, Any] = dict.fromkeys(_COUNTED_KEYS)
     if counts:
         out.update(figures if figures is not None else counted_figures(card))
+    moe = arch.mlp.moe
+    exact, active = out.get("params_exact"), out.get("params_active")
     out.update(
         d_ff_ratio=arch.d_ff_ratio,
+        dense_d_ff_ratio=arch.d_ff_ratio if moe is None else _ratio(moe.dense_d_ff, arch.d_model),
+        expert_d_ff_ratio=None if moe is None else arch.d_ff_ratio,
         aspect_ratio=arch.aspect_ratio,
         head_ratio=arch.head_ratio,
         query_groups=arch.query_groups,
+        active_ratio=active / exact if exact and active is not None else None,
+        size_band=size_band(exact),
     )
     return out
+
+
+def _ratio(numerator: int | None, denominator: int | None) -> float | None:
+    return None if numerator is None or not denominator else numerator / denominator
 
 
 _COUNTED_KEYS = (*_ANALYTIC_KEYS, "norm_flops_share")

@@ -72,10 +72,36 @@ def _derived(
     return out
 
 
-def comparison(cards: list[Card]) -> list[dict[str, Any]]:
+# Numbers a ratio says nothing about: calendar values, bookkeeping counts, epsilons.
+_NO_RATIO = frozenset({"year", "values_sourced", "values_mirror_only"})
+# A MoE's d_ff is one expert's width: no ratio to a dense model's, nor the reverse.
+_PER_EXPERT = frozenset({"architecture.mlp.d_ff", "d_ff_ratio"})
+
+
+def _ratio_means_something(column: str, first: Card, other: Card) -> bool:
+    if column in _NO_RATIO or column.endswith("eps"):
+        return False
+    moe = (first.architecture.mlp.moe is None, other.architecture.mlp.moe is None)
+    return column not in _PER_EXPERT or moe[0] == moe[1]
+
+
+def comparison(
+    cards: list[Card],
+    context: int = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
+) -> list[dict[str, Any]]:
     """One row per field any card sets: the values, whether they differ, and each value
-    divided by the first card's (numeric fields but the year; None where undefined)."""
+    divided by the first card's (None where undefined or meaningless: years, bookkeeping
+    counts, epsilons, d_ff between a dense model and a MoE). The KV cache is per token of
+    a ``context``-token sequence at ``bytes_per_element``."""
     rows = catalogue_rows(cards)
+    if (context, bytes_per_element) != (cv.DEFAULT_KV_CONTEXT, cv.DEFAULT_KV_DTYPE_BYTES):
+        from archdb.measure.analytic import cache_size  # the table has the default's
+
+        for card, row in zip(cards, rows, strict=True):
+            if row["kv_cache_bytes_per_token"] is not None:
+                size = cache_size(card.architecture, context, bytes_per_element)
+                row["kv_cache_bytes_per_token"] = size.per_token
     fields = query.fields()
     out = []
     for column in [*FIELD_COLUMNS, *DERIVED_COLUMNS]:
@@ -85,8 +111,16 @@ def comparison(cards: list[Card]) -> list[dict[str, Any]]:
         if all(v is None for v in values):
             continue
         first = values[0]
-        ratio_ok = fields[column].numeric and column != "year"
-        ratios = [v / first if ratio_ok and v is not None and first else None for v in values]
+        numeric = fields[column].numeric
+        ratios = [
+            v / first
+            if numeric
+            and v is not None
+            and first
+            and _ratio_means_something(column, cards[0], card)
+            else None
+            for v, card in zip(values, cards, strict=True)
+        ]
         out.append(
             {
                 "field": column,

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from archdb.measure import conventions as cv
+from archdb.table import number_text
 
 from .common import (
     EXIT_USAGE,
@@ -177,12 +178,23 @@ def flops(
             help="Length of the toy's fvcore check (default 64).",
         ),
     ] = None,
-    context: ContextOption = cv.DEFAULT_KV_CONTEXT,
+    context: Annotated[
+        int | None,
+        typer.Option(
+            "--context",
+            min=1,
+            help="KV cache: for a sequence of this many tokens (default: --seq-len if given, "
+            "else 8,192).",
+        ),
+    ] = None,
     bytes_per_element: BytesOption = cv.DEFAULT_KV_DTYPE_BYTES,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
     """FLOPs per token of a card at full size, by operator class, with the toy's fvcore check.
+
+    The KV cache is counted for the --context tokens, else the --seq-len the FLOPs are
+    counted at, else 8,192 tokens; the output names the length.
 
     Examples:
       archdb flops llama-3-8b --seq-len 8192
@@ -196,7 +208,7 @@ def flops(
             card,
             seq_len,
             toy_seq_len=toy_seq_len,
-            context=context,
+            context=context or seq_len or cv.DEFAULT_KV_CONTEXT,
             bytes_per_element=bytes_per_element,
         )
 
@@ -212,9 +224,7 @@ def _print_build(s: Any) -> None:
     for node in s.modules:
         _add_node(tree, node)
     console.print(tree)
-    console.print(
-        _pairs("Dims", [(k, f"{v:,}" if isinstance(v, int) else str(v)) for k, v in s.dims.items()])
-    )
+    console.print(_pairs("Dims", [(k, _plain(v)) for k, v in s.dims.items()]))
     if s.scaling is not None:
         rows = [("rule", s.scaling["rule"])] + [("kept", k) for k in s.scaling["kept"]]
         rows += [("approximated", a) for a in s.scaling["approximated"]]
@@ -225,8 +235,9 @@ def _print_build(s: Any) -> None:
     loaded = getattr(s, "loaded", None)
     if loaded is not None:
         say(
-            f"Weights: {loaded['tensors']:,} tensors ({loaded['elements']:,} values) "
-            f"filled from {loaded['checkpoint_tensors']:,} checkpoint tensors of "
+            f"Weights: {number_text(loaded['tensors'])} tensors "
+            f"({number_text(loaded['elements'])} values) "
+            f"filled from {number_text(loaded['checkpoint_tensors'])} checkpoint tensors of "
             f"{loaded['directory']} (transformers {loaded['model_type']}); none left random"
         )
 
@@ -237,17 +248,18 @@ def _print_flops(s: Any) -> None:
     rows = [
         (
             "KV cache",
-            f"{s.cache.total:,.0f} bytes for {s.cache.context:,} tokens, "
-            f"{s.cache.per_token:,.0f} per token, at {s.cache.bytes_per_element:g} "
+            f"{number_text(s.cache.total)} bytes for {number_text(s.cache.context)} tokens, "
+            f"{number_text(s.cache.per_token)} per token, at {s.cache.bytes_per_element:g} "
             "bytes per element",
         ),
-        ("parameters", f"{s.params.total:,} (active {s.params.active:,})"),
+        ("parameters", f"{number_text(s.params.total)} (active {number_text(s.params.active)})"),
     ]
     if s.training_flops is not None:
         rows.append(
             (
                 "training ~ 6ND",
-                f"{s.training_flops:.3e} FLOPs ({s.training_tokens:,} tokens, active parameters)",
+                f"{s.training_flops:.3e} FLOPs ({number_text(s.training_tokens)} tokens, "
+                "active parameters)",
             )
         )
     console.print(_pairs("Cache and training", rows))
@@ -258,7 +270,7 @@ def _print_flops(s: Any) -> None:
 
 
 def _add_node(parent: Tree, node: dict) -> None:
-    params = f" {node['params']:,}" if node["params"] else ""
+    params = f" {number_text(node['params'])}" if node["params"] else ""
     branch = parent.add(styled(f"{node['name']}: {node['module']}", (params, "dim")))
     for child in node["children"]:
         _add_node(branch, child)
@@ -291,13 +303,16 @@ def _flops_table(f: Any) -> Table:
 
 def _params_table(p: Any) -> Table:
     rows = [
-        ("total", f"{p.total:,}"),
-        ("non-embedding", f"{p.non_embedding:,}"),
-        ("active per token", f"{p.active:,}"),
+        ("total", f"{number_text(p.total)}"),
+        ("non-embedding", f"{number_text(p.non_embedding)}"),
+        ("active per token", f"{number_text(p.active)}"),
     ]
     if p.published:
         rows.append(
-            ("published", f"{p.published:,} ({p.relative_difference:+.2%} exact vs published)")
+            (
+                "published",
+                f"{number_text(p.published)} ({p.relative_difference:+.2%} exact vs published)",
+            )
         )
     rows.append(("convention", p.convention))
     return _pairs("Parameters", rows)
@@ -315,6 +330,10 @@ def _pairs(title: str, rows: list[tuple[str, str]]) -> Table:
 def _print_assumptions(assumptions: tuple[str, ...]) -> None:
     for a in assumptions:
         console.print(styled(("assumed", "yellow"), f" {a}"))
+
+
+def _plain(value: object) -> str:
+    return number_text(value) if isinstance(value, int) else str(value)
 
 
 def _num(x: float) -> str:

@@ -22,7 +22,7 @@ from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
 from archdb.schema import Card, inherited_paths, mirror_only_paths, null_means_unknown
-from archdb.table import FIELD_COLUMNS, card_row
+from archdb.table import BOOL_LABELS, FIELD_COLUMNS, card_row, number_text
 from archdb.views import card_record, card_records, comparison, derived_figures
 
 if TYPE_CHECKING:
@@ -89,16 +89,22 @@ _COUNTS = ("params", "tokens", "flops")  # columns holding big counts: 175B, 300
 
 
 def format_value(value: Any, column: str) -> str:
+    """A value as every command prints it: big counts with units (175B, 512 KiB), other
+    numbers as ``archdb.table.number_text`` writes them (separators from 10,000 up), a
+    boolean column in the words trends uses for it (moe / dense), else yes / no."""
     if value is None:
         return "—"
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        words = BOOL_LABELS.get(column)
+        return (words[0] if value else words[1]) if words else ("yes" if value else "no")
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+        value = int(value)  # a whole count computed as a float (bytes, FLOPs)
     if isinstance(value, int) and "bytes" in column:
         return _human(value, 1024, ("B", "KiB", "MiB", "GiB"))
     if isinstance(value, int) and any(word in column for word in _COUNTS):
         return _human(value, 1000, ("", "K", "M", "B", "T"))
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    if isinstance(value, int | float) and column not in ("year", "release_date"):
+        return number_text(value)
     return str(value)
 
 
@@ -108,7 +114,7 @@ def _human(value: int, base: int, units: Sequence[str]) -> str:
         if abs(scaled) < base or unit == units[-1]:
             break
         scaled /= base
-    text = f"{scaled:.3g}" if unit != units[0] else str(value)
+    text = f"{scaled:.3g}" if unit != units[0] else number_text(value)
     return f"{text}{'' if base == 1000 else ' '}{unit}".strip()
 
 
@@ -187,6 +193,16 @@ def list_cards(
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", min=1, help="At most N rows.")
     ] = None,
+    context: Annotated[
+        int | None,
+        typer.Option(
+            "--context", min=1, help="kv_bytes (KV cache per token) for a sequence this long."
+        ),
+    ] = None,
+    bytes_per_element: Annotated[
+        float | None,
+        typer.Option("--bytes-per-element", min=0.125, max=16, help="kv_bytes: bytes per element."),
+    ] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
     catalogue: CataloguePath = None,
@@ -199,19 +215,32 @@ def list_cards(
       archdb list --family llama-2 -c id,d_model,d_ff_ratio --json
       archdb list -w 'layer_pattern~local' -c id,layer_pattern,window --csv
       archdb list --sort -params --limit 10
+      archdb list -w 'year>=2025' -c id,active_ratio,kv_bytes --context 32768
 
     Fields: card paths (norm.type, training.z_loss), short names
     (activation, params, attention, year) and derived figures
-    (d_ff_ratio, aspect_ratio, params_exact): see `archdb fields`.
-    A null value (unknown, or unused) matches only `=null`. --json prints
-    whole cards (with their derived figures), or with --columns flat rows.
+    (d_ff_ratio, aspect_ratio, params_exact, active_ratio, kv_bytes): see
+    `archdb fields`. kv_bytes is the KV cache per token of an 8,192-token
+    sequence at 2 bytes per element unless --context / --bytes-per-element
+    say otherwise. A boolean reads as trends spells it too (moe=dense is
+    moe=false). A null value (unknown, or unused) matches only `=null`.
+    --json prints whole cards (with their derived figures), or with
+    --columns flat rows.
     """
     if as_json and as_csv:
         raise fail("choose one of --json and --csv", EXIT_USAGE)
-    spec = query.Query(query.parse_where(where or []), family or [], query.parse_sort(sort), limit)
+    spec = query.Query(
+        query.parse_where(where or []),
+        family or [],
+        query.parse_sort(sort),
+        limit,
+        kv_context=context,
+        kv_bytes_per_element=bytes_per_element,
+    )
     cols = query.parse_columns(columns)
     cat = load(catalogue)
-    selected = query.select(cat.cards, spec, cols)
+    found = query.matching(cat.cards, spec, cols)
+    selected = found[:limit] if limit is not None else found
     rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
         print_json(card_records([cat.get(r["id"]) for r in selected]))
@@ -220,7 +249,17 @@ def list_cards(
     elif as_csv:
         _write_csv(rows, [c.header for c in cols])
     else:
-        grid = _table_of_rows(rows, cols, f"{len(rows)} of {len(cat)} cards")
+        title = (
+            f"{len(rows)} of {len(found)} matching ({len(cat)} cards)"
+            if len(rows) < len(found)
+            else f"{len(rows)} of {len(cat)} cards"
+        )
+        if any(c.field.name == "kv_cache_bytes_per_token" for c in cols):
+            title += (
+                f"; KV cache per token at {number_text(context or cv.DEFAULT_KV_CONTEXT)} tokens, "
+                f"{bytes_per_element or cv.DEFAULT_KV_DTYPE_BYTES:g} bytes per element"
+            )
+        grid = _table_of_rows(rows, cols, title)
         print_grid(grid, lambda: _rich_rows(grid, cols))
 
 
@@ -378,26 +417,53 @@ def compare(
     only_diff: Annotated[
         bool, typer.Option("--only-diff", "-d", help="Only rows that differ.")
     ] = False,
+    context: Annotated[
+        int,
+        typer.Option("--context", min=1, help="KV cache per token for a sequence this long."),
+    ] = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: Annotated[
+        float,
+        typer.Option("--bytes-per-element", min=0.125, max=16, help="KV cache: bytes per element."),
+    ] = cv.DEFAULT_KV_DTYPE_BYTES,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
     """Compare cards side by side: differences highlighted, numbers as ratios to the first.
 
+    No ratio is printed where one means nothing: years and dates, bookkeeping counts
+    (values_sourced), epsilons, and d_ff between a dense model and a MoE (one expert's
+    width against a dense layer's). The KV cache is per token of a --context-token
+    sequence (default 8,192) at --bytes-per-element (default 2).
+
     Examples:
       archdb compare llama-2-7b gemma-2-9b
       archdb compare gpt-3-175b llama-2-70b gemma-2-27b --only-diff
+      archdb compare llama-2-7b mistral-7b --context 32768
       archdb compare llama-2-7b gemma-2-9b --json
     """
     if len(card_ids) < 2:
         raise fail("compare needs at least two cards", EXIT_USAGE)
     cat = load(catalogue)
     cards = [cat.resolve(i) for i in card_ids]
-    rows = comparison(cards)
+    rows = comparison(cards, context, bytes_per_element)
     if as_json:
-        print_json({"cards": [c.id for c in cards], "rows": rows})
+        print_json(
+            {
+                "cards": [c.id for c in cards],
+                "kv_cache_context": context,
+                "kv_cache_bytes_per_element": bytes_per_element,
+                "rows": rows,
+            }
+        )
         return
     shown = [r for r in rows if r["differs"] or not only_diff]
-    print_grid(_comparison_grid(cards, shown), lambda: _comparison_table(cards, shown))
+    title = (
+        f"{_COMPARISON_TITLE}; KV cache per token at {number_text(context)} tokens, "
+        f"{bytes_per_element:g} bytes per element"
+    )
+    print_grid(
+        _comparison_grid(cards, shown, title), lambda: _comparison_table(cards, shown, title)
+    )
 
 
 def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:
@@ -413,21 +479,21 @@ def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:
 _COMPARISON_TITLE = "Comparison (× = ratio to the first card)"
 
 
-def _comparison_grid(cards: list[Card], rows: list[dict[str, Any]]) -> Grid:
+def _comparison_grid(cards: list[Card], rows: list[dict[str, Any]], title: str) -> Grid:
     """The comparison as plain cells."""
     plain: list[list[str]] = []
     for row in rows:
         label, texts, ratios = _comparison_cells(row)
         plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
     headers = ["field", *(c.id for c in cards)]
-    return Grid(_COMPARISON_TITLE, headers, [False, *(True for _ in cards)], plain)
+    return Grid(title, headers, [False, *(True for _ in cards)], plain)
 
 
-def _comparison_table(cards: list[Card], rows: list[dict[str, Any]]) -> Table:
+def _comparison_table(cards: list[Card], rows: list[dict[str, Any]], title: str) -> Table:
     """The comparison as a Rich table, differences highlighted."""
     from rich.table import Table
 
-    table = Table("field", title=_COMPARISON_TITLE, title_justify="left", title_style="bold")
+    table = Table("field", title=title, title_justify="left", title_style="bold")
     for card in cards:
         table.add_column(card.id, justify="right", overflow="fold")
     for row in rows:

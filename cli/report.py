@@ -7,7 +7,7 @@ pandas or matplotlib (which only `report` needs).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,10 +18,20 @@ from archdb.reports.adoption import (
     CHOICES,
     Adoption,
     adoption,
+    adoption_record,
+    catalogue_cutoff,
     find_choice,
+    parse_kinds,
     select_trend_rows,
 )
-from archdb.reports.numeric import NumericTrend, numeric_field, numeric_trend
+from archdb.reports.numeric import (
+    SIZE_COLUMN,
+    NumericTrend,
+    numeric_field,
+    numeric_record,
+    numeric_trends,
+)
+from archdb.reports.weighting import DEFAULT_WEIGHTING, WEIGHTINGS, Weighting, parse_weighting
 
 from .common import (
     EXIT_DATA,
@@ -107,6 +117,17 @@ def report(
     say(f"wrote {pages} pages and {len(written) - pages} figures to {output}")
 
 
+WeightOption = Annotated[
+    str,
+    typer.Option(
+        "--weight",
+        help="family: each family weighs 1 a year, split among its cards (default); "
+        "card: each card weighs 1.",
+        autocompletion=lambda: list(WEIGHTINGS),
+    ),
+]
+
+
 def trends(
     choice: Annotated[
         str | None,
@@ -118,6 +139,7 @@ def trends(
             autocompletion=complete_choice,
         ),
     ] = None,
+    weight: WeightOption = DEFAULT_WEIGHTING,
     since: Annotated[
         int | None, typer.Option("--since", help="First year shown (facts stay whole).")
     ] = None,
@@ -133,35 +155,71 @@ def trends(
             autocompletion=complete_field,
         ),
     ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind",
+            help="Model kinds counted (repeatable; 'all' for every kind). Default: "
+            "decoder-only and encoder-decoder.",
+        ),
+    ] = None,
+    band: Annotated[
+        bool,
+        typer.Option(
+            "--band", help="Numbers: one table per size band (<1B, 1–10B, 10–100B, >100B)."
+        ),
+    ] = False,
+    mlp: Annotated[
+        bool,
+        typer.Option("--mlp", help="Numbers: dense and MoE models apart (always for d_ff_ratio)."),
+    ] = False,
     catalogue: CataloguePath = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Adoption of design choices by release year: share, first use, majority.
     A numeric field gives its median, quartiles and n by year instead.
 
-    Shares are over the year's models whose value is known (n known of the
-    year's models); research variants are left out. "first" is the year of the
-    first model using a value, ">50%" the first year it held the majority (more
-    than half of the known values and at least half of all the year's models),
-    "since" the year from which it kept it. --since and --until only hide
-    years: first use and majority are counted over the whole catalogue.
+    Counted by family unless --weight card: each family with a known value
+    weighs 1 in a year, split equally among its cards of that year, so a
+    family that published eight sizes counts once. Shares are over the
+    known values; n gives known / all families and cards; a year known for
+    under half its families shows "too few". ">50%" is the first year a
+    value's share passed one half; "consensus" the year from which the
+    share's 95% interval (Wilson, on families) stays above one half with at
+    least 5 families known. The latest year is partial (marked *). Research
+    variants and encoder-only models are left out unless --kind asks.
+    --since and --until only hide years.
 
     Examples:
       archdb trends norm-type --since 2019
-      archdb trends d_ff_ratio --where activation=swiglu
+      archdb trends moe --weight card --json
+      archdb trends d_ff_ratio --where activation=swiglu --band
     """
     if since is not None and until is not None and since > until:
         raise fail(f"--since {since} is after --until {until}", EXIT_USAGE)
+    weighting = parse_weighting(weight)
+    kinds = parse_kinds(kind)
     numeric = numeric_field(choice) if choice is not None else None
+    if (band or mlp) and numeric is None:
+        raise fail(
+            "--band and --mlp split numbers (d_ff_ratio, vocab_size), not choices", EXIT_USAGE
+        )
     choices = [] if numeric else list(CHOICES) if choice is None else [find_choice(choice)]
     columns = [numeric.name] if numeric else [c.column for c in choices]
-    rows = select_trend_rows(load(catalogue), where or [], columns)
+    if band:
+        columns.append(SIZE_COLUMN)
+    cat = load(catalogue)
+    rows = select_trend_rows(cat, where or [], columns, kinds)
+    cut = catalogue_cutoff(cat)
     if numeric is not None:
-        _print_numeric(numeric_trend(rows, numeric, since, until), as_json)
+        found = numeric_trends(
+            rows, numeric, weighting, since, until, by_band=band, by_mlp=mlp, cut=cut
+        )
+        _print_numeric(found, numeric, weighting, as_json)
         return
-    results = [adoption(rows, c).window(since, until) for c in choices]
+    results = [adoption(rows, c, weighting, cut).window(since, until) for c in choices]
     if as_json:
-        print_json([_as_json(a) for a in results])
+        print_json([adoption_record(a) for a in results])
         return
     if not any(result.years for result in results):
         console.print("no released models in that window")
@@ -171,32 +229,66 @@ def trends(
         print_grid(grid, lambda grid=grid: _table(grid))
 
 
-def _print_numeric(trend: NumericTrend, as_json: bool) -> None:
+def _print_numeric(
+    found: list[NumericTrend], spec: FieldSpec, weighting: Weighting, as_json: bool
+) -> None:
     if as_json:
-        print_json(trend.as_dict())
+        print_json(numeric_record(found, spec, weighting))
         return
-    if not trend.years:
+    if not any(t.years for t in found):
         console.print("no released models in that window")
         return
+    for trend in found:
+        grid = _numeric_grid(trend)
+        print_grid(grid, lambda grid=grid: _table(grid, footer=0))
+
+
+def _numeric_grid(trend: NumericTrend) -> Grid:
     rows = []
-    for label, found, models in [
-        *((str(y), trend.by_year[y], trend.total[y]) for y in trend.years),
-        (f"{trend.years[0]}–{trend.years[-1]}", trend.overall, sum(trend.total.values())),
+    for label, found, families, models in [
+        *(
+            (
+                trend.cutoff.short_label(y),
+                trend.by_year[y],
+                f"{trend.families_known[y]}/{trend.families[y]}",
+                f"{trend.known(y)}/{trend.total[y]}",
+            )
+            for y in trend.years
+        ),
+        (
+            f"{trend.years[0]}–{trend.years[-1]}",
+            trend.overall,
+            "",
+            f"{sum(trend.known_cards.values())}/{sum(trend.total.values())}",
+        ),
     ]:
         numbers = [found.low, found.q1, found.median, found.q3, found.high] if found else [None] * 5
-        rows.append(
-            [label, str(found.n if found else 0), str(models)]
-            + [_number(v, trend.field) for v in numbers]
-        )
-    headers = ["year", "n", "of", "min", "Q1", "median", "Q3", "max"]
-    grid = Grid(
-        f"{trend.title}: by release year",
+        cells = [_number(v, trend.field) for v in numbers]
+        if found is None and label[:4].isdigit() and "–" not in label:
+            year = int(label[:4])
+            if trend.known(year) and trend.too_few_known(year):
+                cells = ["too few", *[""] * 4]
+        rows.append([label, families, models, *cells])
+    headers = ["year", "families", "cards", "min", "Q1", "median", "Q3", "max"]
+    group = "" if trend.group == "all" else f" ({trend.group})"
+    notes = [
+        f"{_weighting_note(trend.weighting)}; families, cards = known / all; "
+        "too few = known for under half the year's families",
+        trend.cutoff.note(),
+    ]
+    return Grid(
+        f"{trend.title}{group}: by release year, {trend.weighting}-weighted",
         headers,
         [True] * len(headers),
         rows,
-        caption="n = models with a known value, of the year's models; research variants out",
+        caption="\n".join(n for n in notes if n),
     )
-    print_grid(grid, lambda: _table(grid))
+
+
+def _weighting_note(weighting: Weighting) -> str:
+    if weighting == "family":
+        return "family-weighted (each family 1 a year, split among its cards)"
+    return "card-weighted (each card 1)"
 
 
 def _number(value: float | None, spec: FieldSpec) -> str:
@@ -209,34 +301,56 @@ def _number(value: float | None, spec: FieldSpec) -> str:
 
 
 def _grid(result: Adoption) -> Grid:
-    """One choice: a row per value, a column per year (share of known values)."""
-    years = [y for y in result.years if result.known.get(y)]
+    """One choice: a row per value, a column per year (weighted share of known values)."""
+    years = result.shown_years()
     c = result.choice
-    unknown = f"; unknown for {len(result.unknown)} models" if result.unknown else ""
+    unknown = f"; unknown: {len(result.unknown)} cards" if result.unknown else ""
     name = c.title if c.title == c.key else f"{c.title} ({c.key})"
-    headers = ["value", *map(str, years), "first", ">50%", "since"]
+    headers = ["value", *map(result.cutoff.short_label, years), "first", ">50%", "consensus"]
     rows = []
     for trend in result.values:
         cells = []
         for y in years:
-            k = trend.counts.get(y, 0)
-            cells.append(f"{100 * k / result.known[y]:.0f}%" if k else "·")
+            share = result.share_of(trend, y)
+            year = result.year(y)
+            if share is None and year is not None and year.too_few_known:
+                cells.append("too few")
+            elif share is None or not share.cards:
+                cells.append("·")
+            else:
+                cells.append(f"{100 * share.share:.0f}%")
         label = f"{ANY} but {c.absent}" if trend.value == ANY else trend.value
         first = str(trend.first_use.year)
         rows.append(
             [label, *cells, first, _year(trend.majority_year), _year(trend.consensus_since)]
         )
-    rows.append(["n", *[f"{result.known[y]}/{result.total.get(y, 0)}" for y in years], "", "", ""])
+    for what in ("families", "cards"):
+        cells = []
+        for y in years:
+            year = result.year(y)
+            assert year is not None
+            known, total = (
+                (year.families_known, year.families)
+                if what == "families"
+                else (year.cards_known, year.cards)
+            )
+            cells.append(f"{known}/{total}")
+        rows.append([f"n {what}", *cells, "", "", ""])
+    notes = [
+        f"{_weighting_note(result.weighting)}; n = known / all{unknown}",
+        "consensus: the 95% interval (Wilson, on families) above 50% with 5+ families known",
+        result.cutoff.note(),
+    ]
     return Grid(
-        f"{name}: share of each year's models",
+        f"{name}: share of each year's {'families' if result.weighting == 'family' else 'cards'}",
         headers,
         [False, *(True for _ in headers[1:])],
         rows,
-        caption=f"n = models with a known value / the year's models{unknown}",
+        caption="\n".join(n for n in notes if n),
     )
 
 
-def _table(grid: Grid) -> Table:
+def _table(grid: Grid, footer: int = 2) -> Table:
     from rich.table import Table  # only on a terminal: a pipe gets the grid's text
 
     table = Table(
@@ -252,41 +366,14 @@ def _table(grid: Grid) -> Table:
     )
     for header, right in zip(grid.headers, grid.right, strict=True):
         table.add_column(header, justify="right" if right else "left", no_wrap=True)
-    for row in grid.cells[:-1]:
-        table.add_row(*row)
-    table.add_row(*grid.cells[-1], style="dim")
+    body = len(grid.cells) - footer
+    for i, row in enumerate(grid.cells):
+        table.add_row(*row, style="dim" if i >= body else None)
     return table
 
 
 def _year(year: int | None) -> str:
     return "–" if year is None else str(year)
-
-
-def _as_json(result: Adoption) -> dict[str, Any]:
-    return {
-        "choice": result.choice.key,
-        "column": result.choice.column,
-        "years": {
-            str(y): {"known": result.known.get(y, 0), "models": result.total.get(y, 0)}
-            for y in result.years
-        },
-        "values": [
-            {
-                "value": t.value,
-                "counts": {str(y): t.counts[y] for y in result.years if t.counts.get(y)},
-                "shares": {
-                    str(y): round(result.share(t, y) or 0.0, 4)
-                    for y in result.years
-                    if result.known.get(y)
-                },
-                "first_use": {"date": t.first_use.date, "models": list(t.first_use.models)},
-                "majority_year": t.majority_year,
-                "consensus_since": t.consensus_since,
-            }
-            for t in result.values
-        ],
-        "unknown": list(result.unknown),
-    }
 
 
 def register(app: typer.Typer) -> None:

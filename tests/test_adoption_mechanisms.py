@@ -139,8 +139,9 @@ def test_rope_scaling_counts_an_unrecorded_scaling_as_unknown() -> None:
         "linear-2025",
     )
     yarn = next(t for t in result.values if t.value == "yarn")
-    assert result.share(yarn, 2025) == 1.0  # of the one known value
+    assert result.year(2025).raw_share("yarn").share == 1.0  # of the one known value
     assert not result.holds_majority(yarn, 2025)  # 1 of 5 models: never a majority
+    assert result.year(2025).too_few_known and result.share_of(yarn, 2025) is None
 
 
 def test_the_hybrid_share_reads_by_year() -> None:
@@ -188,7 +189,7 @@ def test_trends_cli_shows_each_mechanism(tmp_path: Path, key: str, title: str, v
 def test_trends_of_rope_scaling_counts_the_unknown(tmp_path: Path) -> None:
     result = runner.invoke(app, ["trends", "rope-scaling", "--catalogue", str(_write(tmp_path))])
     assert result.exit_code == 0
-    assert "unknown for 7 models" in result.output
+    assert "unknown: 7 cards" in result.output
     assert "1/5" in result.output  # 2025: one known value of five models
 
 
@@ -230,7 +231,7 @@ def test_layer_mix_figure_groups_rare_patterns_beyond_the_palette() -> None:
     lines = figures.figure_values(result)
     assert [t.value for t in lines] == ["global", "9 others, < 3 models each", ANY]
     others = lines[1]
-    assert others.counts == {2025: 9} and result.share(others, 2025) == 1.0
+    assert others.counts == {2025: 9} and result.share(others, 2025) == pytest.approx(1.0)
     fig = figures.adoption_figure(result)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "9 others, < 3 models each" in legend and "any but global" in legend

@@ -279,7 +279,7 @@ def test_show_reads_its_counts_and_fidelity_from_the_caches(write_catalogue, pri
 
 @pytest.mark.parametrize(
     ("args", "expected"),
-    [(("trends",), "share of each year's models"), (("compare", "toy-1a", "toy-1b"), "toy-1b")],
+    [(("trends",), "share of each year's families"), (("compare", "toy-1a", "toy-1b"), "toy-1b")],
 )
 def test_piped_trends_and_compare_never_import_rich(write_catalogue, args, expected):
     path = write_catalogue(card_text("toy-1a") + "\n" + card_text("toy-1b"))

@@ -26,7 +26,8 @@ from archdb.reports.adoption import (
     trend_rows,
 )
 from archdb.reports.build import PAGES, build_reports, stale_files
-from archdb.reports.numeric import numeric_field, numeric_trend, spread
+from archdb.reports.numeric import numeric_field, numeric_trend
+from archdb.reports.weighting import Cutoff, weighted_spread
 from archdb.table import catalogue_frame, catalogue_rows
 from tests.conftest import FreshBuild, catalogue, make_card, qk_norm, shared_render
 
@@ -62,18 +63,57 @@ def _norm_adoption():
 
 def test_adoption_shares_first_use_and_majority() -> None:
     result = _norm_adoption()
+    assert result.weighting == "family"
     rms = next(t for t in result.values if t.value == "rmsnorm")
     assert result.years == (2019, 2020, 2021, 2022, 2023, 2024)
-    assert result.share(rms, 2021) == pytest.approx(1 / 3)
+    # 2021: family rms (one card) against family ln (two cards): one vote each
+    assert result.share(rms, 2021) == 0.5
     assert result.share(rms, 2022) == 0.5  # a half is not a majority
     assert result.share(rms, 2023) == 1.0  # the null is not counted as "not rmsnorm"
     assert rms.first_use.date == "2021-06-01" and rms.first_use.models == ("rms-2021",)
     assert rms.majority_year == 2023
-    assert rms.consensus_since == 2023
+    assert rms.consensus_since is None  # never five families known
     ln = next(t for t in result.values if t.value == "layernorm")
     assert ln.majority_year == 2019 and ln.consensus_since is None
     assert result.unknown == ("unknown-2023",)
     assert result.total[2023] == 2 and result.known[2023] == 1
+    year = result.year(2021)
+    assert year is not None and (year.families, year.cards) == (2, 3)
+    assert result.cutoff.date == "2024-06-01" and result.cutoff.is_partial(2024)
+
+
+def test_card_weighting_counts_every_card() -> None:
+    rows = trend_rows(catalogue_rows(_norm_catalogue()))
+    result = adoption(rows, find_choice("norm-type"), "card")
+    rms = next(t for t in result.values if t.value == "rmsnorm")
+    assert result.share(rms, 2021) == pytest.approx(1 / 3)
+    share = result.share_of(rms, 2021)
+    assert share is not None and (share.n_cards, share.n_families, share.cards) == (3, 2, 1)
+
+
+def test_consensus_needs_five_families_and_a_lower_bound_above_half() -> None:
+    """Six families of 2024 on RMSNorm, one with three sizes; 2023 has four families."""
+    cards = catalogue(
+        *(make_card(f"fam{i}-1b", RMS, year=2023) for i in range(4)),
+        *(make_card(f"fam{i}-1b", RMS, year=2024, family=f"new{i}") for i in range(4, 9)),
+        make_card("big-1b", RMS, year=2024),
+        make_card("big-7b", RMS, year=2024),
+        make_card("big-70b", year=2024),  # LayerNorm
+    )
+    result = adoption(catalogue_rows(cards), find_choice("norm-type"), cutoff=Cutoff("2024-12-31"))
+    rms = next(t for t in result.values if t.value == "rmsnorm")
+    share_2023 = result.share_of(rms, 2023)
+    assert share_2023 is not None and share_2023.share == 1.0 and not share_2023.consensus
+    share = result.share_of(rms, 2024)
+    # 5 families wholly, big two thirds: 5.667 of 6 families; by card 7 of 8
+    assert share is not None and share.share == pytest.approx((5 + 2 / 3) / 6)
+    # Wilson on 6 families: centre 0.77097, half-width 0.22489
+    assert share.low == pytest.approx(0.5461, abs=1e-4) and share.consensus
+    assert rms.majority_year == 2023 and rms.consensus_since == 2024
+    headline = consensus(result)
+    assert headline.is_consensus and headline.latest_year == 2024
+    by_card = adoption(catalogue_rows(cards), find_choice("norm-type"), "card")
+    assert by_card.share(next(t for t in by_card.values if t.value == "rmsnorm"), 2024) == 7 / 8
 
 
 def test_research_variants_and_window_are_left_out() -> None:
@@ -101,7 +141,7 @@ def test_consensus_prefers_a_value_over_an_any_that_repeats_it() -> None:
         make_card("aa-2024", qk_norm("full", prefix="architecture.attention."), year=2024),
         make_card("bb-2023", {"architecture.attention.qk_norm": "l2"}, year=2023),
     )
-    result = adoption(catalogue_rows(cards), find_choice("qk-norm"))
+    result = adoption(catalogue_rows(cards), find_choice("qk-norm"), cutoff=Cutoff("2024-12-31"))
     assert consensus(result).trend.value == "full"
 
 
@@ -422,7 +462,20 @@ def test_trends_table_and_json(tmp_path: Path) -> None:
     assert rms["first_use"]["models"] == ["rms-2021"]
     ln = next(v for v in data[0]["values"] if v["value"] == "layernorm")
     assert ln["first_use"]["date"].startswith("2019") and ln["majority_year"] == 2019
-    assert data[0]["years"]["2023"] == {"known": 1, "models": 2}
+    assert data[0]["weighting"] == "family" and data[0]["cutoff"] == "2024-06-01"
+    assert data[0]["partial_year"] == 2024 and data[0]["years"]["2024"]["partial"]
+    assert data[0]["years"]["2023"] == {
+        "known": 1,
+        "models": 2,
+        "families": 2,
+        "cards": 2,
+        "families_known": 1,
+        "cards_known": 1,
+        "too_few_known": False,
+        "partial": False,
+    }
+    low, high = rms["intervals"]["2023"]
+    assert low == pytest.approx(0.2065, abs=1e-4) and high == 1.0  # Wilson, 1 of 1 family
     assert data[0]["unknown"] == ["unknown-2023"]
     table = runner.invoke(app, ["trends", "norm.type", "--since", "2022", "-C", str(path)])
     lines = [line.strip() for line in table.output.splitlines()]
@@ -430,6 +483,15 @@ def test_trends_table_and_json(tmp_path: Path) -> None:
     assert layernorm.split()[-3:] == ["2019", "2019", "–"]  # first, >50%, since
     assert "2021" not in table.output.splitlines()[1]  # the header shows 2022 on only
     assert "1/2" in table.output  # 2023: one known value of two models
+    assert "2024* is partial: the catalogue runs to 2024-06-01" in table.output
+    assert "family-weighted" in table.output
+    by_card = runner.invoke(
+        app, ["trends", "norm-type", "--weight", "card", "--json", "-C", str(path)]
+    )
+    rms_cards = next(v for v in json.loads(by_card.output)[0]["values"] if v["value"] == "rmsnorm")
+    assert rms_cards["shares"]["2021"] == pytest.approx(1 / 3, abs=1e-4)
+    bad = runner.invoke(app, ["trends", "norm-type", "--weight", "size", "-C", str(path)])
+    assert bad.exit_code == 2 and "unknown weighting 'size'" in bad.output
 
 
 def test_window_hides_years_but_keeps_the_facts() -> None:
@@ -442,8 +504,8 @@ def test_window_hides_years_but_keeps_the_facts() -> None:
     assert whole.window(since=2030).years == ()
 
 
-def test_a_value_few_cards_publish_is_never_the_majority() -> None:
-    """Z-loss as the catalogue has it: 100% of the known, but 1 known of 4 models."""
+def test_a_value_known_for_few_families_has_no_share() -> None:
+    """Z-loss as the catalogue has it: 100% of the known, but 1 known family of 4."""
     zl = {"training.z_loss": 1e-4}
     cards = catalogue(
         make_card("zl-2024", zl, year=2024),
@@ -452,40 +514,44 @@ def test_a_value_few_cards_publish_is_never_the_majority() -> None:
         make_card("zl-2025b", zl, year=2025),
         make_card("quiet-2025", year=2025),
     )
-    result = adoption(catalogue_rows(cards), find_choice("z-loss"))
+    full_year = Cutoff("2025-12-31")
+    result = adoption(catalogue_rows(cards), find_choice("z-loss"), cutoff=full_year)
     (used,) = result.values
-    assert result.share(used, 2024) == 1.0 and result.known[2024] == 1
-    assert not result.holds_majority(used, 2024)  # 1 of 4 models
-    assert result.holds_majority(used, 2025)  # 2 of 3 models
-    assert used.majority_year == 2025 and used.consensus_since == 2025
+    assert result.share(used, 2024) is None and result.year(2024).too_few_known
+    assert result.known[2024] == 1
+    assert not result.holds_majority(used, 2024)
+    assert result.holds_majority(used, 2025)  # 1 of 2 families known: enough
+    assert used.majority_year == 2025 and used.consensus_since is None  # two families
     headline = consensus(result)
-    assert headline.is_consensus and headline.latest_count == 2
+    assert not headline.is_consensus and headline.latest_count == 2
     rows_2024 = [r for r in catalogue_rows(cards) if r["year"] == 2024]
-    only_2024 = consensus(adoption(rows_2024, find_choice("z-loss")))
-    assert only_2024.trend.value == "z-loss" and only_2024.latest_share == 1.0
-    assert not only_2024.is_consensus and only_2024.trend.majority_year is None
-    table = render.consensus_table([headline, only_2024])
+    only_2024 = consensus(adoption(rows_2024, find_choice("z-loss"), cutoff=full_year))
+    assert only_2024.trend.value == "z-loss" and only_2024.latest_share is None
+    assert only_2024.too_few_known and only_2024.trend.majority_year is None
+    table = render.consensus_table([headline, only_2024], full_year)
     lines = table.splitlines()
-    assert "| known |" in lines[0]
-    assert "| z-loss | 100% in 2025 | 2 of 3 |" in lines[2]
-    assert "*no consensus* (most common: z-loss, used by 1 of 4 models)" in lines[3]
-    assert "| 1 of 4 |" in lines[3]
+    assert "| n families · n cards (known / all) |" in lines[0]
+    assert (
+        "*no consensus* (most common: z-loss) | 100% [21–100] in 2025 | 1 / 2 · 2 / 3 |"
+        in (lines[2])
+    )
+    assert "*too few known* (1 of 4 families) | – in 2024 | 1 / 4 · 1 / 4 |" in lines[3]
 
 
 # --- numeric trends ------------------------------------------------------------------
 
 
-def test_spread_matches_pandas_quantiles() -> None:
+def test_equal_weights_match_pandas_quantiles() -> None:
     import pandas as pd
 
     for values in ([3.0], [1.0, 2.0], [4.0, 1.0, 8 / 3, 3.5, 2.0], list(range(11))):
-        got = spread(values)
+        got = weighted_spread([(float(v), 1.0) for v in values])
         series = pd.Series(values, dtype=float)
         expected = [series.min(), series.quantile(0.25), series.median()]
         expected += [series.quantile(0.75), series.max()]
         assert [got.low, got.q1, got.median, got.q3, got.high] == pytest.approx(expected)
         assert got.n == len(values)
-    assert spread([]) is None
+    assert weighted_spread([]) is None
 
 
 def test_numeric_trend_by_year_with_unknowns_and_a_window() -> None:
@@ -509,26 +575,40 @@ def test_numeric_trend_by_year_with_unknowns_and_a_window() -> None:
 
 
 def test_trends_numeric_choice_on_the_shipped_catalogue() -> None:
-    """`trends d_ff_ratio --where activation=swiglu`: the figures pandas gives."""
+    """`trends d_ff_ratio --where activation=swiglu --weight card`: the figures pandas
+    gives, dense models and MoE experts apart."""
     frame = load_catalogue().where("activation=swiglu").frame()
     frame = frame[~frame["research_variant"].fillna(False).astype(bool)]
-    result = runner.invoke(app, ["trends", "d_ff_ratio", "-w", "activation=swiglu", "--json"])
+    frame = frame[frame["architecture.kind"] != "encoder-only"]
+    args = ["trends", "d_ff_ratio", "-w", "activation=swiglu", "--weight", "card"]
+    result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    for year, values in frame.groupby("year")["d_ff_ratio"]:
-        values = values.dropna().astype(float)
-        got = data["years"][str(year)]
-        assert got["known"] == len(values) and got["models"] == len(frame[frame["year"] == year])
-        assert got["median"] == pytest.approx(values.median())
-        assert got["q1"] == pytest.approx(values.quantile(0.25))
-        assert got["q3"] == pytest.approx(values.quantile(0.75))
-    table = runner.invoke(app, ["trends", "d_ff_ratio", "-w", "activation=swiglu"])
+    assert data["weighting"] == "card"
+    assert [g["group"] for g in data["groups"]] == ["dense", "MoE, one expert"]
+    parts = (frame[~frame["moe"]], frame[frame["moe"]])
+    for group, part in zip(data["groups"], parts, strict=True):
+        for year, values in part.groupby("year")["d_ff_ratio"]:
+            values = values.dropna().astype(float)
+            got = group["years"][str(year)]
+            assert got["known"] == len(values) and got["models"] == len(part[part["year"] == year])
+            assert got["median"] == pytest.approx(values.median())
+            assert got["q1"] == pytest.approx(values.quantile(0.25))
+            assert got["q3"] == pytest.approx(values.quantile(0.75))
+    table = runner.invoke(app, args)
     assert table.exit_code == 0
-    assert all(w in table.output for w in ("median", "Q1", "Q3", "2024"))
-    overall = data["overall"]
-    span = f"{min(data['years'])}–{max(data['years'])}"  # the row over every year shown
-    (last,) = [line for line in table.output.splitlines() if line.strip().startswith(span)]
-    assert last.split()[1] == str(overall["n"]) and f"{overall['median']:.3g}" in last
+    assert all(
+        w in table.output
+        for w in ("median", "Q1", "Q3", "2024", "(MoE, one expert)", "card-weighted")
+    )
+    dense = data["groups"][0]
+    overall = dense["overall"]
+    span = f"{min(dense['years'])}–{max(dense['years'])}"  # the row over every year shown
+    (last, *_) = [line for line in table.output.splitlines() if line.strip().startswith(span)]
+    assert last.split()[1] == f"{overall['n']}/{overall['n']}"
+    assert f"{overall['median']:.3g}" in last
+    family = json.loads(runner.invoke(app, ["trends", "d_ff_ratio", "--json"]).output)
+    assert family["weighting"] == "family" and "each family" in family["weighting_rule"]
 
 
 def test_trends_all_choices(tmp_path: Path) -> None:

@@ -2,18 +2,28 @@
 
 Plain Python over ``archdb.table.card_row`` rows (no pandas), so ``archdb trends`` stays
 quick; the report passes the same rows. Research variants are left out: they are not
-released models, and the trends are about what released models chose.
+released models, and the trends are about what released models chose. Kinds are not
+mixed unless asked: by default the trends count decoder-only and encoder-decoder models
+(``DEFAULT_KINDS``), never encoder-only ones.
 
-Conventions, stated once:
-- A year's share of a value is over the year's models whose value is *known*; models
-  with a null value are counted apart (``unknown``), never as "not used". Every share
-  travels with its ``known`` and ``total`` counts, so a 100% of 1 known in 10 reads as such.
-- A value holds the majority of a year when more than half of the known values are it
-  *and* at least half of all the year's models (known or not) use it: a value a few
-  cards publish is never the majority, however high its share of the known.
-  ``majority_year`` is the first year it holds the majority; ``consensus_since`` the
-  first year from which it holds it in every later year that has models (null if it
-  does not hold it in the latest year).
+Conventions, stated once (the counting itself is ``archdb.reports.weighting``'s):
+- Every share is computed under a stated weighting: ``family`` (the default: each family
+  with a known value weighs 1 in a year, split among its cards of that year) or ``card``.
+  It is over the year's models whose value is *known*; models with a null value are
+  counted apart (``unknown``), never as "not used". Every share travels with its n
+  (families and cards, known and all) and a 95% Wilson interval on the known families.
+- A year whose value is known for under half of its families has *too few known*: no
+  share, no majority, no consensus that year.
+- A value holds the *majority* of a year when its weighted share is above one half;
+  ``majority_year`` is the first year it does. It is the year's *consensus* when the share's
+  95% lower bound is above one half with at least five families known;
+  ``consensus_since`` is the first year from which it is the consensus in every later
+  complete year with a known value (null if it is not the consensus in the latest such
+  year: a year with too few known breaks the run).
+- The latest year is partial, to the catalogue's latest release date (``Adoption.cutoff``):
+  it is shown (marked) and can give a value its first majority, but the headline
+  (``consensus``) and the consensus run are judged on complete years; a few months of
+  releases are too few to end a run.
 - First use, majority and consensus are facts about the whole catalogue: a display
   window (``Adoption.window``, ``archdb trends --since``) only hides years.
 - For a feature with an "off" value (QK norm ``none``, MoE ``dense``), an extra line
@@ -27,8 +37,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archdb.errors import UsageError
+from archdb.reports.weighting import (
+    DEFAULT_WEIGHTING,
+    Cutoff,
+    Share,
+    Tally,
+    Weighting,
+    YearTally,
+    describe,
+    tally,
+)
+from archdb.reports.weighting import cutoff as weighting_cutoff
 from archdb.schema import Card
-from archdb.table import COUNTED_COLUMNS, Row, catalogue_rows
+from archdb.table import BOOL_LABELS, COUNTED_COLUMNS, Row, catalogue_rows
 
 ANY = "any"
 
@@ -50,8 +71,14 @@ class Choice:
         return self.labels.get(raw, str(raw))
 
 
-def _yes_no(yes: str, no: str) -> dict[bool, str]:
+def _labels(column: str) -> dict[bool, str]:
+    """A boolean column's value words (``archdb.table.BOOL_LABELS``: list -w reads them)."""
+    yes, no = BOOL_LABELS[column]
     return {True: yes, False: no}
+
+
+def _bool_choice(key: str, title: str, column: str) -> Choice:
+    return Choice(key, title, column, BOOL_LABELS[column][1], _labels(column))
 
 
 CHOICES: tuple[Choice, ...] = (
@@ -59,48 +86,26 @@ CHOICES: tuple[Choice, ...] = (
     Choice("norm-type", "Norm type", "architecture.norm.type"),
     Choice("norm-position", "Norm position", "architecture.norm.position"),
     Choice("activation", "Activation", "architecture.mlp.activation"),
-    Choice("gated", "Gated MLP", "gated", "non-gated", _yes_no("gated", "non-gated")),
+    _bool_choice("gated", "Gated MLP", "gated"),
     Choice("position", "Position scheme", "architecture.position.type"),
     Choice("attention", "Attention variant", "attention_family"),
     Choice("layer-mix", "Layer pattern mixers", "layer_mix", "global"),
     Choice("bias", "Bias in linear layers", "bias_scheme", "none"),
-    Choice(
-        "parallel",
-        "Parallel layers",
-        "architecture.parallel_layers",
-        "serial",
-        _yes_no("parallel", "serial"),
-    ),
-    Choice(
-        "tied-embeddings",
-        "Tied embeddings",
-        "architecture.tied_embeddings",
-        "untied",
-        _yes_no("tied", "untied"),
-    ),
+    _bool_choice("parallel", "Parallel layers", "architecture.parallel_layers"),
+    _bool_choice("tied-embeddings", "Tied embeddings", "architecture.tied_embeddings"),
     Choice("qk-norm", "QK norm", "architecture.attention.qk_norm", "none"),
     Choice("soft-capping", "Logit soft-capping", "softcap_scheme", "none"),
-    Choice("z-loss", "Z-loss", "z_loss_used", "none", _yes_no("z-loss", "none")),
-    Choice("moe", "Mixture of experts", "moe", "dense", _yes_no("moe", "dense")),
-    Choice("dropout", "Pre-training dropout", "dropout_used", "none", _yes_no("dropout", "none")),
-    Choice(
-        "weight-decay", "Weight decay", "weight_decay_used", "none", _yes_no("weight decay", "none")
-    ),
-    Choice("mtp", "Multi-token prediction", "mtp_used", "none", _yes_no("mtp", "none")),
+    _bool_choice("z-loss", "Z-loss", "z_loss_used"),
+    _bool_choice("moe", "Mixture of experts", "moe"),
+    _bool_choice("dropout", "Pre-training dropout", "dropout_used"),
+    _bool_choice("weight-decay", "Weight decay", "weight_decay_used"),
+    _bool_choice("mtp", "Multi-token prediction", "mtp_used"),
     Choice("token-mixers", "Hybrid token mixers", "token_mixers", "attention-only"),
-    Choice("sinks", "Attention sinks", "sinks_used", "none", _yes_no("sinks", "none")),
+    _bool_choice("sinks", "Attention sinks", "sinks_used"),
     Choice("output-gate", "Attention output gate", "output_gate_scheme", "none"),
-    Choice(
-        "sparse-attention",
-        "Sparse attention",
-        "sparse_attention_used",
-        "dense",
-        _yes_no("sparse", "dense"),
-    ),
+    _bool_choice("sparse-attention", "Sparse attention", "sparse_attention_used"),
     Choice("rope-scaling", "RoPE scaling", "rope_scaling_scheme", "no-rope"),
-    Choice(
-        "kv-sharing", "Cross-layer KV sharing", "kv_sharing_used", "none", _yes_no("shared", "none")
-    ),
+    _bool_choice("kv-sharing", "Cross-layer KV sharing", "kv_sharing_used"),
 )
 CHOICE_KEYS: tuple[str, ...] = tuple(c.key for c in CHOICES)
 
@@ -137,6 +142,12 @@ def find_choice(name: str) -> Choice:
     return Choice(label, label, spec.name)
 
 
+# The kinds the trends count unless asked: one model family per kind would otherwise mix
+# encoders' choices (learned positions, post-norm) into the decoders' trends.
+DEFAULT_KINDS: tuple[str, ...] = ("decoder-only", "encoder-decoder")
+ALL_KINDS = "all"
+
+
 @dataclass(frozen=True)
 class FirstUse:
     date: str  # ISO date of the first release with the value
@@ -150,25 +161,58 @@ class FirstUse:
 @dataclass(frozen=True)
 class ValueTrend:
     value: str
-    counts: Mapping[int, int]  # year -> models with this value
+    counts: Mapping[int, int]  # year -> cards with this value
     first_use: FirstUse
-    majority_year: int | None  # first year with a share above one half
-    consensus_since: int | None  # majority from this year through the latest year
+    majority_year: int | None  # first year with a weighted share above one half
+    consensus_since: int | None  # the consensus from this year through the latest year
+    members: tuple[str, ...] = ()  # the values the line counts (empty: just ``value``)
+
+    @property
+    def counted(self) -> tuple[str, ...]:
+        return self.members or (self.value,)
 
 
 @dataclass(frozen=True)
 class Adoption:
     choice: Choice
+    weighting: Weighting
     years: tuple[int, ...]  # the years shown: first to last model (or a window), gaps kept
-    known: Mapping[int, int]  # year -> models with a known value
-    total: Mapping[int, int]  # year -> models
-    unknown_by_year: Mapping[int, tuple[str, ...]]  # year -> ids of models with a null
+    tally: Tally  # by year: n families and cards, each value's weight
+    cutoff: Cutoff  # the catalogue's latest release date: its year is partial
     values: tuple[ValueTrend, ...]  # by first use; the ``any`` line last
+
+    def year(self, year: int) -> YearTally | None:
+        return self.tally.years.get(year)
+
+    @property
+    def known(self) -> dict[int, int]:
+        """Year -> cards with a known value (years with none left out)."""
+        return {y: t.cards_known for y, t in self.tally.years.items() if t.cards_known}
+
+    @property
+    def total(self) -> dict[int, int]:
+        """Year -> cards."""
+        return {y: t.cards for y, t in self.tally.years.items()}
+
+    @property
+    def unknown_by_year(self) -> dict[int, tuple[str, ...]]:
+        return {y: t.unknown for y, t in self.tally.years.items() if t.unknown}
 
     @property
     def unknown(self) -> tuple[str, ...]:
         """Ids of the shown years' models whose value is null."""
-        return tuple(i for y in self.years for i in self.unknown_by_year.get(y, ()))
+        return tuple(i for y in self.years if (t := self.year(y)) for i in t.unknown)
+
+    def shown_years(self) -> list[int]:
+        """The shown years with at least one known value (a column each)."""
+        return [y for y in self.years if (t := self.year(y)) is not None and t.cards_known]
+
+    def judged_years(self) -> list[int]:
+        """The years a headline and a consensus run are judged on: those with a known
+        value, the partial year left out (unless it is the only one)."""
+        years = self.shown_years()
+        complete = [y for y in years if not self.cutoff.is_partial(y)]
+        return complete or years
 
     def window(self, since: int | None = None, until: int | None = None) -> Adoption:
         """The same adoption showing only the years from ``since`` to ``until``: first
@@ -178,33 +222,70 @@ class Adoption:
         )
         return replace(self, years=shown)
 
-    def holds_majority(self, trend: ValueTrend, year: int) -> bool:
-        return _holds_majority(trend.counts.get(year, 0), self.known, self.total, year)
+    def share_of(self, trend: ValueTrend, year: int) -> Share | None:
+        """The trend's weighted share in ``year``; None when too few are known."""
+        found = self.year(year)
+        return found.share(*trend.counted) if found else None
 
     def share(self, trend: ValueTrend, year: int) -> float | None:
-        n = self.known.get(year, 0)
-        return trend.counts.get(year, 0) / n if n else None
+        found = self.share_of(trend, year)
+        return found.share if found else None
+
+    def holds_majority(self, trend: ValueTrend, year: int) -> bool:
+        found = self.share_of(trend, year)
+        return found is not None and found.majority
+
+    def is_consensus(self, trend: ValueTrend, year: int) -> bool:
+        found = self.share_of(trend, year)
+        return found is not None and found.consensus
 
     def latest_share(self, trend: ValueTrend) -> float | None:
-        years = [y for y in self.years if self.known.get(y)]
+        years = [y for y in self.years if self.share_of(trend, y) is not None]
         return self.share(trend, years[-1]) if years else None
 
 
+def parse_kinds(kinds: Iterable[str] | None) -> tuple[str, ...] | None:
+    """The kinds asked for (``all``: every kind, None), each checked; default ``DEFAULT_KINDS``."""
+    from archdb.schema import Kind
+
+    asked = tuple(kinds or ())
+    if not asked:
+        return DEFAULT_KINDS
+    if ALL_KINDS in asked:
+        return None
+    valid = [k.value for k in Kind]
+    for kind in asked:
+        if kind not in valid:
+            raise UnknownChoiceError(
+                f"unknown kind {kind!r}: use {', '.join(valid)} or {ALL_KINDS} (repeatable)"
+            )
+    return asked
+
+
 def trend_rows(
-    rows: Iterable[Row], since: int | None = None, until: int | None = None
+    rows: Iterable[Row],
+    since: int | None = None,
+    until: int | None = None,
+    kinds: Iterable[str] | None = DEFAULT_KINDS,
 ) -> list[Row]:
-    """The rows the trends count: released models (no research variant) in the window."""
+    """The rows the trends count: released models (no research variant) of ``kinds``
+    (None: every kind) in the window."""
+    wanted = None if kinds is None else frozenset(kinds)
     return [
         r
         for r in rows
         if not r.get("research_variant")
+        and (wanted is None or r.get("architecture.kind") in wanted)
         and (since is None or r["year"] >= since)
         and (until is None or r["year"] <= until)
     ]
 
 
 def select_trend_rows(
-    cards: Iterable[Card], where: Iterable[str] = (), columns: Iterable[str] = ()
+    cards: Iterable[Card],
+    where: Iterable[str] = (),
+    columns: Iterable[str] = (),
+    kinds: Iterable[str] | None = DEFAULT_KINDS,
 ) -> list[Row]:
     """The rows trends count (``trend_rows``) of the cards matching every ``where``
     expression (the language of ``archdb list --where``). The analytic counts (exact
@@ -215,117 +296,123 @@ def select_trend_rows(
     conditions = parse_where(where)
     read = {*columns, *(c.field.name for c in conditions)}
     rows = catalogue_rows(cards, counts=bool(read & COUNTED_COLUMNS))
-    return [r for r in trend_rows(rows) if all(c.matches(r) for c in conditions)]
+    return [r for r in trend_rows(rows, kinds=kinds) if all(c.matches(r) for c in conditions)]
 
 
-def adoption(rows: Iterable[Row], choice: Choice) -> Adoption:
-    """Adoption of one choice over ``rows`` (already filtered by ``trend_rows``)."""
+def catalogue_cutoff(cards: Iterable[Card]) -> Cutoff:
+    """The whole catalogue's latest release date (a filter never moves the partial year)."""
+    return Cutoff(max((str(c.release_date) for c in cards), default=None))
+
+
+def adoption(
+    rows: Iterable[Row],
+    choice: Choice,
+    weighting: Weighting = DEFAULT_WEIGHTING,
+    cutoff: Cutoff | None = None,
+) -> Adoption:
+    """Adoption of one choice over ``rows`` (already filtered by ``trend_rows``), counted
+    under ``weighting``; ``cutoff`` defaults to the rows' latest release date."""
     rows = sorted(rows, key=lambda r: (r["release_date"], r["id"]))
-    labelled = [(r, choice.value(r)) for r in rows]
-    known_rows = [(r, v) for r, v in labelled if v is not None]
+    counted = tally(rows, choice.value, weighting)
     years = tuple(range(rows[0]["year"], rows[-1]["year"] + 1)) if rows else ()
-    known: dict[int, int] = {}
-    total: dict[int, int] = {}
-    unknown: dict[int, tuple[str, ...]] = {}
-    for r, value in labelled:
-        total[r["year"]] = total.get(r["year"], 0) + 1
-        if value is not None:
-            known[r["year"]] = known.get(r["year"], 0) + 1
-        else:
-            unknown[r["year"]] = (*unknown.get(r["year"], ()), r["id"])
-
+    known_rows = [(r, v) for r in rows if (v := choice.value(r)) is not None]
     groups: dict[str, list[Row]] = {}
     for r, v in known_rows:
         groups.setdefault(v, []).append(r)
+    members: dict[str, tuple[str, ...]] = {}
     if choice.absent is not None:
-        on = [r for r, v in known_rows if v != choice.absent]
-        if len({v for _, v in known_rows if v != choice.absent}) > 1:  # else it repeats one
-            groups[ANY] = on
-    trends = [_trend(value, members, years, known, total) for value, members in groups.items()]
+        on = sorted({v for _, v in known_rows if v != choice.absent})
+        if len(on) > 1:  # else it repeats one
+            groups[ANY] = [r for r, v in known_rows if v != choice.absent]
+            members[ANY] = tuple(on)
+    shell = Adoption(choice, weighting, years, counted, cutoff or weighting_cutoff(rows), ())
+    trends = [
+        _trend(shell, value, rows_of, members.get(value, ())) for value, rows_of in groups.items()
+    ]
     trends.sort(key=lambda t: (t.value == ANY, t.first_use.date, t.value))
-    return Adoption(choice, years, known, total, unknown, tuple(trends))
+    return replace(shell, values=tuple(trends))
 
 
-def adoption_all(rows: Iterable[Row]) -> list[Adoption]:
+def adoption_all(
+    rows: Iterable[Row], weighting: Weighting = DEFAULT_WEIGHTING, cutoff: Cutoff | None = None
+) -> list[Adoption]:
     rows = list(rows)
-    return [adoption(rows, c) for c in CHOICES]
+    found = cutoff or weighting_cutoff(rows)
+    return [adoption(rows, c, weighting, found) for c in CHOICES]
 
 
 def _trend(
-    value: str,
-    members: list[Row],
-    years: tuple[int, ...],
-    known: dict[int, int],
-    total: dict[int, int],
+    adoption: Adoption, value: str, members: list[Row], counted: tuple[str, ...]
 ) -> ValueTrend:
     counts: dict[int, int] = {}
     for r in members:
         counts[r["year"]] = counts.get(r["year"], 0) + 1
     first_date = members[0]["release_date"]
     first = FirstUse(first_date, tuple(r["id"] for r in members if r["release_date"] == first_date))
-    held = [y for y in years if known.get(y) and _holds_majority(counts.get(y, 0), known, total, y)]
-    return ValueTrend(
-        value=value,
-        counts=counts,
-        first_use=first,
-        majority_year=held[0] if held else None,
-        consensus_since=_consensus_since(years, counts, known, total),
-    )
-
-
-def _holds_majority(
-    count: int, known: Mapping[int, int], total: Mapping[int, int], year: int
-) -> bool:
-    """More than half of the year's known values, and at least half of all its models."""
-    return count * 2 > known.get(year, 0) and count * 2 >= total.get(year, 0) > 0
-
-
-def _consensus_since(
-    years: tuple[int, ...], counts: dict[int, int], known: dict[int, int], total: dict[int, int]
-) -> int | None:
+    line = ValueTrend(value, counts, first, None, None, counted)
+    held = [y for y in adoption.years if adoption.holds_majority(line, y)]
     since = None
-    for y in reversed([y for y in years if known.get(y)]):
-        if not _holds_majority(counts.get(y, 0), known, total, y):
+    for y in reversed(adoption.judged_years()):  # a year with too few known breaks the run
+        if not adoption.is_consensus(line, y):
             break
         since = y
-    return since
+    return replace(line, majority_year=held[0] if held else None, consensus_since=since)
 
 
 @dataclass(frozen=True)
 class Consensus:
-    """The headline of one choice: the value most models used in the latest year, and
-    whether that makes it a consensus (it holds the majority: see the module's rules)."""
+    """The headline of one choice: the value with the largest weighted share in the latest
+    complete year with a known value, and whether it is that year's consensus (its 95%
+    lower bound above one half, five families or more known). ``share`` is None when that
+    year has too few known. ``partial`` is the same value's share so far in the partial
+    year (None when there is none, or too few known)."""
 
     choice: Choice
     trend: ValueTrend | None
     latest_year: int | None
-    latest_share: float | None
-    latest_known: int = 0  # models of the latest year whose value is known
-    latest_total: int = 0  # models of the latest year
-    is_consensus: bool = False  # False when too few of the year's models use it
+    share: Share | None = None
+    year: YearTally | None = None
+    is_consensus: bool = False
+    partial_year: int | None = None
+    partial: Share | None = None
+    partial_too_few: bool = False  # the partial year has too few known
+
+    @property
+    def too_few_known(self) -> bool:
+        return self.year is not None and self.year.too_few_known
+
+    @property
+    def latest_share(self) -> float | None:
+        return self.share.share if self.share else None
 
     @property
     def latest_count(self) -> int:
-        return self.trend.counts.get(self.latest_year, 0) if self.trend else 0
+        return self.trend.counts.get(self.latest_year, 0) if self.trend and self.latest_year else 0
 
 
 def consensus(adoption: Adoption) -> Consensus:
-    """The latest year's most common value (ties broken by earlier first use)."""
-    years = [y for y in adoption.years if adoption.known.get(y)]
+    """The latest complete year's most common value (ties broken by earlier first use)."""
+    years = adoption.judged_years()
     if not years:
-        return Consensus(adoption.choice, None, None, None)
+        return Consensus(adoption.choice, None, None)
     latest = years[-1]
+    year = adoption.year(latest)
+    assert year is not None
     # The ``any`` line competes too (QK norm of any kind against none); it comes last, and
     # max keeps the first of equals, so a single value beats an ``any`` that only repeats it.
-    best = max(adoption.values, key=lambda t: t.counts.get(latest, 0))
+    best = max(adoption.values, key=lambda t: sum(year.weights.get(v, 0.0) for v in t.counted))
+    share = year.share(*best.counted)
+    partial = [y for y in adoption.shown_years() if adoption.cutoff.is_partial(y) and y > latest]
     return Consensus(
         adoption.choice,
         best,
         latest,
-        adoption.share(best, latest),
-        adoption.known[latest],
-        adoption.total.get(latest, 0),
-        adoption.holds_majority(best, latest),
+        share,
+        year,
+        share is not None and share.consensus,
+        partial[0] if partial else None,
+        adoption.share_of(best, partial[0]) if partial else None,
+        bool(partial) and (found := adoption.year(partial[0])) is not None and found.too_few_known,
     )
 
 
@@ -337,3 +424,47 @@ def _missing(value: Any) -> bool:
         return bool(value != value)  # NaN is the one value unequal to itself
     except TypeError:  # pd.NA refuses truth testing
         return True
+
+
+def adoption_record(result: Adoption) -> dict[str, Any]:
+    """Plain data for --json and the API: the weighting, each shown year's n, each value's
+    shares with their 95% intervals and consensus years."""
+    shown = result.years
+    years = {}
+    for y in shown:
+        found = result.year(y)
+        counts = found.counts() if found else {}
+        years[str(y)] = {
+            "known": counts.get("cards_known", 0),  # cards, as before weighting existed
+            "models": counts.get("cards", 0),
+            **counts,
+            "partial": result.cutoff.is_partial(y),
+        }
+    values = []
+    for t in result.values:
+        shares = {str(y): s for y in shown if (s := result.share_of(t, y)) is not None}
+        values.append(
+            {
+                "value": t.value,
+                **({"counts_values": list(t.members)} if t.members else {}),
+                "counts": {str(y): t.counts[y] for y in shown if t.counts.get(y)},
+                "shares": {y: round(s.share, 4) for y, s in shares.items()},
+                "intervals": {y: [round(s.low, 4), round(s.high, 4)] for y, s in shares.items()},
+                "families": {y: s.families for y, s in shares.items() if s.families},
+                "consensus_years": [int(y) for y, s in shares.items() if s.consensus],
+                "first_use": {"date": t.first_use.date, "models": list(t.first_use.models)},
+                "majority_year": t.majority_year,
+                "consensus_since": t.consensus_since,
+            }
+        )
+    return {
+        "choice": result.choice.key,
+        "column": result.choice.column,
+        "weighting": result.weighting,
+        "weighting_rule": describe(result.weighting),
+        "cutoff": result.cutoff.date,
+        "partial_year": result.cutoff.year if result.cutoff.partial else None,
+        "years": years,
+        "values": values,
+        "unknown": list(result.unknown),
+    }

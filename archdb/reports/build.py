@@ -11,7 +11,7 @@ import hashlib
 import io
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import pandas as pd
@@ -24,7 +24,9 @@ from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
 from archdb.reports.claims import ClaimResult, check_claims
-from archdb.table import catalogue_rows, frame_from_rows
+from archdb.reports.numeric import EQUAL, ERAS, SIZE_BANDS, shapes
+from archdb.reports.weighting import Cutoff
+from archdb.table import Row, catalogue_rows, frame_from_rows
 
 FIGURES = "figures"
 PAGES = (
@@ -49,6 +51,7 @@ class ReportData:
     claims: list[ClaimResult]
     mechanisms: mech_page.MechanismsData
     fidelities: list[verification.CardFidelity]
+    rows: list[Row] = field(default_factory=list)  # the table rows the frame was made of
 
 
 # Report data and renders kept in one process: a test worker reuses the shipped catalogue's
@@ -102,7 +105,9 @@ def _compute(catalogue: Catalogue, key: str | None = None) -> ReportData:
     mechanisms = mech_page.compute(catalogue, cached)
     fidelities = verification.card_fidelities(catalogue)
     key = key or content_key(catalogue)
-    return ReportData(catalogue.path.name, key, frame, adoptions, claims, mechanisms, fidelities)
+    return ReportData(
+        catalogue.path.name, key, frame, adoptions, claims, mechanisms, fidelities, rows
+    )
 
 
 def render_reports(data: ReportData) -> dict[str, bytes]:
@@ -194,6 +199,10 @@ def _page(data: ReportData, title: str, *sections: str) -> str:
     return f"{render.generated(data.content_key)}\n\n# {title}\n\n{body}\n"
 
 
+def _cutoff(data: ReportData) -> Cutoff:
+    return data.adoptions[0].cutoff if data.adoptions else Cutoff(None)
+
+
 def _scope(data: ReportData) -> str:
     frame = data.frame
     research = int(frame["research_variant"].fillna(False).astype(bool).sum())
@@ -202,7 +211,8 @@ def _scope(data: ReportData) -> str:
     return (
         f"From `{data.source}`: {len(frame)} cards ({len(frame) - research} released models, "
         f"{research} research variants left out of the trends), {frame['family'].nunique()} "
-        f"families, released {span}."
+        f"families, released {span}"
+        + (f"; {_cutoff(data).label(_cutoff(data).year or 0)}." if _cutoff(data).partial else ".")
     )
 
 
@@ -217,14 +227,20 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "[family evolution](families.md) · [claims check](claims.md) · "
         "[mechanisms measured](mechanisms.md) · [fidelity](fidelity.md)",
         "## Consensus by choice\n\n"
-        "For each design choice: the value most of the latest year's models use, its share "
-        "of the models whose value is known and how many of the year's models that is "
-        "(*known*), when it first appeared in the catalogue, the first year it held the "
-        "majority, and the year from which it has kept it. A value holds the majority of a "
-        "year when more than half of the known values are it and at least half of all the "
-        "year's models use it: a value only a few cards publish (1 of 10 known) is never "
-        "called consensus, however high its share of the known.\n\n" + render.consensus_table(cons),
-        render.figure(overview, "Share of each consensus value by year") if overview else "",
+        f"{render.weighting_note(data.adoptions[0].weighting if data.adoptions else 'family')}. "
+        "For each design choice: the value with the largest share in the latest complete "
+        "year with a known value, that share with its 95% interval (Wilson, on the known "
+        "families), the "
+        "year's families and cards (known / all), when the value first appeared in the "
+        "catalogue, the first year its share passed one half, and the year from which it has "
+        "been the consensus (through the latest complete year; the partial year is shown "
+        "apart, its share so far). A value is a year's consensus when its interval's lower bound "
+        "is above one half and at least 5 families are known; a choice known for under half "
+        "of a year's families has *too few known* that year, and no share.\n\n"
+        + render.consensus_table(cons, _cutoff(data)),
+        render.figure(overview, "Family-weighted share of each consensus value by year")
+        if overview
+        else "",
         f"## Claims of the lecture\n\n{render.verdict_counts(data.claims)}. Details, deciding "
         "models and disagreements: [claims.md](claims.md).\n\n"
         + render.claims_summary(data.claims, "claims.md"),
@@ -239,14 +255,19 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
 
 
 def _adoption_page(data: ReportData, fig: FigureSaver) -> str:
+    weighting = data.adoptions[0].weighting if data.adoptions else "family"
     sections = [
         _scope(data),
-        "Each table: the share of a year's models using each value (count in brackets), "
-        "over the models whose value is known (the last row: known of the year's models; "
-        "grey bars in the figures); the first card to use it; the first year it held the "
-        "majority (more than half of the known values and at least half of all the year's "
-        "models); and the year from which it kept the majority through the latest year. "
-        "Lines in italics count every value but the 'off' one together.",
+        f"{render.weighting_note(weighting)}. Each table: the share of each year's known "
+        "values using each value, with its 95% interval (Wilson, on the year's known "
+        "families), in **bold** when it is the year's consensus (lower bound above one half, "
+        "5 or more families known); *too few known* where the value is known for under half "
+        "of the year's families; the last rows give n families and n cards (known / all, "
+        "grey bars in the figures: the known share); the first card to use each value; the "
+        "first year its share passed one half; and the year from which it has been the "
+        "consensus through the latest year. Lines in italics count every value but the "
+        "'off' one together. Research variants are left out, and so are encoder-only "
+        "models: the trends count decoder-only and encoder-decoder models.",
     ]
     for adoption in data.adoptions:
         path = fig(f"adoption-{adoption.choice.key}", lambda a=adoption: figures.adoption_figure(a))
@@ -278,28 +299,64 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
     def with_figure(path: str | None, alt: str) -> str:
         return render.figure(path, alt) if path else ""
 
+    shape = shapes(trend_rows(data.rows), _cutoff(data))
+    weighted = (
+        f"{render.weighting_note(shape.weighting)}; medians and quartiles interpolate "
+        "between the weighted values. Per year: families and cards with a known value / all; "
+        "*too few known* where under half the year's families are known. Decoder-only and "
+        "encoder-decoder models; research variants left out."
+    )
+    note = _cutoff(data).note()
+    eras = [label for label, _, _ in ERAS]
+    bands = [label for label, _, _ in SIZE_BANDS]
     sections = [
         _scope(data),
-        "Outliers: values more than 1.5 inter-quartile ranges outside the quartiles of their "
-        f"group, on log values; groups of fewer than {dist.MIN_GROUP} have none.",
-        "## d_ff / d_model, gated or not\n\n"
-        "d_ff is the width the down-projection reads: one branch of a gated unit, one expert "
-        "of a mixture of experts (shown apart: an expert is narrow by design).",
-        with_figure(ff_fig, "d_ff/d_model by release date"),
-        render.stats_table(dist.stats(frame, "d_ff_ratio", group)),
+        "Shape rules depend on size and era: each section gives them by year and by size "
+        "band (exact parameters, experts included) and period, counted by family. The "
+        "figures show every card as a dot; the pooled tables under them count each card "
+        "once over every year (card-weighted) and serve as context and for the outlier "
+        "fences. Outliers: values more than 1.5 inter-quartile ranges outside the quartiles "
+        f"of their group, on log values; groups of fewer than {dist.MIN_GROUP} have none.",
+        "## d_ff / d_model: dense layers and experts apart\n\n"
+        "d_ff is the width the down-projection reads: one branch of a gated unit; for a "
+        "mixture of experts one routed expert (narrow by design), and its dense layers "
+        "(`mlp.moe.dense_d_ff`) apart. The groups are never pooled.",
+        with_figure(ff_fig, "d_ff/d_model by release date, each dot a card"),
+        f"By year. {weighted}\n\n" + render.numeric_year_table(shape.d_ff_by_year),
+        *(
+            f"By size band and period: {label}. Weighted median [Q1–Q3] · families / cards "
+            f"with a value.\n\n" + render.band_era_table(cells, bands, eras)
+            for label, cells in shape.d_ff_bands.items()
+        ),
+        note,
+        "Pooled, card-weighted (context):\n\n"
+        + render.stats_table(dist.stats(frame, "d_ff_ratio", group)),
         render.outlier_table(ff_out, "d_ff/d_model"),
         "## d_model / n_layers against parameters",
-        with_figure(aspect_fig, "aspect ratio against parameters"),
-        render.stats_table(dist.stats(frame, "aspect_ratio")),
+        with_figure(aspect_fig, "aspect ratio against parameters, each dot a card"),
+        "By size band and period, dense models. "
+        f"{render.weighting_note(shape.weighting)}. Weighted median [Q1–Q3] · families / "
+        "cards with a value.\n\n" + render.band_era_table(shape.aspect_bands, bands, eras),
+        "Pooled, card-weighted (context):\n\n"
+        + render.stats_table(dist.stats(frame, "aspect_ratio")),
         render.outlier_table(aspect_out, "d_model/n_layers"),
         "## n_heads · d_head / d_model",
-        with_figure(head_fig, "head ratio by release date"),
-        render.stats_table(dist.stats(frame, "head_ratio")),
+        with_figure(head_fig, "head ratio by release date, each dot a card"),
+        "Share of models with n_heads·d_head = d_model, by year. "
+        f"{render.weighting_note(shape.weighting)}; the share's 95% interval (Wilson, on "
+        "families) in brackets.\n\n"
+        + render.share_year_table(shape.head_ratio, EQUAL, _cutoff(data))
+        + (f"\n\n{note}" if note else ""),
+        "Pooled, card-weighted (context):\n\n"
+        + render.stats_table(dist.stats(frame, "head_ratio")),
         "Every model where n_heads·d_head ≠ d_model:\n\n"
         + render.exceptions_table(head_off, "ratio"),
         "## Vocabulary size over time",
-        with_figure(vocab_fig, "vocabulary size by release date"),
-        render.per_year_table(vocab_years),
+        with_figure(vocab_fig, "vocabulary size by release date, each dot a card"),
+        f"By year. {weighted}\n\n" + render.numeric_year_table([shape.vocab_by_year]),
+        note,
+        "Smallest and largest by year (each card counted):\n\n"
+        + render.per_year_table(vocab_years),
         render.outlier_table(vocab_out, "vocabulary"),
         "## KV-cache bytes per token against parameters\n\n"
         f"The K/V cache of one sequence of {cv.DEFAULT_KV_CONTEXT:,} tokens at "

@@ -12,6 +12,7 @@ metadata carries no date and no library version.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,28 +112,43 @@ def figure_values(adoption: Adoption) -> list[ValueTrend]:
             counts[year] = counts.get(year, 0) + n
     first = min((t.first_use for t in rare), key=lambda f: f.date)
     label = f"{len(rare)} others, < {RARE_MODELS} models each"
-    others = ValueTrend(label, counts, first, majority_year=None, consensus_since=None)
+    members = tuple(v for t in rare for v in t.counted)
+    others = ValueTrend(label, counts, first, None, None, members)
     kept = [t for t in values if t not in rare]
     return [*(t for t in kept if t.value != ANY), others, *(t for t in kept if t.value == ANY)]
 
 
+def _shares(adoption: Adoption, trend: ValueTrend, years: list[int]) -> list[float]:
+    """The trend's weighted share by year; NaN (a gap) where too few are known."""
+    return [math.nan if (s := adoption.share(trend, y)) is None else s for y in years]
+
+
+def _n_label(adoption: Adoption, year: int) -> str:
+    """A year's tick: the year (2026* when partial), families and cards known / all."""
+    found = adoption.year(year)
+    assert found is not None
+    return (
+        f"{adoption.cutoff.short_label(year)}\n{found.families_known}/{found.families}"
+        f"\n{found.cards_known}/{found.cards}"
+    )
+
+
 def adoption_figure(adoption: Adoption) -> Figure:
-    """Share of each value of one choice by release year (known values only)."""
-    years = [y for y in adoption.years if adoption.known.get(y)]
+    """Weighted share of each value of one choice by release year (known values only)."""
+    years = adoption.shown_years()
     lines = figure_values(adoption)
     # the legend (one entry a line, plus the known-share bars) sets the height when long
-    height = max(2.6, 0.5 + LEGEND_ENTRY_INCHES * (len(lines) + 1))
+    height = max(3.0, 0.5 + LEGEND_ENTRY_INCHES * (len(lines) + 1))
     with style():
-        fig = _figure(7.0, height, left=0.09, right=0.74, bottom=0.26 * 2.6 / height)
+        fig = _figure(7.0, height, left=0.09, right=0.74, bottom=0.36 * 3.0 / height)
         ax = fig.add_subplot()
         colours = iter(PALETTE * 2)
         for trend in lines:
-            shares = [adoption.share(trend, y) for y in years]
             dashed = trend.value == ANY
             others = trend not in adoption.values
             ax.plot(
                 years,
-                shares,
+                _shares(adoption, trend, years),
                 marker="o",
                 markersize=3,
                 linewidth=1.2,
@@ -142,10 +158,17 @@ def adoption_figure(adoption: Adoption) -> Figure:
             )
         _known_bars(ax, adoption, years)
         _share_axis(ax, years)
-        ax.set_xticks(years, [f"{y}\n{adoption.known[y]}/{adoption.total[y]}" for y in years])
-        ax.set_xlabel("release year; under each: models with a known value / the year's models")
+        ax.set_xticks(years, [_n_label(adoption, y) for y in years], fontsize=6)
+        note = adoption.cutoff.note()
+        ax.set_xlabel(
+            "release year; under it: families, then cards, known / all\ngaps: too few known "
+            "(under half the year's families)" + (f"; {note}" if note else ""),
+            fontsize=7,
+        )
         ax.set_title(
-            f"{adoption.choice.title}: share of the known values, by release year", loc="left"
+            f"{adoption.choice.title}: {adoption.weighting}-weighted share of the known "
+            "values, by release year",
+            loc="left",
         )
         if adoption.values:
             ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -153,29 +176,43 @@ def adoption_figure(adoption: Adoption) -> Figure:
 
 
 def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> Figure:
-    """Small multiples: each choice's latest-year consensus value, its share by year."""
+    """Small multiples: each choice's latest-year most common value, its share by year
+    with its 95% interval."""
     pairs = [(a, c) for a, c in zip(adoptions, consensus, strict=True) if c.trend is not None]
-    all_years = sorted({y for a, _ in pairs for y in a.years if a.known.get(y)})
+    all_years = sorted({y for a, _ in pairs for y in a.shown_years()})
+    weighting = adoptions[0].weighting if adoptions else "family"
+    note = adoptions[0].cutoff.note() if adoptions else ""
     cols = 4
     rows = max(1, -(-len(pairs) // cols))
     with style():
-        height = 2.0 * rows + 0.75
+        height = 2.0 * rows + 0.95
         fig = _figure(
             8.0,
             height,
             left=0.08,
             right=0.98,
             bottom=0.3 / height,
-            top=1 - 1.05 / height,
+            top=1 - 1.25 / height,
             wspace=0.15,
             hspace=0.9,
         )
         axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
         for ax, (adoption, cons) in zip(axes.flat, pairs, strict=False):
-            years = [y for y in adoption.years if adoption.known.get(y)]
-            shares = [adoption.share(cons.trend, y) for y in years]
+            assert cons.trend is not None
+            years = adoption.shown_years()
+            found = [adoption.share_of(cons.trend, y) for y in years]
+            low = [math.nan if s is None else s.low for s in found]
+            high = [math.nan if s is None else s.high for s in found]
             _known_bars(ax, adoption, years)
-            ax.plot(years, shares, marker="o", markersize=2.5, linewidth=1.2, color=PALETTE[0])
+            ax.fill_between(years, low, high, color=PALETTE[0], alpha=0.18, linewidth=0)
+            ax.plot(
+                years,
+                _shares(adoption, cons.trend, years),
+                marker="o",
+                markersize=2.5,
+                linewidth=1.2,
+                color=PALETTE[0],
+            )
             ax.axhline(0.5, color="#999999", linewidth=0.6, linestyle=":")
             ax.set_title(
                 f"{adoption.choice.title}:\n{_value_label(adoption, cons)}", fontsize=7, loc="left"
@@ -186,16 +223,21 @@ def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> F
         _share_axis(first, all_years, label=False)
         if all_years:
             ticks = all_years[::2] if len(all_years) > 5 else all_years
-            first.set_xticks(ticks, [f"{y}" for y in ticks])
+            cut = adoptions[0].cutoff
+            first.set_xticks(ticks, [cut.short_label(y) for y in ticks])
         for ax in list(axes.flat)[len(pairs) :]:
             ax.set_visible(False)
         fig.suptitle(
-            "Share of the known values using each choice's latest most common value, by "
-            "release year\ndotted: half; grey: the share of the year's models whose value is "
-            "known;\n'no consensus': fewer than half of all the latest year's models use it",
-            fontsize=9,
+            f"{weighting.capitalize()}-weighted share of the known values using each "
+            "choice's latest most common value, by release year;\nshaded: its 95% interval "
+            "(Wilson, on families); dotted: half; grey: the share of the year's "
+            f"{'families' if weighting == 'family' else 'cards'} whose value is known;\n"
+            "'no consensus': the lower bound is not above half, or fewer than 5 families are "
+            "known; 'too few known': under half the year's families"
+            + (f"\n{note}" if note else ""),
+            fontsize=8,
             x=0.01,
-            y=1 - 0.15 / height,
+            y=1 - 0.1 / height,
             ha="left",
             va="top",
         )
@@ -205,15 +247,25 @@ def consensus_figure(adoptions: list[Adoption], consensus: list[Consensus]) -> F
 def _value_label(adoption: Adoption, cons: Consensus) -> str:
     value = cons.trend.value if cons.trend else "–"
     label = f"{ANY} but {adoption.choice.absent}" if value == ANY else value
-    if cons.trend is not None and not cons.is_consensus:
-        label += f"\nno consensus: {cons.latest_known}/{cons.latest_total} known"
+    year = cons.year
+    if year is not None and cons.too_few_known:
+        return f"{label}\ntoo few known: {year.families_known}/{year.families} families"
+    if year is not None and not cons.is_consensus:
+        label += f"\nno consensus: {year.families_known}/{year.families} families known"
     return label
 
 
 def _known_bars(ax: Axes, adoption: Adoption, years: list[int]) -> None:
-    """Grey bars: the share of each year's models whose value is known, behind the lines."""
-    known = [adoption.known.get(y, 0) / adoption.total[y] for y in years]
-    label = "known, of the year's models"
+    """Grey bars: the share of each year's families (or cards) whose value is known."""
+    family = adoption.weighting == "family"
+    known = []
+    for y in years:
+        found = adoption.year(y)
+        assert found is not None
+        known.append(
+            found.families_known / found.families if family else found.cards_known / found.cards
+        )
+    label = f"share of {'families' if family else 'cards'} known"
     ax.bar(years, known, width=0.7, color="#e3e3e3", linewidth=0, zorder=0, label=label)
 
 
@@ -256,7 +308,7 @@ def d_ff_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         _log_ticks(ax, "y", [0.5, 1, 2, 8 / 3, 4, 8, 16, 32, 64])
         ax.set_ylabel("d_ff / d_model (log)")
         ax.set_xlabel("release date")
-        ax.set_title("MLP width: 4 without gating, 8/3 with it (dotted)", loc="left")
+        ax.set_title("d_ff/d_model, each dot a card; dotted: 4 and 8/3", loc="left")
         ax.legend(loc="upper left")
         _label_points(ax, data, "d_ff_ratio", named)
     return fig
@@ -308,7 +360,7 @@ def head_ratio_figure(frame: pd.DataFrame) -> Figure | None:
         _log_ticks(ax, "y", [0.5, 1, 2, 4, 8, 16])
         ax.set_ylabel("n_heads·d_head / d_model (log)")
         ax.set_xlabel("release date")
-        ax.set_title("Head width: n_heads·d_head = d_model almost everywhere", loc="left")
+        ax.set_title("n_heads·d_head / d_model, each dot a card", loc="left")
         _label_points(ax, data, "head_ratio", off)
     return fig
 
@@ -354,7 +406,7 @@ def vocab_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         )
         ax.set_ylabel("vocabulary rows (log)")
         ax.set_xlabel("release date")
-        ax.set_title("Vocabulary size over time", loc="left")
+        ax.set_title("Vocabulary size over time, each dot a card", loc="left")
         ax.legend(loc="upper left")
         _label_points(ax, data, "architecture.vocab_size", named)
     return fig
