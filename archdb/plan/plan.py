@@ -47,7 +47,7 @@ from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, a
 from .mtp import MTPModule, MTPStack
 from .norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
-from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
+from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias, yarn_softmax_factor
 from .recurrent import RECURRENT, RecurrentMixer
 from .shared import SharedBlocks, shared_blocks
 from .shortcut import ShortcutBlock
@@ -627,8 +627,13 @@ class _Reader:
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
         sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
+        qk_dim = self.dims_of(spec).qk_dim
         scale = self.a.attention.scale
-        return SoftmaxKernel(kind, self.dims_of(spec).qk_dim, causal, cap, window, sinks, scale)
+        # DeepSeek's YaRN tempers the whole softmax, not only the rotated dims
+        softmax_factor = yarn_softmax_factor(self.a.position.rope_scaling)
+        if softmax_factor != 1.0:
+            scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
+        return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         dims = self.dims_of(spec)
