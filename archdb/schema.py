@@ -610,6 +610,11 @@ class Attention(Strict):
         description="A parameter-free RMSNorm over each value head before attention (Gemma "
         "3n, Gemma 4 v_norm). Optional; null for none.",
     )
+    qkv_clip: PositiveFloat | None = Field(
+        default=None,
+        description="Every query, key and value projection output clamped to [-clip, clip] "
+        "before RoPE and the product (MPT's and DBRX's clip_qkv). Optional; null for none.",
+    )
     sparse: SparseAttention | None = Field(
         default=None,
         description="Sparse selection by a lightning indexer (DSA: DeepSeek-V3.2, GLM-5) on "
