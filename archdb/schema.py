@@ -1233,6 +1233,12 @@ class Architecture(Strict):
         "sqrt(d_model); Granite: embedding_multiplier; MiniCPM: scale_emb). Optional; null: "
         "not recorded (the builder uses 1).",
     )
+    embedding_norm: StrictBool | None = Field(
+        default=None,
+        description="A norm of the card's norm type and terms (norm.type, affine, eps) on the "
+        "embedded tokens before the first block, after any position table is added (BLOOM's "
+        "word_embeddings_layernorm). Optional; null: none.",
+    )
     logit_scale: Annotated[
         PositiveFloat | None, OutputOnly(1.0, "the head's logits are not rescaled")
     ] = Field(

@@ -91,6 +91,8 @@ def _unsupported(arch: Architecture) -> str | None:
         return "encoder-decoder models with a layer pattern other than [global]"
     if arch.kind is Kind.ENCODER_ONLY:
         return "encoder-only models (the builder makes decoders and encoder-decoders)"
+    if arch.embedding_norm and arch.kind is not Kind.DECODER_ONLY:
+        return "embedding_norm outside a decoder-only model"
     if att.variant is AttentionVariant.LINEAR:
         if arch.kind is not Kind.DECODER_ONLY:
             return "linear attention outside a decoder-only model"

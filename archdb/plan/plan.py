@@ -422,6 +422,7 @@ class Plan:
     context_length: int
     per_layer_inputs: PerLayerInputs | None = None  # per-layer embeddings (Gemma 3n/4)
     mtp: MTPStack | None = None  # multi-token-prediction modules, apart from the model
+    embedding_norm: NormSpec | None = None  # on the embedded tokens (BLOOM), d_model wide
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -487,6 +488,7 @@ class _Reader:
             context_length=a.context_length,
             per_layer_inputs=self.per_layer_inputs(),
             mtp=self.mtp(decoder),
+            embedding_norm=self.norm if a.embedding_norm else None,
         )
 
     def mtp(self, decoder: Stack) -> MTPStack | None:
@@ -728,6 +730,8 @@ def params(plan: Plan) -> ParamSplit:
     parts = [plan.embedding, plan.head] + ([plan.positions] if plan.positions else [])
     parts += [plan.per_layer_inputs] if plan.per_layer_inputs else []
     total = sum(p.params() for p in parts) + sum(s.params() for s in plan.stacks)
+    if plan.embedding_norm is not None:
+        total += plan.embedding_norm.params(plan.embedding.d_model)
     embedding = sum(p.embedding_params() for p in parts)
     embedding += sum(s.bias.embedding_params() for s in plan.stacks if s.bias)
     inactive = sum(b.inactive_params() * c for b, c in plan.blocks())
@@ -743,6 +747,8 @@ def flops(plan: Plan, seq_len: int) -> Tally:
             plan.positions.flops(tally)
         if plan.per_layer_inputs is not None and stack is plan.decoder:
             plan.per_layer_inputs.flops(tally)
+        if plan.embedding_norm is not None:
+            plan.embedding_norm.flops(tally, plan.embedding.d_model)
         stack.flops(tally)
     plan.head.flops(tally)
     return tally
