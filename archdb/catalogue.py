@@ -28,6 +28,7 @@ import codecs
 import difflib
 import gc
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ from archdb.locations import (  # noqa: F401 (re-exported: the rules that find t
     packaged_catalogue,
     resolve_catalogue,
 )
-from archdb.schema import Card
+from archdb.schema import SECONDARY_KINDS, Card, resting_kinds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -412,3 +413,19 @@ def _tag_may_start(text: str, at: int) -> bool:
         if start - token > _LOOK_BACK:
             return True
     return text[token] == "&"
+
+
+def secondary_shares(cards: list[Card]) -> dict[str, tuple[int, float]]:
+    """How many sourced values of the cards rest only on each secondary kind (a value an
+    official source covers rests on that), and their share of all sourced values."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for card in cards:
+        for kind in resting_kinds(card).values():
+            total += 1
+            if kind in SECONDARY_KINDS:
+                counts[kind.value] += 1
+    return {
+        k.value: (counts[k.value], counts[k.value] / total if total else 0.0)
+        for k in SECONDARY_KINDS
+    }

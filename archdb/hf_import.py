@@ -885,6 +885,8 @@ _SCALING_KEYS = {  # card field -> config key, per scaling type (factor for all)
         "beta_fast": "beta_fast",
         "beta_slow": "beta_slow",
         "truncate": "truncate",
+        "mscale": "mscale",
+        "mscale_all_dim": "mscale_all_dim",
     },
     "llama3": {
         "original_context": "original_max_position_embeddings",
@@ -897,7 +899,7 @@ _SCALING_BOOKKEEPING = {"rope_type", "type", "factor", "rope_theta", "partial_ro
 
 def _rope_scaling(d: _Draft, scaling: dict[str, Any]) -> None:
     """position.rope_scaling from a config's scaling block; what the card cannot hold
-    (DeepSeek's mscale, unknown types) is reported and noted."""
+    (unknown types and keys) is reported and noted."""
     kind = scaling.get("rope_type") or scaling.get("type")
     keys = _SCALING_KEYS.get(str(kind))
     factor = scaling.get("factor")

@@ -267,9 +267,21 @@ class SourceKind(StrEnum):
     MODEL_CARD = "model-card"
     CODE = "code"  # official reference implementation
     BLOG = "blog"  # the organization's own announcement
-    # A copy of an official artifact (a mirror, a fine-tune that keeps the config, a
-    # third-party registry): weaker than the original, so it names what it copies.
+    # A verbatim copy of an official artifact (a mirror, a registry that reproduces the
+    # file as released): weaker than the original, so it names what it copies.
     MIRROR = "mirror"
+    # A file made from the official artifact but not identical to it (a quantized
+    # re-release's config, a fine-tune's or a successor's config): names the original and
+    # says what differs.
+    DERIVED = "derived"
+    # A library's class defaults standing in for a released config: names the library,
+    # its version and the class.
+    DEFAULTS = "defaults"
+
+
+# Sources that stand in for an official artifact, weakest last: a value resting only on
+# these is not read from the original (archdb.schema.resting_kinds)
+SECONDARY_KINDS = (SourceKind.MIRROR, SourceKind.DERIVED, SourceKind.DEFAULTS)
 
 
 # --- field types (the bounded sizes: archdb.field_types) ------------------------------
@@ -598,6 +610,11 @@ class Attention(Strict):
         description="A parameter-free RMSNorm over each value head before attention (Gemma "
         "3n, Gemma 4 v_norm). Optional; null for none.",
     )
+    qkv_clip: PositiveFloat | None = Field(
+        default=None,
+        description="Every query, key and value projection output clamped to [-clip, clip] "
+        "before RoPE and the product (MPT's and DBRX's clip_qkv). Optional; null for none.",
+    )
     sparse: SparseAttention | None = Field(
         default=None,
         description="Sparse selection by a lightning indexer (DSA: DeepSeek-V3.2, GLM-5) on "
@@ -690,6 +707,20 @@ class RopeScaling(Strict):
     beta_slow: PositiveFloat | None = Field(
         default=None, description="yarn only: rotations where extrapolation stops (1)."
     )
+    mscale: PositiveFloat | None = Field(
+        default=None,
+        description="yarn only, with mscale_all_dim (DeepSeek's YaRN): the weight of ln(factor) "
+        "in the cos/sin factor's numerator, (0.1 mscale ln f + 1) / (0.1 mscale_all_dim ln f + "
+        "1) (transformers' yarn ignores it without mscale_all_dim). Optional; null: not used.",
+    )
+    mscale_all_dim: PositiveFloat | None = Field(
+        default=None,
+        description="yarn only (DeepSeek's YaRN): the softmax scale of every query-key "
+        "product is multiplied by (0.1 mscale_all_dim ln f + 1)^2, the non-rotary dims "
+        "included (transformers' yarn_apply_mscale in DeepSeek-V2/V3's attention), and the "
+        "cos/sin factor divided by its root. Optional; null: not used (the cos/sin factor "
+        "0.1 ln f + 1, the softmax scale unchanged).",
+    )
     truncate: Annotated[
         StrictBool | None,
         OutputOnly(True, "YaRN's band rounded to whole dims (transformers)", _yarn),
@@ -716,6 +747,13 @@ class RopeScaling(Strict):
             raise ValueError("position.rope_scaling.beta_fast and beta_slow are yarn only")
         if t is not RopeScalingType.YARN and self.truncate is not None:
             raise ValueError("position.rope_scaling.truncate is yarn only")
+        if t is not RopeScalingType.YARN and (self.mscale or self.mscale_all_dim):
+            raise ValueError("position.rope_scaling.mscale and mscale_all_dim are yarn only")
+        if self.mscale is not None and self.mscale_all_dim is None:
+            raise ValueError(
+                "position.rope_scaling.mscale needs mscale_all_dim: transformers' yarn reads "
+                "mscale only as the numerator of mscale / mscale_all_dim"
+            )
         return self
 
 
@@ -1194,6 +1232,12 @@ class Architecture(Strict):
         description="Factor on the token embeddings before the first block (Gemma: "
         "sqrt(d_model); Granite: embedding_multiplier; MiniCPM: scale_emb). Optional; null: "
         "not recorded (the builder uses 1).",
+    )
+    embedding_norm: StrictBool | None = Field(
+        default=None,
+        description="A norm of the card's norm type and terms (norm.type, affine, eps) on the "
+        "embedded tokens before the first block, after any position table is added (BLOOM's "
+        "word_embeddings_layernorm). Optional; null: none.",
     )
     logit_scale: Annotated[
         PositiveFloat | None, OutputOnly(1.0, "the head's logits are not rescaled")
@@ -1750,8 +1794,20 @@ class Source(Strict):
     copies: str | None = Field(
         default=None,
         pattern=r"^https?://\S+$",
-        description="Mirror sources only: the URL of the official artifact this copy "
-        "reproduces (e.g. the organization's config.json). Optional otherwise null.",
+        description="Mirror and derived sources: the URL of the official artifact this copy "
+        "reproduces, or the file is derived from (e.g. the organization's config.json); "
+        "defaults: optionally the artifact the defaults stand for. Null otherwise.",
+    )
+    differs: Text | None = Field(
+        default=None,
+        max_length=1_000,
+        description="Derived sources only: what differs from the original (e.g. 'adds "
+        "quantization_config; NVFP4 weights'), so a reader knows which keys still hold.",
+    )
+    library: Name | None = Field(
+        default=None,
+        description="Defaults sources only: the library, its version and the class whose "
+        "defaults are read (e.g. 'transformers 4.57.1 KimiLinearConfig').",
     )
     model_type: str | None = Field(
         default=None,
@@ -1784,14 +1840,33 @@ class Source(Strict):
     )
 
     @model_validator(mode="after")
-    def _mirror_names_its_original(self) -> Source:
-        if (self.kind is SourceKind.MIRROR) != (self.copies is not None):
+    def _secondary_names_its_original(self) -> Source:
+        copying = self.kind in (SourceKind.MIRROR, SourceKind.DERIVED)
+        if copying and self.copies is None:
             raise ValueError(
-                "copies is required for, and only for, kind mirror: a mirror names the URL "
-                "of the official artifact it copies"
+                f"copies is required for kind {self.kind.value}: name the URL of the official "
+                "artifact it copies or is derived from"
             )
-        if self.model_type is not None and self.kind not in (SourceKind.CONFIG, SourceKind.MIRROR):
-            raise ValueError("model_type is for config sources (kind config or mirror) only")
+        if self.copies is not None and self.kind not in SECONDARY_KINDS:
+            raise ValueError(
+                "copies is for kinds mirror, derived and defaults only: an official source "
+                "copies nothing"
+            )
+        if (self.kind is SourceKind.DERIVED) != (self.differs is not None):
+            raise ValueError(
+                "differs is required for, and only for, kind derived: say what the file "
+                "changes from the original (a verbatim copy is kind mirror)"
+            )
+        if (self.kind is SourceKind.DEFAULTS) != (self.library is not None):
+            raise ValueError(
+                "library is required for, and only for, kind defaults: name the library, "
+                "its version and the class whose defaults are read"
+            )
+        config_kinds = (SourceKind.CONFIG, *SECONDARY_KINDS)
+        if self.model_type is not None and self.kind not in config_kinds:
+            raise ValueError(
+                "model_type is for config sources (kind config, mirror, derived or defaults) only"
+            )
         if self.model_class is not None and self.model_type is None:
             raise ValueError("model_class goes with the model_type the config declares")
         return self
@@ -1926,9 +2001,25 @@ _UNSOURCED_LEAVES = {"kind", "variant"}  # categorical defaults every card state
 
 
 def mirror_only_paths(card: Card) -> list[str]:
-    """Sourced values whose only sources are mirrors (copies of an official artifact)."""
-    official = {p for s in card.sources if s.kind is not SourceKind.MIRROR for p in s.supports}
-    return [p for p in sourced_paths(card) if not covered(p, official)]
+    """Sourced values with no official source: each rests on a copy, a derived file or a
+    library's defaults (SECONDARY_KINDS)."""
+    return [p for p, kind in resting_kinds(card).items() if kind in SECONDARY_KINDS]
+
+
+def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
+    """Each sourced value and what it rests on: an official kind where one covers it
+    (the first such source listed), else the strongest secondary kind (a verbatim copy
+    before a derived file before defaults); None where nothing covers it."""
+    rests: dict[str, SourceKind | None] = {}
+    official = [s for s in card.sources if s.kind not in SECONDARY_KINDS]
+    secondary = sorted(
+        (s for s in card.sources if s.kind in SECONDARY_KINDS),
+        key=lambda s: SECONDARY_KINDS.index(s.kind),
+    )
+    for path in sourced_paths(card):
+        covering = (s for s in [*official, *secondary] if covered(path, set(s.supports)))
+        rests[path] = next((s.kind for s in covering), None)
+    return rests
 
 
 def inherited_paths(card: Card) -> dict[str, str]:

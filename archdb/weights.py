@@ -140,6 +140,7 @@ class Source:
     # rows stored per group as [part 0, part 1, ...] of these widths, read back as all
     # groups' part 0, then all groups' part 1, ... (Qwen3-Next's in_proj_qkvz per key head)
     grouped: Callable[[Dims], tuple[int, tuple[int, ...]]] | None = None  # (groups, widths)
+    # (applied before cut: Falcon's fused [q..., k, v] per key/value group, then cut to q, k, v)
     joined: tuple[str, ...] = ()  # further tensors whose rows follow name's (Qwen3.5's z)
     fallback: str | None = None  # read when name is absent (T5's wi for a non-gated MLP)
 
@@ -612,15 +613,15 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         start, stop = source.cut(dims)
         grouped = value.reshape(heads, parts, width, *value.shape[1:])
         return grouped[:, start:stop].reshape(heads * (stop - start) * width, *value.shape[1:])
-    if source.cut is not None:
-        start, stop = source.cut(dims)
-        value = value[start:stop]
-    if source.grouped is not None:
+    if source.grouped is not None:  # regrouped first: a cut reads the regrouped rows
         groups, widths = source.grouped(dims)
         if groups == 0 or value.shape[0] != groups * sum(widths):
             return value  # the shape check names the mismatch
         parts = value.reshape(groups, sum(widths), *value.shape[1:]).split(widths, dim=1)
         value = torch.cat([part.reshape(-1, *value.shape[1:]) for part in parts])
+    if source.cut is not None:
+        start, stop = source.cut(dims)
+        value = value[start:stop]
     return value.contiguous()
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from archdb.catalogue import Problem, check_catalogue
+from archdb.catalogue import Problem, check_catalogue, secondary_shares
 from archdb.header import catalogue_header
 from archdb.locations import CATALOGUE_RULES, CatalogueLocationError, resolve_catalogue
 from archdb.outputs import check_new_file
@@ -55,6 +55,10 @@ def validate(
                 "cards": len(cards),
                 "families": len({c.family for c in cards}),
                 "years": [min(years), max(years)] if years else None,
+                "secondary_sources": {
+                    kind: {"values": n, "share": round(share, 4)}
+                    for kind, (n, share) in secondary_shares(cards).items()
+                },
                 "problems": [_problem_json(p) for p in problems],
             }
         )
@@ -65,8 +69,13 @@ def validate(
         families = {c.family for c in cards}
         span = f"{min(years)}–{max(years)}" if years else "none"
         say(("✓ ", "green"), f"{path}: {len(cards)} cards, {len(families)} families, years {span}")
+        say(f"  values resting on secondary sources: {_shares_line(secondary_shares(cards))}")
     if problems:
         raise typer.Exit(EXIT_DATA)
+
+
+def _shares_line(shares: dict[str, tuple[int, float]]) -> str:
+    return ", ".join(f"{kind} {n} ({share:.1%})" for kind, (n, share) in shares.items())
 
 
 def _problem_json(problem: Problem) -> dict[str, object]:

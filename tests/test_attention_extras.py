@@ -11,7 +11,7 @@ import torch
 
 from archdb.builder.kernels import GlobalKernel
 from archdb.builder.model import build_model, count_parameters
-from archdb.measure.analytic import param_count
+from archdb.measure.analytic import flops, param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
 from tests.conftest import (
@@ -118,6 +118,7 @@ def test_headwise_gate_adds_one_value_per_head_and_gates_the_output():
             "attention.variant": "latent",
             "attention.latent": latent_dims(),
         },
+        {"attention.qkv_clip": 8.0, "attention.variant": "linear"},
     ],
 )
 def test_extras_outside_softmax_head_attention_are_refused(changes):
@@ -213,3 +214,71 @@ def test_xielu_equals_transformers_and_counts_its_two_scalars():
 def test_xielu_experts_are_refused():
     with pytest.raises(BuildError, match="xielu in mixture-of-experts layers"):
         make_plan(make_arch(**{"mlp.activation": "xielu", "mlp.moe": moe_block()}))
+
+
+# MPT: ALiBi, bias-free LayerNorms and linears, an exact-GELU MLP, a tied head; clip_qkv
+_MPT_CARD = {
+    "norm.type": "layernorm",
+    "norm.affine": "scale",
+    "position.type": "alibi",
+    "position.rope_theta": None,
+    "mlp.activation": "gelu",
+    "mlp.gelu_approximation": "exact",
+    "mlp.d_ff": 256,
+    "attention.n_kv_heads": 4,
+    "tied_embeddings": True,
+}
+
+
+@pytest.mark.parametrize("clip", [None, 0.05])
+def test_a_clipped_mpt_equals_transformers_mpt(clip):
+    """archdb's qkv clip, ALiBi and bias-free norms against MptForCausalLM with the same
+    weights; tiny random weights put the projections near 0.1, so a clip of 0.05 binds."""
+    from transformers import MptConfig, MptForCausalLM
+
+    torch.manual_seed(0)
+    config = MptConfig(
+        d_model=64, n_heads=4, n_layers=2, expansion_ratio=4, max_seq_len=64, vocab_size=128,
+        attn_config={"clip_qkv": clip, "alibi": True},
+    )  # fmt: skip
+    reference = MptForCausalLM(config).eval()
+    arch = make_arch(**_MPT_CARD, **{"attention.qkv_clip": clip})
+    model = build_model(arch).eval()
+    theirs = dict(reference.named_parameters())
+    ours = dict(model.named_parameters())
+    with torch.no_grad():
+        for p in theirs.values():
+            p.add_(torch.randn_like(p) * 0.1)
+        ours["embed.table.weight"].copy_(theirs["transformer.wte.weight"])
+        ours["decoder.final_norm.weight"].copy_(theirs["transformer.norm_f.weight"])
+        for i in range(2):
+            block, layer = f"transformer.blocks.{i}.", f"decoder.layers.{i}."
+            q, k, v = theirs[block + "attn.Wqkv.weight"].chunk(3)
+            for name, w in (("q", q), ("k", k), ("v", v)):
+                ours[f"{layer}attn.sublayer.{name}.weight"].copy_(w)
+            ours[layer + "attn.sublayer.o.weight"].copy_(theirs[block + "attn.out_proj.weight"])
+            ours[layer + "attn.before.weight"].copy_(theirs[block + "norm_1.weight"])
+            ours[layer + "mlp.before.weight"].copy_(theirs[block + "norm_2.weight"])
+            ours[layer + "mlp.sublayer.up.weight"].copy_(theirs[block + "ffn.up_proj.weight"])
+            ours[layer + "mlp.sublayer.down.weight"].copy_(theirs[block + "ffn.down_proj.weight"])
+    assert count_parameters(model) == sum(p.numel() for p in theirs.values())
+    tokens = torch.randint(0, 128, (2, 24), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(tokens).logits
+        got = model(tokens)
+        unclipped = build_model(make_arch(**_MPT_CARD)).eval()
+        unclipped.load_state_dict(model.state_dict())
+        free = unclipped(tokens)
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert torch.equal(free, got) == (clip is None)  # the clip binds at 0.05
+
+
+def test_a_qkv_clip_costs_one_comparison_per_projected_element():
+    plain, clipped = make_arch(), make_arch(**{"attention.qkv_clip": 8.0})
+    assert param_count(plain).total == param_count(clipped).total
+    plain_flops = sum(flops(plain, 16).dense.values())
+    clipped_flops = sum(flops(clipped, 16).dense.values())
+    att, n_layers = clipped.attention, clipped.n_layers
+    hd = clipped.d_model // att.n_heads
+    projected = (att.n_heads + 2 * att.n_kv_heads) * hd  # q, k and v of one token
+    assert clipped_flops - plain_flops == n_layers * 16 * projected

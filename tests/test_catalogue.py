@@ -12,13 +12,16 @@ from archdb.catalogue import (
     UnknownCardError,
     load_catalogue,
     parse_cards,
+    secondary_shares,
 )
 from archdb.schema import (
     WINDOW_PATH,
     NormType,
+    SourceKind,
     catalogue_json_schema,
     mirror_only_paths,
     null_means_unknown,
+    resting_kinds,
     sourced_paths,
 )
 from tests.conftest import VALID_CARD, card_text, shipped_catalogue
@@ -170,6 +173,33 @@ BAD_CARDS = [
         "copies is required",
     ),
     (
+        "derived without what differs",
+        replace(
+            "    - kind: config\n",
+            "    - kind: derived\n      copies: https://example.org/official/config.json\n",
+        ),
+        36,
+        "sources.0",
+        "differs is required for, and only for, kind derived",
+    ),
+    (
+        "defaults without the library",
+        replace("    - kind: config\n", "    - kind: defaults\n"),
+        36,
+        "sources.0",
+        "library is required for, and only for, kind defaults",
+    ),
+    (
+        "an official source that copies",
+        replace(
+            "    - kind: config\n",
+            "    - kind: config\n      copies: https://example.org/official/config.json\n",
+        ),
+        37,
+        "sources.0.copies",
+        "is for kinds mirror, derived and defaults only",
+    ),
+    (
         "lineage names itself",
         replace("  open_weights: true\n", "  open_weights: true\n  lineage: toy-1b\n"),
         7,
@@ -231,6 +261,33 @@ def test_a_mirror_names_the_official_artifact_it_copies():
     assert mirror_only_paths(card) == sourced_paths(card)
     (official,), _ = parse_cards(VALID_CARD, "m.yaml")
     assert mirror_only_paths(official) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"),
+    [
+        ("mirror", "      copies: https://example.org/official/config.json\n"),
+        (
+            "derived",
+            "      copies: https://example.org/official/config.json\n"
+            "      differs: 'a quantization: adds quantization_config'\n",
+        ),
+        ("defaults", "      library: 'transformers 5.25.0 ToyConfig'\n"),
+    ],
+)
+def test_each_value_rests_on_its_strongest_source_kind(kind, extra):
+    secondary = replace("    - kind: config\n", f"    - kind: {kind}\n{extra}")
+    (card,), problems = parse_cards(secondary, "m.yaml")
+    assert problems == []
+    rests = resting_kinds(card)
+    assert set(rests) == set(sourced_paths(card))
+    assert set(rests.values()) == {SourceKind(kind)}
+    assert mirror_only_paths(card) == sourced_paths(card)
+    (official,), _ = parse_cards(VALID_CARD, "m.yaml")
+    shares = secondary_shares([card, official])
+    n = len(sourced_paths(card))
+    assert shares[kind] == (n, n / (2 * n))  # one card of two rests on the copy
+    assert all(count == 0 for k, (count, _) in shares.items() if k != kind)
 
 
 def test_lineage_must_name_a_card_of_the_catalogue():

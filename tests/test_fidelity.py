@@ -656,6 +656,61 @@ def test_hunyuan_qk_norm_order_and_alpha_change_the_logits(path, value, tmp_path
     assert _error_with_changes("hunyuan_v1_dense", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
 
 
+@pytest.mark.parametrize("norms", [1, 2])
+def test_falcons_new_decoder_architecture_equals_transformers(norms, tmp_path, monkeypatch):
+    """Falcon-40B/180B's layout: grouped key/value heads in the fused projection, and two
+    norms (ln_attn, ln_mlp) per parallel block; Falcon2-11B's one (input_layernorm)."""
+    new = {"new_decoder_architecture": True, "num_kv_heads": 2, "num_ln_in_parallel_attn": norms}
+    monkeypatch.setitem(TINY, "falcon", TINY["falcon"] | new)
+    reference = _tiny("falcon", tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.norm.shared_in_parallel is (norms == 1)
+    assert card.architecture.attention.n_kv_heads == 2
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+
+
+# DeepSeek's YaRN over an original context of 8 tokens (SEQ reads three times past it), its
+# two temperature terms apart: cos/sin at their ratio, the whole softmax at the second squared
+DEEPSEEK_YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 16.0, "beta_fast": 32.0,
+                 "beta_slow": 1.0, "original_max_position_embeddings": 8, "mscale": 1.0,
+                 "mscale_all_dim": 2.0}  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v2", "deepseek_v3"])
+def test_deepseek_yarn_past_the_original_context_equals_transformers(
+    model_type, tmp_path, monkeypatch
+):
+    monkeypatch.setitem(TINY, model_type, TINY[model_type] | {"rope_parameters": DEEPSEEK_YARN})
+    reference = _tiny(model_type, tmp_path)
+    card = _card(tmp_path)
+    scaling = card.architecture.position.rope_scaling
+    assert (scaling.type.value, scaling.original_context) == ("yarn", 8)
+    assert (scaling.mscale, scaling.mscale_all_dim) == (1.0, 2.0)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        # plain YaRN: cos/sin at 0.1 ln f + 1, the softmax untempered
+        {"position.rope_scaling.mscale": None, "position.rope_scaling.mscale_all_dim": None},
+        {"position.rope_scaling.mscale": 2.0},  # the softmax tempered, cos/sin not
+        {"position.rope_scaling": None},  # the frequencies unstretched
+    ],
+)
+def test_each_deepseek_yarn_term_changes_the_logits(changes, tmp_path, monkeypatch):
+    monkeypatch.setitem(
+        TINY, "deepseek_v3", TINY["deepseek_v3"] | {"rope_parameters": DEEPSEEK_YARN}
+    )
+    assert _error_with_changes("deepseek_v3", tmp_path, changes) > 100 * LOGIT_TOLERANCE
+
+
 def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):
     from safetensors.torch import load_file
 

@@ -163,8 +163,13 @@ def test_rope_scaling_is_mapped_and_the_rest_reported_and_noted():
     scaling = validate_card(result.card).architecture.position.rope_scaling
     assert (scaling.type.value, scaling.factor, scaling.original_context) == ("yarn", 40.0, 4096)
     assert (scaling.beta_fast, scaling.beta_slow) == (32.0, 1.0)
-    assert result.unmapped["rope_scaling"] == {"mscale": 0.707, "mscale_all_dim": 0.707}
-    assert "mscale" in result.card["notes"]["architecture.position.rope_scaling"]
+    assert (scaling.mscale, scaling.mscale_all_dim) == (0.707, 0.707)  # DeepSeek's pair
+    assert "rope_scaling" not in result.unmapped
+    cfg = config("deepseek-v2-lite")
+    cfg["rope_scaling"] = {**cfg["rope_scaling"], "attention_factor": 1.5}
+    result = imported(cfg)
+    assert result.unmapped["rope_scaling"] == {"attention_factor": 1.5}
+    assert "attention_factor" in result.card["notes"]["architecture.position.rope_scaling"]
 
 
 def test_deepseek_v2_greedy_keeps_the_one_group_its_config_states():

@@ -36,6 +36,16 @@ CASES = [
         {"beta_fast": 32.0, "beta_slow": 1.0, "truncate": False},
         8192,
     ),
+    (  # DeepSeek-V2: cos/sin at mscale / mscale_all_dim's terms (here 1.0)
+        {"type": "yarn", "factor": 40.0, "original_context": 4096},
+        {"beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707},
+        8192,
+    ),
+    (  # Kimi K2's band (beta 1 and 1) and a pair whose ratio is not 1
+        {"type": "yarn", "factor": 32.0, "original_context": 4096},
+        {"beta_fast": 1.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 0.5},
+        8192,
+    ),
 ]
 
 
@@ -80,6 +90,14 @@ def test_frequencies_equal_transformers(card, extra, length):
         ),
         ({"type": "linear", "factor": 2.0, "beta_fast": 32.0}, "beta_fast and beta_slow are yarn"),
         ({"type": "linear", "factor": 2.0, "truncate": False}, "truncate is yarn only"),
+        (
+            {"type": "linear", "factor": 2.0, "mscale_all_dim": 1.0},
+            "mscale and mscale_all_dim are yarn only",
+        ),
+        (
+            {"type": "yarn", "factor": 4.0, "original_context": 64, "mscale": 1.0},
+            "mscale needs mscale_all_dim",
+        ),
     ],
 )
 def test_schema_asks_for_each_types_parameters(scaling, message):

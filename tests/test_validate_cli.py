@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -27,6 +28,23 @@ def test_valid_catalogue_summary(write_catalogue):
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
     assert "2 cards, 1 families, years 2023–2023" in result.output
+
+
+def test_validate_reports_the_values_resting_on_secondary_sources(write_catalogue):
+    mirrored = card_text("toy-2b").replace(
+        "    - kind: config\n",
+        "    - kind: mirror\n      copies: https://example.org/official/config.json\n",
+        1,
+    )
+    path = write_catalogue(VALID_CARD + mirrored)
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "mirror" in result.output and "(50.0%)" in result.output  # one card of two
+    assert "derived 0 (0.0%), defaults 0 (0.0%)" in result.output
+    result = runner.invoke(app, ["validate", str(path), "--json"])
+    shares = json.loads(result.output)["secondary_sources"]
+    assert shares["mirror"]["share"] == 0.5
+    assert shares["derived"] == {"values": 0, "share": 0.0}
 
 
 def test_shipped_catalogue_validates():

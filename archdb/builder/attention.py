@@ -39,6 +39,7 @@ class HeadAttention(nn.Module):
         kv_store: dict | None = None,
         kv_kind: str = "",
         qk_norm_after_rope: bool = False,
+        qkv_clip: float | None = None,
     ) -> None:
         super().__init__()
         set_plain(
@@ -47,6 +48,7 @@ class HeadAttention(nn.Module):
             n_kv_heads=n_kv_heads,
             head_dim=head_dim,
             qk_norm_after_rope=qk_norm_after_rope,  # Hunyuan norms the rotated q and k
+            qkv_clip=qkv_clip,  # MPT/DBRX clip_qkv: projections clamped to [-clip, clip]
             # an output gate widens each query head by its gate values (Qwen3-Next's layout)
             gate_width=gate_width,
         )
@@ -75,7 +77,7 @@ class HeadAttention(nn.Module):
         # static head counts in unflatten/flatten rather than sizes read from x: a traced
         # size read is several graph nodes (fvcore), the views are the same
         src = x if memory is None else memory
-        q = self.q(x).unflatten(-1, (self.n_heads, self.head_dim + self.gate_width))
+        q = self._clipped(self.q(x)).unflatten(-1, (self.n_heads, self.head_dim + self.gate_width))
         gate = None
         if self.gate_width:
             q, gate = q.split([self.head_dim, self.gate_width], dim=-1)
@@ -89,8 +91,11 @@ class HeadAttention(nn.Module):
                 q, _ = self.qk_norm(q, None)
             k, v = self._kv_store[self.kv_kind]
         else:
-            k = self.k(src).unflatten(-1, (self.n_kv_heads, self.head_dim))
-            v = k if self.v is None else self.v(src).unflatten(-1, (self.n_kv_heads, self.head_dim))
+            k = self._clipped(self.k(src)).unflatten(-1, (self.n_kv_heads, self.head_dim))
+            if self.v is None:
+                v = k
+            else:
+                v = self._clipped(self.v(src)).unflatten(-1, (self.n_kv_heads, self.head_dim))
             if self.value_norm is not None:
                 v = self.value_norm(v)
             if self.qk_norm is not None and not self.qk_norm_after_rope:
@@ -113,6 +118,11 @@ class HeadAttention(nn.Module):
         if gate is not None:
             out = out * torch.sigmoid(gate)
         return self.o(out.flatten(2))  # (B, T, d)
+
+    def _clipped(self, projected: torch.Tensor) -> torch.Tensor:
+        if self.qkv_clip is None:
+            return projected
+        return projected.clamp(-self.qkv_clip, self.qkv_clip)
 
     def extra_repr(self) -> str:
         text = f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"

@@ -123,16 +123,21 @@ class DecoderLM(nn.Module):
         decoder: Stack,
         head: OutputHead,
         per_layer: PerLayerInputs | None = None,
+        embed_norm: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.embed, self.positions, self.decoder, self.head = embed, positions, decoder, head
         self.per_layer = per_layer
+        self.embed_norm = embed_norm  # BLOOM: a LayerNorm on the embedded tokens
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)
+        h = self.positions(x)
+        if self.embed_norm is not None:
+            h = self.embed_norm(h)
         if self.per_layer is None:
-            return self.head(self.decoder(self.positions(x)))
-        return self.head(self.decoder(self.positions(x), None, self.per_layer(tokens, x)))
+            return self.head(self.decoder(h))
+        return self.head(self.decoder(h, None, self.per_layer(tokens, x)))
 
 
 class EncoderDecoderLM(nn.Module):
@@ -275,7 +280,8 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if plan.per_layer_inputs is not None:
         per_layer = plan.per_layer_inputs.module()
         per_layer.table.archdb_embedding = True  # a token table (see measure.params)
-    return DecoderLM(embed, positions, decoder, head, per_layer)
+    embed_norm = plan.embedding_norm.module(e.d_model) if plan.embedding_norm else None
+    return DecoderLM(embed, positions, decoder, head, per_layer, embed_norm)
 
 
 class BuildContext:

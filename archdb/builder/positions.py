@@ -14,6 +14,7 @@ import math
 import torch
 from torch import nn
 
+from archdb.plan.positions import yarn_rotary_factor
 from archdb.schema import RopeScaling
 
 from .device import on_meta
@@ -174,7 +175,7 @@ def scaled_frequencies(
     ramp = (torch.arange(dims // 2, dtype=torch.float32) - low) / max(high - low, 1e-3)
     extrapolate = 1 - ramp.clamp(0, 1)
     inv = (inv / factor) * (1 - extrapolate) + inv * extrapolate
-    return inv, (0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0)
+    return inv, yarn_rotary_factor(scaling)
 
 
 # --- biases on attention scores ---------------------------------------------------------

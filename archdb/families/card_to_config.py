@@ -96,6 +96,12 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     # LongCat-Flash: zero-computation experts and shortcut-connected MoE layers
     "zero_experts": lambda a: _moe_has(a, lambda m: bool(m.zero_experts)),
     "shortcut_moe": lambda a: _moe_has(a, lambda m: m.shortcut_dense_d_ff is not None),
+    "qkv_clip": lambda a: a.attention.qkv_clip is not None,  # MPT, DBRX clip_qkv
+    "embedding_norm": lambda a: bool(a.embedding_norm),  # BLOOM's word_embeddings_layernorm
+    # DeepSeek's YaRN: mscale_all_dim tempers the whole softmax (yarn_apply_mscale)
+    "yarn_softmax_mscale": lambda a: (
+        a.position.rope_scaling is not None and a.position.rope_scaling.mscale_all_dim is not None
+    ),
 }
 
 
@@ -302,6 +308,8 @@ def _rope_scaling(a: Architecture) -> dict:
         "beta_fast": "beta_fast",
         "beta_slow": "beta_slow",
         "truncate": "truncate",
+        "mscale": "mscale",
+        "mscale_all_dim": "mscale_all_dim",
     }
     out = {"rope_type": s.type.value, "factor": s.factor}
     given = {key: getattr(s, name) for name, key in keys.items()}

@@ -608,9 +608,8 @@ def _dsa_config(a: Architecture, layout: RopeLayout) -> dict:
 
 
 def deepseek_v32(a: Architecture) -> dict:
-    """DSA on DeepSeek-V3; a card's YaRN as transformers' yarn without DeepSeek's mscale
-    keys: the cos/sin scaled by 0.1 ln(factor) + 1, as the card's yarn is (mscale_all_dim
-    would scale the whole softmax instead, another function)."""
+    """DSA on DeepSeek-V3; a card's YaRN as transformers' yarn, with DeepSeek's mscale keys
+    where the card records them."""
     config = _dsa_config(a, RopeLayout.HALF_SPLIT)
     if a.position.rope_scaling is not None:
         rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
@@ -753,7 +752,7 @@ DEEPSEEK_V2 = LLAMA.derive(
     rope_layout="interleaved",
     read=_read_deepseek_v2,
     write=deepseek_v2,
-    extras=frozenset({"expert_groups", "routed_scale"}),
+    extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
     names=_deepseek_names,
     logit_error=3e-07,
     function_fields=(
@@ -773,7 +772,15 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     rope_layout="half-split",
     read=_read_deepseek_v3,
     write=deepseek_v3,
-    extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
+    extras=frozenset(
+        {
+            "correction_bias",
+            "expert_groups",
+            "routed_scale",
+            "sigmoid_scores",
+            "yarn_softmax_mscale",
+        }
+    ),
     logit_error=3.2e-07,
     function_fields=(
         "architecture.mlp.moe.score_function",
@@ -794,7 +801,14 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     read=_read_deepseek_v32,
     write=deepseek_v32,
     extras=frozenset(
-        {"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores", "sparse"}
+        {
+            "correction_bias",
+            "expert_groups",
+            "routed_scale",
+            "sigmoid_scores",
+            "sparse",
+            "yarn_softmax_mscale",
+        }
     ),
     names=_dsa_names,
     logit_error=2.9e-07,
@@ -815,6 +829,9 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
     model_class="GlmMoeDsaForCausalLM",
     read=_read_glm_moe_dsa,
     write=glm_moe_dsa,
+    extras=frozenset(
+        {"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores", "sparse"}
+    ),
     logit_error=2.1e-07,
 )
 # logit test: DeepSeek-V3's router on GQA with partial RoPE and QK norm
@@ -827,6 +844,7 @@ GLM4_MOE = DEEPSEEK_V3.derive(
     eps_default=1e-05,
     read=_read_glm4_moe,
     write=glm4_moe,
+    extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
     names=_qwen3_moe,
     logit_error=3.5e-07,
     function_fields=(
@@ -873,7 +891,9 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     read=_read_longcat_flash,
     write=longcat_flash,
-    extras=frozenset({"correction_bias", "routed_scale", "shortcut_moe", "zero_experts"}),
+    extras=frozenset(
+        {"correction_bias", "routed_scale", "shortcut_moe", "yarn_softmax_mscale", "zero_experts"}
+    ),
     names=_longcat_flash_names,
     logit_error=3.4e-07,
     function_fields=(

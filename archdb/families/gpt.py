@@ -377,6 +377,14 @@ def _phi_names() -> Names:
     return names
 
 
+def _falcon_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
+    """Falcon's fused query_key_value rows: per key/value head, its query heads, then its
+    key and its value (one group for Falcon-7B's multi-query; new_decoder_architecture's
+    grouped heads for Falcon-40B, 180B and Falcon2-11B)."""
+    per_group = d.n_heads // d.n_kv_heads if d.n_kv_heads else 0
+    return d.n_kv_heads, (per_group * d.head_dim, d.head_dim, d.head_dim)
+
+
 def _falcon_names() -> Names:
     top = {
         "embed.table.weight": Source("transformer.word_embeddings.weight"),
@@ -389,9 +397,13 @@ def _falcon_names() -> Names:
         {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}, top,
         tied_head=("lm_head.weight",),
     )  # fmt: skip
-    for p, cut in (("q", _q), ("k", _k), ("v", _v)):  # multi-query: [q heads, k, v]
+    for p, cut in (("q", _q), ("k", _k), ("v", _v)):  # [q heads, k, v] per key/value group
         for t in ("weight", "bias"):
-            names.layer[f"attn.{p}.{t}"] = Source(f"self_attention.query_key_value.{t}", cut=cut)
+            fused = f"self_attention.query_key_value.{t}"
+            names.layer[f"attn.{p}.{t}"] = Source(fused, cut=cut, grouped=_falcon_groups)
+    for t in ("weight", "bias"):  # two norms (num_ln_in_parallel_attn 2: Falcon-40B, 180B)
+        names.layer[f"before_attn.{t}"] = Source(f"input_layernorm.{t}", fallback=f"ln_attn.{t}")
+        names.layer[f"before_mlp.{t}"] = Source(f"ln_mlp.{t}")
     return names
 
 

@@ -195,6 +195,7 @@ class HeadAttention:
         return self.kv_sharing == "reuse"
 
     qk_norm_after_rope: bool = False  # the QK norm reads the rotated q and k (Hunyuan)
+    qkv_clip: float | None = None  # q, k and v clamped to [-clip, clip] (MPT, DBRX clip_qkv)
 
     @property
     def gate_width(self) -> int:
@@ -224,6 +225,8 @@ class HeadAttention:
         tally.linear(d, h * (hd + self.gate_width), self.qkv_bias)
         for _ in range(self.kv_projections):
             tally.linear(d, kv * hd, self.qkv_bias)
+        if self.qkv_clip is not None:  # one comparison per projected element
+            tally.elementwise(h * (hd + self.gate_width) + self.kv_projections * kv * hd)
         if self.qk_norm is not None:
             self.qk_norm.flops(tally)
         if self.value_norm is not None and not self.reuses_kv:
@@ -269,6 +272,7 @@ class HeadAttention:
             ctx.kv_store if self.kv_sharing else None,
             self.kv_kind,
             self.qk_norm_after_rope,
+            self.qkv_clip,
         )
 
 
@@ -394,6 +398,7 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         kv_sharing=_kv_sharing(r, spec),
         kv_kind=spec.kind.value if spec is not None else "",
         qk_norm_after_rope=bool(att.qk_norm_after_rope),
+        qkv_clip=att.qkv_clip,
     )
 
 

@@ -91,6 +91,8 @@ def _unsupported(arch: Architecture) -> str | None:
         return "encoder-decoder models with a layer pattern other than [global]"
     if arch.kind is Kind.ENCODER_ONLY:
         return "encoder-only models (the builder makes decoders and encoder-decoders)"
+    if arch.embedding_norm and arch.kind is not Kind.DECODER_ONLY:
+        return "embedding_norm outside a decoder-only model"
     if att.variant is AttentionVariant.LINEAR:
         if arch.kind is not Kind.DECODER_ONLY:
             return "linear attention outside a decoder-only model"
@@ -113,9 +115,9 @@ def _unsupported(arch: Architecture) -> str | None:
         arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY
     ):
         return "norm.position normed-skip outside serial decoder-only blocks"
-    extras = att.sinks or att.output_gate is not None
+    extras = att.sinks or att.output_gate is not None or att.qkv_clip is not None
     if extras and att.variant is not AttentionVariant.SOFTMAX:
-        return "attention sinks or an output gate outside softmax head attention"
+        return "attention sinks, an output gate or a qkv clip outside softmax head attention"
     if arch.mlp.activation is Activation.XIELU and arch.mlp.moe is not None:
         return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
     dense_rope = kinds == {LayerKind.GLOBAL} and pos is PositionType.ROPE

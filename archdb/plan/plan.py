@@ -47,7 +47,7 @@ from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, a
 from .mtp import MTPModule, MTPStack
 from .norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
-from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias
+from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias, yarn_softmax_factor
 from .recurrent import RECURRENT, RecurrentMixer
 from .shared import SharedBlocks, shared_blocks
 from .shortcut import ShortcutBlock
@@ -422,6 +422,7 @@ class Plan:
     context_length: int
     per_layer_inputs: PerLayerInputs | None = None  # per-layer embeddings (Gemma 3n/4)
     mtp: MTPStack | None = None  # multi-token-prediction modules, apart from the model
+    embedding_norm: NormSpec | None = None  # on the embedded tokens (BLOOM), d_model wide
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -487,6 +488,7 @@ class _Reader:
             context_length=a.context_length,
             per_layer_inputs=self.per_layer_inputs(),
             mtp=self.mtp(decoder),
+            embedding_norm=self.norm if a.embedding_norm else None,
         )
 
     def mtp(self, decoder: Stack) -> MTPStack | None:
@@ -627,8 +629,13 @@ class _Reader:
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
         sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
+        qk_dim = self.dims_of(spec).qk_dim
         scale = self.a.attention.scale
-        return SoftmaxKernel(kind, self.dims_of(spec).qk_dim, causal, cap, window, sinks, scale)
+        # DeepSeek's YaRN tempers the whole softmax, not only the rotated dims
+        softmax_factor = yarn_softmax_factor(self.a.position.rope_scaling)
+        if softmax_factor != 1.0:
+            scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
+        return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         dims = self.dims_of(spec)
@@ -723,6 +730,8 @@ def params(plan: Plan) -> ParamSplit:
     parts = [plan.embedding, plan.head] + ([plan.positions] if plan.positions else [])
     parts += [plan.per_layer_inputs] if plan.per_layer_inputs else []
     total = sum(p.params() for p in parts) + sum(s.params() for s in plan.stacks)
+    if plan.embedding_norm is not None:
+        total += plan.embedding_norm.params(plan.embedding.d_model)
     embedding = sum(p.embedding_params() for p in parts)
     embedding += sum(s.bias.embedding_params() for s in plan.stacks if s.bias)
     inactive = sum(b.inactive_params() * c for b, c in plan.blocks())
@@ -738,6 +747,8 @@ def flops(plan: Plan, seq_len: int) -> Tally:
             plan.positions.flops(tally)
         if plan.per_layer_inputs is not None and stack is plan.decoder:
             plan.per_layer_inputs.flops(tally)
+        if plan.embedding_norm is not None:
+            plan.embedding_norm.flops(tally, plan.embedding.d_model)
         stack.flops(tally)
     plan.head.flops(tally)
     return tally

@@ -7,6 +7,7 @@ or computed in each layer (Transformer-XL). NoPE layers (``global-nope``) opt ou
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
@@ -16,6 +17,30 @@ from archdb.schema import PositionType, RopeScaling
 from .tally import Tally
 
 T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
+
+
+def yarn_mscale(factor: float, weight: float = 1.0) -> float:
+    """YaRN's temperature term 0.1 * weight * ln(factor) + 1 (Peng et al. 2023, Eq. 21);
+    1 where nothing is stretched (factor <= 1)."""
+    return 0.1 * weight * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
+def yarn_rotary_factor(scaling: RopeScaling) -> float:
+    """The factor on YaRN's cos/sin tables: mscale / mscale_all_dim's terms where the card
+    records DeepSeek's pair (the whole softmax takes the rest), else 0.1 ln f + 1."""
+    if scaling.mscale_all_dim is not None and scaling.mscale is not None:
+        return yarn_mscale(scaling.factor, scaling.mscale) / yarn_mscale(
+            scaling.factor, scaling.mscale_all_dim
+        )
+    return yarn_mscale(scaling.factor)
+
+
+def yarn_softmax_factor(scaling: RopeScaling | None) -> float:
+    """The factor on every query-key product's softmax scale: DeepSeek's mscale_all_dim
+    term squared (transformers' yarn_apply_mscale), 1 for every other scaling."""
+    if scaling is None or scaling.mscale_all_dim is None:
+        return 1.0
+    return yarn_mscale(scaling.factor, scaling.mscale_all_dim) ** 2
 
 
 @dataclass(frozen=True)
