@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import datetime as dt
 import inspect
 from pathlib import Path
 from typing import Any
@@ -263,11 +264,59 @@ def test_claim_17_gemma_global_layers_use_rope() -> None:
     }
     cards = [
         modern("gemma-2-9b", local, family="gemma-2"),
-        modern("command-a", nope, family="command-a"),
+        modern("command-r7b", nope, family="command-r7b", name="Command R7B"),
     ]
     result = check("long-context-mix", *cards)
     assert result.verdict is Verdict.PARTLY
     assert any("gemma-2-9b has layer_mix global+local" in d for d in result.disagreements)
+    assert "command-r7b" in result.deciding
+
+
+def test_claim_17_judges_the_lectures_command_r_not_command_a() -> None:
+    """The lecture names Command R: its line holds through Command R7B; Command A, named by
+    the spec's summary only, is a finding and decides nothing."""
+    nope = {
+        "architecture.attention.layer_pattern": ["local", "local", "local", "global-nope"],
+        "architecture.attention.sliding_window": 4096,
+    }
+    plain = modern("command-r", family="command-r", name="Command R")
+    command_a = modern("command-a", nope, family="command-a", name="Command A")
+    only_original = check("long-context-mix", plain, command_a)
+    assert only_original.verdict is Verdict.CONTRADICTED
+    assert "command-a" not in only_original.deciding
+    assert any(f.startswith("Command A (named by the spec") for f in only_original.findings)
+    r7b = modern("command-r7b", nope, family="command-r7b", name="Command R7B")
+    line = check("long-context-mix", plain, r7b)
+    assert line.verdict is Verdict.HOLDS
+    assert any("holds through command-r7b, not through command-r" in f for f in line.findings)
+
+
+def test_claims_name_their_window_and_scope() -> None:
+    """Every claim says what it was judged on; 'the last year' is the year before the lecture."""
+    results = claims.check_claims(catalogue_frame(catalogue(*recent_crowd())))
+    assert all(r.window and r.scope for r in results)
+    rope = next(r for r in results if r.key == "rope")
+    start = (claims.LECTURE_DATE - dt.timedelta(days=claims.RECENT_DAYS)).isoformat()
+    assert rope.window == f"the 12 months before the lecture: released {start} to 2025-04-30"
+
+
+def test_claim_8_counts_the_year_before_the_lecture_not_the_newest_card() -> None:
+    """A RoPE-less dense model released after the lecture does not change claim 8's verdict."""
+    before = [modern(f"d-{i}-7b", family=f"d-{i}", release_date="2025-01-15") for i in range(3)]
+    after = [
+        modern(
+            f"a-{i}-7b",
+            {"architecture.position": {"type": "alibi"}},
+            family=f"a-{i}",
+            release_date="2025-09-01",
+            year=2025,
+        )
+        for i in range(5)
+    ]
+    result = check("rope", *before, *after)
+    assert result.verdict is Verdict.HOLDS
+    assert result.evidence.startswith("RoPE in 100% of 3 family-years")
+    assert any(f.startswith("since the lecture: RoPE in 0%") for f in result.findings)
 
 
 # --- general statements --------------------------------------------------------------
@@ -332,3 +381,20 @@ def test_shipped_catalogue_verdicts_are_backed_by_models() -> None:
             assert r.deciding, f"claim {r.key} has a verdict but no deciding model"
         else:
             assert r.missing, f"claim {r.key} does not say what is missing"
+
+
+def test_claim_9_is_judged_per_era_counting_families_not_sizes() -> None:
+    """One family of six sizes with wide heads weighs as much as one other family in its
+    year: 2024 has 3 families at ratio 1 and 1 off (75%, fails 'nearly all'), where cards
+    would count 3 of 9; 2025 has 4 families all at 1 and holds. The verdict names both."""
+    wide = {"architecture.attention.head_dim": 256}  # 4 heads x 256 = 1024 = 1.5 x d_model
+    crowd_2024 = [modern(f"n-{i}-7b", family=f"n-{i}") for i in range(3)]
+    sizes = [modern(f"wide-{i}b", wide, family="wide") for i in range(1, 7)]
+    crowd_2025 = [
+        modern(f"m-{i}-7b", family=f"m-{i}", release_date="2025-02-01", year=2025) for i in range(4)
+    ]
+    result = check("head-dims", *crowd_2024, *sizes, *crowd_2025)
+    assert result.verdict is Verdict.PARTLY
+    assert "holds in 2025–; not in 2023–2024" in result.evidence
+    assert "2023–2024 75% (n 4)" in result.evidence
+    assert "2025– 100% (n 4)" in result.evidence

@@ -412,10 +412,16 @@ def _claims_page(data: ReportData) -> str:
         _scope(data),
         "Each claim is split into parts: its general statement and the models it names. All "
         "checkable parts hold: *holds*; all fail: *contradicted*; some of each: *partly*; "
-        "nothing checkable: *not checkable yet*. Thresholds: 'nearly all' is at least "
+        "nothing checkable: *not checkable yet*. The lecture is dated "
+        f"{claims.LECTURE_DATE} ({claims.LECTURE_DATE_REASON}). Each claim states the "
+        "release dates it is judged on and its scope; shares and medians are "
+        f"{claims.COUNTED} (a 'family-year'), so a family that published many sizes counts "
+        "once. The shape rules (claims 6, 9 and 10) are judged per era "
+        f"({', '.join(label for label, _, _ in claims.ERAS)}) and per size band, the pooled "
+        "figure given only as context. Thresholds: 'nearly all' is at least "
         f"{claims.NEARLY_ALL:.0%}, 'most' more than {claims.MOST:.0%}, 'modern' from "
         f"{claims.MODERN_SINCE} on, 'early' up to {claims.EARLY_UNTIL}, 'the last year' the "
-        f"{claims.RECENT_DAYS} days up to the newest card, 'about x' within "
+        f"{claims.RECENT_DAYS} days up to the lecture, 'about x' within "
         f"{claims.ABOUT:.0%} unless a claim says otherwise. Where the sourced values disagree "
         "with the lecture, the section says so and names the models.\n\n"
         f"{render.verdict_counts(data.claims)}.",

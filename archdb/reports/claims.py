@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from archdb.reports.distributions import kv_cache_per_param, released
+from archdb.reports.weighting import weighted_quantile
 from archdb.schema import NormPosition
+from archdb.table import SIZE_BANDS
 
 if TYPE_CHECKING:  # the experiments need torch; the claims check only reads their results
     from archdb.measure.experiments import GradientProfile
@@ -45,8 +47,27 @@ NEARLY_ALL = 0.9  # "nearly universal", "nearly all"
 MOST = 0.5  # "most", "dominate", "has replaced": a majority
 MODERN_SINCE = 2023  # "modern": released from this year on (the lecture is from 2025)
 EARLY_UNTIL = 2022  # "early": released up to this year
-RECENT_DAYS = 365  # "the last year": the 12 months up to the newest card
+RECENT_DAYS = 365  # "the last year": the 12 months up to the lecture
 ABOUT = 0.25  # "about x": within 25% of x
+
+# The lecture's date. It reviews models "from the original Transformer to 2025" and names
+# Llama 4 (released 2025-04-05): spring 2025, taken as the end of April. Claims about "the
+# last year" are judged in the 12 months before it, not before the catalogue's newest card.
+LECTURE_DATE = dt.date(2025, 4, 30)
+LECTURE_DATE_REASON = (
+    "the lecture reviews models up to 2025 and names Llama 4 (released 2025-04-05): "
+    "spring 2025, taken as 2025-04-30"
+)
+# Eras for the shape rules (claims 6, 9, 10), whose answer moved over time.
+ERAS: tuple[tuple[str, int, int], ...] = (
+    ("2017–2022", 2017, 2022),
+    ("2023–2024", 2023, 2024),
+    ("2025–", 2025, 9999),
+)
+COUNTED = (
+    "family-weighted: each family with a known value weighs 1 in each year, split "
+    "equally among its cards of that year"
+)
 
 
 class Verdict(StrEnum):
@@ -67,6 +88,8 @@ class Judgement:
     findings: tuple[str, ...] = ()  # what else the catalogue shows: other users, caveats
     missing: tuple[str, ...] = ()  # what would be needed to check it (fully)
     looked_up: tuple[str, ...] = ()  # the lecture's model names the check looked up
+    window: str = ""  # the release dates the verdict was judged on
+    scope: str = ""  # which cards, and how they were counted
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,8 @@ class ClaimResult:
     disagreements: tuple[str, ...] = ()
     findings: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
+    window: str = ""
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +166,8 @@ CLAIM_COLUMNS = (
     "release_date",
     "year",
     "research_variant",
+    "architecture.kind",
+    "size_band",
     "params_published",
     "params_exact",
     "training.dropout",
@@ -213,6 +240,8 @@ class _Check:
     findings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     looked_up: list[str] = field(default_factory=list)
+    window: str = ""
+    scope: str = ""
 
     def named(
         self,
@@ -268,6 +297,8 @@ class _Check:
             findings=tuple(self.findings),
             missing=tuple(self.missing),
             looked_up=tuple(dict.fromkeys(self.looked_up)),
+            window=self.window,
+            scope=self.scope,
         )
 
 
@@ -280,10 +311,22 @@ def combine(parts: Iterable[bool | None]) -> Verdict:
     return Verdict.CONTRADICTED if not any(known) else Verdict.PARTLY
 
 
-def _share(values: pd.Series, ok: Callable[[Any], bool]) -> tuple[int, int]:
-    """(how many known values satisfy ok, how many are known)."""
-    known = values.dropna()
-    return sum(bool(ok(v)) for v in known), len(known)
+def _family_weights(known: pd.DataFrame) -> pd.Series:
+    """Each card's weight, family-weighted (``COUNTED``): 1 over the number of its family's
+    cards of the same year among ``known``; a year's weights sum to its families."""
+    sizes = known.groupby(["year", "family"], sort=False)["year"].transform("size")
+    return 1.0 / sizes.astype(float)
+
+
+def _share(part: pd.DataFrame, column: str, ok: Callable[[Any], bool]) -> tuple[float, float]:
+    """(weight of the known values of ``column`` that satisfy ok, weight of every known
+    value), family-weighted: the second is the number of family-years known."""
+    known = part[part[column].notna()]
+    if known.empty:
+        return 0.0, 0.0
+    weights = _family_weights(known)
+    hits = [bool(ok(v)) for v in known[column]]
+    return float(weights[hits].sum()), float(weights.sum())
 
 
 def _at_least(k: int, n: int, threshold: float) -> bool | None:
@@ -350,8 +393,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _pct(k: int, n: int) -> str:
-    return f"{k}/{n} ({100 * k / n:.0f}%)" if n else "0/0"
+def _pct(k: float, n: float) -> str:
+    """A family-weighted share: its percentage and the family-years it is of."""
+    return f"{100 * k / n:.0f}% of {n:.0f} family-years" if n else "none of 0 family-years"
 
 
 def _about(value: Any, target: float, tol: float = ABOUT) -> bool:
@@ -363,12 +407,119 @@ def _modern(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _recent(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """Cards from the 12 months up to the newest card, and the window's first date."""
-    if frame.empty:
-        return frame, None
-    newest = dt.date.fromisoformat(str(frame["release_date"].max()))
-    start = (newest - dt.timedelta(days=RECENT_DAYS)).isoformat()
-    return frame[frame["release_date"] > start], start
+    """Cards of "the last year" as the lecture says it: the 12 months up to its date
+    (``LECTURE_DATE``), and the window's first date."""
+    start = (LECTURE_DATE - dt.timedelta(days=RECENT_DAYS)).isoformat()
+    end = LECTURE_DATE.isoformat()
+    dates = frame["release_date"].astype(str)
+    return frame[(dates > start) & (dates <= end)], start
+
+
+def _since_lecture(frame: pd.DataFrame) -> pd.DataFrame:
+    """Cards released after the lecture: context for a verdict, never its evidence."""
+    return frame[frame["release_date"].astype(str) > LECTURE_DATE.isoformat()]
+
+
+SCOPE = (
+    "released models, decoder-only and encoder-decoder (research variants and encoder-only "
+    "models out)"
+)
+
+
+def _in_scope(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cards a claim about the field is judged on (``SCOPE``)."""
+    frame = released(frame)
+    if "architecture.kind" in frame.columns:
+        frame = frame[frame["architecture.kind"].astype(str) != "encoder-only"]
+    return frame
+
+
+def _newest(frame: pd.DataFrame) -> str:
+    return str(frame["release_date"].max()) if not frame.empty else "–"
+
+
+def _check(frame: pd.DataFrame, window: str | int | None = None, scope: str = "") -> _Check:
+    """A claim's check on the cards in scope. ``window``: a year the window starts (it
+    runs to the catalogue's newest card), a sentence, or None for every release date."""
+    judged = _in_scope(frame)
+    if window is None:
+        window = f"every release date, {_first(judged)} to {_newest(judged)}"
+    elif isinstance(window, int):
+        window = f"released {window}-01-01 to {_newest(judged)} (the catalogue's newest card)"
+    parts = [SCOPE, scope, COUNTED] if scope else [SCOPE, COUNTED]
+    return _Check(judged, window=window, scope="; ".join(parts))
+
+
+def _first(frame: pd.DataFrame) -> str:
+    return str(frame["release_date"].min()) if not frame.empty else "–"
+
+
+# --- judging a rule per era and per size band ------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupVerdict:
+    """A rule judged on one era or size band: the group's figure and whether it holds."""
+
+    label: str
+    figure: str  # the group's median or share, as printed
+    holds: bool | None  # None: nothing known in the group
+    n: float  # family-years known
+
+
+def _eras(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    return [(label, frame[(frame["year"] >= lo) & (frame["year"] <= hi)]) for label, lo, hi in ERAS]
+
+
+def _bands(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    return [(label, frame[frame["size_band"] == label]) for label, _, _ in SIZE_BANDS]
+
+
+def _median_verdicts(
+    groups: list[tuple[str, pd.DataFrame]], column: str, ok: Callable[[float], bool]
+) -> list[GroupVerdict]:
+    """Each group's family-weighted median of ``column`` and whether ``ok`` holds for it."""
+    out = []
+    for label, part in groups:
+        median = _median(part, column)
+        n = _share(part, column, lambda v: True)[1]
+        holds = None if median is None else ok(median)
+        out.append(GroupVerdict(label, _fmt_opt(median), holds, n))
+    return out
+
+
+def _share_verdicts(
+    groups: list[tuple[str, pd.DataFrame]],
+    column: str,
+    ok: Callable[[Any], bool],
+    threshold: float,
+) -> list[GroupVerdict]:
+    """Each group's family-weighted share of ``ok`` values and whether it reaches
+    ``threshold``."""
+    out = []
+    for label, part in groups:
+        k, n = _share(part, column, ok)
+        figure = f"{100 * k / n:.0f}%" if n else "n/a"
+        out.append(GroupVerdict(label, figure, _at_least(k, n, threshold), n))
+    return out
+
+
+def _dependence(verdicts: list[GroupVerdict]) -> str:
+    """ "holds in A and B, not in C" (or "holds in every ..." / "fails in every ...")."""
+    known = [v for v in verdicts if v.holds is not None]
+    if not known:
+        return "nothing known"
+    yes = [v.label for v in known if v.holds]
+    no = [v.label for v in known if not v.holds]
+    if not no:
+        return "holds in every group with values (" + ", ".join(yes) + ")"
+    if not yes:
+        return "fails in every group with values (" + ", ".join(no) + ")"
+    return f"holds in {', '.join(yes)}; not in {', '.join(no)}"
+
+
+def _groups_text(verdicts: list[GroupVerdict]) -> str:
+    return ", ".join(f"{v.label} {v.figure} (n {v.n:.0f})" for v in verdicts if v.holds is not None)
 
 
 # --- the claims ---------------------------------------------------------------------
@@ -384,13 +535,13 @@ _NORM = "architecture.norm.position"
     thresholds={"nearly all": NEARLY_ALL, "modern since": MODERN_SINCE},
 )
 def _pre_norm(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, MODERN_SINCE)
     modern = _modern(c.frame)
 
     def pre_like(v: str) -> bool:
         return v in _PRE_LIKE
 
-    k, n = _share(modern[_NORM], pre_like)
+    k, n = _share(modern, _NORM, pre_like)
     off = _not(modern, _NORM, pre_like)
     c.general(_at_least(k, n, NEARLY_ALL), off.index, _meets(modern, _NORM, pre_like).index)
     c.named("OPT-350M", _NORM, lambda v: v == "post", "post-norm")
@@ -399,7 +550,7 @@ def _pre_norm(frame: pd.DataFrame) -> Judgement:
         f"{_list(_show(_not(c.frame, _NORM, pre_like), _NORM), 20)}"
     )
     return c.result(
-        f"{_pct(k, n)} models from {MODERN_SINCE} on norm before each sublayer (pre or "
+        f"from {MODERN_SINCE} on, {_pct(k, n)} norm before each sublayer (pre or "
         f"double); the others: {_list(_show(off, _NORM))}",
     )
 
@@ -411,7 +562,7 @@ def _pre_norm(frame: pd.DataFrame) -> Judgement:
     thresholds={},
 )
 def _double_norm(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, scope="the named models' cards and every double or post-branch card")
     for name in ("Grok", "Gemma 2"):
         c.named(name, _NORM, lambda v: v == "double", "double norm")
     c.named("OLMo 2", _NORM, lambda v: v == "post-branch", "a norm only after the sublayer")
@@ -432,11 +583,11 @@ def _double_norm(frame: pd.DataFrame) -> Judgement:
     thresholds={"most": MOST, "modern since": MODERN_SINCE},
 )
 def _rmsnorm(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, MODERN_SINCE, "compared with the cards before")
     col = "architecture.norm.type"
     modern, older = _modern(c.frame), c.frame[c.frame["year"] < MODERN_SINCE]
-    k, n = _share(modern[col], lambda v: v == "rmsnorm")
-    k0, n0 = _share(older[col], lambda v: v == "rmsnorm")
+    k, n = _share(modern, col, lambda v: v == "rmsnorm")
+    k0, n0 = _share(older, col, lambda v: v == "rmsnorm")
     layernorm = _where(modern, modern[col] == "layernorm")
     c.general(
         _more_than(k, n, MOST), layernorm.index, _meets(modern, col, lambda v: v == "rmsnorm").index
@@ -451,7 +602,7 @@ def _rmsnorm(frame: pd.DataFrame) -> Judgement:
         c.named(name, col, lambda v: v == "layernorm", "LayerNorm")
     c.findings.append(f"LayerNorm cards from {MODERN_SINCE} on: {_list(_show(layernorm), 20)}")
     return c.result(
-        f"RMSNorm in {_pct(k, n)} models from {MODERN_SINCE} on, against {_pct(k0, n0)} before",
+        f"RMSNorm from {MODERN_SINCE} on in {_pct(k, n)}, against {_pct(k0, n0)} before",
     )
 
 
@@ -462,9 +613,9 @@ def _rmsnorm(frame: pd.DataFrame) -> Judgement:
     thresholds={"most": MOST, "modern since": MODERN_SINCE},
 )
 def _no_bias(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, MODERN_SINCE)
     modern = _modern(c.frame)
-    k, n = _share(modern["bias_scheme"], lambda v: v == "none")
+    k, n = _share(modern, "bias_scheme", lambda v: v == "none")
     with_bias = _not(modern, "bias_scheme", lambda v: v == "none")
     c.general(
         _more_than(k, n, MOST),
@@ -477,7 +628,7 @@ def _no_bias(frame: pd.DataFrame) -> Judgement:
     unknown = int(modern["bias_scheme"].isna().sum())
     if unknown:
         c.missing.append(f"bias unknown for {unknown} cards from {MODERN_SINCE} on")
-    return c.result(f"{_pct(k, n)} models from {MODERN_SINCE} on have no bias in any linear layer")
+    return c.result(f"from {MODERN_SINCE} on, no bias in any linear layer in {_pct(k, n)}")
 
 
 @claim(
@@ -499,10 +650,10 @@ def _no_bias(frame: pd.DataFrame) -> Judgement:
     thresholds={"most": MOST, "modern since": MODERN_SINCE},
 )
 def _gated_units(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, MODERN_SINCE)
     col = "architecture.mlp.activation"
     modern = _modern(c.frame)
-    k, n = _share(modern["gated"], bool)
+    k, n = _share(modern, "gated", bool)
     ungated = _not(modern, "gated", bool)
     c.general(_more_than(k, n, MOST), ungated.index, _meets(modern, "gated", bool).index)
     expected = {
@@ -519,7 +670,7 @@ def _gated_units(frame: pd.DataFrame) -> Judgement:
     for name, act in expected.items():
         c.named(name, col, lambda v, act=act: v == act, act)
     c.findings.append(f"non-gated cards from {MODERN_SINCE} on: {_list(_show(ungated, col), 20)}")
-    return c.result(f"gated units in {_pct(k, n)} models from {MODERN_SINCE} on")
+    return c.result(f"gated units from {MODERN_SINCE} on in {_pct(k, n)}")
 
 
 def _dense(frame: pd.DataFrame) -> pd.DataFrame:
@@ -533,14 +684,21 @@ def _dense(frame: pd.DataFrame) -> pd.DataFrame:
     thresholds={"plain 4x within": 0.1, "gated 8/3x within": 0.15, "named within": 0.05},
 )
 def _d_ff_ratio(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, None, "dense models (MoE experts apart); judged per era, sizes as context")
     dense = _dense(c.frame)
     plain = _where(dense, dense["gated"] == False)  # noqa: E712 (nullable column)
     glu = _where(dense, dense["gated"] == True)  # noqa: E712
-    plain_med = _median(plain["d_ff_ratio"])
-    glu_med = _median(glu["d_ff_ratio"])
-    c.general(None if plain_med is None else _about(plain_med, 4.0, 0.1))
-    c.general(None if glu_med is None else _about(glu_med, 8 / 3, 0.15))
+
+    def four(v: float) -> bool:
+        return _about(v, 4.0, 0.1)
+
+    def eight_thirds(v: float) -> bool:
+        return _about(v, 8 / 3, 0.15)
+
+    plain_eras = _median_verdicts(_eras(plain), "d_ff_ratio", four)
+    glu_eras = _median_verdicts(_eras(glu), "d_ff_ratio", eight_thirds)
+    for verdict in (*plain_eras, *glu_eras):
+        c.general(verdict.holds)
     c.named("T5 11B", "d_ff_ratio", lambda v: _about(v, 64, 0.05), "64×")
 
     def eight(v: float) -> bool:  # either convention: one branch, or both (Gemma's paper)
@@ -552,24 +710,31 @@ def _d_ff_ratio(frame: pd.DataFrame) -> Judgement:
             f"{i}: d_ff/d_model {_fmt(float(v))} per gated branch, "
             f"{_fmt(2 * float(v))} counting both branches (the Gemma paper's way)"
         )
-    far_plain = _not(plain, "d_ff_ratio", lambda v: _about(v, 4.0, 0.1))
-    far_glu = _not(glu, "d_ff_ratio", lambda v: _about(v, 8 / 3, 0.15))
+    plain_bands = _median_verdicts(_bands(plain), "d_ff_ratio", four)
+    glu_bands = _median_verdicts(_bands(glu), "d_ff_ratio", eight_thirds)
+    c.findings.append(f"non-gated medians by size band: {_groups_text(plain_bands)}")
+    c.findings.append(f"gated medians by size band: {_groups_text(glu_bands)}")
     c.findings.append(
-        f"non-gated dense cards off 4 (±10%): {_list(_show(far_plain, 'd_ff_ratio'), 20)}"
+        "pooled over every year (context only): non-gated "
+        f"{_fmt_opt(_median(plain, 'd_ff_ratio'))}, gated {_fmt_opt(_median(glu, 'd_ff_ratio'))}"
     )
+    far_glu = _not(glu, "d_ff_ratio", eight_thirds)
     c.findings.append(
         f"gated dense cards off 8/3 (±15%): {_list(_show(far_glu, 'd_ff_ratio'), 20)}"
     )
     return c.result(
-        f"median d_ff/d_model {_fmt_opt(plain_med)} over {plain['d_ff_ratio'].notna().sum()} "
-        f"non-gated dense models, {_fmt_opt(glu_med)} over {glu['d_ff_ratio'].notna().sum()} "
-        "gated ones (one branch)",
+        f"4× without gating {_dependence(plain_eras)} (medians {_groups_text(plain_eras)}); "
+        f"8/3× with gating {_dependence(glu_eras)} (medians {_groups_text(glu_eras)})"
     )
 
 
-def _median(values: pd.Series) -> float | None:
-    known = values.dropna().astype(float)
-    return float(known.median()) if len(known) else None
+def _median(part: pd.DataFrame, column: str) -> float | None:
+    """The family-weighted median of ``column`` (None when no value is known)."""
+    known = part[part[column].notna()]
+    if known.empty:
+        return None
+    pairs = list(zip(known[column].astype(float), _family_weights(known), strict=True))
+    return weighted_quantile(pairs, 0.5)
 
 
 def _fmt_opt(value: float | None) -> str:
@@ -583,10 +748,10 @@ def _fmt_opt(value: float | None) -> str:
     thresholds={"most": MOST},
 )
 def _serial_layers(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, None, "and from 2023 on apart")
     col = "architecture.parallel_layers"
-    k, n = _share(c.frame[col], lambda v: not v)
-    km, nm = _share(_modern(c.frame)[col], lambda v: not v)
+    k, n = _share(c.frame, col, lambda v: not v)
+    km, nm = _share(_modern(c.frame), col, lambda v: not v)
     parallel = _where(c.frame, c.frame[col] == True)  # noqa: E712
     c.general(_more_than(k, n, MOST), parallel.index)
     c.general(_more_than(km, nm, MOST))
@@ -594,7 +759,7 @@ def _serial_layers(frame: pd.DataFrame) -> Judgement:
         c.named(name, col, bool, "parallel layers")
     c.findings.append(f"every parallel-layer card: {_list(_show(parallel), 20)}")
     return c.result(
-        f"serial layers in {_pct(k, n)} released models, {_pct(km, nm)} from {MODERN_SINCE} on"
+        f"serial layers in {_pct(k, n)} of every year, {_pct(km, nm)} from {MODERN_SINCE} on"
     )
 
 
@@ -605,20 +770,26 @@ def _serial_layers(frame: pd.DataFrame) -> Judgement:
     thresholds={"most": MOST, "nearly all": NEARLY_ALL, "recent days": RECENT_DAYS},
 )
 def _rope(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, "", "dense (non-MoE) models")
     recent, start = _recent(c.frame)
+    c.window = f"the 12 months before the lecture: released {start} to {LECTURE_DATE}"
     dense = _dense(recent)
     col = "architecture.position.type"
-    k, n = _share(dense[col], lambda v: v == "rope")
+    k, n = _share(dense, col, lambda v: v == "rope")
     other = _not(dense, col, lambda v: v == "rope")
     rope = _meets(dense, col, lambda v: v == "rope").index
     c.general(_more_than(k, n, MOST), other.index, rope)  # the consensus: a majority at least
     c.general(_at_least(k, n, NEARLY_ALL))  # "nearly all"
-    c.findings.append(f"recent dense cards without RoPE: {_list(_show(other, col), 20)}")
-    c.findings.append(f"the window holds {len(dense)} dense cards (the lecture counts ~19)")
-    if start is None:
-        return c.result("no released cards")
-    return c.result(f"RoPE in {_pct(k, n)} dense models released after {start}")
+    c.findings.append(f"dense cards of the window without RoPE: {_list(_show(other, col), 20)}")
+    families = dense["family"].nunique()
+    c.findings.append(
+        f"the window holds {len(dense)} dense cards of {families} families (the lecture counts ~19)"
+    )
+    later = _dense(_since_lecture(c.frame))
+    kl, nl = _share(later, col, lambda v: v == "rope")
+    if nl:
+        c.findings.append(f"since the lecture: RoPE in {_pct(kl, nl)} of dense models")
+    return c.result(f"RoPE in {_pct(k, n)} of dense models released {start} to {LECTURE_DATE}")
 
 
 def _one(v: Any) -> bool:
@@ -632,15 +803,24 @@ def _one(v: Any) -> bool:
     thresholds={"nearly all": NEARLY_ALL},
 )
 def _head_dims(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
-    k, n = _share(c.frame["head_ratio"], _one)
+    c = _check(frame, None, "judged per era, sizes as context")
+    eras = _share_verdicts(_eras(c.frame), "head_ratio", _one, NEARLY_ALL)
+    for verdict in eras:
+        c.general(verdict.holds)
     off = _not(c.frame, "head_ratio", _one)
-    c.general(_at_least(k, n, NEARLY_ALL), off.index)
+    c.deciding.extend(off.index)
     c.named("T5 11B", "head_ratio", lambda v: math.isclose(float(v), 16.0), "16")
+    bands = _share_verdicts(_bands(c.frame), "head_ratio", _one, NEARLY_ALL)
+    k, n = _share(c.frame, "head_ratio", _one)
+    c.findings.append(f"by size band: {_groups_text(bands)}; {_dependence(bands)}")
+    c.findings.append(f"pooled over every year (context only): {_pct(k, n)}")
     c.findings.append(
         f"every card with n_heads·d_head ≠ d_model: {_list(_show(off, 'head_ratio'), 20)}"
     )
-    return c.result(f"n_heads·d_head = d_model in {_pct(k, n)} released models")
+    return c.result(
+        f"n_heads·d_head = d_model for nearly all (≥{NEARLY_ALL:.0%}): {_dependence(eras)} "
+        f"(shares {_groups_text(eras)})"
+    )
 
 
 @claim(
@@ -650,23 +830,30 @@ def _head_dims(frame: pd.DataFrame) -> Judgement:
     thresholds={"about": ABOUT},
 )
 def _aspect_ratio(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
-    ratios = c.frame["aspect_ratio"].dropna().astype(float)
-    median = _median(ratios)
-    c.general(None if median is None else _about(median, 128))
+    c = _check(frame, None, "judged per era and per size band")
+
+    def near_128(v: float) -> bool:
+        return _about(v, 128)
+
+    eras = _median_verdicts(_eras(c.frame), "aspect_ratio", near_128)
+    bands = _median_verdicts(_bands(c.frame), "aspect_ratio", near_128)
+    for verdict in (*eras, *bands):
+        c.general(verdict.holds)
     for name in ("GPT-3", "Llama"):
-        c.named(name, "aspect_ratio", lambda v: _about(v, 128), "about 128", flagship=True)
+        c.named(name, "aspect_ratio", near_128, "about 128", flagship=True)
+    ratios = c.frame["aspect_ratio"].dropna().astype(float)
     near_100 = int(ratios.map(lambda v: _about(v, 100, 0.2)).sum())
-    c.findings.append(f"{near_100} of {len(ratios)} models sit within 20% of Kaplan's ~100")
+    c.findings.append(f"{near_100} of {len(ratios)} cards sit within 20% of Kaplan's ~100")
+    c.findings.append(
+        f"pooled over every year and size (context only): median "
+        f"{_fmt_opt(_median(c.frame, 'aspect_ratio'))}"
+    )
     c.missing.append(
         "Kaplan et al.'s optimum is a loss measurement, which the catalogue does not hold"
     )
-    if median is None:
-        return c.result("no aspect ratio is known")
-    q1, q3 = ratios.quantile(0.25), ratios.quantile(0.75)
     return c.result(
-        f"median d_model/n_layers {median:.0f} over {len(ratios)} models, "
-        f"middle half {q1:.0f}–{q3:.0f}",
+        f"about 128 by era: {_dependence(eras)} (medians {_groups_text(eras)}); by size band: "
+        f"{_dependence(bands)} (medians {_groups_text(bands)})"
     )
 
 
@@ -681,10 +868,17 @@ _LARGE_VOCAB = (100_000, 262_144)
     thresholds={"share": 0.75, "small under": _SMALL_VOCAB},
 )
 def _vocab_size(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(
+        frame,
+        f"early: released up to {EARLY_UNTIL}; modern: released 2024-01-01 to the lecture "
+        f"({LECTURE_DATE})",
+        "every model of each window, monolingual or multilingual alike: the catalogue "
+        "records no language coverage",
+    )
     col = "architecture.vocab_size"
     early = c.frame[c.frame["year"] <= EARLY_UNTIL]
-    late = c.frame[c.frame["year"] > MODERN_SINCE]
+    dates = c.frame["release_date"].astype(str)
+    late = c.frame[(c.frame["year"] > MODERN_SINCE) & (dates <= LECTURE_DATE.isoformat())]
     lo, hi = _LARGE_VOCAB
 
     def small(v: Any) -> bool:
@@ -693,8 +887,8 @@ def _vocab_size(frame: pd.DataFrame) -> Judgement:
     def large(v: Any) -> bool:
         return lo <= v <= hi
 
-    ke, ne = _share(early[col], small)
-    kl, nl = _share(late[col], large)
+    ke, ne = _share(early, col, small)
+    kl, nl = _share(late, col, large)
     big_early, small_late = _not(early, col, small), _not(late, col, large)
     c.general(_at_least(ke, ne, 0.75), big_early.index, _meets(early, col, small).index)
     c.general(_at_least(kl, nl, 0.75), small_late.index, _meets(late, col, large).index)
@@ -702,15 +896,19 @@ def _vocab_size(frame: pd.DataFrame) -> Judgement:
         f"cards up to {EARLY_UNTIL} with 64k or more: {_list(_show(big_early, col), 20)}"
     )
     c.findings.append(
-        f"cards after {MODERN_SINCE} outside 100k–262k: {_list(_show(small_late, col), 20)}"
+        f"cards of 2024 to the lecture outside 100k–262k: {_list(_show(small_late, col), 20)}"
     )
+    since = _since_lecture(c.frame)
+    ks, ns = _share(since, col, large)
+    if ns:
+        c.findings.append(f"since the lecture: 100k–262k in {_pct(ks, ns)}")
     c.missing.append(
-        "language coverage is not a card field: 'multilingual' is read as "
-        f"'released after {MODERN_SINCE}'"
+        "language coverage is not a card field: the claim's split into monolingual and "
+        "multilingual models is not checked; the verdict is about every model of each window"
     )
     return c.result(
-        f"vocab under 64k in {_pct(ke, ne)} models up to {EARLY_UNTIL}; 100k–262k in "
-        f"{_pct(kl, nl)} after {MODERN_SINCE}",
+        f"vocab under 64k in {_pct(ke, ne)} up to {EARLY_UNTIL}; 100k–262k in "
+        f"{_pct(kl, nl)} from 2024 to the lecture",
     )
 
 
@@ -721,10 +919,12 @@ def _vocab_size(frame: pd.DataFrame) -> Judgement:
     thresholds={"share": 0.75, "known values": 3},
 )
 def _dropout(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(
+        frame, MODERN_SINCE, "cards that publish their pre-training dropout and weight decay"
+    )
     modern = _modern(c.frame)
-    kd, nd = _share(modern["training.dropout"], lambda v: v == 0)
-    kw, nw = _share(modern["training.weight_decay"], lambda v: v > 0)
+    kd, nd = _share(modern, "training.dropout", lambda v: v == 0)
+    kw, nw = _share(modern, "training.weight_decay", lambda v: v > 0)
     with_dropout = _not(modern, "training.dropout", lambda v: v == 0)
     no_dropout = _meets(modern, "training.dropout", lambda v: v == 0).index
     decay = _meets(modern, "training.weight_decay", lambda v: v > 0).index
@@ -734,14 +934,16 @@ def _dropout(frame: pd.DataFrame) -> Judgement:
         f"cards from {MODERN_SINCE} on with dropout: "
         f"{_list(_show(with_dropout, 'training.dropout'), 20)}"
     )
-    if nd < len(modern) or nw < len(modern):
+    dropout_known = int(modern["training.dropout"].notna().sum())
+    decay_known = int(modern["training.weight_decay"].notna().sum())
+    if dropout_known < len(modern) or decay_known < len(modern):
         c.missing.append(
-            f"pre-training dropout is unpublished for {len(modern) - nd} and "
-            f"weight decay for {len(modern) - nw} of {len(modern)} cards from "
-            f"{MODERN_SINCE} on (3 known values are needed for a verdict)"
+            f"pre-training dropout is unpublished for {len(modern) - dropout_known} and "
+            f"weight decay for {len(modern) - decay_known} of {len(modern)} cards from "
+            f"{MODERN_SINCE} on (3 known family-years are needed for a verdict)"
         )
     return c.result(
-        f"from {MODERN_SINCE} on, dropout 0 in {_pct(kd, nd)} cards that publish it; "
+        f"from {MODERN_SINCE} on, dropout 0 in {_pct(kd, nd)} that publish it; "
         f"weight decay above 0 in {_pct(kw, nw)}",
     )
 
@@ -753,7 +955,11 @@ def _dropout(frame: pd.DataFrame) -> Judgement:
     thresholds={},
 )
 def _z_loss(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(
+        frame,
+        None,
+        "cards that publish a z-loss (training code defaults included, source kind defaults)",
+    )
     col = "training.z_loss"
     for name in ("PaLM", "Baichuan 2", "DCLM", "OLMo 2"):
         c.named(name, col, lambda v: v > 0, "a z-loss")
@@ -778,7 +984,7 @@ def _z_loss(frame: pd.DataFrame) -> Judgement:
     thresholds={},
 )
 def _qk_norm(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame)
     col = "architecture.attention.qk_norm"
     for name in ("Gemma 2", "DCLM", "OLMo 2", "Chameleon"):
         c.named(name, col, lambda v: v != "none", "QK norm")
@@ -801,7 +1007,7 @@ def _qk_norm(frame: pd.DataFrame) -> Judgement:
     thresholds={},
 )
 def _softcap(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame)
     for name in ("Gemma 2", "OLMo 2"):
         c.named(name, "softcap_scheme", lambda v: v != "none", "logit soft-capping")
     users = _where(c.frame, c.frame["softcap_scheme"] != "none")
@@ -819,10 +1025,11 @@ KV_COMPARE_FROM = 5e9  # compare caches among models this big: small models skew
     thresholds={"most": MOST, "recent days": RECENT_DAYS, "compare from params": KV_COMPARE_FROM},
 )
 def _gqa(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    c = _check(frame, "")
     recent, start = _recent(c.frame)
+    c.window = f"the 12 months before the lecture: released {start} to {LECTURE_DATE}"
     fam = recent["attention_family"]
-    k, n = _share(fam, _is_gqa)
+    k, n = _share(recent, "attention_family", _is_gqa)
     c.general(
         _more_than(k, n, MOST),
         _not(recent, "attention_family", _is_gqa).index,
@@ -841,10 +1048,14 @@ def _gqa(frame: pd.DataFrame) -> Judgement:
         c.missing.append("KV-cache bytes per token (archdb.measure.analytic) to compare sizes")
     else:
         c.findings.append(per_b)
-    if start is None:
-        return c.result("no released cards")
+    later = _since_lecture(c.frame)
+    kl, nl = _share(later, "attention_family", _is_gqa)
+    if nl:
+        c.findings.append(f"since the lecture: GQA in {_pct(kl, nl)}")
     mix = ", ".join(f"{v} {int((fam == v).sum())}" for v in sorted(fam.dropna().unique()))
-    return c.result(f"GQA in {_pct(k, n)} models released after {start} ({mix})")
+    return c.result(
+        f"GQA in {_pct(k, n)} of models released {start} to {LECTURE_DATE} (cards: {mix})"
+    )
 
 
 def _is_gqa(v: str) -> bool:
@@ -881,21 +1092,58 @@ def _mixes_nope(v: str) -> bool:
 @claim(
     "long-context-mix",
     "Long context by mixing sliding-window RoPE layers with periodic full-attention NoPE "
-    "layers: Llama 4, Gemma, Command A.",
-    names=("Llama 4", "Gemma 2", "Gemma 3", "Command A"),
+    "layers: Llama 4, Gemma, Command R.",
+    names=("Llama 4", "Gemma 2", "Gemma 3", "Command R"),
     thresholds={},
 )
 def _long_context_mix(frame: pd.DataFrame) -> Judgement:
-    c = _Check(released(frame))
+    """The lecture names Cohere's Command R; the Command R line's model with this layout
+    is Command R7B (2024-12), so "Command R" holds when any model of the line mixes them,
+    and the line's models that do not are listed. Command A (2025-03), named by the spec's
+    summary of the claim but not by the lecture, is a finding."""
+    c = _check(frame, f"every release date up to the lecture ({LECTURE_DATE})")
+    c.frame = c.frame[c.frame["release_date"].astype(str) <= LECTURE_DATE.isoformat()]
     expected = "sliding-window RoPE layers mixed with NoPE global layers"
-    for name in ("Llama 4", "Gemma 2", "Gemma 3", "Command A"):
+    for name in ("Llama 4", "Gemma 2", "Gemma 3"):
         c.named(name, "layer_mix", _mixes_nope, expected)
+    c.looked_up.append("Command R")
+    line = pd.concat([named(c.frame, "Command R"), named(c.frame, "Command R7B")])
+    line = line[~line.index.duplicated()]
+    known = line[line["layer_mix"].notna()]
+    mixing = _meets(known, "layer_mix", _mixes_nope)
+    if known.empty:
+        c.missing.append("no card of the Command R line")
+        c.parts.append(None)
+    else:
+        c.parts.append(not mixing.empty)
+        c.deciding.extend(mixing.index if not mixing.empty else known.index)
+        rest = _not(known, "layer_mix", _mixes_nope)
+        c.findings.append(
+            "the Command R line: "
+            + "; ".join(
+                f"{i} ({r['release_date']}) {'mixes them' if i in mixing.index else r['layer_mix']}"
+                for i, r in known.iterrows()
+            )
+            + (
+                f" — the lecture's 'Command R' holds through {', '.join(mixing.index)}, not "
+                f"through {', '.join(rest.index)}"
+                if not mixing.empty and not rest.empty
+                else ""
+            )
+        )
+    after = _in_scope(frame)
+    command_a = named(after, "Command A")
+    if not command_a.empty:
+        c.findings.append(
+            "Command A (named by the spec's summary, not by the lecture): "
+            + "; ".join(f"{i} {r['layer_mix']}" for i, r in command_a.iterrows())
+        )
     mixed = _where(c.frame, c.frame["layer_mix"].str.contains("+", regex=False))
     nope = _where(mixed, mixed["layer_mix"].str.contains("global-nope", regex=False))
     c.findings.append(f"every card mixing layer kinds: {_list(_show(mixed, 'layer_mix'), 20)}")
     return c.result(
-        f"{len(mixed)} cards mix attention layer kinds, {len(nope)} of them with NoPE "
-        "global layers",
+        f"{len(mixed)} cards up to the lecture mix attention layer kinds, {len(nope)} of them "
+        "with NoPE global layers",
     )
 
 
@@ -924,7 +1172,9 @@ def _norm_runtime(frame: pd.DataFrame, measured: ClaimMeasurements | None) -> Ju
     """Judged on the measured profile where one is cached (archdb measure mechanisms):
     Ivanov et al.'s figures are for one BERT-large layer in training, with softmax among
     the normalizations; the catalogue's analytic norm-only share is a finding beside it."""
-    c = _Check(released(frame))
+    c = _check(
+        frame, None, "the measured profile where cached; the analytic share of every card beside it"
+    )
     share = c.frame["norm_flops_share"].dropna().astype(float).sort_values(kind="stable")
     if not share.empty:
         c.findings.append(
@@ -1001,7 +1251,11 @@ def _profile(p: GradientProfile) -> str:
     measured=True,
 )
 def _norm_placement_gradients(frame: pd.DataFrame, measured: ClaimMeasurements | None) -> Judgement:
-    c = _Check(frame)
+    c = _Check(
+        frame,
+        window="the research variants (Pre-LN and Post-LN Transformer builds)",
+        scope="measured gradient norms of built models at initialization",
+    )
     research = _research(frame)
     research = research[research[_NORM].notna()]
     result = measured.norm_placement if measured else None
@@ -1046,7 +1300,9 @@ IDENTITY_TOLERANCE = 1e-9  # float64 round-off, far below any real difference
     measured=True,
 )
 def _fast_weights(frame: pd.DataFrame, measured: ClaimMeasurements | None) -> Judgement:
-    c = _Check(frame)
+    c = _Check(
+        frame, window="the linear Transformer research variant", scope="a built model, measured"
+    )
     linear = _where(frame, frame["architecture.attention.variant"] == "linear")
     fast = measured.fast_weights if measured else None
     if fast is None:
@@ -1109,4 +1365,6 @@ def _result(
         j.disagreements,
         j.findings,
         j.missing,
+        j.window,
+        j.scope,
     )

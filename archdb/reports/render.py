@@ -354,10 +354,16 @@ def evolution_table(evolution: pd.DataFrame) -> str:
 
 def claims_summary(results: list[ClaimResult], link: str = "") -> str:
     rows = [
-        [f"[{r.number}]({link}#claim-{r.number})", r.claim, VERDICT_MARK[r.verdict], r.evidence]
+        [
+            f"[{r.number}]({link}#claim-{r.number})",
+            r.claim,
+            VERDICT_MARK[r.verdict],
+            r.evidence,
+            r.window,
+        ]
         for r in results
     ]
-    return table(["#", "claim", "verdict", "evidence from the catalogue"], rows)
+    return table(["#", "claim", "verdict", "evidence from the catalogue", "judged on"], rows)
 
 
 def claim_section(result: ClaimResult) -> str:
@@ -369,6 +375,8 @@ def claim_section(result: ClaimResult) -> str:
         f"**Verdict: {VERDICT_MARK[result.verdict]}.** {result.evidence}.",
         "",
     ]
+    if result.window or result.scope:
+        parts += [f"Judged on: {result.window}. Scope: {result.scope}.", ""]
     if result.deciding:
         parts += ["Deciding models: " + ", ".join(f"`{i}`" for i in result.deciding) + ".", ""]
     if result.disagreements:
