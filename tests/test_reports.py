@@ -271,7 +271,7 @@ def pages_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for module in (build.figures, build.mech_page):
             for name in dir(module):
                 if name.endswith("_figure") and not name.startswith("_"):
-                    patch.setattr(module, name, lambda *args: None)
+                    patch.setattr(module, name, lambda *args, **kwargs: None)
         build.write_files(build._render(data), out)
     assert not (out / build.FIGURES).is_dir() or not any((out / build.FIGURES).iterdir())
     return out

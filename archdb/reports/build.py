@@ -19,20 +19,22 @@ import pandas as pd
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
+from archdb.reports import analyses as an
 from archdb.reports import claims, families, figures, measured, provenance, render, verification
 from archdb.reports import distributions as dist
 from archdb.reports import mechanisms as mech_page
 from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_rows
 from archdb.reports.claims import ClaimResult, check_claims
 from archdb.reports.numeric import EQUAL, ERAS, SIZE_BANDS, shapes
-from archdb.reports.weighting import Cutoff
-from archdb.table import Row, catalogue_rows, frame_from_rows
+from archdb.reports.weighting import Cutoff, cutoff
+from archdb.table import Row, catalogue_rows, frame_from_rows, number_text
 
 FIGURES = "figures"
 PAGES = (
     "README.md",
     "adoption.md",
     "distributions.md",
+    "analyses.md",
     "families.md",
     "claims.md",
     "mechanisms.md",
@@ -52,6 +54,7 @@ class ReportData:
     mechanisms: mech_page.MechanismsData
     fidelities: list[verification.CardFidelity]
     rows: list[Row] = field(default_factory=list)  # the table rows the frame was made of
+    analyses: an.Analyses | None = None  # the analyses page's figures
 
 
 # Report data and renders kept in one process: a test worker reuses the shipped catalogue's
@@ -105,8 +108,9 @@ def _compute(catalogue: Catalogue, key: str | None = None) -> ReportData:
     mechanisms = mech_page.compute(catalogue, cached)
     fidelities = verification.card_fidelities(catalogue)
     key = key or content_key(catalogue)
+    studies = an.analyses(rows, catalogue, cutoff(rows))
     return ReportData(
-        catalogue.path.name, key, frame, adoptions, claims, mechanisms, fidelities, rows
+        catalogue.path.name, key, frame, adoptions, claims, mechanisms, fidelities, rows, studies
     )
 
 
@@ -139,6 +143,7 @@ def _render(data: ReportData) -> dict[str, bytes]:
     pages = {
         "adoption.md": _adoption_page(data, fig),
         "distributions.md": _distributions_page(data, fig),
+        "analyses.md": _analyses_page(data, fig),
         "families.md": _families_page(data),
         "claims.md": _claims_page(data),
         "mechanisms.md": _page(
@@ -224,7 +229,7 @@ def _index_page(data: ReportData, fig: FigureSaver) -> str:
         "Architecture consensus of language models",
         _scope(data),
         "Pages: [adoption by year](adoption.md) · [distributions](distributions.md) · "
-        "[family evolution](families.md) · [claims check](claims.md) · "
+        "[analyses](analyses.md) · [family evolution](families.md) · [claims check](claims.md) · "
         "[mechanisms measured](mechanisms.md) · [fidelity](fidelity.md)",
         "## Consensus by choice\n\n"
         f"{render.weighting_note(data.adoptions[0].weighting if data.adoptions else 'family')}. "
@@ -380,6 +385,225 @@ def _distributions_page(data: ReportData, fig: FigureSaver) -> str:
             render.outlier_table(kv_out, "bytes/token/B"),
         ]
     return _page(data, "Distributions of ratios and sizes", *sections)
+
+
+def _spread_rows(points: list[an.YearSpread], cut: Cutoff, fmt) -> list[list[str]]:
+    return [
+        [
+            cut.short_label(p.year),
+            f"{p.families} · {p.cards}",
+            fmt(p.median),
+            f"{fmt(p.q1)}–{fmt(p.q3)}",
+        ]
+        for p in points
+    ]
+
+
+def _spread_table(points: list[an.YearSpread], cut: Cutoff, what: str, fmt) -> str:
+    return render.table(
+        ["year", "n families · n cards", f"median {what}", "middle half"],
+        _spread_rows(points, cut, fmt),
+        right=(2, 3),
+    )
+
+
+def _analyses_page(data: ReportData, fig: FigureSaver) -> str:
+    studies = data.analyses
+    assert studies is not None
+    cut = studies.cutoff
+    note = render.weighting_note("family")
+    partial = f" {cut.note()}." if cut.partial else ""
+    caption = f"{note}; n families · n cards are those with a known value.{partial}"
+
+    def num(value: float) -> str:
+        return number_text(value)
+
+    def pct(value: float) -> str:
+        return f"{100 * value:.1f}%"
+
+    def kib(value: float) -> str:
+        return f"{value / 1024:,.0f} KiB"
+
+    moe = studies.moe
+    moe_fig = fig(
+        "analyses-moe",
+        lambda: figures.year_spread_figure(
+            "MoE: active over total parameters",
+            "active / total",
+            [("MoE cards", moe.active_ratio)],
+            cut,
+            log=True,
+        ),
+    )
+    moe_rows = [
+        [
+            cut.short_label(a.year),
+            f"{a.families} · {a.cards}",
+            pct(a.median),
+            f"{pct(a.q1)}–{pct(a.q3)}",
+            num(e.median),
+            num(k.median),
+        ]
+        for a, e, k in zip(moe.active_ratio, moe.experts, moe.top_k, strict=False)
+    ]
+    kv_fig = fig(
+        "analyses-kv-cache",
+        lambda: figures.year_spread_figure(
+            "KV cache per token, decoders of 5B or more",
+            "bytes per token",
+            [("decoders ≥ 5B", studies.kv_cache)],
+            cut,
+            log=True,
+        ),
+    )
+    context_fig = fig(
+        "analyses-context",
+        lambda: figures.year_spread_figure(
+            "Context length and RoPE base",
+            "tokens / theta",
+            [("context length", studies.context), ("RoPE theta", studies.rope_base)],
+            cut,
+            log=True,
+        ),
+    )
+    head_fig = fig(
+        "analyses-head-dim",
+        lambda: figures.year_spread_figure(
+            "Head dimension", "head_dim", [("head_dim", studies.head_dim)], cut, log=True
+        ),
+    )
+    mix_fig = fig("analyses-layer-mix", lambda: figures.layer_mix_figure(studies.layer_mix, cut))
+    tokens_fig = fig(
+        "analyses-tokens-per-parameter",
+        lambda: figures.year_spread_figure(
+            "Training tokens per parameter",
+            "tokens / parameter",
+            [("sourced tokens", studies.tokens_per_parameter)],
+            cut,
+            log=True,
+        ),
+    )
+    choices = [f.choice for f in studies.field_adoption]
+    lag_fig = fig(
+        "analyses-adoption-lag",
+        lambda: figures.adoption_lag_figure(studies.adoption_lag, choices),
+    )
+    conc_fig = fig(
+        "analyses-concentration",
+        lambda: figures.concentration_figure(studies.concentration, cut),
+    )
+
+    def with_figure(path: str | None, alt: str) -> str:
+        return render.figure(path, alt) if path else ""
+
+    def ratio(value: float | None) -> str:
+        return "–" if value is None else f"{value:.2f}"
+
+    mix_rows = [
+        [
+            cut.short_label(m.year),
+            f"{m.families} · {m.cards}",
+            f"{100 * m.local_share:.0f}%",
+            ratio(m.local_to_global),
+            f"{100 * m.linear_share:.0f}%",
+            ratio(m.linear_to_full),
+        ]
+        for m in studies.layer_mix
+    ]
+    field_rows = [
+        [f.choice, str(f.first_year or "–"), str(f.majority_year or "–")]
+        for f in studies.field_adoption
+    ]
+    lag_rows = [
+        [o.organization, str(o.cards)]
+        + ["–" if o.first[c] is None else f"{o.first[c]} (+{o.lag[c]})" for c in choices]
+        for o in studies.adoption_lag
+    ]
+    conc_rows = [
+        [
+            cut.short_label(c.year),
+            str(c.families),
+            str(c.cards),
+            f"`{c.largest}`",
+            f"{c.largest_cards} ({100 * c.share:.0f}%)",
+        ]
+        for c in studies.concentration
+    ]
+    return _page(
+        data,
+        "Analyses: sparsity, caches, context, heads, layer mixing, training length, "
+        "adoption lag and concentration",
+        _scope(data),
+        "Each section is a table and a figure, computed from the catalogue. " + caption,
+        "## MoE sparsity by year\n\nMoE cards only: active over total parameters (exact "
+        "counts, experts included), routed experts per MoE layer and experts per token "
+        "(top-k), family-weighted medians.\n\n"
+        + render.table(
+            ["year", "n families · n cards", "active / total", "middle half", "experts", "top-k"],
+            moe_rows,
+            right=(2, 3, 4, 5),
+        )
+        + "\n\n"
+        + with_figure(moe_fig, "MoE active over total parameters by year"),
+        "## KV-cache bytes per token by year\n\nDecoder-only cards of "
+        f"{an.KV_FROM_PARAMS / 1e9:.0f}B exact parameters or more, the catalogue's KV-cache "
+        "definition: one sequence of 8,192 tokens, 2 bytes an element (local layers only "
+        "their window, MLA its latent), over the tokens.\n\n"
+        + _spread_table(studies.kv_cache, cut, "per token", kib)
+        + "\n\n"
+        + with_figure(kv_fig, "KV cache per token by year"),
+        "## Context length and RoPE base by year\n\nThe released context length of every "
+        "card, and RoPE's theta (the global layers' base) of the cards that rotate.\n\n"
+        "Context length:\n\n"
+        + _spread_table(studies.context, cut, "tokens", num)
+        + "\n\nRoPE base:\n\n"
+        + _spread_table(studies.rope_base, cut, "theta", num)
+        + "\n\n"
+        + with_figure(context_fig, "Context length and RoPE base by year"),
+        "## Head dimension by year\n\n"
+        + _spread_table(studies.head_dim, cut, "head_dim", num)
+        + "\n\n"
+        + with_figure(head_fig, "Head dimension by year"),
+        "## Local:global and linear:full layers by year\n\nThe family-weighted share of "
+        "cards whose stack mixes local (sliding-window or chunked) with global attention "
+        "layers, and among them the median ratio of local to global layers; likewise for "
+        "recurrent or linear mixers beside attention layers (hybrids).\n\n"
+        + render.table(
+            [
+                "year",
+                "n families · n cards",
+                "local + global",
+                "local:global",
+                "recurrent + attention",
+                "recurrent:attention",
+            ],
+            mix_rows,
+            right=(2, 3, 4, 5),
+        )
+        + "\n\n"
+        + with_figure(mix_fig, "Stacks that mix layer kinds by year"),
+        "## Training tokens per parameter by year\n\nWhere the card's training tokens are "
+        "sourced, over its exact parameter count.\n\n"
+        + _spread_table(studies.tokens_per_parameter, cut, "tokens per parameter", num)
+        + "\n\n"
+        + with_figure(tokens_fig, "Training tokens per parameter by year"),
+        "## Adoption lag by organization\n\nThe field's first card with each choice and the "
+        "first year its family-weighted share passed one half:\n\n"
+        + render.table(["choice", "first use", "majority"], field_rows)
+        + f"\n\nEach organization with {an.LAG_MIN_CARDS} or more cards: the year of its "
+        "first card with the choice and, in brackets, the years after the field's first "
+        "use (– never).\n\n"
+        + render.table(["organization", "cards", *choices], lag_rows)
+        + "\n\n"
+        + with_figure(lag_fig, "Adoption lag by organization"),
+        "## Concentration by year\n\nHow much of a year's cards its largest family "
+        "published: the reason the trends count families, not cards.\n\n"
+        + render.table(
+            ["year", "families", "cards", "largest family", "its cards"], conc_rows, right=(1, 2)
+        )
+        + "\n\n"
+        + with_figure(conc_fig, "Share of each year's cards from its largest family"),
+    )
 
 
 def _families_page(data: ReportData) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from archdb.reports.distributions import kv_cache_per_param, released
+from archdb.reports.numeric import ERAS  # the eras of the shape rules (claims 6, 9, 10)
 from archdb.reports.weighting import weighted_quantile
 from archdb.schema import NormPosition
 from archdb.table import SIZE_BANDS
@@ -57,12 +58,6 @@ LECTURE_DATE = dt.date(2025, 4, 30)
 LECTURE_DATE_REASON = (
     "the lecture reviews models up to 2025 and names Llama 4 (released 2025-04-05): "
     "spring 2025, taken as 2025-04-30"
-)
-# Eras for the shape rules (claims 6, 9, 10), whose answer moved over time.
-ERAS: tuple[tuple[str, int, int], ...] = (
-    ("2017–2022", 2017, 2022),
-    ("2023–2024", 2023, 2024),
-    ("2025–", 2025, 9999),
 )
 COUNTED = (
     "family-weighted: each family with a known value weighs 1 in each year, split "
@@ -468,7 +463,10 @@ class GroupVerdict:
 
 
 def _eras(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    return [(label, frame[(frame["year"] >= lo) & (frame["year"] <= hi)]) for label, lo, hi in ERAS]
+    years = frame["year"]
+    return [
+        (label, frame[(years >= (lo or 0)) & (years <= (hi or 9999))]) for label, lo, hi in ERAS
+    ]
 
 
 def _bands(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

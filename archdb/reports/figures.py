@@ -29,7 +29,9 @@ from matplotlib.transforms import Bbox
 
 from archdb.measure import conventions as cv
 from archdb.reports.adoption import ANY, Adoption, Consensus, ValueTrend
+from archdb.reports.analyses import Concentration, LayerMix, OrganizationLag, YearSpread
 from archdb.reports.distributions import kv_cache_per_param, mlp_group, released
+from archdb.reports.weighting import Cutoff
 
 STYLE = {
     "svg.hashsalt": "archdb",
@@ -601,3 +603,135 @@ def _log_ticks(ax: Axes, axis: str, ticks: list[float], fmt=None) -> None:
     target.set_major_formatter(
         FuncFormatter(fmt or (lambda v, _: f"{v:.3g}" if abs(v - 8 / 3) > 1e-9 else "8/3"))
     )
+
+
+# --- analyses --------------------------------------------------------------------------
+
+
+def year_spread_figure(
+    title: str,
+    ylabel: str,
+    series: list[tuple[str, list[YearSpread]]],
+    cut: Cutoff,
+    *,
+    log: bool = False,
+) -> Figure | None:
+    """Family-weighted medians by year, one line per series, with the middle half shaded;
+    the partial year is drawn hollow and labelled with its cutoff."""
+    drawn = [(label, points) for label, points in series if points]
+    if not drawn:
+        return None
+    with style():
+        fig = _figure(6.4, 2.8, left=0.14, bottom=0.17, right=0.76)
+        ax = fig.add_subplot()
+        for colour, (label, points) in zip(PALETTE, drawn, strict=False):
+            years = [p.year for p in points]
+            ax.fill_between(
+                years, [p.q1 for p in points], [p.q3 for p in points], color=colour, alpha=0.15
+            )
+            ax.plot(years, [p.median for p in points], color=colour, marker="o", ms=3, label=label)
+            for p in points:
+                if cut.is_partial(p.year):
+                    ax.plot([p.year], [p.median], marker="o", ms=7, mfc="white", color=colour)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xlabel(f"release year ({cut.note()})" if cut.partial else "release year")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, loc="left")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}"))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def layer_mix_figure(mix: list[LayerMix], cut: Cutoff) -> Figure | None:
+    """Family-weighted share of cards mixing local with global attention, and recurrent
+    mixers with attention, by year."""
+    if not mix:
+        return None
+    with style():
+        fig = _figure(6.4, 2.6, bottom=0.17)
+        ax = fig.add_subplot()
+        years = [m.year for m in mix]
+        ax.plot(
+            years,
+            [m.local_share for m in mix],
+            marker="o",
+            ms=3,
+            color=PALETTE[0],
+            label="local + global attention",
+        )
+        ax.plot(
+            years,
+            [m.linear_share for m in mix],
+            marker="s",
+            ms=3,
+            color=PALETTE[1],
+            label="recurrent + attention",
+        )
+        _share_axis(ax, years)
+        ax.set_xlabel(f"release year ({cut.note()})" if cut.partial else "release year")
+        ax.set_title("Stacks that mix layer kinds (family-weighted share)", loc="left")
+        ax.legend(loc="upper left")  # the shares stay low: the corner is empty
+    return fig
+
+
+def adoption_lag_figure(lags: list[OrganizationLag], choices: list[str]) -> Figure | None:
+    """Years from the field's first use to each organization's first use, one row per
+    organization; blank where it never used the choice."""
+    if not lags:
+        return None
+    with style():
+        fig = _figure(6.4, 0.6 + 0.22 * len(lags), left=0.4, right=0.97, bottom=0.05, top=0.85)
+        ax = fig.add_subplot()
+        ax.grid(False)
+        for y, org in enumerate(lags):
+            for x, choice in enumerate(choices):
+                lag = org.lag[choice]
+                if lag is None:
+                    continue
+                ax.scatter([x], [y], s=40 + 25 * lag, color=PALETTE[min(lag, len(PALETTE) - 1)])
+                ax.annotate(str(lag), (x, y), xytext=(7, -3), textcoords="offset points")
+        ax.set_xticks(range(len(choices)), choices)
+        ax.xaxis.tick_top()
+        ax.set_yticks(range(len(lags)), [f"{_short(o.organization)} ({o.cards})" for o in lags])
+        ax.set_ylim(len(lags) - 0.5, -0.5)
+        ax.set_xlim(-0.5, len(choices) - 0.3)
+        ax.set_title("Years after the field's first use, by organization", loc="left", pad=18)
+    return fig
+
+
+def concentration_figure(years: list[Concentration], cut: Cutoff) -> Figure | None:
+    """The share of each year's cards that its largest family published."""
+    if not years:
+        return None
+    with style():
+        fig = _figure(6.4, 2.6, bottom=0.17)
+        ax = fig.add_subplot()
+        xs = [c.year for c in years]
+        bars = ax.bar(xs, [c.share for c in years], color=PALETTE[0], width=0.7)
+        for bar, c in zip(bars, years, strict=True):
+            if cut.is_partial(c.year):
+                bar.set_hatch("//")
+                bar.set_facecolor("white")
+                bar.set_edgecolor(PALETTE[0])
+            ax.annotate(
+                c.largest,
+                (c.year, c.share),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                rotation=90,
+                va="bottom",
+                fontsize=6,
+            )
+        _share_axis(ax, xs)
+        ax.set_ylim(0, 1.45)  # room for the family names above full bars
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+        ax.set_xlabel(f"release year ({cut.note()})" if cut.partial else "release year")
+        ax.set_title("Share of a year's cards from its largest family", loc="left")
+    return fig
+
+
+def _short(text: str, width: int = 34) -> str:
+    """A label cut to ``width`` characters, with an ellipsis when cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -31,6 +31,7 @@ NAV = (
     ("trends.html", "Trends"),
     ("adoption.html", "Adoption"),
     ("distributions.html", "Distributions"),
+    ("analyses.html", "Analyses"),
     ("families.html", "Families"),
     ("claims.html", "Claims"),
 )
