@@ -13,8 +13,9 @@ costs a few milliseconds. A missing, truncated, malformed or mismatched entry is
 and the catalogue is loaded in full; a cache that cannot be written only costs speed.
 ``archdb validate`` never reads the cache (``check_catalogue(use_cache=False)``).
 
-The cache lives in the user's own cache folder, like __pycache__. Set ARCHDB_NO_CACHE=1
-to bypass it.
+The cache lives in the user's own cache folder, like __pycache__, made owner-only; a folder
+that another user owns or others may write to is not used (``files.private_dir``), so a
+planted entry there changes nothing. Set ARCHDB_NO_CACHE=1 to bypass it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from functools import cache as memoize
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,6 +49,13 @@ def cache_dir() -> Path:
 
 def enabled() -> bool:
     return not os.environ.get("ARCHDB_NO_CACHE")
+
+
+def usable_dir() -> Path | None:
+    """The cache folder when caching is on and the folder is the user's own
+    (``files.private_dir``: owner-only, made so if missing); None otherwise, and nothing is
+    read from or written to it."""
+    return files.private_dir(cache_dir()) if enabled() else None
 
 
 @memoize
@@ -81,7 +89,7 @@ class _Entry(BaseModel):
 
 def read(raw: bytes) -> list[Card] | None:
     """The cards validated from exactly these bytes, or None (and the caller loads)."""
-    if not enabled():
+    if usable_dir() is None:
         return None
     try:
         blob = files.read_bounded(entry_path(raw), MAX_ENTRY_BYTES)
@@ -99,25 +107,16 @@ def read(raw: bytes) -> list[Card] | None:
 
 def write(raw: bytes, cards: list[Any]) -> None:
     """Store validated cards atomically; failure to write only costs speed."""
-    if not enabled():
-        return
     entry = _Entry(
         format=FORMAT,
         catalogue_sha256=content_hash(raw),
         schema_fingerprint=schema_fingerprint(),
         cards=cards,
     )
-    tmp = None
-    try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
-            tmp = handle.name
-            handle.write(entry.model_dump_json().encode())
-        os.replace(tmp, entry_path(raw))
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    if usable_dir() is None:
+        return
+    with suppress(OSError):  # a cache that cannot be written only costs speed
+        files.write_atomic(entry_path(raw), entry.model_dump_json().encode())
 
 
 # --- derived figures ---------------------------------------------------------------------
@@ -152,7 +151,7 @@ def _keyed_path(kind: str) -> Path:
 
 def _read_keyed(kind: str, valid: Callable[[object], bool]) -> dict[str, Any]:
     """A store of ``kind`` (entries by content hash, each passing ``valid``), or {}."""
-    if not enabled():
+    if usable_dir() is None:
         return {}
     try:
         blob = files.read_bounded(_keyed_path(kind), MAX_ENTRY_BYTES)
@@ -190,21 +189,12 @@ def looked_up(
 
 def _write_keyed(kind: str, entries: dict[str, Any]) -> None:
     """Store entries atomically (the newest MAX_FIGURE_ENTRIES); failure only costs speed."""
-    if not enabled():
+    if usable_dir() is None:
         return
     kept = dict(list(entries.items())[-MAX_FIGURE_ENTRIES:])
     text = json.dumps({"format": FIGURES_FORMAT, kind: kept})
-    tmp = None
-    try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
-            tmp = handle.name
-            handle.write(text.encode())
-        os.replace(tmp, _keyed_path(kind))
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    with suppress(OSError):  # a cache that cannot be written only costs speed
+        files.write_atomic(_keyed_path(kind), text.encode())
 
 
 def read_figures(keys: frozenset[str]) -> dict[str, dict[str, Any]]:
@@ -216,8 +206,18 @@ def _figures_ok(value: object, keys: frozenset[str]) -> bool:
     return (
         isinstance(value, dict)
         and value.keys() == keys
-        and all(v is None or (type(v) in (int, float) and math.isfinite(v)) for v in value.values())
+        and all(v is None or _bounded_number(v) for v in value.values())
     )
+
+
+MAX_FIGURE = 1e30  # no count, FLOP figure or byte size of a card comes near this
+
+
+def _bounded_number(value: object) -> bool:
+    """A finite int or float of sane size (a 400-digit int is no figure of ours)."""
+    if type(value) is int:
+        return -MAX_FIGURE < value < MAX_FIGURE
+    return type(value) is float and math.isfinite(value) and abs(value) < MAX_FIGURE
 
 
 def write_figures(entries: dict[str, dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from archdb import files
 from archdb.errors import UsageError
 
 MANIFEST = ".archdb-report-manifest"
@@ -98,10 +99,17 @@ class OwnedDirectory:
         removed = []
         for entry in sorted(set(self.listed()) - set(now) - {PurePosixPath(MANIFEST)}):
             path = self.root / entry
+            if not files.inside_without_links(self.root, Path(entry)):
+                continue  # a folder on the way is a link: the file is not in the directory
             if path.is_symlink() or path.is_file():
                 path.unlink()
                 removed.append(path)
-        tmp = self.manifest.with_name(self.manifest.name + ".tmp")
-        tmp.write_bytes(manifest_bytes(map(str, now)))
-        tmp.replace(self.manifest)
+        files.write_atomic(self.manifest, manifest_bytes(map(str, now)))
         return removed
+
+    def write(self, relative: str, content: bytes) -> Path:
+        """Write one generated file under the directory: its folders real ones (a link in
+        their place is replaced), the file replaced atomically (a link there too)."""
+        path = files.real_dirs(self.root, Path(relative))
+        files.write_atomic(path, content)
+        return path

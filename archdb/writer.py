@@ -23,13 +23,13 @@ Writing is safe against other writers and interruptions:
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import functools
 import json
 import os
 import signal
 import stat
-import tempfile
 import textwrap
 import threading
 import time
@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from archdb import fields
+from archdb import fields, files
 from archdb.catalogue import (
     MAX_BYTES,
     YAML_ERRORS,
@@ -419,7 +419,12 @@ def catalogue_lock(target: Path, timeout: float | None = None) -> Iterator[None]
     second still holds the old one.
     """
     try:
-        fd = os.open(lock_path(target), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # never through a link: a planted one would make us create a file elsewhere
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        fd = os.open(lock_path(target), flags, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file")
     except OSError as exc:
         raise WriteError(
             [f"{target}: cannot create the lock file {lock_path(target).name}: "
@@ -449,24 +454,20 @@ def _replace(path: Path, content: bytes, expected: bytes) -> None:
 
     The temporary file is removed on any failure, SIGTERM included.
     """
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise WriteError([f"{path} is not a regular file: archdb writes only a catalogue file"])
+    path = path.resolve()  # a link to the catalogue: the file it names is replaced, not it
     with _terminate_cleanly():
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
-            if read_bounded(path) != expected:  # written meanwhile by one that did not lock
+
+        def unchanged() -> None:  # written meanwhile by one that did not lock
+            if read_bounded(path) != expected:
                 raise WriteError([f"{path} changed while the card was being added: run it again"])
-            os.replace(tmp, path)
-        except BaseException as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            if isinstance(exc, OSError):  # a full disk, a folder we may not write to, ...
-                raise WriteError([f"{path}: cannot write: {exc.strerror or exc}"]) from None
-            raise
+
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+            files.write_atomic(path, content, mode=mode, durable=True, before_replace=unchanged)
+        except OSError as exc:  # a full disk, a folder we may not write to, ...
+            raise WriteError([f"{path}: cannot write: {exc.strerror or exc}"]) from None
 
 
 class Terminated(BaseException):

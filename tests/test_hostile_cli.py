@@ -450,3 +450,148 @@ def test_card_strings_on_a_terminal_are_literal_too(hostile, monkeypatch, args):
     result = run(*args, catalogue=hostile)
     assert result.exit_code == 0, result.output
     assert EVIL_NAME in result.output and BOLD_NAME in result.output
+
+
+# --- output folders are the command's own: links inside are replaced, never followed ---
+
+
+def _owned_report_dir(root: Path) -> OwnedDirectory:
+    """A report folder as an earlier run left it: README.md and one figure, listed."""
+    from archdb.reports.build import write_files
+
+    directory = OwnedDirectory(root)
+    directory.claim()
+    directory.commit(write_files({"figures/a.svg": b"<svg/>", "README.md": b"# r\n"}, root))
+    return directory
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_report_writes_no_file_through_a_linked_figures_folder(tmp_path):
+    from archdb.reports.build import write_files
+
+    root, other = tmp_path / "reports", tmp_path / "other"
+    _owned_report_dir(root)
+    other.mkdir()
+    (other / "keep.svg").write_text("keep", encoding="utf-8")
+    before = _tree(other)
+    import shutil
+
+    shutil.rmtree(root / "figures")
+    (root / "figures").symlink_to(other)
+    directory = OwnedDirectory(root)
+    directory.claim()
+    directory.commit(write_files({"figures/b.svg": b"<svg/>", "README.md": b"# r\n"}, root))
+    assert _tree(other) == before  # nothing written, changed or removed there
+    assert (root / "figures").is_dir() and not (root / "figures").is_symlink()
+    assert (root / "figures" / "b.svg").read_bytes() == b"<svg/>"
+
+
+def test_a_stale_entry_under_a_linked_folder_removes_nothing_outside(tmp_path):
+    root, other = tmp_path / "reports", tmp_path / "other"
+    _owned_report_dir(root)
+    other.mkdir()
+    (other / "a.svg").write_text("precious", encoding="utf-8")
+    import shutil
+
+    shutil.rmtree(root / "figures")
+    (root / "figures").symlink_to(other)  # the manifest still lists figures/a.svg
+    removed = OwnedDirectory(root).commit([root / "README.md"])
+    assert removed == [] and (other / "a.svg").read_text(encoding="utf-8") == "precious"
+
+
+def test_a_link_at_the_manifests_temporary_name_is_never_written(tmp_path):
+    root = tmp_path / "reports"
+    directory = _owned_report_dir(root)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("victim", encoding="utf-8")
+    (root / (MANIFEST + ".tmp")).symlink_to(victim)
+    directory.commit([root / "README.md", root / "figures" / "a.svg"])
+    assert victim.read_text(encoding="utf-8") == "victim"
+    assert (root / MANIFEST).read_text().splitlines()[1:] == ["README.md", "figures/a.svg"]
+
+
+def test_site_refuses_a_linked_output_folder_and_leaves_nothing_behind(hostile, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "site"
+    link.symlink_to(real)
+    result = run("site", "-o", str(link), catalogue=hostile)
+    assert result.exit_code != 0 and "is a symbolic link" in visible(result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models.yaml", "real", "site"]
+    assert list(real.iterdir()) == []
+
+
+def test_the_lock_file_is_never_opened_through_a_link(tmp_path):
+    from archdb.writer import WriteError, catalogue_lock, lock_path
+
+    target = tmp_path / "models.yaml"
+    target.write_text("cards: []\n", encoding="utf-8")
+    outside = tmp_path / "elsewhere" / "made-by-archdb"
+    outside.parent.mkdir()
+    lock_path(target).symlink_to(outside)  # dangling: open(O_CREAT) would create it
+    with pytest.raises(WriteError, match="cannot create the lock file"):
+        with catalogue_lock(target):
+            pass
+    assert not outside.exists()
+
+
+def test_the_catalogue_writer_refuses_what_is_not_a_regular_file(tmp_path):
+    from archdb.writer import WriteError, _replace
+
+    fifo = tmp_path / "models.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(WriteError, match="not a regular file"):
+        _replace(fifo, b"x", expected=b"")
+
+
+# --- caches: faster, never different ------------------------------------------------
+
+
+@pytest.mark.parametrize("wrong", ["writable by others", "another owner"])
+def test_a_planted_cache_entry_changes_nothing_in_a_folder_that_is_not_the_users(
+    wrong, write_catalogue, private_cache
+):
+    """A well-formed validation entry for the catalogue's exact bytes, holding another card,
+    is not read once the cache folder's permissions or owner are wrong; the user is told."""
+    from archdb import cache
+
+    path = write_catalogue(card_text("real-model-7b"))
+    raw = path.read_bytes()
+    planted = cache._Entry(
+        format=cache.FORMAT,
+        catalogue_sha256=cache.content_hash(raw),
+        schema_fingerprint=cache.schema_fingerprint(),
+        cards=load_planted_cards(),
+    )
+    private_cache.mkdir(parents=True, exist_ok=True)
+    cache.entry_path(raw).write_text(planted.model_dump_json(), encoding="utf-8")
+    control = run("list", "--json", catalogue=path)  # the user's own folder: entries are read
+    assert [row["id"] for row in json.loads(control.stdout)] == ["llama-2-7b"]
+    if wrong == "writable by others":
+        os.chmod(private_cache, 0o777)
+    else:
+        os.chown(private_cache, 4242, 4242)
+    cache.files._warned.discard(private_cache)
+    result = run("list", "--json", catalogue=path)
+    assert result.exit_code == 0
+    assert [row["id"] for row in json.loads(result.stdout)] == ["real-model-7b"]
+    assert "not using the cache" in result.stderr
+
+
+def load_planted_cards():
+    from archdb.catalogue import load_catalogue
+
+    return [c for c in load_catalogue() if c.id == "llama-2-7b"]
+
+
+def test_a_figures_store_with_a_huge_integer_is_ignored(private_cache):
+    from archdb import cache
+
+    private_cache.mkdir(parents=True, exist_ok=True)
+    keys = frozenset({"params"})
+    text = json.dumps({"format": cache.FIGURES_FORMAT, "figures": {"k": {"params": 10**400}}})
+    cache._keyed_path("figures").write_text(text, encoding="utf-8")
+    assert cache.read_figures(keys) == {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,6 +383,47 @@ def test_a_tampered_cache_is_a_clear_error(tmp_path: Path, text: str, message: s
         mech.MeasurementError, match=message.replace("[", r"\[").replace("]", r"\]")
     ):
         mech.load(path, cards())
+
+
+def _uneven_runtimes() -> dict:
+    entry = profile_entry()
+    entry["passes"][0]["runtime_us"]["norm"] = [100.0]  # one timing where others have three
+    return entry
+
+
+def _decode_at(context: str, **values: Any) -> dict:
+    point = {"ms": [10.0, 11.0], "median_ms": 10.5, "bytes": 1e9} | values
+    return decode_entry() | {"contexts": {context: point}}
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (cache_doc(profiles=[_uneven_runtimes()]), "runtime_us lists differ in length"),
+        (cache_doc(decode=[_decode_at("01024")]), "is not a token count"),
+        (cache_doc(decode=[_decode_at("²")]), "is not a token count"),
+        (cache_doc(decode=[_decode_at("9" * 5000)]), "is not a token count"),
+        (cache_doc(decode=[_decode_at("512", ms=[0.0, 0.0])]), "is not a positive number"),
+        (cache_doc(decode=[_decode_at("512", median_ms=0)]), "is not a positive number"),
+        (cache_doc(decode=[decode_entry() | {"batch": 10**30}]), "count from 1"),
+    ],
+)
+def test_a_measurement_out_of_bounds_is_a_clear_error(
+    tmp_path: Path, doc: dict, message: str
+) -> None:
+    with pytest.raises(mech.MeasurementError, match=message):
+        mech.load(write_doc(tmp_path, doc), cards())
+
+
+def test_a_measurements_file_is_read_only_when_regular(tmp_path: Path) -> None:
+    """A link to /dev/zero is refused before a byte is read; a named pipe is not waited on."""
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for path in (zero, fifo):
+        with pytest.raises(mech.MeasurementError, match="not a regular file"):
+            mech.read_raw(path)
 
 
 def test_an_oversized_cache_is_refused(tmp_path: Path) -> None:

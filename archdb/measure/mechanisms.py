@@ -16,13 +16,14 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archdb import files
 from archdb.errors import ArchdbError
 from archdb.schema import Card
 
@@ -238,19 +239,10 @@ def _runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
-    """Atomically replace the cache file (a temporary file in the same folder)."""
+    """Atomically replace the cache file (``files.write_atomic``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    files.write_atomic(path, text.encode("utf-8"), durable=True)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -259,14 +251,16 @@ def write(path: Path, doc: dict[str, Any]) -> None:
 def read_raw(path: Path) -> dict[str, Any] | None:
     """The cache document, or None without a file; MeasurementError when it is not ours."""
     try:
-        size = path.stat().st_size
+        blob = files.read_regular(path, MAX_BYTES)  # no device, pipe or link to one
     except FileNotFoundError:
         return None
-    if size > MAX_BYTES:
-        raise MeasurementError(f"{path}: {size:,} bytes, more than a measurements file holds")
+    except OSError as exc:
+        raise MeasurementError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(blob) > MAX_BYTES:
+        raise MeasurementError(f"{path}: more than {MAX_BYTES:,} bytes, more than it holds")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise MeasurementError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise MeasurementError(f"{path}: expected a JSON object at the top level")
@@ -315,12 +309,27 @@ def _check(doc: dict[str, Any], key: str, kind: type, where: Any) -> Any:
     return value
 
 
-def _numbers(value: Any, where: str) -> None:
-    if not isinstance(value, list) or not value:
+MAX_COUNT = 10**9  # sizes, batches, layers and token counts of a measurement stay below
+MAX_VALUES = 10_000  # timings kept per operator class
+_TOKEN_COUNT = re.compile(r"[1-9][0-9]{0,8}")  # ASCII digits, no leading zero, bounded
+
+
+def _numbers(value: Any, where: str, *, positive: bool = False) -> None:
+    """A non-empty, bounded list of finite numbers, non-negative (or positive)."""
+    if not isinstance(value, list) or not value or len(value) > MAX_VALUES:
         raise MeasurementError(f"{where}: expected a non-empty list of numbers")
     for v in value:
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-            raise MeasurementError(f"{where}: {v!r} is not a non-negative number")
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not ok or not math.isfinite(v) or not 0 <= v < 1e30 or (positive and v == 0):
+            kind = "a positive" if positive else "a non-negative"
+            raise MeasurementError(f"{where}: {str(v)[:40]!r} is not {kind} number")
+
+
+def _count(entry: dict[str, Any], key: str, where: str) -> int:
+    value = _check(entry, key, int, where)
+    if not 0 < value < MAX_COUNT:
+        raise MeasurementError(f"{where}: field {key!r} must be a count from 1 to {MAX_COUNT:,}")
+    return value
 
 
 def _check_profile(entry: dict[str, Any], where: str) -> None:
@@ -329,7 +338,7 @@ def _check_profile(entry: dict[str, Any], where: str) -> None:
     for key in ("target", "label", "card_id", "card_hash", "note"):
         _check(entry, key, str, where)
     for key in ("layers", "batch", "seq_len"):
-        _check(entry, key, int, where)
+        _count(entry, key, where)
     passes = _check(entry, "passes", list, where)
     names = [p.get("pass") if isinstance(p, dict) else None for p in passes]
     if names != list(PASSES):
@@ -339,16 +348,21 @@ def _check_profile(entry: dict[str, Any], where: str) -> None:
         for cls in OpClass:
             _numbers([flops.get(cls.value)], f"{where}: flops {cls.value}")
             _numbers(runtime.get(cls.value), f"{where}: runtime_us {cls.value}")
-        _numbers(p.get("wall_ms"), f"{where}: wall_ms")
+        _numbers(p.get("wall_ms"), f"{where}: wall_ms", positive=True)
+        lengths = {len(runtime[cls.value]) for cls in OpClass}
+        if len(lengths) > 1:  # one timing per repeat and class: lists of one length
+            raise MeasurementError(f"{where}: runtime_us lists differ in length")
 
 
 def _check_decode(entry: dict[str, Any], where: str) -> None:
     for key in ("target", "label", "card_id", "card_hash"):
         _check(entry, key, str, where)
-    _check(entry, "batch", int, where)
+    _count(entry, "batch", where)
     contexts = _check(entry, "contexts", dict, where)
     for context, values in contexts.items():
-        if not context.isdigit() or not isinstance(values, dict):
+        if not _TOKEN_COUNT.fullmatch(context) or not isinstance(values, dict):
             raise MeasurementError(f"{where}: context {context[:20]!r} is not a token count")
-        _numbers(values.get("ms"), f"{where}: {context} ms")
-        _numbers([values.get("median_ms"), values.get("bytes")], f"{where}: {context}")
+        _numbers(values.get("ms"), f"{where}: {context} ms", positive=True)
+        _numbers(
+            [values.get("median_ms"), values.get("bytes")], f"{where}: {context}", positive=True
+        )

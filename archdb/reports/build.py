@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
+from archdb import files
 from archdb.catalogue import Catalogue
 from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
@@ -183,15 +184,12 @@ def write_reports(data: ReportData, output: Path) -> list[Path]:
 
 
 def write_files(rendered: dict[str, bytes], output: Path) -> list[Path]:
-    """Write rendered files under ``output``, figures first (the order of a build)."""
+    """Write rendered files under ``output``, figures first (the order of a build). No
+    link inside ``output`` is followed (``OwnedDirectory.write``)."""
     output.mkdir(parents=True, exist_ok=True)
-    (output / FIGURES).mkdir(exist_ok=True)
-    written = []
-    for relative, content in rendered.items():
-        path = output / relative
-        path.write_bytes(content)
-        written.append(path)
-    return written
+    directory = OwnedDirectory(output)
+    files.real_dirs(output, Path(FIGURES) / "_")
+    return [directory.write(relative, content) for relative, content in rendered.items()]
 
 
 # --- pages ---------------------------------------------------------------------------

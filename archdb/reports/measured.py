@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache as memoize
 from importlib import metadata
@@ -168,6 +167,12 @@ def entry_path(key: str) -> Path:
     return cache.cache_dir() / "experiments" / f"{key}.json"
 
 
+def _store() -> Path | None:
+    """The experiments folder, when the cache folder and it are the user's own."""
+    base = cache.usable_dir()
+    return None if base is None else files.private_dir(base / "experiments")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -200,7 +205,7 @@ class _Entry(_Strict):
 
 def read(key: str) -> ClaimMeasurements | None:
     """The cached results under ``key``, or None (missing, malformed, or not this key's)."""
-    if not cache.enabled():
+    if _store() is None:
         return None
     try:
         blob = files.read_bounded(entry_path(key), MAX_ENTRY_BYTES)
@@ -261,20 +266,11 @@ def _to_entry(key: str, measured: ClaimMeasurements) -> _Entry:
 
 def write(key: str, measured: ClaimMeasurements) -> None:
     """Store results atomically; failure to write only costs time."""
-    if not cache.enabled():
-        return
     try:
         text = json.dumps(_to_entry(key, measured).model_dump(mode="json"), allow_nan=False)
     except ValueError:  # a non-finite result is not cached: the next run measures again
         return
-    tmp = None
-    try:
-        folder = entry_path(key).parent
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
-            tmp = handle.name
-            handle.write(text.encode())
-        os.replace(tmp, entry_path(key))
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    if _store() is None:
+        return
+    with suppress(OSError):  # a cache that cannot be written only costs speed
+        files.write_atomic(entry_path(key), text.encode())

@@ -141,6 +141,11 @@ def _writer(out: Path, result: SiteBuild):
 
 
 def _check_target(output: Path) -> None:
+    if output.is_symlink():  # the site is swapped in whole: a link would be replaced, or left
+        raise SiteError(
+            f"{output} is a symbolic link: give the folder it points to ({output.resolve()}) "
+            "or a new name"
+        )
     if not output.exists():
         return
     if not output.is_dir():
@@ -156,11 +161,13 @@ def _swap(stage: Path, output: Path) -> None:
     """Put the new site in place; the old one (if any) is removed only afterwards."""
     os.chmod(stage, 0o755)  # mkdtemp makes it private; a site is for reading
     if output.exists():
+        # renamed onto a fresh empty folder of our own: no other file can take its name
         old = Path(tempfile.mkdtemp(prefix=f".{output.name}.old.", dir=output.parent))
-        old.rmdir()
-        output.rename(old)
-        stage.rename(output)
-        shutil.rmtree(old, ignore_errors=True)
+        os.rename(output, old)
+        try:
+            stage.rename(output)
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
     else:
         stage.rename(output)
 
