@@ -325,6 +325,73 @@ def unsafe_argument(args: Iterable[str]) -> str | None:
     return next((a for a in args if has_control(a)), None)
 
 
+# --- the standard streams ---------------------------------------------------------
+
+MIN_COLUMNS = 40  # a narrower COLUMNS (0, negative, garbage) is treated as unset
+# What the CLI's symbols become on a stream that cannot encode them (LC_ALL=C, latin-1, ...)
+ASCII_FALLBACK = {
+    "✓": "ok",
+    "✗": "x",
+    "·": ".",
+    "—": "--",
+    "–": "-",
+    "…": "...",
+    "×": "x",
+    "≥": ">=",
+    "≤": "<=",
+    "≈": "~",
+    "≠": "!=",
+    "→": "->",
+    "←": "<-",
+    "•": "*",
+    "±": "+/-",
+    "²": "^2",
+    "µ": "u",
+    "│": "|",
+    "─": "-",
+    "━": "-",
+    "┃": "|",
+    "╭": "+",
+    "╮": "+",
+    "╰": "+",
+    "╯": "+",
+    "“": '"',
+    "”": '"',
+    "‘": "'",
+    "’": "'",
+}
+
+
+def _ascii_fallback(error: UnicodeError) -> tuple[str, int]:
+    """A codecs error handler: a known symbol as ASCII, anything else as '?'."""
+    assert isinstance(error, UnicodeEncodeError)
+    bad = error.object[error.start : error.end]
+    return "".join(ASCII_FALLBACK.get(ch, "?") for ch in bad), error.end
+
+
+def prepare_streams() -> None:
+    """Make the standard streams safe to use before a command runs: output that the
+    stream's encoding cannot hold degrades to ASCII instead of failing; a closed stdout is
+    a one-line error (exit 1); a closed stdin reads as empty; a COLUMNS too small to lay
+    out a table is ignored."""
+    import codecs
+
+    if sys.stdout is None:
+        if sys.stderr is not None:
+            sys.stderr.write("archdb: error: standard output is closed: nothing to write to\n")
+        sys.exit(EXIT_DATA)
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (the process keeps it)
+    codecs.register_error("archdb-ascii", _ascii_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="archdb-ascii")
+    columns = os.environ.get("COLUMNS")
+    if columns is not None and (not columns.isdigit() or int(columns) < MIN_COLUMNS):
+        del os.environ["COLUMNS"]
+
+
 def run_guarded(call: Callable[[], Any]) -> Any:
     """Run a command: library errors become messages and exit codes, bugs exit 70."""
     try:

@@ -66,8 +66,17 @@ class LazyCommands(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
-        from .common import EXIT_USAGE, errors_as_json, fail, run_guarded, unsafe_argument, visible
+        from .common import (
+            EXIT_USAGE,
+            errors_as_json,
+            fail,
+            prepare_streams,
+            run_guarded,
+            unsafe_argument,
+            visible,
+        )
 
+        prepare_streams()
         errors_as_json(False)  # one run of the CLI; tests run many in one process
         bad = unsafe_argument(args if args is not None else sys.argv[1:])
         if bad is not None:

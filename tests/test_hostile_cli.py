@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archdb_cli.common import EXIT_INTERNAL, visible
@@ -594,3 +595,48 @@ def test_a_figures_store_with_a_huge_integer_is_ignored(private_cache):
     text = json.dumps({"format": cache.FIGURES_FORMAT, "figures": {"k": {"params": 10**400}}})
     cache._keyed_path("figures").write_text(text, encoding="utf-8")
     assert cache.read_figures(keys) == {}
+
+
+# --- streams and encodings ---------------------------------------------------------------
+
+
+def _archdb(*args: str, env: dict[str, str] | None = None, **kwargs: Any):
+    """The installed entry point in a fresh process (the streams are the process's own)."""
+    code = "import sys; from archdb_cli.main import run; sys.argv[0] = 'archdb'; run()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        env={**os.environ, "PYTHONUTF8": "0", **(env or {})},
+        timeout=120,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"}, {"LC_ALL": "C"}],
+)
+@pytest.mark.parametrize("command", [("validate",), ("list", "-n", "3"), ("show", "gpt-2-124m")])
+def test_a_non_utf8_stdout_degrades_to_ascii(command, env):
+    result = _archdb(*command, env=env)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    out = result.stdout.decode("latin-1")
+    assert out.strip() and "internal error" not in result.stderr.decode(errors="replace")
+    if env.get("PYTHONIOENCODING") != "latin-1":
+        assert out.isascii()
+
+
+def test_a_closed_stdout_is_a_one_line_error():
+    result = _archdb("list", stdout=None, pass_fds=(), preexec_fn=lambda: os.close(1))
+    assert result.returncode == 1
+    assert result.stderr.decode().strip() == (
+        "archdb: error: standard output is closed: nothing to write to"
+    )
+
+
+@pytest.mark.parametrize("columns", ["0", "-5", "3", "wide"])
+def test_a_tiny_or_garbage_columns_is_ignored(columns):
+    narrow = _archdb("list", "-n", "2", env={"COLUMNS": columns})
+    unset = _archdb("list", "-n", "2", env={"COLUMNS": "80"})
+    assert narrow.returncode == 0 and narrow.stdout.strip()
+    assert narrow.stdout.count(b"\n") == unset.stdout.count(b"\n")
