@@ -18,12 +18,13 @@ one). Only ``build`` imports torch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from archdb.catalogue import Catalogue, load_catalogue
-from archdb.errors import UsageError
+from archdb.errors import ArgumentError, UsageError
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
     CacheSize,
@@ -50,10 +51,43 @@ class NotSupportedYet(UsageError, NotImplementedError):
     """A documented option the library does not support yet."""
 
 
+# Documented bounds, checked before anything is allocated.
+MAX_TOY_SEQ_LEN = 1 << 16  # a toy's context (its masks and RoPE tables grow with it)
+MAX_TOKENS = 1 << 30  # lengths of the analytic figures (flops, cache_bytes)
+
+
+def _whole(name: str, value: object, bound: int) -> int:
+    """A positive whole number up to ``bound``, or ArgumentError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(
+            f"{name} must be a whole number, got {type(value).__name__} {value!r:.40}"
+        )
+    if not 1 <= value <= bound:
+        raise ArgumentError(f"{name} must be from 1 to {bound:,}, got {value:,}")
+    return value
+
+
+def _positive_real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(f"{name} must be a number, got {type(value).__name__} {value!r:.40}")
+    if not math.isfinite(value) or value <= 0:
+        raise ArgumentError(f"{name} must be a finite number above 0, got {value!r}")
+    return float(value)
+
+
 def card(card_or_id: CardLike, catalogue: Catalogue | Path | str | None = None) -> Card:
     """The card itself, or the card (or family's largest card) of that name."""
     if isinstance(card_or_id, Card):
         return card_or_id
+    if not isinstance(card_or_id, str):
+        raise ArgumentError(
+            f"card_or_id must be a Card or a card id or family name (str), got "
+            f"{type(card_or_id).__name__}"
+        )
+    if catalogue is not None and not isinstance(catalogue, (Catalogue, Path, str)):
+        raise ArgumentError(
+            f"catalogue must be a Catalogue or a path, got {type(catalogue).__name__}"
+        )
     if not isinstance(catalogue, Catalogue):
         catalogue = load_catalogue() if catalogue is None else load_catalogue(catalogue)
     return catalogue.resolve(card_or_id)
@@ -69,6 +103,8 @@ def architecture(
     """The architecture a build uses: the card's (unknown choices filled), or its toy's."""
     from archdb.builder.shrink import shrink
 
+    if seq_len is not None:
+        _whole("seq_len", seq_len, MAX_TOY_SEQ_LEN)
     arch, _ = fill_unknowns(card(card_or_id, catalogue).architecture)
     if size == "toy":
         return shrink(arch, seq_len=seq_len).arch
@@ -105,6 +141,14 @@ def build(
     """
     from archdb.builder.model import build_model
 
+    if dtype is not None:
+        import torch
+
+        if not isinstance(dtype, torch.dtype):
+            raise ArgumentError(
+                f"dtype must be a torch.dtype (torch.float16, ...), got {type(dtype).__name__} "
+                f"{dtype!r:.40}"
+            )
     if weights is not None and size != "full":
         raise BuildError("weights= loads a released checkpoint: build with size='full'")
     arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
@@ -153,10 +197,10 @@ def flops(
         arch = architecture(card_or_id, "toy", seq_len=seq_len, catalogue=catalogue)
         length = arch.context_length
     else:
+        if seq_len is not None:  # 0 is an error, not the default
+            _whole("seq_len", seq_len, MAX_TOKENS)
         arch = architecture(card_or_id, size, catalogue=catalogue)
-        length = seq_len or default_seq_len(arch)
-    if length < 1:
-        raise BuildError(f"seq_len must be a positive number of tokens, got {length}")
+        length = default_seq_len(arch) if seq_len is None else seq_len
     return _flops(make_plan(arch), length)
 
 
@@ -168,6 +212,8 @@ def cache_bytes(
     catalogue: Catalogue | Path | str | None = None,
 ) -> CacheSize:
     """K/V cache of one sequence of ``context`` tokens: ``.total`` and ``.per_token`` bytes."""
+    _whole("context", context, MAX_TOKENS)
+    _positive_real("bytes_per_element", bytes_per_element)
     arch = architecture(card_or_id, "full", catalogue=catalogue)
     try:
         return _cache_size(make_plan(arch), context, bytes_per_element)
@@ -209,6 +255,17 @@ def trends(
     from archdb.reports.numeric import SIZE_COLUMN, numeric_field, numeric_record, numeric_trends
     from archdb.reports.weighting import parse_weighting
 
+    if not isinstance(choice, str):
+        raise ArgumentError(
+            f"choice must be a str ('moe', 'norm-type'), got {type(choice).__name__}"
+        )
+    where = [where] if isinstance(where, str) else list(where)
+    for condition in where:
+        if not isinstance(condition, str):
+            raise ArgumentError(f"where takes query strings ('year>=2024'), got {condition!r:.40}")
+    for name, year in (("since", since), ("until", until)):
+        if year is not None:
+            _whole(name, year, 9999)
     weighting = parse_weighting(weight)
     asked = parse_kinds(kinds)
     if not isinstance(catalogue, Catalogue):

@@ -139,7 +139,14 @@ class Catalogue:
         ``attention=gqa``, ``activation in (swiglu,geglu)``, joined by ``and`` or given
         apart); raise archdb.query.QueryError on a malformed one."""
         from archdb import query
+        from archdb.errors import ArgumentError
 
+        for expression in expressions:
+            if not isinstance(expression, str):
+                raise ArgumentError(
+                    f"where() takes query strings ('year>=2024'), got "
+                    f"{type(expression).__name__} {expression!r:.40}"
+                )
         conditions = query.parse_where(expressions)
         rows = query.rows(self.cards, query.needs_counts(query.Query(conditions), columns=[]))
         kept = tuple(

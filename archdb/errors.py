@@ -24,3 +24,8 @@ class UsageError(ArchdbError):
     """The request is wrong rather than the data (exit 2)."""
 
     exit_code: ClassVar[int] = EXIT_USAGE
+
+
+class ArgumentError(UsageError, ValueError):
+    """A Python API argument of the wrong type or out of its documented bounds; the message
+    names the argument (exit 2 from a command line)."""

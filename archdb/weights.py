@@ -56,13 +56,35 @@ class Checkpoint:
         return name in self.files
 
     def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(self._handle(name).get_slice(name).get_shape())
+        try:
+            return tuple(self._handle(name).get_slice(name).get_shape())
+        except WeightsError:
+            raise
+        except Exception as exc:  # safetensors' own error: the shard lacks the tensor, ...
+            raise self._unreadable(name, exc) from None
 
     def take(self, name: str) -> torch.Tensor:
         if name not in self.files:
             raise WeightsError(f"{self.directory}: the checkpoint has no tensor {name!r}")
         self.used.add(name)
-        return self._handle(name).get_tensor(name)
+        try:
+            tensor = self._handle(name).get_tensor(name)
+        except WeightsError:
+            raise
+        except Exception as exc:
+            raise self._unreadable(name, exc) from None
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            raise WeightsError(
+                f"{self.files[name]}: tensor {name!r} holds NaN or infinite values: "
+                "refusing to load a broken checkpoint"
+            )
+        return tensor
+
+    def _unreadable(self, name: str, exc: Exception) -> WeightsError:
+        return WeightsError(
+            f"{self.files[name]}: cannot read tensor {name!r} (the index names this file; "
+            f"{str(exc)[:200]})"
+        )
 
     def _handle(self, name: str):
         from safetensors import safe_open
