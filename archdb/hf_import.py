@@ -710,6 +710,34 @@ class _Draft:
         self.key_origin[keys[0]] = "family"
         return default
 
+    def per_layer(self, key: str, n_layers: int) -> list[Any] | None:
+        """A per-layer list of the config (None when absent), refused unless it has one
+        entry per layer: transformers would index past it, or leave layers unset."""
+        values = self.read(key)
+        if values is None:
+            return None
+        if not isinstance(values, list) or len(values) != n_layers:
+            count = len(values) if isinstance(values, list) else type(values).__name__
+            raise HFImportError(
+                f"config.json's {key} lists {count} entries but num_hidden_layers is "
+                f"{n_layers}: one a layer is needed"
+            )
+        return values
+
+    def layer_numbers(self, key: str, values: Any, n_layers: int, *, base: int = 0) -> list[int]:
+        """Layer numbers of a config list (``base`` 0 or 1), each checked to name a layer."""
+        if not isinstance(values, list):
+            raise HFImportError(f"config.json's {key} must be a list of layer numbers")
+        for number in values:
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise HFImportError(f"config.json's {key} holds {number!r:.20}, not a layer number")
+            if not base <= number < n_layers + base:
+                raise HFImportError(
+                    f"config.json's {key} names layer {number}, outside layers {base} to "
+                    f"{n_layers - 1 + base}"
+                )
+        return values
+
     def origin_of(self, key: str) -> str:
         return self.key_origin.get(key, "family")
 

@@ -85,7 +85,7 @@ def test_a_shard_without_the_tensor_its_index_names_is_a_weights_error(tmp_path)
         r"tensor 'b.weight'",
     ):
         ckpt.take("b.weight")
-    with pytest.raises(WeightsError, match="'b.weight'"):
+    with pytest.raises(WeightsError, match=r"'b\.weight'"):
         ckpt.shape("b.weight")
 
 

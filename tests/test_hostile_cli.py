@@ -640,3 +640,38 @@ def test_a_tiny_or_garbage_columns_is_ignored(columns):
     unset = _archdb("list", "-n", "2", env={"COLUMNS": "80"})
     assert narrow.returncode == 0 and narrow.stdout.strip()
     assert narrow.stdout.count(b"\n") == unset.stdout.count(b"\n")
+
+
+@pytest.mark.parametrize("store", ["figures", "fidelity", "toy-trees"])
+def test_no_keyed_store_is_read_from_a_folder_others_may_write(store, private_cache):
+    """Well-formed planted records of every keyed store (figures, fidelity levels, toy
+    trees) are read from the user's own folder and from no other: with the folder
+    writable by others every read is empty, so nothing the commands print can change."""
+    from archdb import cache
+
+    record = {
+        "figures": {"params": 1},
+        "fidelity": ["logit-exact", "planted"],
+        "toy-trees": ["planted tree", "planted rule"],
+    }[store]
+    readers = {
+        "figures": lambda: cache.read_figures(frozenset({"params"})),
+        "fidelity": cache.read_fidelity,
+        "toy-trees": cache.read_toy_trees,
+    }
+    private_cache.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"format": cache.FIGURES_FORMAT, store: {"k": record}})
+    cache._keyed_path(store).write_text(text, encoding="utf-8")
+    assert readers[store]() == {"k": record}  # the user's own folder: read
+    os.chmod(private_cache, 0o775)
+    assert readers[store]() == {}
+
+
+def test_no_experiment_is_read_from_a_folder_others_may_write(private_cache):
+    from archdb import cache
+    from archdb.reports import measured
+
+    assert measured._store() is not None
+    os.chmod(private_cache, 0o757)
+    cache.files._warned.discard(private_cache)
+    assert measured._store() is None and measured.read("any-key") is None

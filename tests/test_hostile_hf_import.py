@@ -185,3 +185,39 @@ def test_a_hostile_but_well_typed_config_still_imports(tmp_path):
     imported = importing(cfg)
     assert imported.unmapped["weird"] == {"deep": [[[1]]]}
     validate_card(imported.card)
+
+
+def _default_config(model_type: str) -> dict:
+    """transformers' own default config of a model type, as save_pretrained writes it in full."""
+    transformers = pytest.importorskip("transformers")
+    return transformers.AutoConfig.for_model(model_type).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("model_type", "change", "fragment"),
+    [
+        (
+            "kimi_linear",
+            lambda c: {"mlp_layer_types": c["mlp_layer_types"][:3]},
+            "mlp_layer_types lists 3 entries but num_hidden_layers is",
+        ),
+        (
+            "glm_moe_dsa",
+            lambda c: {"indexer_types": ["full"] * 2},
+            "indexer_types lists 2 entries but num_hidden_layers is",
+        ),
+        ("zamba2", lambda c: {"hybrid_layer_ids": [-1, 999]}, "hybrid_layer_ids names layer -1"),
+        ("zamba2", lambda c: {"hybrid_layer_ids": [1, 999]}, "hybrid_layer_ids names layer 999"),
+        (
+            "kimi_linear",
+            lambda c: {"linear_attn_config": {"full_attn_layers": [0], "kda_layers": [1]}},
+            "full_attn_layers",
+        ),
+    ],
+)
+def test_per_layer_lists_are_checked_alike_for_every_model_type(model_type, change, fragment):
+    """A per-layer list shorter than the layer count, or a layer number outside the stack,
+    is refused by name for every model type (qwen3_next's layer_types always were)."""
+    cfg = _default_config(model_type)
+    cfg.update(change(cfg))
+    assert fragment in refused(cfg)

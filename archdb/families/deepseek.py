@@ -262,7 +262,7 @@ def _read_deepseek_v32(d: _Draft) -> None:
 def _indexer_modes(d: _Draft, n_layers: int) -> list[str]:
     """GLM-MoE-DSA's per-layer indexer: "full" runs one, "shared" reuses the previous
     layer's top-k; derived as GlmMoeDsaConfig does from the pattern or freq/offset."""
-    modes = d.read("indexer_types")
+    modes = d.per_layer("indexer_types", n_layers)
     if modes is not None:
         return list(modes)
     pattern = d.read("index_topk_pattern")
@@ -346,9 +346,9 @@ def _kimi_layers(d: _Draft, linear: Mapping[str, Any]) -> None:
         d.set("architecture.attention.layer_pattern", _period(kinds), "family")
         return
     kinds: list[str | None] = [None] * n_layers
-    for kind, layers in (("global", full), ("kda", kda)):
-        for number in layers:
-            if number > n_layers or kinds[number - 1] is not None:
+    for kind, key, layers in (("global", "full_attn_layers", full), ("kda", "kda_layers", kda)):
+        for number in d.layer_numbers(f"linear_attn_config.{key}", layers, n_layers, base=1):
+            if kinds[number - 1] is not None:
                 raise HFImportError(
                     f"linear_attn_config names layer {number} twice or beyond "
                     f"num_hidden_layers ({n_layers})"
@@ -367,7 +367,7 @@ def _kimi_moe(d: _Draft) -> None:
     dense_d_ff = d.value("architecture.mlp.d_ff")
     expert_d_ff = d.read("moe_intermediate_size", default=1024)
     n_shared = d.read("num_shared_experts", "n_shared_experts", default=1)
-    types = d.read("mlp_layer_types")
+    types = d.per_layer("mlp_layer_types", d.value("architecture.n_layers"))
     first = d.read("first_k_dense_replace", default=1)
     if types is not None:
         first = next((i for i, t in enumerate(types) if t != "dense"), len(types))

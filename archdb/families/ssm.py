@@ -507,7 +507,7 @@ def _read_zamba2(d: _Draft) -> None:
     # the kernels' and initialization's knobs: no effect on the function
     for key in ("use_mamba_kernels", "chunk_size", "use_mem_eff_path", "time_step_max",
                 "time_step_floor", "num_logits_to_keep", "attention_hidden_size",
-                "kv_channels", "num_query_groups", "hybrid_layer_ids"):  # fmt: skip
+                "kv_channels", "num_query_groups"):  # fmt: skip
         d.read(key)
 
 
@@ -515,6 +515,9 @@ _ZAMBA2_MAMBA = ("mamba", "linear_attention")  # layers_block_type spellings (5.
 
 
 def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
+    ids = d.read("hybrid_layer_ids")
+    if ids is not None:  # Zamba2Config derives it from layers_block_type; a saved one must agree
+        d.layer_numbers("hybrid_layer_ids", ids, n_layers)
     types = d.read("layers_block_type", "layer_types", required=True)
     if len(types) != n_layers:
         raise HFImportError(
