@@ -395,6 +395,6 @@ def test_claim_9_is_judged_per_era_counting_families_not_sizes() -> None:
     ]
     result = check("head-dims", *crowd_2024, *sizes, *crowd_2025)
     assert result.verdict is Verdict.PARTLY
-    assert "holds in 2025 on; not in 2023–2024" in result.evidence
+    assert "holds (2025 on); fails (2023–2024)" in result.evidence
     assert "2023–2024 75% (n 4)" in result.evidence
     assert "2025 on 100% (n 4)" in result.evidence

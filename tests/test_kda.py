@@ -361,7 +361,7 @@ def test_import_hf_kimi_linear_released_form_is_exact():
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"full_attn_layers": [4, 8], "kda_layers": [1, 2, 3, 5, 6]}, "names layer 8 twice or"),
+        ({"full_attn_layers": [4, 8], "kda_layers": [1, 2, 3, 5, 6]}, "names layer 8, outside"),
         ({"full_attn_layers": [4, 5], "kda_layers": [1, 2, 3, 5, 6]}, "names layer 5 twice or"),
         ({"full_attn_layers": [4], "kda_layers": [1, 2, 3, 5, 6]}, "lists layer 7 as neither"),
         ({"kda_layers": [0, 1, 2]}, "linear_attn_config.kda_layers.0: Input should be greater"),

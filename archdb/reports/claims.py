@@ -503,17 +503,14 @@ def _share_verdicts(
 
 
 def _dependence(verdicts: list[GroupVerdict]) -> str:
-    """ "holds in A and B, not in C" (or "holds in every ..." / "fails in every ...")."""
+    """Where a rule holds and where it fails: "holds (to 2022, 2023–2024); fails (2025
+    on)"."""
     known = [v for v in verdicts if v.holds is not None]
     if not known:
         return "nothing known"
-    yes = [v.label for v in known if v.holds]
-    no = [v.label for v in known if not v.holds]
-    if not no:
-        return "holds in every group with values (" + ", ".join(yes) + ")"
-    if not yes:
-        return "fails in every group with values (" + ", ".join(no) + ")"
-    return f"holds in {', '.join(yes)}; not in {', '.join(no)}"
+    yes = ", ".join(v.label for v in known if v.holds)
+    no = ", ".join(v.label for v in known if not v.holds)
+    return "; ".join(part for part in (yes and f"holds ({yes})", no and f"fails ({no})") if part)
 
 
 def _groups_text(verdicts: list[GroupVerdict]) -> str:
