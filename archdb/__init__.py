@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from archdb.catalogue import Catalogue
 
 __version__ = "0.1.0"
-__all__ = ["build", "cache_bytes", "flops", "load", "params", "trends"]
+__all__ = ["build", "cache_bytes", "diagram", "flops", "load", "params", "trends"]
 
-_API = ("build", "cache_bytes", "flops", "params", "trends")
+_API = ("build", "cache_bytes", "diagram", "flops", "params", "trends")
 
 
 def load(path: Path | str | None = None) -> Catalogue:

@@ -284,3 +284,11 @@ def trends(
         rows, numeric, weighting, since, until, by_band=band, by_mlp=mlp, cut=cut
     )
     return numeric_record(counted, numeric, weighting)
+
+
+def diagram(card_or_id: CardLike, *, catalogue: Catalogue | Path | str | None = None) -> str:
+    """The card's architecture diagram as an SVG document (``archdb.diagram``): its
+    embedding, each stack's layers by kind with counts, one block opened up, the head."""
+    from archdb.diagrams import diagram_svg
+
+    return diagram_svg(card(card_or_id, catalogue))

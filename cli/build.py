@@ -6,6 +6,7 @@ commands, so the other commands start without them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +30,7 @@ from .common import (
     print_json,
     say,
     styled,
+    writing,
 )
 
 
@@ -62,6 +64,40 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
     app.command()(build)
     app.command()(flops)
+    app.command()(diagram)
+
+
+def diagram(
+    card_id: CardArg,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the SVG to this file (default: stdout)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUTPUT if it exists (never the catalogue).")
+    ] = False,
+    catalogue: CataloguePath = None,
+) -> None:
+    """Draw a card's architecture as SVG: embedding, layers by kind with counts, one block
+    opened up (norms, attention, MLP or MoE), head.
+
+    Examples:
+      archdb diagram gemma-2-9b -o gemma-2-9b.svg
+      archdb diagram nemotron-h-8b > nemotron.svg
+    """
+    from archdb.diagrams import diagram_svg
+    from archdb.locations import resolve_catalogue
+    from archdb.outputs import check_new_file
+
+    if output is not None:
+        check_new_file(output, force=force, protected=[resolve_catalogue(catalogue)])
+    svg = diagram_svg(load(catalogue).resolve(card_id))
+    if output is None:
+        sys.stdout.write(svg)
+        return
+    with writing(output):
+        output.write_text(svg, encoding="utf-8")
+    say(f"wrote {output}", err=True)
 
 
 def _summarize(

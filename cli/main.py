@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "build": "build",
     "flops": "build",
+    "diagram": "build",
     "measure": "measure",
     "new": "contribute",
     "import-hf": "contribute",

@@ -207,6 +207,21 @@ def test_compare_shows_the_chosen_models_side_by_side(visit):
     assert cells == ["d_model", "4096", "3584 ×0.875"]
     assert "differs" in d_model.get_attribute("class")
     assert "differs" not in row("norm.type").get_attribute("class")
+    # the two diagrams side by side, loaded, and the architecture in words, differences marked
+    images = driver.find_elements("css selector", "#diagrams img.diagram")
+    assert [i.get_attribute("src").rsplit("/", 1)[1] for i in images] == [
+        "llama-2-7b.svg",
+        "gemma-2-9b.svg",
+    ]
+    assert all(driver.execute_script("return arguments[0].naturalWidth", i) > 0 for i in images)
+    words = {
+        tr.find_element("tag name", "td").text: tr.get_attribute("class")
+        for tr in driver.find_elements("css selector", "#diagrams table tbody tr")
+    }
+    assert "differs" in words["norm"] and "differs" in words["layers"]  # double vs pre; local
+    assert "differs" not in words["blocks"]  # both serial
+    card_diagram = driver.find_element("css selector", "#diagrams img.diagram")
+    assert card_diagram.size["width"] > 100
     _screenshot(driver, "compare")
     Select(driver.find_elements("css selector", "select.pick")[2]).select_by_value("gpt-3-175b")
     heads = [th.text for th in driver.find_elements("css selector", "#comparison thead th")]
@@ -228,7 +243,9 @@ def test_a_card_named_script_is_shown_as_text(visit, hostile_site):
     driver = visit(f"cards/{HOSTILE_ID}.html", hostile_site)
     assert driver.find_element("tag name", "h1").text == HOSTILE_NAME
     assert "<img src=x onerror=alert(3)>" in driver.find_element("css selector", "table.notes").text
-    assert driver.find_elements("css selector", "main img, main b, main script") == []
+    assert driver.find_elements("css selector", "main img:not(.diagram), main b, main script") == []
+    (diagram,) = driver.find_elements("css selector", "main img.diagram")  # the site's own
+    assert diagram.get_attribute("src").endswith(f"/diagrams/{HOSTILE_ID}.svg")
     driver = visit(f"compare.html?ids={HOSTILE_ID},toy-1b", hostile_site)
     name_row = driver.find_element("xpath", "//tbody/tr[td[1]='name']")
     assert HOSTILE_NAME in name_row.text

@@ -24,6 +24,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from archdb.catalogue import Catalogue
+from archdb.diagrams import diagram_svg
 from archdb.errors import UsageError
 from archdb.measure.analytic import derived_figures
 from archdb.reports.build import FIGURES, PAGES, compute, write_reports
@@ -108,6 +109,11 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
     defaults = [c.id for c in cards[:2]]
     write("compare.html", pages.compare_page(compare_data(cards, rows), defaults))
     lap("pages")
+
+    (out / "diagrams").mkdir()
+    for card in cards:
+        write(f"diagrams/{card.id}.svg", diagram_svg(card))
+    lap("diagrams")
 
     (out / "cards").mkdir()
     trees = toy_trees(cards)

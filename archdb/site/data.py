@@ -15,6 +15,7 @@ from typing import Any
 
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink
+from archdb.diagrams import summary as diagram_summary
 from archdb.families.card_to_config import NotRepresentable
 from archdb.families.registry import SPECS, model_type_of
 from archdb.plan.layout import BuildError, fill_unknowns
@@ -182,6 +183,7 @@ def compare_data(cards: Iterable[Card], rows: Iterable[Row] | None = None) -> di
     for card, row in zip(cards, rows, strict=True):
         out["cards"][card.id] = {
             "name": card.name,
+            "diagram": diagram_summary(card),
             "shown": [format_value(row[c], c) if row[c] is not None else None for c in fields],
             "raw": [row[c] if c in numeric else None for c in fields],
         }

@@ -394,6 +394,9 @@ def card_page(card: Card, facts: CardFacts) -> str:
         f" · {esc(card.organization)} · released {esc(card.release_date.isoformat())} · "
         f"{weights}{variant} · "
         f'<a href="../compare.html?ids={esc(card.id)}">compare with another model</a></p>\n'
+        "<h2>Architecture</h2>\n"
+        f'<p><img class="diagram" src="../diagrams/{esc(card.id)}.svg" '
+        f'alt="{esc(card.name)}: layers by kind, one block opened up, the head"></p>\n'
         f"<h2>Derived figures and fidelity</h2>\n{_facts(card, facts)}\n"
         "<h2>Card values</h2>\n<p>Each value with the sources that support it (numbers "
         f'link to the source; the full list is <a href="#sources">below</a>).</p>\n'
@@ -423,6 +426,7 @@ def compare_page(data: dict[str, Any], defaults: Sequence[str]) -> str:
         f"{pickers}"
         '<label>only differences<input type="checkbox" id="only-diff"></label></div>\n'
         '<p id="compare-message" class="muted"></p>\n'
+        '<div class="diagrams" id="diagrams"></div>\n'
         '<div class="scroll" id="comparison"></div>\n'
         f"{json_script('compare-data', data)}\n"
     )

@@ -151,6 +151,43 @@
         });
       });
       output.appendChild(table);
+      renderDiagrams(chosen);
+    }
+
+    // Each chosen model's diagram side by side, and the diagram in words below them:
+    // a row whose words differ between the models is marked.
+    function renderDiagrams(chosen) {
+      var box = document.getElementById("diagrams");
+      if (!box) return;
+      box.textContent = "";
+      var row = document.createElement("div");
+      row.className = "diagram-row";
+      chosen.forEach(function (id) {
+        var figure = document.createElement("figure");
+        var img = document.createElement("img");
+        img.className = "diagram";
+        img.src = "diagrams/" + encodeURIComponent(id) + ".svg";
+        img.alt = data.cards[id].name + " architecture";
+        figure.appendChild(img);
+        figure.appendChild(cell("figcaption", data.cards[id].name));
+        row.appendChild(figure);
+      });
+      box.appendChild(row);
+      var parts = Object.keys(data.cards[chosen[0]].diagram);
+      var table = document.createElement("table");
+      table.className = "compare diagram-words";
+      var head = table.createTHead().insertRow();
+      head.appendChild(cell("th", "architecture"));
+      chosen.forEach(function (id) { head.appendChild(cell("th", id)); });
+      var body = table.createTBody();
+      parts.forEach(function (part) {
+        var words = chosen.map(function (id) { return data.cards[id].diagram[part]; });
+        var tr = body.insertRow();
+        if (words.some(function (w) { return w !== words[0]; })) tr.className = "differs";
+        tr.appendChild(cell("td", part));
+        words.forEach(function (w) { tr.appendChild(cell("td", w)); });
+      });
+      box.appendChild(table);
     }
 
     pickers.forEach(function (p) { p.addEventListener("change", render); });
