@@ -21,7 +21,7 @@ from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.plan.mlp import MoESpec
 from archdb.schema import Architecture, AttentionVariant, Card, LayerKind, NormPosition
 
-WIDTH = 760
+WIDTH = 600
 STRIP_WIDTH = 560  # pixels the layers of a stack share
 MAX_CELLS = 1024  # beyond this many layers a strip draws runs of equal layers
 

@@ -285,3 +285,57 @@ def test_the_site_works_from_files_without_a_server(chrome, site_dir):
         rows = chrome.find_elements("css selector", "#cards tbody tr, #comparison tbody tr")
         assert len(rows) > 20, page
         assert [e for e in chrome.get_log("browser") if e["level"] == "SEVERE"] == [], page
+
+
+LAYOUT_PAGES = (
+    "index.html",
+    "trends.html",
+    "analyses.html",
+    "claims.html",
+    "mechanisms.html",
+    "fidelity.html",
+    "compare.html",
+    "cards/llama-2-7b.html",  # a dense decoder
+    "cards/nemotron-h-8b.html",  # a hybrid
+    "cards/deepseek-v3.html",  # a MoE
+)
+
+
+@needs_browser
+@pytest.mark.parametrize("width", [400, 1400])
+def test_every_page_fits_the_screen_without_raw_markdown(visit, width):
+    """At a phone's 400 px and a desktop's 1,400 px: no page scrolls sideways (wide tables
+    scroll inside themselves), no Markdown shows as text; a screenshot of each."""
+    driver = visit("index.html")
+    driver.set_window_size(width, 900)
+    try:
+        for page in LAYOUT_PAGES:
+            driver.get(driver.current_url.rsplit("/", 1)[0].split("/cards")[0] + "/" + page)
+            sizes = driver.execute_script(
+                "return [document.documentElement.scrollWidth, window.innerWidth,"
+                " document.body.innerText]"
+            )
+            wide, viewport, text = sizes
+            assert wide <= viewport, f"{page} is {wide} px wide at {viewport} px"
+            assert "](" not in text and "**" not in text, f"raw Markdown on {page}"
+            _screenshot(driver, f"{width}-{page.replace('/', '-').removesuffix('.html')}")
+    finally:
+        driver.set_window_size(1500, 1000)
+
+
+def test_every_internal_link_of_the_site_resolves(site_dir):
+    """Every href and src in every page of the shipped catalogue's site names a file of
+    the site (fragments and external addresses aside)."""
+    import re
+    from urllib.parse import unquote, urlsplit
+
+    broken = []
+    for page in site_dir.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        for target in re.findall(r'(?:href|src)="([^"]+)"', html):
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc or not parts.path:
+                continue
+            if not (page.parent / unquote(parts.path)).resolve().is_file():
+                broken.append(f"{page.relative_to(site_dir)} -> {target}")
+    assert broken == []

@@ -55,6 +55,11 @@ class SiteBuild:
         return sum(self.timings.values())
 
 
+# The compare page opens on two well-known models of different design: a dense Llama-era
+# decoder and a MoE one with latent attention (else the catalogue's first two).
+COMPARE_DEFAULTS = ("llama-3-8b", "deepseek-v3")
+
+
 def build_site(catalogue: Catalogue, output: Path) -> SiteBuild:
     """Write the whole site of ``catalogue`` to ``output`` (replacing an earlier build)."""
     output = Path(output)
@@ -99,14 +104,20 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
     ids = {c.id for c in cards}
     rows = catalogue_rows(cards)  # their counts from the figures cache the report data filled
     write = _writer(out, result)
-    write("index.html", pages.index_page(cards, rows, catalogue.path.name))
+    newest = sorted(range(len(cards)), key=lambda i: (cards[i].release_date, cards[i].id))[::-1]
+    write(
+        "index.html",
+        pages.index_page(
+            [cards[i] for i in newest], [rows[i] for i in newest], catalogue.path.name
+        ),
+    )
 
     def card_link(text: str) -> str | None:
         return f"cards/{text}.html" if text in ids else None
 
     for name, body in markdown.pages(report_md, card_link).items():
         write(name, pages.report_page(name, body))
-    defaults = [c.id for c in cards[:2]]
+    defaults = [i for i in COMPARE_DEFAULTS if i in ids] or [c.id for c in cards[:2]]
     write("compare.html", pages.compare_page(compare_data(cards, rows), defaults))
     lap("pages")
 

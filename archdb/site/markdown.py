@@ -32,8 +32,11 @@ PAGE_NAMES = {
     "README": "trends",
     "adoption": "adoption",
     "distributions": "distributions",
+    "analyses": "analyses",
     "families": "families",
     "claims": "claims",
+    "mechanisms": "mechanisms",
+    "fidelity": "fidelity",
 }
 
 CodeLinker = Callable[[str], str | None]  # `text` -> href (a card page) or None

@@ -34,6 +34,8 @@ NAV = (
     ("analyses.html", "Analyses"),
     ("families.html", "Families"),
     ("claims.html", "Claims"),
+    ("mechanisms.html", "Mechanisms"),
+    ("fidelity.html", "Fidelity"),
 )
 
 
@@ -423,6 +425,8 @@ def compare_page(data: dict[str, Any], defaults: Sequence[str]) -> str:
         '<p class="lead">Pick two to four models: every card field and derived figure side '
         "by side, as <code>archdb compare</code> prints them.</p>\n"
         f'<div class="controls" id="compare" data-defaults="{esc(",".join(defaults))}">'
+        '<label>find a model<input type="search" id="pick-filter" placeholder="llama, moe, 2024…"'
+        ' aria-label="filter the model lists"></label>'
         f"{pickers}"
         '<label>only differences<input type="checkbox" id="only-diff"></label></div>\n'
         '<p id="compare-message" class="muted"></p>\n'

@@ -91,6 +91,22 @@
       });
     });
 
+    // the search box narrows every list to the models whose id or name holds its words
+    var filter = document.getElementById("pick-filter");
+    if (filter) {
+      filter.addEventListener("input", function () {
+        var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+        pickers.forEach(function (select) {
+          Array.prototype.forEach.call(select.options, function (option) {
+            var text = option.textContent.toLowerCase();
+            var keep = !option.value || option.selected ||
+              words.every(function (w) { return text.indexOf(w) >= 0; });
+            option.hidden = !keep;
+          });
+        });
+      });
+    }
+
     var wanted = new URLSearchParams(window.location.search).get("ids");
     var initial = wanted ? wanted.split(",") : (root.dataset.defaults || "").split(",");
     initial.slice(0, pickers.length).forEach(function (id, i) {
