@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.fidelity import fidelity
 from archdb.measure.analytic import derived_figures
 from archdb.site import SiteError, build_site
-from archdb.site.data import NOT_COMPARED, VERIFIED, fidelity, toy_tree
+from archdb.site.data import format_value, toy_tree
 from archdb.site.markdown import to_html
 from archdb.site.pages import json_script
 from tests.conftest import card_text, empty_report_memos, run_cli, shared_site
@@ -113,21 +114,36 @@ def test_card_page_shows_sources_figures_and_toy(small_site, small_catalogue):
     assert 'href="https://example.org/toy-1b/config.json"' in row
     figures = derived_figures(card)
     assert f"{figures['params_exact']:,} total" in page
-    assert f"at the full context of {figures['kv_seq_len']:,} tokens" in page
-    assert "not compared" in page and "&#x27;toy&#x27;" in page  # no transformers family
+    assert f"for one sequence at {figures['kv_seq_len']:,} tokens" in page
+    own = card.architecture.context_length
+    assert f"at the card&#x27;s own context of {own:,} tokens, recurrent state included" in page
+    level = fidelity(card)
+    assert f">{level.level}</span>" in page  # the words `archdb show` uses
     assert '<pre class="tree">' in page and "Embedding 256x" in page
 
 
-def test_fidelity_follows_the_transformers_comparison():
-    cat = load_catalogue(DEFAULT_PATH)
-    assert fidelity(cat.get("llama-2-7b")).status == VERIFIED
-    baichuan = fidelity(cat.get("baichuan-2-13b"))
-    assert baichuan.status == NOT_COMPARED and "no model for the family" in baichuan.detail
-    command_a = fidelity(cat.get("command-a"))
-    assert command_a.status == NOT_COMPARED and "cannot be built" in command_a.detail
-    assert toy_tree(cat.get("command-a")).text is None
-    t5 = fidelity(cat.get("t5-v1.1-xxl"))  # a family transformers has, but not this card
-    assert t5.status == NOT_COMPARED and "cannot build this card" in t5.detail
+def test_card_pages_state_fidelity_as_archdb_show_does(small_site, small_catalogue):
+    """The site and `archdb show` give one fidelity level, in the same words."""
+    for card in load_catalogue(small_catalogue):
+        page = (small_site / f"cards/{card.id}.html").read_text()
+        level = fidelity(card)
+        assert f">{level.level}</span>" in page
+    assert toy_tree(load_catalogue(DEFAULT_PATH).get("command-a")).text is None
+
+
+def test_small_shares_are_printed_as_the_cli_prints_them():
+    assert format_value(0.000122, "norm_flops_share") == "0.000122"
+    assert format_value(11008, "architecture.mlp.d_ff") == "11,008"
+    assert format_value(6.7e9, "params_exact") == "6.7B"
+
+
+def test_unused_features_are_one_line_and_notes_are_shown_once(small_site, small_catalogue):
+    card = load_catalogue(small_catalogue).get("toy-1b")
+    page = (small_site / "cards/toy-1b.html").read_text()
+    assert page.count("Not used: ") == 1
+    assert '<td class="null">not used</td>' not in page
+    for key, note in card.notes.items():
+        assert page.count(note.replace("'", "&#x27;").replace('"', "&quot;")) == 1, key
 
 
 def test_report_markdown_becomes_safe_html():

@@ -185,7 +185,7 @@ def test_card_page_links_its_sources(visit):
     assert "4096" in row.text
     cited = {a.get_attribute("href") for a in row.find_elements("tag name", "a")}
     assert cited and cited <= {s.url for s in card.sources}
-    assert "parameter count verified against transformers" in driver.page_source
+    assert ">logit-exact</span>" in driver.page_source  # as `archdb show` says
     tree = driver.find_element("css selector", "pre.tree").text
     assert "embed" in tree and "layers" in tree
     _screenshot(driver, "card-llama-2-7b")
@@ -242,7 +242,7 @@ def test_a_card_named_script_is_shown_as_text(visit, hostile_site):
     assert "Evil & Co </td><b>x</b>" in row.text
     driver = visit(f"cards/{HOSTILE_ID}.html", hostile_site)
     assert driver.find_element("tag name", "h1").text == HOSTILE_NAME
-    assert "<img src=x onerror=alert(3)>" in driver.find_element("css selector", "table.notes").text
+    assert "<img src=x onerror=alert(3)>" in driver.find_element("tag name", "main").text
     assert driver.find_elements("css selector", "main img:not(.diagram), main b, main script") == []
     (diagram,) = driver.find_elements("css selector", "main img.diagram")  # the site's own
     assert diagram.get_attribute("src").endswith(f"/diagrams/{HOSTILE_ID}.svg")

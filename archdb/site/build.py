@@ -26,12 +26,13 @@ from pathlib import Path
 from archdb.catalogue import Catalogue
 from archdb.diagrams import diagram_svg
 from archdb.errors import UsageError
+from archdb.fidelity import fidelities
 from archdb.measure.analytic import derived_figures
 from archdb.reports.build import FIGURES, PAGES, compute, write_reports
 from archdb.table import catalogue_rows
 
 from . import markdown, pages
-from .data import compare_data, fidelity, toy_trees
+from .data import compare_data, toy_trees
 
 MARKER = ".archdb-site"
 STATIC = ("site.css", "site.js")
@@ -128,11 +129,12 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
 
     (out / "cards").mkdir()
     trees = toy_trees(cards)
+    levels = fidelities(cards)  # the words `archdb show` prints
     for card, row in zip(cards, rows, strict=True):
         facts = pages.CardFacts(
             row=row,
             figures=derived_figures(card),
-            fidelity=fidelity(card),
+            fidelity=levels[card.id],
             toy=trees[card.id],
             disagreements=pages.disagreements_of(card.id, data.claims),
         )

@@ -16,11 +16,9 @@ from typing import Any
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink
 from archdb.diagrams import summary as diagram_summary
-from archdb.families.card_to_config import NotRepresentable
-from archdb.families.registry import SPECS, model_type_of
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Card, Source
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row, number_text
 
 # --- formatting ------------------------------------------------------------------------
 
@@ -35,12 +33,14 @@ def format_value(value: Any, column: str = "") -> str:
         return "yes" if value else "no"
     if isinstance(value, int | float) and "bytes" in column:
         return _human(float(value), 1024, ("B", "KiB", "MiB", "GiB", "TiB"))
-    if isinstance(value, int | float) and any(w in column for w in _COUNTS):
-        return _human(float(value), 1000, ("", "K", "M", "B", "T"))
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-    if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if (
+        isinstance(value, int | float)
+        and "share" not in column
+        and any(w in column for w in _COUNTS)
+    ):
+        return _human(float(value), 1000, ("", "K", "M", "B", "T"))  # counts, not shares
+    if isinstance(value, int | float):
+        return number_text(value)  # as the CLI prints numbers: 0.000122, 2.69, 11,008
     return str(value)
 
 
@@ -66,41 +66,6 @@ def covers(source: Source, path: str) -> bool:
 def supporting(card: Card, path: str) -> list[int]:
     """The 1-based numbers of the card's sources that support ``path``."""
     return [n for n, src in enumerate(card.sources, 1) if covers(src, path)]
-
-
-# --- fidelity --------------------------------------------------------------------------
-
-VERIFIED = "parameter count verified against transformers"
-NOT_COMPARED = "not compared"
-
-
-@dataclass(frozen=True)
-class Fidelity:
-    status: str  # VERIFIED or NOT_COMPARED
-    detail: str
-
-
-def fidelity(card: Card) -> Fidelity:
-    """What tests/test_params_vs_hf.py does with this card: compare its toy's parameter
-    count with transformers' model of the family, or skip it (and why)."""
-    model_type = model_type_of(card)
-    if model_type is None:
-        return Fidelity(
-            NOT_COMPARED, f"transformers implements no model for the family {card.family!r}"
-        )
-    try:
-        toy = shrink(fill_unknowns(card.architecture)[0]).arch
-    except ValueError as exc:
-        return Fidelity(NOT_COMPARED, f"the toy cannot be built: {exc}")
-    try:
-        SPECS[model_type].write(fill_unknowns(toy)[0])
-    except NotRepresentable as exc:
-        return Fidelity(NOT_COMPARED, f"transformers' {model_type} cannot build this card: {exc}")
-    return Fidelity(
-        VERIFIED,
-        f"the toy's exact count equals transformers' {model_type} model built from the "
-        "same configuration (tests/test_params_vs_hf.py)",
-    )
 
 
 # --- the toy's module tree -------------------------------------------------------------

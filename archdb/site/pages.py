@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from html import escape, unescape
 from typing import Any
 
+from archdb.fidelity import Fidelity
 from archdb.reports.claims import ClaimResult
 from archdb.reports.render import VERDICT_MARK
 from archdb.schema import Card, get_path, null_means_unknown
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row
 
-from .data import VERIFIED, Fidelity, ToyTree, format_value, supporting
+from .data import ToyTree, format_value, supporting
 
 SITE_NAME = "archdb"
 
@@ -273,16 +274,12 @@ def _facts(card: Card, facts: CardFacts) -> str:
                 f"{f['flops_per_token'] / 1e9:,.3g} GFLOPs forward at "
                 f"{f['flops_seq_len']:,} tokens (2 per multiply-add, analytic)",
             ),
-            ("KV cache", esc(_kv_cache(f))),
+            ("KV cache", esc(_kv_cache(card, f))),
         ]
-    status = facts.fidelity.status
-    cls = "verified" if status == VERIFIED else "not-compared"
-    items.append(
-        (
-            "fidelity",
-            f'<span class="status {cls}">{esc(status)}</span> {esc(facts.fidelity.detail)}',
-        )
-    )
+    level = facts.fidelity.level
+    cls = "verified" if level in ("logit-exact", "count-exact") else "not-compared"
+    why = f" ({esc(facts.fidelity.why)})" if facts.fidelity.why else ""
+    items.append(("fidelity", f'<span class="status {cls}">{esc(level)}</span>{why}'))
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{html}</dd>" for k, html in items)
     assumed = ""
     if f["assumptions"]:
@@ -294,21 +291,42 @@ def _facts(card: Card, facts: CardFacts) -> str:
     return f'<dl class="facts">{rows}</dl>{assumed}'
 
 
-def _kv_cache(f: dict[str, Any]) -> str:
+def _kv_cache(card: Card, f: dict[str, Any]) -> str:
+    """The cache at the catalogue's reference length, and at the card's own context with
+    a recurrent state (hybrids, linear attention) included: what a decode step reads."""
+    from archdb.measure.decode import cache_bytes
+    from archdb.plan.layout import fill_unknowns
+
     per_token = f["kv_cache_bytes_per_token"]
-    if not per_token:
-        return "none: no per-token cache (linear attention keeps a fixed-size state)"
+    bits = f["kv_dtype_bytes"] * 8
+    at_reference = (
+        "none at 8,192 tokens: no per-token cache"
+        if not per_token
+        else f"{format_value(per_token * f['kv_seq_len'], 'bytes')} for one sequence at "
+        f"{f['kv_seq_len']:,} tokens ({format_value(per_token, 'bytes')} per token, "
+        f"{bits}-bit entries)"
+    )
+    context = card.architecture.context_length
+    if not context:
+        return at_reference
+    try:
+        own = cache_bytes(fill_unknowns(card.architecture)[0], context, f["kv_dtype_bytes"])
+    except (ValueError, ArithmeticError):
+        return at_reference
     return (
-        f"{format_value(per_token * f['kv_seq_len'], 'bytes')} for one sequence at the full "
-        f"context of {f['kv_seq_len']:,} tokens ({format_value(per_token, 'bytes')} per "
-        f"token, {f['kv_dtype_bytes'] * 8}-bit entries)"
+        f"{at_reference}; {format_value(own, 'bytes')} at the card's own context of "
+        f"{context:,} tokens, recurrent state included"
     )
 
 
 def _fields_table(card: Card, row: Row) -> str:
     lines = []
+    unused = []  # features the card does not use: one line under the table, not a row each
     for column in _shown_fields(card, row):
         value = row[column]
+        if value is None and column not in card.notes and _null_meaning(column, card) == "not used":
+            unused.append(column.removeprefix("architecture."))
+            continue
         shown = (
             f"<td>{esc(format_value(value, column))}</td>"
             if value is not None
@@ -319,11 +337,19 @@ def _fields_table(card: Card, row: Row) -> str:
             f'<tr id="field-{esc(column)}"><td><code>{esc(column)}</code></td>{shown}'
             f"<td>{_source_links(card, column)}</td><td>{note}</td></tr>"
         )
+    not_used = (
+        '<p class="muted">Not used: '
+        + ", ".join(f"<code>{esc(c)}</code>" for c in unused)
+        + ".</p>"
+        if unused
+        else ""
+    )
     return (
         '<div class="scroll"><table class="fields"><thead><tr><th>field</th><th>value</th>'
         "<th>sources</th><th>note</th></tr></thead><tbody>"
         + "".join(lines)
         + "</tbody></table></div>"
+        + not_used
     )
 
 
@@ -358,11 +384,13 @@ def _sources_list(card: Card) -> str:
     return f'<ol class="sources">{"".join(items)}</ol>'
 
 
-def _notes(card: Card) -> str:
-    if not card.notes:
-        return "<p>None.</p>"
+def _notes(card: Card, shown: set[str]) -> str:
+    """The notes not already beside their field in the values table (each shown once)."""
+    rest = {k: v for k, v in card.notes.items() if k not in shown}
+    if not rest:
+        return "<p>None beyond those beside their values above.</p>"
     rows = "".join(
-        f"<tr><td><code>{esc(k)}</code></td><td>{esc(v)}</td></tr>" for k, v in card.notes.items()
+        f"<tr><td><code>{esc(k)}</code></td><td>{esc(v)}</td></tr>" for k, v in rest.items()
     )
     return f'<table class="notes"><tbody>{rows}</tbody></table>'
 
@@ -404,7 +432,7 @@ def card_page(card: Card, facts: CardFacts) -> str:
         f'link to the source; the full list is <a href="#sources">below</a>).</p>\n'
         f"{_fields_table(card, facts.row)}\n"
         f"<h2>All derived figures</h2>\n{_derived_table(facts.row)}\n"
-        f"<h2>Notes</h2>\n{_notes(card)}\n"
+        f"<h2>Notes</h2>\n{_notes(card, set(_shown_fields(card, facts.row)))}\n"
         f"<h2>Disagreements with the lecture</h2>\n{_disagreements(facts)}\n"
         f'<h2 id="sources">Sources</h2>\n{_sources_list(card)}\n'
         f"<h2>The toy model</h2>\n{_toy(card, facts)}\n"
