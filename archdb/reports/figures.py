@@ -152,8 +152,11 @@ def adoption_figure(adoption: Adoption) -> Figure:
                 years,
                 _shares(adoption, trend, years),
                 marker="o",
-                markersize=3,
-                linewidth=1.2,
+                markersize=5 if dashed else 3,
+                markerfacecolor="none" if dashed else None,  # a line it covers shows through
+                linewidth=2.4 if dashed else 1.2,
+                alpha=0.45 if dashed else 1.0,
+                zorder=1 if dashed else 2,  # the aggregate under the values it sums
                 linestyle="--" if dashed else ":" if others else "-",
                 color=OTHERS_COLOUR if others else next(colours),
                 label=f"{ANY} but {adoption.choice.absent}" if dashed else trend.value,
@@ -507,9 +510,23 @@ def _label_points(
             color="#333333",
             va="bottom",
             ha="left",
-            arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.4} if far else None,
+            arrowprops=_leader(box, px, scale) if far else None,
         )
         blocked.append(_span(box.padded(LABEL_PAD * scale / 2)))
+
+
+def _leader(box: Bbox, px: float, scale: float) -> dict[str, Any]:
+    """A leader line from the label's side facing its point to the point itself, with a
+    small arrowhead there, so a line among several reads one way only."""
+    side = 0.0 if box.x0 >= px else 1.0 if box.x1 <= px else 0.5
+    return {
+        "arrowstyle": "-|>,head_length=0.35,head_width=0.18",
+        "color": "#555555",
+        "linewidth": 0.45,
+        "shrinkA": 0.5,
+        "shrinkB": 1.5 * scale,
+        "relpos": (side, 0.5),
+    }
 
 
 LABEL_SIZE = 6

@@ -479,7 +479,7 @@ def crossover_figure(rows: list[Crossover]) -> Figure | None:
     if not points:
         return None
     with style():
-        fig = _figure(6.4, 3.2, left=0.11, right=0.97, bottom=0.14, top=0.9)
+        fig = _figure(6.4, 3.5, left=0.11, right=0.97, bottom=0.27, top=0.9)
         ax = fig.add_subplot()
         markers = {Mode.DENSE: "o", Mode.CAUSAL: "s", Mode.WINDOWED: "^"}
         for i, mode in enumerate(Mode):
@@ -500,5 +500,5 @@ def crossover_figure(rows: list[Crossover]) -> Figure | None:
         ax.set_xlabel("release year")
         ax.set_ylabel("context where attention FLOPs pass the MLP's (log)")
         ax.set_title("Where attention takes over, by release year", loc="left")
-        ax.legend(loc="upper left")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3)  # under the axes, off the data
     return fig
