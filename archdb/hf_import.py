@@ -1147,9 +1147,18 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
         check_shape(decoder, prefix="text_config.")
     model_type, via = _family_of(decoder, config)
     _refuse_per_layer_lists(decoder, model_type)
+    from archdb.families.config_keys import foreign_keys
     from archdb.families.registry import SPECS
 
     family = SPECS[model_type]
+    foreign = foreign_keys(decoder, model_type)  # other families' keys: never read
+    if foreign:
+        import os as _os
+
+        if _os.environ.get("ARCHDB_FOREIGN_LOG"):
+            with open(_os.environ["ARCHDB_FOREIGN_LOG"], "a") as _f:
+                _f.write(f"{model_type}\t{','.join(foreign)}\n")
+        decoder = {k: v for k, v in decoder.items() if k not in foreign}
     d = _Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
         step(d)
@@ -1161,7 +1170,10 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
         d.note("architecture", wrapper_note)
     if via:
         d.note("architecture", f"Imported as transformers' {model_type}: {via}.")
-    return _result(d, model_type, source_url, identity, config)
+    result = _result(d, model_type, source_url, identity, config)
+    if foreign:
+        result.ignored[:] = sorted({*result.ignored, *foreign})
+    return result
 
 
 # keys that Hunyuan's released configs give per layer (one value repeated), read by its hook

@@ -127,9 +127,29 @@ def test_periodic_layer_types_shrink_to_their_period():
 
 
 def test_a_large_sliding_window_pattern_is_bounded_not_a_memory_error():
-    cfg = edited("gemma-2-2b", sliding_window_pattern=100_000)
+    cfg = edited("gemma-3-1b-pt", sliding_window_pattern=100_000)
+    cfg.pop("layer_types", None)
     card = importing(cfg).card  # at the bound: fine, and fast
     assert len(card["architecture"]["attention"]["layer_pattern"]) == 100_000
+
+
+def test_a_key_of_another_familys_config_class_is_ignored_not_read():
+    """Gemma 2's config class neither defines nor reads sliding_window_pattern (Gemma 3's
+    does): transformers' Gemma 2 ignores it, and so does the importer, saying so."""
+    plain = importing(config("gemma-2-2b"))
+    imported = importing(edited("gemma-2-2b", sliding_window_pattern=6))
+    assert "sliding_window_pattern" in imported.ignored
+    assert imported.card["architecture"] == plain.card["architecture"]
+
+
+def test_gpt2_follows_its_n_inner_rule_whatever_intermediate_size_says():
+    """GPT-2's class has n_inner (None: 4 * n_embd); an intermediate_size key, of other
+    families' vocabulary, once set the MLP width and the checkpoint then failed to load."""
+    plain = importing(config("gpt2"))
+    imported = importing(edited("gpt2", intermediate_size=1234))
+    assert imported.card["architecture"]["mlp"]["d_ff"] == plain.card["architecture"]["mlp"]["d_ff"]
+    assert plain.card["architecture"]["mlp"]["d_ff"] == 4 * plain.card["architecture"]["d_model"]
+    assert "intermediate_size" in imported.ignored
 
 
 # --- reading the file ------------------------------------------------------------------

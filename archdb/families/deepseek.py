@@ -824,6 +824,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
 # logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
+    released_keys=("num_nextn_predict_layers",),  # the released MTP module
     layer="GlmMoeDsaDecoderLayer",
     config_class="GlmMoeDsaConfig",
     model_class="GlmMoeDsaForCausalLM",
@@ -858,6 +859,7 @@ GLM4_MOE = DEEPSEEK_V3.derive(
 # latent norms at 1e-6, V3's router after a dense layer (three token draws)
 KIMI_LINEAR = DEEPSEEK_V3.derive(
     "kimi_linear",
+    released_keys=("first_k_dense_replace", "num_nextn_predict_layers"),  # released form
     layer="KimiLinearDecoderLayer",
     config_class="KimiLinearConfig",
     model_class="KimiLinearForCausalLM",

@@ -194,6 +194,14 @@ def _hunyuan_v1_moe_names() -> Names:
 # logit test: Llama with the per-head QK norm after RoPE, ntk-alpha RoPE
 HUNYUAN_V1_DENSE = LLAMA.derive(
     "hunyuan_v1_dense",
+    # Tencent's remote-code keys, read to refuse what transformers would build otherwise
+    released_keys=(
+        "attention_head_dim",
+        "use_qk_norm",
+        "moe_intermediate_size",
+        "norm_topk_prob",
+        "mlp_bias",
+    ),
     layer="HunYuanDenseV1DecoderLayer",
     config_class="HunYuanDenseV1Config",
     model_class="HunYuanDenseV1ForCausalLM",

@@ -338,6 +338,7 @@ MINIMAX_M2 = QWEN3_MOE.derive(
 # softmax attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
 MINIMAX = MIXTRAL.derive(
     "minimax",
+    released_keys=("rotary_dim",),  # MiniMax-Text-01's remote code: RoPE on part of a head
     layer="MiniMaxDecoderLayer",
     config_class="MiniMaxConfig",
     model_class="MiniMaxForCausalLM",

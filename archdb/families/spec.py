@@ -72,6 +72,9 @@ class FamilySpec:
     conv_layer: LayerKind | None = None  # the card kind of a "conv" layer (LFM2)
     # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
     type_aliases: tuple[tuple[str, str], ...] = ()
+    # keys of the family's released (remote-code) configs its read hook takes on purpose,
+    # though transformers' class neither defines nor reads them (archdb.families.config_keys)
+    released_keys: tuple[str, ...] = ()
     rope_layout: RopeLayout = RopeLayout.HALF_SPLIT  # rotate_half in the code; interleaved: pairs
     indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
 

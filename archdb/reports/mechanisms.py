@@ -500,5 +500,7 @@ def crossover_figure(rows: list[Crossover]) -> Figure | None:
         ax.set_xlabel("release year")
         ax.set_ylabel("context where attention FLOPs pass the MLP's (log)")
         ax.set_title("Where attention takes over, by release year", loc="left")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3)  # under the axes, off the data
+        ax.legend(
+            loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3
+        )  # under the axes, off the data
     return fig

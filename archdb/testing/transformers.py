@@ -88,3 +88,54 @@ def unread_expert_rows(model) -> int:
             continue
         unread += (gate_up.shape[0] - down.shape[0]) * gate_up[0].numel()
     return unread
+
+
+def config_keys_table() -> dict:
+    """The table ``archdb.families.config_keys`` reads, from the installed transformers:
+    each supported model type's default config keys, ``attribute_map`` aliases, and the
+    attributes its modeling file reads off the config (``config.x``, ``getattr(config,
+    "x", ...)``: a model may read a key its class does not define, such as head_dim)."""
+    import importlib
+    import inspect
+    import re
+
+    import transformers
+
+    read = re.compile(
+        r"""config\.([a-z_][a-z0-9_]*)|getattr\(\s*config\s*,\s*["']([a-z_0-9]+)["']"""
+    )
+    pops = re.compile(r"""kwargs\.(?:pop|get)\(\s*["']([a-z_0-9]+)["']""")
+    # every config class consumes what its base class and the RoPE standardization take
+    # (legacy rope_scaling and rope_theta among them)
+    base = set()
+    for name in ("configuration_utils", "modeling_rope_utils"):
+        base |= set(
+            pops.findall(inspect.getsource(importlib.import_module(f"transformers.{name}")))
+        )
+    base |= {"rope_scaling", "rope_theta"}
+    keys = {}
+    for model_type in sorted(SPECS):
+        config = transformers.AutoConfig.for_model(model_type)
+        module = SPECS[model_type].module or model_type
+        source = inspect.getsource(
+            importlib.import_module(f"transformers.models.{module}.modeling_{module}")
+        )
+        used = {a or b for a, b in read.findall(source)}
+        # keys the config class consumes on load without keeping them (legacy names)
+        setup = inspect.getsource(importlib.import_module(type(config).__module__))
+        consumed = set(pops.findall(setup)) | base
+        consumed |= set(inspect.signature(type(config).__init__).parameters) - {"self", "kwargs"}
+        own = set(config.to_dict()) | set(config.attribute_map) | used | consumed
+        keys[model_type] = sorted(own | set(SPECS[model_type].released_keys))
+    return {"transformers": transformers.__version__, "keys": keys}
+
+
+def write_config_keys() -> None:
+    """Regenerate archdb/families/config_keys.json from the installed transformers."""
+    import json
+    from pathlib import Path
+
+    from archdb.families import config_keys
+
+    path = Path(config_keys.__file__).with_name(config_keys.TABLE)
+    path.write_text(json.dumps(config_keys_table(), indent=1) + "\n", encoding="utf-8")
