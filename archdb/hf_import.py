@@ -1153,11 +1153,6 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     family = SPECS[model_type]
     foreign = foreign_keys(decoder, model_type)  # other families' keys: never read
     if foreign:
-        import os as _os
-
-        if _os.environ.get("ARCHDB_FOREIGN_LOG"):
-            with open(_os.environ["ARCHDB_FOREIGN_LOG"], "a") as _f:
-                _f.write(f"{model_type}\t{','.join(foreign)}\n")
         decoder = {k: v for k, v in decoder.items() if k not in foreign}
     d = _Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, _tied):
