@@ -422,16 +422,18 @@ def _analyses_page(data: ReportData, fig: FigureSaver) -> str:
     def kib(value: float) -> str:
         return f"{value / 1024:,.0f} KiB"
 
+    def spread(name: str, title: str, ylabel: str, series: list) -> str | None:
+        return fig(
+            f"analyses-{name}",
+            lambda: figures.year_spread_figure(title, ylabel, series, cut, log=True),
+        )
+
     moe = studies.moe
-    moe_fig = fig(
-        "analyses-moe",
-        lambda: figures.year_spread_figure(
-            "MoE: active over total parameters",
-            "active / total",
-            [("MoE cards", moe.active_ratio)],
-            cut,
-            log=True,
-        ),
+    moe_fig = spread(
+        "moe",
+        "MoE: active over total parameters",
+        "active / total",
+        [("MoE cards", moe.active_ratio)],
     )
     moe_rows = [
         [
@@ -444,42 +446,25 @@ def _analyses_page(data: ReportData, fig: FigureSaver) -> str:
         ]
         for a, e, k in zip(moe.active_ratio, moe.experts, moe.top_k, strict=False)
     ]
-    kv_fig = fig(
-        "analyses-kv-cache",
-        lambda: figures.year_spread_figure(
-            "KV cache per token, decoders of 5B or more",
-            "bytes per token",
-            [("decoders ≥ 5B", studies.kv_cache)],
-            cut,
-            log=True,
-        ),
+    kv_fig = spread(
+        "kv-cache",
+        "KV cache per token, decoders of 5B or more",
+        "bytes per token",
+        [("decoders ≥ 5B", studies.kv_cache)],
     )
-    context_fig = fig(
-        "analyses-context",
-        lambda: figures.year_spread_figure(
-            "Context length and RoPE base",
-            "tokens / theta",
-            [("context length", studies.context), ("RoPE theta", studies.rope_base)],
-            cut,
-            log=True,
-        ),
+    context_fig = spread(
+        "context",
+        "Context length and RoPE base",
+        "tokens / theta",
+        [("context length", studies.context), ("RoPE theta", studies.rope_base)],
     )
-    head_fig = fig(
-        "analyses-head-dim",
-        lambda: figures.year_spread_figure(
-            "Head dimension", "head_dim", [("head_dim", studies.head_dim)], cut, log=True
-        ),
-    )
+    head_fig = spread("head-dim", "Head dimension", "head_dim", [("head_dim", studies.head_dim)])
     mix_fig = fig("analyses-layer-mix", lambda: figures.layer_mix_figure(studies.layer_mix, cut))
-    tokens_fig = fig(
-        "analyses-tokens-per-parameter",
-        lambda: figures.year_spread_figure(
-            "Training tokens per parameter",
-            "tokens / parameter",
-            [("sourced tokens", studies.tokens_per_parameter)],
-            cut,
-            log=True,
-        ),
+    tokens_fig = spread(
+        "tokens-per-parameter",
+        "Training tokens per parameter",
+        "tokens / parameter",
+        [("sourced tokens", studies.tokens_per_parameter)],
     )
     choices = [f.choice for f in studies.field_adoption]
     lag_fig = fig(

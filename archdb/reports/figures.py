@@ -669,22 +669,12 @@ def layer_mix_figure(mix: list[LayerMix], cut: Cutoff) -> Figure | None:
         fig = _figure(6.4, 2.6, bottom=0.17)
         ax = fig.add_subplot()
         years = [m.year for m in mix]
-        ax.plot(
-            years,
-            [m.local_share for m in mix],
-            marker="o",
-            ms=3,
-            color=PALETTE[0],
-            label="local + global attention",
+        lines = (
+            ([m.local_share for m in mix], "o", "local + global attention"),
+            ([m.linear_share for m in mix], "s", "recurrent + attention"),
         )
-        ax.plot(
-            years,
-            [m.linear_share for m in mix],
-            marker="s",
-            ms=3,
-            color=PALETTE[1],
-            label="recurrent + attention",
-        )
+        for colour, (shares, marker, label) in zip(PALETTE, lines, strict=False):
+            ax.plot(years, shares, marker=marker, ms=3, color=colour, label=label)
         _share_axis(ax, years)
         ax.set_xlabel(f"release year ({cut.note()})" if cut.partial else "release year")
         ax.set_title("Stacks that mix layer kinds (family-weighted share)", loc="left")
