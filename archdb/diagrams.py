@@ -68,12 +68,6 @@ class _Canvas:
         if label:
             self.text(x + w / 2, y + h / 2 + 4, label, 11, anchor="middle")
 
-    def arrow(self, x: float, y1: float, y2: float) -> None:
-        self.parts.append(
-            f'<line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}" stroke="#333333" '
-            'stroke-width="1" marker-end="url(#arrow)"/>'
-        )
-
 
 def _mixer_words(arch: Architecture, kind: LayerKind) -> str:
     words, _ = MIXER_WORDS.get(kind, (kind.value, "#999999"))
@@ -365,8 +359,6 @@ def diagram_svg(card: Card) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0f}" '
         f'width="{WIDTH}" height="{height:.0f}" font-family="DejaVu Sans, sans-serif" '
         f'role="img" aria-label="{escape(card.name)} architecture">'
-        '<defs><marker id="arrow" markerWidth="6" markerHeight="6" refX="3" refY="3" '
-        'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#333333"/></marker></defs>'
         + "".join(canvas.parts)
         + "</svg>\n"
     )
