@@ -5,8 +5,10 @@ For each model type, transformers' default config (completed where it leaves a s
 card built at full size on the meta device; its parameter count is compared with
 transformers' model of the same config (trainable parameters; frozen statistics are
 buffers in both; entries transformers allocates but never reads, LongCat-Flash's zero
-experts' rows, left out as the default-config test leaves them). Prints one row per
-model type: both counts, whether they are equal, whether the family is logit-exact
+experts' rows, left out as the default-config test leaves them). The same default is also
+imported as save_pretrained writes it (``to_diff_dict``: keys equal to the defaults left
+out). Prints one row per model type: the three counts (full dict, diff-written dict,
+transformers), whether they are equal, whether the family is logit-exact
 (archdb.fidelity), and the time the import and build took.
 
 Run: .venv/bin/python benchmarks/defaults_vs_hf.py [--markdown] [--only TYPE ...]
@@ -44,15 +46,27 @@ def measure(model_type: str) -> dict:
     theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
     theirs -= unread_expert_rows(model)
     started = time.perf_counter()
+    ours = _count({**config.to_dict(), "model_type": model_type})
+    seconds = time.perf_counter() - started
+    # what save_pretrained writes (use_diff=True): keys equal to the defaults left out
+    diff = _count({**config.to_diff_dict(), "model_type": model_type})
+    return {
+        "model_type": model_type,
+        "ours": ours,
+        "diff": diff,
+        "theirs": theirs,
+        "seconds": seconds,
+    }
+
+
+def _count(config: dict) -> int:
     result = import_config(
-        {**config.to_dict(), "model_type": model_type},
+        config,
         source_url="https://huggingface.co/org/model/blob/main/config.json",
         identity=IDENTITY,
     )
     card = validate_card(result.card)
-    ours = count_parameters(build_model(card.architecture, device="meta"))
-    seconds = time.perf_counter() - started
-    return {"model_type": model_type, "ours": ours, "theirs": theirs, "seconds": seconds}
+    return count_parameters(build_model(card.architecture, device="meta"))
 
 
 def main() -> None:
@@ -63,19 +77,31 @@ def main() -> None:
     logging.disable(logging.WARNING)
     rows = [measure(t) for t in (args.only or supported_model_types())]
     if args.markdown:
-        print("| model_type | archdb | transformers | equal | logit-exact | s |")
-        print("|---|---:|---:|---|---|---:|")
+        print(
+            "| model_type | archdb (full) | archdb (diff) | transformers | equal | logit-exact "
+            "| s |"
+        )
+        print("|---|---:|---:|---:|---|---|---:|")
     for r in rows:
-        equal = "yes" if r["ours"] == r["theirs"] else "NO"
+        equal = "yes" if r["ours"] == r["theirs"] == r["diff"] else "NO"
         error = LOGIT_EXACT.get(r["model_type"])
         exact = "no" if error is None else f"yes ({error:.1e})"
-        cells = (r["model_type"], f"{r['ours']:,}", f"{r['theirs']:,}", equal, exact)
+        cells = (
+            r["model_type"],
+            f"{r['ours']:,}",
+            f"{r['diff']:,}",
+            f"{r['theirs']:,}",
+            equal,
+            exact,
+        )
         if args.markdown:
             print(f"| {' | '.join(cells)} | {r['seconds']:.2f} |")
         else:
-            print(f"{cells[0]:<20} {cells[1]:>20} {cells[2]:>20} {equal:<4} {exact:<16}", end="")
-            print(f" {r['seconds']:.2f} s")
-    equal = sum(r["ours"] == r["theirs"] for r in rows)
+            print(
+                f"{cells[0]:<20} {cells[1]:>18} {cells[2]:>18} {cells[3]:>18} {equal:<4} "
+                f"{exact:<16} {r['seconds']:.2f} s"
+            )
+    equal = sum(r["ours"] == r["theirs"] == r["diff"] for r in rows)
     median = sorted(r["seconds"] for r in rows)[len(rows) // 2]
     print(f"\n{equal} of {len(rows)} model types equal; median import and build {median:.2f} s")
 

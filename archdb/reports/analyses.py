@@ -86,7 +86,9 @@ def _value(column: str) -> Callable[[Row], float | None]:
     return number
 
 
-def _where(test: Callable[[Row], bool], number: Callable[[Row], float | None]):
+def _where(
+    test: Callable[[Row], bool], number: Callable[[Row], float | None]
+) -> Callable[[Row], float | None]:
     def number_if(row: Row) -> float | None:
         return number(row) if test(row) else None
 
