@@ -267,6 +267,7 @@ def _print_build(s: Any) -> None:
         console.print(_pairs("Scaling", rows))
     console.print(_params_table(s.params))
     console.print(_flops_table(s.flops))
+    _print_routing(s)
     _print_assumptions(s.assumptions)
     loaded = getattr(s, "loaded", None)
     if loaded is not None:
@@ -302,7 +303,13 @@ def _print_flops(s: Any) -> None:
     dims = ", ".join(f"{k} {v}" for k, v in s.toy.dims.items())
     console.print(styled(("toy check", "bold"), f" ({s.toy.flops.seq_len} tokens; dims {dims})"))
     console.print(_flops_table(s.toy.flops))
+    _print_routing(s.toy)
     _print_assumptions(s.toy.assumptions)
+
+
+def _print_routing(s: Any) -> None:
+    if getattr(s, "routing", None):
+        say(f"Routing: {s.routing}")
 
 
 def _add_node(parent: Tree, node: dict) -> None:

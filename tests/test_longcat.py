@@ -100,3 +100,15 @@ def test_import_reads_the_released_configs_switches():
         _imported(zero_expert_type="copy")
     with pytest.raises(HFImportError, match="qk_head_dim"):
         _imported(qk_head_dim=100)
+
+
+def test_build_states_how_routing_dependent_flops_are_counted():
+    """LongCat-Flash's zero-computation experts: `archdb build` routes its toy as the
+    formula counts (every top-k slot a real expert), says so, and the two then agree."""
+    from archdb.measure.summary import build_summary
+    from tests.conftest import shipped_catalogue
+
+    summary = build_summary(shipped_catalogue().get("longcat-flash-chat"))
+    assert summary.routing is not None and "compare like with like" in summary.routing
+    assert abs(summary.flops.relative_difference) < 0.005
+    assert summary.to_dict()["routing"] == summary.routing

@@ -25,7 +25,7 @@ from archdb.measure.analytic import (
     param_count,
     training_flops,
 )
-from archdb.measure.flops import UncountedOperatorError, measure_flops
+from archdb.measure.flops import UncountedOperatorError, measure_flops, route_to_real_experts
 from archdb.measure.params import full_size_params, measure_params
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import LayerKind
@@ -203,7 +203,7 @@ def test_every_toy_runs_causally_and_fvcore_and_the_formula_agree(toy, cards):
     # for real.
     if param_count(toy).total > META_TRACE_PARAMS and toy.mlp.moe is None:
         model = build_model(toy, device="meta")
-    _route_to_real_experts(model)
+    route_to_real_experts(model)
     t = TRACED_TOKENS
     window = toy.attention.sliding_window
     assert t < toy.context_length and (window is None or not t <= window < toy.context_length)
@@ -217,18 +217,6 @@ def test_every_toy_runs_causally_and_fvcore_and_the_formula_agree(toy, cards):
     assert (measured.by_class["attention"] > 0) == attends, cards
     softmax = attends and toy.attention.variant.value != "linear"
     assert (measured.by_class["softmax"] > 0) == softmax, cards
-
-
-def _route_to_real_experts(model) -> None:
-    """Zero-computation experts (LongCat-Flash) make the experts' work depend on routing;
-    the formula counts the maximum, every choice a real expert: the trace is made to
-    route so, through the correction bias (zero experts at -1e9)."""
-    from archdb.builder.moe import MoE
-
-    for moe in (m for m in model.modules() if isinstance(m, MoE)):
-        if moe.experts.zero_experts:
-            assert moe.router.correction_bias is not None
-            moe.router.correction_bias[moe.experts.up.shape[0] :] = -1e9
 
 
 @pytest.mark.parametrize("card_id", ["gemma-2-9b", "llama-4-scout"])

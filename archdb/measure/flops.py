@@ -267,6 +267,31 @@ class FlopMeasurement:
         return self.total / self.seq_len
 
 
+def route_to_real_experts(model: nn.Module) -> str | None:
+    """Zero-computation experts (LongCat-Flash) make the experts' FLOPs depend on routing.
+    The formula counts the most a token runs, every top-k slot a real expert: route the
+    model so (the zero experts' correction bias at -1e9) for a like-for-like fvcore check,
+    and say so; None when the model has no zero experts."""
+    from archdb.builder.moe import MoE
+
+    routed = None
+    for moe in (m for m in model.modules() if isinstance(m, MoE)):
+        zero = moe.experts.zero_experts
+        if zero:
+            assert moe.router.correction_bias is not None
+            real = moe.experts.up.shape[0]
+            moe.router.correction_bias[real:] = -1e9
+            k = moe.experts.archdb_active
+            routed = (
+                f"{zero} zero-computation experts make the experts' FLOPs depend on routing: "
+                f"the formula counts the most a token runs (all {k} of its top-k slots real "
+                f"experts); the toy's fvcore trace is routed the same way (the zero experts' "
+                f"bias at -1e9), so the two compare like with like. Under uniform routing a "
+                f"token would run {k * real / (real + zero):.3g} real experts on average."
+            )
+    return routed
+
+
 def measure_flops(model: nn.Module, seq_len: int) -> FlopMeasurement:
     """Trace one forward pass of batch 1 and count every operator (dense kernels)."""
     model.eval()

@@ -25,7 +25,7 @@ from .analytic import (
     param_count,
     training_flops,
 )
-from .flops import FlopMeasurement, measure_flops
+from .flops import FlopMeasurement, measure_flops, route_to_real_experts
 from .params import ParamReport, measure_params
 
 Size = Literal["toy", "full"]
@@ -80,6 +80,7 @@ class BuildSummary:
     flops: FlopFigures
     modules: list[dict] = field(default_factory=list)
     assumptions: tuple[str, ...] = ()
+    routing: str | None = None  # how routing-dependent FLOPs were counted (zero experts)
 
     def to_dict(self) -> dict:
         p = self.params
@@ -101,6 +102,7 @@ class BuildSummary:
             "seq_len": self.flops.seq_len,
             "flops": _flops_dict(self.flops),
             "assumptions": list(self.assumptions),
+            "routing": self.routing,
             "modules": self.modules,
         }
 
@@ -127,18 +129,27 @@ def build_summary(card: Card, size: Size = "toy", seq_len: int | None = None) ->
         scaling = {"rule": toy.rule, "kept": list(toy.kept), "approximated": list(toy.approximated)}
         model = build_model(arch)
         seq_len = arch.context_length
+        routing = route_to_real_experts(model)
         measured = measure_flops(model, seq_len)
         published = None
     else:
         model = build_model(arch, device="meta")
         seq_len = seq_len or default_seq_len(arch)
-        measured = None
+        measured = routing = None
         published = card.params_published
     notes = tuple(str(a) for a in assumed)
     params = measure_params(model, published, notes)
     figures = flop_figures(flops(arch, seq_len), measured, arch.n_encoder_layers is not None)
     return BuildSummary(
-        card.id, size, toy_dims(arch), scaling, params, figures, module_tree(model), notes
+        card.id,
+        size,
+        toy_dims(arch),
+        scaling,
+        params,
+        figures,
+        module_tree(model),
+        notes,
+        routing,
     )
 
 
