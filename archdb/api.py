@@ -47,10 +47,6 @@ Size = Literal["toy", "full"]
 CardLike = Card | str
 
 
-class NotSupportedYet(UsageError, NotImplementedError):
-    """A documented option the library does not support yet."""
-
-
 # Documented bounds, checked before anything is allocated.
 MAX_TOY_SEQ_LEN = 1 << 16  # a toy's context (its masks and RoPE tables grow with it)
 MAX_TOKENS = 1 << 30  # lengths of the analytic figures (flops, cache_bytes)

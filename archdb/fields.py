@@ -181,16 +181,6 @@ def with_role(root: type[BaseModel], kind: type) -> tuple[tuple[str, Any], ...]:
     return tuple((f.path, role) for f in schema_fields(root) if (role := f.role(kind)) is not None)
 
 
-def key_order(root: type[BaseModel]) -> dict[str, tuple[str, ...]]:
-    """Each sub-model's field names in schema order, keyed by the dotted path that holds
-    it ("" for the root): how a written card orders its keys."""
-    order: dict[str, tuple[str, ...]] = {"": tuple(root.model_fields)}
-    for f in schema_fields(root):
-        if f.model is not None and not f.is_list:
-            order[f.path] = tuple(f.model.model_fields)
-    return order
-
-
 def required_skeleton(model: type[BaseModel]) -> dict[str, Any]:
     """Every field without a default, null; a required, non-nullable sub-model expanded;
     fields with a value every card states by default (kind, variant) at that value."""

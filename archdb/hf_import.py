@@ -681,8 +681,6 @@ def _activation(raw: str, gated: bool) -> str | None:
 
 # --- the draft card --------------------------------------------------------------
 
-_MISSING = object()
-
 
 class _Draft:
     """A card being filled from a config: every value remembers where it came from."""

@@ -351,7 +351,6 @@ def parse_value(text: str, spec: FieldSpec) -> Any:
 
 _FIELD = re.compile(r"[A-Za-z_][\w.]*", re.ASCII)
 _SYMBOLS = (">=", "<=", "!=", "==", "=", ">", "<", "~")  # longest first
-_WORDS = ("not in", "in")
 
 
 @dataclass(frozen=True)

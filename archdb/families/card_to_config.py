@@ -126,9 +126,6 @@ def _sublayer_factors(a: Architecture) -> dict[str, object]:
     return found
 
 
-_ROUTERS = frozenset({"sigmoid_scores", "expert_groups", "correction_bias", "routed_scale"})
-
-
 def _moe_has(a: Architecture, test: Callable[[MoE], bool]) -> bool:
     return a.mlp.moe is not None and test(a.mlp.moe)
 

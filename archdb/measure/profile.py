@@ -31,7 +31,6 @@ import math
 import os
 import platform
 import re
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -158,10 +157,6 @@ FLOP_CONVENTION = (
     f"softmax {cv.SOFTMAX} (backward {SOFTMAX_BACKWARD}), LayerNorm {cv.LAYERNORM} + "
     f"{cv.AFFINE} per affine term (backward {LAYERNORM_BACKWARD}), RMSNorm {cv.RMSNORM} + "
     f"{cv.AFFINE} (its backward is the sum of its parts' gradients); data movement 0"
-)
-RUNTIME_CONVENTION = (
-    "runtime: the profiler's self time of each op (CPU time on a CPU, device time on CUDA), "
-    "summed by the class of the operator the model called"
 )
 
 
@@ -579,24 +574,3 @@ class Share:
     median: float
     low: float
     high: float
-
-
-def flop_shares(flops: dict[str, int]) -> dict[str, float]:
-    total = sum(flops.values())
-    return {k: (v / total if total else 0.0) for k, v in flops.items()}
-
-
-def runtime_shares(runtime_us: dict[str, list[float]]) -> dict[str, Share]:
-    """Per class: the median share over repeats and its range (min-max)."""
-    repeats = len(next(iter(runtime_us.values())))
-    per_run = []
-    for i in range(repeats):
-        total = sum(v[i] for v in runtime_us.values())
-        per_run.append({k: (v[i] / total if total else 0.0) for k, v in runtime_us.items()})
-    out = {}
-    for k in runtime_us:
-        values = [run[k] for run in per_run]
-        out[k] = Share(statistics.median(values), min(values), max(values))
-    statistical = [sum(run[c.value] for c in STATISTICAL) for run in per_run]
-    out["statistical"] = Share(statistics.median(statistical), min(statistical), max(statistical))
-    return out
