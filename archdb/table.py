@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +81,41 @@ def number_text(value: float) -> str:
         value = round(value)
     whole = int(value)
     return f"{whole:,}" if abs(whole) >= 10_000 else str(whole)
+
+
+# --- values for people (the CLI and the site print them alike) ---------------------------
+
+_COUNTS = ("params", "tokens", "flops")  # columns holding big counts: 175B, 300B
+
+
+def format_value(value: Any, column: str = "") -> str:
+    """A value as every command prints it: big counts with units (175B, 512 KiB), other
+    numbers as ``archdb.table.number_text`` writes them (separators from 10,000 up), a
+    boolean column in the words trends uses for it (moe / dense), else yes / no."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        words = BOOL_LABELS.get(column)
+        return (words[0] if value else words[1]) if words else ("yes" if value else "no")
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+        value = int(value)  # a whole count computed as a float (bytes, FLOPs)
+    if isinstance(value, int) and "bytes" in column:
+        return _human(value, 1024, ("B", "KiB", "MiB", "GiB"))
+    if isinstance(value, int) and any(word in column for word in _COUNTS):
+        return _human(value, 1000, ("", "K", "M", "B", "T"))
+    if isinstance(value, int | float) and column not in ("year", "release_date"):
+        return number_text(value)
+    return str(value)
+
+
+def _human(value: int, base: int, units: Sequence[str]) -> str:
+    scaled, unit = float(value), units[0]
+    for unit in units:
+        if abs(scaled) < base or unit == units[-1]:
+            break
+        scaled /= base
+    text = f"{scaled:.3g}" if unit != units[0] else number_text(value)
+    return f"{text}{'' if base == 1000 else ' '}{unit}".strip()
 
 
 # Derived columns: name -> (Python type, meaning). The order here is the column order.

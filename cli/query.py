@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,7 +21,7 @@ from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
 from archdb.schema import Card, inherited_paths, mirror_only_paths, null_means_unknown
-from archdb.table import BOOL_LABELS, FIELD_COLUMNS, card_row, number_text
+from archdb.table import FIELD_COLUMNS, card_row, format_value, number_text
 from archdb.views import card_record, card_records, comparison, derived_figures
 
 if TYPE_CHECKING:
@@ -84,38 +83,6 @@ def complete_field_list(incomplete: str) -> list[str]:
 
 
 # --- formatting for people ------------------------------------------------------------
-
-_COUNTS = ("params", "tokens", "flops")  # columns holding big counts: 175B, 300B
-
-
-def format_value(value: Any, column: str) -> str:
-    """A value as every command prints it: big counts with units (175B, 512 KiB), other
-    numbers as ``archdb.table.number_text`` writes them (separators from 10,000 up), a
-    boolean column in the words trends uses for it (moe / dense), else yes / no."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        words = BOOL_LABELS.get(column)
-        return (words[0] if value else words[1]) if words else ("yes" if value else "no")
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
-        value = int(value)  # a whole count computed as a float (bytes, FLOPs)
-    if isinstance(value, int) and "bytes" in column:
-        return _human(value, 1024, ("B", "KiB", "MiB", "GiB"))
-    if isinstance(value, int) and any(word in column for word in _COUNTS):
-        return _human(value, 1000, ("", "K", "M", "B", "T"))
-    if isinstance(value, int | float) and column not in ("year", "release_date"):
-        return number_text(value)
-    return str(value)
-
-
-def _human(value: int, base: int, units: Sequence[str]) -> str:
-    scaled, unit = float(value), units[0]
-    for unit in units:
-        if abs(scaled) < base or unit == units[-1]:
-            break
-        scaled /= base
-    text = f"{scaled:.3g}" if unit != units[0] else number_text(value)
-    return f"{text}{'' if base == 1000 else ' '}{unit}".strip()
 
 
 def _justify(spec: FieldSpec) -> str:

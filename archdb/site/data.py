@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from typing import Any
 
@@ -18,42 +18,9 @@ from archdb.builder.shrink import shrink
 from archdb.diagrams import summary as diagram_summary
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Card, Source
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row, number_text
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row, format_value
 
 # --- formatting ------------------------------------------------------------------------
-
-_COUNTS = ("params", "tokens", "flops")
-
-
-def format_value(value: Any, column: str = "") -> str:
-    """A value for people: null as a dash, counts as 175B, bytes as KiB/MiB/GiB."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int | float) and "bytes" in column:
-        return _human(float(value), 1024, ("B", "KiB", "MiB", "GiB", "TiB"))
-    if (
-        isinstance(value, int | float)
-        and "share" not in column
-        and any(w in column for w in _COUNTS)
-    ):
-        return _human(float(value), 1000, ("", "K", "M", "B", "T"))  # counts, not shares
-    if isinstance(value, int | float):
-        return number_text(value)  # as the CLI prints numbers: 0.000122, 2.69, 11,008
-    return str(value)
-
-
-def _human(value: float, base: int, units: Sequence[str]) -> str:
-    unit = units[0]
-    for unit in units:
-        if abs(value) < base or unit == units[-1]:
-            break
-        value /= base
-    if unit == units[0]:
-        return f"{value:,.0f}{' ' + unit if unit else ''}"
-    return f"{value:.3g}{' ' if base == 1024 else ''}{unit}"
-
 
 # --- sources ---------------------------------------------------------------------------
 
