@@ -410,6 +410,12 @@ def _recent(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     return frame[(dates > start) & (dates <= end)], start
 
 
+LECTURE_YEAR = (  # "the last year" of claims 8 and 16, as a window's words
+    "the 12 months before the lecture: released "
+    f"{(LECTURE_DATE - dt.timedelta(days=RECENT_DAYS)).isoformat()} to {LECTURE_DATE}"
+)
+
+
 def _since_lecture(frame: pd.DataFrame) -> pd.DataFrame:
     """Cards released after the lecture: context for a verdict, never its evidence."""
     return frame[frame["release_date"].astype(str) > LECTURE_DATE.isoformat()]
@@ -765,9 +771,8 @@ def _serial_layers(frame: pd.DataFrame) -> Judgement:
     thresholds={"most": MOST, "nearly all": NEARLY_ALL, "recent days": RECENT_DAYS},
 )
 def _rope(frame: pd.DataFrame) -> Judgement:
-    c = _check(frame, "", "dense (non-MoE) models")
+    c = _check(frame, LECTURE_YEAR, "dense (non-MoE) models")
     recent, start = _recent(c.frame)
-    c.window = f"the 12 months before the lecture: released {start} to {LECTURE_DATE}"
     dense = _dense(recent)
     col = "architecture.position.type"
     k, n = _share(dense, col, lambda v: v == "rope")
@@ -1020,9 +1025,8 @@ KV_COMPARE_FROM = 5e9  # compare caches among models this big: small models skew
     thresholds={"most": MOST, "recent days": RECENT_DAYS, "compare from params": KV_COMPARE_FROM},
 )
 def _gqa(frame: pd.DataFrame) -> Judgement:
-    c = _check(frame, "")
+    c = _check(frame, LECTURE_YEAR)
     recent, start = _recent(c.frame)
-    c.window = f"the 12 months before the lecture: released {start} to {LECTURE_DATE}"
     fam = recent["attention_family"]
     k, n = _share(recent, "attention_family", _is_gqa)
     c.general(
