@@ -1,29 +1,40 @@
-"""A cache of validated catalogues, so that query commands skip parsing and locating.
+"""The caches: validated catalogues and derived figures, kept so commands start faster.
 
-Parsing and validating the shipped catalogue costs about 0.1 s, a third of a query
-command's budget. A file that validated before is stored as plain JSON: the cards'
-``model_dump``, the SHA-256 of the exact catalogue bytes they came from and a fingerprint
-of the code that judged them (the schema's source and the pydantic version). The entry's
-file name is made of both hashes, and the entry repeats them inside, so an entry copied
-under another name, or left from another schema, is never used.
+A cache can make archdb faster, never different. Four rules keep it so:
 
-Nothing in the cache is trusted: an entry is read with ``json`` (never ``pickle``: a
-planted file cannot run code) and its cards are validated again by the schema, which
-costs a few milliseconds. A missing, truncated, malformed or mismatched entry is ignored
-and the catalogue is loaded in full; a cache that cannot be written only costs speed.
-``archdb validate`` never reads the cache (``check_catalogue(use_cache=False)``).
+- **Its folder is the user's own.** The cache lives in the user's cache folder, made
+  owner-only; a folder that another user owns, or that others may write to, is not used
+  at all, with a one-line warning (``files.private_dir``), the way ssh treats its keys.
+- **Every record is sealed.** Each file is written with an HMAC-SHA256 of its name and
+  bytes under a random key made on first use (``key`` in the folder: 32 bytes, created
+  exclusively, 0600, never through a link). A record planted there, copied from another
+  folder or machine, renamed, or edited, fails the seal and is recomputed. (Whoever can
+  read the key could already edit the user's catalogue.)
+- **Every record is checked on read** for its type, its bounds and the key it claims
+  (the catalogue bytes' hash, the architecture hash), and parsed as JSON, never pickle:
+  a record that fails is discarded and the answer computed again.
+- **A cache that cannot be read or written only costs speed.**
 
-The cache lives in the user's own cache folder, like __pycache__, made owner-only; a folder
-that another user owns or others may write to is not used (``files.private_dir``), so a
-planted entry there changes nothing. Set ARCHDB_NO_CACHE=1 to bypass it.
+Validation cache: parsing and validating the shipped catalogue costs about 0.1 s, a third
+of a query command's budget. A file that validated before is stored as plain JSON: the
+cards' ``model_dump``, the SHA-256 of the exact catalogue bytes they came from and a
+fingerprint of the code that judged them (the schema's source and the pydantic version).
+The entry's file name is made of both hashes, and the entry repeats them inside; its
+cards are validated again by the schema on read (a few milliseconds). ``archdb validate``
+never reads the cache (``check_catalogue(use_cache=False)``). Set ARCHDB_NO_CACHE=1 to
+bypass every cache.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import os
+import re
+import secrets
+import stat
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from functools import cache as memoize
@@ -58,6 +69,117 @@ def usable_dir() -> Path | None:
     return files.private_dir(cache_dir()) if enabled() else None
 
 
+# --- sealed records ----------------------------------------------------------------------
+
+KEY_NAME = "key"
+KEY_BYTES = 32
+SEAL_FORMAT = b"archdb-sealed-1"
+_SEAL_LINE = re.compile(rb"archdb-sealed-1 ([0-9a-f]{64})\n")
+_keys: dict[Path, bytes] = {}
+
+
+def _secret(folder: Path) -> bytes | None:
+    """The folder's sealing key, made on first use; None (with a warning) when the key
+    file is not the user's own: a regular file, not a link, owned by the user, 0600."""
+    if folder in _keys:
+        return _keys[folder]
+    path = folder / KEY_NAME
+    try:
+        key = _read_key(path)
+    except FileNotFoundError:
+        key = _make_key(folder, path)
+    except OSError as exc:
+        return files.refuse_cache(folder, f"has a key file that is not the user's own ({exc})")
+    if key is None:
+        return None
+    _keys[folder] = key
+    return key
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb", closefd=True) as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError("not a regular file")
+        if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+            raise OSError("owned by another user")
+        if info.st_mode & 0o077:
+            raise OSError("readable or writable by others")
+        key = file.read(KEY_BYTES + 1)
+    if len(key) != KEY_BYTES:
+        raise OSError(f"not {KEY_BYTES} bytes")
+    return key
+
+
+def _make_key(folder: Path, path: Path) -> bytes | None:
+    """A new random key, written whole under a temporary name and linked into place: a
+    second process that makes one at the same time uses the first one's."""
+    try:
+        staged = folder / f".{KEY_NAME}.{secrets.token_hex(8)}"
+        files.write_new(staged, secrets.token_bytes(KEY_BYTES))
+        try:
+            os.chmod(staged, 0o600)
+            os.link(staged, path)
+        except FileExistsError:
+            pass  # made by another process meanwhile: use theirs
+        finally:
+            staged.unlink(missing_ok=True)
+        return _read_key(path)
+    except OSError as exc:
+        return files.refuse_cache(folder, f"cannot hold a key file ({exc.strerror or exc})")
+
+
+def _mac(key: bytes, name: str, payload: bytes) -> bytes:
+    return hmac.new(key, name.encode() + b"\0" + payload, hashlib.sha256).hexdigest().encode()
+
+
+def read_sealed(name: str, limit: int) -> bytes | None:
+    """The payload of the record ``name`` (a path inside the cache folder) if archdb
+    sealed it there under that name; None if caching is off, the folder or its key is not
+    the user's own, or the record is missing, too large, a link, or fails the seal."""
+    folder = usable_dir()
+    key = None if folder is None else _secret(folder)
+    if key is None:
+        return None
+    try:
+        blob = files.read_regular(folder / name, limit + 128, follow=False)
+    except OSError:
+        return None
+    head = _SEAL_LINE.match(blob)
+    if head is None or len(blob) > limit + head.end():
+        return None
+    payload = blob[head.end() :]
+    if not hmac.compare_digest(head.group(1), _mac(key, name, payload)):
+        return None
+    return payload
+
+
+def write_sealed(name: str, payload: bytes) -> None:
+    """Store ``payload`` as the record ``name``, sealed, atomically and owner-only; a cache
+    that cannot be written only costs speed."""
+    folder = usable_dir()
+    key = None if folder is None else _secret(folder)
+    if key is None:
+        return
+    with suppress(OSError):
+        target = folder / name
+        if target.parent != folder and files.private_dir(target.parent) is None:
+            return
+        sealed = SEAL_FORMAT + b" " + _mac(key, name, payload) + b"\n" + payload
+        files.write_atomic(target, sealed, private=True)
+
+
+def sealed(name: str, payload: bytes) -> bytes:
+    """The bytes ``write_sealed`` stores for this record in the current cache folder (for
+    tests that must tell a planted record from one archdb wrote)."""
+    folder = usable_dir()
+    key = None if folder is None else _secret(folder)
+    if key is None:
+        raise OSError("no usable cache folder")
+    return SEAL_FORMAT + b" " + _mac(key, name, payload) + b"\n" + payload
+
+
 @memoize
 def schema_fingerprint() -> str:
     """What judged the cards: the cache format, the schema's source, pydantic's version."""
@@ -71,9 +193,14 @@ def content_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def entry_path(raw: bytes) -> Path:
+def entry_name(raw: bytes) -> str:
+    """The validation record's name for these catalogue bytes (and this schema)."""
     name = hashlib.sha256(f"{schema_fingerprint()}:{content_hash(raw)}".encode()).hexdigest()
-    return cache_dir() / f"{name}.json"
+    return f"{name}.json"
+
+
+def entry_path(raw: bytes) -> Path:
+    return cache_dir() / entry_name(raw)
 
 
 class _Entry(BaseModel):
@@ -87,16 +214,17 @@ class _Entry(BaseModel):
     cards: list[schema.Card]
 
 
+HASH = re.compile(r"[0-9a-f]{64}")  # the form of every key a record claims
+
+
 def read(raw: bytes) -> list[Card] | None:
     """The cards validated from exactly these bytes, or None (and the caller loads)."""
-    if usable_dir() is None:
+    blob = read_sealed(entry_name(raw), MAX_ENTRY_BYTES)
+    if blob is None:
         return None
     try:
-        blob = files.read_bounded(entry_path(raw), MAX_ENTRY_BYTES)
-        if len(blob) > MAX_ENTRY_BYTES:
-            return None
         entry = _Entry.model_validate_json(blob)
-    except (OSError, ValueError, RecursionError):  # ValidationError is a ValueError
+    except (ValueError, RecursionError):  # ValidationError is a ValueError
         return None
     if entry.catalogue_sha256 != content_hash(raw):
         return None  # copied from another catalogue's entry
@@ -106,17 +234,16 @@ def read(raw: bytes) -> list[Card] | None:
 
 
 def write(raw: bytes, cards: list[Any]) -> None:
-    """Store validated cards atomically; failure to write only costs speed."""
+    """Store validated cards (sealed, atomically); failure to write only costs speed."""
+    if usable_dir() is None:
+        return
     entry = _Entry(
         format=FORMAT,
         catalogue_sha256=content_hash(raw),
         schema_fingerprint=schema_fingerprint(),
         cards=cards,
     )
-    if usable_dir() is None:
-        return
-    with suppress(OSError):  # a cache that cannot be written only costs speed
-        files.write_atomic(entry_path(raw), entry.model_dump_json().encode())
+    write_sealed(entry_name(raw), entry.model_dump_json().encode())
 
 
 # --- derived figures ---------------------------------------------------------------------
@@ -145,23 +272,32 @@ def figures_key(model: BaseModel) -> str:
     return hashlib.sha256(model.model_dump_json().encode()).hexdigest()
 
 
+def keyed_name(kind: str) -> str:
+    """The record name of the store ``kind`` for this code."""
+    return f"{kind}-{code_fingerprint()}.json"
+
+
 def _keyed_path(kind: str) -> Path:
-    return cache_dir() / f"{kind}-{code_fingerprint()}.json"
+    return cache_dir() / keyed_name(kind)
 
 
 def _read_keyed(kind: str, valid: Callable[[object], bool]) -> dict[str, Any]:
-    """A store of ``kind`` (entries by content hash, each passing ``valid``), or {}."""
-    if usable_dir() is None:
+    """A store of ``kind`` (entries by content hash, each passing ``valid``), or {}: a
+    store with one entry that fails (a key not a hash, a value out of bounds) is not
+    used."""
+    blob = read_sealed(keyed_name(kind), MAX_ENTRY_BYTES)
+    if blob is None:
         return {}
     try:
-        blob = files.read_bounded(_keyed_path(kind), MAX_ENTRY_BYTES)
-        data = json.loads(blob) if len(blob) <= MAX_ENTRY_BYTES else None
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(blob)
+    except (ValueError, RecursionError):  # a 5,000-digit number is a ValueError too
         return {}
     if not isinstance(data, dict) or data.get("format") != FIGURES_FORMAT:
         return {}
     entries = data.get(kind)
-    if not isinstance(entries, dict) or not all(valid(v) for v in entries.values()):
+    if not isinstance(entries, dict) or len(entries) > MAX_FIGURE_ENTRIES:
+        return {}
+    if not all(HASH.fullmatch(k) and valid(v) for k, v in entries.items()):
         return {}
     return entries
 
@@ -188,13 +324,12 @@ def looked_up(
 
 
 def _write_keyed(kind: str, entries: dict[str, Any]) -> None:
-    """Store entries atomically (the newest MAX_FIGURE_ENTRIES); failure only costs speed."""
+    """Store entries (the newest MAX_FIGURE_ENTRIES), sealed; failure only costs speed."""
     if usable_dir() is None:
         return
     kept = dict(list(entries.items())[-MAX_FIGURE_ENTRIES:])
     text = json.dumps({"format": FIGURES_FORMAT, kind: kept})
-    with suppress(OSError):  # a cache that cannot be written only costs speed
-        files.write_atomic(_keyed_path(kind), text.encode())
+    write_sealed(keyed_name(kind), text.encode())
 
 
 def read_figures(keys: frozenset[str]) -> dict[str, dict[str, Any]]:

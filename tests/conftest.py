@@ -348,10 +348,12 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def shipped_cache_entry(tmp_path_factory) -> Path:
     """The validation cache's entry for the shipped catalogue, made once per session by a
-    full load (parse, validate, write: what a user's first command does)."""
+    full load (parse, validate, write: what a user's first command does). The folder's
+    sealing key lies beside it (``archdb.cache.KEY_NAME``)."""
     from archdb.catalogue import DEFAULT_PATH, check_catalogue
 
     folder = tmp_path_factory.mktemp("shipped-entry")
+    os.chmod(folder, 0o700)
     patch = pytest.MonkeyPatch()
     patch.setenv("ARCHDB_CACHE_DIR", str(folder))
     patch.delenv("ARCHDB_NO_CACHE", raising=False)
@@ -366,16 +368,36 @@ def shipped_cache_entry(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def warm_shipped_cache(private_cache: Path, shipped_cache_entry: Path) -> None:
-    """This test's private cache starts with the shipped catalogue's entry (a hard link:
-    the cache replaces entries, never writes into them), as a user's does after their
-    first command: commands on the shipped catalogue read it back, every card validated
-    again by the schema, instead of parsing the YAML (each test's first load cost
-    0.1-0.3 s). The full load is the fixture's own, and test_cache's."""
-    private_cache.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(shipped_cache_entry, private_cache / shipped_cache_entry.name)
-    except OSError:  # a file system without hard links
-        shutil.copyfile(shipped_cache_entry, private_cache / shipped_cache_entry.name)
+    """This test's private cache starts with the shipped catalogue's entry and the key that
+    sealed it (hard links: the cache replaces files, never writes into them), as a user's
+    does after their first command: commands on the shipped catalogue read it back, every
+    card validated again by the schema, instead of parsing the YAML (each test's first
+    load cost 0.1-0.3 s). The full load is the fixture's own, and test_cache's."""
+    from archdb import cache
+
+    private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for source in (shipped_cache_entry.with_name(cache.KEY_NAME), shipped_cache_entry):
+        try:
+            os.link(source, private_cache / source.name)
+        except OSError:  # a file system without hard links
+            shutil.copy2(source, private_cache / source.name)
+
+
+def stored_payload(path: Path) -> bytes:
+    """A cache record's bytes as archdb stored them, its seal line (archdb.cache) left off."""
+    blob = path.read_bytes()
+    assert blob.startswith(b"archdb-sealed-1 "), blob[:40]
+    return blob.split(b"\n", 1)[1]
+
+
+def store_sealed(path: Path, payload: bytes | str) -> None:
+    """Write a cache record as archdb would (sealed with the folder's key): for tests of
+    the checks behind the seal, which stand for a record archdb wrote wrongly."""
+    from archdb import cache
+
+    data = payload.encode() if isinstance(payload, str) else payload
+    name = path.relative_to(cache.cache_dir()).as_posix()
+    path.write_bytes(cache.sealed(name, data))
 
 
 # --- one way to change test data -----------------------------------------------------------

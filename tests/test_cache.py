@@ -8,7 +8,7 @@ import pytest
 
 from archdb import cache
 from archdb.catalogue import check_catalogue, load_catalogue
-from tests.conftest import VALID_CARD
+from tests.conftest import VALID_CARD, store_sealed, stored_payload
 
 
 def test_a_valid_file_is_cached_and_read_back(write_catalogue, private_cache):
@@ -75,13 +75,13 @@ def test_edited_code_or_a_tampered_file_recomputes(private_cache, monkeypatch):
     cards = [make_card("toy-1b")]
     expected = table.catalogue_rows(cards)
     (stored,) = private_cache.glob("figures-*.json")
-    data = json.loads(stored.read_text())
+    data = json.loads(stored_payload(stored))
     (key,) = data["figures"]
     for bad in ("not a number", True, float("inf"), [1]):
         data["figures"][key]["params_exact"] = bad
-        stored.write_text(json.dumps(data))
+        store_sealed(stored, json.dumps(data))
         assert table.catalogue_rows(cards) == expected  # ignored, counted again
-    stored.write_text("{not json")
+    store_sealed(stored, "{not json")
     assert table.catalogue_rows(cards) == expected
     cache.code_fingerprint.cache_clear()
     monkeypatch.setattr(cache, "FIGURES_FORMAT", "archdb-figures-edited")
@@ -114,9 +114,9 @@ def test_fidelity_is_judged_once_per_card_and_code(private_cache, monkeypatch):
     renamed = card.model_copy(update={"family": "renamed"})
     with pytest.raises(AssertionError, match="counted again"):
         fidelity.fidelity(renamed)  # another card: another key
-    data = json.loads(stored.read_text())
+    data = json.loads(stored_payload(stored))
     for bad in (["best", "why"], ["logit-exact"], ["count-exact", 7], "logit-exact"):
         data["fidelity"] = {key: bad for key in data["fidelity"]}
-        stored.write_text(json.dumps(data))
+        store_sealed(stored, json.dumps(data))
         with pytest.raises(AssertionError, match="counted again"):
             fidelity.fidelity(card)  # a tampered store is ignored whole

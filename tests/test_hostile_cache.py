@@ -17,7 +17,7 @@ import pytest
 
 from archdb import cache
 from archdb.catalogue import check_catalogue, load_catalogue
-from tests.conftest import VALID_CARD, card_text
+from tests.conftest import VALID_CARD, card_text, store_sealed, stored_payload
 
 INVALID = VALID_CARD.replace("n_kv_heads: 4", "n_kv_heads: 3")  # 4 does not divide 16 heads
 
@@ -29,8 +29,8 @@ def entry_of(path: Path) -> Path:
 def test_entries_are_plain_json_holding_both_hashes(write_catalogue, private_cache):
     path = write_catalogue(VALID_CARD)
     load_catalogue(path)
-    (entry,) = private_cache.glob("*")
-    data = json.loads(entry.read_text(encoding="utf-8"))
+    (entry,) = private_cache.glob("*.json")
+    data = json.loads(stored_payload(entry))
     assert data["format"] == cache.FORMAT
     assert data["catalogue_sha256"] == cache.content_hash(path.read_bytes())
     assert data["schema_fingerprint"] == cache.schema_fingerprint()
@@ -67,6 +67,8 @@ def test_an_entry_copied_to_another_catalogues_key_is_refused(write_catalogue):
     bad = write_catalogue(INVALID, "bad.yaml")
     load_catalogue(good)
     entry_of(bad).write_bytes(entry_of(good).read_bytes())
+    assert cache.read(bad.read_bytes()) is None  # the seal names the other record
+    store_sealed(entry_of(bad), stored_payload(entry_of(good)))
     assert cache.read(bad.read_bytes()) is None  # the hash inside names other bytes
     _cards, problems = check_catalogue(bad, use_cache=True)
     assert any("n_kv_heads" in str(p) for p in problems)
@@ -112,27 +114,29 @@ def test_corrupt_entries_fall_back_to_a_full_load(write_catalogue, damage):
     expected = load_catalogue(path).cards
     entry_of(path).write_bytes(damage)
     assert load_catalogue(path).cards == expected
+    store_sealed(entry_of(path), damage)  # sealed: the checks behind the seal refuse it
+    assert load_catalogue(path).cards == expected
 
 
 def test_a_truncated_or_retyped_entry_falls_back(write_catalogue):
     path = write_catalogue(card_text("toy-1a") + "\n" + card_text("toy-1b"))
     expected = load_catalogue(path).cards
-    blob = entry_of(path).read_bytes()
-    entry_of(path).write_bytes(blob[: len(blob) // 2])
+    blob = stored_payload(entry_of(path))
+    store_sealed(entry_of(path), blob[: len(blob) // 2])
     assert load_catalogue(path).cards == expected
-    data = json.loads(entry_of(path).read_text(encoding="utf-8"))
+    data = json.loads(stored_payload(entry_of(path)))
     data["cards"][0]["architecture"]["n_layers"] = "16"  # a string where an int belongs
-    entry_of(path).write_text(json.dumps(data), encoding="utf-8")
+    store_sealed(entry_of(path), json.dumps(data))
     assert load_catalogue(path).cards == expected
     data["cards"][0]["architecture"]["n_layers"] = 10**12  # out of bounds
-    entry_of(path).write_text(json.dumps(data), encoding="utf-8")
+    store_sealed(entry_of(path), json.dumps(data))
     assert load_catalogue(path).cards == expected
 
 
 def test_an_entry_from_another_schema_is_ignored(write_catalogue):
     path = write_catalogue(VALID_CARD)
     load_catalogue(path)
-    blob = json.loads(entry_of(path).read_text(encoding="utf-8"))
+    blob = json.loads(stored_payload(entry_of(path)))
     blob["schema_fingerprint"] = "0" * 64
-    entry_of(path).write_text(json.dumps(blob), encoding="utf-8")
+    store_sealed(entry_of(path), json.dumps(blob))
     assert cache.read(path.read_bytes()) is None

@@ -21,7 +21,7 @@ from archdb_cli.main import app
 from typer.testing import CliRunner
 
 from archdb.outputs import MANIFEST, OutputError, OwnedDirectory
-from tests.conftest import card_text
+from tests.conftest import card_text, store_sealed
 
 runner = CliRunner()
 CLI = Path(__file__).resolve().parent.parent / "cli"
@@ -566,8 +566,8 @@ def test_a_planted_cache_entry_changes_nothing_in_a_folder_that_is_not_the_users
         schema_fingerprint=cache.schema_fingerprint(),
         cards=load_planted_cards(),
     )
-    private_cache.mkdir(parents=True, exist_ok=True)
-    cache.entry_path(raw).write_text(planted.model_dump_json(), encoding="utf-8")
+    private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    store_sealed(cache.entry_path(raw), planted.model_dump_json())  # as if archdb wrote it
     control = run("list", "--json", catalogue=path)  # the user's own folder: entries are read
     assert [row["id"] for row in json.loads(control.stdout)] == ["llama-2-7b"]
     if wrong == "writable by others":
@@ -590,10 +590,10 @@ def load_planted_cards():
 def test_a_figures_store_with_a_huge_integer_is_ignored(private_cache):
     from archdb import cache
 
-    private_cache.mkdir(parents=True, exist_ok=True)
+    private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     keys = frozenset({"params"})
-    text = json.dumps({"format": cache.FIGURES_FORMAT, "figures": {"k": {"params": 10**400}}})
-    cache._keyed_path("figures").write_text(text, encoding="utf-8")
+    text = json.dumps({"format": cache.FIGURES_FORMAT, "figures": {"0" * 64: {"params": 10**400}}})
+    store_sealed(cache._keyed_path("figures"), text)
     assert cache.read_figures(keys) == {}
 
 
@@ -659,10 +659,11 @@ def test_no_keyed_store_is_read_from_a_folder_others_may_write(store, private_ca
         "fidelity": cache.read_fidelity,
         "toy-trees": cache.read_toy_trees,
     }
-    private_cache.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"format": cache.FIGURES_FORMAT, store: {"k": record}})
-    cache._keyed_path(store).write_text(text, encoding="utf-8")
-    assert readers[store]() == {"k": record}  # the user's own folder: read
+    private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = "0" * 64
+    text = json.dumps({"format": cache.FIGURES_FORMAT, store: {key: record}})
+    store_sealed(cache._keyed_path(store), text)  # as if archdb wrote it
+    assert readers[store]() == {key: record}  # the user's own folder: read
     os.chmod(private_cache, 0o775)
     assert readers[store]() == {}
 

@@ -1,5 +1,7 @@
 """The claim experiments run once per catalogue: their results are cached as plain JSON,
-keyed by the cards they read and the code that measures them; nothing planted is trusted."""
+keyed by the cards they read and the code that measures them; nothing planted is trusted
+(an unsealed record is ignored: tests/test_hostile_stores.py), and a sealed record that
+fails its checks is measured again."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 
 from archdb.reports import measured
 from archdb.reports.build import compute, render_reports, stale_files
-from tests.conftest import catalogue, make_card
+from tests.conftest import catalogue, make_card, store_sealed, stored_payload
 
 PRE_LN = make_card("pre-ln-toy", year=2020, research_variant=True)
 LINEAR = make_card(
@@ -47,7 +49,7 @@ def test_a_second_report_reads_the_cached_results(counted, private_cache: Path) 
     assert len(counted) == 1
     entries = list((private_cache / "experiments").glob("*.json"))
     assert len(entries) == 1
-    doc = json.loads(entries[0].read_text())  # plain JSON, the key repeated inside
+    doc = json.loads(stored_payload(entries[0]))  # plain JSON, the key repeated inside
     assert doc["format"] == measured.FORMAT and entries[0].stem == doc["key"]
     again = measured.measure_claims([PRE_LN, LINEAR])
     assert len(counted) == 1  # not run again
@@ -71,14 +73,18 @@ def test_another_catalogue_with_the_same_experiment_cards_shares_the_entry(count
         lambda doc: doc["norm_placement"]["profiles"][0].update(layer_norms=[0.0, 1.0]),
         lambda doc: doc["norm_placement"]["profiles"][0].update(init="planted"),
         lambda doc: doc.update(format="archdb-experiments-0"),
+        lambda doc: doc["norm_placement"].update(card_id="x" * 1000),  # out of bounds
+        lambda doc: doc["norm_placement"].update(card_id="\x1b]0;x\x07"),  # a control
+        lambda doc: doc["fast_weights"].update(kernel_vs_programmer="0.0"),  # not a number
+        lambda doc: doc.update(linear_kernel_cards=["x"] * 20_000),
     ],
 )
 def test_a_tampered_entry_is_measured_again(counted, private_cache: Path, tamper) -> None:
     first = measured.measure_claims([PRE_LN, LINEAR])
     (entry,) = (private_cache / "experiments").glob("*.json")
-    doc = json.loads(entry.read_text())
+    doc = json.loads(stored_payload(entry))
     tamper(doc)
-    entry.write_text(json.dumps(doc))
+    store_sealed(entry, json.dumps(doc))
     assert measured.measure_claims([PRE_LN, LINEAR]) == first
     assert len(counted) == 2
 
@@ -87,7 +93,7 @@ def test_a_tampered_entry_is_measured_again(counted, private_cache: Path, tamper
 def test_a_malformed_entry_is_measured_again(counted, private_cache: Path, junk: bytes) -> None:
     measured.measure_claims([PRE_LN])
     (entry,) = (private_cache / "experiments").glob("*.json")
-    entry.write_bytes(junk)
+    store_sealed(entry, junk)  # sealed: the checks behind the seal refuse it
     assert measured.measure_claims([PRE_LN]).norm_placement is not None
     assert len(counted) == 2
 

@@ -370,8 +370,8 @@ def test_card_hash_ignores_output_only_fields_but_not_sizes() -> None:
     ("text", "message"),
     [
         ("{not json", "not valid JSON"),
-        ("[1, 2]", "JSON object"),
-        (json.dumps(cache_doc(repeats="5")), "'repeats' must be a int"),
+        ("[1, 2]", "expected a JSON object at the top level"),
+        (json.dumps(cache_doc(repeats="5")), "repeats: Input should be a valid integer"),
         (json.dumps(cache_doc(profiles=[{"target": 1}])), "profiles[0]"),
         (json.dumps(cache_doc(decode=[decode_entry() | {"contexts": {"x": {}}}])), "context"),
     ],
@@ -400,12 +400,15 @@ def _decode_at(context: str, **values: Any) -> dict:
     ("doc", "message"),
     [
         (cache_doc(profiles=[_uneven_runtimes()]), "runtime_us lists differ in length"),
-        (cache_doc(decode=[_decode_at("01024")]), "is not a token count"),
-        (cache_doc(decode=[_decode_at("²")]), "is not a token count"),
-        (cache_doc(decode=[_decode_at("9" * 5000)]), "is not a token count"),
-        (cache_doc(decode=[_decode_at("512", ms=[0.0, 0.0])]), "is not a positive number"),
-        (cache_doc(decode=[_decode_at("512", median_ms=0)]), "is not a positive number"),
-        (cache_doc(decode=[decode_entry() | {"batch": 10**30}]), "count from 1"),
+        (cache_doc(decode=[_decode_at("01024")]), "01024 \\(the key\\): a context must be"),
+        (cache_doc(decode=[_decode_at("²")]), r"\\xb2 \(the key\): a context must be a token"),
+        (cache_doc(decode=[_decode_at("9" * 5000)]), r"9{37}\.\.\. \(the key\): a context"),
+        (cache_doc(decode=[_decode_at("512", ms=[0.0, 0.0])]), r"512\.ms\[0\]: must be a positive"),
+        (cache_doc(decode=[_decode_at("512", median_ms=0)]), "512.median_ms: must be a positive"),
+        (
+            cache_doc(decode=[decode_entry() | {"batch": 10**30}]),
+            "batch: Input should be less than",
+        ),
     ],
 )
 def test_a_measurement_out_of_bounds_is_a_clear_error(
@@ -421,8 +424,8 @@ def test_a_measurements_file_is_read_only_when_regular(tmp_path: Path) -> None:
     zero.symlink_to("/dev/zero")
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    for path in (zero, fifo):
-        with pytest.raises(mech.MeasurementError, match="not a regular file"):
+    for path, why in ((zero, "not a regular file"), (fifo, "a pipe or socket, not a file")):
+        with pytest.raises(mech.MeasurementError, match=f"{path}: cannot read: {why}"):
             mech.read_raw(path)
 
 

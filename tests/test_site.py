@@ -19,7 +19,14 @@ from archdb.site import SiteError, build_site
 from archdb.site.data import format_value, toy_tree
 from archdb.site.markdown import to_html
 from archdb.site.pages import json_script
-from tests.conftest import card_text, empty_report_memos, run_cli, shared_site
+from tests.conftest import (
+    card_text,
+    empty_report_memos,
+    run_cli,
+    shared_site,
+    store_sealed,
+    stored_payload,
+)
 from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, write
 from tests.site_fixtures import small_catalogue as write_small_catalogue
 
@@ -245,8 +252,8 @@ def test_toy_trees_are_cached_by_architecture_and_planted_entries_ignored(
         assert data.toy_trees(cards) == built  # read back: nothing built
         other = cards[0].model_copy(update={"id": "other"})
         assert data.toy_trees([other])["other"] == built[cards[0].id]  # same architecture
-    doc = json.loads(store.read_text())
+    doc = json.loads(stored_payload(store))
     for planted in ([1, "rule"], ["x" * (cache.MAX_TREE_CHARS + 1), "rule"], ["tree"], "tree"):
         first = next(iter(doc["toy-trees"]))
-        store.write_text(json.dumps({**doc, "toy-trees": {**doc["toy-trees"], first: planted}}))
+        store_sealed(store, json.dumps({**doc, "toy-trees": {**doc["toy-trees"], first: planted}}))
         assert data.toy_trees(cards) == built  # the store ignored, every toy built again

@@ -20,8 +20,19 @@ import re
 import statistics
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from archdb import files
 from archdb.errors import ArchdbError
@@ -36,7 +47,15 @@ FILENAME = "mechanisms.json"
 
 
 class MeasurementError(ArchdbError, ValueError):
-    """The cache file cannot be read: names the file and what is wrong."""
+    """The measurements file cannot be read: names the file and what is wrong (one
+    problem a line in ``problems``)."""
+
+    def __init__(self, problems: str | list[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else problems
+        super().__init__("\n".join(self.problems))
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def cache_path(catalogue_path: Path) -> Path:
@@ -246,123 +265,243 @@ def write(path: Path, doc: dict[str, Any]) -> None:
 
 
 # --- reading ---------------------------------------------------------------------------------
+# The committed file is data a pull request can change: it is read as a regular file of
+# bounded size (never a device, a pipe or a link to one) and validated by a typed schema
+# (pydantic, strict: no coercion, finite numbers, bounded strings, lists and counts), so a
+# malformed file is a MeasurementError naming the file and the field, never a crash.
+
+MAX_COUNT = 10**9  # sizes, batches, layers and token counts of a measurement stay below
+MAX_VALUES = 10_000  # timings kept per operator class, or per context
+MAX_ENTRIES = 100  # profiles or decode timings in one file
+MAX_NUMBER = 1e30  # no FLOP count, byte count or timing comes near this
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_TOKEN_COUNT = re.compile(r"[1-9][0-9]{0,8}")  # ASCII digits, no leading zero, bounded
 
 
-def read_raw(path: Path) -> dict[str, Any] | None:
-    """The cache document, or None without a file; MeasurementError when it is not ours."""
+def _text(value: object, limit: int = 200) -> str:
+    """Plain text of at most ``limit`` characters: no control character (a label or note
+    reaches the reports' Markdown and the terminal)."""
+    if not isinstance(value, str) or len(value) > limit or _CONTROL.search(value):
+        raise ValueError(f"must be text of at most {limit} characters, no control characters")
+    return value
+
+
+def _number(value: object, positive: bool = False) -> int | float:
+    """A finite JSON number (an int stays an int: the reports print it as written), at
+    least 0 (or above 0), below MAX_NUMBER."""
+    if type(value) not in (int, float) or not math.isfinite(value):  # type: ignore[arg-type]
+        raise ValueError(f"must be a finite number below {MAX_NUMBER:.0e}")
+    low_ok = value > 0 if positive else value >= 0  # type: ignore[operator]
+    if not low_ok or value >= MAX_NUMBER:  # type: ignore[operator]
+        kind = "positive" if positive else "non-negative"
+        raise ValueError(f"must be a {kind} number below {MAX_NUMBER:.0e}")
+    return value  # type: ignore[return-value]
+
+
+def _token_count(value: object) -> str:
+    if not isinstance(value, str) or not _TOKEN_COUNT.fullmatch(value):
+        raise ValueError("a context must be a token count: ASCII digits, no leading zero")
+    return value
+
+
+def _device_value(value: object) -> str | int | float:
+    return _number(value) if type(value) in (int, float) else _text(value)
+
+
+Text = Annotated[str, PlainValidator(_text)]
+Note = Annotated[str, PlainValidator(partial(_text, limit=2_000))]
+Key = Annotated[str, PlainValidator(partial(_text, limit=40))]
+NonNegative = Annotated[int | float, PlainValidator(_number)]
+Positive = Annotated[int | float, PlainValidator(partial(_number, positive=True))]
+CardHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
+Count = Annotated[int, Field(ge=1, lt=MAX_COUNT)]
+TokenCount = Annotated[str, PlainValidator(_token_count)]
+DeviceValue = Annotated[str | int | float, PlainValidator(_device_value)]
+OpClassName = Literal["tensor contraction", "norm", "softmax", "element-wise", "other"]
+PASSES = ("forward", "forward+backward")  # the passes a runtime profile times, in order
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+class PassRecord(_Record):
+    """One pass of a profile: FLOPs and runtimes (one per repeat) by operator class."""
+
+    pass_name: Literal["forward", "forward+backward"] = Field(alias="pass")
+    target: Text | None = None  # the profile's, repeated
+    flops: dict[OpClassName, NonNegative]
+    runtime_us: dict[
+        OpClassName, Annotated[list[NonNegative], Field(min_length=1, max_length=MAX_VALUES)]
+    ]
+    wall_ms: Annotated[list[Positive], Field(min_length=1, max_length=MAX_VALUES)]
+
+    @model_validator(mode="after")
+    def _every_class_once_a_repeat(self) -> PassRecord:
+        if set(self.flops) != set(PROFILE_CLASSES) or set(self.runtime_us) != set(PROFILE_CLASSES):
+            raise ValueError(f"flops and runtime_us need every class: {', '.join(PROFILE_CLASSES)}")
+        if len({len(times) for times in self.runtime_us.values()}) > 1:
+            raise ValueError("runtime_us lists differ in length (one timing a repeat and class)")
+        return self
+
+
+class ProfileRecord(_Record):
+    target: Text
+    label: Text
+    card_id: Text
+    card_hash: CardHash
+    note: Note
+    layers: Count
+    batch: Count
+    seq_len: Count
+    passes: list[PassRecord]
+
+    @model_validator(mode="after")
+    def _both_passes(self) -> ProfileRecord:
+        if tuple(p.pass_name for p in self.passes) != PASSES:
+            raise ValueError(f"passes must be {', '.join(PASSES)}, in that order")
+        return self
+
+
+class ContextRecord(_Record):
+    bytes: Positive
+    median_ms: Positive
+    ms: Annotated[list[Positive], Field(min_length=1, max_length=MAX_VALUES)]
+
+
+class DecodeRecord(_Record):
+    target: Text
+    label: Text
+    card_id: Text
+    card_hash: CardHash
+    batch: Count
+    contexts: Annotated[dict[TokenCount, ContextRecord], Field(min_length=1, max_length=100)]
+
+
+class RunRecord(_Record):
+    targets: Annotated[list[Text], Field(max_length=MAX_ENTRIES)]
+    seconds: NonNegative
+
+
+class _Version(BaseModel):
+    """Only the script version: a file from another version is stale, not malformed."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    script_version: int
+
+
+class MeasurementsFile(_Record):
+    """data/measurements/mechanisms.json, as ``run_all`` writes it."""
+
+    script_version: Literal[1]
+    device: Annotated[
+        dict[Key, DeviceValue],
+        Field(max_length=20),
+    ]
+    repeats: Count
+    refresh_seconds: NonNegative | None = None
+    runs: Annotated[list[RunRecord], Field(max_length=MAX_ENTRIES)] | None = None
+    profiles: Annotated[list[ProfileRecord], Field(max_length=MAX_ENTRIES)]
+    decode: Annotated[list[DecodeRecord], Field(max_length=MAX_ENTRIES)]
+
+    @model_validator(mode="after")
+    def _targets_once(self) -> MeasurementsFile:
+        for section in (self.profiles, self.decode):
+            targets = [entry.target for entry in section]
+            if len(set(targets)) != len(targets):
+                raise ValueError("a target is measured twice in one section")
+        return self
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None without a file; MeasurementError when it is not a regular
+    file (a device, a pipe, a link to either) or larger than any measurements file."""
     try:
-        blob = files.read_regular(path, MAX_BYTES)  # no device, pipe or link to one
+        blob = files.read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise MeasurementError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(blob) > MAX_BYTES:
         raise MeasurementError(f"{path}: more than {MAX_BYTES:,} bytes, more than it holds")
+    return blob
+
+
+def _validated(model: type[ModelT], blob: bytes, path: Path) -> ModelT:
     try:
-        doc = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise MeasurementError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise MeasurementError(f"{path}: expected a JSON object at the top level")
-    return doc
+        return model.model_validate_json(blob)
+    except ValidationError as exc:
+        raise MeasurementError(
+            [f"{path}: {_problem(error)}" for error in exc.errors()[:5]]
+        ) from None
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as a line for a person: where, then what."""
+    if error["type"] == "json_invalid":
+        return f"not valid JSON ({error['msg'].removeprefix('Invalid JSON: ')})"
+    if error["type"] == "model_type" and not error["loc"]:
+        return "expected a JSON object at the top level"
+    return _where(error["loc"]) + error["msg"].removeprefix("Value error, ")
+
+
+def _where(location: tuple[int | str, ...]) -> str:
+    """A pydantic error location as ``profiles[0].passes[1].wall_ms[3]: ``, a key from the
+    file shown escaped and cut short."""
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part == "[key]":  # the key itself is wrong, not its value
+            text += " (the key)"
+        else:
+            text += f".{_shown(str(part))}"
+    return f"{text.lstrip('.')}: " if text else "top level: "
+
+
+def _shown(key: str) -> str:
+    escaped = key.encode("unicode_escape").decode("ascii")
+    return escaped if len(escaped) <= 40 else escaped[:37] + "..."
+
+
+def read_file(path: Path) -> MeasurementsFile | None:
+    """The validated file, or None without one or when another script version wrote it;
+    MeasurementError naming the file and the field when it is not a measurements file."""
+    blob = read_bytes(path)
+    if blob is None:
+        return None
+    if _validated(_Version, blob, path).script_version != SCRIPT_VERSION:
+        return None
+    return _validated(MeasurementsFile, blob, path)
+
+
+def read_raw(path: Path) -> dict[str, Any] | None:
+    """The file as plain data (what ``merge`` adds to), or None without a usable one."""
+    document = read_file(path)
+    return None if document is None else document.model_dump(by_alias=True, exclude_none=True)
 
 
 def load(path: Path, cards: dict[str, Card]) -> Measurements | None:
     """The usable entries of the cache at ``path`` for these cards; None without a file
-    or when it was written by another script version."""
-    doc = read_raw(path)
-    if doc is None or doc.get("script_version") != SCRIPT_VERSION:
+    or when it was written by another script version. An entry whose card is missing or
+    changed is listed as stale."""
+    document = read_file(path)
+    if document is None:
         return None
-    device = _check(doc, "device", dict, path)
-    device = {str(k)[:40]: _plain(v) for k, v in list(device.items())[:20]}
-    repeats = _check(doc, "repeats", int, path)
-    refresh = doc.get("refresh_seconds")
-    refresh = float(refresh) if isinstance(refresh, (int, float)) else None
-    runs = doc.get("runs")
-    n_runs = len(runs) if isinstance(runs, list) else 1
-    out = Measurements(device=device, repeats=repeats, refresh_seconds=refresh, runs=n_runs)
-    for section, checker in (("profiles", _check_profile), ("decode", _check_decode)):
-        entries = _check(doc, section, list, path)
-        for i, entry in enumerate(entries):
-            where = f"{path}: {section}[{i}]"
-            if not isinstance(entry, dict):
-                raise MeasurementError(f"{where}: expected an object")
-            checker(entry, where)
-            card = cards.get(entry["card_id"])
-            if card is None or card_hash(card) != entry["card_hash"]:
-                out.stale.append(entry["target"])
+    out = Measurements(
+        device=dict(document.device),
+        repeats=document.repeats,
+        refresh_seconds=None
+        if document.refresh_seconds is None
+        else float(document.refresh_seconds),
+        runs=len(document.runs) if document.runs is not None else 1,
+    )
+    for section in ("profiles", "decode"):
+        for entry in getattr(document, section):
+            card = cards.get(entry.card_id)
+            if card is None or card_hash(card) != entry.card_hash:
+                out.stale.append(entry.target)
                 continue
-            getattr(out, section).append(entry)
+            getattr(out, section).append(entry.model_dump(by_alias=True))
     return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    return str(value)[:200]
-
-
-def _check(doc: dict[str, Any], key: str, kind: type, where: Any) -> Any:
-    value = doc.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise MeasurementError(f"{where}: field {key!r} must be a {kind.__name__}")
-    return value
-
-
-MAX_COUNT = 10**9  # sizes, batches, layers and token counts of a measurement stay below
-MAX_VALUES = 10_000  # timings kept per operator class
-_TOKEN_COUNT = re.compile(r"[1-9][0-9]{0,8}")  # ASCII digits, no leading zero, bounded
-
-
-def _numbers(value: Any, where: str, *, positive: bool = False) -> None:
-    """A non-empty, bounded list of finite numbers, non-negative (or positive)."""
-    if not isinstance(value, list) or not value or len(value) > MAX_VALUES:
-        raise MeasurementError(f"{where}: expected a non-empty list of numbers")
-    for v in value:
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if not ok or not math.isfinite(v) or not 0 <= v < 1e30 or (positive and v == 0):
-            kind = "a positive" if positive else "a non-negative"
-            raise MeasurementError(f"{where}: {str(v)[:40]!r} is not {kind} number")
-
-
-def _count(entry: dict[str, Any], key: str, where: str) -> int:
-    value = _check(entry, key, int, where)
-    if not 0 < value < MAX_COUNT:
-        raise MeasurementError(f"{where}: field {key!r} must be a count from 1 to {MAX_COUNT:,}")
-    return value
-
-
-def _check_profile(entry: dict[str, Any], where: str) -> None:
-    from archdb.measure.profile import PASSES, OpClass
-
-    for key in ("target", "label", "card_id", "card_hash", "note"):
-        _check(entry, key, str, where)
-    for key in ("layers", "batch", "seq_len"):
-        _count(entry, key, where)
-    passes = _check(entry, "passes", list, where)
-    names = [p.get("pass") if isinstance(p, dict) else None for p in passes]
-    if names != list(PASSES):
-        raise MeasurementError(f"{where}: passes must be {', '.join(PASSES)}")
-    for p in passes:
-        flops, runtime = _check(p, "flops", dict, where), _check(p, "runtime_us", dict, where)
-        for cls in OpClass:
-            _numbers([flops.get(cls.value)], f"{where}: flops {cls.value}")
-            _numbers(runtime.get(cls.value), f"{where}: runtime_us {cls.value}")
-        _numbers(p.get("wall_ms"), f"{where}: wall_ms", positive=True)
-        lengths = {len(runtime[cls.value]) for cls in OpClass}
-        if len(lengths) > 1:  # one timing per repeat and class: lists of one length
-            raise MeasurementError(f"{where}: runtime_us lists differ in length")
-
-
-def _check_decode(entry: dict[str, Any], where: str) -> None:
-    for key in ("target", "label", "card_id", "card_hash"):
-        _check(entry, key, str, where)
-    _count(entry, "batch", where)
-    contexts = _check(entry, "contexts", dict, where)
-    for context, values in contexts.items():
-        if not _TOKEN_COUNT.fullmatch(context) or not isinstance(values, dict):
-            raise MeasurementError(f"{where}: context {context[:20]!r} is not a token count")
-        _numbers(values.get("ms"), f"{where}: {context} ms", positive=True)
-        _numbers(
-            [values.get("median_ms"), values.get("bytes")], f"{where}: {context}", positive=True
-        )

@@ -44,6 +44,7 @@ from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.norms import Norm
 from archdb.measure import conventions as cv
+from archdb.measure.mechanisms import PASSES
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
 
@@ -359,7 +360,6 @@ TARGETS: tuple[Target, ...] = (
     ),
 )
 PROFILE_VOCAB = 256  # the embedding is not profiled: a small table saves memory
-PASSES = ("forward", "forward+backward")
 
 
 def target_architecture(card: Card, target: Target):

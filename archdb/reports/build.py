@@ -73,10 +73,8 @@ def content_key(catalogue: Catalogue) -> str:
     digest = hashlib.sha256(catalogue.path.name.encode() + b"\0")
     for card in catalogue:
         digest.update(card.model_dump_json().encode() + b"\0")
-    try:
-        digest.update(mech.cache_path(catalogue.path).read_bytes())
-    except OSError:
-        digest.update(b"no measurements")
+    measurements = mech.read_bytes(mech.cache_path(catalogue.path))  # bounded, regular only
+    digest.update(b"no measurements" if measurements is None else measurements)
     return digest.hexdigest()
 
 

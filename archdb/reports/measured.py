@@ -5,8 +5,9 @@
   builds and measures them, so they are cached as plain JSON (``archdb.cache.cache_dir()``
   / ``experiments``), keyed by the content hash of those cards and a fingerprint of that
   code: ``archdb report``, ``archdb report --check`` and ``archdb site`` run them once per
-  catalogue. Nothing in the cache is trusted: an entry is parsed as JSON (never pickle),
-  validated field by field and must repeat its key; anything else is ignored and the
+  catalogue. Nothing in the cache is trusted: an entry must carry archdb's seal
+  (``archdb.cache.read_sealed``), is parsed as JSON (never pickle), validated field by
+  field with bounds, and must repeat its key; anything else is ignored and the
   experiments run again. A cache that cannot be written only costs time.
 - Claim 18 reads the cached runtime profile (``archdb.measure.mechanisms``), never re-run.
 
@@ -19,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache as memoize
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from archdb import cache, files
 from archdb.measure import mechanisms as mech
@@ -163,8 +163,12 @@ def entry_key(inputs: ExperimentInputs) -> str:
     return hashlib.sha256(f"{code_fingerprint()}:{inputs.content_hash()}".encode()).hexdigest()
 
 
+def entry_name(key: str) -> str:
+    return f"experiments/{key}.json"
+
+
 def entry_path(key: str) -> Path:
-    return cache.cache_dir() / "experiments" / f"{key}.json"
+    return cache.cache_dir() / entry_name(key)
 
 
 def _store() -> Path | None:
@@ -173,49 +177,57 @@ def _store() -> Path | None:
     return None if base is None else files.private_dir(base / "experiments")
 
 
+MAX_TEXT = 200  # characters of a card id, a shape or dimensions line
+MAX_ITEMS = 10_000  # layers of a gradient profile, linear-attention cards
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$")]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A stored record: no unknown field, no coercion, finite numbers, bounded sizes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class _Profile(_Strict):
     position: NormPosition
-    init: str
-    layer_norms: tuple[float, ...]
+    init: Text
+    layer_norms: Annotated[tuple[float, ...], Field(min_length=1, max_length=MAX_ITEMS)]
 
 
 class _Placement(_Strict):
-    card_id: str
-    dims: str
-    profiles: tuple[_Profile, ...]
+    card_id: Text
+    dims: Text
+    profiles: Annotated[tuple[_Profile, ...], Field(max_length=16)]
 
 
 class _FastWeights(_Strict):
-    shape: str
+    shape: Text
     kernel_vs_programmer: float
     attention_vs_programmer: float
 
 
 class _Entry(_Strict):
     format: Literal["archdb-experiments-1"]
-    key: str
+    key: Text
     norm_placement: _Placement | None
     fast_weights: _FastWeights | None
-    linear_kernel_cards: tuple[str, ...]
+    linear_kernel_cards: Annotated[tuple[Text, ...], Field(max_length=MAX_ITEMS)]
 
 
 def read(key: str) -> ClaimMeasurements | None:
-    """The cached results under ``key``, or None (missing, malformed, or not this key's)."""
+    """The cached results under ``key``, or None (missing, not sealed by archdb,
+    malformed, out of bounds, or not this key's)."""
     if _store() is None:
         return None
+    blob = cache.read_sealed(entry_name(key), MAX_ENTRY_BYTES)
+    if blob is None:
+        return None
     try:
-        blob = files.read_bounded(entry_path(key), MAX_ENTRY_BYTES)
-        if len(blob) > MAX_ENTRY_BYTES:
-            return None
         entry = _Entry.model_validate_json(blob)
         if entry.key != key:
             return None  # copied from another entry
         return _from_entry(entry)
-    except (OSError, ValueError, RecursionError):  # ValidationError is a ValueError
+    except (ValueError, RecursionError):  # ValidationError is a ValueError
         return None
 
 
@@ -265,12 +277,11 @@ def _to_entry(key: str, measured: ClaimMeasurements) -> _Entry:
 
 
 def write(key: str, measured: ClaimMeasurements) -> None:
-    """Store results atomically; failure to write only costs time."""
+    """Store results atomically, sealed; failure to write only costs time."""
     try:
         text = json.dumps(_to_entry(key, measured).model_dump(mode="json"), allow_nan=False)
     except ValueError:  # a non-finite result is not cached: the next run measures again
         return
     if _store() is None:
         return
-    with suppress(OSError):  # a cache that cannot be written only costs speed
-        files.write_atomic(entry_path(key), text.encode())
+    cache.write_sealed(entry_name(key), text.encode())
