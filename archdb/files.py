@@ -128,15 +128,20 @@ def write_output(path: Path, data: bytes) -> None:
     """Write a single output file a user named: a character device or a pipe the path
     leads to (/dev/stdout, /dev/null, a FIFO a reader waits on) is written as asked; a
     regular file, or a link, is replaced atomically, so a link is never written through."""
-    try:
-        target = os.stat(path).st_mode
-    except OSError:
-        target = 0
-    if stat.S_ISCHR(target) or stat.S_ISFIFO(target):
+    if is_stream(path):
         with open(path, "wb") as stream:
             stream.write(data)
         return
     write_atomic(path, data)
+
+
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` leads (through links) to a character device or a pipe."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def real_dirs(root: Path, relative: Path) -> Path:

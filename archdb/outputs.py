@@ -40,6 +40,8 @@ def check_new_file(path: Path, *, force: bool, protected: Iterable[Path] = ()) -
     for keep in protected:
         if same_file(path, keep):
             raise OutputError(f"{path} is the catalogue ({keep}): refusing to overwrite it")
+    if files.is_stream(path):
+        return  # /dev/stdout, /dev/null, a FIFO: written as asked
     if path.is_dir():
         raise OutputError(f"{path} is a directory: give a file name")
     if (path.is_file() or path.is_symlink()) and not force:

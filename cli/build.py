@@ -85,6 +85,7 @@ def diagram(
       archdb diagram gemma-2-9b -o gemma-2-9b.svg
       archdb diagram nemotron-h-8b > nemotron.svg
     """
+    from archdb import files
     from archdb.diagrams import diagram_svg
     from archdb.locations import resolve_catalogue
     from archdb.outputs import check_new_file
@@ -95,8 +96,8 @@ def diagram(
     if output is None:
         sys.stdout.write(svg)
         return
-    with writing(output):
-        output.write_text(svg, encoding="utf-8")
+    with writing(output):  # a link at the path is replaced, never written through
+        files.write_output(output, svg.encode("utf-8"))
     say(f"wrote {output}", err=True)
 
 

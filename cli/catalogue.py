@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from archdb import files
 from archdb.catalogue import Problem, check_catalogue, secondary_shares
 from archdb.header import catalogue_header
 from archdb.locations import CATALOGUE_RULES, CatalogueLocationError, resolve_catalogue
@@ -116,8 +117,8 @@ def schema(
         output = catalogue.with_name("models.schema.json")
     check_new_file(output, force=True, protected=[resolve_catalogue()])
     text = json.dumps(catalogue_json_schema(), indent=2) + "\n"
-    with writing(output):
-        output.write_text(text, encoding="utf-8")
+    with writing(output):  # a link at the path is replaced, never written through
+        files.write_output(output, text.encode("utf-8"))
     say(f"wrote {output}")
     if catalogue is not None:  # the catalogue's own header is the readable schema
         changed = write_header(catalogue, catalogue_header())

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -283,6 +283,8 @@ def writing(path: Path) -> Iterator[None]:
     """An OSError while writing ``path`` becomes one line naming the path, exit 1."""
     try:
         yield
+    except BrokenPipeError:
+        raise  # a reader that left (`| head`): quiet, as for stdout
     except OSError as exc:
         raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -296,6 +298,8 @@ def report_error(exc: BaseException) -> int | None:
         else:
             fail(str(exc) or type(exc).__name__, exc.exit_code)
         return exc.exit_code
+    if isinstance(exc, BrokenPipeError):
+        return quiet_broken_pipe()
     if isinstance(exc, OSError):
         names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
         where = f"{' -> '.join(names)}: " if names else ""
@@ -372,16 +376,17 @@ def _ascii_fallback(error: UnicodeError) -> tuple[str, int]:
 def prepare_streams() -> None:
     """Make the standard streams safe to use before a command runs: output that the
     stream's encoding cannot hold degrades to ASCII instead of failing; a closed stdout is
-    a one-line error (exit 1); a closed stdin reads as empty; a COLUMNS too small to lay
-    out a table is ignored."""
+    a one-line error (exit 1); a closed stdin reads as empty (a prompt is then a one-line
+    error: ``ask``); a COLUMNS too small to lay out a table is ignored."""
     import codecs
 
     if sys.stdout is None:
         if sys.stderr is not None:
             sys.stderr.write("archdb: error: standard output is closed: nothing to write to\n")
         sys.exit(EXIT_DATA)
-    if sys.stdin is None:
+    if sys.stdin is None:  # closed: reads as empty; prompting fails at once (``ask``)
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (the process keeps it)
+        _Streams.stdin_closed = True
     codecs.register_error("archdb-ascii", _ascii_fallback)
     for stream in (sys.stdout, sys.stderr):
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
@@ -390,6 +395,40 @@ def prepare_streams() -> None:
     columns = os.environ.get("COLUMNS")
     if columns is not None and (not columns.isdigit() or int(columns) < MIN_COLUMNS):
         del os.environ["COLUMNS"]
+
+
+class _Streams:
+    stdin_closed = False  # the process started with stdin closed (``prepare_streams``)
+
+
+STDIN_HINT = "give the values as flags with --no-interactive"
+
+
+def check_stdin() -> None:
+    """Before prompting: a closed standard input is a one-line error (exit 1)."""
+    if _Streams.stdin_closed:
+        raise fail(f"standard input is closed: no answers to read; {STDIN_HINT}")
+
+
+def ask(text: str, **options: Any) -> Any:
+    """``typer.prompt``; an input that ends (a closed or exhausted pipe, not a terminal)
+    before the answer is a one-line error (exit 1) instead of a bare 'Aborted'."""
+    check_stdin()
+    try:
+        return typer.prompt(text, **options)
+    except typer.Abort:
+        if sys.stdin.isatty():
+            raise  # Ctrl-C or Ctrl-D at a terminal: the user stopped
+        raise fail(f"standard input ended before every answer was read; {STDIN_HINT}") from None
+
+
+def quiet_broken_pipe() -> int:
+    """A reader that left (``archdb list | head``): no message, exit 1 as click does; the
+    rest of the output goes nowhere, so the final flush cannot fail again."""
+    with suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_DATA
 
 
 def run_guarded(call: Callable[[], Any]) -> Any:

@@ -26,6 +26,8 @@ from .common import (
     EXIT_DATA,
     EXIT_USAGE,
     CataloguePath,
+    ask,
+    check_stdin,
     err_console,
     errors_as_json,
     fail,
@@ -54,6 +56,10 @@ JsonResult = Annotated[
 
 
 def _interactive(flag: bool | None) -> bool:
+    """Whether to prompt: as asked, else when stdin is a terminal; asked with stdin
+    closed, a one-line error."""
+    if flag:
+        check_stdin()
     return sys.stdin.isatty() if flag is None else flag
 
 
@@ -93,7 +99,7 @@ def _prompt(spec: FieldSpec, current: Any, required: bool = False) -> Any:
         label += f" ({', '.join(spec.choices)})"
     shown = "" if current is None else _show(current)
     while True:
-        text = typer.prompt(label, default=shown, show_default=bool(shown))
+        text = ask(label, default=shown, show_default=bool(shown))
         if not text.strip():
             if required:
                 err_console.print(f"{label} is required")
@@ -134,7 +140,7 @@ def _ask_everything(data: dict[str, Any]) -> set[str]:
         asked_paths.add(path)
         unknown = path in UNKNOWN_WHEN_NULL or path == WINDOW_PATH  # a window: local layers
         if value is None and unknown and path not in data["notes"]:
-            note = typer.prompt(f"why is {path} unknown? (a note)", default="", show_default=False)
+            note = ask(f"why is {path} unknown? (a note)", default="", show_default=False)
             if note.strip():
                 data["notes"][path] = note.strip()
     return asked_paths
@@ -257,12 +263,12 @@ def read_sources(path: Path) -> list[dict[str, Any]]:
 
 
 def _ask_source(default_supports: str = "architecture") -> dict[str, Any]:
-    url = typer.prompt("source URL (paper, official config or model card)")
+    url = ask("source URL (paper, official config or model card)")
     kinds = ", ".join(k.value for k in SourceKind)
-    kind = typer.prompt(f"source kind ({kinds})", default=_guess_kind(url))
-    title = typer.prompt("source title", default=url.rstrip("/").rsplit("/", 1)[-1])
-    locator = typer.prompt("where in it (table, section, file)", default="", show_default=False)
-    supports = typer.prompt("card fields it supports, comma-separated", default=default_supports)
+    kind = ask(f"source kind ({kinds})", default=_guess_kind(url))
+    title = ask("source title", default=url.rstrip("/").rsplit("/", 1)[-1])
+    locator = ask("where in it (table, section, file)", default="", show_default=False)
+    supports = ask("card fields it supports, comma-separated", default=default_supports)
     return _source(url, kind, title, locator or None, supports)
 
 

@@ -7,13 +7,14 @@ values for people (175B, 2.69, 512 KiB). --json prints raw values for scripts.
 from __future__ import annotations
 
 import csv
+import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from archdb import query
+from archdb import files, query
 from archdb.catalogue import Catalogue, CatalogueError
 from archdb.fidelity import fidelity
 from archdb.locations import resolve_catalogue
@@ -536,8 +537,10 @@ def export(
     if output is None:
         _write_frame(frame, fmt, sys.stdout)
         return
-    with writing(output), output.open("wb") as out:
-        _write_frame(frame, fmt, out)
+    buffer = io.BytesIO()
+    _write_frame(frame, fmt, buffer)
+    with writing(output):  # a link at the path is replaced, never written through
+        files.write_output(output, buffer.getvalue())
     say(f"wrote {len(frame)} cards to {output}", err=True)
 
 

@@ -176,11 +176,6 @@ def build_reports(catalogue: Catalogue, output: Path) -> list[Path]:
     return written
 
 
-def write_reports(data: ReportData, output: Path) -> list[Path]:
-    """Write the pages and figures of computed report data (the web site reuses them)."""
-    return write_files(render_reports(data), output)
-
-
 def write_files(rendered: dict[str, bytes], output: Path) -> list[Path]:
     """Write rendered files under ``output``, figures first (the order of a build). No
     link inside ``output`` is followed (``OwnedDirectory.write``)."""

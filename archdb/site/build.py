@@ -27,8 +27,9 @@ from archdb.catalogue import Catalogue
 from archdb.diagrams import diagram_svg
 from archdb.errors import UsageError
 from archdb.fidelity import fidelities
+from archdb.files import write_new
 from archdb.measure.analytic import derived_figures
-from archdb.reports.build import FIGURES, PAGES, compute, write_reports
+from archdb.reports.build import FIGURES, PAGES, compute, render_reports
 from archdb.table import catalogue_rows
 
 from . import markdown, pages
@@ -91,14 +92,13 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
 
     data = compute(catalogue)  # the reports' tables, claims and experiments
     lap("report data")
-    report_dir = out / "_reports"
-    write_reports(data, report_dir)
+    rendered = render_reports(data)  # the report's pages and figures, as bytes
     (out / FIGURES).mkdir()
-    for svg in sorted((report_dir / FIGURES).glob("*.svg")):
-        shutil.copyfile(svg, out / FIGURES / svg.name)
-        result.figures += 1
-    report_md = [(name, (report_dir / name).read_text(encoding="utf-8")) for name in PAGES]
-    shutil.rmtree(report_dir)
+    for relative in sorted(rendered):
+        if relative.startswith(f"{FIGURES}/"):
+            write_new(out / relative, rendered[relative])
+            result.figures += 1
+    report_md = [(name, rendered[name].decode("utf-8")) for name in PAGES]
     lap("figures")
 
     cards = list(catalogue)
@@ -143,17 +143,18 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
 
     (out / "static").mkdir()
     for name in STATIC:
-        (out / "static" / name).write_bytes(
-            files("archdb.site").joinpath("static", name).read_bytes()
-        )
-    (out / ".nojekyll").write_bytes(b"")
-    (out / MARKER).write_text("Made by `archdb site`; the command replaces this directory.\n")
+        write_new(out / "static" / name, files("archdb.site").joinpath("static", name).read_bytes())
+    write_new(out / ".nojekyll", b"")
+    write_new(out / MARKER, b"Made by `archdb site`; the command replaces this directory.\n")
     lap("static")
 
 
 def _writer(out: Path, result: SiteBuild):
+    """Write a page into the staging folder: a new file, made exclusively (the folder is
+    archdb's own, fresh and private, so nothing can be there already)."""
+
     def write(name: str, text: str) -> None:
-        (out / name).write_text(text, encoding="utf-8", newline="\n")
+        write_new(out / name, text.encode("utf-8"))
         result.pages += 1
 
     return write
@@ -179,16 +180,22 @@ def _check_target(output: Path) -> None:
 def _swap(stage: Path, output: Path) -> None:
     """Put the new site in place; the old one (if any) is removed only afterwards."""
     os.chmod(stage, 0o755)  # mkdtemp makes it private; a site is for reading
-    if output.exists():
-        # renamed onto a fresh empty folder of our own: no other file can take its name
-        old = Path(tempfile.mkdtemp(prefix=f".{output.name}.old.", dir=output.parent))
-        os.rename(output, old)
-        try:
-            stage.rename(output)
-        finally:
-            shutil.rmtree(old, ignore_errors=True)
-    else:
+    if not output.exists() and not output.is_symlink():
         stage.rename(output)
+        return
+    # renamed onto a fresh empty folder of our own: no other file can take its name
+    old = Path(tempfile.mkdtemp(prefix=f".{output.name}.old.", dir=output.parent))
+    try:
+        os.rename(output, old)
+    except BaseException:
+        old.rmdir()  # nothing moved: no .old folder left behind
+        raise
+    try:
+        stage.rename(output)
+    except BaseException:
+        os.rename(old, output)  # the old site back in place, whole
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 @contextmanager
