@@ -19,11 +19,12 @@ one). Only ``build`` imports torch.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from archdb.catalogue import Catalogue, load_catalogue
+from archdb.catalogue import Catalogue, load_catalogue, printable
 from archdb.errors import ArgumentError, UsageError
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
@@ -50,6 +51,7 @@ CardLike = Card | str
 # Documented bounds, checked before anything is allocated.
 MAX_TOY_SEQ_LEN = 1 << 16  # a toy's context (its masks and RoPE tables grow with it)
 MAX_TOKENS = 1 << 30  # lengths of the analytic figures (flops, cache_bytes)
+MAX_BYTES_PER_ELEMENT = 64  # a cache element's bytes (float64 is 8; more is a mistake)
 
 
 def _whole(name: str, value: object, bound: int) -> int:
@@ -63,12 +65,68 @@ def _whole(name: str, value: object, bound: int) -> int:
     return value
 
 
-def _positive_real(name: str, value: object) -> float:
+def _positive_real(name: str, value: object, bound: float) -> float:
+    """A finite number above 0 and up to ``bound``, or ArgumentError naming the argument."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentError(f"{name} must be a number, got {type(value).__name__} {value!r:.40}")
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentError(f"{name} must be a finite number above 0, got {value!r}")
+    if isinstance(value, int) and value > bound:  # before float(): a 400-digit int overflows
+        raise ArgumentError(f"{name} must be a finite number above 0 and up to {bound}")
+    if not math.isfinite(value) or not 0 < value <= bound:
+        raise ArgumentError(
+            f"{name} must be a finite number above 0 and up to {bound}, got {value!r:.40}"
+        )
     return float(value)
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name} must be True or False, got {type(value).__name__}")
+    return value
+
+
+def _strings(name: str, value: object, example: str) -> list[str]:
+    """One string or an iterable of them (None: none), or ArgumentError naming ``name``."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, Iterable) or isinstance(value, (bytes, dict)):
+        raise ArgumentError(f"{name} takes strings ({example}), got {type(value).__name__}")
+    items = list(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise ArgumentError(f"{name} takes strings ({example}), got {item!r:.40}")
+    return items
+
+
+def _catalogue(catalogue: object) -> Catalogue:
+    """``catalogue`` as a Catalogue: itself, loaded from a path, or the default one."""
+    if isinstance(catalogue, Catalogue):
+        return catalogue
+    if catalogue is not None and not isinstance(catalogue, (str, os.PathLike)):
+        raise ArgumentError(
+            f"catalogue must be a Catalogue or a path, got {type(catalogue).__name__}"
+        )
+    return load_catalogue(catalogue)
+
+
+def _device(device: object) -> None:
+    """A device torch knows and this machine has ('cuda' without a GPU is refused here,
+    not deep inside the build), checked with a tensor of no elements."""
+    import torch
+
+    if not isinstance(device, (str, torch.device)):
+        raise ArgumentError(
+            f"device must be a str ('cpu', 'cuda:0', 'meta') or a torch.device, got "
+            f"{type(device).__name__}"
+        )
+    try:
+        torch.empty(0, device=device)
+    except Exception as exc:  # torch raises RuntimeError, AssertionError, NotImplementedError
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+        raise ArgumentError(
+            f"device {str(device)!r:.60} cannot be used here: {printable(reason)}"
+        ) from None
 
 
 def card(card_or_id: CardLike, catalogue: Catalogue | Path | str | None = None) -> Card:
@@ -80,13 +138,7 @@ def card(card_or_id: CardLike, catalogue: Catalogue | Path | str | None = None) 
             f"card_or_id must be a Card or a card id or family name (str), got "
             f"{type(card_or_id).__name__}"
         )
-    if catalogue is not None and not isinstance(catalogue, (Catalogue, Path, str)):
-        raise ArgumentError(
-            f"catalogue must be a Catalogue or a path, got {type(catalogue).__name__}"
-        )
-    if not isinstance(catalogue, Catalogue):
-        catalogue = load_catalogue() if catalogue is None else load_catalogue(catalogue)
-    return catalogue.resolve(card_or_id)
+    return _catalogue(catalogue).resolve(card_or_id)
 
 
 def architecture(
@@ -140,11 +192,17 @@ def build(
     if dtype is not None:
         import torch
 
-        if not isinstance(dtype, torch.dtype):
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ArgumentError(
-                f"dtype must be a torch.dtype (torch.float16, ...), got {type(dtype).__name__} "
-                f"{dtype!r:.40}"
+                f"dtype must be a floating-point torch.dtype (torch.float16, ...), got "
+                f"{type(dtype).__name__} {dtype!r:.40}"
             )
+    if device is not None:
+        _device(device)
+    if weights is not None and not isinstance(weights, (str, os.PathLike)):
+        raise ArgumentError(
+            f"weights must be a checkpoint directory (str or Path), got {type(weights).__name__}"
+        )
     if weights is not None and size != "full":
         raise BuildError("weights= loads a released checkpoint: build with size='full'")
     arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
@@ -209,7 +267,7 @@ def cache_bytes(
 ) -> CacheSize:
     """K/V cache of one sequence of ``context`` tokens: ``.total`` and ``.per_token`` bytes."""
     _whole("context", context, MAX_TOKENS)
-    _positive_real("bytes_per_element", bytes_per_element)
+    _positive_real("bytes_per_element", bytes_per_element, MAX_BYTES_PER_ELEMENT)
     arch = architecture(card_or_id, "full", catalogue=catalogue)
     try:
         return _cache_size(make_plan(arch), context, bytes_per_element)
@@ -255,17 +313,17 @@ def trends(
         raise ArgumentError(
             f"choice must be a str ('moe', 'norm-type'), got {type(choice).__name__}"
         )
-    where = [where] if isinstance(where, str) else list(where)
-    for condition in where:
-        if not isinstance(condition, str):
-            raise ArgumentError(f"where takes query strings ('year>=2024'), got {condition!r:.40}")
+    where = _strings("where", where, "'year>=2024'")
     for name, year in (("since", since), ("until", until)):
         if year is not None:
             _whole(name, year, 9999)
+    _flag("band", band)
+    _flag("mlp", mlp)
+    if not isinstance(weight, str):
+        raise ArgumentError(f"weight must be 'family' or 'card', got {type(weight).__name__}")
     weighting = parse_weighting(weight)
-    asked = parse_kinds(kinds)
-    if not isinstance(catalogue, Catalogue):
-        catalogue = load_catalogue() if catalogue is None else load_catalogue(catalogue)
+    asked = parse_kinds(_strings("kinds", kinds, "'decoder-only', 'all'") or None)
+    catalogue = _catalogue(catalogue)
     cut = catalogue_cutoff(catalogue)
     numeric = numeric_field(choice)
     if numeric is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import codecs
 import difflib
 import gc
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ import yaml_rs
 from pydantic import ValidationError
 
 from archdb import cache, files
-from archdb.errors import ArchdbError
+from archdb.errors import ArchdbError, ArgumentError
 from archdb.locations import (  # noqa: F401 (re-exported: the rules that find the catalogue)
     CATALOGUE_ENV,
     CATALOGUE_RULES,
@@ -139,7 +140,6 @@ class Catalogue:
         ``attention=gqa``, ``activation in (swiglu,geglu)``, joined by ``and`` or given
         apart); raise archdb.query.QueryError on a malformed one."""
         from archdb import query
-        from archdb.errors import ArgumentError
 
         for expression in expressions:
             if not isinstance(expression, str):
@@ -167,6 +167,10 @@ class Catalogue:
 
     def resolve(self, name: str) -> Card:
         """A card id, or a family name meaning its largest published model."""
+        if not isinstance(name, str):
+            raise ArgumentError(
+                f"name must be a card id or family name (str), got {type(name).__name__}"
+            )
         card = self.get(name)
         if card is not None:
             return card
@@ -198,7 +202,11 @@ def load_catalogue(path: Path | str | None = None) -> Catalogue:
 
     Without ``path``, the catalogue ``resolve_catalogue`` finds.
     """
-    path = resolve_catalogue(path)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(
+            f"path must be a str or a Path of a catalogue file, got {type(path).__name__}"
+        )
+    path = resolve_catalogue(None if path is None else os.fspath(path))
     cards, problems = check_catalogue(path, use_cache=True)
     if problems:
         raise CatalogueError(problems)

@@ -9,7 +9,11 @@ weights are stacked into archdb's (experts, in, out) tensors (gpt-oss's are stor
 gate and up interleaved column by column, and are split by stride); a tied head reads the
 embedding. Every archdb tensor must be filled and every checkpoint tensor used, with
 the same shape: anything else is a ``WeightsError`` naming the tensor, so nothing is
-silently left at its random initial value.
+silently left at its random initial value. So is a tensor the safetensors library cannot
+read (a shard that lacks a tensor its index names, a damaged file): the error names the
+tensor and the file. A floating-point tensor holding NaN or an infinity is refused, not
+loaded with a warning: such a checkpoint computes NaN logits, and a warning scrolled away
+would leave a model that looks loaded.
 
 Only the ``safetensors`` package is needed (no transformers).
 """
@@ -119,7 +123,10 @@ def _tensor_files(directory: Path) -> dict[str, Path]:
 
 
 def _sharded(directory: Path, index: Path) -> dict[str, Path]:
-    raw = read_bounded(index, MAX_INDEX_BYTES)
+    try:
+        raw = read_bounded(index, MAX_INDEX_BYTES)  # never waits on a pipe
+    except OSError as exc:
+        raise WeightsError(f"{index}: cannot read the index: {exc.strerror or exc}") from None
     try:
         weight_map = json.loads(raw.decode("utf-8"))["weight_map"]
     except (ValueError, KeyError, TypeError) as exc:
