@@ -285,8 +285,8 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except BrokenPipeError:
         raise  # a reader that left (`| head`): quiet, as for stdout
-    except OSError as exc:
-        raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
+    except OSError as exc:  # the file or folder at fault, else the one asked for
+        raise fail(f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
 
 
 def report_error(exc: BaseException) -> int | None:
