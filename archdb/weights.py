@@ -106,6 +106,9 @@ def _tensor_files(directory: Path) -> dict[str, Path]:
     if not directory.is_dir():
         raise WeightsError(f"{directory}: not a directory (give a checkpoint directory)")
     single, index = directory / "model.safetensors", directory / "model.safetensors.index.json"
+    for path in (index, single):  # a pipe, a device or a folder there: say so, never open it
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise WeightsError(f"{path}: not a regular file")
     if index.is_file():
         return _sharded(directory, index)
     if single.is_file():
