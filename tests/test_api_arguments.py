@@ -19,7 +19,7 @@ from archdb.errors import ArchdbError, ArgumentError, UsageError
         (lambda: archdb.build("gpt-2", seq_len=64.5), "seq_len must be a whole number"),
         (lambda: archdb.build("gpt-2", seq_len=True), "seq_len must be a whole number"),
         (lambda: archdb.build("gpt-2", seq_len=10**9), "seq_len must be from 1 to 65,536"),
-        (lambda: archdb.build("gpt-2", dtype="float16"), "dtype must be a floating-point torch.dtype"),
+        (lambda: archdb.build("gpt-2", dtype="float16"), "floating-point torch.dtype"),
         (lambda: archdb.build("gpt-2", seq_len=0), "seq_len must be from 1 to 65,536"),
         (lambda: archdb.flops("gpt-2-124m", seq_len=0), "seq_len must be from 1"),
         (lambda: archdb.flops("gpt-2-124m", seq_len=-5), "seq_len must be from 1"),
@@ -186,7 +186,7 @@ def test_an_index_that_is_a_pipe_is_a_weights_error(tmp_path):
     folder = tmp_path / "ckpt"
     folder.mkdir()
     os.mkfifo(folder / "model.safetensors.index.json")
-    with pytest.raises(WeightsError, match="model.safetensors.index.json: not a regular file"):
+    with pytest.raises(WeightsError, match=r"model\.safetensors\.index\.json: not a regular file"):
         Checkpoint(folder)
 
 
