@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -116,8 +115,8 @@ def _make_key(folder: Path, path: Path) -> bytes | None:
     """A new random key, written whole under a temporary name and linked into place: a
     second process that makes one at the same time uses the first one's."""
     try:
-        staged = folder / f".{KEY_NAME}.{secrets.token_hex(8)}"
-        files.write_new(staged, secrets.token_bytes(KEY_BYTES))
+        staged = folder / f".{KEY_NAME}.{os.urandom(8).hex()}"
+        files.write_new(staged, os.urandom(KEY_BYTES))
         try:
             os.chmod(staged, 0o600)
             os.link(staged, path)

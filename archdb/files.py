@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Callable
@@ -71,7 +70,7 @@ def _create_temporary(folder: Path, stem: str, mode: int) -> tuple[int, Path]:
     """A new file in ``folder`` under a random name, made exclusively: never an existing
     file, never through a link planted at that name."""
     for _ in range(_TEMPORARY_TRIES):
-        path = folder / f".{stem}.{secrets.token_hex(8)}.tmp"
+        path = folder / f".{stem}.{os.urandom(8).hex()}.tmp"
         try:
             return os.open(path, _WRITE_NEW, mode), path
         except FileExistsError:

@@ -157,13 +157,13 @@ def test_a_link_planted_at_the_temporary_name_is_never_written(tmp_path, monkeyp
     victim = tmp_path / "victim.txt"
     victim.write_text("victim\n", encoding="utf-8")
     target = tmp_path / "out.txt"
-    names = iter(["planted", "fresh"])
-    monkeypatch.setattr(files.secrets, "token_hex", lambda n: next(names))
-    (tmp_path / ".out.txt.planted.tmp").symlink_to(victim)
+    names = iter([b"planted!", b"fresh!!!"])
+    monkeypatch.setattr(files.os, "urandom", lambda n: next(names))
+    (tmp_path / f".out.txt.{b'planted!'.hex()}.tmp").symlink_to(victim)
     files.write_atomic(target, b"new\n")
     assert victim.read_text() == "victim\n" and target.read_bytes() == b"new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".out.txt.planted.tmp",
+        f".out.txt.{b'planted!'.hex()}.tmp",
         "out.txt",
         "victim.txt",
     ]
