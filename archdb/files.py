@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
@@ -39,13 +40,16 @@ _WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMPORARY_TRIES = 100  # random names tried before giving up (a clash is 1 in 2^64)
 
 
-def read_bounded(path: Path | str, limit: int, *, regular: bool = False) -> bytes:
+def read_bounded(
+    path: Path | str, limit: int, *, regular: bool = False, follow: bool = True
+) -> bytes:
     """At most ``limit + 1`` bytes of a file: enough to tell that it is too large, so that
     /dev/zero or a runaway file cannot exhaust memory. A named pipe or socket is refused
     (OSError) rather than waited on: it is opened without blocking and looked at before a
     byte is read. ``regular``: anything but a regular file (a device, a folder) is refused
-    too."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    too; ``follow=False``: a link as well (ELOOP), for files archdb wrote itself."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
     with open(fd, "rb", closefd=True) as file:
         mode = os.fstat(fd).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
@@ -59,23 +63,23 @@ def read_bounded(path: Path | str, limit: int, *, regular: bool = False) -> byte
 def read_regular(path: Path | str, limit: int, *, follow: bool = True) -> bytes:
     """``read_bounded`` of a regular file only: a device, a pipe, a folder or a link to one
     (say, to /dev/zero) is refused with OSError before a byte is read. ``follow=False``
-    refuses a link as well (ELOOP): for files archdb wrote itself, which are never links."""
-    if not follow:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-        os.close(fd)  # opened only to refuse a link; read_bounded opens it again
-    return read_bounded(path, limit, regular=True)
+    refuses a link as well: for files archdb wrote itself, which are never links."""
+    return read_bounded(path, limit, regular=True, follow=follow)
 
 
-def _create_temporary(folder: Path, stem: str, mode: int) -> tuple[int, Path]:
-    """A new file in ``folder`` under a random name, made exclusively: never an existing
-    file, never through a link planted at that name."""
+def _create_temporary(target: Path, mode: int) -> tuple[int, Path]:
+    """A new file beside ``target`` under a random name, made exclusively: never an
+    existing file, never through a link planted at that name. An error names ``target``
+    (the file the user asked for), not the temporary name."""
     for _ in range(_TEMPORARY_TRIES):
-        path = folder / f".{stem}.{os.urandom(8).hex()}.tmp"
+        path = target.parent / f".{target.name}.{os.urandom(8).hex()}.tmp"
         try:
             return os.open(path, _WRITE_NEW, mode), path
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+        except OSError as exc:  # no such folder, no permission, a full disk
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target))
 
 
 def write_atomic(
@@ -94,7 +98,7 @@ def write_atomic(
     ``before_replace`` may raise to abandon the write (the catalogue writer checks that
     nobody wrote the file meanwhile). The temporary file is removed on any failure.
     """
-    fd, tmp = _create_temporary(path.parent, path.name, 0o600 if private else 0o666)
+    fd, tmp = _create_temporary(path, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             if mode is not None:
@@ -170,6 +174,7 @@ def inside_without_links(root: Path, relative: Path) -> bool:
 
 
 _warned: set[Path] = set()
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # never sent raw to a terminal
 
 
 def private_dir(path: Path) -> Path | None:
@@ -194,5 +199,6 @@ def refuse_cache(path: Path, why: str) -> None:
     """Warn once, on one line, that the cache at ``path`` is not used, and why."""
     if path not in _warned:
         _warned.add(path)
-        print(f"archdb: warning: not using the cache {path}: it {why}", file=sys.stderr)
+        shown = _CONTROL.sub(lambda m: repr(m.group())[1:-1], f"{path}: it {why}")
+        print(f"archdb: warning: not using the cache {shown}", file=sys.stderr)
     return None
