@@ -1,32 +1,74 @@
 """An architecture diagram of a card, drawn from its plan as static SVG (no script).
 
-Top to bottom: the embedding; each stack as a strip of its layers, one cell a layer, the
-top half its token mixer and the bottom half its MLP, with each kind's count in a legend
-(readable at 10 layers and at 126); one block opened up (the norms where the card puts
-them, the attention with its heads, the MLP or MoE with its experts, parallel or serial,
-soft-caps, sinks, gates); and the head. Every string that comes from the card is escaped.
+Top to bottom: the embedding; each stack as a strip of its layers (one cell a layer, its
+token mixer above and its MLP below, rows wrapped at a multiple of the layer pattern's
+period so the pattern lines up, each kind's count in a legend: readable at 10 layers and
+at 10,000); each distinct layer of the stack opened up (the norms where the plan puts
+them, the attention with its heads, KV heads and head_dim, the recurrent mixer with its
+sizes, the MLP or MoE with its experts, serial or parallel, soft-caps, sinks, gates);
+and the head. A card whose plan cannot be made (a size it needs is unknown) is drawn
+from its own fields, with what is unknown said.
 
-``diagram_svg(card)`` is a pure function: the same card gives the same bytes.
+``describe(card)`` reads the card into a ``Diagram`` (plain data: words and counts);
+``render(diagram)`` draws it; ``diagram_svg(card)`` is both, a pure function: the same
+card gives the same bytes. Every string is escaped where it is written. A new model kind
+is one entry of ``STACK_ROLES`` (which stacks the plan has, and what they are called).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
 
-from archdb.measure.analytic import param_count
+from archdb.choices.norms import NORMS
 from archdb.plan import make_plan
-from archdb.plan.layout import BuildError, fill_unknowns
-from archdb.plan.mlp import MoESpec
-from archdb.schema import Architecture, AttentionVariant, Card, LayerKind, NormPosition
+from archdb.plan import params as plan_params
+from archdb.plan.attention import HeadAttention, LatentAttention, LinearKernel
+from archdb.plan.layout import Assumption, BuildError, fill_unknowns
+from archdb.plan.mlp import DenseMLP, MoESpec
+from archdb.plan.norms import NORM_SLOTS, NormSlots, NormSpec
+from archdb.plan.parallel import ParallelMixers, ScaledMixer
+from archdb.plan.plan import Block, Plan, Stack
+from archdb.plan.shortcut import ShortcutBlock
+from archdb.schema import (
+    CHANNEL_ONLY,
+    Architecture,
+    Card,
+    Kind,
+    LayerKind,
+    NormPosition,
+    PositionType,
+)
 
-WIDTH = 600
-STRIP_WIDTH = 560  # pixels the layers of a stack share
-MAX_CELLS = 1024  # beyond this many layers a strip draws runs of equal layers
+# --- what is drawn, and in which words ----------------------------------------------------
 
-# Each layer kind's words and colour (Okabe-Ito, as the reports' figures).
-MIXER_WORDS = {
+
+@dataclass(frozen=True)
+class StackRole:
+    """One stack of a model kind: its name, whether it attends causally, and whether its
+    layers follow the card's layer pattern (an encoder-decoder's encoder is all global)."""
+
+    name: str
+    causal: bool
+    card_pattern: bool
+
+
+# A model kind's stacks, in the plan's order (Plan.stacks).
+STACK_ROLES: dict[Kind, tuple[StackRole, ...]] = {
+    Kind.DECODER_ONLY: (StackRole("decoder", causal=True, card_pattern=True),),
+    Kind.ENCODER_DECODER: (
+        StackRole("encoder", causal=False, card_pattern=False),
+        StackRole("decoder", causal=True, card_pattern=True),
+    ),
+    Kind.ENCODER_ONLY: (StackRole("encoder", causal=False, card_pattern=True),),
+}
+
+# Each layer kind's words and colour (Okabe-Ito, as the reports' figures). A mixer plugin
+# without an entry is drawn with its pattern entry and grey.
+MIXER_WORDS: dict[LayerKind, tuple[str, str]] = {
     LayerKind.GLOBAL: ("global attention", "#0072B2"),
     LayerKind.LOCAL: ("local (sliding-window) attention", "#56B4E9"),
     LayerKind.GLOBAL_NOPE: ("global attention, no positions", "#CC79A7"),
@@ -42,200 +84,624 @@ MIXER_WORDS = {
     LayerKind.MLP: ("no token mixer (MLP only)", "#dddddd"),
     LayerKind.MOE: ("no token mixer (MoE only)", "#dddddd"),
 }
-MLP_COLOURS = {"dense MLP": "#7f7f7f", "MoE": "#000000", "no MLP": "#f2f2f2"}
+OTHER_MIXER = "#999999"
+DENSE, MOE, NO_MLP = "dense MLP", "MoE", "no MLP"
+MLP_COLOURS = {DENSE: "#7f7f7f", MOE: "#000000", NO_MLP: "#f2f2f2"}
+
+# Where a block's norms sit, in words (the card's norm.position).
+NORM_PLACEMENT: dict[NormPosition, str] = {
+    NormPosition.PRE: "before each sublayer (pre-norm)",
+    NormPosition.POST: "after each residual add (post-norm)",
+    NormPosition.DOUBLE: "before each sublayer and on its output (double norm)",
+    NormPosition.POST_BRANCH: "on each sublayer's output, inside the residual branch",
+    NormPosition.RESIDUAL: "after each add, with a second pre-norm stream (ResiDual)",
+    NormPosition.NORMED_SKIP: "before each sublayer; the skip carries the normed input",
+}
 
 
-@dataclass
-class _Canvas:
-    """SVG elements appended top to bottom."""
-
-    parts: list[str] = field(default_factory=list)
-    y: float = 0.0
-
-    def text(self, x: float, y: float, words: str, size: int = 12, weight: str = "normal",
-             anchor: str = "start") -> None:  # fmt: skip
-        self.parts.append(
-            f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" font-weight="{weight}" '
-            f'text-anchor="{anchor}">{escape(words)}</text>'
-        )
-
-    def box(self, x: float, y: float, w: float, h: float, fill: str, label: str = "",
-            stroke: str = "#333333") -> None:  # fmt: skip
-        self.parts.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width="0.6" rx="3"/>'
-        )
-        if label:
-            self.text(x + w / 2, y + h / 2 + 4, label, 11, anchor="middle")
+def mixer_words(kind: LayerKind) -> str:
+    return MIXER_WORDS.get(kind, (kind.value, OTHER_MIXER))[0]
 
 
-def _mixer_words(arch: Architecture, kind: LayerKind) -> str:
-    words, _ = MIXER_WORDS.get(kind, (kind.value, "#999999"))
-    att = arch.attention
-    if kind.attention and att.variant is AttentionVariant.LINEAR:
-        words = "linear attention"
-    elif kind.attention and att.variant is AttentionVariant.LATENT:
-        words = words.replace("attention", "latent attention (MLA)", 1)
-    if kind is LayerKind.LOCAL and att.sliding_window:
-        words += f", window {att.sliding_window:,}"
-    return words
-
-
-def _mlp_words(mlp: object) -> str:
-    if mlp is None:
-        return "no MLP"
-    return "MoE" if isinstance(mlp, MoESpec) else "dense MLP"
+def mixer_colour(kind: LayerKind) -> str:
+    return MIXER_WORDS.get(kind, (kind.value, OTHER_MIXER))[1]
 
 
 @dataclass(frozen=True)
-class StackLayers:
-    """A stack's layers as words: each layer's mixer and MLP, in order."""
+class Part:
+    """A box of the diagram: a title and its detail lines."""
 
-    name: str
-    mixers: list[str]
-    colours: list[str]
-    mlps: list[str]
+    role: str  # "norm", "attention", "mixer", "cross", "mlp", "moe"
+    title: str
+    lines: tuple[str, ...] = ()
+
+    @property
+    def words(self) -> str:
+        return "; ".join((self.title, *self.lines))
 
 
-def stack_layers(card: Card) -> list[StackLayers]:
-    """Each stack of the card (encoder first) as its layers' mixer and MLP words: the MLPs
-    from the card's plan, or from its fields when a size it needs is unknown."""
-    arch, _ = fill_unknowns(card.architecture)
-    if not arch.n_layers:
-        return []
+@dataclass(frozen=True)
+class Norms:
+    """A block's norms: their kind in words and where they sit."""
+
+    name: str  # "RMSNorm", "LayerNorm (no bias)", ...
+    slots: NormSlots
+    placement: str  # NORM_PLACEMENT's words
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a layer is: its sublayers in order (mixer, cross-attention, MLP), how its
+    norms sit, and what else it does. Layers of one shape are one layer type."""
+
+    norms: Norms
+    sublayers: tuple[Part, ...]
+    parallel: bool = False  # attention and MLP read one input and are summed
+    shared_norm: bool = False  # parallel: one norm feeds both
+    notes: tuple[str, ...] = ()
+    unnormed: tuple[int, ...] = ()  # sublayers without a norm of their own (LongCat's MoE)
+
+
+@dataclass(frozen=True)
+class LayerType:
+    """One distinct layer of a stack: its letter in the strip, its pattern entry (the
+    colour of its cells), how many layers it is, and its shape, opened up."""
+
+    letter: str
+    kind: LayerKind
+    count: int
+    shape: Shape
+
+    @property
+    def mlp(self) -> str:
+        roles = {p.role for p in self.shape.sublayers}
+        return MOE if "moe" in roles else DENSE if "mlp" in roles else NO_MLP
+
+
+@dataclass(frozen=True)
+class StackView:
+    """A stack: its layers' kinds and types in order, and its distinct layers."""
+
+    role: StackRole
+    kinds: tuple[LayerKind, ...]  # one a layer
+    which: tuple[int, ...]  # one a layer: its index in ``types``
+    types: tuple[LayerType, ...]
+    notes: tuple[str, ...] = ()
+    marked: tuple[int, ...] = ()  # layers a shared block runs before (Zamba2)
+    shared: tuple[Part, ...] = ()  # those shared blocks' attention and MLP
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.kinds)
+
+    def mlps(self) -> list[str]:
+        return [self.types[t].mlp for t in self.which]
+
+    def kind_counts(self) -> list[tuple[LayerKind, int]]:
+        return _by_count(Counter(self.kinds))
+
+    def mlp_counts(self) -> list[tuple[str, int]]:
+        return _by_count(Counter(self.mlps()))
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A card's architecture as words and counts, ready to draw."""
+
+    title: str
+    facts: str
+    embedding: Part
+    stacks: tuple[StackView, ...]
+    head: Part
+    extras: tuple[Part, ...] = ()  # multi-token prediction
+    unknown: str = ""  # why the plan could not be made (then drawn from the card)
+    assumed: tuple[str, ...] = ()  # choices filled because the card leaves them unknown
+
+
+def _by_count(counts: Counter) -> list:
+    return sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+
+
+# --- reading a card --------------------------------------------------------------------------
+
+
+def describe(card: Card) -> Diagram:
+    """The card's diagram as data: from its plan, or from its fields when the plan cannot
+    be made."""
+    arch, assumptions = fill_unknowns(card.architecture)
+    kind = arch.kind.value if arch.kind else "kind unknown"
+    title = f"{card.name} ({card.id}): {kind}"
+    assumed = tuple(_assumption_words(a) for a in assumptions)
     try:
         plan = make_plan(arch)
-    except BuildError:
-        plan = None
-    stacks = [("decoder", arch.n_layers, arch.layer_kinds())]
-    if arch.n_encoder_layers:  # an encoder's layers attend globally, in both directions
-        stacks.insert(
-            0, ("encoder", arch.n_encoder_layers, [LayerKind.GLOBAL] * arch.n_encoder_layers)
+    except BuildError as exc:
+        why = str(exc).removeprefix("cannot build: ")
+        return _from_card(arch, title, f"no exact counts, {why}", assumed)
+    return _from_plan(arch, plan, title, assumed)
+
+
+def _assumption_words(assumption: Assumption) -> str:
+    value = getattr(assumption.value, "value", assumption.value)
+    if isinstance(value, bool):
+        value = str(value).lower()
+    return f"{assumption.field} = {value} ({assumption.why})"
+
+
+def _roles(arch: Architecture, n_stacks: int) -> tuple[StackRole, ...]:
+    roles = STACK_ROLES.get(arch.kind) if arch.kind is not None else None
+    if roles is None or len(roles) != n_stacks:  # a kind this table does not know yet
+        roles = tuple(StackRole(f"stack {i + 1}", True, True) for i in range(n_stacks))
+    return roles
+
+
+def _stack_kinds(arch: Architecture, role: StackRole, n: int) -> list[LayerKind]:
+    if role.card_pattern:
+        return arch.layer_kinds()[:n] if arch.n_layers == n else _tiled(arch, n)
+    return [LayerKind.GLOBAL] * n
+
+
+def _tiled(arch: Architecture, n: int) -> list[LayerKind]:
+    pattern = arch.attention.layer_pattern
+    return [pattern[i % len(pattern)] for i in range(n)]
+
+
+def _from_plan(arch: Architecture, plan: Plan, title: str, assumed: tuple[str, ...]) -> Diagram:
+    split = plan_params(plan)
+    facts = f"{_short(split.total)} parameters ({split.total:,} exact"
+    if split.inactive:
+        facts += f", {_short(split.total - split.inactive)} active per token"
+    facts += f") · d_model {plan.embedding.d_model:,} · context {plan.context_length:,}"
+    stacks = tuple(
+        _stack_view(arch, stack, role)
+        for stack, role in zip(plan.stacks, _roles(arch, len(plan.stacks)), strict=True)
+    )
+    extras = ()
+    if plan.mtp is not None:
+        module = plan.mtp.module
+        extras = (
+            Part(
+                "mtp",
+                f"multi-token prediction: {plan.mtp.n_modules} module(s), beside the model",
+                (
+                    f"each: norms on the hidden state and the next token's embedding, a "
+                    f"2·d_model → d_model projection, {module.n_blocks} block(s) like the "
+                    "last layer, the shared head",
+                    "not run in the model's forward pass; counted apart",
+                ),
+            ),
         )
+    return Diagram(
+        title,
+        facts,
+        _embedding(plan),
+        stacks,
+        _head(plan),
+        extras,
+        assumed=assumed,
+    )
+
+
+def _stack_view(arch: Architecture, stack: Stack, role: StackRole) -> StackView:
+    """A stack's layers grouped by what they are (the plan keeps blocks apart by their
+    place in the pattern too; the diagram merges blocks that read the same)."""
+    kinds = _stack_kinds(arch, role, stack.n_layers)
+    shapes: dict[int, tuple[LayerKind, Shape]] = {}  # plan block index -> what it is
+    keys: dict[tuple[LayerKind, Shape], int] = {}
+    which: list[int] = []
+    for i, kind in enumerate(kinds):
+        b = stack.which(i)
+        if b not in shapes:
+            shapes[b] = (kind, _shape(arch, stack.blocks[b], kind))
+        which.append(keys.setdefault(shapes[b], len(keys)))
+    counts = Counter(which)
+    types = [LayerType(_letter(t), kind, counts[t], shape) for (kind, shape), t in keys.items()]
+    notes: list[str] = []
+    if stack.final_norm is not None:
+        notes.append(f"a final {_norm_name(stack.final_norm)} after the last layer")
+    if stack.bias is not None:
+        notes.append(
+            f"one position bias for the whole stack: {stack.bias.type.value}"
+            + (f", {stack.bias.buckets} buckets" if stack.bias.buckets else "")
+        )
+    if stack.streams is not None:
+        notes.append(f"AltUp: {stack.streams.n} streams in and out of the stack")
+    marked: tuple[int, ...] = ()
+    shared: tuple[Part, ...] = ()
+    if stack.shared is not None:
+        sb = stack.shared
+        marked = tuple(sb.layers)
+        attention = sb.block.attention
+        shared = (
+            Part(
+                "attention",
+                f"shared blocks: {sb.n_blocks} weight set(s), run before {len(sb.layers)} "
+                "layers (▼)",
+                (
+                    f"attention: {attention.n_heads} heads, {attention.n_kv_heads} KV heads, "
+                    f"head_dim {attention.head_dim}",
+                    _mlp_part(sb.block.mlp).words,
+                    "each invocation: its own adapters"
+                    + (f" (rank {sb.invocation.rank})" if sb.invocation.rank else "")
+                    + "; input: the stream"
+                    + (" and the embeddings" if sb.concat_embeddings else ""),
+                ),
+            ),
+        )
+    return StackView(role, tuple(kinds), tuple(which), tuple(types), tuple(notes), marked, shared)
+
+
+def _letter(index: int) -> str:
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return letters[index] if index < len(letters) else f"T{index + 1}"
+
+
+def _shape(arch: Architecture, block: Block | ShortcutBlock, kind: LayerKind) -> Shape:
+    """A plan block in words."""
+    position = arch.norm.position or NormPosition.PRE
+    placement = NORM_PLACEMENT.get(position, position.value)
+    if isinstance(block, ShortcutBlock):
+        attention = [_mixer_part(arch, m, kind) for m in block.mixers]
+        dense = _mlp_part(block.dense)
+        norms = Norms(_norm_name(block.norm), NORM_SLOTS[NormPosition.PRE], placement)
+        note = (
+            "shortcut MoE: the experts read the first MLP's normed input and join the "
+            "stream after the second MLP"
+        )
+        moe = _mlp_part(block.moe, _n_shared(arch))
+        moe = Part(moe.role, f"{moe.title} (shortcut: no norm of its own)", moe.lines)
+        parts = (attention[0], dense, attention[1], dense, moe)
+        return Shape(norms, parts, notes=(note,), unnormed=(len(parts) - 1,))
+    norms = Norms(_norm_name(block.norm), block.slots, placement)
+    parts: list[Part] = []
+    if block.mixer is not None:
+        parts.append(_mixer_part(arch, block.mixer, kind))
+    if block.cross is not None:
+        parts.append(_attention_part(arch, block.cross, cross=True))
+    if block.mlp is not None:
+        parts.append(_mlp_part(block.mlp, _n_shared(arch)))
+    notes: list[str] = []
+    if block.residual_multiplier is not None:
+        notes.append(f"each sublayer's output × {block.residual_multiplier:g}")
+    if block.mixer_skip is not None or block.mlp_skip is not None:
+        skips = [f"{s:g}" for s in (block.mixer_skip, block.mlp_skip) if s is not None]
+        notes.append(f"the skip path × {' and '.join(skips)}")
+    if block.resi_dual:
+        notes.append("ResiDual: a second stream sums the outputs, normed once at the end")
+    if block.scalar:
+        notes.append("a learned scalar on the layer's output")
+    if block.per_layer is not None:
+        notes.append(
+            f"per-layer embedding: a gated input of width {block.per_layer.width} after the MLP"
+        )
+    if block.altup is not None:
+        notes.append(f"AltUp: {block.altup.n} streams, one active, corrected after")
+    if block.laurel is not None:
+        notes.append(f"LAuReL: a rank-{block.laurel.rank} path beside the attention")
+    return Shape(norms, tuple(parts), block.parallel, block.shared_norm, tuple(notes))
+
+
+def _n_shared(arch: Architecture) -> int:
+    moe = arch.mlp.moe
+    return (moe.n_shared or 1) if moe is not None else 1
+
+
+def _norm_name(spec: NormSpec) -> str:
+    rule = NORMS.get(spec.type)
+    name = rule.name if rule is not None else str(spec.type)
+    if not spec.scale and not spec.bias:
+        name += " (no parameters)"
+    elif spec.type.value == "layernorm" and not spec.bias:
+        name += " (no bias)"
+    elif spec.type.value == "rmsnorm" and spec.bias:
+        name += " (with bias)"
+    if spec.unit_offset:
+        name += ", scale 1 + w"
+    return name
+
+
+def _mixer_part(arch: Architecture, mixer: object, kind: LayerKind) -> Part:
+    if isinstance(mixer, ScaledMixer):
+        inner = _mixer_part(arch, mixer.inner, kind)
+        factors = [
+            f"{what} × {m:g}"
+            for what, m in (("input", mixer.input_multiplier), ("output", mixer.output_multiplier))
+            if m is not None
+        ]
+        return Part(inner.role, inner.title, (*inner.lines, ", ".join(factors)))
+    if isinstance(mixer, ParallelMixers):
+        attention = _mixer_part(arch, mixer.attention, LayerKind.GLOBAL)
+        recurrent = _recurrent_part(mixer.recurrent, kind.recurrent or kind)
+        return Part(
+            "attention",
+            f"{attention.title} beside {recurrent.title}, outputs summed",
+            (*attention.lines, f"{recurrent.title}: " + "; ".join(recurrent.lines)),
+        )
+    if isinstance(mixer, HeadAttention | LatentAttention):
+        return _attention_part(arch, mixer)
+    return _recurrent_part(mixer, kind)
+
+
+def _recurrent_part(spec: object, kind: LayerKind) -> Part:
+    """A recurrent mixer (a plugin's spec): its words and its integer sizes."""
+    sizes = []
+    if dataclasses.is_dataclass(spec):
+        for f in dataclasses.fields(spec):
+            value = getattr(spec, f.name)
+            if f.name != "d_model" and isinstance(value, int) and not isinstance(value, bool):
+                sizes.append(f"{f.name} {value:,}")
+    return Part("mixer", mixer_words(kind), (", ".join(sizes),) if sizes else ())
+
+
+def _scope(kernel: object, cross: bool) -> str:
+    """Which keys a query reads, in words."""
+    if cross:
+        return "cross-attention to the encoder"
+    if isinstance(kernel, LinearKernel):
+        return "linear attention"
+    kind = getattr(kernel, "kind", LayerKind.GLOBAL)
+    window = getattr(kernel, "window", None)
+    if kind is LayerKind.LOCAL:
+        return f"local attention, window {window:,}" if window else "local attention"
+    if kind is LayerKind.CHUNKED:
+        return f"chunked attention, chunks of {window:,}" if window else "chunked attention"
+    if kind is LayerKind.GLOBAL_NOPE:
+        return "global attention, no positions"
+    return "global attention"
+
+
+def _grouping(n_heads: int, n_kv_heads: int) -> str:
+    if n_kv_heads == n_heads:
+        return "MHA"
+    return "MQA" if n_kv_heads == 1 else f"GQA, {n_heads // n_kv_heads} queries per KV head"
+
+
+def _attention_part(arch: Architecture, mixer: object, cross: bool = False) -> Part:
+    kernel = mixer.kernel
+    lines: list[str] = []
+    if isinstance(mixer, LatentAttention):
+        title = f"{_scope(kernel, cross)} · latent (MLA)"
+        q = f"query latent {mixer.q_rank:,}" if mixer.q_rank else "full-rank queries"
+        lines.append(f"{mixer.n_heads} heads, KV latent {mixer.kv_rank:,}, {q}")
+        lines.append(
+            f"q·k head {mixer.nope_dim} + {mixer.rope_dim} rotary dims, v head {mixer.v_dim}"
+        )
+    else:
+        title = f"{_scope(kernel, cross)} · {_grouping(mixer.n_heads, mixer.n_kv_heads)}"
+        lines.append(
+            f"{mixer.n_heads} heads, {mixer.n_kv_heads} KV heads, head_dim {mixer.head_dim}"
+        )
+    if cross:
+        lines.append("queries from the decoder, keys and values from every encoder output")
+    else:
+        lines.append(_positions(arch, mixer))
+        lines.append("causal" if getattr(kernel, "causal", True) else "bidirectional")
+    lines.extend(_attention_extras(mixer))
+    return Part("cross" if cross else "attention", title, tuple(lines))
+
+
+def _positions(arch: Architecture, mixer: object) -> str:
+    rotary = getattr(mixer, "rotary", None)
+    if rotary is not None:
+        words = f"RoPE θ {rotary.theta:,.0f}"
+        full = getattr(mixer, "head_dim", None) or (
+            getattr(mixer, "rope_dim", 0) + getattr(mixer, "nope_dim", 0)
+        )
+        if isinstance(mixer, HeadAttention) and rotary.dims < full:
+            words += f" on {rotary.dims} of {full} dims"
+        if rotary.scaling is not None:
+            words += f", {rotary.scaling.type.value} scaling × {rotary.scaling.factor:g}"
+        return words
+    if getattr(mixer, "takes_bias", False):
+        return f"position bias on the scores ({arch.position.type.value})"
+    if getattr(mixer, "relative_xl", None) is not None:
+        return "Transformer-XL relative positions"
+    if arch.position.type in (PositionType.LEARNED, PositionType.SINUSOIDAL):
+        return "positions added at the embedding"
+    return "no positions (NoPE)"
+
+
+def _attention_extras(mixer: object) -> list[str]:
     out = []
-    for index, (name, _, pattern) in enumerate(stacks):
-        mixers = [_mixer_words(arch, k) for k in pattern]
-        colours = [MIXER_WORDS.get(k, ("", "#999999"))[1] for k in pattern]
-        if plan is not None:
-            stack = plan.stacks[index]
-            mlps = [_mlp_words(getattr(b, "mlp", None)) for b in stack.layers()]
-        else:
-            mlps = [_card_mlp(arch, i, k) for i, k in enumerate(pattern)]
-        out.append(StackLayers(name, mixers, colours, mlps))
+    kernel = mixer.kernel
+    qk = getattr(mixer, "qk_norm", None)
+    if qk is not None:
+        out.append(f"QK norm ({qk.kind.value}, {_norm_name(qk.norm)})")
+    if getattr(kernel, "softcap", None):
+        out.append(f"attention logits soft-capped at {kernel.softcap:g}")
+    if getattr(kernel, "sink_heads", 0):
+        out.append("a learned sink logit per head")
+    if getattr(kernel, "top_k", None):
+        out.append(f"sparse: each query reads its top {kernel.top_k:,} keys (an indexer)")
+    gate = getattr(mixer, "output_gate", None)
+    if gate is not None:
+        out.append(f"sigmoid output gate ({gate.value})")
+    if getattr(mixer, "values_from_keys", False):
+        out.append("values are the keys (no value projection)")
+    if getattr(mixer, "value_norm", None) is not None:
+        out.append("a norm over each value head")
+    if getattr(mixer, "reuses_kv", False):
+        earlier = f"an earlier {mixer.kv_kind} layer" if mixer.kv_kind else "an earlier layer"
+        out.append(f"reuses the keys and values of {earlier}")
+    if getattr(mixer, "qkv_clip", None):
+        out.append(f"q, k, v clipped to ±{mixer.qkv_clip:g}")
+    biases = [name for name, on in (("q, k, v", mixer.qkv_bias), ("output", mixer.out_bias)) if on]
+    if biases:
+        out.append("bias on " + " and ".join(biases))
     return out
+
+
+def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
+    if isinstance(mlp, MoESpec):
+        router = mlp.router
+        expert = mlp.expert
+        lines = [f"each expert: {expert.activation.value}, d_ff {expert.d_ff:,}"]
+        if mlp.shared is not None:
+            lines.append(
+                f"{n_shared} shared expert{'s' if n_shared > 1 else ''}, always used: "
+                f"d_ff {mlp.shared.d_ff:,}"
+                + (" in all" if n_shared > 1 else "")
+                + (", gated" if mlp.shared_gate else "")
+            )
+        words = f"router: {router.score.value}"
+        if router.n_groups > 1:
+            words += f", {router.n_groups} groups, best {router.top_k_groups}"
+        if router.correction_bias:
+            words += ", bias-corrected choice"
+        if router.normalize and router.top_k > 1:
+            words += ", top-k weights renormalized"
+        if router.scale != 1.0:
+            words += f", × {router.scale:g}"
+        lines.append(words)
+        if router.zero_experts:
+            lines.append(f"{router.zero_experts} zero-computation (identity) experts")
+        if mlp.beside is not None:
+            lines.append(f"a dense MLP beside the experts: d_ff {mlp.beside.d_ff:,}")
+        if mlp.output_multiplier is not None:
+            lines.append(f"output × {mlp.output_multiplier:g}")
+        title = f"MoE: {router.n_experts} experts, top-{router.top_k}"
+        return Part("moe", title, tuple(lines))
+    ratio = mlp.d_ff / mlp.d_model
+    lines = [f"d_ff {mlp.d_ff:,} ({ratio:.3g} × d_model)"]
+    if mlp.bias:
+        lines.append("with biases")
+    if mlp.clamp is not None:
+        lines.append(f"clamped at ±{mlp.clamp.limit:g}")
+    factors = [
+        f"{what} × {m:g}"
+        for what, m in (("gate", mlp.gate_multiplier), ("output", mlp.output_multiplier))
+        if m is not None
+    ]
+    if factors:
+        lines.append(", ".join(factors))
+    if mlp.sparsity is not None:
+        lines.append(f"gaussian top-k gate: about {mlp.sparsity:g} of it zero")
+    return Part("mlp", f"dense MLP: {mlp.activation.value}", tuple(lines))
+
+
+def _embedding(plan: Plan) -> Part:
+    emb = plan.embedding
+    lines = [f"{emb.vocab:,} tokens × {emb.width:,}"]
+    if emb.width != emb.d_model:
+        lines[0] += f", projected to {emb.d_model:,}"
+    if emb.multiplier is not None:
+        root = math.isclose(emb.multiplier, math.sqrt(emb.d_model), rel_tol=1e-3)
+        lines.append(f"scaled × {emb.multiplier:.4g}" + (" (√d_model)" if root else ""))
+    if plan.positions is not None:
+        pos = plan.positions
+        lines.append(
+            f"+ {pos.type.value} absolute positions"
+            + (f", {pos.rows:,} rows" if pos.type is PositionType.LEARNED else "")
+        )
+    if plan.embedding_norm is not None:
+        lines.append(f"then a {_norm_name(plan.embedding_norm)}")
+    if plan.per_layer_inputs is not None:
+        ple = plan.per_layer_inputs
+        lines.append(
+            f"per-layer embeddings: {ple.vocab:,} tokens × {ple.n_layers} layers × {ple.width}"
+        )
+    return Part("embedding", "token embedding", tuple(lines))
+
+
+def _head(plan: Plan) -> Part:
+    head = plan.head
+    words = f"{head.d_model:,} → {head.vocab:,} logits"
+    if head.width != head.d_model:
+        words = f"{head.d_model:,} → {head.width:,} → {head.vocab:,} logits"
+    lines = [words + (", tied to the embedding" if head.tied else ", its own matrix")]
+    if head.bias:
+        lines.append("with a bias")
+    if head.logit_scale is not None:
+        lines.append(f"logits × {head.logit_scale:g}")
+    if head.softcap is not None:
+        lines.append(f"logits soft-capped at {head.softcap:g}")
+    return Part("head", "output head", tuple(lines))
+
+
+def _from_card(arch: Architecture, title: str, why: str, assumed: tuple[str, ...]) -> Diagram:
+    """The diagram of a card whose plan cannot be made: its fields, unknowns said."""
+    stacks = []
+    n_stacks = 2 if arch.n_encoder_layers else 1
+    sizes = (arch.n_encoder_layers, arch.n_layers) if n_stacks == 2 else (arch.n_layers,)
+    position = arch.norm.position or NormPosition.PRE
+    norm_name = NORMS[arch.norm.type].name if arch.norm.type else "norm"
+    norms = Norms(norm_name, NORM_SLOTS[position], NORM_PLACEMENT.get(position, position.value))
+    for role, n in zip(_roles(arch, n_stacks), sizes, strict=True):
+        if not n:
+            continue
+        kinds = _stack_kinds(arch, role, n)
+        keys: dict[tuple[LayerKind, str], int] = {}
+        which = []
+        for i, kind in enumerate(kinds):
+            which.append(keys.setdefault((kind, _card_mlp(arch, i, kind)), len(keys)))
+        counts = Counter(which)
+        types = []
+        for (kind, mlp), t in keys.items():
+            parts = [_card_mixer(arch, kind)] if kind not in CHANNEL_ONLY else []
+            if role.name == "decoder" and n_stacks == 2:
+                parts.append(Part("cross", "cross-attention to the encoder"))
+            if mlp != NO_MLP:
+                parts.append(Part("moe" if mlp == MOE else "mlp", card_mlp_words(arch)))
+            shape = Shape(norms, tuple(parts), bool(arch.parallel_layers))
+            types.append(LayerType(_letter(t), kind, counts[t], shape))
+        stacks.append(StackView(role, tuple(kinds), tuple(which), tuple(types)))
+    embedding = Part(
+        "embedding",
+        "token embedding",
+        (f"{_number(arch.vocab_size)} tokens × {_number(arch.d_model)}",),
+    )
+    head = Part(
+        "head",
+        "output head",
+        (
+            "tied to the embedding" if arch.tied_embeddings else "its own matrix",
+            *(
+                [f"logits soft-capped at {arch.final_logit_softcap:g}"]
+                if arch.final_logit_softcap
+                else []
+            ),
+        ),
+    )
+    facts = f"d_model {_number(arch.d_model)} · {_number(arch.n_layers)} layers"
+    return Diagram(title, facts, embedding, tuple(stacks), head, (), why, assumed)
+
+
+def _card_mixer(arch: Architecture, kind: LayerKind) -> Part:
+    if not kind.attention:
+        return Part("mixer", mixer_words(kind))
+    return Part("attention", mixer_words(kind), (card_attention_words(arch),))
 
 
 def _card_mlp(arch: Architecture, index: int, kind: LayerKind) -> str:
     """A layer's MLP read from the card alone (its plan could not be made)."""
     if kind is LayerKind.MOE:
-        return "MoE"
+        return MOE
+    if kind is LayerKind.MLP:
+        return DENSE
+    if not arch.kind_has_mlp(kind):
+        return NO_MLP
     moe = arch.mlp.moe
     if moe is None or index < (moe.first_dense_layers or 0):
-        return "dense MLP"
-    return "MoE"
+        return DENSE
+    return MOE
 
 
-def _strip(canvas: _Canvas, layers: StackLayers, x: float) -> None:
-    """A stack's layers as cells (mixer above, MLP below) and its legend with counts."""
-    n = len(layers.mixers)
-    y = canvas.y
-    canvas.text(x, y + 12, f"{layers.name}: {n} layers", 12, "bold")
-    y += 18
-    cells = _runs(layers) if n > MAX_CELLS else [(m, c, p, 1) for m, c, p in
-                                                   zip(layers.mixers, layers.colours, layers.mlps,
-                                                       strict=True)]  # fmt: skip
-    unit = STRIP_WIDTH / max(n, 1)
-    cx = x
-    for _, colour, mlp, count in cells:
-        w = unit * count
-        canvas.parts.append(
-            f'<rect x="{cx:.2f}" y="{y:.1f}" width="{w:.2f}" height="16" fill="{colour}" '
-            'stroke="#ffffff" stroke-width="0.3"/>'
-        )
-        canvas.parts.append(
-            f'<rect x="{cx:.2f}" y="{y + 16:.1f}" width="{w:.2f}" height="7" '
-            f'fill="{MLP_COLOURS[mlp]}" stroke="#ffffff" stroke-width="0.3"/>'
-        )
-        cx += w
-    y += 30
-    mixer_counts = Counter(layers.mixers)
-    colour_of = dict(zip(layers.mixers, layers.colours, strict=True))
-    for words, count in sorted(mixer_counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        canvas.box(x, y, 10, 10, colour_of[words], stroke="#666666")
-        canvas.text(x + 16, y + 9, f"{words} × {count}", 11)
-        y += 15
-    for words, count in sorted(Counter(layers.mlps).items(), key=lambda kv: (-kv[1], kv[0])):
-        canvas.box(x, y + 2, 10, 6, MLP_COLOURS[words], stroke="#666666")
-        canvas.text(x + 16, y + 9, f"{words} × {count}", 11)
-        y += 15
-    canvas.y = y + 6
-
-
-def _runs(layers: StackLayers) -> list[tuple[str, str, str, int]]:
-    runs: list[tuple[str, str, str, int]] = []
-    for m, c, p in zip(layers.mixers, layers.colours, layers.mlps, strict=True):
-        if runs and runs[-1][:3] == (m, c, p):
-            runs[-1] = (m, c, p, runs[-1][3] + 1)
-        else:
-            runs.append((m, c, p, 1))
-    return runs
-
-
-def norm_words(arch: Architecture) -> str:
-    norm = arch.norm
-    kind = norm.type.value if norm.type is not None else "norm"
-    where = {
-        NormPosition.PRE: "before each sublayer (pre-norm)",
-        NormPosition.POST: "after each residual add (post-norm)",
-        NormPosition.DOUBLE: "before and after each sublayer (double norm)",
-    }.get(norm.position, norm.position.value if norm.position is not None else "unknown")
-    return f"{kind} {where}"
-
-
-def attention_words(arch: Architecture) -> str:
+def card_attention_words(arch: Architecture) -> str:
     att = arch.attention
-    parts = [f"{att.variant.value if att.variant else 'attention'}"]
+    parts = [att.variant.value if att.variant else "attention"]
     if att.n_heads:
         heads = f"{att.n_heads} heads"
-        if att.n_kv_heads and att.n_kv_heads != att.n_heads:
+        if att.n_kv_heads:
             heads += f", {att.n_kv_heads} KV heads"
         parts.append(heads)
     if arch.head_dim_effective:
         parts.append(f"head_dim {arch.head_dim_effective}")
-    if att.qk_norm and att.qk_norm.value != "none":
-        parts.append(f"QK norm ({att.qk_norm.value})")
-    if att.logit_softcap:
-        parts.append(f"logit soft-cap {att.logit_softcap:g}")
-    if att.sinks:
-        parts.append("sinks")
-    if att.output_gate:
-        parts.append(f"output gate ({att.output_gate.value})")
-    if att.sparse is not None:
-        parts.append(f"sparse: top-{att.sparse.top_k:,} keys")
-    parts.append(position_words(arch))
+    if arch.position.type is not None:
+        parts.append(f"positions: {arch.position.type.value}")
     return ", ".join(parts)
 
 
-def position_words(arch: Architecture) -> str:
-    position = arch.position
-    if position.type is None:
-        return "positions unknown"
-    if position.type.value == "none":
-        return "no position encoding (NoPE)"
-    if position.type.value == "rope":
-        words = "RoPE"
-        if position.rope_theta:
-            words += f" θ {position.rope_theta:,.0f}"
-        if position.rotary_fraction not in (None, 1.0):
-            words += f" on {position.rotary_fraction:g} of each head"
-        return words
-    return position.type.value
-
-
-def mlp_words(arch: Architecture) -> str:
+def card_mlp_words(arch: Architecture) -> str:
     mlp = arch.mlp
-    if mlp.activation is None and mlp.d_ff is None and mlp.moe is None:
-        return "no MLP"
     act = mlp.activation.value if mlp.activation else "activation unknown"
     if mlp.moe is None:
         return f"dense MLP: {act}, d_ff {_number(mlp.d_ff)}"
@@ -243,146 +709,469 @@ def mlp_words(arch: Architecture) -> str:
     words = f"MoE: {moe.n_experts} experts, top-{moe.n_active}"
     if moe.n_shared:
         words += f", {moe.n_shared} shared"
-    words += f", {act}, expert d_ff {_number(mlp.d_ff)}"
-    if moe.first_dense_layers:
-        words += f"; first {moe.first_dense_layers} layers dense"
-    return words
-
-
-def _block(canvas: _Canvas, arch: Architecture, x: float, stacks: list[StackLayers]) -> None:
-    """One block opened up, serial or parallel, with the norms where the card puts them:
-    an attention layer where the stack has one, else its most common layer."""
-    y = canvas.y
-    cross = len(stacks) == 2
-    attends = any(k.attention for k in arch.attention.layer_pattern)
-    decoder = stacks[-1] if stacks else None
-    if attends or decoder is None:
-        title, mixer_label = "one block (an attention layer)", f"attention: {attention_words(arch)}"
-    else:
-        common = Counter(decoder.mixers).most_common(1)[0][0]
-        title, mixer_label = f"one block (a {common} layer)", common
-    has_mlp = decoder is None or any(m != "no MLP" for m in decoder.mlps)
-    canvas.text(x, y + 12, title, 12, "bold")
-    y += 22
-    norm = norm_words(arch)
-    position = arch.norm.position
-    w = 520
-    mlp_label = mlp_words(arch)
-
-    def norm_box(label: str = "") -> None:
-        nonlocal y
-        canvas.box(x + 40, y, w - 80, 18, "#eeeeee", label or norm)
-        y += 24
-
-    canvas.text(x, y + 4, f"norm: {norm}", 11)
-    y += 14
-    if arch.parallel_layers:
-        norm_box()
-        half = (w - 20) / 2
-        canvas.box(x, y, half, 34, "#cfe3f3", "attention")
-        canvas.box(x + half + 20, y, half, 34, "#e5e5e5", "MLP (parallel)")
-        y += 40
-        canvas.text(x, y + 10, mixer_label, 10)
-        canvas.text(x, y + 24, mlp_label, 10)
-        y += 32
-        canvas.box(x + w / 2 - 9, y, 18, 18, "#ffffff", "+")
-        y += 26
-    else:
-        sublayers = [("#cfe3f3", mixer_label)]
-        if cross:
-            sublayers.append(("#d9ead3", "cross-attention to the encoder"))
-        if has_mlp:
-            sublayers.append(("#e5e5e5", mlp_label))
-        for fill, label in sublayers:
-            if position in (NormPosition.PRE, NormPosition.DOUBLE, None):
-                norm_box()
-            canvas.box(x, y, w, 30, fill, _fit(label))
-            y += 36
-            if position in (NormPosition.DOUBLE, NormPosition.POST_BRANCH):
-                norm_box()
-            canvas.box(x + w / 2 - 9, y, 18, 18, "#ffffff", "+")
-            y += 24
-            if position is NormPosition.POST:
-                norm_box()
-    canvas.text(x, y + 10, "serial" if not arch.parallel_layers else "parallel", 10)
-    canvas.y = y + 18
+    return words + f", {act}, expert d_ff {_number(mlp.d_ff)}"
 
 
 def _number(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
 
-def _fit(label: str, chars: int = 86) -> str:
-    return label if len(label) <= chars else label[: chars - 1] + "…"
+def _short(n: int) -> str:
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
 
 
-def diagram_svg(card: Card) -> str:
-    """The card's architecture as an SVG document (a str)."""
-    arch, _ = fill_unknowns(card.architecture)
+# --- drawing ---------------------------------------------------------------------------------
+
+WIDTH = 440  # the diagram's width in pixels: a phone shows it whole, a desktop 3 side by side
+MARGIN = 12
+INNER = WIDTH - 2 * MARGIN
+CHAR = 0.6  # a character's width, in font sizes (DejaVu Sans and its kin, for wrapping)
+LINE = 13  # pixels a detail line takes
+CELL_MIN = 9  # narrowest cell of a strip, pixels
+CELL_MAX = 36
+MAX_ROWS = 14  # beyond this many rows a strip draws runs of equal layers in one row
+RESIDUAL_X = MARGIN + 8  # the residual stream's line in an opened block
+BRANCH_X = MARGIN + 26  # where a block's sublayers start
+FILLS = {
+    "attention": "#d6e6f5",
+    "cross": "#d9ead3",
+    "mixer": "#fde9c9",
+    "mlp": "#e8e8e8",
+    "moe": "#d0d0d0",
+    "norm": "#f4f4f4",
+    "embedding": "#fff2cc",
+    "head": "#fff2cc",
+    "mtp": "#f3e6f7",
+}
+
+
+def wrap(text: str, width: float, size: float) -> list[str]:
+    """``text`` in lines of at most ``width`` pixels at font ``size`` (by CHAR), split at
+    spaces; a word longer than a line is cut."""
+    limit = max(8, int(width / (CHAR * size)))
+    lines: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        while len(word) > limit:
+            if current:
+                lines.append(current)
+                current = ""
+            lines.append(word[:limit])
+            word = word[limit:]
+        candidate = f"{current} {word}" if current else word
+        if len(candidate) <= limit:
+            current = candidate
+        else:
+            lines.append(current)
+            current = word
+    if current or not lines:
+        lines.append(current)
+    return lines
+
+
+@dataclass
+class _Canvas:
+    """SVG elements, appended top to bottom; ``y`` is the next free row."""
+
+    parts: list[str] = field(default_factory=list)
+    y: float = 0.0
+
+    def text(
+        self,
+        x: float,
+        y: float,
+        words: str,
+        size: float = 11,
+        weight: str = "normal",
+        anchor: str = "start",
+        fill: str = "#1d2330",
+        css: str = "",
+    ) -> None:
+        cls = f' class="{css}"' if css else ""
+        bold = ' font-weight="bold"' if weight == "bold" else ""
+        end = f' text-anchor="{anchor}"' if anchor != "start" else ""
+        self.parts.append(
+            f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}"{bold}{end} fill="{fill}"{cls}>'
+            f"{escape(words)}</text>"
+        )
+
+    def rect(
+        self,
+        x: float,
+        y: float,
+        w: float,
+        h: float,
+        fill: str,
+        stroke: str = "#555555",
+        rx: float = 3,
+        width: float = 0.7,
+    ) -> None:
+        self.parts.append(
+            f'<rect x="{x:.2f}" y="{y:.1f}" width="{w:.2f}" height="{h:.1f}" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width="{width:g}" rx="{rx:g}"/>'
+        )
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = "#666666",
+             width: float = 1.2) -> None:  # fmt: skip
+        self.parts.append(
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+            f'stroke="{stroke}" stroke-width="{width:g}"/>'
+        )
+
+    def paragraph(self, x: float, words: str, width: float, size: float = 11,
+                  weight: str = "normal", fill: str = "#1d2330") -> None:  # fmt: skip
+        for line in wrap(words, width, size):
+            self.y += size + 3
+            self.text(x, self.y, line, size, weight, fill=fill)
+
+
+def _box(canvas: _Canvas, x: float, w: float, part: Part, fill: str | None = None) -> float:
+    """A part as a box at the canvas's row: its title bold, its lines below; returns the
+    box's height (the canvas's row moves below it)."""
+    title = wrap(part.title, w - 12, 11)
+    lines = [line for detail in part.lines for line in wrap(detail, w - 12, 10)]
+    h = 8 + 13 * len(title) + LINE * len(lines)
+    canvas.rect(x, canvas.y, w, h, fill or FILLS.get(part.role, "#ffffff"))
+    y = canvas.y + 3
+    for line in title:
+        y += 13
+        canvas.text(x + 6, y, line, 11, "bold")
+    for line in lines:
+        y += LINE
+        canvas.text(x + 6, y, line, 10)
+    canvas.y += h
+    return h
+
+
+def _period(sequence: list[int], limit: int = 64) -> int:
+    """The shortest period the sequence repeats with (a partial last repeat allowed)."""
+    n = len(sequence)
+    for p in range(1, min(limit, n) + 1):
+        if all(sequence[i] == sequence[i - p] for i in range(p, n)):
+            return p
+    return n
+
+
+def _row_length(n: int, period: int) -> int:
+    """Cells in a row of the strip: as many as fit, a multiple of the pattern's period
+    when it fits a row (so the pattern lines up in columns), rows about equally full."""
+    fit = int((INNER - 26) // CELL_MIN)
+    if n <= fit:
+        return n
+    rows = math.ceil(n / fit)
+    even = math.ceil(n / rows)
+    if period < n and period <= fit:
+        return min(fit // period, math.ceil(even / period)) * period
+    return even
+
+
+def _strip(canvas: _Canvas, stack: StackView) -> None:
+    """A stack's layers as cells (mixer above, MLP below), in rows numbered by their first
+    layer; each cell of a stack with several layer types carries its type's letter."""
+    n = stack.n_layers
+    mlps = stack.mlps()
+    period = _period(list(stack.which))
+    row = _row_length(n, period)
+    rows = math.ceil(n / row)
+    x0 = MARGIN + 26
+    if rows > MAX_ROWS:  # thousands of layers: one row of runs of equal layers
+        _run_strip(canvas, stack, x0)
+        return
+    cell = min(CELL_MAX, (WIDTH - MARGIN - x0) / row)
+    lettered = len(stack.types) > 1 and cell >= 8
+    marked = set(stack.marked)
+    for r in range(rows):
+        y = canvas.y + 6
+        canvas.text(x0 - 4, y + 12, f"{r * row + 1}", 9, anchor="end", fill="#5b6475")
+        for c in range(min(row, n - r * row)):
+            i = r * row + c
+            x = x0 + c * cell
+            kind = stack.kinds[i]
+            canvas.rect(x, y, cell, 16, mixer_colour(kind), "#ffffff", 0, 0.6)
+            canvas.rect(x, y + 16, cell, 6, MLP_COLOURS[mlps[i]], "#ffffff", 0, 0.6)
+            if lettered:
+                ink = "#ffffff" if _dark(mixer_colour(kind)) else "#1d2330"
+                canvas.text(x + cell / 2, y + 12, stack.types[stack.which[i]].letter, 9,
+                            anchor="middle", fill=ink)  # fmt: skip
+            if i in marked:
+                canvas.text(x + cell / 2, y - 1, "▼", 7, anchor="middle", fill="#882255")
+        canvas.y = y + 22 + (4 if marked else 0)
+    canvas.y += 4
+    if 1 < period <= n // 2:
+        canvas.paragraph(
+            MARGIN,
+            f"pattern: {_pattern_words(stack, period)}, repeated over {n} layers",
+            INNER,
+            10,
+            fill="#5b6475",
+        )
+
+
+def _run_strip(canvas: _Canvas, stack: StackView, x0: float) -> None:
+    n, mlps = stack.n_layers, stack.mlps()
+    unit = (WIDTH - MARGIN - x0) / n
+    y = canvas.y + 6
+    canvas.text(x0 - 4, y + 12, "1", 9, anchor="end", fill="#5b6475")
+    start = 0
+    for i in range(1, n + 1):
+        if i < n and (stack.kinds[i], mlps[i]) == (stack.kinds[start], mlps[start]):
+            continue
+        x, w = x0 + start * unit, (i - start) * unit
+        canvas.rect(x, y, w, 16, mixer_colour(stack.kinds[start]), "#ffffff", 0, 0.3)
+        canvas.rect(x, y + 16, w, 6, MLP_COLOURS[mlps[start]], "#ffffff", 0, 0.3)
+        start = i
+    canvas.y = y + 26
+
+
+def _pattern_words(stack: StackView, period: int) -> str:
+    runs: list[list] = []
+    for t in stack.which[:period]:
+        letter = stack.types[t].letter
+        if runs and runs[-1][0] == letter:
+            runs[-1][1] += 1
+        else:
+            runs.append([letter, 1])
+    return " ".join(f"{letter}×{k}" if k > 1 else letter for letter, k in runs)
+
+
+def _dark(colour: str) -> bool:
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return 0.299 * r + 0.587 * g + 0.114 * b < 140
+
+
+def _legend(canvas: _Canvas, stack: StackView) -> None:
+    """Each mixer kind and MLP kind of the stack with its count."""
+    for kind, count in stack.kind_counts():
+        canvas.y += 15
+        canvas.rect(MARGIN, canvas.y - 9, 10, 10, mixer_colour(kind), "#666666", 1)
+        canvas.text(MARGIN + 16, canvas.y, f"{mixer_words(kind)} × {count}", 11)
+    for words, count in stack.mlp_counts():
+        canvas.y += 15
+        canvas.rect(MARGIN, canvas.y - 6, 10, 5, MLP_COLOURS[words], "#666666", 1)
+        canvas.text(MARGIN + 16, canvas.y, f"{words} × {count}", 11)
+    canvas.y += 6
+
+
+def _norm_box(canvas: _Canvas, x: float, w: float, name: str, where: str) -> None:
+    canvas.rect(x, canvas.y, w, 17, FILLS["norm"], "#888888")
+    canvas.text(x + w / 2, canvas.y + 12, f"{name} {where}".strip(), 9.5, anchor="middle")
+    canvas.y += 17
+
+
+def _add(canvas: _Canvas, from_x: float) -> None:
+    """A residual add: the branch returns to the stream at a ⊕."""
+    y = canvas.y + 9
+    canvas.line(from_x, canvas.y, from_x, y, "#888888", 1)
+    canvas.line(RESIDUAL_X + 6, y, from_x, y, "#888888", 1)
+    canvas.parts.append(
+        f'<circle cx="{RESIDUAL_X}" cy="{y:.1f}" r="6" fill="#ffffff" stroke="#444444" '
+        'stroke-width="1"/>'
+    )
+    canvas.text(RESIDUAL_X, y + 4, "+", 11, "bold", "middle")
+    canvas.y = y + 9
+
+
+def _branch(canvas: _Canvas) -> None:
+    """The stream feeds a sublayer: a line from the residual stream to the sublayer's
+    first box, drawn next at the canvas's row."""
+    canvas.y += 6
+    y = canvas.y + 8
+    canvas.line(RESIDUAL_X, y, BRANCH_X, y, "#888888", 1)
+
+
+def _block(
+    canvas: _Canvas, layer: LayerType, single: bool, seen: dict[str, str], norms_said: bool
+) -> None:
+    """One layer type opened up: the residual stream on the left, each sublayer branching
+    off it and returning at a ⊕, its norms where the plan puts them."""
+    heading = (
+        f"each layer ({layer.count}), opened up"
+        if single
+        else f"{layer.letter}: {layer.count} layer{'s' if layer.count > 1 else ''}"
+    )
+    canvas.y += 8
+    if not single:
+        canvas.rect(MARGIN, canvas.y, 16, 16, mixer_colour(layer.kind), "#666666", 2)
+        ink = "#ffffff" if _dark(mixer_colour(layer.kind)) else "#1d2330"
+        canvas.text(MARGIN + 8, canvas.y + 12, layer.letter, 10, "bold", "middle", ink)
+    canvas.text(MARGIN + (0 if single else 22), canvas.y + 12, heading, 11.5, "bold")
+    canvas.y += 18
+    shape = layer.shape
+    if not norms_said:
+        canvas.paragraph(MARGIN, _norms_words(shape.norms), INNER, 10, fill="#5b6475")
+        canvas.y += 4
+    top, first = canvas.y, len(canvas.parts)
+    slots = shape.norms.slots
+    name = shape.norms.name
+    w = WIDTH - MARGIN - BRANCH_X
+    if shape.parallel and len(shape.sublayers) == 2:
+        _branch(canvas)
+        if slots.before:
+            if shape.shared_norm:
+                _norm_box(canvas, BRANCH_X, w, name, "(one, feeding both)")
+            else:
+                half = (w - 8) / 2
+                y = canvas.y
+                _norm_box(canvas, BRANCH_X, half, name, "")
+                canvas.y = y
+                _norm_box(canvas, BRANCH_X + half + 8, half, name, "")
+            canvas.y += 4
+        half = (w - 8) / 2
+        y = canvas.y
+        heights = []
+        for k, part in enumerate(shape.sublayers):
+            canvas.y = y
+            heights.append(_box(canvas, BRANCH_X + k * (half + 8), half, _seen(part, seen)))
+        canvas.y = y + max(heights)
+        canvas.text(BRANCH_X + w / 2, canvas.y + 10, "in parallel, summed", 9, anchor="middle",
+                    fill="#5b6475")  # fmt: skip
+        canvas.y += 12
+        _add(canvas, BRANCH_X + w / 2)
+        if slots.after:
+            _norm_box(canvas, MARGIN, INNER, name, "(after the add)")
+    else:
+        for k, part in enumerate(shape.sublayers):
+            _branch(canvas)
+            normed = k not in shape.unnormed
+            if slots.before and normed:
+                where = "(normed input also on the skip)" if slots.normed_skip else ""
+                _norm_box(canvas, BRANCH_X, w, name, where)
+                canvas.y += 3
+            _box(canvas, BRANCH_X, w, _seen(part, seen))
+            if slots.branch and normed:
+                canvas.y += 3
+                _norm_box(canvas, BRANCH_X, w, name, "(on the output)")
+            _add(canvas, BRANCH_X + w / 2)
+            if slots.after and normed:
+                canvas.y += 2
+                _norm_box(canvas, MARGIN, INNER, name, "(after the add)")
+            canvas.y += 2
+    canvas.parts.insert(  # the stream, under what joins it
+        first,
+        f'<line x1="{RESIDUAL_X}" y1="{top:.1f}" x2="{RESIDUAL_X}" y2="{canvas.y:.1f}" '
+        'stroke="#444444" stroke-width="1.6"/>',
+    )
+    for note in shape.notes:
+        canvas.paragraph(MARGIN, f"· {note}", INNER, 10, fill="#5b6475")
+    canvas.y += 4
+
+
+def _norms_words(norms: Norms) -> str:
+    return f"norms: {norms.name} {norms.placement}"
+
+
+def _seen(part: Part, seen: dict[str, str]) -> Part:
+    """A part drawn in full the first time; a later layer type with the very same part
+    names the type that shows it."""
+    key = part.words
+    if key in seen and part.lines:
+        return Part(part.role, part.title, (f"as in layer type {seen[key]}",))
+    return part
+
+
+def render(diagram: Diagram) -> str:
+    """The diagram as an SVG document (a str)."""
     canvas = _Canvas()
-    x = 20
-    title = f"{card.name} ({card.id}): {arch.kind.value if arch.kind else 'kind unknown'}"
-    canvas.text(x, 24, title, 15, "bold")
-    try:
-        size = f"{param_count(arch).total:,} parameters (exact, built)"
-    except BuildError:
-        size = "parameters not computable (a size is unknown)"
-    canvas.text(x, 42, f"{size}; d_model {_number(arch.d_model)}", 11)
-    canvas.y = 56
-    embed = f"embedding: {_number(arch.vocab_size)} tokens × {_number(arch.d_model)}"
-    canvas.box(x, canvas.y, 520, 24, "#fff2cc", embed)
-    canvas.y += 32
-    stacks = stack_layers(card)
-    for layers in stacks:
-        _strip(canvas, layers, x)
-    if not stacks:
-        canvas.text(x, canvas.y + 10, "layer count unknown", 11)
-        canvas.y += 18
-    if arch.shared_blocks is not None:
-        sb = arch.shared_blocks
-        canvas.text(x, canvas.y + 10, f"shared attention blocks: {sb.n_blocks}, run before "
-                    f"{len(sb.layers)} layers", 11)  # fmt: skip
-        canvas.text(x + 12, canvas.y + 24, _fit(f"attention: {attention_words(arch)}", 100), 10)
-        canvas.text(x + 12, canvas.y + 37, _fit(mlp_words(arch), 100), 10)
-        canvas.y += 46
-    _block(canvas, arch, x, stacks)
-    head = "final norm → LM head" + (" (tied to the embedding)" if arch.tied_embeddings else "")
-    if arch.final_logit_softcap:
-        head += f", logit soft-cap {arch.final_logit_softcap:g}"
-    canvas.box(x, canvas.y, 520, 24, "#fff2cc", head)
-    canvas.y += 32
-    if arch.mtp is not None and arch.mtp.n_modules:
-        canvas.text(x, canvas.y + 8, f"multi-token prediction: {arch.mtp.n_modules} module(s)", 11)
-        canvas.y += 18
-    height = canvas.y + 10
+    canvas.y = 4
+    canvas.paragraph(MARGIN, diagram.title, INNER, 14, "bold")
+    canvas.paragraph(MARGIN, diagram.facts, INNER, 10.5, fill="#5b6475")
+    if diagram.unknown:
+        canvas.paragraph(MARGIN, f"drawn from the card's fields: {diagram.unknown}", INNER,
+                         10.5, fill="#9b1c12")  # fmt: skip
+    canvas.y += 8
+    _box(canvas, MARGIN, INNER, diagram.embedding)
+    for stack in diagram.stacks:
+        canvas.y += 14
+        direction = "causal" if stack.role.causal else "bidirectional"
+        canvas.paragraph(
+            MARGIN, f"{stack.role.name}: {stack.n_layers} layers, {direction}", INNER, 12.5, "bold"
+        )
+        _strip(canvas, stack)
+        _legend(canvas, stack)
+        for part in stack.shared:
+            canvas.y += 4
+            _box(canvas, MARGIN, INNER, part)
+        seen: dict[str, str] = {}
+        norms = {layer.shape.norms for layer in stack.types}
+        said = len(norms) == 1  # the same in every layer: said once for the stack
+        if said:
+            canvas.paragraph(MARGIN, _norms_words(next(iter(norms))), INNER, 10.5)
+        for layer in stack.types:
+            _block(canvas, layer, len(stack.types) == 1, seen, said)
+            for part in layer.shape.sublayers:
+                seen.setdefault(part.words, layer.letter)
+        for note in stack.notes:
+            canvas.paragraph(MARGIN, f"· {note}", INNER, 10, fill="#5b6475")
+    if not diagram.stacks:
+        canvas.paragraph(MARGIN, "layer count unknown", INNER, 11)
+    canvas.y += 10
+    _box(canvas, MARGIN, INNER, diagram.head)
+    for part in diagram.extras:
+        canvas.y += 8
+        _box(canvas, MARGIN, INNER, part)
+    if diagram.assumed:
+        canvas.y += 4
+        canvas.paragraph(
+            MARGIN,
+            "assumed (unknown on the card): " + "; ".join(diagram.assumed),
+            INNER,
+            9.5,
+            fill="#5b6475",
+        )
+    height = math.ceil(canvas.y + 10)
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0f}" '
-        f'width="{WIDTH}" height="{height:.0f}" font-family="DejaVu Sans, sans-serif" '
-        f'role="img" aria-label="{escape(card.name)} architecture">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'width="{WIDTH}" height="{height}" font-family="DejaVu Sans, Verdana, sans-serif" '
+        f'role="img" aria-label="{escape(diagram.title)}">'
+        f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>'
         + "".join(canvas.parts)
         + "</svg>\n"
     )
 
 
+def diagram_svg(card: Card) -> str:
+    """The card's architecture as an SVG document (a str)."""
+    return render(describe(card))
+
+
+# --- the diagram in words (the compare page) ---------------------------------------------
+
+
 def summary(card: Card) -> dict[str, str]:
-    """The diagram in words, one line a part (the compare page marks those that differ)."""
-    arch, _ = fill_unknowns(card.architecture)
-    stacks = stack_layers(card)
-    layers = "; ".join(
-        f"{s.name}: "
-        + ", ".join(f"{words} × {n}" for words, n in sorted(Counter(s.mixers).items()))
-        for s in stacks
-    )
-    mlps = "; ".join(
-        f"{s.name}: " + ", ".join(f"{words} × {n}" for words, n in sorted(Counter(s.mlps).items()))
-        for s in stacks
-    )
+    """The diagram in words, one line a part, the same parts for every card (the compare
+    page marks those that differ between models)."""
+    diagram = describe(card)
+
+    def each_stack(words) -> str:
+        return "; ".join(f"{s.role.name}: {words(s)}" for s in diagram.stacks) or "unknown"
+
+    def parts(*roles: str) -> str:
+        found = []
+        for stack in diagram.stacks:
+            for layer in stack.types:
+                for part in layer.shape.sublayers:
+                    if part.role in roles and part.words not in found:
+                        found.append(part.words)
+        return " | ".join(found) or "none"
+
+    def norms(stack: StackView) -> str:
+        return " | ".join(sorted({_norms_words(t.shape.norms) for t in stack.types}))
+
     return {
-        "layers": layers or "layer count unknown",
-        "norm": norm_words(arch),
-        "attention": attention_words(arch),
-        "MLP": mlp_words(arch),
-        "MLP by layer": mlps or "unknown",
-        "blocks": "parallel" if arch.parallel_layers else "serial",
-        "head": "tied to the embedding" if arch.tied_embeddings else "its own matrix",
+        "layers": each_stack(
+            lambda s: ", ".join(f"{mixer_words(k)} × {n}" for k, n in s.kind_counts())
+        ),
+        "MLP by layer": each_stack(lambda s: ", ".join(f"{w} × {n}" for w, n in s.mlp_counts())),
+        "norm": each_stack(norms),
+        "attention": parts("attention", "cross"),
+        "other token mixers": parts("mixer"),
+        "MLP": parts("mlp", "moe"),
+        "blocks": "parallel"
+        if any(t.shape.parallel for s in diagram.stacks for t in s.types)
+        else "serial",
+        "embedding": diagram.embedding.words,
+        "head": diagram.head.words,
     }
