@@ -725,16 +725,17 @@ def _short(n: int) -> str:
 
 # --- drawing ---------------------------------------------------------------------------------
 
-WIDTH = 440  # the diagram's width in pixels: a phone shows it whole, a desktop 3 side by side
-MARGIN = 12
+WIDTH = 400  # the diagram's width in pixels: a phone shows it whole, a desktop 3 side by side
+MARGIN = 10
 INNER = WIDTH - 2 * MARGIN
 CHAR = 0.6  # a character's width, in font sizes (DejaVu Sans and its kin, for wrapping)
-LINE = 13  # pixels a detail line takes
+TITLE_SIZE, DETAIL_SIZE = 11.5, 10.5  # a box's title and its lines, pixels
+LINE = 13.5  # pixels a detail line takes
 CELL_MIN = 9  # narrowest cell of a strip, pixels
 CELL_MAX = 36
 MAX_ROWS = 14  # beyond this many rows a strip draws runs of equal layers in one row
 RESIDUAL_X = MARGIN + 8  # the residual stream's line in an opened block
-BRANCH_X = MARGIN + 26  # where a block's sublayers start
+BRANCH_X = MARGIN + 24  # where a block's sublayers start
 FILLS = {
     "attention": "#d6e6f5",
     "cross": "#d9ead3",
@@ -831,17 +832,17 @@ class _Canvas:
 def _box(canvas: _Canvas, x: float, w: float, part: Part, fill: str | None = None) -> float:
     """A part as a box at the canvas's row: its title bold, its lines below; returns the
     box's height (the canvas's row moves below it)."""
-    title = wrap(part.title, w - 12, 11)
-    lines = [line for detail in part.lines for line in wrap(detail, w - 12, 10)]
-    h = 8 + 13 * len(title) + LINE * len(lines)
+    title = wrap(part.title, w - 12, TITLE_SIZE)
+    lines = [line for detail in part.lines for line in wrap(detail, w - 12, DETAIL_SIZE)]
+    h = 8 + 14 * len(title) + LINE * len(lines)
     canvas.rect(x, canvas.y, w, h, fill or FILLS.get(part.role, "#ffffff"))
     y = canvas.y + 3
     for line in title:
-        y += 13
-        canvas.text(x + 6, y, line, 11, "bold")
+        y += 14
+        canvas.text(x + 6, y, line, TITLE_SIZE, "bold")
     for line in lines:
         y += LINE
-        canvas.text(x + 6, y, line, 10)
+        canvas.text(x + 6, y, line, DETAIL_SIZE)
     canvas.y += h
     return h
 
@@ -957,7 +958,7 @@ def _legend(canvas: _Canvas, stack: StackView) -> None:
 
 def _norm_box(canvas: _Canvas, x: float, w: float, name: str, where: str) -> None:
     canvas.rect(x, canvas.y, w, 17, FILLS["norm"], "#888888")
-    canvas.text(x + w / 2, canvas.y + 12, f"{name} {where}".strip(), 9.5, anchor="middle")
+    canvas.text(x + w / 2, canvas.y + 12, f"{name} {where}".strip(), 10, anchor="middle")
     canvas.y += 17
 
 
@@ -1001,7 +1002,7 @@ def _block(
     canvas.y += 18
     shape = layer.shape
     if not norms_said:
-        canvas.paragraph(MARGIN, _norms_words(shape.norms), INNER, 10, fill="#5b6475")
+        canvas.paragraph(MARGIN, _norms_words(shape.norms), INNER, 10.5, fill="#5b6475")
         canvas.y += 4
     top, first = canvas.y, len(canvas.parts)
     slots = shape.norms.slots
@@ -1055,7 +1056,7 @@ def _block(
         'stroke="#444444" stroke-width="1.6"/>',
     )
     for note in shape.notes:
-        canvas.paragraph(MARGIN, f"· {note}", INNER, 10, fill="#5b6475")
+        canvas.paragraph(MARGIN, f"· {note}", INNER, 10.5, fill="#5b6475")
     canvas.y += 4
 
 
@@ -1104,7 +1105,7 @@ def render(diagram: Diagram) -> str:
             for part in layer.shape.sublayers:
                 seen.setdefault(part.words, layer.letter)
         for note in stack.notes:
-            canvas.paragraph(MARGIN, f"· {note}", INNER, 10, fill="#5b6475")
+            canvas.paragraph(MARGIN, f"· {note}", INNER, 10.5, fill="#5b6475")
     if not diagram.stacks:
         canvas.paragraph(MARGIN, "layer count unknown", INNER, 11)
     canvas.y += 10
@@ -1146,6 +1147,8 @@ def summary(card: Card) -> dict[str, str]:
     diagram = describe(card)
 
     def each_stack(words) -> str:
+        if len(diagram.stacks) == 1:
+            return words(diagram.stacks[0])
         return "; ".join(f"{s.role.name}: {words(s)}" for s in diagram.stacks) or "unknown"
 
     def parts(*roles: str) -> str:
@@ -1158,7 +1161,9 @@ def summary(card: Card) -> dict[str, str]:
         return " | ".join(found) or "none"
 
     def norms(stack: StackView) -> str:
-        return " | ".join(sorted({_norms_words(t.shape.norms) for t in stack.types}))
+        return " | ".join(
+            sorted({f"{t.shape.norms.name} {t.shape.norms.placement}" for t in stack.types})
+        )
 
     return {
         "layers": each_stack(
@@ -1172,6 +1177,6 @@ def summary(card: Card) -> dict[str, str]:
         "blocks": "parallel"
         if any(t.shape.parallel for s in diagram.stacks for t in s.types)
         else "serial",
-        "embedding": diagram.embedding.words,
-        "head": diagram.head.words,
+        "embedding": "; ".join(diagram.embedding.lines),
+        "head": "; ".join(diagram.head.lines),
     }
