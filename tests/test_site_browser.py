@@ -107,8 +107,10 @@ def _screenshot(driver, name: str, max_height: int = 8000) -> Path:
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    # the window's width: a capture beyond the viewport lays the page out without the
+    # scrollbar, at the whole window's width
     width, height = driver.execute_script(
-        "return [document.documentElement.clientWidth, document.documentElement.scrollHeight]"
+        "return [window.innerWidth, document.documentElement.scrollHeight]"
     )
     shot = driver.execute_cdp_cmd(
         "Page.captureScreenshot",
