@@ -397,6 +397,16 @@ def test_the_compare_page_opens_on_two_designs_with_their_differences_marked(vis
         ]
         assert differs == marks[0]
         _screenshot(driver, f"{width}-compare-default")
+        # the search box narrows every list, each keeping its own choice
+        driver.find_element("id", "pick-filter").send_keys("google 2024")
+        lists = driver.execute_script(
+            "return [...document.querySelectorAll('select.pick')]"
+            ".map(s => [...s.options].map(o => o.value + ' ' + o.textContent))"
+        )
+        for kept, choice in zip(lists, chosen, strict=True):
+            found = [o for o in kept if o.split(" ")[0] not in ("", choice)]
+            assert found and all("Google" in o and "2024" in o for o in found), found
+            assert any(o.startswith(f"{choice} ") for o in kept) or not choice
     finally:
         driver.set_window_size(1500, 1000)
 

@@ -78,33 +78,32 @@
     var numeric = {};
     data.numeric.forEach(function (f) { numeric[f] = true; });
 
-    pickers.forEach(function (select, i) {
+    // Each list holds the models whose id, name, organization or year holds every word
+    // of the search box (and its own choice, whatever the search): rebuilt, not hidden,
+    // since some browsers show hidden options anyway.
+    var filter = document.getElementById("pick-filter");
+    function fill(select, i) {
+      var words = filter ? filter.value.toLowerCase().split(/\s+/).filter(Boolean) : [];
+      var current = select.value;
+      select.textContent = "";
       var none = document.createElement("option");
       none.value = "";
       none.textContent = i < 2 ? "choose a model" : "(none)";
       select.appendChild(none);
       ids.forEach(function (id) {
+        var text = id + " — " + data.cards[id].label;
+        var match = words.every(function (w) { return text.toLowerCase().indexOf(w) >= 0; });
+        if (!match && id !== current) return;
         var option = document.createElement("option");
         option.value = id;
-        option.textContent = id + " — " + data.cards[id].label;
+        option.textContent = text;
         select.appendChild(option);
       });
-    });
-
-    // the search box narrows every list to the models whose id or name holds its words
-    var filter = document.getElementById("pick-filter");
+      select.value = current;
+    }
+    pickers.forEach(fill);
     if (filter) {
-      filter.addEventListener("input", function () {
-        var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
-        pickers.forEach(function (select) {
-          Array.prototype.forEach.call(select.options, function (option) {
-            var text = option.textContent.toLowerCase();
-            var keep = !option.value || option.selected ||
-              words.every(function (w) { return text.indexOf(w) >= 0; });
-            option.hidden = !keep;
-          });
-        });
-      });
+      filter.addEventListener("input", function () { pickers.forEach(fill); });
     }
 
     var wanted = new URLSearchParams(window.location.search).get("ids");
