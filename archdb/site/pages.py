@@ -479,8 +479,8 @@ def compare_page(data: dict[str, Any], defaults: Sequence[str]) -> str:
         "with the parts that differ marked, then every card field and derived figure, as "
         "<code>archdb compare</code> prints them.</p>\n"
         f'<div class="controls" id="compare" data-defaults="{esc(",".join(defaults))}">'
-        '<label>find a model<input type="search" id="pick-filter" placeholder="llama, google, 2025…"'
-        ' aria-label="filter the model lists"></label>'
+        '<label>find a model<input type="search" id="pick-filter" '
+        'placeholder="llama, google, 2025…" aria-label="filter the model lists"></label>'
         f"{pickers}"
         '<label>only differences<input type="checkbox" id="only-diff"></label></div>\n'
         '<div class="diagrams" id="diagrams"></div>\n'
