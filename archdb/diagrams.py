@@ -195,6 +195,7 @@ class Diagram:
     head: Part
     extras: tuple[Part, ...] = ()  # multi-token prediction
     unknown: str = ""  # why the plan could not be made (then drawn from the card)
+    pattern: str = ""  # the card's layer pattern, when its layer count is unknown
     assumed: tuple[str, ...] = ()  # choices filled because the card leaves them unknown
 
 
@@ -299,9 +300,10 @@ def _stack_view(arch: Architecture, stack: Stack, role: StackRole) -> StackView:
     if stack.final_norm is not None:
         notes.append(f"a final {_norm_name(stack.final_norm)} after the last layer")
     if stack.bias is not None:
+        relative = stack.bias.type is PositionType.RELATIVE_BIAS
         notes.append(
             f"one position bias for the whole stack: {stack.bias.type.value}"
-            + (f", {stack.bias.buckets} buckets" if stack.bias.buckets else "")
+            + (f", {stack.bias.buckets} buckets" if relative else "")
         )
     if stack.streams is not None:
         notes.append(f"AltUp: {stack.streams.n} streams in and out of the stack")
@@ -661,8 +663,16 @@ def _from_card(arch: Architecture, title: str, why: str, assumed: tuple[str, ...
             ),
         ),
     )
-    facts = f"d_model {_number(arch.d_model)} · {_number(arch.n_layers)} layers"
-    return Diagram(title, facts, embedding, tuple(stacks), head, (), why, assumed)
+    facts = f"d_model {_number(arch.d_model)} · " + (
+        f"{arch.n_layers} layers" if arch.n_layers else "layer count unknown"
+    )
+    pattern = ""
+    if not arch.n_layers:
+        kinds = ", ".join(mixer_words(k) for k in arch.attention.layer_pattern)
+        pattern = f"layer count unknown; each run of layers: {kinds}"
+    return Diagram(
+        title, facts, embedding, tuple(stacks), head, unknown=why, assumed=assumed, pattern=pattern
+    )
 
 
 def _card_mixer(arch: Architecture, kind: LayerKind) -> Part:
@@ -1107,7 +1117,8 @@ def render(diagram: Diagram) -> str:
         for note in stack.notes:
             canvas.paragraph(MARGIN, f"· {note}", INNER, 10.5, fill="#5b6475")
     if not diagram.stacks:
-        canvas.paragraph(MARGIN, "layer count unknown", INNER, 11)
+        canvas.y += 8
+        canvas.paragraph(MARGIN, diagram.pattern or "layer count unknown", INNER, 11)
     canvas.y += 10
     _box(canvas, MARGIN, INNER, diagram.head)
     for part in diagram.extras:
