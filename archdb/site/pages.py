@@ -452,13 +452,14 @@ def card_page(card: Card, facts: CardFacts) -> str:
         f'<p class="muted">Drawn from the plan <code>archdb build {esc(card.id)}</code> '
         f"builds from; <code>archdb diagram {esc(card.id)}</code> writes it.</p></section>\n"
         '<section class="figures"><h2>Derived figures and fidelity</h2>\n'
-        f"{_facts(card, facts)}\n</section></div>\n"
+        f"{_facts(card, facts)}\n"
+        f"<h2>Disagreements with the lecture</h2>\n{_disagreements(facts)}\n"
+        f"<h2>Notes</h2>\n{_notes(card, set(_shown_fields(card, facts.row)))}\n"
+        "</section></div>\n"
         "<h2>Card values</h2>\n<p>Each value with the sources that support it (numbers "
         f'link to the source; the full list is <a href="#sources">below</a>).</p>\n'
         f"{_fields_table(card, facts.row)}\n"
         f"<h2>All derived figures</h2>\n{_derived_table(facts.row)}\n"
-        f"<h2>Notes</h2>\n{_notes(card, set(_shown_fields(card, facts.row)))}\n"
-        f"<h2>Disagreements with the lecture</h2>\n{_disagreements(facts)}\n"
         f'<h2 id="sources">Sources</h2>\n{_sources_list(card)}\n'
         f"<h2>The toy model</h2>\n{_toy(card, facts)}\n"
     )
