@@ -115,3 +115,51 @@ def test_figures_render_to_the_same_bytes(report_figures, fresh_shipped_build) -
         figures.save_svg(report_figures[name], again)
         built = fresh_shipped_build.output / build.FIGURES / f"{name}.svg"
         assert again.getvalue() == built.read_bytes(), name
+
+
+def test_point_labels_cannot_be_misread(report_figures) -> None:
+    """Each labelled point is ringed, once; a label away from its point has a leader line
+    to it; points at one spot share one label."""
+    for name in ("kv-cache", "vocab", "aspect-ratio", "d-ff-ratio"):
+        fig = report_figures[name]
+        _drawn(fig)
+        ax = fig.axes[0]
+        labels = [t for t in ax.texts if isinstance(t, Annotation)]
+        rings = [c for c in ax.collections if len(c.get_facecolors()) == 0]
+        assert len(rings) == 1 and len(rings[0].get_offsets()) == len(labels), name
+        scale = fig.dpi / 72
+        for label in labels:
+            px, py = ax.transData.transform(label.xy)
+            box = Text.get_window_extent(label)
+            dx = max(box.x0 - px, 0.0, px - box.x1)
+            dy = max(box.y0 - py, 0.0, py - box.y1)
+            near = (dx * dx + dy * dy) ** 0.5 <= (figures.RING_RADIUS + 2.5) * scale
+            assert near or label.arrow_patch is not None, (name, label.get_text())
+        spots = [tuple(ax.transData.transform(t.xy).round()) for t in labels]
+        assert len(spots) == len(set(spots)), name
+
+
+def test_models_at_one_spot_share_one_label() -> None:
+    cards = [make_card(card_id, year=2024) for card_id in ("twin-a-1b", "twin-b-1b")]
+    cards.append(make_card("other-1b", {"architecture.mlp.d_ff": 2048}, year=2020))
+    fig = figures.d_ff_figure(catalogue_frame(cards), {c.id for c in cards})
+    labels = sorted(t.get_text() for t in fig.axes[0].texts if isinstance(t, Annotation))
+    assert labels == ["other-1b", "twin-a-1b, twin-b-1b"]
+
+
+def test_legends_inside_the_axes_cover_no_point(report_figures) -> None:
+    for name, fig in report_figures.items():
+        renderer = _drawn(fig)
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            box = legend.get_window_extent(renderer)
+            if not box.overlaps(ax.bbox):
+                continue  # beside or below the axes
+            for collection in ax.collections:
+                offsets = collection.get_offsets()
+                if len(offsets) == 0:
+                    continue
+                for x, y in ax.transData.transform(offsets):
+                    assert not box.contains(x, y), (name, legend.get_texts()[0].get_text())

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
+from archdb.site.build import COMPARE_DEFAULTS
+from archdb.site.pages import NAV
 from tests import browser
 from tests.conftest import shared_site
 from tests.site_fixtures import HOSTILE_ID, HOSTILE_NAME, small_catalogue
@@ -99,10 +101,26 @@ def _visible_attribute(driver, name: str) -> list[str | None]:
     )
 
 
-def _screenshot(driver, name: str) -> Path:
+def _screenshot(driver, name: str, max_height: int = 8000) -> Path:
+    """The whole page (down to ``max_height`` px), not only what the window shows."""
+    import base64
+
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    driver.save_screenshot(str(path))
+    # the window's width: a capture beyond the viewport lays the page out without the
+    # scrollbar, at the whole window's width
+    width, height = driver.execute_script(
+        "return [window.innerWidth, document.documentElement.scrollHeight]"
+    )
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": min(height, max_height), "scale": 1},
+        },
+    )
+    path.write_bytes(base64.b64decode(shot["data"]))
     return path
 
 
@@ -287,40 +305,160 @@ def test_the_site_works_from_files_without_a_server(chrome, site_dir):
         assert [e for e in chrome.get_log("browser") if e["level"] == "SEVERE"] == [], page
 
 
-LAYOUT_PAGES = (
-    "index.html",
-    "trends.html",
-    "analyses.html",
-    "claims.html",
-    "mechanisms.html",
-    "fidelity.html",
-    "compare.html",
+TOP_PAGES = tuple(f"{href}" for href, _ in NAV)
+CARD_PAGES = (
     "cards/llama-2-7b.html",  # a dense decoder
     "cards/nemotron-h-8b.html",  # a hybrid
     "cards/deepseek-v3.html",  # a MoE
+    "cards/t5-base.html",  # an encoder-decoder
+    "cards/zamba2-2.7b.html",  # shared blocks
 )
+
+
+def _longest_url_card() -> str:
+    """The card whose source URL is longest (a URL that never wraps widens its page)."""
+    cards = load_catalogue().cards
+    card = max(cards, key=lambda c: max(len(s.url) for s in c.sources))
+    return f"cards/{card.id}.html"
 
 
 @needs_browser
 @pytest.mark.parametrize("width", [400, 1400])
-def test_every_page_fits_the_screen_without_raw_markdown(visit, width):
-    """At a phone's 400 px and a desktop's 1,400 px: no page scrolls sideways (wide tables
-    scroll inside themselves), no Markdown shows as text; a screenshot of each."""
+def test_every_page_fits_the_screen_without_raw_markdown(visit, site, width):
+    """At a phone's 400 px and a desktop's 1,400 px: every top page and a card of each
+    design scrolls only down (wide tables scroll inside themselves), shows no Markdown as
+    text; the navigation is a bar on the desktop and one menu line on the phone; a
+    screenshot of each, whole."""
     driver = visit("index.html")
     driver.set_window_size(width, 900)
     try:
-        for page in LAYOUT_PAGES:
-            driver.get(driver.current_url.rsplit("/", 1)[0].split("/cards")[0] + "/" + page)
-            sizes = driver.execute_script(
-                "return [document.documentElement.scrollWidth, window.innerWidth,"
-                " document.body.innerText]"
+        for page in (*TOP_PAGES, *CARD_PAGES, _longest_url_card()):
+            driver.get(site + page)
+            wide, viewport, text, bar, menu, header = driver.execute_script(
+                "const d = document.documentElement;"
+                "const shown = e => e && e.getClientRects().length > 0;"
+                "return [d.scrollWidth, d.clientWidth, document.body.innerText,"
+                " shown(document.querySelector('nav.bar')),"
+                " shown(document.querySelector('details.menu')),"
+                " document.querySelector('header.site').getBoundingClientRect().height]"
             )
-            wide, viewport, text = sizes
             assert wide <= viewport, f"{page} is {wide} px wide at {viewport} px"
-            assert "](" not in text and "**" not in text, f"raw Markdown on {page}"
+            assert _raw_markdown(text) is None, f"raw Markdown on {page}: {_raw_markdown(text)}"
+            assert (bar, menu) == ((False, True) if width == 400 else (True, False)), page
+            assert header < 60, f"the header of {page} takes {header} px"  # one line
             _screenshot(driver, f"{width}-{page.replace('/', '-').removesuffix('.html')}")
+        if width == 400:  # the menu opens to every page
+            driver.get(site + "trends.html")
+            driver.find_element("css selector", "details.menu summary").click()
+            links = driver.find_elements("css selector", "details.menu nav a")
+            assert [a.text for a in links] == [label for _, label in NAV]
+            assert all(a.is_displayed() for a in links)
     finally:
         driver.set_window_size(1500, 1000)
+
+
+@needs_browser
+def test_the_index_opens_newest_first(visit):
+    driver = visit("index.html")
+    ids = [i.removeprefix("row-") for i in _visible_attribute(driver, "id")]
+    dates = {c.id: c.release_date for c in load_catalogue().cards}
+    assert [dates[i] for i in ids] == sorted(dates.values(), reverse=True)
+
+
+@needs_browser
+@pytest.mark.parametrize("width", [400, 1400])
+def test_the_compare_page_opens_on_two_designs_with_their_differences_marked(visit, width):
+    """Without a choice in the address: two well-known models of different design, their
+    diagrams loaded side by side (at 1,400 px) and the parts that differ marked."""
+    driver = visit("compare.html")
+    driver.set_window_size(width, 900)
+    try:
+        driver.refresh()
+        chosen = [
+            s.get_attribute("value") for s in driver.find_elements("css selector", "select.pick")
+        ]
+        assert chosen[:2] == list(COMPARE_DEFAULTS) and chosen[2:] == ["", ""]
+        images = driver.find_elements("css selector", "#diagrams img.diagram")
+        assert [i.get_attribute("src").rsplit("/", 1)[1] for i in images] == [
+            f"{i}.svg" for i in COMPARE_DEFAULTS
+        ]
+        assert all(driver.execute_script("return arguments[0].naturalWidth", i) > 0 for i in images)
+        first, second = (i.rect for i in images)
+        if width == 1400:
+            assert first["y"] == second["y"] and first["x"] + first["width"] <= second["x"]
+        marks = [
+            [m.text for m in f.find_elements("tag name", "mark")]
+            for f in driver.find_elements("css selector", "#diagrams figcaption")
+        ]
+        assert marks[0] and marks[0] == marks[1] and "layers" in marks[0]
+        differs = [
+            tr.find_element("tag name", "td").text
+            for tr in driver.find_elements("css selector", "#diagrams tr.differs")
+        ]
+        assert differs == marks[0]
+        _screenshot(driver, f"{width}-compare-default")
+        # the search box narrows every list, each keeping its own choice
+        driver.find_element("id", "pick-filter").send_keys("google 2024")
+        lists = driver.execute_script(
+            "return [...document.querySelectorAll('select.pick')]"
+            ".map(s => [...s.options].map(o => o.value + ' ' + o.textContent))"
+        )
+        for kept, choice in zip(lists, chosen, strict=True):
+            found = [o for o in kept if o.split(" ")[0] not in ("", choice)]
+            assert found and all("Google" in o and "2024" in o for o in found), found
+            assert any(o.startswith(f"{choice} ") for o in kept) or not choice
+    finally:
+        driver.set_window_size(1500, 1000)
+
+
+def test_every_card_page_shows_its_diagram(site_dir):
+    cards = load_catalogue().cards
+    for card in cards:
+        page = (site_dir / "cards" / f"{card.id}.html").read_text(encoding="utf-8")
+        assert f'<img class="diagram" src="../diagrams/{card.id}.svg"' in page, card.id
+        svg = (site_dir / "diagrams" / f"{card.id}.svg").read_text(encoding="utf-8")
+        assert svg.startswith("<svg ") and "<script" not in svg
+    assert len(list((site_dir / "diagrams").glob("*.svg"))) == len(cards)
+
+
+# Markdown a converter would have turned into HTML: a link, bold text, a heading, a table
+# row (a card's note may hold "d ** -0.5" or "x**0.5 ... y**-0.5": Python, not bold)
+RAW_MARKDOWN = re.compile(
+    r"\]\((?:https?://|[\w./-]+\.(?:md|html|svg|png)\b)[^)\s]*\)|(?:^|\s)\*\*[A-Za-z][^*\n]{0,80}?[A-Za-z.)]\*\*(?=[\s.,;:]|$)"
+    r"|^#{1,6} \w|^\|.*\|$",
+    re.M,
+)
+
+
+def _raw_markdown(text: str) -> str | None:
+    found = RAW_MARKDOWN.search(text)
+    return None if found is None else found.group(0)
+
+
+def test_no_page_shows_raw_markdown(site_dir):
+    """No page's text holds Markdown and no link points at a Markdown file: every report
+    page went through the converter, its links to other reports made pages of the site."""
+    from html import unescape
+
+    for page in site_dir.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        body = re.sub(r"<script\b.*?</script>", "", html.split("<main>", 1)[1], flags=re.S)
+        text = unescape(re.sub(r"<[^>]+>", "", body))
+        assert _raw_markdown(text) is None, f"{page.relative_to(site_dir)}: {_raw_markdown(text)}"
+        links = re.findall(r'href="(?![a-z]+:)([^"#]*\.md)(?:#[^"]*)?"', html)  # own pages
+        assert links == [], f"{page.relative_to(site_dir)} links Markdown files: {links}"
+
+
+def test_card_pages_give_the_cache_at_8192_tokens_and_at_their_own_context(site_dir):
+    hybrid = (site_dir / "cards/qwen3.5-27b.html").read_text(encoding="utf-8")
+    context = load_catalogue().get("qwen3.5-27b").architecture.context_length
+    assert " at 8,192 tokens (" in hybrid
+    assert (
+        f"at its own context of {context:,} tokens, the recurrent layers&#x27; fixed state "
+        "included" in hybrid
+    )
+    dense = (site_dir / "cards/llama-2-7b.html").read_text(encoding="utf-8")
+    assert "at its own context of 4,096 tokens</dd>" in dense and "fixed state" not in dense
 
 
 def test_every_internal_link_of_the_site_resolves(site_dir):

@@ -151,13 +151,15 @@ def adoption_figure(adoption: Adoption) -> Figure:
             ax.plot(
                 years,
                 _shares(adoption, trend, years),
-                marker="o",
-                markersize=5 if dashed else 3,
-                markerfacecolor="none" if dashed else None,  # a line it covers shows through
-                linewidth=2.4 if dashed else 1.2,
-                alpha=0.45 if dashed else 1.0,
-                zorder=1 if dashed else 2,  # the aggregate under the values it sums
-                linestyle="--" if dashed else ":" if others else "-",
+                # the aggregate: a wide pale band under the values it sums, so a value
+                # line it coincides with (global+local before 2023) shows on top of it
+                marker="" if dashed else "o",
+                markersize=3,
+                linewidth=6 if dashed else 1.2,
+                alpha=0.28 if dashed else 1.0,
+                solid_capstyle="round",
+                zorder=1 if dashed else 2,
+                linestyle=":" if others else "-",
                 color=OTHERS_COLOUR if others else next(colours),
                 label=f"{ANY} but {adoption.choice.absent}" if dashed else trend.value,
             )
@@ -358,7 +360,7 @@ def head_ratio_figure(frame: pd.DataFrame) -> Figure | None:
         return None
     off = {str(i) for i, v in data["head_ratio"].items() if abs(float(v) - 1) > 1e-9}
     with style():
-        fig = _figure(6.4, 2.6)
+        fig = _figure(6.4, 4.6, bottom=0.09, top=0.93)  # room for its many labels
         ax = fig.add_subplot()
         ax.scatter(_when(data), data["head_ratio"].astype(float), s=14, color=PALETTE[0], zorder=3)
         ax.set_yscale("log")
@@ -412,7 +414,7 @@ def vocab_figure(frame: pd.DataFrame, named: set[str]) -> Figure | None:
         ax.set_ylabel("vocabulary rows (log)")
         ax.set_xlabel("release date")
         ax.set_title("Vocabulary size over time, each dot a card", loc="left")
-        ax.legend(loc="upper left")
+        ax.legend(loc="lower right")  # the bands span the top; nothing lies there
         _label_points(ax, data, "architecture.vocab_size", named)
     return fig
 
@@ -472,14 +474,16 @@ def _params(frame: pd.DataFrame) -> pd.Series:
 def _label_points(
     ax: Axes, frame: pd.DataFrame, column: str, ids: set[str], x: str | None = None
 ) -> None:
-    """Write the card id next to each point of ``ids``: every label inside the axes, apart
-    from the other labels and the legend, and off the points where it can be.
+    """Write the card id next to each point of ``ids`` so no label can be read as another
+    point's: each labelled point is ringed; models at one spot share one label; a label
+    sits as close to its ring as it can, and one moved away is tied to it by a straight
+    leader line ending at the ring; every label stays inside the axes, apart from the
+    other labels and the legend, and off the points where it can be.
 
     A deterministic placement pass, measured with the Agg renderer's real text extents:
-    labels are placed left to right; each takes the first candidate position (right of its
-    point, then left, nudged up and down in growing steps) that stays inside the axes and
-    overlaps no placed label and no legend, preferring one that covers no point; a label
-    moved away from its point gets a thin leader line.
+    labels are placed left to right; each takes the nearest free candidate position
+    around its point (right, left, above, below, then the corners, at growing distances),
+    first among those that cover no point, then among the rest.
     """
     part = frame[frame.index.isin(list(ids))]
     part = part[part[column].notna()]
@@ -488,50 +492,106 @@ def _label_points(
     xs = part[x].astype(float).tolist() if x else _when(part)
     points = sorted(zip(xs, part[column].astype(float).tolist(), map(str, part.index), strict=True))
     ax.autoscale_view()  # settle the limits, so data -> display is final
+    ax.set_autoscale_on(False)  # and keep them so when the rings are drawn
     renderer = _renderer(ax.figure)
     scale = ax.figure.dpi / 72  # display pixels per point
     inner = ax.bbox.padded(-LABEL_PAD * scale)
     blocked = [_span(leg.get_window_extent(renderer)) for leg in [ax.get_legend()] if leg]
     markers = [m for c in ax.collections for m in _marker_spans(ax, c.get_offsets(), scale)]
-    for xv, yv, label in points:
+    spots = _same_spot(ax, points, scale)
+    for (xv, yv), names in spots:
+        label = _joined(names)
         probe = ax.text(0, 0, label, fontsize=LABEL_SIZE)
         extent = probe.get_window_extent(renderer)
         probe.remove()
         px, py = ax.transData.transform((xv, yv))
         box = _place(px, py, extent.width, extent.height, scale, inner, blocked, markers)
-        far = abs(box.y0 + box.height / 2 - py) > 10 * scale
-        far |= box.x0 - px > 8 * scale or px - box.x1 > 8 * scale
+        near = _distance(box, px, py) <= (RING_RADIUS + 2.5) * scale
         ax.annotate(
             label,
             (xv, yv),
             xytext=((box.x0 - px) / scale, (box.y0 - py) / scale),
             textcoords="offset points",
             fontsize=LABEL_SIZE,
-            color="#333333",
+            color="#222222",
             va="bottom",
             ha="left",
-            arrowprops=_leader(box, px, scale) if far else None,
+            arrowprops=None if near else _leader(box, px, py, scale),
         )
-        blocked.append(_span(box.padded(LABEL_PAD * scale / 2)))
+        gap_x, gap_y = LABEL_GAP * scale, LABEL_PAD * scale / 2
+        blocked.append((box.x0 - gap_x, box.y0 - gap_y, box.x1 + gap_x, box.y1 + gap_y))
+    rings = np.array([spot for spot, _ in spots], dtype=float)
+    ax.scatter(
+        rings[:, 0],
+        rings[:, 1],
+        s=(2 * RING_RADIUS) ** 2,
+        facecolors="none",
+        edgecolors="#222222",
+        linewidths=0.6,
+        zorder=4,
+    )
 
 
-def _leader(box: Bbox, px: float, scale: float) -> dict[str, Any]:
-    """A leader line from the label's side facing its point to the point itself, with a
-    small arrowhead there, so a line among several reads one way only."""
-    side = 0.0 if box.x0 >= px else 1.0 if box.x1 <= px else 0.5
+def _joined(names: list[str], width: int = 44) -> str:
+    """Ids of one spot, comma-separated, in lines of about ``width`` characters."""
+    lines = [names[0]]
+    for name in names[1:]:
+        if len(lines[-1]) + 2 + len(name) > width:
+            lines[-1] += ","
+            lines.append(name)
+        else:
+            lines[-1] += f", {name}"
+    return "\n".join(lines)
+
+
+def _same_spot(
+    ax: Axes, points: list[tuple[float, float, str]], scale: float
+) -> list[tuple[tuple[float, float], list[str]]]:
+    """The points with their ids, those drawn at one spot (within a pixel or so) merged."""
+    spots: list[tuple[tuple[float, float], list[str], tuple[float, float]]] = []
+    for xv, yv, name in points:
+        px, py = ax.transData.transform((xv, yv))
+        for _, names, (sx, sy) in spots:
+            if abs(sx - px) <= SAME_SPOT * scale and abs(sy - py) <= SAME_SPOT * scale:
+                names.append(name)
+                break
+        else:
+            spots.append(((xv, yv), [name], (px, py)))
+    return [(spot, names) for spot, names, _ in spots]
+
+
+def _distance(box: Bbox, px: float, py: float) -> float:
+    """From a point to the nearest point of a box, display pixels."""
+    dx = max(box.x0 - px, 0.0, px - box.x1)
+    dy = max(box.y0 - py, 0.0, py - box.y1)
+    return (dx * dx + dy * dy) ** 0.5
+
+
+def _leader(box: Bbox, px: float, py: float, scale: float) -> dict[str, Any]:
+    """A straight leader line from the side of the label nearest its point to the point's
+    ring, where it ends: one line, one ring, read one way only."""
+    side_x = 0.0 if box.x0 >= px else 1.0 if box.x1 <= px else 0.5
+    side_y = 0.0 if box.y0 >= py else 1.0 if box.y1 <= py else 0.5
     return {
-        "arrowstyle": "-|>,head_length=0.35,head_width=0.18",
-        "color": "#555555",
-        "linewidth": 0.45,
+        "arrowstyle": "-",
+        "color": "#444444",
+        "linewidth": 0.5,
         "shrinkA": 0.5,
-        "shrinkB": 1.5 * scale,
-        "relpos": (side, 0.5),
+        "shrinkB": RING_RADIUS,  # points: the line stops at the ring
+        "relpos": (side_x, side_y),
     }
 
 
 LABEL_SIZE = 6
 LABEL_PAD = 1.5  # points kept clear between a label and the axes' edge or another label
-_NUDGES = (0, 1, -1, 2, -2, 3, -3, 4, -4, 6, -6, 8, -8, 11, -11, 14, -14, 18, -18, 24, -24)
+RING_RADIUS = 3.6  # points: the ring around a labelled point (its marker is about 2)
+SAME_SPOT = 1.5  # points: labelled points closer than this share one label
+LABEL_GAP = 3.0  # points kept clear beside a label, so two on a row never read as one
+# Where a label may sit around its point: level with it on the right or the left, then
+# above or below it, starting (or ending) at the point's x, so it reads as the point's.
+_DIRECTIONS = ((1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1))
+_NEAR = (0, 4, 8, 14)  # points of extra distance tried first
+_FAR = (22, 32, 44, 58, 76, 100)  # then these, before the first free slot anywhere
 
 
 def _place(
@@ -544,21 +604,32 @@ def _place(
     blocked: list[Span],
     markers: list[Span],
 ) -> Bbox:
-    """The first free box for a label of its size near (px, py), all in display pixels."""
-    gap = 3.5 * scale
-    fallback: Bbox | None = None
-    for step in _NUDGES:
-        y0 = py - height / 2 + step * 4.5 * scale
-        for x0 in (px + gap, px - gap - width):
-            box = _clamp(Bbox.from_bounds(x0, y0, width, height), inner)
-            span = _span(box)
-            if any(_overlaps(span, other) for other in blocked):
-                continue
-            if not any(_overlaps(span, m) for m in markers):
+    """The nearest free box for a label of its size around (px, py), in display pixels:
+    first one that covers no point, near then far; then one that may cover a point."""
+    gap = (RING_RADIUS + 1.5) * scale
+
+    def candidates(steps: tuple[int, ...]) -> Iterator[Bbox]:
+        for step in steps:
+            d = gap + step * scale
+            for dx, dy in _DIRECTIONS:
+                if dy == 0:  # level with the point, its middle on the point's row
+                    x0 = px + d if dx > 0 else px - d - width
+                    y0 = py - height / 2
+                else:  # above or below, from the point's x rightwards or leftwards
+                    x0 = px - gap / 2 if dx > 0 else px + gap / 2 - width
+                    y0 = py + d if dy > 0 else py - d - height
+                yield _clamp(Bbox.from_bounds(x0, y0, width, height), inner)
+
+    def free(box: Bbox, avoid_points: bool) -> bool:
+        span = _span(box)
+        if any(_overlaps(span, other) for other in blocked):
+            return False
+        return not (avoid_points and any(_overlaps(span, m) for m in markers))
+
+    for steps, avoid_points in ((_NEAR, True), (_FAR, True), (_NEAR, False), (_FAR, False)):
+        for box in candidates(steps):
+            if free(box, avoid_points):
                 return box
-            fallback = fallback or box
-    if fallback is not None:
-        return fallback
     # Nothing free near the point: the first free slot anywhere in the axes, top down.
     for row in range(int(inner.height // height)):
         for column in range(int(inner.width // width)):

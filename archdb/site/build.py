@@ -33,7 +33,7 @@ from archdb.reports.build import FIGURES, PAGES, compute, render_reports
 from archdb.table import catalogue_rows
 
 from . import markdown, pages
-from .data import compare_data, toy_trees
+from .data import cache_at_context, compare_data, toy_trees
 
 MARKER = ".archdb-site"
 STATIC = ("site.css", "site.js")
@@ -131,12 +131,14 @@ def _write_site(catalogue: Catalogue, out: Path, result: SiteBuild) -> None:
     trees = toy_trees(cards)
     levels = fidelities(cards)  # the words `archdb show` prints
     for card, row in zip(cards, rows, strict=True):
+        figures = derived_figures(card)
         facts = pages.CardFacts(
             row=row,
-            figures=derived_figures(card),
+            figures=figures,
             fidelity=levels[card.id],
             toy=trees[card.id],
             disagreements=pages.disagreements_of(card.id, data.claims),
+            cache_at_context=cache_at_context(card, figures["kv_dtype_bytes"]),
         )
         write(f"cards/{card.id}.html", pages.card_page(card, facts))
     lap("card pages")

@@ -4,7 +4,7 @@
   Hugging Face transformers (tests/test_params_vs_hf.py), and if not, why not.
 - ``toy_tree``: the toy ``archdb build`` builds, as an indented text tree.
 - ``compare_data``: every card's comparable values, for the comparison page's script.
-- ``format_value``: one value as people read it (175B, 512 KiB, yes/no).
+- ``cache_at_context``: the cache a decode step reads at the card's own context.
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink
 from archdb.diagrams import summary as diagram_summary
 from archdb.plan.layout import BuildError, fill_unknowns
-from archdb.schema import Card, Source
+from archdb.schema import Architecture, AttentionVariant, Card, Source
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row, format_value
-
-# --- formatting ------------------------------------------------------------------------
 
 # --- sources ---------------------------------------------------------------------------
 
@@ -33,6 +31,30 @@ def covers(source: Source, path: str) -> bool:
 def supporting(card: Card, path: str) -> list[int]:
     """The 1-based numbers of the card's sources that support ``path``."""
     return [n for n, src in enumerate(card.sources, 1) if covers(src, path)]
+
+
+# --- the cache at the card's own context -------------------------------------------------
+
+
+def keeps_state(arch: Architecture) -> bool:
+    """Whether some layer keeps a fixed-size recurrent state (a state-space or
+    linear-attention mixer) in place of, or beside, a per-token cache."""
+    linear = arch.attention.variant is AttentionVariant.LINEAR
+    return linear or any(kind.recurrent is not None for kind in arch.attention.layer_pattern)
+
+
+def cache_at_context(card: Card, dtype_bytes: int) -> float | None:
+    """Bytes of K/V cache and recurrent state one sequence holds at the card's own
+    context (windowed layers: their window); None without a context or sizes."""
+    from archdb.measure.decode import cache_bytes
+
+    context = card.architecture.context_length
+    if not context:
+        return None
+    try:
+        return cache_bytes(fill_unknowns(card.architecture)[0], context, dtype_bytes)
+    except (BuildError, ValueError, ArithmeticError):
+        return None
 
 
 # --- the toy's module tree -------------------------------------------------------------
@@ -115,6 +137,7 @@ def compare_data(cards: Iterable[Card], rows: Iterable[Row] | None = None) -> di
     for card, row in zip(cards, rows, strict=True):
         out["cards"][card.id] = {
             "name": card.name,
+            "label": f"{card.name} ({card.organization}, {card.year})",
             "diagram": diagram_summary(card),
             "shown": [format_value(row[c], c) if row[c] is not None else None for c in fields],
             "raw": [row[c] if c in numeric else None for c in fields],

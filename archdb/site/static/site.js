@@ -78,33 +78,32 @@
     var numeric = {};
     data.numeric.forEach(function (f) { numeric[f] = true; });
 
-    pickers.forEach(function (select, i) {
+    // Each list holds the models whose id, name, organization or year holds every word
+    // of the search box (and its own choice, whatever the search): rebuilt, not hidden,
+    // since some browsers show hidden options anyway.
+    var filter = document.getElementById("pick-filter");
+    function fill(select, i) {
+      var words = filter ? filter.value.toLowerCase().split(/\s+/).filter(Boolean) : [];
+      var current = select.value;
+      select.textContent = "";
       var none = document.createElement("option");
       none.value = "";
       none.textContent = i < 2 ? "choose a model" : "(none)";
       select.appendChild(none);
       ids.forEach(function (id) {
+        var text = id + " — " + data.cards[id].label;
+        var match = words.every(function (w) { return text.toLowerCase().indexOf(w) >= 0; });
+        if (!match && id !== current) return;
         var option = document.createElement("option");
         option.value = id;
-        option.textContent = id + " — " + data.cards[id].name;
+        option.textContent = text;
         select.appendChild(option);
       });
-    });
-
-    // the search box narrows every list to the models whose id or name holds its words
-    var filter = document.getElementById("pick-filter");
+      select.value = current;
+    }
+    pickers.forEach(fill);
     if (filter) {
-      filter.addEventListener("input", function () {
-        var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
-        pickers.forEach(function (select) {
-          Array.prototype.forEach.call(select.options, function (option) {
-            var text = option.textContent.toLowerCase();
-            var keep = !option.value || option.selected ||
-              words.every(function (w) { return text.indexOf(w) >= 0; });
-            option.hidden = !keep;
-          });
-        });
-      });
+      filter.addEventListener("input", function () { pickers.forEach(fill); });
     }
 
     var wanted = new URLSearchParams(window.location.search).get("ids");
@@ -170,45 +169,80 @@
       renderDiagrams(chosen);
     }
 
-    // Each chosen model's diagram side by side, and the diagram in words below them:
-    // a row whose words differ between the models is marked.
+    // Each chosen model's diagram side by side, its caption marking the parts where it
+    // differs from the first model (the first: from the second), then the architectures
+    // part by part, a row whose words differ marked.
     function renderDiagrams(chosen) {
       var box = document.getElementById("diagrams");
       if (!box) return;
       box.textContent = "";
+      var parts = Object.keys(data.cards[chosen[0]].diagram);
+      var first = data.cards[chosen[0]].diagram;
+      var differing = parts.filter(function (part) {
+        return chosen.some(function (id) { return data.cards[id].diagram[part] !== first[part]; });
+      });
+      box.appendChild(cell("h2", "Architectures"));
+      box.appendChild(cell("p", differing.length
+        ? "They differ in: " + differing.join(", ") + " (marked in yellow)."
+        : "The diagrams read the same, part by part.", "muted"));
       var row = document.createElement("div");
       row.className = "diagram-row";
-      chosen.forEach(function (id) {
+      chosen.forEach(function (id, i) {
         var figure = document.createElement("figure");
+        var caption = cell("figcaption", data.cards[id].name);
+        var other = chosen[i === 0 ? 1 : 0];
+        var own = parts.filter(function (part) {
+          return data.cards[id].diagram[part] !== data.cards[other].diagram[part];
+        });
+        var words = own.length ? "differs from " + other + " in: " : "reads as " + other + " does";
+        var list = cell("span", words, "differs-list");
+        own.forEach(function (part, k) {
+          if (k) list.appendChild(document.createTextNode(" "));
+          list.appendChild(cell("mark", part));
+        });
+        caption.appendChild(list);
+        figure.appendChild(caption);
+        var link = document.createElement("a");
+        link.href = "cards/" + encodeURIComponent(id) + ".html";
         var img = document.createElement("img");
         img.className = "diagram";
         img.src = "diagrams/" + encodeURIComponent(id) + ".svg";
         img.alt = data.cards[id].name + " architecture";
-        figure.appendChild(img);
-        figure.appendChild(cell("figcaption", data.cards[id].name));
+        link.appendChild(img);
+        figure.appendChild(link);
         row.appendChild(figure);
       });
-      box.appendChild(row);
-      var parts = Object.keys(data.cards[chosen[0]].diagram);
       var table = document.createElement("table");
       table.className = "compare diagram-words";
       var head = table.createTHead().insertRow();
-      head.appendChild(cell("th", "architecture"));
+      head.appendChild(cell("th", "part"));
       chosen.forEach(function (id) { head.appendChild(cell("th", id)); });
       var body = table.createTBody();
       parts.forEach(function (part) {
-        var words = chosen.map(function (id) { return data.cards[id].diagram[part]; });
         var tr = body.insertRow();
-        if (words.some(function (w) { return w !== words[0]; })) tr.className = "differs";
+        if (differing.indexOf(part) >= 0) tr.className = "differs";
         tr.appendChild(cell("td", part));
-        words.forEach(function (w) { tr.appendChild(cell("td", w)); });
+        chosen.forEach(function (id) { tr.appendChild(cell("td", data.cards[id].diagram[part])); });
       });
-      box.appendChild(table);
+      var scroll = document.createElement("div");
+      scroll.className = "scroll diagram-parts";  // beside the diagrams where there is room
+      scroll.appendChild(table);
+      row.appendChild(scroll);
+      box.appendChild(row);
     }
 
     pickers.forEach(function (p) { p.addEventListener("change", render); });
     onlyDiff.addEventListener("change", render);
     render();
+  }
+
+  // phones: the index's filters folded away, so the table shows first
+  var filters = document.querySelector("details.filters");
+  if (filters && window.matchMedia) {
+    var narrow = window.matchMedia("(max-width: 700px)");
+    var fold = function () { filters.open = !narrow.matches; };
+    fold();
+    if (narrow.addEventListener) narrow.addEventListener("change", fold);
   }
 
   var index = document.getElementById("cards");
