@@ -249,7 +249,8 @@ class ConfigShape(_Keys):
     # attention
     attn_logit_softcapping: Number | None = None
     final_logit_softcapping: Number | None = None
-    sliding_window: Tokens | None = None
+    # 0: no window (Qwen2MoeConfig saves 0 when use_sliding_window is false)
+    sliding_window: _sized(0, MAX_CONTEXT) | None = None
     layer_types: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
     sliding_window_pattern: (
         Annotated[_sized(1, MAX_PATTERN), BeforeValidator(_pattern_letters)] | None

@@ -59,6 +59,10 @@ TINY: dict[str, dict] = {
     "gpt_neox": {**_DENSE, "num_key_value_heads": None},
     "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
                 "sliding_window": WINDOW},
+    # Qwen2-MoE: q/k/v biases, top-k shares of a softmax over all experts (unnormalized),
+    # the gated shared expert
+    "qwen2_moe": {**_DENSE, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                  "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": False},
     "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
                   "num_experts_per_tok": 2, "norm_topk_prob": False},
     "olmo": {**_DENSE},

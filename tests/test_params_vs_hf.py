@@ -221,6 +221,21 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "logit_scale": 0.125,
         },
     ),
+    (  # Qwen2-MoE: q/k/v biases, experts on every other layer, a gated shared expert
+        "qwen2_moe",
+        {
+            "bias.qkv": True,
+            "n_layers": 4,
+            "mlp.moe": {
+                **MOE,
+                "layer_period": 2,
+                "dense_d_ff": 256,
+                "n_shared": 1,
+                "shared_d_ff": 96,
+                "shared_gate": True,
+            },
+        },
+    ),
     (
         "qwen3_moe",
         {
