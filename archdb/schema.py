@@ -927,6 +927,14 @@ class MoE(Strict):
         "sandwich norms each branch has its own pre- and post-norm and the sum the block's "
         "post-norm. Optional; null for none.",
     )
+    latent_dim: Width | None = Field(
+        default=None,
+        description="Latent MoE (Nemotron 3 Super: moe_latent_size): the routed experts read "
+        "and write this width instead of d_model; one Linear(d_model -> latent_dim) before "
+        "them and one Linear(latent_dim -> d_model) after their weighted sum, shared by all "
+        "experts, with the MLP's bias. The router and the shared experts stay at d_model. "
+        "Optional; null: the experts work at d_model.",
+    )
     router_scales: StrictBool | None = Field(
         default=None,
         description="Gemma 4's router: it reads the residual stream through its own "
@@ -1431,6 +1439,11 @@ class Architecture(Strict):
                 raise ValueError(
                     "mlp.moe.dense_beside_d_ff needs norm.position double (each branch has "
                     "its own pre- and post-norm)"
+                )
+            if moe.latent_dim is not None and moe.dense_beside_d_ff is not None:
+                raise ValueError(
+                    "mlp.moe.latent_dim with dense_beside_d_ff: no released model combines "
+                    "them, and the builder does not"
                 )
             if moe.shared_gate and not moe.n_shared:
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")

@@ -516,6 +516,21 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
             "routed_scaling_factor": 1.7,
         },
     ),
+    # Nemotron 3 Super: the same MoE layers with the experts in a latent width
+    (
+        "nemotron_h",
+        {
+            "hybrid_override_pattern": "ME*E-",
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 3,
+            "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 48,
+            "moe_latent_size": 24,
+            "n_group": 4,
+            "topk_group": 2,
+            "routed_scaling_factor": 1.7,
+        },
+    ),
 ]
 
 
@@ -523,7 +538,8 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
     """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
     dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B (per-layer embeddings, KV
-    sharing, with and without the double-wide MLP); Nemotron 3's MoE layers."""
+    sharing, with and without the double-wide MLP); Nemotron 3's MoE layers, with and
+    without a latent width."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)

@@ -489,6 +489,16 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mixers": {"mamba2": mamba2_dims(head_dim=12, proj_bias=True, conv_bias=False)},
         },
     ),
+    (  # Nemotron 3 Super: latent MoE (the experts at 40 wide, between two projections)
+        "nemotron_h",
+        {
+            **NEMOTRON_H,
+            "attention.layer_pattern": ["mamba2", "moe", "global", "moe"],
+            "n_layers": 4,
+            "mlp.d_ff": 32,
+            "mlp.moe": {**MOE, **V3_ROUTER, "n_shared": 1, "shared_d_ff": 48, "latent_dim": 40},
+        },
+    ),
     ("falcon_h1", FALCON_H1_LIKE),
     (  # Granite 4.0-H: Mamba-2 and attention layers, experts beside a shared MLP, no RoPE
         "granitemoehybrid",

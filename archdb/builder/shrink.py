@@ -187,6 +187,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
         moe["dense_beside_d_ff"] = widths.scaled.get("dense_beside_d_ff")
         moe["shortcut_dense_d_ff"] = widths.scaled.get("shortcut_dense_d_ff")
+        moe["latent_dim"] = widths.scaled.get("moe_latent")
         moe["zero_experts"] = _toy_zero_experts(arch.mlp.moe, moe["n_experts"])
     if arch.shared_blocks is not None:
         data["n_layers"], data["shared_blocks"] = _toy_shared_blocks(arch, n_layers, widths.d_model)
@@ -352,7 +353,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
-        out |= {"shortcut_dense_d_ff": moe.shortcut_dense_d_ff}
+        out |= {"shortcut_dense_d_ff": moe.shortcut_dense_d_ff, "moe_latent": moe.latent_dim}
     if lat is not None:
         out |= {"kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank}
     return {k: v for k, v in out.items() if v is not None}

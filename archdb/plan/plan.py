@@ -681,7 +681,7 @@ class _Reader:
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
         )
-        expert = DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
+        expert = DenseMLP(moe.latent_dim or self.d, spec.d_ff, act, bias, exact, clamp)
         beside = None
         if moe.dense_beside_d_ff is not None:
             beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
@@ -694,6 +694,7 @@ class _Reader:
             self.norm if beside is not None else None,
             bool(moe.router_scales),
             _factor(a.mlp.output_multiplier),
+            bias if moe.latent_dim is not None else None,
         )
 
 
