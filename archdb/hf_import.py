@@ -312,7 +312,10 @@ class ConfigShape(_Keys):
         None
     )
     first_k_dense_replace: _sized(0, MAX_DEPTH) | None = None
-    moe_layer_freq: Layers | None = None
+    # a period (DeepSeek), or one 0/1 per layer (MiMo-V2-Flash's released config)
+    moe_layer_freq: Layers | Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = (
+        None
+    )
     kv_lora_rank: Width | None = None
     q_lora_rank: Width | None = None
     qk_rope_head_dim: Width | None = None

@@ -59,6 +59,21 @@ TINY: dict[str, dict] = {
     "gpt_neox": {**_DENSE, "num_key_value_heads": None},
     "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
                 "sliding_window": WINDOW},
+    # MiMo-V2-Flash: full layers with their own (fewer) KV heads and no sinks, sinks on the
+    # sliding layers (a window that binds), value heads narrower than q/k, partial RoPE at
+    # two bases, the value factor, a dense first layer then V3's router
+    "mimo_v2_flash": {**_DENSE, "num_hidden_layers": 4, "head_dim": 24, "v_head_dim": 16,
+                      "sliding_window": WINDOW, "attention_value_scale": 0.6,
+                      "layer_types": ["full_attention", "sliding_attention"] * 2,
+                      "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+                      "n_routed_experts": 8, "num_experts_per_tok": 3,
+                      "moe_intermediate_size": 32, "n_group": 4, "topk_group": 2,
+                      "routed_scaling_factor": 1.7,
+                      "rope_parameters": {
+                          "full_attention": {"rope_type": "default", "rope_theta": 50000.0,
+                                             "partial_rotary_factor": 0.334},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0,
+                                                "partial_rotary_factor": 0.334}}},
     # Qwen2-MoE: q/k/v biases, top-k shares of a softmax over all experts (unnormalized),
     # the gated shared expert
     "qwen2_moe": {**_DENSE, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,

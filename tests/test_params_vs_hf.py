@@ -499,6 +499,25 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, **V3_ROUTER, "n_shared": 1, "shared_d_ff": 48, "latent_dim": 40},
         },
     ),
+    (  # MiMo-V2-Flash: full layers with half the sliding layers' KV heads and no sinks,
+        # value heads narrower than the query/key heads, a dense first layer, V3's router
+        "mimo_v2_flash",
+        {
+            "n_layers": 4,
+            "attention.layer_pattern": ["global", "local"],
+            "attention.sliding_window": 16,
+            "attention.n_kv_heads": 4,
+            "attention.head_dim": 24,
+            "attention.v_head_dim": 16,
+            "attention.value_multiplier": 0.7,
+            "attention.sinks": True,
+            "attention.global_layers": {"n_kv_heads": 2, "sinks": False},
+            "position.rope_theta_local": 1000.0,
+            "position.rotary_fraction": 0.334,
+            "mlp.d_ff": 32,
+            "mlp.moe": {**MOE, **V3_ROUTER, "first_dense_layers": 1, "dense_d_ff": 96},
+        },
+    ),
     ("falcon_h1", FALCON_H1_LIKE),
     (  # Granite 4.0-H: Mamba-2 and attention layers, experts beside a shared MLP, no RoPE
         "granitemoehybrid",
@@ -947,6 +966,7 @@ _NEW_FAMILIES = (
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
+_NEW_FAMILIES += ("mimo_v2_flash",)
 
 
 @pytest.mark.parametrize(

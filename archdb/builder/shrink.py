@@ -149,6 +149,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     att = data["attention"]
     if attention:
         att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
+        if arch.attention.v_head_dim is not None:
+            att["v_head_dim"] = _toy_value_width(arch, widths.head_dim)
     if arch.attention.global_layers is not None:
         att["global_layers"] = _toy_global_layers(arch, heads, widths.head_dim)
     if arch.mixers is not None:
@@ -230,6 +232,14 @@ def _toy_heads(arch: Architecture, rule: ToyRule) -> _Heads:
         return _Heads(n, n, 1)
     kv_t = 1 if kv == 1 else min(kv, rule.kv_heads_max)
     return _Heads(groups * kv_t, kv_t, groups)
+
+
+def _toy_value_width(arch: Architecture, head_dim: int) -> int:
+    """Value heads scaled with the query/key heads (their ratio kept to an even width)."""
+    v, hd = arch.attention.v_head_dim, arch.head_dim_effective
+    assert v is not None and hd
+    width = max(2, v * head_dim // hd)
+    return width - width % 2
 
 
 def _toy_global_layers(arch: Architecture, heads: _Heads, head_dim: int) -> dict:
