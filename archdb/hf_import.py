@@ -249,7 +249,8 @@ class ConfigShape(_Keys):
     # attention
     attn_logit_softcapping: Number | None = None
     final_logit_softcapping: Number | None = None
-    sliding_window: Tokens | None = None
+    # 0: no window (Qwen2MoeConfig saves 0 when use_sliding_window is false)
+    sliding_window: _sized(0, MAX_CONTEXT) | None = None
     layer_types: Annotated[list[Name], Field(max_length=MAX_PATTERN)] | None = None
     sliding_window_pattern: (
         Annotated[_sized(1, MAX_PATTERN), BeforeValidator(_pattern_letters)] | None
@@ -311,7 +312,10 @@ class ConfigShape(_Keys):
         None
     )
     first_k_dense_replace: _sized(0, MAX_DEPTH) | None = None
-    moe_layer_freq: Layers | None = None
+    # a period (DeepSeek), or one 0/1 per layer (MiMo-V2-Flash's released config)
+    moe_layer_freq: Layers | Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = (
+        None
+    )
     kv_lora_rank: Width | None = None
     q_lora_rank: Width | None = None
     qk_rope_head_dim: Width | None = None

@@ -363,6 +363,11 @@ def _with_mamba2_or_residual_factors(a: Architecture) -> bool:
     return _with_mamba2(a) or _with_residual_factors(a)
 
 
+def _with_value_heads(a: Architecture) -> bool:
+    """MiMo-V2-Flash's value factor: in play only beside value heads of their own width."""
+    return a.attention.v_head_dim is not None
+
+
 def _windowed_answer(card: dict) -> bool:
     """``archdb new`` asks for a window after a pattern with local or chunked layers."""
     pattern = card.get("architecture", {}).get("attention", {}).get("layer_pattern") or []
@@ -480,6 +485,12 @@ class GlobalLayers(Strict):
         "projection's output, taken before the key norm and RoPE (Gemma 4 "
         "attention_k_eq_v). Optional; null for a value projection of their own.",
     )
+    sinks: StrictBool | None = Field(
+        default=None,
+        description="Whether global layers keep the attention sinks (attention.sinks) of the "
+        "other layers; false: only the local layers have sinks (MiMo-V2-Flash: "
+        "add_full_attention_sink_bias false). Optional; null: as the other layers.",
+    )
 
 
 class SparseAttention(Strict):
@@ -592,6 +603,21 @@ class Attention(Strict):
         default=None,
         description="Attention sinks: a learned logit per head joins each query's softmax "
         "and takes probability mass without a value (gpt-oss). Optional; null for none.",
+    )
+    v_head_dim: Width | None = Field(
+        default=None,
+        description="Width of each value head where it differs from the query/key head_dim "
+        "(MiMo-V2-Flash: 128 beside 192): the value projection gives n_kv_heads x v_head_dim, "
+        "the output projection reads n_heads x v_head_dim. Softmax attention (not latent) "
+        "only. Optional; null: head_dim.",
+    )
+    value_multiplier: Annotated[
+        PositiveFloat | None,
+        OutputOnly(1.0, "values enter attention as projected", _with_value_heads),
+    ] = Field(
+        default=None,
+        description="Factor on the value projection's output (MiMo-V2-Flash: "
+        "attention_value_scale 0.707). Optional; null: not recorded (the builder uses 1).",
     )
     output_gate: OutputGate | None = Field(
         default=None,
@@ -926,6 +952,14 @@ class MoE(Strict):
         "layer on the same input, the two outputs summed (Gemma 4 26B-A4B: 2112); under "
         "sandwich norms each branch has its own pre- and post-norm and the sum the block's "
         "post-norm. Optional; null for none.",
+    )
+    latent_dim: Width | None = Field(
+        default=None,
+        description="Latent MoE (Nemotron 3 Super: moe_latent_size): the routed experts read "
+        "and write this width instead of d_model; one Linear(d_model -> latent_dim) before "
+        "them and one Linear(latent_dim -> d_model) after their weighted sum, shared by all "
+        "experts, with the MLP's bias. The router and the shared experts stay at d_model. "
+        "Optional; null: the experts work at d_model.",
     )
     router_scales: StrictBool | None = Field(
         default=None,
@@ -1358,6 +1392,26 @@ class Architecture(Strict):
 
     # --- cross-field rules --------------------------------------------------------
 
+    @staticmethod
+    def _check_value_heads(att: Attention) -> None:
+        """Value heads of their own width, and sinks kept off the global layers."""
+        g = att.global_layers
+        if att.v_head_dim is not None:
+            if att.variant is AttentionVariant.LATENT:
+                raise ValueError(
+                    "attention.v_head_dim is for softmax attention: MLA states its value width "
+                    "in attention.latent.v_head_dim"
+                )
+            if att.output_gate is not None or (g is not None and g.values_from_keys):
+                raise ValueError(
+                    "attention.v_head_dim with an output gate or values from keys: no released "
+                    "model combines them, and the builder does not"
+                )
+        if att.value_multiplier is not None and att.v_head_dim is None:
+            raise ValueError("attention.value_multiplier needs attention.v_head_dim")
+        if g is not None and g.sinks is not None and not att.sinks:
+            raise ValueError("attention.global_layers.sinks needs attention.sinks")
+
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
         att, pos, moe = self.attention, self.position, self.mlp.moe
@@ -1389,6 +1443,7 @@ class Architecture(Strict):
             self._check_sparse(att)
         if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
             raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
+        self._check_value_heads(att)
         if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()
@@ -1431,6 +1486,11 @@ class Architecture(Strict):
                 raise ValueError(
                     "mlp.moe.dense_beside_d_ff needs norm.position double (each branch has "
                     "its own pre- and post-norm)"
+                )
+            if moe.latent_dim is not None and moe.dense_beside_d_ff is not None:
+                raise ValueError(
+                    "mlp.moe.latent_dim with dense_beside_d_ff: no released model combines "
+                    "them, and the builder does not"
                 )
             if moe.shared_gate and not moe.n_shared:
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")

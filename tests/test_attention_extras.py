@@ -282,3 +282,60 @@ def test_a_qkv_clip_costs_one_comparison_per_projected_element():
     hd = clipped.d_model // att.n_heads
     projected = (att.n_heads + 2 * att.n_kv_heads) * hd  # q, k and v of one token
     assert clipped_flops - plain_flops == n_layers * 16 * projected
+
+
+# --- value heads of their own width and sinks off the global layers (MiMo-V2-Flash) ---------
+
+
+def test_value_heads_and_sliding_only_sinks_equal_mimo_v2_flash_attention():
+    """Each layer's attention counts as transformers' MiMoV2FlashAttention: q/k at
+    head_dim, v and o at v_head_dim, sinks on the sliding layer only, the full layer with
+    its own (fewer) KV heads."""
+    from transformers import MiMoV2FlashConfig
+    from transformers.models.mimo_v2_flash.modeling_mimo_v2_flash import MiMoV2FlashAttention
+
+    config = MiMoV2FlashConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=1, head_dim=24, v_head_dim=16,
+        num_hidden_layers=2, layer_types=["full_attention", "sliding_attention"],
+    )  # fmt: skip
+    arch = make_arch(
+        **{
+            "attention.layer_pattern": ["global", "local"],
+            "attention.sliding_window": 8,
+            "attention.n_kv_heads": 2,
+            "attention.head_dim": 24,
+            "attention.v_head_dim": 16,
+            "attention.sinks": True,
+            "attention.global_layers": {"n_kv_heads": 1, "sinks": False},
+        }
+    )
+    blocks = make_plan(arch).decoder.blocks
+    with torch.device("meta"):
+        for i in (0, 1):
+            theirs = sum(p.numel() for p in MiMoV2FlashAttention(config, i).parameters())
+            assert blocks[i].mixer.params() == theirs
+    assert blocks[0].mixer.kernel.sink_heads == 0 and blocks[1].mixer.kernel.sink_heads == 4
+    model = build_model(arch)
+    assert model.decoder.layers[0].attn.sublayer.o.in_features == 4 * 16
+    out = model(torch.randint(0, arch.vocab_size, (1, 12)))
+    assert out.shape == (1, 12, arch.vocab_size)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"attention.value_multiplier": 0.7}, "value_multiplier needs attention.v_head_dim"),
+        (
+            {"attention.v_head_dim": 8, "attention.output_gate": "elementwise"},
+            "v_head_dim with an output gate",
+        ),
+        (
+            {"attention.layer_pattern": ["global", "local"], "attention.sliding_window": 8,
+             "attention.global_layers": {"sinks": False}},
+            "global_layers.sinks needs attention.sinks",
+        ),
+    ],
+)  # fmt: skip
+def test_value_head_fields_are_refused_where_they_mean_nothing(changes, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_arch(**changes)

@@ -59,6 +59,25 @@ TINY: dict[str, dict] = {
     "gpt_neox": {**_DENSE, "num_key_value_heads": None},
     "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
                 "sliding_window": WINDOW},
+    # MiMo-V2-Flash: full layers with their own (fewer) KV heads and no sinks, sinks on the
+    # sliding layers (a window that binds), value heads narrower than q/k, partial RoPE at
+    # two bases, the value factor, a dense first layer then V3's router
+    "mimo_v2_flash": {**_DENSE, "num_hidden_layers": 4, "head_dim": 24, "v_head_dim": 16,
+                      "sliding_window": WINDOW, "attention_value_scale": 0.6,
+                      "layer_types": ["full_attention", "sliding_attention"] * 2,
+                      "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+                      "n_routed_experts": 8, "num_experts_per_tok": 3,
+                      "moe_intermediate_size": 32, "n_group": 4, "topk_group": 2,
+                      "routed_scaling_factor": 1.7,
+                      "rope_parameters": {
+                          "full_attention": {"rope_type": "default", "rope_theta": 50000.0,
+                                             "partial_rotary_factor": 0.334},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0,
+                                                "partial_rotary_factor": 0.334}}},
+    # Qwen2-MoE: q/k/v biases, top-k shares of a softmax over all experts (unnormalized),
+    # the gated shared expert
+    "qwen2_moe": {**_DENSE, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                  "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": False},
     "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
                   "num_experts_per_tok": 2, "norm_topk_prob": False},
     "olmo": {**_DENSE},
@@ -512,6 +531,21 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
             "routed_scaling_factor": 1.7,
         },
     ),
+    # Nemotron 3 Super: the same MoE layers with the experts in a latent width
+    (
+        "nemotron_h",
+        {
+            "hybrid_override_pattern": "ME*E-",
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 3,
+            "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 48,
+            "moe_latent_size": 24,
+            "n_group": 4,
+            "topk_group": 2,
+            "routed_scaling_factor": 1.7,
+        },
+    ),
 ]
 
 
@@ -519,7 +553,8 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
     """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
     dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B (per-layer embeddings, KV
-    sharing, with and without the double-wide MLP); Nemotron 3's MoE layers."""
+    sharing, with and without the double-wide MLP); Nemotron 3's MoE layers, with and
+    without a latent width."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)

@@ -196,6 +196,10 @@ SMALL = dict(
             {"hybrid_override_pattern": "M*M*", "mlp_bias": True},
             ["mamba2", "global"],
         ),
+        (  # Nemotron 3 Super: the experts work in a latent width narrower than d_model
+            {"hybrid_override_pattern": "ME*E", "moe_latent_size": 24},
+            ["mamba2", "moe", "global", "moe"],
+        ),
     ],
 )
 def test_import_hf_nemotron_h_small_configs_are_exact(changes, pattern):
@@ -206,6 +210,8 @@ def test_import_hf_nemotron_h_small_configs_are_exact(changes, pattern):
     assert arch.mixers.mamba2.mlp is False
     assert arch.attention.mlp is (False if "global" in pattern else None)
     assert arch.position.type == "none" and arch.mlp.activation == "squared-relu"
+    if arch.mlp.moe is not None:
+        assert arch.mlp.moe.latent_dim == changes.get("moe_latent_size")
 
 
 IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2025-01-01")
@@ -215,7 +221,6 @@ URL = "https://huggingface.co/org/model/blob/main/config.json"
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"moe_latent_size": 32}, "latent MoE"),
         ({"hybrid_override_pattern": "M-X"}, "hybrid_override_pattern[2] is 'X'"),
         ({"layers_block_type": ["mlp", "conv"]}, "layers_block_type[1] is 'conv'"),
         ({"hybrid_override_pattern": "M-M", "num_hidden_layers": 4}, "lists 3 layers but"),

@@ -221,6 +221,21 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "logit_scale": 0.125,
         },
     ),
+    (  # Qwen2-MoE: q/k/v biases, experts on every other layer, a gated shared expert
+        "qwen2_moe",
+        {
+            "bias.qkv": True,
+            "n_layers": 4,
+            "mlp.moe": {
+                **MOE,
+                "layer_period": 2,
+                "dense_d_ff": 256,
+                "n_shared": 1,
+                "shared_d_ff": 96,
+                "shared_gate": True,
+            },
+        },
+    ),
     (
         "qwen3_moe",
         {
@@ -472,6 +487,35 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             # Nemotron 3: DeepSeek-V3's router (NemotronHTopkRouter)
             "mlp.moe": {**MOE, **V3_ROUTER, "n_shared": 1, "shared_d_ff": 48, "dense_d_ff": 96},
             "mixers": {"mamba2": mamba2_dims(head_dim=12, proj_bias=True, conv_bias=False)},
+        },
+    ),
+    (  # Nemotron 3 Super: latent MoE (the experts at 40 wide, between two projections)
+        "nemotron_h",
+        {
+            **NEMOTRON_H,
+            "attention.layer_pattern": ["mamba2", "moe", "global", "moe"],
+            "n_layers": 4,
+            "mlp.d_ff": 32,
+            "mlp.moe": {**MOE, **V3_ROUTER, "n_shared": 1, "shared_d_ff": 48, "latent_dim": 40},
+        },
+    ),
+    (  # MiMo-V2-Flash: full layers with half the sliding layers' KV heads and no sinks,
+        # value heads narrower than the query/key heads, a dense first layer, V3's router
+        "mimo_v2_flash",
+        {
+            "n_layers": 4,
+            "attention.layer_pattern": ["global", "local"],
+            "attention.sliding_window": 16,
+            "attention.n_kv_heads": 4,
+            "attention.head_dim": 24,
+            "attention.v_head_dim": 16,
+            "attention.value_multiplier": 0.7,
+            "attention.sinks": True,
+            "attention.global_layers": {"n_kv_heads": 2, "sinks": False},
+            "position.rope_theta_local": 1000.0,
+            "position.rotary_fraction": 0.334,
+            "mlp.d_ff": 32,
+            "mlp.moe": {**MOE, **V3_ROUTER, "first_dense_layers": 1, "dense_d_ff": 96},
         },
     ),
     ("falcon_h1", FALCON_H1_LIKE),
@@ -922,6 +966,7 @@ _NEW_FAMILIES = (
 )  # fmt: skip
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
+_NEW_FAMILIES += ("mimo_v2_flash",)
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,8 @@ class HeadAttention(nn.Module):
         kv_kind: str = "",
         qk_norm_after_rope: bool = False,
         qkv_clip: float | None = None,
+        v_dim: int | None = None,
+        value_scale: float | None = None,
     ) -> None:
         super().__init__()
         set_plain(
@@ -47,6 +49,9 @@ class HeadAttention(nn.Module):
             n_heads=n_heads,
             n_kv_heads=n_kv_heads,
             head_dim=head_dim,
+            # value heads of their own width (MiMo-V2-Flash), scaled once projected
+            v_dim=v_dim or head_dim,
+            value_scale=value_scale,
             qk_norm_after_rope=qk_norm_after_rope,  # Hunyuan norms the rotated q and k
             qkv_clip=qkv_clip,  # MPT/DBRX clip_qkv: projections clamped to [-clip, clip]
             # an output gate widens each query head by its gate values (Qwen3-Next's layout)
@@ -61,9 +66,9 @@ class HeadAttention(nn.Module):
         self.k = None if reuses else linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
         # Gemma 4's global layers (k_eq_v): no value projection, the raw keys are the values
         own_v = not values_from_keys and not reuses
-        self.v = linear(d_model, n_kv_heads * head_dim, qkv_bias) if own_v else None
+        self.v = linear(d_model, n_kv_heads * self.v_dim, qkv_bias) if own_v else None
         self.value_norm = None if reuses else value_norm  # Gemma 4: a bare RMS norm per head
-        self.o = linear(n_heads * head_dim, d_model, bias=out_bias)
+        self.o = linear(n_heads * self.v_dim, d_model, bias=out_bias)
         self.qk_norm = qk_norm
         self.rotary = rotary
         self.relative = relative  # Transformer-XL positions, computed in the layer
@@ -95,7 +100,9 @@ class HeadAttention(nn.Module):
             if self.v is None:
                 v = k
             else:
-                v = self._clipped(self.v(src)).unflatten(-1, (self.n_kv_heads, self.head_dim))
+                v = self._clipped(self.v(src)).unflatten(-1, (self.n_kv_heads, self.v_dim))
+                if self.value_scale is not None:
+                    v = v * self.value_scale
             if self.value_norm is not None:
                 v = self.value_norm(v)
             if self.qk_norm is not None and not self.qk_norm_after_rope:

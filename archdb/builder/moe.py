@@ -187,13 +187,25 @@ class MoE(nn.Module):
         d_model = router.proj.in_features
         # Qwen2-MoE's shared_expert_gate: a per-token sigmoid on the shared experts' output
         self.shared_gate = linear(d_model, 1, bias=False) if shared_gate else None
+        self.latent_in: nn.Module | None = None
+        self.latent_out: nn.Module | None = None
+
+    def add_latent(self, width: int, bias: bool) -> None:
+        """Latent MoE (Nemotron 3 Super): the routed experts read x projected to ``width``
+        and their weighted sum is projected back to d_model."""
+        d_model = self.router.proj.in_features
+        self.latent_in = linear(d_model, width, bias=bias)
+        self.latent_out = linear(width, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor, route_from: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, d); ``route_from``: what the router reads where it is not x (Gemma 4)."""
         flat = x.reshape(-1, x.shape[-1])  # (N, d)
         source = flat if route_from is None else route_from.reshape(flat.shape)
         index, weight = self.router(source)
-        y = (self.experts(flat, index) * weight.unsqueeze(-1)).sum(dim=1)  # (N, d)
+        inputs = flat if self.latent_in is None else self.latent_in(flat)
+        y = (self.experts(inputs, index) * weight.unsqueeze(-1)).sum(dim=1)  # (N, d or latent)
+        if self.latent_out is not None:
+            y = self.latent_out(y)
         if self.shared is not None:
             shared = self.shared(flat)
             if self.shared_gate is not None:

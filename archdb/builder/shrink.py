@@ -149,6 +149,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     att = data["attention"]
     if attention:
         att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
+        if arch.attention.v_head_dim is not None:
+            att["v_head_dim"] = _toy_value_width(arch, widths.head_dim)
     if arch.attention.global_layers is not None:
         att["global_layers"] = _toy_global_layers(arch, heads, widths.head_dim)
     if arch.mixers is not None:
@@ -187,6 +189,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
         moe["dense_beside_d_ff"] = widths.scaled.get("dense_beside_d_ff")
         moe["shortcut_dense_d_ff"] = widths.scaled.get("shortcut_dense_d_ff")
+        moe["latent_dim"] = widths.scaled.get("moe_latent")
         moe["zero_experts"] = _toy_zero_experts(arch.mlp.moe, moe["n_experts"])
     if arch.shared_blocks is not None:
         data["n_layers"], data["shared_blocks"] = _toy_shared_blocks(arch, n_layers, widths.d_model)
@@ -229,6 +232,14 @@ def _toy_heads(arch: Architecture, rule: ToyRule) -> _Heads:
         return _Heads(n, n, 1)
     kv_t = 1 if kv == 1 else min(kv, rule.kv_heads_max)
     return _Heads(groups * kv_t, kv_t, groups)
+
+
+def _toy_value_width(arch: Architecture, head_dim: int) -> int:
+    """Value heads scaled with the query/key heads (their ratio kept to an even width)."""
+    v, hd = arch.attention.v_head_dim, arch.head_dim_effective
+    assert v is not None and hd
+    width = max(2, v * head_dim // hd)
+    return width - width % 2
 
 
 def _toy_global_layers(arch: Architecture, heads: _Heads, head_dim: int) -> dict:
@@ -352,7 +363,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
-        out |= {"shortcut_dense_d_ff": moe.shortcut_dense_d_ff}
+        out |= {"shortcut_dense_d_ff": moe.shortcut_dense_d_ff, "moe_latent": moe.latent_dim}
     if lat is not None:
         out |= {"kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank}
     return {k: v for k, v in out.items() if v is not None}

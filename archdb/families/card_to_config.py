@@ -58,6 +58,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "value_norm": lambda a: bool(a.attention.value_norm),
     "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
+    "moe_latent": lambda a: a.mlp.moe is not None and a.mlp.moe.latent_dim is not None,
     "layer_scalar": lambda a: bool(a.layer_scalar),
     "residual_multiplier": lambda a: a.residual_multiplier not in (None, 1.0),
     # router variants (archdb.plan.mlp.RouterSpec) beyond Mixtral's softmax top-k

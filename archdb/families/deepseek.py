@@ -61,6 +61,10 @@ def _read_deepseek(d: _Draft) -> None:
     n_shared = d.read("n_shared_experts", default=0) or 0
     first_dense = d.read("first_k_dense_replace", default=0)
     period = d.read("moe_layer_freq", default=1)
+    if isinstance(period, list):
+        raise HFImportError(
+            "moe_layer_freq is a per-layer list: DeepSeek's MoE layers follow a period"
+        )
     d.set("architecture.mlp.d_ff", expert_d_ff, "config")
     d.moe(
         n_experts=n_routed,

@@ -1,4 +1,4 @@
-"""Qwen 2, 3, 3-Next and 3.5."""
+"""Qwen 2, 2-MoE, 3, 3-Next and 3.5."""
 
 from __future__ import annotations
 
@@ -44,6 +44,14 @@ def _read_qwen3_moe(d: _Draft) -> None:
     )
     normalize = d.read("norm_topk_prob", default=False)  # Qwen3MoeConfig's default
     d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
+
+
+def _read_qwen2_moe(d: _Draft) -> None:
+    """Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen3-MoE's experts (top-k weights are
+    shares of a softmax over all experts unless norm_topk_prob), plus one shared-expert MLP
+    scaled by sigmoid(shared_expert_gate)."""
+    _read_qwen3_moe(d)
+    _gated_shared_expert(d)
 
 
 def _read_qwen3_next(d: _Draft) -> None:
@@ -124,6 +132,23 @@ def qwen2(a: Architecture) -> dict:
     _dense(a)
     ref._bias(a, True, False, False)  # Qwen 2 hard-codes bias on q, k, v only
     return _base(a)
+
+
+def qwen2_moe(a: Architecture) -> dict:
+    """Qwen2's attention (bias on q, k and v, qkv_bias's default), experts and a gated
+    shared expert."""
+    _llama_like(a)
+    ref._bias(a, True, False, False)
+    moe = _gated_shared_moe(a)
+    return _base(a) | {
+        "moe_intermediate_size": a.mlp.d_ff,
+        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
+        "shared_expert_intermediate_size": moe.shared_d_ff,
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "decoder_sparse_step": moe.layer_period,
+        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
+    }
 
 
 def qwen3(a: Architecture) -> dict:
@@ -238,17 +263,28 @@ def _ba_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
     return hk, (hv // hk, hv // hk)  # per key head: its value heads' b, then a
 
 
-def _qwen3_next_names() -> Names:
-    """Gated attention (q_proj rows per head [query, gate], as archdb's), Gated DeltaNet
-    (``linear_attn.``: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint,
-    per part in archdb), MoE with a sigmoid-gated shared expert."""
-    layer = _llama_layer(_PRE)
-    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+def _gated_shared_expert_names() -> dict[str, Source]:
+    """The experts and the sigmoid-gated shared expert (Qwen2-MoE, Qwen3-Next)."""
+    layer = _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
     layer |= {
         f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_expert.{p}_proj.weight")
         for p in ("gate", "up", "down")
     }
     layer["mlp.sublayer.shared_gate.weight"] = Source("mlp.shared_expert_gate.weight")
+    return layer
+
+
+def _qwen2_moe_names() -> Names:
+    """Qwen2's attention (biased q, k, v) and the experts with a gated shared expert."""
+    layer = _llama_layer(_PRE) | _gated_shared_expert_names()
+    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _qwen3_next_names() -> Names:
+    """Gated attention (q_proj rows per head [query, gate], as archdb's), Gated DeltaNet
+    (``linear_attn.``: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint,
+    per part in archdb), MoE with a sigmoid-gated shared expert."""
+    layer = _llama_layer(_PRE) | _gated_shared_expert_names()
     ours, theirs = "attn.sublayer.", "linear_attn."
     layer |= {
         ours + "in_proj_qkvz.weight": Source(theirs + "in_proj_qkvz.weight", grouped=_qkvz_groups),
@@ -309,6 +345,17 @@ QWEN2 = LLAMA.derive(
     mlp_bias=False,
     write=qwen2,
     logit_error=0.0,
+)
+QWEN2_MOE = QWEN2.derive(
+    "qwen2_moe",
+    layer="Qwen2MoeDecoderLayer",
+    config_class="Qwen2MoeConfig",
+    model_class="Qwen2MoeForCausalLM",
+    read=_read_qwen2_moe,
+    write=qwen2_moe,
+    extras=frozenset({"shared_gate"}),
+    names=_qwen2_moe_names,
+    logit_error=2.1e-07,
 )
 QWEN3 = LLAMA.derive(
     "qwen3",

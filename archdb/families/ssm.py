@@ -350,11 +350,6 @@ def _nemotron_h_kinds(d: _Draft) -> list[str]:
 def _read_nemotron_h(d: _Draft) -> None:
     """Nemotron-H and Nemotron 3: each layer is one pre-normed sublayer (a Mamba-2 mixer,
     attention without positions, a ReLU^2 MLP or an MoE), listed per layer by the config."""
-    if d.read("moe_latent_size") is not None:
-        raise HFImportError(
-            "moe_latent_size is set: the experts work in a projected latent width (latent "
-            "MoE), which the card cannot hold"
-        )
     kinds = _nemotron_h_kinds(d)
     stated = d.read("num_hidden_layers")
     if stated is not None and stated != len(kinds):
@@ -466,6 +461,9 @@ def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
     )
     # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
     imp._sigmoid_router(d, 1, 1, default_scale=1.0)
+    # Nemotron 3 Super: the experts work in a latent width (fc1/fc2_latent_proj)
+    latent = d.read("moe_latent_size")
+    d.set("architecture.mlp.moe.latent_dim", latent, d.origin_of("moe_latent_size"))
 
 
 def _read_zamba2(d: _Draft) -> None:
@@ -742,6 +740,7 @@ def nemotron_h(a: Architecture) -> dict:
             "topk_group": moe.top_k_groups or 1,
             "routed_scaling_factor": moe.routed_scale or 1.0,
             "norm_topk_prob": moe.normalize_top_k is not False,
+            "moe_latent_size": moe.latent_dim,
         }
     return out
 
@@ -1095,6 +1094,9 @@ def _nemotron_h_names() -> Names:
     layer |= _moe("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
     for p in ("up", "down"):
         layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mixer.shared_experts.{p}_proj.weight")
+    # Nemotron 3 Super's latent MoE: projections into and out of the experts' width
+    layer["mlp.sublayer.latent_in.weight"] = Source("mixer.fc1_latent_proj.weight")
+    layer["mlp.sublayer.latent_out.weight"] = Source("mixer.fc2_latent_proj.weight")
     return Names(top, layer, prefix="backbone.layers.{i}.")
 
 
@@ -1222,7 +1224,14 @@ NEMOTRON_H = MAMBA2.derive(
     steps=(_read_nemotron_h,),
     write=nemotron_h,
     extras=frozenset(
-        {"correction_bias", "expert_groups", "mamba2", "routed_scale", "sigmoid_scores"}
+        {
+            "correction_bias",
+            "expert_groups",
+            "mamba2",
+            "moe_latent",
+            "routed_scale",
+            "sigmoid_scores",
+        }
     ),
     names=_nemotron_h_names,
     logit_error=3.5e-07,

@@ -40,7 +40,8 @@ class CachedAttention(nn.Module):
         self.position = context - 1
         shape = (batch, attn.n_kv_heads, self.slots, attn.head_dim)
         self.register_buffer("k_cache", torch.randn(shape), persistent=False)
-        self.register_buffer("v_cache", torch.randn(shape), persistent=False)
+        values = (batch, attn.n_kv_heads, self.slots, attn.v_dim)
+        self.register_buffer("v_cache", torch.randn(values), persistent=False)
 
     def forward(
         self, x: torch.Tensor, bias: torch.Tensor | None = None, memory: torch.Tensor | None = None
@@ -49,7 +50,7 @@ class CachedAttention(nn.Module):
         b, h, kv, d = x.shape[0], a.n_heads, a.n_kv_heads, a.head_dim
         q = a.q(x).view(b, 1, h, d)
         k = a.k(x).view(b, 1, kv, d)
-        v = a.v(x).view(b, 1, kv, d)
+        v = a.v(x).view(b, 1, kv, a.v_dim)
         if a.qk_norm is not None:
             q, k = a.qk_norm(q, k)
         if a.rotary is not None:
@@ -61,8 +62,8 @@ class CachedAttention(nn.Module):
         scores = torch.matmul(q * a.kernel.scale, self.k_cache.transpose(-1, -2))  # (B,kv,g,L)
         if a.kernel.softcap is not None:
             scores = torch.tanh(scores / a.kernel.softcap) * a.kernel.softcap
-        out = torch.matmul(scores.softmax(dim=-1), self.v_cache)  # (B, kv, g, D)
-        return a.o(out.reshape(b, 1, h * d))
+        out = torch.matmul(scores.softmax(dim=-1), self.v_cache)  # (B, kv, g, Dv)
+        return a.o(out.reshape(b, 1, h * a.v_dim))
 
 
 class CachedLatentAttention(nn.Module):

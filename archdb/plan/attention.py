@@ -196,6 +196,17 @@ class HeadAttention:
 
     qk_norm_after_rope: bool = False  # the QK norm reads the rotated q and k (Hunyuan)
     qkv_clip: float | None = None  # q, k and v clamped to [-clip, clip] (MPT, DBRX clip_qkv)
+    v_dim: int | None = None  # value head width where it is not head_dim (MiMo-V2-Flash)
+    value_scale: float | None = None  # factor on the projected values (MiMo-V2-Flash)
+
+    @property
+    def value_width(self) -> int:
+        return self.v_dim or self.head_dim
+
+    @property
+    def own_values(self) -> bool:
+        """A value projection of its own (not the keys, not another layer's)."""
+        return not self.reuses_kv and not self.values_from_keys
 
     @property
     def gate_width(self) -> int:
@@ -213,42 +224,62 @@ class HeadAttention:
         return 1 if self.values_from_keys else 2
 
     def params(self) -> int:
-        d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        d, h, kv, hd, vd = (
+            self.d_model,
+            self.n_heads,
+            self.n_kv_heads,
+            self.head_dim,
+            self.value_width,
+        )
         n = linear_params(d, h * (hd + self.gate_width), self.qkv_bias)
-        n += self.kv_projections * linear_params(d, kv * hd, self.qkv_bias)
-        n += linear_params(h * hd, d, self.out_bias) + self.kernel.params()
+        n += 0 if self.reuses_kv else linear_params(d, kv * hd, self.qkv_bias)
+        n += linear_params(d, kv * vd, self.qkv_bias) if self.own_values else 0
+        n += linear_params(h * vd, d, self.out_bias) + self.kernel.params()
         n += self.qk_norm.params() if self.qk_norm else 0
         return n + (self.relative_xl.params() if self.relative_xl else 0)
 
     def flops(self, tally: Tally) -> None:
-        d, h, kv, hd = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        d, h, kv, hd, vd = (
+            self.d_model,
+            self.n_heads,
+            self.n_kv_heads,
+            self.head_dim,
+            self.value_width,
+        )
         tally.linear(d, h * (hd + self.gate_width), self.qkv_bias)
-        for _ in range(self.kv_projections):
+        projected = 0 if self.reuses_kv else kv * hd  # keys, then values of their own
+        if not self.reuses_kv:
             tally.linear(d, kv * hd, self.qkv_bias)
+        if self.own_values:
+            tally.linear(d, kv * vd, self.qkv_bias)
+            projected += kv * vd
         if self.qkv_clip is not None:  # one comparison per projected element
-            tally.elementwise(h * (hd + self.gate_width) + self.kv_projections * kv * hd)
+            tally.elementwise(h * (hd + self.gate_width) + projected)
+        if self.value_scale is not None and self.own_values:
+            tally.elementwise(kv * vd)
         if self.qk_norm is not None:
             self.qk_norm.flops(tally)
         if self.value_norm is not None and not self.reuses_kv:
-            self.value_norm.flops(tally, hd, tally.seq_len * kv)
+            self.value_norm.flops(tally, vd, tally.seq_len * kv)
         if self.rotary is not None:
             self.rotary.flops(tally, h + (0 if self.reuses_kv else kv))
         if isinstance(self.kernel, LinearKernel):
-            self.kernel.flops(tally, h, hd, hd)
+            self.kernel.flops(tally, h, hd, vd)
         else:
             extra = cv.ELEMENTWISE if self.takes_bias else 0
             if self.relative_xl is not None:
                 extra += self.relative_xl.flops(tally)
-            self.kernel.flops(tally, h, hd, extra)
+            self.kernel.flops(tally, h, vd, extra)
         if self.output_gate is not None:
-            tally.elementwise(h * self.gate_width + h * hd)  # sigmoid, then the product
-        tally.linear(h * hd, d, self.out_bias)
+            tally.elementwise(h * self.gate_width + h * vd)  # sigmoid, then the product
+        tally.linear(h * vd, d, self.out_bias)
 
     def cache_entries(self, context: int) -> int:
         """K and V entries cached for a sequence of ``context`` tokens."""
         if not self.cached or self.reuses_kv:  # a reusing layer reads another's cache
             return 0
-        return 2 * self.n_kv_heads * self.head_dim * self.kernel.cached_keys(context)
+        width = self.head_dim + self.value_width
+        return self.n_kv_heads * width * self.kernel.cached_keys(context)
 
     def module(self, ctx):
         from archdb.builder.attention import HeadAttention as Module
@@ -273,6 +304,8 @@ class HeadAttention:
             self.kv_kind,
             self.qk_norm_after_rope,
             self.qkv_clip,
+            self.v_dim,
+            self.value_scale,
         )
 
 
@@ -399,7 +432,14 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         kv_kind=spec.kind.value if spec is not None else "",
         qk_norm_after_rope=bool(att.qk_norm_after_rope),
         qkv_clip=att.qkv_clip,
+        v_dim=dims.v_dim if dims.v_dim != dims.qk_dim else None,
+        value_scale=_factor_or_none(att.value_multiplier),
     )
+
+
+def _factor_or_none(value: float | None) -> float | None:
+    """A recorded factor other than 1 (1 and null change nothing)."""
+    return None if value is None or value == 1.0 else value
 
 
 def _kv_sharing(r: Reader, spec: LayerSpec | None) -> str | None:

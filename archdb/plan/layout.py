@@ -228,7 +228,7 @@ def head_dims(arch: Architecture) -> HeadDims:
         n_heads=att.n_heads,  # type: ignore[arg-type]
         n_kv_heads=att.n_kv_heads,  # type: ignore[arg-type]
         qk_dim=hd,
-        v_dim=hd,
+        v_dim=att.v_head_dim or hd,
         rotary_dims=rotary_dims(arch, hd),
     )
 
@@ -247,7 +247,7 @@ def layer_head_dims(arch: Architecture, kind: LayerKind) -> HeadDims:
         n_heads=dims.n_heads,
         n_kv_heads=g.n_kv_heads or dims.n_kv_heads,
         qk_dim=hd,
-        v_dim=hd,
+        v_dim=arch.attention.v_head_dim or hd,
         rotary_dims=rotary,
         rotating_pairs=pairs,
         values_from_keys=bool(g.values_from_keys),

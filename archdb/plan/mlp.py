@@ -215,6 +215,9 @@ class MoESpec:
     branch_norm: NormSpec | None = None
     router_scales: bool = False  # Gemma 4's router: own bare norm, channel and expert scales
     output_multiplier: float | None = None  # m * (experts + shared) (MiniMax's MLP beta)
+    # latent MoE (Nemotron 3 Super): the experts work at expert.d_model; projections into
+    # and out of that width around them, with this bias (None: no latent projections)
+    latent_bias: bool | None = None
 
     BRANCH_NORMS = 3  # beyond the block's pre- and post-norm of the MLP sublayer
 
@@ -231,6 +234,11 @@ class MoESpec:
         return self.router.top_k
 
     @property
+    def latent(self) -> int | None:
+        """The width the routed experts work at, where it is not d_model (latent MoE)."""
+        return self.expert.d_model if self.latent_bias is not None else None
+
+    @property
     def reads_residual(self) -> bool:
         """The sublayer takes the residual stream un-normed and norms each branch itself."""
         return self.beside is not None
@@ -239,6 +247,9 @@ class MoESpec:
         n = self.router.params()
         n += self.d_model + self.n_experts if self.router_scales else 0
         n += self.n_experts * self.expert.params()
+        if self.latent is not None:  # into the latent width and back, once per layer
+            n += linear_params(self.d_model, self.latent, bool(self.latent_bias))
+            n += linear_params(self.latent, self.d_model, bool(self.latent_bias))
         n += linear_params(self.d_model, 1, False) if self.shared_gate else 0
         if self.beside is not None:
             assert self.branch_norm is not None
@@ -266,7 +277,12 @@ class MoESpec:
             tally.elementwise(d)  # dense + experts
         # k experts per token; with zero experts that is the most a token can run
         self.expert.flops(tally, t * k)
-        tally.elementwise(2 * k * d)  # weight each expert's output, sum them
+        if self.latent is not None:  # project in, weight and sum at the latent width, out
+            tally.linear(d, self.latent, bool(self.latent_bias))
+            tally.elementwise(2 * k * self.latent)
+            tally.linear(self.latent, d, bool(self.latent_bias))
+        else:
+            tally.elementwise(2 * k * d)  # weight each expert's output, sum them
         if self.shared is not None:
             self.shared.flops(tally)
             tally.elementwise(d)
@@ -282,7 +298,7 @@ class MoESpec:
 
         e = self.expert
         act = Act(e.activation, e.gelu_exact, e.clamp)
-        experts = Experts(self.n_experts, self.d_model, e.d_ff, act, e.activation.gated, e.bias)
+        experts = Experts(self.n_experts, e.d_model, e.d_ff, act, e.activation.gated, e.bias)
         experts.zero_experts = self.router.zero_experts
         experts.archdb_active = self.n_active  # read by the measured parameter count
         shared = self.shared.module() if self.shared is not None else None
@@ -294,6 +310,8 @@ class MoESpec:
         else:
             router = self.router.module()
         moe = MoE(router, experts, shared, self.shared_gate, self.output_multiplier)
+        if self.latent is not None:
+            moe.add_latent(self.latent, bool(self.latent_bias))
         if self.beside is None:
             return moe
         from archdb.builder.moe import BesideMoE

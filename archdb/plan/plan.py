@@ -628,7 +628,7 @@ class _Reader:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
-        sinks = self.dims.n_heads if self.a.attention.sinks and spec is not None else 0
+        sinks = self.dims.n_heads if self._has_sinks(spec) else 0
         qk_dim = self.dims_of(spec).qk_dim
         scale = self.a.attention.scale
         # DeepSeek's YaRN tempers the whole softmax, not only the rotated dims
@@ -636,6 +636,15 @@ class _Reader:
         if softmax_factor != 1.0:
             scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
         return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale)
+
+    def _has_sinks(self, spec: LayerSpec | None) -> bool:
+        """Sinks on the card's self-attention layers, but not on global layers whose
+        global_layers.sinks is false (MiMo-V2-Flash: only the sliding layers have them)."""
+        att = self.a.attention
+        if not att.sinks or spec is None:
+            return False
+        g = att.global_layers
+        return not (spec.kind is LayerKind.GLOBAL and g is not None and g.sinks is False)
 
     def rotary(self, spec: LayerSpec | None) -> RotarySpec | None:
         dims = self.dims_of(spec)
@@ -681,7 +690,7 @@ class _Reader:
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
         )
-        expert = DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp)
+        expert = DenseMLP(moe.latent_dim or self.d, spec.d_ff, act, bias, exact, clamp)
         beside = None
         if moe.dense_beside_d_ff is not None:
             beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
@@ -694,6 +703,7 @@ class _Reader:
             self.norm if beside is not None else None,
             bool(moe.router_scales),
             _factor(a.mlp.output_multiplier),
+            bias if moe.latent_dim is not None else None,
         )
 
 
