@@ -212,6 +212,7 @@ def test_the_references_write_the_router_as_transformers_spells_it():
 def test_the_router_equals_transformers_on_shared_weights(model_type):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    from archdb.builder.moe import Router
     from archdb.plan.plan import router_spec
 
     v3 = model_type == "deepseek_v3"
@@ -221,7 +222,7 @@ def test_the_router_equals_transformers_on_shared_weights(model_type):
     ))  # fmt: skip
     theirs = transformers.AutoModelForCausalLM.from_config(config).model.layers[1].mlp.gate
     _, moe = _imported(config.to_dict() | {"model_type": model_type})
-    ours = router_spec(64, moe).module()
+    ours = Router(router_spec(64, moe))
     torch.manual_seed(0)
     with torch.no_grad():
         theirs.weight.normal_()

@@ -10,13 +10,18 @@ operations follows transformers' Gemma3nTextDecoderLayer, so the logits match it
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
+from archdb.plan import plan as spec
+
 from .blocks import PerLayerGate, Residual, Stream
+from .norms import norm_module
+from .registry import builds
 
 
 class AltUpLayer(nn.Module):
@@ -133,3 +138,22 @@ class Gemma3nBlock(nn.Module):
             first = first * alt.correct_output_scale
         gated = self.per_layer.branch(first, per_layer)
         return torch.cat([corrected[:1], corrected[1:] + gated]), dual
+
+
+# --- from specs ----------------------------------------------------------------------------
+
+
+@builds(spec.AltUpLayer)
+def altup_layer(s: spec.AltUpLayer, ctx: object = None) -> AltUpLayer:
+    make_norm = functools.partial(norm_module, s.norm)
+    return AltUpLayer(s.d_model, s.n, s.active, s.correct_scale, make_norm)
+
+
+@builds(spec.Laurel)
+def laurel(s: spec.Laurel, ctx: object = None) -> Laurel:
+    return Laurel(s.d_model, s.rank, norm_module(s.norm, s.d_model))
+
+
+@builds(spec.AltUpStreams)
+def altup_streams(s: spec.AltUpStreams, ctx: object = None) -> AltUpStreams:
+    return AltUpStreams(s.d_model, s.n)

@@ -9,13 +9,18 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
+from archdb.plan import attention as spec
+
 from .attributes import set_plain
 from .device import linear
-from .norms import QKNormPair
+from .norms import QKNormPair, norm_module
 from .positions import RelativeXL, Rotary
+from .registry import builds, module_of
 
 
 class HeadAttention(nn.Module):
@@ -219,3 +224,57 @@ class LatentAttention(nn.Module):
             f"heads={self.n_heads}, kv_rank={self.kv_rank}, nope_dim={self.nope_dim}, "
             f"rope_dim={self.rope_dim}, v_dim={self.v_dim}"
         )
+
+
+# --- from specs ----------------------------------------------------------------------------
+
+
+def _optional(part: object, ctx: object) -> nn.Module | None:
+    return None if part is None else module_of(part, ctx)
+
+
+@builds(spec.HeadAttention)
+def head_attention(s: spec.HeadAttention, ctx) -> HeadAttention:
+    return HeadAttention(
+        s.d_model,
+        s.n_heads,
+        s.n_kv_heads,
+        s.head_dim,
+        module_of(s.kernel),
+        s.qkv_bias,
+        s.out_bias,
+        _optional(s.rotary, ctx),
+        _optional(s.qk_norm, ctx),
+        _optional(s.relative_xl, ctx),
+        s.takes_bias,
+        s.gate_width,
+        s.values_from_keys,
+        norm_module(s.value_norm, s.head_dim) if s.value_norm else None,
+        s.kv_sharing,
+        ctx.kv_store if s.kv_sharing else None,
+        s.kv_kind,
+        s.qk_norm_after_rope,
+        s.qkv_clip,
+        s.v_dim,
+        s.value_scale,
+    )
+
+
+@builds(spec.LatentAttention)
+def latent_attention(s: spec.LatentAttention, ctx) -> LatentAttention:
+    return LatentAttention(
+        s.d_model,
+        s.n_heads,
+        s.kv_rank,
+        s.q_rank,
+        s.rope_dim,
+        s.nope_dim,
+        s.v_dim,
+        module_of(s.kernel),
+        functools.partial(norm_module, s.norm),
+        s.qkv_bias,
+        s.out_bias,
+        _optional(s.rotary, ctx),
+        _optional(s.indexer, ctx),
+        s.lora_scales,
+    )

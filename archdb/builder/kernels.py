@@ -22,7 +22,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archdb.plan import attention as spec
+from archdb.schema import LayerKind
+
 from .attributes import set_plain
+from .registry import builds
 
 
 class SoftmaxKernel(nn.Module):
@@ -166,3 +170,30 @@ class LinearKernel(nn.Module):
 
     def extra_repr(self) -> str:
         return "linear, causal=True, feature_map=elu+1"
+
+
+# --- from specs ----------------------------------------------------------------------------
+
+# by the plan's rule, so every layer kind that shares a rule shares its module
+_SOFTMAX_KERNELS: dict[spec.KernelRule, type[SoftmaxKernel]] = {
+    spec.KERNELS[LayerKind.GLOBAL]: GlobalKernel,
+    spec.KERNELS[LayerKind.LOCAL]: LocalKernel,
+    spec.KERNELS[LayerKind.CHUNKED]: ChunkedKernel,
+}
+
+
+@builds(spec.SoftmaxKernel)
+def softmax_kernel(s: spec.SoftmaxKernel, ctx: object = None) -> SoftmaxKernel:
+    cls = _SOFTMAX_KERNELS[s.rule]
+    if s.rule.windowed:
+        kernel = cls(s.qk_dim, s.causal, s.softcap, s.window, s.sink_heads)
+    else:
+        kernel = cls(s.qk_dim, s.causal, s.softcap, sink_heads=s.sink_heads)
+    if s.scale is not None:
+        kernel.scale = s.scale
+    return kernel
+
+
+@builds(spec.LinearKernel)
+def linear_kernel(s: spec.LinearKernel, ctx: object = None) -> LinearKernel:
+    return LinearKernel()

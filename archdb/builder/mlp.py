@@ -9,11 +9,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from archdb.plan.mlp import ClampedSwiGLU, activation_rule
+from archdb.plan.mlp import ClampedSwiGLU, DenseMLP, activation_rule
 from archdb.schema import Activation
 
 from .attributes import set_plain
 from .device import linear
+from .registry import builds
 
 
 class Act(nn.Module):
@@ -149,3 +150,18 @@ def make_mlp(
         return ScaledMLP(d_model, d_ff, act, bias, output_multiplier)
     cls = GatedMLP if activation.gated else MLP
     return cls(d_model, d_ff, act, bias)
+
+
+@builds(DenseMLP)
+def dense_mlp(s: DenseMLP, ctx: object = None) -> nn.Module:
+    return make_mlp(
+        s.activation,
+        s.d_model,
+        s.d_ff,
+        s.bias,
+        s.gelu_exact,
+        s.clamp,
+        s.gate_multiplier,
+        s.output_multiplier,
+        s.sparsity,
+    )

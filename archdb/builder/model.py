@@ -31,10 +31,15 @@ from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
 from archdb.schema import Architecture
 
+# each part's module registers the factory that makes it from its spec (.registry)
+from . import attention, kernels, moe, parallel, shared, shortcut, sparse  # noqa: F401
 from .altup import Gemma3nBlock
-from .blocks import ParallelBlock, Residual, ResiDualResidual, SerialBlock, Stack
+from .blocks import ParallelBlock, PerLayerGate, Residual, ResiDualResidual, SerialBlock, Stack
 from .device import meta_build
+from .mlp import Act
+from .norms import norm_module
 from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
+from .registry import builds, module_of
 
 # --- the two model shapes ----------------------------------------------------------------
 
@@ -111,6 +116,18 @@ class PerLayerInputs(nn.Module):
         looked_up = self.table(ids).view(shape) * self.width**0.5
         projected = self.norm((self.proj(embedded) * self.d_model**-0.5).view(shape))
         return (projected + looked_up) * 2.0**-0.5
+
+
+@builds(P.PerLayerInputs)
+def per_layer_inputs(s: P.PerLayerInputs, ctx: object = None) -> PerLayerInputs:
+    norm = norm_module(s.norm, s.width)
+    return PerLayerInputs(s.vocab, s.n_layers, s.width, s.d_model, norm, s.clip_ids)
+
+
+@builds(P.PerLayerGate)
+def per_layer_gate(s: P.PerLayerGate, ctx: object = None) -> PerLayerGate:
+    act = Act(s.activation, s.gelu_exact)
+    return PerLayerGate(s.d_model, s.width, act, norm_module(s.norm, s.d_model))
 
 
 class DecoderLM(nn.Module):
@@ -271,16 +288,16 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if h.tied:
         head.lm_head.weight = embed.table.weight
     embed.table.archdb_embedding = head.lm_head.archdb_embedding = True  # see measure.params
-    positions = plan.positions.module(ctx) if plan.positions else ctx.empty
+    positions = module_of(plan.positions, ctx) if plan.positions else ctx.empty
     decoder = _stack(plan.decoder, ctx)
     if plan.encoder is not None:
         encoder = _stack(plan.encoder, ctx)
         return EncoderDecoderLM(embed, positions, encoder, decoder, head)
     per_layer = None
     if plan.per_layer_inputs is not None:
-        per_layer = plan.per_layer_inputs.module()
+        per_layer = module_of(plan.per_layer_inputs)
         per_layer.table.archdb_embedding = True  # a token table (see measure.params)
-    embed_norm = plan.embedding_norm.module(e.d_model) if plan.embedding_norm else None
+    embed_norm = norm_module(plan.embedding_norm, e.d_model) if plan.embedding_norm else None
     return DecoderLM(embed, positions, decoder, head, per_layer, embed_norm)
 
 
@@ -326,30 +343,28 @@ class BuildContext:
 
 
 def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
-    final = stack.final_norm.module(stack.d_model) if stack.final_norm else ctx.empty
+    final = norm_module(stack.final_norm, stack.d_model) if stack.final_norm else ctx.empty
     layers = []
     for index, block in enumerate(stack.layers()):
         ctx.layer, ctx.n_layers = index, stack.n_layers  # lightning's decay reads its depth
         layers.append(_block(block, ctx))
-    bias = stack.bias.module(ctx) if stack.bias else None
+    bias = module_of(stack.bias, ctx) if stack.bias else None
     if stack.shared is not None:  # weight-shared blocks before some layers (Zamba2)
-        from .shared import SharedStack
-
-        return SharedStack(layers, final, bias, stack.shared.module(ctx))
-    streams = stack.streams.module() if stack.streams else None
+        return shared.SharedStack(layers, final, bias, module_of(stack.shared, ctx))
+    streams = module_of(stack.streams) if stack.streams else None
     return Stack(layers, final, bias, stack.resi_dual, streams)
 
 
 def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
     if isinstance(block, P.ShortcutBlock):  # LongCat-Flash's layers build themselves
-        return block.module(ctx)
+        return module_of(block, ctx)
 
     def norm_if(present: bool) -> nn.Module:
-        return block.norm.module(block.d_model) if present else ctx.empty
+        return norm_module(block.norm, block.d_model) if present else ctx.empty
 
     slots = block.slots
-    attn = block.mixer.module(ctx) if block.mixer is not None else None
-    mlp = block.mlp.module(ctx) if block.mlp is not None else None
+    attn = module_of(block.mixer, ctx) if block.mixer is not None else None
+    mlp = module_of(block.mlp, ctx) if block.mlp is not None else None
     if block.parallel:
         assert attn is not None and mlp is not None  # the plan gives parallel blocks both
         return ParallelBlock(
@@ -371,16 +386,16 @@ def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
             return ResiDualResidual(sublayer, *norms, multiplier=multiplier)
         return Residual(sublayer, *norms, multiplier, skip, slots.normed_skip)
 
-    cross = residual(block.cross.module(ctx)) if block.cross else None
+    cross = residual(module_of(block.cross, ctx)) if block.cross else None
     # a MoE with a dense MLP beside it norms each branch's input itself (Gemma 4)
     own_norm = bool(getattr(block.mlp, "reads_residual", False))
     ffn = residual(mlp, own_norm, block.mlp_skip) if mlp is not None else None
-    per_layer = block.per_layer.module() if block.per_layer is not None else None
+    per_layer = module_of(block.per_layer) if block.per_layer is not None else None
     if block.altup is not None:  # Gemma 3n (the plan's checks give it all four parts)
         assert block.laurel is not None and attn is not None and ffn is not None
         assert per_layer is not None
-        laurel = block.laurel.module()
-        return Gemma3nBlock(block.altup.module(), laurel, residual(attn), ffn, per_layer)
+        laurel = module_of(block.laurel)
+        return Gemma3nBlock(module_of(block.altup), laurel, residual(attn), ffn, per_layer)
     mixer = residual(attn, skip=block.mixer_skip) if attn is not None else None
     return SerialBlock(mixer, ffn, cross, block.scalar, per_layer)
 

@@ -17,12 +17,13 @@ import math
 import torch
 from torch import nn
 
-from archdb.plan.mlp import RouterSpec
+from archdb.plan.mlp import MoESpec, RouterSpec
 from archdb.schema import GroupScore, NormType
 
 from .device import linear
 from .mlp import Act
-from .norms import Norm
+from .norms import Norm, norm_module
+from .registry import builds, module_of
 
 
 class Router(nn.Module):
@@ -238,3 +239,36 @@ class BesideMoE(nn.Module):
         dense = self.dense_after(self.dense(self.dense_before(x)))
         routed = self.experts_after(self.moe(self.experts_before(x), route_from=x))
         return dense + routed
+
+
+# --- from specs ----------------------------------------------------------------------------
+
+
+@builds(RouterSpec)
+def router(s: RouterSpec, ctx: object = None) -> Router:
+    return Router(s)
+
+
+def _router_of(s: MoESpec) -> nn.Module:
+    if not s.router_scales:
+        return Router(s.router)
+    eps = s.branch_norm.eps if s.branch_norm else None
+    return ScaledRouter(s.d_model, s.n_experts, s.n_active, eps)
+
+
+@builds(MoESpec)
+def moe(s: MoESpec, ctx: object = None) -> nn.Module:
+    e = s.expert
+    act = Act(e.activation, e.gelu_exact, e.clamp)
+    experts = Experts(s.n_experts, e.d_model, e.d_ff, act, e.activation.gated, e.bias)
+    experts.zero_experts = s.router.zero_experts
+    experts.archdb_active = s.n_active  # read by the measured parameter count
+    shared = module_of(s.shared) if s.shared is not None else None
+    layer = MoE(_router_of(s), experts, shared, s.shared_gate, s.output_multiplier)
+    if s.latent is not None:
+        layer.add_latent(s.latent, bool(s.latent_bias))
+    if s.beside is None:
+        return layer
+    assert s.branch_norm is not None
+    norms = [norm_module(s.branch_norm, s.d_model) for _ in range(1 + s.BRANCH_NORMS)]
+    return BesideMoE(module_of(s.beside), layer, *norms)

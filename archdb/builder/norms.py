@@ -1,8 +1,9 @@
 """Normalization blocks: one norm module for every kind, and the QK-norm shapes.
 
-Each block takes plain numbers; the kinds and the QK-norm choices are registries in
-``archdb.plan.norms``. ``flop_class`` tells the FLOP counter which class the
-block's own operations belong to (see archdb.measure.conventions).
+Each block takes plain numbers; the kinds are rules in ``archdb.choices.norms``, the specs
+in ``archdb.plan.norms`` (``norm_module`` and ``qk_norm_module`` make their modules).
+``flop_class`` tells the FLOP counter which class the block's own operations belong to
+(see archdb.measure.conventions).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import torch
 from torch import nn
 
 from archdb.choices.norms import NORMS
-from archdb.schema import NormType
+from archdb.plan.norms import BARE_RMS, NormSpec, QKNormSpec
+from archdb.schema import NormType, QKNorm
 
 from .attributes import set_plain
+from .registry import builds
 
 
 class Norm(nn.Module):
@@ -114,3 +117,43 @@ class QKNormPair(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.q_norm(q), None if self.k_norm is None else self.k_norm(k)
+
+
+# --- from specs ----------------------------------------------------------------------------
+
+
+def norm_module(spec: NormSpec, width: int) -> Norm:
+    """The norm a spec describes, over ``width`` features."""
+    return Norm(spec.type, width, spec.scale, spec.bias, spec.eps, spec.unit_offset)
+
+
+def _per_head(s: QKNormSpec) -> tuple[nn.Module, nn.Module]:
+    return norm_module(s.norm, s.head_dim), norm_module(s.norm, s.head_dim)
+
+
+def _untied(s: QKNormSpec) -> tuple[nn.Module, nn.Module]:  # one weight per (head, dim)
+    n = s.norm
+    return (
+        HeadwiseNorm(n.type, s.n_heads, s.head_dim, n.scale, n.bias, n.eps),
+        HeadwiseNorm(n.type, s.n_kv_heads, s.head_dim, n.scale, n.bias, n.eps),
+    )
+
+
+def _full(s: QKNormSpec) -> tuple[nn.Module, nn.Module]:
+    q = norm_module(s.norm, s.n_heads * s.head_dim)
+    return FlatNorm(q), FlatNorm(norm_module(s.norm, s.n_kv_heads * s.head_dim))
+
+
+def _l2(s: QKNormSpec) -> tuple[nn.Module, nn.Module]:  # x / rms(x) per head (Llama 4)
+    return norm_module(BARE_RMS, s.head_dim), norm_module(BARE_RMS, s.head_dim)
+
+
+_QK_NORM_SHAPES = {QKNorm.PER_HEAD: _per_head, QKNorm.PER_HEAD_UNTIED: _untied}
+_QK_NORM_SHAPES |= {QKNorm.FULL: _full, QKNorm.L2: _l2}
+
+
+@builds(QKNormSpec)
+def qk_norm_module(spec: QKNormSpec, ctx: object = None) -> QKNormPair:
+    """Queries' and keys' norms (keys' absent where the layer reuses another's keys)."""
+    q, k = _QK_NORM_SHAPES[spec.kind](spec)
+    return QKNormPair(q, k if spec.n_kv_heads else None)

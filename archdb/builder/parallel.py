@@ -6,6 +6,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from archdb.plan import parallel as spec
+
+from .registry import builds, module_of
+
 
 class ScaledMixer(nn.Module):
     """m_out * f(m_in * x)."""
@@ -36,3 +40,13 @@ class ParallelMixers(nn.Module):
 
     def forward(self, x: torch.Tensor, *args) -> torch.Tensor:
         return self.attention(x, *args) + self.recurrent(x)
+
+
+@builds(spec.ScaledMixer)
+def scaled_mixer(s: spec.ScaledMixer, ctx) -> ScaledMixer:
+    return ScaledMixer(module_of(s.inner, ctx), s.input_multiplier, s.output_multiplier)
+
+
+@builds(spec.ParallelMixers)
+def parallel_mixers(s: spec.ParallelMixers, ctx) -> ParallelMixers:
+    return ParallelMixers(module_of(s.attention, ctx), module_of(s.recurrent, ctx))

@@ -14,10 +14,18 @@ import math
 import torch
 from torch import nn
 
-from archdb.plan.positions import yarn_rotary_factor
-from archdb.schema import RopeScaling
+from archdb.plan.positions import (
+    T5_MAX_DISTANCE,
+    AbsolutePositions,
+    RelativeXLSpec,
+    RotarySpec,
+    StackBias,
+    yarn_rotary_factor,
+)
+from archdb.schema import PositionType, RopeScaling
 
 from .device import on_meta
+from .registry import builds
 
 # --- absolute: added to the token embeddings -------------------------------------------
 
@@ -312,3 +320,36 @@ def distance_index(max_len: int) -> torch.Tensor:
         return torch.empty(max_len, max_len, dtype=torch.long)
     pos = torch.arange(max_len)
     return (pos.view(-1, 1) - pos.view(1, -1)).clamp(min=0)
+
+
+# --- from specs ----------------------------------------------------------------------------
+
+
+@builds(AbsolutePositions)
+def absolute_positions(s: AbsolutePositions, ctx: object = None) -> nn.Module:
+    if s.type is PositionType.LEARNED:
+        table = LearnedPositions(s.rows, s.d_model)
+        table.archdb_embedding = True
+        return table
+    return SinusoidalPositions(s.rows, s.d_model)
+
+
+@builds(StackBias)
+def stack_bias(s: StackBias, ctx: object = None) -> nn.Module:
+    if s.type is PositionType.ALIBI:
+        return AlibiBias(s.n_heads, s.context)
+    table = RelativeBias(
+        s.buckets, s.n_heads, s.context, bidirectional=not s.causal, max_distance=T5_MAX_DISTANCE
+    )
+    table.archdb_embedding = True
+    return table
+
+
+@builds(RotarySpec)
+def rotary(s: RotarySpec, ctx) -> Rotary:  # the build shares one table per rotary shape
+    return ctx.rotary(s.dims, s.theta, s.context, s.scaling, s.interleaved, s.rotating_pairs)
+
+
+@builds(RelativeXLSpec)
+def relative_xl(s: RelativeXLSpec, ctx) -> RelativeXL:  # shared by the stack's layers
+    return ctx.relative_xl(s)

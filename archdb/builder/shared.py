@@ -16,6 +16,8 @@ from archdb.plan import shared as S
 
 from .attention import repeat_kv
 from .blocks import SerialBlock, Stack, scaled
+from .norms import norm_module
+from .registry import builds, module_of
 
 
 class Adapter(nn.Module):
@@ -60,8 +62,8 @@ class SharedAttention(nn.Module):
         self.k = nn.Linear(spec.in_width, k, bias=spec.qkv_bias)
         self.v = nn.Linear(spec.in_width, v, bias=spec.qkv_bias)
         self.o = nn.Linear(q, spec.d_model, bias=spec.out_bias)
-        self.rotary = spec.rotary.module(ctx) if spec.rotary else None
-        self.kernel = spec.kernel.module()
+        self.rotary = module_of(spec.rotary, ctx) if spec.rotary else None
+        self.kernel = module_of(spec.kernel)
 
     def forward(self, x: torch.Tensor, own: Invocation) -> torch.Tensor:
         q = _adapted(x, self.q(x), own.q_adapter).unflatten(-1, (self.n_heads, self.head_dim))
@@ -81,10 +83,10 @@ class SharedBlock(nn.Module):
 
     def __init__(self, spec: S.SharedBlock, ctx) -> None:
         super().__init__()
-        self.input_norm = spec.norm.module(spec.in_width)
+        self.input_norm = norm_module(spec.norm, spec.in_width)
         self.attention = SharedAttention(spec.attention, ctx)
-        self.mlp_norm = spec.norm.module(spec.d_model)
-        self.mlp = spec.mlp.module(ctx)
+        self.mlp_norm = norm_module(spec.norm, spec.d_model)
+        self.mlp = module_of(spec.mlp, ctx)
 
     def forward(self, x: torch.Tensor, own: Invocation) -> torch.Tensor:
         h = self.mlp_norm(self.attention(self.input_norm(x), own))
@@ -113,6 +115,9 @@ class SharedBlocks(nn.Module):
 
     def extra_repr(self) -> str:
         return f"layers={sorted(self.at)}"
+
+
+builds(S.SharedBlocks)(SharedBlocks)  # made from its spec and the build's context
 
 
 class SharedStack(Stack):

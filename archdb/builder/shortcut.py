@@ -5,7 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from archdb.plan import shortcut as spec
+
 from .blocks import Stream
+from .norms import norm_module
+from .registry import builds, module_of
 
 
 class ShortcutBlock(nn.Module):
@@ -36,3 +40,13 @@ class ShortcutBlock(nn.Module):
         x = x + self.attn[1](self.attn_norms[1](x), bias)
         x = x + self.dense[1](self.mlp_norms[1](x)) + routed
         return x, dual
+
+
+@builds(spec.ShortcutBlock)
+def shortcut_block(s: spec.ShortcutBlock, ctx) -> ShortcutBlock:
+    return ShortcutBlock(
+        [module_of(m, ctx) for m in s.mixers],
+        [module_of(s.dense) for _ in range(spec.PAIRS)],
+        module_of(s.moe, ctx),
+        [norm_module(s.norm, s.d_model) for _ in range(s.N_NORMS)],
+    )

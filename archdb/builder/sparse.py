@@ -13,8 +13,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archdb.plan.sparse import INDEXER_KEY_NORM, IndexerSpec
+
 from .kernels import future_mask
+from .norms import norm_module
 from .positions import Rotary
+from .registry import builds, module_of
 
 
 class LightningIndexer(nn.Module):
@@ -65,3 +69,16 @@ class LightningIndexer(nn.Module):
 
     def extra_repr(self) -> str:
         return f"heads={self.heads}, head_dim={self.head_dim}, top_k={self.top_k}"
+
+
+@builds(IndexerSpec)
+def lightning_indexer(s: IndexerSpec, ctx) -> LightningIndexer:
+    return LightningIndexer(
+        s.d_model,
+        s.q_rank,
+        s.heads,
+        s.head_dim,
+        s.top_k,
+        norm_module(INDEXER_KEY_NORM, s.head_dim),
+        module_of(s.rotary, ctx) if s.rotary else None,
+    )

@@ -82,3 +82,5 @@ KV_CONVENTION = (
     "bytes "
     "per element; per token = that total / the length"
 )
+
+PASSES = ("forward", "forward+backward")  # the passes a runtime profile times, in order

@@ -36,6 +36,7 @@ from pydantic import (
 
 from archdb import files
 from archdb.errors import ArchdbError
+from archdb.measure.conventions import PASSES
 from archdb.schema import Card
 
 PROFILE_CLASSES = ("tensor contraction", "norm", "softmax", "element-wise", "other")
@@ -319,7 +320,6 @@ Count = Annotated[int, Field(ge=1, lt=MAX_COUNT)]
 TokenCount = Annotated[str, PlainValidator(_token_count)]
 DeviceValue = Annotated[str | int | float, PlainValidator(_device_value)]
 OpClassName = Literal["tensor contraction", "norm", "softmax", "element-wise", "other"]
-PASSES = ("forward", "forward+backward")  # the passes a runtime profile times, in order
 
 
 class _Record(BaseModel):

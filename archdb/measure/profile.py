@@ -44,7 +44,7 @@ from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.norms import Norm
 from archdb.measure import conventions as cv
-from archdb.measure.mechanisms import PASSES
+from archdb.measure.conventions import PASSES
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
 

@@ -3,24 +3,17 @@ plain integers and FLOP conventions, no torch and no plan, so the schema can imp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from archdb.choices.norms import RMS_EPS
 from archdb.measure import conventions as cv
+from archdb.measure.tally import Tally, linear_params
 
-if TYPE_CHECKING:  # the plan imports the schema, which imports the plugins
-    from archdb.plan.tally import Tally
+__all__ = ["Tally", "card_norm_eps", "linear_params"]
 
 
 def card_norm_eps(arch) -> float:
     """A mixer's gated RMSNorm takes the card's norm epsilon (transformers' Mamba2Mixer,
     BambaMixer, Qwen3-Next's gated DeltaNet and Kimi Linear's KDA all pass the blocks' one)."""
     return RMS_EPS if arch.norm.eps is None else arch.norm.eps
-
-
-def linear_params(d_in: int, d_out: int, bias: bool) -> int:
-    """A d_in -> d_out linear's weights, and its bias."""
-    return d_in * d_out + (d_out if bias else 0)
 
 
 def depthwise_conv_flops(tally: Tally, channels: int, kernel: int, bias: bool) -> None:

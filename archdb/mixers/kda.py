@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic import Field, StrictBool
 
@@ -15,12 +14,10 @@ from archdb.choices.norms import RMS_EPS
 from archdb.field_types import Count, Strict, Width
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally
 
 from ._common import card_norm_eps, conv_flops, delta_rule_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
-
-if TYPE_CHECKING:  # the plan imports the schema, which imports this module
-    from archdb.plan.tally import Tally
 
 # --- sizes (architecture.mixers.kda) -------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from pydantic import Field, StrictBool
 
@@ -16,11 +16,9 @@ from archdb.field_types import Count, PositiveFloat, Strict, Width
 from archdb.fields import OutputOnly
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally
 
 from ._plugin import MixerPlugin, ToyFrame
-
-if TYPE_CHECKING:  # the plan imports the schema, which imports this module
-    from archdb.plan.tally import Tally
 
 # --- sizes (architecture.mixers.lightning) -------------------------------------------------
 

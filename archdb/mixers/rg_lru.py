@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic import Field, StrictBool
 
 from archdb.field_types import Count, Strict, Width
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally
 
 from ._common import depthwise_conv_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
-
-if TYPE_CHECKING:  # the plan imports the schema, which imports this module
-    from archdb.plan.tally import Tally
 
 # --- sizes (architecture.mixers.rg_lru) ----------------------------------------------------
 

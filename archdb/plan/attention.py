@@ -14,13 +14,13 @@ from typing import Any
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally, linear_params
 from archdb.schema import AttentionVariant, LayerKind, OutputGate, RopeLayout
 
 from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec, bare_rms
 from .positions import RelativeXLSpec, RotarySpec
 from .sparse import IndexerSpec
-from .tally import Tally, linear_params
 
 # --- kernels --------------------------------------------------------------------------
 
@@ -63,17 +63,16 @@ class KernelRule:
 
     dense_keys: Callable[[int | None, int], int]
     causal_keys: Callable[[int | None, int], int]
-    module: str  # class in archdb.builder.kernels
     windowed: bool = False  # keeps only ``window`` keys, so caches at most that many
 
 
-_GLOBAL = KernelRule(_all_dense, _all_causal, "GlobalKernel")
+_GLOBAL = KernelRule(_all_dense, _all_causal)
 KERNELS: dict[LayerKind, KernelRule] = {
     LayerKind.GLOBAL: _GLOBAL,
     LayerKind.GLOBAL_NOPE: _GLOBAL,
     LayerKind.GLOBAL_MAMBA2: _GLOBAL,  # the attention of a parallel layer (Falcon-H1)
-    LayerKind.LOCAL: KernelRule(_local_dense, _local_causal, "LocalKernel", windowed=True),
-    LayerKind.CHUNKED: KernelRule(_chunked_dense, _chunked_causal, "ChunkedKernel", windowed=True),
+    LayerKind.LOCAL: KernelRule(_local_dense, _local_causal, windowed=True),
+    LayerKind.CHUNKED: KernelRule(_chunked_dense, _chunked_causal, windowed=True),
 }
 
 
@@ -120,18 +119,6 @@ class SoftmaxKernel:
     def params(self) -> int:
         return self.sink_heads
 
-    def module(self):
-        from archdb.builder import kernels
-
-        cls = getattr(kernels, self.rule.module)
-        if self.rule.windowed:
-            kernel = cls(self.qk_dim, self.causal, self.softcap, self.window, self.sink_heads)
-        else:
-            kernel = cls(self.qk_dim, self.causal, self.softcap, sink_heads=self.sink_heads)
-        if self.scale is not None:
-            kernel.scale = self.scale
-        return kernel
-
 
 @dataclass(frozen=True)
 class LinearKernel:
@@ -156,11 +143,6 @@ class LinearKernel:
             + vd  # divide
         )
         tally.elementwise(h * per_head, C.ATTENTION)
-
-    def module(self):
-        from archdb.builder.kernels import LinearKernel as Module
-
-        return Module()
 
 
 # --- mixers ---------------------------------------------------------------------------
@@ -281,33 +263,6 @@ class HeadAttention:
         width = self.head_dim + self.value_width
         return self.n_kv_heads * width * self.kernel.cached_keys(context)
 
-    def module(self, ctx):
-        from archdb.builder.attention import HeadAttention as Module
-
-        return Module(
-            self.d_model,
-            self.n_heads,
-            self.n_kv_heads,
-            self.head_dim,
-            self.kernel.module(),
-            self.qkv_bias,
-            self.out_bias,
-            self.rotary.module(ctx) if self.rotary else None,
-            self.qk_norm.module() if self.qk_norm else None,
-            self.relative_xl.module(ctx) if self.relative_xl else None,
-            self.takes_bias,
-            self.gate_width,
-            self.values_from_keys,
-            self.value_norm.module(self.head_dim) if self.value_norm else None,
-            self.kv_sharing,
-            ctx.kv_store if self.kv_sharing else None,
-            self.kv_kind,
-            self.qk_norm_after_rope,
-            self.qkv_clip,
-            self.v_dim,
-            self.value_scale,
-        )
-
 
 @dataclass(frozen=True)
 class LatentAttention:
@@ -372,26 +327,6 @@ class LatentAttention:
         keys = self.kernel.cached_keys(context)
         indexer = self.indexer.cache_entries(keys) if self.indexer else 0
         return (self.kv_rank + self.rope_dim) * keys + indexer
-
-    def module(self, ctx):
-        from archdb.builder.attention import LatentAttention as Module
-
-        return Module(
-            self.d_model,
-            self.n_heads,
-            self.kv_rank,
-            self.q_rank,
-            self.rope_dim,
-            self.nope_dim,
-            self.v_dim,
-            self.kernel.module(),
-            self.norm.module,
-            self.qkv_bias,
-            self.out_bias,
-            self.rotary.module(ctx) if self.rotary else None,
-            self.indexer.module(ctx) if self.indexer else None,
-            self.lora_scales,
-        )
 
 
 Mixer = HeadAttention | LatentAttention

@@ -15,10 +15,10 @@ from archdb.choices.activations import CLAMPED_SWIGLU as CLAMPED_SWIGLU  # re-ex
 from archdb.choices.activations import XIELU_RULE as XIELU_RULE  # re-exported
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally, linear_params
 from archdb.schema import GroupScore, RouterScore
 
 from .norms import NormSpec, bare_rms
-from .tally import Tally, linear_params
 
 
 def _gelu_exact(x):  # the erf form (GPT-NeoX, BERT)
@@ -85,21 +85,6 @@ class DenseMLP:
         tally.linear(f, d, self.bias, tokens)
         if self.output_multiplier is not None:
             tally.add(C.ELEMENTWISE, tokens * d)
-
-    def module(self, ctx=None):
-        from archdb.builder.mlp import make_mlp
-
-        return make_mlp(
-            self.activation,
-            self.d_model,
-            self.d_ff,
-            self.bias,
-            self.gelu_exact,
-            self.clamp,
-            self.gate_multiplier,
-            self.output_multiplier,
-            self.sparsity,
-        )
 
 
 def _softmax_scores(logits):
@@ -195,11 +180,6 @@ class RouterSpec:
         if self.scale != 1.0:
             tally.elementwise(k)
 
-    def module(self, ctx=None):
-        from archdb.builder.moe import Router
-
-        return Router(self)
-
 
 @dataclass(frozen=True)
 class MoESpec:
@@ -291,31 +271,3 @@ class MoESpec:
             tally.elementwise(1 + d)  # sigmoid, then the product
         if self.output_multiplier is not None:
             tally.elementwise(d)
-
-    def module(self, ctx=None):
-        from archdb.builder.mlp import Act
-        from archdb.builder.moe import Experts, MoE
-
-        e = self.expert
-        act = Act(e.activation, e.gelu_exact, e.clamp)
-        experts = Experts(self.n_experts, e.d_model, e.d_ff, act, e.activation.gated, e.bias)
-        experts.zero_experts = self.router.zero_experts
-        experts.archdb_active = self.n_active  # read by the measured parameter count
-        shared = self.shared.module() if self.shared is not None else None
-        if self.router_scales:
-            from archdb.builder.moe import ScaledRouter
-
-            eps = self.branch_norm.eps if self.branch_norm else None
-            router = ScaledRouter(self.d_model, self.n_experts, self.n_active, eps)
-        else:
-            router = self.router.module()
-        moe = MoE(router, experts, shared, self.shared_gate, self.output_multiplier)
-        if self.latent is not None:
-            moe.add_latent(self.latent, bool(self.latent_bias))
-        if self.beside is None:
-            return moe
-        from archdb.builder.moe import BesideMoE
-
-        assert self.branch_norm is not None
-        norms = [self.branch_norm.module(self.d_model) for _ in range(1 + self.BRANCH_NORMS)]
-        return BesideMoE(self.beside.module(), moe, *norms)

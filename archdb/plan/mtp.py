@@ -11,13 +11,10 @@ them apart and reports their parameters and FLOPs as figures of their own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+from archdb.measure.tally import Counted, Tally, linear_params
 
 from .norms import NormSpec
-from .tally import Tally, linear_params
-
-if TYPE_CHECKING:
-    from .plan import Block, OutputHead
 
 MTP_NORMS = 3  # hidden-state norm, embedding norm, the module's final norm
 
@@ -28,7 +25,7 @@ class MTPModule:
 
     d_model: int
     norm: NormSpec
-    block: Block  # the main model's last layer, repeated ``n_blocks`` times
+    block: Counted  # the main model's last layer (a plan.Block), repeated ``n_blocks`` times
     n_blocks: int
 
     def params(self) -> int:
@@ -55,7 +52,7 @@ class MTPStack:
     def params(self) -> int:
         return self.n_modules * self.module.params()
 
-    def flops(self, tally: Tally, head: OutputHead) -> None:
+    def flops(self, tally: Tally, head: Counted) -> None:  # head: the plan's OutputHead
         """Every module's forward over the sequence, each with its pass through the head."""
         for _ in range(self.n_modules):
             self.module.flops(tally)

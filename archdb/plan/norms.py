@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from archdb.choices.norms import NORMS, NormRule, NormType
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally
 from archdb.schema import NormAffine, NormPosition, QKNorm
-
-from .tally import Tally
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,6 @@ class NormSpec:
         tally.add(C.NORM, (tally.seq_len if tokens is None else tokens) * width * per)
         if self.scale and self.unit_offset:  # (1 + w): one sum per scale entry and call
             tally.add(C.NORM, width)
-
-    def module(self, width: int):
-        from archdb.builder.norms import Norm
-
-        return Norm(self.type, width, self.scale, self.bias, self.eps, self.unit_offset)
 
 
 BARE_RMS = NormSpec(NormType.RMSNORM, scale=False, bias=False)  # x / rms(x), no parameters
@@ -115,63 +109,22 @@ class QKNormSpec:
     head_dim: int
 
     def params(self) -> int:
-        return QK_NORMS[self.kind].params(self)
+        return QK_NORM_PARAMS[self.kind](self)
 
     def flops(self, tally: Tally) -> None:
         # every kind costs one norm per element of q and k (l2: a bare RMS norm)
         norm = BARE_RMS if self.kind is QKNorm.L2 else self.norm
         norm.flops(tally, self.head_dim, tally.seq_len * (self.n_heads + self.n_kv_heads))
 
-    def module(self):
-        from archdb.builder.norms import QKNormPair
-
-        q, k = QK_NORMS[self.kind].modules(self)
-        return QKNormPair(q, k if self.n_kv_heads else None)
-
-
-def _per_head_modules(s: QKNormSpec):
-    return s.norm.module(s.head_dim), s.norm.module(s.head_dim)
-
 
 def _per_head_params(s: QKNormSpec) -> int:
     return (1 + bool(s.n_kv_heads)) * s.norm.params(s.head_dim)
 
 
-def _untied_modules(s: QKNormSpec):
-    from archdb.builder.norms import HeadwiseNorm
-
-    n = s.norm
-    return (
-        HeadwiseNorm(n.type, s.n_heads, s.head_dim, n.scale, n.bias, n.eps),
-        HeadwiseNorm(n.type, s.n_kv_heads, s.head_dim, n.scale, n.bias, n.eps),
-    )
-
-
-def _full_modules(s: QKNormSpec):
-    from archdb.builder.norms import FlatNorm
-
-    n = s.norm
-    return FlatNorm(n.module(s.n_heads * s.head_dim)), FlatNorm(n.module(s.n_kv_heads * s.head_dim))
-
-
-def _l2_modules(s: QKNormSpec):  # x / rms(x) per head, no parameters (Llama 4's L2Norm)
-    return BARE_RMS.module(s.head_dim), BARE_RMS.module(s.head_dim)
-
-
-@dataclass(frozen=True)
-class QKNormRule:
-    params: Callable[[QKNormSpec], int]
-    modules: Callable[[QKNormSpec], tuple]
-
-
-QK_NORMS: dict[QKNorm, QKNormRule] = {
-    QKNorm.PER_HEAD: QKNormRule(_per_head_params, _per_head_modules),
-    # one weight per (head, dim)
-    QKNorm.PER_HEAD_UNTIED: QKNormRule(
-        lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim), _untied_modules
-    ),
-    QKNorm.FULL: QKNormRule(
-        lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim), _full_modules
-    ),
-    QKNorm.L2: QKNormRule(lambda s: 0, _l2_modules),
+# each kind's parameters (its modules: archdb.builder.norms.qk_norm_module)
+QK_NORM_PARAMS: dict[QKNorm, Callable[[QKNormSpec], int]] = {
+    QKNorm.PER_HEAD: _per_head_params,
+    QKNorm.PER_HEAD_UNTIED: lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim),
+    QKNorm.FULL: lambda s: s.norm.params((s.n_heads + s.n_kv_heads) * s.head_dim),
+    QKNorm.L2: lambda s: 0,  # x / rms(x) per head, no parameters (Llama 4's L2Norm)
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .tally import Tally
+from archdb.measure.tally import Tally
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,6 @@ class ScaledMixer:
     def cache_entries(self, context: int) -> int:
         return self.inner.cache_entries(context)
 
-    def module(self, ctx):
-        from archdb.builder.parallel import ScaledMixer as Module
-
-        return Module(self.inner.module(ctx), self.input_multiplier, self.output_multiplier)
-
 
 @dataclass(frozen=True)
 class ParallelMixers:
@@ -62,11 +57,6 @@ class ParallelMixers:
     def cache_entries(self, context: int) -> int:
         """The attention's K/V for the context plus the recurrent state (a constant)."""
         return self.attention.cache_entries(context) + self.recurrent.cache_entries(context)
-
-    def module(self, ctx):
-        from archdb.builder.parallel import ParallelMixers as Module
-
-        return Module(self.attention.module(ctx), self.recurrent.module(ctx))
 
 
 def scaled(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally
 from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.schema import (
     CHANNEL_ONLY,
@@ -51,7 +52,6 @@ from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias, yarn_s
 from .recurrent import RECURRENT, RecurrentMixer
 from .shared import SharedBlocks, shared_blocks
 from .shortcut import ShortcutBlock
-from .tally import Tally
 
 # --- specs ------------------------------------------------------------------------------
 
@@ -141,18 +141,6 @@ class PerLayerInputs:
         # table * sqrt(width), proj / sqrt(d), the sum and its 1/sqrt(2)
         tally.elementwise(4 * self.packed, C.EMBEDDING)
 
-    def module(self):
-        from archdb.builder.model import PerLayerInputs as Module
-
-        return Module(
-            self.vocab,
-            self.n_layers,
-            self.width,
-            self.d_model,
-            self.norm.module(self.width),
-            self.clip_ids,
-        )
-
 
 @dataclass(frozen=True)
 class PerLayerGate:
@@ -177,13 +165,6 @@ class PerLayerGate:
         tally.linear(self.width, self.d_model, False)
         self.norm.flops(tally, self.d_model)
         tally.elementwise(self.streams * self.d_model)  # residual add(s)
-
-    def module(self):
-        from archdb.builder.blocks import PerLayerGate as Module
-        from archdb.builder.mlp import Act
-
-        act = Act(self.activation, self.gelu_exact)
-        return Module(self.d_model, self.width, act, self.norm.module(self.d_model))
 
 
 @dataclass(frozen=True)
@@ -220,11 +201,6 @@ class AltUpLayer:
         if self.correct_scale:
             tally.elementwise(d)
 
-    def module(self):
-        from archdb.builder.altup import AltUpLayer as Module
-
-        return Module(self.d_model, self.n, self.active, self.correct_scale, self.norm.module)
-
 
 @dataclass(frozen=True)
 class Laurel:
@@ -243,11 +219,6 @@ class Laurel:
         self.norm.flops(tally, self.d_model)
         tally.elementwise(self.d_model)  # h +
         tally.elementwise(2 * self.d_model)  # (x + attn + laurel) / sqrt(2), its 2 ops
-
-    def module(self):
-        from archdb.builder.altup import Laurel as Module
-
-        return Module(self.d_model, self.rank, self.norm.module(self.d_model))
 
 
 @dataclass(frozen=True)
@@ -269,11 +240,6 @@ class AltUpStreams:
                 tally.linear(d, d, False)
                 tally.elementwise(4 * d + 2)
         tally.elementwise(n * d)  # the mean of the streams
-
-    def module(self):
-        from archdb.builder.altup import AltUpStreams as Module
-
-        return Module(self.d_model, self.n)
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally
 from archdb.schema import PositionType, RopeScaling
-
-from .tally import Tally
 
 T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
 
@@ -85,15 +84,6 @@ class AbsolutePositions:
     def flops(self, tally: Tally) -> None:
         tally.elementwise(self.d_model, C.EMBEDDING)
 
-    def module(self, ctx=None):
-        from archdb.builder.positions import LearnedPositions, SinusoidalPositions
-
-        if self.type is PositionType.LEARNED:
-            table = LearnedPositions(self.rows, self.d_model)
-            table.archdb_embedding = True
-            return table
-        return SinusoidalPositions(self.rows, self.d_model)
-
 
 @dataclass(frozen=True)
 class StackBias:
@@ -111,21 +101,6 @@ class StackBias:
     def embedding_params(self) -> int:
         return self.params()
 
-    def module(self, ctx=None):
-        from archdb.builder.positions import AlibiBias, RelativeBias
-
-        if self.type is PositionType.ALIBI:
-            return AlibiBias(self.n_heads, self.context)
-        table = RelativeBias(
-            self.buckets,
-            self.n_heads,
-            self.context,
-            bidirectional=not self.causal,
-            max_distance=T5_MAX_DISTANCE,
-        )
-        table.archdb_embedding = True
-        return table
-
 
 @dataclass(frozen=True)
 class RotarySpec:
@@ -142,11 +117,6 @@ class RotarySpec:
 
     def flops(self, tally: Tally, heads: int) -> None:
         tally.elementwise(cv.ROPE * self.dims * heads)
-
-    def module(self, ctx):
-        return ctx.rotary(
-            self.dims, self.theta, self.context, self.scaling, self.interleaved, self.rotating_pairs
-        )
 
 
 @dataclass(frozen=True)
@@ -169,6 +139,3 @@ class RelativeXLSpec:
         tally.add(C.ATTENTION, tally.seq_len * h * hd)  # q + v
         tally.add(C.ATTENTION, tally.seq_len * h * cv.FLOPS_PER_MAC * hd)  # u . k, per key
         return cv.FLOPS_PER_MAC * hd + 2 * cv.ELEMENTWISE  # (q + v) . r, + u.k, * scale
-
-    def module(self, ctx):
-        return ctx.relative_xl(self)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from archdb.measure.tally import Tally, linear_params
 from archdb.schema import LayerKind
 
 from .attention import SoftmaxKernel
@@ -25,7 +26,6 @@ from .layout import layer_spec
 from .mlp import DenseMLP
 from .norms import NormSpec
 from .positions import RotarySpec
-from .tally import Tally, linear_params
 
 
 @dataclass(frozen=True)
@@ -146,11 +146,6 @@ class SharedBlocks:
 
     def cache_entries(self, context: int) -> int:
         return self.n_invocations * self.block.attention.cache_entries(context)
-
-    def module(self, ctx):
-        from archdb.builder.shared import SharedBlocks as Module
-
-        return Module(self, ctx)
 
 
 Reader = Any  # plan._Reader, not imported: plan imports this module

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archdb.measure.tally import Tally
+
 from .attention import Mixer
 from .mlp import DenseMLP, MoESpec
 from .norms import NormSpec
-from .tally import Tally
 
 PAIRS = 2  # (attention, dense MLP) pairs per layer
 
@@ -49,13 +50,3 @@ class ShortcutBlock:
 
     def cache_entries(self, context: int) -> int:
         return sum(m.cache_entries(context) for m in self.mixers)
-
-    def module(self, ctx):
-        from archdb.builder.shortcut import ShortcutBlock as Module
-
-        return Module(
-            [m.module(ctx) for m in self.mixers],
-            [self.dense.module() for _ in range(PAIRS)],
-            self.moe.module(ctx),
-            [self.norm.module(self.d_model) for _ in range(self.N_NORMS)],
-        )

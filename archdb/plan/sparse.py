@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
+from archdb.measure.tally import Tally, linear_params
 from archdb.schema import NormType
 
 from .norms import NormSpec
 from .positions import RotarySpec
-from .tally import Tally, linear_params
 
 INDEXER_KEY_NORM = NormSpec(NormType.LAYERNORM, scale=True, bias=True, eps=1e-6)
 
@@ -60,16 +60,3 @@ class IndexerSpec:
 
     def cache_entries(self, context: int) -> int:
         return self.head_dim * context  # one indexer key per token
-
-    def module(self, ctx):
-        from archdb.builder.sparse import LightningIndexer
-
-        return LightningIndexer(
-            self.d_model,
-            self.q_rank,
-            self.heads,
-            self.head_dim,
-            self.top_k,
-            INDEXER_KEY_NORM.module(self.head_dim),
-            self.rotary.module(ctx) if self.rotary else None,
-        )

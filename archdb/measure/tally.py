@@ -1,15 +1,21 @@
-"""FLOP and parameter arithmetic shared by every spec of the plan (pure Python)."""
+"""FLOP and parameter arithmetic shared by every spec of the plan and every mixer plugin
+(pure Python: the schema imports the plugins, the plan the schema)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.mixers._common import linear_params
 
-__all__ = ["Tally", "linear_params"]
+__all__ = ["Counted", "Tally", "linear_params"]
+
+
+def linear_params(d_in: int, d_out: int, bias: bool) -> int:
+    """A d_in -> d_out linear's weights, and its bias."""
+    return d_in * d_out + (d_out if bias else 0)
 
 
 @dataclass
@@ -35,3 +41,11 @@ class Tally:
 
     def elementwise(self, per_token: int, cls: C = C.ELEMENTWISE) -> None:
         self.add(cls, self.seq_len * per_token)
+
+
+class Counted(Protocol):
+    """What every spec of the plan answers: its parameters and its forward FLOPs."""
+
+    def params(self) -> int: ...
+
+    def flops(self, tally: Tally) -> None: ...
