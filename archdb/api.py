@@ -183,7 +183,7 @@ def build(
     otherwise (shapes without memory: a 405B model takes milliseconds, not 800 GB).
     Encoder-decoders take the same tokens as source and target unless given both.
     Parameters are randomly initialised, or with ``weights`` (a transformers safetensors
-    checkpoint directory, ``size="full"`` only) loaded by ``archdb.weights.load_weights``:
+    checkpoint directory, ``size="full"`` only) loaded by ``archdb_hf.weights.load_weights``:
     every tensor filled, or a WeightsError naming the one that does not fit. The model
     then lives on ``device`` (default CPU) and ``model.archdb_loaded`` says what was read.
     """
@@ -208,7 +208,7 @@ def build(
     arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
     checkpoint = None
     if weights is not None:  # a bad directory fails before a large model is allocated
-        from archdb.weights import Checkpoint
+        from archdb_hf.weights import Checkpoint
 
         checkpoint = Checkpoint(weights)
     if device is None and size == "full":
@@ -217,7 +217,7 @@ def build(
     if dtype is not None:
         model = model.to(dtype)
     if checkpoint is not None:
-        from archdb.weights import load_weights
+        from archdb_hf.weights import load_weights
 
         model.archdb_loaded = load_weights(model, checkpoint)
     return model

@@ -43,7 +43,7 @@ class Fidelity:
 
 def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     """The output-changing fields this card needs recorded (RoPE and GELU where used)."""
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.registry import SPECS
 
     arch = card.architecture
     spec = SPECS.get(model_type or "")
@@ -86,10 +86,10 @@ def fidelities(cards: Iterable[Card]) -> dict[str, Fidelity]:
 
 
 def _judged(card: Card) -> Fidelity:
-    from archdb.families.card_to_config import NotRepresentable, convert
-    from archdb.families.registry import SPECS, model_type_of
-    from archdb.families.round_trip import round_trip_losses
     from archdb.plan.layout import fill_unknowns
+    from archdb_hf.families.card_to_config import NotRepresentable, convert
+    from archdb_hf.families.registry import SPECS, model_type_of
+    from archdb_hf.families.round_trip import round_trip_losses
 
     model_type = model_type_of(card)
     spec = SPECS.get(model_type or "")

@@ -22,10 +22,10 @@ import time
 import warnings
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.families.registry import LOGIT_EXACT
-from archdb.hf_import import Identity, import_config, supported_model_types
-from archdb.testing.transformers import DEFAULT_COMPLETIONS, unread_expert_rows
 from archdb.writer import validate_card
+from archdb_hf.families.registry import LOGIT_EXACT
+from archdb_hf.importer import Identity, import_config, supported_model_types
+from archdb_hf.testing import DEFAULT_COMPLETIONS, unread_expert_rows
 
 IDENTITY = Identity("default-1b", "Default 1B", "default", "Benchmark Lab", "2025-01-01")
 

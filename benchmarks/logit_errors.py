@@ -1,6 +1,6 @@
 """Benchmark: the maximum relative logit error of every logit-exact family, measured as
 tests/test_fidelity.py measures it (its tiny checkpoints and its error), next to the
-figure archdb.families.registry.LOGIT_EXACT records.
+figure archdb_hf.families.registry.LOGIT_EXACT records.
 
 For each model_type: the tiny transformers checkpoint (float32, eager attention) saved,
 its config imported, the card built at full size with those weights, one batch of two
@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests packag
 
 import torch
 
-from archdb.families.registry import LOGIT_EXACT
 from archdb.fidelity import LOGIT_TOLERANCE
+from archdb_hf.families.registry import LOGIT_EXACT
 from tests import test_fidelity as tf
 
 

@@ -17,12 +17,12 @@ import warnings
 from pathlib import Path
 
 from archdb.catalogue import DEFAULT_PATH, load_catalogue
-from archdb.families.card_to_config import NotRepresentable
-from archdb.families.registry import model_type_of
 from archdb.measure.analytic import param_count
 from archdb.measure.params import full_size_params
 from archdb.plan.layout import BuildError
-from archdb.testing.transformers import hf_parameter_count
+from archdb_hf.families.card_to_config import NotRepresentable
+from archdb_hf.families.registry import model_type_of
+from archdb_hf.testing import hf_parameter_count
 
 
 def compare(card) -> dict:

@@ -183,7 +183,7 @@ class _WithWeights:
 def _load(card: Any, directory: Path) -> dict:
     """Build the card on CPU and load the checkpoint; a bad checkpoint exits with code 1."""
     import archdb
-    from archdb.weights import WeightsError
+    from archdb_hf.weights import WeightsError
 
     try:
         loaded = archdb.build(card, "full", weights=directory).archdb_loaded

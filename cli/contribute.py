@@ -545,8 +545,8 @@ def import_hf(
         --source https://huggingface.co/google/gemma-2-9b/blob/main/config.json
         --release-date 2024-06-27 --params 9B
     """
-    from archdb.hf_import import Identity, guess_identity
     from archdb.writer import insert_card, render_card
+    from archdb_hf.importer import Identity, guess_identity
 
     errors_as_json(as_json)
     config_path, source = _config_and_source(config_ref, source, as_json)
@@ -572,7 +572,7 @@ def _model_type(config: dict[str, Any]) -> str:
 
 
 def _import(config: dict[str, Any], source: str, identity: Any, catalogue: Path) -> Any:
-    from archdb.hf_import import HFImportError, import_config, supported_model_types
+    from archdb_hf.importer import HFImportError, import_config, supported_model_types
 
     try:
         return import_config(config, source_url=source, identity=identity)
@@ -584,8 +584,8 @@ def _import(config: dict[str, Any], source: str, identity: Any, catalogue: Path)
 
 def _unsupported(config: dict[str, Any], catalogue: Path) -> None:
     """An unsupported model_type: name the supported ones and the closest card to copy."""
-    from archdb.hf_import import supported_model_types
     from archdb.similar import closest_card
+    from archdb_hf.importer import supported_model_types
 
     match = closest_card(config, load(catalogue))
     hint = ""
@@ -602,7 +602,7 @@ def _unsupported(config: dict[str, Any], catalogue: Path) -> None:
 def _config_and_source(ref: str, source: str | None, quiet: bool) -> tuple[Path, str]:
     """A local file with its --source, or a Hub model's config.json (read into the
     Hugging Face cache) with its URL pinned to the commit read."""
-    from archdb import hub
+    from archdb_hf import hub
 
     if source is not None:
         return Path(ref), source
@@ -627,7 +627,7 @@ def _is_file(text: str) -> bool:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    from archdb.hf_import import read_config  # bounded size, digits and nesting
+    from archdb_hf.importer import read_config  # bounded size, digits and nesting
 
     return read_config(path)
 
@@ -680,7 +680,7 @@ def _short(value: Any, limit: int = 200) -> str:
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
     app.command()(new)
-    from archdb.hf_import import supported_model_types  # plain Python: cheap to import
+    from archdb_hf.importer import supported_model_types  # plain Python: cheap to import
 
     types = ", ".join(supported_model_types())
     app.command("import-hf", epilog=f"Supported model_type values: {types}.")(import_hf)

@@ -204,7 +204,7 @@ def _family_of_parameter(parameter: str) -> str | None:
     """The transformers model_type a test parameter names: a model_type ("llama"), one
     with a case number ("llama-0", "olmo3-changes1"), or a shipped card ("llama-2-7b",
     "t5-v1.1-base, t5-v1.1-small", "gpt-oss-120b(+1)"); None for anything else."""
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.registry import SPECS
 
     families = _card_families()
     first = parameter.split(", ")[0].split("(")[0]
@@ -218,7 +218,7 @@ def _card_families() -> dict[str, str | None]:
     """Each shipped card's transformers model_type; none when the catalogue does not load
     (the tests that read it report why: the run goes on, scheduled without them)."""
     from archdb.catalogue import CatalogueError
-    from archdb.families.registry import model_type_of
+    from archdb_hf.families.registry import model_type_of
 
     try:
         return {card.id: model_type_of(card) for card in shipped_catalogue()}
@@ -778,8 +778,8 @@ def hf_import_count(model_type: str, **sizes) -> tuple[int, int, object]:
     import transformers
 
     from archdb.builder.model import build_model, count_parameters
-    from archdb.hf_import import Identity, import_config
     from archdb.writer import validate_card
+    from archdb_hf.importer import Identity, import_config
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

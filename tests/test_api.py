@@ -63,7 +63,7 @@ def test_weights_load_into_the_full_size_only():
 
 
 def test_weights_from_a_directory_without_a_checkpoint_name_it(tmp_path):
-    from archdb.weights import WeightsError
+    from archdb_hf.weights import WeightsError
 
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
     with pytest.raises(WeightsError, match=r"no model\.safetensors"):

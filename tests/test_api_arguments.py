@@ -123,7 +123,7 @@ def _checkpoint(folder, tensors: dict, index: dict | None = None):
 def test_a_shard_without_the_tensor_its_index_names_is_a_weights_error(tmp_path):
     import torch
 
-    from archdb.weights import Checkpoint, WeightsError
+    from archdb_hf.weights import Checkpoint, WeightsError
 
     folder = _checkpoint(
         tmp_path / "ckpt",
@@ -148,7 +148,7 @@ def test_a_shard_without_the_tensor_its_index_names_is_a_weights_error(tmp_path)
 def test_non_finite_tensor_values_are_refused(tmp_path, bad):
     import torch
 
-    from archdb.weights import Checkpoint, WeightsError
+    from archdb_hf.weights import Checkpoint, WeightsError
 
     values = torch.ones(3)
     values[1] = bad
@@ -169,7 +169,7 @@ def test_non_finite_tensor_values_are_refused(tmp_path, bad):
 def test_a_damaged_shard_is_a_weights_error_naming_the_file(tmp_path, damage, message):
     import torch
 
-    from archdb.weights import Checkpoint, WeightsError
+    from archdb_hf.weights import Checkpoint, WeightsError
 
     folder = _checkpoint(tmp_path / "ckpt", {"w": torch.ones(4)})
     shard = folder / "model-00001-of-00001.safetensors"
@@ -181,7 +181,7 @@ def test_a_damaged_shard_is_a_weights_error_naming_the_file(tmp_path, damage, me
 def test_an_index_that_is_a_pipe_is_a_weights_error(tmp_path):
     import os
 
-    from archdb.weights import Checkpoint, WeightsError
+    from archdb_hf.weights import Checkpoint, WeightsError
 
     folder = tmp_path / "ckpt"
     folder.mkdir()
@@ -193,7 +193,7 @@ def test_an_index_that_is_a_pipe_is_a_weights_error(tmp_path):
 def test_an_index_naming_a_shard_outside_the_folder_is_refused(tmp_path):
     import torch
 
-    from archdb.weights import Checkpoint, WeightsError
+    from archdb_hf.weights import Checkpoint, WeightsError
 
     for shard in ("../elsewhere.safetensors", "/etc/passwd", ".hidden"):
         folder = _checkpoint(tmp_path / "ckpt", {"w": torch.ones(2)}, index={"w": shard})

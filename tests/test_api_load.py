@@ -71,6 +71,17 @@ def test_import_archdb_stays_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_load_build_params_flops_never_import_the_transformers_package() -> None:
+    """The core answers without archdb_hf (import-hf, the family specs, checkpoints): it
+    is imported only where a checkpoint is loaded or a card's fidelity judged."""
+    code = "import sys, archdb\n"
+    code += "archdb.load(); archdb.build('llama-3-8b'); archdb.params('deepseek-v3')\n"
+    code += "archdb.flops('gpt-2-124m')\n"
+    code += "print(sorted(m for m in sys.modules if m.startswith('archdb_hf')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 # --- which catalogue -----------------------------------------------------------------
 
 

@@ -15,8 +15,6 @@ import torch
 from archdb.builder.kernels import LocalKernel
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
-from archdb.families.card_to_config import NotRepresentable
-from archdb.families.registry import SPECS
 from archdb.fidelity import fidelity
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import cache_size, flops, param_count
@@ -24,7 +22,9 @@ from archdb.measure.flops import measure_flops
 from archdb.measure.params import full_size_params
 from archdb.plan.layout import DEFAULT_WINDOW, fill_unknowns
 from archdb.schema import WINDOW_PATH, Architecture, LayerKind, null_means_unknown
-from archdb.testing.transformers import hf_parameter_count
+from archdb_hf.families.card_to_config import NotRepresentable
+from archdb_hf.families.registry import SPECS
+from archdb_hf.testing import hf_parameter_count
 from tests.conftest import shipped_catalogue
 
 CARDS = {c.id: c for c in shipped_catalogue()}

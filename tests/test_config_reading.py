@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from archdb.families import config_keys
-from archdb.families.registry import SPECS
-from archdb.hf_import import HFImportError, Identity, import_config
+from archdb_hf.families import config_keys
+from archdb_hf.families.registry import SPECS
+from archdb_hf.importer import HFImportError, Identity, import_config
 from tests.conftest import needs_transformers
 
 pytestmark = needs_transformers
@@ -63,12 +63,12 @@ def test_keys_of_other_model_types_do_not_change_the_card(model_type):
 
 
 def test_the_key_table_is_the_pinned_releases():
-    from archdb.testing.transformers import config_keys_table
+    from archdb_hf.testing import config_keys_table
 
     committed = json.loads(
         Path(config_keys.__file__).with_name(config_keys.TABLE).read_text(encoding="utf-8")
     )
     assert committed == config_keys_table(), (
-        "archdb/families/config_keys.json is stale: python -c 'from archdb.testing."
-        "transformers import write_config_keys; write_config_keys()'"
+        "archdb_hf/families/config_keys.json is stale: python -c 'from archdb_hf.testing "
+        "import write_config_keys; write_config_keys()'"
     )

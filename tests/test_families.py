@@ -1,4 +1,4 @@
-"""The family specs (archdb.families): one per transformers model_type, both directions.
+"""The family specs (archdb_hf.families): one per transformers model_type, both directions.
 
 The round trip is the contract: a card written as its family's config (card -> config)
 and read back by import-hf (config -> card) gives the card again, on every value the card
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from archdb.families.card_to_config import NotRepresentable
-from archdb.families.registry import SPECS, model_type_of
-from archdb.families.round_trip import REFUSED, round_trip_losses
 from archdb.schema import Card, LayerKind, NormType
+from archdb_hf.families.card_to_config import NotRepresentable
+from archdb_hf.families.registry import SPECS, model_type_of
+from archdb_hf.families.round_trip import REFUSED, round_trip_losses
 from tests.conftest import shipped_catalogue
 
 # family -> card fields its writer does not yet carry into the config
@@ -60,7 +60,7 @@ def test_every_card_round_trips_through_its_family_config(model_type):
 
 
 def test_a_derived_family_inherits_fixed_choices_but_not_what_names_its_parent():
-    from archdb.families.gemma import GEMMA2, GEMMA3_TEXT
+    from archdb_hf.families.gemma import GEMMA2, GEMMA3_TEXT
 
     assert GEMMA3_TEXT.parent == "gemma2"
     assert (GEMMA3_TEXT.norm_position, GEMMA3_TEXT.tied_default) == ("double", True)
@@ -76,7 +76,7 @@ def test_a_derived_family_inherits_fixed_choices_but_not_what_names_its_parent()
 
 
 def test_every_parent_is_a_family_and_every_alias_reaches_one():
-    from archdb.families.registry import ALIASES
+    from archdb_hf.families.registry import ALIASES
 
     for spec in SPECS.values():
         assert spec.parent is None or spec.parent in SPECS, spec.model_type
@@ -135,7 +135,7 @@ def test_import_hf_records_the_configs_model_type_and_class():
     import json
     from pathlib import Path
 
-    from archdb.hf_import import Identity, import_config
+    from archdb_hf.importer import Identity, import_config
 
     config = json.loads(Path("tests/fixtures/hf/gemma-2-2b.json").read_text())
     identity = Identity("g-2b", "G 2B", "g", "Lab", "2024-01-01")
@@ -149,7 +149,7 @@ def test_import_hf_records_the_configs_model_type_and_class():
 
 def test_a_card_whose_function_the_written_config_loses_is_not_logit_exact(monkeypatch):
     from archdb import fidelity
-    from archdb.families import card_to_config
+    from archdb_hf.families import card_to_config
 
     (card,) = [c for c in CARDS_BY_FAMILY["llama"] if c.id == "llama-2-7b"]
     assert fidelity._judged(card).level == "logit-exact"
@@ -168,9 +168,9 @@ def test_transformers_default_config_of_every_family_round_trips(model_type):
     import warnings
 
     transformers = pytest.importorskip("transformers")
-    from archdb.hf_import import Identity, import_config
-    from archdb.testing.transformers import DEFAULT_COMPLETIONS
     from archdb.writer import validate_card
+    from archdb_hf.importer import Identity, import_config
+    from archdb_hf.testing import DEFAULT_COMPLETIONS
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -17,11 +17,11 @@ import torch
 
 import archdb
 from archdb import api
-from archdb.families.registry import LOGIT_EXACT
 from archdb.fidelity import LOGIT_TOLERANCE
-from archdb.hf_import import Identity, import_config, read_config
 from archdb.schema import Card
-from archdb.weights import WeightsError, load_weights
+from archdb_hf.families.registry import LOGIT_EXACT
+from archdb_hf.importer import Identity, import_config, read_config
+from archdb_hf.weights import WeightsError, load_weights
 from tests.conftest import apply_changes, needs_transformers
 
 if TYPE_CHECKING:
@@ -401,7 +401,7 @@ GEMMA4_ON_DEVICE = {
 
 # --- encoder-decoders: model(input_ids, decoder_input_ids) ---------------------------------
 # No import-hf for T5: the card (a catalogue card made tiny) is the start, transformers'
-# config comes from the card -> config converter (archdb.families.card_to_config).
+# config comes from the card -> config converter (archdb_hf.families.card_to_config).
 _T5_TINY = {"d_model": 64, "n_layers": 3, "n_encoder_layers": 2, "vocab_size": 128,
             "attention.n_heads": 4, "attention.n_kv_heads": 4,
             "attention.head_dim": 24,  # d_kv off d_model / n_heads
@@ -421,7 +421,7 @@ def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.P
     import transformers
     from safetensors.torch import load_file, save_file
 
-    from archdb.families.card_to_config import convert
+    from archdb_hf.families.card_to_config import convert
 
     _, card_id, changes = ENCODER_DECODER_TINY[variant]
     data = api.card(card_id).model_dump(mode="json")
@@ -1084,7 +1084,7 @@ def test_longcat_zero_expert_rows_are_skipped_but_other_tensors_are_not(tmp_path
     tensors, and still refuses a tensor it has no place for."""
     from safetensors.torch import load_file, save_file
 
-    from archdb.testing.transformers import allocates_zero_expert_rows
+    from archdb_hf.testing import allocates_zero_expert_rows
 
     _tiny("longcat_flash", tmp_path)
     path = tmp_path / "model.safetensors"

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from archdb.hf_import import (
+from archdb.writer import WriteError, validate_card
+from archdb_hf.importer import (
     HFImportError,
     Identity,
     guess_identity,
     import_config,
     supported_model_types,
 )
-from archdb.testing.transformers import DEFAULT_COMPLETIONS
-from archdb.writer import WriteError, validate_card
+from archdb_hf.testing import DEFAULT_COMPLETIONS
 from tests.conftest import hf_import_count, qk_norm, shipped_catalogue
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
@@ -372,7 +372,7 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
     ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
     # frozen statistics (ERNIE 4.5's correction bias) are buffers, as DeepSeek-V3's are;
     # rows transformers allocates for LongCat-Flash's zero experts and never reads are none
-    from archdb.testing.transformers import unread_expert_rows
+    from archdb_hf.testing import unread_expert_rows
 
     expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert ours == expected - unread_expert_rows(model)

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from archdb.hf_import import (
+from archdb.writer import validate_card
+from archdb_hf.importer import (
     MAX_CONFIG_BYTES,
     HFImportError,
     Identity,
     import_config,
     read_config,
 )
-from archdb.writer import validate_card
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2024-01-01")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from archdb import hub
 from archdb.catalogue import load_catalogue
+from archdb_hf import hub
 from tests.conftest import card_text, run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hf" / "phi-2.json"

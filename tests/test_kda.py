@@ -160,7 +160,7 @@ def test_kda_shares_the_delta_rule_with_gated_deltanet():
 
 @pytest.mark.parametrize("changes", [{}, {"attention.latent.q_lora_rank": 24}])
 def test_kimi_linear_card_counts_equal_transformers_model(changes):
-    from archdb.testing.transformers import hf_parameter_count
+    from archdb_hf.testing import hf_parameter_count
 
     arch = make_arch(**{**KIMI_LIKE, **changes})
     expected = hf_parameter_count(arch, "kimi_linear")
@@ -180,7 +180,7 @@ def test_kimi_linear_card_counts_equal_transformers_model(changes):
     ],
 )
 def test_kimi_linear_reference_refuses_what_transformers_cannot_build(changes, message):
-    from archdb.families.card_to_config import NotRepresentable, convert
+    from archdb_hf.families.card_to_config import NotRepresentable, convert
 
     with pytest.raises(NotRepresentable, match=re.escape(message)):
         convert(make_arch(**{**KIMI_LIKE, **changes}), "kimi_linear")
@@ -331,7 +331,7 @@ RELEASED_FORM = {
 
 
 def _import(config: dict):
-    from archdb.hf_import import Identity, import_config
+    from archdb_hf.importer import Identity, import_config
 
     identity = Identity("kimi-tiny", "Kimi tiny", "kimi-linear", "Example Lab", "2025-10-30")
     return import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
@@ -369,7 +369,7 @@ def test_import_hf_kimi_linear_released_form_is_exact():
     ],
 )
 def test_import_hf_kimi_linear_refuses_bad_layer_lists(changes, message):
-    from archdb.hf_import import HFImportError
+    from archdb_hf.importer import HFImportError
 
     linear = {**RELEASED_FORM["linear_attn_config"], **changes}
     with pytest.raises(HFImportError, match=re.escape(message)):
@@ -377,7 +377,7 @@ def test_import_hf_kimi_linear_refuses_bad_layer_lists(changes, message):
 
 
 def test_import_hf_kimi_linear_refuses_a_softmax_router():
-    from archdb.hf_import import HFImportError
+    from archdb_hf.importer import HFImportError
 
     with pytest.raises(HFImportError, match="scores experts with a sigmoid"):
         _import({**RELEASED_FORM, "moe_router_activation_func": "softmax"})

@@ -121,7 +121,7 @@ def test_the_decay_rule_is_minimaxs_per_layer_and_head():
     ],
 )
 def test_minimax_card_counts_equal_transformers_model(changes):
-    from archdb.testing.transformers import hf_parameter_count
+    from archdb_hf.testing import hf_parameter_count
 
     ours, expected, card = hf_import_count("minimax", **{**MINIMAX_SMALL, **changes})
     assert ours == expected
@@ -227,7 +227,7 @@ REMOTE_CODE = {  # the released remote code's spelling (MiniMaxText01Config)
 
 
 def _import(config: dict):
-    from archdb.hf_import import Identity, import_config
+    from archdb_hf.importer import Identity, import_config
 
     identity = Identity("minimax-tiny", "MiniMax tiny", "minimax-01", "Example Lab", "2025-01-14")
     return import_config(config, source_url="https://huggingface.co/o/m", identity=identity).card
@@ -266,7 +266,7 @@ def test_import_hf_reads_the_released_remote_code_keys():
     ],
 )
 def test_hostile_minimax_configs_are_refused_naming_the_key(changes, fragment):
-    from archdb.hf_import import HFImportError
+    from archdb_hf.importer import HFImportError
 
     with pytest.raises(HFImportError, match=re.escape(fragment)):
         _import({**REMOTE_CODE, **changes})

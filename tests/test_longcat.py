@@ -74,8 +74,8 @@ def test_shortcut_layers_need_serial_pre_norm(bad):
 def _imported(**changes):
     import transformers
 
-    from archdb.hf_import import Identity, import_config
     from archdb.writer import validate_card
+    from archdb_hf.importer import Identity, import_config
 
     config = transformers.LongcatFlashConfig(num_layers=2).to_dict() | changes
     identity = Identity("cat-1b", "Cat 1B", "cat", "Example Lab", "2025-01-01")
@@ -87,7 +87,7 @@ def test_import_reads_the_released_configs_switches():
     """The released config.json's mla_scale_* and zero_expert_type keys (transformers'
     class has none): both scales off is a card without scaling, anything archdb cannot
     build is refused by name."""
-    from archdb.hf_import import HFImportError
+    from archdb_hf.importer import HFImportError
 
     arch = _imported().architecture
     assert arch.attention.latent.lora_scaled and arch.mlp.moe.zero_experts == 256

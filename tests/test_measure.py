@@ -86,7 +86,7 @@ FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # (experts, in, out) tensors
 def _released_names(card) -> str | None:
     """The transformers model_type whose released checkpoint names the card's full-size
     model must take (open weights, a names mapping, experts saved as held in memory)."""
-    from archdb.families.registry import SPECS, model_type_of
+    from archdb_hf.families.registry import SPECS, model_type_of
 
     model_type = model_type_of(card)
     dense = card.architecture.mlp.moe is None or model_type in FUSED_EXPERTS_ON_DISK
@@ -119,9 +119,9 @@ def test_the_full_size_meta_model_counts_the_formula_and_takes_the_released_name
 
 def _assert_takes_the_released_names(card, model, model_type: str) -> None:
     transformers = pytest.importorskip("transformers")
-    from archdb.families.card_to_config import NotRepresentable
-    from archdb.families.registry import SPECS
-    from archdb.weights import TensorCheckpoint, checkpoint_buffers, match_weights
+    from archdb_hf.families.card_to_config import NotRepresentable
+    from archdb_hf.families.registry import SPECS
+    from archdb_hf.weights import TensorCheckpoint, checkpoint_buffers, match_weights
 
     spec = SPECS[model_type]
     try:

@@ -228,7 +228,7 @@ MINIMAX_M2 = {
     ],
 )  # fmt: skip
 def test_import_hf_reads_each_familys_mtp_keys(base, keys, expected):
-    from archdb.hf_import import Identity, import_config
+    from archdb_hf.importer import Identity, import_config
 
     result = import_config(
         {**base, **keys},

@@ -15,12 +15,12 @@ from pydantic import ValidationError
 
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
-from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import flops, param_count
 from archdb.measure.flops import measure_flops
 from archdb.mixers.mamba2 import mamba2_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
+from archdb_hf.importer import HFImportError, Identity, import_config
 from tests.conftest import (
     assert_causal,
     hf_import_count,

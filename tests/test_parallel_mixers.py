@@ -10,9 +10,9 @@ import warnings
 import pytest
 from pydantic import ValidationError
 
-from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import cache_size, param_count
 from archdb.writer import validate_card
+from archdb_hf.importer import HFImportError, Identity, import_config
 from tests.conftest import (
     FALCON_H1_LIKE,
     hf_import_count,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from archdb.builder.model import build_model
-from archdb.families.card_to_config import NotRepresentable
-from archdb.families.registry import SPECS, model_type_of
 from archdb.measure.analytic import param_count
 from archdb.plan.layout import FUNCTION_DEFAULTS, fill_unknowns
-from archdb.testing.transformers import allocates_zero_expert_rows, hf_parameter_count
+from archdb_hf.families.card_to_config import NotRepresentable
+from archdb_hf.families.registry import SPECS, model_type_of
+from archdb_hf.testing import allocates_zero_expert_rows, hf_parameter_count
 from tests.conftest import (
     DELTANET_HYBRID,
     DSA,
@@ -976,9 +976,9 @@ def test_new_families_round_trip_through_their_config(model_type, changes):
     """import(to_config(card)) is the card: the converter and import-hf agree, field by
     field (head_dim written out, the layer pattern as built, context and filled choices
     aside)."""
-    from archdb.families.registry import SPECS
-    from archdb.hf_import import Identity, import_config
     from archdb.writer import validate_card
+    from archdb_hf.families.registry import SPECS
+    from archdb_hf.importer import Identity, import_config
 
     arch, _ = fill_unknowns(make_arch(**changes))
     config = SPECS[model_type].write(arch) | {"model_type": model_type}

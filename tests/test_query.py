@@ -240,7 +240,7 @@ def _in_a_fresh_interpreter(path, env: dict[str, str], *args: str) -> tuple[str,
         "import json, sys; from archdb_cli.main import app\n"
         "try: app([*sys.argv[2:], '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
-        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'archdb.families', "
+        "heavy = ('archdb.measure.analytic', 'archdb.plan', 'archdb_hf.families', "
         "'importlib.metadata', 'rich')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
     )
@@ -271,10 +271,10 @@ def test_show_reads_its_counts_and_fidelity_from_the_caches(write_catalogue, pri
     path = write_catalogue(VALID_CARD)
     plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     first, modules = _in_a_fresh_interpreter(path, plain, "show", "toy-1b")
-    assert "archdb.plan" in modules and "archdb.families.registry" in modules
+    assert "archdb.plan" in modules and "archdb_hf.families.registry" in modules
     again, modules = _in_a_fresh_interpreter(path, plain, "show", "toy-1b")
     assert again == first and "Fidelity: not comparable" in again
-    assert not [m for m in modules if m.startswith(("archdb.plan", "archdb.families"))]
+    assert not [m for m in modules if m.startswith(("archdb.plan", "archdb_hf.families"))]
 
 
 @pytest.mark.parametrize(

@@ -278,8 +278,8 @@ def test_toys_of_full_size_recurrent_cards_build_and_count_exactly():
 def test_import_hf_mamba2_builds_with_transformers_count(changes):
     from transformers import Mamba2ForCausalLM
 
-    from archdb.hf_import import Identity, import_config
     from archdb.writer import validate_card
+    from archdb_hf.importer import Identity, import_config
 
     config = _mamba2_config(**changes)
     identity = Identity("mamba-2-tiny", "Mamba 2 tiny", "mamba-2", "Example Lab", "2024-05-31")
@@ -297,7 +297,7 @@ def test_import_hf_mamba2_builds_with_transformers_count(changes):
 
 
 def test_import_hf_mamba2_refuses_heads_that_do_not_fill_the_inner_width():
-    from archdb.hf_import import HFImportError, Identity, import_config
+    from archdb_hf.importer import HFImportError, Identity, import_config
 
     config = {**_mamba2_config().to_dict(), "model_type": "mamba2", "head_dim": 8}
     identity = Identity("mamba-2-tiny", "Mamba 2 tiny", "mamba-2", "Example Lab", "2024-05-31")

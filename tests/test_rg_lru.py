@@ -17,12 +17,12 @@ from pydantic import ValidationError
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.fidelity import LOGIT_TOLERANCE
-from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import flops
 from archdb.measure.flops import measure_flops
 from archdb.mixers.rg_lru import rg_lru_module
 from archdb.plan import make_plan
 from archdb.plan.plan import cache_bytes
+from archdb_hf.importer import HFImportError, Identity, import_config
 from tests.conftest import RG_LRU_HYBRID, assert_causal, make_arch, needs_transformers
 from tests.test_fidelity import _error_with_changes
 
@@ -141,8 +141,8 @@ def test_toy_keeps_the_gate_blocks_equal_to_the_attention_heads():
 
 
 def test_a_model_without_the_soft_cap_is_not_transformers_recurrent_gemma():
-    from archdb.families.card_to_config import NotRepresentable
-    from archdb.testing.transformers import hf_parameter_count
+    from archdb_hf.families.card_to_config import NotRepresentable
+    from archdb_hf.testing import hf_parameter_count
 
     with pytest.raises(NotRepresentable, match="RecurrentGemma always caps"):
         hf_parameter_count(

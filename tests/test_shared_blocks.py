@@ -160,7 +160,7 @@ def test_toy_keeps_every_block_and_reuses_one():
 
 
 def _import(**changes):
-    from archdb.hf_import import Identity, import_config
+    from archdb_hf.importer import Identity, import_config
 
     transformers = pytest.importorskip("transformers")
     config = transformers.Zamba2Config(**changes).to_dict() | {"model_type": "zamba2"}
@@ -202,7 +202,7 @@ def test_import_reads_the_hybrid_layers_blocks_and_adapters():
     ],
 )
 def test_import_refuses_what_the_schema_cannot_hold(changes, message):
-    from archdb.hf_import import HFImportError
+    from archdb_hf.importer import HFImportError
 
     with pytest.raises(HFImportError, match=message):
         _import(**changes)
@@ -231,7 +231,7 @@ def test_decode_and_crossover_count_every_invocations_attention():
 def test_import_names_the_zyphra_fork_spelling():
     """Zyphra's first Zamba2 configs (transformers_version 4.43.0.dev0) spell layers m/g,
     with keys transformers' Zamba2 does not read: refused by name, not misread."""
-    from archdb.hf_import import HFImportError, Identity, import_config
+    from archdb_hf.importer import HFImportError, Identity, import_config
 
     transformers = pytest.importorskip("transformers")
     config = transformers.Zamba2Config(num_hidden_layers=2, layers_block_type=["mamba", "hybrid"])

@@ -103,7 +103,7 @@ def test_short_conv_forward_equals_transformers_on_the_same_weights(bias):
 def test_lfm2_card_counts_equal_transformers_model(changes):
     import transformers
 
-    from archdb.testing.transformers import hf_parameter_count
+    from archdb_hf.testing import hf_parameter_count
 
     config = _lfm2_config(**changes)
     with torch.device("meta"):
@@ -123,7 +123,7 @@ def test_lfm2_card_counts_equal_transformers_model(changes):
 
 
 def test_lfm2_moe_card_counts_equal_transformers_model():
-    from archdb.testing.transformers import hf_parameter_count
+    from archdb_hf.testing import hf_parameter_count
 
     moe = moe_block(n_experts=4, n_active=2, first_dense_layers=1, dense_d_ff=96)
     arch = make_arch(**{**LFM2_HYBRID, "mlp.d_ff": 32, "mlp.moe": moe})
@@ -242,7 +242,7 @@ def test_import_hf_lfm2_moe_small_config_is_exact_and_reads_the_router():
 
 
 def test_import_hf_lfm2_refuses_attention_indices_beyond_the_stack():
-    from archdb.hf_import import HFImportError, Identity, import_config
+    from archdb_hf.importer import HFImportError, Identity, import_config
 
     config = {**LFM2_SMALL, "model_type": "lfm2", "full_attn_idxs": [1, 6]}
     identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
@@ -264,7 +264,7 @@ LFM2_CONFIG = {**LFM2_SMALL, "model_type": "lfm2", "full_attn_idxs": [2, 5]}
     ],
 )
 def test_hostile_lfm2_configs_are_refused_naming_the_key(changes, fragment):
-    from archdb.hf_import import HFImportError, Identity, import_config
+    from archdb_hf.importer import HFImportError, Identity, import_config
 
     identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
     with pytest.raises(HFImportError, match=re.escape(fragment)):
@@ -274,8 +274,8 @@ def test_hostile_lfm2_configs_are_refused_naming_the_key(changes, fragment):
 
 
 def test_an_absurd_ff_multiplier_is_a_card_error_not_a_traceback():
-    from archdb.hf_import import Identity, import_config
     from archdb.writer import WriteError, validate_card
+    from archdb_hf.importer import Identity, import_config
 
     identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
     config = {**LFM2_CONFIG, "block_ffn_dim_multiplier": 1e11}

@@ -9,10 +9,10 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model
-from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.measure.analytic import cache_size, flops
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError, check_buildable
+from archdb_hf.importer import HFImportError, Identity, import_config
 from tests.conftest import DSA, hf_import_count, latent_dims, make_arch, moe_block
 
 MLA = {

@@ -24,10 +24,10 @@ import pytest
 from tests.conftest import shared_render
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "archdb", "cli", "data/models.yaml")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "archdb", "archdb_hf", "cli")
+SOURCES += ("data/models.yaml",)
 SOURCES += ("data/models.schema.json", "data/measurements")
 MEASUREMENTS = REPO / "data" / "measurements"  # what `archdb report` reads beside the catalogue
-LEFT_OUT = "archdb/testing"  # test support (transformers-facing): pyproject's list omits it
 
 pytestmark = pytest.mark.wheel
 
@@ -104,15 +104,18 @@ def _run(installed, *args: str, cwd: Path | None = None, **extra: str):
 
 
 def _package_files() -> set[str]:
-    """What the wheel must install, as paths in site-packages: every file of archdb (but
-    the package it leaves out) and of cli/ (as archdb_cli), the catalogue, its schema and
-    its measurements."""
+    """What the wheel must install, as paths in site-packages: every file of archdb and
+    archdb_hf, and of cli/ (as archdb_cli), the catalogue, its schema and its measurements."""
     files = {"archdb/data/models.yaml", "archdb/data/models.schema.json"}
     files |= {f"archdb/{p.relative_to(REPO).as_posix()}" for p in MEASUREMENTS.glob("*.json")}
-    for folder, package in (("archdb", "archdb"), ("cli", "archdb_cli")):
+    for folder, package in (
+        ("archdb", "archdb"),
+        ("archdb_hf", "archdb_hf"),
+        ("cli", "archdb_cli"),
+    ):
         for path in (REPO / folder).rglob("*"):
             name = path.relative_to(REPO).as_posix()
-            if path.is_file() and "__pycache__" not in name and not name.startswith(LEFT_OUT):
+            if path.is_file() and "__pycache__" not in name:
                 files.add(package + name.removeprefix(folder))
     return files
 

@@ -8,5 +8,5 @@
 - ``summary``: what ``archdb build`` and ``archdb flops`` report.
 
 The same architecture in Hugging Face transformers (the reference of the tests) is
-``archdb.families`` (card -> config) and ``archdb.testing.transformers``.
+``archdb_hf.families`` (card -> config) and ``archdb_hf.testing``.
 """

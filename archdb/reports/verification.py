@@ -8,7 +8,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from archdb.catalogue import Catalogue
-from archdb.families.registry import model_type_of
 from archdb.fidelity import LOGIT_TOLERANCE, fidelities
 from archdb.reports import render
 
@@ -25,6 +24,8 @@ class CardFidelity:
 
 def card_fidelities(catalogue: Catalogue) -> list[CardFidelity]:
     """Every card's level, strongest level first, then by id."""
+    from archdb_hf.families.registry import model_type_of  # as fidelity does: lazily
+
     verdicts = fidelities(catalogue)  # one read (and at most one write) of the cache
     found = []
     for card in catalogue:

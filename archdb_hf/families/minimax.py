@@ -4,22 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
-    _act,
-    _base,
-    _kinds,
-    _llama_like,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
-    _sublayer_factors,
-)
-from archdb.families.llama import MIXTRAL, _mixtral_names, _read_mixtral
-from archdb.families.qwen import QWEN3_MOE
-from archdb.hf_import import HFImportError, _brief, _Draft, _mtp, _period
 from archdb.schema import (
     Activation,
     Architecture,
@@ -31,7 +15,23 @@ from archdb.schema import (
     QKNorm,
     RouterScore,
 )
-from archdb.weights import Checkpoint, Names, Source, WeightsError
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _base,
+    _kinds,
+    _llama_like,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+    _sublayer_factors,
+)
+from archdb_hf.families.llama import MIXTRAL, _mixtral_names, _read_mixtral
+from archdb_hf.families.qwen import QWEN3_MOE
+from archdb_hf.importer import HFImportError, _brief, _Draft, _mtp, _period
+from archdb_hf.weights import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

@@ -2,19 +2,6 @@
 
 from __future__ import annotations
 
-from archdb import weights as w
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _layer_types,
-    _pattern,
-    _require,
-    _softmax_attention,
-)
-from archdb.families.llama import LLAMA
-from archdb.hf_import import _Draft
 from archdb.schema import (
     Activation,
     Architecture,
@@ -24,7 +11,20 @@ from archdb.schema import (
     NormType,
     QKNorm,
 )
-from archdb.weights import _LLAMA_TOP, _QKVO, Names, Source
+from archdb_hf import weights as w
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _layer_types,
+    _pattern,
+    _require,
+    _softmax_attention,
+)
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import _Draft
+from archdb_hf.weights import _LLAMA_TOP, _QKVO, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

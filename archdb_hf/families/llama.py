@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
+from archdb.plan.mlp import CLAMPED_SWIGLU
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+    QKNorm,
+)
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
     _act,
     _base,
     _dense,
@@ -18,20 +29,9 @@ from archdb.families.card_to_config import (
     _serial,
     _softmax_attention,
 )
-from archdb.families.spec import FamilySpec
-from archdb.hf_import import HFImportError, _Draft, _period
-from archdb.plan.mlp import CLAMPED_SWIGLU
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
-)
-from archdb.weights import (
+from archdb_hf.families.spec import FamilySpec
+from archdb_hf.importer import HFImportError, _Draft, _period
+from archdb_hf.weights import (
     _LLAMA_TOP,
     _PRE,
     Names,
@@ -46,7 +46,7 @@ from archdb.weights import (
 )
 
 if TYPE_CHECKING:
-    from archdb.families.spec import FamilySpec
+    from archdb_hf.families.spec import FamilySpec
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

@@ -4,7 +4,7 @@ A released config may carry keys of other families' vocabularies (left by conver
 scripts, or set as extra attributes, which transformers keeps and saves); transformers'
 model of the type never reads them, so neither does the importer. The table is data,
 generated from the config classes of the pinned transformers release
-(``archdb.testing.transformers.config_keys_table``; a test checks it is current), so
+(``archdb_hf.testing.config_keys_table``; a test checks it is current), so
 archdb needs no transformers at run time.
 
 A key that no supported class defines (a legacy name such as ``rope_scaling``, or one a
@@ -25,7 +25,7 @@ TABLE = "config_keys.json"
 @cache
 def table() -> dict[str, frozenset[str]]:
     """model_type -> the keys its config class defines (attributes and their aliases)."""
-    doc = json.loads(files("archdb.families").joinpath(TABLE).read_text(encoding="utf-8"))
+    doc = json.loads(files("archdb_hf.families").joinpath(TABLE).read_text(encoding="utf-8"))
     return {model_type: frozenset(keys) for model_type, keys in doc["keys"].items()}
 
 

@@ -73,7 +73,7 @@ class FamilySpec:
     # layer_types spellings transformers normalizes on load (Granite 4.0-H: "mamba")
     type_aliases: tuple[tuple[str, str], ...] = ()
     # keys of the family's released (remote-code) configs its read hook takes on purpose,
-    # though transformers' class neither defines nor reads them (archdb.families.config_keys)
+    # though transformers' class neither defines nor reads them (archdb_hf.families.config_keys)
     released_keys: tuple[str, ...] = ()
     rope_layout: RopeLayout = RopeLayout.HALF_SPLIT  # rotate_half in the code; interleaved: pairs
     indexed_layer: bool = False  # DSA: an "indexed_attention" layer is full attention
@@ -95,7 +95,7 @@ class FamilySpec:
     decoder_only_of: str | None = None  # count only this submodule (multimodal models)
 
     # --- weights and fidelity -------------------------------------------------------------
-    names: Callable[[], Any] | None = None  # archdb.weights.Names of its checkpoints
+    names: Callable[[], Any] | None = None  # archdb_hf.weights.Names of its checkpoints
     logit_error: float | None = None  # measured max relative logit error: logit-exact
     # output-changing fields whose null default is not this family's function
     function_fields: tuple[str, ...] = ()

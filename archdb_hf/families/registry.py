@@ -1,5 +1,5 @@
 """Every transformers family archdb knows, once (``SPECS``): one ``FamilySpec`` per
-``model_type``, declared in the module of its lineage (``archdb.families.gemma``, ...) as
+``model_type``, declared in the module of its lineage (``archdb_hf.families.gemma``, ...) as
 a difference from its parent family.
 
 import-hf (config -> card), the reference (card -> config), the checkpoint names and the
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from archdb.families import (
+from archdb.schema import Card
+from archdb_hf.families import (
     cohere,
     deepseek,
     ernie,
@@ -29,8 +30,7 @@ from archdb.families import (
     ssm,
     t5,
 )
-from archdb.families.spec import FamilySpec
-from archdb.schema import Card
+from archdb_hf.families.spec import FamilySpec
 
 # one module per lineage; each declares its families after its parents'
 _LINEAGES = (

@@ -7,20 +7,6 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _layer_types,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
-)
-from archdb.families.llama import LLAMA, _llama_names
-from archdb.hf_import import _GELU_TANH, HFImportError, _brief, _Draft, _period, _rope_parameters
 from archdb.schema import (
     Activation,
     Architecture,
@@ -31,7 +17,21 @@ from archdb.schema import (
     PositionType,
     QKNorm,
 )
-from archdb.weights import (
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _layer_types,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb_hf.families.llama import LLAMA, _llama_names
+from archdb_hf.importer import _GELU_TANH, HFImportError, _brief, _Draft, _period, _rope_parameters
+from archdb_hf.weights import (
     _LLAMA_TOP,
     Names,
     Source,

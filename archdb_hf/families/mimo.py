@@ -3,19 +3,19 @@ sliding layers only, value heads narrower than the query/key heads, DeepSeek-V3'
 
 from __future__ import annotations
 
-from archdb import hf_import as imp
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
+from archdb.schema import Architecture, LayerKind
+from archdb_hf import importer as imp
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
     _base,
     _kinds,
     _llama_like,
     _pattern,
     _require,
 )
-from archdb.families.llama import LLAMA
-from archdb.hf_import import HFImportError, _Draft, _period
-from archdb.schema import Architecture, LayerKind
-from archdb.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import HFImportError, _Draft, _period
+from archdb_hf.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
 
 # MiMoV2FlashConfig's defaults (transformers 5.25), which its class also takes for the
 # released config's own spellings of them

@@ -6,21 +6,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from archdb import hf_import as imp
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
-    _act,
-    _base,
-    _kinds,
-    _mtp_modules,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
-)
-from archdb.families.llama import LLAMA
-from archdb.hf_import import HFImportError, _brief, _Draft, _groups, _mtp, _period, _short
 from archdb.schema import (
     Activation,
     Architecture,
@@ -35,7 +20,22 @@ from archdb.schema import (
     RopeLayout,
     RouterScore,
 )
-from archdb.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe, _qwen3_moe
+from archdb_hf import importer as imp
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _base,
+    _kinds,
+    _mtp_modules,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import HFImportError, _brief, _Draft, _groups, _mtp, _period, _short
+from archdb_hf.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe, _qwen3_moe
 
 if TYPE_CHECKING:
     from torch import nn

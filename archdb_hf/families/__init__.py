@@ -7,7 +7,7 @@ specs (``spec.FamilySpec``), each declared as a difference from its parent.
 
 ``spec`` defines a family; ``registry`` collects the families and routes a card to its
 own; ``card_to_config`` writes a card as its family's config and ``round_trip`` reads it
-back. import-hf (``archdb.hf_import``), the checkpoint names (``archdb.weights``) and the
+back. import-hf (``archdb_hf.importer``), the checkpoint names (``archdb_hf.weights``) and the
 fidelity levels (``archdb.fidelity``) read the same specs. The registry is imported on
 demand: it pulls in the importer and the writers, which the query commands never need.
 """

@@ -1,15 +1,15 @@
 """transformers as the reference: its models built from a card's config, and counted.
 
-The card -> config writers live with the family specs (``archdb.families``); this module
+The card -> config writers live with the family specs (``archdb_hf.families``); this module
 is the half that imports transformers, for the tests and benchmarks only.
 """
 
 from __future__ import annotations
 
-from archdb.families.card_to_config import convert
-from archdb.families.registry import SPECS
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
+from archdb_hf.families.card_to_config import convert
+from archdb_hf.families.registry import SPECS
 
 # Sizes transformers' default config of a family leaves unset (None), which its model cannot
 # be built without; released configs set them (the test and benchmark of default configs).
@@ -91,7 +91,7 @@ def unread_expert_rows(model) -> int:
 
 
 def config_keys_table() -> dict:
-    """The table ``archdb.families.config_keys`` reads, from the installed transformers:
+    """The table ``archdb_hf.families.config_keys`` reads, from the installed transformers:
     each supported model type's default config keys, ``attribute_map`` aliases, and the
     attributes its modeling file reads off the config (``config.x``, ``getattr(config,
     "x", ...)``: a model may read a key its class does not define, such as head_dim)."""
@@ -131,11 +131,11 @@ def config_keys_table() -> dict:
 
 
 def write_config_keys() -> None:
-    """Regenerate archdb/families/config_keys.json from the installed transformers."""
+    """Regenerate archdb_hf/families/config_keys.json from the installed transformers."""
     import json
     from pathlib import Path
 
-    from archdb.families import config_keys
+    from archdb_hf.families import config_keys
 
     path = Path(config_keys.__file__).with_name(config_keys.TABLE)
     path.write_text(json.dumps(config_keys_table(), indent=1) + "\n", encoding="utf-8")

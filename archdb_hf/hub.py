@@ -2,7 +2,7 @@
 read through huggingface_hub, online, or from its local cache when offline, and named by
 the commit it was read at, so the card's source URL points at exactly those bytes.
 
-This module only fetches: it hands a local file to the importer (``archdb.hf_import``).
+This module only fetches: it hands a local file to the importer (``archdb_hf.importer``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    QKNorm,
+)
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
     _act,
     _base,
     _dense,
@@ -16,15 +22,9 @@ from archdb.families.card_to_config import (
     _require,
     _rope,
 )
-from archdb.families.llama import LLAMA
-from archdb.hf_import import _Draft, _mtp, _rope_parameters, _short
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    QKNorm,
-)
-from archdb.weights import _LLAMA_TOP, _PRE, Dims, Names, Source, _llama_layer, _moe, _qwen3_moe
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import _Draft, _mtp, _rope_parameters, _short
+from archdb_hf.weights import _LLAMA_TOP, _PRE, Dims, Names, Source, _llama_layer, _moe, _qwen3_moe
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

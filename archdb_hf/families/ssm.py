@@ -7,9 +7,21 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from archdb import hf_import as imp
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
+from archdb.mixers.mamba import MambaInnerNorm
+from archdb.mixers.mamba2 import Mamba2Norm
+from archdb.schema import (
+    Activation,
+    Architecture,
+    GeluApproximation,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
+from archdb_hf import importer as imp
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
     _act,
     _base,
     _dense,
@@ -23,8 +35,8 @@ from archdb.families.card_to_config import (
     _serial,
     _softmax_attention,
 )
-from archdb.families.llama import LLAMA, MIXTRAL, _llama_names
-from archdb.hf_import import (
+from archdb_hf.families.llama import LLAMA, MIXTRAL, _llama_names
+from archdb_hf.importer import (
     HFImportError,
     _activation,
     _brief,
@@ -37,19 +49,7 @@ from archdb.hf_import import (
     _silu_conv,
     _tied,
 )
-from archdb.mixers.mamba import MambaInnerNorm
-from archdb.mixers.mamba2 import Mamba2Norm
-from archdb.schema import (
-    Activation,
-    Architecture,
-    GeluApproximation,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
-from archdb.weights import _LLAMA_TOP, Names, Source, _first_ff, _llama_layer, _moe, _second_ff
+from archdb_hf.weights import _LLAMA_TOP, Names, Source, _first_ff, _llama_layer, _moe, _second_ff
 
 if TYPE_CHECKING:
     from torch import nn

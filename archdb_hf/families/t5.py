@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import _act, _dense, _require, _serial, _softmax_attention
-from archdb.families.spec import FamilySpec
 from archdb.schema import (
     Activation,
     Architecture,
@@ -16,10 +13,13 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
-from archdb.weights import Names, Source
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import _act, _dense, _require, _serial, _softmax_attention
+from archdb_hf.families.spec import FamilySpec
+from archdb_hf.weights import Names, Source
 
 if TYPE_CHECKING:
-    from archdb.families.spec import FamilySpec
+    from archdb_hf.families.spec import FamilySpec
 
 # --- card -> config (the reference) ------------------------------------------------------
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
-from archdb.families.llama import LLAMA
-from archdb.hf_import import HFImportError, _Draft
 from archdb.schema import (
     Architecture,
     LayerKind,
     RopeLayout,
     RouterScore,
 )
-from archdb.weights import Names, Source, _qwen3_moe
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import HFImportError, _Draft
+from archdb_hf.weights import Names, Source, _qwen3_moe
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

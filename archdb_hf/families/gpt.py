@@ -4,19 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archdb import weights as w
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _pattern,
-    _require,
-    _serial,
-    _softmax_attention,
-)
-from archdb.families.spec import FamilySpec
-from archdb.hf_import import _Draft
 from archdb.plan.layout import embedding_width, learned_rows
 from archdb.schema import (
     Activation,
@@ -28,10 +15,23 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
-from archdb.weights import _QKVO, Dims, Names, Source, _k, _q, _v
+from archdb_hf import weights as w
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _pattern,
+    _require,
+    _serial,
+    _softmax_attention,
+)
+from archdb_hf.families.spec import FamilySpec
+from archdb_hf.importer import _Draft
+from archdb_hf.weights import _QKVO, Dims, Names, Source, _k, _q, _v
 
 if TYPE_CHECKING:
-    from archdb.families.spec import FamilySpec
+    from archdb_hf.families.spec import FamilySpec
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

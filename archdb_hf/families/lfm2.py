@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
+from archdb.schema import (
+    Architecture,
+    LayerKind,
+    QKNorm,
+    RouterScore,
+)
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
     _base,
     _dense,
     _kinds,
@@ -12,15 +18,9 @@ from archdb.families.card_to_config import (
     _require,
     _rope,
 )
-from archdb.families.llama import LLAMA
-from archdb.hf_import import HFImportError, _Draft, _period
-from archdb.schema import (
-    Architecture,
-    LayerKind,
-    QKNorm,
-    RouterScore,
-)
-from archdb.weights import _QKVO, Names, Source, _moe
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import HFImportError, _Draft, _period
+from archdb_hf.weights import _QKVO, Names, Source, _moe
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

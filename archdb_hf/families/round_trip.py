@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from archdb.families.card_to_config import convert
-from archdb.hf_import import HFImportError, Identity, import_config
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
+from archdb_hf.families.card_to_config import convert
+from archdb_hf.importer import HFImportError, Identity, import_config
 
 # values that live outside a transformers config (the tokenizer's own vocabulary)
 NOT_CONFIG = frozenset({"tokenizer_vocab_size"})

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
-from archdb.families.llama import LLAMA
-from archdb.hf_import import HFImportError, _brief, _Draft, _rope_parameters
 from archdb.schema import (
     Architecture,
     LayerKind,
@@ -13,7 +9,11 @@ from archdb.schema import (
     RopeScalingType,
     RouterScore,
 )
-from archdb.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
+from archdb_hf.families.llama import LLAMA
+from archdb_hf.importer import HFImportError, _brief, _Draft, _rope_parameters
+from archdb_hf.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 

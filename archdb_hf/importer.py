@@ -4,7 +4,7 @@ A released config holds the sizes (``hidden_size``, ``num_key_value_heads``, ...
 every architectural choice: transformers keeps some in its modeling code (where the norms
 sit, whether the MLP is gated, whether attention and MLP run in parallel, which linear
 layers carry a bias). So each supported ``model_type`` has one ``FamilySpec``
-(``archdb.families``) saying what its transformers implementation does, the config
+(``archdb_hf.families``) saying what its transformers implementation does, the config
 class's defaults for keys a config may leave out, and a ``read`` hook on the draft card
 for the choices that depend on config keys. The card then cites two sources: the config for what was
 read from it, and the transformers modeling file for what the family supplied.
@@ -45,7 +45,6 @@ from pydantic import (
 )
 
 from archdb.errors import ArchdbError
-from archdb.families.spec import FamilySpec
 from archdb.fields import get_path, set_path, unwrap
 from archdb.files import read_bounded
 from archdb.schema import (
@@ -61,6 +60,7 @@ from archdb.schema import (
     UNKNOWN_WHEN_NULL,
     Architecture,
 )
+from archdb_hf.families.spec import FamilySpec
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -657,7 +657,7 @@ def _serialized_float(value: Any) -> Any:
 
 
 def supported_model_types() -> list[str]:
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.registry import SPECS
 
     return sorted(m for m, spec in SPECS.items() if spec.imports)
 
@@ -1149,8 +1149,8 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
         check_shape(decoder, prefix="text_config.")
     model_type, via = _family_of(decoder, config)
     _refuse_per_layer_lists(decoder, model_type)
-    from archdb.families.config_keys import foreign_keys
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.config_keys import foreign_keys
+    from archdb_hf.families.registry import SPECS
 
     family = SPECS[model_type]
     foreign = foreign_keys(decoder, model_type)  # other families' keys: never read
@@ -1191,7 +1191,7 @@ def _family_of(decoder: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[s
     """The supported model_type a config belongs to, and how it was recognised. A custom
     model_type (Kimi K2 says ``kimi_k2``) is read through ``architectures`` when that names
     a supported family's model class (``DeepseekV3ForCausalLM``)."""
-    from archdb.families.registry import resolve
+    from archdb_hf.families.registry import resolve
 
     declared = str(decoder.get("model_type"))
     classes = _architectures(decoder) or _architectures(config)

@@ -2,7 +2,7 @@
 
 For each model family that transformers implements, a writer (``FamilySpec.write``) gives
 the card's architecture as that family's config (the way the released config.json would).
-The tests and benchmarks build transformers' model from it (``archdb.testing.transformers``)
+The tests and benchmarks build transformers' model from it (``archdb_hf.testing``)
 and archdb's counts and logits must equal it; ``archdb.fidelity`` asks whether the family
 can represent a card at all.
 
@@ -37,7 +37,7 @@ from archdb.schema import (
 )
 
 if TYPE_CHECKING:
-    from archdb.families.spec import FamilySpec
+    from archdb_hf.families.spec import FamilySpec
 
 
 class NotRepresentable(ValueError):
@@ -134,7 +134,7 @@ def _moe_has(a: Architecture, test: Callable[[MoE], bool]) -> bool:
 def convert(arch: Architecture, model_type: str) -> dict:
     """The card as its family's transformers config; NotRepresentable when the family
     cannot build it (an optional mechanism it lacks, or a fixed choice the card differs on)."""
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.registry import SPECS
 
     spec = SPECS[model_type]
     check_extras(arch, spec)

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
     _act,
     _base,
     _dense,
@@ -16,18 +25,9 @@ from archdb.families.card_to_config import (
     _serial,
     _softmax_attention,
 )
-from archdb.families.llama import LLAMA, _read_mixtral
-from archdb.hf_import import _Draft, _expand_mamba2, _no_time_step_clamp, _positive
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
-from archdb.weights import (
+from archdb_hf.families.llama import LLAMA, _read_mixtral
+from archdb_hf.importer import _Draft, _expand_mamba2, _no_time_step_clamp, _positive
+from archdb_hf.weights import (
     _LLAMA_TOP,
     _PRE,
     Names,

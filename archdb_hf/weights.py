@@ -337,14 +337,14 @@ _QKVO = {"q": "q_proj", "k": "k_proj", "v": "v_proj"}
 
 
 def _names_of(model_type: str) -> Callable[[], Names] | None:
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.registry import SPECS
 
     spec = SPECS.get(model_type)
     return spec.names if spec is not None else None
 
 
 def supported_model_types() -> list[str]:
-    from archdb.families.registry import SPECS
+    from archdb_hf.families.registry import SPECS
 
     return sorted(m for m, spec in SPECS.items() if spec.names is not None)
 
@@ -366,7 +366,7 @@ class Loaded:
 def checkpoint_model_type(directory: Path | str) -> str:
     """The model_type of a checkpoint directory's config.json (its text_config's for
     multimodal wrappers)."""
-    from archdb.hf_import import HFImportError, read_config
+    from archdb_hf.importer import HFImportError, read_config
 
     try:
         config = read_config(Path(directory) / "config.json")
@@ -374,7 +374,7 @@ def checkpoint_model_type(directory: Path | str) -> str:
         raise WeightsError(str(exc)) from None
     text = config.get("text_config")
     model_type = (text if isinstance(text, dict) else config).get("model_type")
-    from archdb.families.registry import ALIASES
+    from archdb_hf.families.registry import ALIASES
 
     return ALIASES.get(str(model_type), str(model_type))
 

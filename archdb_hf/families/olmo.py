@@ -2,20 +2,6 @@
 
 from __future__ import annotations
 
-from archdb.families import card_to_config as ref
-from archdb.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _layer_types,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
-)
-from archdb.families.llama import LLAMA, _llama_names
-from archdb.hf_import import HFImportError, _Draft, _pattern_letters, _period, _rope_parameters
 from archdb.schema import (
     Activation,
     Architecture,
@@ -26,7 +12,21 @@ from archdb.schema import (
     PositionType,
     QKNorm,
 )
-from archdb.weights import Names
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _base,
+    _dense,
+    _layer_types,
+    _pattern,
+    _require,
+    _rope,
+    _serial,
+    _softmax_attention,
+)
+from archdb_hf.families.llama import LLAMA, _llama_names
+from archdb_hf.importer import HFImportError, _Draft, _pattern_letters, _period, _rope_parameters
+from archdb_hf.weights import Names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
