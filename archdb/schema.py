@@ -1160,6 +1160,39 @@ class MLP(Strict):
         return self
 
 
+class EncoderOnly(Strict):
+    """What an encoder-only model (BERT, RoBERTa, ModernBERT) adds around its stack, as
+    transformers' ``*ForMaskedLM`` lays it out: the stack attends in both directions, the
+    token-type rows join the embedding sum, and the masked-LM head reads every position.
+    The built model computes the masked-LM logits of one segment (token type 0, no padding:
+    RoBERTa's padding token keeps its own position row, which the builder does not model)."""
+
+    token_types: DepthOrZero = Field(
+        description="Rows of the token-type (segment) table added to the token embeddings "
+        "(type_vocab_size: BERT 2, RoBERTa 1); 0: none (ModernBERT). The built model adds "
+        "row 0, one segment."
+    )
+    position_offset: DepthOrZero = Field(
+        default=0,
+        description="Learned-position rows before the first token's (RoBERTa: padding_idx "
+        "+ 1 = 2, its table holding context_length + 2 rows); 0: the first row.",
+    )
+    head_transform: Activation | None = Field(
+        description="The masked-LM head's transform before the output projection: a "
+        "d_model -> d_model linear, this activation and a norm of the card's norm (BERT's "
+        "BertPredictionHeadTransform, gelu); null: the head reads the final states directly."
+    )
+    head_transform_bias: StrictBool = Field(
+        default=True,
+        description="Bias on the head transform's linear (ModernBERT: classifier_bias).",
+    )
+    pooler: StrictBool = Field(
+        description="A pooler: a d_model -> d_model linear with bias and tanh on the first "
+        "token's final state (BERT's BertPooler, for sentence tasks). Counted in the "
+        "parameters; the masked-LM logits never read it."
+    )
+
+
 class PerLayerEmbeddings(Strict):
     """Per-layer embeddings (PLE: Gemma 3n, Gemma 4 E2B/E4B): every layer reads a small
     vector of its own for each token. A table of vocab_size rows holds n_layers * width
@@ -1314,6 +1347,11 @@ class Architecture(Strict):
         "combined with the attention's residual sum as (x + attn + laurel) / sqrt(2). "
         "Optional; null for none.",
     )
+    encoder: EncoderOnly | None = Field(
+        default=None,
+        description="Token types, position offset, masked-LM head and pooler of an "
+        "encoder-only model (see EncoderOnly); required for, and only for, encoder-only.",
+    )
     per_layer_embeddings: PerLayerEmbeddings | None = Field(
         default=None,
         description="Per-layer embeddings (PLE, Gemma 3n and Gemma 4 E2B/E4B): a token "
@@ -1463,6 +1501,12 @@ class Architecture(Strict):
             raise ValueError("position.learned_rows is set but position.type is not learned")
         if (self.kind is Kind.ENCODER_DECODER) != (self.n_encoder_layers is not None):
             raise ValueError("n_encoder_layers is required for, and only for, encoder-decoder")
+        if (self.kind is Kind.ENCODER_ONLY) != (self.encoder is not None):
+            raise ValueError("encoder is required for, and only for, encoder-only")
+        if self.kind is Kind.ENCODER_ONLY and self.mtp is not None and self.mtp.n_modules:
+            raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
+        if self.encoder is not None:
+            self._check_encoder(self.encoder)
         if self.norm.shared_in_parallel is not None and not self.parallel_layers:
             raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
         if self.parallel_layers and self.norm.shared_in_parallel is None:
@@ -1610,6 +1654,12 @@ class Architecture(Strict):
                 "attention.kv_shared_layers: no earlier layer computes keys and values for "
                 f"the shared {', '.join(missing)} layers"
             )
+
+    def _check_encoder(self, encoder: EncoderOnly) -> None:
+        if encoder.position_offset and self.position.type is not PositionType.LEARNED:
+            raise ValueError("encoder.position_offset needs learned positions")
+        if encoder.head_transform is not None and encoder.head_transform.gated:
+            raise ValueError("encoder.head_transform is one activation, not a gated unit")
 
     def _check_gemma3n(self) -> None:
         """AltUp's active stream is one of its streams; activation sparsity acts on the

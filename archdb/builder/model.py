@@ -157,6 +157,74 @@ class DecoderLM(nn.Module):
         return self.head(self.decoder(h, None, self.per_layer(tokens, x)))
 
 
+class TokenTypes(nn.Module):
+    """The token-type (segment) table; one segment: row 0 joins every token's embedding."""
+
+    flop_class = "embedding"
+
+    def __init__(self, rows: int, d_model: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(rows, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table.weight[0]
+
+
+class HeadTransform(nn.Module):
+    """The masked-LM head's transform (BERT's BertPredictionHeadTransform): norm(act(dense(h)))."""
+
+    def __init__(self, d_model: int, act: nn.Module, norm: nn.Module, bias: bool) -> None:
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model, bias=bias)
+        self.act, self.norm = act, norm
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.act(self.dense(h)))
+
+
+class Pooler(nn.Module):
+    """BERT's pooler: tanh(dense(first token's state)), for sentence tasks; the masked-LM
+    logits never read it, so it is counted and not run."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(h[:, 0]))
+
+
+class MaskedLM(nn.Module):
+    """An encoder-only model: tokens (B, T) -> masked-LM logits (B, T, vocab), one segment
+    (token type 0), every position reading every other."""
+
+    def __init__(
+        self,
+        embed: TokenEmbedding,
+        token_types: TokenTypes | None,
+        positions: nn.Module,
+        embed_norm: nn.Module | None,
+        encoder: Stack,
+        transform: HeadTransform | None,
+        head: OutputHead,
+        pooler: Pooler | None,
+    ) -> None:
+        super().__init__()
+        self.embed, self.token_types, self.positions = embed, token_types, positions
+        self.embed_norm, self.encoder = embed_norm, encoder
+        self.transform, self.head, self.pooler = transform, head, pooler
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        if self.token_types is not None:
+            x = self.token_types(x)
+        h = self.positions(x)
+        if self.embed_norm is not None:
+            h = self.embed_norm(h)
+        h = self.encoder(h)
+        return self.head(h if self.transform is None else self.transform(h))
+
+
 class EncoderDecoderLM(nn.Module):
     """(source tokens (B, S), target tokens (B, T)) -> logits (B, T, vocab)."""
 
@@ -293,12 +361,28 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if plan.encoder is not None:
         encoder = _stack(plan.encoder, ctx)
         return EncoderDecoderLM(embed, positions, encoder, decoder, head)
+    embed_norm = norm_module(plan.embedding_norm, e.d_model) if plan.embedding_norm else None
+    if plan.masked_lm is not None:
+        return _masked_lm(plan, embed, positions, embed_norm, _stack(plan.decoder, ctx), head)
     per_layer = None
     if plan.per_layer_inputs is not None:
         per_layer = module_of(plan.per_layer_inputs)
         per_layer.table.archdb_embedding = True  # a token table (see measure.params)
-    embed_norm = norm_module(plan.embedding_norm, e.d_model) if plan.embedding_norm else None
     return DecoderLM(embed, positions, decoder, head, per_layer, embed_norm)
+
+
+def _masked_lm(plan: P.Plan, embed, positions, embed_norm, encoder: Stack, head) -> MaskedLM:
+    m = plan.masked_lm
+    assert m is not None
+    token_types = TokenTypes(m.token_types, m.d_model) if m.token_types else None
+    if token_types is not None:
+        token_types.table.archdb_embedding = True  # a table (see measure.params)
+    transform = None
+    if m.transform is not None:
+        act = Act(m.transform, m.gelu_exact)
+        transform = HeadTransform(m.d_model, act, norm_module(m.norm, m.d_model), m.transform_bias)
+    pooler = Pooler(m.d_model) if m.pooler else None
+    return MaskedLM(embed, token_types, positions, embed_norm, encoder, transform, head, pooler)
 
 
 class BuildContext:

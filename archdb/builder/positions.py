@@ -48,12 +48,13 @@ class LearnedPositions(nn.Module):
 
     flop_class = "embedding"
 
-    def __init__(self, rows: int, d_model: int) -> None:
+    def __init__(self, rows: int, d_model: int, offset: int = 0) -> None:
         super().__init__()
         self.table = nn.Embedding(rows, d_model)
+        self.offset = offset  # rows before the first token's (RoBERTa: 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table.weight[: x.shape[1]]
+        return x + self.table.weight[self.offset : self.offset + x.shape[1]]
 
 
 # --- rotary: rotates query and key dims -------------------------------------------------
@@ -328,7 +329,7 @@ def distance_index(max_len: int) -> torch.Tensor:
 @builds(AbsolutePositions)
 def absolute_positions(s: AbsolutePositions, ctx: object = None) -> nn.Module:
     if s.type is PositionType.LEARNED:
-        table = LearnedPositions(s.rows, s.d_model)
+        table = LearnedPositions(s.rows, s.d_model, s.offset)
         table.archdb_embedding = True
         return table
     return SinusoidalPositions(s.rows, s.d_model)

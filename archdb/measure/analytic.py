@@ -188,7 +188,8 @@ def derived_figures(card: Card) -> dict:
         "params_exact": params.total,
         "params_non_embedding": params.non_embedding,
         "params_active": params.active,
-        "kv_cache_bytes_per_token": cache.per_token,
+        # an encoder-only model keeps no cache between tokens: not applicable, not zero
+        "kv_cache_bytes_per_token": None if plan.masked_lm else cache.per_token,
         "flops_per_token": forward.per_token,
         "norm_flops_share": forward.dense.get(C.NORM, 0) / sum(forward.dense.values()),
         "flops_seq_len": seq,

@@ -89,10 +89,16 @@ def _unsupported(arch: Architecture) -> str | None:
         return "relative-xl positions outside softmax attention in a decoder-only model"
     if arch.kind is Kind.ENCODER_DECODER and kinds != {LayerKind.GLOBAL}:
         return "encoder-decoder models with a layer pattern other than [global]"
-    if arch.kind is Kind.ENCODER_ONLY:
-        return "encoder-only models (the builder makes decoders and encoder-decoders)"
-    if arch.embedding_norm and arch.kind is not Kind.DECODER_ONLY:
-        return "embedding_norm outside a decoder-only model"
+    if arch.kind is Kind.ENCODER_ONLY and not _encoder_layers_built(arch):
+        return (
+            "encoder-only models other than softmax attention in every layer, global and "
+            "dense (two-sided windows, experts and recurrent mixers are not built in encoders)"
+        )
+    offset = arch.encoder.position_offset if arch.encoder is not None else 0
+    if offset and pos is PositionType.LEARNED and learned_rows(arch) < arch.context_length + offset:
+        return "a learned position table shorter than context_length + encoder.position_offset"
+    if arch.embedding_norm and arch.kind is Kind.ENCODER_DECODER:
+        return "embedding_norm in an encoder-decoder model"
     if att.variant is AttentionVariant.LINEAR:
         if arch.kind is not Kind.DECODER_ONLY:
             return "linear attention outside a decoder-only model"
@@ -396,6 +402,19 @@ def is_moe_layer(arch: Architecture, index: int) -> bool:
 def embedding_width(arch: Architecture) -> int:
     """Width of the token embedding (factorized embeddings project it to d_model)."""
     return arch.embedding_dim or arch.d_model  # type: ignore[return-value]
+
+
+def _encoder_layers_built(arch: Architecture) -> bool:
+    """An encoder-only stack the builder makes: BERT's and RoBERTa's layers."""
+    att = arch.attention
+    return (
+        att.variant is AttentionVariant.SOFTMAX
+        and set(att.layer_pattern) == {LayerKind.GLOBAL}
+        and arch.mlp.moe is None
+        and arch.mixers is None
+        and arch.mtp is None
+        and not arch.parallel_layers
+    )
 
 
 def learned_rows(arch: Architecture) -> int:

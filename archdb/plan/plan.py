@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from archdb.measure import conventions as cv
 from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.measure.tally import Tally, linear_params
 from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.schema import (
     CHANNEL_ONLY,
@@ -110,6 +110,48 @@ class OutputHead:
             tally.elementwise(self.vocab)  # logits * logit_scale
         if self.softcap is not None:
             tally.elementwise(cv.SOFTCAP * self.vocab)
+
+
+@dataclass(frozen=True)
+class MaskedLMParts:
+    """An encoder-only model's own parts (schema.EncoderOnly): the token-type table whose
+    row 0 joins the embedding sum, the masked-LM head's transform (linear, activation,
+    norm) before the output projection, and the pooler, counted but not on the logits' path."""
+
+    d_model: int
+    token_types: int  # rows
+    transform: Activation | None
+    gelu_exact: bool
+    transform_bias: bool
+    norm: NormSpec
+    pooler: bool
+
+    @property
+    def rule(self):
+        assert self.transform is not None
+        return activation_rule(self.transform, self.gelu_exact)
+
+    def params(self) -> int:
+        d = self.d_model
+        n = self.embedding_params() + (linear_params(d, d, True) if self.pooler else 0)
+        if self.transform is not None:
+            n += linear_params(d, d, self.transform_bias) + self.norm.params(d)
+        return n
+
+    def embedding_params(self) -> int:
+        return self.token_types * self.d_model
+
+    def embedding_flops(self, tally: Tally) -> None:
+        if self.token_types:  # + token_type_table[0]
+            tally.elementwise(self.d_model, C.EMBEDDING)
+
+    def head_flops(self, tally: Tally) -> None:
+        if self.transform is None:
+            return
+        d = self.d_model
+        tally.linear(d, d, self.transform_bias)
+        tally.add(C.ELEMENTWISE, tally.seq_len * d * self.rule.flops_per_element)
+        self.norm.flops(tally, d)
 
 
 @dataclass(frozen=True)
@@ -389,6 +431,7 @@ class Plan:
     per_layer_inputs: PerLayerInputs | None = None  # per-layer embeddings (Gemma 3n/4)
     mtp: MTPStack | None = None  # multi-token-prediction modules, apart from the model
     embedding_norm: NormSpec | None = None  # on the embedded tokens (BLOOM), d_model wide
+    masked_lm: MaskedLMParts | None = None  # an encoder-only model's (``decoder`` its stack)
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -431,12 +474,14 @@ class _Reader:
         encoder = None
         if a.kind is Kind.ENCODER_DECODER:
             encoder = self.stack([LayerKind.GLOBAL], a.n_encoder_layers, causal=False, cross=False)
+        causal = a.kind is not Kind.ENCODER_ONLY  # an encoder-only stack reads both ways
         decoder = self.stack(
-            a.attention.layer_pattern, a.n_layers, True, a.kind is Kind.ENCODER_DECODER
+            a.attention.layer_pattern, a.n_layers, causal, a.kind is Kind.ENCODER_DECODER
         )
         positions = None
         if self.scheme.absolute:
-            positions = AbsolutePositions(a.position.type, learned_rows(a), self.d)
+            offset = a.encoder.position_offset if a.encoder is not None else 0
+            positions = AbsolutePositions(a.position.type, learned_rows(a), self.d, offset)
         return Plan(
             embedding=TokenEmbedding(a.vocab_size, width, self.d, _factor(a.embedding_multiplier)),
             positions=positions,
@@ -455,6 +500,22 @@ class _Reader:
             per_layer_inputs=self.per_layer_inputs(),
             mtp=self.mtp(decoder),
             embedding_norm=self.norm if a.embedding_norm else None,
+            masked_lm=self.masked_lm(),
+        )
+
+    def masked_lm(self) -> MaskedLMParts | None:
+        e = self.a.encoder
+        if e is None:
+            return None
+        exact = self.a.mlp.gelu_approximation is GeluApproximation.EXACT
+        return MaskedLMParts(
+            self.d,
+            e.token_types,
+            e.head_transform,
+            exact,
+            e.head_transform_bias,
+            self.norm,
+            e.pooler,
         )
 
     def mtp(self, decoder: Stack) -> MTPStack | None:
@@ -705,6 +766,7 @@ def params(plan: Plan) -> ParamSplit:
     """Exact parameters: every tensor once (a tied head is the embedding's table)."""
     parts = [plan.embedding, plan.head] + ([plan.positions] if plan.positions else [])
     parts += [plan.per_layer_inputs] if plan.per_layer_inputs else []
+    parts += [plan.masked_lm] if plan.masked_lm else []
     total = sum(p.params() for p in parts) + sum(s.params() for s in plan.stacks)
     if plan.embedding_norm is not None:
         total += plan.embedding_norm.params(plan.embedding.d_model)
@@ -723,9 +785,13 @@ def flops(plan: Plan, seq_len: int) -> Tally:
             plan.positions.flops(tally)
         if plan.per_layer_inputs is not None and stack is plan.decoder:
             plan.per_layer_inputs.flops(tally)
+        if plan.masked_lm is not None:
+            plan.masked_lm.embedding_flops(tally)
         if plan.embedding_norm is not None:
             plan.embedding_norm.flops(tally, plan.embedding.d_model)
         stack.flops(tally)
+    if plan.masked_lm is not None:
+        plan.masked_lm.head_flops(tally)
     plan.head.flops(tally)
     return tally
 

@@ -74,6 +74,7 @@ class AbsolutePositions:
     type: PositionType
     rows: int
     d_model: int
+    offset: int = 0  # rows before the first token's (RoBERTa: 2)
 
     def params(self) -> int:
         return self.rows * self.d_model if self.type is PositionType.LEARNED else 0
