@@ -211,12 +211,14 @@ def test_the_strip_draws_every_layer_readably(n_layers):
 
 
 def test_an_encoder_only_card_draws_one_bidirectional_stack():
-    card = make_card("encoder-1b", {"architecture.kind": "encoder-only"})
+    card = _card("bert-base")
     diagram = describe(card)
     assert [(s.role.name, s.role.causal) for s in diagram.stacks] == [("encoder", False)]
     texts = _texts(diagram_svg(card))
     assert f"encoder: {card.architecture.n_layers} layers, bidirectional" in texts
     assert not any(t.startswith("decoder") for t in texts)
+    assert "+ token type 0 of 2 (one segment)" in texts  # BERT's segment rows
+    assert "masked-LM transform: 768 → 768, gelu, LayerNorm" in texts
 
 
 def test_norm_placements_in_the_words_the_compare_page_shows():

@@ -323,6 +323,28 @@ TINY["longcat_flash"] = {
     "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
     "head_dim": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
 }  # fmt: skip
+# encoder-only families: their masked-LM model, one segment; RoBERTa counts positions from
+# its padding row, so its tokens leave the padding id (1) out
+TINY["bert"] = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 96,
+    "vocab_size": 128,
+    "max_position_embeddings": 64,
+    "type_vocab_size": 3,
+    "layer_norm_eps": 1e-6,
+    "hidden_act": "gelu",
+}
+TINY["roberta"] = {
+    **TINY["bert"],
+    "max_position_embeddings": 66,
+    "type_vocab_size": 1,
+    "pad_token_id": 1,
+    "layer_norm_eps": 1e-5,
+}
+MASKED_LM = ("bert", "roberta")
+FIRST_TOKEN = {"roberta": 2}  # the smallest token id a test sequence uses
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
@@ -333,10 +355,12 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
 
     torch.manual_seed(0)
     kwargs = {k: v for k, v in TINY[model_type].items() if v is not None}
-    kwargs |= {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+    kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None} | kwargs
     config = transformers.AutoConfig.for_model(model_type, **kwargs)
     config._attn_implementation = "eager"
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    auto = transformers.AutoModelForMaskedLM if model_type in MASKED_LM else None
+    auto = auto or transformers.AutoModelForCausalLM
+    model = auto.from_config(config, attn_implementation="eager")
     with torch.no_grad():  # norms start at 1 (or 0): give them values a wrong form would show
         for p in model.parameters():
             if p.dim() == 1:
@@ -380,8 +404,8 @@ def test_logits_equal_transformers(model_type, tmp_path):
     card = _card(tmp_path)
     model = archdb.build(card, "full", weights=tmp_path).eval()
     assert model.archdb_loaded.model_type == model_type
-    seq = SEQ_FOR.get(model_type, SEQ)
-    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
+    seq, low = SEQ_FOR.get(model_type, SEQ), FIRST_TOKEN.get(model_type, 0)
+    tokens = torch.randint(low, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = reference(tokens).logits
         got = model(tokens)

@@ -878,6 +878,30 @@ LONGCAT = {
         "routed_scale": 6.0,
     },
 }
+# encoder-only: BERT's masked-LM model, and RoBERTa's (positions after its padding row)
+BERT_SMALL = {
+    "kind": "encoder-only", "n_layers": 3, "context_length": 32,
+    "norm": {"type": "layernorm", "position": "post", "affine": "scale-and-bias",
+             "final": False},
+    "attention.n_kv_heads": 4,
+    "position": {"type": "learned", "learned_rows": 32},
+    "mlp": {"activation": "gelu", "d_ff": 96, "moe": None},
+    "bias": {"qkv": True, "attn_out": True, "mlp": True, "lm_head": True},
+    "tied_embeddings": True, "embedding_norm": True,
+    "encoder": {"token_types": 3, "head_transform": "gelu", "pooler": False},
+}  # fmt: skip
+SMALL_CONFIGS += [
+    ("bert", BERT_SMALL),
+    (
+        "roberta",
+        BERT_SMALL
+        | {
+            "position": {"type": "learned", "learned_rows": 34},
+            "encoder": {"token_types": 1, "position_offset": 2, "head_transform": "gelu",
+                        "pooler": False},
+        },
+    ),
+]  # fmt: skip
 SMALL_CONFIGS += [
     ("longcat_flash", LONGCAT),
     (

@@ -129,7 +129,7 @@ def test_the_wheel_ships_the_catalogue_and_the_cli_finds_it(installed) -> None:
     (site,) = venv.glob("lib/python3.*/site-packages")
     shipped_files = {
         path.relative_to(site).as_posix()
-        for package in ("archdb", "archdb_cli")
+        for package in ("archdb", "archdb_hf", "archdb_cli")
         for path in (site / package).rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }

@@ -578,11 +578,14 @@ def _embedding(plan: Plan) -> Part:
     if emb.multiplier is not None:
         root = math.isclose(emb.multiplier, math.sqrt(emb.d_model), rel_tol=1e-3)
         lines.append(f"scaled × {emb.multiplier:.4g}" + (" (√d_model)" if root else ""))
+    if plan.masked_lm is not None and plan.masked_lm.token_types:
+        lines.append(f"+ token type 0 of {plan.masked_lm.token_types} (one segment)")
     if plan.positions is not None:
         pos = plan.positions
         lines.append(
             f"+ {pos.type.value} absolute positions"
             + (f", {pos.rows:,} rows" if pos.type is PositionType.LEARNED else "")
+            + (f" from row {pos.offset}" if pos.offset else "")
         )
     if plan.embedding_norm is not None:
         lines.append(f"then a {_norm_name(plan.embedding_norm)}")
@@ -600,6 +603,12 @@ def _head(plan: Plan) -> Part:
     if head.width != head.d_model:
         words = f"{head.d_model:,} → {head.width:,} → {head.vocab:,} logits"
     lines = [words + (", tied to the embedding" if head.tied else ", its own matrix")]
+    m = plan.masked_lm
+    if m is not None and m.transform is not None:  # the masked-LM head's transform first
+        transform = f"{head.d_model:,} → {head.d_model:,}, {m.transform.value}, "
+        lines.insert(0, f"masked-LM transform: {transform}{_norm_name(m.norm)}")
+    if m is not None and m.pooler:
+        lines.append(f"a pooler beside it: tanh({head.d_model:,} → {head.d_model:,}), unused")
     if head.bias:
         lines.append("with a bias")
     if head.logit_scale is not None:

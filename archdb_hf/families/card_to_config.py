@@ -99,6 +99,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "shortcut_moe": lambda a: _moe_has(a, lambda m: m.shortcut_dense_d_ff is not None),
     "qkv_clip": lambda a: a.attention.qkv_clip is not None,  # MPT, DBRX clip_qkv
     "embedding_norm": lambda a: bool(a.embedding_norm),  # BLOOM's word_embeddings_layernorm
+    "masked_lm": lambda a: a.encoder is not None,  # an encoder-only model's parts (BERT)
     # DeepSeek's YaRN: mscale_all_dim tempers the whole softmax (yarn_apply_mscale)
     "yarn_softmax_mscale": lambda a: (
         a.position.rope_scaling is not None and a.position.rope_scaling.mscale_all_dim is not None

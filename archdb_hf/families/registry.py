@@ -14,6 +14,7 @@ import re
 
 from archdb.schema import Card
 from archdb_hf.families import (
+    bert,
     cohere,
     deepseek,
     ernie,
@@ -49,6 +50,7 @@ _LINEAGES = (
     lfm2,
     ssm,
     t5,
+    bert,
 )
 SPECS: dict[str, FamilySpec] = {
     spec.model_type: spec
@@ -106,6 +108,8 @@ def model_type_of(card: Card) -> str | None:
 # transformers model type that implements it (GPT-3 under GPT-2: its paper reuses GPT-2's
 # architecture). A card leaves this table when its config source states its model_type.
 _BY_FAMILY: dict[str, str] = {
+    "bert": "bert",
+    "roberta": "roberta",
     "gpt-1": "openai-gpt",
     "gpt-2": "gpt2",
     "gpt-3": "gpt2",

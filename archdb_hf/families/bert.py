@@ -1,0 +1,200 @@
+"""BERT and RoBERTa: encoder-only masked-LM models (transformers' *ForMaskedLM)."""
+
+from __future__ import annotations
+
+from archdb.plan.layout import learned_rows
+from archdb.schema import (
+    Activation,
+    Architecture,
+    Kind,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    _act,
+    _dense,
+    _pattern,
+    _require,
+    _serial,
+    _softmax_attention,
+)
+from archdb_hf.families.spec import FamilySpec
+from archdb_hf.importer import HFImportError, _Draft
+from archdb_hf.weights import Names, Source
+
+# RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
+ROBERTA_PAD_DEFAULT = 1
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_encoder(d: _Draft, position_offset: int) -> None:
+    """What BertForMaskedLM and RobertaForMaskedLM build around the stack."""
+    if d.read("is_decoder", default=False) or d.read("add_cross_attention", default=False):
+        raise HFImportError("config.json: is_decoder/add_cross_attention make a decoder")
+    scheme = d.read("position_embedding_type", default="absolute")
+    if scheme != "absolute":
+        raise HFImportError(f"config.json: position_embedding_type {scheme!r} is not built")
+    d.set("architecture.kind", "encoder-only", "family")
+    d.set("architecture.embedding_norm", True, "family")  # embeddings.LayerNorm
+    d.set("architecture.norm.final", False, "family")
+    d.set("architecture.bias.lm_head", True, "family")  # the decoder's own bias
+    rows = d.value("architecture.context_length")
+    if rows is not None:
+        d.set("architecture.position.learned_rows", rows, "config")
+        d.set("architecture.context_length", rows - position_offset, "family")
+    origin = d.origin_of("type_vocab_size")
+    d.set("architecture.encoder.token_types", d.read("type_vocab_size", default=2), origin)
+    d.set("architecture.encoder.position_offset", position_offset, "family")
+    # the head's transform uses the config's hidden_act, as the MLP does
+    d.set("architecture.encoder.head_transform", d.value("architecture.mlp.activation"), "family")
+    d.set("architecture.encoder.head_transform_bias", True, "family")
+    d.set("architecture.encoder.pooler", False, "family")  # *ForMaskedLM: no pooler
+
+
+def _read_bert(d: _Draft) -> None:
+    _read_encoder(d, 0)
+
+
+def _read_roberta(d: _Draft) -> None:
+    pad = d.read("pad_token_id", default=ROBERTA_PAD_DEFAULT)
+    _read_encoder(d, pad + 1)
+    # RobertaLMHead applies GELU whatever hidden_act says: a card states one activation
+    # for both only when they agree
+    if d.value("architecture.mlp.activation") != Activation.GELU.value:
+        raise HFImportError(
+            "config.json: RoBERTa's masked-LM head uses GELU, and a hidden_act other than "
+            "gelu gives its layers another activation, which a card cannot state"
+        )
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def _masked_lm(a: Architecture, position_offset: int) -> dict:
+    _require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
+    sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
+    _require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
+    e = a.encoder
+    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
+    _serial(a)
+    _act(a, Activation.GELU, Activation.RELU)
+    _softmax_attention(a)
+    _pattern(a, LayerKind.GLOBAL)
+    _dense(a)
+    ref._position(a, PositionType.LEARNED)
+    ref._bias(a, True, True, True, lm_head=True)
+    _require(bool(a.embedding_norm), "an embedding LayerNorm (embeddings.LayerNorm)")
+    _require(bool(a.tied_embeddings), "the decoder tied to the word embeddings")
+    _require(not e.pooler, "transformers' masked-LM model has no pooler")
+    _require(e.head_transform is a.mlp.activation, "the head transform uses hidden_act")
+    _require(e.head_transform_bias, "the head transform's dense layer has a bias")
+    _require(e.position_offset == position_offset, f"position_offset {position_offset}")
+    _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    _require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "intermediate_size": a.mlp.d_ff,
+        "hidden_act": a.mlp.activation.value,
+        "max_position_embeddings": learned_rows(a),
+        "type_vocab_size": e.token_types,
+        "tie_word_embeddings": True,
+    }
+
+
+def bert(a: Architecture) -> dict:
+    return _masked_lm(a, 0)
+
+
+def roberta(a: Architecture) -> dict:
+    offset = a.encoder.position_offset if a.encoder is not None else 0
+    _require(offset >= 1, "RoBERTa's positions start after its padding row")
+    _require(a.mlp.activation is Activation.GELU, "RobertaLMHead's GELU is the layers' too")
+    return _masked_lm(a, offset) | {"pad_token_id": offset - 1}
+
+
+# --- weight names --------------------------------------------------------------------------
+
+
+def _names(base: str, head: str, transform: str, head_norm: str) -> Names:
+    """*ForMaskedLM's tensors: ``base`` the encoder model's attribute, ``head`` the
+    masked-LM head's, ``transform`` and ``head_norm`` the head's dense layer and norm."""
+    layer: dict[str, Source] = {}
+    for t in ("weight", "bias"):
+        for ours, theirs in (("q", "query"), ("k", "key"), ("v", "value")):
+            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"attention.self.{theirs}.{t}")
+        layer[f"attn.sublayer.o.{t}"] = Source(f"attention.output.dense.{t}")
+        layer[f"attn.after.{t}"] = Source(f"attention.output.LayerNorm.{t}")
+        layer[f"mlp.sublayer.up.{t}"] = Source(f"intermediate.dense.{t}")
+        layer[f"mlp.sublayer.down.{t}"] = Source(f"output.dense.{t}")
+        layer[f"mlp.after.{t}"] = Source(f"output.LayerNorm.{t}")
+    top = {
+        "embed.table.weight": Source(f"{base}.embeddings.word_embeddings.weight"),
+        "positions.table.weight": Source(f"{base}.embeddings.position_embeddings.weight"),
+        "token_types.table.weight": Source(f"{base}.embeddings.token_type_embeddings.weight"),
+        "head.lm_head.bias": Source(f"{head}.bias", fallback=f"{head}.decoder.bias"),
+    }
+    for t in ("weight", "bias"):
+        top[f"embed_norm.{t}"] = Source(f"{base}.embeddings.LayerNorm.{t}")
+        top[f"transform.dense.{t}"] = Source(f"{transform}.{t}")
+        top[f"transform.norm.{t}"] = Source(f"{head_norm}.{t}")
+    # the decoder's weight is the word table and its bias the head's (both tied in code)
+    tied = (f"{head}.decoder.weight", f"{head}.decoder.bias")
+    prefix = f"{base}.encoder.layer.{{i}}."
+    return Names(top, {}, tied_head=tied, encoder_layer=layer, encoder_prefix=prefix)
+
+
+def _bert_names() -> Names:
+    return _names(
+        "bert",
+        "cls.predictions",
+        "cls.predictions.transform.dense",
+        "cls.predictions.transform.LayerNorm",
+    )
+
+
+def _roberta_names() -> Names:
+    return _names("roberta", "lm_head", "lm_head.dense", "lm_head.layer_norm")
+
+
+# --- the families ----------------------------------------------------------------------
+
+BERT = FamilySpec(
+    "bert",
+    layer="BertLayer",
+    config_class="BertConfig",
+    model_class="BertForMaskedLM",
+    eps_key="layer_norm_eps",
+    rope_key=None,
+    norm="layernorm",
+    norm_position="post",
+    norm_affine="scale-and-bias",
+    gated=False,
+    position="learned",
+    fixed_bias=(True, True, True),
+    tied_default=True,
+    activation_default="gelu",
+    eps_default=1e-12,
+    read=_read_bert,
+    write=bert,
+    extras=frozenset({"embedding_norm", "masked_lm"}),
+    names=_bert_names,
+    logit_error=0.0,  # tests/test_fidelity.py: the same operations in the same order
+)
+ROBERTA = BERT.derive(
+    "roberta",
+    layer="RobertaLayer",
+    config_class="RobertaConfig",
+    model_class="RobertaForMaskedLM",
+    read=_read_roberta,
+    write=roberta,
+    names=_roberta_names,
+    logit_error=0.0,
+)
