@@ -41,7 +41,7 @@ def test_the_embedding_norm_is_one_norm_of_d_model_before_the_first_block():
     assert count_parameters(build_model(normed, device="meta")) == param_count(normed).total
     extra = sum(flops(normed, 16).dense.values()) - sum(flops(plain, 16).dense.values())
     assert extra > 0
-    with pytest.raises(BuildError, match="embedding_norm outside a decoder-only model"):
+    with pytest.raises(BuildError, match="embedding_norm in an encoder-decoder model"):
         make_plan(make_arch(**{"kind": "encoder-decoder", "n_encoder_layers": 2,
                                "embedding_norm": True}))  # fmt: skip
 

@@ -38,7 +38,14 @@ def _survey() -> list[Card]:
         make_card("one-1b", RMS, year=2024),
         make_card("two-1b", RMS, year=2024),
         make_card("mix-1b", _moe(512), year=2024),
-        make_card("bert-base", {"architecture.kind": "encoder-only"}, year=2024),
+        make_card(
+            "bert-base",
+            {
+                "architecture.kind": "encoder-only",
+                "architecture.encoder": {"token_types": 2, "head_transform": None, "pooler": False},
+            },
+            year=2024,
+        ),
         make_card("late-1b", RMS, year=2025),
     ]
 
