@@ -426,6 +426,12 @@ class Norm(Strict):
         description="The scale is stored as w and applied as (1 + w) (Gemma's RMSNorm). "
         "Optional; null: not recorded (the builder applies w).",
     )
+    first_mixer_norm: StrictBool | None = Field(
+        default=None,
+        description="Pre-norm only: false when the first layer's attention reads the "
+        "embedding norm's output with no norm of its own (ModernBERT: attn_norm is an "
+        "identity in layer 0). Optional; null: every layer has its norms.",
+    )
 
 
 class Latent(Strict):
@@ -1165,7 +1171,10 @@ class EncoderOnly(Strict):
     transformers' ``*ForMaskedLM`` lays it out: the stack attends in both directions, the
     token-type rows join the embedding sum, and the masked-LM head reads every position.
     The built model computes the masked-LM logits of one segment (token type 0, no padding:
-    RoBERTa's padding token keeps its own position row, which the builder does not model)."""
+    RoBERTa's padding token keeps its own position row, which the builder does not model).
+    A local layer's window is two-sided in an encoder: a query reads the keys at most
+    attention.sliding_window // 2 positions away on either side (ModernBERT's
+    local_attention)."""
 
     token_types: DepthOrZero = Field(
         description="Rows of the token-type (segment) table added to the token embeddings "
@@ -1507,6 +1516,7 @@ class Architecture(Strict):
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         if self.encoder is not None:
             self._check_encoder(self.encoder)
+        self._check_first_mixer_norm()
         if self.norm.shared_in_parallel is not None and not self.parallel_layers:
             raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
         if self.parallel_layers and self.norm.shared_in_parallel is None:
@@ -1653,6 +1663,15 @@ class Architecture(Strict):
             raise ValueError(
                 "attention.kv_shared_layers: no earlier layer computes keys and values for "
                 f"the shared {', '.join(missing)} layers"
+            )
+
+    def _check_first_mixer_norm(self) -> None:
+        if self.norm.first_mixer_norm is False and not (
+            self.norm.position is NormPosition.PRE and self.embedding_norm
+        ):
+            raise ValueError(
+                "norm.first_mixer_norm: false needs pre-norm layers and embedding_norm (the "
+                "first layer reads the embedding norm's output)"
             )
 
     def _check_encoder(self, encoder: EncoderOnly) -> None:

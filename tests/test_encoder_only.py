@@ -198,3 +198,48 @@ def test_the_shipped_cards_count_as_transformers_builds_them(card_id, model_type
         expected += arch.d_model * arch.d_model + arch.d_model
     assert count_parameters(build_model(arch, device="meta")) == expected
     assert plan_params(make_plan(arch)).total == expected
+
+
+@pytest.mark.parametrize("half", [0, 1, 4])
+@pytest.mark.parametrize("t", [1, 3, 9, 10, 30])
+def test_two_sided_windows_count_the_band_the_kernel_reads(half, t):
+    """Useful scores are the pairs |i - j| <= half; the kernel computes the whole band of
+    2 half + 1 slots once the sequence is longer than it, every pair before."""
+    from archdb.plan.attention import two_sided_keys
+
+    pairs = sum(1 for i in range(t) for j in range(t) if abs(i - j) <= half)
+    band = 2 * half + 1
+    assert two_sided_keys(half, t) == ((t * band if t > band else t * t), pairs)
+
+
+@pytest.mark.parametrize("t", [5, 9, 24])
+def test_a_two_sided_window_reads_exactly_its_neighbours(t):
+    """Changing token j moves position i's output only when |i - j| <= window // 2 (one
+    local layer: only its attention carries a token's change to another position)."""
+    torch.manual_seed(0)
+    arch = _card(
+        "bert",
+        **{"n_layers": 1, "attention.layer_pattern": ["local"], "attention.sliding_window": 8},
+    )
+    model = build_model(arch).eval()
+    tokens = torch.randint(0, 128, (1, t))
+    changed = tokens.clone()
+    changed[0, 0] = (tokens[0, 0] + 1) % 128
+    with torch.no_grad():
+        moved = (model(tokens) - model(changed)).abs().amax(-1)[0] > 1e-6
+    assert moved.tolist() == [i <= 4 for i in range(t)]
+
+
+def test_the_first_layer_without_its_attention_norm_is_one_norm_fewer():
+    """ModernBERT's layer 0 reads the embedding norm's output directly."""
+    modern = {"norm": {"type": "layernorm", "position": "pre", "affine": "scale",
+                       "final": True, "first_mixer_norm": False}}  # fmt: skip
+    without = _card("bert", **modern)
+    with_all = _card("bert", **{"norm": {**modern["norm"], "first_mixer_norm": None}})
+    assert plan_params(make_plan(with_all)).total - plan_params(make_plan(without)).total == 64
+    model = build_model(without)
+    assert isinstance(model.encoder.layers[0].attn.before, torch.nn.Identity)
+    assert not isinstance(model.encoder.layers[1].attn.before, torch.nn.Identity)
+    assert count_parameters(model) == plan_params(make_plan(without)).total
+    with pytest.raises(ValueError, match="first_mixer_norm: false needs pre-norm"):
+        _card("bert", **{"norm.first_mixer_norm": False})  # BERT's layers are post-norm

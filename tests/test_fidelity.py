@@ -343,7 +343,28 @@ TINY["roberta"] = {
     "pad_token_id": 1,
     "layer_norm_eps": 1e-5,
 }
-MASKED_LM = ("bert", "roberta")
+# ModernBERT: every other layer global, two-sided windows of +-4 tokens (local_attention 8)
+# in a 24-token sequence, two RoPE bases, biases and norm biases on (its defaults are off)
+TINY["modernbert"] = {
+    "hidden_size": 64,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "intermediate_size": 96,
+    "vocab_size": 128,
+    "max_position_embeddings": 64,
+    "layer_types": ["full_attention", "sliding_attention"] * 2,
+    "local_attention": WINDOW,
+    "norm_bias": True,
+    "attention_bias": True,
+    "mlp_bias": True,
+    "classifier_bias": True,
+    "norm_eps": 1e-6,
+    "rope_parameters": {
+        "full_attention": {"rope_type": "default", "rope_theta": 5000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 500.0},
+    },
+}
+MASKED_LM = ("bert", "roberta", "modernbert")
 FIRST_TOKEN = {"roberta": 2}  # the smallest token id a test sequence uses
 # longer than the 64-token chunks of transformers' torch delta rule
 SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from archdb.writer import WriteError, validate_card
+from archdb_hf.families.registry import SPECS
 from archdb_hf.importer import (
     HFImportError,
     Identity,
@@ -366,8 +367,8 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
         hf_config = transformers.AutoConfig.for_model(
             model_type, **DEFAULT_COMPLETIONS.get(model_type, {})
         )
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(hf_config)
+        with torch.device("meta"):  # the family's own model class (BERT's masked-LM model)
+            model = getattr(transformers, SPECS[model_type].model_class)(hf_config)
     cfg = {**hf_config.to_dict(), "model_type": model_type}
     ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
     # frozen statistics (ERNIE 4.5's correction bias) are buffers, as DeepSeek-V3's are;

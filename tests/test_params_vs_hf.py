@@ -902,6 +902,26 @@ SMALL_CONFIGS += [
         },
     ),
 ]  # fmt: skip
+# ModernBERT: pre-norm without the first layer's attention norm, a final norm, GeGLU,
+# global and two-sided local layers with two RoPE bases, norm biases off
+SMALL_CONFIGS.append(
+    (
+        "modernbert",
+        {
+            "kind": "encoder-only", "n_layers": 4, "context_length": 32,
+            "norm": {"type": "layernorm", "position": "pre", "affine": "scale", "final": True,
+                     "first_mixer_norm": False},
+            "attention.n_kv_heads": 4, "attention.layer_pattern": ["global", "local"],
+            "attention.sliding_window": 8,
+            "position": {"type": "rope", "rope_theta": 1e4, "rope_theta_local": 1e3},
+            "mlp": {"activation": "geglu", "d_ff": 96, "moe": None},
+            "bias": {"qkv": False, "attn_out": False, "mlp": False, "lm_head": True},
+            "tied_embeddings": True, "embedding_norm": True,
+            "encoder": {"token_types": 0, "head_transform": "gelu", "head_transform_bias": False,
+                        "pooler": False},
+        },
+    )
+)  # fmt: skip
 SMALL_CONFIGS += [
     ("longcat_flash", LONGCAT),
     (

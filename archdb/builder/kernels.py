@@ -92,6 +92,8 @@ class LocalKernel(SoftmaxKernel):
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
     ) -> torch.Tensor:
+        if not self.causal:
+            return self._two_sided(q, k, v, bias)
         t, w = q.shape[2], self.window
         if w >= t:  # the window covers the sequence: a global causal kernel
             scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
@@ -102,6 +104,28 @@ class LocalKernel(SoftmaxKernel):
         # slot j of query i holds key i - (w - 1) + j: the first w - 1 - i slots are padding,
         # those with w - 1 - j > i (above the diagonal once the slots are flipped)
         padding = torch.ones(t, w, dtype=torch.bool, device=q.device).triu(1).flip(-1)
+        p = self.probabilities(scores, bias, padding)
+        return torch.matmul(p.unsqueeze(-2), vw.transpose(-1, -2)).squeeze(-2)
+
+    def _two_sided(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None
+    ) -> torch.Tensor:
+        """An encoder's window: each query reads the keys at most window // 2 away on either
+        side (ModernBERT: |i - j| <= local_attention // 2), as a band of 2 half + 1 slots."""
+        t, half = q.shape[2], self.window // 2
+        band = 2 * half + 1
+        if t <= band:  # the band covers the sequence: every score, the far ones masked
+            near = torch.ones(t, t, dtype=torch.bool, device=q.device)
+            far = torch.logical_or(near.triu(half + 1), near.tril(-half - 1))
+            scores = torch.matmul(q * self.scale, k.transpose(-1, -2))
+            return torch.matmul(self.probabilities(scores, bias, far), v)
+        kw = F.pad(k, (0, 0, half, half)).unfold(2, band, 1)  # (B, H, T, Dqk, band)
+        vw = F.pad(v, (0, 0, half, half)).unfold(2, band, 1)
+        scores = torch.matmul((q * self.scale).unsqueeze(-2), kw).squeeze(-2)  # (B, H, T, band)
+        # slot j of query i holds key i - half + j: before the sequence when j < half - i,
+        # after it when j > half + (t - 1 - i); masks made without arithmetic on positions
+        beyond = torch.ones(t, band, dtype=torch.bool, device=q.device).triu(half + 1)
+        padding = torch.logical_or(beyond.flip(-1), beyond.flip(0))
         p = self.probabilities(scores, bias, padding)
         return torch.matmul(p.unsqueeze(-2), vw.transpose(-1, -2)).squeeze(-2)
 

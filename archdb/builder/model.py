@@ -480,7 +480,9 @@ def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
         assert per_layer is not None
         laurel = module_of(block.laurel)
         return Gemma3nBlock(module_of(block.altup), laurel, residual(attn), ffn, per_layer)
-    mixer = residual(attn, skip=block.mixer_skip) if attn is not None else None
+    mixer = None
+    if attn is not None:  # ModernBERT's first layer: no norm of the mixer's own
+        mixer = residual(attn, not block.mixer_norm, skip=block.mixer_skip)
     return SerialBlock(mixer, ffn, cross, block.scalar, per_layer)
 
 

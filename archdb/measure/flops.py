@@ -211,6 +211,7 @@ FREE_OPS = frozenset(
         "ne",
         "bitwise_not",
         "logical_and",  # of two boolean masks (DSA's selection within the causal mask)
+        "logical_or",  # of two boolean masks (an encoder's two-sided window)
         "lift_fresh",
         "alias",
         "numel",

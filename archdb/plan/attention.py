@@ -57,6 +57,16 @@ def _chunked_causal(window: int, t: int) -> int:
     return full * window * (window + 1) // 2 + rest * (rest + 1) // 2
 
 
+def two_sided_keys(half: int, t: int) -> tuple[int, int]:
+    """(computed, useful) scores of t queries that read the keys at most ``half`` away on
+    either side (ModernBERT's local layers): a band of 2 half + 1 slots per query once the
+    sequence is longer than the band, all t keys (the far ones masked) before."""
+    band = 2 * half + 1
+    below = (t - 1) * t // 2 if t - 1 <= half else half * (half + 1) // 2 + (t - 1 - half) * half
+    useful = t + 2 * below  # each query, its keys on the left (min(i, half)) and the right
+    return (t * band if t > band else t * t), useful
+
+
 @dataclass(frozen=True)
 class KernelRule:
     """Keys scored by t causal queries: computed (masked included) and useful (unmasked)."""
@@ -94,8 +104,11 @@ class SoftmaxKernel:
         return KERNELS[self.kind]
 
     def keys(self, t: int) -> tuple[int, int]:
-        """(computed, useful) scores of t queries; encoders and cross-attention see all."""
+        """(computed, useful) scores of t queries; encoders and cross-attention see all,
+        but an encoder's local layer only its two-sided window."""
         if not self.causal:
+            if self.rule.windowed and self.window is not None:
+                return two_sided_keys(self.window // 2, t)
             return t * t, t * t
         if self.top_k is not None:  # the masked scores are computed; top_k per query used
             return t * t, _local_causal(self.top_k, t)

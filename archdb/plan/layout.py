@@ -91,8 +91,8 @@ def _unsupported(arch: Architecture) -> str | None:
         return "encoder-decoder models with a layer pattern other than [global]"
     if arch.kind is Kind.ENCODER_ONLY and not _encoder_layers_built(arch):
         return (
-            "encoder-only models other than softmax attention in every layer, global and "
-            "dense (two-sided windows, experts and recurrent mixers are not built in encoders)"
+            "encoder-only models other than softmax attention in every layer, global or "
+            "local, and dense (experts, chunks and recurrent mixers are not built in encoders)"
         )
     offset = arch.encoder.position_offset if arch.encoder is not None else 0
     if offset and pos is PositionType.LEARNED and learned_rows(arch) < arch.context_length + offset:
@@ -283,6 +283,7 @@ class LayerSpec:
     d_ff: int | None  # dense width, or one routed expert's width; None: no MLP sublayer
     reuses_kv: bool = False  # attends with an earlier layer's keys and values (KV sharing)
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the MLP's gate
+    mixer_norm: bool = True  # False: the mixer has no pre-norm (ModernBERT's first layer)
 
 
 def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
@@ -313,6 +314,7 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
         d_ff=d_ff,
         reuses_kv=reuses,
         sparsity=sparsity_of(arch, index) if d_ff is not None else None,
+        mixer_norm=has_mixer_norm(arch, index),
     )
 
 
@@ -339,14 +341,21 @@ DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives n
 
 # (place in the attention pattern, is a MoE layer, reuses another layer's keys and values,
 # has a sparse MLP gate)
-LayerKey = tuple[int, bool, bool, bool]
+LayerKey = tuple[int, bool, bool, bool, bool]
 
 
 def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
     """Layers differ only by their place in the pattern, whether they are MoE, whether
-    they reuse an earlier layer's keys and values, and whether their MLP gate is sparse."""
+    they reuse an earlier layer's keys and values, whether their MLP gate is sparse and
+    whether their mixer has its norm."""
     sparse = sparsity_of(arch, index) is not None
-    return index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index), sparse
+    place, moe, reuses = index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index)
+    return place, moe, reuses, sparse, has_mixer_norm(arch, index)
+
+
+def has_mixer_norm(arch: Architecture, index: int) -> bool:
+    """Whether layer ``index``'s mixer has its pre-norm (not ModernBERT's first layer)."""
+    return not (index == 0 and arch.norm.first_mixer_norm is False)
 
 
 def layer_groups(
@@ -405,11 +414,12 @@ def embedding_width(arch: Architecture) -> int:
 
 
 def _encoder_layers_built(arch: Architecture) -> bool:
-    """An encoder-only stack the builder makes: BERT's and RoBERTa's layers."""
+    """An encoder-only stack the builder makes: BERT's, RoBERTa's and ModernBERT's layers
+    (global and two-sided local attention)."""
     att = arch.attention
     return (
         att.variant is AttentionVariant.SOFTMAX
-        and set(att.layer_pattern) == {LayerKind.GLOBAL}
+        and set(att.layer_pattern) <= {LayerKind.GLOBAL, LayerKind.LOCAL}
         and arch.mlp.moe is None
         and arch.mixers is None
         and arch.mtp is None

@@ -306,6 +306,7 @@ class Block:
     per_layer: PerLayerGate | None = None  # per-layer embeddings' use, after the MLP
     altup: AltUpLayer | None = None  # Gemma 3n's block: AltUp around it, LAuReL beside
     laurel: Laurel | None = None
+    mixer_norm: bool = True  # False: the mixer reads the stream unnormed (ModernBERT layer 0)
 
     @property
     def n_norms(self) -> int:
@@ -313,7 +314,12 @@ class Block:
         if self.parallel:
             before = (1 if self.shared_norm else 2) if s.before else 0
             return before + 2 * s.branch + s.after
-        return s.count * len(self.sublayers())
+        return s.count * len(self.sublayers()) - self.norms_skipped
+
+    @property
+    def norms_skipped(self) -> int:
+        """The mixer's pre-norm, where the layer has none."""
+        return int(not self.mixer_norm and self.mixer is not None and self.slots.before)
 
     def sublayers(self) -> list:
         """The serial sublayers in order: mixer, cross-attention, MLP (those present)."""
@@ -348,7 +354,8 @@ class Block:
             self.mlp.flops(tally)
             return
         for sublayer in self.sublayers():
-            for _ in range(self.slots.count):
+            skipped = self.norms_skipped if sublayer is self.mixer else 0
+            for _ in range(self.slots.count - skipped):
                 self.norm.flops(tally, d)
             tally.elementwise(d * (2 if self.resi_dual else 1))  # residual add (+ dual add)
             if self.residual_multiplier is not None:
@@ -586,6 +593,7 @@ class _Reader:
             per_layer=self.per_layer_gate(),
             altup=self.altup_layer(),
             laurel=Laurel(self.d, a.laurel_rank, self.norm) if a.laurel_rank else None,
+            mixer_norm=spec.mixer_norm,
         )
 
     def shortcut_block(self, spec: LayerSpec, causal: bool) -> ShortcutBlock:

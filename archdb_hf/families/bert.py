@@ -24,7 +24,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.importer import HFImportError, _Draft
-from archdb_hf.weights import Names, Source
+from archdb_hf.weights import Names, Source, _first_ff, _k, _q, _second_ff, _v
 
 # RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
 ROBERTA_PAD_DEFAULT = 1
@@ -70,6 +70,32 @@ def _read_roberta(d: _Draft) -> None:
             "config.json: RoBERTa's masked-LM head uses GELU, and a hidden_act other than "
             "gelu gives its layers another activation, which a card cannot state"
         )
+
+
+def _read_modernbert(d: _Draft) -> None:
+    """ModernBERT: pre-norm layers (the first without its attention norm), a final norm,
+    global and two-sided local attention with two RoPE bases, GeGLU, the masked-LM head's
+    transform; biases and norm biases as the config switches them."""
+    d.set("architecture.kind", "encoder-only", "family")
+    d.set("architecture.embedding_norm", True, "family")  # embeddings.norm
+    d.set("architecture.norm.first_mixer_norm", False, "family")  # layer 0: attn_norm Identity
+    d.set("architecture.norm.final", True, "family")  # final_norm
+    norm_bias = d.read("norm_bias", default=False)
+    affine = "scale-and-bias" if norm_bias else "scale"
+    d.set("architecture.norm.affine", affine, d.origin_of("norm_bias"))
+    d.set("architecture.bias.lm_head", d.read("decoder_bias", default=True), "config")
+    window = d.read("local_attention", default=128)
+    if LayerKind.LOCAL in d.value("architecture.attention.layer_pattern"):
+        d.set("architecture.attention.sliding_window", window, d.origin_of("local_attention"))
+    head_act = d.read("classifier_activation", default="gelu")
+    if head_act != "gelu":
+        raise HFImportError(f"config.json: classifier_activation {head_act!r} is not read")
+    d.set("architecture.encoder.token_types", 0, "family")
+    d.set("architecture.encoder.position_offset", 0, "family")
+    d.set("architecture.encoder.head_transform", "gelu", d.origin_of("classifier_activation"))
+    bias = d.read("classifier_bias", default=False)
+    d.set("architecture.encoder.head_transform_bias", bias, d.origin_of("classifier_bias"))
+    d.set("architecture.encoder.pooler", False, "family")
 
 
 # --- card -> config (the reference) ------------------------------------------------------
@@ -120,6 +146,57 @@ def roberta(a: Architecture) -> dict:
     return _masked_lm(a, offset) | {"pad_token_id": offset - 1}
 
 
+def modernbert(a: Architecture) -> dict:
+    _require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
+    sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
+    _require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
+    e = a.encoder
+    affine = a.norm.affine
+    _require(affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS), "LayerNorm with a scale")
+    ref._norm(a, NormType.LAYERNORM, affine, NormPosition.PRE)
+    _require(a.norm.first_mixer_norm is False, "layer 0 has no attention norm")
+    _serial(a)
+    _act(a, Activation.GEGLU)
+    _softmax_attention(a)
+    _pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+    _dense(a)
+    ref._position(a, PositionType.ROPE)
+    _require(a.position.rotary_fraction in (None, 1.0), "RoPE on every head dim")
+    _require(a.position.rope_scaling is None, "no RoPE scaling")
+    _require(bool(a.embedding_norm), "an embedding norm (embeddings.norm)")
+    _require(bool(a.tied_embeddings), "the decoder tied to the token embeddings")
+    _require(a.bias.qkv == a.bias.attn_out, "one attention_bias for Wqkv and Wo")
+    _require(not e.token_types and not e.position_offset and not e.pooler, "no token types")
+    _require(e.head_transform is Activation.GELU, "the head's classifier_activation gelu")
+    _require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
+    _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    kinds = a.attention.layer_pattern
+    layer_types = [
+        "full_attention" if kinds[i % len(kinds)] is LayerKind.GLOBAL else "sliding_attention"
+        for i in range(a.n_layers)
+    ]
+    local = a.position.rope_theta_local or a.position.rope_theta
+    rope = {"full_attention": {"rope_type": "default", "rope_theta": a.position.rope_theta},
+            "sliding_attention": {"rope_type": "default", "rope_theta": local}}  # fmt: skip
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "intermediate_size": a.mlp.d_ff,
+        "max_position_embeddings": a.context_length,
+        "layer_types": layer_types,
+        "local_attention": a.attention.sliding_window or 128,
+        "rope_parameters": rope,
+        "norm_bias": affine is NormAffine.SCALE_AND_BIAS,
+        "attention_bias": a.bias.qkv,
+        "mlp_bias": a.bias.mlp,
+        "decoder_bias": bool(a.bias.lm_head),
+        "classifier_bias": e.head_transform_bias,
+        "tie_word_embeddings": True,
+    }
+
+
 # --- weight names --------------------------------------------------------------------------
 
 
@@ -149,6 +226,41 @@ def _names(base: str, head: str, transform: str, head_norm: str) -> Names:
     tied = (f"{head}.decoder.weight", f"{head}.decoder.bias")
     prefix = f"{base}.encoder.layer.{{i}}."
     return Names(top, {}, tied_head=tied, encoder_layer=layer, encoder_prefix=prefix)
+
+
+def _modernbert_names() -> Names:
+    """ModernBertForMaskedLM: fused Wqkv ([q, k, v] rows) and Wi ([activated, linear]
+    rows); layer 0 has no attn_norm."""
+    layer = {
+        "attn.sublayer.q.weight": Source("attn.Wqkv.weight", cut=_q),
+        "attn.sublayer.k.weight": Source("attn.Wqkv.weight", cut=_k),
+        "attn.sublayer.v.weight": Source("attn.Wqkv.weight", cut=_v),
+        "attn.sublayer.o.weight": Source("attn.Wo.weight"),
+        "mlp.sublayer.gate.weight": Source("mlp.Wi.weight", cut=_first_ff),
+        "mlp.sublayer.up.weight": Source("mlp.Wi.weight", cut=_second_ff),
+        "mlp.sublayer.down.weight": Source("mlp.Wo.weight"),
+    }
+    # biases and norm biases, where the config switches them on
+    for ours, part in (("q", _q), ("k", _k), ("v", _v)):
+        layer[f"attn.sublayer.{ours}.bias"] = Source("attn.Wqkv.bias", cut=part)
+    layer["attn.sublayer.o.bias"] = Source("attn.Wo.bias")
+    layer["mlp.sublayer.gate.bias"] = Source("mlp.Wi.bias", cut=_first_ff)
+    layer["mlp.sublayer.up.bias"] = Source("mlp.Wi.bias", cut=_second_ff)
+    layer["mlp.sublayer.down.bias"] = Source("mlp.Wo.bias")
+    for t in ("weight", "bias"):
+        layer[f"attn.before.{t}"] = Source(f"attn_norm.{t}")
+        layer[f"mlp.before.{t}"] = Source(f"mlp_norm.{t}")
+    top = {
+        "embed.table.weight": Source("model.embeddings.tok_embeddings.weight"),
+        "head.lm_head.bias": Source("decoder.bias"),
+    }
+    for t in ("weight", "bias"):
+        top[f"embed_norm.{t}"] = Source(f"model.embeddings.norm.{t}")
+        top[f"encoder.final_norm.{t}"] = Source(f"model.final_norm.{t}")
+        top[f"transform.dense.{t}"] = Source(f"head.dense.{t}")
+        top[f"transform.norm.{t}"] = Source(f"head.norm.{t}")
+    prefix = "model.layers.{i}."
+    return Names(top, {}, tied_head=("decoder.weight",), encoder_layer=layer, encoder_prefix=prefix)
 
 
 def _bert_names() -> Names:
@@ -187,6 +299,28 @@ BERT = FamilySpec(
     extras=frozenset({"embedding_norm", "masked_lm"}),
     names=_bert_names,
     logit_error=0.0,  # tests/test_fidelity.py: the same operations in the same order
+)
+MODERNBERT = FamilySpec(
+    "modernbert",
+    layer="ModernBertEncoderLayer",
+    config_class="ModernBertConfig",
+    model_class="ModernBertForMaskedLM",
+    eps_key="norm_eps",
+    norm="layernorm",
+    norm_affine="scale",
+    gated=True,
+    position="rope",
+    tied_default=True,
+    activation_default="gelu",
+    eps_default=1e-5,
+    mlp_bias=None,  # the config's mlp_bias
+    default_pattern=("global", "local", "local"),
+    full_layer="global",
+    read=_read_modernbert,
+    write=modernbert,
+    extras=frozenset({"embedding_norm", "masked_lm"}),
+    names=_modernbert_names,
+    logit_error=1.7e-07,
 )
 ROBERTA = BERT.derive(
     "roberta",
