@@ -1,9 +1,9 @@
 """The mechanisms page: where runtime goes, what decoding moves, where attention takes over.
 
-Pure rendering over two inputs: the catalogue (decode arithmetic and crossover contexts are
-computed from the cards here, analytically) and the cached measurements
-(``archdb.measure.mechanisms``: profiles and decode timings, run by ``archdb measure
-mechanisms``). Nothing is measured while the report is built, so the page is
+Pure rendering over two inputs: the catalogue's decoders (decode arithmetic and crossover
+contexts are computed from the cards here, analytically; encoder-only cards decode nothing)
+and the cached measurements (``archdb.measure.mechanisms``: profiles and decode timings,
+run by ``archdb measure mechanisms``). Nothing is measured while the report is built, so the page is
 deterministic.
 """
 
@@ -35,7 +35,7 @@ from archdb.measure.mechanisms import (
 from archdb.plan.layout import DEFAULT_WINDOW
 from archdb.reports import render
 from archdb.reports.figures import PALETTE, style
-from archdb.schema import WINDOW_PATH, Card, get_path, null_means_unknown
+from archdb.schema import WINDOW_PATH, Card, Kind, get_path, null_means_unknown
 
 IVANOV = (
     "Ivanov et al., “Data Movement Is All You Need” (MLSys 2021, https://arxiv.org/abs/2007.00072)"
@@ -59,7 +59,10 @@ def _window_unpublished(card: Card) -> bool:
 
 
 def compute(cards: Iterable[Card], measured: Measurements | None) -> MechanismsData:
-    released = [c for c in cards if not c.research_variant]
+    # decoders only: an encoder-only model keeps no cache to read per token
+    released = [
+        c for c in cards if not c.research_variant and c.architecture.kind is not Kind.ENCODER_ONLY
+    ]
     traffic = [t for c in released if (t := decode_traffic(c)) is not None]
     crossovers = [x for c in released if (x := card_crossover(c)) is not None]
     assumed = tuple(sorted(c.id for c in released if _window_unpublished(c)))
