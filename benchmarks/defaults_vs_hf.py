@@ -23,7 +23,7 @@ import warnings
 
 from archdb.builder.model import build_model, count_parameters
 from archdb.writer import validate_card
-from archdb_hf.families.registry import LOGIT_EXACT
+from archdb_hf.families.registry import LOGIT_EXACT, SPECS
 from archdb_hf.importer import Identity, import_config, supported_model_types
 from archdb_hf.testing import DEFAULT_COMPLETIONS, unread_expert_rows
 
@@ -39,8 +39,8 @@ def measure(model_type: str) -> dict:
         config = transformers.AutoConfig.for_model(
             model_type, **DEFAULT_COMPLETIONS.get(model_type, {})
         )
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(config)
+        with torch.device("meta"):  # the family's own model class (BERT's masked-LM model)
+            model = getattr(transformers, SPECS[model_type].model_class)(config)
     # entries transformers allocates but no forward pass reads (LongCat-Flash's zero
     # experts' gate/up rows) are not parameters of the model it computes
     theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)

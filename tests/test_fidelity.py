@@ -10,6 +10,7 @@ max |archdb - transformers| / max |transformers| over all logits.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,7 +21,7 @@ from archdb import api
 from archdb.fidelity import LOGIT_TOLERANCE
 from archdb.schema import Card
 from archdb_hf.families.registry import LOGIT_EXACT
-from archdb_hf.importer import Identity, import_config, read_config
+from archdb_hf.importer import HFImportError, Identity, import_config, read_config
 from archdb_hf.weights import WeightsError, load_weights
 from tests.conftest import apply_changes, needs_transformers
 
@@ -605,6 +606,65 @@ def test_family_variants_equal_transformers(model_type, changes, tmp_path, monke
     card = _card(tmp_path)
     model = archdb.build(card, "full", weights=tmp_path).eval()
     tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+
+
+# --- unusual but valid settings, for every family whose config class has them ------------
+# (windows shorter than the sequence, partial rotary and shared experts are in TINY itself)
+_LATENT = {
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "glm_moe_dsa",
+    "longcat_flash",
+    "kimi_linear",
+}  # fmt: skip  (their head_dim is not the attention's width)
+# settings transformers accepts but archdb refuses to import, each with the reason it gives
+REFUSED = {
+    ("zamba2", "head_dim"): "Zamba2Config derives it",
+    ("zamba2", "tie_word_embeddings"): "leaves Zamba2's shared blocks untied",
+}
+# settings transformers itself refuses (not valid configs of the family)
+INVALID = {("mamba2", "head_dim")}  # Mamba2Config checks head_dim against its heads
+
+
+def _unusual(model_type: str) -> list[tuple[str, object]]:
+    """A head_dim other than hidden / heads and the head tied the other way round, where
+    the type's config class has them."""
+    import transformers
+
+    config = transformers.AutoConfig.for_model(model_type)
+    keys = set(config.to_dict()) | set(getattr(config, "attribute_map", {}))
+    base = TINY[model_type]
+    width = base.get("hidden_size") or base.get("n_embd") or 64
+    heads = base.get("num_attention_heads") or base.get("n_head") or 4
+    found: list[tuple[str, object]] = []
+    if "head_dim" in keys and model_type not in _LATENT:
+        found.append(("head_dim", width // heads + 8))
+    if "tie_word_embeddings" in keys:
+        found.append(("tie_word_embeddings", not getattr(config, "tie_word_embeddings", False)))
+    return [(k, v) for k, v in found if (model_type, k) not in INVALID]
+
+
+UNUSUAL = [(t, k, v) for t in sorted(TINY) for k, v in _unusual(t)]
+
+
+@pytest.mark.parametrize(("model_type", "key", "value"), UNUSUAL)
+def test_unusual_settings_load_and_equal_transformers(
+    model_type, key, value, tmp_path, monkeypatch
+):
+    """The tiny checkpoint with one unusual setting: its config is imported, its weights
+    load, and the logits are transformers' (or import-hf refuses it, saying why)."""
+    monkeypatch.setitem(TINY, model_type, {**TINY[model_type], key: value})
+    reference = _tiny(model_type, tmp_path)
+    if (model_type, key) in REFUSED:
+        with pytest.raises(HFImportError, match=re.escape(REFUSED[model_type, key])):
+            _card(tmp_path)
+        return
+    model = archdb.build(_card(tmp_path), "full", weights=tmp_path).eval()
+    seq, low = SEQ_FOR.get(model_type, SEQ), FIRST_TOKEN.get(model_type, 0)
+    tokens = torch.randint(low, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
 

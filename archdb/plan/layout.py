@@ -94,6 +94,9 @@ def _unsupported(arch: Architecture) -> str | None:
             "encoder-only models other than softmax attention in every layer, global or "
             "local, and dense (experts, chunks and recurrent mixers are not built in encoders)"
         )
+    odd = _odd_rotation(arch)
+    if odd is not None:
+        return odd
     offset = arch.encoder.position_offset if arch.encoder is not None else 0
     if offset and pos is PositionType.LEARNED and learned_rows(arch) < arch.context_length + offset:
         return "a learned position table shorter than context_length + encoder.position_offset"
@@ -411,6 +414,23 @@ def is_moe_layer(arch: Architecture, index: int) -> bool:
 def embedding_width(arch: Architecture) -> int:
     """Width of the token embedding (factorized embeddings project it to d_model)."""
     return arch.embedding_dim or arch.d_model  # type: ignore[return-value]
+
+
+def _odd_rotation(arch: Architecture) -> str | None:
+    """RoPE turns pairs of dims: a head whose rotated dims are odd cannot run (a forward
+    pass would fail on the unpaired dim), so the build refuses it and names the width."""
+    if arch.position.type is not PositionType.ROPE or not arch.has_attention():
+        return None
+    att = arch.attention
+    widths = [("attention.head_dim", arch.head_dim_effective)]
+    if att.latent is not None:  # MLA rotates only its shared rope part
+        widths = [("attention.latent.qk_rope_head_dim", att.latent.qk_rope_head_dim)]
+    if att.global_layers is not None and att.global_layers.head_dim is not None:
+        widths.append(("attention.global_layers.head_dim", att.global_layers.head_dim))
+    for field, width in widths:
+        if width and rotary_dims(arch, width) % 2:
+            return f"{field} {width}: RoPE rotates pairs of dims, and {width} rotated dims is odd"
+    return None
 
 
 def _encoder_layers_built(arch: Architecture) -> bool:

@@ -115,7 +115,6 @@ def _masked_lm(a: Architecture, position_offset: int) -> dict:
     ref._position(a, PositionType.LEARNED)
     ref._bias(a, True, True, True, lm_head=True)
     _require(bool(a.embedding_norm), "an embedding LayerNorm (embeddings.LayerNorm)")
-    _require(bool(a.tied_embeddings), "the decoder tied to the word embeddings")
     _require(not e.pooler, "transformers' masked-LM model has no pooler")
     _require(e.head_transform is a.mlp.activation, "the head transform uses hidden_act")
     _require(e.head_transform_bias, "the head transform's dense layer has a bias")
@@ -131,7 +130,7 @@ def _masked_lm(a: Architecture, position_offset: int) -> dict:
         "hidden_act": a.mlp.activation.value,
         "max_position_embeddings": learned_rows(a),
         "type_vocab_size": e.token_types,
-        "tie_word_embeddings": True,
+        "tie_word_embeddings": bool(a.tied_embeddings),
     }
 
 
@@ -164,7 +163,6 @@ def modernbert(a: Architecture) -> dict:
     _require(a.position.rotary_fraction in (None, 1.0), "RoPE on every head dim")
     _require(a.position.rope_scaling is None, "no RoPE scaling")
     _require(bool(a.embedding_norm), "an embedding norm (embeddings.norm)")
-    _require(bool(a.tied_embeddings), "the decoder tied to the token embeddings")
     _require(a.bias.qkv == a.bias.attn_out, "one attention_bias for Wqkv and Wo")
     _require(not e.token_types and not e.position_offset and not e.pooler, "no token types")
     _require(e.head_transform is Activation.GELU, "the head's classifier_activation gelu")
@@ -193,7 +191,7 @@ def modernbert(a: Architecture) -> dict:
         "mlp_bias": a.bias.mlp,
         "decoder_bias": bool(a.bias.lm_head),
         "classifier_bias": e.head_transform_bias,
-        "tie_word_embeddings": True,
+        "tie_word_embeddings": bool(a.tied_embeddings),
     }
 
 
@@ -216,16 +214,24 @@ def _names(base: str, head: str, transform: str, head_norm: str) -> Names:
         "embed.table.weight": Source(f"{base}.embeddings.word_embeddings.weight"),
         "positions.table.weight": Source(f"{base}.embeddings.position_embeddings.weight"),
         "token_types.table.weight": Source(f"{base}.embeddings.token_type_embeddings.weight"),
-        "head.lm_head.bias": Source(f"{head}.bias", fallback=f"{head}.decoder.bias"),
+        "head.lm_head.bias": Source(f"{head}.decoder.bias", fallback=f"{head}.bias"),
+        "head.lm_head.weight": Source(f"{head}.decoder.weight"),  # read only when untied
     }
     for t in ("weight", "bias"):
         top[f"embed_norm.{t}"] = Source(f"{base}.embeddings.LayerNorm.{t}")
         top[f"transform.dense.{t}"] = Source(f"{transform}.{t}")
         top[f"transform.norm.{t}"] = Source(f"{head_norm}.{t}")
-    # the decoder's weight is the word table and its bias the head's (both tied in code)
+    # tied (transformers 5 ties both when tie_word_embeddings): the decoder's weight is
+    # the word table and its bias the head's; untied, the decoder has its own bias and the
+    # head's bias is a parameter no forward pass reads
     tied = (f"{head}.decoder.weight", f"{head}.decoder.bias")
     prefix = f"{base}.encoder.layer.{{i}}."
-    return Names(top, {}, tied_head=tied, encoder_layer=layer, encoder_prefix=prefix)
+
+    def unread(model: object, names: list[str]) -> set[str]:
+        both = f"{head}.decoder.bias" in names and f"{head}.bias" in names
+        return {f"{head}.bias"} if both else set()
+
+    return Names(top, {}, tied_head=tied, encoder_layer=layer, encoder_prefix=prefix, unread=unread)
 
 
 def _modernbert_names() -> Names:
@@ -253,6 +259,7 @@ def _modernbert_names() -> Names:
     top = {
         "embed.table.weight": Source("model.embeddings.tok_embeddings.weight"),
         "head.lm_head.bias": Source("decoder.bias"),
+        "head.lm_head.weight": Source("decoder.weight"),  # read only when untied
     }
     for t in ("weight", "bias"):
         top[f"embed_norm.{t}"] = Source(f"model.embeddings.norm.{t}")

@@ -415,12 +415,16 @@ def _read_nemotron_h(d: _Draft) -> None:
         d.set("architecture.mixers.mamba2.mlp", False, "family")
         # NemotronHMamba2Mixer sizes itself from heads x head_dim; expand is not read
         d.used.update(k for k in ("expand", "mamba_proj_bias") if k in d.config)
-    if d.read("tie_word_embeddings", default=False):
-        raise HFImportError(
-            "tie_word_embeddings is true, but transformers' NemotronHForCausalLM keeps a "
-            "separate output head whatever the config says: the card would not be the model"
+    if d.read("tie_word_embeddings", default=False):  # read as transformers builds it
+        d.note(
+            "architecture.tied_embeddings",
+            "The config says tie_word_embeddings: true, but transformers' "
+            "NemotronHForCausalLM keeps a separate output head whatever the config says: "
+            "the card records the model it builds.",
         )
-    d.set("architecture.tied_embeddings", False, d.origin_of("tie_word_embeddings"))
+        d.set("architecture.tied_embeddings", False, "family")
+    else:
+        d.set("architecture.tied_embeddings", False, d.origin_of("tie_word_embeddings"))
     if d.read("num_nextn_predict_layers", default=0):
         d.note(
             "architecture",
