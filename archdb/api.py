@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from archdb.catalogue import Catalogue, load_catalogue, printable
+from archdb.catalogue import Catalogue, load_catalogue
 from archdb.errors import ArgumentError, UsageError
 from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
@@ -38,6 +38,7 @@ from archdb.measure.analytic import (
 )
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError, fill_unknowns
+from archdb.problems import printable
 from archdb.schema import Architecture, Card
 
 if TYPE_CHECKING:

@@ -49,12 +49,12 @@ from archdb.locations import (  # noqa: F401 (re-exported: the rules that find t
     packaged_catalogue,
     resolve_catalogue,
 )
+from archdb.problems import ALIAS_EXPANSION_LIMIT, Problem
 from archdb.schema import SECONDARY_KINDS, Card, resting_kinds
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ALIAS_EXPANSION_LIMIT = 10_000  # nodes aliases may re-use, in total, per file
 _ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=ALIAS_EXPANSION_LIMIT)
 MAX_BYTES = 64 * 2**20  # a catalogue file's size limit: 10,000 cards take about 45 MiB
 MAX_PROBLEMS_SHOWN = 20  # per kind of problem the byte screen finds
@@ -67,33 +67,6 @@ MAX_DIGITS = 100  # digits in a row (underscores between them allowed)
 # Each repetition is one digit and the underscores after it: no ambiguity, so linear.
 _LONG_NUMBER = re.compile(f"(?:[0-9]_*){{{MAX_DIGITS + 1}}}[0-9_]*")  # the whole run
 _LINE_BREAK = re.compile("\r\n|\r|\n")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the catalogue, located for a human."""
-
-    file: str
-    line: int  # 1-based
-    column: int  # 1-based
-    card_id: str | None
-    field: str | None
-    message: str
-
-    def __str__(self) -> str:
-        """One line, with any control character in it escaped (``\\x1b``): a hostile key
-        or id must not reach a terminal raw."""
-        where = " ".join(x for x in (self.card_id, self.field) if x)
-        prefix = f"{self.file}:{self.line}:{self.column}: "
-        return printable(prefix + (f"{where}: " if where else "") + self.message)
-
-
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """Text with control characters (and bidirectional overrides) written as escapes."""
-    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class CatalogueError(ArchdbError):

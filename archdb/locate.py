@@ -24,8 +24,8 @@ from collections.abc import Iterable
 import yaml
 from pydantic import ValidationError
 
-from archdb.catalogue import ALIAS_EXPANSION_LIMIT, Problem
 from archdb.fields import field_at
+from archdb.problems import ALIAS_EXPANSION_LIMIT, Problem
 from archdb.schema import Card
 
 _YAML = "tag:yaml.org,2002:"

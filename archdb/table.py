@@ -47,8 +47,6 @@ from archdb.schema import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from archdb.catalogue import Catalogue
-
 Row = dict[str, Any]
 
 # Card-level fields left out of the table: provenance, not data to tabulate.
@@ -477,8 +475,9 @@ def catalogue_rows(cards: Iterable[Card], counts: bool = True) -> list[Row]:
 _DTYPES = {bool: "boolean", int: "Int64", float: "Float64", str: "string"}
 
 
-def catalogue_frame(catalogue: Catalogue | Iterable[Card]) -> pd.DataFrame:
-    """The catalogue as a DataFrame: one row per card, in catalogue order, indexed by id.
+def catalogue_frame(catalogue: Iterable[Card]) -> pd.DataFrame:
+    """The catalogue (a Catalogue or any cards) as a DataFrame: one row per card, in
+    catalogue order, indexed by id.
 
     Columns have nullable dtypes fixed by the schema (Int64, Float64, boolean, string),
     so a column keeps its type whatever the catalogue holds, and null is always pd.NA.

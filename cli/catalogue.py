@@ -10,10 +10,11 @@ from typing import Annotated
 import typer
 
 from archdb import files
-from archdb.catalogue import Problem, check_catalogue, secondary_shares
+from archdb.catalogue import check_catalogue, secondary_shares
 from archdb.header import catalogue_header
 from archdb.locations import CATALOGUE_RULES, CatalogueLocationError, resolve_catalogue
 from archdb.outputs import check_new_file
+from archdb.problems import Problem
 from archdb.schema import catalogue_json_schema
 from archdb.writer import write_header
 
