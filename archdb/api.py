@@ -31,10 +31,10 @@ from archdb.measure.analytic import (
     CacheSize,
     FlopCount,
     ParamCount,
-    _cache_size,
-    _flops,
-    _param_count,
     default_seq_len,
+    plan_cache_size,
+    plan_flop_count,
+    plan_param_count,
 )
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError, fill_unknowns
@@ -233,7 +233,7 @@ def params(
 ) -> ParamCount:
     """Exact parameters (total, non-embedding, active, embedding) of the built model."""
     arch = architecture(card_or_id, size, seq_len=seq_len, catalogue=catalogue)
-    return _param_count(make_plan(arch))
+    return plan_param_count(make_plan(arch))
 
 
 def flops(
@@ -256,7 +256,7 @@ def flops(
             _whole("seq_len", seq_len, MAX_TOKENS)
         arch = architecture(card_or_id, size, catalogue=catalogue)
         length = default_seq_len(arch) if seq_len is None else seq_len
-    return _flops(make_plan(arch), length)
+    return plan_flop_count(make_plan(arch), length)
 
 
 def cache_bytes(
@@ -271,7 +271,7 @@ def cache_bytes(
     _positive_real("bytes_per_element", bytes_per_element, MAX_BYTES_PER_ELEMENT)
     arch = architecture(card_or_id, "full", catalogue=catalogue)
     try:
-        return _cache_size(make_plan(arch), context, bytes_per_element)
+        return plan_cache_size(make_plan(arch), context, bytes_per_element)
     except ValueError as exc:
         raise BuildError(str(exc)) from None
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
-from archdb_hf.families.card_to_config import convert
 from archdb_hf.families.registry import SPECS
+from archdb_hf.reference import convert
 
 # Sizes transformers' default config of a family leaves unset (None), which its model cannot
 # be built without; released configs set them (the test and benchmark of default configs).

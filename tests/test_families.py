@@ -149,11 +149,11 @@ def test_import_hf_records_the_configs_model_type_and_class():
 
 def test_a_card_whose_function_the_written_config_loses_is_not_logit_exact(monkeypatch):
     from archdb import fidelity
-    from archdb_hf.families import card_to_config
+    from archdb_hf import reference
 
     (card,) = [c for c in CARDS_BY_FAMILY["llama"] if c.id == "llama-2-7b"]
     assert fidelity._judged(card).level == "logit-exact"
-    monkeypatch.setattr(card_to_config, "function_keys", lambda spec, a, written: {})
+    monkeypatch.setattr(reference, "function_keys", lambda spec, a, written: {})
     judged = fidelity._judged(card)  # the writer now drops the norm epsilon
     assert (judged.level, judged.why) == (
         "count-exact",

@@ -467,7 +467,7 @@ def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.P
     import transformers
     from safetensors.torch import load_file, save_file
 
-    from archdb_hf.families.card_to_config import convert
+    from archdb_hf.reference import convert
 
     _, card_id, changes = ENCODER_DECODER_TINY[variant]
     data = api.card(card_id).model_dump(mode="json")

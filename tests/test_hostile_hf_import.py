@@ -14,13 +14,8 @@ from pathlib import Path
 import pytest
 
 from archdb.writer import validate_card
-from archdb_hf.importer import (
-    MAX_CONFIG_BYTES,
-    HFImportError,
-    Identity,
-    import_config,
-    read_config,
-)
+from archdb_hf.draft import MAX_CONFIG_BYTES
+from archdb_hf.importer import HFImportError, Identity, import_config, read_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2024-01-01")

@@ -180,7 +180,7 @@ def test_kimi_linear_card_counts_equal_transformers_model(changes):
     ],
 )
 def test_kimi_linear_reference_refuses_what_transformers_cannot_build(changes, message):
-    from archdb_hf.families.card_to_config import NotRepresentable, convert
+    from archdb_hf.reference import NotRepresentable, convert
 
     with pytest.raises(NotRepresentable, match=re.escape(message)):
         convert(make_arch(**{**KIMI_LIKE, **changes}), "kimi_linear")

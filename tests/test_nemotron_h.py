@@ -226,13 +226,23 @@ URL = "https://huggingface.co/org/model/blob/main/config.json"
         ({"hybrid_override_pattern": "M-M", "num_hidden_layers": 4}, "lists 3 layers but"),
         ({"hybrid_override_pattern": "", "num_hidden_layers": None}, "is empty"),
         ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act is 'gelu'"),
-        ({"tie_word_embeddings": True}, "tie_word_embeddings is true"),
     ],
 )
 def test_import_hf_nemotron_h_refuses_what_the_card_cannot_hold(changes, message):
     config = {"model_type": "nemotron_h", **SMALL, "hybrid_override_pattern": "M*-", **changes}
     with pytest.raises(HFImportError, match=re.escape(message)):
         import_config(config, source_url=URL, identity=IDENTITY)
+
+
+def test_a_tied_config_is_read_as_transformers_builds_it():
+    """NemotronHForCausalLM keeps its own output head whatever tie_word_embeddings says:
+    the card records that head, and says why in its notes."""
+    config = {"model_type": "nemotron_h", **SMALL, "hybrid_override_pattern": "M*-"}
+    result = import_config(
+        {**config, "tie_word_embeddings": True}, source_url=URL, identity=IDENTITY
+    )
+    assert result.card["architecture"]["tied_embeddings"] is False
+    assert "keeps a separate output head" in result.card["notes"]["architecture.tied_embeddings"]
 
 
 def test_moe_cards_are_logit_exact_once_their_router_is_recorded():

@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from archdb.writer import validate_card
-from archdb_hf.families.card_to_config import NotRepresentable, convert
 from archdb_hf.importer import HFImportError, Identity, import_config
+from archdb_hf.reference import NotRepresentable, convert
 from tests.conftest import latent_dims, make_arch, moe_block
 
 IDENTITY = Identity("imported-1b", "Imported 1B", "imported", "Example Lab", "2024-01-01")

@@ -76,10 +76,10 @@ class CacheSize:
 
 def param_count(arch: Architecture) -> ParamCount:
     """Exact parameters of the model the builder makes from this architecture."""
-    return _param_count(P.make_plan(arch))
+    return plan_param_count(P.make_plan(arch))
 
 
-def _param_count(plan: P.Plan) -> ParamCount:
+def plan_param_count(plan: P.Plan) -> ParamCount:
     split = P.params(plan)
     return ParamCount(
         total=split.total,
@@ -96,10 +96,10 @@ def flops(arch: Architecture, seq_len: int) -> FlopCount:
     """Forward FLOPs of one sequence of ``seq_len`` tokens (and as many source tokens)."""
     if seq_len < 1:
         raise ValueError(f"seq_len must be positive, got {seq_len}")
-    return _flops(P.make_plan(arch), seq_len)
+    return plan_flop_count(P.make_plan(arch), seq_len)
 
 
-def _flops(plan: P.Plan, seq_len: int) -> FlopCount:
+def plan_flop_count(plan: P.Plan, seq_len: int) -> FlopCount:
     tally = P.flops(plan, seq_len)
     keys = [c.value for c in C]
     return FlopCount(
@@ -132,10 +132,10 @@ def cache_size(
     bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
 ) -> CacheSize:
     """K/V cache of one sequence of ``context`` tokens (the one definition archdb uses)."""
-    return _cache_size(P.make_plan(arch), context, bytes_per_element)
+    return plan_cache_size(P.make_plan(arch), context, bytes_per_element)
 
 
-def _cache_size(plan: P.Plan, context: int, bytes_per_element: float) -> CacheSize:
+def plan_cache_size(plan: P.Plan, context: int, bytes_per_element: float) -> CacheSize:
     if context < 1:
         raise ValueError(f"context must be positive, got {context}")
     if bytes_per_element <= 0:
@@ -180,10 +180,10 @@ def derived_figures(card: Card) -> dict:
     except BuildError:
         return out
     plan = P.make_plan(filled)
-    params = _param_count(plan)
+    params = plan_param_count(plan)
     seq = default_seq_len(filled)
-    forward = _flops(plan, seq)
-    cache = _cache_size(plan, cv.DEFAULT_KV_CONTEXT, cv.DEFAULT_KV_DTYPE_BYTES)
+    forward = plan_flop_count(plan, seq)
+    cache = plan_cache_size(plan, cv.DEFAULT_KV_CONTEXT, cv.DEFAULT_KV_DTYPE_BYTES)
     out |= {
         "params_exact": params.total,
         "params_non_embedding": params.non_embedding,

@@ -13,18 +13,18 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
+from archdb_hf.draft import Draft, HFImportError
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _dense,
-    _pattern,
-    _require,
-    _serial,
-    _softmax_attention,
+    need_activation,
+    need_dense,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.importer import HFImportError, _Draft
-from archdb_hf.weights import Names, Source, _first_ff, _k, _q, _second_ff, _v
+from archdb_hf.tensors import Names, Source, first_ff, k_rows, q_rows, second_ff, v_rows
 
 # RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
 ROBERTA_PAD_DEFAULT = 1
@@ -32,7 +32,7 @@ ROBERTA_PAD_DEFAULT = 1
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_encoder(d: _Draft, position_offset: int) -> None:
+def _read_encoder(d: Draft, position_offset: int) -> None:
     """What BertForMaskedLM and RobertaForMaskedLM build around the stack."""
     if d.read("is_decoder", default=False) or d.read("add_cross_attention", default=False):
         raise HFImportError("config.json: is_decoder/add_cross_attention make a decoder")
@@ -56,11 +56,11 @@ def _read_encoder(d: _Draft, position_offset: int) -> None:
     d.set("architecture.encoder.pooler", False, "family")  # *ForMaskedLM: no pooler
 
 
-def _read_bert(d: _Draft) -> None:
+def _read_bert(d: Draft) -> None:
     _read_encoder(d, 0)
 
 
-def _read_roberta(d: _Draft) -> None:
+def _read_roberta(d: Draft) -> None:
     pad = d.read("pad_token_id", default=ROBERTA_PAD_DEFAULT)
     _read_encoder(d, pad + 1)
     # RobertaLMHead applies GELU whatever hidden_act says: a card states one activation
@@ -72,7 +72,7 @@ def _read_roberta(d: _Draft) -> None:
         )
 
 
-def _read_modernbert(d: _Draft) -> None:
+def _read_modernbert(d: Draft) -> None:
     """ModernBERT: pre-norm layers (the first without its attention norm), a final norm,
     global and two-sided local attention with two RoPE bases, GeGLU, the masked-LM head's
     transform; biases and norm biases as the config switches them."""
@@ -102,25 +102,25 @@ def _read_modernbert(d: _Draft) -> None:
 
 
 def _masked_lm(a: Architecture, position_offset: int) -> dict:
-    _require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
+    require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
     sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
-    _require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
+    require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
     e = a.encoder
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
-    _serial(a)
-    _act(a, Activation.GELU, Activation.RELU)
-    _softmax_attention(a)
-    _pattern(a, LayerKind.GLOBAL)
-    _dense(a)
-    ref._position(a, PositionType.LEARNED)
-    ref._bias(a, True, True, True, lm_head=True)
-    _require(bool(a.embedding_norm), "an embedding LayerNorm (embeddings.LayerNorm)")
-    _require(not e.pooler, "transformers' masked-LM model has no pooler")
-    _require(e.head_transform is a.mlp.activation, "the head transform uses hidden_act")
-    _require(e.head_transform_bias, "the head transform's dense layer has a bias")
-    _require(e.position_offset == position_offset, f"position_offset {position_offset}")
-    _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
-    _require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
+    need_serial(a)
+    need_activation(a, Activation.GELU, Activation.RELU)
+    need_softmax_attention(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    need_dense(a)
+    ref.need_position(a, PositionType.LEARNED)
+    ref.need_bias(a, True, True, True, lm_head=True)
+    require(bool(a.embedding_norm), "an embedding LayerNorm (embeddings.LayerNorm)")
+    require(not e.pooler, "transformers' masked-LM model has no pooler")
+    require(e.head_transform is a.mlp.activation, "the head transform uses hidden_act")
+    require(e.head_transform_bias, "the head transform's dense layer has a bias")
+    require(e.position_offset == position_offset, f"position_offset {position_offset}")
+    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
     return {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -140,34 +140,34 @@ def bert(a: Architecture) -> dict:
 
 def roberta(a: Architecture) -> dict:
     offset = a.encoder.position_offset if a.encoder is not None else 0
-    _require(offset >= 1, "RoBERTa's positions start after its padding row")
-    _require(a.mlp.activation is Activation.GELU, "RobertaLMHead's GELU is the layers' too")
+    require(offset >= 1, "RoBERTa's positions start after its padding row")
+    require(a.mlp.activation is Activation.GELU, "RobertaLMHead's GELU is the layers' too")
     return _masked_lm(a, offset) | {"pad_token_id": offset - 1}
 
 
 def modernbert(a: Architecture) -> dict:
-    _require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
+    require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
     sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
-    _require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
+    require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
     e = a.encoder
     affine = a.norm.affine
-    _require(affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS), "LayerNorm with a scale")
-    ref._norm(a, NormType.LAYERNORM, affine, NormPosition.PRE)
-    _require(a.norm.first_mixer_norm is False, "layer 0 has no attention norm")
-    _serial(a)
-    _act(a, Activation.GEGLU)
-    _softmax_attention(a)
-    _pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
-    _dense(a)
-    ref._position(a, PositionType.ROPE)
-    _require(a.position.rotary_fraction in (None, 1.0), "RoPE on every head dim")
-    _require(a.position.rope_scaling is None, "no RoPE scaling")
-    _require(bool(a.embedding_norm), "an embedding norm (embeddings.norm)")
-    _require(a.bias.qkv == a.bias.attn_out, "one attention_bias for Wqkv and Wo")
-    _require(not e.token_types and not e.position_offset and not e.pooler, "no token types")
-    _require(e.head_transform is Activation.GELU, "the head's classifier_activation gelu")
-    _require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
-    _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    require(affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS), "LayerNorm with a scale")
+    ref.need_norm(a, NormType.LAYERNORM, affine, NormPosition.PRE)
+    require(a.norm.first_mixer_norm is False, "layer 0 has no attention norm")
+    need_serial(a)
+    need_activation(a, Activation.GEGLU)
+    need_softmax_attention(a)
+    need_pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+    need_dense(a)
+    ref.need_position(a, PositionType.ROPE)
+    require(a.position.rotary_fraction in (None, 1.0), "RoPE on every head dim")
+    require(a.position.rope_scaling is None, "no RoPE scaling")
+    require(bool(a.embedding_norm), "an embedding norm (embeddings.norm)")
+    require(a.bias.qkv == a.bias.attn_out, "one attention_bias for Wqkv and Wo")
+    require(not e.token_types and not e.position_offset and not e.pooler, "no token types")
+    require(e.head_transform is Activation.GELU, "the head's classifier_activation gelu")
+    require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
+    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
     kinds = a.attention.layer_pattern
     layer_types = [
         "full_attention" if kinds[i % len(kinds)] is LayerKind.GLOBAL else "sliding_attention"
@@ -238,20 +238,20 @@ def _modernbert_names() -> Names:
     """ModernBertForMaskedLM: fused Wqkv ([q, k, v] rows) and Wi ([activated, linear]
     rows); layer 0 has no attn_norm."""
     layer = {
-        "attn.sublayer.q.weight": Source("attn.Wqkv.weight", cut=_q),
-        "attn.sublayer.k.weight": Source("attn.Wqkv.weight", cut=_k),
-        "attn.sublayer.v.weight": Source("attn.Wqkv.weight", cut=_v),
+        "attn.sublayer.q.weight": Source("attn.Wqkv.weight", cut=q_rows),
+        "attn.sublayer.k.weight": Source("attn.Wqkv.weight", cut=k_rows),
+        "attn.sublayer.v.weight": Source("attn.Wqkv.weight", cut=v_rows),
         "attn.sublayer.o.weight": Source("attn.Wo.weight"),
-        "mlp.sublayer.gate.weight": Source("mlp.Wi.weight", cut=_first_ff),
-        "mlp.sublayer.up.weight": Source("mlp.Wi.weight", cut=_second_ff),
+        "mlp.sublayer.gate.weight": Source("mlp.Wi.weight", cut=first_ff),
+        "mlp.sublayer.up.weight": Source("mlp.Wi.weight", cut=second_ff),
         "mlp.sublayer.down.weight": Source("mlp.Wo.weight"),
     }
     # biases and norm biases, where the config switches them on
-    for ours, part in (("q", _q), ("k", _k), ("v", _v)):
+    for ours, part in (("q", q_rows), ("k", k_rows), ("v", v_rows)):
         layer[f"attn.sublayer.{ours}.bias"] = Source("attn.Wqkv.bias", cut=part)
     layer["attn.sublayer.o.bias"] = Source("attn.Wo.bias")
-    layer["mlp.sublayer.gate.bias"] = Source("mlp.Wi.bias", cut=_first_ff)
-    layer["mlp.sublayer.up.bias"] = Source("mlp.Wi.bias", cut=_second_ff)
+    layer["mlp.sublayer.gate.bias"] = Source("mlp.Wi.bias", cut=first_ff)
+    layer["mlp.sublayer.up.bias"] = Source("mlp.Wi.bias", cut=second_ff)
     layer["mlp.sublayer.down.bias"] = Source("mlp.Wo.bias")
     for t in ("weight", "bias"):
         layer[f"attn.before.{t}"] = Source(f"attn_norm.{t}")

@@ -72,9 +72,9 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors
     "parallel_mamba2": lambda a: LayerKind.GLOBAL_MAMBA2 in a.attention.layer_pattern,
     "mamba2_norm": lambda a: (
-        _mamba2_of(a) is not None and _mamba2_of(a).norm not in (None, Mamba2Norm.GATED)
+        mamba2_sizes_of(a) is not None and mamba2_sizes_of(a).norm not in (None, Mamba2Norm.GATED)
     ),
-    "sublayer_multipliers": lambda a: _sublayer_factors(a) != {},
+    "sublayer_multipliers": lambda a: sublayer_factors(a) != {},
     "kda": lambda a: LayerKind.KDA in a.attention.layer_pattern,
     # MiniMax-01: lightning attention, and the factors on the residual stream (alpha)
     "lightning": lambda a: LayerKind.LIGHTNING in a.attention.layer_pattern,
@@ -92,7 +92,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     # Zamba2: weight-shared blocks, and its clamp of the Mamba-2 time step
     "shared_blocks": lambda a: a.shared_blocks is not None,
     "time_step_floor": lambda a: (
-        _mamba2_of(a) is not None and _mamba2_of(a).time_step_floor is not None
+        mamba2_sizes_of(a) is not None and mamba2_sizes_of(a).time_step_floor is not None
     ),
     # LongCat-Flash: zero-computation experts and shortcut-connected MoE layers
     "zero_experts": lambda a: _moe_has(a, lambda m: bool(m.zero_experts)),
@@ -107,13 +107,13 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
 }
 
 
-def _mamba2_of(a: Architecture) -> Mamba2 | None:
+def mamba2_sizes_of(a: Architecture) -> Mamba2 | None:
     return a.mixers.mamba2 if a.mixers is not None else None
 
 
-def _sublayer_factors(a: Architecture) -> dict[str, object]:
+def sublayer_factors(a: Architecture) -> dict[str, object]:
     """Falcon-H1's factors on sublayer inputs and outputs the card sets (other than 1)."""
-    m = _mamba2_of(a)
+    m = mamba2_sizes_of(a)
     values = {
         "attention.input_multiplier": a.attention.input_multiplier,
         "attention.output_multiplier": a.attention.output_multiplier,
@@ -132,17 +132,6 @@ def _moe_has(a: Architecture, test: Callable[[MoE], bool]) -> bool:
     return a.mlp.moe is not None and test(a.mlp.moe)
 
 
-def convert(arch: Architecture, model_type: str) -> dict:
-    """The card as its family's transformers config; NotRepresentable when the family
-    cannot build it (an optional mechanism it lacks, or a fixed choice the card differs on)."""
-    from archdb_hf.families.registry import SPECS
-
-    spec = SPECS[model_type]
-    check_extras(arch, spec)
-    written = spec.write(arch)
-    return written | function_keys(spec, arch, written)
-
-
 def function_keys(spec: FamilySpec, a: Architecture, written: dict) -> dict:
     """The output-only choices every family's config keeps under a key of its own: the
     norm epsilon, and the RoPE base with its scaling, where the card records them (a
@@ -155,16 +144,16 @@ def function_keys(spec: FamilySpec, a: Architecture, written: dict) -> dict:
     if spec.rope_key and pos.type is PositionType.ROPE and not rope_written:
         theta = {"rope_theta": pos.rope_theta} if pos.rope_theta else {}
         if theta or pos.rope_scaling is not None:
-            keys[spec.rope_key] = {"rope_type": "default"} | theta | _rope_scaling(a)
+            keys[spec.rope_key] = {"rope_type": "default"} | theta | rope_scaling_config(a)
     return keys
 
 
 def check_extras(a: Architecture, spec: FamilySpec) -> None:
     used = [name for name, uses in EXTRAS.items() if uses(a) and name not in spec.extras]
-    _require(not used, f"transformers' {spec.model_type} has no {', '.join(used)}")
+    require(not used, f"transformers' {spec.model_type} has no {', '.join(used)}")
 
 
-def _require(ok: bool, message: str) -> None:
+def require(ok: bool, message: str) -> None:
     if not ok:
         raise NotRepresentable(message)
 
@@ -172,65 +161,65 @@ def _require(ok: bool, message: str) -> None:
 # --- shared checks --------------------------------------------------------------------------
 
 
-def _norm(
+def need_norm(
     a: Architecture, kind: NormType, affine: NormAffine, position: NormPosition, final: bool = True
 ) -> None:
     n = a.norm
-    _require(n.type is kind, f"norm.type must be {kind.value}")
-    _require(n.affine is affine, f"norm.affine must be {affine.value}")
-    _require(n.position is position, f"norm.position must be {position.value}")
-    _require(n.final is final, f"norm.final must be {final}")
+    require(n.type is kind, f"norm.type must be {kind.value}")
+    require(n.affine is affine, f"norm.affine must be {affine.value}")
+    require(n.position is position, f"norm.position must be {position.value}")
+    require(n.final is final, f"norm.final must be {final}")
 
 
-def _serial(a: Architecture) -> None:
-    _require(not a.parallel_layers, "parallel_layers must be false")
+def need_serial(a: Architecture) -> None:
+    require(not a.parallel_layers, "parallel_layers must be false")
 
 
-def _parallel(a: Architecture, shared: bool) -> None:
-    _require(bool(a.parallel_layers), "parallel_layers must be true")
-    _require(bool(a.norm.shared_in_parallel) is shared, f"norm.shared_in_parallel must be {shared}")
+def need_parallel(a: Architecture, shared: bool) -> None:
+    require(bool(a.parallel_layers), "parallel_layers must be true")
+    require(bool(a.norm.shared_in_parallel) is shared, f"norm.shared_in_parallel must be {shared}")
 
 
-def _act(a: Architecture, *allowed: Activation) -> None:
-    _require(
+def need_activation(a: Architecture, *allowed: Activation) -> None:
+    require(
         a.mlp.activation in allowed,
         f"mlp.activation must be one of {', '.join(x.value for x in allowed)}",
     )
 
 
-def _softmax_attention(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
-    _require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant must be softmax")
-    _require(a.attention.qk_norm is qk, f"attention.qk_norm must be {qk.value}")
+def need_softmax_attention(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
+    require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant must be softmax")
+    require(a.attention.qk_norm is qk, f"attention.qk_norm must be {qk.value}")
 
 
-def _position(a: Architecture, *allowed: PositionType) -> None:
-    _require(
+def need_position(a: Architecture, *allowed: PositionType) -> None:
+    require(
         a.position.type in allowed,
         f"position.type must be one of {', '.join(x.value for x in allowed)}",
     )
 
 
-def _dense(a: Architecture) -> None:
-    _require(a.mlp.moe is None, "a dense MLP (mlp.moe null)")
+def need_dense(a: Architecture) -> None:
+    require(a.mlp.moe is None, "a dense MLP (mlp.moe null)")
 
 
-def _pattern(a: Architecture, *allowed: LayerKind) -> None:
-    _require(
+def need_pattern(a: Architecture, *allowed: LayerKind) -> None:
+    require(
         set(a.attention.layer_pattern) <= set(allowed),
         f"layer_pattern may use only {', '.join(x.value for x in allowed)}",
     )
 
 
-def _bias(a: Architecture, qkv: bool, out: bool, mlp: bool, lm_head: bool = False) -> None:
+def need_bias(a: Architecture, qkv: bool, out: bool, mlp: bool, lm_head: bool = False) -> None:
     b = a.bias
     got = (b.qkv, b.attn_out, b.mlp, bool(b.lm_head))
-    _require(
+    require(
         got == (qkv, out, mlp, lm_head),
         f"bias (qkv, attn_out, mlp, lm_head) must be {(qkv, out, mlp, lm_head)}, got {got}",
     )
 
 
-def _base(a: Architecture) -> dict:
+def base_config(a: Architecture) -> dict:
     """The Llama-style config fields most families share."""
     return {
         "vocab_size": a.vocab_size,
@@ -245,34 +234,34 @@ def _base(a: Architecture) -> dict:
     }
 
 
-def _llama_like(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
-    _norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a, qk)
-    _position(a, PositionType.ROPE)
+def need_llama_like(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
+    need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a, qk)
+    need_position(a, PositionType.ROPE)
 
 
 # --- converters -----------------------------------------------------------------------------
 
 
-def _rope(a: Architecture) -> dict:
+def rope_config(a: Architecture) -> dict:
     """RoPE base and rotating share, as transformers 5 spells them."""
     fraction = a.position.rotary_fraction
     params = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
     return {"rope_parameters": params | ({"partial_rotary_factor": fraction} if fraction else {})}
 
 
-def _kinds(a: Architecture, names: dict[LayerKind, str]) -> list[str]:
+def layer_kind_names(a: Architecture, names: dict[LayerKind, str]) -> list[str]:
     """Every layer's transformers layer type."""
     return [names[k] for k in a.layer_kinds()]
 
 
-def _mamba2_sizes(a: Architecture, prefix: str) -> dict:
+def mamba2_config(a: Architecture, prefix: str) -> dict:
     m = a.mixers.mamba2 if a.mixers is not None else None
-    _require(m is not None, "mixers.mamba2 sizes")
+    require(m is not None, "mixers.mamba2 sizes")
     inner = m.n_heads * m.head_dim
-    _require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
+    require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
     names = {
         "n_heads": ("num_heads", "mamba_n_heads"),
         "head_dim": ("head_dim", "mamba_d_head"),
@@ -282,10 +271,10 @@ def _mamba2_sizes(a: Architecture, prefix: str) -> dict:
         "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
         "proj_bias": ("use_bias", "mamba_proj_bias"),
     }
-    return _mixer_sizes(m, names, prefix, inner // a.d_model)
+    return mixer_config(m, names, prefix, inner // a.d_model)
 
 
-def _mixer_sizes(
+def mixer_config(
     mixer: object, names: dict[str, tuple[str, str]], prefix: str, expand: int
 ) -> dict:
     """A mixer's sizes under the config's names: (its own config's, a hybrid's
@@ -295,7 +284,7 @@ def _mixer_sizes(
     return out
 
 
-def _rope_scaling(a: Architecture) -> dict:
+def rope_scaling_config(a: Architecture) -> dict:
     """The card's RoPE scaling as transformers' rope_parameters keys (none: {})."""
     s = a.position.rope_scaling
     if s is None:
@@ -315,16 +304,16 @@ def _rope_scaling(a: Architecture) -> dict:
     return out | {key: value for key, value in given.items() if value is not None}
 
 
-def _layer_types(a: Architecture) -> list[str]:
+def layer_types_of(a: Architecture) -> list[str]:
     names = {LayerKind.LOCAL: "sliding_attention", LayerKind.CHUNKED: "chunked_attention"}
     return [names.get(k, "full_attention") for k in a.layer_kinds()]
 
 
-def _sigmoid_router(moe: MoE) -> None:
+def need_sigmoid_router(moe: MoE) -> None:
     """transformers' DeepSeek-V3 and GLM-4.5 routers: sigmoid scores, always."""
-    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
     grouped = (moe.n_groups or 1) > 1
-    _require(not grouped or moe.group_score is GroupScore.TOP2_SUM, "groups by top2-sum")
+    require(not grouped or moe.group_score is GroupScore.TOP2_SUM, "groups by top2-sum")
 
 
 # --- multi-token prediction -----------------------------------------------------------------
@@ -335,10 +324,10 @@ def _sigmoid_router(moe: MoE) -> None:
 # leaves them out too), so the keys change no count and no logit.
 
 
-def _mtp_modules(a: Architecture, key: str) -> dict:
+def mtp_config(a: Architecture, key: str) -> dict:
     """One count of one-block modules: DeepSeek-V3's and GLM-5's num_nextn_predict_layers,
     Qwen3-Next's and Qwen3.5's mtp_num_hidden_layers."""
     if a.mtp is None:
         return {}
-    _require(a.mtp.layers_per_module == 1, f"mtp.layers_per_module 1 ({key} has no other)")
+    require(a.mtp.layers_per_module == 1, f"mtp.layers_per_module 1 ({key} has no other)")
     return {key: a.mtp.n_modules}

@@ -11,25 +11,25 @@ from archdb.schema import (
     NormType,
     QKNorm,
 )
-from archdb_hf import weights as w
+from archdb_hf import tensors as w
+from archdb_hf.draft import Draft
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _layer_types,
-    _pattern,
-    _require,
-    _softmax_attention,
+    base_config,
+    layer_types_of,
+    need_activation,
+    need_dense,
+    need_pattern,
+    need_softmax_attention,
+    require,
 )
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import _Draft
-from archdb_hf.weights import _LLAMA_TOP, _QKVO, Names, Source
+from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_cohere(d: _Draft) -> None:
+def _read_cohere(d: Draft) -> None:
     if d.read("use_qk_norm", default=False):  # a LayerNorm per head, each head its own scale
         d.set("architecture.attention.qk_norm", "per-head-untied", "config")
     scale = d.read("logit_scale", default=0.0625)  # CohereConfig's default
@@ -41,32 +41,32 @@ def _read_cohere(d: _Draft) -> None:
 
 
 def cohere(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
-    ref._parallel(a, shared=True)
-    _act(a, Activation.SWIGLU)
-    _require(
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
+    ref.need_parallel(a, shared=True)
+    need_activation(a, Activation.SWIGLU)
+    require(
         a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD_UNTIED),
         "Cohere's QK norm is per head with untied weights",
     )
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return base_config(a) | {
         "attention_bias": a.bias.qkv,
         "use_qk_norm": a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED,
     }
 
 
 def cohere2(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
-    ref._parallel(a, shared=True)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a)
-    _dense(a)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
+    ref.need_parallel(a, shared=True)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a)
+    need_dense(a)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return base_config(a) | {
         "attention_bias": a.bias.qkv,
-        "layer_types": _layer_types(a),
+        "layer_types": layer_types_of(a),
         "sliding_window": a.attention.sliding_window or 4096,
     }
 
@@ -75,11 +75,11 @@ def cohere2(a: Architecture) -> dict:
 
 
 def _cohere_names() -> Names:
-    projections = _QKVO | {"o": "o_proj"}
+    projections = QKVO | {"o": "o_proj"}
     mlp = {p: f"mlp.{p}_proj" for p in ("gate", "up", "down")}
-    names = w._parallel(
+    names = w.parallel_names(
         "model.layers.{i}.", "input_layernorm", "self_attn", projections, mlp,
-        _LLAMA_TOP, tied_head=("lm_head.weight",),
+        LLAMA_TOP, tied_head=("lm_head.weight",),
     )  # fmt: skip
     for qk in ("q", "k"):  # use_qk_norm: a LayerNorm per head with its own scale
         names.layer[f"attn.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")

@@ -20,22 +20,38 @@ from archdb.schema import (
     RopeLayout,
     RouterScore,
 )
-from archdb_hf import importer as imp
+from archdb_hf import draft as imp
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    read_groups,
+    read_layer_period,
+    read_mtp,
+    short_text,
+    shown_briefly,
+)
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _kinds,
-    _mtp_modules,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
+    base_config,
+    layer_kind_names,
+    mtp_config,
+    need_activation,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
 )
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import HFImportError, _brief, _Draft, _groups, _mtp, _period, _short
-from archdb_hf.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe, _qwen3_moe
+from archdb_hf.tensors import (
+    LLAMA_TOP,
+    PRE_NORMS,
+    Names,
+    Source,
+    llama_layer,
+    moe_names,
+    qwen3_moe_names,
+)
 
 if TYPE_CHECKING:
     from torch import nn
@@ -43,7 +59,7 @@ if TYPE_CHECKING:
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_deepseek(d: _Draft) -> None:
+def _read_deepseek(d: Draft) -> None:
     d.latent(
         kv_lora_rank=d.read("kv_lora_rank", required=True),
         q_lora_rank=d.read("q_lora_rank"),
@@ -80,23 +96,23 @@ def _read_deepseek(d: _Draft) -> None:
         "The shared experts form one MLP of "
         "moe_intermediate_size x n_shared_experts (the transformers implementation).",
     )
-    _mtp(d)
+    read_mtp(d)
 
 
-def _read_deepseek_v2(d: _Draft) -> None:
+def _read_deepseek_v2(d: Draft) -> None:
     _read_deepseek(d)
     if d.value("architecture.mlp.moe.n_experts"):
         _softmax_router(d)
 
 
-def _softmax_router(d: _Draft) -> None:
+def _softmax_router(d: Draft) -> None:
     """transformers' DeepseekV2TopkRouter: softmax shares of all experts, greedy or
     group-limited (groups ranked by their best score), times routed_scaling_factor;
     it never renormalizes (norm_topk_prob is not read)."""
     scoring = d.read("scoring_func", default="softmax")
     if scoring != "softmax":
         raise HFImportError(
-            f"scoring_func {_short(scoring)}: transformers' deepseek_v2 scores by softmax"
+            f"scoring_func {short_text(scoring)}: transformers' deepseek_v2 scores by softmax"
         )
     d.set("architecture.mlp.moe.score_function", "softmax", "family")
     d.set("architecture.mlp.moe.normalize_top_k", False, "family")
@@ -108,35 +124,35 @@ def _softmax_router(d: _Draft) -> None:
         )
     method = d.read("topk_method", default="greedy")
     if method == "group_limited_greedy":
-        _groups(d, "max", d.read("n_group", required=True), d.read("topk_group", required=True))
+        read_groups(d, "max", d.read("n_group", required=True), d.read("topk_group", required=True))
     elif method != "greedy":
         raise HFImportError(
-            f"topk_method {_short(method)}: transformers' deepseek_v2 routes greedy or "
+            f"topk_method {short_text(method)}: transformers' deepseek_v2 routes greedy or "
             "group_limited_greedy"
         )
     elif d.config.get("n_group") == 1 and d.config.get("topk_group") == 1:
         # greedy reads no groups; one group holding every expert is greedy too (V2-Lite's
         # config states it); other group counts stay reported as unread
-        _groups(d, "max", d.read("n_group"), d.read("topk_group"))
+        read_groups(d, "max", d.read("n_group"), d.read("topk_group"))
     scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
     d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
 
 
-def _rope_interleave(d: _Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
+def _rope_interleave(d: Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
     if d.value("architecture.position.type") == "rope":
         interleaved = d.read("rope_interleave", default=True)
         layout = "interleaved" if interleaved else "half-split"
         d.set("architecture.position.rope_layout", layout, d.origin_of("rope_interleave"))
 
 
-def _read_deepseek_v3(d: _Draft) -> None:
+def _read_deepseek_v3(d: Draft) -> None:
     _read_deepseek(d)
     _rope_interleave(d)
     if d.value("architecture.mlp.moe.n_experts"):
         imp._sigmoid_router(d, 8, 4, default_scale=2.5)  # DeepseekV3Config's defaults
 
 
-def _read_longcat_flash(d: _Draft) -> None:
+def _read_longcat_flash(d: Draft) -> None:
     """LongCat-Flash (transformers' LongcatFlashDecoderLayer): num_layers layers of two MLA
     sublayers and two dense MLPs (ffn_hidden_size) with the experts beside them
     (expert_ffn_hidden_size); MLA always through the query bottleneck, its latents scaled;
@@ -200,7 +216,7 @@ def _read_longcat_flash(d: _Draft) -> None:
     )
 
 
-def _read_glm4_moe(d: _Draft) -> None:
+def _read_glm4_moe(d: Draft) -> None:
     """GLM-4.5: DeepSeek-V3's MoE layout and router on GQA attention (q/k/v bias only,
     per-head QK norm when use_qk_norm, partial RoPE)."""
     if d.read("use_qk_norm", default=False):
@@ -220,10 +236,10 @@ def _read_glm4_moe(d: _Draft) -> None:
         dense_d_ff=dense_d_ff if first_dense else None,
     )
     imp._sigmoid_router(d, 1, 1, default_scale=1.0)  # Glm4MoeConfig's defaults
-    _mtp(d)
+    read_mtp(d)
 
 
-def _sparse(d: _Draft, interleaved: bool) -> None:
+def _sparse(d: Draft, interleaved: bool) -> None:
     """DeepSeek Sparse Attention: the lightning indexer's sizes and top-k."""
     d.set(
         "architecture.attention.sparse.indexer_heads",
@@ -243,7 +259,7 @@ def _sparse(d: _Draft, interleaved: bool) -> None:
     d.set(path, layout, d.origin_of("indexer_rope_interleave"))
 
 
-def _dense_then_moe(d: _Draft) -> None:
+def _dense_then_moe(d: Draft) -> None:
     """DeepSeek-V3.2's mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
     types = d.read("mlp_layer_types")
     moe_first = d.value("architecture.mlp.moe.first_dense_layers")
@@ -257,13 +273,13 @@ def _dense_then_moe(d: _Draft) -> None:
         )
 
 
-def _read_deepseek_v32(d: _Draft) -> None:
+def _read_deepseek_v32(d: Draft) -> None:
     _read_deepseek_v3(d)
     _sparse(d, interleaved=False)
     _dense_then_moe(d)
 
 
-def _indexer_modes(d: _Draft, n_layers: int) -> list[str]:
+def _indexer_modes(d: Draft, n_layers: int) -> list[str]:
     """GLM-MoE-DSA's per-layer indexer: "full" runs one, "shared" reuses the previous
     layer's top-k; derived as GlmMoeDsaConfig does from the pattern or freq/offset."""
     modes = d.per_layer("indexer_types", n_layers)
@@ -279,7 +295,7 @@ def _indexer_modes(d: _Draft, n_layers: int) -> list[str]:
     return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
 
 
-def _read_glm_moe_dsa(d: _Draft) -> None:
+def _read_glm_moe_dsa(d: Draft) -> None:
     _read_deepseek_v3(d)
     _sparse(d, interleaved=True)
     _dense_then_moe(d)
@@ -291,7 +307,7 @@ def _read_glm_moe_dsa(d: _Draft) -> None:
         )
 
 
-def _read_kimi_linear(d: _Draft) -> None:
+def _read_kimi_linear(d: Draft) -> None:
     """Kimi Linear: KDA and MLA layers (MLA without positions), DeepSeek-V3's MoE and
     router after dense first layers. Released configs give linear_attn_config (sizes and
     1-based layer lists) and their own MoE key names; transformers' saved configs add
@@ -338,7 +354,7 @@ def _read_kimi_linear(d: _Draft) -> None:
     _kimi_moe(d)
 
 
-def _kimi_layers(d: _Draft, linear: Mapping[str, Any]) -> None:
+def _kimi_layers(d: Draft, linear: Mapping[str, Any]) -> None:
     """The layer pattern from the 1-based full_attn_layers and kda_layers, else
     transformers' default (full attention at every fourth layer after the first)."""
     if d.read("layer_types"):
@@ -347,7 +363,7 @@ def _kimi_layers(d: _Draft, linear: Mapping[str, Any]) -> None:
     full, kda = linear.get("full_attn_layers"), linear.get("kda_layers")
     if full is None or kda is None:
         kinds = ["global" if i and i % 4 == 0 else "kda" for i in range(n_layers)]
-        d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+        d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "family")
         return
     kinds: list[str | None] = [None] * n_layers
     for kind, key, layers in (("global", "full_attn_layers", full), ("kda", "kda_layers", kda)):
@@ -361,10 +377,10 @@ def _kimi_layers(d: _Draft, linear: Mapping[str, Any]) -> None:
     if None in kinds:
         missing = kinds.index(None) + 1
         raise HFImportError(f"linear_attn_config lists layer {missing} as neither kda nor full")
-    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
 
 
-def _kimi_moe(d: _Draft) -> None:
+def _kimi_moe(d: Draft) -> None:
     """KimiLinearMoE: routed experts plus one shared MLP after the dense first layers;
     KimiLinearTopkRouter scores with a sigmoid, picks with the correction bias, groups by
     their two best, renormalizes when moe_renormalize, scales by routed_scaling_factor."""
@@ -389,7 +405,7 @@ def _kimi_moe(d: _Draft) -> None:
     activation = d.read("moe_router_activation_func", default="sigmoid")
     if activation != "sigmoid":
         raise HFImportError(
-            f"moe_router_activation_func {_brief(activation)}: transformers' kimi_linear "
+            f"moe_router_activation_func {shown_briefly(activation)}: transformers' kimi_linear "
             "scores experts with a sigmoid"
         )
     d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
@@ -427,16 +443,16 @@ def kimi_linear(a: Architecture) -> dict:
     qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
     after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
     gates the output."""
-    _pattern(a, LayerKind.KDA, LayerKind.GLOBAL)
-    ref._position(a, PositionType.NONE)
+    need_pattern(a, LayerKind.KDA, LayerKind.GLOBAL)
+    ref.need_position(a, PositionType.NONE)
     config = _deepseek_moe(a)
-    ref._sigmoid_router(a.mlp.moe)
+    ref.need_sigmoid_router(a.mlp.moe)
     kda = a.mixers.kda if a.mixers is not None else None
     sizes = {}
     if kda is not None:
-        _require(kda.mlp, "mixers.kda.mlp true: every Kimi Linear layer has its MLP")
-        _require(kda.decay_rank == kda.head_dim, "mixers.kda.decay_rank equal to head_dim")
-        _require(
+        require(kda.mlp, "mixers.kda.mlp true: every Kimi Linear layer has its MLP")
+        require(kda.decay_rank == kda.head_dim, "mixers.kda.decay_rank equal to head_dim")
+        require(
             kda.output_gate and kda.output_gate_rank == kda.head_dim,
             "mixers.kda.output_gate true with output_gate_rank equal to head_dim",
         )
@@ -449,7 +465,7 @@ def kimi_linear(a: Architecture) -> dict:
     first = moe.first_dense_layers
     names = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     return (
-        _base(a)
+        base_config(a)
         | _latent(a)
         | sizes
         | {
@@ -462,7 +478,7 @@ def kimi_linear(a: Architecture) -> dict:
             "topk_group": config["topk_group"],
             "routed_scaling_factor": config["routed_scaling_factor"],
             "norm_topk_prob": moe.normalize_top_k is not False,
-            "layer_types": _kinds(a, names),
+            "layer_types": layer_kind_names(a, names),
             "mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first),
             "rms_norm_eps": a.norm.eps or 1e-5,
         }
@@ -471,14 +487,14 @@ def kimi_linear(a: Architecture) -> dict:
 
 def _deepseek_moe(a: Architecture) -> dict:
     """DeepSeekMoE's sizes: routed and shared experts after the first dense layers."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
     moe = a.mlp.moe
-    _require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
+    require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
     shared = 0
     if moe.n_shared:
-        _require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
+        require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
         shared = moe.shared_d_ff // a.mlp.d_ff
     return {
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
@@ -494,8 +510,8 @@ def _deepseek_moe(a: Architecture) -> dict:
 
 
 def _latent(a: Architecture) -> dict:
-    _require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
     lat = a.attention.latent
     return {
         "kv_lora_rank": lat.kv_lora_rank,
@@ -514,23 +530,23 @@ def deepseek_v2(a: Architecture) -> dict:
     renormalized (transformers' DeepseekV2TopkRouter ignores norm_topk_prob)."""
     config = _deepseek_moe(a)
     moe = a.mlp.moe
-    _require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
+    require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
     grouped = (moe.n_groups or 1) > 1
-    _require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
+    require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
     method = "group_limited_greedy" if grouped else "greedy"
-    return _base(a) | _latent(a) | config | {"topk_method": method}
+    return base_config(a) | _latent(a) | config | {"topk_method": method}
 
 
 def deepseek_v3(a: Architecture) -> dict:
     """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
     config = _deepseek_moe(a)
-    ref._sigmoid_router(a.mlp.moe)
+    ref.need_sigmoid_router(a.mlp.moe)
     return (
-        _base(a)
+        base_config(a)
         | _latent(a)
         | config
         | {"norm_topk_prob": a.mlp.moe.normalize_top_k is not False}
-        | _mtp_modules(a, "num_nextn_predict_layers")
+        | mtp_config(a, "num_nextn_predict_layers")
     )
 
 
@@ -538,18 +554,18 @@ def longcat_flash(a: Architecture) -> dict:
     """LongCat-Flash: shortcut-connected MoE layers of MLA (scaled latents, q always
     through its bottleneck), a softmax router over routed and zero-computation experts with
     a correction bias, never renormalized, times routed_scaling_factor."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
     moe, lat = a.mlp.moe, a.attention.latent
-    _require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
-    _require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
-    _require(moe.score_function is not RouterScore.SIGMOID, "softmax router scores")
-    _require(moe.normalize_top_k is not True, "the chosen weights are never renormalized")
-    _require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
-    _require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
-    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
+    require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
+    require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
+    require(moe.score_function is not RouterScore.SIGMOID, "softmax router scores")
+    require(moe.normalize_top_k is not True, "the chosen weights are never renormalized")
+    require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
+    require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
+    require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
     return {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -571,24 +587,24 @@ def longcat_flash(a: Architecture) -> dict:
         "head_dim": lat.qk_rope_head_dim,
         "attention_bias": a.bias.qkv,
         "rms_norm_eps": a.norm.eps or 1e-5,
-    } | _rope(a)
+    } | rope_config(a)
 
 
 def glm4_moe(a: Architecture) -> dict:
     """GLM-4.5: GQA with partial RoPE, optional per-head QK norm, q/k/v bias; V3's router."""
     qk = a.attention.qk_norm
-    _require(qk in (QKNorm.NONE, QKNorm.PER_HEAD), "attention.qk_norm none or per-head")
-    _softmax_attention(a, qk)
-    ref._position(a, PositionType.ROPE)
-    _pattern(a, LayerKind.GLOBAL)
-    _require(not a.bias.attn_out and not a.bias.mlp, "no bias on o_proj or the MLPs")
+    require(qk in (QKNorm.NONE, QKNorm.PER_HEAD), "attention.qk_norm none or per-head")
+    need_softmax_attention(a, qk)
+    ref.need_position(a, PositionType.ROPE)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(not a.bias.attn_out and not a.bias.mlp, "no bias on o_proj or the MLPs")
     config = _deepseek_moe(a)
-    ref._sigmoid_router(a.mlp.moe)
+    ref.need_sigmoid_router(a.mlp.moe)
     return (
-        _base(a)
+        base_config(a)
         | config
-        | _rope(a)
-        | _mtp_modules(a, "num_nextn_predict_layers")
+        | rope_config(a)
+        | mtp_config(a, "num_nextn_predict_layers")
         | {
             "attention_bias": a.bias.qkv,
             "use_qk_norm": qk is QKNorm.PER_HEAD,
@@ -601,9 +617,9 @@ def glm4_moe(a: Architecture) -> dict:
 def _dsa_config(a: Architecture, layout: RopeLayout) -> dict:
     """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
     sparse = a.attention.sparse
-    _require(sparse is not None, "attention.sparse (every layer of this family runs DSA)")
+    require(sparse is not None, "attention.sparse (every layer of this family runs DSA)")
     own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
-    _require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+    require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
     return deepseek_v3(a) | {
         "index_n_heads": sparse.indexer_heads,
         "index_head_dim": sparse.indexer_head_dim,
@@ -617,7 +633,7 @@ def deepseek_v32(a: Architecture) -> dict:
     config = _dsa_config(a, RopeLayout.HALF_SPLIT)
     if a.position.rope_scaling is not None:
         rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
-        config["rope_parameters"] = rope | ref._rope_scaling(a)
+        config["rope_parameters"] = rope | ref.rope_scaling_config(a)
     return config
 
 
@@ -631,8 +647,8 @@ def glm_moe_dsa(a: Architecture) -> dict:
 
 def _deepseek_names() -> Names:
     """Latent attention (MLA) and DeepSeekMoE's routed and shared experts."""
-    layer = _llama_layer(_PRE)
-    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer = llama_layer(PRE_NORMS)
+    layer |= moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
     attn = {
         "q.0": "q_a_proj",  # with a query bottleneck (q_lora_rank)
         "q.1": "q_a_layernorm",
@@ -645,7 +661,7 @@ def _deepseek_names() -> Names:
     for ours, theirs in attn.items():
         for t in ("weight", "bias"):
             layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _dsa_names() -> Names:
@@ -664,8 +680,8 @@ def _kimi_linear_names() -> Names:
     experts as w1 (gate), w3 (up), w2 (down)."""
     names = _deepseek_names()
     mlp = "block_sparse_moe"
-    names.layer.update(_llama_layer(_PRE, mlp=mlp))
-    names.layer.update(_moe(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2"))
+    names.layer.update(llama_layer(PRE_NORMS, mlp=mlp))
+    names.layer.update(moe_names(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2"))
     names.layer.update(
         {
             f"mlp.sublayer.shared.{p}.weight": Source(f"{mlp}.shared_experts.{p}_proj.weight")
@@ -721,7 +737,7 @@ def _longcat_flash_names() -> Names:
     for part in ("gate", "up", "down"):
         layer[f"moe.experts.{part}"] = Source(f"mlp.experts.{{e}}.{part}_proj.weight", experts=True)
     return Names(
-        _LLAMA_TOP,
+        LLAMA_TOP,
         layer,
         tied_head=("lm_head.weight",),
         outside=("model.mtp.",),
@@ -850,7 +866,7 @@ GLM4_MOE = DEEPSEEK_V3.derive(
     read=_read_glm4_moe,
     write=glm4_moe,
     extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
-    names=_qwen3_moe,
+    names=qwen3_moe_names,
     logit_error=3.5e-07,
     function_fields=(
         "architecture.mlp.moe.score_function",

@@ -8,23 +8,30 @@ from archdb.schema import (
     RopeLayout,
     RouterScore,
 )
+from archdb_hf.draft import Draft, HFImportError
 from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
+from archdb_hf.families.card_to_config import (
+    base_config,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    require,
+    rope_config,
+)
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import HFImportError, _Draft
-from archdb_hf.weights import Names, Source, _qwen3_moe
+from archdb_hf.tensors import Names, Source, qwen3_moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_ernie4_5(d: _Draft) -> None:
+def _read_ernie4_5(d: Draft) -> None:
     """ERNIE 4.5: use_bias puts a bias on q, k, v, o and the MLP (not the head)."""
     uses_bias = d.read("use_bias", default=False)  # Ernie4_5Config's default
     for part in ("qkv", "attn_out", "mlp"):
         d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("use_bias"))
 
 
-def _read_ernie4_5_moe(d: _Draft) -> None:
+def _read_ernie4_5_moe(d: Draft) -> None:
     """ERNIE 4.5 MoE: experts (and shared experts as one MLP) on the layers from
     moe_layer_start_index to moe_layer_end_index, every moe_layer_interval-th; softmax
     scores, the correction bias choosing, the chosen renormalized."""
@@ -74,37 +81,37 @@ def _read_ernie4_5_moe(d: _Draft) -> None:
 
 def ernie4_5(a: Architecture) -> dict:
     """Llama whose one use_bias covers q, k, v, o and the MLP; RoPE on interleaved pairs."""
-    _llama_like(a)
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL)
+    need_llama_like(a)
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
     uses_bias = a.bias.qkv
-    ref._bias(a, uses_bias, uses_bias, uses_bias)
-    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
-    return _base(a) | _rope(a) | {"use_bias": uses_bias}
+    ref.need_bias(a, uses_bias, uses_bias, uses_bias)
+    require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    return base_config(a) | rope_config(a) | {"use_bias": uses_bias}
 
 
 def ernie4_5_moe(a: Architecture) -> dict:
     """ERNIE 4.5's dense layers then experts every k-th layer (the shared experts one MLP),
     softmax scores with a correction bias; no biases (use_bias false)."""
-    _llama_like(a)
-    _pattern(a, LayerKind.GLOBAL)
-    ref._bias(a, False, False, False)
-    _require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
+    need_llama_like(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    ref.need_bias(a, False, False, False)
+    require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
     moe = a.mlp.moe
-    _require(moe is not None, "experts (mlp.moe)")
-    _require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
-    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
-    _require(
+    require(moe is not None, "experts (mlp.moe)")
+    require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
+    require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    require(
         moe.first_dense_layers % moe.layer_period == 0,
         "the first MoE layer a multiple of layer_period (moe_layer_interval) from 0",
     )
-    _require(
+    require(
         moe.shared_d_ff == (a.mlp.d_ff * moe.n_shared if moe.n_shared else None),
         "shared experts as wide as n_shared routed experts",
     )
     return (
-        _base(a)
-        | _rope(a)
+        base_config(a)
+        | rope_config(a)
         | {
             "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
             "moe_intermediate_size": a.mlp.d_ff,
@@ -124,7 +131,7 @@ def ernie4_5_moe(a: Architecture) -> dict:
 
 def _ernie4_5_moe_names() -> Names:
     """Qwen3-MoE's names; the correction bias a (1, experts) tensor in mlp.moe_statics."""
-    names = _qwen3_moe()
+    names = qwen3_moe_names()
     bias = Source("mlp.moe_statics.e_score_correction_bias", flatten=True)
     names.layer["mlp.sublayer.router.correction_bias"] = bias
     return names

@@ -17,33 +17,40 @@ from archdb.schema import (
     PositionType,
     QKNorm,
 )
+from archdb_hf.draft import (
+    GELU_TANH,
+    Draft,
+    HFImportError,
+    read_layer_period,
+    rope_parameters_of,
+    shown_briefly,
+)
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _layer_types,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
+    base_config,
+    layer_types_of,
+    need_activation,
+    need_dense,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
 )
-from archdb_hf.families.llama import LLAMA, _llama_names
-from archdb_hf.importer import _GELU_TANH, HFImportError, _brief, _Draft, _period, _rope_parameters
-from archdb_hf.weights import (
-    _LLAMA_TOP,
+from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.tensors import (
+    LLAMA_TOP,
     Names,
     Source,
-    _first_expert_ff,
-    _llama_layer,
-    _second_expert_ff,
+    first_expert_ff,
+    llama_layer,
+    second_expert_ff,
 )
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_gemma(d: _Draft) -> None:
+def _read_gemma(d: Draft) -> None:
     # Gemma's RMSNorm applies (1 + w); the embeddings are scaled by sqrt(hidden_size)
     d.set("architecture.norm.unit_offset", True, "family")
     d.set("architecture.embedding_multiplier", d.value("architecture.d_model") ** 0.5, "family")
@@ -65,12 +72,12 @@ _GEMMA2_SOFTCAPS = {
 }
 
 
-def _gemma3_rope_defaults(d: _Draft) -> None:
+def _gemma3_rope_defaults(d: Draft) -> None:
     """Gemma3TextConfig's RoPE bases where the config gives none: 1e6 on the full layers,
     1e4 on the sliding ones (not the Llama default the generic reading falls back to)."""
     if d.origins.get("architecture.position.rope_theta") == "family":
         d.set("architecture.position.rope_theta", 1_000_000.0, "family")
-    _, local = _rope_parameters(d)
+    _, local = rope_parameters_of(d)
     if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
         d.set("architecture.position.rope_theta_local", 10_000.0, "family")
 
@@ -85,7 +92,7 @@ def _bfloat16(value: float) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
-def _read_recurrent_gemma(d: _Draft) -> None:
+def _read_recurrent_gemma(d: Draft) -> None:
     """RecurrentGemma (Griffin): block_types tiled over the layers, RG-LRU blocks and local
     attention of attention_window_size; the MLP's intermediate_size is both GeGLU branches;
     biases on the MLP and attention's output; (1 + w) RMSNorms; embeddings times
@@ -97,11 +104,11 @@ def _read_recurrent_gemma(d: _Draft) -> None:
     unknown = [t for t in types if t not in _GRIFFIN_BLOCKS]
     if unknown:
         raise HFImportError(
-            f"block_types: {_brief(unknown[0])} is not a Griffin block "
+            f"block_types: {shown_briefly(unknown[0])} is not a Griffin block "
             f"({', '.join(_GRIFFIN_BLOCKS)})"
         )
     tiled = (types * (n_layers // len(types) + 1))[:n_layers]  # transformers' tiling
-    kinds = _period([_GRIFFIN_BLOCKS[t] for t in tiled])
+    kinds = read_layer_period([_GRIFFIN_BLOCKS[t] for t in tiled])
     d.set("architecture.attention.layer_pattern", kinds, d.origin_of("block_types"))
     window = d.read("attention_window_size", default=2048)
     d.set("architecture.attention.sliding_window", window if "local" in kinds else None,
@@ -136,7 +143,7 @@ def _read_recurrent_gemma(d: _Draft) -> None:
     )
     if "rg-lru" not in kinds:
         return
-    if str(d.read("hidden_activation", default="gelu_pytorch_tanh")).lower() not in _GELU_TANH:
+    if str(d.read("hidden_activation", default="gelu_pytorch_tanh")).lower() not in GELU_TANH:
         raise HFImportError("hidden_activation: the RG-LRU block's gate branch is tanh GELU only")
     sizes = {
         "lru_width": d.read("lru_width", default=d_model),
@@ -152,7 +159,7 @@ def _read_recurrent_gemma(d: _Draft) -> None:
     )
 
 
-def _read_gemma4(d: _Draft) -> None:
+def _read_gemma4(d: Draft) -> None:
     """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
     own KV heads and no value projection), proportional partial RoPE on them only, a value
     norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
@@ -188,7 +195,7 @@ def _read_gemma4(d: _Draft) -> None:
         d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
 
 
-def _gemma_on_device(d: _Draft, per_layer_default: int, shared_default: int = 0) -> None:
+def _gemma_on_device(d: Draft, per_layer_default: int, shared_default: int = 0) -> None:
     """Gemma 3n / Gemma 4 E2B and E4B: per-layer embeddings and cross-layer KV sharing;
     Gemma 4's use_double_wide_mlp doubles the reusing layers' MLP."""
     width = d.read("hidden_size_per_layer_input", default=per_layer_default)
@@ -213,7 +220,7 @@ def _gemma_on_device(d: _Draft, per_layer_default: int, shared_default: int = 0)
         d.set("architecture.mlp.kv_shared_d_ff", 2 * d_ff, "config")
 
 
-def _read_gemma3n(d: _Draft) -> None:
+def _read_gemma3n(d: Draft) -> None:
     """Gemma 3n's text model: Gemma 4's attention and sandwich norms (RMSNorm applying w,
     unscaled scores, a value norm) without global-layer sizes or layer scalar; AltUp,
     LAuReL, per-layer embeddings, KV sharing and gaussian top-k on the first MLP gates."""
@@ -225,7 +232,7 @@ def _read_gemma3n(d: _Draft) -> None:
     if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
         d.set("architecture.final_logit_softcap", 30.0, "family")
     if d.value("architecture.position.rope_theta_local") is None:
-        _, local = _rope_parameters(d)
+        _, local = rope_parameters_of(d)
         if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
             d.set("architecture.position.rope_theta_local", 10_000.0, "family")
     _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
@@ -241,7 +248,7 @@ def _read_gemma3n(d: _Draft) -> None:
     _activation_sparsity(d)
 
 
-def _activation_sparsity(d: _Draft) -> None:
+def _activation_sparsity(d: Draft) -> None:
     """activation_sparsity_pattern: one target for a run of leading layers, 0 after them
     (Gemma3nTextConfig's default: 0.95 on the first 10 layers when there are more)."""
     n = d.value("architecture.n_layers")
@@ -271,18 +278,18 @@ def _activation_sparsity(d: _Draft) -> None:
         )
 
 
-def _gemma4_pattern(d: _Draft) -> None:
+def _gemma4_pattern(d: Draft) -> None:
     """Without layer_types, five sliding layers to one full, the last layer forced full."""
     if d.read("layer_types"):
         return
     n = d.value("architecture.n_layers")
     kinds = ["global" if (i + 1) % 6 == 0 or i == n - 1 else "local" for i in range(n)]
-    d.set("architecture.attention.layer_pattern", _period(kinds), "family")
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "family")
     d.set("architecture.attention.sliding_window", d.read("sliding_window", default=512), "config")
 
 
-def _gemma4_global_layers(d: _Draft) -> None:
-    full, _ = _rope_parameters(d)
+def _gemma4_global_layers(d: Draft) -> None:
+    full, _ = rope_parameters_of(d)
     # _position took the full-attention RoPE block for the card's: it is the global layers'
     for path in list(d.values):
         if path.startswith(("architecture.position.rope_scaling", "architecture.position.rot")):
@@ -292,7 +299,9 @@ def _gemma4_global_layers(d: _Draft) -> None:
     d.notes.pop("architecture.position.rope_scaling", None)
     kind = full.get("rope_type", "default")
     if kind not in ("default", "proportional"):
-        raise HFImportError(f"full-attention rope_type {_brief(kind)} is not one the card holds")
+        raise HFImportError(
+            f"full-attention rope_type {shown_briefly(kind)} is not one the card holds"
+        )
     overrides: dict[str, Any] = {}
     fraction = full.get("partial_rotary_factor")
     if kind == "proportional" and fraction is not None and fraction < 1:
@@ -322,7 +331,7 @@ def _gemma4_global_layers(d: _Draft) -> None:
         d.set(f"architecture.attention.global_layers.{name}", value, origin)
 
 
-def _global_layer_sizes(d: _Draft, per_layer: Mapping[str, Any]) -> tuple[Any, Any]:
+def _global_layer_sizes(d: Draft, per_layer: Mapping[str, Any]) -> tuple[Any, Any]:
     """(head_dim, KV heads) that per_layer_config gives every full-attention layer; the
     card holds one set of global-layer sizes, so anything else is refused."""
     pattern = d.value("architecture.attention.layer_pattern") or []
@@ -351,16 +360,16 @@ def recurrent_gemma(a: Architecture) -> dict:
     block_types; pre-norm (1 + w) RMSNorms; a GeGLU MLP with biases (intermediate_size is
     both branches); attention with an output bias, q/k/v biased by attention_bias; head
     width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.GEGLU)
-    _dense(a)
-    _pattern(a, LayerKind.RG_LRU, LayerKind.LOCAL)
-    ref._bias(a, a.bias.qkv, True, True)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.GEGLU)
+    need_dense(a)
+    need_pattern(a, LayerKind.RG_LRU, LayerKind.LOCAL)
+    ref.need_bias(a, a.bias.qkv, True, True)
     rg = a.mixers.rg_lru if a.mixers is not None else None
-    _require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
+    require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
     heads = a.attention.n_heads if a.has_attention() else rg.n_heads
-    _require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
+    require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
     config = {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -372,16 +381,16 @@ def recurrent_gemma(a: Architecture) -> dict:
     }
     if rg is not None:
         config |= {"lru_width": rg.lru_width, "conv1d_width": rg.conv_kernel}
-    _require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
+    require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
     config["logits_soft_cap"] = a.final_logit_softcap
     if a.has_attention():
-        _softmax_attention(a)
-        ref._position(a, PositionType.ROPE)
-        _require(
+        need_softmax_attention(a)
+        ref.need_position(a, PositionType.ROPE)
+        require(
             a.head_dim_effective * heads == a.d_model,
             "attention.head_dim d_model / n_heads (the config has no head_dim)",
         )
-        config |= _rope(a) | {
+        config |= rope_config(a) | {
             "num_key_value_heads": a.attention.n_kv_heads,
             "attention_window_size": a.attention.sliding_window,
             "attention_bias": a.bias.qkv,
@@ -397,35 +406,35 @@ def _kinds_of(pattern: list[LayerKind]) -> list[str]:
 
 
 def gemma(a: Architecture) -> dict:
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.GEGLU)
-    _softmax_attention(a)
-    _dense(a)
-    ref._bias(a, False, False, False)
-    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    return _base(a)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.GEGLU)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_bias(a, False, False, False)
+    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    return base_config(a)
 
 
 def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    _serial(a)
-    _act(a, Activation.GEGLU)
-    _softmax_attention(a, qk)
-    _dense(a)
-    ref._bias(a, False, False, False)
-    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    need_serial(a)
+    need_activation(a, Activation.GEGLU)
+    need_softmax_attention(a, qk)
+    need_dense(a)
+    ref.need_bias(a, False, False, False)
+    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
     # the code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class
     scale = a.attention.scale
     scalar = scale**-2 if scale is not None else a.head_dim_effective
-    _require(
+    require(
         math.isclose(scalar, round(scalar), rel_tol=1e-9),
         "attention.scale must be 1/sqrt(n) for a whole n (query_pre_attn_scalar)",
     )
-    return _base(a) | {
+    return base_config(a) | {
         "sliding_window": a.attention.sliding_window or 4096,
-        "layer_types": _layer_types(a),
+        "layer_types": layer_types_of(a),
         "query_pre_attn_scalar": round(scalar),
         "attn_logit_softcapping": a.attention.logit_softcap,
         "final_logit_softcapping": a.final_logit_softcap,
@@ -437,14 +446,14 @@ def gemma3_text(a: Architecture) -> dict:
     full layers (rope_scaling goes there only), the sliding layers at their own base."""
     config = gemma2(a, QKNorm.PER_HEAD)
     pos = a.position
-    _require(
+    require(
         pos.rope_scaling is None
         or LayerKind.LOCAL not in a.layer_kinds()
         or pos.rope_theta_local is not None,
         "Gemma 3 scales RoPE on full layers only: local layers need rope_theta_local",
     )
     theta = pos.rope_theta or 10000.0
-    full = {"rope_type": "default", "rope_theta": theta} | ref._rope_scaling(a)
+    full = {"rope_type": "default", "rope_theta": theta} | ref.rope_scaling_config(a)
     sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
     return config | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
 
@@ -452,23 +461,23 @@ def gemma3_text(a: Architecture) -> dict:
 def gemma4_text(a: Architecture) -> dict:
     """Gemma 4's text model: global layers with their own sizes, values from keys, a
     value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    _serial(a)
-    _act(a, Activation.GEGLU)
-    _softmax_attention(a, QKNorm.PER_HEAD)
-    ref._position(a, PositionType.ROPE)
-    ref._bias(a, False, False, False)
-    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    _require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
-    _require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
-    _require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
-    _require(a.position.rotary_fraction is None, "local layers rotate every dim")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    need_serial(a)
+    need_activation(a, Activation.GEGLU)
+    need_softmax_attention(a, QKNorm.PER_HEAD)
+    ref.need_position(a, PositionType.ROPE)
+    ref.need_bias(a, False, False, False)
+    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
+    require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
+    require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
+    require(a.position.rotary_fraction is None, "local layers rotate every dim")
     g = a.attention.global_layers
     hd = a.head_dim_effective
     k_eq_v = bool(g and g.values_from_keys)
     # transformers gives global layers their own KV heads only together with k_eq_v
-    _require(
+    require(
         g is None or g.n_kv_heads is None or k_eq_v,
         "global_layers.n_kv_heads needs values_from_keys in transformers' Gemma 4",
     )
@@ -479,9 +488,9 @@ def gemma4_text(a: Architecture) -> dict:
             "rope_type": "proportional",
             "partial_rotary_factor": g.rotary_fraction,
         }
-    out = _base(a) | {
+    out = base_config(a) | {
         "sliding_window": a.attention.sliding_window or 512,
-        "layer_types": _layer_types(a),
+        "layer_types": layer_types_of(a),
         "final_logit_softcapping": a.final_logit_softcap,
         "global_head_dim": (g.head_dim if g is not None else None) or hd,
         "attention_k_eq_v": k_eq_v,
@@ -498,11 +507,11 @@ def gemma4_text(a: Architecture) -> dict:
         out["num_global_key_value_heads"] = g.n_kv_heads
     moe = a.mlp.moe
     if moe is not None:
-        _require(
+        require(
             moe.first_dense_layers == 0 and moe.layer_period == 1 and not moe.n_shared,
             "Gemma 4's experts sit in every layer, without shared experts",
         )
-        _require(
+        require(
             moe.dense_beside_d_ff is not None and bool(moe.router_scales),
             "Gemma 4's experts sit beside a dense MLP, with its scaled router",
         )
@@ -522,7 +531,7 @@ def _gemma4_on_device(a: Architecture) -> dict:
     ple, shared, wide = a.per_layer_embeddings, a.attention.kv_shared_layers or 0, None
     if a.mlp.kv_shared_d_ff is not None:
         wide = a.mlp.kv_shared_d_ff
-        _require(wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
+        require(wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
     return {
         "hidden_size_per_layer_input": ple.width if ple is not None else 0,
         "vocab_size_per_layer_input": ple.vocab_size if ple is not None else a.vocab_size,
@@ -534,29 +543,29 @@ def _gemma4_on_device(a: Architecture) -> dict:
 def gemma3n_text(a: Architecture) -> dict:
     """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
     top-k; Gemma 4's attention without global-layer sizes."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    _serial(a)
-    _act(a, Activation.GEGLU)
-    _softmax_attention(a, QKNorm.PER_HEAD)
-    ref._position(a, PositionType.ROPE)
-    _dense(a)
-    ref._bias(a, False, False, False)
-    _require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    _require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
-    _require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
-    _require(not a.layer_scalar, "Gemma 3n has no layer scalar")
-    _require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
+    need_serial(a)
+    need_activation(a, Activation.GEGLU)
+    need_softmax_attention(a, QKNorm.PER_HEAD)
+    ref.need_position(a, PositionType.ROPE)
+    need_dense(a)
+    ref.need_bias(a, False, False, False)
+    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
+    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
+    require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
+    require(not a.layer_scalar, "Gemma 3n has no layer scalar")
+    require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
     alt, ple = a.altup, a.per_layer_embeddings
-    _require(alt is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
-    _require(ple is not None, "Gemma 3n has per-layer embeddings")
-    _require(a.mlp.kv_shared_d_ff is None, "Gemma 3n's KV-sharing layers keep d_ff")
+    require(alt is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
+    require(ple is not None, "Gemma 3n has per-layer embeddings")
+    require(a.mlp.kv_shared_d_ff is None, "Gemma 3n's KV-sharing layers keep d_ff")
     theta = a.position.rope_theta or 10000.0
     sparsity = a.mlp.activation_sparsity
     first, target = (sparsity.first_layers, sparsity.target) if sparsity else (0, 0.0)
-    return _base(a) | {
+    return base_config(a) | {
         "sliding_window": a.attention.sliding_window or 512,
-        "layer_types": _layer_types(a),
+        "layer_types": layer_types_of(a),
         "final_logit_softcapping": a.final_logit_softcap,
         "rope_parameters": {
             "sliding_attention": {
@@ -588,7 +597,7 @@ _SANDWICH = {
 
 def _gemma4_names() -> Names:
     """Sandwich norms, the layer scalar; 26B-A4B: the dense MLP beside fused experts."""
-    layer = _llama_layer(_SANDWICH)
+    layer = llama_layer(_SANDWICH)
     layer["layer_scalar"] = Source("layer_scalar")
     dense = {"dense_before": "pre_feedforward_layernorm",
              "dense_after": "post_feedforward_layernorm_1",
@@ -605,13 +614,13 @@ def _gemma4_names() -> Names:
     # fused (experts, 2 * d_ff, d) gate and up rows, (experts, d, d_ff) down: archdb's
     # (experts, in, out) is their transpose
     layer["mlp.sublayer.moe.experts.gate"] = Source(
-        "experts.gate_up_proj", cut=_first_expert_ff, experts=True
+        "experts.gate_up_proj", cut=first_expert_ff, experts=True
     )
     layer["mlp.sublayer.moe.experts.up"] = Source(
-        "experts.gate_up_proj", cut=_second_expert_ff, experts=True
+        "experts.gate_up_proj", cut=second_expert_ff, experts=True
     )
     layer["mlp.sublayer.moe.experts.down"] = Source("experts.down_proj", experts=True)
-    top = _LLAMA_TOP | _PER_LAYER_TOP
+    top = LLAMA_TOP | _PER_LAYER_TOP
     return Names(top, layer | _PER_LAYER_GATE, tied_head=("lm_head.weight",))
 
 
@@ -634,14 +643,14 @@ _PER_LAYER_GATE = {
 def _gemma3n_names() -> Names:
     """Gemma 3n: sandwich norms, the per-layer embeddings, AltUp (each layer's router and
     coefficients, the stack's projections in and out) and LAuReL."""
-    layer = _llama_layer(_SANDWICH) | _PER_LAYER_GATE
+    layer = llama_layer(_SANDWICH) | _PER_LAYER_GATE
     for name in ("correction_coefs", "prediction_coefs", "modality_router", "router_norm"):
         layer[f"altup.{name}.weight"] = Source(f"altup.{name}.weight")
     layer["altup.correct_output_scale"] = Source("altup.correct_output_scale")
     for ours, theirs in (("left", "linear_left"), ("right", "linear_right"),
                          ("norm", "post_laurel_norm")):  # fmt: skip
         layer[f"laurel.{ours}.weight"] = Source(f"laurel.{theirs}.weight")
-    top = _LLAMA_TOP | _PER_LAYER_TOP
+    top = LLAMA_TOP | _PER_LAYER_TOP
     for i in range(_MAX_STREAMS):
         top[f"decoder.streams.projections.{i}.weight"] = Source(
             f"model.altup_projections.{i}.weight"
@@ -691,12 +700,12 @@ def _recurrent_gemma_names() -> Names:
     }
     layer["attn.before.weight"] = Source("temporal_pre_norm.weight")
     layer["mlp.before.weight"] = Source("channel_pre_norm.weight")
-    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_norm.weight")}
+    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_norm.weight")}
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
 def _sandwich_names() -> Names:  # Gemma 2 and 3: a norm before and after each sublayer
-    return _llama_names(_SANDWICH)
+    return llama_names(_SANDWICH)
 
 
 # --- the families ----------------------------------------------------------------------

@@ -15,20 +15,20 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
-from archdb_hf import weights as w
+from archdb_hf import tensors as w
+from archdb_hf.draft import Draft
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _pattern,
-    _require,
-    _serial,
-    _softmax_attention,
+    base_config,
+    need_activation,
+    need_dense,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.importer import _Draft
-from archdb_hf.weights import _QKVO, Dims, Names, Source, _k, _q, _v
+from archdb_hf.tensors import QKVO, Dims, Names, Source, k_rows, q_rows, v_rows
 
 if TYPE_CHECKING:
     from archdb_hf.families.spec import FamilySpec
@@ -36,14 +36,14 @@ if TYPE_CHECKING:
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_gpt_neox(d: _Draft) -> None:
+def _read_gpt_neox(d: Draft) -> None:
     parallel = d.read("use_parallel_residual", default=True)
     d.set("architecture.parallel_layers", parallel, d.origin_of("use_parallel_residual"))
     if parallel:  # input_layernorm feeds attention, post_attention_layernorm the MLP
         d.set("architecture.norm.shared_in_parallel", False, "family")
 
 
-def _read_falcon(d: _Draft) -> None:
+def _read_falcon(d: Draft) -> None:
     new_arch = d.read("new_decoder_architecture", default=False)
     if d.read("multi_query", default=True) and not new_arch:
         d.set("architecture.attention.n_kv_heads", 1, "config")
@@ -68,7 +68,7 @@ def _read_falcon(d: _Draft) -> None:
         d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("bias"))
 
 
-def _read_opt(d: _Draft) -> None:
+def _read_opt(d: Draft) -> None:
     pre = d.read("do_layer_norm_before", default=True)
     d.set(
         "architecture.norm.position", "pre" if pre else "post", d.origin_of("do_layer_norm_before")
@@ -92,13 +92,13 @@ def _read_opt(d: _Draft) -> None:
         d.set("architecture.position.learned_rows", context + 2, "family")
 
 
-def _read_phi(d: _Draft) -> None:
+def _read_phi(d: Draft) -> None:
     if d.read("qk_layernorm", default=False):  # one LayerNorm over head_dim, shared by heads
         d.set("architecture.attention.qk_norm", "per-head", "config")
     d.set("architecture.bias.lm_head", True, "family")  # PhiForCausalLM: Linear(bias=True)
 
 
-def _read_gptj(d: _Draft) -> None:
+def _read_gptj(d: Draft) -> None:
     d.read("rotary")  # GPT-J's "rotary": true is the rope scheme itself
     rotary_dim = d.read("rotary_dim", default=64)
     head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
@@ -115,16 +115,16 @@ def _read_gptj(d: _Draft) -> None:
 
 
 def gpt2(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.GELU)
-    _softmax_attention(a)
-    _pattern(a, LayerKind.GLOBAL)  # GPT-2 attends densely in every layer (GPT-3 does not)
-    _dense(a)
-    ref._position(a, PositionType.LEARNED)
-    ref._bias(a, True, True, True)
-    _require(bool(a.tied_embeddings), "GPT-2 ties its embeddings")
-    _require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.GELU)
+    need_softmax_attention(a)
+    need_pattern(a, LayerKind.GLOBAL)  # GPT-2 attends densely in every layer (GPT-3 does not)
+    need_dense(a)
+    ref.need_position(a, PositionType.LEARNED)
+    ref.need_bias(a, True, True, True)
+    require(bool(a.tied_embeddings), "GPT-2 ties its embeddings")
+    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
     return {
         "vocab_size": a.vocab_size,
         "n_embd": a.d_model,
@@ -136,15 +136,15 @@ def gpt2(a: Architecture) -> dict:
 
 
 def openai_gpt(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
-    _serial(a)
-    _act(a, Activation.GELU)
-    _softmax_attention(a)
-    _dense(a)
-    ref._position(a, PositionType.LEARNED)
-    ref._bias(a, True, True, True)
-    _require(a.mlp.d_ff == 4 * a.d_model, "GPT-1's MLP is 4 x d_model")
-    _require(bool(a.tied_embeddings), "GPT-1 ties its embeddings")
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
+    need_serial(a)
+    need_activation(a, Activation.GELU)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_position(a, PositionType.LEARNED)
+    ref.need_bias(a, True, True, True)
+    require(a.mlp.d_ff == 4 * a.d_model, "GPT-1's MLP is 4 x d_model")
+    require(bool(a.tied_embeddings), "GPT-1 ties its embeddings")
     return {
         "vocab_size": a.vocab_size,
         "n_embd": a.d_model,
@@ -156,13 +156,13 @@ def openai_gpt(a: Architecture) -> dict:
 
 def gptj(a: Architecture) -> dict:
     """GPT-J; its output head always has a bias (a card without bias.lm_head differs)."""
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    ref._parallel(a, shared=True)
-    _act(a, Activation.GELU)
-    _softmax_attention(a)
-    _dense(a)
-    ref._position(a, PositionType.ROPE)
-    _require(
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    ref.need_parallel(a, shared=True)
+    need_activation(a, Activation.GELU)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_position(a, PositionType.ROPE)
+    require(
         not a.bias.qkv and not a.bias.attn_out and a.bias.mlp, "GPT-J: no attention bias, MLP bias"
     )
     hd = a.head_dim_effective
@@ -179,12 +179,12 @@ def gptj(a: Architecture) -> dict:
 
 
 def gpt_neox(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    ref._parallel(a, shared=False)
-    _act(a, Activation.GELU)
-    _softmax_attention(a)
-    _dense(a)
-    ref._bias(a, True, True, True)
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    ref.need_parallel(a, shared=False)
+    need_activation(a, Activation.GELU)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_bias(a, True, True, True)
     # ACT2FN: gelu is the erf form, gelu_fast the tanh form (GPT-NeoX-20B's spelling, the
     # formula of GPT-NeoX's fused bias_gelu); null is tanh, as the builder's
     exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
@@ -204,32 +204,32 @@ def gpt_neox(a: Architecture) -> dict:
 
 
 def phi(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    ref._parallel(a, shared=True)
-    _act(a, Activation.GELU)
-    _softmax_attention(a)
-    _dense(a)
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    ref.need_parallel(a, shared=True)
+    need_activation(a, Activation.GELU)
+    need_softmax_attention(a)
+    need_dense(a)
     b = a.bias
-    _require(b.qkv and b.attn_out and b.mlp, "Phi has a bias on every linear layer")
+    require(b.qkv and b.attn_out and b.mlp, "Phi has a bias on every linear layer")
     # Phi's output head always has a bias: a card without bias.lm_head counts differently
-    return _base(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
+    return base_config(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
 
 
 def opt(a: Architecture) -> dict:
-    _require(a.norm.position in (NormPosition.PRE, NormPosition.POST), "pre- or post-norm")
-    ref._norm(
+    require(a.norm.position in (NormPosition.PRE, NormPosition.POST), "pre- or post-norm")
+    ref.need_norm(
         a,
         NormType.LAYERNORM,
         NormAffine.SCALE_AND_BIAS,
         a.norm.position,
         final=a.norm.position is NormPosition.PRE,
     )
-    _serial(a)
-    _act(a, Activation.RELU)
-    _softmax_attention(a)
-    _dense(a)
-    ref._position(a, PositionType.LEARNED)
-    ref._bias(a, True, True, True)
+    need_serial(a)
+    need_activation(a, Activation.RELU)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_position(a, PositionType.LEARNED)
+    ref.need_bias(a, True, True, True)
     # OPT's table has max_position_embeddings + 2 rows; the config states the positions.
     return {
         "vocab_size": a.vocab_size,
@@ -245,13 +245,13 @@ def opt(a: Architecture) -> dict:
 
 
 def falcon(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    _require(bool(a.parallel_layers), "parallel_layers (Falcon's parallel_attn)")
-    _act(a, Activation.GELU)
-    _softmax_attention(a)
-    _dense(a)
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    require(bool(a.parallel_layers), "parallel_layers (Falcon's parallel_attn)")
+    need_activation(a, Activation.GELU)
+    need_softmax_attention(a)
+    need_dense(a)
     b = a.bias
-    _require(b.qkv == b.attn_out == b.mlp, "Falcon's bias flag covers every linear layer")
+    require(b.qkv == b.attn_out == b.mlp, "Falcon's bias flag covers every linear layer")
     shared = bool(a.norm.shared_in_parallel)
     kv = a.attention.n_kv_heads
     classic_mqa = kv == 1 and shared  # Falcon-7B: multi_query, one norm
@@ -300,7 +300,7 @@ def _gpt2_names() -> Names:
         "mlp.sublayer.down.weight": conv("mlp.c_proj.weight"),
         "mlp.sublayer.down.bias": bias("mlp.c_proj.bias"),
     }
-    for p, cut in (("q", _q), ("k", _k), ("v", _v)):
+    for p, cut in (("q", q_rows), ("k", k_rows), ("v", v_rows)):
         layer[f"attn.sublayer.{p}.weight"] = conv("attn.c_attn.weight", cut)
         layer[f"attn.sublayer.{p}.bias"] = bias("attn.c_attn.bias", cut)
     top = {
@@ -353,9 +353,9 @@ def _gptj_names() -> Names:
         "head.lm_head.weight": Source("lm_head.weight"),
         "head.lm_head.bias": Source("lm_head.bias"),
     }
-    projections = _QKVO | {"o": "out_proj"}
+    projections = QKVO | {"o": "out_proj"}
     mlp = {"up": "mlp.fc_in", "down": "mlp.fc_out"}
-    return w._parallel("transformer.h.{i}.", "ln_1", "attn", projections, mlp, top)
+    return w.parallel_names("transformer.h.{i}.", "ln_1", "attn", projections, mlp, top)
 
 
 def _phi_names() -> Names:
@@ -366,8 +366,8 @@ def _phi_names() -> Names:
         "head.lm_head.weight": Source("lm_head.weight"),
         "head.lm_head.bias": Source("lm_head.bias"),
     }
-    projections = _QKVO | {"o": "dense"}
-    names = w._parallel(
+    projections = QKVO | {"o": "dense"}
+    names = w.parallel_names(
         "model.layers.{i}.", "input_layernorm", "self_attn", projections,
         {"up": "mlp.fc1", "down": "mlp.fc2"}, top,
     )  # fmt: skip
@@ -392,12 +392,16 @@ def _falcon_names() -> Names:
         "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
         "head.lm_head.weight": Source("lm_head.weight"),
     }
-    names = w._parallel(
+    names = w.parallel_names(
         "transformer.h.{i}.", "input_layernorm", "self_attention", {"o": "dense"},
         {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}, top,
         tied_head=("lm_head.weight",),
     )  # fmt: skip
-    for p, cut in (("q", _q), ("k", _k), ("v", _v)):  # [q heads, k, v] per key/value group
+    for p, cut in (
+        ("q", q_rows),
+        ("k", k_rows),
+        ("v", v_rows),
+    ):  # [q heads, k, v] per key/value group
         for t in ("weight", "bias"):
             fused = f"self_attention.query_key_value.{t}"
             names.layer[f"attn.{p}.{t}"] = Source(fused, cut=cut, grouped=_falcon_groups)
@@ -412,7 +416,7 @@ def _opt_names() -> Names:
     are rotated to the end, so archdb's row p is OPT's row p + 2 (a lossless reorder)."""
     layer = {
         f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
-        for p, theirs in (_QKVO | {"o": "out_proj"}).items()
+        for p, theirs in (QKVO | {"o": "out_proj"}).items()
         for t in ("weight", "bias")
     }
     for t in ("weight", "bias"):

@@ -11,38 +11,38 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
+from archdb_hf.draft import Draft, expand_mamba2, no_time_step_clamp, read_positive
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _kinds,
-    _llama_like,
-    _mamba2_sizes,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
+    base_config,
+    layer_kind_names,
+    mamba2_config,
+    need_activation,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
 )
-from archdb_hf.families.llama import LLAMA, _read_mixtral
-from archdb_hf.importer import _Draft, _expand_mamba2, _no_time_step_clamp, _positive
-from archdb_hf.weights import (
-    _LLAMA_TOP,
-    _PRE,
+from archdb_hf.families.llama import LLAMA, read_mixtral
+from archdb_hf.tensors import (
+    LLAMA_TOP,
+    PRE_NORMS,
     Names,
     Source,
-    _first_expert_ff,
-    _first_ff,
-    _llama_layer,
-    _second_expert_ff,
-    _second_ff,
+    first_expert_ff,
+    first_ff,
+    llama_layer,
+    second_expert_ff,
+    second_ff,
 )
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_granite(d: _Draft) -> None:
+def _read_granite(d: Draft) -> None:
     """Granite's four muP factors; GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head))."""
     factors = (
         ("embedding_multiplier", "architecture.embedding_multiplier"),
@@ -50,8 +50,8 @@ def _read_granite(d: _Draft) -> None:
         ("attention_multiplier", "architecture.attention.scale"),
     )
     for key, path in factors:
-        d.set(path, _positive(d, key), d.origin_of(key))
-    divisor = _positive(d, "logits_scaling")
+        d.set(path, read_positive(d, key), d.origin_of(key))
+    divisor = read_positive(d, "logits_scaling")
     d.set("architecture.logit_scale", 1.0 / divisor, d.origin_of("logits_scaling"))
     d.note(
         "architecture.logit_scale",
@@ -60,13 +60,13 @@ def _read_granite(d: _Draft) -> None:
     )
 
 
-def _read_granitemoe(d: _Draft) -> None:
+def _read_granitemoe(d: Draft) -> None:
     """GraniteMoe: Granite's factors; every layer's MLP is the experts (Mixtral's routing)."""
     _read_granite(d)
-    _read_mixtral(d)
+    read_mixtral(d)
 
 
-def _read_granitemoehybrid(d: _Draft) -> None:
+def _read_granitemoehybrid(d: Draft) -> None:
     """Granite 4.0-H: Mamba-2 and attention layers, each followed by routed experts beside
     a shared MLP (the shared MLP alone without experts); Granite's factors; RoPE only with
     position_embedding_type rope (GraniteMoeHybridConfig's defaults throughout)."""
@@ -74,10 +74,10 @@ def _read_granitemoehybrid(d: _Draft) -> None:
     if not d.read("layer_types"):  # the config class's default: every layer linear_attention
         d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
     if "mamba2" in d.value("architecture.attention.layer_pattern"):
-        _expand_mamba2(
+        expand_mamba2(
             d, "GraniteMoeHybridMambaLayer", False, n_heads=128, expand=2, state=256, conv=4
         )
-        _no_time_step_clamp(d)
+        no_time_step_clamp(d)
         d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
     shared = d.read("shared_intermediate_size", default=1024)
     n_experts = d.read("num_local_experts", default=8)
@@ -111,21 +111,21 @@ def _multipliers(a: Architecture) -> dict:
 
 def granite(a: Architecture) -> dict:
     """Llama's layout with the four multipliers."""
-    _llama_like(a)
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL)
-    _require(a.bias.qkv == a.bias.attn_out, "Granite's attention_bias covers q, k, v and o")
+    need_llama_like(a)
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(a.bias.qkv == a.bias.attn_out, "Granite's attention_bias covers q, k, v and o")
     extras = {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
-    return _base(a) | extras | _rope(a) | _multipliers(a)
+    return base_config(a) | extras | rope_config(a) | _multipliers(a)
 
 
 def granitemoe(a: Architecture) -> dict:
     """Mixtral's layout with Granite's multipliers; no MLP biases or shared experts."""
-    _llama_like(a)
-    ref._bias(a, a.bias.qkv, a.bias.qkv, False)
-    _pattern(a, LayerKind.GLOBAL)
+    need_llama_like(a)
+    ref.need_bias(a, a.bias.qkv, a.bias.qkv, False)
+    need_pattern(a, LayerKind.GLOBAL)
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None
         and moe.first_dense_layers == 0
         and moe.layer_period == 1
@@ -134,13 +134,13 @@ def granitemoe(a: Architecture) -> dict:
         "every layer MoE, no shared experts, softmax over the top-k logits",
     )
     return (
-        _base(a)
+        base_config(a)
         | {
             "attention_bias": a.bias.qkv,
             "num_local_experts": moe.n_experts,
             "num_experts_per_tok": moe.n_active,
         }
-        | _rope(a)
+        | rope_config(a)
         | _multipliers(a)
     )
 
@@ -148,15 +148,15 @@ def granitemoe(a: Architecture) -> dict:
 def granitemoehybrid(a: Architecture) -> dict:
     """Granite 4.0-H: Mamba-2 and attention layers, each with routed experts beside a
     shared MLP (or that MLP alone), Granite's factors, RoPE or no positions."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a)
-    ref._position(a, PositionType.ROPE, PositionType.NONE)
-    _pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
-    ref._bias(a, a.bias.qkv, a.bias.qkv, False)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a)
+    ref.need_position(a, PositionType.ROPE, PositionType.NONE)
+    need_pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+    ref.need_bias(a, a.bias.qkv, a.bias.qkv, False)
     moe = a.mlp.moe
-    _require(
+    require(
         moe is None
         or (
             moe.first_dense_layers == 0
@@ -168,7 +168,9 @@ def granitemoehybrid(a: Architecture) -> dict:
     )
     names = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     out = (
-        _base(a) | _multipliers(a) | {"attention_bias": a.bias.qkv, "layer_types": _kinds(a, names)}
+        base_config(a)
+        | _multipliers(a)
+        | {"attention_bias": a.bias.qkv, "layer_types": layer_kind_names(a, names)}
     )
     if moe is None:
         out |= {"num_local_experts": 0, "shared_intermediate_size": a.mlp.d_ff}
@@ -179,10 +181,10 @@ def granitemoehybrid(a: Architecture) -> dict:
             "shared_intermediate_size": moe.shared_d_ff,
         }
     if LayerKind.MAMBA2 in a.attention.layer_pattern:
-        _require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-        out |= _mamba2_sizes(a, "mamba_")
+        require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+        out |= mamba2_config(a, "mamba_")
     if a.position.type is PositionType.ROPE:
-        out |= _rope(a) | {"position_embedding_type": "rope"}
+        out |= rope_config(a) | {"position_embedding_type": "rope"}
     return out
 
 
@@ -191,19 +193,19 @@ def granitemoehybrid(a: Architecture) -> dict:
 
 def _granitemoe_names() -> Names:
     """GraniteMoe: the experts' gate and up fused in one stacked input_linear."""
-    layer = _llama_layer(_PRE)
+    layer = llama_layer(PRE_NORMS)
     moe = "block_sparse_moe"
     layer |= {
         "mlp.sublayer.router.proj.weight": Source(f"{moe}.router.layer.weight"),
         "mlp.sublayer.experts.gate": Source(
-            f"{moe}.input_linear.weight", cut=_first_expert_ff, experts=True
+            f"{moe}.input_linear.weight", cut=first_expert_ff, experts=True
         ),
         "mlp.sublayer.experts.up": Source(
-            f"{moe}.input_linear.weight", cut=_second_expert_ff, experts=True
+            f"{moe}.input_linear.weight", cut=second_expert_ff, experts=True
         ),
         "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", experts=True),
     }
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _granitemoehybrid_names() -> Names:
@@ -217,14 +219,14 @@ def _granitemoehybrid_names() -> Names:
              "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
     for ours, theirs in mamba.items():
         layer[f"attn.sublayer.{ours}"] = Source(f"mamba.{theirs}")
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _granitemoehybrid_mlp(layer: dict[str, Source]) -> dict[str, Source]:
     shared = "shared_mlp"
     for prefix in ("mlp.sublayer.shared", "mlp.sublayer"):  # beside experts, or alone
-        layer[f"{prefix}.gate.weight"] = Source(f"{shared}.input_linear.weight", cut=_first_ff)
-        layer[f"{prefix}.up.weight"] = Source(f"{shared}.input_linear.weight", cut=_second_ff)
+        layer[f"{prefix}.gate.weight"] = Source(f"{shared}.input_linear.weight", cut=first_ff)
+        layer[f"{prefix}.up.weight"] = Source(f"{shared}.input_linear.weight", cut=second_ff)
         layer[f"{prefix}.down.weight"] = Source(f"{shared}.output_linear.weight")
     return layer
 

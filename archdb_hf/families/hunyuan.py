@@ -9,16 +9,23 @@ from archdb.schema import (
     RopeScalingType,
     RouterScore,
 )
+from archdb_hf.draft import Draft, HFImportError, rope_parameters_of, shown_briefly
 from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import _base, _dense, _llama_like, _pattern, _require, _rope
+from archdb_hf.families.card_to_config import (
+    base_config,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    require,
+    rope_config,
+)
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import HFImportError, _brief, _Draft, _rope_parameters
-from archdb_hf.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
+from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_hunyuan(d: _Draft) -> None:
+def _read_hunyuan(d: Draft) -> None:
     """Hunyuan (dense and MoE): the per-head QK norm reads the rotated q and k; a "dynamic"
     rope_scaling with an alpha is a fixed NTK stretch of the base (ntk-alpha). The released
     configs' switches transformers does not read are refused where they would change the
@@ -48,14 +55,16 @@ def _read_hunyuan(d: _Draft) -> None:
         )
     if width is not None:
         d.set("architecture.attention.head_dim", width, "config")
-    full, _ = _rope_parameters(d)
+    full, _ = rope_parameters_of(d)
     scaling = d.config.get("rope_scaling") or full
     kind = scaling.get("rope_type") or scaling.get("type")
     alpha = scaling.get("alpha")
     if kind != "dynamic" or not alpha:
         return
     if not isinstance(alpha, int | float) or alpha <= 0:
-        raise HFImportError(f"rope_scaling alpha must be a positive number (got {_brief(alpha)})")
+        raise HFImportError(
+            f"rope_scaling alpha must be a positive number (got {shown_briefly(alpha)})"
+        )
     for path in list(d.values):
         if path.startswith("architecture.position.rope_scaling"):
             d.clear(path)
@@ -71,20 +80,20 @@ def _read_hunyuan(d: _Draft) -> None:
     )
 
 
-def _one_per_layer(d: _Draft, key: str, default: int) -> int:
+def _one_per_layer(d: Draft, key: str, default: int) -> int:
     """A number Hunyuan's released configs repeat per layer; one value for every layer."""
     value = d.read(key, default=default)
     if isinstance(value, list):
         if len(set(value)) != 1:
             raise HFImportError(
-                f"config.json: {key} differs between layers ({_brief(value)}): the card holds "
-                "one value for every layer"
+                f"config.json: {key} differs between layers ({shown_briefly(value)}): the card "
+                "holds one value for every layer"
             )
         value = value[0]
     return value
 
 
-def _read_hunyuan_moe(d: _Draft) -> None:
+def _read_hunyuan_moe(d: Draft) -> None:
     """Every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP,
     all intermediate_size wide (transformers reads no moe_intermediate_size)."""
     _read_hunyuan(d)
@@ -117,26 +126,26 @@ def hunyuan_v1_dense(a: Architecture) -> dict:
     """Hunyuan dense: Llama with a per-head RMS QK norm (applied after RoPE, which changes
     outputs, not counts); attention_bias covers q, k, v and o, the MLP never has one."""
     _hunyuan_attention(a)
-    _dense(a)
-    return _base(a) | _hunyuan_rope(a) | {"attention_bias": a.bias.qkv}
+    need_dense(a)
+    return base_config(a) | _hunyuan_rope(a) | {"attention_bias": a.bias.qkv}
 
 
 def _hunyuan_attention(a: Architecture) -> None:
-    _llama_like(a, QKNorm.PER_HEAD)
-    _pattern(a, LayerKind.GLOBAL)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    _require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
+    need_llama_like(a, QKNorm.PER_HEAD)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
 
 
 def _hunyuan_rope(a: Architecture) -> dict:
     """RoPE as Hunyuan's configs spell it: ntk-alpha is their "dynamic" scaling with an
     alpha (the code then fixes the base at rope_theta * alpha^(d/(d-2)); factor unused, 1)."""
-    config = _rope(a)
+    config = rope_config(a)
     s = a.position.rope_scaling
     if s is not None and s.type is RopeScalingType.NTK_ALPHA:
         config["rope_parameters"] |= {"rope_type": "dynamic", "factor": 1.0, "alpha": s.factor}
     elif s is not None:
-        config["rope_parameters"] |= ref._rope_scaling(a)
+        config["rope_parameters"] |= ref.rope_scaling_config(a)
     return config
 
 
@@ -145,16 +154,16 @@ def hunyuan_v1_moe(a: Architecture) -> dict:
     plus one shared MLP; experts and shared MLP all intermediate_size wide."""
     _hunyuan_attention(a)
     moe = a.mlp.moe
-    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
-    _require(
+    require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    require(
         (moe.n_shared, moe.shared_d_ff, moe.first_dense_layers, moe.layer_period)
         == (1, a.mlp.d_ff, 0, 1),
         "one shared MLP as wide as an expert, experts in every layer",
     )
-    _require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
-    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
+    require(moe.normalize_top_k is not False, "the chosen scores renormalized")
     return (
-        _base(a)
+        base_config(a)
         | _hunyuan_rope(a)
         | {"attention_bias": a.bias.qkv, "num_experts": moe.n_experts, "moe_topk": moe.n_active}
     )
@@ -165,7 +174,7 @@ def hunyuan_v1_moe(a: Architecture) -> dict:
 
 def _hunyuan_layer() -> dict[str, Source]:
     """Llama's names; the per-head QK norms are query_layernorm and key_layernorm."""
-    layer = _llama_layer(_PRE)
+    layer = llama_layer(PRE_NORMS)
     for qk, name in (("q", "query"), ("k", "key")):
         layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
             f"self_attn.{name}_layernorm.weight"
@@ -175,18 +184,18 @@ def _hunyuan_layer() -> dict[str, Source]:
 
 
 def _hunyuan_v1_dense_names() -> Names:
-    return Names(_LLAMA_TOP, _hunyuan_layer(), tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, _hunyuan_layer(), tied_head=("lm_head.weight",))
 
 
 def _hunyuan_v1_moe_names() -> Names:
     """Saved per expert (transformers' qwen2_moe layout); the router is mlp.gate.wg, the
     shared MLP mlp.shared_mlp."""
     layer = _hunyuan_layer()
-    layer |= _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer |= moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
     layer["mlp.sublayer.router.proj.weight"] = Source("mlp.gate.wg.weight")
     for p in ("gate", "up", "down"):
         layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mlp.shared_mlp.{p}_proj.weight")
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 # --- the families ----------------------------------------------------------------------

@@ -8,24 +8,24 @@ from archdb.schema import (
     QKNorm,
     RouterScore,
 )
+from archdb_hf.draft import Draft, HFImportError, read_layer_period
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _base,
-    _dense,
-    _kinds,
-    _llama_like,
-    _pattern,
-    _require,
-    _rope,
+    base_config,
+    layer_kind_names,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    require,
+    rope_config,
 )
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import HFImportError, _Draft, _period
-from archdb_hf.weights import _QKVO, Names, Source, _moe
+from archdb_hf.tensors import QKVO, Names, Source, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _lfm2_ff_width(d: _Draft, width: int) -> int:
+def _lfm2_ff_width(d: Draft, width: int) -> int:
     """The MLP width Lfm2MLP builds: with block_auto_adjust_ff_dim, two thirds of the
     configured width, times block_ffn_dim_multiplier, rounded up to block_multiple_of
     (no rounding when the multiplier is null), as Llama's reference code sizes it."""
@@ -39,7 +39,7 @@ def _lfm2_ff_width(d: _Draft, width: int) -> int:
     return multiple * ((width + multiple - 1) // multiple)
 
 
-def _lfm2_layers(d: _Draft) -> None:
+def _lfm2_layers(d: Draft) -> None:
     """LFM2: short-conv layers, attention at full_attn_idxs (or layer_types); the config's
     tie_embedding spelling; every layer keeps its MLP."""
     if "tie_embedding" in d.config:  # Lfm2Config reads it over tie_word_embeddings
@@ -54,7 +54,7 @@ def _lfm2_layers(d: _Draft) -> None:
             )
         attention = set(indices)
         kinds = ["global" if i in attention else "short-conv" for i in range(n_layers)]
-        d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+        d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     if "short-conv" in (d.value("architecture.attention.layer_pattern") or []):
         d.set("architecture.mixers.short_conv.conv_kernel", d.read("conv_L_cache", default=3),
               d.origin_of("conv_L_cache"))  # fmt: skip
@@ -66,7 +66,7 @@ def _lfm2_layers(d: _Draft) -> None:
         d.read("conv_bias")
 
 
-def _read_lfm2(d: _Draft) -> None:
+def _read_lfm2(d: Draft) -> None:
     configured = d.read("block_ff_dim", "intermediate_size", required=True)
     width = _lfm2_ff_width(d, configured)
     d.set("architecture.mlp.d_ff", width, "config")
@@ -80,7 +80,7 @@ def _read_lfm2(d: _Draft) -> None:
     _lfm2_layers(d)
 
 
-def _read_lfm2_moe(d: _Draft) -> None:
+def _read_lfm2_moe(d: Draft) -> None:
     """LFM2-MoE: num_dense_layers dense MLPs (intermediate_size, not adjusted), then routed
     experts of moe_intermediate_size; a sigmoid router whose expert bias only chooses."""
     first_dense = d.read("num_dense_layers", default=2)
@@ -111,22 +111,22 @@ def _lfm2_common(a: Architecture) -> dict:
     """LFM2's shared layout: Llama's pre-norm block with per-head QK norm, no biases in
     attention or MLP, short-conv layers where the pattern says (one conv_bias flag), the
     head width d_model / n_heads (the config has no head_dim)."""
-    _llama_like(a, QKNorm.PER_HEAD)
-    _pattern(a, LayerKind.SHORT_CONV, LayerKind.GLOBAL)
-    ref._bias(a, False, False, False)
-    _require(
+    need_llama_like(a, QKNorm.PER_HEAD)
+    need_pattern(a, LayerKind.SHORT_CONV, LayerKind.GLOBAL)
+    ref.need_bias(a, False, False, False)
+    require(
         a.head_dim_effective * a.attention.n_heads == a.d_model,
         "attention.head_dim d_model / n_heads (LFM2's config has no head_dim)",
     )
     c = a.mixers.short_conv if a.mixers is not None else None
-    _require(c is None or c.mlp, "mixers.short_conv.mlp true: every LFM2 layer has the MLP")
+    require(c is None or c.mlp, "mixers.short_conv.mlp true: every LFM2 layer has the MLP")
     names = {LayerKind.SHORT_CONV: "conv", LayerKind.GLOBAL: "full_attention"}
-    base = {k: v for k, v in _base(a).items() if k != "head_dim"}
+    base = {k: v for k, v in base_config(a).items() if k != "head_dim"}
     return (
         base
-        | _rope(a)
+        | rope_config(a)
         | {
-            "layer_types": _kinds(a, names),
+            "layer_types": layer_kind_names(a, names),
             "conv_L_cache": c.conv_kernel if c is not None else 3,
             "conv_bias": c.bias if c is not None else False,
         }
@@ -134,7 +134,7 @@ def _lfm2_common(a: Architecture) -> dict:
 
 
 def lfm2(a: Architecture) -> dict:
-    _dense(a)
+    need_dense(a)
     return _lfm2_common(a) | {"block_auto_adjust_ff_dim": False}  # d_ff is the width used
 
 
@@ -143,12 +143,12 @@ def lfm2_moe(a: Architecture) -> dict:
     sigmoid router whose expert bias only chooses, renormalized, scaled (no groups)."""
     common = _lfm2_common(a)
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None and moe.layer_period == 1 and moe.n_shared == 0,
         "MoE after the first dense layers, every layer, no shared experts",
     )
-    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
-    _require((moe.n_groups or 1) == 1, "no expert groups")
+    require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    require((moe.n_groups or 1) == 1, "no expert groups")
     return common | {
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
         "moe_intermediate_size": a.mlp.d_ff,
@@ -170,7 +170,7 @@ def _lfm2_names() -> Names:
     ffn_norm; the final norm is called embedding_norm."""
     layer = {
         f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
-        for p, theirs in (_QKVO | {"o": "out_proj"}).items()
+        for p, theirs in (QKVO | {"o": "out_proj"}).items()
         for t in ("weight", "bias")
     }
     for qk in ("q", "k"):
@@ -198,7 +198,7 @@ def _lfm2_moe_names() -> Names:
     store them."""
     names = _lfm2_names()
     ff = "feed_forward"
-    moe = _moe(f"{ff}.gate", f"{ff}.experts", "w1", "w3", "w2")
+    moe = moe_names(f"{ff}.gate", f"{ff}.experts", "w1", "w3", "w2")
     moe["mlp.sublayer.router.correction_bias"] = Source(f"{ff}.expert_bias")
     names.layer.update(moe)
     return names

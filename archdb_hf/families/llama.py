@@ -15,34 +15,34 @@ from archdb.schema import (
     PositionType,
     QKNorm,
 )
+from archdb_hf.draft import Draft, HFImportError, read_layer_period
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _kinds,
-    _layer_types,
-    _llama_like,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
+    base_config,
+    layer_kind_names,
+    layer_types_of,
+    need_activation,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.importer import HFImportError, _Draft, _period
-from archdb_hf.weights import (
-    _LLAMA_TOP,
-    _PRE,
+from archdb_hf.tensors import (
+    LLAMA_TOP,
+    PRE_NORMS,
     Names,
     Source,
-    _first_ff,
-    _k,
-    _llama_layer,
-    _moe,
-    _q,
-    _second_ff,
-    _v,
+    first_ff,
+    k_rows,
+    llama_layer,
+    moe_names,
+    q_rows,
+    second_ff,
+    v_rows,
 )
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_mixtral(d: _Draft) -> None:
+def read_mixtral(d: Draft) -> None:
     d.moe(
         n_experts=d.read("num_local_experts", required=True),
         n_active=d.read("num_experts_per_tok", required=True),
@@ -59,9 +59,9 @@ def _read_mixtral(d: _Draft) -> None:
     d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
 
 
-def _read_gpt_oss(d: _Draft) -> None:
+def _read_gpt_oss(d: Draft) -> None:
     """gpt-oss: sinks, a biased router over biased experts, the clamped SwiGLU."""
-    _read_mixtral(d)
+    read_mixtral(d)
     d.set("architecture.mlp.moe.router_bias", True, "family")
     d.set("architecture.bias.mlp", True, "family")  # the experts' projections
     d.set("architecture.attention.sinks", True, "family")
@@ -72,7 +72,7 @@ def _read_gpt_oss(d: _Draft) -> None:
     d.set("architecture.mlp.swiglu_alpha", float(alpha), d.origin_of("swiglu_alpha"))
 
 
-def _read_smollm3(d: _Draft) -> None:
+def _read_smollm3(d: Draft) -> None:
     """SmolLM3: Llama whose layers with no_rope_layers[i] == 0 skip RoPE (by default every
     no_rope_layer_interval-th); a sliding window only with use_sliding_window."""
     n = d.value("architecture.n_layers")
@@ -97,7 +97,11 @@ def _read_smollm3(d: _Draft) -> None:
                 f"layer {i} is a sliding-window layer without RoPE: no card layer kind holds it"
             )
         kinds.append("local" if local else "global" if rope else "global-nope")
-    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("no_rope_layers"))
+    d.set(
+        "architecture.attention.layer_pattern",
+        read_layer_period(kinds),
+        d.origin_of("no_rope_layers"),
+    )
     if "local" not in kinds:
         window = d.value("architecture.attention.sliding_window")
         d.set("architecture.attention.sliding_window", None, "config")
@@ -105,7 +109,7 @@ def _read_smollm3(d: _Draft) -> None:
             d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
 
 
-def _read_seed_oss(d: _Draft) -> None:
+def _read_seed_oss(d: Draft) -> None:
     """Seed-OSS: Llama whose attention_bias covers q, k and v only (default true); o_proj
     has its own attention_out_bias (default false)."""
     out = d.read("attention_out_bias", default=False)  # SeedOssConfig's default
@@ -116,20 +120,20 @@ def _read_seed_oss(d: _Draft) -> None:
 
 
 def llama(a: Architecture) -> dict:
-    _llama_like(a)
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL)
-    _require(a.bias.qkv == a.bias.attn_out, "Llama's attention_bias covers q, k, v and o alike")
-    return _base(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
+    need_llama_like(a)
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(a.bias.qkv == a.bias.attn_out, "Llama's attention_bias covers q, k, v and o alike")
+    return base_config(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
 
 
 def mistral(a: Architecture) -> dict:
-    _llama_like(a)
-    _dense(a)
-    _require(len(set(a.attention.layer_pattern)) == 1, "one kind of layer: local or global")
-    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    ref._bias(a, False, False, False)
-    return _base(a) | {"sliding_window": a.attention.sliding_window}
+    need_llama_like(a)
+    need_dense(a)
+    require(len(set(a.attention.layer_pattern)) == 1, "one kind of layer: local or global")
+    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    ref.need_bias(a, False, False, False)
+    return base_config(a) | {"sliding_window": a.attention.sliding_window}
 
 
 def phi3(a: Architecture) -> dict:
@@ -138,17 +142,17 @@ def phi3(a: Architecture) -> dict:
 
 
 def mixtral(a: Architecture) -> dict:
-    _llama_like(a)
-    ref._bias(a, False, False, False)
+    need_llama_like(a)
+    ref.need_bias(a, False, False, False)
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None
         and moe.first_dense_layers == 0
         and moe.layer_period == 1
         and moe.n_shared == 0,
         "every layer MoE, no shared experts",
     )
-    return _base(a) | {
+    return base_config(a) | {
         "num_local_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "sliding_window": a.attention.sliding_window,
@@ -156,17 +160,17 @@ def mixtral(a: Architecture) -> dict:
 
 
 def gpt_oss(a: Architecture) -> dict:
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.CLAMPED_SWIGLU)
-    _softmax_attention(a)
-    ref._position(a, PositionType.ROPE)
-    _require(not a.position.rotary_fraction, "every head dim rotates")
-    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    _require(bool(a.attention.sinks), "attention.sinks: gpt-oss always has them")
-    _require(a.bias.qkv == a.bias.attn_out and a.bias.mlp, "attention_bias; biased experts")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.CLAMPED_SWIGLU)
+    need_softmax_attention(a)
+    ref.need_position(a, PositionType.ROPE)
+    require(not a.position.rotary_fraction, "every head dim rotates")
+    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    require(bool(a.attention.sinks), "attention.sinks: gpt-oss always has them")
+    require(a.bias.qkv == a.bias.attn_out and a.bias.mlp, "attention_bias; biased experts")
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None
         and moe.first_dense_layers == 0
         and moe.layer_period == 1
@@ -177,13 +181,13 @@ def gpt_oss(a: Architecture) -> dict:
     )
     names = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
     rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
-    return _base(a) | {
+    return base_config(a) | {
         "attention_bias": a.bias.qkv,
         "num_local_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
         "sliding_window": a.attention.sliding_window,
-        "layer_types": _kinds(a, names),
-        "rope_parameters": rope | ref._rope_scaling(a),
+        "layer_types": layer_kind_names(a, names),
+        "rope_parameters": rope | ref.rope_scaling_config(a),
         "swiglu_limit": a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
         "swiglu_alpha": a.mlp.swiglu_alpha or CLAMPED_SWIGLU.alpha,
         "rms_norm_eps": a.norm.eps or 1e-5,
@@ -192,32 +196,32 @@ def gpt_oss(a: Architecture) -> dict:
 
 def apertus(a: Architecture) -> dict:
     """Apertus: Llama's layout with per-head QK norms and an up/xIELU/down MLP."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.XIELU)
-    _softmax_attention(a, QKNorm.PER_HEAD)
-    ref._position(a, PositionType.ROPE)
-    _require(not a.position.rotary_fraction, "every head dim rotates")
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.XIELU)
+    need_softmax_attention(a, QKNorm.PER_HEAD)
+    ref.need_position(a, PositionType.ROPE)
+    require(not a.position.rotary_fraction, "every head dim rotates")
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
     rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 12_000_000.0}
-    return _base(a) | {
+    return base_config(a) | {
         "attention_bias": a.bias.qkv,
         "hidden_act": "xielu",
-        "rope_parameters": rope | ref._rope_scaling(a),
+        "rope_parameters": rope | ref.rope_scaling_config(a),
         "rms_norm_eps": a.norm.eps or 1e-5,
     }
 
 
 def nemotron(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SQUARED_RELU)
-    _softmax_attention(a)
-    _dense(a)
-    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
-    return _base(a) | {
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SQUARED_RELU)
+    need_softmax_attention(a)
+    need_dense(a)
+    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
+    return base_config(a) | {
         "attention_bias": a.bias.qkv,
         "mlp_bias": a.bias.mlp,
         "partial_rotary_factor": a.position.rotary_fraction or 1.0,
@@ -225,19 +229,19 @@ def nemotron(a: Architecture) -> dict:
 
 
 def llama4_text(a: Architecture) -> dict:
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
-    ref._bias(a, False, False, False)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
+    ref.need_bias(a, False, False, False)
     moe = a.mlp.moe
-    _require(moe is not None and moe.first_dense_layers == 0, "MoE without leading dense layers")
-    _require(
+    require(moe is not None and moe.first_dense_layers == 0, "MoE without leading dense layers")
+    require(
         moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff,
         "one shared expert as wide as a routed one",
     )
     nope = [int(k is LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()]
-    return _base(a) | {
+    return base_config(a) | {
         "intermediate_size_mlp": moe.dense_d_ff or 4 * a.d_model,
         "num_local_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active,
@@ -251,34 +255,34 @@ def llama4_text(a: Architecture) -> dict:
 def smollm3(a: Architecture) -> dict:
     """Llama with NoPE layers (no_rope_layers[i] == 0) and an optional sliding window on
     the RoPE layers."""
-    _llama_like(a)
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE, LayerKind.LOCAL)
-    _require(a.bias.qkv == a.bias.attn_out, "SmolLM3's attention_bias covers q, k, v and o alike")
+    need_llama_like(a)
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE, LayerKind.LOCAL)
+    require(a.bias.qkv == a.bias.attn_out, "SmolLM3's attention_bias covers q, k, v and o alike")
     kinds = a.layer_kinds()
     local = LayerKind.LOCAL in kinds
     return (
-        _base(a)
-        | _rope(a)
+        base_config(a)
+        | rope_config(a)
         | {
             "attention_bias": a.bias.qkv,
             "mlp_bias": a.bias.mlp,
             "no_rope_layers": [int(k is not LayerKind.GLOBAL_NOPE) for k in kinds],
             "use_sliding_window": local,
             "sliding_window": a.attention.sliding_window if local else None,
-            "layer_types": _layer_types(a),
+            "layer_types": layer_types_of(a),
         }
     )
 
 
 def seed_oss(a: Architecture) -> dict:
     """Llama with separate bias flags: q/k/v (attention_bias) and o (attention_out_bias)."""
-    _llama_like(a)
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL)
+    need_llama_like(a)
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
     return (
-        _base(a)
-        | _rope(a)
+        base_config(a)
+        | rope_config(a)
         | {
             "attention_bias": a.bias.qkv,
             "attention_out_bias": a.bias.attn_out,
@@ -290,46 +294,46 @@ def seed_oss(a: Architecture) -> dict:
 def chameleon(a: Architecture) -> dict:
     # transformers' port learns one QK LayerNorm per head; the official checkpoint shares
     # one per model-parallel shard, which the port cannot express.
-    _llama_like(a, QKNorm.PER_HEAD_UNTIED)
-    _require(
+    need_llama_like(a, QKNorm.PER_HEAD_UNTIED)
+    require(
         a.attention.qk_norm_type is NormType.LAYERNORM
         and a.attention.qk_norm_affine is NormAffine.SCALE_AND_BIAS,
         "Chameleon's QK norm is a LayerNorm with scale and bias",
     )
-    _dense(a)
-    ref._bias(a, False, False, False)
+    need_dense(a)
+    ref.need_bias(a, False, False, False)
     # the image tokenizer (vqmodel) is built with defaults and left out of the count
-    return _base(a) | {"vq_config": {}, "vocabulary_map": {"<image>": 0}}
+    return base_config(a) | {"vq_config": {}, "vocabulary_map": {"<image>": 0}}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
-def _llama_names(norms: dict[str, str] = _PRE) -> Names:
-    return Names(_LLAMA_TOP, _llama_layer(norms), tied_head=("lm_head.weight",))
+def llama_names(norms: dict[str, str] = PRE_NORMS) -> Names:
+    return Names(LLAMA_TOP, llama_layer(norms), tied_head=("lm_head.weight",))
 
 
 def _phi3_names() -> Names:
-    layer = _llama_layer(_PRE)
+    layer = llama_layer(PRE_NORMS)
     layer |= {
         f"attn.sublayer.{p}.weight": Source("self_attn.qkv_proj.weight", cut=cut)
-        for p, cut in (("q", _q), ("k", _k), ("v", _v))
+        for p, cut in (("q", q_rows), ("k", k_rows), ("v", v_rows))
     }
-    layer["mlp.sublayer.gate.weight"] = Source("mlp.gate_up_proj.weight", cut=_first_ff)
-    layer["mlp.sublayer.up.weight"] = Source("mlp.gate_up_proj.weight", cut=_second_ff)
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    layer["mlp.sublayer.gate.weight"] = Source("mlp.gate_up_proj.weight", cut=first_ff)
+    layer["mlp.sublayer.up.weight"] = Source("mlp.gate_up_proj.weight", cut=second_ff)
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
-def _mixtral_names() -> Names:
-    layer = _llama_layer(_PRE)
-    layer |= _moe("block_sparse_moe.gate", "block_sparse_moe.experts", "w1", "w3", "w2")
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+def mixtral_names() -> Names:
+    layer = llama_layer(PRE_NORMS)
+    layer |= moe_names("block_sparse_moe.gate", "block_sparse_moe.experts", "w1", "w3", "w2")
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _gpt_oss_names() -> Names:
     """Sinks per layer; a biased router; experts fused as (experts, in, out) tensors with
     gate and up interleaved column by column (gate_up[..., ::2], gate_up[..., 1::2])."""
-    layer = _llama_layer(_PRE)
+    layer = llama_layer(PRE_NORMS)
     layer["attn.sublayer.kernel.sinks"] = Source("self_attn.sinks")
     experts = "mlp.experts."
     layer |= {
@@ -342,7 +346,7 @@ def _gpt_oss_names() -> Names:
         "mlp.sublayer.experts.down": Source(experts + "down_proj"),
         "mlp.sublayer.experts.down_bias": Source(experts + "down_proj_bias"),
     }
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _apertus_names() -> Names:
@@ -350,7 +354,7 @@ def _apertus_names() -> Names:
     and eps saved as buffers (constants of the function: checked, not loaded)."""
     from archdb.plan.mlp import XIELU_RULE
 
-    names = _llama_names(
+    names = llama_names(
         {"attn.before": "attention_layernorm", "mlp.before": "feedforward_layernorm"}
     )
     for name, _ in XIELU_RULE.initial:
@@ -368,7 +372,7 @@ LLAMA = FamilySpec(
     model_class="LlamaForCausalLM",
     mlp_bias=None,
     write=llama,
-    names=_llama_names,
+    names=llama_names,
     logit_error=0.0,
 )
 MISTRAL = LLAMA.derive(
@@ -387,9 +391,9 @@ MIXTRAL = MISTRAL.derive(
     config_class="MixtralConfig",
     model_class="MixtralForCausalLM",
     eps_default=1e-05,
-    read=_read_mixtral,
+    read=read_mixtral,
     write=mixtral,
-    names=_mixtral_names,
+    names=mixtral_names,
     logit_error=3.3e-07,
 )
 PHI3 = LLAMA.derive(

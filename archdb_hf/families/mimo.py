@@ -4,18 +4,18 @@ sliding layers only, value heads narrower than the query/key heads, DeepSeek-V3'
 from __future__ import annotations
 
 from archdb.schema import Architecture, LayerKind
-from archdb_hf import importer as imp
+from archdb_hf import draft as imp
+from archdb_hf.draft import Draft, HFImportError, read_layer_period
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _base,
-    _kinds,
-    _llama_like,
-    _pattern,
-    _require,
+    base_config,
+    layer_kind_names,
+    need_llama_like,
+    need_pattern,
+    require,
 )
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import HFImportError, _Draft, _period
-from archdb_hf.weights import _LLAMA_TOP, _PRE, Names, Source, _llama_layer, _moe
+from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # MiMoV2FlashConfig's defaults (transformers 5.25), which its class also takes for the
 # released config's own spellings of them
@@ -24,7 +24,7 @@ _FULL_THETA, _SLIDING_THETA, _ROTARY = 5_000_000.0, 10_000.0, 0.334
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _layer_kinds(d: _Draft, n: int) -> list[str]:
+def _layer_kinds(d: Draft, n: int) -> list[str]:
     """Each layer's kind: transformers' layer_types, the released hybrid_layer_pattern (1 a
     sliding layer, 0 a full one), else MiMoV2FlashConfig's default (full on layer 0 and
     every 6th)."""
@@ -46,7 +46,7 @@ def _layer_kinds(d: _Draft, n: int) -> list[str]:
     return kinds  # type: ignore[return-value]
 
 
-def _dense_layers(d: _Draft, n: int) -> int:
+def _dense_layers(d: Draft, n: int) -> int:
     """Leading dense layers: transformers' mlp_layer_types or the released moe_layer_freq
     (0 dense, 1 MoE); MoE must follow them on every later layer."""
     types = d.read("mlp_layer_types")
@@ -61,10 +61,10 @@ def _dense_layers(d: _Draft, n: int) -> int:
     return dense
 
 
-def _read_mimo_v2_flash(d: _Draft) -> None:
+def _read_mimo_v2_flash(d: Draft) -> None:
     n = d.value("architecture.n_layers")
     kinds = _layer_kinds(d, n)
-    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     # transformers widens the released sliding_window_size by one (its window counts the
     # query itself); a transformers-saved config holds the widened window
     size = d.read("sliding_window_size")
@@ -108,11 +108,11 @@ def _read_mimo_v2_flash(d: _Draft) -> None:
     _moe_layers(d, n)
 
 
-def _rope(d: _Draft) -> None:
+def _rope(d: Draft) -> None:
     """Per-type RoPE: transformers' rope_parameters, else its defaults (the released config's
     rope_theta, swa_rope_theta and partial_rotary_factor are those values and are not read
     by MiMoV2FlashConfig)."""
-    full, local = imp._rope_parameters(d)
+    full, local = imp.rope_parameters_of(d)
     for key in ("rope_theta", "swa_rope_theta", "partial_rotary_factor"):
         d.read(key)
     theta = float(full.get("rope_theta", _FULL_THETA))
@@ -126,7 +126,7 @@ def _rope(d: _Draft) -> None:
     d.set("architecture.position.rotary_fraction", fraction, origin)
 
 
-def _moe_layers(d: _Draft, n: int) -> None:
+def _moe_layers(d: Draft, n: int) -> None:
     dense = _dense_layers(d, n)
     dense_d_ff = d.value("architecture.mlp.d_ff")
     expert = d.read("moe_intermediate_size", default=2048)
@@ -150,11 +150,11 @@ def _moe_layers(d: _Draft, n: int) -> None:
 
 
 def mimo_v2_flash(a: Architecture) -> dict:
-    _llama_like(a)
-    _pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    ref._bias(a, a.bias.qkv, False, False)
+    need_llama_like(a)
+    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    ref.need_bias(a, a.bias.qkv, False, False)
     att, g, pos = a.attention, a.attention.global_layers, a.position
-    _require(
+    require(
         g is not None
         and g.n_kv_heads is not None
         and att.n_kv_heads == 2 * g.n_kv_heads
@@ -163,13 +163,13 @@ def mimo_v2_flash(a: Architecture) -> dict:
         and not g.values_from_keys,
         "global_layers.n_kv_heads half of n_kv_heads, nothing else of their own",
     )
-    _require(bool(att.sinks) and g.sinks is False, "sinks on the sliding layers only")
+    require(bool(att.sinks) and g.sinks is False, "sinks on the sliding layers only")
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None and moe.n_shared == 0 and moe.layer_period == 1,
         "MoE after the dense first layers, no shared expert",
     )
-    ref._sigmoid_router(moe)
+    ref.need_sigmoid_router(moe)
     fraction = pos.rotary_fraction or 1.0
     theta = pos.rope_theta or _FULL_THETA
     rope = {
@@ -180,13 +180,13 @@ def mimo_v2_flash(a: Architecture) -> dict:
     }  # fmt: skip
     kinds = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
     dense = moe.first_dense_layers
-    return _base(a) | {
+    return base_config(a) | {
         "num_key_value_heads": g.n_kv_heads,
         "v_head_dim": att.v_head_dim or a.head_dim_effective,
         "attention_bias": a.bias.qkv,
         "attention_value_scale": att.value_multiplier or 1.0,
         "sliding_window": att.sliding_window,
-        "layer_types": _kinds(a, kinds),
+        "layer_types": layer_kind_names(a, kinds),
         "mlp_layer_types": ["dense"] * dense + ["sparse"] * (a.n_layers - dense),
         "rope_parameters": rope,
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
@@ -206,11 +206,11 @@ def mimo_v2_flash(a: Architecture) -> dict:
 def _mimo_v2_flash_names() -> Names:
     """Llama's layer names, V3-style router and experts, and the sliding layers' sinks
     under the released checkpoint's name (transformers saves its sinks as that too)."""
-    layer = _llama_layer(_PRE) | _moe(
+    layer = llama_layer(PRE_NORMS) | moe_names(
         "mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj"
     )
     layer["attn.sublayer.kernel.sinks"] = Source("self_attn.attention_sink_bias")
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 # --- the family --------------------------------------------------------------------------

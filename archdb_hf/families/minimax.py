@@ -15,28 +15,28 @@ from archdb.schema import (
     QKNorm,
     RouterScore,
 )
+from archdb_hf.draft import Draft, HFImportError, read_layer_period, read_mtp, shown_briefly
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _kinds,
-    _llama_like,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
-    _sublayer_factors,
+    base_config,
+    layer_kind_names,
+    need_activation,
+    need_llama_like,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
+    sublayer_factors,
 )
-from archdb_hf.families.llama import MIXTRAL, _mixtral_names, _read_mixtral
+from archdb_hf.families.llama import MIXTRAL, mixtral_names, read_mixtral
 from archdb_hf.families.qwen import QWEN3_MOE
-from archdb_hf.importer import HFImportError, _brief, _Draft, _mtp, _period
-from archdb_hf.weights import Checkpoint, Names, Source, WeightsError
+from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_minimax_m2(d: _Draft) -> None:
+def _read_minimax_m2(d: Draft) -> None:
     """MiniMax-M2: every layer's MLP is the experts (intermediate_size each, no shared
     expert); sigmoid scores, the correction bias choosing, the chosen scores renormalized;
     partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
@@ -45,7 +45,7 @@ def _read_minimax_m2(d: _Draft) -> None:
         n_active=d.read("num_experts_per_tok", default=8),
     )
     d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
-    _mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
+    read_mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
     d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
     d.set("architecture.mlp.moe.score_correction_bias", True, "family")
     d.set("architecture.mlp.moe.normalize_top_k", True, "family")
@@ -65,12 +65,12 @@ def _read_minimax_m2(d: _Draft) -> None:
         d.set("architecture.position.rotary_fraction", fraction, "config")
 
 
-def _read_minimax(d: _Draft) -> None:
+def _read_minimax(d: Draft) -> None:
     """MiniMax-01: lightning layers ("linear_attention") and softmax attention, Mixtral's
     MoE on every layer, the residual taken after each norm, alpha (skip) and beta (output)
     factors per sublayer kind. Reads transformers' keys or the released remote code's
     (attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)."""
-    _read_mixtral(d)
+    read_mixtral(d)
     if not d.read("postnorm", default=True):
         raise HFImportError(
             "postnorm is false (the residual taken before each norm): transformers' minimax "
@@ -88,13 +88,13 @@ def _read_minimax(d: _Draft) -> None:
             codes = [(i + 1) % 2 for i in range(n_layers)]
         kinds = ["global" if code else "lightning" for code in codes]
         origin = "config" if d.origin_of("attn_type_list") == "config" else "family"
-        d.set("architecture.attention.layer_pattern", _period(kinds), origin)
+        d.set("architecture.attention.layer_pattern", read_layer_period(kinds), origin)
     d.read("block_size")  # the chunk of tokens its kernel takes at once: same function
     shared = d.read("shared_intermediate_size", default=0)
     d.read("shared_moe_mode")  # how a shared expert's output would be gated
     if shared:
         raise HFImportError(
-            f"shared_intermediate_size is {_brief(shared)}: the remote code's shared expert "
+            f"shared_intermediate_size is {shown_briefly(shared)}: the remote code's shared expert "
             "(gated by a learned coefficient) is not in transformers' minimax nor the card"
         )
     factors = (
@@ -159,17 +159,17 @@ def minimax(a: Architecture) -> dict:
     beta (output) factors per sublayer kind. Lightning's heads and head width are the
     attention's (one num_attention_heads, one head_dim). transformers' MiniMax rotates the
     whole head (its rotary ignores partial_rotary_factor): counts do not depend on it."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.NORMED_SKIP)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a)
-    ref._position(a, PositionType.ROPE)
-    _pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
-    ref._bias(a, False, False, False)
-    others = sorted(k for k in _sublayer_factors(a) if k not in _MINIMAX_BETAS)
-    _require(not others, f"no {', '.join(others)} (MiniMax has none)")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.NORMED_SKIP)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a)
+    ref.need_position(a, PositionType.ROPE)
+    need_pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
+    ref.need_bias(a, False, False, False)
+    others = sorted(k for k in sublayer_factors(a) if k not in _MINIMAX_BETAS)
+    require(not others, f"no {', '.join(others)} (MiniMax has none)")
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None
         and moe.first_dense_layers == 0
         and moe.layer_period == 1
@@ -179,8 +179,8 @@ def minimax(a: Architecture) -> dict:
     li = a.mixers.lightning if a.mixers is not None else None
     factors: dict[str, float] = {}
     if li is not None:
-        _require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
-        _require(
+        require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
+        require(
             (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
             "mixers.lightning n_heads and head_dim equal to attention's",
         )
@@ -190,11 +190,11 @@ def minimax(a: Architecture) -> dict:
         }
     names = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     return (
-        _base(a)
-        | _rope(a)
+        base_config(a)
+        | rope_config(a)
         | factors
         | {
-            "layer_types": _kinds(a, names),
+            "layer_types": layer_kind_names(a, names),
             "num_local_experts": moe.n_experts,
             "num_experts_per_tok": moe.n_active,
             "full_attn_alpha_factor": a.attention.skip_multiplier or 1.0,
@@ -211,21 +211,21 @@ _MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplie
 def minimax_m2(a: Architecture) -> dict:
     """MiniMax-M2: GQA with full QK norm and partial RoPE; every layer's MLP the experts,
     sigmoid scores with a correction bias, the chosen renormalized, no groups, no scale."""
-    _llama_like(a, QKNorm.FULL)
-    _pattern(a, LayerKind.GLOBAL)
-    ref._bias(a, False, False, False)
+    need_llama_like(a, QKNorm.FULL)
+    need_pattern(a, LayerKind.GLOBAL)
+    ref.need_bias(a, False, False, False)
     moe = a.mlp.moe
-    _require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
-    _require(
+    require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    require(
         (moe.n_shared, moe.first_dense_layers, moe.layer_period) == (0, 0, 1),
         "no shared experts, no dense layers",
     )
     # null (not recorded) is compared by count; its fidelity names the missing field
-    _require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
-    _require(moe.normalize_top_k is not False, "the chosen scores renormalized")
+    require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
+    require(moe.normalize_top_k is not False, "the chosen scores renormalized")
     return (
-        _base(a)
-        | _rope(a)
+        base_config(a)
+        | rope_config(a)
         | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
         | _minimax_mtp(a)
     )
@@ -249,7 +249,7 @@ def _minimax_mtp(a: Architecture) -> dict:
 def _minimax_m2_names() -> Names:
     """Mixtral's names (saved per expert as w1, w3, w2); the correction bias sits on the
     MoE block, not its gate."""
-    names = _mixtral_names()
+    names = mixtral_names()
     bias = Source("block_sparse_moe.e_score_correction_bias")
     names.layer["mlp.sublayer.router.correction_bias"] = bias
     return names
@@ -260,7 +260,7 @@ def _minimax_names() -> Names:
     w2); lightning layers' self_attn.qkv_proj, output_gate, out_proj, norm and their decay
     rates slope_rate. The block decays transformers also stores (query_decay, key_decay,
     diagonal_decay) are functions of slope_rate and block_size: checked, not loaded."""
-    names = _mixtral_names()
+    names = mixtral_names()
     # softmax attention with a beta factor is wrapped in a ScaledMixer (its tensors under
     # .inner): the same checkpoint names
     names.layer.update(

@@ -12,26 +12,32 @@ from archdb.schema import (
     PositionType,
     QKNorm,
 )
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    pattern_letters,
+    read_layer_period,
+    rope_parameters_of,
+)
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _layer_types,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
+    base_config,
+    layer_types_of,
+    need_activation,
+    need_dense,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
 )
-from archdb_hf.families.llama import LLAMA, _llama_names
-from archdb_hf.importer import HFImportError, _Draft, _pattern_letters, _period, _rope_parameters
-from archdb_hf.weights import Names
+from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.tensors import Names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_olmo3(d: _Draft) -> None:
+def _read_olmo3(d: Draft) -> None:
     """OLMo 3: OLMo 2 with sliding layers (by default three to every full one, windows of
     4096) and a RoPE block per layer type; rope_scaling goes to the full layers only."""
     pattern = d.value("architecture.attention.layer_pattern")
@@ -42,7 +48,7 @@ def _read_olmo3(d: _Draft) -> None:
         window = d.read("sliding_window", default=4096)  # Olmo3Config's default
         d.set("architecture.attention.sliding_window", window, d.origin_of("sliding_window"))
         d.unmapped.pop("sliding_window", None)
-    _full, local = _rope_parameters(d)
+    _full, local = rope_parameters_of(d)
     if "local" not in pattern or d.value("architecture.position.rope_scaling.type") is None:
         return
     if local.get("rope_type", "default") != "default":
@@ -59,7 +65,7 @@ def _read_olmo3(d: _Draft) -> None:
     )
 
 
-def _read_exaone4(d: _Draft) -> None:
+def _read_exaone4(d: Draft) -> None:
     """EXAONE 4: with a sliding window, sliding layers (RoPE) and full layers without RoPE
     (by default three to one, windows of 4096); without one, every layer full with RoPE."""
     window = d.read("sliding_window", default=4096)  # Exaone4Config's default when absent
@@ -70,11 +76,13 @@ def _read_exaone4(d: _Draft) -> None:
     if types:
         sliding = [t == "sliding_attention" for t in types]  # checked by _pattern_from_types
     else:  # every sliding_window_pattern-th layer full
-        every = _pattern_letters(d.read("sliding_window_pattern", default=4))
+        every = pattern_letters(d.read("sliding_window_pattern", default=4))
         sliding = [(i + 1) % every != 0 for i in range(n)]
     # no window: sliding layers attend to everything, and every layer rotates
     kinds = ["global"] * n if window is None else ["local" if s else "global-nope" for s in sliding]
-    d.set("architecture.attention.layer_pattern", _period(kinds), d.origin_of("layer_types"))
+    d.set(
+        "architecture.attention.layer_pattern", read_layer_period(kinds), d.origin_of("layer_types")
+    )
     d.unmapped.pop("sliding_window", None)
     d.set("architecture.attention.sliding_window", window if "local" in kinds else None, "config")
     if window is not None and "local" not in kinds:
@@ -88,41 +96,41 @@ def _read_exaone4(d: _Draft) -> None:
 
 
 def olmo(a: Architecture) -> dict:
-    ref._norm(a, NormType.LAYERNORM, NormAffine.NONE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a)
-    _dense(a)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {"attention_bias": a.bias.qkv}
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.NONE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a)
+    need_dense(a)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return base_config(a) | {"attention_bias": a.bias.qkv}
 
 
 def olmo2(a: Architecture) -> dict:
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a, QKNorm.FULL)
-    _dense(a)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {"attention_bias": a.bias.qkv}
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a, QKNorm.FULL)
+    need_dense(a)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return base_config(a) | {"attention_bias": a.bias.qkv}
 
 
 def olmo3(a: Architecture) -> dict:
     """OLMo 2 with sliding layers; RoPE scaling on the full layers, the sliding layers at
     their own base (rope_theta_local) unscaled."""
     config = olmo2(a)
-    _pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+    need_pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
     pos = a.position
     theta = pos.rope_theta or 500000.0
     local = LayerKind.LOCAL in a.layer_kinds()
-    _require(
+    require(
         pos.rope_scaling is None or not local or pos.rope_theta_local is not None,
         "OLMo 3 scales RoPE on full layers only: local layers need rope_theta_local",
     )
-    full = {"rope_type": "default", "rope_theta": theta} | ref._rope_scaling(a)
+    full = {"rope_type": "default", "rope_theta": theta} | ref.rope_scaling_config(a)
     sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
     return config | {
-        "layer_types": _layer_types(a),
+        "layer_types": layer_types_of(a),
         "sliding_window": a.attention.sliding_window or 4096,
         "rope_parameters": {"full_attention": full, "sliding_attention": sliding},
     }
@@ -131,23 +139,23 @@ def olmo3(a: Architecture) -> dict:
 def exaone4(a: Architecture) -> dict:
     """EXAONE 4: post-branch norms, per-head QK norm; with a window, RoPE on the sliding
     layers only (full layers NoPE); without one, RoPE on every full layer."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a, QKNorm.PER_HEAD)
-    ref._position(a, PositionType.ROPE)
-    _dense(a)
-    ref._bias(a, False, False, False)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a, QKNorm.PER_HEAD)
+    ref.need_position(a, PositionType.ROPE)
+    need_dense(a)
+    ref.need_bias(a, False, False, False)
     kinds = set(a.attention.layer_pattern)
-    _require(
+    require(
         kinds <= {LayerKind.LOCAL, LayerKind.GLOBAL_NOPE} or kinds == {LayerKind.GLOBAL},
         "layer_pattern of local and global-nope layers (a window), or global only (none)",
     )
     windowed = LayerKind.GLOBAL not in kinds
     names = {LayerKind.LOCAL: "sliding_attention"}
     return (
-        _base(a)
-        | _rope(a)
+        base_config(a)
+        | rope_config(a)
         | {
             "layer_types": [names.get(k, "full_attention") for k in a.layer_kinds()],
             "sliding_window": (a.attention.sliding_window or 4096) if windowed else None,
@@ -164,11 +172,11 @@ _POST_BRANCH = {
 
 
 def _olmo_names() -> Names:  # non-parametric LayerNorms: no norm tensors
-    return _llama_names({})
+    return llama_names({})
 
 
 def _post_branch_names() -> Names:  # OLMo 2 and 3, EXAONE 4: norms on the branch outputs
-    return _llama_names(_POST_BRANCH)
+    return llama_names(_POST_BRANCH)
 
 
 # --- the families ----------------------------------------------------------------------

@@ -10,26 +10,35 @@ from archdb.schema import (
     LayerKind,
     QKNorm,
 )
+from archdb_hf.draft import Draft, read_mtp, rope_parameters_of, short_text
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _kinds,
-    _llama_like,
-    _mtp_modules,
-    _pattern,
-    _require,
-    _rope,
+    base_config,
+    layer_kind_names,
+    mtp_config,
+    need_activation,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    require,
+    rope_config,
 )
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.importer import _Draft, _mtp, _rope_parameters, _short
-from archdb_hf.weights import _LLAMA_TOP, _PRE, Dims, Names, Source, _llama_layer, _moe, _qwen3_moe
+from archdb_hf.tensors import (
+    LLAMA_TOP,
+    PRE_NORMS,
+    Dims,
+    Names,
+    Source,
+    llama_layer,
+    moe_names,
+    qwen3_moe_names,
+)
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_qwen3_moe(d: _Draft) -> None:
+def _read_qwen3_moe(d: Draft) -> None:
     dense_layers = d.read("mlp_only_layers", default=[]) or []
     if dense_layers:
         d.unmapped["mlp_only_layers"] = dense_layers
@@ -46,7 +55,7 @@ def _read_qwen3_moe(d: _Draft) -> None:
     d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
 
 
-def _read_qwen2_moe(d: _Draft) -> None:
+def _read_qwen2_moe(d: Draft) -> None:
     """Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen3-MoE's experts (top-k weights are
     shares of a softmax over all experts unless norm_topk_prob), plus one shared-expert MLP
     scaled by sigmoid(shared_expert_gate)."""
@@ -54,7 +63,7 @@ def _read_qwen2_moe(d: _Draft) -> None:
     _gated_shared_expert(d)
 
 
-def _read_qwen3_next(d: _Draft) -> None:
+def _read_qwen3_next(d: Draft) -> None:
     """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
     _read_qwen3_moe(d)
     if d.read("norm_topk_prob") is None:  # Qwen3NextConfig's default, unlike Qwen3-MoE's
@@ -63,7 +72,7 @@ def _read_qwen3_next(d: _Draft) -> None:
     _read_gated_hybrid(d)
 
 
-def _gated_shared_expert(d: _Draft) -> None:
+def _gated_shared_expert(d: Draft) -> None:
     """Qwen3-Next's shared expert: one MLP, its output scaled by sigmoid(shared_expert_gate)."""
     shared = d.read("shared_expert_intermediate_size")
     if shared:
@@ -72,11 +81,11 @@ def _gated_shared_expert(d: _Draft) -> None:
         d.set("architecture.mlp.moe.shared_gate", True, "family")
 
 
-def _read_gated_hybrid(d: _Draft) -> None:
+def _read_gated_hybrid(d: Draft) -> None:
     """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet, and attention with a sigmoid
     output gate per element; zero-centred RMSNorms (x * (1 + w))."""
     d.read("attn_output_gate")  # Qwen3.5 configs state it; the modeling code always gates
-    _mtp(d, "mtp_num_hidden_layers")
+    read_mtp(d, "mtp_num_hidden_layers")
     d.set("architecture.attention.output_gate", "elementwise", "family")
     d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
     if not d.read("layer_types"):  # released configs give the interval, not the list
@@ -96,14 +105,14 @@ def _read_gated_hybrid(d: _Draft) -> None:
         d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
 
 
-def _read_qwen3_5_text(d: _Draft) -> None:
+def _read_qwen3_5_text(d: Draft) -> None:
     """Qwen3.5 (dense): Qwen3-Next's layers with a dense SwiGLU MLP on every layer; the
     DeltaNet's projections are separate tensors (same sizes)."""
     _read_gated_hybrid(d)
     _mrope_note(d)
 
 
-def _read_qwen3_5_moe_text(d: _Draft) -> None:
+def _read_qwen3_5_moe_text(d: Draft) -> None:
     """Qwen3.5 MoE: every layer's MLP is the experts plus a gated shared expert; the router
     always renormalizes its top k (Qwen3VLMoeTextTopKRouter, no norm_topk_prob key)."""
     _read_qwen3_moe(d)
@@ -113,12 +122,12 @@ def _read_qwen3_5_moe_text(d: _Draft) -> None:
     _mrope_note(d)
 
 
-def _mrope_note(d: _Draft) -> None:
-    full, _ = _rope_parameters(d)
+def _mrope_note(d: Draft) -> None:
+    full, _ = rope_parameters_of(d)
     if full.get("mrope_section") is not None:
         d.note(
             "architecture.position",
-            f"rope_parameters give M-RoPE sections {_short(full['mrope_section'])}: text "
+            f"rope_parameters give M-RoPE sections {short_text(full['mrope_section'])}: text "
             "tokens have equal position ids on the three axes, so each rotary pair turns as "
             "in plain RoPE (recorded); image and video positions are not modelled.",
         )
@@ -128,19 +137,19 @@ def _mrope_note(d: _Draft) -> None:
 
 
 def qwen2(a: Architecture) -> dict:
-    _llama_like(a)
-    _dense(a)
-    ref._bias(a, True, False, False)  # Qwen 2 hard-codes bias on q, k, v only
-    return _base(a)
+    need_llama_like(a)
+    need_dense(a)
+    ref.need_bias(a, True, False, False)  # Qwen 2 hard-codes bias on q, k, v only
+    return base_config(a)
 
 
 def qwen2_moe(a: Architecture) -> dict:
     """Qwen2's attention (bias on q, k and v, qkv_bias's default), experts and a gated
     shared expert."""
-    _llama_like(a)
-    ref._bias(a, True, False, False)
+    need_llama_like(a)
+    ref.need_bias(a, True, False, False)
     moe = _gated_shared_moe(a)
-    return _base(a) | {
+    return base_config(a) | {
         "moe_intermediate_size": a.mlp.d_ff,
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
         "shared_expert_intermediate_size": moe.shared_d_ff,
@@ -152,21 +161,21 @@ def qwen2_moe(a: Architecture) -> dict:
 
 
 def qwen3(a: Architecture) -> dict:
-    _llama_like(a, QKNorm.PER_HEAD)
-    _dense(a)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return _base(a) | {"attention_bias": a.bias.qkv}
+    need_llama_like(a, QKNorm.PER_HEAD)
+    need_dense(a)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    return base_config(a) | {"attention_bias": a.bias.qkv}
 
 
 def qwen3_moe(a: Architecture) -> dict:
-    _llama_like(a, QKNorm.PER_HEAD)
-    _require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
+    need_llama_like(a, QKNorm.PER_HEAD)
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None and moe.first_dense_layers == 0 and moe.n_shared == 0,
         "MoE from the first layer, no shared experts",
     )
-    return _base(a) | {
+    return base_config(a) | {
         "attention_bias": a.bias.qkv,
         "moe_intermediate_size": a.mlp.d_ff,
         "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
@@ -193,7 +202,7 @@ def qwen3_next(a: Architecture) -> dict:
 
 def _gated_shared_moe(a: Architecture):
     moe = a.mlp.moe
-    _require(
+    require(
         moe is not None
         and moe.first_dense_layers == 0
         and moe.n_shared == 1
@@ -206,16 +215,16 @@ def _gated_shared_moe(a: Architecture):
 def _gated_hybrid_config(a: Architecture) -> dict:
     """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet and gated attention (the config
     keys both families share)."""
-    _llama_like(a, QKNorm.PER_HEAD)
-    _act(a, Activation.SWIGLU)
-    _pattern(a, LayerKind.GATED_DELTANET, LayerKind.GLOBAL)
-    _require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
-    ref._bias(a, False, False, False)
+    need_llama_like(a, QKNorm.PER_HEAD)
+    need_activation(a, Activation.SWIGLU)
+    need_pattern(a, LayerKind.GATED_DELTANET, LayerKind.GLOBAL)
+    require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
+    ref.need_bias(a, False, False, False)
     g = a.mixers.gated_deltanet if a.mixers is not None else None
     names = {LayerKind.GATED_DELTANET: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     sizes = {}
     if g is not None:
-        _require(g.mlp, "mixers.gated_deltanet.mlp true")
+        require(g.mlp, "mixers.gated_deltanet.mlp true")
         sizes = {
             "linear_num_key_heads": g.n_key_heads,
             "linear_num_value_heads": g.n_value_heads,
@@ -223,13 +232,15 @@ def _gated_hybrid_config(a: Architecture) -> dict:
             "linear_value_head_dim": g.value_head_dim,
             "linear_conv_kernel_dim": g.conv_kernel,
         }
-    mtp = _mtp_modules(a, "mtp_num_hidden_layers")
-    return _base(a) | {"layer_types": _kinds(a, names)} | sizes | _rope(a) | mtp
+    mtp = mtp_config(a, "mtp_num_hidden_layers")
+    return (
+        base_config(a) | {"layer_types": layer_kind_names(a, names)} | sizes | rope_config(a) | mtp
+    )
 
 
 def qwen3_5_text(a: Architecture) -> dict:
     """Qwen3.5 (dense): the hybrid layers, each with a dense SwiGLU MLP."""
-    _dense(a)
+    need_dense(a)
     return _gated_hybrid_config(a)
 
 
@@ -237,7 +248,7 @@ def qwen3_5_moe_text(a: Architecture) -> dict:
     """Qwen3.5 MoE: experts and a gated shared expert on every layer, top k renormalized."""
     config = _gated_hybrid_config(a)
     moe = _gated_shared_moe(a)
-    _require(
+    require(
         moe.layer_period == 1 and moe.normalize_top_k is not False,
         "every layer MoE, top-k weights renormalized",
     )
@@ -265,7 +276,7 @@ def _ba_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
 
 def _gated_shared_expert_names() -> dict[str, Source]:
     """The experts and the sigmoid-gated shared expert (Qwen2-MoE, Qwen3-Next)."""
-    layer = _moe("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer = moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
     layer |= {
         f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_expert.{p}_proj.weight")
         for p in ("gate", "up", "down")
@@ -276,15 +287,15 @@ def _gated_shared_expert_names() -> dict[str, Source]:
 
 def _qwen2_moe_names() -> Names:
     """Qwen2's attention (biased q, k, v) and the experts with a gated shared expert."""
-    layer = _llama_layer(_PRE) | _gated_shared_expert_names()
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    layer = llama_layer(PRE_NORMS) | _gated_shared_expert_names()
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _qwen3_next_names() -> Names:
     """Gated attention (q_proj rows per head [query, gate], as archdb's), Gated DeltaNet
     (``linear_attn.``: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint,
     per part in archdb), MoE with a sigmoid-gated shared expert."""
-    layer = _llama_layer(_PRE) | _gated_shared_expert_names()
+    layer = llama_layer(PRE_NORMS) | _gated_shared_expert_names()
     ours, theirs = "attn.sublayer.", "linear_attn."
     layer |= {
         ours + "in_proj_qkvz.weight": Source(theirs + "in_proj_qkvz.weight", grouped=_qkvz_groups),
@@ -293,7 +304,7 @@ def _qwen3_next_names() -> Names:
         ours + "norm_weight": Source(theirs + "norm.weight"),
     }
     layer |= {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _qwen3_5_deltanet() -> dict[str, Source]:
@@ -315,8 +326,8 @@ def _qwen3_5_deltanet() -> dict[str, Source]:
 
 def _qwen3_5_text_names() -> Names:
     """Qwen3.5 (dense): Qwen3-Next's gated attention, its own DeltaNet names, Llama's MLP."""
-    layer = _llama_layer(_PRE) | _qwen3_5_deltanet()
-    return Names(_LLAMA_TOP, layer, tied_head=("lm_head.weight",), **_QWEN3_5_RELEASE)
+    layer = llama_layer(PRE_NORMS) | _qwen3_5_deltanet()
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",), **_QWEN3_5_RELEASE)
 
 
 def _qwen3_5_moe_text_names() -> Names:
@@ -374,7 +385,7 @@ QWEN3_MOE = QWEN3.derive(
     model_class="Qwen3MoeForCausalLM",
     read=_read_qwen3_moe,
     write=qwen3_moe,
-    names=_qwen3_moe,
+    names=qwen3_moe_names,
     logit_error=2.7e-07,
 )
 QWEN3_NEXT = QWEN3_MOE.derive(

@@ -1,6 +1,6 @@
 """The round trip card -> config -> card: what a family's config.json cannot carry.
 
-A card written as its family's config (``card_to_config.convert``) and read back by
+A card written as its family's config (``archdb_hf.reference.convert``) and read back by
 import-hf should be the card again. Each recorded value that does not come back is a
 choice transformers' family would not build from that config: the comparison with it
 would not be of the same model.
@@ -12,8 +12,8 @@ import json
 
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
-from archdb_hf.families.card_to_config import convert
 from archdb_hf.importer import HFImportError, Identity, import_config
+from archdb_hf.reference import convert
 
 # values that live outside a transformers config (the tokenizer's own vocabulary)
 NOT_CONFIG = frozenset({"tokenizer_vocab_size"})

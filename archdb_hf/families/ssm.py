@@ -19,37 +19,37 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
-from archdb_hf import importer as imp
+from archdb_hf import draft as imp
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    expand_mamba2,
+    no_time_step_clamp,
+    read_activation,
+    read_layer_period,
+    read_positive,
+    read_tied,
+    rope_parameters_of,
+    shown_briefly,
+    silu_conv,
+)
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    _act,
-    _base,
-    _dense,
-    _llama_like,
-    _mamba2_of,
-    _mamba2_sizes,
-    _mixer_sizes,
-    _pattern,
-    _require,
-    _rope,
-    _serial,
-    _softmax_attention,
+    base_config,
+    mamba2_config,
+    mamba2_sizes_of,
+    mixer_config,
+    need_activation,
+    need_dense,
+    need_llama_like,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+    rope_config,
 )
-from archdb_hf.families.llama import LLAMA, MIXTRAL, _llama_names
-from archdb_hf.importer import (
-    HFImportError,
-    _activation,
-    _brief,
-    _Draft,
-    _expand_mamba2,
-    _no_time_step_clamp,
-    _period,
-    _positive,
-    _rope_parameters,
-    _silu_conv,
-    _tied,
-)
-from archdb_hf.weights import _LLAMA_TOP, Names, Source, _first_ff, _llama_layer, _moe, _second_ff
+from archdb_hf.families.llama import LLAMA, MIXTRAL, llama_names
+from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
     from torch import nn
@@ -61,7 +61,7 @@ _ATTENTION_FREE = (
 )
 
 
-def _read_mamba2(d: _Draft) -> None:
+def _read_mamba2(d: Draft) -> None:
     """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
     d_model = d.read("hidden_size", required=True)
     d.set("architecture.d_model", d_model, "config")
@@ -74,7 +74,7 @@ def _read_mamba2(d: _Draft) -> None:
             f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
             f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
         )
-    _silu_conv(d)
+    silu_conv(d)
     mamba2 = {
         "n_heads": heads,
         "head_dim": head_dim,
@@ -90,7 +90,7 @@ def _read_mamba2(d: _Draft) -> None:
     _mixer_only_stack(d, "mamba2", "Mamba-2")
 
 
-def _mixer_only_stack(d: _Draft, kind: str, label: str) -> None:
+def _mixer_only_stack(d: Draft, kind: str, label: str) -> None:
     """What transformers fixes for a stack of mixer-only layers (Mamba, Mamba-2): pre
     RMSNorm, no attention, MLP, positions or biases; the output head as the config says."""
     for path, value in (
@@ -122,16 +122,16 @@ def _mixer_only_stack(d: _Draft, kind: str, label: str) -> None:
     for path in ("mlp.activation", "mlp.d_ff"):
         d.note(f"architecture.{path}", f"No MLP: a {label} layer is the mixer alone.")
     d.note("architecture.context_length", f"{label} has no position limit in its config.")
-    _tied(d)
+    read_tied(d)
 
 
-def _mamba_dt_rank(d: _Draft, key: str) -> int:
+def _mamba_dt_rank(d: Draft, key: str) -> int:
     """time_step_rank / mamba_dt_rank; "auto" is ceil(hidden_size / 16) in transformers."""
     rank = d.read(key, default="auto")
     return math.ceil(d.value("architecture.d_model") / 16) if rank == "auto" else rank
 
 
-def _mamba_layers(d: _Draft, inner_norm: str) -> None:
+def _mamba_layers(d: Draft, inner_norm: str) -> None:
     """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
     d_model = d.read("hidden_size", required=True)
     d.set("architecture.d_model", d_model, "config")
@@ -158,16 +158,16 @@ def _mamba_layers(d: _Draft, inner_norm: str) -> None:
     _mixer_only_stack(d, "mamba", "Mamba")
 
 
-def _read_mamba(d: _Draft) -> None:
+def _read_mamba(d: Draft) -> None:
     _mamba_layers(d, "none")
 
 
-def _read_falcon_mamba(d: _Draft) -> None:
+def _read_falcon_mamba(d: Draft) -> None:
     """Falcon Mamba: Mamba with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
     _mamba_layers(d, "rms")
 
 
-def _read_jamba(d: _Draft) -> None:
+def _read_jamba(d: Draft) -> None:
     """Jamba: Mamba-1 layers (learned-scale RMSNorms on dt, B, C at rms_norm_eps) and
     attention without positions at i % attn_layer_period == attn_layer_offset; every layer
     has the MLP, the experts at i % expert_layer_period == expert_layer_offset."""
@@ -176,7 +176,7 @@ def _read_jamba(d: _Draft) -> None:
     if offset >= period:
         raise HFImportError(f"attn_layer_offset ({offset}) must be below attn_layer_period")
     kinds = ["global" if i % period == offset else "mamba" for i in range(n_layers)]
-    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     experts = d.read("num_experts", "num_local_experts", default=16)
     e_period = d.read("expert_layer_period", default=2)
     e_offset = d.read("expert_layer_offset", default=1)
@@ -213,7 +213,7 @@ def _read_jamba(d: _Draft) -> None:
         d.set("architecture.mixers.mamba.mlp", True, "family")
 
 
-def _read_bamba(d: _Draft) -> None:
+def _read_bamba(d: Draft) -> None:
     """Bamba: Mamba-2 layers, attention at attn_layer_indices; every layer has the MLP."""
     n_layers = d.value("architecture.n_layers")
     indices = set(d.read("attn_layer_indices", default=[]) or [])
@@ -222,11 +222,11 @@ def _read_bamba(d: _Draft) -> None:
             f"attn_layer_indices names a layer beyond num_hidden_layers ({n_layers})"
         )
     kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
-    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
-    _expand_mamba2(d, "BambaMixer", required=True)
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
+    expand_mamba2(d, "BambaMixer", required=True)
 
 
-def _read_falcon_h1(d: _Draft) -> None:
+def _read_falcon_h1(d: Draft) -> None:
     """Falcon-H1: attention beside a Mamba-2 mixer in every layer, and its muP factors."""
     d.read("layers_block_type")  # always "hybrid" per layer: the pattern below says so
     d.set("architecture.attention.layer_pattern", ["global+mamba2"], "family")
@@ -248,7 +248,7 @@ def _read_falcon_h1(d: _Draft) -> None:
             "mamba_proj_bias (in_proj) and projectors_bias (out_proj) differ: "
             "mixers.mamba2.proj_bias holds one bias setting for both"
         )
-    _no_time_step_clamp(d)
+    no_time_step_clamp(d)
     d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
     norm = "none"
     if d.read("mamba_rms_norm", default=False):
@@ -270,7 +270,7 @@ def _read_falcon_h1(d: _Draft) -> None:
     _falcon_h1_factors(d)
 
 
-def _falcon_h1_factors(d: _Draft) -> None:
+def _falcon_h1_factors(d: Draft) -> None:
     """Falcon-H1's multipliers (FalconH1Config's defaults are 1.0 each)."""
     factors = (
         ("embedding_multiplier", "architecture.embedding_multiplier"),
@@ -281,11 +281,11 @@ def _falcon_h1_factors(d: _Draft) -> None:
         ("ssm_out_multiplier", "architecture.mixers.mamba2.output_multiplier"),
     )
     for key, path in factors:
-        d.set(path, _positive(d, key), d.origin_of(key))
+        d.set(path, read_positive(d, key), d.origin_of(key))
     head_dim = d.value("architecture.attention.head_dim")
     if head_dim is None:
         head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
-    key = _positive(d, "key_multiplier")
+    key = read_positive(d, "key_multiplier")
     d.set("architecture.attention.scale", key / math.sqrt(head_dim), d.origin_of("key_multiplier"))
     d.note(
         "architecture.attention.scale",
@@ -299,7 +299,7 @@ def _falcon_h1_factors(d: _Draft) -> None:
     d.set("architecture.mlp.output_multiplier", down, d.origin_of("mlp_multipliers"))
 
 
-def _factor_list(d: _Draft, key: str, n: int) -> list[float]:
+def _factor_list(d: Draft, key: str, n: int) -> list[float]:
     """A list of n positive multipliers (default: n ones)."""
     values = d.read(key, default=None) or [1.0] * n
     if not isinstance(values, list | tuple) or len(values) != n:
@@ -326,7 +326,7 @@ _NEMOTRON_H_TYPES = {
 _NEMOTRON_H_DEFAULT = ["mamba2", "moe", "global", "mlp"]  # NemotronHConfig without a pattern
 
 
-def _nemotron_h_kinds(d: _Draft) -> list[str]:
+def _nemotron_h_kinds(d: Draft) -> list[str]:
     """Every layer's kind, from layers_block_type or the older hybrid_override_pattern."""
     types = d.read("layers_block_type")
     if types is not None:
@@ -339,7 +339,7 @@ def _nemotron_h_kinds(d: _Draft) -> list[str]:
     for index, entry in enumerate(entries):
         if entry not in table:
             raise HFImportError(
-                f"{where}[{index}] is {_brief(entry)}: not a Nemotron-H layer kind "
+                f"{where}[{index}] is {shown_briefly(entry)}: not a Nemotron-H layer kind "
                 f"({', '.join(table)})"
             )
     if not entries:
@@ -347,7 +347,7 @@ def _nemotron_h_kinds(d: _Draft) -> list[str]:
     return [table[e] for e in entries]
 
 
-def _read_nemotron_h(d: _Draft) -> None:
+def _read_nemotron_h(d: Draft) -> None:
     """Nemotron-H and Nemotron 3: each layer is one pre-normed sublayer (a Mamba-2 mixer,
     attention without positions, a ReLU^2 MLP or an MoE), listed per layer by the config."""
     kinds = _nemotron_h_kinds(d)
@@ -362,7 +362,7 @@ def _read_nemotron_h(d: _Draft) -> None:
     d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
     d.set("architecture.context_length", d.read("max_position_embeddings", default=4096),
           d.origin_of("max_position_embeddings"))  # fmt: skip
-    d.set("architecture.attention.layer_pattern", _period(kinds), "config")
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     for path, value in (
         ("norm.type", "rmsnorm"),
         ("norm.position", "pre"),
@@ -383,13 +383,14 @@ def _read_nemotron_h(d: _Draft) -> None:
     mixer_act = d.read("mamba_hidden_act", default="silu")
     if mixer_act != "silu":
         raise HFImportError(
-            f"mamba_hidden_act is {_brief(mixer_act)}: the card's Mamba-2 mixer gates with silu"
+            f"mamba_hidden_act is {shown_briefly(mixer_act)}: the card's Mamba-2 mixer gates "
+            "with silu"
         )
     _nemotron_h_attention(d, "global" in kinds)
     if d.read("sliding_window") is not None:
         d.unmapped["sliding_window"] = d.config["sliding_window"]
     raw = str(d.read("mlp_hidden_act", default="relu2"))
-    activation = _activation(raw, gated=False)
+    activation = read_activation(raw, gated=False)
     d.set("architecture.mlp.activation", activation, d.origin_of("mlp_hidden_act"))
     if activation is None:
         d.unmapped["mlp_hidden_act"] = raw
@@ -433,7 +434,7 @@ def _read_nemotron_h(d: _Draft) -> None:
         )
 
 
-def _nemotron_h_attention(d: _Draft, attends: bool) -> None:
+def _nemotron_h_attention(d: Draft, attends: bool) -> None:
     """Head sizes where some layer attends (else null: an attention-free pattern)."""
     for path, key, default in (
         ("n_heads", "num_attention_heads", 32),
@@ -450,7 +451,7 @@ def _nemotron_h_attention(d: _Draft, attends: bool) -> None:
         d.note("architecture.attention", _ATTENTION_FREE)
 
 
-def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
+def _nemotron_h_moe(d: Draft, dense_d_ff: int | None) -> None:
     """Nemotron 3's MoE layers: ReLU^2 experts and one ReLU^2 shared expert (transformers
     builds it whatever n_shared_experts says), routed by DeepSeek-V3's sigmoid router."""
     expert = d.read("moe_intermediate_size", default=7688)
@@ -470,7 +471,7 @@ def _nemotron_h_moe(d: _Draft, dense_d_ff: int | None) -> None:
     d.set("architecture.mlp.moe.latent_dim", latent, d.origin_of("moe_latent_size"))
 
 
-def _read_zamba2(d: _Draft) -> None:
+def _read_zamba2(d: Draft) -> None:
     """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block
     (Zamba2Config's defaults throughout; its derived keys are checked, not trusted)."""
     d_model = d.read("hidden_size", default=2560)
@@ -516,7 +517,7 @@ def _read_zamba2(d: _Draft) -> None:
 _ZAMBA2_MAMBA = ("mamba", "linear_attention")  # layers_block_type spellings (5.x, 4.x)
 
 
-def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
+def _zamba2_hybrid_layers(d: Draft, n_layers: int) -> list[int]:
     ids = d.read("hybrid_layer_ids")
     if ids is not None:  # Zamba2Config derives it from layers_block_type; a saved one must agree
         d.layer_numbers("hybrid_layer_ids", ids, n_layers)
@@ -534,7 +535,8 @@ def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
     for index, kind in enumerate(types):
         if kind not in (*_ZAMBA2_MAMBA, "hybrid"):
             raise HFImportError(
-                f"layers_block_type[{index}] is {_brief(kind)}: Zamba2's layers are mamba or hybrid"
+                f"layers_block_type[{index}] is {shown_briefly(kind)}: Zamba2's layers are mamba "
+                "or hybrid"
             )
     hybrid = [i for i, kind in enumerate(types) if kind == "hybrid"]
     if not hybrid:
@@ -546,7 +548,7 @@ def _zamba2_hybrid_layers(d: _Draft, n_layers: int) -> list[int]:
     return hybrid
 
 
-def _zamba2_mamba2(d: _Draft, d_model: int) -> None:
+def _zamba2_mamba2(d: Draft, d_model: int) -> None:
     """Zamba2MambaMixer: a conv bias always (use_conv_bias is not read), SiLU, dt clamped
     below at time_step_min, the gated norm at 1e-5; add_bias_linear on in/out_proj."""
     heads = d.read("n_mamba_heads", default=8)
@@ -581,7 +583,7 @@ def _zamba2_mamba2(d: _Draft, d_model: int) -> None:
         d.set(f"architecture.mixers.mamba2.{name}", value, d.origin_of(key))
 
 
-def _zamba2_block(d: _Draft, d_model: int, hybrid: list[int]) -> None:
+def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
     """The shared blocks: attention over [x, embeddings] with heads 2 d_model / n_heads
     wide and scores scaled by (head_dim / 2) ** -0.5, the gated MLP, adapters, a projection."""
     heads = d.read("num_attention_heads", default=32)
@@ -605,16 +607,18 @@ def _zamba2_block(d: _Draft, d_model: int, hybrid: list[int]) -> None:
         d.set(f"architecture.attention.{path}", value, origin)
     if d.read("use_mem_rope", default=False):
         d.set("architecture.position.type", "rope", d.origin_of("use_mem_rope"))
-        full, _ = _rope_parameters(d)
+        full, _ = rope_parameters_of(d)
         theta = d.read("rope_theta") or full.get("rope_theta") or 10000.0
         d.set("architecture.position.rope_theta", float(theta), "config")
     else:
         d.set("architecture.position.type", "none", d.origin_of("use_mem_rope"))
         d.read("rope_theta", "rope_parameters")  # not applied without use_mem_rope
     raw = str(d.read("hidden_act", default="gelu"))
-    activation = _activation(raw, gated=True)
+    activation = read_activation(raw, gated=True)
     if activation is None:
-        raise HFImportError(f"hidden_act {_brief(raw)} has no gated activation in the schema")
+        raise HFImportError(
+            f"hidden_act {shown_briefly(raw)} has no gated activation in the schema"
+        )
     d.set("architecture.mlp.activation", activation, d.origin_of("hidden_act"))
     d.set("architecture.mlp.d_ff", d.read("intermediate_size") or 4 * d_model, "config")
     d.set("architecture.mlp.moe", None, "family")
@@ -647,11 +651,11 @@ def _zamba2_block(d: _Draft, d_model: int, hybrid: list[int]) -> None:
 def _mixer_only(a: Architecture, kind: LayerKind, mixer_mlp: bool) -> dict:
     """A stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
     layer, no attention, no MLP; the sizes every such config holds."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _require(a.attention.layer_pattern == [kind], f"layer_pattern [{kind.value}]")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    require(a.attention.layer_pattern == [kind], f"layer_pattern [{kind.value}]")
     name = kind.value.replace("-", "_")
-    _require(not mixer_mlp, f"mixers.{name}.mlp false: a layer is the mixer alone")
+    require(not mixer_mlp, f"mixers.{name}.mlp false: a layer is the mixer alone")
     return {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -661,23 +665,23 @@ def _mixer_only(a: Architecture, kind: LayerKind, mixer_mlp: bool) -> dict:
 
 
 def mamba2(a: Architecture) -> dict:
-    return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | _mamba2_sizes(a, "")
+    return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | mamba2_config(a, "")
 
 
 def bamba(a: Architecture) -> dict:
-    _llama_like(a)
-    _softmax_attention(a)
-    _dense(a)
-    _act(a, Activation.SWIGLU)
-    _pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
-    _require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
+    need_llama_like(a)
+    need_softmax_attention(a)
+    need_dense(a)
+    need_activation(a, Activation.SWIGLU)
+    need_pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+    require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
     indices = [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL]
     return (
-        _base(a)
+        base_config(a)
         | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
-        | _mamba2_sizes(a, "mamba_")
-        | _rope(a)
+        | mamba2_config(a, "mamba_")
+        | rope_config(a)
     )
 
 
@@ -692,19 +696,19 @@ _NEMOTRON_H_CODES_WRITE = {
 
 def nemotron_h(a: Architecture) -> dict:
     """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SQUARED_RELU)
-    ref._position(a, PositionType.NONE)
-    _pattern(a, *_NEMOTRON_H_CODES_WRITE)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SQUARED_RELU)
+    ref.need_position(a, PositionType.NONE)
+    need_pattern(a, *_NEMOTRON_H_CODES_WRITE)
     kinds = set(a.attention.layer_pattern)
     m = a.mixers.mamba2 if a.mixers is not None else None
-    _require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
+    require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
     if LayerKind.GLOBAL in kinds:
-        _softmax_attention(a)
-        _require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
-    _require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
-    _require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
+        need_softmax_attention(a)
+        require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
+    require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
+    require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
     out = {
         "vocab_size": a.vocab_size,
         "hidden_size": a.d_model,
@@ -730,9 +734,9 @@ def nemotron_h(a: Architecture) -> dict:
         }
     moe = a.mlp.moe
     if moe is not None:
-        _require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
-        _require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
-        ref._sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
+        require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
+        require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
+        ref.need_sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
         out |= {
             "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
             "moe_intermediate_size": a.mlp.d_ff,
@@ -751,16 +755,16 @@ def nemotron_h(a: Architecture) -> dict:
 
 def falcon_h1(a: Architecture) -> dict:
     """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
-    _llama_like(a)
-    _dense(a)
-    _pattern(a, LayerKind.GLOBAL_MAMBA2)
-    _require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
-    m = _mamba2_of(a)
-    _require(m is not None, "mixers.mamba2 sizes")
+    need_llama_like(a)
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL_MAMBA2)
+    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
+    m = mamba2_sizes_of(a)
+    require(m is not None, "mixers.mamba2 sizes")
     head_dim = a.head_dim_effective
     norm = m.norm or Mamba2Norm.GATED
     return (
-        _base(a)
+        base_config(a)
         | {
             "attention_bias": a.bias.qkv,
             "mlp_bias": a.bias.mlp,
@@ -787,16 +791,16 @@ def falcon_h1(a: Architecture) -> dict:
             "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
             "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
         }
-        | _rope(a)
+        | rope_config(a)
     )
 
 
 def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
     """Mamba-1 sizes as MambaConfig (prefix "") or JambaConfig (prefix "mamba_") names."""
     m = a.mixers.mamba if a.mixers is not None else None
-    _require(m is not None, "mixers.mamba sizes")
-    _require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
-    _require(
+    require(m is not None, "mixers.mamba sizes")
+    require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
+    require(
         (m.inner_norm or MambaInnerNorm.NONE) is inner_norm,
         f"mixers.mamba.inner_norm must be {inner_norm.value}",
     )
@@ -807,7 +811,7 @@ def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> di
         "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
         "proj_bias": ("use_bias", "mamba_proj_bias"),
     }
-    return _mixer_sizes(m, names, prefix, m.d_inner // a.d_model)
+    return mixer_config(m, names, prefix, m.d_inner // a.d_model)
 
 
 def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
@@ -831,7 +835,7 @@ def _jamba_experts(a: Architecture) -> dict:
     moe = a.mlp.moe
     if moe is None:
         return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
-    _require(
+    require(
         moe.first_dense_layers == 0
         and moe.n_shared == 0
         and moe.dense_d_ff in (None, a.mlp.d_ff)
@@ -851,23 +855,21 @@ def _jamba_experts(a: Architecture) -> dict:
 def jamba(a: Architecture) -> dict:
     """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
     attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.SWIGLU)
-    _softmax_attention(a)
-    ref._position(a, PositionType.NONE)
-    ref._bias(a, False, False, False)
-    _pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SWIGLU)
+    need_softmax_attention(a)
+    ref.need_position(a, PositionType.NONE)
+    ref.need_bias(a, False, False, False)
+    need_pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
     pattern = a.attention.layer_pattern
-    _require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
-    _require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
-    _require(
-        a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads"
-    )
+    require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
+    require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
+    require(a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads")
     eps = a.norm.eps or 1e-6
-    _require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
+    require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
     return (
-        _base(a)
+        base_config(a)
         | {
             "attn_layer_period": len(pattern),
             "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
@@ -886,30 +888,30 @@ def zamba2(a: Architecture) -> dict:
     """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
     2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
     the hybrid_layer_ids."""
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _softmax_attention(a)
-    _dense(a)
-    ref._position(a, PositionType.ROPE, PositionType.NONE)
-    _act(a, Activation.GEGLU, Activation.SWIGLU)
-    _pattern(a, LayerKind.MAMBA2)
-    sb, m = a.shared_blocks, _mamba2_of(a)
-    _require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
-    _require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
-    _require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
-    _require(
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_position(a, PositionType.ROPE, PositionType.NONE)
+    need_activation(a, Activation.GEGLU, Activation.SWIGLU)
+    need_pattern(a, LayerKind.MAMBA2)
+    sb, m = a.shared_blocks, mamba2_sizes_of(a)
+    require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
+    require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
+    require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
+    require(
         a.bias.mlp == m.proj_bias and not a.bias.qkv and not a.bias.attn_out,
         "add_bias_linear covers in_proj, out_proj and the MLP; the attention has no bias",
     )
     width = 2 * a.d_model
-    _require(
+    require(
         sb.concat_embeddings and a.attention.n_heads * a.head_dim_effective == width,
         "shared blocks over [x, embeddings] with n_heads x head_dim = 2 d_model",
     )
-    _require(sb.mlp_adapters and sb.output_projection, "MLP adapters and an output projection")
+    require(sb.mlp_adapters and sb.output_projection, "MLP adapters and an output projection")
     # transformers ties the blocks' copies through tie_word_embeddings (untied: one copy
     # per invocation, which is not the shared architecture)
-    _require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
+    require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
     # Zamba2Attention scales scores by (head_dim / 2) ** -0.5, a function of the sizes: the
     # card's attention.scale is that figure (a toy keeps the card's, as for every family)
     if a.mlp.activation is Activation.SWIGLU:
@@ -919,7 +921,7 @@ def zamba2(a: Architecture) -> dict:
     hybrid = set(sb.layers)
     types = ["hybrid" if i in hybrid else "mamba" for i in range(a.n_layers)]
     inner = m.n_heads * m.head_dim
-    _require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
+    require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
     rope = a.position.type is PositionType.ROPE
     return {
         "vocab_size": a.vocab_size,
@@ -946,7 +948,7 @@ def zamba2(a: Architecture) -> dict:
         # transformers always clamps dt below at time_step_min: a card without the floor
         # (Zyphra's reference code) differs in outputs only, where dt < 0.001
         "time_step_min": m.time_step_floor or 0.001,
-    } | (_rope(a) if rope else {})
+    } | (rope_config(a) if rope else {})
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -979,7 +981,7 @@ def _mamba2_names() -> Names:
 
 def _bamba_names() -> Names:
     """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
-    names = _llama_names({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
+    names = llama_names({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
     names.layer.update(
         {
             f"mlp.sublayer.{p}.{t}": Source(f"feed_forward.{p}_proj.{t}")
@@ -988,14 +990,14 @@ def _bamba_names() -> Names:
         }
     )
     names.layer.update(_mamba2_mixer("mamba"))
-    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
-    return replace(names, top=top)  # _LLAMA_TOP is shared: never changed in place
+    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    return replace(names, top=top)  # LLAMA_TOP is shared: never changed in place
 
 
 def _zamba2_names() -> Names:
     """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
     linear and the shared block it runs): see ``_zamba2_shared``."""
-    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
     layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
     return Names(
         top,
@@ -1055,8 +1057,8 @@ def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
             out[ours + f"attention.{p}.weight"] = Source(theirs + f"self_attn.{p}_proj.weight")
         for t in ("weight", "bias"):  # add_bias_linear: the MLP's biases
             fused = theirs + f"feed_forward.gate_up_proj.{t}"
-            out[ours + f"mlp.gate.{t}"] = Source(fused, cut=_first_ff)
-            out[ours + f"mlp.up.{t}"] = Source(fused, cut=_second_ff)
+            out[ours + f"mlp.gate.{t}"] = Source(fused, cut=first_ff)
+            out[ours + f"mlp.up.{t}"] = Source(fused, cut=second_ff)
             out[ours + f"mlp.down.{t}"] = Source(theirs + f"feed_forward.down_proj.{t}")
     for i, layer in enumerate(hybrid):
         block, ours = (
@@ -1095,7 +1097,7 @@ def _nemotron_h_names() -> Names:
     layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
     layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
     # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
-    layer |= _moe("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
+    layer |= moe_names("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
     for p in ("up", "down"):
         layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"mixer.shared_experts.{p}_proj.weight")
     # Nemotron 3 Super's latent MoE: projections into and out of the experts' width
@@ -1134,10 +1136,10 @@ def _jamba_names() -> Names:
     """Jamba: Llama-style attention layers and Mamba layers, each with feed_forward (an
     MLP, or per-expert weights and a router)."""
     norms = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
-    layer = _llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
-    layer |= _moe("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
+    layer = llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
+    layer |= moe_names("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
                   "down_proj")  # fmt: skip
-    top = _LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
@@ -1146,7 +1148,7 @@ def _falcon_h1_names() -> Names:
     """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
     input_layernorm and pre_ff_layernorm, its MLP feed_forward; the attention sits one
     module deeper (.inner) when it has input or output factors."""
-    layer = _llama_layer(
+    layer = llama_layer(
         {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}, "feed_forward"
     )
     for key in [k for k in layer if k.startswith("attn.sublayer.")]:

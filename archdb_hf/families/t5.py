@@ -14,9 +14,15 @@ from archdb.schema import (
     PositionType,
 )
 from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import _act, _dense, _require, _serial, _softmax_attention
+from archdb_hf.families.card_to_config import (
+    need_activation,
+    need_dense,
+    need_serial,
+    need_softmax_attention,
+    require,
+)
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.weights import Names, Source
+from archdb_hf.tensors import Names, Source
 
 if TYPE_CHECKING:
     from archdb_hf.families.spec import FamilySpec
@@ -25,17 +31,17 @@ if TYPE_CHECKING:
 
 
 def t5(a: Architecture) -> dict:
-    _require(a.kind is Kind.ENCODER_DECODER, "an encoder-decoder")
-    ref._norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    _serial(a)
-    _act(a, Activation.RELU, Activation.GEGLU)
-    _softmax_attention(a)
-    _dense(a)
-    ref._position(a, PositionType.RELATIVE_BIAS)
-    ref._bias(a, False, False, False)
+    require(a.kind is Kind.ENCODER_DECODER, "an encoder-decoder")
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.RELU, Activation.GEGLU)
+    need_softmax_attention(a)
+    need_dense(a)
+    ref.need_position(a, PositionType.RELATIVE_BIAS)
+    ref.need_bias(a, False, False, False)
     # transformers 5 forces tie_word_embeddings=True for the whole T5 family
     # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
-    _require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
+    require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
     return {
         "vocab_size": a.vocab_size,
         "d_model": a.d_model,
