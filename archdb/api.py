@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from archdb import conventions as cv
 from archdb.catalogue import Catalogue, load_catalogue
 from archdb.errors import ArgumentError, UsageError
-from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
     CacheSize,
     FlopCount,

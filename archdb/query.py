@@ -596,7 +596,7 @@ def matching(
 
 def _recount_kv(cards: Sequence[Card], found: list[Row], query: Query) -> None:
     """Each row's KV cache per token at the query's context and element size."""
-    from archdb.measure import conventions as cv
+    from archdb import conventions as cv
     from archdb.measure.analytic import cache_size
 
     context = query.kv_context or cv.DEFAULT_KV_CONTEXT

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archdb import conventions as cv
 from archdb import query
 from archdb.fidelity import fidelities
-from archdb.measure import conventions as cv
 from archdb.schema import Card, mirror_only_paths
 from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, catalogue_rows
 

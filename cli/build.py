@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.tree import Tree
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 from archdb.table import number_text
 
 from .common import (

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from archdb import conventions as cv
 from archdb import files, query
 from archdb.catalogue import Catalogue, CatalogueError
 from archdb.fidelity import fidelity
 from archdb.locations import resolve_catalogue
-from archdb.measure import conventions as cv
 from archdb.outputs import check_new_file
 from archdb.query import FieldSpec
 from archdb.schema import Card, inherited_paths, mirror_only_paths, null_means_unknown

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from archdb import conventions as cv
 from archdb.builder.kernels import LocalKernel
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.fidelity import fidelity
-from archdb.measure import conventions as cv
 from archdb.measure.analytic import cache_size, flops, param_count
 from archdb.measure.flops import measure_flops
 from archdb.measure.params import full_size_params

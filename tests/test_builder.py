@@ -718,7 +718,7 @@ def test_linear_is_torchs_linear_with_its_values_or_in_a_meta_build_its_shapes()
     in one the same class, names, shapes and dtypes, with no leftover of the skipped init."""
     from torch import nn
 
-    from archdb.builder.device import linear, meta_build
+    from archdb.device import linear, meta_build
 
     for bias in (True, False):
         torch.manual_seed(0)

@@ -146,7 +146,7 @@ def test_kda_forward_equals_transformers_on_the_same_weights(seq):
 def test_kda_shares_the_delta_rule_with_gated_deltanet():
     """One key head per value head and a decay that is the same on every channel: KDA's
     rule is Gated DeltaNet's (the shared gated_delta_rule takes either decay)."""
-    from archdb.builder.recurrent import gated_delta_rule
+    from archdb.mixers._recurrent import gated_delta_rule
 
     torch.manual_seed(0)
     q, k = torch.randn(2, 2, 9, 3, 8).unbind(0)

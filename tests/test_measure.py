@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import archdb
+from archdb import conventions as cv
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
-from archdb.measure import conventions as cv
 from archdb.measure.analytic import (
     cache_size,
     causal_keys,

@@ -85,8 +85,8 @@ def test_mtp_flops_are_the_modules_forward_each_through_the_head():
 
 
 def _norm_flops_per_token(arch) -> float:
-    from archdb.measure.tally import Tally
     from archdb.plan import plan as P
+    from archdb.tally import Tally
 
     tally = Tally(1)
     P.make_plan(arch).decoder.final_norm.flops(tally, arch.d_model)

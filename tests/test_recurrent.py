@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
-from archdb.builder.recurrent import gated_delta_rule
 from archdb.measure.analytic import cache_size, param_count
+from archdb.mixers._recurrent import gated_delta_rule
 from archdb.mixers.gated_deltanet import gated_deltanet_module
 from archdb.mixers.mamba2 import mamba2_module
 from archdb.plan import make_plan

@@ -14,10 +14,10 @@ import functools
 import torch
 from torch import nn
 
+from archdb.device import linear
 from archdb.plan import attention as spec
 
 from .attributes import set_plain
-from .device import linear
 from .norms import QKNormPair, norm_module
 from .positions import RelativeXL, Rotary
 from .registry import builds, module_of

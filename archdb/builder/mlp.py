@@ -9,11 +9,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from archdb.device import linear
 from archdb.plan.mlp import ClampedSwiGLU, DenseMLP, activation_rule
 from archdb.schema import Activation
 
 from .attributes import set_plain
-from .device import linear
 from .registry import builds
 
 

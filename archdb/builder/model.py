@@ -27,6 +27,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from archdb.device import meta_build
 from archdb.plan import plan as P
 from archdb.plan.positions import RelativeXLSpec
 from archdb.schema import Architecture
@@ -35,7 +36,6 @@ from archdb.schema import Architecture
 from . import attention, kernels, moe, parallel, shared, shortcut, sparse  # noqa: F401
 from .altup import Gemma3nBlock
 from .blocks import ParallelBlock, PerLayerGate, Residual, ResiDualResidual, SerialBlock, Stack
-from .device import meta_build
 from .mlp import Act
 from .norms import norm_module
 from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table

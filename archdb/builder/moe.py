@@ -17,10 +17,10 @@ import math
 import torch
 from torch import nn
 
+from archdb.device import linear
 from archdb.plan.mlp import MoESpec, RouterSpec
 from archdb.schema import GroupScore, NormType
 
-from .device import linear
 from .mlp import Act
 from .norms import Norm, norm_module
 from .registry import builds, module_of

@@ -3,7 +3,7 @@
 Each block takes plain numbers; the kinds are rules in ``archdb.choices.norms``, the specs
 in ``archdb.plan.norms`` (``norm_module`` and ``qk_norm_module`` make their modules).
 ``flop_class`` tells the FLOP counter which class the block's own operations belong to
-(see archdb.measure.conventions).
+(see archdb.conventions).
 """
 
 from __future__ import annotations

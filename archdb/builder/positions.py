@@ -14,6 +14,7 @@ import math
 import torch
 from torch import nn
 
+from archdb.device import on_meta
 from archdb.plan.positions import (
     T5_MAX_DISTANCE,
     AbsolutePositions,
@@ -24,7 +25,6 @@ from archdb.plan.positions import (
 )
 from archdb.schema import PositionType, RopeScaling
 
-from .device import on_meta
 from .registry import builds
 
 # --- absolute: added to the token embeddings -------------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 
 
 class Activation(StrEnum):

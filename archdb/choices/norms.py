@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 
 LN_EPS = 1e-5
 RMS_EPS = 1e-6

@@ -1,6 +1,7 @@
 """archdb.measure: exact parameters, FLOPs and KV cache, each with its convention.
 
-- ``conventions``: what a FLOP and a parameter count mean here (pure Python);
+- what a FLOP and a parameter count mean is ``archdb.conventions`` (a leaf the plan, the
+  schema's mixer plugins and this package share), the tally of them ``archdb.tally``;
 - ``analytic``: exact figures as folds over a card's plan, torch-free (``derived_figures``
   for queries; ``cache_size``: the one KV-cache definition);
 - ``params``: counts read from a built model (meta device for full size);

@@ -4,20 +4,19 @@ No torch here: query commands call ``derived_figures`` for every card and must s
 Every figure is a fold over the card's plan (``archdb.plan``), the same plan the builder
 turns into modules, so the parameter count equals the meta-device model's and, on a toy,
 the FLOP count equals what fvcore measures with archdb's handles (tests check both).
-Conventions are in ``archdb.measure.conventions`` and travel with every result.
+Conventions are in ``archdb.conventions`` and travel with every result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.plan import plan as P
 from archdb.plan.attention import KERNELS
 from archdb.plan.layout import BuildError, check_buildable, fill_unknowns
 from archdb.schema import Architecture, Card, LayerKind
-
-from . import conventions as cv
-from .conventions import FlopClass as C
 
 # --- results --------------------------------------------------------------------------
 

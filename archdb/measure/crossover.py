@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 from archdb.plan.layout import (
     BuildError,
     LayerSpec,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 from archdb.measure.analytic import cache_size, param_count
 from archdb.plan.layout import (
     BuildError,

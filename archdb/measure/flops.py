@@ -29,10 +29,9 @@ with warnings.catch_warnings():  # fvcore's import scripts a helper; torch 2.x w
     from fvcore.nn.jit_analysis import JitModelAnalysis
     from fvcore.nn.jit_handles import get_shape
 
+from archdb import conventions as cv
 from archdb.builder.model import example_inputs
-
-from . import conventions as cv
-from .conventions import FlopClass
+from archdb.conventions import FlopClass
 
 Handle = Callable[[list, list], int]
 

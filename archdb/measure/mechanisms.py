@@ -35,8 +35,8 @@ from pydantic import (
 )
 
 from archdb import files
+from archdb.conventions import PASSES
 from archdb.errors import ArchdbError
-from archdb.measure.conventions import PASSES
 from archdb.schema import Card
 
 PROFILE_CLASSES = ("tensor contraction", "norm", "softmax", "element-wise", "other")

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from torch import nn
 
 from archdb.builder.model import build_model
+from archdb.conventions import PARAMS_CONVENTION
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
-
-from .conventions import PARAMS_CONVENTION
 
 
 @dataclass(frozen=True)

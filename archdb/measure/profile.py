@@ -16,7 +16,7 @@ gradient of each such op, matched through the autograd sequence number.
 
 FLOPs per class: the profiler's own count (``with_flops``, 2 per multiply-add) for the
 contraction kernels (mm, addmm, bmm, baddbmm, convolution), and archdb's convention
-(``archdb.measure.conventions``) for the rest, counted on each outermost op: one FLOP per
+(``archdb.conventions``) for the rest, counted on each outermost op: one FLOP per
 element of its largest input for element-wise ops and reductions, softmax 5 per element,
 its backward 4, LayerNorm 5 plus 1 per affine term, its backward 11 (8 for the input
 gradient, 3 for scale and bias), RMSNorm 3 plus 1 per affine term; data movement costs 0.
@@ -40,11 +40,11 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from archdb import conventions as cv
 from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.norms import Norm
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import PASSES
+from archdb.conventions import PASSES
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
 

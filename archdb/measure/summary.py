@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from archdb import conventions as cv
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink, toy_dims
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Card
 
-from . import conventions as cv
 from .analytic import (
     CacheSize,
     FlopCount,

@@ -3,9 +3,9 @@ plain integers and FLOP conventions, no torch and no plan, so the schema can imp
 
 from __future__ import annotations
 
+from archdb import conventions as cv
 from archdb.choices.norms import RMS_EPS
-from archdb.measure import conventions as cv
-from archdb.measure.tally import Tally, linear_params
+from archdb.tally import Tally, linear_params
 
 __all__ = ["Tally", "card_norm_eps", "linear_params"]
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from pydantic import Field, StrictBool
 
+from archdb import conventions as cv
 from archdb.choices.norms import RMS_EPS
+from archdb.conventions import FlopClass as C
 from archdb.field_types import Count, Strict, Width
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._common import card_norm_eps, conv_flops, delta_rule_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
@@ -153,7 +153,7 @@ def gated_deltanet_module():
     import torch.nn.functional as F
     from torch import nn
 
-    from archdb.builder.recurrent import CausalDepthwiseConv, gated_delta_rule, l2_normalize
+    from ._recurrent import CausalDepthwiseConv, gated_delta_rule, l2_normalize
 
     class GatedDeltaNetMixer(nn.Module):
         """Gated DeltaNet (Yang et al. 2024, https://arxiv.org/abs/2412.06464) as in

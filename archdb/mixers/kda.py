@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from pydantic import Field, StrictBool
 
+from archdb import conventions as cv
 from archdb.choices.norms import RMS_EPS
+from archdb.conventions import FlopClass as C
 from archdb.field_types import Count, Strict, Width
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._common import card_norm_eps, conv_flops, delta_rule_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
@@ -176,7 +176,7 @@ def kda_module():
     import torch.nn.functional as F
     from torch import nn
 
-    from archdb.builder.recurrent import CausalDepthwiseConv, gated_delta_rule, l2_normalize
+    from ._recurrent import CausalDepthwiseConv, gated_delta_rule, l2_normalize
 
     class KimiDeltaAttentionMixer(nn.Module):
         """Kimi Delta Attention (Kimi Linear, https://arxiv.org/abs/2510.26692), laid out as

@@ -12,11 +12,11 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool
 
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.field_types import Count, PositiveFloat, Strict, Width
 from archdb.fields import OutputOnly
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._plugin import MixerPlugin, ToyFrame
 
@@ -185,7 +185,7 @@ def lightning_module():
     import torch.nn.functional as F
     from torch import nn
 
-    from archdb.builder.recurrent import linear_scan
+    from ._recurrent import linear_scan
 
     class LightningMixer(nn.Module):
         """MiniMax-01's lightning attention (https://arxiv.org/abs/2501.08313; transformers'

@@ -12,11 +12,11 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool
 
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.field_types import PositiveFloat, Strict, Width
 from archdb.fields import OutputOnly
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._common import conv_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
@@ -180,8 +180,9 @@ def mamba_module():
     import torch.nn.functional as F
     from torch import nn
 
-    from archdb.builder.device import on_meta
-    from archdb.builder.recurrent import CausalDepthwiseConv, linear_scan
+    from archdb.device import on_meta
+
+    from ._recurrent import CausalDepthwiseConv, linear_scan
 
     def ones(n: int) -> nn.Parameter:
         return nn.Parameter(torch.full((n,), 1.0))
@@ -213,7 +214,7 @@ def mamba_module():
             self.conv1d = CausalDepthwiseConv(d_inner, conv_kernel, conv_bias)
             self.x_proj = nn.Linear(d_inner, dt_rank + 2 * state_size, bias=False)
             self.dt_proj = nn.Linear(dt_rank, d_inner, bias=True)
-            if on_meta():  # a shape only (see archdb.builder.device)
+            if on_meta():  # a shape only (see archdb.device)
                 self.A_log = nn.Parameter(torch.empty(d_inner, state_size))
             else:
                 a = torch.arange(1, state_size + 1, dtype=torch.float32).log()  # A = -n

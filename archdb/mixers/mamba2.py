@@ -13,11 +13,11 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool
 
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.field_types import Count, PositiveFloat, Strict, Width
 from archdb.fields import OutputOnly
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._common import conv_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
@@ -245,8 +245,9 @@ def mamba2_module():
     import torch.nn.functional as F
     from torch import nn
 
-    from archdb.builder.recurrent import CausalDepthwiseConv, linear_scan
     from archdb.choices.norms import RMS_EPS
+
+    from ._recurrent import CausalDepthwiseConv, linear_scan
 
     def init_vector(n: int, value: float) -> nn.Parameter:
         return nn.Parameter(torch.full((n,), value))

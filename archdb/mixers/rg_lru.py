@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from pydantic import Field, StrictBool
 
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.field_types import Count, Strict, Width
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._common import depthwise_conv_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
@@ -136,7 +136,7 @@ def rg_lru_module():
     import torch.nn.functional as F
     from torch import nn
 
-    from archdb.builder.recurrent import CausalDepthwiseConv, linear_scan
+    from ._recurrent import CausalDepthwiseConv, linear_scan
 
     class BlockDiagonalLinear(nn.Module):
         """x @ W + b with W block-diagonal: n_blocks (block x block) matrices, each applied to

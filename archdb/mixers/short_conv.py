@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pydantic import Field, StrictBool
 
 from archdb.field_types import Strict, Width
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from ._common import depthwise_conv_flops, linear_params
 from ._plugin import MixerPlugin, ToyFrame
@@ -88,7 +88,7 @@ def short_conv_module():
     import torch
     from torch import nn
 
-    from archdb.builder.recurrent import CausalDepthwiseConv
+    from ._recurrent import CausalDepthwiseConv
 
     class ShortConvMixer(nn.Module):
         """LFM2's gated short convolution (Liquid AI; transformers' Lfm2ShortConv):

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally, linear_params
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.schema import AttentionVariant, LayerKind, OutputGate, RopeLayout
+from archdb.tally import Tally, linear_params
 
 from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec, bare_rms

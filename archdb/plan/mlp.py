@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from archdb import conventions as cv
 from archdb.choices.activations import ACTIVATIONS, Activation, ActivationRule, ClampedSwiGLU
 from archdb.choices.activations import CLAMPED_SWIGLU as CLAMPED_SWIGLU  # re-exported
 from archdb.choices.activations import XIELU_RULE as XIELU_RULE  # re-exported
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally, linear_params
+from archdb.conventions import FlopClass as C
 from archdb.schema import GroupScore, RouterScore
+from archdb.tally import Tally, linear_params
 
 from .norms import NormSpec, bare_rms
 

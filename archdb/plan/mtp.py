@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archdb.measure.tally import Counted, Tally, linear_params
+from archdb.tally import Counted, Tally, linear_params
 
 from .norms import NormSpec
 

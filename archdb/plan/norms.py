@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from archdb.choices.norms import NORMS, NormRule, NormType
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb.conventions import FlopClass as C
 from archdb.schema import NormAffine, NormPosition, QKNorm
+from archdb.tally import Tally
 
 
 @dataclass(frozen=True)

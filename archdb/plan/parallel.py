@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 
 @dataclass(frozen=True)

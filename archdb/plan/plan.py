@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally, linear_params
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.schema import (
     CHANNEL_ONLY,
@@ -29,6 +28,7 @@ from archdb.schema import (
     RopeLayout,
     RouterScore,
 )
+from archdb.tally import Tally, linear_params
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
 from .layout import (
@@ -101,7 +101,7 @@ class OutputHead:
         return (0 if self.tied else self.vocab * self.width) + (self.vocab if self.bias else 0)
 
     def flops(self, tally: Tally) -> None:
-        from archdb.measure import conventions as cv
+        from archdb import conventions as cv
 
         if self.width != self.d_model:
             tally.linear(self.d_model, self.width, False)

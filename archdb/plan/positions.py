@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.schema import PositionType, RopeScaling
+from archdb.tally import Tally
 
 T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.measure.tally import Tally, linear_params
 from archdb.schema import LayerKind
+from archdb.tally import Tally, linear_params
 
 from .attention import SoftmaxKernel
 from .layout import layer_spec

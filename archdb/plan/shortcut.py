@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archdb.measure.tally import Tally
+from archdb.tally import Tally
 
 from .attention import Mixer
 from .mlp import DenseMLP, MoESpec

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
-from archdb.measure.tally import Tally, linear_params
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 from archdb.schema import NormType
+from archdb.tally import Tally, linear_params
 
 from .norms import NormSpec
 from .positions import RotarySpec

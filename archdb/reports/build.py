@@ -16,9 +16,9 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
+from archdb import conventions as cv
 from archdb import files
 from archdb.catalogue import Catalogue
-from archdb.measure import conventions as cv
 from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
 from archdb.reports import analyses as an
 from archdb.reports import claims, families, figures, measured, provenance, render, verification

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
 from matplotlib.transforms import Bbox
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 from archdb.reports.adoption import ANY, Adoption, Consensus, ValueTrend
 from archdb.reports.analyses import Concentration, LayerMix, OrganizationLag, YearSpread
 from archdb.reports.distributions import kv_cache_per_param, mlp_group, released

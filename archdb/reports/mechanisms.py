@@ -16,7 +16,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from archdb.measure import conventions as cv
+from archdb import conventions as cv
 from archdb.measure.crossover import Crossover, Mode, card_crossover
 from archdb.measure.decode import (
     DECODE_BYTES,

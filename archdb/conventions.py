@@ -1,7 +1,8 @@
 """Counting conventions shared by the analytic formula and the fvcore measurement.
 
 Pure Python: no torch. Both sides import these numbers, so a FLOP means the same thing
-in ``analytic.py`` (formulas over a card) and in ``flops.py`` (handles over a traced toy).
+in ``archdb.measure.analytic`` (formulas over a card) and in ``archdb.measure.flops``
+(handles over a traced toy).
 
 FLOPs are floating-point operations, **2 per multiply-add**: a matmul of (m, k) by (k, n)
 costs 2*m*k*n. fvcore calls multiply-adds "flops"; we never do. Counts are for one forward

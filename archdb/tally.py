@@ -7,8 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from archdb.measure import conventions as cv
-from archdb.measure.conventions import FlopClass as C
+from archdb import conventions as cv
+from archdb.conventions import FlopClass as C
 
 __all__ = ["Counted", "Tally", "linear_params"]
 
