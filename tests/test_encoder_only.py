@@ -243,3 +243,36 @@ def test_the_first_layer_without_its_attention_norm_is_one_norm_fewer():
     assert count_parameters(model) == plan_params(make_plan(without)).total
     with pytest.raises(ValueError, match="first_mixer_norm: false needs pre-norm"):
         _card("bert", **{"norm.first_mixer_norm": False})  # BERT's layers are post-norm
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"is_decoder": True}, "is_decoder/add_cross_attention make a decoder"),
+        ({"hidden_act": "\x1b[31m" + "x" * 500}, "hidden_act"),
+    ],
+)
+def test_import_hf_refuses_bert_configs_it_would_build_wrongly(changes, message):
+    """A BERT config with a decoder's switches or an activation archdb does not know is
+    refused with the key named (a hostile string escaped and cut short)."""
+    from archdb_hf.importer import HFImportError
+
+    with pytest.raises(HFImportError, match=re.escape(message)) as raised:
+        _import_bert(changes)
+    assert "\x1b" not in str(raised.value) and len(str(raised.value)) < 400
+
+
+def test_a_key_transformers_5_no_longer_reads_is_ignored_as_it_ignores_it():
+    """BertModel 5.x builds absolute positions whatever position_embedding_type says: the
+    key is listed as ignored, and the card is the absolute-position model."""
+    result = _import_bert({"position_embedding_type": "relative_key"})
+    assert "position_embedding_type" in result.ignored
+    assert result.card["architecture"]["position"]["type"] == "learned"
+
+
+def _import_bert(changes: dict):
+    from archdb_hf.importer import Identity, import_config
+
+    config = {**transformers.BertConfig().to_dict(), **changes}
+    identity = Identity("bert-x", "BERT x", "bert", "Lab", "2019-01-01")
+    return import_config(config, source_url="https://example.org/config.json", identity=identity)

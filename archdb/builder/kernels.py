@@ -5,7 +5,8 @@ counter sees every score and value product. The kernel computes what it says:
 
 - ``GlobalKernel``: every query scores every key (the causal mask hides the future);
 - ``LocalKernel``: a banded kernel, each query scores exactly its ``window`` latest keys
-  (Longformer-style sliding window; Mistral, Gemma 2/3 local layers);
+  (Longformer-style sliding window; Mistral, Gemma 2/3 local layers), or in an encoder the
+  keys at most ``window // 2`` away on either side (ModernBERT);
 - ``ChunkedKernel``: the sequence is cut into blocks of ``chunk`` tokens and each query
   scores the keys of its block (Llama 4's chunked attention);
 - ``LinearKernel``: causal linear attention, a running sum of key-value outer products
@@ -81,7 +82,8 @@ class GlobalKernel(SoftmaxKernel):
 
 
 class LocalKernel(SoftmaxKernel):
-    """Each query scores its ``window`` latest keys (itself included), padding masked."""
+    """Each query scores its ``window`` latest keys (itself included), padding masked; not
+    causal (an encoder), the keys at most ``window // 2`` away on either side."""
 
     def __init__(
         self, qk_dim: int, causal: bool, softcap: float | None, window: int, sink_heads: int = 0

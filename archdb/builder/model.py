@@ -41,7 +41,7 @@ from .norms import norm_module
 from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
 from .registry import builds, module_of
 
-# --- the two model shapes ----------------------------------------------------------------
+# --- the model shapes: decoder, encoder-decoder, encoder (masked LM) -----------------------
 
 
 class TokenEmbedding(nn.Module):
@@ -371,7 +371,14 @@ def build_plan(plan: P.Plan) -> nn.Module:
     return DecoderLM(embed, positions, decoder, head, per_layer, embed_norm)
 
 
-def _masked_lm(plan: P.Plan, embed, positions, embed_norm, encoder: Stack, head) -> MaskedLM:
+def _masked_lm(
+    plan: P.Plan,
+    embed: TokenEmbedding,
+    positions: nn.Module,
+    embed_norm: nn.Module | None,
+    encoder: Stack,
+    head: OutputHead,
+) -> MaskedLM:
     m = plan.masked_lm
     assert m is not None
     token_types = TokenTypes(m.token_types, m.d_model) if m.token_types else None

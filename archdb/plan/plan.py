@@ -44,7 +44,15 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import CLAMPED_SWIGLU, ClampedSwiGLU, DenseMLP, MoESpec, RouterSpec, activation_rule
+from .mlp import (
+    CLAMPED_SWIGLU,
+    ActivationRule,
+    ClampedSwiGLU,
+    DenseMLP,
+    MoESpec,
+    RouterSpec,
+    activation_rule,
+)
 from .mtp import MTPModule, MTPStack
 from .norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
 from .parallel import ParallelMixers, ScaledMixer, scaled
@@ -101,8 +109,6 @@ class OutputHead:
         return (0 if self.tied else self.vocab * self.width) + (self.vocab if self.bias else 0)
 
     def flops(self, tally: Tally) -> None:
-        from archdb import conventions as cv
-
         if self.width != self.d_model:
             tally.linear(self.d_model, self.width, False)
         tally.linear(self.width, self.vocab, self.bias)
@@ -127,8 +133,8 @@ class MaskedLMParts:
     pooler: bool
 
     @property
-    def rule(self):
-        assert self.transform is not None
+    def rule(self) -> ActivationRule:
+        assert self.transform is not None  # asked only of a head with its transform
         return activation_rule(self.transform, self.gelu_exact)
 
     def params(self) -> int:

@@ -1,4 +1,5 @@
-"""BERT and RoBERTa: encoder-only masked-LM models (transformers' *ForMaskedLM)."""
+"""BERT, RoBERTa and ModernBERT: encoder-only masked-LM models (transformers'
+*ForMaskedLM)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
-from archdb_hf.draft import Draft, HFImportError
+from archdb_hf.draft import Draft, HFImportError, shown_briefly
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
     need_activation,
@@ -36,9 +37,6 @@ def _read_encoder(d: Draft, position_offset: int) -> None:
     """What BertForMaskedLM and RobertaForMaskedLM build around the stack."""
     if d.read("is_decoder", default=False) or d.read("add_cross_attention", default=False):
         raise HFImportError("config.json: is_decoder/add_cross_attention make a decoder")
-    scheme = d.read("position_embedding_type", default="absolute")
-    if scheme != "absolute":
-        raise HFImportError(f"config.json: position_embedding_type {scheme!r} is not built")
     d.set("architecture.kind", "encoder-only", "family")
     d.set("architecture.embedding_norm", True, "family")  # embeddings.LayerNorm
     d.set("architecture.norm.final", False, "family")
@@ -89,7 +87,8 @@ def _read_modernbert(d: Draft) -> None:
         d.set("architecture.attention.sliding_window", window, d.origin_of("local_attention"))
     head_act = d.read("classifier_activation", default="gelu")
     if head_act != "gelu":
-        raise HFImportError(f"config.json: classifier_activation {head_act!r} is not read")
+        shown = shown_briefly(head_act)
+        raise HFImportError(f"config.json: classifier_activation {shown} is not read")
     d.set("architecture.encoder.token_types", 0, "family")
     d.set("architecture.encoder.position_offset", 0, "family")
     d.set("architecture.encoder.head_transform", "gelu", d.origin_of("classifier_activation"))
