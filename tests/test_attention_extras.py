@@ -211,6 +211,24 @@ def test_xielu_equals_transformers_and_counts_its_two_scalars():
     assert count_parameters(build_model(xielu, device="meta")) == param_count(xielu).total
 
 
+def test_an_activations_own_operators_are_counted_from_its_rule():
+    """xIELU's expm1 and softplus are declared with its rule and nowhere in archdb.measure:
+    fvcore's count of an xIELU toy equals the formula, and the runtime profile classes its
+    operators as element-wise."""
+    from archdb.choices.activations import ACTIVATIONS, Activation, activation_ops
+    from archdb.measure import flops as measured
+    from archdb.measure import profile
+    from archdb.measure.analytic import flops
+
+    assert set(ACTIVATIONS[Activation.XIELU].ops) == {"expm1", "softplus"} <= set(activation_ops())
+    for op in activation_ops():
+        assert f"aten::{op}" in measured.HANDLES
+        assert profile.op_class(f"aten::{op}") is profile.OpClass.ELEMENTWISE
+    arch = make_arch(**{"mlp.activation": "xielu"})
+    counted = measured.measure_flops(build_model(arch), 16)
+    assert counted.total == sum(flops(arch, 16).dense.values())
+
+
 def test_xielu_experts_are_refused():
     with pytest.raises(BuildError, match="xielu in mixture-of-experts layers"):
         make_plan(make_arch(**{"mlp.activation": "xielu", "mlp.moe": moe_block()}))

@@ -129,6 +129,10 @@ class ActivationRule:
     learned: tuple[tuple[str, float], ...] = ()
     flops_per_call: int = 0
     gated: bool = False  # act(gate(x)) * up(x) (Shazeer 2020): two input branches
+    # torch operators the function runs that only this activation brings (xIELU's expm1):
+    # the FLOP counter and the runtime profile read them here, so a new activation is
+    # counted without an edit to archdb.measure
+    ops: tuple[str, ...] = ()
 
 
 ACTIVATIONS: dict[Activation, ActivationRule] = {
@@ -151,8 +155,18 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     # per element: alpha_p x, * x, beta x, +; clamp, expm1, - x, * a_n, beta x, + (the
     # selection is free); per call: two softplus and beta + of the learned scalars
     Activation.XIELU: ActivationRule(
-        "xielu", XIELU_RULE, flops_per_element=10, learned=XIELU_RULE.initial, flops_per_call=3
+        "xielu",
+        XIELU_RULE,
+        flops_per_element=10,
+        learned=XIELU_RULE.initial,
+        flops_per_call=3,
+        ops=("expm1", "softplus"),
     ),
 }
 if set(ACTIVATIONS) != set(Activation):
     raise RuntimeError("every activation needs its rule in archdb.choices.activations")
+
+
+def activation_ops() -> tuple[str, ...]:
+    """The element-wise torch operators the activations bring, one each, sorted."""
+    return tuple(sorted({op for rule in ACTIVATIONS.values() for op in rule.ops}))

@@ -31,6 +31,7 @@ with warnings.catch_warnings():  # fvcore's import scripts a helper; torch 2.x w
 
 from archdb import conventions as cv
 from archdb.builder.model import example_inputs
+from archdb.choices.activations import activation_ops
 from archdb.conventions import FlopClass
 
 Handle = Callable[[list, list], int]
@@ -127,8 +128,9 @@ ELEMENTWISE_OPS = (
     "remainder",
     "floor",
     "clamp",  # one comparison per output element (gpt-oss's clamped SwiGLU)
-    "expm1",  # xIELU
 )
+# ... and the operators only an activation runs, declared with its rule
+ELEMENTWISE_OPS += tuple(op for op in activation_ops() if op not in ELEMENTWISE_OPS)
 HANDLES: dict[str, Handle] = {
     "aten::linear": linear_flops,
     "aten::matmul": matmul_flops,

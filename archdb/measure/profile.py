@@ -44,6 +44,7 @@ from archdb import conventions as cv
 from archdb.builder.model import build_model
 from archdb.builder.moe import Experts
 from archdb.builder.norms import Norm
+from archdb.choices.activations import activation_ops
 from archdb.conventions import PASSES
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
@@ -138,7 +139,7 @@ ELEMENTWISE = frozenset(
         "cos",
         "erf",
     ]
-)
+) | {op.replace("_", "") for op in activation_ops()}  # declared with each activation's rule
 NORM_SCOPE = "archdb::norm"  # the profiler range wrapped around every norm block
 BACKWARD_ROOT = "autograd::engine::evaluate_function: "
 
