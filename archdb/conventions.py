@@ -54,7 +54,8 @@ FLOP_CONVENTION = (
     f"softmax {SOFTMAX}, LayerNorm {LAYERNORM} (+{AFFINE} per affine term), RMSNorm "
     f"{RMSNORM} (+{AFFINE}), soft-cap {SOFTCAP}, RoPE {ROPE} per rotated element; "
     "gathers, masking and top-k are free; recurrent mixers (Mamba, Mamba-2, Gated DeltaNet, "
-    "KDA, LFM2's short conv, Griffin's RG-LRU, MiniMax's lightning attention) in their "
+    "KDA, LFM2's short conv, Griffin's RG-LRU, MiniMax's lightning attention, RWKV's time "
+    "mixing) in their "
     "recurrent form, one state update and read-out per token "
     "(a depthwise conv: 2 per tap and channel)"
 )

@@ -1155,6 +1155,14 @@ class MLP(Strict):
         description="Statistical top-k on the gate of the first layers' MLPs (Gemma 3n "
         "activation_sparsity_pattern): see ActivationSparsity. Optional; null for none.",
     )
+    channel_mix: StrictBool | None = Field(
+        default=None,
+        description="RWKV's channel mixing (Peng et al. 2023): the MLP reads each token "
+        "interpolated with the previous one (a learned weight per channel, one for the key "
+        "and one for the receptance), and its output is gated by sigmoid(receptance(x)), a "
+        "d_model x d_model projection: sigmoid(r(x_r)) * down(act(up(x_k))), no biases. "
+        "Optional; null: a plain MLP.",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
@@ -1163,6 +1171,10 @@ class MLP(Strict):
             raise ValueError("mlp.swiglu_limit and swiglu_alpha are clamped-swiglu only")
         if self.gate_multiplier is not None and self.activation and not self.activation.gated:
             raise ValueError("mlp.gate_multiplier is for gated units only")
+        if self.channel_mix and (
+            self.moe is not None or (self.activation and self.activation.gated)
+        ):
+            raise ValueError("mlp.channel_mix is a dense, non-gated MLP (RWKV's)")
         return self
 
 

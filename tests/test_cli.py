@@ -362,7 +362,7 @@ def test_import_hf_errors(tmp_path, args, code, fragment):
 
 def test_import_hf_unsupported_model_type(tmp_path):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"model_type": "rwkv", "hidden_size": 8}), encoding="utf-8")
+    cfg.write_text(json.dumps({"model_type": "xlnet", "hidden_size": 8}), encoding="utf-8")
     result = archdb("import-hf", str(cfg), *IMPORT_FLAGS)
     assert result.returncode == 1 and "not supported" in result.stderr
 

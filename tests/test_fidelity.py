@@ -365,6 +365,17 @@ TINY["modernbert"] = {
         "sliding_attention": {"rope_type": "default", "rope_theta": 500.0},
     },
 }
+# RWKV-4: time mixing narrower than the stream would not run in transformers, so equal;
+# a channel-mixing width off 4 x d_model
+TINY["rwkv"] = {
+    "hidden_size": 64,
+    "num_hidden_layers": 3,
+    "vocab_size": 128,
+    "attention_hidden_size": 64,
+    "intermediate_size": 96,
+    "context_length": 64,
+    "layer_norm_epsilon": 1e-6,
+}
 MASKED_LM = ("bert", "roberta", "modernbert")
 FIRST_TOKEN = {"roberta": 2}  # the smallest token id a test sequence uses
 # longer than the 64-token chunks of transformers' torch delta rule

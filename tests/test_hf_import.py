@@ -304,7 +304,7 @@ def test_unmapped_keys_are_reported_not_dropped():
 
 def test_unknown_model_type_lists_the_supported_ones():
     with pytest.raises(HFImportError, match=r"not supported; supported: .*llama"):
-        imported({"model_type": "rwkv", "hidden_size": 8})
+        imported({"model_type": "xlnet", "hidden_size": 8})
     assert "gemma2" in supported_model_types()
 
 

@@ -922,6 +922,21 @@ SMALL_CONFIGS.append(
         },
     )
 )  # fmt: skip
+SMALL_CONFIGS.append(  # RWKV-4: time mixing narrower than the stream, channel mixing
+    (
+        "rwkv",
+        {
+            "n_layers": 3,
+            "norm": {"type": "layernorm", "position": "pre", "affine": "scale-and-bias",
+                     "final": True},
+            "attention.layer_pattern": ["rwkv"], "attention.n_heads": None,
+            "attention.n_kv_heads": None, "position": {"type": "none"},
+            "mlp": {"activation": "squared-relu", "d_ff": 96, "moe": None, "channel_mix": True},
+            "mixers": {"rwkv": {"width": 48, "mlp": True}},
+            "embedding_norm": True,
+        },
+    )
+)  # fmt: skip
 SMALL_CONFIGS += [
     ("longcat_flash", LONGCAT),
     (

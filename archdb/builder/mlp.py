@@ -7,6 +7,7 @@ by a linear "up" branch; d_ff is the width of one branch, which the down-project
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from archdb.device import linear
@@ -130,6 +131,28 @@ class SparseGatedMLP(GatedMLP):
         return f"sparsity={self.target:g}"
 
 
+class ChannelMix(nn.Module):
+    """RWKV's channel mixing (Peng et al. 2023, https://arxiv.org/abs/2305.13048), as
+    transformers' RwkvFeedForward: each token's input interpolated with the previous
+    token's (x m + prev (1 - m), one learned m per channel for the key and one for the
+    receptance), then sigmoid(receptance(x_r)) * down(act(up(x_k))); no biases."""
+
+    def __init__(self, d_model: int, d_ff: int, act: nn.Module) -> None:
+        super().__init__()
+        self.mix_key = nn.Parameter(torch.full((d_model,), 0.5))
+        self.mix_receptance = nn.Parameter(torch.full((d_model,), 0.5))
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.act = act
+        self.receptance = nn.Linear(d_model, d_model, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        previous = F.pad(x, (0, 0, 1, -1))  # each token's predecessor, zeros before the first
+        x_k = x * self.mix_key + previous * (1 - self.mix_key)
+        x_r = x * self.mix_receptance + previous * (1 - self.mix_receptance)
+        return torch.sigmoid(self.receptance(x_r)) * self.down(self.act(self.up(x_k)))
+
+
 def make_mlp(
     activation: Activation,
     d_model: int,
@@ -140,8 +163,11 @@ def make_mlp(
     gate_multiplier: float | None = None,
     output_multiplier: float | None = None,
     sparsity: float | None = None,
+    channel_mix: bool = False,
 ) -> nn.Module:
     act = Act(activation, gelu_exact, clamp)
+    if channel_mix:
+        return ChannelMix(d_model, d_ff, act)
     if sparsity is not None:
         return SparseGatedMLP(d_model, d_ff, act, bias, sparsity)
     if activation.gated and (gate_multiplier is not None or output_multiplier is not None):
@@ -164,4 +190,5 @@ def dense_mlp(s: DenseMLP, ctx: object = None) -> nn.Module:
         s.gate_multiplier,
         s.output_multiplier,
         s.sparsity,
+        s.channel_mix,
     )

@@ -567,6 +567,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
         lines.append(", ".join(factors))
     if mlp.sparsity is not None:
         lines.append(f"gaussian top-k gate: about {mlp.sparsity:g} of it zero")
+    if mlp.channel_mix:
+        lines.append("channel mixing: token-shifted inputs, a sigmoid receptance gate")
     return Part("mlp", f"dense MLP: {mlp.activation.value}", tuple(lines))
 
 

@@ -128,6 +128,7 @@ ELEMENTWISE_OPS = (
     "remainder",
     "floor",
     "clamp",  # one comparison per output element (gpt-oss's clamped SwiGLU)
+    "maximum",  # one comparison per output element (RWKV's running maximum)
 )
 # ... and the operators only an activation runs, declared with its rule
 ELEMENTWISE_OPS += tuple(op for op in activation_ops() if op not in ELEMENTWISE_OPS)
@@ -195,6 +196,7 @@ FREE_OPS = frozenset(
         "new_zeros",
         "arange",
         "full",
+        "full_like",
         "empty",
         "to",
         "type_as",

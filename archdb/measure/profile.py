@@ -131,6 +131,7 @@ ELEMENTWISE = frozenset(
         "cumsum",
         "amax",
         "max",
+        "maximum",
         "min",
         "lerp",
         "addcmul",

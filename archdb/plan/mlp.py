@@ -56,6 +56,7 @@ class DenseMLP:
     gate_multiplier: float | None = None  # act(m * gate(x)) (Falcon-H1 mlp_multipliers[0])
     output_multiplier: float | None = None  # m * down(...) (Falcon-H1 mlp_multipliers[1])
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the gate
+    channel_mix: bool = False  # RWKV: token-shifted inputs, a sigmoid receptance gate
 
     @property
     def rule(self) -> ActivationRule:
@@ -65,14 +66,24 @@ class DenseMLP:
         branches = 2 if self.activation.gated else 1
         d, f = self.d_model, self.d_ff
         learned = len(self.rule.learned)  # xIELU's alpha_p and alpha_n
+        if self.channel_mix:  # two mixing weights per channel and the receptance
+            learned += 2 * d + linear_params(d, d, False)
         return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias) + learned
 
     def inactive_params(self) -> int:
         return 0
 
+    def cache_entries(self, context: int) -> int:
+        """RWKV's channel mix keeps the previous token's input; other MLPs keep nothing."""
+        return self.d_model if self.channel_mix else 0
+
     def flops(self, tally: Tally, tokens: int | None = None) -> None:
         tokens = tally.seq_len if tokens is None else tokens
         gated, d, f = self.activation.gated, self.d_model, self.d_ff
+        if self.channel_mix:  # x m + shifted (1 - m) for key and receptance; the gate
+            tally.add(C.ELEMENTWISE, tokens * 2 * 3 * d + 2 * d)  # 1 - m: once a forward
+            tally.linear(d, d, False, tokens)
+            tally.add(C.ELEMENTWISE, tokens * 2 * d)  # sigmoid, and its product
         for _ in range(2 if gated else 1):
             tally.linear(d, f, self.bias, tokens)
         per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)

@@ -381,7 +381,9 @@ class Block:
     def cache_entries(self, context: int) -> int:
         cross = self.cross.cache_entries(context) if self.cross else 0
         own = self.mixer.cache_entries(context) if self.mixer is not None else 0
-        return own + cross
+        # an MLP that reads the previous token keeps it (RWKV's channel mix)
+        mlp = self.mlp.cache_entries(context) if isinstance(self.mlp, DenseMLP) else 0
+        return own + cross + mlp
 
 
 @dataclass(frozen=True)
@@ -726,7 +728,10 @@ class _Reader:
         clamp = self.clamp()
         if not spec.moe:
             gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
-            return DenseMLP(self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity)
+            mix = bool(a.mlp.channel_mix)
+            return DenseMLP(
+                self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity, mix
+            )
         moe = a.mlp.moe
         shared = (
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None

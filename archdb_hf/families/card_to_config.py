@@ -100,6 +100,8 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "qkv_clip": lambda a: a.attention.qkv_clip is not None,  # MPT, DBRX clip_qkv
     "embedding_norm": lambda a: bool(a.embedding_norm),  # BLOOM's word_embeddings_layernorm
     "masked_lm": lambda a: a.encoder is not None,  # an encoder-only model's parts (BERT)
+    "rwkv": lambda a: LayerKind.RWKV in a.attention.layer_pattern,  # RWKV's time mixing
+    "channel_mix": lambda a: bool(a.mlp.channel_mix),  # ... and its channel mixing
     # DeepSeek's YaRN: mscale_all_dim tempers the whole softmax (yarn_apply_mscale)
     "yarn_softmax_mscale": lambda a: (
         a.position.rope_scaling is not None and a.position.rope_scaling.mscale_all_dim is not None

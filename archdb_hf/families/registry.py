@@ -28,6 +28,7 @@ from archdb_hf.families import (
     minimax,
     olmo,
     qwen,
+    rwkv,
     ssm,
     t5,
 )
@@ -49,6 +50,7 @@ _LINEAGES = (
     minimax,
     lfm2,
     ssm,
+    rwkv,
     t5,
     bert,
 )

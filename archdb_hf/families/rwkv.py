@@ -1,0 +1,147 @@
+"""RWKV-4 (transformers' ``rwkv``): time mixing (``archdb.mixers.rwkv``) and channel
+mixing (``mlp.channel_mix``) in pre-norm LayerNorm layers, a LayerNorm on the embeddings
+(the first block's pre_ln), a final LayerNorm and the output head; no positions."""
+
+from __future__ import annotations
+
+from archdb.schema import Activation, Architecture, LayerKind, NormAffine, NormPosition, NormType
+from archdb_hf.draft import Draft, read_tied
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import require
+from archdb_hf.families.spec import FamilySpec
+from archdb_hf.tensors import Names, Source
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+# what RwkvModel fixes in code: LayerNorms with bias everywhere, no attention, no biases
+_FIXED = {
+    "norm.type": "layernorm",
+    "norm.position": "pre",
+    "norm.affine": "scale-and-bias",
+    "norm.final": True,
+    "attention.variant": "softmax",
+    "attention.n_heads": None,
+    "attention.n_kv_heads": None,
+    "attention.qk_norm": None,
+    "attention.logit_softcap": None,
+    "attention.sliding_window": None,
+    "attention.layer_pattern": ["rwkv"],
+    "position.type": "none",
+    "mlp.activation": "squared-relu",
+    "mlp.moe": None,
+    "mlp.channel_mix": True,
+    "bias.qkv": False,
+    "bias.attn_out": False,
+    "bias.mlp": False,
+    "parallel_layers": False,
+    "final_logit_softcap": None,
+    "embedding_norm": True,
+    "mixers.rwkv.mlp": True,
+}
+
+
+def _read_rwkv(d: Draft) -> None:
+    """Sizes from the config, the rest as RwkvModel builds it."""
+    d_model = d.read("hidden_size", required=True)
+    d.set("architecture.d_model", d_model, "config")
+    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
+    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
+    d.set("architecture.context_length", d.read("context_length", default=1024), "config")
+    width = d.read("attention_hidden_size") or d_model  # None: hidden_size
+    d.set("architecture.mixers.rwkv.width", width, d.origin_of("attention_hidden_size"))
+    d_ff = d.read("intermediate_size") or 4 * d_model  # None: 4 x hidden_size
+    d.set("architecture.mlp.d_ff", d_ff, d.origin_of("intermediate_size"))
+    eps = float(d.read("layer_norm_epsilon", default=1e-5))
+    d.set("architecture.norm.eps", eps, d.origin_of("layer_norm_epsilon"))
+    for path, value in _FIXED.items():
+        d.set(f"architecture.{path}", value, "family")
+    free = "Attention-free: every layer is RWKV's time mixing (the transformers implementation)."
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
+        d.note(f"architecture.{path}", free)
+    if d.read("rescale_every", default=6):
+        d.note(
+            "architecture",
+            "rescale_every halves the hidden states (and the matching weights) every few "
+            "layers at inference to keep 16-bit values in range; the function is the same "
+            "up to the LayerNorms' epsilon, and the card records the unscaled model.",
+        )
+    read_tied(d)
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def rwkv(a: Architecture) -> dict:
+    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+    require(list(a.attention.layer_pattern) == [LayerKind.RWKV], "every layer rwkv")
+    require(a.mixers is not None and a.mixers.rwkv is not None, "the rwkv sizes")
+    require(a.mlp.activation is Activation.SQUARED_RELU, "squared-ReLU channel mixing")
+    require(bool(a.mlp.channel_mix) and a.mlp.moe is None, "RWKV's channel mixing")
+    require(bool(a.embedding_norm), "the first block's pre_ln")
+    require(not (a.bias.qkv or a.bias.attn_out or a.bias.mlp), "no biases")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "attention_hidden_size": a.mixers.rwkv.width,
+        "intermediate_size": a.mlp.d_ff,
+        "context_length": a.context_length,
+        "layer_norm_epsilon": a.norm.eps or 1e-5,
+        "rescale_every": 0,  # the unscaled model (the same function up to epsilon)
+        "tie_word_embeddings": bool(a.tied_embeddings),
+    }
+
+
+# --- weight names --------------------------------------------------------------------------
+
+
+def _rwkv_names() -> Names:
+    """RwkvForCausalLM: rwkv.blocks.{i}.attention (time mixing) and .feed_forward (channel
+    mixing); the mixing weights stored (1, 1, d_model)."""
+    layer = {
+        "attn.sublayer.time_decay": Source("attention.time_decay"),
+        "attn.sublayer.time_first": Source("attention.time_first"),
+        "attn.sublayer.output.weight": Source("attention.output.weight"),
+        "mlp.sublayer.mix_key": Source("feed_forward.time_mix_key", flatten=True),
+        "mlp.sublayer.mix_receptance": Source("feed_forward.time_mix_receptance", flatten=True),
+        "mlp.sublayer.up.weight": Source("feed_forward.key.weight"),
+        "mlp.sublayer.receptance.weight": Source("feed_forward.receptance.weight"),
+        "mlp.sublayer.down.weight": Source("feed_forward.value.weight"),
+    }
+    for part in ("key", "value", "receptance"):
+        layer[f"attn.sublayer.mix_{part}"] = Source(f"attention.time_mix_{part}", flatten=True)
+        layer[f"attn.sublayer.{part}.weight"] = Source(f"attention.{part}.weight")
+    for t in ("weight", "bias"):
+        layer[f"attn.before.{t}"] = Source(f"ln1.{t}")
+        layer[f"mlp.before.{t}"] = Source(f"ln2.{t}")
+    top = {
+        "embed.table.weight": Source("rwkv.embeddings.weight"),
+        "head.lm_head.weight": Source("head.weight"),
+    }
+    for t in ("weight", "bias"):
+        top[f"embed_norm.{t}"] = Source(f"rwkv.blocks.0.pre_ln.{t}")
+        top[f"decoder.final_norm.{t}"] = Source(f"rwkv.ln_out.{t}")
+    return Names(top, layer, prefix="rwkv.blocks.{i}.", tied_head=("head.weight",))
+
+
+# --- the family ----------------------------------------------------------------------------
+
+RWKV = FamilySpec(
+    "rwkv",
+    layer="RwkvBlock",
+    config_class="RwkvConfig",
+    model_class="RwkvForCausalLM",
+    eps_key="layer_norm_epsilon",
+    rope_key=None,
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    gated=False,
+    position="none",
+    mlp_bias=False,
+    activation_default="relu",
+    steps=(_read_rwkv,),
+    write=rwkv,
+    extras=frozenset({"embedding_norm", "rwkv", "channel_mix"}),
+    names=_rwkv_names,
+    logit_error=6.8e-06,  # tests/test_fidelity.py: the recurrence's float32 sums over tokens
+)
