@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from archdb.choices.norms import NORMS
 from archdb.schema import (
     LayerKind,
     NormAffine,
@@ -63,7 +64,7 @@ class FamilySpec:
     rope_theta_default: float = 10000.0
     d_ff_default_ratio: int | None = None  # d_ff = ratio * d_model when the config omits it
     rotary_fraction_default: float | None = None
-    eps_default: float | None = None  # None: 1e-5 for LayerNorm, 1e-6 for RMSNorm
+    eps_default: float | None = None  # None: the norm kind's default (archdb.choices.norms)
     # without layer_types / sliding_window_pattern
     default_pattern: tuple[LayerKind, ...] = (LayerKind.GLOBAL,)
     full_layer: LayerKind = LayerKind.GLOBAL  # the card kind of a "full_attention" layer
@@ -114,9 +115,10 @@ class FamilySpec:
 
     @property
     def norm_eps_default(self) -> float:
+        """The config class's epsilon default; unstated, the norm kind's own default."""
         if self.eps_default is not None:
             return self.eps_default
-        return 1e-5 if self.norm == "layernorm" else 1e-6
+        return NORMS[self.norm].default_eps
 
     def derive(self, model_type: str, **changes: Any) -> FamilySpec:
         """A family declared as this one plus ``changes``; the fields that name or measure
