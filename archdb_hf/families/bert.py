@@ -17,6 +17,7 @@ from archdb.schema import (
 from archdb_hf.draft import Draft, HFImportError, shown_briefly
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
+    layer_types_of,
     need_activation,
     need_dense,
     need_pattern,
@@ -100,11 +101,28 @@ def _read_modernbert(d: Draft) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _masked_lm(a: Architecture, position_offset: int) -> dict:
+def _encoder_sizes(a: Architecture) -> dict:
+    """The checks and sizes every encoder family's config shares (one head per KV head,
+    heads of d_model / n_heads)."""
     require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
     sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
     require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
+    require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
+    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": a.attention.n_heads,
+        "intermediate_size": a.mlp.d_ff,
+        "tie_word_embeddings": bool(a.tied_embeddings),
+    }
+
+
+def _masked_lm(a: Architecture, position_offset: int) -> dict:
+    sizes = _encoder_sizes(a)
     e = a.encoder
+    assert e is not None  # _encoder_sizes requires it
     ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
     need_serial(a)
     need_activation(a, Activation.GELU, Activation.RELU)
@@ -118,18 +136,10 @@ def _masked_lm(a: Architecture, position_offset: int) -> dict:
     require(e.head_transform is a.mlp.activation, "the head transform uses hidden_act")
     require(e.head_transform_bias, "the head transform's dense layer has a bias")
     require(e.position_offset == position_offset, f"position_offset {position_offset}")
-    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
-    require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "intermediate_size": a.mlp.d_ff,
+    return sizes | {
         "hidden_act": a.mlp.activation.value,
         "max_position_embeddings": learned_rows(a),
         "type_vocab_size": e.token_types,
-        "tie_word_embeddings": bool(a.tied_embeddings),
     }
 
 
@@ -145,10 +155,9 @@ def roberta(a: Architecture) -> dict:
 
 
 def modernbert(a: Architecture) -> dict:
-    require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
-    sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
-    require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
+    sizes = _encoder_sizes(a)
     e = a.encoder
+    assert e is not None  # _encoder_sizes requires it
     affine = a.norm.affine
     require(affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS), "LayerNorm with a scale")
     ref.need_norm(a, NormType.LAYERNORM, affine, NormPosition.PRE)
@@ -165,24 +174,12 @@ def modernbert(a: Architecture) -> dict:
     require(a.bias.qkv == a.bias.attn_out, "one attention_bias for Wqkv and Wo")
     require(not e.token_types and not e.position_offset and not e.pooler, "no token types")
     require(e.head_transform is Activation.GELU, "the head's classifier_activation gelu")
-    require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
-    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
-    kinds = a.attention.layer_pattern
-    layer_types = [
-        "full_attention" if kinds[i % len(kinds)] is LayerKind.GLOBAL else "sliding_attention"
-        for i in range(a.n_layers)
-    ]
     local = a.position.rope_theta_local or a.position.rope_theta
     rope = {"full_attention": {"rope_type": "default", "rope_theta": a.position.rope_theta},
             "sliding_attention": {"rope_type": "default", "rope_theta": local}}  # fmt: skip
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "intermediate_size": a.mlp.d_ff,
+    return sizes | {
         "max_position_embeddings": a.context_length,
-        "layer_types": layer_types,
+        "layer_types": layer_types_of(a),
         "local_attention": a.attention.sliding_window or 128,
         "rope_parameters": rope,
         "norm_bias": affine is NormAffine.SCALE_AND_BIAS,
@@ -190,7 +187,6 @@ def modernbert(a: Architecture) -> dict:
         "mlp_bias": a.bias.mlp,
         "decoder_bias": bool(a.bias.lm_head),
         "classifier_bias": e.head_transform_bias,
-        "tie_word_embeddings": bool(a.tied_embeddings),
     }
 
 
