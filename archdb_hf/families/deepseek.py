@@ -813,6 +813,7 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
 # logit test: V3 with the lightning indexer (8 of 24 keys), MoE layers too
 DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     "deepseek_v32",
+    released_keys=("num_nextn_predict_layers",),  # the released MTP module (DeepSeek-V3.2)
     layer="DeepseekV32DecoderLayer",
     config_class="DeepseekV32Config",
     model_class="DeepseekV32ForCausalLM",
