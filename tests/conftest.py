@@ -349,7 +349,7 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
 def shipped_cache_entry(tmp_path_factory) -> Path:
     """The validation cache's entry for the shipped catalogue, made once per session by a
     full load (parse, validate, write: what a user's first command does). The folder's
-    sealing key lies beside it (``archdb.cache.KEY_NAME``)."""
+    sealing key lies beside it (``archdb.seal.KEY_NAME``)."""
     from archdb.catalogue import DEFAULT_PATH, check_catalogue
 
     folder = tmp_path_factory.mktemp("shipped-entry")
@@ -373,10 +373,10 @@ def warm_shipped_cache(private_cache: Path, shipped_cache_entry: Path) -> None:
     does after their first command: commands on the shipped catalogue read it back, every
     card validated again by the schema, instead of parsing the YAML (each test's first
     load cost 0.1-0.3 s). The full load is the fixture's own, and test_cache's."""
-    from archdb import cache
+    from archdb import seal
 
     private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for source in (shipped_cache_entry.with_name(cache.KEY_NAME), shipped_cache_entry):
+    for source in (shipped_cache_entry.with_name(seal.KEY_NAME), shipped_cache_entry):
         try:
             os.link(source, private_cache / source.name)
         except OSError:  # a file system without hard links
@@ -393,11 +393,11 @@ def stored_payload(path: Path) -> bytes:
 def store_sealed(path: Path, payload: bytes | str) -> None:
     """Write a cache record as archdb would (sealed with the folder's key): for tests of
     the checks behind the seal, which stand for a record archdb wrote wrongly."""
-    from archdb import cache
+    from archdb import seal
 
     data = payload.encode() if isinstance(payload, str) else payload
-    name = path.relative_to(cache.cache_dir()).as_posix()
-    path.write_bytes(cache.sealed(name, data))
+    name = path.relative_to(seal.cache_dir()).as_posix()
+    path.write_bytes(seal.sealed(name, data))
 
 
 # --- one way to change test data -----------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from archdb import cache
+from archdb import cache, seal
 from archdb.catalogue import check_catalogue, load_catalogue
 from tests.conftest import VALID_CARD, card_text, store_sealed, stored_payload
 
@@ -32,7 +32,7 @@ def test_entries_are_plain_json_holding_both_hashes(write_catalogue, private_cac
     (entry,) = private_cache.glob("*.json")
     data = json.loads(stored_payload(entry))
     assert data["format"] == cache.FORMAT
-    assert data["catalogue_sha256"] == cache.content_hash(path.read_bytes())
+    assert data["catalogue_sha256"] == seal.content_hash(path.read_bytes())
     assert data["schema_fingerprint"] == cache.schema_fingerprint()
     assert data["cards"][0]["id"] == "toy-1b"
 
@@ -79,7 +79,7 @@ def test_validate_never_trusts_the_cache(write_catalogue, private_cache):
     bad = write_catalogue(INVALID)
     forged = {
         "format": cache.FORMAT,
-        "catalogue_sha256": cache.content_hash(bad.read_bytes()),
+        "catalogue_sha256": seal.content_hash(bad.read_bytes()),
         "schema_fingerprint": cache.schema_fingerprint(),
         "cards": [],
     }

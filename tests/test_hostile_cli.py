@@ -20,6 +20,7 @@ from archdb_cli.common import EXIT_INTERNAL, visible
 from archdb_cli.main import app
 from typer.testing import CliRunner
 
+from archdb import files
 from archdb.outputs import MANIFEST, OutputError, OwnedDirectory
 from tests.conftest import card_text, store_sealed
 
@@ -556,13 +557,13 @@ def test_a_planted_cache_entry_changes_nothing_in_a_folder_that_is_not_the_users
 ):
     """A well-formed validation entry for the catalogue's exact bytes, holding another card,
     is not read once the cache folder's permissions or owner are wrong; the user is told."""
-    from archdb import cache
+    from archdb import cache, seal
 
     path = write_catalogue(card_text("real-model-7b"))
     raw = path.read_bytes()
     planted = cache._Entry(
         format=cache.FORMAT,
-        catalogue_sha256=cache.content_hash(raw),
+        catalogue_sha256=seal.content_hash(raw),
         schema_fingerprint=cache.schema_fingerprint(),
         cards=load_planted_cards(),
     )
@@ -574,7 +575,7 @@ def test_a_planted_cache_entry_changes_nothing_in_a_folder_that_is_not_the_users
         os.chmod(private_cache, 0o777)
     else:
         os.chown(private_cache, 4242, 4242)
-    cache.files._warned.discard(private_cache)
+    files._warned.discard(private_cache)
     result = run("list", "--json", catalogue=path)
     assert result.exit_code == 0
     assert [row["id"] for row in json.loads(result.stdout)] == ["real-model-7b"]
@@ -669,10 +670,9 @@ def test_no_keyed_store_is_read_from_a_folder_others_may_write(store, private_ca
 
 
 def test_no_experiment_is_read_from_a_folder_others_may_write(private_cache):
-    from archdb import cache
     from archdb.reports import measured
 
     assert measured._store() is not None
     os.chmod(private_cache, 0o757)
-    cache.files._warned.discard(private_cache)
+    files._warned.discard(private_cache)
     assert measured._store() is None and measured.read("any-key") is None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from archdb import cache, files
+from archdb import cache, files, seal
 from archdb.reports import measured
 from tests.conftest import VALID_CARD, card_text, empty_report_memos, store_sealed, stored_payload
 from tests.hostile import process, run, snapshot
@@ -92,7 +92,7 @@ def _planted(store: str, catalogue: Path, private_cache: Path) -> tuple[Path, by
         assert not problems
         entry = cache._Entry(
             format=cache.FORMAT,
-            catalogue_sha256=cache.content_hash(catalogue.read_bytes()),
+            catalogue_sha256=seal.content_hash(catalogue.read_bytes()),
             schema_fingerprint=cache.schema_fingerprint(),
             cards=cards,
         )
@@ -160,7 +160,7 @@ def test_a_planted_entry_for_an_invalid_catalogue_is_never_read(tmp_path, privat
 
     entry = cache._Entry(
         format=cache.FORMAT,
-        catalogue_sha256=cache.content_hash(bad.read_bytes()),
+        catalogue_sha256=seal.content_hash(bad.read_bytes()),
         schema_fingerprint=cache.schema_fingerprint(),
         cards=list(load_catalogue(_valid(tmp_path))),
     )
@@ -221,8 +221,8 @@ def test_a_record_that_is_not_a_regular_file_is_never_opened(store, kind, catalo
     if store == "validation":
         path = cache.entry_path(catalogue.read_bytes())
     elif store == "key":
-        path = private_cache / cache.KEY_NAME
-        cache._keys.clear()
+        path = private_cache / seal.KEY_NAME
+        seal._keys.clear()
     else:
         path = next(private_cache.glob(f"{store}-*.json"))
     path.unlink()
@@ -255,9 +255,9 @@ def test_a_record_that_is_not_a_regular_file_is_never_opened(store, kind, catalo
 )
 def test_a_key_file_that_is_not_the_users_own_disables_the_cache(damage, catalogue, private_cache):
     expected = _outputs(catalogue)
-    key = private_cache / cache.KEY_NAME
+    key = private_cache / seal.KEY_NAME
     damage(key)
-    cache._keys.clear()
+    seal._keys.clear()
     files._warned.discard(private_cache)
     errors: list[str] = []
     assert _outputs(catalogue, errors=errors) == expected
@@ -268,8 +268,8 @@ def test_a_key_file_that_is_not_the_users_own_disables_the_cache(damage, catalog
 def test_the_cache_folder_and_key_are_owner_only(catalogue, private_cache):
     _outputs(catalogue)
     assert private_cache.stat().st_mode & 0o777 == 0o700
-    key = private_cache / cache.KEY_NAME
-    assert key.stat().st_mode & 0o777 == 0o600 and key.stat().st_size == cache.KEY_BYTES
+    key = private_cache / seal.KEY_NAME
+    assert key.stat().st_mode & 0o777 == 0o600 and key.stat().st_size == seal.KEY_BYTES
     for record in private_cache.glob("*.json"):
         assert record.stat().st_mode & 0o777 == 0o600, record
         assert record.read_bytes().startswith(b"archdb-sealed-1 "), record

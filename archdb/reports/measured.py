@@ -2,11 +2,11 @@
 
 - Claims 19 and 20 read the experiments of ``archdb.measure.experiments`` (torch, a few
   seconds). Their results are pure functions of the cards they run on and of the code that
-  builds and measures them, so they are cached as plain JSON (``archdb.cache.cache_dir()``
+  builds and measures them, so they are cached as plain JSON (``archdb.seal.cache_dir()``
   / ``experiments``), keyed by the content hash of those cards and a fingerprint of that
   code: ``archdb report``, ``archdb report --check`` and ``archdb site`` run them once per
   catalogue. Nothing in the cache is trusted: an entry must carry archdb's seal
-  (``archdb.cache.read_sealed``), is parsed as JSON (never pickle), validated field by
+  (``archdb.seal.read_sealed``), is parsed as JSON (never pickle), validated field by
   field with bounds, and must repeat its key; anything else is ignored and the
   experiments run again. A cache that cannot be written only costs time.
 - Claim 18 reads the cached runtime profile (``archdb.measure.mechanisms``), never re-run.
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from archdb import cache, files
+from archdb import files, seal
 from archdb.measure import mechanisms as mech
 from archdb.measure.mechanisms import Measurements, ShareRow
 from archdb.schema import AttentionVariant, Card, NormPosition
@@ -168,12 +168,12 @@ def entry_name(key: str) -> str:
 
 
 def entry_path(key: str) -> Path:
-    return cache.cache_dir() / entry_name(key)
+    return seal.cache_dir() / entry_name(key)
 
 
 def _store() -> Path | None:
     """The experiments folder, when the cache folder and it are the user's own."""
-    base = cache.usable_dir()
+    base = seal.usable_dir()
     return None if base is None else files.private_dir(base / "experiments")
 
 
@@ -219,7 +219,7 @@ def read(key: str) -> ClaimMeasurements | None:
     malformed, out of bounds, or not this key's)."""
     if _store() is None:
         return None
-    blob = cache.read_sealed(entry_name(key), MAX_ENTRY_BYTES)
+    blob = seal.read_sealed(entry_name(key), MAX_ENTRY_BYTES)
     if blob is None:
         return None
     try:
@@ -284,4 +284,4 @@ def write(key: str, measured: ClaimMeasurements) -> None:
         return
     if _store() is None:
         return
-    cache.write_sealed(entry_name(key), text.encode())
+    seal.write_sealed(entry_name(key), text.encode())
