@@ -25,7 +25,6 @@ Two passes keep loading fast and errors precise:
 from __future__ import annotations
 
 import codecs
-import difflib
 import gc
 import os
 import re
@@ -39,7 +38,7 @@ import yaml_rs
 from pydantic import ValidationError
 
 from archdb import cache, files
-from archdb.errors import ArchdbError, ArgumentError
+from archdb.errors import ArchdbError, ArgumentError, UnknownCardError, close_names
 from archdb.locations import (  # noqa: F401 (re-exported: the rules that find the catalogue)
     CATALOGUE_ENV,
     CATALOGUE_RULES,
@@ -51,6 +50,7 @@ from archdb.locations import (  # noqa: F401 (re-exported: the rules that find t
 )
 from archdb.problems import ALIAS_EXPANSION_LIMIT, Problem
 from archdb.schema import SECONDARY_KINDS, Card, resting_kinds
+from archdb.seal import content_hash
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,6 +95,7 @@ class Catalogue:
 
     path: Path
     cards: tuple[Card, ...]
+    sha256: str = ""  # of the exact bytes the cards were read from ("" for a selection)
 
     def __iter__(self) -> Iterator[Card]:
         return iter(self.cards)
@@ -127,7 +128,7 @@ class Catalogue:
             for card, row in zip(self.cards, rows, strict=True)
             if all(c.matches(row) for c in conditions)
         )
-        return Catalogue(self.path, kept)
+        return Catalogue(self.path, kept)  # a selection: no longer the file's cards
 
     def frame(self) -> pd.DataFrame:
         """The cards as the pandas DataFrame the reports use (archdb.table), by id."""
@@ -153,20 +154,7 @@ class Catalogue:
         raise UnknownCardError(name, self.suggest(name))
 
     def suggest(self, name: str) -> list[str]:
-        choices = sorted(set(self.ids()) | {c.family for c in self.cards})
-        return difflib.get_close_matches(name, choices, n=5, cutoff=0.5)
-
-
-class UnknownCardError(ArchdbError, KeyError):
-    def __init__(self, name: str, suggestions: list[str]) -> None:
-        self.name = name
-        self.suggestions = suggestions
-        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        shown = repr(name) if len(name) <= 80 else repr(name[:77]) + "..."
-        super().__init__(f"no card or family named {shown}{hint}")
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+        return close_names(name, [*self.ids(), *(c.family for c in self.cards)])
 
 
 def load_catalogue(path: Path | str | None = None) -> Catalogue:
@@ -180,10 +168,10 @@ def load_catalogue(path: Path | str | None = None) -> Catalogue:
             f"path must be a str or a Path of a catalogue file, got {type(path).__name__}"
         )
     path = resolve_catalogue(None if path is None else os.fspath(path))
-    cards, problems = check_catalogue(path, use_cache=True)
+    sha256, cards, problems = _checked(path, use_cache=True)
     if problems:
         raise CatalogueError(problems)
-    return Catalogue(path, tuple(cards))
+    return Catalogue(path, tuple(cards), sha256)
 
 
 def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], list[Problem]]:
@@ -194,23 +182,31 @@ def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], li
     archdb.cache), so that query commands start faster. ``archdb validate`` never trusts
     the cache.
     """
+    _, cards, problems = _checked(path, use_cache)
+    return cards, problems
+
+
+def _checked(path: Path, use_cache: bool) -> tuple[str, list[Card], list[Problem]]:
+    """``check_catalogue``, with the SHA-256 of the bytes the cards were read from."""
     filename = str(path)
     try:
         raw = read_bounded(path)
     except OSError as exc:
-        return [], [Problem(filename, 1, 1, None, None, f"cannot read file: {_os_reason(exc)}")]
+        message = f"cannot read file: {_os_reason(exc)}"
+        return "", [], [Problem(filename, 1, 1, None, None, message)]
     if len(raw) > MAX_BYTES:
         message = f"file is larger than {MAX_BYTES // 2**20} MiB: refused"
-        return [], [Problem(filename, 1, 1, None, None, message)]
+        return "", [], [Problem(filename, 1, 1, None, None, message)]
+    sha256 = content_hash(raw)
     if use_cache and (cached := cache.read(raw)) is not None:
-        return cached, []
+        return sha256, cached, []
     text, problems = decode_catalogue(raw, filename)
     if problems:
-        return [], problems
+        return sha256, [], problems
     cards, problems = parse_cards(text, filename, screened=True)
     if use_cache and not problems:
         cache.write(raw, cards)
-    return cards, problems
+    return sha256, cards, problems
 
 
 def read_bounded(path: Path | str, limit: int = MAX_BYTES) -> bytes:

@@ -2,11 +2,14 @@
 
 A command line turns any ``ArchdbError`` into its message (or its located ``problems``,
 one a line) and ``exit_code`` in one place (``archdb_cli.common.report_error``); anything
-else that escapes is a bug. This module imports nothing, so every layer can raise these.
+else that escapes is a bug. This module imports nothing of archdb's, so every layer can
+raise these.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 EXIT_DATA = 1  # invalid data, or something not found
@@ -29,3 +32,20 @@ class UsageError(ArchdbError):
 class ArgumentError(UsageError, ValueError):
     """A Python API argument of the wrong type or out of its documented bounds; the message
     names the argument (exit 2 from a command line)."""
+
+
+class UnknownCardError(ArchdbError, KeyError):
+    def __init__(self, name: str, suggestions: list[str]) -> None:
+        self.name = name
+        self.suggestions = suggestions
+        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+        shown = repr(name) if len(name) <= 80 else repr(name[:77]) + "..."
+        super().__init__(f"no card or family named {shown}{hint}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def close_names(name: str, names: Iterable[str]) -> list[str]:
+    """Up to five of ``names`` (card ids and family names) spelled like ``name``."""
+    return difflib.get_close_matches(name, sorted(set(names)), n=5, cutoff=0.5)

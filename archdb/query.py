@@ -34,14 +34,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from archdb import table
+from archdb.columns import BOOL_LABELS, COUNTED_COLUMNS, FieldSpec, Row, fields
 from archdb.errors import UsageError
-from archdb.fields import field_at
-from archdb.schema import Card, OutputGate, RopeScalingType
 
-Row = dict[str, Any]
+if TYPE_CHECKING:
+    from archdb.schema import Card
 
 
 class QueryError(UsageError, ValueError):
@@ -55,24 +54,6 @@ def _brief(text: str, limit: int = 60) -> str:
 
 
 # --- fields ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """One queryable column: its table name, value kind and allowed values."""
-
-    name: str  # the column in archdb.table: a dotted card path, or a derived name
-    kind: str  # int, float, bool, str, enum, date or list
-    choices: tuple[str, ...] = ()  # allowed values of an enum (or of a list's entries)
-    description: str = ""
-
-    @property
-    def numeric(self) -> bool:
-        return self.kind in ("int", "float")
-
-    @property
-    def ordered(self) -> bool:
-        return self.numeric or self.kind == "date"
 
 
 # Short names researchers type; each points at one column.
@@ -95,46 +76,6 @@ ALIASES: dict[str, str] = {
 
 # Leaf names too vague to stand alone ("mlp" would mean bias.mlp): write bias.mlp.
 _VAGUE_LEAVES = frozenset({"mlp", "qkv", "attn_out", "final", "affine", "type"})
-
-# Derived columns whose values come from a fixed vocabulary.
-_DERIVED_CHOICES: dict[str, tuple[str, ...]] = {
-    "attention_family": ("mha", "gqa", "mqa", "mla", "linear"),
-    "bias_scheme": ("none", "all", "qkv-only", "partial"),
-    "softcap_scheme": ("none", "attention", "final", "attention+final"),
-    "token_mixers": ("attention-only", "hybrid", "attention-free"),
-    "output_gate_scheme": ("none", *(g.value for g in OutputGate)),
-    "rope_scaling_scheme": ("no-rope", *(t.value for t in RopeScalingType)),
-}
-
-
-def _card_field(path: str) -> Any:
-    """The pydantic FieldInfo of a dotted card path."""
-    return field_at(Card, path).info
-
-
-def _spec_for_card_path(path: str, scalar: type) -> FieldSpec:
-    fact = field_at(Card, path)
-    info, inner, is_list, choices = fact.info, fact.inner, fact.is_list, fact.choices
-    if is_list:
-        kind = "list"
-    elif choices:
-        kind = "enum"
-    elif inner is dt.date:
-        kind = "date"
-    else:
-        kind = scalar.__name__
-    return FieldSpec(path, kind, choices, info.description or "")
-
-
-@cache
-def fields() -> dict[str, FieldSpec]:
-    """Every queryable column by its table name, in table order."""
-    specs = {p: _spec_for_card_path(p, t) for p, t in table.FIELD_COLUMNS.items()}
-    for name, (scalar, meaning) in table.DERIVED_COLUMNS.items():
-        choices = _DERIVED_CHOICES.get(name, ())
-        kind = "enum" if choices else scalar.__name__
-        specs[name] = FieldSpec(name, kind, choices, meaning)
-    return specs
 
 
 @cache
@@ -328,7 +269,7 @@ def _choice(text: str, spec: FieldSpec) -> str:
 def parse_value(text: str, spec: FieldSpec) -> Any:
     """Text typed by a user -> the value as a row holds it; None for ``null``."""
     text = text.strip().strip("'\"")
-    words = table.BOOL_LABELS.get(spec.name, ())  # trends' words: moe=dense is moe=false
+    words = BOOL_LABELS.get(spec.name, ())  # trends' words: moe=dense is moe=false
     if text.lower() in words:
         return text.lower() == words[0]
     if text.lower() in _NULLS and text.lower() not in spec.choices:  # qk_norm "none" is a value
@@ -543,7 +484,9 @@ class Query:
 def rows(cards: Iterable[Card], counts: bool = True) -> list[Row]:
     """The table rows of some cards (archdb.table's one way to flatten a card); without
     ``counts`` the analytic counts (exact params, KV cache, FLOPs) are left null."""
-    return table.catalogue_rows(cards, counts)
+    from archdb.table import catalogue_rows  # the schema: not for queries over a snapshot
+
+    return catalogue_rows(cards, counts)
 
 
 def needs_counts(query: Query, columns: Sequence[Column] | None = None) -> bool:
@@ -553,7 +496,7 @@ def needs_counts(query: Query, columns: Sequence[Column] | None = None) -> bool:
         return True
     read = [c.field for c in query.where] + [k.field for k in query.sort]
     read += [c.field for c in columns]
-    return any(spec.name in table.COUNTED_COLUMNS for spec in read)
+    return any(spec.name in COUNTED_COLUMNS for spec in read)
 
 
 def select(
@@ -573,19 +516,35 @@ def matching(
     cards: Sequence[Card], query: Query, columns: Sequence[Column] | None = None
 ) -> list[Row]:
     """Every row ``select`` would give before the limit cuts them (how many match)."""
-    unknown = sorted(set(query.families) - {c.family for c in cards})
-    if unknown:
-        known = sorted({c.family for c in cards})
-        hints = [m for f in unknown for m in difflib.get_close_matches(f, known, n=3)]
-        hint = f"did you mean {', '.join(hints)}? " if hints else ""
-        named = ", ".join(f if f.isprintable() and len(f) <= 60 else _brief(f) for f in unknown[:5])
-        raise QueryError(f"no family named {named}: {hint}families: {', '.join(known)}")
+    check_families(query, {c.family for c in cards})
     chosen = [c for c in cards if not query.families or c.family in query.families]
     counts = needs_counts(query, columns)
     all_rows = rows(chosen, counts)
     if counts and (query.kv_context is not None or query.kv_bytes_per_element is not None):
         _recount_kv(chosen, all_rows, query)
-    selected = [r for r in all_rows if all(c.matches(r) for c in query.where)]
+    return filtered(all_rows, query)
+
+
+def check_families(query: Query, known: Iterable[str]) -> None:
+    """A QueryError naming the query's families that are not among ``known``."""
+    unknown = sorted(set(query.families) - set(known))
+    if unknown:
+        names = sorted(set(known))
+        hints = [m for f in unknown for m in difflib.get_close_matches(f, names, n=3)]
+        hint = f"did you mean {', '.join(hints)}? " if hints else ""
+        named = ", ".join(f if f.isprintable() and len(f) <= 60 else _brief(f) for f in unknown[:5])
+        raise QueryError(f"no family named {named}: {hint}families: {', '.join(names)}")
+
+
+def filtered(all_rows: Iterable[Row], query: Query) -> list[Row]:
+    """The rows of the query's families that pass every condition, in its sort order
+    (nulls last), before the limit: plain data in, plain data out."""
+    families = set(query.families)
+    selected = [
+        r
+        for r in all_rows
+        if (not families or r["family"] in families) and all(c.matches(r) for c in query.where)
+    ]
     for key in reversed(query.sort):  # stable sorts, last key first
         present = [r for r in selected if r.get(key.field.name) is not None]
         missing = [r for r in selected if r.get(key.field.name) is None]

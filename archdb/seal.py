@@ -171,3 +171,26 @@ def source_fingerprint() -> str:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def prune(pattern: re.Pattern[str], keep: int) -> None:
+    """Remove the records of all but the ``keep`` newest groups among the regular files
+    of the cache folder whose names match ``pattern`` in full (group 1 names the group:
+    the records of one snapshot go together). Other files are left alone; a file that
+    cannot be removed only stays."""
+    folder = usable_dir()
+    if folder is None:
+        return
+    groups: dict[str, list[tuple[str, float]]] = {}
+    with suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            found = pattern.fullmatch(entry.name)
+            if found and entry.is_file(follow_symlinks=False):
+                with suppress(OSError):
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                    groups.setdefault(found.group(1), []).append((entry.path, mtime))
+    newest = sorted(groups, key=lambda g: max(t for _, t in groups[g]), reverse=True)
+    for group in newest[keep:]:
+        for path, _ in groups[group]:
+            with suppress(OSError):
+                os.unlink(path)

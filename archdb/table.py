@@ -25,21 +25,31 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from archdb import cache
-from archdb.fields import FieldFact, schema_fields
+from archdb.columns import (
+    COLUMNS_FILE,
+    SIZE_BANDS,
+    FieldSpec,
+    Row,
+    columns_json,
+    size_band,
+)
+from archdb.fields import FieldFact, field_at, schema_fields
 from archdb.schema import (
     CHANNEL_ONLY,
     RECURRENT_KINDS,
     Architecture,
     AttentionVariant,
     Card,
+    OutputGate,
     PositionType,
+    RopeScalingType,
     mirror_only_paths,
     sourced_paths,
 )
@@ -47,74 +57,8 @@ from archdb.schema import (
 if TYPE_CHECKING:
     import pandas as pd
 
-Row = dict[str, Any]
-
 # Card-level fields left out of the table: provenance, not data to tabulate.
 _SKIPPED = frozenset({"sources", "notes"})
-
-# Size bands of exact parameters (experts included): (label, low, high), low <= p < high.
-SIZE_BANDS: tuple[tuple[str, float, float], ...] = (
-    ("<1B", 0.0, 1e9),
-    ("1–10B", 1e9, 1e10),
-    ("10–100B", 1e10, 1e11),
-    (">100B", 1e11, float("inf")),
-)
-
-
-def size_band(params: float | None) -> str | None:
-    """The band of an exact parameter count (None when unknown)."""
-    if params is None:
-        return None
-    return next((label for label, low, high in SIZE_BANDS if low <= params < high), None)
-
-
-def number_text(value: float) -> str:
-    """A number as the CLI and the reports print it: whole numbers with thousands
-    separators from 10,000 up (4096 and the year 2024 stay as they are, 11,008 and
-    256,000 get them), fractions to three significant figures (0.286, 2.69, 85.3), and
-    fractions of 1,000 or more whole (1,234.5 -> 1235)."""
-    if isinstance(value, float) and not value.is_integer():
-        if abs(value) < 1000:
-            return f"{value:.3g}"
-        value = round(value)
-    whole = int(value)
-    return f"{whole:,}" if abs(whole) >= 10_000 else str(whole)
-
-
-# --- values for people (the CLI and the site print them alike) ---------------------------
-
-_COUNTS = ("params", "tokens", "flops")  # columns holding big counts: 175B, 300B
-
-
-def format_value(value: Any, column: str = "") -> str:
-    """A value as every command prints it: big counts with units (175B, 512 KiB), other
-    numbers as ``archdb.table.number_text`` writes them (separators from 10,000 up), a
-    boolean column in the words trends uses for it (moe / dense), else yes / no."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        words = BOOL_LABELS.get(column)
-        return (words[0] if value else words[1]) if words else ("yes" if value else "no")
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
-        value = int(value)  # a whole count computed as a float (bytes, FLOPs)
-    if isinstance(value, int) and "bytes" in column:
-        return _human(value, 1024, ("B", "KiB", "MiB", "GiB"))
-    if isinstance(value, int) and any(word in column for word in _COUNTS):
-        return _human(value, 1000, ("", "K", "M", "B", "T"))
-    if isinstance(value, int | float) and column not in ("year", "release_date"):
-        return number_text(value)
-    return str(value)
-
-
-def _human(value: int, base: int, units: Sequence[str]) -> str:
-    scaled, unit = float(value), units[0]
-    for unit in units:
-        if abs(scaled) < base or unit == units[-1]:
-            break
-        scaled /= base
-    text = f"{scaled:.3g}" if unit != units[0] else number_text(value)
-    return f"{text}{'' if base == 1000 else ' '}{unit}".strip()
-
 
 # Derived columns: name -> (Python type, meaning). The order here is the column order.
 DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
@@ -205,39 +149,6 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
         "operator class)",
     ),
 }
-
-# The words a boolean column's values are counted as by ``archdb trends`` (true, false):
-# ``archdb list --where`` reads them too, so ``moe=dense`` and ``moe=false`` are one query.
-BOOL_LABELS: dict[str, tuple[str, str]] = {
-    "gated": ("gated", "non-gated"),
-    "architecture.parallel_layers": ("parallel", "serial"),
-    "architecture.tied_embeddings": ("tied", "untied"),
-    "z_loss_used": ("z-loss", "none"),
-    "moe": ("moe", "dense"),
-    "dropout_used": ("dropout", "none"),
-    "weight_decay_used": ("weight decay", "none"),
-    "mtp_used": ("mtp", "none"),
-    "sinks_used": ("sinks", "none"),
-    "sparse_attention_used": ("sparse", "dense"),
-    "kv_sharing_used": ("shared", "none"),
-}
-
-# Derived columns left null by ``card_row(counts=False)``: the analytic formula's counts.
-COUNTED_COLUMNS = frozenset(
-    {
-        "params_exact",
-        "params_non_embedding",
-        "params_active",
-        "params_mtp",
-        "params_with_mtp",
-        "kv_cache_bytes_per_token",
-        "flops_per_token",
-        "flops_per_token_mtp",
-        "norm_flops_share",
-        "active_ratio",
-        "size_band",
-    }
-)
 
 _ANALYTIC_KEYS = (
     "params_exact",
@@ -427,6 +338,42 @@ def _derived(card: Card, counts: bool, figures: dict[str, Any] | None = None) ->
     }
 
 
+# Derived columns whose values come from a fixed vocabulary.
+_DERIVED_CHOICES: dict[str, tuple[str, ...]] = {
+    "attention_family": ("mha", "gqa", "mqa", "mla", "linear"),
+    "bias_scheme": ("none", "all", "qkv-only", "partial"),
+    "softcap_scheme": ("none", "attention", "final", "attention+final"),
+    "token_mixers": ("attention-only", "hybrid", "attention-free"),
+    "output_gate_scheme": ("none", *(g.value for g in OutputGate)),
+    "rope_scaling_scheme": ("no-rope", *(t.value for t in RopeScalingType)),
+}
+
+
+def _spec_for_card_path(path: str, scalar: type) -> FieldSpec:
+    fact = field_at(Card, path)
+    info, inner, is_list, choices = fact.info, fact.inner, fact.is_list, fact.choices
+    if is_list:
+        kind = "list"
+    elif choices:
+        kind = "enum"
+    elif inner is dt.date:
+        kind = "date"
+    else:
+        kind = scalar.__name__
+    return FieldSpec(path, kind, choices, info.description or "")
+
+
+def column_table() -> list[FieldSpec]:
+    """Every queryable column, in table order, as the schema defines it today: what
+    ``archdb schema`` writes to ``archdb/columns.json`` for ``archdb.columns.fields``."""
+    specs = {p: _spec_for_card_path(p, t) for p, t in FIELD_COLUMNS.items()}
+    for name, (scalar, meaning) in DERIVED_COLUMNS.items():
+        choices = _DERIVED_CHOICES.get(name, ())
+        kind = "enum" if choices else scalar.__name__
+        specs[name] = FieldSpec(name, kind, choices, meaning, derived=True)
+    return list(specs.values())
+
+
 # --- the table ---------------------------------------------------------------------
 
 
@@ -495,3 +442,9 @@ def frame_from_rows(rows: list[Row]) -> pd.DataFrame:
     }
     frame = pd.DataFrame(data)
     return frame.set_index(pd.Index(frame["id"], name="card"))
+
+
+def write_column_file() -> None:
+    """Regenerate ``archdb/columns.json`` from the schema (after a schema change):
+    python -c 'from archdb.table import write_column_file; write_column_file()'"""
+    COLUMNS_FILE.write_text(columns_json(column_table()), encoding="utf-8")

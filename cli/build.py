@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from archdb import conventions as cv
-from archdb.table import number_text
+from archdb.columns import number_text
 
 from .common import (
     EXIT_USAGE,

@@ -31,7 +31,7 @@ import typer
 from archdb.errors import EXIT_DATA as EXIT_DATA  # re-exported for the commands
 from archdb.errors import EXIT_USAGE as EXIT_USAGE
 from archdb.errors import ArchdbError
-from archdb.locations import CATALOGUE_RULES
+from archdb.locations import CATALOGUE_RULES, resolve_catalogue
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from archdb.catalogue import Catalogue
+    from archdb.snapshot import Snapshot
 
 EXIT_INTERNAL = 70  # a bug in archdb (EX_SOFTWARE): never expected, always reported
 ISSUES_HINT = "please report it with the command you ran"
@@ -229,6 +230,14 @@ def load(path: Path | None = None) -> Catalogue:
     from archdb.catalogue import load_catalogue  # pydantic: not for --help
 
     return load_catalogue(path)
+
+
+def snapshot(path: Path | None = None) -> Snapshot:
+    """The catalogue at ``path`` (or the one found) as the query commands read it: plain
+    data from the cache, without pydantic or the schema (built by a full load if new)."""
+    from archdb.snapshot import open_snapshot
+
+    return open_snapshot(resolve_catalogue(None if path is None else os.fspath(path)))
 
 
 def print_json(data: Any) -> None:

@@ -16,27 +16,12 @@ import sys
 # pydantic looks for plugins by scanning every installed package's entry points on the first
 # validation (10-40 ms in an environment with torch and transformers); the CLI uses none.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-import types
 from collections.abc import Sequence
 from typing import Any
 
 import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
-
-
-def _skip_plugin_loader() -> None:
-    """Even with plugins disabled, pydantic's plugin loader imports importlib.metadata
-    (about 12 ms) on the first validation, only to return no plugins: a loader module
-    that returns none stands in for it. With plugins enabled pydantic's own loads."""
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true"):
-        return
-    loader = types.ModuleType("pydantic.plugin._loader")
-    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
-    sys.modules.setdefault("pydantic.plugin._loader", loader)
-
-
-_skip_plugin_loader()
 
 # command -> the cli module whose register(app) defines it
 COMMANDS: dict[str, str] = {

@@ -16,18 +16,18 @@ import typer
 
 from archdb import conventions as cv
 from archdb import files, query
-from archdb.catalogue import Catalogue, CatalogueError
-from archdb.fidelity import fidelity
+from archdb.columns import FieldSpec, format_value, number_text
+from archdb.errors import ArchdbError
 from archdb.locations import resolve_catalogue
 from archdb.outputs import check_new_file
-from archdb.query import FieldSpec
-from archdb.schema import Card, inherited_paths, mirror_only_paths, null_means_unknown
-from archdb.table import FIELD_COLUMNS, card_row, format_value, number_text
-from archdb.views import card_record, card_records, comparison, derived_figures
+from archdb.snapshot import Snapshot
+from archdb.views import DEFAULT_KV, card_records, card_views, compare_rows, comparison
 
 if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
+
+    from archdb.schema import Card
 
 from .common import (
     EXIT_USAGE,
@@ -41,6 +41,7 @@ from .common import (
     print_json,
     safe_console,
     say,
+    snapshot,
     styled,
     visible,
     writing,
@@ -49,21 +50,21 @@ from .common import (
 # --- completion ---------------------------------------------------------------------
 
 
-def _completion_catalogue() -> Catalogue | None:
+def _completion_snapshot() -> Snapshot | None:
     try:
-        return load()  # completion sees no options: the default catalogue
-    except (CatalogueError, OSError):
+        return snapshot()  # completion sees no options: the default catalogue
+    except (ArchdbError, OSError):
         return None
 
 
 def complete_card(incomplete: str) -> list[str]:
-    cat = _completion_catalogue()
-    return [i for i in cat.ids() if i.startswith(incomplete)] if cat else []
+    snap = _completion_snapshot()
+    return [i for i in snap.ids if i.startswith(incomplete)] if snap else []
 
 
 def complete_family(incomplete: str) -> list[str]:
-    cat = _completion_catalogue()
-    return sorted({c.family for c in cat if c.family.startswith(incomplete)}) if cat else []
+    snap = _completion_snapshot()
+    return sorted(f for f in snap.largest if f.startswith(incomplete)) if snap else []
 
 
 def _field_names() -> list[str]:
@@ -206,21 +207,28 @@ def list_cards(
         kv_bytes_per_element=bytes_per_element,
     )
     cols = query.parse_columns(columns)
-    cat = load(catalogue)
-    found = query.matching(cat.cards, spec, cols)
+    if context is None and bytes_per_element is None:  # the snapshot's KV cache figures
+        snap = snapshot(catalogue)
+        query.check_families(spec, snap.largest)
+        found, total = query.filtered(snap.rows(), spec), len(snap)
+        whole_cards = lambda ids: [v["record"] for v in snap.views(ids)]  # noqa: E731
+    else:
+        cat = load(catalogue)
+        found, total = query.matching(cat.cards, spec, cols), len(cat)
+        whole_cards = lambda ids: card_records([cat.resolve(i) for i in ids])  # noqa: E731
     selected = found[:limit] if limit is not None else found
     rows = query.project(selected, cols)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
-        print_json(card_records([cat.get(r["id"]) for r in selected]))
+        print_json(whole_cards([r["id"] for r in selected]))
     elif as_json:
         print_json(rows)
     elif as_csv:
         _write_csv(rows, [c.header for c in cols])
     else:
         title = (
-            f"{len(rows)} of {len(found)} matching ({len(cat)} cards)"
+            f"{len(rows)} of {len(found)} matching ({total} cards)"
             if len(rows) < len(found)
-            else f"{len(rows)} of {len(cat)} cards"
+            else f"{len(rows)} of {total} cards"
         )
         if any(c.field.name == "kv_cache_bytes_per_token" for c in cols):
             title += (
@@ -266,93 +274,71 @@ def show(
       archdb show mistral-7b --context 32768 --bytes-per-element 1
       archdb show gpt-3-175b --json | jq .derived.kv_cache_bytes_per_token
     """
-    card = load(catalogue).resolve(card_id)
+    if (context, bytes_per_element) == DEFAULT_KV:
+        snap = snapshot(catalogue)
+        view = snap.view(snap.resolve(card_id))
+    else:
+        (view,) = card_views([load(catalogue).resolve(card_id)], context, bytes_per_element)
+    record = view["record"]
     if as_json:
-        print_json(card_record(card, context, bytes_per_element))
+        print_json(record)
         return
-    derived = derived_figures(card, context, bytes_per_element)
-    console.print(_card_heading(card))
-    console.print(_fields_table(card))
-    _print_mirror_only(card)
-    console.print(
-        _pairs_table("Derived figures", [(k, format_value(v, k)) for k, v in derived.items()])
-    )
-    say(f"Fidelity: {fidelity(card)}")
-    _print_sources(card)
-    if card.notes:
-        console.print(_pairs_table("Notes", list(card.notes.items())))
+    console.print(_card_heading(record))
+    console.print(_fields_table(view["fields"]))
+    _print_mirror_only(record["mirror_only"])
+    derived = [(k, format_value(v, k)) for k, v in record["derived"].items()]
+    console.print(_pairs_table("Derived figures", derived))
+    fidelity = record["fidelity"]
+    why = f" ({fidelity['why']})" if fidelity["why"] else ""
+    say(f"Fidelity: {fidelity['level']}{why}")
+    _print_sources(record["sources"])
+    if record["notes"]:
+        console.print(_pairs_table("Notes", list(record["notes"].items())))
 
 
-def _card_heading(card: Card) -> Text:
-    params = format_value(card.params_published, "params")
-    weights = "open weights" if card.open_weights else "closed weights"
-    variant = " · research variant" if card.research_variant else ""
+def _card_heading(record: dict[str, Any]) -> Text:
+    params = format_value(record["params_published"], "params")
+    weights = "open weights" if record["open_weights"] else "closed weights"
+    variant = " · research variant" if record["research_variant"] else ""
     return styled(
-        (card.name, "bold"),
-        f" ({card.id}) · family {card.family} · {card.organization} · "
-        f"released {card.release_date} · {weights} · {params} parameters published{variant}",
+        (record["name"], "bold"),
+        f" ({record['id']}) · family {record['family']} · {record['organization']} · "
+        f"released {record['release_date']} · {weights} · {params} parameters published"
+        f"{variant}",
     )
 
 
-def _fields_table(card: Card) -> Table:
+def _fields_table(lines: list[dict[str, Any]]) -> Table:
+    """The card's fields (archdb.views.field_lines): nulls say what they mean, inherited
+    and mirror-only values are marked."""
     from rich.table import Table
 
     table = Table("field", "value", title="Card", title_justify="left", title_style="bold")
-    row = card_row(card, counts=False)  # the fields only: no counts to compute
-    mirrored = set(mirror_only_paths(card))
-    inherited = inherited_paths(card)
-    for column in FIELD_COLUMNS:
-        if column in ("id", "name", "family", "organization", "release_date", "open_weights"):
-            continue
-        value = row[column]
-        if value is None and _inside_absent_feature(card, column):
-            continue
-        label = column.removeprefix("architecture.")
-        shown = format_value(value, column)
-        if value is None:
-            table.add_row(label, styled((_null_meaning(card, column), "dim")))
-        elif column in inherited:
-            mark = f" [inherited from {inherited[column]}]"
-            table.add_row(label, styled(shown, (mark, "yellow")))
-        elif column in mirrored:
-            table.add_row(label, styled(shown, (f" {MIRROR_MARK}", "yellow")))
+    for line in lines:
+        shown = format_value(line["value"], line["column"])
+        if line["value"] is None:
+            table.add_row(line["field"], styled((line["null"], "dim")))
+        elif line["inherited_from"] is not None:
+            mark = f" [inherited from {line['inherited_from']}]"
+            table.add_row(line["field"], styled(shown, (mark, "yellow")))
+        elif line["mirror_only"]:
+            table.add_row(line["field"], styled(shown, (f" {MIRROR_MARK}", "yellow")))
         else:
-            table.add_row(label, shown)
+            table.add_row(line["field"], shown)
     return table
 
 
 MIRROR_MARK = "[mirror only]"  # a value whose only source copies the official file
 
 
-def _print_mirror_only(card: Card) -> None:
+def _print_mirror_only(paths: list[str]) -> None:
     """Say which values rest only on a mirror: their official artifact was not read."""
-    paths = mirror_only_paths(card)
     if paths:
         say(
             (f"{len(paths)} value(s) marked {MIRROR_MARK}", "yellow"),
             " rest only on a mirror (a copy of the official file, named in its source's "
             "copies): no official artifact was read for them.",
         )
-
-
-def _null_meaning(card: Card, column: str) -> str:
-    """What null says here: unknown (a core value), unpublished (training) or unused."""
-    if null_means_unknown(card, column):
-        return "unknown (see notes)"
-    return "not published" if column.startswith("training.") else "not used"
-
-
-def _inside_absent_feature(card: Card, column: str) -> bool:
-    """Sub-fields of an unused feature (moe, latent) or unset optional fields are not shown."""
-    parts = column.split(".")
-    value: Any = card
-    for part in parts[:-1]:
-        value = getattr(value, part, None)
-        if value is None:
-            return column != ".".join(parts[: parts.index(part) + 1])
-    owner = type(value)
-    info = owner.model_fields.get(parts[-1]) if hasattr(owner, "model_fields") else None
-    return info is not None and not info.is_required()
 
 
 def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
@@ -364,14 +350,14 @@ def _pairs_table(title: str, pairs: list[tuple[str, str]]) -> Table:
     return table
 
 
-def _print_sources(card: Card) -> None:
+def _print_sources(sources: list[dict[str, Any]]) -> None:
     """Sources as lines, not a table: a URL must never be cut."""
     console.print(styled(("Sources", "bold")))
-    for n, src in enumerate(card.sources, 1):
-        where = f" ({src.locator})" if src.locator else ""
-        console.print(f"  {n}. {src.kind.value}: {src.title}{where}")
-        console.print(f"     {src.url}", soft_wrap=True)
-        console.print(f"     supports: {', '.join(src.supports)}")
+    for n, src in enumerate(sources, 1):
+        where = f" ({src['locator']})" if src["locator"] else ""
+        console.print(f"  {n}. {src['kind']}: {src['title']}{where}")
+        console.print(f"     {src['url']}", soft_wrap=True)
+        console.print(f"     supports: {', '.join(src['supports'])}")
 
 
 # --- compare ------------------------------------------------------------------------
@@ -411,13 +397,18 @@ def compare(
     """
     if len(card_ids) < 2:
         raise fail("compare needs at least two cards", EXIT_USAGE)
-    cat = load(catalogue)
-    cards = [cat.resolve(i) for i in card_ids]
-    rows = comparison(cards, context, bytes_per_element)
+    if (context, bytes_per_element) == DEFAULT_KV:
+        snap = snapshot(catalogue)
+        ids = [snap.resolve(i) for i in card_ids]
+        rows = compare_rows(snap.rows_of(ids))
+    else:
+        cat = load(catalogue)
+        cards = [cat.resolve(i) for i in card_ids]
+        ids, rows = [c.id for c in cards], comparison(cards, context, bytes_per_element)
     if as_json:
         print_json(
             {
-                "cards": [c.id for c in cards],
+                "cards": ids,
                 "kv_cache_context": context,
                 "kv_cache_bytes_per_element": bytes_per_element,
                 "rows": rows,
@@ -429,9 +420,7 @@ def compare(
         f"{_COMPARISON_TITLE}; KV cache per token at {number_text(context)} tokens, "
         f"{bytes_per_element:g} bytes per element"
     )
-    print_grid(
-        _comparison_grid(cards, shown, title), lambda: _comparison_table(cards, shown, title)
-    )
+    print_grid(_comparison_grid(ids, shown, title), lambda: _comparison_table(ids, shown, title))
 
 
 def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:
@@ -447,23 +436,23 @@ def _comparison_cells(row: dict[str, Any]) -> tuple[str, list[str], list[str]]:
 _COMPARISON_TITLE = "Comparison (× = ratio to the first card)"
 
 
-def _comparison_grid(cards: list[Card], rows: list[dict[str, Any]], title: str) -> Grid:
+def _comparison_grid(ids: list[str], rows: list[dict[str, Any]], title: str) -> Grid:
     """The comparison as plain cells."""
     plain: list[list[str]] = []
     for row in rows:
         label, texts, ratios = _comparison_cells(row)
         plain.append([label, *(t + r for t, r in zip(texts, ratios, strict=True))])
-    headers = ["field", *(c.id for c in cards)]
-    return Grid(title, headers, [False, *(True for _ in cards)], plain)
+    headers = ["field", *ids]
+    return Grid(title, headers, [False, *(True for _ in ids)], plain)
 
 
-def _comparison_table(cards: list[Card], rows: list[dict[str, Any]], title: str) -> Table:
+def _comparison_table(ids: list[str], rows: list[dict[str, Any]], title: str) -> Table:
     """The comparison as a Rich table, differences highlighted."""
     from rich.table import Table
 
     table = Table("field", title=title, title_justify="left", title_style="bold")
-    for card in cards:
-        table.add_column(card.id, justify="right", overflow="fold")
+    for card_id in ids:
+        table.add_column(card_id, justify="right", overflow="fold")
     for row in rows:
         label, texts, ratios = _comparison_cells(row)
         style = "yellow" if row["differs"] else ""

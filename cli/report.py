@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archdb.query import FieldSpec
+from archdb.columns import FieldSpec
 from archdb.reports.adoption import (
     ANY,
     CHOICE_KEYS,
@@ -19,19 +19,23 @@ from archdb.reports.adoption import (
     Adoption,
     adoption,
     adoption_record,
-    catalogue_cutoff,
+    filter_trend_rows,
     find_choice,
     parse_kinds,
-    select_trend_rows,
 )
 from archdb.reports.numeric import (
-    SIZE_COLUMN,
     NumericTrend,
     numeric_field,
     numeric_record,
     numeric_trends,
 )
-from archdb.reports.weighting import DEFAULT_WEIGHTING, WEIGHTINGS, Weighting, parse_weighting
+from archdb.reports.weighting import (
+    DEFAULT_WEIGHTING,
+    WEIGHTINGS,
+    Cutoff,
+    Weighting,
+    parse_weighting,
+)
 
 from .common import (
     EXIT_DATA,
@@ -46,6 +50,7 @@ from .common import (
     print_grid,
     print_json,
     say,
+    snapshot,
     writing,
 )
 from .query import complete_field, format_value
@@ -205,12 +210,9 @@ def trends(
             "--band and --mlp split numbers (d_ff_ratio, vocab_size), not choices", EXIT_USAGE
         )
     choices = [] if numeric else list(CHOICES) if choice is None else [find_choice(choice)]
-    columns = [numeric.name] if numeric else [c.column for c in choices]
-    if band:
-        columns.append(SIZE_COLUMN)
-    cat = load(catalogue)
-    rows = select_trend_rows(cat, where or [], columns, kinds)
-    cut = catalogue_cutoff(cat)
+    snap = snapshot(catalogue)
+    rows = filter_trend_rows(snap.rows(), where or [], kinds)
+    cut = Cutoff(snap.cutoff)  # the whole catalogue's: a filter never moves the partial year
     if numeric is not None:
         found = numeric_trends(
             rows, numeric, weighting, since, until, by_band=band, by_mlp=mlp, cut=cut

@@ -9,11 +9,11 @@ import pytest
 from archdb.catalogue import (
     DEFAULT_PATH,
     CatalogueError,
-    UnknownCardError,
     load_catalogue,
     parse_cards,
     secondary_shares,
 )
+from archdb.errors import UnknownCardError
 from archdb.schema import (
     WINDOW_PATH,
     NormType,

@@ -407,7 +407,8 @@ def test_a_named_pipe_is_refused_not_waited_on(tmp_path):
 
 
 def test_an_unknown_card_name_is_quoted_in_brief(tmp_path):
-    from archdb.catalogue import UnknownCardError, load_catalogue
+    from archdb.catalogue import load_catalogue
+    from archdb.errors import UnknownCardError
 
     catalogue = load_catalogue(_written(tmp_path, VALID_CARD.encode()))
     with pytest.raises(UnknownCardError) as caught:

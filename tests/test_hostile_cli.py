@@ -359,7 +359,7 @@ def test_an_unexpected_error_is_one_line_and_exit_70(hostile, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom [/x]\nsecond line")
 
-    monkeypatch.setattr(query, "matching", broken)
+    monkeypatch.setattr(query, "filtered", broken)
     result = runner.invoke(app, ["list", "-C", str(hostile)])
     assert result.exit_code == EXIT_INTERNAL
     lines = result.output.strip().splitlines()
@@ -377,7 +377,7 @@ def test_an_os_error_without_a_path_is_still_one_line(hostile, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(query, "matching", full)
+    monkeypatch.setattr(query, "filtered", full)
     result = run("list", catalogue=hostile)
     assert result.exit_code == 1
     assert result.output.strip() == "error: No space left on device"
@@ -425,7 +425,7 @@ def test_process_control_character_argument():
 
 
 def test_process_internal_error_is_exit_70_and_one_line(hostile):
-    code = "import archdb.query as q\ndef boom(*a, **k): raise ValueError('bug')\nq.matching = boom"
+    code = "import archdb.query as q\ndef boom(*a, **k): raise ValueError('bug')\nq.filtered = boom"
     result = archdb("list", "-C", str(hostile), code=code)
     assert result.returncode == EXIT_INTERNAL
     assert result.stderr.count("\n") == 1 and "internal error: ValueError: bug" in result.stderr

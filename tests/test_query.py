@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from archdb import query, table
+from archdb import columns, query
 from archdb.catalogue import parse_cards
 from archdb.query import Query, QueryError, parse_columns, parse_sort, parse_where, select
 from tests.conftest import VALID_CARD, card_text, shipped_catalogue
@@ -226,7 +226,7 @@ def test_counts_are_computed_only_when_a_query_reads_them(cards):
     assert all(row["params_exact"] > 0 for row in full)
     shown = [c.field.name for c in plain]
     assert query.project(lean, plain) == query.project(full, plain)
-    assert shown and all(name not in table.COUNTED_COLUMNS for name in shown)
+    assert shown and all(name not in columns.COUNTED_COLUMNS for name in shown)
     counted = select(cards, Query(parse_where(["params_exact>0"])), plain)
     assert [r["id"] for r in counted] == ["toy-1b", "toy-2b", "toy-3b"]
     assert all(
@@ -241,7 +241,7 @@ def _in_a_fresh_interpreter(path, env: dict[str, str], *args: str) -> tuple[str,
         "try: app([*sys.argv[2:], '-C', sys.argv[1]])\n"
         "except SystemExit: pass\n"
         "heavy = ('archdb.measure.analytic', 'archdb.plan', 'archdb_hf.families', "
-        "'importlib.metadata', 'rich')\n"
+        "'importlib.metadata', 'rich', 'pydantic', 'archdb.schema', 'torch')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
     )
     run = subprocess.run([sys.executable, "-c", code, str(path), *args], capture_output=True,
@@ -251,14 +251,19 @@ def _in_a_fresh_interpreter(path, env: dict[str, str], *args: str) -> tuple[str,
     return output, json.loads(modules)
 
 
-def test_a_plain_piped_list_skips_the_formula_the_plugin_scan_and_rich(write_catalogue):
-    """`archdb list` without a count, into a pipe: the analytic formula, the plan,
-    importlib.metadata (pydantic's plugin scan, disabled by the CLI) and Rich stay
-    unimported; a variable that makes Rich style a pipe brings the Rich table back."""
+def test_a_plain_piped_list_reads_its_snapshot_without_pydantic_the_schema_or_rich(
+    write_catalogue,
+):
+    """The first `archdb list` of a catalogue validates it and stores its snapshot (the
+    formula counts each card once); a later one, piped, reads the snapshot: pydantic, the
+    schema, the formula, the plan, importlib.metadata and Rich stay unimported. A variable
+    that makes Rich style a pipe brings the Rich table back."""
     path = write_catalogue(VALID_CARD)
     plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    first, modules = _in_a_fresh_interpreter(path, plain, "list")
+    assert "pydantic" in modules and "archdb.measure.analytic" in modules
     output, modules = _in_a_fresh_interpreter(path, plain, "list")
-    assert "toy-1b" in output and "\x1b[" not in output
+    assert output == first and "toy-1b" in output and "\x1b[" not in output
     assert modules == []
     output, modules = _in_a_fresh_interpreter(path, {**plain, "FORCE_COLOR": "1"}, "list")
     assert "toy-1b" in output and "\x1b[" in output  # styled by Rich

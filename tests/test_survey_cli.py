@@ -13,8 +13,8 @@ from archdb_cli.query import format_value
 from typer.testing import CliRunner
 
 import archdb
+from archdb.columns import number_text, size_band
 from archdb.schema import Card
-from archdb.table import number_text, size_band
 from tests.conftest import make_card, moe_block
 
 runner = CliRunner()

@@ -99,3 +99,14 @@ def test_shipped_catalogue_tabulates() -> None:
     frame = catalogue_frame(shipped_catalogue())
     assert len(frame) >= 1
     assert frame["id"].is_unique
+
+
+def test_the_column_file_is_current():
+    """archdb/columns.json (what queries read without the schema) is the schema's today."""
+    from archdb.columns import COLUMNS_FILE, columns_json
+    from archdb.table import column_table
+
+    assert COLUMNS_FILE.read_text(encoding="utf-8") == columns_json(column_table()), (
+        "archdb/columns.json is stale: python -c 'from archdb.table import "
+        "write_column_file; write_column_file()'"
+    )

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from archdb.columns import BOOL_LABELS, COUNTED_COLUMNS, Row, fields
 from archdb.errors import UsageError
 from archdb.reports.weighting import (
     DEFAULT_WEIGHTING,
@@ -48,8 +49,9 @@ from archdb.reports.weighting import (
     tally,
 )
 from archdb.reports.weighting import cutoff as weighting_cutoff
-from archdb.schema import Card
-from archdb.table import BOOL_LABELS, COUNTED_COLUMNS, Row, catalogue_rows
+
+if TYPE_CHECKING:
+    from archdb.schema import Card
 
 ANY = "any"
 
@@ -246,14 +248,12 @@ class Adoption:
 
 def parse_kinds(kinds: Iterable[str] | None) -> tuple[str, ...] | None:
     """The kinds asked for (``all``: every kind, None), each checked; default ``DEFAULT_KINDS``."""
-    from archdb.schema import Kind
-
     asked = tuple(kinds or ())
     if not asked:
         return DEFAULT_KINDS
     if ALL_KINDS in asked:
         return None
-    valid = [k.value for k in Kind]
+    valid = fields()["architecture.kind"].choices  # the schema's Kind
     for kind in asked:
         if kind not in valid:
             raise UnknownChoiceError(
@@ -292,10 +292,23 @@ def select_trend_rows(
     params, KV cache, FLOPs) are computed only when a condition or ``columns`` reads one:
     counting choices stays quick."""
     from archdb.query import parse_where
+    from archdb.table import catalogue_rows  # the schema: not for a snapshot's rows
+
+    where = list(where)
+    read = {*columns, *(c.field.name for c in parse_where(where))}
+    return filter_trend_rows(
+        catalogue_rows(cards, counts=bool(read & COUNTED_COLUMNS)), where, kinds
+    )
+
+
+def filter_trend_rows(
+    rows: Iterable[Row], where: Iterable[str] = (), kinds: Iterable[str] | None = DEFAULT_KINDS
+) -> list[Row]:
+    """The rows trends count (``trend_rows``) among table rows, those matching every
+    ``where`` expression: plain rows in, plain rows out (a snapshot's rows too)."""
+    from archdb.query import parse_where
 
     conditions = parse_where(where)
-    read = {*columns, *(c.field.name for c in conditions)}
-    rows = catalogue_rows(cards, counts=bool(read & COUNTED_COLUMNS))
     return [r for r in trend_rows(rows, kinds=kinds) if all(c.matches(r) for c in conditions)]
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 from archdb import conventions as cv
 from archdb import files
 from archdb.catalogue import Catalogue
+from archdb.columns import Row, number_text
 from archdb.outputs import MANIFEST, OwnedDirectory, manifest_bytes
 from archdb.reports import analyses as an
 from archdb.reports import claims, families, figures, measured, provenance, render, verification
@@ -28,7 +29,7 @@ from archdb.reports.adoption import Adoption, adoption_all, consensus, trend_row
 from archdb.reports.claims import ClaimResult, check_claims
 from archdb.reports.numeric import EQUAL, ERAS, SIZE_BANDS, shapes
 from archdb.reports.weighting import Cutoff, cutoff
-from archdb.table import Row, catalogue_rows, frame_from_rows, number_text
+from archdb.table import catalogue_rows, frame_from_rows
 
 FIGURES = "figures"
 PAGES = (

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from archdb.columns import SIZE_BANDS
 from archdb.reports.distributions import kv_cache_per_param, released
 from archdb.reports.numeric import ERAS  # the eras of the shape rules (claims 6, 9, 10)
 from archdb.reports.weighting import weighted_quantile
 from archdb.schema import NormPosition
-from archdb.table import SIZE_BANDS
 
 if TYPE_CHECKING:  # the experiments need torch; the claims check only reads their results
     from archdb.measure.experiments import GradientProfile

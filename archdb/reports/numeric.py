@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.query import FieldSpec, QueryError, display_name, resolve_field
+from archdb.columns import SIZE_BANDS, FieldSpec, Row, size_band
+from archdb.query import QueryError, display_name, resolve_field
 from archdb.reports.weighting import (
     DEFAULT_WEIGHTING,
     Cutoff,
@@ -36,7 +37,6 @@ from archdb.reports.weighting import (
     too_few_known,
     weighted_spread,
 )
-from archdb.table import DERIVED_COLUMNS, SIZE_BANDS, Row, size_band
 
 DENSE, MOE, EXPERT = "dense", "MoE", "MoE, one expert"
 # Columns whose MoE value is a per-expert figure: always split dense / MoE.
@@ -68,7 +68,7 @@ class NumericTrend:
     @property
     def title(self) -> str:
         """The column as typed, with what a derived one means (d_ff_ratio: d_ff / d_model)."""
-        meaning = DERIVED_COLUMNS.get(self.field.name, (None, ""))[1].split(" (")[0]
+        meaning = self.field.description.split(" (")[0] if self.field.derived else ""
         name = display_name(self.field.name)
         return f"{name} = {meaning}" if meaning else name
 

@@ -15,10 +15,11 @@ from typing import Any
 
 from archdb.builder.model import build_model, module_tree
 from archdb.builder.shrink import shrink
+from archdb.columns import Row, format_value
 from archdb.diagrams import summary as diagram_summary
 from archdb.plan.layout import BuildError, fill_unknowns
 from archdb.schema import Architecture, AttentionVariant, Card, Source
-from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, Row, card_row, format_value
+from archdb.table import DERIVED_COLUMNS, FIELD_COLUMNS, card_row
 
 # --- sources ---------------------------------------------------------------------------
 
