@@ -2157,9 +2157,9 @@ def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
         (s for s in card.sources if s.kind in SECONDARY_KINDS),
         key=lambda s: SECONDARY_KINDS.index(s.kind),
     )
+    ordered = [(s.kind, frozenset(s.supports)) for s in [*official, *secondary]]
     for path in sourced_paths(card):
-        covering = (s for s in [*official, *secondary] if covered(path, set(s.supports)))
-        rests[path] = next((s.kind for s in covering), None)
+        rests[path] = next((kind for kind, supports in ordered if covered(path, supports)), None)
     return rests
 
 

@@ -75,14 +75,15 @@ def card_views(
 def field_lines(card: Card) -> list[dict[str, Any]]:
     """The card's field table: each field by its path without ``architecture.``, its
     value as printed, or for a null what null means there ("unknown (see notes)", "not
-    published", "not used"), the card it inherits the value from, and whether its only
-    source is a mirror. Sub-fields of an unused feature and unset optional fields are
-    left out; the heading's fields too."""
-    from archdb.schema import inherited_paths, mirror_only_paths
+    published", "not used"), the card it inherits the value from, and the secondary kind
+    its sources rest on where no official source covers it (mirror, derived, defaults).
+    Sub-fields of an unused feature and unset optional fields are left out; the
+    heading's fields too."""
+    from archdb.schema import SECONDARY_KINDS, inherited_paths, resting_kinds
     from archdb.table import FIELD_COLUMNS, card_row
 
     row = card_row(card, counts=False)  # the fields only: no counts to compute
-    mirrored = set(mirror_only_paths(card))
+    secondary = {p: k.value for p, k in resting_kinds(card).items() if k in SECONDARY_KINDS}
     inherited = inherited_paths(card)
     lines = []
     for column in FIELD_COLUMNS:
@@ -96,7 +97,7 @@ def field_lines(card: Card) -> list[dict[str, Any]]:
                 "column": column,
                 "null": None if value is not None else _null_meaning(card, column),
                 "inherited_from": inherited.get(column),
-                "mirror_only": column in mirrored,
+                "secondary": secondary.get(column),
             }
         )
     return lines

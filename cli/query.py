@@ -285,7 +285,7 @@ def show(
         return
     console.print(_card_heading(record))
     console.print(_fields_table(view["fields"]))
-    _print_mirror_only(record["mirror_only"])
+    _print_secondary(view["fields"])
     derived = [(k, format_value(v, k)) for k, v in record["derived"].items()]
     console.print(_pairs_table("Derived figures", derived))
     fidelity = record["fidelity"]
@@ -321,23 +321,25 @@ def _fields_table(lines: list[dict[str, Any]]) -> Table:
         elif line["inherited_from"] is not None:
             mark = f" [inherited from {line['inherited_from']}]"
             table.add_row(line["field"], styled(shown, (mark, "yellow")))
-        elif line["mirror_only"]:
-            table.add_row(line["field"], styled(shown, (f" {MIRROR_MARK}", "yellow")))
+        elif line["secondary"] is not None:
+            mark = f" [{line['secondary']} only]"
+            table.add_row(line["field"], styled(shown, (mark, "yellow")))
         else:
             table.add_row(line["field"], shown)
     return table
 
 
-MIRROR_MARK = "[mirror only]"  # a value whose only source copies the official file
-
-
-def _print_mirror_only(paths: list[str]) -> None:
-    """Say which values rest only on a mirror: their official artifact was not read."""
-    if paths:
+def _print_secondary(lines: list[dict[str, Any]]) -> None:
+    """Say which values no official source covers: those marked [mirror only] rest on a
+    copy of the official file, [derived only] on a file made from it, [defaults only] on
+    a library's defaults (each source names what it copies or derives from)."""
+    kinds = [line["secondary"] for line in lines if line["secondary"] is not None]
+    if kinds:
+        marks = ", ".join(f"[{k} only]" for k in dict.fromkeys(kinds))
         say(
-            (f"{len(paths)} value(s) marked {MIRROR_MARK}", "yellow"),
-            " rest only on a mirror (a copy of the official file, named in its source's "
-            "copies): no official artifact was read for them.",
+            (f"{len(kinds)} value(s) marked {marks}", "yellow"),
+            " rest only on secondary sources (a copy of the official file, a file derived "
+            "from it, or a library's defaults): no official artifact covers them.",
         )
 
 

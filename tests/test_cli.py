@@ -444,11 +444,28 @@ def test_show_marks_values_resting_only_on_a_mirror(write_catalogue):
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
     assert "[mirror only]" not in rows["d_model"]  # the paper states it
     assert "[mirror only]" in rows["n_layers"] and "[mirror only]" in rows["mlp.d_ff"]
-    assert "rest only on a mirror" in result.stdout
+    assert "rest only on secondary sources" in result.stdout
     shown = json.loads(archdb("show", "toy-1b", "--json", "-C", str(path)).stdout)
     assert "architecture.n_layers" in shown["mirror_only"]
     assert "architecture.d_model" not in shown["mirror_only"]
     assert shown["derived"]["values_mirror_only"] == len(shown["mirror_only"])
+
+
+def test_show_names_the_secondary_kind_a_value_rests_on(write_catalogue):
+    """A value only a derived file (a quantized re-release's config) supports is marked
+    [derived only], not [mirror only]."""
+    text = card_text("toy-1b")
+    derived = MIRROR_SOURCES.replace("kind: mirror", "kind: derived").replace(
+        "      supports: [architecture]",
+        "      differs: quantized weights\n      supports: [architecture]",
+    )
+    path = write_catalogue(text[: text.index("  sources:")] + derived)
+    result = archdb("show", "toy-1b", "-C", str(path))
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    assert "[derived only]" in rows["n_layers"] and "[mirror only]" not in result.stdout
+    assert "[derived only]" not in rows["d_model"]  # the paper states it
+    assert "value(s) marked [derived only]" in result.stdout
 
 
 def test_show_has_no_mirror_marks_when_official_sources_cover_every_value(small):
