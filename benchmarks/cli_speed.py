@@ -148,14 +148,14 @@ def main() -> None:
         "python": [sys.executable, "-c", "pass"],
         "import CLI": [sys.executable, "-c", "import archdb_cli.main"],
     }
-    rows = [(name, argv, "") for name, argv in floors.items()]
+    rows: list[tuple[str, list[str], list[str]]] = [(n, a, []) for n, a in floors.items()]
     for name, command in COMMANDS.items():
         extra = catalogue if command[0] != "validate" else [str(args.catalogue)] * bool(catalogue)
-        heavy = heavy_imports([*command, *extra])
-        rows.append((name, [sys.executable, "-c", ENTRY, *command, *extra],
-                     f"imports {', '.join(heavy)}" if heavy else ""))  # fmt: skip
-    for name, argv, note in rows:
-        wall, cpu = measure(argv, args.repeat, cached=True)
+        rows.append((name, [sys.executable, "-c", ENTRY, *command, *extra], [*command, *extra]))
+    for name, argv, command in rows:
+        wall, cpu = measure(argv, args.repeat, cached=True)  # its warm-up stores the caches
+        heavy = heavy_imports(command) if command else []
+        note = f"imports {', '.join(heavy)}" if heavy else ""
         cold_wall, cold_cpu = measure(argv, args.repeat, cached=False)
         goal = target(name, bool(args.cards))
         verdict = "ok" if max(wall, cold_wall) < goal else "SLOW"

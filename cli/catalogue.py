@@ -11,12 +11,9 @@ import typer
 
 from archdb import files
 from archdb.catalogue import check_catalogue, secondary_shares
-from archdb.header import catalogue_header
 from archdb.locations import CATALOGUE_RULES, CatalogueLocationError, resolve_catalogue
 from archdb.outputs import check_new_file
 from archdb.problems import Problem
-from archdb.schema import catalogue_json_schema
-from archdb.writer import write_header
 
 from .common import (
     EXIT_DATA,
@@ -109,6 +106,10 @@ def schema(
 
     Example: archdb schema -o /tmp/models.schema.json
     """
+    from archdb.header import catalogue_header  # ruamel: not for validate
+    from archdb.schema import catalogue_json_schema
+    from archdb.writer import write_header
+
     catalogue = None
     if output is None:
         try:

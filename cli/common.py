@@ -149,7 +149,13 @@ err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
 
 
 def say(*parts: str | tuple[str, str], err: bool = False) -> None:
-    """One message, not wrapped (paths and URLs stay whole); styled with ``styled`` pairs."""
+    """One message, not wrapped (paths and URLs stay whole); styled with ``styled`` pairs
+    on a terminal, plain into a pipe (where Rich would drop the styles: not importing it
+    saves a command 25 ms)."""
+    if _surely_piped(err):
+        stream = sys.stderr if err else sys.stdout
+        stream.write("".join(visible(p if isinstance(p, str) else p[0]) for p in parts) + "\n")
+        return
     (err_console if err else console).print(styled(*parts), soft_wrap=True)
 
 
@@ -195,12 +201,14 @@ def print_grid(grid: Grid, rich_table: Callable[[], Table]) -> None:
 _TERMINAL_OVERRIDES = ("TTY_COMPATIBLE", "FORCE_COLOR")
 
 
-def _surely_piped() -> bool:
-    """Whether Rich would call stdout no terminal, known without importing Rich: output
-    that is no tty, no variable overriding that and no console made (and perhaps forced)."""
-    if console.made() is not None or any(v in os.environ for v in _TERMINAL_OVERRIDES):
+def _surely_piped(err: bool = False) -> bool:
+    """Whether Rich would call stdout (stderr) no terminal, known without importing Rich:
+    output that is no tty, no variable overriding that and no console made (and perhaps
+    forced)."""
+    made = (err_console if err else console).made()
+    if made is not None or any(v in os.environ for v in _TERMINAL_OVERRIDES):
         return False
-    isatty = getattr(sys.stdout, "isatty", None)
+    isatty = getattr(sys.stderr if err else sys.stdout, "isatty", None)
     try:
         return isatty is not None and not isatty()
     except ValueError:  # a closed stream
