@@ -120,3 +120,26 @@ def test_fidelity_is_judged_once_per_card_and_code(private_cache, monkeypatch):
         store_sealed(stored, json.dumps(data))
         with pytest.raises(AssertionError, match="counted again"):
             fidelity.fidelity(card)  # a tampered store is ignored whole
+
+
+def test_the_source_fingerprint_covers_the_transformers_families(monkeypatch):
+    """A card's fidelity is judged through archdb_hf's families: an edit there must not
+    leave a cached verdict (or a query snapshot holding one) in place."""
+    from pathlib import Path
+
+    from archdb import seal
+
+    seal.source_fingerprint.cache_clear()
+    before = seal.source_fingerprint()
+    read = Path.read_bytes
+
+    def edited(path: Path) -> bytes:
+        extra = b"# edited\n" if path.name == "gpt.py" and "archdb_hf" in path.parts else b""
+        return read(path) + extra
+
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    seal.source_fingerprint.cache_clear()
+    try:
+        assert seal.source_fingerprint() != before
+    finally:
+        seal.source_fingerprint.cache_clear()

@@ -180,7 +180,8 @@ def gptj(a: Architecture) -> dict:
 
 def gpt_neox(a: Architecture) -> dict:
     ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    ref.need_parallel(a, shared=False)
+    if a.parallel_layers:  # else serial blocks (use_parallel_residual false: RedPajama-INCITE)
+        ref.need_parallel(a, shared=False)
     need_activation(a, Activation.GELU)
     need_softmax_attention(a)
     need_dense(a)
@@ -195,7 +196,7 @@ def gpt_neox(a: Architecture) -> dict:
         "num_hidden_layers": a.n_layers,
         "num_attention_heads": a.attention.n_heads,
         "intermediate_size": a.mlp.d_ff,
-        "use_parallel_residual": True,
+        "use_parallel_residual": bool(a.parallel_layers),
         "rotary_pct": a.position.rotary_fraction or 1.0,
         "max_position_embeddings": a.context_length,
         "tie_word_embeddings": a.tied_embeddings,
