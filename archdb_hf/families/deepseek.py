@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from archdb.plan.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
     Activation,
     Architecture,
@@ -640,6 +641,85 @@ def deepseek_v32(a: Architecture) -> dict:
 def glm_moe_dsa(a: Architecture) -> dict:
     # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
     return _dsa_config(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
+
+
+# DeepSeek-V4's layer kinds as transformers' layer_types
+V4_LAYER_TYPES = {
+    LayerKind.LOCAL: "sliding_attention",
+    LayerKind.COMPRESSED_SPARSE: "compressed_sparse_attention",
+    LayerKind.HEAVILY_COMPRESSED: "heavily_compressed_attention",
+}
+
+
+def _v4_moe(a: Architecture) -> dict:
+    """V4's experts: one shared expert of the routed width, sqrt-softplus scores with a
+    correction bias, renormalized and scaled; the first hash_layers routed by token id."""
+    moe = a.mlp.moe
+    require(moe is not None, "a mixture of experts in every layer")
+    require(moe.first_dense_layers == 0 and moe.layer_period == 1, "MoE in every layer")
+    require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
+    require(moe.score_function is RouterScore.SQRT_SOFTPLUS, "sqrt-softplus router scores")
+    require(bool(moe.score_correction_bias), "a score correction bias")
+    require(moe.normalize_top_k is True, "the top-k weights renormalized")
+    require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
+    hashed = moe.hash_layers or 0
+    return {
+        "moe_intermediate_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "n_shared_experts": 1,
+        "scoring_func": "sqrtsoftplus",
+        "norm_topk_prob": True,
+        "routed_scaling_factor": moe.routed_scale or 1.0,
+        "mlp_layer_types": ["hash_moe"] * hashed + ["moe"] * (a.n_layers - hashed),
+        "swiglu_limit": a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
+    }
+
+
+def deepseek_v4(a: Architecture) -> dict:
+    """DeepSeek-V4: compressed attention (windows, CSA and HCA layers), mHC streams,
+    hash-routed then top-k experts; YaRN on the compressed layers' rope only."""
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.CLIPPED_SWIGLU)
+    att, comp, hc = a.attention, a.attention.compressed, a.hyper_connections
+    require(comp is not None, "attention.variant compressed")
+    require(hc is not None, "hyper_connections")
+    require(not a.tied_embeddings and not any((a.bias.qkv, a.bias.mlp)), "no biases, untied")
+    sparse = att.sparse
+    rope = None
+    if a.position.rope_scaling is not None:  # the compressed layers' stretch
+        rope = ref.rope_scaling_config(a)
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": att.n_heads,
+        "num_key_value_heads": 1,
+        "head_dim": att.head_dim,
+        "q_lora_rank": comp.q_lora_rank,
+        "partial_rotary_factor": comp.rope_dim / att.head_dim,
+        "max_position_embeddings": a.context_length,
+        "rope_theta": a.position.rope_theta or 10000.0,
+        "rope_parameters": rope,
+        "compress_rope_theta": comp.compress_rope_theta,
+        "layer_types": layer_kind_names(a, V4_LAYER_TYPES),
+        "compress_rates": {
+            "compressed_sparse_attention": comp.sparse_ratio,
+            "heavily_compressed_attention": comp.heavy_ratio,
+        },
+        "sliding_window": att.sliding_window,
+        "o_groups": comp.output_groups,
+        "o_lora_rank": comp.output_rank,
+        "index_n_heads": sparse.indexer_heads if sparse else 1,
+        "index_head_dim": sparse.indexer_head_dim if sparse else comp.rope_dim,
+        "index_topk": sparse.top_k if sparse else 1,
+        "hc_mult": hc.n_streams,
+        "hc_sinkhorn_iters": hc.sinkhorn_iters,
+        "hc_eps": hc.eps,
+        "rms_norm_eps": a.norm.eps or 1e-6,
+        "tie_word_embeddings": False,
+    } | _v4_moe(a)
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
