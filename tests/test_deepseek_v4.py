@@ -178,3 +178,40 @@ def test_the_schema_refuses_an_impossible_v4_attention(changes, message):
 def test_hyper_connections_need_compressed_attention():
     with pytest.raises(BuildError, match="hyper_connections outside"):
         param_count(make_arch(hyper_connections={"n_streams": 2, "sinkhorn_iters": 3, "eps": 1e-6}))
+
+
+# --- import-hf ----------------------------------------------------------------------------
+
+RATIOS = {
+    "sliding_attention": 0,
+    "compressed_sparse_attention": 4,
+    "heavily_compressed_attention": 128,
+}
+
+
+def _released_style(config: dict) -> dict:
+    """A config as DeepSeek released V4's: compress_ratios (one entry more, the MTP layer's),
+    num_hash_layers, rope_scaling and qk_rope_head_dim in place of transformers' spellings."""
+    out = dict(config, model_type="deepseek_v4", architectures=["DeepseekV4ForCausalLM"])
+    out["compress_ratios"] = [RATIOS[t] for t in out.pop("layer_types")] + [0]
+    out["num_hash_layers"] = out.pop("mlp_layer_types").count("hash_moe")
+    out["rope_scaling"] = {"type": "yarn", **out.pop("rope_parameters")}
+    del out["rope_scaling"]["rope_type"]
+    out["qk_rope_head_dim"] = round(out.pop("partial_rotary_factor") * out["head_dim"])
+    out["num_nextn_predict_layers"] = 1
+    return out
+
+
+@pytest.mark.parametrize("card_id", ["deepseek-v4-flash", "deepseek-v4-pro"])
+def test_a_released_style_config_imports_to_the_card(card_id):
+    from archdb.writer import validate_card
+    from archdb_hf.draft import Identity
+    from archdb_hf.importer import import_config
+
+    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    config = _released_style(deepseek_v4(card.architecture))
+    identity = Identity("deepseek-v4-x", "V4", "deepseek-v4", "DeepSeek-AI", "2026-04-24")
+    result = import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
+    imported = validate_card(result.card).architecture
+    assert imported == card.architecture
+    assert "mtp" in " ".join(result.card["notes"])  # the MTP layer: said, not recorded
