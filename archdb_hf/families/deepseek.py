@@ -401,6 +401,8 @@ def _v4_rope_scaling(d: Draft) -> None:
         if scaling.get(key) is not None:
             value = scaling[key]
             d.set(path + name, value if name == "original_context" else float(value), "config")
+    truncate = scaling.get("truncate")  # transformers' yarn rounds the band unless told
+    d.set(path + "truncate", truncate is not False, "config" if truncate is not None else "family")
 
 
 def _read_v4_moe(d: Draft, n: int) -> None:
@@ -887,6 +889,54 @@ def _deepseek_names() -> Names:
     return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _deepseek_v4_names() -> Names:
+    """DeepSeek-V4 as transformers saves it (DeepSeek's own names: wq_a, wkv, wo_a, ape,
+    attn_sink, ffn.experts.{e}.w1/w2/w3, hc_attn_fn, ...); archdb's HyperBlock has no
+    Residual wrappers, so its names carry no "sublayer"."""
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.norm.weight"),
+        "head.lm_head.weight": Source("head.weight"),
+    }
+    top |= {
+        f"decoder.streams.{p}": Source(f"model.hc_head.hc_{p}") for p in ("fn", "base", "scale")
+    }
+    attention = {
+        "sinks": "attn_sink",
+        "q_a_proj.weight": "wq_a.weight",
+        "q_a_norm.weight": "q_norm.weight",
+        "q_b_proj.weight": "wq_b.weight",
+        "kv_proj.weight": "wkv.weight",
+        "kv_norm.weight": "norm.weight",
+        "o_a_proj.weight": "wo_a.weight",
+        "o_b_proj.weight": "wo_b.weight",
+        "indexer.q_b_proj.weight": "indexer.wq_b.weight",
+        "indexer.weights_proj.weight": "indexer.weights_proj.weight",
+    }
+    compressor = {
+        "position_bias": "ape",
+        "kv_proj.weight": "wkv.weight",
+        "gate_proj.weight": "wgate.weight",
+        "kv_norm.weight": "norm.weight",
+    }
+    for owner in ("compressor.", "indexer.compressor."):
+        attention |= {owner + ours: owner + theirs for ours, theirs in compressor.items()}
+    layer = {f"attn.{ours}": Source(f"attn.{theirs}") for ours, theirs in attention.items()}
+    layer |= {
+        "attn_norm.weight": Source("attn_norm.weight"),
+        "mlp_norm.weight": Source("ffn_norm.weight"),
+        "mlp.router.proj.weight": Source("ffn.gate.weight"),
+        "mlp.router.correction_bias": Source("ffn.gate.bias"),
+        "mlp.router.table": Source("ffn.gate.tid2eid"),  # the hash layers' token -> experts
+    }
+    for ours, theirs in (("gate", "w1"), ("up", "w3"), ("down", "w2")):
+        layer[f"mlp.experts.{ours}"] = Source(f"ffn.experts.{{e}}.{theirs}.weight", experts=True)
+        layer[f"mlp.shared.{ours}.weight"] = Source(f"ffn.shared_experts.{theirs}.weight")
+    for ours, theirs in (("attn_hc", "hc_attn"), ("mlp_hc", "hc_ffn")):
+        layer |= {f"{ours}.{p}": Source(f"{theirs}_{p}") for p in ("fn", "base", "scale")}
+    return Names(top, layer)
+
+
 def _dsa_names() -> Names:
     """DeepSeek-V3's names plus each layer's lightning indexer (DeepSeek-V3.2, GLM-5)."""
     names = _deepseek_names()
@@ -1085,9 +1135,9 @@ V4_EXTRAS = frozenset(
         "sparse",
     }
 )
-# DeepSeek-V4: compressed attention, mHC streams, hash-routed then top-k experts; its
-# logits equal transformers' (tests/test_deepseek_v4.py) with weights copied in memory, but
-# no checkpoint names table yet, so not registered as logit-exact here
+# logit test: DeepSeek-V4: a local, two CSA (an entry per 4 tokens, top 3) and an HCA layer
+# (per 8) over 24 tokens, mHC streams, a hash layer with a random token table, YaRN on
+# the compressed layers (three token draws)
 DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     "deepseek_v4",
     released_keys=V4_RELEASED_KEYS,
@@ -1099,7 +1149,8 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     read=_read_deepseek_v4,
     write=deepseek_v4,
     extras=V4_EXTRAS,
-    names=None,
+    names=_deepseek_v4_names,
+    logit_error=5.9e-07,
     function_fields=(
         "architecture.mlp.moe.score_function",
         "architecture.mlp.moe.score_correction_bias",
