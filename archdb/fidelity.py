@@ -58,6 +58,8 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
         fields.append("architecture.mlp.moe.normalize_top_k")
     if arch.mlp.activation is Activation.CLAMPED_SWIGLU:
         fields += ["architecture.mlp.swiglu_limit", "architecture.mlp.swiglu_alpha"]
+    if arch.mlp.activation is Activation.CLIPPED_SWIGLU:
+        fields.append("architecture.mlp.swiglu_limit")
     scaling = arch.position.rope_scaling
     if scaling is not None and scaling.type is RopeScalingType.YARN:
         fields.append("architecture.position.rope_scaling.truncate")

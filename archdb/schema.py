@@ -126,6 +126,10 @@ class AttentionVariant(StrEnum):
     SOFTMAX = "softmax"  # multi-head softmax attention (MHA, GQA or MQA by kv heads)
     LATENT = "latent"  # multi-head latent attention (DeepSeek-V2 MLA)
     LINEAR = "linear"  # linear attention / fast weight programmer (Katharopoulos 2020)
+    # DeepSeek-V4: one shared key=value head over a sliding window, plus per-layer
+    # compressed entries (attention.compressed; layer kinds compressed-sparse and
+    # heavily-compressed)
+    COMPRESSED = "compressed"
 
 
 class RopeScalingType(StrEnum):
@@ -152,6 +156,7 @@ class RouterScore(StrEnum):
 
     SOFTMAX = "softmax"  # a softmax over all routed experts (Mixtral, DeepSeek-V2)
     SIGMOID = "sigmoid"  # each expert's sigmoid on its own (DeepSeek-V3, GLM-4.5)
+    SQRT_SOFTPLUS = "sqrt-softplus"  # sqrt(softplus(logit)) per expert (DeepSeek-V4)
 
 
 class GroupScore(StrEnum):
@@ -177,6 +182,12 @@ _BUILT_IN_KINDS = (
     # side, reading the same normed input, their outputs summed into one residual add
     # (Falcon-H1); the mixer's sizes in mixers.mamba2
     ("GLOBAL_MAMBA2", "global+mamba2"),
+    # DeepSeek-V4's compressed layers (attention variant compressed): the sliding window of
+    # a local layer plus compressed entries of the whole past, one per
+    # attention.compressed.sparse_ratio tokens of which an indexer picks attention.sparse.top_k
+    # per query (CSA), or one per heavy_ratio tokens, all read (HCA)
+    ("COMPRESSED_SPARSE", "compressed-sparse"),
+    ("HEAVILY_COMPRESSED", "heavily-compressed"),
 )
 
 
@@ -207,8 +218,14 @@ class LayerKind(StrEnum):
 
     @property
     def windowed(self) -> bool:
-        """Whether the layer sees only `sliding_window` keys (a window or a chunk)."""
-        return self in {LayerKind.LOCAL, LayerKind.CHUNKED}
+        """Whether the layer sees only `sliding_window` keys (a window or a chunk) of the
+        raw tokens (compressed layers: beside their compressed entries)."""
+        return self in {LayerKind.LOCAL, LayerKind.CHUNKED, *COMPRESSED_KINDS}
+
+    @property
+    def compressed(self) -> bool:
+        """Whether the layer also reads compressed entries (DeepSeek-V4's CSA and HCA)."""
+        return self in COMPRESSED_KINDS
 
     @property
     def positional(self) -> bool:
@@ -216,6 +233,8 @@ class LayerKind(StrEnum):
         return self.attention and self is not LayerKind.GLOBAL_NOPE
 
 
+# DeepSeek-V4's layers with compressed entries beside the sliding window
+COMPRESSED_KINDS = frozenset({LayerKind.COMPRESSED_SPARSE, LayerKind.HEAVILY_COMPRESSED})
 # pattern entries that are a whole layer without a token mixer: the card's MLP or its MoE
 CHANNEL_ONLY = frozenset({LayerKind.MLP, LayerKind.MOE})
 # pattern entries whose token mixer is recurrent, sized in architecture.mixers
@@ -336,7 +355,7 @@ def _gelu(a: Architecture) -> bool:
 
 
 def _clamped(a: Architecture) -> bool:
-    return a.mlp.activation is Activation.CLAMPED_SWIGLU
+    return a.mlp.activation in (Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU)
 
 
 def _yarn(a: Architecture) -> bool:
@@ -527,9 +546,63 @@ class SparseAttention(Strict):
     )
 
 
+class CompressedAttention(Strict):
+    """DeepSeek-V4's attention (transformers' DeepseekV4Attention): a low-rank query
+    (q_lora_rank, RMS-normed, then every head RMS-normed without weights); one key=value head
+    of attention.head_dim from one projection and an RMSNorm; RoPE on the last rope_dim dims
+    of each head, undone on the output; attention sinks (attention.sinks); a sliding window of
+    attention.sliding_window raw tokens in every layer; and a grouped low-rank output
+    projection. Compressed layers add compressed entries: each entry is a softmax-gated sum
+    (with a learned bias per slot) of projected tokens, RMS-normed and rotated at its window's
+    first position with compress_rope_theta and the card's rope_scaling. CSA entries
+    (compressed-sparse) cover 2 x sparse_ratio tokens with stride sparse_ratio and an indexer
+    (attention.sparse) picks top_k of them per query; HCA entries (heavily-compressed) cover
+    heavy_ratio tokens, none shared, all read."""
+
+    q_lora_rank: Width = Field(description="Width of the query's low-rank bottleneck.")
+    rope_dim: Width = Field(
+        description="Trailing dims of each query/key head that RoPE rotates (qk_rope_head_dim)."
+    )
+    output_groups: Count = Field(
+        description="Head groups of the grouped output projection (o_groups): each group's "
+        "heads are projected to output_rank on their own, then all groups to d_model."
+    )
+    output_rank: Width = Field(description="Width each head group is projected to (o_lora_rank).")
+    sparse_ratio: Count = Field(
+        description="Tokens per compressed entry of compressed-sparse layers "
+        "(compress_rates.compressed_sparse_attention; V4: 4)."
+    )
+    heavy_ratio: Count = Field(
+        description="Tokens per compressed entry of heavily-compressed layers "
+        "(compress_rates.heavily_compressed_attention; V4: 128)."
+    )
+    compress_rope_theta: PositiveFloat = Field(
+        description="RoPE base of the compressed layers (their queries, keys and entries); the "
+        "local layers rotate with position.rope_theta and no scaling."
+    )
+
+
+class HyperConnections(Strict):
+    """Manifold-constrained hyper-connections (mHC; DeepSeek-V4, transformers'
+    DeepseekV4HyperConnection): the residual stream is n_streams copies of d_model. Before
+    each sublayer a linear map of the weightless-RMS-normed streams gives, with a bias and
+    one scale per kind, n pre weights (sigmoid + eps: the sublayer's input is their mix of
+    the streams), n post weights (2 sigmoid: how much of the output each stream receives)
+    and an n x n mix of the streams (softmax + eps, then sinkhorn_iters Sinkhorn-Knopp
+    normalizations). After the stack one more map gives the n weights that collapse the
+    streams into one before the final norm."""
+
+    n_streams: Count = Field(description="Parallel residual streams (hc_mult; V4: 4).")
+    sinkhorn_iters: Count = Field(
+        description="Sinkhorn-Knopp iterations that make the stream mix doubly stochastic "
+        "(hc_sinkhorn_iters; V4: 20)."
+    )
+    eps: PositiveFloat = Field(description="Floor added to the weights and sums (hc_eps).")
+
+
 class Attention(Strict):
     variant: Annotated[AttentionVariant, Usual(AttentionVariant.SOFTMAX), Asked()] = Field(
-        description="softmax, latent (MLA) or linear."
+        description="softmax, latent (MLA), linear or compressed (DeepSeek-V4)."
     )
     n_heads: Annotated[Count | None, Unknown()] = Field(description="Query heads per layer.")
     n_kv_heads: Annotated[Count | None, Unknown(build=False)] = Field(
@@ -605,6 +678,11 @@ class Attention(Strict):
         "character a layer: M mamba2, * global, - mlp, E moe).",
     )
     latent: Latent | None = Field(default=None, description="MLA dimensions; latent only.")
+    compressed: CompressedAttention | None = Field(
+        default=None,
+        description="DeepSeek-V4's attention sizes (see CompressedAttention); variant "
+        "compressed only. Optional; null otherwise.",
+    )
     sinks: StrictBool | None = Field(
         default=None,
         description="Attention sinks: a learned logit per head joins each query's softmax "
@@ -651,7 +729,9 @@ class Attention(Strict):
         default=None,
         description="Sparse selection by a lightning indexer (DSA: DeepSeek-V3.2, GLM-5) on "
         "latent attention with a query latent; every attention layer runs its own indexer. "
-        "Optional; null for dense attention.",
+        "With variant compressed (DeepSeek-V4), the indexer of the compressed-sparse layers: "
+        "its keys are compressed entries of indexer_head_dim made as the layer's own, and it "
+        "picks top_k of them per query. Optional; null for dense attention.",
     )
     mlp: StrictBool | None = Field(
         default=None,
@@ -1033,6 +1113,13 @@ class MoE(Strict):
         "active parameters count the maximum, n_active real experts (an upper bound; the "
         "expected count depends on the trained router). Optional; null: none.",
     )
+    hash_layers: DepthOrZero | None = Field(
+        default=None,
+        description="Leading MoE layers whose experts are chosen by a fixed token-id -> "
+        "expert-ids table (a vocab_size x n_active buffer, not a parameter) in place of the "
+        "top-k of the scores; the router's scores still weight the chosen experts "
+        "(DeepSeek-V4 num_hash_layers). Optional; null or 0: every router picks by top-k.",
+    )
     shortcut_dense_d_ff: Width | None = Field(
         default=None,
         description="Shortcut-connected MoE layers (LongCat-Flash ScMoE): each of the "
@@ -1103,9 +1190,9 @@ class MLP(Strict):
         PositiveFloat | None, OutputOnly(7.0, "gpt-oss's clamp of the clamped SwiGLU", _clamped)
     ] = Field(
         default=None,
-        description="clamped-swiglu only: the gate is clamped to at most this value and the "
-        "linear branch to [-limit, limit] (gpt-oss: 7.0, swiglu_limit). Optional; null: not "
-        "recorded (the builder uses 7.0).",
+        description="clamped-swiglu and clipped-swiglu only: the gate is clamped to at most "
+        "this value and the linear branch to [-limit, limit] (gpt-oss: 7.0, DeepSeek-V4: 10.0, "
+        "swiglu_limit). Optional; null: not recorded (the builder uses 7.0).",
     )
     swiglu_alpha: Annotated[
         PositiveFloat | None,
@@ -1167,8 +1254,11 @@ class MLP(Strict):
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
         clamped = self.activation is Activation.CLAMPED_SWIGLU
-        if not clamped and (self.swiglu_limit is not None or self.swiglu_alpha is not None):
-            raise ValueError("mlp.swiglu_limit and swiglu_alpha are clamped-swiglu only")
+        clipped = self.activation is Activation.CLIPPED_SWIGLU
+        if not (clamped or clipped) and self.swiglu_limit is not None:
+            raise ValueError("mlp.swiglu_limit is for clamped-swiglu and clipped-swiglu only")
+        if not clamped and self.swiglu_alpha is not None:
+            raise ValueError("mlp.swiglu_alpha is clamped-swiglu only")
         if self.gate_multiplier is not None and self.activation and not self.activation.gated:
             raise ValueError("mlp.gate_multiplier is for gated units only")
         if self.channel_mix and (
@@ -1385,6 +1475,11 @@ class Architecture(Strict):
         description="Multi-token-prediction modules released beside the main model, "
         "counted apart from it (see MTP). Optional; null: not recorded.",
     )
+    hyper_connections: HyperConnections | None = Field(
+        default=None,
+        description="Manifold-constrained hyper-connections in place of the single residual "
+        "stream (DeepSeek-V4; see HyperConnections). Optional; null: one residual stream.",
+    )
     shared_blocks: SharedBlocks | None = Field(
         default=None,
         description="Weight-shared transformer blocks invoked before some decoder layers "
@@ -1485,7 +1580,7 @@ class Architecture(Strict):
                 f"({att.n_heads}): give attention.head_dim"
             )
         kinds = set(att.layer_pattern)
-        uses_local = bool({LayerKind.LOCAL, LayerKind.CHUNKED} & kinds)
+        uses_local = any(kind.windowed for kind in kinds)
         # a local layer's window may be unpublished (a null the card's notes explain);
         # a chunk size never is: chunked layers are recorded only from released configs
         if LayerKind.CHUNKED in kinds and att.sliding_window is None:
@@ -1498,7 +1593,17 @@ class Architecture(Strict):
         self._check_qk_norm_terms(att)
         if (att.variant is AttentionVariant.LATENT) != (att.latent is not None):
             raise ValueError("attention.latent is required for, and only for, variant latent")
-        if att.sparse is not None:
+        if (att.variant is AttentionVariant.COMPRESSED) != (att.compressed is not None):
+            raise ValueError(
+                "attention.compressed is required for, and only for, variant compressed"
+            )
+        if att.compressed is not None:
+            self._check_compressed(att)
+        elif {LayerKind.COMPRESSED_SPARSE, LayerKind.HEAVILY_COMPRESSED} & kinds:
+            raise ValueError(
+                "attention.layer_pattern has compressed layers: they need variant compressed"
+            )
+        if att.sparse is not None and att.compressed is None:
             self._check_sparse(att)
         if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
             raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
@@ -1815,6 +1920,42 @@ class Architecture(Strict):
                     f"({width}): they need n_kv_heads = n_heads and n_heads x head_dim "
                     f"= {width} (got {att.n_kv_heads} KV heads, {inner})"
                 )
+
+    @staticmethod
+    def _check_compressed(att: Attention) -> None:
+        """DeepSeek-V4: one shared key=value head, a window in every layer, an indexer
+        exactly where compressed-sparse layers are, groups that split the heads evenly."""
+        comp, kinds = att.compressed, set(att.layer_pattern)
+        allowed = {LayerKind.LOCAL, *COMPRESSED_KINDS}
+        if not kinds <= allowed:
+            odd = ", ".join(sorted(k.value for k in kinds - allowed))
+            raise ValueError(
+                f"attention.layer_pattern has {odd}: variant compressed takes local, "
+                "compressed-sparse and heavily-compressed layers"
+            )
+        if att.n_kv_heads not in (None, 1):
+            raise ValueError("variant compressed has one shared key=value head: n_kv_heads 1")
+        if att.sliding_window is None:
+            raise ValueError("variant compressed needs attention.sliding_window")
+        if (LayerKind.COMPRESSED_SPARSE in kinds) != (att.sparse is not None):
+            raise ValueError(
+                "attention.sparse (the indexer) is required for, and only for, a pattern with "
+                "compressed-sparse layers"
+            )
+        if att.head_dim is not None and comp.rope_dim > att.head_dim:
+            raise ValueError(
+                f"attention.compressed.rope_dim ({comp.rope_dim}) exceeds head_dim ({att.head_dim})"
+            )
+        if att.n_heads is not None and att.n_heads % comp.output_groups:
+            raise ValueError(
+                f"attention.compressed.output_groups ({comp.output_groups}) must divide "
+                f"n_heads ({att.n_heads})"
+            )
+        if att.sparse is not None and att.sparse.indexer_head_dim < comp.rope_dim:
+            raise ValueError(
+                f"attention.sparse.indexer_head_dim ({att.sparse.indexer_head_dim}) is below "
+                f"attention.compressed.rope_dim ({comp.rope_dim})"
+            )
 
     @staticmethod
     def _check_sparse(att: Attention) -> None:

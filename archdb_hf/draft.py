@@ -967,6 +967,9 @@ _LAYER_KINDS = {
     "full_attention": None,
     "sliding_attention": "local",
     "chunked_attention": "chunked",
+    # DeepSeek-V4's compressed layers (the deepseek_v4 hook reads their sizes)
+    "compressed_sparse_attention": "compressed-sparse",
+    "heavily_compressed_attention": "heavily-compressed",
 }
 
 
@@ -1044,7 +1047,9 @@ def _attention(d: Draft) -> None:
     else:
         pattern, origin = ["global"], "family"
     d.set("architecture.attention.layer_pattern", pattern, origin)
-    uses_window = bool({"local", "chunked"} & set(pattern))
+    uses_window = bool(
+        {"local", "chunked", "compressed-sparse", "heavily-compressed"} & set(pattern)
+    )
     d.set("architecture.attention.sliding_window", window if uses_window else None, "config")
     if window and not uses_window:
         d.unmapped["sliding_window"] = f"{window} (not applied: every layer is full attention)"

@@ -614,6 +614,53 @@ def latent_dims(**changes: Any) -> dict[str, Any]:
 DSA = {"indexer_heads": 2, "indexer_head_dim": 16, "top_k": 8}  # attention.sparse
 
 
+def compressed_dims(**changes: Any) -> dict[str, Any]:
+    """DeepSeek-V4's attention sizes for ``attention.compressed``, scaled to the toys."""
+    defaults = {
+        "q_lora_rank": 24,
+        "rope_dim": 8,
+        "output_groups": 2,
+        "output_rank": 16,
+        "sparse_ratio": 4,
+        "heavy_ratio": 8,
+        "compress_rope_theta": 160000.0,
+    }
+    return defaults | changes
+
+
+# DeepSeek-V4's attention on three layers: a local one, a CSA one (the indexer keeps 3
+# entries a query), an HCA one
+V4_ATTENTION: dict[str, Any] = {
+    "n_layers": 3,
+    "attention.variant": "compressed",
+    "attention.n_kv_heads": 1,
+    "attention.head_dim": 32,
+    "attention.sinks": True,
+    "attention.sliding_window": 8,
+    "attention.layer_pattern": ["local", "compressed-sparse", "heavily-compressed"],
+    "attention.compressed": compressed_dims(),
+    "attention.sparse": DSA | {"top_k": 3, "indexer_rope_layout": "interleaved"},
+    "position.rope_layout": "interleaved",
+}
+# ... and the rest of DeepSeek-V4's layer: mHC streams, hash-routed then top-k experts
+V4_LAYER: dict[str, Any] = V4_ATTENTION | {
+    "hyper_connections": {"n_streams": 4, "sinkhorn_iters": 20, "eps": 1e-6},
+    "mlp.activation": "clipped-swiglu",
+    "mlp.swiglu_limit": 10.0,
+    "mlp.d_ff": 32,
+    "mlp.moe": moe_block(
+        n_experts=8,
+        n_shared=1,
+        shared_d_ff=32,
+        score_function="sqrt-softplus",
+        score_correction_bias=True,
+        normalize_top_k=True,
+        routed_scale=1.5,
+        hash_layers=1,
+    ),
+}
+
+
 def mamba2_dims(**changes) -> dict[str, Any]:
     """Mamba-2 sizes for a d_model 64 toy (inner width 128 = 2 x d_model)."""
     dims = {
@@ -1005,8 +1052,12 @@ CHOICES = [
         "attention.sparse": DSA | {"indexer_rope_layout": "interleaved"},
         "position.rope_layout": "interleaved",
     },
-    *(  # latent attention needs its dims: the two latent entries above
-        {"attention.variant": v.value} for v in AttentionVariant if v is not AttentionVariant.LATENT
+    V4_ATTENTION,  # DeepSeek-V4's attention (compressed), and its whole layer
+    V4_LAYER,
+    *(  # latent and compressed attention need their dims: the entries above
+        {"attention.variant": v.value}
+        for v in AttentionVariant
+        if v not in (AttentionVariant.LATENT, AttentionVariant.COMPRESSED)
     ),
     {"mlp.moe": moe_block(n_shared=1, shared_d_ff=64, first_dense_layers=1, dense_d_ff=256)},
     {

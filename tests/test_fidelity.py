@@ -273,6 +273,22 @@ TINY: dict[str, dict] = {
 # positions, a query latent; its norms at 1e-4, the latent norms at transformers' fixed
 # 1e-6; a dense first layer, then V3's router (groups that bind, a routed scale, a random
 # correction bias)
+# DeepSeek-V4: a local, a CSA (an entry per 4 tokens, the indexer keeps 3), an HCA (per 8)
+# and another CSA layer over 24 tokens and a window of 8; mHC streams; the first layer's
+# experts chosen by a random token table; the compressed layers' YaRN past 16 tokens
+TINY["deepseek_v4"] = {
+    **{k: v for k, v in _DENSE.items() if k != "intermediate_size"},
+    "num_hidden_layers": 4, "num_key_value_heads": 1, "head_dim": 32, "q_lora_rank": 24,
+    "partial_rotary_factor": 0.25, "o_groups": 2, "o_lora_rank": 16, "sliding_window": WINDOW,
+    "layer_types": ["sliding_attention", "compressed_sparse_attention",
+                    "heavily_compressed_attention", "compressed_sparse_attention"],
+    "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+    "index_n_heads": 2, "index_head_dim": 16, "index_topk": 3, "moe_intermediate_size": 32,
+    "n_routed_experts": 8, "num_experts_per_tok": 2, "routed_scaling_factor": 1.7,
+    "mlp_layer_types": ["hash_moe", "moe", "moe", "moe"], "rms_norm_eps": 1e-5,
+    "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 32, "beta_slow": 1,
+                        "original_max_position_embeddings": 16},
+}  # fmt: skip
 TINY["kimi_linear"] = {
     **_DENSE, "num_hidden_layers": 5, "num_key_value_heads": 4, "max_position_embeddings": 128,
     "layer_types": ["linear_attention", "linear_attention", "full_attention",
@@ -403,6 +419,10 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
         for name, b in [*model.named_buffers(), *model.named_parameters()]:
             if name.endswith(("e_score_correction_bias", "expert_bias", "gate_bias")):
                 b.copy_(torch.randn_like(b) * 0.1)
+            elif name.endswith("position_bias"):  # DeepSeek-V4's window slots: zeros
+                b.copy_(torch.randn_like(b))
+            elif name.endswith("tid2eid"):  # ... and its hash layers' token -> experts table
+                b.copy_(torch.randint(0, config.num_local_experts, b.shape))
     model.save_pretrained(directory)
     return model.eval()
 

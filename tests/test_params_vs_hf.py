@@ -28,6 +28,7 @@ from tests.conftest import (
     MAMBA_ONLY,
     MINIMAX_HYBRID,
     RG_LRU_HYBRID,
+    V4_LAYER,
     kda_dims,
     latent_dims,
     lightning_dims,
@@ -937,6 +938,22 @@ SMALL_CONFIGS.append(  # RWKV-4: time mixing narrower than the stream, channel m
         },
     )
 )  # fmt: skip
+SMALL_CONFIGS += [  # DeepSeek-V4: the conftest toy, and the released schedule's head (HCA first)
+    ("deepseek_v4", V4_LAYER),
+    (
+        "deepseek_v4",
+        V4_LAYER
+        | {
+            "n_layers": 4,
+            "attention.layer_pattern": [
+                "heavily-compressed",
+                "heavily-compressed",
+                "compressed-sparse",
+                "local",
+            ],
+        },
+    ),
+]
 SMALL_CONFIGS += [
     ("longcat_flash", LONGCAT),
     (

@@ -35,7 +35,7 @@ def _moe(**changes):
         ({**GROUPED, "group_score": None}, "group_score is required when n_groups > 1"),
         ({"group_score": "max"}, "group_score is set but mlp.moe.n_groups is not"),
         ({**GROUPED, "n_groups": 8, "top_k_groups": 4}, "top2-sum needs at least 2 experts"),
-        ({"score_function": "sqrt-softplus"}, "score_function"),
+        ({"score_function": "tanh"}, "score_function"),
         ({"routed_scale": 0.0}, "routed_scale"),
     ],
 )

@@ -41,7 +41,10 @@ class Act(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.rule.combine
-        return f"{self.rule.name}, limit={c.limit:g}, alpha={c.alpha:g}" if c else self.rule.name
+        if c is None:
+            return self.rule.name
+        alpha = getattr(c, "alpha", None)  # the clamped unit's; the clipped one has none
+        return f"{self.rule.name}, limit={c.limit:g}" + (f", alpha={alpha:g}" if alpha else "")
 
 
 class MLP(nn.Module):

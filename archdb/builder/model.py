@@ -33,7 +33,7 @@ from archdb.plan.positions import RelativeXLSpec
 from archdb.schema import Architecture
 
 # each part's module registers the factory that makes it from its spec (.registry)
-from . import attention, kernels, moe, parallel, shared, shortcut, sparse  # noqa: F401
+from . import attention, compressed, kernels, moe, parallel, shared, shortcut, sparse  # noqa: F401
 from .altup import Gemma3nBlock
 from .blocks import ParallelBlock, PerLayerGate, Residual, ResiDualResidual, SerialBlock, Stack
 from .mlp import Act
@@ -141,13 +141,17 @@ class DecoderLM(nn.Module):
         head: OutputHead,
         per_layer: PerLayerInputs | None = None,
         embed_norm: nn.Module | None = None,
+        token_ids: moe.TokenIds | None = None,
     ) -> None:
         super().__init__()
         self.embed, self.positions, self.decoder, self.head = embed, positions, decoder, head
         self.per_layer = per_layer
         self.embed_norm = embed_norm  # BLOOM: a LayerNorm on the embedded tokens
+        self.token_ids = token_ids  # DeepSeek-V4's hash routers read the tokens
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if self.token_ids is not None:
+            self.token_ids.ids = tokens
         x = self.embed(tokens)
         h = self.positions(x)
         if self.embed_norm is not None:
@@ -368,7 +372,8 @@ def build_plan(plan: P.Plan) -> nn.Module:
     if plan.per_layer_inputs is not None:
         per_layer = module_of(plan.per_layer_inputs)
         per_layer.table.archdb_embedding = True  # a token table (see measure.params)
-    return DecoderLM(embed, positions, decoder, head, per_layer, embed_norm)
+    token_ids = ctx.tokens if ctx.tokens.read else None
+    return DecoderLM(embed, positions, decoder, head, per_layer, embed_norm, token_ids)
 
 
 def _masked_lm(
@@ -404,6 +409,8 @@ class BuildContext:
         # cross-layer KV sharing: the keys and values each attention kind's last storing
         # layer computed in the current forward pass, read by the layers that reuse them
         self.kv_store: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        # the token ids of the current forward pass, for routers that route by them (V4)
+        self.tokens = moe.TokenIds()
         # the one empty norm slot (and absent final norm or positions) every place shares:
         # it holds nothing, and a full-size model has tens of thousands of empty slots
         self.empty = nn.Identity()
@@ -423,6 +430,13 @@ class BuildContext:
                 dims, theta, context, scaling, interleaved, rotating_pairs
             )
         return Rotary(dims, theta, context, self.rotary_tables[key], interleaved)
+
+    def trailing_rotary(self, rope) -> compressed.TrailingRotary:
+        """DeepSeek-V4's rotation of one rope type; its tables shared by every user."""
+        key = ("trailing", rope)
+        if key not in self.rotary_tables:
+            self.rotary_tables[key] = compressed.trailing_tables(rope, self.context)
+        return compressed.TrailingRotary(rope.dims, self.rotary_tables[key])
 
     def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:
         """Transformer-XL positions; layers share the distance tables, not the weights."""
@@ -446,8 +460,8 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
     return Stack(layers, final, bias, stack.resi_dual, streams)
 
 
-def _block(block: P.Block | P.ShortcutBlock, ctx: BuildContext) -> nn.Module:
-    if isinstance(block, P.ShortcutBlock):  # LongCat-Flash's layers build themselves
+def _block(block: P.Block | P.ShortcutBlock | P.HyperBlock, ctx: BuildContext) -> nn.Module:
+    if isinstance(block, P.ShortcutBlock | P.HyperBlock):  # LongCat-Flash's, V4's: their own
         return module_of(block, ctx)
 
     def norm_if(present: bool) -> nn.Module:

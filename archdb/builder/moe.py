@@ -79,6 +79,39 @@ class Router(nn.Module):
         )
 
 
+class TokenIds:
+    """The token ids of the forward pass under way, set by the model, read by routers that
+    choose experts by token id (one per build)."""
+
+    def __init__(self) -> None:
+        self.ids: torch.Tensor | None = None
+        self.read = False  # some router reads them: the model must set them
+
+
+class HashRouter(Router):
+    """DeepSeek-V4's hash layers: the k experts are the token id's row of a fixed table (a
+    checkpoint buffer); the router's scores weight them as top-k routing's would."""
+
+    def __init__(self, spec: RouterSpec, tokens: TokenIds) -> None:
+        super().__init__(spec)
+        rows = torch.arange(spec.hash_vocab * spec.top_k).view(spec.hash_vocab, spec.top_k)
+        self.register_buffer("table", rows % spec.n_experts)  # the checkpoint's on import
+        self.tokens = tokens
+        tokens.read = True
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
+        spec, ids = self.spec, self.tokens.ids
+        assert ids is not None  # the model sets them before its stack runs
+        scores = self.score(self.proj(x))  # (N, E)
+        index = self.table[ids.reshape(-1)]  # (N, k)
+        weight = scores.gather(1, index)
+        if spec.normalize:
+            weight = weight / (weight.sum(dim=-1, keepdim=True) + 1e-20)
+        if spec.scale != 1.0:
+            weight = weight * spec.scale
+        return index, weight
+
+
 class ScaledRouter(nn.Module):
     """Gemma 4's router: a bare RMS norm, a learned channel scale and d^-0.5 before the
     logits; softmax over all experts, the top k renormalized, times a learned scale per
@@ -249,7 +282,9 @@ def router(s: RouterSpec, ctx: object = None) -> Router:
     return Router(s)
 
 
-def _router_of(s: MoESpec) -> nn.Module:
+def _router_of(s: MoESpec, ctx) -> nn.Module:
+    if s.router.hash_vocab:
+        return HashRouter(s.router, ctx.tokens)
     if not s.router_scales:
         return Router(s.router)
     eps = s.branch_norm.eps if s.branch_norm else None
@@ -264,7 +299,7 @@ def moe(s: MoESpec, ctx: object = None) -> nn.Module:
     experts.zero_experts = s.router.zero_experts
     experts.archdb_active = s.n_active  # read by the measured parameter count
     shared = module_of(s.shared) if s.shared is not None else None
-    layer = MoE(_router_of(s), experts, shared, s.shared_gate, s.output_multiplier)
+    layer = MoE(_router_of(s, ctx), experts, shared, s.shared_gate, s.output_multiplier)
     if s.latent is not None:
         layer.add_latent(s.latent, bool(s.latent_bias))
     if s.beside is None:

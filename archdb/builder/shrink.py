@@ -167,7 +167,11 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att["sliding_window"] = rule.window if short else rule.context
     if arch.attention.latent is not None:
         att["latent"] = widths.latent
-    if arch.attention.sparse is not None:
+    if arch.attention.compressed is not None:  # DeepSeek-V4 (its indexer too)
+        att["compressed"] = _toy_compressed(arch, widths, rule)
+        if arch.attention.sparse is not None:
+            att["sparse"] = _toy_entry_indexer(arch, att["compressed"]["rope_dim"], rule)
+    elif arch.attention.sparse is not None:
         att["sparse"] = _toy_sparse(arch, widths.latent, rule)
     data["mlp"]["d_ff"] = widths.scaled.get("d_ff")
     if arch.mlp.kv_shared_d_ff is not None:
@@ -493,6 +497,45 @@ def _toy_sparse(arch: Architecture, latent: dict, rule: ToyRule) -> dict:
         "indexer_heads": min(sparse.indexer_heads, rule.mha_heads),
         "indexer_head_dim": head_dim + head_dim % 2,
         "top_k": min(sparse.top_k, rule.window),
+    }
+
+
+def _toy_compressed(arch: Architecture, widths: _Widths, rule: ToyRule) -> dict:
+    """DeepSeek-V4's sizes in the toy: the query and output ranks in their ratio to d_model,
+    the rotated dims in theirs to head_dim (even, at least 2), the groups kept; an entry
+    ratio above a quarter of the toy window scaled with the window, so the toy's context
+    holds entries of every kind."""
+    comp, att = arch.attention.compressed, arch.attention
+    d, d_t = arch.d_model, widths.d_model
+
+    def width(value: int) -> int:
+        return max(2, value * d_t // d)
+
+    rope = max(2, comp.rope_dim * widths.head_dim // att.head_dim)
+
+    def ratio(value: int) -> int:
+        if value <= rule.window // 4:
+            return value
+        return max(2, value * rule.window // att.sliding_window)
+
+    return comp.model_dump() | {
+        "q_lora_rank": width(comp.q_lora_rank),
+        "output_rank": width(comp.output_rank),
+        "rope_dim": min(rope + rope % 2, widths.head_dim),
+        "sparse_ratio": ratio(comp.sparse_ratio),
+        "heavy_ratio": ratio(comp.heavy_ratio),
+    }
+
+
+def _toy_entry_indexer(arch: Architecture, rope_dim: int, rule: ToyRule) -> dict:
+    """V4's indexer: at most the MHA toy's heads, its head width in its ratio to the
+    rotated dims, top_k a quarter of the toy window (so the toy drops entries)."""
+    sparse, comp = arch.attention.sparse, arch.attention.compressed
+    head_dim = max(rope_dim, sparse.indexer_head_dim * rope_dim // comp.rope_dim)
+    return sparse.model_dump() | {
+        "indexer_heads": min(sparse.indexer_heads, rule.mha_heads),
+        "indexer_head_dim": head_dim + head_dim % 2,
+        "top_k": min(sparse.top_k, max(1, rule.window // 4)),
     }
 
 

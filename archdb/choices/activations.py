@@ -30,6 +30,8 @@ class Activation(StrEnum):
     REGLU = "reglu"
     # gpt-oss: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
     CLAMPED_SWIGLU = "clamped-swiglu"
+    # DeepSeek-V4: silu(min(gate, limit)) * clamp(up, -limit, limit)
+    CLIPPED_SWIGLU = "clipped-swiglu"
     # Apertus: xIELU (Huang 2024), two learned scalars per MLP (alpha_p, alpha_n)
     XIELU = "xielu"
     # x * sigmoid(1.702 x): OpenAI's sigmoid approximation of GELU (CLIP; transformers'
@@ -92,6 +94,23 @@ class ClampedSwiGLU:
 
 
 CLAMPED_SWIGLU = ClampedSwiGLU()  # gpt-oss's limit and alpha: the defaults of null fields
+
+
+@dataclass(frozen=True)
+class ClippedSwiGLU:
+    """DeepSeek-V4's gated unit (transformers DeepseekV4MLP, DeepseekV4Experts): the gate
+    clamped above at ``limit``, the linear branch to [-limit, limit], then silu(gate) * up."""
+
+    limit: float = 7.0  # swiglu_limit (the clamped unit's default where a card gives none)
+
+    def gate(self, x):
+        return _silu(x.clamp(max=self.limit))
+
+    def __call__(self, gate, up):
+        return self.gate(gate) * up.clamp(min=-self.limit, max=self.limit)
+
+
+CLIPPED_SWIGLU = ClippedSwiGLU()
 
 _SOFTPLUS_INVERSE_08 = math.log(math.expm1(0.8))  # stored so that softplus gives 0.8
 _SOFTPLUS_INVERSE_03 = math.log(math.expm1(0.8 - 0.5))
@@ -161,6 +180,14 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
         CLAMPED_SWIGLU.gate,
         flops_per_element=6,
         combine=CLAMPED_SWIGLU,
+        gated=True,
+    ),
+    # per element: two clamps, silu (and the product)
+    Activation.CLIPPED_SWIGLU: ActivationRule(
+        "clipped-swiglu",
+        CLIPPED_SWIGLU.gate,
+        flops_per_element=3,
+        combine=CLIPPED_SWIGLU,
         gated=True,
     ),
     # per element: alpha_p x, * x, beta x, +; clamp, expm1, - x, * a_n, beta x, + (the

@@ -13,6 +13,7 @@ from archdb.choices.norms import NORMS
 from archdb.plan import make_plan
 from archdb.plan import params as plan_params
 from archdb.plan.attention import HeadAttention, LatentAttention, LinearKernel
+from archdb.plan.compressed import CompressedAttention, HyperBlock
 from archdb.plan.layout import Assumption, BuildError, fill_unknowns
 from archdb.plan.mlp import DenseMLP, MoESpec
 from archdb.plan.norms import NORM_SLOTS, NormSlots, NormSpec
@@ -327,10 +328,18 @@ def _letter(index: int) -> str:
     return letters[index] if index < len(letters) else f"T{index + 1}"
 
 
-def _shape(arch: Architecture, block: Block | ShortcutBlock, kind: LayerKind) -> Shape:
+def _shape(arch: Architecture, block: Block | ShortcutBlock | HyperBlock, kind: LayerKind) -> Shape:
     """A plan block in words."""
     position = arch.norm.position or NormPosition.PRE
     placement = NORM_PLACEMENT.get(position, position.value)
+    if isinstance(block, HyperBlock):
+        norms = Norms(_norm_name(block.norm), NORM_SLOTS[NormPosition.PRE], placement)
+        parts = (_compressed_part(block.mixer), _mlp_part(block.mlp, _n_shared(arch)))
+        note = (
+            f"mHC: {block.hyper.n} residual streams, mixed before and after each sublayer "
+            f"({block.hyper.sinkhorn_iters} Sinkhorn-Knopp iterations)"
+        )
+        return Shape(norms, parts, notes=(note,))
     if isinstance(block, ShortcutBlock):
         attention = [_mixer_part(arch, m, kind) for m in block.mixers]
         dense = _mlp_part(block.dense)
@@ -410,7 +419,30 @@ def _mixer_part(arch: Architecture, mixer: object, kind: LayerKind) -> Part:
         )
     if isinstance(mixer, HeadAttention | LatentAttention):
         return _attention_part(arch, mixer)
+    if isinstance(mixer, CompressedAttention):
+        return _compressed_part(mixer)
     return _recurrent_part(mixer, kind)
+
+
+def _compressed_part(mixer: CompressedAttention) -> Part:
+    """DeepSeek-V4's attention in words."""
+    lines = [
+        f"{mixer.n_heads} heads of {mixer.head_dim}, one key=value head, query rank "
+        f"{mixer.q_rank}, sinks",
+        f"window of {mixer.window} tokens; output: {mixer.groups} groups to rank {mixer.rank}",
+    ]
+    title = "compressed attention"
+    if mixer.compressor is not None:
+        every = mixer.compressor.ratio
+        if mixer.indexer is not None:
+            title = "compressed sparse attention (CSA)"
+            lines.append(f"an entry per {every} tokens; the indexer keeps {mixer.indexer.top_k}")
+        else:
+            title = "heavily compressed attention (HCA)"
+            lines.append(f"an entry per {every} tokens, all read")
+    else:
+        title = "sliding-window attention"
+    return Part("attention", title, tuple(lines))
 
 
 def _recurrent_part(spec: object, kind: LayerKind) -> Part:

@@ -17,6 +17,7 @@ from archdb.conventions import FlopClass as C
 from archdb.schema import AttentionVariant, LayerKind, OutputGate, RopeLayout
 from archdb.tally import Tally, linear_params
 
+from .compressed import CompressedAttention, compressed_attention
 from .layout import LayerSpec
 from .norms import NormSpec, QKNormSpec, bare_rms
 from .positions import RelativeXLSpec, RotarySpec
@@ -83,6 +84,10 @@ KERNELS: dict[LayerKind, KernelRule] = {
     LayerKind.GLOBAL_MAMBA2: _GLOBAL,  # the attention of a parallel layer (Falcon-H1)
     LayerKind.LOCAL: KernelRule(_local_dense, _local_causal, windowed=True),
     LayerKind.CHUNKED: KernelRule(_chunked_dense, _chunked_causal, windowed=True),
+    # DeepSeek-V4's compressed layers: their window of raw tokens (the entries beside it
+    # are counted by archdb.plan.compressed)
+    LayerKind.COMPRESSED_SPARSE: KernelRule(_local_dense, _local_causal, windowed=True),
+    LayerKind.HEAVILY_COMPRESSED: KernelRule(_local_dense, _local_causal, windowed=True),
 }
 
 
@@ -389,7 +394,7 @@ class LatentAttention:
         return 0
 
 
-Mixer = HeadAttention | LatentAttention
+Mixer = HeadAttention | LatentAttention | CompressedAttention
 
 
 # --- which mixer a layer gets ----------------------------------------------------------------
@@ -497,4 +502,5 @@ MIXERS: dict[AttentionVariant, Callable[[Reader, LayerSpec | None, bool], Mixer]
     AttentionVariant.SOFTMAX: _head_attention,
     AttentionVariant.LINEAR: _head_attention,
     AttentionVariant.LATENT: _latent_attention,
+    AttentionVariant.COMPRESSED: compressed_attention,
 }

@@ -124,13 +124,17 @@ def _unsupported(arch: Architecture) -> str | None:
         arch.parallel_layers or arch.kind is not Kind.DECODER_ONLY
     ):
         return "norm.position normed-skip outside serial decoder-only blocks"
+    if (compressed := _unsupported_compressed(arch)) is not None:
+        return compressed
     extras = att.sinks or att.output_gate is not None or att.qkv_clip is not None
-    if extras and att.variant is not AttentionVariant.SOFTMAX:
+    compressed_sinks = att.variant is AttentionVariant.COMPRESSED and att.sinks
+    if extras and att.variant is not AttentionVariant.SOFTMAX and not compressed_sinks:
         return "attention sinks, an output gate or a qkv clip outside softmax head attention"
     if arch.mlp.activation is Activation.XIELU and arch.mlp.moe is not None:
         return "xielu in mixture-of-experts layers (its learned scalars are per dense MLP)"
     dense_rope = kinds == {LayerKind.GLOBAL} and pos is PositionType.ROPE
-    if att.sparse is not None and (arch.kind is not Kind.DECODER_ONLY or not dense_rope):
+    dsa = att.sparse is not None and att.variant is not AttentionVariant.COMPRESSED
+    if dsa and (arch.kind is not Kind.DECODER_ONLY or not dense_rope):
         return "sparse attention (DSA) outside a decoder-only model of global RoPE layers"
     if att.variant is AttentionVariant.LATENT and att.qk_norm not in (None, QKNorm.NONE):
         return "QK norm on latent attention"
@@ -152,7 +156,7 @@ def _unsupported(arch: Architecture) -> str | None:
             "embeddings, double norms, serial decoder-only layers of softmax attention and "
             "a dense MLP, no layer scalar or residual multiplier)"
         )
-    plain = (None, Activation.XIELU, Activation.CLAMPED_SWIGLU)
+    plain = (None, Activation.XIELU, Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU)
     if arch.per_layer_embeddings is not None and arch.mlp.activation in plain:
         return "per-layer embeddings without a plain MLP activation for their gate"
     moe = arch.mlp.moe
@@ -163,6 +167,31 @@ def _unsupported(arch: Architecture) -> str | None:
     if arch.parallel_layers and arch.kind is not Kind.DECODER_ONLY:
         return "parallel layers in an encoder-decoder"
     return _unsupported_shared(arch)
+
+
+def _unsupported_compressed(arch: Architecture) -> str | None:
+    """DeepSeek-V4's attention and mHC streams are built as transformers' deepseek_v4 has
+    them: serial pre-norm decoder layers, RoPE, sinks, no biases or QK norm."""
+    att = arch.attention
+    if arch.hyper_connections is not None and (
+        arch.kind is not Kind.DECODER_ONLY
+        or arch.parallel_layers
+        or arch.norm.position is not NormPosition.PRE
+        or att.variant is not AttentionVariant.COMPRESSED
+    ):
+        return "hyper_connections outside serial pre-norm decoder layers of compressed attention"
+    if att.variant is not AttentionVariant.COMPRESSED:
+        return None
+    plain = att.qk_norm in (None, QKNorm.NONE) and not arch.bias.qkv and not arch.bias.attn_out
+    extras = att.output_gate is not None or att.qkv_clip is not None or att.logit_softcap
+    if arch.kind is not Kind.DECODER_ONLY or arch.position.type is not PositionType.ROPE:
+        return "compressed attention outside a decoder-only RoPE model"
+    if not att.sinks or not plain or extras or att.kv_shared_layers:
+        return (
+            "compressed attention other than DeepSeek-V4's (sinks; no QK norm, biases, output "
+            "gate, qkv clip, soft-cap or KV sharing)"
+        )
+    return None
 
 
 def _unsupported_shared(arch: Architecture) -> str | None:
@@ -343,8 +372,8 @@ def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
 
 # (place in the attention pattern, is a MoE layer, reuses another layer's keys and values,
-# has a sparse MLP gate)
-LayerKey = tuple[int, bool, bool, bool, bool]
+# has a sparse MLP gate, has its mixer's norm, routes by token id)
+LayerKey = tuple[int, bool, bool, bool, bool, bool]
 
 
 def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
@@ -353,7 +382,8 @@ def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> Layer
     whether their mixer has its norm."""
     sparse = sparsity_of(arch, index) is not None
     place, moe, reuses = index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index)
-    return place, moe, reuses, sparse, has_mixer_norm(arch, index)
+    hashed = moe and index < (arch.mlp.moe.hash_layers or 0)
+    return place, moe, reuses, sparse, has_mixer_norm(arch, index), hashed
 
 
 def has_mixer_norm(arch: Architecture, index: int) -> bool:

@@ -11,7 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from archdb import conventions as cv
-from archdb.choices.activations import ACTIVATIONS, Activation, ActivationRule, ClampedSwiGLU
+from archdb.choices.activations import (
+    ACTIVATIONS,
+    Activation,
+    ActivationRule,
+    ClampedSwiGLU,
+    ClippedSwiGLU,
+)
 from archdb.choices.activations import CLAMPED_SWIGLU as CLAMPED_SWIGLU  # re-exported
 from archdb.choices.activations import XIELU_RULE as XIELU_RULE  # re-exported
 from archdb.conventions import FlopClass as C
@@ -31,14 +37,16 @@ GELU_EXACT = ActivationRule("gelu-exact", _gelu_exact)  # GELU/GeGLU with gelu_a
 
 
 def activation_rule(
-    activation: Activation, gelu_exact: bool = False, clamp: ClampedSwiGLU | None = None
+    activation: Activation,
+    gelu_exact: bool = False,
+    clamp: ClampedSwiGLU | ClippedSwiGLU | None = None,
 ) -> ActivationRule:
-    """The rule of an activation; GELU and GeGLU by erf when ``gelu_exact``; a clamped
-    SwiGLU with the card's ``clamp`` (limit, alpha) when given."""
+    """The rule of an activation; GELU and GeGLU by erf when ``gelu_exact``; a clamped or
+    clipped SwiGLU with the card's ``clamp`` (limit, and alpha) when given."""
     if gelu_exact and activation in (Activation.GELU, Activation.GEGLU):
         return GELU_EXACT
     rule = ACTIVATIONS[activation]
-    if clamp is not None and activation is Activation.CLAMPED_SWIGLU:
+    if clamp is not None and activation in (Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU):
         return ActivationRule(rule.name, clamp.gate, rule.flops_per_element, clamp)
     return rule
 
@@ -52,7 +60,7 @@ class DenseMLP:
     activation: Activation
     bias: bool
     gelu_exact: bool = False  # GELU/GeGLU by erf rather than the tanh approximation
-    clamp: ClampedSwiGLU | None = None  # clamped-swiglu's limit and alpha
+    clamp: ClampedSwiGLU | ClippedSwiGLU | None = None  # a clamped/clipped SwiGLU's limits
     gate_multiplier: float | None = None  # act(m * gate(x)) (Falcon-H1 mlp_multipliers[0])
     output_multiplier: float | None = None  # m * down(...) (Falcon-H1 mlp_multipliers[1])
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the gate
@@ -106,6 +114,12 @@ def _sigmoid_scores(logits):
     return logits.sigmoid()
 
 
+def _sqrt_softplus_scores(logits):
+    import torch.nn.functional as F
+
+    return F.softplus(logits).sqrt()
+
+
 @dataclass(frozen=True)
 class ScoreRule:
     """Router logits -> one score per expert, and what that costs per expert."""
@@ -119,6 +133,10 @@ class ScoreRule:
 ROUTER_SCORES: dict[RouterScore, ScoreRule] = {
     RouterScore.SOFTMAX: ScoreRule("softmax", _softmax_scores, C.SOFTMAX, cv.SOFTMAX),
     RouterScore.SIGMOID: ScoreRule("sigmoid", _sigmoid_scores, C.ELEMENTWISE, cv.ELEMENTWISE),
+    # softplus, then its square root
+    RouterScore.SQRT_SOFTPLUS: ScoreRule(
+        "sqrt-softplus", _sqrt_softplus_scores, C.ELEMENTWISE, 2 * cv.ELEMENTWISE
+    ),
 }
 
 
@@ -150,6 +168,9 @@ class RouterSpec:
     correction_bias: bool = False  # a buffer: not a parameter
     scale: float = 1.0
     zero_experts: int = 0  # LongCat-Flash: identity candidates after the routed experts
+    # DeepSeek-V4's hash layers: the experts are a (hash_vocab, top_k) buffer's row for the
+    # token id, not the top-k of the scores, which still weight them; 0: top-k routing
+    hash_vocab: int = 0
 
     @property
     def candidates(self) -> int:

@@ -10,7 +10,7 @@ specs here; the torch model is the fold in ``archdb.builder.model``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
@@ -31,6 +31,7 @@ from archdb.schema import (
 from archdb.tally import Tally, linear_params
 
 from .attention import MIXERS, Mixer, SoftmaxKernel
+from .compressed import HyperBlock, HyperConnection, HyperHead
 from .layout import (
     HeadDims,
     LayerSpec,
@@ -48,6 +49,7 @@ from .mlp import (
     CLAMPED_SWIGLU,
     ActivationRule,
     ClampedSwiGLU,
+    ClippedSwiGLU,
     DenseMLP,
     MoESpec,
     RouterSpec,
@@ -392,13 +394,14 @@ class Stack:
 
     d_model: int
     n_layers: int
-    blocks: tuple[Block | ShortcutBlock, ...]  # distinct blocks, in order of first occurrence
+    blocks: tuple[Block | ShortcutBlock | HyperBlock, ...]  # distinct, in order of first use
     counts: tuple[int, ...]  # how many layers each block is
     which: Callable[[int], int]  # layer index -> position in ``blocks``
     final_norm: NormSpec | None
     bias: StackBias | None
     resi_dual: bool
-    streams: AltUpStreams | None = None  # Gemma 3n's AltUp streams in and out
+    # Gemma 3n's AltUp streams in and out; DeepSeek-V4's mHC streams, collapsed at the end
+    streams: AltUpStreams | HyperHead | None = None
     shared: SharedBlocks | None = None  # weight-shared blocks run before some layers (Zamba2)
 
     def groups(self) -> Iterator[tuple[Block, int]]:
@@ -614,15 +617,22 @@ class _Reader:
         resi_dual = a.norm.position is NormPosition.RESIDUAL
         final = self.norm if a.norm.final else None
         streams = AltUpStreams(self.d, a.altup.n_inputs) if a.altup is not None else None
+        if (hc := a.hyper_connections) is not None:
+            streams = HyperHead(self.d, hc.n_streams, hc.eps, a.norm.eps)
         shared = shared_blocks(self) if causal else None  # the decoder's (Zamba2)
         return Stack(
             self.d, n, tuple(blocks), tuple(counts), which, final, bias, resi_dual, streams, shared
         )
 
-    def block(self, spec: LayerSpec, causal: bool, cross: bool) -> Block | ShortcutBlock:
+    def block(
+        self, spec: LayerSpec, causal: bool, cross: bool
+    ) -> Block | ShortcutBlock | HyperBlock:
         a = self.a
         if a.mlp.moe is not None and a.mlp.moe.shortcut_dense_d_ff is not None:
             return self.shortcut_block(spec, causal)
+        if (hc := a.hyper_connections) is not None:
+            hyper = HyperConnection(self.d, hc.n_streams, hc.sinkhorn_iters, hc.eps, a.norm.eps)
+            return HyperBlock(self.d, self.mixer(spec, causal), self.mlp(spec), self.norm, hyper)
         slots = NORM_SLOTS[a.norm.position]
         return Block(
             d_model=self.d,
@@ -750,9 +760,11 @@ class _Reader:
     def takes_bias(self, spec: LayerSpec | None) -> bool:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
 
-    def clamp(self) -> ClampedSwiGLU | None:
+    def clamp(self) -> ClampedSwiGLU | ClippedSwiGLU | None:
         """A clamped SwiGLU's limit and alpha (gpt-oss's where the card records none)."""
         m = self.a.mlp
+        if m.activation is Activation.CLIPPED_SWIGLU:
+            return ClippedSwiGLU(m.swiglu_limit or CLAMPED_SWIGLU.limit)
         if m.activation is not Activation.CLAMPED_SWIGLU:
             return None
         return ClampedSwiGLU(
@@ -780,8 +792,11 @@ class _Reader:
         beside = None
         if moe.dense_beside_d_ff is not None:
             beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
+        router = router_spec(self.d, moe)
+        if spec.index < (moe.hash_layers or 0):  # experts chosen by the token id
+            router = replace(router, hash_vocab=a.vocab_size, correction_bias=False)
         return MoESpec(
-            router_spec(self.d, moe),
+            router,
             expert,
             shared,
             bool(moe.shared_gate),

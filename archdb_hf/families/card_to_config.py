@@ -67,6 +67,10 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),
     "routed_scale": lambda a: _moe_has(a, lambda m: (m.routed_scale or 1.0) != 1.0),
     "sparse": lambda a: a.attention.sparse is not None,
+    # DeepSeek-V4: compressed attention, mHC streams, experts chosen by token id
+    "compressed": lambda a: a.attention.compressed is not None,
+    "hyper_connections": lambda a: a.hyper_connections is not None,
+    "hash_layers": lambda a: _moe_has(a, lambda m: bool(m.hash_layers)),
     "mamba": lambda a: LayerKind.MAMBA in a.attention.layer_pattern,
     "rg_lru": lambda a: LayerKind.RG_LRU in a.attention.layer_pattern,
     # Falcon-H1: attention beside Mamba-2, its mixer norm choices and muP factors

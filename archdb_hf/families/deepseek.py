@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from archdb.plan.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
     Activation,
     Architecture,
@@ -293,6 +294,151 @@ def _indexer_modes(d: Draft, n_layers: int) -> list[str]:
     freq = max(d.read("index_topk_freq", default=1), 1)
     offset = d.read("index_skip_topk_offset", default=2)
     return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+
+
+V4_KINDS = {  # transformers' layer_types, and the released configs' compress_ratios
+    "sliding_attention": "local",
+    "compressed_sparse_attention": "compressed-sparse",
+    "heavily_compressed_attention": "heavily-compressed",
+}
+V4_RATIO_KINDS = {0: "local", 4: "compressed-sparse", 128: "heavily-compressed"}
+
+
+def _read_deepseek_v4(d: Draft) -> None:
+    """DeepSeek-V4 (transformers' deepseek_v4), from its released config (compress_ratios,
+    num_hash_layers, rope_scaling, qk_rope_head_dim) or transformers' own (layer_types,
+    mlp_layer_types, compress_rates, rope_parameters main/compress)."""
+    n = d.value("architecture.n_layers")
+    head_dim = d.read("head_dim", default=512)
+    d.set("architecture.attention.head_dim", head_dim, d.origin_of("head_dim"))
+    if d.value("architecture.attention.n_kv_heads") != 1:
+        raise HFImportError("deepseek_v4 has one shared key=value head: num_key_value_heads 1")
+    d.set("architecture.attention.variant", "compressed", "family")
+    d.set("architecture.attention.sinks", True, "family")
+    pattern = _v4_pattern(d, n)
+    d.set("architecture.attention.layer_pattern", read_layer_period(pattern), "config")
+    d.set("architecture.attention.sliding_window", d.read("sliding_window", default=128), "config")
+    d.unmapped.pop("sliding_window", None)  # every V4 layer reads its window
+    _v4_compressed(d, head_dim)
+    if "compressed-sparse" in pattern:
+        for path, key, default in (("indexer_heads", "index_n_heads", 64),
+                                   ("indexer_head_dim", "index_head_dim", 128),
+                                   ("top_k", "index_topk", 512)):  # fmt: skip
+            path = f"architecture.attention.sparse.{path}"
+            d.set(path, d.read(key, default=default), d.origin_of(key))
+        d.set("architecture.attention.sparse.indexer_rope_layout", "interleaved", "family")
+    d.clear("architecture.position.rotary_fraction")  # the rotated dims: compressed.rope_dim
+    d.clear("architecture.position.rope_scaling")
+    _v4_rope_scaling(d)
+    _read_v4_moe(d, n)
+    hc = {"n_streams": ("hc_mult", 4), "sinkhorn_iters": ("hc_sinkhorn_iters", 20),
+          "eps": ("hc_eps", 1e-6)}  # fmt: skip
+    for name, (key, default) in hc.items():
+        d.set(f"architecture.hyper_connections.{name}", d.read(key, default=default), "config")
+    if d.read("num_nextn_predict_layers"):
+        d.note(
+            "architecture.mtp",
+            "config.json states multi-token-prediction layers (num_nextn_predict_layers); "
+            "transformers' deepseek_v4 does not build them and their structure is not "
+            "archdb's MTP convention: not recorded.",
+        )
+    d.used.update(k for k in ("topk_method", "expert_dtype", "attention_bias") if k in d.config)
+
+
+def _v4_pattern(d: Draft, n: int) -> list[str]:
+    """Every layer's kind, as DeepseekV4Config derives it: layer_types, else the released
+    compress_ratios (one entry more, the MTP layer's), else two HCA layers then CSA/HCA."""
+    types = d.read("layer_types")
+    if types is not None:
+        names, spelled = V4_KINDS, list(types)
+    else:
+        ratios = d.read("compress_ratios")
+        if ratios is None:  # DeepseekV4Config's default schedule
+            return ["heavily-compressed"] * min(n, 2) + [
+                "compressed-sparse" if i % 2 else "heavily-compressed" for i in range(n - 2)
+            ]
+        names, spelled = V4_RATIO_KINDS, list(ratios)[:n]
+    if len(spelled) != n or any(t not in names for t in spelled):
+        raise HFImportError(
+            f"config.json's layer schedule {shown_briefly(spelled)} is not one of "
+            f"{', '.join(map(str, names))} per layer ({n} layers)"
+        )
+    return [names[t] for t in spelled]
+
+
+def _v4_compressed(d: Draft, head_dim: int) -> None:
+    rates = d.read("compress_rates", default={}) or {}
+    path = "architecture.attention.compressed."
+    rope = d.read("qk_rope_head_dim")
+    if rope is None:
+        rope = int(head_dim * d.read("partial_rotary_factor", default=0.125))
+    d.set(path + "rope_dim", rope, "config")
+    d.set(path + "q_lora_rank", d.read("q_lora_rank", default=1024), d.origin_of("q_lora_rank"))
+    d.set(path + "output_groups", d.read("o_groups", default=8), d.origin_of("o_groups"))
+    d.set(path + "output_rank", d.read("o_lora_rank", default=1024), d.origin_of("o_lora_rank"))
+    csa = d.read("compress_rate_csa") or rates.get("compressed_sparse_attention", 4)
+    hca = d.read("compress_rate_hca") or rates.get("heavily_compressed_attention", 128)
+    d.set(path + "sparse_ratio", csa, "config")
+    d.set(path + "heavy_ratio", hca, "config")
+    theta = d.read("compress_rope_theta", default=160000.0)
+    d.set(path + "compress_rope_theta", float(theta), d.origin_of("compress_rope_theta"))
+
+
+def _v4_rope_scaling(d: Draft) -> None:
+    """The compressed layers' YaRN: the released rope_scaling, or rope_parameters.compress;
+    transformers' V4 leaves cos and sin unscaled (attention_factor 1)."""
+    params = d.read("rope_parameters") or {}
+    scaling = d.read("rope_scaling") or (
+        params.get("compress") if isinstance(params, dict) else None
+    )
+    if not scaling or (scaling.get("rope_type") or scaling.get("type")) != "yarn":
+        return
+    path = "architecture.position.rope_scaling."
+    d.set(path + "type", "yarn", "config")
+    d.set(path + "factor", float(scaling["factor"]), "config")
+    for name, key in (("original_context", "original_max_position_embeddings"),
+                      ("beta_fast", "beta_fast"), ("beta_slow", "beta_slow")):  # fmt: skip
+        if scaling.get(key) is not None:
+            value = scaling[key]
+            d.set(path + name, value if name == "original_context" else float(value), "config")
+    truncate = scaling.get("truncate")  # transformers' yarn rounds the band unless told
+    d.set(path + "truncate", truncate is not False, "config" if truncate is not None else "family")
+
+
+def _read_v4_moe(d: Draft, n: int) -> None:
+    """One shared expert of the routed width; sqrt-softplus scores with a correction bias,
+    always renormalized, times routed_scaling_factor; hash routing in the first layers."""
+    scoring = d.read("scoring_func", default="sqrtsoftplus")
+    if scoring != "sqrtsoftplus":
+        raise HFImportError(f"scoring_func {short_text(scoring)}: V4 scores by sqrtsoftplus")
+    if d.read("n_shared_experts", default=1) != 1:
+        raise HFImportError("deepseek_v4 builds one shared expert (n_shared_experts 1)")
+    width = d.read("moe_intermediate_size", "intermediate_size", required=True)
+    d.set("architecture.mlp.d_ff", width, "config")
+    d.set("architecture.mlp.activation", "clipped-swiglu", "family")
+    d.set("architecture.mlp.swiglu_limit", float(d.read("swiglu_limit", default=10.0)), "config")
+    d.moe(
+        n_experts=d.read("n_routed_experts", required=True),
+        n_active=d.read("num_experts_per_tok", required=True),
+        n_shared=1,
+        shared_d_ff=width,
+    )
+    moe = "architecture.mlp.moe."
+    d.set(moe + "score_function", "sqrt-softplus", "family")
+    d.set(moe + "score_correction_bias", True, "family")
+    d.read("norm_topk_prob")  # the top-k weights are renormalized whatever it says
+    d.set(moe + "normalize_top_k", True, "family")
+    d.set(moe + "routed_scale", float(d.read("routed_scaling_factor", default=1.5)), "config")
+    types = d.read("mlp_layer_types")
+    if types is None:
+        hashed = d.read("num_hash_layers", default=3)
+    else:
+        hashed = 0
+        while hashed < len(types) and types[hashed] == "hash_moe":
+            hashed += 1
+        if list(types) != ["hash_moe"] * hashed + ["moe"] * (n - hashed):
+            raise HFImportError("mlp_layer_types: hash_moe layers must lead, then moe layers")
+    d.set(moe + "hash_layers", min(hashed, n), "config")
 
 
 def _read_glm_moe_dsa(d: Draft) -> None:
@@ -642,6 +788,85 @@ def glm_moe_dsa(a: Architecture) -> dict:
     return _dsa_config(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
 
 
+# DeepSeek-V4's layer kinds as transformers' layer_types
+V4_LAYER_TYPES = {
+    LayerKind.LOCAL: "sliding_attention",
+    LayerKind.COMPRESSED_SPARSE: "compressed_sparse_attention",
+    LayerKind.HEAVILY_COMPRESSED: "heavily_compressed_attention",
+}
+
+
+def _v4_moe_config(a: Architecture) -> dict:
+    """V4's experts: one shared expert of the routed width, sqrt-softplus scores with a
+    correction bias, renormalized and scaled; the first hash_layers routed by token id."""
+    moe = a.mlp.moe
+    require(moe is not None, "a mixture of experts in every layer")
+    require(moe.first_dense_layers == 0 and moe.layer_period == 1, "MoE in every layer")
+    require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
+    require(moe.score_function is RouterScore.SQRT_SOFTPLUS, "sqrt-softplus router scores")
+    require(bool(moe.score_correction_bias), "a score correction bias")
+    require(moe.normalize_top_k is True, "the top-k weights renormalized")
+    require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
+    hashed = moe.hash_layers or 0
+    return {
+        "moe_intermediate_size": a.mlp.d_ff,
+        "n_routed_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active,
+        "n_shared_experts": 1,
+        "scoring_func": "sqrtsoftplus",
+        "norm_topk_prob": True,
+        "routed_scaling_factor": moe.routed_scale or 1.0,
+        "mlp_layer_types": ["hash_moe"] * hashed + ["moe"] * (a.n_layers - hashed),
+        "swiglu_limit": a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
+    }
+
+
+def deepseek_v4(a: Architecture) -> dict:
+    """DeepSeek-V4: compressed attention (windows, CSA and HCA layers), mHC streams,
+    hash-routed then top-k experts; YaRN on the compressed layers' rope only."""
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.CLIPPED_SWIGLU)
+    att, comp, hc = a.attention, a.attention.compressed, a.hyper_connections
+    require(comp is not None, "attention.variant compressed")
+    require(hc is not None, "hyper_connections")
+    require(not a.tied_embeddings and not any((a.bias.qkv, a.bias.mlp)), "no biases, untied")
+    sparse = att.sparse
+    rope = None
+    if a.position.rope_scaling is not None:  # the compressed layers' stretch
+        rope = ref.rope_scaling_config(a)
+    return {
+        "vocab_size": a.vocab_size,
+        "hidden_size": a.d_model,
+        "num_hidden_layers": a.n_layers,
+        "num_attention_heads": att.n_heads,
+        "num_key_value_heads": 1,
+        "head_dim": att.head_dim,
+        "q_lora_rank": comp.q_lora_rank,
+        "partial_rotary_factor": comp.rope_dim / att.head_dim,
+        "max_position_embeddings": a.context_length,
+        "rope_theta": a.position.rope_theta or 10000.0,
+        "rope_parameters": rope,
+        "compress_rope_theta": comp.compress_rope_theta,
+        "layer_types": layer_kind_names(a, V4_LAYER_TYPES),
+        "compress_rates": {
+            "compressed_sparse_attention": comp.sparse_ratio,
+            "heavily_compressed_attention": comp.heavy_ratio,
+        },
+        "sliding_window": att.sliding_window,
+        "o_groups": comp.output_groups,
+        "o_lora_rank": comp.output_rank,
+        "index_n_heads": sparse.indexer_heads if sparse else 1,
+        "index_head_dim": sparse.indexer_head_dim if sparse else comp.rope_dim,
+        "index_topk": sparse.top_k if sparse else 1,
+        "hc_mult": hc.n_streams,
+        "hc_sinkhorn_iters": hc.sinkhorn_iters,
+        "hc_eps": hc.eps,
+        "rms_norm_eps": a.norm.eps or 1e-6,
+        "tie_word_embeddings": False,
+    } | _v4_moe_config(a)
+
+
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
@@ -662,6 +887,54 @@ def _deepseek_names() -> Names:
         for t in ("weight", "bias"):
             layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
     return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _deepseek_v4_names() -> Names:
+    """DeepSeek-V4 as transformers saves it (DeepSeek's own names: wq_a, wkv, wo_a, ape,
+    attn_sink, ffn.experts.{e}.w1/w2/w3, hc_attn_fn, ...); archdb's HyperBlock has no
+    Residual wrappers, so its names carry no "sublayer"."""
+    top = {
+        "embed.table.weight": Source("model.embed_tokens.weight"),
+        "decoder.final_norm.weight": Source("model.norm.weight"),
+        "head.lm_head.weight": Source("head.weight"),
+    }
+    top |= {
+        f"decoder.streams.{p}": Source(f"model.hc_head.hc_{p}") for p in ("fn", "base", "scale")
+    }
+    attention = {
+        "sinks": "attn_sink",
+        "q_a_proj.weight": "wq_a.weight",
+        "q_a_norm.weight": "q_norm.weight",
+        "q_b_proj.weight": "wq_b.weight",
+        "kv_proj.weight": "wkv.weight",
+        "kv_norm.weight": "norm.weight",
+        "o_a_proj.weight": "wo_a.weight",
+        "o_b_proj.weight": "wo_b.weight",
+        "indexer.q_b_proj.weight": "indexer.wq_b.weight",
+        "indexer.weights_proj.weight": "indexer.weights_proj.weight",
+    }
+    compressor = {
+        "position_bias": "ape",
+        "kv_proj.weight": "wkv.weight",
+        "gate_proj.weight": "wgate.weight",
+        "kv_norm.weight": "norm.weight",
+    }
+    for owner in ("compressor.", "indexer.compressor."):
+        attention |= {owner + ours: owner + theirs for ours, theirs in compressor.items()}
+    layer = {f"attn.{ours}": Source(f"attn.{theirs}") for ours, theirs in attention.items()}
+    layer |= {
+        "attn_norm.weight": Source("attn_norm.weight"),
+        "mlp_norm.weight": Source("ffn_norm.weight"),
+        "mlp.router.proj.weight": Source("ffn.gate.weight"),
+        "mlp.router.correction_bias": Source("ffn.gate.bias"),
+        "mlp.router.table": Source("ffn.gate.tid2eid"),  # the hash layers' token -> experts
+    }
+    for ours, theirs in (("gate", "w1"), ("up", "w3"), ("down", "w2")):
+        layer[f"mlp.experts.{ours}"] = Source(f"ffn.experts.{{e}}.{theirs}.weight", experts=True)
+        layer[f"mlp.shared.{ours}.weight"] = Source(f"ffn.shared_experts.{theirs}.weight")
+    for ours, theirs in (("attn_hc", "hc_attn"), ("mlp_hc", "hc_ffn")):
+        layer |= {f"{ours}.{p}": Source(f"{theirs}_{p}") for p in ("fn", "base", "scale")}
+    return Names(top, layer)
 
 
 def _dsa_names() -> Names:
@@ -839,6 +1112,49 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
         "architecture.mlp.moe.score_correction_bias",
         "architecture.mlp.moe.routed_scale",
         "architecture.attention.latent.norm_eps",
+        "architecture.attention.sparse.indexer_rope_layout",
+    ),
+)
+# the released configs' keys transformers folds in or ignores, which the hook reads
+V4_RELEASED_KEYS = (
+    "compress_ratios",
+    "num_hash_layers",
+    "qk_rope_head_dim",
+    "num_nextn_predict_layers",
+    "topk_method",
+    "expert_dtype",
+)
+V4_EXTRAS = frozenset(
+    {
+        "compressed",
+        "correction_bias",
+        "hash_layers",
+        "hyper_connections",
+        "routed_scale",
+        "sinks",
+        "sparse",
+    }
+)
+# logit test: DeepSeek-V4: a local, two CSA (an entry per 4 tokens, top 3) and an HCA layer
+# (per 8) over 24 tokens, mHC streams, a hash layer with a random token table, YaRN on
+# the compressed layers (three token draws)
+DEEPSEEK_V4 = DEEPSEEK_V3.derive(
+    "deepseek_v4",
+    released_keys=V4_RELEASED_KEYS,
+    layer="DeepseekV4DecoderLayer",
+    config_class="DeepseekV4Config",
+    model_class="DeepseekV4ForCausalLM",
+    rope_layout="interleaved",
+    eps_default=1e-06,
+    read=_read_deepseek_v4,
+    write=deepseek_v4,
+    extras=V4_EXTRAS,
+    names=_deepseek_v4_names,
+    logit_error=5.9e-07,
+    function_fields=(
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.score_correction_bias",
+        "architecture.mlp.moe.routed_scale",
         "architecture.attention.sparse.indexer_rope_layout",
     ),
 )
