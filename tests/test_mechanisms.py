@@ -274,6 +274,19 @@ def test_decode_counts_both_attentions_of_a_longcat_layer() -> None:
     assert plan_layer == 2 * per_key * 1_000
 
 
+def test_decode_reads_deepseek_v4s_window_and_entries() -> None:
+    """DeepSeek-V4-Flash at 8,192 tokens: each of its 43 layers reads its 128-token raw
+    window; the 21 CSA layers add at most the indexer's 512 of their 2,048 entries (ratio
+    4), the 20 HCA layers all 64 of theirs (ratio 128); 64 heads of 512, keys = values:
+    2·64·(512 + 512) = 131,072 FLOPs a key."""
+    arch = arch_of("deepseek-v4-flash")
+    keys = 43 * 128 + 21 * 512 + 20 * 64
+    assert decode.attention_decode_flops(arch, 8_192) == 131_072 * keys == 2_298_478_592
+    dense = crossover_context(arch, Mode.DENSE)
+    windowed = crossover_context(arch, Mode.WINDOWED)
+    assert dense is not None and windowed is not None and windowed > 100 * dense
+
+
 def test_crossover_by_hand_gemma_2_9b_with_windows() -> None:
     # MLP 3 x 2·3584·14336 = 308,281,344; 16 heads of 256: 16,384 FLOPs per key. Half the
     # layers are local (W = 4096): averaged, L/2 + W - W²/(2L) keys = 2·308,281,344/16,384

@@ -65,14 +65,29 @@ class Crossover:
     windowed: bool
 
 
-def _attending(runs: list[LayerRun]) -> list[tuple[int, LayerKind, int | None, float]]:
-    """(layers, kind, window, FLOPs per key) of each attention that scores keys."""
+def _attending(runs: list[LayerRun]) -> list[tuple[int, object, float]]:
+    """(layers, attention, FLOPs per key) of each attention that scores keys."""
     return [
-        (run.count, a.kernel.kind, a.kernel.window, float(a.score_flops_per_key()))
+        (run.count, a, float(a.score_flops_per_key()))
         for run in runs
         for a in run.attentions
         if a.score_flops_per_key()  # linear attention keeps a state: no keys to score
     ]
+
+
+def _keys(attention: object, context: float, mode: Mode) -> float:
+    """Keys one query of this attention scores: its own count where it has one
+    (DeepSeek-V4's raw window and compressed entries), else by its kernel's layer kind."""
+    own = getattr(attention, "keys_per_query", None)
+    if own is not None:
+        return own(context, mode is not Mode.DENSE, mode is Mode.WINDOWED)
+    kernel = attention.kernel  # type: ignore[attr-defined]
+    return keys_per_query(kernel.kind, kernel.window, context, mode)
+
+
+def _window(attention: object) -> int | None:
+    kernel = getattr(attention, "kernel", None)
+    return getattr(attention, "window", None) if kernel is None else kernel.window
 
 
 def crossover_context(arch: Architecture, mode: Mode) -> float | None:
@@ -93,10 +108,7 @@ def _crossover(runs: list[LayerRun], mode: Mode) -> float | None:
     attending = _attending(runs)  # read once: the bisection asks for hundreds of contexts
 
     def attention(context: float) -> float:
-        return sum(
-            n * per_key * keys_per_query(kind, window, context, mode)
-            for n, kind, window, per_key in attending
-        )
+        return sum(n * per_key * _keys(a, context, mode) for n, a, per_key in attending)
 
     if attention(MAX_CONTEXT) < target:
         return None
@@ -123,8 +135,8 @@ def card_crossover(card: Card) -> Crossover | None:
         card_id=card.id,
         year=card.release_date.year,
         mlp_flops=sum(run.count * channel_flops(run) for run in runs) / layers,
-        attention_per_key=sum(n * per_key for n, _, _, per_key in attending) / layers,
+        attention_per_key=sum(n * per_key for n, _, per_key in attending) / layers,
         contexts={m.value: _crossover(runs, m) for m in Mode},
         attention_family=arch.attention_family,
-        windowed=any(window is not None for _, _, window, _ in attending),
+        windowed=any(_window(a) is not None for _, a, _ in attending),
     )

@@ -40,6 +40,12 @@ def _closed_sum(tokens: int, ratio: int) -> int:
     return ratio * q * (q - 1) // 2 + q * (rest + 1)
 
 
+def _capped_average(span: float, cap: int) -> float:
+    """min(position, cap) averaged over positions 0..span: span / 2 up to the cap, then
+    cap - cap² / (2 span)."""
+    return span / 2 if span <= cap else cap - cap * cap / (2 * span)
+
+
 def visible_entries(t: int, ratio: int, cap: int | None) -> int:
     """Entries the t queries read, summed: query i sees (i + 1) // ratio closed windows,
     at most ``cap`` of them (the indexer's top_k; None: all)."""
@@ -204,6 +210,37 @@ class CompressedAttention:
         own = self.head_dim * min(context, self.window)  # key = value: stored once
         own += self.compressor.cache_entries(context) if self.compressor else 0
         return own + (self.indexer.cache_entries(context) if self.indexer else 0)
+
+    def score_flops_per_key(self) -> int:
+        """QK^T and AV FLOPs of one query for each raw key or compressed entry it scores
+        (keys are the values)."""
+        return self.n_heads * cv.FLOPS_PER_MAC * 2 * self.head_dim
+
+    def keys_per_query(self, context: float, causal: bool, capped: bool) -> float:
+        """Average raw keys and compressed entries one query scores in ``context``
+        tokens: all of them (not ``causal``), the earlier ones, or (``capped``) the last
+        ``window`` raw tokens and, with an indexer, at most its top_k entries."""
+        ratio = self.compressor.ratio if self.compressor else None
+        if not causal:
+            return context + (context / ratio if ratio else 0.0)
+        if not capped:
+            return context / 2 + (context / (2 * ratio) if ratio else 0.0)
+        raw = _capped_average(context, self.window)
+        if ratio is None:
+            return raw
+        cap = self.indexer.top_k if self.indexer else None
+        return raw + (_capped_average(context / ratio, cap) if cap else context / (2 * ratio))
+
+    def decode_flops(self, context: int) -> int:
+        """One new query over its window of raw keys and the entries it reads (the
+        indexer's top_k at most)."""
+        entries = context // self.compressor.ratio if self.compressor else 0
+        if self.indexer is not None:
+            entries = min(entries, self.indexer.top_k)
+        return self.score_flops_per_key() * (min(context, self.window) + entries)
+
+    def state_entries(self) -> int:
+        return 0
 
 
 @dataclass(frozen=True)
