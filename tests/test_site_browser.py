@@ -189,7 +189,9 @@ def test_sorting_by_a_column_orders_the_rows(visit):
     assert header.get_attribute("aria-sort") == "descending"
     assert params() == sorted(ascending, reverse=True)
     first = _visible_attribute(driver, "id")[0]
-    assert first == "row-" + max(load_catalogue().cards, key=lambda c: c.params_published or 0).id
+    cards = load_catalogue().cards
+    largest = max(c.params_published or 0 for c in cards)  # ties (1.6T twice) in any order
+    assert first in {"row-" + c.id for c in cards if c.params_published == largest}
 
 
 @needs_browser
