@@ -5,6 +5,8 @@ schema refuses what the builder cannot build."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from pydantic import ValidationError
@@ -171,8 +173,8 @@ def test_the_toy_is_causal_and_its_hash_layer_routes_by_token():
     ],
 )
 def test_the_schema_refuses_an_impossible_v4_attention(changes, message):
-    with pytest.raises(ValidationError, match=message):
-        make_arch(**V4_ATTENTION | changes)
+    with pytest.raises(ValidationError, match=message):  # a copy: changes reach into dicts
+        make_arch(**copy.deepcopy(V4_ATTENTION) | changes)
 
 
 def test_hyper_connections_need_compressed_attention():

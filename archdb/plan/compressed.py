@@ -22,11 +22,15 @@ Cache per token: the window's one key=value vector, and each layer's compressed 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
+from archdb.schema import Architecture, LayerKind, RopeScaling
 from archdb.tally import Tally, linear_params
 
+from .layout import LayerSpec
+from .mlp import DenseMLP, MoESpec
 from .norms import NormSpec, bare_rms
 
 
@@ -55,7 +59,7 @@ class RopeBase:
 
     dims: int
     theta: float
-    scaling: object | None = None  # schema.RopeScaling
+    scaling: RopeScaling | None = None
 
     def flops(self, tally: Tally, vectors: int) -> None:
         tally.add(C.ELEMENTWISE, vectors * cv.ROPE * self.dims)
@@ -271,7 +275,7 @@ class HyperBlock:
 
     d_model: int
     mixer: CompressedAttention
-    mlp: object  # MoESpec or DenseMLP
+    mlp: MoESpec | DenseMLP
     norm: NormSpec
     hyper: HyperConnection
 
@@ -280,7 +284,7 @@ class HyperBlock:
         return own + 2 * self.hyper.params()
 
     def inactive_params(self) -> int:
-        return getattr(self.mlp, "inactive_params", lambda: 0)()
+        return self.mlp.inactive_params() if isinstance(self.mlp, MoESpec) else 0
 
     def flops(self, tally: Tally) -> None:
         for sublayer in (self.mixer, self.mlp):
@@ -295,7 +299,7 @@ class HyperBlock:
 # --- reading a card ------------------------------------------------------------------------
 
 
-def rope_of(arch, compressed_layer: bool) -> RopeBase:
+def rope_of(arch: Architecture, compressed_layer: bool) -> RopeBase:
     """A layer's rotation: the local layers' base unscaled, the compressed layers' (and
     their entries' and indexer's) compress_rope_theta with the card's rope_scaling."""
     comp, pos = arch.attention.compressed, arch.position
@@ -304,17 +308,17 @@ def rope_of(arch, compressed_layer: bool) -> RopeBase:
     return RopeBase(comp.rope_dim, pos.rope_theta or 10_000.0)
 
 
-def compressed_attention(reader, spec, causal: bool) -> CompressedAttention:
-    """The mixer of one layer of a variant-compressed card (``reader``: plan._Reader)."""
+def compressed_attention(reader: Any, spec: LayerSpec, causal: bool) -> CompressedAttention:
+    """The mixer of one layer of a variant-compressed card (``reader``: plan._Reader; V4 is
+    decoder-only, so there is no cross-attention and ``spec`` is always a layer)."""
     arch = reader.a
     att, comp = arch.attention, arch.attention.compressed
-    kind = spec.kind
-    compressed = bool(spec is not None and kind.compressed)
+    compressed = spec.kind.compressed
     rope = rope_of(arch, compressed)
     eps = arch.norm.eps
     compressor = indexer = None
     if compressed:
-        sparse_layer = kind.value == "compressed-sparse"
+        sparse_layer = spec.kind is LayerKind.COMPRESSED_SPARSE
         ratio = comp.sparse_ratio if sparse_layer else comp.heavy_ratio
         compressor = Compressor(reader.d, att.head_dim, ratio, sparse_layer, reader.norm, rope)
         if sparse_layer:
