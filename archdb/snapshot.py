@@ -165,14 +165,18 @@ def _read_index(path: Path) -> Snapshot | None:
     if len(raw) > MAX_CATALOGUE_BYTES:
         return None
     key = snapshot_key(content_hash(raw))
-    blob = read_sealed(record_name(key, "index"), MAX_RECORD_BYTES)
+    data = _parsed(read_sealed(record_name(key, "index"), MAX_RECORD_BYTES))
+    return None if data is None else _checked_index(data, path, key)
+
+
+def _parsed(blob: bytes | None) -> Any:
+    """A record's JSON, or None when it is missing or not JSON."""
     if blob is None:
         return None
     try:
-        data = json.loads(blob)
-    except (ValueError, RecursionError):
+        return json.loads(blob)
+    except (ValueError, RecursionError):  # a 5,000-digit number is a ValueError too
         return None
-    return _checked_index(data, path, key)
 
 
 def _checked_index(data: Any, path: Path, key: str) -> Snapshot | None:
@@ -193,12 +197,7 @@ def _checked_rows(blob: bytes | None, ids: tuple[str, ...]) -> list[Row] | None:
     """The rows record (the column names, then each card's values in that order: a third
     of the bytes of a list of dicts, parsed four times faster), if it holds one row per id,
     in order. The seal vouches for the bytes and JSON for the values' types."""
-    if blob is None:
-        return None
-    try:
-        data = json.loads(blob)
-    except (ValueError, RecursionError):
-        return None
+    data = _parsed(blob)
     if not (isinstance(data, list) and len(data) == 2 and isinstance(data[0], list)):
         return None
     columns, values = data
@@ -221,12 +220,7 @@ def rows_record(rows: list[Row]) -> bytes:
 
 def _checked_view(blob: bytes | None, card_id: str) -> dict[str, Any] | None:
     """A card's view record, if it is that card's."""
-    if blob is None:
-        return None
-    try:
-        view = json.loads(blob)
-    except (ValueError, RecursionError):
-        return None
+    view = _parsed(blob)
     if not isinstance(view, dict) or not isinstance(view.get("fields"), list):
         return None
     record = view.get("record")

@@ -659,7 +659,7 @@ def _serialized_float(value: Any) -> Any:
 # --- activations -------------------------------------------------------------------
 
 _GELU = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate",
-         "quick_gelu", "gelu_tanh"}  # fmt: skip
+         "gelu_tanh"}  # fmt: skip
 
 
 def read_activation(raw: str, gated: bool) -> str | None:
@@ -674,6 +674,8 @@ def read_activation(raw: str, gated: bool) -> str | None:
         return "squared-relu"
     if name == "xielu" and not gated:  # Apertus: up, xIELU, down
         return "xielu"
+    if name == "quick_gelu" and not gated:  # x * sigmoid(1.702 x), no GELU form
+        return "quick-gelu"
     return None
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from archdb.catalogue import Catalogue
     from archdb.schema import Card
 
 from .common import (
@@ -207,19 +208,19 @@ def list_cards(
         kv_bytes_per_element=bytes_per_element,
     )
     cols = query.parse_columns(columns)
+    source: Snapshot | Catalogue
     if context is None and bytes_per_element is None:  # the snapshot's KV cache figures
-        snap = snapshot(catalogue)
-        query.check_families(spec, snap.largest)
-        found, total = query.filtered(snap.rows(), spec), len(snap)
-        whole_cards = lambda ids: [v["record"] for v in snap.views(ids)]  # noqa: E731
+        source = snapshot(catalogue)
+        query.check_families(spec, source.largest)
+        found = query.filtered(source.rows(), spec)
     else:
-        cat = load(catalogue)
-        found, total = query.matching(cat.cards, spec, cols), len(cat)
-        whole_cards = lambda ids: card_records([cat.resolve(i) for i in ids])  # noqa: E731
+        source = load(catalogue)
+        found = query.matching(source.cards, spec, cols)
     selected = found[:limit] if limit is not None else found
     rows = query.project(selected, cols)
+    total = len(source)
     if as_json and columns is None:  # whole cards, as `show --json` prints one
-        print_json(whole_cards([r["id"] for r in selected]))
+        print_json(_records(source, [r["id"] for r in selected]))
     elif as_json:
         print_json(rows)
     elif as_csv:
@@ -237,6 +238,13 @@ def list_cards(
             )
         grid = _table_of_rows(rows, cols, title)
         print_grid(grid, lambda: _rich_rows(grid, cols))
+
+
+def _records(source: Snapshot | Catalogue, ids: list[str]) -> list[dict[str, Any]]:
+    """The cards' records as `show --json` prints them: the snapshot's, or made from cards."""
+    if isinstance(source, Snapshot):
+        return [view["record"] for view in source.views(ids)]
+    return card_records([source.resolve(i) for i in ids])
 
 
 def _write_csv(rows: list[dict[str, Any]], headers: list[str]) -> None:

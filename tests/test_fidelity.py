@@ -588,6 +588,7 @@ def test_a_t5_checkpoint_loads_by_its_names(tmp_path):
 
 
 VARIANTS = [  # a family's other layouts, each off the TINY config
+    ("gpt_neox", {"hidden_act": "quick_gelu"}),  # x * sigmoid(1.702 x): no GELU form
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
     ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),
@@ -628,10 +629,10 @@ VARIANTS = [  # a family's other layouts, each off the TINY config
 
 @pytest.mark.parametrize(("model_type", "changes"), VARIANTS)
 def test_family_variants_equal_transformers(model_type, changes, tmp_path, monkeypatch):
-    """Falcon-H1's optional mixer norm (before or after the SiLU(z) gate); Granite 4.0-H
-    dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B (per-layer embeddings, KV
-    sharing, with and without the double-wide MLP); Nemotron 3's MoE layers, with and
-    without a latent width."""
+    """GPT-NeoX with quick GELU; Falcon-H1's optional mixer norm (before or after the
+    SiLU(z) gate); Granite 4.0-H dense (the shared MLP alone) with RoPE; Gemma 4 E2B/E4B
+    (per-layer embeddings, KV sharing, with and without the double-wide MLP); Nemotron 3's
+    MoE layers, with and without a latent width."""
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)

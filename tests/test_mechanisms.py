@@ -252,6 +252,28 @@ def test_crossover_by_hand_llama_2_7b() -> None:
     assert crossover_context(arch, Mode.WINDOWED) == pytest.approx(33_024)
 
 
+def test_decode_and_crossover_read_each_layers_own_attention_gemma_4_31b() -> None:
+    """Folds over the plan: Gemma 4 31B's 10 global layers attend with 512-wide heads
+    (2·32·(512 + 512) = 65,536 FLOPs a key, over all 8,192 cached tokens), its 50 local
+    layers with 256-wide heads (32,768 a key, over their 1,024-token window)."""
+    arch = arch_of("gemma-4-31b")
+    by_hand = 50 * 32_768 * 1_024 + 10 * 65_536 * 8_192
+    assert decode.attention_decode_flops(arch, 8_192) == by_hand == 7_046_430_720
+    mlp = 60 * 3 * 2 * arch.d_model * arch.mlp.d_ff  # no bias: the linear layers alone
+    per_key_sum = 50 * 32_768 + 10 * 65_536  # every layer scores all L keys when dense
+    assert crossover_context(arch, Mode.DENSE) == pytest.approx(mlp / per_key_sum)
+
+
+def test_decode_counts_both_attentions_of_a_longcat_layer() -> None:
+    """A LongCat-Flash layer runs two attentions (ShortcutBlock): each reads its cache."""
+    arch = arch_of("longcat-flash-chat")
+    one = arch.model_copy(update={"n_layers": 1})
+    plan_layer = decode.attention_decode_flops(one, 1_000)
+    latent = arch.attention.latent
+    per_key = 2 * arch.attention.n_heads * (2 * latent.kv_lora_rank + latent.qk_rope_head_dim)
+    assert plan_layer == 2 * per_key * 1_000
+
+
 def test_crossover_by_hand_gemma_2_9b_with_windows() -> None:
     # MLP 3 x 2·3584·14336 = 308,281,344; 16 heads of 256: 16,384 FLOPs per key. Half the
     # layers are local (W = 4096): averaged, L/2 + W - W²/(2L) keys = 2·308,281,344/16,384

@@ -34,6 +34,9 @@ class Activation(StrEnum):
     CLIPPED_SWIGLU = "clipped-swiglu"
     # Apertus: xIELU (Huang 2024), two learned scalars per MLP (alpha_p, alpha_n)
     XIELU = "xielu"
+    # x * sigmoid(1.702 x): OpenAI's sigmoid approximation of GELU (CLIP; transformers'
+    # ``quick_gelu``), a different function from either GELU form
+    QUICK_GELU = "quick-gelu"
 
     @property
     def gated(self) -> bool:
@@ -57,6 +60,12 @@ def _silu(x):
     import torch.nn.functional as F
 
     return F.silu(x)
+
+
+def _quick_gelu(x):  # x * sigmoid(1.702 x) (Hendrycks & Gimpel 2016, section 2)
+    import torch
+
+    return x * torch.sigmoid(1.702 * x)
 
 
 def _squared_relu(x):  # relu(x)^2 (So et al. 2021, Primer; Nemotron-4)
@@ -159,6 +168,8 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     Activation.GELU: ActivationRule("gelu", _gelu),
     Activation.SQUARED_RELU: ActivationRule("squared-relu", _squared_relu, flops_per_element=2),
     Activation.SILU: ActivationRule("silu", _silu),
+    # per element: 1.702 x, sigmoid, x * (the FLOP counter's sigmoid costs one)
+    Activation.QUICK_GELU: ActivationRule("quick-gelu", _quick_gelu, flops_per_element=3),
     # gated units (Shazeer 2020): act(gate(x)) * up(x)
     Activation.SWIGLU: ActivationRule("silu", _silu, gated=True),
     Activation.GEGLU: ActivationRule("gelu", _gelu, gated=True),

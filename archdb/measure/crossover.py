@@ -1,30 +1,28 @@
 """Where attention takes over: the context at which attention's FLOPs per token pass the MLP's.
 
-Pure Python over a card (no torch). Only the matmuls count on both sides, since they are
-what grows: attention's score and value products (QK^T and AV) against the MLP's
-projections (both branches of a gated unit; for MoE the active experts, the shared
-experts and the router). Averages are over the decoder stack's layers, so dense first
-layers, layer periods and local/global patterns weigh as often as they occur;
-encoder-decoders are read through their decoder's self-attention; weight-shared blocks
-(Zamba2) count as one attention-and-MLP layer per invocation.
+A fold over the plan (no torch): each layer's channel parts (MLP, MoE) count their linear
+layers as the FLOP counter does (matmuls and bias adds; MoE: the router, the active
+experts, the shared experts), each attention its score and value products per scored key
+(``score_flops_per_key``: 2·h·(d_qk + d_v)); they are what grows. Averages are over the
+decoder stack's layers, so dense first layers, layer periods and local/global patterns
+weigh as often as they occur; encoder-decoders are read through their decoder's
+self-attention; weight-shared blocks (Zamba2) count at each invocation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 
-from archdb import conventions as cv
-from archdb.plan.layout import (
-    BuildError,
-    LayerSpec,
-    check_buildable,
-    decoder_groups,
-    fill_unknowns,
-    head_dims,
-    shared_groups,
-)
-from archdb.schema import Architecture, AttentionVariant, Card, LayerKind
+from archdb.conventions import FlopClass
+from archdb.plan import make_plan
+from archdb.plan.compressed import CompressedAttention
+from archdb.plan.layout import BuildError, check_buildable, fill_unknowns
+from archdb.plan.plan import LayerRun, layer_runs
+from archdb.schema import Architecture, Card, LayerKind
+from archdb.tally import Tally
 
 MAX_CONTEXT = 1e12  # beyond this a crossover is reported as never reached
 
@@ -37,20 +35,12 @@ class Mode(StrEnum):
     WINDOWED = "causal, windows"  # causal, and local/chunked layers stop at their window
 
 
-def mlp_flops(arch: Architecture, spec: LayerSpec) -> float:
-    """Matmul FLOPs per token of one layer's MLP: 2·d·d_ff per projection (3 when gated);
-    0 for a layer without one (a mixer alone: Mamba-2's and Nemotron-H's mixer layers)."""
-    if spec.d_ff is None:
-        return 0.0
-    d, gated = arch.d_model, arch.mlp.activation.gated
-    projections = 3 if gated else 2
-    if not spec.moe:
-        return cv.FLOPS_PER_MAC * d * spec.d_ff * projections
-    moe = arch.mlp.moe
-    flops = cv.FLOPS_PER_MAC * d * (moe.n_experts + moe.n_active * spec.d_ff * projections)
-    if moe.n_shared:
-        flops += cv.FLOPS_PER_MAC * d * moe.shared_d_ff * projections
-    return flops
+def channel_flops(run: LayerRun) -> float:
+    """Linear-layer FLOPs per token of one layer's channel parts (0 for a mixer alone)."""
+    tally = Tally(seq_len=1)
+    for part in run.channels:
+        part.flops(tally)
+    return float(tally.dense[FlopClass.LINEAR])
 
 
 def keys_per_query(kind: LayerKind, window: int | None, context: float, mode: Mode) -> float:
@@ -67,14 +57,6 @@ def keys_per_query(kind: LayerKind, window: int | None, context: float, mode: Mo
     return (full * window * window / 2 + rest * rest / 2) / context
 
 
-def attention_per_key(arch: Architecture) -> float:
-    """QK^T and AV FLOPs per token of one attention layer for each key it scores:
-    2·n_heads·(d_qk + d_v), i.e. 4·n_heads·d_head with equal key and value widths.
-    A recurrent mixer (Mamba-2, Gated DeltaNet) scores no keys."""
-    dims = head_dims(arch)
-    return cv.FLOPS_PER_MAC * dims.n_heads * (dims.qk_dim + dims.v_dim)
-
-
 @dataclass(frozen=True)
 class Crossover:
     card_id: str
@@ -86,31 +68,58 @@ class Crossover:
     windowed: bool
 
 
-def crossover_context(arch: Architecture, mode: Mode) -> float | None:
-    """The context L at which attention FLOPs per token equal the MLP's, averaged over layers.
+Keys = Callable[[float, Mode], float]  # (context, mode) -> keys one query scores
 
-    Solves  Σ_layers 2·h·(d_qk + d_v)·keys(L)  =  Σ_layers MLP  for L, where
+
+def _attending(runs: list[LayerRun]) -> list[tuple[int, Keys, float]]:
+    """(layers, its keys per query, FLOPs per key) of each attention that scores keys."""
+    return [
+        (run.count, _keys_of(a), float(a.score_flops_per_key()))
+        for run in runs
+        for a in run.attentions
+        if a.score_flops_per_key()  # linear attention keeps a state: no keys to score
+    ]
+
+
+def _window_of(attention: object) -> int | None:
+    if isinstance(attention, CompressedAttention):
+        return attention.window
+    return attention.kernel.window  # type: ignore[attr-defined]
+
+
+def _keys_of(attention: object) -> Keys:
+    """How many keys an attention's query scores: by its kernel's kind and window, or, for
+    DeepSeek-V4's compressed attention, its window plus the compressed entries it reads."""
+    if isinstance(attention, CompressedAttention):
+
+        def compressed(context: float, mode: Mode) -> float:
+            window = keys_per_query(LayerKind.LOCAL, attention.window, context, mode)
+            return window + attention.entries_per_query(context, mode is not Mode.DENSE)
+
+        return compressed
+    kernel = attention.kernel  # type: ignore[attr-defined]
+    return partial(keys_per_query, kernel.kind, kernel.window)
+
+
+def crossover_context(arch: Architecture, mode: Mode) -> float | None:
+    """The context L at which attention FLOPs per token equal the MLP's, summed over layers.
+
+    Solves  Σ_attentions per_key·keys(L)  =  Σ_layers channel FLOPs  for L, where
     keys(L) = L (dense), L/2 (causal), and for local layers of window W under causal
     masking min(position, W) averaged over the sequence: L/2 up to W, W − W²/(2L) beyond
-    (chunked layers: the position within the chunk). The MLP is 2·d_model·d_ff per
-    projection (three for gated units); MoE layers count the router, the active experts
-    and the shared experts. Beyond L attention costs more. None when attention never
-    catches up (linear attention, or every layer windowed below the crossover).
+    (chunked layers: the position within the chunk). Beyond L attention costs more. None
+    when attention never catches up (linear attention, or every layer windowed below the
+    crossover). ``arch`` has its unknowns filled (``fill_unknowns``).
     """
-    if arch.attention.variant is AttentionVariant.LINEAR:
-        return None  # a fixed-size state: the cost per token does not grow with L
-    groups = decoder_groups(arch) + shared_groups(arch)  # Zamba2's invocations attend
-    target = sum(n * mlp_flops(arch, spec) for spec, n in groups)
-    # the attending groups (recurrent ones score no keys), the per-key cost read once: the
-    # bisection below asks for hundreds of contexts
-    attending = [(n, spec.kind, spec.window) for spec, n in groups if spec.kind.attention]
-    per_key = attention_per_key(arch) if attending else 0.0
+    return _crossover(layer_runs(make_plan(arch).decoder), mode)
+
+
+def _crossover(runs: list[LayerRun], mode: Mode) -> float | None:
+    target = sum(run.count * channel_flops(run) for run in runs)
+    attending = _attending(runs)  # read once: the bisection asks for hundreds of contexts
 
     def attention(context: float) -> float:
-        return sum(
-            n * (per_key * keys_per_query(kind, window, context, mode))
-            for n, kind, window in attending
-        )
+        return sum(n * per_key * keys(context, mode) for n, keys, per_key in attending)
 
     if attention(MAX_CONTEXT) < target:
         return None
@@ -130,14 +139,15 @@ def card_crossover(card: Card) -> Crossover | None:
         return None
     if not arch.has_attention():
         return None  # attention-free (Mamba-2): no attention cost to cross the MLP's
-    groups = decoder_groups(arch) + shared_groups(arch)
-    layers = sum(n for _, n in groups)
+    runs = layer_runs(make_plan(arch).decoder)
+    layers = sum(run.count for run in runs)
+    attending = _attending(runs)
     return Crossover(
         card_id=card.id,
         year=card.release_date.year,
-        mlp_flops=sum(n * mlp_flops(arch, s) for s, n in groups) / layers,
-        attention_per_key=attention_per_key(arch),
-        contexts={m.value: crossover_context(arch, m) for m in Mode},
+        mlp_flops=sum(run.count * channel_flops(run) for run in runs) / layers,
+        attention_per_key=sum(n * per_key for n, _, per_key in attending) / layers,
+        contexts={m.value: _crossover(runs, m) for m in Mode},
         attention_family=arch.attention_family,
-        windowed=any(s.window is not None for s, _ in groups),
+        windowed=any(_window_of(a) is not None for run in runs for a in run.attentions),
     )

@@ -18,16 +18,15 @@ from typing import Any
 
 from archdb import conventions as cv
 from archdb.measure.analytic import cache_size, param_count
+from archdb.plan import make_plan
 from archdb.plan.layout import (
     BuildError,
     check_buildable,
-    decoder_groups,
     embedding_width,
     fill_unknowns,
-    head_dims,
-    shared_groups,
     shared_reuse,
 )
+from archdb.plan.plan import layer_runs
 from archdb.schema import Architecture, AttentionVariant, Card, Kind, LayerKind
 
 DECODE_CONTEXT = 8192  # tokens already in the cache
@@ -115,43 +114,26 @@ def _reused_weights(arch: Architecture) -> int:
     reuse = shared_reuse(arch)
     if not reuse:
         return 0
-    from archdb.plan import make_plan
-
     shared = make_plan(arch).decoder.shared
     assert shared is not None
     return reuse * shared.block.params()
 
 
 def cache_bytes(arch: Architecture, context: int, dtype_bytes: int = DECODE_BYTES) -> float:
-    """The whole cache (or state) a decode step reads at ``context`` tokens."""
-    if arch.attention.variant is AttentionVariant.LINEAR:
-        dims = head_dims(arch)
-        per_layer = dims.n_heads * (dims.qk_dim * dims.v_dim + dims.qk_dim)  # S and z
-        return arch.n_layers * per_layer * dtype_bytes
-    return cache_size(arch, context, dtype_bytes).total
+    """The whole cache (or state) a decode step reads at ``context`` tokens: the KV cache
+    and recurrent states (``cache_size``), and linear attention's state."""
+    runs = layer_runs(make_plan(arch).decoder)
+    states = sum(run.count * a.state_entries() for run in runs for a in run.attentions)
+    return cache_size(arch, context, dtype_bytes).total + states * dtype_bytes
 
 
 def attention_decode_flops(arch: Architecture, context: int) -> float:
-    """FLOPs of one new query over its cached keys, summed over the attention layers
-    (recurrent mixers such as Mamba-2 have no cached keys; attention-free stacks: 0)."""
-    if not arch.has_attention():
-        return 0.0
-    dims = head_dims(arch)
-    h = dims.n_heads
-    if arch.attention.variant is AttentionVariant.LINEAR:
-        return arch.n_layers * h * 4 * dims.qk_dim * dims.v_dim  # write and read the state
-    if arch.attention.variant is AttentionVariant.LATENT:
-        lat = arch.attention.latent
-        per_key = cv.FLOPS_PER_MAC * h * (2 * lat.kv_lora_rank + lat.qk_rope_head_dim)
-    else:
-        per_key = cv.FLOPS_PER_MAC * h * (dims.qk_dim + dims.v_dim)
-    total = 0.0
-    for spec, n in decoder_groups(arch) + shared_groups(arch):  # Zamba2's invocations attend
-        if not spec.kind.attention:
-            continue
-        keys = min(context, spec.window) if spec.window is not None else context
-        total += n * per_key * keys
-    return total
+    """FLOPs of one new query over its cached keys, summed over the attention layers (each
+    attention's ``decode_flops``: MLA in its absorbed form, windows capped, linear
+    attention's state; recurrent mixers such as Mamba-2 score no keys), a fold over the
+    plan; a shared block's attention at each invocation."""
+    runs = layer_runs(make_plan(arch).decoder)
+    return float(sum(run.count * a.decode_flops(context) for run in runs for a in run.attentions))
 
 
 # --- measured decode steps ---------------------------------------------------------------

@@ -122,11 +122,15 @@ class SoftmaxKernel:
     def cached_keys(self, context: int) -> int:
         return min(context, self.window) if self.rule.windowed else context
 
+    def matmuls_per_score(self, vd: int) -> int:
+        """One head's q.k and its share of the weighted sum of values: 2 (d_qk + d_v)."""
+        return cv.FLOPS_PER_MAC * (self.qk_dim + vd)
+
     def flops(self, tally: Tally, h: int, vd: int, per_score_extra: int = 0) -> None:
         t, qk = tally.seq_len, self.qk_dim
         dense, useful = self.keys(t)
         tally.add(C.ATTENTION, t * h * qk)  # q * 1/sqrt(d)
-        per_score = cv.FLOPS_PER_MAC * (qk + vd) + per_score_extra  # QK^T and AV (+ bias)
+        per_score = self.matmuls_per_score(vd) + per_score_extra  # QK^T and AV (+ bias)
         if self.softcap is not None:
             per_score += cv.SOFTCAP
         tally.add(C.ATTENTION, h * dense * per_score, h * useful * per_score)
@@ -147,6 +151,16 @@ class LinearKernel:
 
     def params(self) -> int:
         return 0
+
+    @staticmethod
+    def state_entries(h: int, qk: int, vd: int) -> int:
+        """The running state: S (d_qk x d_v) and z (d_qk) per head."""
+        return h * (qk * vd + qk)
+
+    @staticmethod
+    def decode_flops(h: int, qk: int, vd: int) -> int:
+        """One token's update and read of the state: 4 d_qk d_v per head."""
+        return h * 4 * qk * vd
 
     def flops(self, tally: Tally, h: int, qk: int, vd: int) -> None:
         per_head = (
@@ -281,6 +295,26 @@ class HeadAttention:
         width = self.head_dim + self.value_width
         return self.n_kv_heads * width * self.kernel.cached_keys(context)
 
+    def score_flops_per_key(self) -> int:
+        """QK^T and AV FLOPs of one query for each key it scores (0: linear attention)."""
+        if isinstance(self.kernel, LinearKernel):
+            return 0
+        return self.n_heads * self.kernel.matmuls_per_score(self.value_width)
+
+    def decode_flops(self, context: int) -> int:
+        """One new query over ``context`` cached tokens (its window of them; linear
+        attention: its state)."""
+        if isinstance(self.kernel, LinearKernel):
+            return self.kernel.decode_flops(self.n_heads, self.head_dim, self.value_width)
+        return self.score_flops_per_key() * self.kernel.cached_keys(context)
+
+    def state_entries(self) -> int:
+        """Linear attention's fixed-size state (0 for a softmax kernel: its K/V cache is
+        ``cache_entries``)."""
+        if isinstance(self.kernel, LinearKernel):
+            return self.kernel.state_entries(self.n_heads, self.head_dim, self.value_width)
+        return 0
+
 
 @dataclass(frozen=True)
 class LatentAttention:
@@ -345,6 +379,19 @@ class LatentAttention:
         keys = self.kernel.cached_keys(context)
         indexer = self.indexer.cache_entries(keys) if self.indexer else 0
         return (self.kv_rank + self.rope_dim) * keys + indexer
+
+    def score_flops_per_key(self) -> int:
+        """QK^T and AV FLOPs of one query for each key it scores, keys and values expanded."""
+        return self.n_heads * self.kernel.matmuls_per_score(self.v_dim)
+
+    def decode_flops(self, context: int) -> int:
+        """One new query over ``context`` cached latents in the absorbed form (the up
+        projections folded into the query and the output): 2 h (2 kv_rank + d_rope) a key."""
+        per_key = cv.FLOPS_PER_MAC * self.n_heads * (2 * self.kv_rank + self.rope_dim)
+        return per_key * self.kernel.cached_keys(context)
+
+    def state_entries(self) -> int:
+        return 0
 
 
 Mixer = HeadAttention | LatentAttention | CompressedAttention

@@ -204,6 +204,37 @@ class CompressedAttention:
         tally.linear(h * hd // self.groups, self.rank, False, t * self.groups)
         tally.linear(self.groups * self.rank, d, False)
 
+    def score_flops_per_key(self) -> int:
+        """QK^T and AV FLOPs of one query for each key (raw or entry) it scores."""
+        return cv.FLOPS_PER_MAC * self.n_heads * 2 * self.head_dim
+
+    def entries_per_query(self, context: float, causal: bool = True) -> float:
+        """Compressed entries one query reads on average over ``context`` positions
+        (``causal`` False: every entry, as the masked kernel scores them)."""
+        if self.compressor is None:
+            return 0.0
+        ratio = self.compressor.ratio
+        if not causal:
+            return context / ratio
+        cap = self.indexer.top_k if self.indexer else None
+        if cap is None or context <= cap * ratio:
+            return context / (2 * ratio)
+        return cap - cap * cap * ratio / (2 * context)
+
+    def decode_flops(self, context: int) -> int:
+        """One new query over its window of cached tokens and the entries it reads (CSA:
+        top_k of them, after the indexer scored every entry)."""
+        entries = _windows(context, self.compressor.ratio) if self.compressor else 0
+        read = min(entries, self.indexer.top_k) if self.indexer else entries
+        own = self.score_flops_per_key() * (min(context, self.window) + read)
+        if self.indexer is None:
+            return own
+        ih, ihd = self.indexer.heads, self.indexer.head_dim
+        return own + entries * ih * (cv.FLOPS_PER_MAC * ihd + 3 * cv.ELEMENTWISE + cv.REDUCTION)
+
+    def state_entries(self) -> int:
+        return 0  # its cache is cache_entries
+
     def cache_entries(self, context: int) -> int:
         own = self.head_dim * min(context, self.window)  # key = value: stored once
         own += self.compressor.cache_entries(context) if self.compressor else 0

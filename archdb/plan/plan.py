@@ -437,6 +437,46 @@ class Stack:
 
 
 @dataclass(frozen=True)
+class LayerRun:
+    """Layers of a stack that run the same sublayers, as the measures that fold over the
+    plan read them (archdb.measure.crossover, archdb.measure.decode): the attentions that
+    score keys (each answering ``score_flops_per_key``, ``decode_flops`` and
+    ``state_entries``), the channel parts (MLP, MoE) and how many layers (or shared-block
+    invocations) run them."""
+
+    attentions: tuple
+    channels: tuple
+    count: int
+
+
+def attentions_of(mixer: object) -> list:
+    """The attention specs a token mixer runs, its wrappers opened (factors on a mixer, a
+    parallel attention-and-recurrent pair); none for a recurrent mixer."""
+    if isinstance(mixer, ScaledMixer):
+        return attentions_of(mixer.inner)
+    if isinstance(mixer, ParallelMixers):
+        return attentions_of(mixer.attention)
+    return [mixer] if hasattr(mixer, "score_flops_per_key") else []
+
+
+def layer_runs(stack: Stack) -> list[LayerRun]:
+    """The stack's layers grouped as they run (shared blocks at each invocation)."""
+    runs = []
+    for block, count in stack.groups():
+        if isinstance(block, ShortcutBlock):  # two attentions, two dense MLPs, the MoE
+            channels = (block.dense, block.dense, block.moe)
+            runs.append(LayerRun(tuple(block.mixers), channels, count))
+            continue
+        attentions = attentions_of(block.mixer) if block.mixer is not None else []
+        channels = (block.mlp,) if block.mlp is not None else ()
+        runs.append(LayerRun(tuple(attentions), channels, count))
+    if stack.shared is not None:
+        shared = stack.shared
+        runs.append(LayerRun((shared.block.attention,), (shared.block.mlp,), shared.n_invocations))
+    return runs
+
+
+@dataclass(frozen=True)
 class Plan:
     """A card as specs: embedding, positions, encoder (if any), decoder, head."""
 

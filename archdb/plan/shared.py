@@ -65,6 +65,15 @@ class SharedAttention:
     def cache_entries(self, context: int) -> int:
         return 2 * self.n_kv_heads * self.head_dim * self.kernel.cached_keys(context)
 
+    def score_flops_per_key(self) -> int:
+        return self.n_heads * self.kernel.matmuls_per_score(self.head_dim)
+
+    def decode_flops(self, context: int) -> int:
+        return self.score_flops_per_key() * self.kernel.cached_keys(context)
+
+    def state_entries(self) -> int:
+        return 0
+
 
 @dataclass(frozen=True)
 class SharedBlock:
