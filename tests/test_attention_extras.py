@@ -176,8 +176,8 @@ def test_clamped_swiglu_equals_gpt_oss_experts_gate():
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"mlp.swiglu_limit": 7.0}, "swiglu_limit and swiglu_alpha are clamped-swiglu only"),
-        ({"mlp.swiglu_alpha": 1.702}, "swiglu_limit and swiglu_alpha are clamped-swiglu only"),
+        ({"mlp.swiglu_limit": 7.0}, "swiglu_limit is for clamped-swiglu and clipped-swiglu only"),
+        ({"mlp.swiglu_alpha": 1.702}, "swiglu_alpha is clamped-swiglu only"),
     ],
 )
 def test_clamp_parameters_belong_to_the_clamped_swiglu(changes, message):
@@ -186,6 +186,23 @@ def test_clamp_parameters_belong_to_the_clamped_swiglu(changes, message):
     with pytest.raises(ValidationError, match=re.escape(message)):
         make_arch(**changes)
     assert make_arch(**{"mlp.activation": "clamped-swiglu", **changes}).mlp.activation.gated
+
+
+def test_the_clipped_swiglu_takes_a_limit_and_no_alpha():
+    """DeepSeek-V4's unit: silu(min(gate, limit)) * clamp(up, -limit, limit)."""
+    from pydantic import ValidationError
+
+    from archdb.builder.mlp import Act
+    from archdb.schema import Activation
+
+    clipped = {"mlp.activation": "clipped-swiglu"}
+    assert make_arch(**clipped, **{"mlp.swiglu_limit": 10.0}).mlp.swiglu_limit == 10.0
+    with pytest.raises(ValidationError, match="swiglu_alpha is clamped-swiglu only"):
+        make_arch(**clipped, **{"mlp.swiglu_alpha": 1.702})
+    gate, up = torch.tensor([[20.0, -3.0]]), torch.tensor([[-30.0, 2.0]])
+    got = Act(Activation.CLIPPED_SWIGLU)(gate, up)  # the default limit: 7
+    expected = torch.nn.functional.silu(torch.tensor([[7.0, -3.0]])) * torch.tensor([[-7.0, 2.0]])
+    assert torch.allclose(got, expected)
 
 
 def test_xielu_equals_transformers_and_counts_its_two_scalars():

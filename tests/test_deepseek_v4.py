@@ -5,6 +5,8 @@ schema refuses what the builder cannot build."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from pydantic import ValidationError
@@ -171,8 +173,8 @@ def test_the_toy_is_causal_and_its_hash_layer_routes_by_token():
     ],
 )
 def test_the_schema_refuses_an_impossible_v4_attention(changes, message):
-    with pytest.raises(ValidationError, match=message):
-        make_arch(**V4_ATTENTION | changes)
+    with pytest.raises(ValidationError, match=message):  # a copy: changes reach into dicts
+        make_arch(**copy.deepcopy(V4_ATTENTION) | changes)
 
 
 def test_hyper_connections_need_compressed_attention():
@@ -215,3 +217,19 @@ def test_a_released_style_config_imports_to_the_card(card_id):
     imported = validate_card(result.card).architecture
     assert imported == card.architecture
     assert "mtp" in " ".join(result.card["notes"])  # the MTP layer: said, not recorded
+
+
+def test_a_decode_step_reads_the_window_and_the_entries():
+    """One query at 64 tokens, 512 FLOPs a key (4 heads, q.k and AV of 32): the local
+    layer its 8-token window; the CSA layer its window and 3 of 16 entries, after the
+    indexer scored all 16 (2 heads: 2 x 16 + 4 each); the HCA layer its window and 8."""
+    from archdb.measure.crossover import Mode, card_crossover
+    from archdb.measure.decode import attention_decode_flops
+
+    arch = make_arch(**V4_ATTENTION)
+    per_key = 512
+    local, csa, hca = per_key * 8, per_key * (8 + 3) + 16 * 2 * 36, per_key * (8 + 8)
+    assert attention_decode_flops(arch, 64) == local + csa + hca
+    # the entries grow with the context, so attention overtakes the MLP even with windows
+    card = next(c for c in shipped_catalogue() if c.id == "deepseek-v4-flash")
+    assert card_crossover(card).contexts[Mode.WINDOWED.value] is not None

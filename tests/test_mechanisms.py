@@ -278,10 +278,12 @@ def test_decode_reads_deepseek_v4s_window_and_entries() -> None:
     """DeepSeek-V4-Flash at 8,192 tokens: each of its 43 layers reads its 128-token raw
     window; the 21 CSA layers add at most the indexer's 512 of their 2,048 entries (ratio
     4), the 20 HCA layers all 64 of theirs (ratio 128); 64 heads of 512, keys = values:
-    2·64·(512 + 512) = 131,072 FLOPs a key."""
+    2·64·(512 + 512) = 131,072 FLOPs a key. Each CSA layer's indexer scores all 2,048
+    entries first: 64 heads of 128, a product, ReLU, weight and sum (2·128 + 4 each)."""
     arch = arch_of("deepseek-v4-flash")
     keys = 43 * 128 + 21 * 512 + 20 * 64
-    assert decode.attention_decode_flops(arch, 8_192) == 131_072 * keys == 2_298_478_592
+    indexer = 21 * 2_048 * 64 * (2 * 128 + 4)
+    assert decode.attention_decode_flops(arch, 8_192) == 131_072 * keys + indexer
     dense = crossover_context(arch, Mode.DENSE)
     windowed = crossover_context(arch, Mode.WINDOWED)
     assert dense is not None and windowed is not None and windowed > 100 * dense

@@ -11,11 +11,14 @@ self-attention; weight-shared blocks (Zamba2) count at each invocation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 
 from archdb.conventions import FlopClass
 from archdb.plan import make_plan
+from archdb.plan.compressed import CompressedAttention
 from archdb.plan.layout import BuildError, check_buildable, fill_unknowns
 from archdb.plan.plan import LayerRun, layer_runs
 from archdb.schema import Architecture, Card, LayerKind
@@ -65,29 +68,37 @@ class Crossover:
     windowed: bool
 
 
-def _attending(runs: list[LayerRun]) -> list[tuple[int, object, float]]:
-    """(layers, attention, FLOPs per key) of each attention that scores keys."""
+Keys = Callable[[float, Mode], float]  # (context, mode) -> keys one query scores
+
+
+def _attending(runs: list[LayerRun]) -> list[tuple[int, Keys, float]]:
+    """(layers, its keys per query, FLOPs per key) of each attention that scores keys."""
     return [
-        (run.count, a, float(a.score_flops_per_key()))
+        (run.count, _keys_of(a), float(a.score_flops_per_key()))
         for run in runs
         for a in run.attentions
         if a.score_flops_per_key()  # linear attention keeps a state: no keys to score
     ]
 
 
-def _keys(attention: object, context: float, mode: Mode) -> float:
-    """Keys one query of this attention scores: its own count where it has one
-    (DeepSeek-V4's raw window and compressed entries), else by its kernel's layer kind."""
-    own = getattr(attention, "keys_per_query", None)
-    if own is not None:
-        return own(context, mode is not Mode.DENSE, mode is Mode.WINDOWED)
+def _window_of(attention: object) -> int | None:
+    if isinstance(attention, CompressedAttention):
+        return attention.window
+    return attention.kernel.window  # type: ignore[attr-defined]
+
+
+def _keys_of(attention: object) -> Keys:
+    """How many keys an attention's query scores: by its kernel's kind and window, or, for
+    DeepSeek-V4's compressed attention, its window plus the compressed entries it reads."""
+    if isinstance(attention, CompressedAttention):
+
+        def compressed(context: float, mode: Mode) -> float:
+            window = keys_per_query(LayerKind.LOCAL, attention.window, context, mode)
+            return window + attention.entries_per_query(context, mode is not Mode.DENSE)
+
+        return compressed
     kernel = attention.kernel  # type: ignore[attr-defined]
-    return keys_per_query(kernel.kind, kernel.window, context, mode)
-
-
-def _window(attention: object) -> int | None:
-    kernel = getattr(attention, "kernel", None)
-    return getattr(attention, "window", None) if kernel is None else kernel.window
+    return partial(keys_per_query, kernel.kind, kernel.window)
 
 
 def crossover_context(arch: Architecture, mode: Mode) -> float | None:
@@ -108,7 +119,7 @@ def _crossover(runs: list[LayerRun], mode: Mode) -> float | None:
     attending = _attending(runs)  # read once: the bisection asks for hundreds of contexts
 
     def attention(context: float) -> float:
-        return sum(n * per_key * _keys(a, context, mode) for n, a, per_key in attending)
+        return sum(n * per_key * keys(context, mode) for n, keys, per_key in attending)
 
     if attention(MAX_CONTEXT) < target:
         return None
@@ -138,5 +149,5 @@ def card_crossover(card: Card) -> Crossover | None:
         attention_per_key=sum(n * per_key for n, _, per_key in attending) / layers,
         contexts={m.value: _crossover(runs, m) for m in Mode},
         attention_family=arch.attention_family,
-        windowed=any(_window(a) is not None for _, a, _ in attending),
+        windowed=any(_window_of(a) is not None for run in runs for a in run.attentions),
     )

@@ -22,11 +22,15 @@ Cache per token: the window's one key=value vector, and each layer's compressed 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
+from archdb.schema import Architecture, LayerKind, RopeScaling
 from archdb.tally import Tally, linear_params
 
+from .layout import LayerSpec
+from .mlp import DenseMLP, MoESpec
 from .norms import NormSpec, bare_rms
 
 
@@ -38,12 +42,6 @@ def _closed_sum(tokens: int, ratio: int) -> int:
     """sum of j // ratio for j = 1 .. tokens."""
     q, rest = divmod(tokens, ratio)
     return ratio * q * (q - 1) // 2 + q * (rest + 1)
-
-
-def _capped_average(span: float, cap: int) -> float:
-    """min(position, cap) averaged over positions 0..span: span / 2 up to the cap, then
-    cap - cap² / (2 span)."""
-    return span / 2 if span <= cap else cap - cap * cap / (2 * span)
 
 
 def visible_entries(t: int, ratio: int, cap: int | None) -> int:
@@ -61,7 +59,7 @@ class RopeBase:
 
     dims: int
     theta: float
-    scaling: object | None = None  # schema.RopeScaling
+    scaling: RopeScaling | None = None
 
     def flops(self, tally: Tally, vectors: int) -> None:
         tally.add(C.ELEMENTWISE, vectors * cv.ROPE * self.dims)
@@ -206,41 +204,41 @@ class CompressedAttention:
         tally.linear(h * hd // self.groups, self.rank, False, t * self.groups)
         tally.linear(self.groups * self.rank, d, False)
 
+    def score_flops_per_key(self) -> int:
+        """QK^T and AV FLOPs of one query for each key (raw or entry) it scores."""
+        return cv.FLOPS_PER_MAC * self.n_heads * 2 * self.head_dim
+
+    def entries_per_query(self, context: float, causal: bool = True) -> float:
+        """Compressed entries one query reads on average over ``context`` positions
+        (``causal`` False: every entry, as the masked kernel scores them)."""
+        if self.compressor is None:
+            return 0.0
+        ratio = self.compressor.ratio
+        if not causal:
+            return context / ratio
+        cap = self.indexer.top_k if self.indexer else None
+        if cap is None or context <= cap * ratio:
+            return context / (2 * ratio)
+        return cap - cap * cap * ratio / (2 * context)
+
+    def decode_flops(self, context: int) -> int:
+        """One new query over its window of cached tokens and the entries it reads (CSA:
+        top_k of them, after the indexer scored every entry)."""
+        entries = _windows(context, self.compressor.ratio) if self.compressor else 0
+        read = min(entries, self.indexer.top_k) if self.indexer else entries
+        own = self.score_flops_per_key() * (min(context, self.window) + read)
+        if self.indexer is None:
+            return own
+        ih, ihd = self.indexer.heads, self.indexer.head_dim
+        return own + entries * ih * (cv.FLOPS_PER_MAC * ihd + 3 * cv.ELEMENTWISE + cv.REDUCTION)
+
+    def state_entries(self) -> int:
+        return 0  # its cache is cache_entries
+
     def cache_entries(self, context: int) -> int:
         own = self.head_dim * min(context, self.window)  # key = value: stored once
         own += self.compressor.cache_entries(context) if self.compressor else 0
         return own + (self.indexer.cache_entries(context) if self.indexer else 0)
-
-    def score_flops_per_key(self) -> int:
-        """QK^T and AV FLOPs of one query for each raw key or compressed entry it scores
-        (keys are the values)."""
-        return self.n_heads * cv.FLOPS_PER_MAC * 2 * self.head_dim
-
-    def keys_per_query(self, context: float, causal: bool, capped: bool) -> float:
-        """Average raw keys and compressed entries one query scores in ``context``
-        tokens: all of them (not ``causal``), the earlier ones, or (``capped``) the last
-        ``window`` raw tokens and, with an indexer, at most its top_k entries."""
-        ratio = self.compressor.ratio if self.compressor else None
-        if not causal:
-            return context + (context / ratio if ratio else 0.0)
-        if not capped:
-            return context / 2 + (context / (2 * ratio) if ratio else 0.0)
-        raw = _capped_average(context, self.window)
-        if ratio is None:
-            return raw
-        cap = self.indexer.top_k if self.indexer else None
-        return raw + (_capped_average(context / ratio, cap) if cap else context / (2 * ratio))
-
-    def decode_flops(self, context: int) -> int:
-        """One new query over its window of raw keys and the entries it reads (the
-        indexer's top_k at most)."""
-        entries = context // self.compressor.ratio if self.compressor else 0
-        if self.indexer is not None:
-            entries = min(entries, self.indexer.top_k)
-        return self.score_flops_per_key() * (min(context, self.window) + entries)
-
-    def state_entries(self) -> int:
-        return 0
 
 
 @dataclass(frozen=True)
@@ -308,7 +306,7 @@ class HyperBlock:
 
     d_model: int
     mixer: CompressedAttention
-    mlp: object  # MoESpec or DenseMLP
+    mlp: MoESpec | DenseMLP
     norm: NormSpec
     hyper: HyperConnection
 
@@ -317,7 +315,7 @@ class HyperBlock:
         return own + 2 * self.hyper.params()
 
     def inactive_params(self) -> int:
-        return getattr(self.mlp, "inactive_params", lambda: 0)()
+        return self.mlp.inactive_params() if isinstance(self.mlp, MoESpec) else 0
 
     def flops(self, tally: Tally) -> None:
         for sublayer in (self.mixer, self.mlp):
@@ -332,7 +330,7 @@ class HyperBlock:
 # --- reading a card ------------------------------------------------------------------------
 
 
-def rope_of(arch, compressed_layer: bool) -> RopeBase:
+def rope_of(arch: Architecture, compressed_layer: bool) -> RopeBase:
     """A layer's rotation: the local layers' base unscaled, the compressed layers' (and
     their entries' and indexer's) compress_rope_theta with the card's rope_scaling."""
     comp, pos = arch.attention.compressed, arch.position
@@ -341,17 +339,17 @@ def rope_of(arch, compressed_layer: bool) -> RopeBase:
     return RopeBase(comp.rope_dim, pos.rope_theta or 10_000.0)
 
 
-def compressed_attention(reader, spec, causal: bool) -> CompressedAttention:
-    """The mixer of one layer of a variant-compressed card (``reader``: plan._Reader)."""
+def compressed_attention(reader: Any, spec: LayerSpec, causal: bool) -> CompressedAttention:
+    """The mixer of one layer of a variant-compressed card (``reader``: plan._Reader; V4 is
+    decoder-only, so there is no cross-attention and ``spec`` is always a layer)."""
     arch = reader.a
     att, comp = arch.attention, arch.attention.compressed
-    kind = spec.kind
-    compressed = bool(spec is not None and kind.compressed)
+    compressed = spec.kind.compressed
     rope = rope_of(arch, compressed)
     eps = arch.norm.eps
     compressor = indexer = None
     if compressed:
-        sparse_layer = kind.value == "compressed-sparse"
+        sparse_layer = spec.kind is LayerKind.COMPRESSED_SPARSE
         ratio = comp.sparse_ratio if sparse_layer else comp.heavy_ratio
         compressor = Compressor(reader.d, att.head_dim, ratio, sparse_layer, reader.norm, rope)
         if sparse_layer:

@@ -1039,6 +1039,9 @@ def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
 # logit test: MLA; softmax shares, groups by their max, routed scale
 DEEPSEEK_V2 = LLAMA.derive(
     "deepseek_v2",
+    # DeepSeek's remote-code router key, which the hooks check (transformers' V2/V3 classes
+    # do not define it; deepseek_v4's does)
+    released_keys=("scoring_func",),
     layer="DeepseekV2DecoderLayer",
     config_class="DeepseekV2Config",
     model_class="DeepseekV2ForCausalLM",
@@ -1086,7 +1089,8 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
 # logit test: V3 with the lightning indexer (8 of 24 keys), MoE layers too
 DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     "deepseek_v32",
-    released_keys=("num_nextn_predict_layers",),  # the released MTP module (DeepSeek-V3.2)
+    # the released MTP module (DeepSeek-V3.2), the router key
+    released_keys=("num_nextn_predict_layers", "scoring_func"),
     layer="DeepseekV32DecoderLayer",
     config_class="DeepseekV32Config",
     model_class="DeepseekV32ForCausalLM",
@@ -1161,7 +1165,7 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
 # logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
-    released_keys=("num_nextn_predict_layers",),  # the released MTP module
+    released_keys=("num_nextn_predict_layers", "scoring_func"),  # MTP module, router key
     layer="GlmMoeDsaDecoderLayer",
     config_class="GlmMoeDsaConfig",
     model_class="GlmMoeDsaForCausalLM",
@@ -1196,7 +1200,8 @@ GLM4_MOE = DEEPSEEK_V3.derive(
 # latent norms at 1e-6, V3's router after a dense layer (three token draws)
 KIMI_LINEAR = DEEPSEEK_V3.derive(
     "kimi_linear",
-    released_keys=("first_k_dense_replace", "num_nextn_predict_layers"),  # released form
+    # released form
+    released_keys=("first_k_dense_replace", "num_nextn_predict_layers", "scoring_func"),
     layer="KimiLinearDecoderLayer",
     config_class="KimiLinearConfig",
     model_class="KimiLinearForCausalLM",

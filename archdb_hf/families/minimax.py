@@ -319,6 +319,7 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
 # logit test: sigmoid scores with a correction bias, full QK norm, partial RoPE
 MINIMAX_M2 = QWEN3_MOE.derive(
     "minimax_m2",
+    released_keys=("scoring_func",),  # read (and overridden: sigmoid) by the hook
     layer="MiniMaxM2DecoderLayer",
     config_class="MiniMaxM2Config",
     model_class="MiniMaxM2ForCausalLM",
