@@ -26,6 +26,17 @@ from .norms import Norm, norm_module
 from .registry import builds, module_of
 
 
+def chosen_weights(scores: torch.Tensor, index: torch.Tensor, spec: RouterSpec) -> torch.Tensor:
+    """The chosen experts' scores as their weights: renormalized over the chosen ones and
+    scaled where the router spec says so."""
+    weight = scores.gather(1, index)
+    if spec.normalize:
+        weight = weight / (weight.sum(dim=-1, keepdim=True) + 1e-20)
+    if spec.scale != 1.0:
+        weight = weight * spec.scale
+    return weight
+
+
 class Router(nn.Module):
     """Token -> top-k expert indices and their weights, as ``RouterSpec`` orders it."""
 
@@ -50,12 +61,7 @@ class Router(nn.Module):
         if spec.grouped:
             choice = self._keep_best_groups(choice)
         index = choice.topk(self.top_k, dim=-1).indices
-        weight = scores.gather(1, index)
-        if spec.normalize:
-            weight = weight / (weight.sum(dim=-1, keepdim=True) + 1e-20)
-        if spec.scale != 1.0:
-            weight = weight * spec.scale
-        return index, weight
+        return index, chosen_weights(scores, index, spec)
 
     def _keep_best_groups(self, choice: torch.Tensor) -> torch.Tensor:
         """The choice with every expert outside the top_k_groups best groups at -inf."""
@@ -104,12 +110,7 @@ class HashRouter(Router):
         assert ids is not None  # the model sets them before its stack runs
         scores = self.score(self.proj(x))  # (N, E)
         index = self.table[ids.reshape(-1)]  # (N, k)
-        weight = scores.gather(1, index)
-        if spec.normalize:
-            weight = weight / (weight.sum(dim=-1, keepdim=True) + 1e-20)
-        if spec.scale != 1.0:
-            weight = weight * spec.scale
-        return index, weight
+        return index, chosen_weights(scores, index, spec)
 
 
 class ScaledRouter(nn.Module):
