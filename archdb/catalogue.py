@@ -344,8 +344,32 @@ def _parse_cards(
         cards.append(card)
     if not failures:
         known = None if standalone else {card.id for card in cards}
-        return cards, _locating().order_problems(text, filename, cards, known)
+        found = order_findings(cards, known)  # located only when there are any (PyYAML)
+        return cards, _locating().order_problems(text, filename, cards, found) if found else []
     return cards, _locating().locate_failures(text, filename, failures)
+
+
+def order_findings(cards: list[Card], ids: set[str] | None) -> list[tuple[int, tuple, str]]:
+    """Cards are kept sorted by id so that a new card has exactly one place to go, and a
+    card's lineage and the cards its sources were inherited from are cards of the
+    catalogue (``ids``; None skips that check, for a card checked before it joins a
+    catalogue): (card index, field path, message) of each break of those rules."""
+    return [
+        (i, ("id",), f"cards are sorted by id: move {cards[i].id!r} before {cards[i - 1].id!r}")
+        for i in range(1, len(cards))
+        if cards[i].id < cards[i - 1].id
+    ] + [
+        (i, ("lineage",), f"lineage {card.lineage!r} is not a card of this catalogue")
+        for i, card in enumerate(cards)
+        if ids is not None and card.lineage is not None and card.lineage not in ids
+    ] + [
+        (i, ("sources", j, "inherited_from"), f"inherited_from {source.inherited_from!r} is "
+         "not a card of this catalogue: name the card the source was copied from")
+        for i, card in enumerate(cards)
+        for j, source in enumerate(card.sources)
+        if ids is not None and source.inherited_from is not None
+        and source.inherited_from not in ids
+    ]  # fmt: skip
 
 
 # What yaml_rs raises on text it cannot turn into Python data: a syntax error, an int too

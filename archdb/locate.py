@@ -380,30 +380,10 @@ def _at(
 
 
 def order_problems(
-    text: str, filename: str, cards: list[Card], ids: set[str] | None
+    text: str, filename: str, cards: list[Card], found: list[tuple[int, tuple, str]]
 ) -> list[Problem]:
-    """Cards are kept sorted by id so that a new card has exactly one place to go, and a
-    card's lineage and the cards its sources were inherited from are cards of the
-    catalogue (``ids``; None skips that check, for a card checked before it joins a
-    catalogue)."""
-    found = [
-        (i, ("id",), f"cards are sorted by id: move {cards[i].id!r} before {cards[i - 1].id!r}")
-        for i in range(1, len(cards))
-        if cards[i].id < cards[i - 1].id
-    ] + [
-        (i, ("lineage",), f"lineage {card.lineage!r} is not a card of this catalogue")
-        for i, card in enumerate(cards)
-        if ids is not None and card.lineage is not None and card.lineage not in ids
-    ] + [
-        (i, ("sources", j, "inherited_from"), f"inherited_from {source.inherited_from!r} is "
-         "not a card of this catalogue: name the card the source was copied from")
-        for i, card in enumerate(cards)
-        for j, source in enumerate(card.sources)
-        if ids is not None and source.inherited_from is not None
-        and source.inherited_from not in ids
-    ]  # fmt: skip
-    if not found:
-        return []
+    """The catalogue rules' findings (``archdb.catalogue.order_findings``: card index,
+    field path, message) located in the text."""
     try:
         root = compose(text)
     except yaml.YAMLError as exc:
