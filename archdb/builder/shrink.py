@@ -176,6 +176,11 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att["kv_shared_layers"] = _toy_shared_layers(arch, n_layers)
     if arch.per_layer_embeddings is not None:
         data["per_layer_embeddings"] = _toy_per_layer_embeddings(arch, widths, rule)
+    if arch.layer_widths is not None:
+        data["layer_widths"] = _toy_layer_widths(arch, n_layers, heads, widths)
+        att["n_heads"] = max(data["layer_widths"]["n_heads"])  # the widest toy layer's
+        att["n_kv_heads"] = max(data["layer_widths"]["n_kv_heads"])
+        data["mlp"]["d_ff"] = max(data["layer_widths"]["d_ff"])
     if arch.laurel_rank is not None:
         data["laurel_rank"] = widths.scaled["laurel_rank"]
     if (sparsity := arch.mlp.activation_sparsity) is not None:  # its share of the layers
@@ -329,6 +334,33 @@ def _toy_shared_layers(arch: Architecture, n_toy: int) -> int:
     return min(shared, n_toy // 2)
 
 
+def toy_layer_indices(n_full: int, n_toy: int) -> list[int]:
+    """The card's layers whose widths a layer-wise-scaled toy takes: spread evenly from
+    the first layer to the last (the narrowest and, in OpenELM, the widest)."""
+    if n_toy >= n_full:
+        return list(range(n_full))
+    if n_toy == 1:
+        return [n_full - 1]
+    return [round(j * (n_full - 1) / (n_toy - 1)) for j in range(n_toy)]
+
+
+def _toy_layer_widths(arch: Architecture, n_toy: int, heads: _Heads, widths: _Widths) -> dict:
+    """Layer-wise scaling in the toy: the chosen layers' KV heads in their ratio to the
+    card's widest (at least one), each layer's query groups kept, and each dense width in
+    its ratio to d_model (exact: the toy width factor divides them all)."""
+    w = arch.layer_widths
+    assert w is not None
+    kv_max = max(w.n_kv_heads)
+    picked = toy_layer_indices(arch.n_layers, n_toy)
+    kv = [max(1, w.n_kv_heads[i] * heads.n_kv_heads // kv_max) for i in picked]
+    groups = [w.n_heads[i] // w.n_kv_heads[i] for i in picked]
+    return {
+        "n_heads": [k * g for k, g in zip(kv, groups, strict=True)],
+        "n_kv_heads": kv,
+        "d_ff": [widths.scaled[f"layer_d_ff.{i}"] for i in picked],
+    }
+
+
 def _toy_per_layer_embeddings(arch: Architecture, widths: _Widths, rule: ToyRule) -> dict:
     """Per-layer embeddings in the toy: the width in its ratio to d_model, the table the
     toy vocabulary (or its share of it where the card's table is shorter)."""
@@ -360,6 +392,8 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     if arch.per_layer_embeddings is not None:
         out["per_layer_width"] = arch.per_layer_embeddings.width
     out["laurel_rank"] = arch.laurel_rank
+    if arch.layer_widths is not None:
+        out |= {f"layer_d_ff.{i}": v for i, v in enumerate(arch.layer_widths.d_ff)}
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
@@ -550,6 +584,12 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(
             f"cross-layer KV sharing: the last {toy.attention.kv_shared_layers} of "
             f"{toy.n_layers} layers reuse an earlier layer's keys and values"
+        )
+    if (lw := toy.layer_widths) is not None:
+        kept.append(
+            f"layer-wise scaling (toy): query heads {lw.n_heads}, KV heads {lw.n_kv_heads}, "
+            f"d_ff {lw.d_ff}, from the card's layers "
+            f"{toy_layer_indices(full.n_layers, toy.n_layers)}"
         )
     if toy.per_layer_embeddings is not None:
         ple = toy.per_layer_embeddings
