@@ -1220,18 +1220,18 @@ class LayerWidths(Strict):
     layer, first layer first. attention.n_heads, attention.n_kv_heads and mlp.d_ff state
     the widest layer's values (the columns and ratios read them)."""
 
-    n_heads: list[Count] = Field(
+    n_heads_per_layer: list[Count] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
         description="Query heads of each layer (OpenELM num_query_heads).",
     )
-    n_kv_heads: list[Count] = Field(
+    n_kv_heads_per_layer: list[Count] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
         description="Key/value heads of each layer (OpenELM num_kv_heads); each divides "
-        "its layer's n_heads.",
+        "its layer's query heads.",
     )
-    d_ff: list[Width] = Field(
+    d_ff_per_layer: list[Width] = Field(
         min_length=1,
         max_length=MAX_PATTERN,
         description="Dense MLP width of each layer (OpenELM: make_divisible(ffn_multipliers"
@@ -1672,19 +1672,19 @@ class Architecture(Strict):
         n = self.n_layers
         if n is None:
             raise ValueError("layer_widths needs n_layers")
-        for name in ("n_heads", "n_kv_heads", "d_ff"):
+        for name in ("n_heads_per_layer", "n_kv_heads_per_layer", "d_ff_per_layer"):
             values = getattr(w, name)
             if len(values) != n:
                 raise ValueError(f"layer_widths.{name} has {len(values)} entries; n_layers is {n}")
-        for i, (h, kv) in enumerate(zip(w.n_heads, w.n_kv_heads, strict=True)):
+        for i, (h, kv) in enumerate(zip(w.n_heads_per_layer, w.n_kv_heads_per_layer, strict=True)):
             if h % kv:
                 raise ValueError(
                     f"layer_widths: layer {i}'s n_kv_heads ({kv}) must divide its n_heads ({h})"
                 )
         widest = {
-            "attention.n_heads": (att.n_heads, max(w.n_heads)),
-            "attention.n_kv_heads": (att.n_kv_heads, max(w.n_kv_heads)),
-            "mlp.d_ff": (self.mlp.d_ff, max(w.d_ff)),
+            "attention.n_heads": (att.n_heads, max(w.n_heads_per_layer)),
+            "attention.n_kv_heads": (att.n_kv_heads, max(w.n_kv_heads_per_layer)),
+            "mlp.d_ff": (self.mlp.d_ff, max(w.d_ff_per_layer)),
         }
         for path, (stated, largest) in widest.items():
             if stated != largest:

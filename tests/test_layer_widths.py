@@ -29,7 +29,11 @@ LAYERWISE: dict[str, Any] = {
     "attention.qk_norm_affine": "scale",
     "mlp.d_ff": 192,
     "tied_embeddings": True,
-    "layer_widths": {"n_heads": [2, 4, 4], "n_kv_heads": [1, 1, 2], "d_ff": [64, 128, 192]},
+    "layer_widths": {
+        "n_heads_per_layer": [2, 4, 4],
+        "n_kv_heads_per_layer": [1, 1, 2],
+        "d_ff_per_layer": [64, 128, 192],
+    },
 }
 D, V, HD = 64, 128, 16
 
@@ -92,8 +96,14 @@ def test_the_kv_cache_holds_each_layers_own_kv_heads():
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"layer_widths.d_ff": [64, 128]}, "layer_widths.d_ff has 2 entries; n_layers is 3"),
-        ({"layer_widths.n_kv_heads": [1, 3, 2]}, "layer 1's n_kv_heads \\(3\\) must divide"),
+        (
+            {"layer_widths.d_ff_per_layer": [64, 128]},
+            "layer_widths.d_ff_per_layer has 2 entries; n_layers is 3",
+        ),
+        (
+            {"layer_widths.n_kv_heads_per_layer": [1, 3, 2]},
+            "layer 1's n_kv_heads \\(3\\) must divide",
+        ),
         ({"attention.n_heads": 8}, "attention.n_heads \\(8\\) must be the widest layer's, 4"),
         ({"mlp.d_ff": 256}, "mlp.d_ff \\(256\\) must be the widest layer's, 192"),
         ({"attention.variant": "linear"}, "layer_widths is for softmax attention layers"),
@@ -111,15 +121,15 @@ def test_the_toy_keeps_layers_of_different_widths():
         "d_model": 640,
         "attention.head_dim": 160,
         "mlp.d_ff": 1920,
-        "layer_widths.d_ff": [640, 1280, 1920],
+        "layer_widths.d_ff_per_layer": [640, 1280, 1920],
     }
     toy = shrink(make_arch(**wide)).arch
     # card layers 0 and 2 (the narrowest and the widest), d_model 64: ratios kept
     assert toy.n_layers == 2
     assert toy.layer_widths.model_dump() == {
-        "n_heads": [2, 4],
-        "n_kv_heads": [1, 2],
-        "d_ff": [64, 192],
+        "n_heads_per_layer": [2, 4],
+        "n_kv_heads_per_layer": [1, 2],
+        "d_ff_per_layer": [64, 192],
     }
     assert (toy.attention.n_heads, toy.attention.n_kv_heads, toy.mlp.d_ff) == (4, 2, 192)
     model = build_model(toy)
@@ -142,7 +152,7 @@ def _official_count(arch) -> int:
     the shared embedding and a final norm."""
     d, hd, w = arch.d_model, arch.attention.head_dim, arch.layer_widths
     total = arch.vocab_size * d + d
-    for h, k, f in zip(w.n_heads, w.n_kv_heads, w.d_ff, strict=True):
+    for h, k, f in zip(w.n_heads_per_layer, w.n_kv_heads_per_layer, w.d_ff_per_layer, strict=True):
         total += d * (h + 2 * k) * hd + h * hd * d + 2 * hd + d * 2 * f + f * d + 2 * d
     return total
 

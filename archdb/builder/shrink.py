@@ -178,9 +178,10 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         data["per_layer_embeddings"] = _toy_per_layer_embeddings(arch, widths, rule)
     if arch.layer_widths is not None:
         data["layer_widths"] = _toy_layer_widths(arch, n_layers, heads, widths)
-        att["n_heads"] = max(data["layer_widths"]["n_heads"])  # the widest toy layer's
-        att["n_kv_heads"] = max(data["layer_widths"]["n_kv_heads"])
-        data["mlp"]["d_ff"] = max(data["layer_widths"]["d_ff"])
+        toy_widths = data["layer_widths"]  # the card's fields: the widest toy layer's
+        att["n_heads"] = max(toy_widths["n_heads_per_layer"])
+        att["n_kv_heads"] = max(toy_widths["n_kv_heads_per_layer"])
+        data["mlp"]["d_ff"] = max(toy_widths["d_ff_per_layer"])
     if arch.laurel_rank is not None:
         data["laurel_rank"] = widths.scaled["laurel_rank"]
     if (sparsity := arch.mlp.activation_sparsity) is not None:  # its share of the layers
@@ -350,14 +351,14 @@ def _toy_layer_widths(arch: Architecture, n_toy: int, heads: _Heads, widths: _Wi
     its ratio to d_model (exact: the toy width factor divides them all)."""
     w = arch.layer_widths
     assert w is not None
-    kv_max = max(w.n_kv_heads)
+    kv_max = max(w.n_kv_heads_per_layer)
     picked = toy_layer_indices(arch.n_layers, n_toy)
-    kv = [max(1, w.n_kv_heads[i] * heads.n_kv_heads // kv_max) for i in picked]
-    groups = [w.n_heads[i] // w.n_kv_heads[i] for i in picked]
+    kv = [max(1, w.n_kv_heads_per_layer[i] * heads.n_kv_heads // kv_max) for i in picked]
+    groups = [w.n_heads_per_layer[i] // w.n_kv_heads_per_layer[i] for i in picked]
     return {
-        "n_heads": [k * g for k, g in zip(kv, groups, strict=True)],
-        "n_kv_heads": kv,
-        "d_ff": [widths.scaled[f"layer_d_ff.{i}"] for i in picked],
+        "n_heads_per_layer": [k * g for k, g in zip(kv, groups, strict=True)],
+        "n_kv_heads_per_layer": kv,
+        "d_ff_per_layer": [widths.scaled[f"layer_d_ff.{i}"] for i in picked],
     }
 
 
@@ -393,7 +394,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
         out["per_layer_width"] = arch.per_layer_embeddings.width
     out["laurel_rank"] = arch.laurel_rank
     if arch.layer_widths is not None:
-        out |= {f"layer_d_ff.{i}": v for i, v in enumerate(arch.layer_widths.d_ff)}
+        out |= {f"layer_d_ff.{i}": v for i, v in enumerate(arch.layer_widths.d_ff_per_layer)}
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
@@ -587,8 +588,8 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         )
     if (lw := toy.layer_widths) is not None:
         kept.append(
-            f"layer-wise scaling (toy): query heads {lw.n_heads}, KV heads {lw.n_kv_heads}, "
-            f"d_ff {lw.d_ff}, from the card's layers "
+            f"layer-wise scaling (toy): query heads {lw.n_heads_per_layer}, KV heads "
+            f"{lw.n_kv_heads_per_layer}, d_ff {lw.d_ff_per_layer}, from the card's layers "
             f"{toy_layer_indices(full.n_layers, toy.n_layers)}"
         )
     if toy.per_layer_embeddings is not None:

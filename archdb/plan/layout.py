@@ -332,7 +332,7 @@ def own_widths(arch: Architecture, index: int) -> tuple[int, int, int] | None:
     w = arch.layer_widths
     if w is None:
         return None
-    return w.n_heads[index], w.n_kv_heads[index], w.d_ff[index]
+    return w.n_heads_per_layer[index], w.n_kv_heads_per_layer[index], w.d_ff_per_layer[index]
 
 
 def sparsity_of(arch: Architecture, index: int) -> float | None:
