@@ -49,6 +49,10 @@ vocabulary (its share of it where the card's table is shorter); LAuReL's rank ke
 ratio to d_model, activation sparsity its share of the layers (at least one), AltUp its
 streams. A per-layer list with KV sharing keeps every layer (its shared layers are the
 stack's last ones, which no shorter prefix holds).
+Layer-wise scaling (``layer_widths``, OpenELM) keeps layers of different widths: the toy
+takes the widths of card layers spread evenly from the first to the last, each layer's KV
+heads in their ratio to the card's widest (at least one) with its own query groups, and
+each dense width in its ratio to d_model (the width factor divides them all).
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
