@@ -1706,6 +1706,8 @@ class Architecture(Strict):
             )
         if self.position.type in (PositionType.ALIBI, PositionType.RELATIVE_BIAS):
             raise ValueError("layer_widths needs a position scheme without per-head score biases")
+        if self.kind is Kind.ENCODER_DECODER:
+            raise ValueError("layer_widths is for a single stack (decoder-only or encoder-only)")
 
     def _check_global_layers(self) -> None:
         att, g = self.attention, self.attention.global_layers

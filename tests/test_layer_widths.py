@@ -108,6 +108,7 @@ def test_the_kv_cache_holds_each_layers_own_kv_heads():
         ({"mlp.d_ff": 256}, "mlp.d_ff \\(256\\) must be the widest layer's, 192"),
         ({"attention.variant": "linear"}, "layer_widths is for softmax attention layers"),
         ({"position.type": "alibi", "position.rope_theta": None}, "per-head score biases"),
+        ({"kind": "encoder-decoder", "n_encoder_layers": 2}, "for a single stack"),
     ],
 )
 def test_layer_widths_are_validated(changes, message):
