@@ -1304,6 +1304,31 @@ class EncoderOnly(Strict):
     )
 
 
+class LayerWidths(Strict):
+    """Per-layer attention and MLP widths (layer-wise scaling, OpenELM: each layer has its
+    own query heads, KV heads and dense width; head_dim is common). One entry per decoder
+    layer, first layer first. attention.n_heads, attention.n_kv_heads and mlp.d_ff state
+    the widest layer's values (the columns and ratios read them)."""
+
+    n_heads_per_layer: list[Count] = Field(
+        min_length=1,
+        max_length=MAX_PATTERN,
+        description="Query heads of each layer (OpenELM num_query_heads).",
+    )
+    n_kv_heads_per_layer: list[Count] = Field(
+        min_length=1,
+        max_length=MAX_PATTERN,
+        description="Key/value heads of each layer (OpenELM num_kv_heads); each divides "
+        "its layer's query heads.",
+    )
+    d_ff_per_layer: list[Width] = Field(
+        min_length=1,
+        max_length=MAX_PATTERN,
+        description="Dense MLP width of each layer (OpenELM: make_divisible(ffn_multipliers"
+        "[i] * model_dim, ffn_dim_divisor)).",
+    )
+
+
 class PerLayerEmbeddings(Strict):
     """Per-layer embeddings (PLE: Gemma 3n, Gemma 4 E2B/E4B): every layer reads a small
     vector of its own for each token. A table of vocab_size rows holds n_layers * width
@@ -1463,6 +1488,12 @@ class Architecture(Strict):
         description="Token types, position offset, masked-LM head and pooler of an "
         "encoder-only model (see EncoderOnly); required for, and only for, encoder-only.",
     )
+    layer_widths: LayerWidths | None = Field(
+        default=None,
+        description="Each decoder layer's query heads, KV heads and dense width where they "
+        "vary with depth (OpenELM's layer-wise scaling; see LayerWidths). Optional; null: "
+        "every layer has attention.n_heads, attention.n_kv_heads and mlp.d_ff.",
+    )
     per_layer_embeddings: PerLayerEmbeddings | None = Field(
         default=None,
         description="Per-layer embeddings (PLE, Gemma 3n and Gemma 4 E2B/E4B): a token "
@@ -1615,6 +1646,7 @@ class Architecture(Strict):
         self._check_kv_sharing()
         self._check_gemma3n()
         self._check_shared_blocks()
+        self._check_layer_widths()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1735,6 +1767,52 @@ class Architecture(Strict):
             sizes = None if plugin is None else plugin.sizes_of(self)
             if sizes is not None and plugin.check is not None:
                 plugin.check(sizes, self)
+
+    def _check_layer_widths(self) -> None:
+        """Per-layer widths: one entry per layer, KV heads dividing query heads, the card's
+        own fields the widest layer's, on a plain softmax-attention stack."""
+        w, att = self.layer_widths, self.attention
+        if w is None:
+            return
+        n = self.n_layers
+        if n is None:
+            raise ValueError("layer_widths needs n_layers")
+        for name in ("n_heads_per_layer", "n_kv_heads_per_layer", "d_ff_per_layer"):
+            values = getattr(w, name)
+            if len(values) != n:
+                raise ValueError(f"layer_widths.{name} has {len(values)} entries; n_layers is {n}")
+        for i, (h, kv) in enumerate(zip(w.n_heads_per_layer, w.n_kv_heads_per_layer, strict=True)):
+            if h % kv:
+                raise ValueError(
+                    f"layer_widths: layer {i}'s n_kv_heads ({kv}) must divide its n_heads ({h})"
+                )
+        widest = {
+            "attention.n_heads": (att.n_heads, max(w.n_heads_per_layer)),
+            "attention.n_kv_heads": (att.n_kv_heads, max(w.n_kv_heads_per_layer)),
+            "mlp.d_ff": (self.mlp.d_ff, max(w.d_ff_per_layer)),
+        }
+        for path, (stated, largest) in widest.items():
+            if stated != largest:
+                raise ValueError(
+                    f"{path} ({stated}) must be the widest layer's, {largest}, with layer_widths"
+                )
+        plain = att.variant is AttentionVariant.SOFTMAX and set(att.layer_pattern) <= {
+            LayerKind.GLOBAL,
+            LayerKind.LOCAL,
+        }
+        if not plain or self.mlp.moe is not None or att.global_layers is not None:
+            raise ValueError(
+                "layer_widths is for softmax attention layers with dense MLPs (no latent, "
+                "linear or recurrent mixers, MoE or global_layers)"
+            )
+        if att.kv_shared_layers or self.shared_blocks is not None:
+            raise ValueError(
+                "layer_widths cannot be combined with kv_shared_layers or shared_blocks"
+            )
+        if self.position.type in (PositionType.ALIBI, PositionType.RELATIVE_BIAS):
+            raise ValueError("layer_widths needs a position scheme without per-head score biases")
+        if self.kind is Kind.ENCODER_DECODER:
+            raise ValueError("layer_widths is for a single stack (decoder-only or encoder-only)")
 
     def _check_global_layers(self) -> None:
         att, g = self.attention, self.attention.global_layers

@@ -49,6 +49,10 @@ vocabulary (its share of it where the card's table is shorter); LAuReL's rank ke
 ratio to d_model, activation sparsity its share of the layers (at least one), AltUp its
 streams. A per-layer list with KV sharing keeps every layer (its shared layers are the
 stack's last ones, which no shorter prefix holds).
+Layer-wise scaling (``layer_widths``, OpenELM) keeps layers of different widths: the toy
+takes the widths of card layers spread evenly from the first to the last, each layer's KV
+heads in their ratio to the card's widest (at least one) with its own query groups, and
+each dense width in its ratio to d_model (the width factor divides them all).
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -180,6 +184,12 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att["kv_shared_layers"] = _toy_shared_layers(arch, n_layers)
     if arch.per_layer_embeddings is not None:
         data["per_layer_embeddings"] = _toy_per_layer_embeddings(arch, widths, rule)
+    if arch.layer_widths is not None:
+        data["layer_widths"] = _toy_layer_widths(arch, n_layers, heads, widths)
+        toy_widths = data["layer_widths"]  # the card's fields: the widest toy layer's
+        att["n_heads"] = max(toy_widths["n_heads_per_layer"])
+        att["n_kv_heads"] = max(toy_widths["n_kv_heads_per_layer"])
+        data["mlp"]["d_ff"] = max(toy_widths["d_ff_per_layer"])
     if arch.laurel_rank is not None:
         data["laurel_rank"] = widths.scaled["laurel_rank"]
     if (sparsity := arch.mlp.activation_sparsity) is not None:  # its share of the layers
@@ -333,6 +343,33 @@ def _toy_shared_layers(arch: Architecture, n_toy: int) -> int:
     return min(shared, n_toy // 2)
 
 
+def toy_layer_indices(n_full: int, n_toy: int) -> list[int]:
+    """The card's layers whose widths a layer-wise-scaled toy takes: spread evenly from
+    the first layer to the last (the narrowest and, in OpenELM, the widest)."""
+    if n_toy >= n_full:
+        return list(range(n_full))
+    if n_toy == 1:
+        return [n_full - 1]
+    return [round(j * (n_full - 1) / (n_toy - 1)) for j in range(n_toy)]
+
+
+def _toy_layer_widths(arch: Architecture, n_toy: int, heads: _Heads, widths: _Widths) -> dict:
+    """Layer-wise scaling in the toy: the chosen layers' KV heads in their ratio to the
+    card's widest (at least one), each layer's query groups kept, and each dense width in
+    its ratio to d_model (exact: the toy width factor divides them all)."""
+    w = arch.layer_widths
+    assert w is not None
+    kv_max = max(w.n_kv_heads_per_layer)
+    picked = toy_layer_indices(arch.n_layers, n_toy)
+    kv = [max(1, w.n_kv_heads_per_layer[i] * heads.n_kv_heads // kv_max) for i in picked]
+    groups = [w.n_heads_per_layer[i] // w.n_kv_heads_per_layer[i] for i in picked]
+    return {
+        "n_heads_per_layer": [k * g for k, g in zip(kv, groups, strict=True)],
+        "n_kv_heads_per_layer": kv,
+        "d_ff_per_layer": [widths.scaled[f"layer_d_ff.{i}"] for i in picked],
+    }
+
+
 def _toy_per_layer_embeddings(arch: Architecture, widths: _Widths, rule: ToyRule) -> dict:
     """Per-layer embeddings in the toy: the width in its ratio to d_model, the table the
     toy vocabulary (or its share of it where the card's table is shorter)."""
@@ -364,6 +401,8 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
     if arch.per_layer_embeddings is not None:
         out["per_layer_width"] = arch.per_layer_embeddings.width
     out["laurel_rank"] = arch.laurel_rank
+    if arch.layer_widths is not None:
+        out |= {f"layer_d_ff.{i}": v for i, v in enumerate(arch.layer_widths.d_ff_per_layer)}
     if moe is not None:
         out |= {"dense_d_ff": moe.dense_d_ff, "shared_d_ff": moe.shared_d_ff}
         out |= {"dense_beside_d_ff": moe.dense_beside_d_ff}
@@ -593,6 +632,12 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
         kept.append(
             f"cross-layer KV sharing: the last {toy.attention.kv_shared_layers} of "
             f"{toy.n_layers} layers reuse an earlier layer's keys and values"
+        )
+    if (lw := toy.layer_widths) is not None:
+        kept.append(
+            f"layer-wise scaling (toy): query heads {lw.n_heads_per_layer}, KV heads "
+            f"{lw.n_kv_heads_per_layer}, d_ff {lw.d_ff_per_layer}, from the card's layers "
+            f"{toy_layer_indices(full.n_layers, toy.n_layers)}"
         )
     if toy.per_layer_embeddings is not None:
         ple = toy.per_layer_embeddings

@@ -316,6 +316,7 @@ class LayerSpec:
     reuses_kv: bool = False  # attends with an earlier layer's keys and values (KV sharing)
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the MLP's gate
     mixer_norm: bool = True  # False: the mixer has no pre-norm (ModernBERT's first layer)
+    heads: tuple[int, int] | None = None  # own (query, KV) heads (layer_widths); None: the card's
 
 
 def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
@@ -333,6 +334,9 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
     reuses = reuses_kv(arch, index)
     if reuses and arch.mlp.kv_shared_d_ff is not None:
         d_ff = arch.mlp.kv_shared_d_ff
+    widths = own_widths(arch, index)
+    if widths is not None:
+        d_ff = widths[2]
     if not layer_has_mlp(arch, kind):
         d_ff, is_moe = None, False
     else:
@@ -347,7 +351,17 @@ def layer_spec(arch: Architecture, index: int, kind: LayerKind) -> LayerSpec:
         reuses_kv=reuses,
         sparsity=sparsity_of(arch, index) if d_ff is not None else None,
         mixer_norm=has_mixer_norm(arch, index),
+        heads=widths[:2] if widths is not None else None,
     )
+
+
+def own_widths(arch: Architecture, index: int) -> tuple[int, int, int] | None:
+    """A layer's own (query heads, KV heads, dense width) under layer_widths (OpenELM's
+    layer-wise scaling); None when every layer has the card's."""
+    w = arch.layer_widths
+    if w is None:
+        return None
+    return w.n_heads_per_layer[index], w.n_kv_heads_per_layer[index], w.d_ff_per_layer[index]
 
 
 def sparsity_of(arch: Architecture, index: int) -> float | None:
@@ -372,18 +386,20 @@ def layer_has_mlp(arch: Architecture, kind: LayerKind) -> bool:
 DEFAULT_ROPE_THETA = 10_000.0  # RoPE's original base, used where a card gives none
 
 # (place in the attention pattern, is a MoE layer, reuses another layer's keys and values,
-# has a sparse MLP gate, has its mixer's norm, routes by token id)
-LayerKey = tuple[int, bool, bool, bool, bool, bool]
+# has a sparse MLP gate, has its mixer's norm, routes by token id, its own widths)
+LayerKey = tuple[int, bool, bool, bool, bool, bool, tuple[int, int, int] | None]
 
 
 def layer_key(arch: Architecture, pattern: list[LayerKind], index: int) -> LayerKey:
     """Layers differ only by their place in the pattern, whether they are MoE, whether
-    they reuse an earlier layer's keys and values, whether their MLP gate is sparse and
-    whether their mixer has its norm."""
+    they reuse an earlier layer's keys and values, whether their MLP gate is sparse,
+    whether their mixer has its norm, whether they route by token id, and their own
+    widths (layer_widths)."""
     sparse = sparsity_of(arch, index) is not None
     place, moe, reuses = index % len(pattern), is_moe_layer(arch, index), reuses_kv(arch, index)
     hashed = moe and index < (arch.mlp.moe.hash_layers or 0)
-    return place, moe, reuses, sparse, has_mixer_norm(arch, index), hashed
+    widths = own_widths(arch, index)
+    return place, moe, reuses, sparse, has_mixer_norm(arch, index), hashed, widths
 
 
 def has_mixer_norm(arch: Architecture, index: int) -> bool:

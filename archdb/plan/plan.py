@@ -699,6 +699,8 @@ class _Reader:
 
     def dims_of(self, spec: LayerSpec | None) -> HeadDims:
         """Head widths of a layer (global layers may have their own; None: cross-attention)."""
+        if spec is not None and spec.heads is not None:  # layer-wise scaling (OpenELM)
+            return replace(self.dims, n_heads=spec.heads[0], n_kv_heads=spec.heads[1])
         if spec is None or self.a.attention.global_layers is None:
             return self.dims
         return layer_head_dims(self.a, spec.kind)
@@ -721,7 +723,7 @@ class _Reader:
         kind = LayerKind.GLOBAL if spec is None else spec.kind
         window = None if spec is None else spec.window
         cap = self.a.attention.logit_softcap
-        sinks = self.dims.n_heads if self._has_sinks(spec) else 0
+        sinks = self.dims_of(spec).n_heads if self._has_sinks(spec) else 0
         qk_dim = self.dims_of(spec).qk_dim
         scale = self.a.attention.scale
         # DeepSeek's YaRN tempers the whole softmax, not only the rotated dims
