@@ -125,19 +125,6 @@ def _inside_absent_feature(card: Card, column: str) -> bool:
     return info is not None and not info.is_required()
 
 
-def derived_figures(
-    card: Card,
-    context: int = cv.DEFAULT_KV_CONTEXT,
-    bytes_per_element: float = cv.DEFAULT_KV_DTYPE_BYTES,
-) -> dict[str, Any]:
-    """The card's derived figures, the KV cache at the stated length and element size
-    (the counts from the figures cache where the same architecture was counted before)."""
-    from archdb.table import catalogue_rows
-
-    (row,) = catalogue_rows([card])
-    return _derived(card, row, context, bytes_per_element)
-
-
 def _derived(card: Card, row: Row, context: int, bytes_per_element: float) -> dict[str, Any]:
     derived = [s.name for s in fields().values() if s.derived and s.name not in ("year", "series")]
     out = {name: row[name] for name in derived}
