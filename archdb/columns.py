@@ -140,19 +140,18 @@ BOOL_LABELS: dict[str, tuple[str, str]] = {
     "kv_sharing_used": ("shared", "none"),
 }
 
-# Derived columns left null by ``card_row(counts=False)``: the analytic formula's counts.
-COUNTED_COLUMNS = frozenset(
-    {
-        "params_exact",
-        "params_non_embedding",
-        "params_active",
-        "params_mtp",
-        "params_with_mtp",
-        "kv_cache_bytes_per_token",
-        "flops_per_token",
-        "flops_per_token_mtp",
-        "norm_flops_share",
-        "active_ratio",
-        "size_band",
-    }
+# The analytic formula's counts of a card (archdb.measure.analytic.derived_figures).
+FORMULA_COUNTS = (
+    "params_exact",
+    "params_non_embedding",
+    "params_active",
+    "params_mtp",
+    "params_with_mtp",
+    "kv_cache_bytes_per_token",
+    "flops_per_token",
+    "flops_per_token_mtp",
 )
+
+# Derived columns left null by ``card_row(counts=False)``: the formula's counts and the
+# columns computed from them.
+COUNTED_COLUMNS = frozenset({*FORMULA_COUNTS, "norm_flops_share", "active_ratio", "size_band"})

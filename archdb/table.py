@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from archdb import cache
 from archdb.columns import (
     COLUMNS_FILE,
+    FORMULA_COUNTS,
     SIZE_BANDS,
     FieldSpec,
     Row,
@@ -151,14 +152,7 @@ DERIVED_COLUMNS: dict[str, tuple[type, str]] = {
 }
 
 _ANALYTIC_KEYS = (
-    "params_exact",
-    "params_non_embedding",
-    "params_active",
-    "params_mtp",
-    "params_with_mtp",
-    "kv_cache_bytes_per_token",
-    "flops_per_token",
-    "flops_per_token_mtp",
+    *FORMULA_COUNTS,
     "d_ff_ratio",
     "aspect_ratio",
     "head_ratio",
