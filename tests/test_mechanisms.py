@@ -27,7 +27,7 @@ from archdb.measure import decode
 from archdb.measure import mechanisms as mech
 from archdb.measure import profile as P
 from archdb.measure.analytic import param_count
-from archdb.measure.crossover import Mode, crossover_context
+from archdb.measure.crossover import Mode, card_crossover, crossover_context
 from archdb.measure.decode_step import CachedAttention, CachedLatentAttention, attach_caches
 from archdb.plan.layout import fill_unknowns
 from archdb.reports import claims
@@ -287,6 +287,14 @@ def test_decode_reads_deepseek_v4s_window_and_entries() -> None:
     dense = crossover_context(arch, Mode.DENSE)
     windowed = crossover_context(arch, Mode.WINDOWED)
     assert dense is not None and windowed is not None and windowed > 100 * dense
+
+
+def test_a_linear_attention_card_never_crosses_over() -> None:
+    """Linear attention keeps a state and scores no keys: no crossover in any mode, and
+    no window read from a kernel that has none."""
+    found = card_crossover(CATALOGUE.get("linear-transformer"))
+    assert found is not None and found.attention_per_key == 0 and not found.windowed
+    assert set(found.contexts.values()) == {None}
 
 
 def test_crossover_by_hand_gemma_2_9b_with_windows() -> None:

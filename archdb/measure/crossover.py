@@ -11,7 +11,7 @@ self-attention; weight-shared blocks (Zamba2) count at each invocation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -71,14 +71,15 @@ class Crossover:
 Keys = Callable[[float, Mode], float]  # (context, mode) -> keys one query scores
 
 
+def _scoring(runs: list[LayerRun]) -> Iterator[tuple[int, object]]:
+    """(layers, attention) of each attention that scores keys (linear attention keeps a
+    state: no keys to score)."""
+    return ((run.count, a) for run in runs for a in run.attentions if a.score_flops_per_key())
+
+
 def _attending(runs: list[LayerRun]) -> list[tuple[int, Keys, float]]:
     """(layers, its keys per query, FLOPs per key) of each attention that scores keys."""
-    return [
-        (run.count, _keys_of(a), float(a.score_flops_per_key()))
-        for run in runs
-        for a in run.attentions
-        if a.score_flops_per_key()  # linear attention keeps a state: no keys to score
-    ]
+    return [(n, _keys_of(a), float(a.score_flops_per_key())) for n, a in _scoring(runs)]
 
 
 def _window_of(attention: object) -> int | None:
@@ -111,12 +112,17 @@ def crossover_context(arch: Architecture, mode: Mode) -> float | None:
     when attention never catches up (linear attention, or every layer windowed below the
     crossover). ``arch`` has its unknowns filled (``fill_unknowns``).
     """
-    return _crossover(layer_runs(make_plan(arch).decoder), mode)
+    runs = layer_runs(make_plan(arch).decoder)
+    return _crossover(_channel_total(runs), _attending(runs), mode)
 
 
-def _crossover(runs: list[LayerRun], mode: Mode) -> float | None:
-    target = sum(run.count * channel_flops(run) for run in runs)
-    attending = _attending(runs)  # read once: the bisection asks for hundreds of contexts
+def _channel_total(runs: list[LayerRun]) -> float:
+    return sum(run.count * channel_flops(run) for run in runs)
+
+
+def _crossover(target: float, attending: list[tuple[int, Keys, float]], mode: Mode) -> float | None:
+    """Where the attentions (read once: the bisection asks for hundreds of contexts) cost
+    ``target``, the stack's channel FLOPs per token."""
 
     def attention(context: float) -> float:
         return sum(n * per_key * keys(context, mode) for n, keys, per_key in attending)
@@ -141,13 +147,13 @@ def card_crossover(card: Card) -> Crossover | None:
         return None  # attention-free (Mamba-2): no attention cost to cross the MLP's
     runs = layer_runs(make_plan(arch).decoder)
     layers = sum(run.count for run in runs)
-    attending = _attending(runs)
+    channels, attending = _channel_total(runs), _attending(runs)
     return Crossover(
         card_id=card.id,
         year=card.release_date.year,
-        mlp_flops=sum(run.count * channel_flops(run) for run in runs) / layers,
+        mlp_flops=channels / layers,
         attention_per_key=sum(n * per_key for n, _, per_key in attending) / layers,
-        contexts={m.value: _crossover(runs, m) for m in Mode},
+        contexts={m.value: _crossover(channels, attending, m) for m in Mode},
         attention_family=arch.attention_family,
-        windowed=any(_window_of(a) is not None for run in runs for a in run.attentions),
+        windowed=any(_window_of(a) is not None for _, a in _scoring(runs)),
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archdb import conventions as cv
-from archdb.measure.analytic import cache_size, param_count
+from archdb.measure.analytic import plan_cache_size, plan_param_count
 from archdb.plan import make_plan
 from archdb.plan.layout import (
     BuildError,
@@ -26,7 +26,7 @@ from archdb.plan.layout import (
     fill_unknowns,
     shared_reuse,
 )
-from archdb.plan.plan import layer_runs
+from archdb.plan.plan import Plan, layer_runs
 from archdb.schema import Architecture, AttentionVariant, Card, Kind, LayerKind
 
 DECODE_CONTEXT = 8192  # tokens already in the cache
@@ -93,7 +93,8 @@ def decode_traffic(
         return None
     if arch.kind is not Kind.DECODER_ONLY:
         return None
-    params = param_count(arch)
+    plan = make_plan(arch)  # read once: weights, cache and attention all fold over it
+    params = plan_param_count(plan)
     head = arch.vocab_size * embedding_width(arch)
     weights = params.active - params.embedding + head
     return DecodeTraffic(
@@ -102,37 +103,46 @@ def decode_traffic(
         variant=variant(arch),
         context=context,
         weight_bytes=weights * dtype_bytes,
-        cache_bytes=cache_bytes(arch, context, dtype_bytes),
-        weight_flops=cv.FLOPS_PER_MAC * (weights + _reused_weights(arch)),
-        attention_flops=attention_decode_flops(arch, context),
+        cache_bytes=plan_cache_bytes(plan, context, dtype_bytes),
+        weight_flops=cv.FLOPS_PER_MAC * (weights + _reused_weights(arch, plan)),
+        attention_flops=plan_attention_decode_flops(plan, context),
     )
 
 
-def _reused_weights(arch: Architecture) -> int:
+def _reused_weights(arch: Architecture, plan: Plan) -> int:
     """Weights a token multiplies more than once: a shared block's, per extra invocation
     (Zamba2; read once, used at each invocation)."""
     reuse = shared_reuse(arch)
     if not reuse:
         return 0
-    shared = make_plan(arch).decoder.shared
+    shared = plan.decoder.shared
     assert shared is not None
     return reuse * shared.block.params()
 
 
 def cache_bytes(arch: Architecture, context: int, dtype_bytes: int = DECODE_BYTES) -> float:
-    """The whole cache (or state) a decode step reads at ``context`` tokens: the KV cache
-    and recurrent states (``cache_size``), and linear attention's state."""
-    runs = layer_runs(make_plan(arch).decoder)
+    """The whole cache (or state) a decode step reads at ``context`` tokens."""
+    return plan_cache_bytes(make_plan(arch), context, dtype_bytes)
+
+
+def plan_cache_bytes(plan: Plan, context: int, dtype_bytes: int) -> float:
+    """``cache_bytes`` of a plan: the KV cache and recurrent states (``plan_cache_size``),
+    and linear attention's state."""
+    runs = layer_runs(plan.decoder)
     states = sum(run.count * a.state_entries() for run in runs for a in run.attentions)
-    return cache_size(arch, context, dtype_bytes).total + states * dtype_bytes
+    return plan_cache_size(plan, context, dtype_bytes).total + states * dtype_bytes
 
 
 def attention_decode_flops(arch: Architecture, context: int) -> float:
-    """FLOPs of one new query over its cached keys, summed over the attention layers (each
-    attention's ``decode_flops``: MLA in its absorbed form, windows capped, linear
-    attention's state; recurrent mixers such as Mamba-2 score no keys), a fold over the
-    plan; a shared block's attention at each invocation."""
-    runs = layer_runs(make_plan(arch).decoder)
+    """FLOPs of one new query over its cached keys, summed over the attention layers."""
+    return plan_attention_decode_flops(make_plan(arch), context)
+
+
+def plan_attention_decode_flops(plan: Plan, context: int) -> float:
+    """``attention_decode_flops`` of a plan, a fold over its layers: each attention's
+    ``decode_flops`` (MLA in its absorbed form, windows capped, linear attention's state;
+    recurrent mixers such as Mamba-2 score no keys), a shared block's at each invocation."""
+    runs = layer_runs(plan.decoder)
     return float(sum(run.count * a.decode_flops(context) for run in runs for a in run.attentions))
 
 
