@@ -272,19 +272,18 @@ Mixer = HeadAttention | LatentAttention | CompressedAttention
 def modules() -> SimpleNamespace:
     """This part's torch modules, defined on first use: the plan and the formulas never
     need torch, which takes over a second to import."""
-    import functools
-
     import torch
     from torch import nn
 
     from archdb.device import linear
+
+    # this module, for the specs: the torch classes below take the same names
     from archdb.parts import attention as spec
     from archdb.parts import norms as norms_part
+    from archdb.parts import positions as positions_part
     from archdb.parts.attributes import set_plain
 
     QKNormPair, norm_module = attrgetter("QKNormPair", "norm_module")(norms_part.modules())
-    from archdb.parts import positions as positions_part
-
     RelativeXL, Rotary = attrgetter("RelativeXL", "Rotary")(positions_part.modules())
 
     class HeadAttention(nn.Module):

@@ -356,12 +356,13 @@ def modules() -> SimpleNamespace:
     from torch import nn
 
     from archdb.device import on_meta
+
+    # this module, for the specs: the torch classes below take the same names
     from archdb.parts import compressed as spec
     from archdb.parts import norms as norms_part
-
-    norm_module = norms_part.modules().norm_module
     from archdb.parts import positions as positions_part
 
+    norm_module = norms_part.modules().norm_module
     scaled_frequencies = positions_part.modules().scaled_frequencies
 
     class TrailingRotary(nn.Module):

@@ -218,6 +218,7 @@ def modules() -> SimpleNamespace:
     import torch.nn.functional as F
     from torch import nn
 
+    # this module, for the specs: the torch classes below take the same names
     from archdb.parts import kernels as spec
     from archdb.parts.attributes import set_plain
 

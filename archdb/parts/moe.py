@@ -243,11 +243,10 @@ def modules() -> SimpleNamespace:
 
     from archdb.device import linear
     from archdb.parts import mlp as mlp_part
+    from archdb.parts import norms as norms_part
     from archdb.schema import NormType
 
     Act = mlp_part.modules().Act
-    from archdb.parts import norms as norms_part
-
     Norm, norm_module = attrgetter("Norm", "norm_module")(norms_part.modules())
 
     def chosen_weights(scores: torch.Tensor, index: torch.Tensor, spec: RouterSpec) -> torch.Tensor:

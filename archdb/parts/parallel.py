@@ -86,6 +86,7 @@ def modules() -> SimpleNamespace:
     import torch
     from torch import nn
 
+    # this module, for the specs: the torch classes below take the same names
     from archdb.parts import parallel as spec
 
     class ScaledMixer(nn.Module):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
 
@@ -178,18 +179,14 @@ def modules() -> SimpleNamespace:
     from torch import nn
 
     from archdb.parts import attention as attention_part
+    from archdb.parts import blocks as blocks_part
+    from archdb.parts import norms as norms_part
+
+    # this module, for the specs: the torch classes below take the same names
     from archdb.parts import shared as S
 
     repeat_kv = attention_part.modules().repeat_kv
-    from archdb.parts import blocks as blocks_part
-
-    SerialBlock, Stack, scaled = (
-        blocks_part.modules().SerialBlock,
-        blocks_part.modules().Stack,
-        blocks_part.modules().scaled,
-    )
-    from archdb.parts import norms as norms_part
-
+    SerialBlock, Stack, scaled = attrgetter("SerialBlock", "Stack", "scaled")(blocks_part.modules())
     norm_module = norms_part.modules().norm_module
 
     class Adapter(nn.Module):

@@ -69,11 +69,12 @@ def modules() -> SimpleNamespace:
     from torch import nn
 
     from archdb.parts import blocks as blocks_part
+    from archdb.parts import norms as norms_part
+
+    # this module, for the specs: the torch classes below take the same names
     from archdb.parts import shortcut as spec
 
     Stream = blocks_part.modules().Stream
-    from archdb.parts import norms as norms_part
-
     norm_module = norms_part.modules().norm_module
 
     class ShortcutBlock(nn.Module):

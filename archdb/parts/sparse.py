@@ -79,13 +79,11 @@ def modules() -> SimpleNamespace:
     from torch import nn
 
     from archdb.parts import kernels as kernels_part
-
-    future_mask = kernels_part.modules().future_mask
     from archdb.parts import norms as norms_part
-
-    norm_module = norms_part.modules().norm_module
     from archdb.parts import positions as positions_part
 
+    future_mask = kernels_part.modules().future_mask
+    norm_module = norms_part.modules().norm_module
     Rotary = positions_part.modules().Rotary
 
     class LightningIndexer(nn.Module):
