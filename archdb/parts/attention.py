@@ -16,7 +16,7 @@ from typing import Any
 
 from archdb import conventions as cv
 from archdb.parts.compressed import CompressedAttention
-from archdb.parts.kernels import LinearKernel, SoftmaxKernel
+from archdb.parts.kernels import LinearKernel, ScoredThroughKernel, SoftmaxKernel
 from archdb.parts.norms import NormSpec, QKNormSpec
 from archdb.parts.positions import RelativeXLSpec, RotarySpec
 from archdb.parts.sparse import IndexerSpec
@@ -27,7 +27,7 @@ from archdb.tally import Tally, linear_params
 
 
 @dataclass(frozen=True)
-class HeadAttention:
+class HeadAttention(ScoredThroughKernel):
     """n_heads queries over n_kv_heads key/value heads (MHA, GQA, MQA), softmax or linear."""
 
     d_model: int
@@ -141,14 +141,6 @@ class HeadAttention:
         width = self.head_dim + self.value_width
         return self.n_kv_heads * width * self.kernel.cached_keys(context)
 
-    def mean_keys(self, context: float, causal: bool = True, windows: bool = True) -> float:
-        """Keys one query scores on average at ``context`` (its kernel's)."""
-        return self.kernel.mean_keys(context, causal, windows)
-
-    @property
-    def window(self) -> int | None:
-        return self.kernel.window
-
     def score_flops_per_key(self) -> int:
         """QK^T and AV FLOPs of one query for each key it scores (0: linear attention)."""
         if isinstance(self.kernel, LinearKernel):
@@ -174,7 +166,7 @@ class HeadAttention:
 
 
 @dataclass(frozen=True)
-class LatentAttention:
+class LatentAttention(ScoredThroughKernel):
     """DeepSeek-V2's MLA: k/v expanded from a cached latent, plus one shared RoPE key."""
 
     d_model: int
@@ -236,14 +228,6 @@ class LatentAttention:
         keys = self.kernel.cached_keys(context)
         indexer = self.indexer.cache_entries(keys) if self.indexer else 0
         return (self.kv_rank + self.rope_dim) * keys + indexer
-
-    def mean_keys(self, context: float, causal: bool = True, windows: bool = True) -> float:
-        """Keys one query scores on average at ``context`` (its kernel's)."""
-        return self.kernel.mean_keys(context, causal, windows)
-
-    @property
-    def window(self) -> int | None:
-        return self.kernel.window
 
     def score_flops_per_key(self) -> int:
         """QK^T and AV FLOPs of one query for each key it scores, keys and values expanded."""

@@ -205,6 +205,19 @@ class LinearKernel:
         return modules().linear_kernel(self, ctx)
 
 
+class ScoredThroughKernel:
+    """An attention spec whose kernel (its ``kernel`` field) decides which keys a query
+    scores: the crossover asks the attention, which asks the kernel."""
+
+    def mean_keys(self, context: float, causal: bool = True, windows: bool = True) -> float:
+        """Keys one query scores on average at ``context`` (its kernel's)."""
+        return self.kernel.mean_keys(context, causal, windows)  # type: ignore[attr-defined]
+
+    @property
+    def window(self) -> int | None:
+        return self.kernel.window  # type: ignore[attr-defined]
+
+
 # --- torch modules -------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
 
-from archdb.parts.kernels import SoftmaxKernel
+from archdb.parts.kernels import ScoredThroughKernel, SoftmaxKernel
 from archdb.parts.mlp import DenseMLP
 from archdb.parts.norms import NormSpec
 from archdb.parts.positions import RotarySpec
@@ -29,7 +29,7 @@ from archdb.tally import Tally, linear_params
 
 
 @dataclass(frozen=True)
-class SharedAttention:
+class SharedAttention(ScoredThroughKernel):
     """Head attention from the block's input width (2 d_model with the embeddings) back to
     d_model: q, k, v read ``in_width``, o_proj writes ``d_model``."""
 
@@ -64,14 +64,6 @@ class SharedAttention:
 
     def cache_entries(self, context: int) -> int:
         return 2 * self.n_kv_heads * self.head_dim * self.kernel.cached_keys(context)
-
-    def mean_keys(self, context: float, causal: bool = True, windows: bool = True) -> float:
-        """Keys one query scores on average at ``context`` (its kernel's)."""
-        return self.kernel.mean_keys(context, causal, windows)
-
-    @property
-    def window(self) -> int | None:
-        return self.kernel.window
 
     def score_flops_per_key(self) -> int:
         return self.n_heads * self.kernel.matmuls_per_score(self.head_dim)
