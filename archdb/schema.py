@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
-from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated
 
@@ -2371,28 +2370,31 @@ def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
     """Each sourced value and what it rests on: an official kind where one covers it
     (the first such source listed), else the strongest secondary kind (a verbatim copy
     before a derived file before defaults); None where nothing covers it."""
-    rests: dict[str, SourceKind | None] = {}
     official = [s for s in card.sources if s.kind not in SECONDARY_KINDS]
     secondary = sorted(
         (s for s in card.sources if s.kind in SECONDARY_KINDS),
         key=lambda s: SECONDARY_KINDS.index(s.kind),
     )
-    ordered = [s.kind for s in [*official, *secondary]]
+    ordered = [*official, *secondary]
     first: dict[str, int] = {}  # a supported path -> the first source in that order naming it
-    for i, source in enumerate([*official, *secondary]):
+    for i, source in enumerate(ordered):
         for path in source.supports:
             first.setdefault(path, i)
-    for path in sourced_paths(card):
-        found = [first[p] for p in prefixes(path) if p in first]
-        rests[path] = ordered[min(found)] if found else None
+    rests: dict[str, SourceKind | None] = {}
+
+    # one walk of the values: a source that supports a path covers everything under it
+    def walk(model: BaseModel, prefix: str, best: int | None) -> None:
+        for name, value in model.__dict__.items():
+            path = f"{prefix}.{name}"
+            here = first.get(path)
+            rank = best if here is None else here if best is None else min(best, here)
+            if isinstance(value, BaseModel):
+                walk(value, path, rank)
+            elif value is not None and name not in _UNSOURCED_LEAVES:
+                rests[path] = None if rank is None else ordered[rank].kind
+
+    walk(card.architecture, "architecture", first.get("architecture"))
     return rests
-
-
-def prefixes(path: str) -> Iterator[str]:
-    """A dotted path and each of its prefixes, longest first."""
-    while path:
-        yield path
-        path = path.rpartition(".")[0]
 
 
 def inherited_paths(card: Card) -> dict[str, str]:
