@@ -146,13 +146,10 @@ def _read_layout_keys(d: Draft) -> None:
     """Keys that change how the model is stored or run, not its function."""
     for key in _KERNEL_KEYS:
         d.read(key)
-    if d.read("weight_mode", default="single") not in ("single", "fused"):
-        raise HFImportError("config.json: weight_mode must be 'single' or 'fused'")
-    if d.config.get("weight_mode") == "fused":
-        d.note(
-            "architecture",
-            "weight_mode fused stores q, k, v and the output gate as one tensor (and the two "
-            "gates as another): the same function; archdb loads the single layout's names.",
+    if d.read("weight_mode", default="single") != "single":
+        raise HFImportError(
+            "config.json: weight_mode must be 'single' (transformers' xLSTMForCausalLM "
+            "cannot initialize the fused layout, and archdb loads the single layout's names)"
         )
     if d.read("add_out_norm", default=True) is False:
         d.note("architecture.norm.final", "xLSTMModel applies out_norm whatever add_out_norm says.")
