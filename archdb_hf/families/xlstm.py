@@ -116,7 +116,10 @@ def _read_xlstm(d: Draft) -> None:
     vocab = int(_positive(d, "vocab_size", integer=True))
     d.set("architecture.vocab_size", vocab, d.origin_of("vocab_size"))
     if d.read("use_bias", default=False):
-        raise HFImportError("config.json: use_bias true is not supported (xLSTM 7B has none)")
+        raise HFImportError(
+            "config.json: use_bias true is not supported: xLSTMModel would put biases on "
+            "every projection and norm but its out_norm (xLSTM 7B has none)"
+        )
     heads = int(_positive(d, "num_heads", integer=True))
     mlstm = {
         "n_heads": heads,
@@ -130,7 +133,8 @@ def _read_xlstm(d: Draft) -> None:
         d.set(f"architecture.mixers.mlstm.{name}", value, d.origin_of(key))
     factor = _positive(d, "ffn_proj_factor", upper=_MAX_FACTOR)
     multiple = int(_positive(d, "ffn_round_up_to_multiple_of", integer=True, upper=2**20))
-    d.set("architecture.mlp.d_ff", _round_up(d_model * factor, multiple), "config")
+    d_ff = _round_up(d_model * factor, multiple)
+    d.set("architecture.mlp.d_ff", d_ff, d.origin_of("ffn_proj_factor"))
     cap = float(_positive(d, "output_logit_soft_cap"))
     d.set("architecture.final_logit_softcap", cap, d.origin_of("output_logit_soft_cap"))
     for path, value in _FIXED.items():
