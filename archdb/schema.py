@@ -27,6 +27,7 @@ import datetime as dt
 import itertools
 import re
 from enum import StrEnum
+from operator import attrgetter
 from typing import Annotated
 
 from pydantic import (
@@ -2335,8 +2336,13 @@ def null_means_unknown(card: Card, path: str) -> bool:
     return path == WINDOW_PATH and LayerKind.LOCAL in card.architecture.attention.layer_pattern
 
 
+# the same paths as getters: a card is checked on every load, and attrgetter walks a
+# dotted path in C (their parents are sub-models every card has)
+_UNKNOWN_GETTERS = tuple((path, attrgetter(path)) for path in UNKNOWN_WHEN_NULL)
+
+
 def unexplained_nulls(card: Card) -> list[str]:
-    nulls = [p for p in UNKNOWN_WHEN_NULL if get_path(card, p) is None]
+    nulls = [path for path, get in _UNKNOWN_GETTERS if get(card) is None]
     if get_path(card, WINDOW_PATH) is None and null_means_unknown(card, WINDOW_PATH):
         nulls.append(WINDOW_PATH)
     return nulls
