@@ -1754,15 +1754,17 @@ class Architecture(Strict):
 
     def _check_mixers(self) -> None:
         kinds = {k.recurrent for k in self.attention.layer_pattern}
-        mixers = self.mixers or Mixers()
+        mixers = self.mixers
         for kind in MIXER_KINDS:
             name = mixer_field(kind)
-            if (kind in kinds) != (getattr(mixers, name) is not None):
+            if (kind in kinds) != (mixers is not None and getattr(mixers, name) is not None):
                 raise ValueError(
                     f"mixers.{name} is required for, and only for, {kind.value} layers in "
                     "attention.layer_pattern"
                 )
         self._check_single_sublayers()
+        if mixers is None:
+            return
         for kind in MIXER_KINDS:  # what a plugin's sizes need from the card
             plugin = MIXERS.get(kind)
             sizes = None if plugin is None else plugin.sizes_of(self)
