@@ -15,6 +15,7 @@ import re
 from archdb.schema import Card
 from archdb_hf.families import (
     bert,
+    bitnet,
     cohere,
     deepseek,
     ernie,
@@ -38,6 +39,7 @@ from archdb_hf.families.spec import FamilySpec
 # one module per lineage; each declares its families after its parents'
 _LINEAGES = (
     llama,
+    bitnet,
     gpt,
     qwen,
     mimo,
