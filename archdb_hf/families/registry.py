@@ -194,6 +194,7 @@ _BY_FAMILY: dict[str, str] = {
 _BY_FAMILY |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
 _BY_FAMILY["zamba2"] = "zamba2"
 _BY_FAMILY["longcat-flash"] = "longcat_flash"
+_BY_FAMILY["bitnet"] = "bitnet"
 _MOE_OF: dict[str, str] = {
     "qwen3": "qwen3_moe",
     "granite": "granitemoe",
