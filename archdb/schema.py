@@ -452,6 +452,14 @@ class Norm(Strict):
         "embedding norm's output with no norm of its own (ModernBERT: attn_norm is an "
         "identity in layer 0). Optional; null: every layer has its norms.",
     )
+    sublayer_norms: StrictBool | None = Field(
+        default=None,
+        description="A norm inside each sublayer, before its output projection: over the "
+        "heads' concatenated outputs before o_proj, and over act(gate) * up (or act(up)) "
+        "before down_proj; of the card's norm type, affine terms and epsilon (BitNet b1.58 "
+        "2B4T's subln: transformers' bitnet attn_sub_norm and ffn_sub_norm). Softmax "
+        "attention and dense MLPs only. Optional; null for none.",
+    )
 
 
 class Latent(Strict):
@@ -1667,6 +1675,7 @@ class Architecture(Strict):
         if self.encoder is not None:
             self._check_encoder(self.encoder)
         self._check_first_mixer_norm()
+        self._check_sublayer_norms()
         if self.norm.shared_in_parallel is not None and not self.parallel_layers:
             raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
         if self.parallel_layers and self.norm.shared_in_parallel is None:
@@ -1870,6 +1879,28 @@ class Architecture(Strict):
             raise ValueError(
                 "norm.first_mixer_norm: false needs pre-norm layers and embedding_norm (the "
                 "first layer reads the embedding norm's output)"
+            )
+
+    def _check_sublayer_norms(self) -> None:
+        """Sub-norms sit before softmax attention's o_proj and a dense MLP's down_proj: a
+        latent or compressed attention, an MoE or a recurrent mixer has no such slot."""
+        if not self.norm.sublayer_norms:
+            return
+        att = self.attention
+        if att.variant is not AttentionVariant.SOFTMAX:
+            raise ValueError(
+                f"norm.sublayer_norms is for softmax attention, not variant {att.variant.value}"
+            )
+        if self.mlp.moe is not None:
+            raise ValueError("norm.sublayer_norms is for dense MLPs: set mlp.moe to null")
+        recurrent = sorted(kind.value for kind in set(att.layer_pattern) & RECURRENT_KINDS)
+        if recurrent or self.mlp.channel_mix:
+            names = ", ".join(recurrent) or "rwkv channel mix"
+            raise ValueError(f"norm.sublayer_norms has no place in recurrent mixers ({names})")
+        if self.shared_blocks is not None or self.hyper_connections is not None:
+            raise ValueError(
+                "norm.sublayer_norms is for plain attention + MLP layers: not with "
+                "shared_blocks or hyper_connections"
             )
 
     def _check_encoder(self, encoder: EncoderOnly) -> None:

@@ -670,8 +670,8 @@ def read_activation(raw: str, gated: bool) -> str | None:
         return "swiglu" if gated else "silu"
     if name == "relu":
         return "reglu" if gated else "relu"
-    if name in ("relu2", "squared_relu", "relu_squared") and not gated:
-        return "squared-relu"
+    if name in ("relu2", "squared_relu", "relu_squared"):
+        return "squared-reglu" if gated else "squared-relu"
     if name == "xielu" and not gated:  # Apertus: up, xIELU, down
         return "xielu"
     if name == "quick_gelu" and not gated:  # x * sigmoid(1.702 x), no GELU form

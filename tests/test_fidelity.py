@@ -408,6 +408,9 @@ TINY["xlstm"] = {
     "gate_soft_cap": 2.0,
     "output_logit_soft_cap": 1.5,
 }
+# BitNet: Llama with sub-norms before o_proj and down_proj and relu(gate)^2 * up; biased
+# attention and an epsilon off the default
+TINY["bitnet"] = {**_DENSE, "attention_bias": True, "rms_norm_eps": 1e-4}
 MASKED_LM = ("bert", "roberta", "modernbert")
 FIRST_TOKEN = {"roberta": 2}  # the smallest token id a test sequence uses
 # longer than the 64-token chunks of transformers' torch delta rule
@@ -834,6 +837,12 @@ def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
 def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
     """Granite's muP factors: each one dropped (or a near value) breaks the comparison."""
     assert _error_with_changes("granite", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
+
+
+def test_bitnets_squared_gate_changes_the_logits(tmp_path):
+    """relu(gate)^2 * up, not relu(gate) * up: the square is not decoration."""
+    changes = {"mlp.activation": "reglu"}
+    assert _error_with_changes("bitnet", tmp_path, changes) > 100 * LOGIT_TOLERANCE
 
 
 @pytest.mark.parametrize(

@@ -968,6 +968,12 @@ SMALL_CONFIGS += [  # DeepSeek-V4: the conftest toy, and the released schedule's
         },
     ),
 ]
+# BitNet: sub-norms before o_proj and down_proj, relu(gate)^2 * up
+BITNET = {"norm.sublayer_norms": True, "mlp.activation": "squared-reglu"}
+SMALL_CONFIGS += [
+    ("bitnet", BITNET),
+    ("bitnet", {**BITNET, "bias.qkv": True, "bias.attn_out": True, "tied_embeddings": True}),
+]
 SMALL_CONFIGS += [
     ("longcat_flash", LONGCAT),
     (
@@ -991,6 +997,11 @@ def test_small_configs_match_transformers(model_type, changes):
 
 def test_every_reference_has_a_small_config():
     assert {t for t, _ in SMALL_CONFIGS} == set(SPECS)
+
+
+def test_sub_norms_are_refused_where_the_family_has_none():
+    with pytest.raises(NotRepresentable, match="llama has no sublayer_norms"):
+        hf_parameter_count(make_arch(**{"norm.sublayer_norms": True}), "llama")
 
 
 def test_a_different_model_is_refused_not_compared():

@@ -28,6 +28,9 @@ class Activation(StrEnum):
     SWIGLU = "swiglu"
     GEGLU = "geglu"
     REGLU = "reglu"
+    # relu(gate)^2 * up: the gated squared ReLU (BitNet b1.58 2B4T; transformers' bitnet
+    # applies hidden_act "relu2" to the gate of its gated MLP)
+    SQUARED_REGLU = "squared-reglu"
     # gpt-oss: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
     CLAMPED_SWIGLU = "clamped-swiglu"
     # DeepSeek-V4: silu(min(gate, limit)) * clamp(up, -limit, limit)
@@ -174,6 +177,9 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
     Activation.SWIGLU: ActivationRule("silu", _silu, gated=True),
     Activation.GEGLU: ActivationRule("gelu", _gelu, gated=True),
     Activation.REGLU: ActivationRule("relu", _relu, gated=True),
+    Activation.SQUARED_REGLU: ActivationRule(
+        "squared-relu", _squared_relu, flops_per_element=2, gated=True
+    ),
     # per element: two clamps, alpha *, sigmoid, gate *, up + 1 (and the product)
     Activation.CLAMPED_SWIGLU: ActivationRule(
         "clamped-swiglu",

@@ -58,6 +58,8 @@ class HeadAttention(ScoredThroughKernel):
     qkv_clip: float | None = None  # q, k and v clamped to [-clip, clip] (MPT, DBRX clip_qkv)
     v_dim: int | None = None  # value head width where it is not head_dim (MiMo-V2-Flash)
     value_scale: float | None = None  # factor on the projected values (MiMo-V2-Flash)
+    # a norm over the heads' concatenated outputs before o (BitNet's attn_sub_norm)
+    sub_norm: NormSpec | None = None
 
     @property
     def value_width(self) -> int:
@@ -96,6 +98,7 @@ class HeadAttention(ScoredThroughKernel):
         n += linear_params(d, kv * vd, self.qkv_bias) if self.own_values else 0
         n += linear_params(h * vd, d, self.out_bias) + self.kernel.params()
         n += self.qk_norm.params() if self.qk_norm else 0
+        n += self.sub_norm.params(h * vd) if self.sub_norm else 0
         return n + (self.relative_xl.params() if self.relative_xl else 0)
 
     def flops(self, tally: Tally) -> None:
@@ -132,6 +135,8 @@ class HeadAttention(ScoredThroughKernel):
             self.kernel.flops(tally, h, vd, extra)
         if self.output_gate is not None:
             tally.elementwise(h * self.gate_width + h * vd)  # sigmoid, then the product
+        if self.sub_norm is not None:
+            self.sub_norm.flops(tally, h * vd)
         tally.linear(h * vd, d, self.out_bias)
 
     def cache_entries(self, context: int) -> int:
@@ -294,6 +299,7 @@ def modules() -> SimpleNamespace:
             qkv_clip: float | None = None,
             v_dim: int | None = None,
             value_scale: float | None = None,
+            sub_norm: nn.Module | None = None,
         ) -> None:
             super().__init__()
             set_plain(
@@ -320,6 +326,7 @@ def modules() -> SimpleNamespace:
             own_v = not values_from_keys and not reuses
             self.v = linear(d_model, n_kv_heads * self.v_dim, qkv_bias) if own_v else None
             self.value_norm = None if reuses else value_norm  # Gemma 4: a bare RMS norm per head
+            self.sub_norm = sub_norm  # over the concatenated heads, before o (BitNet)
             self.o = linear(n_heads * self.v_dim, d_model, bias=out_bias)
             self.qk_norm = qk_norm
             self.rotary = rotary
@@ -381,7 +388,10 @@ def modules() -> SimpleNamespace:
             out = self.kernel(q, k, v, bias).transpose(1, 2)  # (B, T, H, D)
             if gate is not None:
                 out = out * torch.sigmoid(gate)
-            return self.o(out.flatten(2))  # (B, T, d)
+            out = out.flatten(2)
+            if self.sub_norm is not None:
+                out = self.sub_norm(out)
+            return self.o(out)  # (B, T, d)
 
         def _clipped(self, projected: torch.Tensor) -> torch.Tensor:
             if self.qkv_clip is None:
@@ -511,6 +521,7 @@ def modules() -> SimpleNamespace:
             s.qkv_clip,
             s.v_dim,
             s.value_scale,
+            norm_module(s.sub_norm, s.n_heads * s.value_width) if s.sub_norm else None,
         )
 
     def latent_attention(s: spec.LatentAttention, ctx) -> LatentAttention:

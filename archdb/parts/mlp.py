@@ -23,6 +23,7 @@ from archdb.choices.activations import (
 from archdb.choices.activations import CLAMPED_SWIGLU as CLAMPED_SWIGLU  # re-exported
 from archdb.choices.activations import XIELU_RULE as XIELU_RULE  # re-exported
 from archdb.conventions import FlopClass as C
+from archdb.parts.norms import NormSpec
 from archdb.tally import Tally, linear_params
 
 
@@ -64,6 +65,7 @@ class DenseMLP:
     output_multiplier: float | None = None  # m * down(...) (Falcon-H1 mlp_multipliers[1])
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the gate
     channel_mix: bool = False  # RWKV: token-shifted inputs, a sigmoid receptance gate
+    sub_norm: NormSpec | None = None  # a norm over the d_ff activations before down (BitNet)
 
     @property
     def rule(self) -> ActivationRule:
@@ -75,6 +77,8 @@ class DenseMLP:
         learned = len(self.rule.learned)  # xIELU's alpha_p and alpha_n
         if self.channel_mix:  # two mixing weights per channel and the receptance
             learned += 2 * d + linear_params(d, d, False)
+        if self.sub_norm is not None:
+            learned += self.sub_norm.params(f)
         return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias) + learned
 
     def inactive_params(self) -> int:
@@ -100,6 +104,8 @@ class DenseMLP:
         if self.sparsity is not None:  # mean, std; mean + std * k per token; g - cut, relu
             per_token = (cv.REDUCTION + cv.STD + 2 * cv.ELEMENTWISE) * f + 2 * cv.ELEMENTWISE
             tally.add(C.ELEMENTWISE, tokens * per_token)
+        if self.sub_norm is not None:
+            self.sub_norm.flops(tally, f, tokens)
         tally.linear(f, d, self.bias, tokens)
         if self.output_multiplier is not None:
             tally.add(C.ELEMENTWISE, tokens * d)
@@ -120,7 +126,10 @@ def modules() -> SimpleNamespace:
     from torch import nn
 
     from archdb.device import linear
+    from archdb.parts import norms as norms_part
     from archdb.parts.attributes import set_plain
+
+    norm_module = norms_part.modules().norm_module
 
     class Act(nn.Module):
         """A pointwise non-linearity (its rule in ``archdb.choices.activations.ACTIVATIONS``);
@@ -153,30 +162,46 @@ def modules() -> SimpleNamespace:
             alpha = getattr(c, "alpha", None)  # the clamped unit's; the clipped one has none
             return f"{self.rule.name}, limit={c.limit:g}" + (f", alpha={alpha:g}" if alpha else "")
 
-    class MLP(nn.Module):
+    class FeedForward(nn.Module):
+        """What every MLP ends with: the down projection, behind an optional sub-norm over
+        the d_ff activations (BitNet's ffn_sub_norm)."""
+
+        sub_norm: nn.Module | None
+        down: nn.Module
+
+        def project_down(self, h: torch.Tensor) -> torch.Tensor:
+            return self.down(h if self.sub_norm is None else self.sub_norm(h))
+
+    class MLP(FeedForward):
         """down(act(up(x)))."""
 
-        def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool) -> None:
+        def __init__(
+            self, d_model: int, d_ff: int, act: Act, bias: bool, sub_norm: nn.Module | None = None
+        ) -> None:
             super().__init__()
             self.up = linear(d_model, d_ff, bias=bias)
             self.act = act
+            self.sub_norm = sub_norm
             self.down = linear(d_ff, d_model, bias=bias)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.down(self.act(self.up(x)))
+            return self.project_down(self.act(self.up(x)))
 
-    class GatedMLP(nn.Module):
+    class GatedMLP(FeedForward):
         """down(act(gate(x)) * up(x)): SwiGLU, GeGLU, ReGLU."""
 
-        def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool) -> None:
+        def __init__(
+            self, d_model: int, d_ff: int, act: Act, bias: bool, sub_norm: nn.Module | None = None
+        ) -> None:
             super().__init__()
             self.gate = linear(d_model, d_ff, bias=bias)
             self.up = linear(d_model, d_ff, bias=bias)
             self.act = act
+            self.sub_norm = sub_norm
             self.down = linear(d_ff, d_model, bias=bias)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.down(self.act(self.gate(x), self.up(x)))
+            return self.project_down(self.act(self.gate(x), self.up(x)))
 
     class ScaledGatedMLP(GatedMLP):
         """m_out * down(act(m_gate * gate(x)) * up(x)) (Falcon-H1's mlp_multipliers)."""
@@ -189,24 +214,31 @@ def modules() -> SimpleNamespace:
             bias: bool,
             gate_multiplier: float | None,
             output_multiplier: float | None,
+            sub_norm: nn.Module | None = None,
         ) -> None:
-            super().__init__(d_model, d_ff, act, bias)
+            super().__init__(d_model, d_ff, act, bias, sub_norm)
             self.gate_multiplier, self.output_multiplier = gate_multiplier, output_multiplier
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             gate = self.gate(x)
             if self.gate_multiplier is not None:
                 gate = gate * self.gate_multiplier
-            y = self.down(self.act(gate, self.up(x)))
+            y = self.project_down(self.act(gate, self.up(x)))
             return y if self.output_multiplier is None else y * self.output_multiplier
 
     class ScaledMLP(MLP):
         """m_out * down(act(up(x)))."""
 
         def __init__(
-            self, d_model: int, d_ff: int, act: Act, bias: bool, output_multiplier: float
+            self,
+            d_model: int,
+            d_ff: int,
+            act: Act,
+            bias: bool,
+            output_multiplier: float,
+            sub_norm: nn.Module | None = None,
         ) -> None:
-            super().__init__(d_model, d_ff, act, bias)
+            super().__init__(d_model, d_ff, act, bias, sub_norm)
             self.output_multiplier = output_multiplier
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -216,8 +248,16 @@ def modules() -> SimpleNamespace:
         """Gemma 3n's gaussian top-k on the gate: relu(g - (mean(g) + std(g) * k)) with k the
         standard normal quantile of the target sparsity, then the gated unit."""
 
-        def __init__(self, d_model: int, d_ff: int, act: Act, bias: bool, target: float) -> None:
-            super().__init__(d_model, d_ff, act, bias)
+        def __init__(
+            self,
+            d_model: int,
+            d_ff: int,
+            act: Act,
+            bias: bool,
+            target: float,
+            sub_norm: nn.Module | None = None,
+        ) -> None:
+            super().__init__(d_model, d_ff, act, bias, sub_norm)
             self.target = target
             # Phi^-1(target) in float32, as transformers' torch.distributions computes it
             cpu = torch.device("cpu")  # a number, even when the model is built on meta
@@ -230,7 +270,7 @@ def modules() -> SimpleNamespace:
             mean = torch.mean(gate, dim=-1, keepdim=True)
             std = torch.std(gate, dim=-1, keepdim=True, unbiased=False)
             gate = torch.relu(gate - (mean + std * self.std_multiplier))
-            return self.down(self.act(gate, self.up(x)))
+            return self.project_down(self.act(gate, self.up(x)))
 
         def extra_repr(self) -> str:
             return f"sparsity={self.target:g}"
@@ -267,18 +307,22 @@ def modules() -> SimpleNamespace:
         output_multiplier: float | None = None,
         sparsity: float | None = None,
         channel_mix: bool = False,
+        sub_norm: NormSpec | None = None,
     ) -> nn.Module:
         act = Act(activation, gelu_exact, clamp)
-        if channel_mix:
+        if channel_mix:  # the schema keeps sub-norms out of RWKV's channel mix
             return ChannelMix(d_model, d_ff, act)
+        norm = None if sub_norm is None else norm_module(sub_norm, d_ff)
         if sparsity is not None:
-            return SparseGatedMLP(d_model, d_ff, act, bias, sparsity)
+            return SparseGatedMLP(d_model, d_ff, act, bias, sparsity, norm)
         if activation.gated and (gate_multiplier is not None or output_multiplier is not None):
-            return ScaledGatedMLP(d_model, d_ff, act, bias, gate_multiplier, output_multiplier)
+            return ScaledGatedMLP(
+                d_model, d_ff, act, bias, gate_multiplier, output_multiplier, norm
+            )
         if output_multiplier is not None:
-            return ScaledMLP(d_model, d_ff, act, bias, output_multiplier)
+            return ScaledMLP(d_model, d_ff, act, bias, output_multiplier, norm)
         cls = GatedMLP if activation.gated else MLP
-        return cls(d_model, d_ff, act, bias)
+        return cls(d_model, d_ff, act, bias, norm)
 
     def dense_mlp(s: DenseMLP, ctx: object = None) -> nn.Module:
         return make_mlp(
@@ -292,6 +336,7 @@ def modules() -> SimpleNamespace:
             s.output_multiplier,
             s.sparsity,
             s.channel_mix,
+            s.sub_norm,
         )
 
     return SimpleNamespace(

@@ -790,8 +790,9 @@ class _Reader:
         if not spec.moe:
             gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
             mix = bool(a.mlp.channel_mix)
+            sub_norm = self.norm if a.norm.sublayer_norms else None
             return DenseMLP(
-                self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity, mix
+                self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity, mix, sub_norm
             )
         moe = a.mlp.moe
         shared = (

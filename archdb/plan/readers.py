@@ -139,6 +139,7 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         qkv_clip=att.qkv_clip,
         v_dim=dims.v_dim if dims.v_dim != dims.qk_dim else None,
         value_scale=_factor_or_none(att.value_multiplier),
+        sub_norm=r.norm if a.norm.sublayer_norms else None,
     )
 
 

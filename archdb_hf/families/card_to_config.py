@@ -56,6 +56,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "shared_gate": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.shared_gate),
     "global_layers": lambda a: a.attention.global_layers is not None,
     "value_norm": lambda a: bool(a.attention.value_norm),
+    "sublayer_norms": lambda a: bool(a.norm.sublayer_norms),  # BitNet's subln
     "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
     "moe_latent": lambda a: a.mlp.moe is not None and a.mlp.moe.latent_dim is not None,

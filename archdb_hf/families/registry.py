@@ -15,6 +15,7 @@ import re
 from archdb.schema import Card
 from archdb_hf.families import (
     bert,
+    bitnet,
     cohere,
     deepseek,
     ernie,
@@ -38,6 +39,7 @@ from archdb_hf.families.spec import FamilySpec
 # one module per lineage; each declares its families after its parents'
 _LINEAGES = (
     llama,
+    bitnet,
     gpt,
     qwen,
     mimo,
@@ -192,6 +194,7 @@ _BY_FAMILY: dict[str, str] = {
 _BY_FAMILY |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
 _BY_FAMILY["zamba2"] = "zamba2"
 _BY_FAMILY["longcat-flash"] = "longcat_flash"
+_BY_FAMILY["bitnet"] = "bitnet"
 _MOE_OF: dict[str, str] = {
     "qwen3": "qwen3_moe",
     "granite": "granitemoe",

@@ -1,0 +1,90 @@
+"""BitNet b1.58 (transformers' bitnet): Llama with a norm inside each sublayer and the gated
+squared ReLU.
+
+transformers' BitNetForCausalLM is Llama's layout plus ``attn_sub_norm`` (an RMSNorm over
+the heads' outputs before o_proj) and ``ffn_sub_norm`` (one over relu(gate)^2 * up before
+down_proj): the card's ``norm.sublayer_norms``. The released checkpoint's ternary weights
+are a quantization of these linear layers (BitLinear), not a different architecture.
+"""
+
+from __future__ import annotations
+
+from archdb.schema import (
+    Activation,
+    Architecture,
+    LayerKind,
+    NormAffine,
+    NormPosition,
+    NormType,
+    PositionType,
+)
+from archdb_hf.draft import Draft
+from archdb_hf.families import card_to_config as ref
+from archdb_hf.families.card_to_config import (
+    base_config,
+    need_activation,
+    need_dense,
+    need_pattern,
+    need_serial,
+    need_softmax_attention,
+    require,
+)
+from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.tensors import Names, Source
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+
+def _read_bitnet(d: Draft) -> None:
+    """The sub-norms are in BitNet's code, not its config."""
+    d.set("architecture.norm.sublayer_norms", True, "family")
+
+
+# --- card -> config (the reference) ------------------------------------------------------
+
+
+def bitnet(a: Architecture) -> dict:
+    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
+    need_serial(a)
+    need_activation(a, Activation.SQUARED_REGLU)
+    need_softmax_attention(a)
+    ref.need_position(a, PositionType.ROPE)
+    require(not a.position.rotary_fraction, "every head dim rotates")
+    need_dense(a)
+    need_pattern(a, LayerKind.GLOBAL)
+    require(bool(a.norm.sublayer_norms), "norm.sublayer_norms: BitNet's layers always have them")
+    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
+    require(
+        a.attention.n_heads * a.head_dim_effective == a.d_model,
+        "attn_sub_norm is hidden_size wide: n_heads * head_dim must equal d_model",
+    )
+    return base_config(a) | {"attention_bias": a.bias.qkv, "hidden_act": "relu2"}
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
+
+
+def _bitnet_names() -> Names:
+    names = llama_names()
+    names.layer["attn.sublayer.sub_norm.weight"] = Source("self_attn.attn_sub_norm.weight")
+    names.layer["mlp.sublayer.sub_norm.weight"] = Source("mlp.ffn_sub_norm.weight")
+    return names
+
+
+# --- the family ------------------------------------------------------------------------
+
+BITNET = LLAMA.derive(
+    "bitnet",
+    layer="BitNetDecoderLayer",
+    config_class="BitNetConfig",
+    model_class="BitNetForCausalLM",
+    mlp_bias=False,
+    activation_default="relu2",
+    rope_theta_default=500000.0,
+    eps_default=1e-05,
+    read=_read_bitnet,
+    write=bitnet,
+    extras=frozenset({"sublayer_norms"}),
+    names=_bitnet_names,
+    logit_error=0.0,
+)
