@@ -25,7 +25,13 @@ from archdb_hf.families.round_trip import round_trip_losses
 from archdb_hf.importer import HFImportError, Identity, import_config, read_config
 from archdb_hf.reference import convert
 from archdb_hf.testing import hf_parameter_count
-from tests.conftest import apply_changes, assert_causal, make_arch, needs_transformers
+from tests.conftest import (
+    apply_changes,
+    assert_causal,
+    make_arch,
+    needs_transformers,
+    shipped_catalogue,
+)
 
 pytestmark = needs_transformers
 
@@ -92,6 +98,27 @@ def test_xlstm_7b_sizes_count_exactly():
     assert (m.n_heads, m.key_head_dim, m.value_head_dim) == (8, 256, 512)
     assert plan_params(make_plan(arch)).total == 6_865_424_896
     assert hf_parameter_count(arch, "xlstm") == 6_865_424_896
+
+
+def test_the_xlstm_7b_card_counts_6_865_424_896_against_the_papers_7b():
+    """The catalogue's xlstm-7b: embedding and untied head 2 x 50304 x 4096; per block
+    q, k (4096 -> 2048), v, output gate, out_proj (4096 x 4096), the two gates (4096 -> 8
+    with bias), the per-head norm's 4096 scales, the 3 x 4096 x 10944 feed-forward and two
+    RMSNorms; a final RMSNorm. 6.87B, 1.9% under the paper's headline "7-billion"."""
+    card = shipped_catalogue().get("xlstm-7b")
+    arch = card.architecture
+    per_block = (
+        2 * 4096 * 2048 + 3 * 4096 * 4096 + 2 * (4096 * 8 + 8) + 4096 + 3 * 4096 * 10944 + 2 * 4096
+    )
+    expected = 2 * 50304 * 4096 + 32 * per_block + 4096
+    assert expected == 6_865_424_896
+    assert plan_params(make_plan(arch)).total == expected
+    assert hf_parameter_count(arch, "xlstm") == expected
+    assert card.params_published == 7_000_000_000
+    assert 0.98 < expected / card.params_published < 0.99
+    # the card and xLSTMConfig's defaults (given as NX-AI/xLSTM-7b's) build the same model
+    imported = validate_card(_import(_default_config()).card).architecture
+    assert plan_params(make_plan(imported)).total == expected
 
 
 # --- the forward pass -----------------------------------------------------------------------
