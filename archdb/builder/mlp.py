@@ -156,6 +156,23 @@ class ChannelMix(nn.Module):
         return torch.sigmoid(self.receptance(x_r)) * self.down(self.act(self.up(x_k)))
 
 
+class ShiftedMLP(nn.Module):
+    """RWKV-7's channel mixing (Peng et al. 2025, https://arxiv.org/abs/2503.14456), as
+    RWKV-LM's RWKV_CMix_x070: each token's input interpolated with the previous token's,
+    x + (prev - x) m (one learned m per channel), then down(act(up(.))); no gate, no biases."""
+
+    def __init__(self, d_model: int, d_ff: int, act: nn.Module) -> None:
+        super().__init__()
+        self.mix_key = nn.Parameter(torch.full((d_model,), 0.5))
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.act = act
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shift = F.pad(x, (0, 0, 1, -1)) - x  # each token's predecessor (zeros first), minus it
+        return self.down(self.act(self.up(x + shift * self.mix_key)))
+
+
 def make_mlp(
     activation: Activation,
     d_model: int,
@@ -167,10 +184,13 @@ def make_mlp(
     output_multiplier: float | None = None,
     sparsity: float | None = None,
     channel_mix: bool = False,
+    token_shift: bool = False,
 ) -> nn.Module:
     act = Act(activation, gelu_exact, clamp)
     if channel_mix:
         return ChannelMix(d_model, d_ff, act)
+    if token_shift:
+        return ShiftedMLP(d_model, d_ff, act)
     if sparsity is not None:
         return SparseGatedMLP(d_model, d_ff, act, bias, sparsity)
     if activation.gated and (gate_multiplier is not None or output_multiplier is not None):
@@ -194,4 +214,5 @@ def dense_mlp(s: DenseMLP, ctx: object = None) -> nn.Module:
         s.output_multiplier,
         s.sparsity,
         s.channel_mix,
+        s.token_shift,
     )

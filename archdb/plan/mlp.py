@@ -65,6 +65,7 @@ class DenseMLP:
     output_multiplier: float | None = None  # m * down(...) (Falcon-H1 mlp_multipliers[1])
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the gate
     channel_mix: bool = False  # RWKV: token-shifted inputs, a sigmoid receptance gate
+    token_shift: bool = False  # RWKV-7: the input interpolated with the previous token's
 
     @property
     def rule(self) -> ActivationRule:
@@ -76,6 +77,8 @@ class DenseMLP:
         learned = len(self.rule.learned)  # xIELU's alpha_p and alpha_n
         if self.channel_mix:  # two mixing weights per channel and the receptance
             learned += 2 * d + linear_params(d, d, False)
+        if self.token_shift:  # one mixing weight per channel
+            learned += d
         return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias) + learned
 
     def inactive_params(self) -> int:
@@ -83,7 +86,7 @@ class DenseMLP:
 
     def cache_entries(self, context: int) -> int:
         """RWKV's channel mix keeps the previous token's input; other MLPs keep nothing."""
-        return self.d_model if self.channel_mix else 0
+        return self.d_model if self.channel_mix or self.token_shift else 0
 
     def flops(self, tally: Tally, tokens: int | None = None) -> None:
         tokens = tally.seq_len if tokens is None else tokens
@@ -92,6 +95,8 @@ class DenseMLP:
             tally.add(C.ELEMENTWISE, tokens * 2 * 3 * d + 2 * d)  # 1 - m: once a forward
             tally.linear(d, d, False, tokens)
             tally.add(C.ELEMENTWISE, tokens * 2 * d)  # sigmoid, and its product
+        if self.token_shift:  # x + (previous - x) m
+            tally.add(C.ELEMENTWISE, tokens * 3 * d)
         for _ in range(2 if gated else 1):
             tally.linear(d, f, self.bias, tokens)
         per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)

@@ -782,9 +782,9 @@ class _Reader:
         clamp = self.clamp()
         if not spec.moe:
             gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
-            mix = bool(a.mlp.channel_mix)
+            mix, shift = bool(a.mlp.channel_mix), bool(a.mlp.token_shift)
             return DenseMLP(
-                self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity, mix
+                self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity, mix, shift
             )
         moe = a.mlp.moe
         shared = (
