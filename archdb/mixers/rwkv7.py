@@ -92,7 +92,9 @@ LORAS = 4  # decay, learning rate, value mix, gate
 @dataclass(frozen=True)
 class Rwkv7Mixer:
     """Token-shifted r, w, k, v, a, g; the generalized delta rule per head; group norm,
-    bonus and gate; the output projection (RWKV-LM's RWKV_Tmix_x070)."""
+    bonus and gate; the output projection (RWKV-LM's RWKV_Tmix_x070). Every layer counts
+    the value residual's mix, the first too (the module runs it there as an identity; the
+    reference skips it: 4 d value_rank + 5 d FLOPs a token, once a model)."""
 
     d_model: int
     head_dim: int
