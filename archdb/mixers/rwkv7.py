@@ -86,7 +86,6 @@ GROUP_NORM_EPS = 64e-5  # RWKV-LM's ln_x: GroupNorm(H, C, eps=64e-5), "notice ep
 # the delta rule per head and token, in head_dim^2 units: S a (2), S w (1), (S a) b^T (1),
 # v k^T (1), their two sums (2); the read-out S r (2)
 WKV_OPS = 9
-LORAS = 4  # decay, learning rate, value mix, gate
 
 
 @dataclass(frozen=True)
