@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated
 
@@ -2389,10 +2390,22 @@ def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
         (s for s in card.sources if s.kind in SECONDARY_KINDS),
         key=lambda s: SECONDARY_KINDS.index(s.kind),
     )
-    ordered = [(s.kind, frozenset(s.supports)) for s in [*official, *secondary]]
+    ordered = [s.kind for s in [*official, *secondary]]
+    first: dict[str, int] = {}  # a supported path -> the first source in that order naming it
+    for i, source in enumerate([*official, *secondary]):
+        for path in source.supports:
+            first.setdefault(path, i)
     for path in sourced_paths(card):
-        rests[path] = next((kind for kind, supports in ordered if covered(path, supports)), None)
+        found = [first[p] for p in prefixes(path) if p in first]
+        rests[path] = ordered[min(found)] if found else None
     return rests
+
+
+def prefixes(path: str) -> Iterator[str]:
+    """A dotted path and each of its prefixes, longest first."""
+    while path:
+        yield path
+        path = path.rpartition(".")[0]
 
 
 def inherited_paths(card: Card) -> dict[str, str]:

@@ -1142,7 +1142,9 @@ def test_the_mla_latent_norms_take_their_own_epsilon(tmp_path):
     """transformers' MLA families build q_a_layernorm and kv_a_layernorm at 1e-6 whatever
     rms_norm_eps says (1e-3 here): import-hf records it, and the blocks' epsilon in its
     place breaks the comparison."""
-    from archdb.builder.norms import Norm
+    from archdb.parts import norms as norms_part
+
+    Norm = norms_part.modules().Norm
 
     _tiny("glm_moe_dsa", tmp_path)
     card = _card(tmp_path)

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from archdb.errors import ArchdbError
 from archdb.fields import OutputOnly, Unknown, with_role
-from archdb.plan.positions import SCHEMES
+from archdb.parts.positions import SCHEMES
 from archdb.schema import (
     MIXER_ENTRIES,
     Activation,
