@@ -1259,6 +1259,13 @@ class MLP(Strict):
         "d_model x d_model projection: sigmoid(r(x_r)) * down(act(up(x_k))), no biases. "
         "Optional; null: a plain MLP.",
     )
+    token_shift: StrictBool | None = Field(
+        default=None,
+        description="RWKV-7's channel mixing (Peng et al. 2025, arXiv 2503.14456): the MLP "
+        "reads each token interpolated with the previous one, x + (previous - x) m with one "
+        "learned m per channel, and has no gate: down(act(up(x_k))), no biases. Unlike "
+        "channel_mix (RWKV-4's), no receptance. Optional; null: a plain MLP.",
+    )
 
     @model_validator(mode="after")
     def _clamp_parameters(self) -> MLP:
@@ -1274,6 +1281,12 @@ class MLP(Strict):
             self.moe is not None or (self.activation and self.activation.gated)
         ):
             raise ValueError("mlp.channel_mix is a dense, non-gated MLP (RWKV's)")
+        if self.token_shift and (
+            self.channel_mix or self.moe is not None or (self.activation and self.activation.gated)
+        ):
+            raise ValueError(
+                "mlp.token_shift is a dense, non-gated MLP (RWKV-7's), not with channel_mix"
+            )
         return self
 
 

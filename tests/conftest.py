@@ -738,6 +738,16 @@ MAMBA2_ONLY = {
     "mlp.d_ff": None,
     "mixers": {"mamba2": mamba2_dims()},
 }
+# RWKV-7: attention-free, its token-shifted squared-ReLU MLP, an embedding LayerNorm.
+RWKV7_ONLY = {
+    **MAMBA2_ONLY,
+    "attention.layer_pattern": ["rwkv7"],
+    "norm": {"type": "layernorm", "position": "pre", "affine": "scale-and-bias", "final": True},
+    "mlp": {"activation": "squared-relu", "d_ff": 128, "moe": None, "token_shift": True},
+    "mixers": {"rwkv7": {"head_dim": 16, "decay_rank": 8, "rate_rank": 8, "value_rank": 4,
+                         "gate_rank": 16, "mlp": True}},
+    "embedding_norm": True,
+}  # fmt: skip
 # An attention-free Mamba-1 stack (Mamba, Falcon Mamba: inner_norm "rms").
 MAMBA_ONLY = {
     **MAMBA2_ONLY,
@@ -976,6 +986,7 @@ CHOICES = [
         "position.rope_theta": None,
     },
     MINIMAX_HYBRID,
+    RWKV7_ONLY,
     {"norm.position": "normed-skip", "attention.skip_multiplier": 2.0},
     {  # attention beside Mamba-2 with a before-gate norm and no factors; a plain MLP
         "attention.layer_pattern": ["global+mamba2", "global"],

@@ -603,6 +603,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
         lines.append(f"gaussian top-k gate: about {mlp.sparsity:g} of it zero")
     if mlp.channel_mix:
         lines.append("channel mixing: token-shifted inputs, a sigmoid receptance gate")
+    if mlp.token_shift:
+        lines.append("channel mixing: the input token-shifted, no gate")
     return Part("mlp", f"dense MLP: {mlp.activation.value}", tuple(lines))
 
 

@@ -66,6 +66,7 @@ class DenseMLP:
     sparsity: float | None = None  # Gemma 3n's gaussian top-k target on the gate
     channel_mix: bool = False  # RWKV: token-shifted inputs, a sigmoid receptance gate
     sub_norm: NormSpec | None = None  # a norm over the d_ff activations before down (BitNet)
+    token_shift: bool = False  # RWKV-7: the input interpolated with the previous token's
 
     @property
     def rule(self) -> ActivationRule:
@@ -79,6 +80,8 @@ class DenseMLP:
             learned += 2 * d + linear_params(d, d, False)
         if self.sub_norm is not None:
             learned += self.sub_norm.params(f)
+        if self.token_shift:  # one mixing weight per channel
+            learned += d
         return branches * linear_params(d, f, self.bias) + linear_params(f, d, self.bias) + learned
 
     def inactive_params(self) -> int:
@@ -86,7 +89,7 @@ class DenseMLP:
 
     def cache_entries(self, context: int) -> int:
         """RWKV's channel mix keeps the previous token's input; other MLPs keep nothing."""
-        return self.d_model if self.channel_mix else 0
+        return self.d_model if self.channel_mix or self.token_shift else 0
 
     def flops(self, tally: Tally, tokens: int | None = None) -> None:
         tokens = tally.seq_len if tokens is None else tokens
@@ -95,6 +98,8 @@ class DenseMLP:
             tally.add(C.ELEMENTWISE, tokens * 2 * 3 * d + 2 * d)  # 1 - m: once a forward
             tally.linear(d, d, False, tokens)
             tally.add(C.ELEMENTWISE, tokens * 2 * d)  # sigmoid, and its product
+        if self.token_shift:  # x + (previous - x) m
+            tally.add(C.ELEMENTWISE, tokens * 3 * d)
         for _ in range(2 if gated else 1):
             tally.linear(d, f, self.bias, tokens)
         per = self.rule.flops_per_element + (cv.ELEMENTWISE if gated else 0)  # (+ gating product)
@@ -296,6 +301,23 @@ def modules() -> SimpleNamespace:
             x_r = x * self.mix_receptance + previous * (1 - self.mix_receptance)
             return torch.sigmoid(self.receptance(x_r)) * self.down(self.act(self.up(x_k)))
 
+    class ShiftedMLP(nn.Module):
+        """RWKV-7's channel mixing (Peng et al. 2025, https://arxiv.org/abs/2503.14456), as
+        RWKV-LM's RWKV_CMix_x070: each token's input interpolated with the previous token's,
+        x + (prev - x) m (one learned m per channel), then down(act(up(.))); no gate, no
+        biases."""
+
+        def __init__(self, d_model: int, d_ff: int, act: nn.Module) -> None:
+            super().__init__()
+            self.mix_key = nn.Parameter(torch.full((d_model,), 0.5))
+            self.up = nn.Linear(d_model, d_ff, bias=False)
+            self.act = act
+            self.down = nn.Linear(d_ff, d_model, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            shift = F.pad(x, (0, 0, 1, -1)) - x  # each token's predecessor (zeros first), less x
+            return self.down(self.act(self.up(x + shift * self.mix_key)))
+
     def make_mlp(
         activation: Activation,
         d_model: int,
@@ -308,11 +330,14 @@ def modules() -> SimpleNamespace:
         sparsity: float | None = None,
         channel_mix: bool = False,
         sub_norm: NormSpec | None = None,
+        token_shift: bool = False,
     ) -> nn.Module:
         act = Act(activation, gelu_exact, clamp)
         if channel_mix:  # the schema keeps sub-norms out of RWKV's channel mix
             return ChannelMix(d_model, d_ff, act)
         norm = None if sub_norm is None else norm_module(sub_norm, d_ff)
+        if token_shift:
+            return ShiftedMLP(d_model, d_ff, act)
         if sparsity is not None:
             return SparseGatedMLP(d_model, d_ff, act, bias, sparsity, norm)
         if activation.gated and (gate_multiplier is not None or output_multiplier is not None):
@@ -337,6 +362,7 @@ def modules() -> SimpleNamespace:
             s.sparsity,
             s.channel_mix,
             s.sub_norm,
+            s.token_shift,
         )
 
     return SimpleNamespace(
@@ -347,6 +373,7 @@ def modules() -> SimpleNamespace:
         ScaledMLP=ScaledMLP,
         SparseGatedMLP=SparseGatedMLP,
         ChannelMix=ChannelMix,
+        ShiftedMLP=ShiftedMLP,
         make_mlp=make_mlp,
         dense_mlp=dense_mlp,
     )

@@ -789,10 +789,21 @@ class _Reader:
         clamp = self.clamp()
         if not spec.moe:
             gate, out = _factor(a.mlp.gate_multiplier), _factor(a.mlp.output_multiplier)
-            mix = bool(a.mlp.channel_mix)
+            mix, shift = bool(a.mlp.channel_mix), bool(a.mlp.token_shift)
             sub_norm = self.norm if a.norm.sublayer_norms else None
             return DenseMLP(
-                self.d, spec.d_ff, act, bias, exact, clamp, gate, out, spec.sparsity, mix, sub_norm
+                self.d,
+                spec.d_ff,
+                act,
+                bias,
+                exact,
+                clamp,
+                gate,
+                out,
+                spec.sparsity,
+                mix,
+                sub_norm,
+                shift,
             )
         moe = a.mlp.moe
         shared = (
