@@ -26,6 +26,7 @@ from archdb_hf.families.card_to_config import (
     require,
 )
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import Names, Source, first_ff, k_rows, q_rows, second_ff, v_rows
 
 # RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
@@ -297,7 +298,7 @@ BERT = FamilySpec(
     activation_default="gelu",
     eps_default=1e-12,
     read=_read_bert,
-    write=bert,
+    write=whole(bert),
     extras=frozenset({"embedding_norm", "masked_lm"}),
     names=_bert_names,
     logit_error=0.0,  # tests/test_fidelity.py: the same operations in the same order
@@ -319,7 +320,7 @@ MODERNBERT = FamilySpec(
     default_pattern=("global", "local", "local"),
     full_layer="global",
     read=_read_modernbert,
-    write=modernbert,
+    write=whole(modernbert),
     extras=frozenset({"embedding_norm", "masked_lm"}),
     names=_modernbert_names,
     logit_error=1.7e-07,
@@ -330,7 +331,7 @@ ROBERTA = BERT.derive(
     config_class="RobertaConfig",
     model_class="RobertaForMaskedLM",
     read=_read_roberta,
-    write=roberta,
+    write=whole(roberta),
     names=_roberta_names,
     logit_error=0.0,
 )

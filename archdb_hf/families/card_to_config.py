@@ -35,13 +35,12 @@ from archdb.schema import (
     QKNorm,
     RouterScore,
 )
+from archdb_hf.keymap import NotRepresentable, require
 
 if TYPE_CHECKING:
     from archdb_hf.families.spec import FamilySpec
 
-
-class NotRepresentable(ValueError):
-    """The card asks for something the family's transformers code cannot build."""
+__all__ = ["NotRepresentable", "require"]
 
 
 # Optional mechanisms a family's code must build for a comparison to mean anything: a card
@@ -157,11 +156,6 @@ def function_keys(spec: FamilySpec, a: Architecture, written: dict) -> dict:
 def check_extras(a: Architecture, spec: FamilySpec) -> None:
     used = [name for name, uses in EXTRAS.items() if uses(a) and name not in spec.extras]
     require(not used, f"transformers' {spec.model_type} has no {', '.join(used)}")
-
-
-def require(ok: bool, message: str) -> None:
-    if not ok:
-        raise NotRepresentable(message)
 
 
 # --- shared checks --------------------------------------------------------------------------

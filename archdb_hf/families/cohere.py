@@ -24,6 +24,7 @@ from archdb_hf.families.card_to_config import (
     require,
 )
 from archdb_hf.families.llama import LLAMA
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -101,7 +102,7 @@ COHERE = LLAMA.derive(
     tied_default=True,
     rope_layout="interleaved",
     read=_read_cohere,
-    write=cohere,
+    write=whole(cohere),
     names=_cohere_names,
     logit_error=3.9e-07,
 )
@@ -112,6 +113,6 @@ COHERE2 = COHERE.derive(
     model_class="Cohere2ForCausalLM",
     default_pattern=("local", "local", "local", "global-nope"),
     full_layer="global-nope",
-    write=cohere2,
+    write=whole(cohere2),
     logit_error=2.6e-07,
 )

@@ -44,6 +44,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -1047,7 +1048,7 @@ DEEPSEEK_V2 = LLAMA.derive(
     model_class="DeepseekV2ForCausalLM",
     rope_layout="interleaved",
     read=_read_deepseek_v2,
-    write=deepseek_v2,
+    write=whole(deepseek_v2),
     extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
     names=_deepseek_names,
     logit_error=3e-07,
@@ -1067,7 +1068,7 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     mlp_bias=False,
     rope_layout="half-split",
     read=_read_deepseek_v3,
-    write=deepseek_v3,
+    write=whole(deepseek_v3),
     extras=frozenset(
         {
             "correction_bias",
@@ -1097,7 +1098,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     indexed_layer=True,
     read=_read_deepseek_v32,
-    write=deepseek_v32,
+    write=whole(deepseek_v32),
     extras=frozenset(
         {
             "correction_bias",
@@ -1151,7 +1152,7 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     eps_default=1e-06,
     read=_read_deepseek_v4,
-    write=deepseek_v4,
+    write=whole(deepseek_v4),
     extras=V4_EXTRAS,
     names=_deepseek_v4_names,
     logit_error=5.9e-07,
@@ -1170,7 +1171,7 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
     config_class="GlmMoeDsaConfig",
     model_class="GlmMoeDsaForCausalLM",
     read=_read_glm_moe_dsa,
-    write=glm_moe_dsa,
+    write=whole(glm_moe_dsa),
     extras=frozenset(
         {"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores", "sparse"}
     ),
@@ -1185,7 +1186,7 @@ GLM4_MOE = DEEPSEEK_V3.derive(
     rotary_fraction_default=0.5,
     eps_default=1e-05,
     read=_read_glm4_moe,
-    write=glm4_moe,
+    write=whole(glm4_moe),
     extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
     names=qwen3_moe_names,
     logit_error=3.5e-07,
@@ -1210,7 +1211,7 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     eps_default=1e-05,
     linear_layer="kda",
     read=_read_kimi_linear,
-    write=kimi_linear,
+    write=whole(kimi_linear),
     extras=frozenset({"correction_bias", "expert_groups", "kda", "routed_scale", "sigmoid_scores"}),
     names=_kimi_linear_names,
     logit_error=3.1e-07,
@@ -1234,7 +1235,7 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
     eps_default=1e-05,
     rope_layout="interleaved",
     read=_read_longcat_flash,
-    write=longcat_flash,
+    write=whole(longcat_flash),
     extras=frozenset(
         {"correction_bias", "routed_scale", "shortcut_moe", "yarn_softmax_mscale", "zero_experts"}
     ),

@@ -38,6 +38,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -719,7 +720,7 @@ GEMMA = LLAMA.derive(
     tied_default=True,
     activation_default="gelu_pytorch_tanh",
     read=_read_gemma,
-    write=gemma,
+    write=whole(gemma),
     logit_error=2.4e-07,
 )
 GEMMA2 = GEMMA.derive(
@@ -729,7 +730,7 @@ GEMMA2 = GEMMA.derive(
     model_class="Gemma2ForCausalLM",
     norm_position="double",
     default_pattern=("local", "global"),
-    write=gemma2,
+    write=whole(gemma2),
     names=_sandwich_names,
     logit_error=6.8e-07,
     function_fields=("architecture.attention.scale",),
@@ -743,7 +744,7 @@ GEMMA3_TEXT = GEMMA2.derive(
     qk_norm="per-head",
     default_pattern=("local", "local", "local", "local", "local", "global"),
     aliases=("gemma3",),
-    write=gemma3_text,
+    write=whole(gemma3_text),
     names=_sandwich_names,
     logit_error=9.7e-07,
 )
@@ -759,7 +760,7 @@ GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     default_pattern=("local", "local", "local", "local", "global"),
     read=_read_gemma3n,
     aliases=("gemma3n",),
-    write=gemma3n_text,
+    write=whole(gemma3n_text),
     extras=frozenset(
         {
             "activation_sparsity",
@@ -785,7 +786,7 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
     default_pattern=("global",),
     read=_read_gemma4,
     aliases=("gemma4",),
-    write=gemma4_text,
+    write=whole(gemma4_text),
     extras=frozenset(
         {
             "dense_beside",
@@ -810,7 +811,7 @@ RECURRENT_GEMMA = GEMMA.derive(
     model_class="RecurrentGemmaForCausalLM",
     rotary_fraction_default=0.5,
     read=_read_recurrent_gemma,
-    write=recurrent_gemma,
+    write=whole(recurrent_gemma),
     extras=frozenset({"rg_lru"}),
     names=_recurrent_gemma_names,
     logit_error=3.1e-07,

@@ -26,7 +26,8 @@ from archdb_hf.families.card_to_config import (
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA, read_mixtral
+from archdb_hf.families.llama import EXPERTS, LLAMA
+from archdb_hf.keymap import Key, whole
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -58,12 +59,6 @@ def _read_granite(d: Draft) -> None:
         f"GraniteForCausalLM divides the logits by logits_scaling ({divisor:g}); the card "
         "stores the factor 1/logits_scaling.",
     )
-
-
-def _read_granitemoe(d: Draft) -> None:
-    """GraniteMoe: Granite's factors; every layer's MLP is the experts (Mixtral's routing)."""
-    _read_granite(d)
-    read_mixtral(d)
 
 
 def _read_granitemoehybrid(d: Draft) -> None:
@@ -239,7 +234,7 @@ GRANITE = LLAMA.derive(
     config_class="GraniteConfig",
     model_class="GraniteForCausalLM",
     read=_read_granite,
-    write=granite,
+    write=whole(granite),
     extras=frozenset({"residual_multiplier"}),
     logit_error=7.1e-08,
     function_fields=("architecture.attention.scale", "architecture.residual_multiplier"),
@@ -250,8 +245,10 @@ GRANITEMOE = GRANITE.derive(
     config_class="GraniteMoeConfig",
     model_class="GraniteMoeForCausalLM",
     mlp_bias=False,
-    read=_read_granitemoe,
-    write=granitemoe,
+    read=_read_granite,
+    keys=EXPERTS,
+    fixed=(("mlp.moe.normalize_top_k", True),),
+    write=whole(granitemoe),
     names=_granitemoe_names,
     logit_error=1.4e-07,
 )
@@ -264,7 +261,9 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
     linear_layer="mamba2",
     type_aliases=(("mamba", "linear_attention"), ("attention", "full_attention")),
     read=_read_granitemoehybrid,
-    write=granitemoehybrid,
+    keys=(Key("num_local_experts"), Key("num_experts_per_tok")),  # read by its hook
+    fixed=(),
+    write=whole(granitemoehybrid),
     extras=frozenset({"mamba2", "residual_multiplier"}),
     names=_granitemoehybrid_names,
     logit_error=2.6e-07,

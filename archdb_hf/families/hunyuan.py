@@ -20,6 +20,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -218,7 +219,7 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
     mlp_bias=False,
     eps_default=1e-05,
     read=_read_hunyuan,
-    write=hunyuan_v1_dense,
+    write=whole(hunyuan_v1_dense),
     extras=frozenset({"qk_norm_after_rope"}),
     names=_hunyuan_v1_dense_names,
     logit_error=0.0,
@@ -231,7 +232,7 @@ HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
     config_class="HunYuanMoEV1Config",
     model_class="HunYuanMoEV1ForCausalLM",
     read=_read_hunyuan_moe,
-    write=hunyuan_v1_moe,
+    write=whole(hunyuan_v1_moe),
     names=_hunyuan_v1_moe_names,
     logit_error=2.3e-07,
 )

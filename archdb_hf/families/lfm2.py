@@ -20,6 +20,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import QKVO, Names, Source, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -219,7 +220,7 @@ LFM2 = LLAMA.derive(
     eps_default=1e-05,
     conv_layer="short-conv",
     read=_read_lfm2,
-    write=lfm2,
+    write=whole(lfm2),
     extras=frozenset({"short_conv"}),
     names=_lfm2_names,
     logit_error=2.4e-07,
@@ -231,7 +232,7 @@ LFM2_MOE = LFM2.derive(
     config_class="Lfm2MoeConfig",
     model_class="Lfm2MoeForCausalLM",
     read=_read_lfm2_moe,
-    write=lfm2_moe,
+    write=whole(lfm2_moe),
     extras=frozenset({"correction_bias", "routed_scale", "short_conv", "sigmoid_scores"}),
     names=_lfm2_moe_names,
     logit_error=2.3e-07,

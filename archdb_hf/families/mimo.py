@@ -15,6 +15,7 @@ from archdb_hf.families.card_to_config import (
     require,
 )
 from archdb_hf.families.llama import LLAMA
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # MiMoV2FlashConfig's defaults (transformers 5.25), which its class also takes for the
@@ -237,7 +238,7 @@ MIMO_V2_FLASH = LLAMA.derive(
         "rope_theta",
     ),
     read=_read_mimo_v2_flash,
-    write=mimo_v2_flash,
+    write=whole(mimo_v2_flash),
     extras=frozenset(
         {
             "sinks",

@@ -12,8 +12,6 @@ from archdb.schema import (
     NormPosition,
     NormType,
     PositionType,
-    QKNorm,
-    RouterScore,
 )
 from archdb_hf.draft import Draft, HFImportError, read_layer_period, read_mtp, shown_briefly
 from archdb_hf.families import card_to_config as ref
@@ -21,7 +19,6 @@ from archdb_hf.families.card_to_config import (
     base_config,
     layer_kind_names,
     need_activation,
-    need_llama_like,
     need_pattern,
     need_serial,
     need_softmax_attention,
@@ -29,8 +26,9 @@ from archdb_hf.families.card_to_config import (
     rope_config,
     sublayer_factors,
 )
-from archdb_hf.families.llama import MIXTRAL, mixtral_names, read_mixtral
+from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
+from archdb_hf.keymap import Key, whole
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -40,16 +38,8 @@ def _read_minimax_m2(d: Draft) -> None:
     """MiniMax-M2: every layer's MLP is the experts (intermediate_size each, no shared
     expert); sigmoid scores, the correction bias choosing, the chosen scores renormalized;
     partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
-    d.moe(
-        n_experts=d.read("num_local_experts", "num_experts", default=256),  # the config's defaults
-        n_active=d.read("num_experts_per_tok", default=8),
-    )
     d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
     read_mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
-    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
-    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
-    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
-    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
     rotary_dim = d.read("rotary_dim")
     if rotary_dim is None:
         return
@@ -70,7 +60,6 @@ def _read_minimax(d: Draft) -> None:
     MoE on every layer, the residual taken after each norm, alpha (skip) and beta (output)
     factors per sublayer kind. Reads transformers' keys or the released remote code's
     (attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)."""
-    read_mixtral(d)
     if not d.read("postnorm", default=True):
         raise HFImportError(
             "postnorm is false (the residual taken before each norm): transformers' minimax "
@@ -208,29 +197,6 @@ def minimax(a: Architecture) -> dict:
 _MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
 
 
-def minimax_m2(a: Architecture) -> dict:
-    """MiniMax-M2: GQA with full QK norm and partial RoPE; every layer's MLP the experts,
-    sigmoid scores with a correction bias, the chosen renormalized, no groups, no scale."""
-    need_llama_like(a, QKNorm.FULL)
-    need_pattern(a, LayerKind.GLOBAL)
-    ref.need_bias(a, False, False, False)
-    moe = a.mlp.moe
-    require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
-    require(
-        (moe.n_shared, moe.first_dense_layers, moe.layer_period) == (0, 0, 1),
-        "no shared experts, no dense layers",
-    )
-    # null (not recorded) is compared by count; its fidelity names the missing field
-    require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
-    require(moe.normalize_top_k is not False, "the chosen scores renormalized")
-    return (
-        base_config(a)
-        | rope_config(a)
-        | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
-        | _minimax_mtp(a)
-    )
-
-
 def _minimax_mtp(a: Architecture) -> dict:
     """MiniMax-M2: use_mtp switches num_mtp_modules modules of mtp_transformer_layers blocks."""
     if a.mtp is None:
@@ -325,8 +291,27 @@ MINIMAX_M2 = QWEN3_MOE.derive(
     model_class="MiniMaxM2ForCausalLM",
     qk_norm="full",
     rope_theta_default=5000000.0,
+    fixed_bias=(False, False, False),
+    keys=(
+        Key("attention_bias"),
+        Key("moe_intermediate_size"),
+        Key("intermediate_size", "mlp.d_ff", read=False),  # each expert's
+        Key("num_experts"),
+        Key("decoder_sparse_step"),
+        Key("norm_topk_prob"),
+        Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
+        Key("num_experts_per_tok", "mlp.moe.n_active", default=8),
+        ROPE,
+    ),
+    # sigmoid scores, the correction bias choosing, the chosen renormalized, no scale
+    fixed=(
+        ("mlp.moe.score_function", "sigmoid"),
+        ("mlp.moe.score_correction_bias", True),
+        ("mlp.moe.normalize_top_k", True),
+        ("mlp.moe.routed_scale", 1.0),
+    ),
     read=_read_minimax_m2,
-    write=minimax_m2,
+    write=_minimax_mtp,
     extras=frozenset({"correction_bias", "sigmoid_scores"}),
     names=_minimax_m2_names,
     logit_error=2.5e-07,
@@ -349,7 +334,7 @@ MINIMAX = MIXTRAL.derive(
     linear_layer="lightning",
     read=_read_minimax,
     aliases=("minimax_text_01", "minimax_m1"),
-    write=minimax,
+    write=whole(minimax),
     extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
     names=_minimax_names,
     logit_error=3.3e-07,

@@ -32,6 +32,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import Names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -190,7 +191,7 @@ OLMO = LLAMA.derive(
     norm="layernorm",
     norm_affine="none",
     mlp_bias=False,
-    write=olmo,
+    write=whole(olmo),
     names=_olmo_names,
     logit_error=0.0,
 )
@@ -203,7 +204,7 @@ OLMO2 = LLAMA.derive(
     qk_norm="full",
     mlp_bias=False,
     eps_default=1e-05,
-    write=olmo2,
+    write=whole(olmo2),
     names=_post_branch_names,
     logit_error=0.0,
 )
@@ -215,7 +216,7 @@ OLMO3 = OLMO2.derive(
     model_class="Olmo3ForCausalLM",
     rope_theta_default=500000.0,
     read=_read_olmo3,
-    write=olmo3,
+    write=whole(olmo3),
     names=_post_branch_names,
     logit_error=6.8e-07,
 )
@@ -228,7 +229,7 @@ EXAONE4 = OLMO2.derive(
     qk_norm="per-head",
     full_layer="global-nope",
     read=_read_exaone4,
-    write=exaone4,
+    write=whole(exaone4),
     names=_post_branch_names,
     logit_error=6.5e-07,
 )

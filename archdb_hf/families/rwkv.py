@@ -9,6 +9,7 @@ from archdb_hf.draft import Draft, read_tied
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import require
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -140,7 +141,7 @@ RWKV = FamilySpec(
     mlp_bias=False,
     activation_default="relu",
     steps=(_read_rwkv,),
-    write=rwkv,
+    write=whole(rwkv),
     extras=frozenset({"embedding_norm", "rwkv", "channel_mix"}),
     names=_rwkv_names,
     logit_error=6.8e-06,  # tests/test_fidelity.py: the recurrence's float32 sums over tokens

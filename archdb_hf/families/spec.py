@@ -24,6 +24,7 @@ from typing import Any
 
 from archdb.choices.norms import NORMS
 from archdb.schema import (
+    Activation,
     LayerKind,
     NormAffine,
     NormPosition,
@@ -32,6 +33,7 @@ from archdb.schema import (
     QKNorm,
     RopeLayout,
 )
+from archdb_hf.keymap import Key, Writer, merged, read_activation
 
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "layer", "config_class", "model_class", "write",
@@ -86,7 +88,21 @@ class FamilySpec:
     steps: tuple[Callable[[Any], None], ...] | None = None
     aliases: tuple[str, ...] = ()  # model_types read as this one (multimodal wrappers, remote code)
 
+    # --- both directions: the config keys, each once ------------------------------------
+    keys: tuple[Key, ...] = ()  # archdb_hf.keymap: read by import-hf, written by the reference
+    # the layer kinds its code builds, and the activations (none: activation_default's)
+    kinds: tuple[LayerKind, ...] = (LayerKind.GLOBAL,)
+    builds_activations: tuple[Activation, ...] = ()
+    lm_head_bias: bool = False  # the output head's bias, fixed in code
+    # card values the code fixes beyond the fields above (path, value): set on import,
+    # and a card stating another is refused
+    fixed: tuple[tuple[str, Any], ...] = ()
+    # card paths the hooks carry (a choice there is the card's; keys' paths are implied)
+    free: tuple[str, ...] = ()
+
     # --- card -> config (the reference) --------------------------------------------------
+    # the family's own writing beyond its keys (keymap.from_keys: none); the spec holds
+    # the whole writer (keymap.Writer: fixed choices checked, keys written, then this)
     write: Callable[[Any], dict] | None = None
     # where the config class keeps the norm epsilon and the RoPE base (None: nowhere,
     # the code fixes it); written for every card that records them
@@ -112,6 +128,18 @@ class FamilySpec:
                 object.__setattr__(self, name, vocabulary(value))
         pattern = tuple(LayerKind(kind) for kind in self.default_pattern)
         object.__setattr__(self, "default_pattern", pattern)
+        object.__setattr__(self, "kinds", tuple(LayerKind(kind) for kind in self.kinds))
+        built = tuple(Activation(a) for a in self.builds_activations)
+        object.__setattr__(self, "builds_activations", built)
+        if self.write is not None and not isinstance(self.write, Writer):
+            object.__setattr__(self, "write", Writer(self, self.write))
+
+    @property
+    def activations(self) -> tuple[Activation, ...]:
+        """The activations the code builds: its default's unless stated."""
+        if self.builds_activations:
+            return self.builds_activations
+        return (Activation(read_activation(self.activation_default, self.gated)),)
 
     @property
     def norm_eps_default(self) -> float:
@@ -128,6 +156,8 @@ class FamilySpec:
         if missing:
             raise ValueError(f"{model_type}: a derived family names its own {', '.join(missing)}")
         own = {"model_type": model_type, "parent": self.model_type}
+        if "keys" in changes:
+            changes["keys"] = merged(self.keys, changes["keys"])
         return replace(self, **(fresh | own | changes))
 
 

@@ -49,6 +49,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA, MIXTRAL, llama_names
+from archdb_hf.keymap import Key, whole
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -1181,7 +1182,7 @@ MAMBA2 = LLAMA.derive(
     rope_key=None,
     mlp_bias=False,
     steps=(_read_mamba2,),
-    write=mamba2,
+    write=whole(mamba2),
     extras=frozenset({"mamba2"}),
     names=_mamba2_names,
     logit_error=4.7e-07,
@@ -1194,7 +1195,7 @@ MAMBA = MAMBA2.derive(
     model_class="MambaForCausalLM",
     eps_default=1e-05,
     steps=(_read_mamba,),
-    write=mamba,
+    write=whole(mamba),
     extras=frozenset({"mamba"}),
     names=_mamba_names,
     logit_error=3e-07,
@@ -1206,7 +1207,7 @@ FALCON_MAMBA = MAMBA.derive(
     config_class="FalconMambaConfig",
     model_class="FalconMambaForCausalLM",
     steps=(_read_falcon_mamba,),
-    write=falcon_mamba,
+    write=whole(falcon_mamba),
     logit_error=2.2e-07,
     function_fields=("architecture.mixers.mamba.inner_norm_eps",),
 )
@@ -1216,7 +1217,7 @@ BAMBA = LLAMA.derive(
     config_class="BambaConfig",
     model_class="BambaForCausalLM",
     read=_read_bamba,
-    write=bamba,
+    write=whole(bamba),
     extras=frozenset({"mamba2"}),
     names=_bamba_names,
     logit_error=4.4e-07,
@@ -1228,7 +1229,7 @@ NEMOTRON_H = MAMBA2.derive(
     config_class="NemotronHConfig",
     model_class="NemotronHForCausalLM",
     steps=(_read_nemotron_h,),
-    write=nemotron_h,
+    write=whole(nemotron_h),
     extras=frozenset(
         {
             "correction_bias",
@@ -1254,7 +1255,7 @@ FALCON_H1 = BAMBA.derive(
     config_class="FalconH1Config",
     model_class="FalconH1ForCausalLM",
     read=_read_falcon_h1,
-    write=falcon_h1,
+    write=whole(falcon_h1),
     extras=frozenset({"mamba2_norm", "parallel_mamba2", "sublayer_multipliers"}),
     names=_falcon_h1_names,
     logit_error=4.7e-07,
@@ -1281,7 +1282,9 @@ JAMBA = MIXTRAL.derive(
     eps_default=None,
     sliding_everywhere=False,
     read=_read_jamba,
-    write=jamba,
+    keys=(Key("num_local_experts"), Key("num_experts_per_tok")),  # read by its hook
+    fixed=(),
+    write=whole(jamba),
     extras=frozenset({"mamba"}),
     names=_jamba_names,
     logit_error=3.2e-07,
@@ -1301,7 +1304,7 @@ ZAMBA2 = MAMBA2.derive(
     activation_default="gelu",
     eps_default=1e-05,
     steps=(_read_zamba2,),
-    write=zamba2,
+    write=whole(zamba2),
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
     names=_zamba2_names,
     logit_error=1.4e-06,

@@ -22,6 +22,7 @@ from archdb_hf.families.card_to_config import (
     require,
 )
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import whole
 from archdb_hf.tensors import Names, Source
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ T5 = FamilySpec(
     eps_key="layer_norm_epsilon",
     rope_key=None,
     imports=False,
-    write=t5,
+    write=whole(t5),
     names=_t5_names,
     logit_error=2.9e-07,
     function_fields=("architecture.attention.scale",),
