@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from archdb.schema import (
     Activation,
     Architecture,
@@ -11,23 +14,21 @@ from archdb.schema import (
     NormType,
     PositionType,
 )
-from archdb_hf.draft import Draft, expand_mamba2, no_time_step_clamp, read_positive
+from archdb_hf.draft import Draft, HFImportError, expand_mamba2, no_time_step_clamp
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
     base_config,
     layer_kind_names,
     mamba2_config,
     need_activation,
-    need_dense,
-    need_llama_like,
     need_pattern,
     need_serial,
     need_softmax_attention,
     require,
     rope_config,
 )
-from archdb_hf.families.llama import EXPERTS, LLAMA
-from archdb_hf.keymap import Key, whole
+from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
+from archdb_hf.keymap import Key, from_keys, whole, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -44,16 +45,7 @@ from archdb_hf.tensors import (
 
 
 def _read_granite(d: Draft) -> None:
-    """Granite's four muP factors; GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head))."""
-    factors = (
-        ("embedding_multiplier", "architecture.embedding_multiplier"),
-        ("residual_multiplier", "architecture.residual_multiplier"),
-        ("attention_multiplier", "architecture.attention.scale"),
-    )
-    for key, path in factors:
-        d.set(path, read_positive(d, key), d.origin_of(key))
-    divisor = read_positive(d, "logits_scaling")
-    d.set("architecture.logit_scale", 1.0 / divisor, d.origin_of("logits_scaling"))
+    divisor = 1.0 / d.value("architecture.logit_scale")
     d.note(
         "architecture.logit_scale",
         f"GraniteForCausalLM divides the logits by logits_scaling ({divisor:g}); the card "
@@ -94,50 +86,35 @@ def _read_granitemoehybrid(d: Draft) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
+def _positive(key: str) -> Callable[[Any], float]:
+    """A multiplier: zero would erase the stream or divide by zero."""
+
+    def checked(value: Any) -> float:
+        if not value:
+            raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
+        return float(value)
+
+    return checked
+
+
+# Granite's four muP factors: GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head));
+# the card's value, 1 (or 1/sqrt(d_head)) where null
+MULTIPLIERS = (
+    Key("embedding_multiplier", "embedding_multiplier", default=1.0,
+        into=_positive("embedding_multiplier"), out=lambda a: a.embedding_multiplier or 1.0),
+    Key("residual_multiplier", "residual_multiplier", default=1.0,
+        into=_positive("residual_multiplier"), out=lambda a: a.residual_multiplier or 1.0),
+    Key("attention_multiplier", "attention.scale", default=1.0,
+        into=_positive("attention_multiplier"),
+        out=lambda a: a.attention.scale or a.head_dim_effective**-0.5),
+    Key("logits_scaling", "logit_scale", default=1.0,  # Granite divides by it
+        into=lambda value: 1.0 / _positive("logits_scaling")(value),
+        out=lambda a: 1.0 / (a.logit_scale or 1.0)),
+)  # fmt: skip
+
+
 def _multipliers(a: Architecture) -> dict:
-    """Granite's muP factors: each the card's value, 1 (or 1/sqrt(d_head)) where null."""
-    return {
-        "embedding_multiplier": a.embedding_multiplier or 1.0,
-        "residual_multiplier": a.residual_multiplier or 1.0,
-        "attention_multiplier": a.attention.scale or a.head_dim_effective**-0.5,
-        "logits_scaling": 1.0 / (a.logit_scale or 1.0),  # Granite divides by it
-    }
-
-
-def granite(a: Architecture) -> dict:
-    """Llama's layout with the four multipliers."""
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(a.bias.qkv == a.bias.attn_out, "Granite's attention_bias covers q, k, v and o")
-    extras = {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
-    return base_config(a) | extras | rope_config(a) | _multipliers(a)
-
-
-def granitemoe(a: Architecture) -> dict:
-    """Mixtral's layout with Granite's multipliers; no MLP biases or shared experts."""
-    need_llama_like(a)
-    ref.need_bias(a, a.bias.qkv, a.bias.qkv, False)
-    need_pattern(a, LayerKind.GLOBAL)
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.layer_period == 1
-        and moe.n_shared == 0
-        and moe.normalize_top_k is not False,
-        "every layer MoE, no shared experts, softmax over the top-k logits",
-    )
-    return (
-        base_config(a)
-        | {
-            "attention_bias": a.bias.qkv,
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-        }
-        | rope_config(a)
-        | _multipliers(a)
-    )
+    return write_keys(MULTIPLIERS, a)
 
 
 def granitemoehybrid(a: Architecture) -> dict:
@@ -233,8 +210,9 @@ GRANITE = LLAMA.derive(
     layer="GraniteDecoderLayer",
     config_class="GraniteConfig",
     model_class="GraniteForCausalLM",
+    keys=(ROPE, *MULTIPLIERS),
     read=_read_granite,
-    write=whole(granite),
+    write=from_keys,
     extras=frozenset({"residual_multiplier"}),
     logit_error=7.1e-08,
     function_fields=("architecture.attention.scale", "architecture.residual_multiplier"),
@@ -245,10 +223,9 @@ GRANITEMOE = GRANITE.derive(
     config_class="GraniteMoeConfig",
     model_class="GraniteMoeForCausalLM",
     mlp_bias=False,
-    read=_read_granite,
-    keys=EXPERTS,
-    fixed=(("mlp.moe.normalize_top_k", True),),
-    write=whole(granitemoe),
+    keys=(Key("mlp_bias"), *EXPERTS),
+    fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax over the top-k logits
+    write=from_keys,
     names=_granitemoe_names,
     logit_error=1.4e-07,
 )
