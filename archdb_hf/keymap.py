@@ -60,10 +60,16 @@ class Key:
     into: Callable[[Any], Any] | None = None
     read: bool = True
     also: tuple[str, ...] = ()  # other spellings import-hf accepts
+    given: str | None = None  # read only where the draft holds this field (an MoE's keys)
 
     @property
     def removed(self) -> bool:
         return self.path is None and self.out is None
+
+
+def dropped(keys: Iterable[Key]) -> tuple[Key, ...]:
+    """Keys that remove each of ``keys`` from a derived family."""
+    return tuple(Key(k.name) for k in keys)
 
 
 def merged(parent: Iterable[Key], own: Iterable[Key]) -> tuple[Key, ...]:
@@ -92,6 +98,8 @@ def read_keys(d: Draft, keys: Iterable[Key]) -> None:
     without a default, the field is left to the steps and hooks."""
     for key in keys:
         if not key.read or key.path is None:
+            continue
+        if key.given is not None and d.value(f"architecture.{key.given}") is None:
             continue
         required = key.required
         if isinstance(required, str):
@@ -224,7 +232,10 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
                 f"position.rope_layout must be {spec.rope_layout.value}")  # fmt: skip
     for path, value in spec.fixed:
         got = value_at(arch, path)
-        require(got is None or got == value, f"{path} must be {_shown(value)}")
+        require(
+            got is None or got == value,
+            f"{path} {_shown(value)} ({spec.model_type}'s code fixes it)",
+        )
     if spec.sliding_everywhere:
         require(len(set(arch.attention.layer_pattern)) == 1, "one kind of layer: local or global")
     kinds = set(spec.kinds)
@@ -232,8 +243,11 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
         set(arch.attention.layer_pattern) <= kinds,
         f"layer_pattern may use only {', '.join(x.value for x in spec.kinds)}",
     )
-    if any(k.required is True and k.path and k.path.startswith("mlp.moe.") for k in spec.keys):
-        require(arch.mlp.moe is not None, "an MoE (mlp.moe)")
+    for key in spec.keys:  # the optional parts (an MoE, MLA, an indexer) its config requires
+        part = (key.path or "").rpartition(".")[0]
+        if key.required is True and "." in part:
+            require(value_at(arch, part) is not None,
+                    f"{part}: {spec.model_type}'s config requires {key.name}")  # fmt: skip
     if "mlp.moe" not in free:
         require(arch.mlp.moe is None, "a dense MLP (mlp.moe null)")
     elif arch.mlp.moe is not None:
