@@ -67,9 +67,9 @@ class Key:
         return self.path is None and self.out is None
 
 
-def dropped(keys: Iterable[Key]) -> tuple[Key, ...]:
-    """Keys that remove each of ``keys`` from a derived family."""
-    return tuple(Key(k.name) for k in keys)
+def dropped(keys: Iterable[Key | str]) -> tuple[Key, ...]:
+    """Keys that remove each of ``keys`` (or key names) from a derived family."""
+    return tuple(Key(k if isinstance(k, str) else k.name) for k in keys)
 
 
 def merged(parent: Iterable[Key], own: Iterable[Key]) -> tuple[Key, ...]:
