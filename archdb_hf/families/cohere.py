@@ -49,9 +49,7 @@ def _cohere_names() -> Names:
 
 COHERE = LLAMA.derive(
     "cohere",
-    layer="CohereDecoderLayer",
-    config_class="CohereConfig",
-    model_class="CohereForCausalLM",
+    classes="Cohere",
     eps_key="layer_norm_eps",
     norm="layernorm",
     mlp_bias=False,
@@ -71,9 +69,7 @@ COHERE = LLAMA.derive(
 )  # fmt: skip
 COHERE2 = COHERE.derive(
     "cohere2",
-    layer="Cohere2DecoderLayer",
-    config_class="Cohere2Config",
-    model_class="Cohere2ForCausalLM",
+    classes="Cohere2",
     default_pattern=("local", "local", "local", "global-nope"),
     full_layer="global-nope",
     kinds=tuple(LayerKind),

@@ -1023,9 +1023,7 @@ DEEPSEEK_V2 = LLAMA.derive(
     # DeepSeek's remote-code router key, which the hooks check (transformers' V2/V3 classes
     # do not define it; deepseek_v4's does)
     released_keys=("scoring_func",),
-    layer="DeepseekV2DecoderLayer",
-    config_class="DeepseekV2Config",
-    model_class="DeepseekV2ForCausalLM",
+    classes="DeepseekV2",
     rope_layout="interleaved",
     keys=(*MLA, *DEEPSEEK_MOE, *V2_ROUTER),
     fixed=(LATENT_NORM,),
@@ -1045,9 +1043,7 @@ DEEPSEEK_V2 = LLAMA.derive(
 # logit test: MLA; sigmoid, correction bias, groups by top-2 sum, scale
 DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     "deepseek_v3",
-    layer="DeepseekV3DecoderLayer",
-    config_class="DeepseekV3Config",
-    model_class="DeepseekV3ForCausalLM",
+    classes="DeepseekV3",
     mlp_bias=False,
     rope_layout="half-split",
     keys=(
@@ -1087,9 +1083,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     "deepseek_v32",
     # the released MTP module (DeepSeek-V3.2), the router key
     released_keys=("num_nextn_predict_layers", "scoring_func"),
-    layer="DeepseekV32DecoderLayer",
-    config_class="DeepseekV32Config",
-    model_class="DeepseekV32ForCausalLM",
+    classes="DeepseekV32",
     rope_layout="interleaved",
     indexed_layer=True,
     keys=SPARSE,
@@ -1142,9 +1136,7 @@ V4_EXTRAS = frozenset(
 DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     "deepseek_v4",
     released_keys=V4_RELEASED_KEYS,
-    layer="DeepseekV4DecoderLayer",
-    config_class="DeepseekV4Config",
-    model_class="DeepseekV4ForCausalLM",
+    classes="DeepseekV4",
     rope_layout="interleaved",
     eps_default=1e-06,
     keys=dropped(DEEPSEEK_V3.keys),
@@ -1166,9 +1158,7 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
     released_keys=("num_nextn_predict_layers", "scoring_func"),  # MTP module, router key
-    layer="GlmMoeDsaDecoderLayer",
-    config_class="GlmMoeDsaConfig",
-    model_class="GlmMoeDsaForCausalLM",
+    classes="GlmMoeDsa",
     # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
     keys=(Key("indexer_types", out=lambda a: ["full"] * a.n_layers, read=False),),
     read=_read_glm_moe_dsa,
@@ -1181,9 +1171,7 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
 # logit test: DeepSeek-V3's router on GQA with partial RoPE and QK norm
 GLM4_MOE = DEEPSEEK_V3.derive(
     "glm4_moe",
-    layer="Glm4MoeDecoderLayer",
-    config_class="Glm4MoeConfig",
-    model_class="Glm4MoeForCausalLM",
+    classes="Glm4Moe",
     rotary_fraction_default=0.5,
     eps_default=1e-05,
     keys=(
@@ -1227,9 +1215,7 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     "kimi_linear",
     # released form
     released_keys=("first_k_dense_replace", "num_nextn_predict_layers", "scoring_func"),
-    layer="KimiLinearDecoderLayer",
-    config_class="KimiLinearConfig",
-    model_class="KimiLinearForCausalLM",
+    classes="KimiLinear",
     rope_key=None,
     position="none",
     eps_default=1e-05,
@@ -1255,9 +1241,7 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
 # zero experts; three seeds, three batches each)
 LONGCAT_FLASH = DEEPSEEK_V3.derive(
     "longcat_flash",
-    layer="LongcatFlashDecoderLayer",
-    config_class="LongcatFlashConfig",
-    model_class="LongcatFlashForCausalLM",
+    classes="LongcatFlash",
     rope_theta_default=10000000.0,
     eps_default=1e-05,
     rope_layout="interleaved",

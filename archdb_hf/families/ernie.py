@@ -93,9 +93,7 @@ def _ernie4_5_moe_names() -> Names:
 # logit test: Llama with one bias flag and RoPE on interleaved pairs
 ERNIE4_5 = LLAMA.derive(
     "ernie4_5",
-    layer="Ernie4_5DecoderLayer",
-    config_class="Ernie4_5Config",
-    model_class="Ernie4_5ForCausalLM",
+    classes="Ernie4_5",
     mlp_bias=False,
     tied_default=True,
     rope_theta_default=500000.0,
@@ -111,9 +109,7 @@ ERNIE4_5 = LLAMA.derive(
 # one MLP), softmax scores with a correction bias; no biases (use_bias false)
 ERNIE4_5_MOE = ERNIE4_5.derive(
     "ernie4_5_moe",
-    layer="Ernie4_5_MoeDecoderLayer",
-    config_class="Ernie4_5_MoeConfig",
-    model_class="Ernie4_5_MoeForCausalLM",
+    classes="Ernie4_5_Moe",
     fixed_bias=(False, False, False),
     keys=(
         Key("use_bias", out=lambda a: False, read=False),

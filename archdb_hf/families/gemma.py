@@ -713,9 +713,7 @@ def _sandwich_names() -> Names:  # Gemma 2 and 3: a norm before and after each s
 
 GEMMA = LLAMA.derive(
     "gemma",
-    layer="GemmaDecoderLayer",
-    config_class="GemmaConfig",
-    model_class="GemmaForCausalLM",
+    classes="Gemma",
     mlp_bias=False,
     tied_default=True,
     activation_default="gelu_pytorch_tanh",
@@ -725,9 +723,7 @@ GEMMA = LLAMA.derive(
 )
 GEMMA2 = GEMMA.derive(
     "gemma2",
-    layer="Gemma2DecoderLayer",
-    config_class="Gemma2Config",
-    model_class="Gemma2ForCausalLM",
+    classes="Gemma2",
     norm_position="double",
     default_pattern=("local", "global"),
     write=whole(gemma2),
@@ -806,9 +802,7 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
 # embedding scale (three seeds: 2.3e-7, 2.3e-7, 3.0e-7)
 RECURRENT_GEMMA = GEMMA.derive(
     "recurrent_gemma",
-    layer="RecurrentGemmaDecoderLayer",
-    config_class="RecurrentGemmaConfig",
-    model_class="RecurrentGemmaForCausalLM",
+    classes="RecurrentGemma",
     rotary_fraction_default=0.5,
     read=_read_recurrent_gemma,
     write=whole(recurrent_gemma),

@@ -384,9 +384,7 @@ GPT_NEOX = FamilySpec(
 )  # fmt: skip
 PHI = GPTJ.derive(
     "phi",
-    layer="PhiDecoderLayer",
-    config_class="PhiConfig",
-    model_class="PhiForCausalLM",
+    classes="Phi",
     eps_key="layer_norm_eps",
     rope_key="rope_parameters",
     fixed_bias=(True, True, True),  # and the output head's: Linear(bias=True)
@@ -407,9 +405,7 @@ PHI = GPTJ.derive(
 )  # fmt: skip
 OPT = GPT2.derive(
     "opt",
-    layer="OPTDecoderLayer",
-    config_class="OPTConfig",
-    model_class="OPTForCausalLM",
+    classes="OPT",
     eps_key=None,
     activation_default="relu",
     d_ff_default_ratio=None,
@@ -430,9 +426,7 @@ OPT = GPT2.derive(
 )  # fmt: skip
 FALCON = GPT_NEOX.derive(
     "falcon",
-    layer="FalconDecoderLayer",
-    config_class="FalconConfig",
-    model_class="FalconForCausalLM",
+    classes="Falcon",
     eps_key="layer_norm_epsilon",
     attention_bias_default=False,
     mlp_bias=False,

@@ -207,9 +207,7 @@ def _granitemoehybrid_mlp(layer: dict[str, Source]) -> dict[str, Source]:
 
 GRANITE = LLAMA.derive(
     "granite",
-    layer="GraniteDecoderLayer",
-    config_class="GraniteConfig",
-    model_class="GraniteForCausalLM",
+    classes="Granite",
     keys=(ROPE, *MULTIPLIERS),
     read=_read_granite,
     write=from_keys,
@@ -219,9 +217,7 @@ GRANITE = LLAMA.derive(
 )
 GRANITEMOE = GRANITE.derive(
     "granitemoe",
-    layer="GraniteMoeDecoderLayer",
-    config_class="GraniteMoeConfig",
-    model_class="GraniteMoeForCausalLM",
+    classes="GraniteMoe",
     mlp_bias=False,
     keys=(Key("mlp_bias"), *EXPERTS),
     fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax over the top-k logits
@@ -232,9 +228,7 @@ GRANITEMOE = GRANITE.derive(
 # logit test: Mamba-2 and NoPE attention, experts and a shared MLP
 GRANITEMOEHYBRID = GRANITEMOE.derive(
     "granitemoehybrid",
-    layer="GraniteMoeHybridDecoderLayer",
-    config_class="GraniteMoeHybridConfig",
-    model_class="GraniteMoeHybridForCausalLM",
+    classes="GraniteMoeHybrid",
     linear_layer="mamba2",
     type_aliases=(("mamba", "linear_attention"), ("attention", "full_attention")),
     read=_read_granitemoehybrid,

@@ -170,9 +170,7 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
         "norm_topk_prob",
         "mlp_bias",
     ),
-    layer="HunYuanDenseV1DecoderLayer",
-    config_class="HunYuanDenseV1Config",
-    model_class="HunYuanDenseV1ForCausalLM",
+    classes="HunYuanDenseV1",
     qk_norm="per-head",
     mlp_bias=False,
     eps_default=1e-05,
@@ -188,9 +186,7 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
 # logit test: Hunyuan dense, with softmax top-k renormalized beside a shared MLP
 HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
     "hunyuan_v1_moe",
-    layer="HunYuanMoEV1DecoderLayer",
-    config_class="HunYuanMoEV1Config",
-    model_class="HunYuanMoEV1ForCausalLM",
+    classes="HunYuanMoEV1",
     # every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP
     keys=(
         Key("num_experts", "mlp.moe.n_experts", default=1, also=("num_local_experts",)),

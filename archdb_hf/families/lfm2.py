@@ -140,9 +140,7 @@ _LAYER_TYPES = {LayerKind.SHORT_CONV: "conv", LayerKind.GLOBAL: "full_attention"
 
 LFM2 = LLAMA.derive(
     "lfm2",
-    layer="Lfm2DecoderLayer",
-    config_class="Lfm2Config",
-    model_class="Lfm2ForCausalLM",
+    classes="Lfm2",
     eps_key="norm_eps",
     qk_norm="per-head",
     mlp_bias=False,
@@ -180,9 +178,7 @@ LFM2 = LLAMA.derive(
 # logit test: sigmoid router whose expert bias only chooses, scaled
 LFM2_MOE = LFM2.derive(
     "lfm2_moe",
-    layer="Lfm2MoeDecoderLayer",
-    config_class="Lfm2MoeConfig",
-    model_class="Lfm2MoeForCausalLM",
+    classes="Lfm2Moe",
     # Lfm2MoeTopKRouter: sigmoid scores, the expert bias only chooses, the chosen scores
     # renormalized (norm_topk_prob), times routed_scaling_factor; no shared expert
     keys=(

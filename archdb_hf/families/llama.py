@@ -200,9 +200,7 @@ def _apertus_names() -> Names:
 
 LLAMA = FamilySpec(
     "llama",
-    layer="LlamaDecoderLayer",
-    config_class="LlamaConfig",
-    model_class="LlamaForCausalLM",
+    classes="Llama",
     mlp_bias=None,
     keys=SIZES + BIASES,
     write=from_keys,
@@ -211,9 +209,7 @@ LLAMA = FamilySpec(
 )
 MISTRAL = LLAMA.derive(
     "mistral",
-    layer="MistralDecoderLayer",
-    config_class="MistralConfig",
-    model_class="MistralForCausalLM",
+    classes="Mistral",
     fixed_bias=(False, False, False),
     mlp_bias=False,
     sliding_everywhere=True,
@@ -224,9 +220,7 @@ MISTRAL = LLAMA.derive(
 )
 MIXTRAL = MISTRAL.derive(
     "mixtral",
-    layer="MixtralDecoderLayer",
-    config_class="MixtralConfig",
-    model_class="MixtralForCausalLM",
+    classes="Mixtral",
     eps_default=1e-05,
     keys=EXPERTS,
     fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax of the top k
@@ -236,9 +230,7 @@ MIXTRAL = MISTRAL.derive(
 )
 PHI3 = MISTRAL.derive(
     "phi3",
-    layer="Phi3DecoderLayer",
-    config_class="Phi3Config",
-    model_class="Phi3ForCausalLM",
+    classes="Phi3",
     eps_default=1e-05,
     keys=(ROTARY_FRACTION,),
     write=from_keys,
@@ -248,9 +240,7 @@ PHI3 = MISTRAL.derive(
 # logit test: Llama with NoPE layers
 SMOLLM3 = LLAMA.derive(
     "smollm3",
-    layer="SmolLM3DecoderLayer",
-    config_class="SmolLM3Config",
-    model_class="SmolLM3ForCausalLM",
+    classes="SmolLM3",
     tied_default=True,
     rope_theta_default=2000000.0,
     kinds=("global", "global-nope", "local"),
@@ -277,9 +267,7 @@ SMOLLM3 = LLAMA.derive(
 # logit test: Llama with q/k/v and o bias flags of their own
 SEED_OSS = LLAMA.derive(
     "seed_oss",
-    layer="SeedOssDecoderLayer",
-    config_class="SeedOssConfig",
-    model_class="SeedOssForCausalLM",
+    classes="SeedOss",
     attention_bias_default=True,
     keys=(ROPE, Key("attention_out_bias", "bias.attn_out", default=False)),
     write=from_keys,
@@ -287,9 +275,7 @@ SEED_OSS = LLAMA.derive(
 )
 APERTUS = LLAMA.derive(
     "apertus",
-    layer="ApertusDecoderLayer",
-    config_class="ApertusConfig",
-    model_class="ApertusForCausalLM",
+    classes="Apertus",
     gated=False,
     qk_norm="per-head",
     mlp_bias=False,
@@ -303,9 +289,7 @@ APERTUS = LLAMA.derive(
 )
 NEMOTRON = LLAMA.derive(
     "nemotron",
-    layer="NemotronDecoderLayer",
-    config_class="NemotronConfig",
-    model_class="NemotronForCausalLM",
+    classes="Nemotron",
     eps_key="norm_eps",
     norm="layernorm",
     norm_affine="scale-and-bias",
@@ -319,9 +303,7 @@ NEMOTRON = LLAMA.derive(
 )
 GPT_OSS = LLAMA.derive(
     "gpt_oss",
-    layer="GptOssDecoderLayer",
-    config_class="GptOssConfig",
-    model_class="GptOssForCausalLM",
+    classes="GptOss",
     mlp_bias=True,  # the experts' projections
     builds_activations=("clamped-swiglu",),  # GptOssExperts
     kinds=("local", "global"),

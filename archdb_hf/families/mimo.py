@@ -186,9 +186,7 @@ def _mimo_v2_flash_names() -> Names:
 
 MIMO_V2_FLASH = LLAMA.derive(
     "mimo_v2_flash",
-    layer="MiMoV2FlashDecoderLayer",
-    config_class="MiMoV2FlashConfig",
-    model_class="MiMoV2FlashForCausalLM",
+    classes="MiMoV2Flash",
     eps_default=1e-05,
     mlp_bias=False,
     released_keys=(

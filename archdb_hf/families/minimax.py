@@ -286,9 +286,7 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
 MINIMAX_M2 = QWEN3_MOE.derive(
     "minimax_m2",
     released_keys=("scoring_func",),  # read (and overridden: sigmoid) by the hook
-    layer="MiniMaxM2DecoderLayer",
-    config_class="MiniMaxM2Config",
-    model_class="MiniMaxM2ForCausalLM",
+    classes="MiniMaxM2",
     qk_norm="full",
     rope_theta_default=5000000.0,
     fixed_bias=(False, False, False),
@@ -325,9 +323,7 @@ MINIMAX_M2 = QWEN3_MOE.derive(
 MINIMAX = MIXTRAL.derive(
     "minimax",
     released_keys=("rotary_dim",),  # MiniMax-Text-01's remote code: RoPE on part of a head
-    layer="MiniMaxDecoderLayer",
-    config_class="MiniMaxConfig",
-    model_class="MiniMaxForCausalLM",
+    classes="MiniMax",
     norm_position="normed-skip",
     rope_theta_default=1000000.0,
     sliding_everywhere=False,

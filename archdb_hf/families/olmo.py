@@ -123,9 +123,7 @@ def _post_branch_names() -> Names:  # OLMo 2 and 3, EXAONE 4: norms on the branc
 
 OLMO = LLAMA.derive(
     "olmo",
-    layer="OlmoDecoderLayer",
-    config_class="OlmoConfig",
-    model_class="OlmoForCausalLM",
+    classes="Olmo",
     eps_key=None,
     norm="layernorm",
     norm_affine="none",
@@ -138,9 +136,7 @@ OLMO = LLAMA.derive(
 )
 OLMO2 = OLMO.derive(
     "olmo2",
-    layer="Olmo2DecoderLayer",
-    config_class="Olmo2Config",
-    model_class="Olmo2ForCausalLM",
+    classes="Olmo2",
     eps_key="rms_norm_eps",
     norm="rmsnorm",
     norm_affine="scale",
@@ -154,9 +150,7 @@ OLMO2 = OLMO.derive(
 # logit test: OLMo 2 with sliding layers; YaRN on the full layers only
 OLMO3 = OLMO2.derive(
     "olmo3",
-    layer="Olmo3DecoderLayer",
-    config_class="Olmo3Config",
-    model_class="Olmo3ForCausalLM",
+    classes="Olmo3",
     rope_theta_default=500000.0,
     kinds=("global", "local"),
     keys=(
@@ -172,9 +166,7 @@ OLMO3 = OLMO2.derive(
 # logit test: post-branch norms, per-head QK norm, NoPE full layers
 EXAONE4 = OLMO2.derive(
     "exaone4",
-    layer="Exaone4DecoderLayer",
-    config_class="Exaone4Config",
-    model_class="Exaone4ForCausalLM",
+    classes="Exaone4",
     qk_norm="per-head",
     full_layer="global-nope",
     fixed_bias=(False, False, False),

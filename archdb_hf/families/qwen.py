@@ -226,9 +226,7 @@ _QWEN3_5_RELEASE = {
 
 QWEN2 = LLAMA.derive(
     "qwen2",
-    layer="Qwen2DecoderLayer",
-    config_class="Qwen2Config",
-    model_class="Qwen2ForCausalLM",
+    classes="Qwen2",
     fixed_bias=(True, False, False),  # Qwen 2 hard-codes bias on q, k, v only
     mlp_bias=False,
     keys=(Key("attention_bias"), Key("mlp_bias")),
@@ -237,9 +235,7 @@ QWEN2 = LLAMA.derive(
 )
 QWEN2_MOE = QWEN2.derive(
     "qwen2_moe",
-    layer="Qwen2MoeDecoderLayer",
-    config_class="Qwen2MoeConfig",
-    model_class="Qwen2MoeForCausalLM",
+    classes="Qwen2Moe",
     keys=(*QWEN_EXPERTS, SHARED_EXPERT),
     fixed=GATED_SHARED,
     read=_read_qwen3_moe,
@@ -250,9 +246,7 @@ QWEN2_MOE = QWEN2.derive(
 )
 QWEN3 = LLAMA.derive(
     "qwen3",
-    layer="Qwen3DecoderLayer",
-    config_class="Qwen3Config",
-    model_class="Qwen3ForCausalLM",
+    classes="Qwen3",
     qk_norm="per-head",
     mlp_bias=False,
     keys=(Key("mlp_bias"),),
@@ -261,9 +255,7 @@ QWEN3 = LLAMA.derive(
 )
 QWEN3_MOE = QWEN3.derive(
     "qwen3_moe",
-    layer="Qwen3MoeDecoderLayer",
-    config_class="Qwen3MoeConfig",
-    model_class="Qwen3MoeForCausalLM",
+    classes="Qwen3Moe",
     keys=QWEN_EXPERTS,
     read=_read_qwen3_moe,
     write=from_keys,
@@ -272,9 +264,7 @@ QWEN3_MOE = QWEN3.derive(
 )
 QWEN3_NEXT = QWEN3_MOE.derive(
     "qwen3_next",
-    layer="Qwen3NextDecoderLayer",
-    config_class="Qwen3NextConfig",
-    model_class="Qwen3NextForCausalLM",
+    classes="Qwen3Next",
     **GATED_HYBRID | {
         "keys": (*GATED_HYBRID["keys"], SHARED_EXPERT, NORMALIZED_BY_DEFAULT),
         "fixed": GATED_HYBRID["fixed"] + GATED_SHARED,

@@ -36,16 +36,18 @@ from archdb.schema import (
 from archdb_hf.keymap import Key, Writer, merged, read_activation
 
 # fields a child never takes from its parent: they name or measure that one model_type
-NOT_INHERITED = ("model_type", "module", "layer", "config_class", "model_class", "write",
-                 "logit_error", "aliases")  # fmt: skip
+NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
+                 "write", "logit_error", "aliases")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class FamilySpec:
     model_type: str
-    layer: str  # the decoder-layer class, cited as the source's locator
-    config_class: str  # transformers' config class (the reference builds it)
-    model_class: str  # ... and its causal-LM class
+    # transformers' class stem X: XDecoderLayer, XConfig and XForCausalLM, unless named
+    classes: str = ""
+    layer: str = ""  # the decoder-layer class, cited as the source's locator
+    config_class: str = ""  # transformers' config class (the reference builds it)
+    model_class: str = ""  # ... and its causal-LM class
     module: str = ""  # transformers/models/<module>/modeling_<module>.py; "": the model_type
     parent: str | None = None  # the family this one is declared as a difference from
 
@@ -108,7 +110,7 @@ class FamilySpec:
     # the code fixes it); written for every card that records them
     eps_key: str | None = "rms_norm_eps"
     rope_key: str | None = "rope_parameters"
-    extras: frozenset[str] = frozenset()  # optional mechanisms (card_to_config.EXTRAS) it builds
+    extras: frozenset[str] = frozenset()  # optional mechanisms it builds (reference.EXTRAS)
     decoder_only_of: str | None = None  # count only this submodule (multimodal models)
 
     # --- weights and fidelity -------------------------------------------------------------
@@ -122,6 +124,10 @@ class FamilySpec:
         into the enums, so a misspelt choice fails where the family is declared."""
         if not self.module:
             object.__setattr__(self, "module", self.model_type)
+        named = {"layer": "DecoderLayer", "config_class": "Config", "model_class": "ForCausalLM"}
+        for name, suffix in named.items() if self.classes else ():
+            if not getattr(self, name):
+                object.__setattr__(self, name, self.classes + suffix)
         for name, vocabulary in _CHOICES.items():
             value = getattr(self, name)
             if value is not None:
@@ -152,7 +158,8 @@ class FamilySpec:
         """A family declared as this one plus ``changes``; the fields that name or measure
         a model_type (``NOT_INHERITED``) start empty unless given."""
         fresh = {f.name: f.default for f in fields(self) if f.name in NOT_INHERITED}
-        missing = [k for k in ("layer", "config_class", "model_class") if k not in changes]
+        named = ("layer", "config_class", "model_class")
+        missing = [k for k in named if k not in changes and "classes" not in changes]
         if missing:
             raise ValueError(f"{model_type}: a derived family names its own {', '.join(missing)}")
         own = {"model_type": model_type, "parent": self.model_type}

@@ -1213,9 +1213,7 @@ FALCON_MAMBA = MAMBA.derive(
 )
 BAMBA = LLAMA.derive(
     "bamba",
-    layer="BambaDecoderLayer",
-    config_class="BambaConfig",
-    model_class="BambaForCausalLM",
+    classes="Bamba",
     read=_read_bamba,
     write=whole(bamba),
     extras=frozenset({"mamba2"}),
@@ -1251,9 +1249,7 @@ NEMOTRON_H = MAMBA2.derive(
 # logit test: attention beside Mamba-2, every muP factor; three mixer norms
 FALCON_H1 = BAMBA.derive(
     "falcon_h1",
-    layer="FalconH1DecoderLayer",
-    config_class="FalconH1Config",
-    model_class="FalconH1ForCausalLM",
+    classes="FalconH1",
     read=_read_falcon_h1,
     write=whole(falcon_h1),
     extras=frozenset({"mamba2_norm", "parallel_mamba2", "sublayer_multipliers"}),
