@@ -37,8 +37,8 @@ from archdb_hf.families.card_to_config import (
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA, llama_names
-from archdb_hf.keymap import whole
+from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, llama_names
+from archdb_hf.keymap import Key, dropped, whole
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -406,46 +406,25 @@ def _kinds_of(pattern: list[LayerKind]) -> list[str]:
     return ["recurrent" if k is LayerKind.RG_LRU else "attention" for k in pattern]
 
 
-def gemma(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
+def _tied(a: Architecture) -> dict:
     require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    return base_config(a)
+    return {}
 
 
-def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a, qk)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
-    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    # the code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class
+def _query_pre_attn_scalar(a: Architecture) -> int:
+    """The code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class."""
     scale = a.attention.scale
     scalar = scale**-2 if scale is not None else a.head_dim_effective
     require(
         math.isclose(scalar, round(scalar), rel_tol=1e-9),
         "attention.scale must be 1/sqrt(n) for a whole n (query_pre_attn_scalar)",
     )
-    return base_config(a) | {
-        "sliding_window": a.attention.sliding_window or 4096,
-        "layer_types": layer_types_of(a),
-        "query_pre_attn_scalar": round(scalar),
-        "attn_logit_softcapping": a.attention.logit_softcap,
-        "final_logit_softcapping": a.final_logit_softcap,
-    }
+    return round(scalar)
 
 
-def gemma3_text(a: Architecture) -> dict:
-    """Gemma 2 with per-head QK norms and a RoPE block per layer type: the scaling on the
-    full layers (rope_scaling goes there only), the sliding layers at their own base."""
-    config = gemma2(a, QKNorm.PER_HEAD)
+def _gemma3_text(a: Architecture) -> dict:
+    """A RoPE block per layer type: the scaling on the full layers (rope_scaling goes there
+    only), the sliding layers at their own base."""
     pos = a.position
     require(
         pos.rope_scaling is None
@@ -456,7 +435,18 @@ def gemma3_text(a: Architecture) -> dict:
     theta = pos.rope_theta or 10000.0
     full = {"rope_type": "default", "rope_theta": theta} | ref.rope_scaling_config(a)
     sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
-    return config | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
+    return _tied(a) | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
+
+
+# Gemma 2's keys, which import-hf's generic steps and Gemma's hook read
+GEMMA2_KEYS = (
+    Key("sliding_window", "attention.sliding_window", read=False,
+        out=lambda a: a.attention.sliding_window or 4096),
+    LAYER_TYPES,
+    Key("query_pre_attn_scalar", "attention.scale", out=_query_pre_attn_scalar, read=False),
+    Key("attn_logit_softcapping", "attention.logit_softcap", read=False),
+    Key("final_logit_softcapping", "final_logit_softcap", read=False),
+)  # fmt: skip
 
 
 def gemma4_text(a: Architecture) -> dict:
@@ -717,8 +707,10 @@ GEMMA = LLAMA.derive(
     mlp_bias=False,
     tied_default=True,
     activation_default="gelu_pytorch_tanh",
+    fixed_bias=(False, False, False),
+    keys=dropped(BIASES),
     read=_read_gemma,
-    write=whole(gemma),
+    write=_tied,
     logit_error=2.4e-07,
 )
 GEMMA2 = GEMMA.derive(
@@ -726,7 +718,9 @@ GEMMA2 = GEMMA.derive(
     classes="Gemma2",
     norm_position="double",
     default_pattern=("local", "global"),
-    write=whole(gemma2),
+    kinds=("local", "global"),
+    keys=GEMMA2_KEYS,
+    write=_tied,
     names=_sandwich_names,
     logit_error=6.8e-07,
     function_fields=("architecture.attention.scale",),
@@ -740,7 +734,7 @@ GEMMA3_TEXT = GEMMA2.derive(
     qk_norm="per-head",
     default_pattern=("local", "local", "local", "local", "local", "global"),
     aliases=("gemma3",),
-    write=whole(gemma3_text),
+    write=_gemma3_text,
     names=_sandwich_names,
     logit_error=9.7e-07,
 )
@@ -804,6 +798,7 @@ RECURRENT_GEMMA = GEMMA.derive(
     "recurrent_gemma",
     classes="RecurrentGemma",
     rotary_fraction_default=0.5,
+    fixed_bias=None,  # attention_bias: q, k and v; o_proj and the MLP always biased
     read=_read_recurrent_gemma,
     write=whole(recurrent_gemma),
     extras=frozenset({"rg_lru"}),
