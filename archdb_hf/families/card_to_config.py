@@ -80,11 +80,6 @@ def need_serial(a: Architecture) -> None:
     require(not a.parallel_layers, "parallel_layers must be false")
 
 
-def need_parallel(a: Architecture, shared: bool) -> None:
-    require(bool(a.parallel_layers), "parallel_layers must be true")
-    require(bool(a.norm.shared_in_parallel) is shared, f"norm.shared_in_parallel must be {shared}")
-
-
 def need_activation(a: Architecture, *allowed: Activation) -> None:
     require(
         a.mlp.activation in allowed,

@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from archdb.schema import (
-    Activation,
     Architecture,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
 )
 from archdb_hf.draft import Draft, HFImportError, read_layer_period, read_mtp, shown_briefly
-from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
-    need_activation,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
-    rope_config,
     sublayer_factors,
 )
 from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
-from archdb_hf.keymap import Key, whole
+from archdb_hf.keymap import Key, value_at
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -142,58 +131,31 @@ _MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def minimax(a: Architecture) -> dict:
-    """MiniMax-01: lightning layers and softmax attention (layer_types), each followed by
-    Mixtral's MoE; the residual taken after each norm (normed-skip) with alpha (skip) and
-    beta (output) factors per sublayer kind. Lightning's heads and head width are the
-    attention's (one num_attention_heads, one head_dim). transformers' MiniMax rotates the
-    whole head (its rotary ignores partial_rotary_factor): counts do not depend on it."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.NORMED_SKIP)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.ROPE)
-    need_pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
-    ref.need_bias(a, False, False, False)
+def _minimax(a: Architecture) -> dict:
+    """Lightning's heads and head width are the attention's (one num_attention_heads, one
+    head_dim). transformers' MiniMax rotates the whole head (its rotary ignores
+    partial_rotary_factor): counts do not depend on it."""
     others = sorted(k for k in sublayer_factors(a) if k not in _MINIMAX_BETAS)
     require(not others, f"no {', '.join(others)} (MiniMax has none)")
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.layer_period == 1
-        and moe.n_shared == 0,
-        "every layer MoE, no shared experts",
-    )
     li = a.mixers.lightning if a.mixers is not None else None
-    factors: dict[str, float] = {}
-    if li is not None:
-        require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
-        require(
-            (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
-            "mixers.lightning n_heads and head_dim equal to attention's",
-        )
-        factors = {
-            "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
-            "linear_attn_beta_factor": li.output_multiplier or 1.0,
-        }
-    names = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
-    return (
-        base_config(a)
-        | rope_config(a)
-        | factors
-        | {
-            "layer_types": layer_kind_names(a, names),
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "full_attn_alpha_factor": a.attention.skip_multiplier or 1.0,
-            "full_attn_beta_factor": a.attention.output_multiplier or 1.0,
-            "mlp_alpha_factor": a.mlp.skip_multiplier or 1.0,
-            "mlp_beta_factor": a.mlp.output_multiplier or 1.0,
-        }
+    if li is None:
+        return {}
+    require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
+    require(
+        (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
+        "mixers.lightning n_heads and head_dim equal to attention's",
     )
+    return {
+        "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
+        "linear_attn_beta_factor": li.output_multiplier or 1.0,
+    }
 
 
+def _factor(path: str) -> Callable[[Architecture], float]:
+    return lambda a: value_at(a, path) or 1.0
+
+
+_LAYER_TYPES = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
 _MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
 
 
@@ -328,9 +290,26 @@ MINIMAX = MIXTRAL.derive(
     rope_theta_default=1000000.0,
     sliding_everywhere=False,
     linear_layer="lightning",
+    kinds=("lightning", "global"),
+    # the residual taken after each norm, with alpha (skip) and beta (output) factors per
+    # sublayer kind, which the hook reads under the released remote code's names too
+    keys=(
+        Key("sliding_window"),
+        ROPE,
+        Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
+        *(
+            Key(name, path, out=_factor(path), read=False)
+            for name, path in (
+                ("full_attn_alpha_factor", "attention.skip_multiplier"),
+                ("full_attn_beta_factor", "attention.output_multiplier"),
+                ("mlp_alpha_factor", "mlp.skip_multiplier"),
+                ("mlp_beta_factor", "mlp.output_multiplier"),
+            )
+        ),
+    ),
     read=_read_minimax,
     aliases=("minimax_text_01", "minimax_m1"),
-    write=whole(minimax),
+    write=_minimax,
     extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
     names=_minimax_names,
     logit_error=3.3e-07,

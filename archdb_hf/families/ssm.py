@@ -48,7 +48,7 @@ from archdb_hf.families.card_to_config import (
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA, MIXTRAL, llama_names
+from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
 from archdb_hf.keymap import Key, whole
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
@@ -669,21 +669,10 @@ def mamba2(a: Architecture) -> dict:
     return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | mamba2_config(a, "")
 
 
-def bamba(a: Architecture) -> dict:
-    need_llama_like(a)
-    need_softmax_attention(a)
-    need_dense(a)
-    need_activation(a, Activation.SWIGLU)
-    need_pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+def _bamba(a: Architecture) -> dict:
     require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
     indices = [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL]
-    return (
-        base_config(a)
-        | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
-        | mamba2_config(a, "mamba_")
-        | rope_config(a)
-    )
+    return {"attn_layer_indices": indices} | mamba2_config(a, "mamba_")
 
 
 # hybrid_override_pattern: one character a layer
@@ -1214,8 +1203,10 @@ FALCON_MAMBA = MAMBA.derive(
 BAMBA = LLAMA.derive(
     "bamba",
     classes="Bamba",
+    kinds=("mamba2", "global"),
+    keys=(ROPE,),
     read=_read_bamba,
-    write=whole(bamba),
+    write=_bamba,
     extras=frozenset({"mamba2"}),
     names=_bamba_names,
     logit_error=4.4e-07,
