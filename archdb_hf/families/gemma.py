@@ -15,7 +15,6 @@ from archdb.schema import (
     NormPosition,
     NormType,
     PositionType,
-    QKNorm,
 )
 from archdb_hf.draft import (
     GELU_TANH,
@@ -27,8 +26,6 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_types_of,
     need_activation,
     need_dense,
     need_pattern,
@@ -237,15 +234,7 @@ def _read_gemma3n(d: Draft) -> None:
         if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
             d.set("architecture.position.rope_theta_local", 10_000.0, "family")
     _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
-    altup = {
-        "n_inputs": d.read("altup_num_inputs", default=4),
-        "active_index": d.read("altup_active_idx", default=0),
-        "correct_scale": d.read("altup_correct_scale", default=True),
-    }
-    for name, value in altup.items():
-        d.set(f"architecture.altup.{name}", value, "config")
     d.read("altup_coef_clip")  # clamps the coefficients in training mode only
-    d.set("architecture.laurel_rank", d.read("laurel_rank", default=64), "config")
     _activation_sparsity(d)
 
 
@@ -449,23 +438,15 @@ GEMMA2_KEYS = (
 )  # fmt: skip
 
 
-def gemma4_text(a: Architecture) -> dict:
+def _gemma4_text(a: Architecture) -> dict:
     """Gemma 4's text model: global layers with their own sizes, values from keys, a
     value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a, QKNorm.PER_HEAD)
-    ref.need_position(a, PositionType.ROPE)
-    ref.need_bias(a, False, False, False)
-    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _tied(a)
     require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
     require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
     require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
     require(a.position.rotary_fraction is None, "local layers rotate every dim")
     g = a.attention.global_layers
-    hd = a.head_dim_effective
     k_eq_v = bool(g and g.values_from_keys)
     # transformers gives global layers their own KV heads only together with k_eq_v
     require(
@@ -479,11 +460,8 @@ def gemma4_text(a: Architecture) -> dict:
             "rope_type": "proportional",
             "partial_rotary_factor": g.rotary_fraction,
         }
-    out = base_config(a) | {
-        "sliding_window": a.attention.sliding_window or 512,
-        "layer_types": layer_types_of(a),
-        "final_logit_softcapping": a.final_logit_softcap,
-        "global_head_dim": (g.head_dim if g is not None else None) or hd,
+    out = {
+        "global_head_dim": (g.head_dim if g is not None else None) or a.head_dim_effective,
         "attention_k_eq_v": k_eq_v,
         "rope_parameters": {
             "sliding_attention": {
@@ -499,21 +477,14 @@ def gemma4_text(a: Architecture) -> dict:
     moe = a.mlp.moe
     if moe is not None:
         require(
-            moe.first_dense_layers == 0 and moe.layer_period == 1 and not moe.n_shared,
-            "Gemma 4's experts sit in every layer, without shared experts",
-        )
-        require(
             moe.dense_beside_d_ff is not None and bool(moe.router_scales),
             "Gemma 4's experts sit beside a dense MLP, with its scaled router",
         )
-        out |= {
-            "enable_moe_block": True,
-            "intermediate_size": moe.dense_beside_d_ff,
-            "moe_intermediate_size": a.mlp.d_ff,
-            "num_experts": moe.n_experts,
-            "top_k_experts": moe.n_active,
-        }
     return out
+
+
+def _moe(a: Architecture) -> bool:
+    return a.mlp.moe is not None
 
 
 def _gemma4_on_device(a: Architecture) -> dict:
@@ -531,18 +502,10 @@ def _gemma4_on_device(a: Architecture) -> dict:
     }
 
 
-def gemma3n_text(a: Architecture) -> dict:
+def _gemma3n_text(a: Architecture) -> dict:
     """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
     top-k; Gemma 4's attention without global-layer sizes."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a, QKNorm.PER_HEAD)
-    ref.need_position(a, PositionType.ROPE)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
-    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _tied(a)
     require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
     require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
     require(not a.layer_scalar, "Gemma 3n has no layer scalar")
@@ -554,10 +517,7 @@ def gemma3n_text(a: Architecture) -> dict:
     theta = a.position.rope_theta or 10000.0
     sparsity = a.mlp.activation_sparsity
     first, target = (sparsity.first_layers, sparsity.target) if sparsity else (0, 0.0)
-    return base_config(a) | {
-        "sliding_window": a.attention.sliding_window or 512,
-        "layer_types": layer_types_of(a),
-        "final_logit_softcapping": a.final_logit_softcap,
+    return {
         "rope_parameters": {
             "sliding_attention": {
                 "rope_type": "default",
@@ -568,12 +528,17 @@ def gemma3n_text(a: Architecture) -> dict:
         "hidden_size_per_layer_input": ple.width,
         "vocab_size_per_layer_input": ple.vocab_size,
         "num_kv_shared_layers": a.attention.kv_shared_layers or 0,
-        "altup_num_inputs": alt.n_inputs,
-        "altup_active_idx": alt.active_index,
-        "altup_correct_scale": alt.correct_scale,
-        "laurel_rank": a.laurel_rank,
         "activation_sparsity_pattern": [target] * first + [0.0] * (a.n_layers - first),
     }
+
+
+# Gemma 3n's and Gemma 4's attention: unscaled scores, windows of 512 by default
+ON_DEVICE_KEYS = (
+    Key("query_pre_attn_scalar"),
+    Key("attn_logit_softcapping"),
+    Key("sliding_window", "attention.sliding_window", read=False,
+        out=lambda a: a.attention.sliding_window or 512),
+)  # fmt: skip
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -750,7 +715,14 @@ GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     default_pattern=("local", "local", "local", "local", "global"),
     read=_read_gemma3n,
     aliases=("gemma3n",),
-    write=whole(gemma3n_text),
+    keys=(
+        *ON_DEVICE_KEYS,
+        Key("altup_num_inputs", "altup.n_inputs", default=4),
+        Key("altup_active_idx", "altup.active_index", default=0),
+        Key("altup_correct_scale", "altup.correct_scale", default=True),
+        Key("laurel_rank", "laurel_rank", default=64),
+    ),
+    write=_gemma3n_text,
     extras=frozenset(
         {
             "activation_sparsity",
@@ -776,7 +748,27 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
     default_pattern=("global",),
     read=_read_gemma4,
     aliases=("gemma4",),
-    write=whole(gemma4_text),
+    keys=(
+        *ON_DEVICE_KEYS,
+        # 26B-A4B: experts beside a dense MLP (intermediate_size) in every layer
+        Key("enable_moe_block", out=_moe, read=False),
+        Key(
+            "intermediate_size",
+            "mlp.d_ff",
+            read=False,
+            out=lambda a: a.mlp.moe.dense_beside_d_ff if _moe(a) else a.mlp.d_ff,
+        ),
+        Key(
+            "moe_intermediate_size",
+            "mlp.moe.n_experts",
+            when=_moe,
+            read=False,
+            out=lambda a: a.mlp.d_ff,
+        ),
+        Key("num_experts", "mlp.moe.n_experts", when=_moe, read=False),
+        Key("top_k_experts", "mlp.moe.n_active", when=_moe, read=False),
+    ),
+    write=_gemma4_text,
     extras=frozenset(
         {
             "dense_beside",
