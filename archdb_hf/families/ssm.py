@@ -49,7 +49,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
-from archdb_hf.keymap import Key, whole
+from archdb_hf.keymap import Key, dropped, whole
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -649,24 +649,9 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _mixer_only(a: Architecture, kind: LayerKind, mixer_mlp: bool) -> dict:
-    """A stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
-    layer, no attention, no MLP; the sizes every such config holds."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    require(a.attention.layer_pattern == [kind], f"layer_pattern [{kind.value}]")
-    name = kind.value.replace("-", "_")
-    require(not mixer_mlp, f"mixers.{name}.mlp false: a layer is the mixer alone")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "tie_word_embeddings": a.tied_embeddings,
-    }
-
-
-def mamba2(a: Architecture) -> dict:
-    return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | mamba2_config(a, "")
+def _mamba2(a: Architecture) -> dict:
+    require(not a.mixers.mamba2.mlp, "mixers.mamba2.mlp false: a layer is the mixer alone")
+    return mamba2_config(a, "")
 
 
 def _bamba(a: Architecture) -> dict:
@@ -804,20 +789,33 @@ def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> di
     return mixer_config(m, names, prefix, m.d_inner // a.d_model)
 
 
-def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
-    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
-    base = _mixer_only(a, LayerKind.MAMBA, a.mixers.mamba.mlp)
-    return base | {"layer_norm_epsilon": a.norm.eps or 1e-5} | _mamba_sizes(a, "", inner_norm)
+def _mamba(a: Architecture) -> dict:
+    """Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
+    return _mamba_sizes(a, "", MambaInnerNorm.NONE)
 
 
-def mamba(a: Architecture) -> dict:
-    return _mamba_only(a, MambaInnerNorm.NONE)
-
-
-def falcon_mamba(a: Architecture) -> dict:
+def _falcon_mamba(a: Architecture) -> dict:
     """Mamba's layout with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
     eps = a.mixers.mamba.inner_norm_eps if a.mixers and a.mixers.mamba else None
-    return _mamba_only(a, MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+    require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
+    return _mamba_sizes(a, "", MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+
+
+# a stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
+# layer, no attention, no MLP; the sizes every such config holds (the steps read them)
+MIXER_ONLY = dict(
+    position="none",
+    fixed_bias=(False, False, False),
+    keys=(
+        *dropped(LLAMA.keys),
+        Key("vocab_size", "vocab_size", read=False),
+        Key("hidden_size", "d_model", read=False),
+        Key("num_hidden_layers", "n_layers", read=False),
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+    ),
+    free=("mlp.activation", "attention.qk_norm"),
+)
 
 
 def _jamba_experts(a: Architecture) -> dict:
@@ -1170,8 +1168,10 @@ MAMBA2 = LLAMA.derive(
     eps_key="layer_norm_epsilon",
     rope_key=None,
     mlp_bias=False,
+    kinds=("mamba2",),
+    **MIXER_ONLY,
     steps=(_read_mamba2,),
-    write=whole(mamba2),
+    write=_mamba2,
     extras=frozenset({"mamba2"}),
     names=_mamba2_names,
     logit_error=4.7e-07,
@@ -1183,8 +1183,10 @@ MAMBA = MAMBA2.derive(
     config_class="MambaConfig",
     model_class="MambaForCausalLM",
     eps_default=1e-05,
+    kinds=("mamba",),
+    keys=(Key("layer_norm_epsilon", "norm.eps", out=lambda a: a.norm.eps or 1e-5, read=False),),
     steps=(_read_mamba,),
-    write=whole(mamba),
+    write=_mamba,
     extras=frozenset({"mamba"}),
     names=_mamba_names,
     logit_error=3e-07,
@@ -1196,7 +1198,7 @@ FALCON_MAMBA = MAMBA.derive(
     config_class="FalconMambaConfig",
     model_class="FalconMambaForCausalLM",
     steps=(_read_falcon_mamba,),
-    write=whole(falcon_mamba),
+    write=_falcon_mamba,
     logit_error=2.2e-07,
     function_fields=("architecture.mixers.mamba.inner_norm_eps",),
 )
