@@ -6,29 +6,19 @@ from collections.abc import Callable
 from typing import Any
 
 from archdb.schema import (
-    Activation,
     Architecture,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
     PositionType,
 )
 from archdb_hf.draft import Draft, HFImportError, expand_mamba2, no_time_step_clamp
-from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
     mamba2_config,
-    need_activation,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
-from archdb_hf.keymap import Key, from_keys, whole, write_keys
+from archdb_hf.keymap import Key, from_keys, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -117,47 +107,31 @@ def _multipliers(a: Architecture) -> dict:
     return write_keys(MULTIPLIERS, a)
 
 
-def granitemoehybrid(a: Architecture) -> dict:
+def _granitemoehybrid(a: Architecture) -> dict:
     """Granite 4.0-H: Mamba-2 and attention layers, each with routed experts beside a
     shared MLP (or that MLP alone), Granite's factors, RoPE or no positions."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.ROPE, PositionType.NONE)
-    need_pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
-    ref.need_bias(a, a.bias.qkv, a.bias.qkv, False)
+    position = a.position.type
+    require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     moe = a.mlp.moe
     require(
-        moe is None
-        or (
-            moe.first_dense_layers == 0
-            and moe.layer_period == 1
-            and moe.n_shared == 1
-            and moe.normalize_top_k is not False
-        ),
+        moe is None or (moe.n_shared == 1 and moe.normalize_top_k is not False),
         "a dense MLP, or every layer MoE with one shared MLP (softmax over the top-k logits)",
     )
-    names = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
-    out = (
-        base_config(a)
-        | _multipliers(a)
-        | {"attention_bias": a.bias.qkv, "layer_types": layer_kind_names(a, names)}
-    )
-    if moe is None:
-        out |= {"num_local_experts": 0, "shared_intermediate_size": a.mlp.d_ff}
-    else:
-        out |= {
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "shared_intermediate_size": moe.shared_d_ff,
-        }
-    if LayerKind.MAMBA2 in a.attention.layer_pattern:
-        require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-        out |= mamba2_config(a, "mamba_")
-    if a.position.type is PositionType.ROPE:
-        out |= rope_config(a) | {"position_embedding_type": "rope"}
-    return out
+    if LayerKind.MAMBA2 not in a.attention.layer_pattern:
+        return {}
+    require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+    return mamba2_config(a, "mamba_")
+
+
+def _moe(a: Architecture) -> bool:
+    return a.mlp.moe is not None
+
+
+def _rope(a: Architecture) -> bool:
+    return a.position.type is PositionType.ROPE
+
+
+_HYBRID_LAYERS = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -232,9 +206,35 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
     linear_layer="mamba2",
     type_aliases=(("mamba", "linear_attention"), ("attention", "full_attention")),
     read=_read_granitemoehybrid,
-    keys=(Key("num_local_experts"), Key("num_experts_per_tok")),  # read by its hook
+    kinds=("mamba2", "global"),
+    keys=(  # read by its hook
+        Key(
+            "num_local_experts",
+            "mlp.moe.n_experts",
+            read=False,
+            out=lambda a: a.mlp.moe.n_experts if _moe(a) else 0,
+        ),
+        Key("num_experts_per_tok", "mlp.moe.n_active", when=_moe, read=False),
+        Key(
+            "shared_intermediate_size",
+            "mlp.moe.shared_d_ff",
+            read=False,
+            out=lambda a: a.mlp.moe.shared_d_ff if _moe(a) else a.mlp.d_ff,
+        ),
+        Key("layer_types", out=lambda a: layer_kind_names(a, _HYBRID_LAYERS), read=False),
+        Key(
+            "rope_parameters",
+            out=lambda a: rope_config(a)["rope_parameters"],
+            when=_rope,
+            read=False,
+        ),
+        Key(
+            "position_embedding_type", "position.type", out=lambda a: "rope", when=_rope, read=False
+        ),
+    ),
     fixed=(),
-    write=whole(granitemoehybrid),
+    free=("mlp.moe.n_shared",),
+    write=_granitemoehybrid,
     extras=frozenset({"mamba2", "residual_multiplier"}),
     names=_granitemoehybrid_names,
     logit_error=2.6e-07,
