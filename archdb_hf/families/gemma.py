@@ -8,13 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from archdb.schema import (
-    Activation,
     Architecture,
+    AttentionVariant,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
     PositionType,
+    QKNorm,
 )
 from archdb_hf.draft import (
     GELU_TANH,
@@ -26,16 +24,11 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
 from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, llama_names
-from archdb_hf.keymap import Key, dropped, whole
+from archdb_hf.keymap import Key, dropped
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -345,17 +338,11 @@ def _global_layer_sizes(d: Draft, per_layer: Mapping[str, Any]) -> tuple[Any, An
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def recurrent_gemma(a: Architecture) -> dict:
+def _recurrent_gemma(a: Architecture) -> dict:
     """Griffin's blocks (RecurrentGemma): RG-LRU layers and local attention tiled by
     block_types; pre-norm (1 + w) RMSNorms; a GeGLU MLP with biases (intermediate_size is
     both branches); attention with an output bias, q/k/v biased by attention_bias; head
     width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_dense(a)
-    need_pattern(a, LayerKind.RG_LRU, LayerKind.LOCAL)
-    ref.need_bias(a, a.bias.qkv, True, True)
     rg = a.mixers.rg_lru if a.mixers is not None else None
     require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
     heads = a.attention.n_heads if a.has_attention() else rg.n_heads
@@ -374,8 +361,9 @@ def recurrent_gemma(a: Architecture) -> dict:
     require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
     config["logits_soft_cap"] = a.final_logit_softcap
     if a.has_attention():
-        need_softmax_attention(a)
-        ref.need_position(a, PositionType.ROPE)
+        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
+        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
+        require(a.position.type is PositionType.ROPE, "position.type must be one of rope")
         require(
             a.head_dim_effective * heads == a.d_model,
             "attention.head_dim d_model / n_heads (the config has no head_dim)",
@@ -791,8 +779,14 @@ RECURRENT_GEMMA = GEMMA.derive(
     classes="RecurrentGemma",
     rotary_fraction_default=0.5,
     fixed_bias=None,  # attention_bias: q, k and v; o_proj and the MLP always biased
+    mlp_bias=True,
+    kinds=("rg-lru", "local"),
+    keys=dropped(GEMMA.keys),  # Griffin's config: the hook writes it whole
+    fixed=(("bias.attn_out", True),),
+    # the attention's choices, checked where the card has attention layers
+    free=("attention.variant", "attention.qk_norm", "position.type"),
     read=_read_recurrent_gemma,
-    write=whole(recurrent_gemma),
+    write=_recurrent_gemma,
     extras=frozenset({"rg_lru"}),
     names=_recurrent_gemma_names,
     logit_error=3.1e-07,
