@@ -8,15 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from archdb.plan.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
-    Activation,
     Architecture,
     AttentionVariant,
     GroupScore,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
     QKNorm,
     RopeLayout,
     RouterScore,
@@ -35,15 +30,12 @@ from archdb_hf.families.card_to_config import (
     base_config,
     layer_kind_names,
     mtp_config,
-    need_activation,
-    need_pattern,
-    need_serial,
     require,
     rope_config,
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, whole, write_keys
+from archdb_hf.keymap import Key, dropped, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -559,8 +551,6 @@ def kimi_linear(a: Architecture) -> dict:
     qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
     after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
     gates the output."""
-    need_pattern(a, LayerKind.KDA, LayerKind.GLOBAL)
-    ref.need_position(a, PositionType.NONE)
     config = _deepseek_moe(a)
     ref.need_sigmoid_router(a.mlp.moe)
     kda = a.mixers.kda if a.mixers is not None else None
@@ -602,10 +592,7 @@ def kimi_linear(a: Architecture) -> dict:
 
 
 def _deepseek_moe(a: Architecture) -> dict:
-    """DeepSeekMoE's sizes (Kimi Linear's whole writer)."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
+    """DeepSeekMoE's sizes (Kimi Linear's writer)."""
     moe = a.mlp.moe
     require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
     return write_keys(DEEPSEEK_MOE + V2_ROUTER[:3], a)
@@ -649,9 +636,6 @@ def longcat_flash(a: Architecture) -> dict:
     """LongCat-Flash: shortcut-connected MoE layers of MLA (scaled latents, q always
     through its bottleneck), a softmax router over routed and zero-computation experts with
     a correction bias, never renormalized, times routed_scaling_factor."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
     moe, lat = a.mlp.moe, a.attention.latent
     require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
     require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
@@ -744,9 +728,6 @@ def _v4_moe_config(a: Architecture) -> dict:
 def deepseek_v4(a: Architecture) -> dict:
     """DeepSeek-V4: compressed attention (windows, CSA and HCA layers), mHC streams,
     hash-routed then top-k experts; YaRN on the compressed layers' rope only."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.CLIPPED_SWIGLU)
     att, comp, hc = a.attention, a.attention.compressed, a.hyper_connections
     require(comp is not None, "attention.variant compressed")
     require(hc is not None, "hyper_connections")
@@ -1139,11 +1120,21 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     classes="DeepseekV4",
     rope_layout="interleaved",
     eps_default=1e-06,
-    keys=dropped(DEEPSEEK_V3.keys),
+    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (DeepseekV4Config's names)
     fixed=(),
-    free=(),
+    builds_activations=("clipped-swiglu",),
+    kinds=tuple(LayerKind),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "position.type",
+        "position.rope_layout",
+        "bias.attn_out",
+        "mlp.moe",
+        "mlp.moe.n_shared",
+    ),
     read=_read_deepseek_v4,
-    write=whole(deepseek_v4),
+    write=deepseek_v4,
     extras=V4_EXTRAS,
     names=_deepseek_v4_names,
     logit_error=5.9e-07,
@@ -1220,11 +1211,18 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     position="none",
     eps_default=1e-05,
     linear_layer="kda",
-    keys=dropped(DEEPSEEK_V3.keys),
+    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (released and flat names)
     fixed=(),
-    free=(),
+    kinds=("kda", "global"),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "mlp.moe",
+        "mlp.moe.n_shared",
+        "mlp.moe.first_dense_layers",
+    ),
     read=_read_kimi_linear,
-    write=whole(kimi_linear),
+    write=kimi_linear,
     extras=frozenset({"correction_bias", "expert_groups", "kda", "routed_scale", "sigmoid_scores"}),
     names=_kimi_linear_names,
     logit_error=3.1e-07,
@@ -1245,11 +1243,18 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
     rope_theta_default=10000000.0,
     eps_default=1e-05,
     rope_layout="interleaved",
-    keys=dropped(DEEPSEEK_V3.keys),
+    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (LongcatFlashConfig's names)
     fixed=(),
-    free=(),
+    kinds=tuple(LayerKind),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "mlp.moe",
+        "mlp.moe.first_dense_layers",
+        "mlp.moe.layer_period",
+    ),
     read=_read_longcat_flash,
-    write=whole(longcat_flash),
+    write=longcat_flash,
     extras=frozenset(
         {"correction_bias", "routed_scale", "shortcut_moe", "yarn_softmax_mscale", "zero_experts"}
     ),
