@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from archdb.schema import (
-    Activation,
     Architecture,
     AttentionVariant,
     LayerKind,
@@ -152,13 +151,6 @@ def write_keys(keys: Iterable[Key], arch: Architecture) -> dict:
     return config
 
 
-def whole(writer: Callable[[Architecture], dict]) -> Callable[[Architecture], dict]:
-    """A writer that checks and writes everything itself (a family not yet declared by
-    its keys)."""
-    writer.whole = True  # type: ignore[attr-defined]
-    return writer
-
-
 def from_keys(arch: Architecture) -> dict:
     """A family whose keys say everything: no keys of its own beyond them."""
     return {}
@@ -173,8 +165,6 @@ class Writer:
     hook: Callable[[Architecture], dict]
 
     def __call__(self, arch: Architecture) -> dict:
-        if getattr(self.hook, "whole", False):
-            return self.hook(arch)
         check_fixed(self.spec, arch)
         return write_keys(self.spec.keys, arch) | self.hook(arch)
 
@@ -280,23 +270,9 @@ def _check_bias(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
     )
 
 
-def gated(activation: Activation) -> bool:
-    return activation in (
-        Activation.SWIGLU,
-        Activation.GEGLU,
-        Activation.REGLU,
-        Activation.CLAMPED_SWIGLU,
-    )
-
-
 def uses(kind: LayerKind) -> Callable[[Architecture], bool]:
     """Write only for cards with layers of this kind."""
     return lambda arch: kind in arch.attention.layer_pattern
-
-
-def layer_names(arch: Architecture, names: dict[LayerKind, str]) -> list[str]:
-    """Every layer's transformers layer type."""
-    return [names[k] for k in arch.layer_kinds()]
 
 
 _GELU = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate",

@@ -1,43 +1,28 @@
-"""Card -> config: a card's architecture written as its transformers family's config.
+"""Card -> config: the values several families' key maps write (RoPE blocks, layer types,
+mixer sizes, MTP counts), and ``NotRepresentable``.
 
-For each model family that transformers implements, a writer (``FamilySpec.write``) gives
-the card's architecture as that family's config (the way the released config.json would).
-The tests and benchmarks build transformers' model from it (``archdb_hf.testing``)
-and archdb's counts and logits must equal it; ``archdb.fidelity`` asks whether the family
+Each family's writer (``FamilySpec.write``) is derived from its keys and fixed choices
+(``archdb_hf.keymap``): it refuses a card that differs from what the family's code fixes,
+so a comparison never passes by building a different model. It does *not* patch
+differences that are the card's to fix (an OPT card without its two extra position rows
+builds, and the counts differ). The tests and benchmarks build transformers' model from
+the written config (``archdb_hf.testing``); ``archdb.fidelity`` asks whether the family
 can represent a card at all.
-
-A converter states the features its family's code fixes (Llama has no parallel blocks,
-Gemma always ties its embeddings, GPT-J's head always has a bias...) and raises
-``NotRepresentable`` when a card asks for something else, so a comparison never passes
-by building a different model. It does *not* patch differences that are the card's to
-fix (an OPT card without its two extra position rows builds, and the counts differ).
 
 Pure Python: nothing here imports transformers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from archdb.mixers.mamba2 import Mamba2
 from archdb.schema import (
-    Activation,
     Architecture,
-    AttentionVariant,
     GroupScore,
     LayerKind,
     MoE,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
     RouterScore,
 )
 from archdb_hf.keymap import NotRepresentable, require
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["NotRepresentable", "require"]
 
@@ -63,86 +48,7 @@ def sublayer_factors(a: Architecture) -> dict[str, object]:
     return found
 
 
-# --- shared checks --------------------------------------------------------------------------
-
-
-def need_norm(
-    a: Architecture, kind: NormType, affine: NormAffine, position: NormPosition, final: bool = True
-) -> None:
-    n = a.norm
-    require(n.type is kind, f"norm.type must be {kind.value}")
-    require(n.affine is affine, f"norm.affine must be {affine.value}")
-    require(n.position is position, f"norm.position must be {position.value}")
-    require(n.final is final, f"norm.final must be {final}")
-
-
-def need_serial(a: Architecture) -> None:
-    require(not a.parallel_layers, "parallel_layers must be false")
-
-
-def need_activation(a: Architecture, *allowed: Activation) -> None:
-    require(
-        a.mlp.activation in allowed,
-        f"mlp.activation must be one of {', '.join(x.value for x in allowed)}",
-    )
-
-
-def need_softmax_attention(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
-    require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant must be softmax")
-    require(a.attention.qk_norm is qk, f"attention.qk_norm must be {qk.value}")
-
-
-def need_position(a: Architecture, *allowed: PositionType) -> None:
-    require(
-        a.position.type in allowed,
-        f"position.type must be one of {', '.join(x.value for x in allowed)}",
-    )
-
-
-def need_dense(a: Architecture) -> None:
-    require(a.mlp.moe is None, "a dense MLP (mlp.moe null)")
-
-
-def need_pattern(a: Architecture, *allowed: LayerKind) -> None:
-    require(
-        set(a.attention.layer_pattern) <= set(allowed),
-        f"layer_pattern may use only {', '.join(x.value for x in allowed)}",
-    )
-
-
-def need_bias(a: Architecture, qkv: bool, out: bool, mlp: bool, lm_head: bool = False) -> None:
-    b = a.bias
-    got = (b.qkv, b.attn_out, b.mlp, bool(b.lm_head))
-    require(
-        got == (qkv, out, mlp, lm_head),
-        f"bias (qkv, attn_out, mlp, lm_head) must be {(qkv, out, mlp, lm_head)}, got {got}",
-    )
-
-
-def base_config(a: Architecture) -> dict:
-    """The Llama-style config fields most families share."""
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "intermediate_size": a.mlp.d_ff,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "num_key_value_heads": a.attention.n_kv_heads,
-        "head_dim": a.head_dim_effective,
-        "max_position_embeddings": a.context_length,
-        "tie_word_embeddings": a.tied_embeddings,
-    }
-
-
-def need_llama_like(a: Architecture, qk: QKNorm = QKNorm.NONE) -> None:
-    need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a, qk)
-    need_position(a, PositionType.ROPE)
-
-
-# --- converters -----------------------------------------------------------------------------
+# --- values a key map writes ---------------------------------------------------------------
 
 
 def rope_config(a: Architecture) -> dict:

@@ -27,7 +27,6 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
     mtp_config,
     require,
@@ -571,7 +570,7 @@ def kimi_linear(a: Architecture) -> dict:
     first = moe.first_dense_layers
     names = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     return (
-        base_config(a)
+        write_keys(SIZES, a)
         | _latent(a)
         | sizes
         | {

@@ -12,12 +12,11 @@ from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.schema import (
     Activation,
     Architecture,
+    AttentionVariant,
     GeluApproximation,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
     PositionType,
+    QKNorm,
 )
 from archdb_hf import draft as imp
 from archdb_hf.draft import (
@@ -35,21 +34,14 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     mamba2_config,
     mamba2_sizes_of,
     mixer_config,
-    need_activation,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
-from archdb_hf.keymap import Key, dropped, whole
+from archdb_hf.keymap import Key, dropped
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -671,16 +663,12 @@ _NEMOTRON_H_CODES_WRITE = {
 
 def nemotron_h(a: Architecture) -> dict:
     """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SQUARED_RELU)
-    ref.need_position(a, PositionType.NONE)
-    need_pattern(a, *_NEMOTRON_H_CODES_WRITE)
     kinds = set(a.attention.layer_pattern)
     m = a.mixers.mamba2 if a.mixers is not None else None
     require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
     if LayerKind.GLOBAL in kinds:
-        need_softmax_attention(a)
+        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
+        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
         require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
     require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
     require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
@@ -730,44 +718,34 @@ def nemotron_h(a: Architecture) -> dict:
 
 def falcon_h1(a: Architecture) -> dict:
     """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL_MAMBA2)
-    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
     m = mamba2_sizes_of(a)
     require(m is not None, "mixers.mamba2 sizes")
     head_dim = a.head_dim_effective
     norm = m.norm or Mamba2Norm.GATED
-    return (
-        base_config(a)
-        | {
-            "attention_bias": a.bias.qkv,
-            "mlp_bias": a.bias.mlp,
-            "mamba_d_ssm": m.n_heads * m.head_dim,
-            "mamba_n_heads": m.n_heads,
-            "mamba_d_head": m.head_dim,
-            "mamba_d_state": m.state_size,
-            "mamba_n_groups": m.n_groups,
-            "mamba_d_conv": m.conv_kernel,
-            "mamba_conv_bias": m.conv_bias,
-            "mamba_proj_bias": m.proj_bias,
-            "projectors_bias": m.proj_bias,
-            "mamba_rms_norm": norm is not Mamba2Norm.NONE,
-            "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
-            "rms_norm_eps": a.norm.eps or 1e-5,
-            "embedding_multiplier": a.embedding_multiplier or 1.0,
-            "lm_head_multiplier": a.logit_scale or 1.0,
-            # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
-            "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
-            "attention_in_multiplier": a.attention.input_multiplier or 1.0,
-            "attention_out_multiplier": a.attention.output_multiplier or 1.0,
-            "ssm_in_multiplier": m.input_multiplier or 1.0,
-            "ssm_out_multiplier": m.output_multiplier or 1.0,
-            "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
-            "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
-        }
-        | rope_config(a)
-    )
+    return {
+        "mamba_d_ssm": m.n_heads * m.head_dim,
+        "mamba_n_heads": m.n_heads,
+        "mamba_d_head": m.head_dim,
+        "mamba_d_state": m.state_size,
+        "mamba_n_groups": m.n_groups,
+        "mamba_d_conv": m.conv_kernel,
+        "mamba_conv_bias": m.conv_bias,
+        "mamba_proj_bias": m.proj_bias,
+        "projectors_bias": m.proj_bias,
+        "mamba_rms_norm": norm is not Mamba2Norm.NONE,
+        "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+        "embedding_multiplier": a.embedding_multiplier or 1.0,
+        "lm_head_multiplier": a.logit_scale or 1.0,
+        # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
+        "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
+        "attention_in_multiplier": a.attention.input_multiplier or 1.0,
+        "attention_out_multiplier": a.attention.output_multiplier or 1.0,
+        "ssm_in_multiplier": m.input_multiplier or 1.0,
+        "ssm_out_multiplier": m.output_multiplier or 1.0,
+        "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
+        "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
+    }
 
 
 def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
@@ -843,13 +821,6 @@ def _jamba_experts(a: Architecture) -> dict:
 def jamba(a: Architecture) -> dict:
     """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
     attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.NONE)
-    ref.need_bias(a, False, False, False)
-    need_pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
     pattern = a.attention.layer_pattern
     require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
     require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
@@ -857,8 +828,7 @@ def jamba(a: Architecture) -> dict:
     eps = a.norm.eps or 1e-6
     require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
     return (
-        base_config(a)
-        | {
+        {
             "attn_layer_period": len(pattern),
             "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
             "rms_norm_eps": eps,
@@ -876,13 +846,8 @@ def zamba2(a: Architecture) -> dict:
     """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
     2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
     the hybrid_layer_ids."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_position(a, PositionType.ROPE, PositionType.NONE)
-    need_activation(a, Activation.GEGLU, Activation.SWIGLU)
-    need_pattern(a, LayerKind.MAMBA2)
+    position = a.position.type
+    require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
     require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
@@ -1219,8 +1184,20 @@ NEMOTRON_H = MAMBA2.derive(
     layer="NemotronHBlock",
     config_class="NemotronHConfig",
     model_class="NemotronHForCausalLM",
+    fixed_bias=None,  # attention unbiased (the writer checks), the MLP's as mlp_bias says
+    mlp_bias=None,
+    builds_activations=("squared-relu",),
+    kinds=tuple(_NEMOTRON_H_CODES_WRITE),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "mlp.moe",
+        "mlp.moe.n_shared",
+        "mlp.moe.first_dense_layers",
+        "mlp.moe.layer_period",
+    ),
     steps=(_read_nemotron_h,),
-    write=whole(nemotron_h),
+    write=nemotron_h,
     extras=frozenset(
         {
             "correction_bias",
@@ -1243,8 +1220,10 @@ NEMOTRON_H = MAMBA2.derive(
 FALCON_H1 = BAMBA.derive(
     "falcon_h1",
     classes="FalconH1",
+    kinds=("global+mamba2",),
+    keys=dropped((ROPE,)),
     read=_read_falcon_h1,
-    write=whole(falcon_h1),
+    write=falcon_h1,
     extras=frozenset({"mamba2_norm", "parallel_mamba2", "sublayer_multipliers"}),
     names=_falcon_h1_names,
     logit_error=4.7e-07,
@@ -1271,9 +1250,11 @@ JAMBA = MIXTRAL.derive(
     eps_default=None,
     sliding_everywhere=False,
     read=_read_jamba,
-    keys=(Key("num_local_experts"), Key("num_experts_per_tok")),  # read by its hook
+    keys=dropped(("num_local_experts", "num_experts_per_tok", "sliding_window")),  # the hook's
     fixed=(),
-    write=whole(jamba),
+    kinds=("mamba", "global"),
+    free=("mlp.moe", "mlp.moe.n_shared", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
+    write=jamba,
     extras=frozenset({"mamba"}),
     names=_jamba_names,
     logit_error=3.2e-07,
@@ -1292,8 +1273,12 @@ ZAMBA2 = MAMBA2.derive(
     tied_default=True,
     activation_default="gelu",
     eps_default=1e-05,
+    fixed_bias=None,
+    mlp_bias=None,
+    builds_activations=("geglu", "swiglu"),
+    free=("position.type",),
     steps=(_read_zamba2,),
-    write=whole(zamba2),
+    write=zamba2,
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
     names=_zamba2_names,
     logit_error=1.4e-06,
