@@ -260,7 +260,25 @@ def _looks_clean(raw: bytes) -> bool:
         return False
     if b"0" * (MAX_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO, delete=b"_"):
         return False
-    return raw.isascii() or not _NOT_YAML_NON_ASCII.search(raw.decode("utf-8"))
+    return raw.isascii() or not _forbidden_non_ascii(raw)
+
+
+# The lead bytes of the forbidden non-ASCII characters in UTF-8: C1 controls (C2 80-9F),
+# the line and paragraph separators (E2 80 A8-A9), the byte-order mark and U+FFFE/FFFF
+# (EF ...). They are rare in a catalogue, so each occurrence is looked at (a regular
+# expression over the whole decoded text costs more than the rest of the screen).
+_FORBIDDEN_LEADS = (b"\xc2", b"\xe2", b"\xef")
+
+
+def _forbidden_non_ascii(raw: bytes) -> bool:
+    for lead in _FORBIDDEN_LEADS:
+        at = raw.find(lead)
+        while at != -1:
+            char = raw[at : at + 3].decode("utf-8", errors="ignore")[:1]
+            if _NOT_YAML_NON_ASCII.match(char):
+                return True
+            at = raw.find(lead, at + 1)
+    return False
 
 
 def _character_problems(text: str, filename: str) -> list[Problem]:

@@ -27,6 +27,7 @@ import datetime as dt
 import itertools
 import re
 from enum import StrEnum
+from operator import attrgetter
 from typing import Annotated
 
 from pydantic import (
@@ -1753,15 +1754,17 @@ class Architecture(Strict):
 
     def _check_mixers(self) -> None:
         kinds = {k.recurrent for k in self.attention.layer_pattern}
-        mixers = self.mixers or Mixers()
+        mixers = self.mixers
         for kind in MIXER_KINDS:
             name = mixer_field(kind)
-            if (kind in kinds) != (getattr(mixers, name) is not None):
+            if (kind in kinds) != (mixers is not None and getattr(mixers, name) is not None):
                 raise ValueError(
                     f"mixers.{name} is required for, and only for, {kind.value} layers in "
                     "attention.layer_pattern"
                 )
         self._check_single_sublayers()
+        if mixers is None:
+            return
         for kind in MIXER_KINDS:  # what a plugin's sizes need from the card
             plugin = MIXERS.get(kind)
             sizes = None if plugin is None else plugin.sizes_of(self)
@@ -2335,8 +2338,13 @@ def null_means_unknown(card: Card, path: str) -> bool:
     return path == WINDOW_PATH and LayerKind.LOCAL in card.architecture.attention.layer_pattern
 
 
+# the same paths as getters: a card is checked on every load, and attrgetter walks a
+# dotted path in C (their parents are sub-models every card has)
+_UNKNOWN_GETTERS = tuple((path, attrgetter(path)) for path in UNKNOWN_WHEN_NULL)
+
+
 def unexplained_nulls(card: Card) -> list[str]:
-    nulls = [p for p in UNKNOWN_WHEN_NULL if get_path(card, p) is None]
+    nulls = [path for path, get in _UNKNOWN_GETTERS if get(card) is None]
     if get_path(card, WINDOW_PATH) is None and null_means_unknown(card, WINDOW_PATH):
         nulls.append(WINDOW_PATH)
     return nulls
@@ -2370,15 +2378,30 @@ def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
     """Each sourced value and what it rests on: an official kind where one covers it
     (the first such source listed), else the strongest secondary kind (a verbatim copy
     before a derived file before defaults); None where nothing covers it."""
-    rests: dict[str, SourceKind | None] = {}
     official = [s for s in card.sources if s.kind not in SECONDARY_KINDS]
     secondary = sorted(
         (s for s in card.sources if s.kind in SECONDARY_KINDS),
         key=lambda s: SECONDARY_KINDS.index(s.kind),
     )
-    ordered = [(s.kind, frozenset(s.supports)) for s in [*official, *secondary]]
-    for path in sourced_paths(card):
-        rests[path] = next((kind for kind, supports in ordered if covered(path, supports)), None)
+    ordered = [*official, *secondary]
+    first: dict[str, int] = {}  # a supported path -> the first source in that order naming it
+    for i, source in enumerate(ordered):
+        for path in source.supports:
+            first.setdefault(path, i)
+    rests: dict[str, SourceKind | None] = {}
+
+    # one walk of the values: a source that supports a path covers everything under it
+    def walk(model: BaseModel, prefix: str, best: int | None) -> None:
+        for name, value in model.__dict__.items():
+            path = f"{prefix}.{name}"
+            here = first.get(path)
+            rank = best if here is None else here if best is None else min(best, here)
+            if isinstance(value, BaseModel):
+                walk(value, path, rank)
+            elif value is not None and name not in _UNSOURCED_LEAVES:
+                rests[path] = None if rank is None else ordered[rank].kind
+
+    walk(card.architecture, "architecture", first.get("architecture"))
     return rests
 
 

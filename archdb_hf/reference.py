@@ -42,7 +42,7 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "moe_latent": lambda a: a.mlp.moe is not None and a.mlp.moe.latent_dim is not None,
     "layer_scalar": lambda a: bool(a.layer_scalar),
     "residual_multiplier": lambda a: a.residual_multiplier not in (None, 1.0),
-    # router variants (archdb.plan.mlp.RouterSpec) beyond Mixtral's softmax top-k
+    # router variants (archdb.parts.moe.RouterSpec) beyond Mixtral's softmax top-k
     "sigmoid_scores": lambda a: _moe_has(a, lambda m: m.score_function is RouterScore.SIGMOID),
     "expert_groups": lambda a: _moe_has(a, lambda m: (m.n_groups or 1) > 1),
     "correction_bias": lambda a: _moe_has(a, lambda m: bool(m.score_correction_bias)),

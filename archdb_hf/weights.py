@@ -371,8 +371,12 @@ def _shown(source: Source) -> str:
 
 def _dims(model: nn.Module) -> Dims:
     """Widths read off the built model's first attention and MLP."""
-    from archdb.builder.attention import HeadAttention
-    from archdb.builder.moe import Experts
+    from archdb.parts import attention as attention_part
+
+    HeadAttention = attention_part.modules().HeadAttention
+    from archdb.parts import moe as moe_part
+
+    Experts = moe_part.modules().Experts
     from archdb.mixers.gated_deltanet import gated_deltanet_module
 
     modules = list(model.modules())  # one walk: a full-size model has thousands

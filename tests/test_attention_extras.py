@@ -9,9 +9,9 @@ import re
 import pytest
 import torch
 
-from archdb.builder.kernels import GlobalKernel
 from archdb.builder.model import build_model, count_parameters
 from archdb.measure.analytic import flops, param_count
+from archdb.parts import kernels as kernels_part
 from archdb.plan import make_plan
 from archdb.plan.layout import BuildError
 from tests.conftest import (
@@ -22,6 +22,8 @@ from tests.conftest import (
     needs_transformers,
     qk_norm,
 )
+
+GlobalKernel = kernels_part.modules().GlobalKernel
 
 pytestmark = needs_transformers
 
@@ -156,8 +158,10 @@ def test_clamped_swiglu_equals_gpt_oss_experts_gate():
     from transformers import GptOssConfig
     from transformers.models.gpt_oss.modeling_gpt_oss import GptOssExperts
 
-    from archdb.builder.mlp import Act
-    from archdb.plan.mlp import ClampedSwiGLU
+    from archdb.parts import mlp as mlp_part
+
+    Act = mlp_part.modules().Act
+    from archdb.parts.mlp import ClampedSwiGLU
     from archdb.schema import Activation
 
     config = GptOssConfig(swiglu_limit=0.5, swiglu_alpha=1.3)
@@ -192,7 +196,9 @@ def test_the_clipped_swiglu_takes_a_limit_and_no_alpha():
     """DeepSeek-V4's unit: silu(min(gate, limit)) * clamp(up, -limit, limit)."""
     from pydantic import ValidationError
 
-    from archdb.builder.mlp import Act
+    from archdb.parts import mlp as mlp_part
+
+    Act = mlp_part.modules().Act
     from archdb.schema import Activation
 
     clipped = {"mlp.activation": "clipped-swiglu"}
@@ -208,7 +214,9 @@ def test_the_clipped_swiglu_takes_a_limit_and_no_alpha():
 def test_xielu_equals_transformers_and_counts_its_two_scalars():
     from transformers.activations import XIELUActivation
 
-    from archdb.builder.mlp import Act
+    from archdb.parts import mlp as mlp_part
+
+    Act = mlp_part.modules().Act
     from archdb.schema import Activation
 
     reference = XIELUActivation(dtype=torch.float32)

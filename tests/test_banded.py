@@ -13,19 +13,21 @@ import pytest
 import torch
 
 from archdb import conventions as cv
-from archdb.builder.kernels import LocalKernel
 from archdb.builder.model import build_model
 from archdb.builder.shrink import shrink
 from archdb.fidelity import fidelity
 from archdb.measure.analytic import cache_size, flops, param_count
 from archdb.measure.flops import measure_flops
 from archdb.measure.params import full_size_params
+from archdb.parts import kernels as kernels_part
 from archdb.plan.layout import DEFAULT_WINDOW, fill_unknowns
 from archdb.schema import WINDOW_PATH, Architecture, LayerKind, null_means_unknown
 from archdb_hf.families.card_to_config import NotRepresentable
 from archdb_hf.families.registry import SPECS
 from archdb_hf.testing import hf_parameter_count
 from tests.conftest import shipped_catalogue
+
+LocalKernel = kernels_part.modules().LocalKernel
 
 CARDS = {c.id: c for c in shipped_catalogue()}
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from archdb.builder.model import build_model
 from archdb.measure.analytic import cache_size, param_count
-from archdb.plan.compressed import visible_entries
+from archdb.parts.compressed import visible_entries
 from archdb.plan.layout import BuildError
 from archdb_hf.families.deepseek import deepseek_v4
 from tests.conftest import V4_ATTENTION, V4_LAYER, make_arch, shipped_catalogue

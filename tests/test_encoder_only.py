@@ -205,7 +205,7 @@ def test_the_shipped_cards_count_as_transformers_builds_them(card_id, model_type
 def test_two_sided_windows_count_the_band_the_kernel_reads(half, t):
     """Useful scores are the pairs |i - j| <= half; the kernel computes the whole band of
     2 half + 1 slots once the sequence is longer than it, every pair before."""
-    from archdb.plan.attention import two_sided_keys
+    from archdb.parts.kernels import two_sided_keys
 
     pairs = sum(1 for i in range(t) for j in range(t) if abs(i - j) <= half)
     band = 2 * half + 1

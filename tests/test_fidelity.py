@@ -392,10 +392,29 @@ TINY["rwkv"] = {
     "context_length": 64,
     "layer_norm_epsilon": 1e-6,
 }
+# xLSTM: q/k narrower than v, a feed-forward width off the 7B's factor, norm and read-out
+# epsilons off their defaults, both soft caps binding; widths multiples of 64, as
+# transformers' cache sizes them
+TINY["xlstm"] = {
+    "hidden_size": 128,
+    "num_hidden_layers": 2,
+    "vocab_size": 128,
+    "num_heads": 4,
+    "qk_dim_factor": 0.5,
+    "v_dim_factor": 1.0,
+    "ffn_proj_factor": 1.3,
+    "norm_eps": 1e-5,
+    "eps": 1e-4,
+    "gate_soft_cap": 2.0,
+    "output_logit_soft_cap": 1.5,
+}
 MASKED_LM = ("bert", "roberta", "modernbert")
 FIRST_TOKEN = {"roberta": 2}  # the smallest token id a test sequence uses
 # longer than the 64-token chunks of transformers' torch delta rule
-SEQ_FOR = dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"), 80)
+# (xLSTM: transformers runs 64-token chunks in the parallel form, the rest step by step)
+SEQ_FOR = dict.fromkeys(
+    ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "xlstm"), 80
+)
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 
@@ -1142,7 +1161,9 @@ def test_the_mla_latent_norms_take_their_own_epsilon(tmp_path):
     """transformers' MLA families build q_a_layernorm and kv_a_layernorm at 1e-6 whatever
     rms_norm_eps says (1e-3 here): import-hf records it, and the blocks' epsilon in its
     place breaks the comparison."""
-    from archdb.builder.norms import Norm
+    from archdb.parts import norms as norms_part
+
+    Norm = norms_part.modules().Norm
 
     _tiny("glm_moe_dsa", tmp_path)
     card = _card(tmp_path)

@@ -4,6 +4,8 @@ in test_fidelity.py)."""
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import pytest
 import torch
 from pydantic import ValidationError
@@ -138,7 +140,9 @@ def test_the_toy_keeps_a_period_of_own_layers_then_one_of_reusing_layers():
 
 def test_gaussian_top_k_zeroes_the_target_share_of_a_gaussian_gate():
     """relu(g - (mean + std * Phi^-1(0.95))): about 95% of Gaussian gate values become 0."""
-    from archdb.builder.mlp import Act, SparseGatedMLP
+    from archdb.parts import mlp as mlp_part
+
+    Act, SparseGatedMLP = attrgetter("Act", "SparseGatedMLP")(mlp_part.modules())
     from archdb.schema import Activation
 
     mlp = SparseGatedMLP(64, 4096, Act(Activation.GEGLU), False, 0.95)
@@ -150,7 +154,9 @@ def test_gaussian_top_k_zeroes_the_target_share_of_a_gaussian_gate():
 
 
 def test_only_the_first_layers_have_a_sparse_gate():
-    from archdb.builder.mlp import SparseGatedMLP
+    from archdb.parts import mlp as mlp_part
+
+    SparseGatedMLP = mlp_part.modules().SparseGatedMLP
 
     model = build_model(make_arch(**GEMMA3N_LIKE))
     sparse = [isinstance(b.mlp.sublayer, SparseGatedMLP) for b in model.decoder.layers]

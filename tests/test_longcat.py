@@ -7,13 +7,16 @@ import pytest
 import torch
 
 from archdb.builder.model import build_model
-from archdb.builder.moe import MoE
-from archdb.builder.shortcut import ShortcutBlock
 from archdb.measure.analytic import flops
 from archdb.measure.flops import measure_flops
+from archdb.parts import moe as moe_part
+from archdb.parts import shortcut as shortcut_part
 from archdb.plan.plan import make_plan
 from tests.conftest import make_arch
 from tests.test_params_vs_hf import LONGCAT
+
+MoE = moe_part.modules().MoE
+ShortcutBlock = shortcut_part.modules().ShortcutBlock
 
 T = 24
 

@@ -19,9 +19,7 @@ import torch
 from archdb_cli.main import app
 from typer.testing import CliRunner
 
-from archdb.builder.mlp import Act
 from archdb.builder.model import build_model
-from archdb.builder.moe import Experts
 from archdb.builder.shrink import shrink
 from archdb.measure import decode
 from archdb.measure import mechanisms as mech
@@ -29,6 +27,8 @@ from archdb.measure import profile as P
 from archdb.measure.analytic import param_count
 from archdb.measure.crossover import Mode, card_crossover, crossover_context
 from archdb.measure.decode_step import CachedAttention, CachedLatentAttention, attach_caches
+from archdb.parts import mlp as mlp_part
+from archdb.parts import moe as moe_part
 from archdb.plan.layout import fill_unknowns
 from archdb.reports import claims
 from archdb.reports import mechanisms as page
@@ -36,6 +36,9 @@ from archdb.reports.claims import Verdict
 from archdb.schema import Activation
 from archdb.table import catalogue_frame
 from tests.conftest import shipped_catalogue
+
+Act = mlp_part.modules().Act
+Experts = moe_part.modules().Experts
 
 CATALOGUE = shipped_catalogue()
 

@@ -938,6 +938,20 @@ SMALL_CONFIGS.append(  # RWKV-4: time mixing narrower than the stream, channel m
         },
     )
 )  # fmt: skip
+SMALL_CONFIGS.append(  # xLSTM: mLSTM layers (q/k narrower than v), gated SiLU feed-forward
+    (
+        "xlstm",
+        {
+            "n_layers": 3,
+            "attention.layer_pattern": ["mlstm"], "attention.n_heads": None,
+            "attention.n_kv_heads": None, "position": {"type": "none"},
+            "mlp": {"activation": "swiglu", "d_ff": 160, "moe": None},
+            "mixers": {"mlstm": {"n_heads": 4, "key_head_dim": 8, "value_head_dim": 24,
+                                 "gate_soft_cap": 15.0, "denominator_eps": 1e-6, "mlp": True}},
+            "final_logit_softcap": 30.0, "tied_embeddings": False,
+        },
+    )
+)  # fmt: skip
 SMALL_CONFIGS += [  # DeepSeek-V4: the conftest toy, and the released schedule's head (HCA first)
     ("deepseek_v4", V4_LAYER),
     (

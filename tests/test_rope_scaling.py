@@ -11,10 +11,12 @@ import torch
 from pydantic import ValidationError
 
 from archdb.builder.model import build_model
-from archdb.builder.positions import scaled_frequencies
 from archdb.measure.analytic import param_count
+from archdb.parts import positions as positions_part
 from archdb.schema import RopeScaling
 from tests.conftest import make_arch, needs_transformers, qk_norm
+
+scaled_frequencies = positions_part.modules().scaled_frequencies
 
 pytestmark = needs_transformers
 

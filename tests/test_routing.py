@@ -212,7 +212,9 @@ def test_the_references_write_the_router_as_transformers_spells_it():
 def test_the_router_equals_transformers_on_shared_weights(model_type):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from archdb.builder.moe import Router
+    from archdb.parts import moe as moe_part
+
+    Router = moe_part.modules().Router
     from archdb.plan.plan import router_spec
 
     v3 = model_type == "deepseek_v3"

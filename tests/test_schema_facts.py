@@ -210,8 +210,8 @@ def test_a_missing_qk_norm_type_is_located_at_the_cards_qk_norm(write_catalogue)
 
 
 def test_the_plan_reads_the_qk_norm_as_stated_not_the_blocks_norm():
+    from archdb.parts.norms import BARE_RMS
     from archdb.plan import make_plan
-    from archdb.plan.norms import BARE_RMS
     from archdb.schema import NormType
 
     def qk(**changes):

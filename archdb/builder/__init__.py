@@ -1,12 +1,11 @@
 """archdb.builder: a card's plan (``archdb.plan``) becomes PyTorch modules.
 
-- ``norms``, ``mlp``, ``positions``, ``kernels``, ``attention``, ``moe``, ``blocks``: one
-  small block per architectural choice, taking plain numbers, beside the factory that
-  makes it from its plan spec (``registry``: ``module_of(spec, ctx)``);
-- ``model``: ``build_model``, the fold of a plan into a model, and reading a built model;
-- ``shrink``: the toy scaling rule; ``loss``: cross-entropy with the optional z-loss;
-- ``layout``: moved to ``archdb.plan.layout`` (its names stay importable from here).
+- ``model``: ``build_model``, the fold of a plan into a model (embeddings, blocks, stacks,
+  heads; each part's module from its spec, ``registry``: ``module_of(spec, ctx)``), and
+  reading a built model;
+- ``altup``: Gemma 3n's AltUp streams and LAuReL, built from the plan's specs;
+- ``shrink``: the toy scaling rule; ``loss``: cross-entropy with the optional z-loss.
 
-Nothing here imports torch at package import, so ``archdb.measure.analytic`` stays
-torch-free.
+The parts' own modules live with their specs in ``archdb.parts``. Nothing here imports
+torch at package import, so ``archdb.measure.analytic`` stays torch-free.
 """

@@ -13,15 +13,21 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from operator import attrgetter
 
 import torch
 from torch import nn
 
+from archdb.parts import blocks as blocks_part
+from archdb.parts import norms as norms_part
 from archdb.plan import plan as spec
 
-from .blocks import PerLayerGate, Residual, Stream
-from .norms import norm_module
 from .registry import builds
+
+PerLayerGate, Residual, Stream = attrgetter("PerLayerGate", "Residual", "Stream")(
+    blocks_part.modules()
+)
+norm_module = norms_part.modules().norm_module
 
 
 class AltUpLayer(nn.Module):

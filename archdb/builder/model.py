@@ -23,23 +23,32 @@ import contextlib
 import gc
 import math
 from collections.abc import Iterator
+from operator import attrgetter
 
 import torch
 from torch import nn
 
 from archdb.device import meta_build
+from archdb.parts import blocks as blocks_part
+from archdb.parts import compressed, moe, shared
+from archdb.parts import mlp as mlp_part
+from archdb.parts import norms as norms_part
+from archdb.parts import positions as positions_part
+from archdb.parts.positions import RelativeXLSpec
 from archdb.plan import plan as P
-from archdb.plan.positions import RelativeXLSpec
 from archdb.schema import Architecture
 
-# each part's module registers the factory that makes it from its spec (.registry)
-from . import attention, compressed, kernels, moe, parallel, shared, shortcut, sparse  # noqa: F401
 from .altup import Gemma3nBlock
-from .blocks import ParallelBlock, PerLayerGate, Residual, ResiDualResidual, SerialBlock, Stack
-from .mlp import Act
-from .norms import norm_module
-from .positions import RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table
 from .registry import builds, module_of
+
+ParallelBlock, PerLayerGate, Residual, ResiDualResidual, SerialBlock, Stack = attrgetter(
+    "ParallelBlock", "PerLayerGate", "Residual", "ResiDualResidual", "SerialBlock", "Stack"
+)(blocks_part.modules())
+Act = mlp_part.modules().Act
+norm_module = norms_part.modules().norm_module
+RelativeXL, Rotary, distance_index, rotary_tables, sinusoid_table = attrgetter(
+    "RelativeXL", "Rotary", "distance_index", "rotary_tables", "sinusoid_table"
+)(positions_part.modules())
 
 # --- the model shapes: decoder, encoder-decoder, encoder (masked LM) -----------------------
 
@@ -141,7 +150,7 @@ class DecoderLM(nn.Module):
         head: OutputHead,
         per_layer: PerLayerInputs | None = None,
         embed_norm: nn.Module | None = None,
-        token_ids: moe.TokenIds | None = None,
+        token_ids: moe.modules().TokenIds | None = None,
     ) -> None:
         super().__init__()
         self.embed, self.positions, self.decoder, self.head = embed, positions, decoder, head
@@ -410,7 +419,7 @@ class BuildContext:
         # layer computed in the current forward pass, read by the layers that reuse them
         self.kv_store: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         # the token ids of the current forward pass, for routers that route by them (V4)
-        self.tokens = moe.TokenIds()
+        self.tokens = moe.modules().TokenIds()
         # the one empty norm slot (and absent final norm or positions) every place shares:
         # it holds nothing, and a full-size model has tens of thousands of empty slots
         self.empty = nn.Identity()
@@ -431,12 +440,12 @@ class BuildContext:
             )
         return Rotary(dims, theta, context, self.rotary_tables[key], interleaved)
 
-    def trailing_rotary(self, rope) -> compressed.TrailingRotary:
+    def trailing_rotary(self, rope) -> compressed.modules().TrailingRotary:
         """DeepSeek-V4's rotation of one rope type; its tables shared by every user."""
         key = ("trailing", rope)
         if key not in self.rotary_tables:
-            self.rotary_tables[key] = compressed.trailing_tables(rope, self.context)
-        return compressed.TrailingRotary(rope.dims, self.rotary_tables[key])
+            self.rotary_tables[key] = compressed.modules().trailing_tables(rope, self.context)
+        return compressed.modules().TrailingRotary(rope.dims, self.rotary_tables[key])
 
     def relative_xl(self, spec: RelativeXLSpec) -> RelativeXL:
         """Transformer-XL positions; layers share the distance tables, not the weights."""
@@ -455,7 +464,7 @@ def _stack(stack: P.Stack, ctx: BuildContext) -> Stack:
         layers.append(_block(block, ctx))
     bias = module_of(stack.bias, ctx) if stack.bias else None
     if stack.shared is not None:  # weight-shared blocks before some layers (Zamba2)
-        return shared.SharedStack(layers, final, bias, module_of(stack.shared, ctx))
+        return shared.modules().SharedStack(layers, final, bias, module_of(stack.shared, ctx))
     streams = module_of(stack.streams) if stack.streams else None
     return Stack(layers, final, bias, stack.resi_dual, streams)
 

@@ -1,10 +1,10 @@
 """Which torch module each plan spec becomes: the builder's registry.
 
 The plan holds specs (sizes, parameters, FLOPs, cache) and never imports the builder.
-Each builder module registers, beside its torch class, the factory that makes it from its
-spec (``@builds(SpecType)``); ``module_of(spec, ctx)`` looks the factory up by the spec's
-type. A mixer plugin's spec is declared whole with its module (``archdb.mixers``), so a
-spec without a registered factory is asked for its own ``module(ctx)``.
+A part's spec is declared whole with its module (``archdb.parts``, ``archdb.mixers``) and
+answers ``module(ctx)``; the specs only the builder knows how to make (the model's
+embeddings and Gemma 3n's streams) register their factories here (``@builds(SpecType)``),
+and ``module_of(spec, ctx)`` looks a factory up by the spec's type first.
 """
 
 from __future__ import annotations

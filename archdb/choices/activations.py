@@ -5,7 +5,7 @@ its function (applied to the gate of a gated unit), its FLOPs per element and wh
 is gated (act(gate(x)) * up(x), two input branches). A gated unit whose branches meet
 otherwise than act(gate) * up gives its ``combine`` (gpt-oss's clamped SwiGLU); learned
 scalars of the function go in ``learned`` (xIELU's). The torch module is
-``archdb.builder.mlp.Act`` running the rule; ``archdb.plan.mlp`` builds MLPs from it.
+``archdb.parts.mlp``'s ``Act`` running the rule; its MLP specs build on it.
 Adding an activation is one member and one entry here (an import-time check keeps the two
 in step); ``archdb schema`` then regenerates the catalogue header that lists them.
 """

@@ -2,7 +2,7 @@
 
 A kind is a member of ``NormType`` and its ``NormRule`` in ``NORMS``: the tensor function,
 its FLOPs per element and its default epsilon. The torch module is
-``archdb.builder.norms.Norm`` running that function; ``archdb.plan.norms`` places norms in
+``archdb.parts.norms``'s ``Norm`` running that function; its specs place norms in
 blocks. Adding a kind is one member and one entry here (an import-time check keeps the two
 in step); ``archdb schema`` then regenerates the catalogue header that lists the kinds.
 """

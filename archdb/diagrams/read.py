@@ -10,16 +10,18 @@ from collections import Counter
 from dataclasses import dataclass
 
 from archdb.choices.norms import NORMS
+from archdb.parts.attention import HeadAttention, LatentAttention
+from archdb.parts.compressed import CompressedAttention, HyperBlock
+from archdb.parts.kernels import LinearKernel
+from archdb.parts.mlp import DenseMLP
+from archdb.parts.moe import MoESpec
+from archdb.parts.norms import NORM_SLOTS, NormSlots, NormSpec
+from archdb.parts.parallel import ParallelMixers, ScaledMixer
+from archdb.parts.shortcut import ShortcutBlock
 from archdb.plan import make_plan
 from archdb.plan import params as plan_params
-from archdb.plan.attention import HeadAttention, LatentAttention, LinearKernel
-from archdb.plan.compressed import CompressedAttention, HyperBlock
 from archdb.plan.layout import Assumption, BuildError, fill_unknowns
-from archdb.plan.mlp import DenseMLP, MoESpec
-from archdb.plan.norms import NORM_SLOTS, NormSlots, NormSpec
-from archdb.plan.parallel import ParallelMixers, ScaledMixer
 from archdb.plan.plan import Block, Plan, Stack
-from archdb.plan.shortcut import ShortcutBlock
 from archdb.schema import (
     CHANNEL_ONLY,
     Architecture,

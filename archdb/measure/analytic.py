@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
+from archdb.parts.kernels import KERNELS
 from archdb.plan import plan as P
-from archdb.plan.attention import KERNELS
 from archdb.plan.layout import BuildError, check_buildable, fill_unknowns
 from archdb.schema import Architecture, Card, LayerKind
 

@@ -3,10 +3,11 @@
 A fold over the plan (no torch): each layer's channel parts (MLP, MoE) count their linear
 layers as the FLOP counter does (matmuls and bias adds; MoE: the router, the active
 experts, the shared experts), each attention its score and value products per scored key
-(``score_flops_per_key``: 2·h·(d_qk + d_v)); they are what grows. Averages are over the
-decoder stack's layers, so dense first layers, layer periods and local/global patterns
-weigh as often as they occur; encoder-decoders are read through their decoder's
-self-attention; weight-shared blocks (Zamba2) count at each invocation.
+(``score_flops_per_key``: 2·h·(d_qk + d_v)) times the keys a query scores at context L
+(``mean_keys``: each attention spec answers for its own kernel); they are what grows.
+Averages are over the decoder stack's layers, so dense first layers, layer periods and
+local/global patterns weigh as often as they occur; encoder-decoders are read through
+their decoder's self-attention; weight-shared blocks (Zamba2) count at each invocation.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import partial
+from typing import Any
 
 from archdb.conventions import FlopClass
 from archdb.plan import make_plan
-from archdb.plan.compressed import CompressedAttention
 from archdb.plan.layout import BuildError, check_buildable, fill_unknowns
 from archdb.plan.plan import LayerRun, layer_runs
-from archdb.schema import Architecture, Card, LayerKind
+from archdb.schema import Architecture, Card
 from archdb.tally import Tally
 
 MAX_CONTEXT = 1e12  # beyond this a crossover is reported as never reached
@@ -43,20 +43,6 @@ def channel_flops(run: LayerRun) -> float:
     return float(tally.dense[FlopClass.LINEAR])
 
 
-def keys_per_query(kind: LayerKind, window: int | None, context: float, mode: Mode) -> float:
-    """Average keys one query scores in a sequence of ``context`` tokens."""
-    if mode is Mode.DENSE:
-        return context
-    if mode is Mode.CAUSAL or kind not in (LayerKind.LOCAL, LayerKind.CHUNKED):
-        return context / 2
-    if context <= window:
-        return context / 2
-    if kind is LayerKind.LOCAL:  # min(position, window), averaged over positions
-        return window - window * window / (2 * context)
-    full, rest = divmod(context, window)  # chunks: position within the chunk
-    return (full * window * window / 2 + rest * rest / 2) / context
-
-
 @dataclass(frozen=True)
 class Crossover:
     card_id: str
@@ -68,10 +54,15 @@ class Crossover:
     windowed: bool
 
 
+def _flags(mode: Mode) -> tuple[bool, bool]:
+    """(causal, windows) of a mode."""
+    return mode is not Mode.DENSE, mode is Mode.WINDOWED
+
+
 Keys = Callable[[float, Mode], float]  # (context, mode) -> keys one query scores
 
 
-def _scoring(runs: list[LayerRun]) -> Iterator[tuple[int, object]]:
+def _scoring(runs: list[LayerRun]) -> Iterator[tuple[int, Any]]:
     """(layers, attention) of each attention that scores keys (linear attention keeps a
     state: no keys to score)."""
     return ((run.count, a) for run in runs for a in run.attentions if a.score_flops_per_key())
@@ -79,27 +70,10 @@ def _scoring(runs: list[LayerRun]) -> Iterator[tuple[int, object]]:
 
 def _attending(runs: list[LayerRun]) -> list[tuple[int, Keys, float]]:
     """(layers, its keys per query, FLOPs per key) of each attention that scores keys."""
-    return [(n, _keys_of(a), float(a.score_flops_per_key())) for n, a in _scoring(runs)]
-
-
-def _window_of(attention: object) -> int | None:
-    if isinstance(attention, CompressedAttention):
-        return attention.window
-    return attention.kernel.window  # type: ignore[attr-defined]
-
-
-def _keys_of(attention: object) -> Keys:
-    """How many keys an attention's query scores: by its kernel's kind and window, or, for
-    DeepSeek-V4's compressed attention, its window plus the compressed entries it reads."""
-    if isinstance(attention, CompressedAttention):
-
-        def compressed(context: float, mode: Mode) -> float:
-            window = keys_per_query(LayerKind.LOCAL, attention.window, context, mode)
-            return window + attention.entries_per_query(context, mode is not Mode.DENSE)
-
-        return compressed
-    kernel = attention.kernel  # type: ignore[attr-defined]
-    return partial(keys_per_query, kernel.kind, kernel.window)
+    return [
+        (n, lambda context, mode, a=a: a.mean_keys(context, *_flags(mode)), a.score_flops_per_key())
+        for n, a in _scoring(runs)
+    ]
 
 
 def crossover_context(arch: Architecture, mode: Mode) -> float | None:
@@ -155,5 +129,5 @@ def card_crossover(card: Card) -> Crossover | None:
         attention_per_key=sum(n * per_key for n, _, per_key in attending) / layers,
         contexts={m.value: _crossover(channels, attending, m) for m in Mode},
         attention_family=arch.attention_family,
-        windowed=any(_window_of(a) is not None for _, a in _scoring(runs)),
+        windowed=any(a.window is not None for _, a in _scoring(runs)),
     )

@@ -10,12 +10,21 @@ sliding-window layer's last ``window`` entries only.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import torch
 from torch import nn
 
-from archdb.builder.attention import HeadAttention, LatentAttention
-from archdb.builder.kernels import LocalKernel
-from archdb.builder.positions import Rotary
+from archdb.parts import attention as attention_part
+from archdb.parts import kernels as kernels_part
+from archdb.parts import positions as positions_part
+
+HeadAttention, LatentAttention = attrgetter("HeadAttention", "LatentAttention")(
+    attention_part.modules()
+)
+LocalKernel = kernels_part.modules().LocalKernel
+
+Rotary = positions_part.modules().Rotary
 
 
 def rotate_at(rotary: Rotary, x: torch.Tensor, position: int) -> torch.Tensor:

@@ -25,12 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archdb.builder.kernels import LinearKernel
 from archdb.builder.loss import lm_loss
 from archdb.builder.model import EncoderDecoderLM, build_model, example_inputs
 from archdb.builder.shrink import shrink
+from archdb.parts import kernels as kernels_part
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, Card, NormPosition
+
+LinearKernel = kernels_part.modules().LinearKernel
 
 SEEDS = (0, 1, 2)
 BATCH, SEQ_LEN = 8, 32

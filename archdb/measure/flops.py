@@ -276,7 +276,9 @@ def route_to_real_experts(model: nn.Module) -> str | None:
     The formula counts the most a token runs, every top-k slot a real expert: route the
     model so (the zero experts' correction bias at -1e9) for a like-for-like fvcore check,
     and say so; None when the model has no zero experts."""
-    from archdb.builder.moe import MoE
+    from archdb.parts import moe as moe_part
+
+    MoE = moe_part.modules().MoE
 
     routed = None
     for moe in (m for m in model.modules() if isinstance(m, MoE)):

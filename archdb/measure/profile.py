@@ -42,12 +42,15 @@ from torch import nn
 
 from archdb import conventions as cv
 from archdb.builder.model import build_model
-from archdb.builder.moe import Experts
-from archdb.builder.norms import Norm
 from archdb.choices.activations import activation_ops
 from archdb.conventions import PASSES
+from archdb.parts import moe as moe_part
+from archdb.parts import norms as norms_part
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
+
+Experts = moe_part.modules().Experts
+Norm = norms_part.modules().Norm
 
 
 class OpClass(StrEnum):

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from archdb.errors import ArchdbError
 from archdb.fields import OutputOnly, Unknown, with_role
-from archdb.plan.positions import SCHEMES
+from archdb.parts.positions import SCHEMES
 from archdb.schema import (
     MIXER_ENTRIES,
     Activation,
@@ -539,22 +539,6 @@ TABLE_LENGTH = 2048  # position tables for cards without a context_length
 # banded layers): the Sparse Transformer's stride for text (Child et al. 2019, Section
 # 7.2, "a stride of 128"), the band of the paper GPT-3 cites for its sparse layers.
 DEFAULT_WINDOW = 128
-_FILLED = (
-    "norm.type",
-    "norm.position",
-    "norm.affine",
-    "norm.final",
-    "attention.qk_norm",
-    "attention.n_kv_heads",
-    "position.type",
-    "bias.qkv",
-    "bias.attn_out",
-    "bias.mlp",
-    "parallel_layers",
-    "tied_embeddings",
-    "context_length",
-    "vocab_size",
-)
 
 
 def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, ...]]:
@@ -572,8 +556,6 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     window_unknown = (
         arch.attention.sliding_window is None and LayerKind.LOCAL in arch.attention.layer_pattern
     )
-    if not window_unknown and not any(get_path(arch, p) is None for p in _FILLED):
-        return arch, ()
     updates: dict[str, object] = {}
     made: list[Assumption] = []
 
@@ -613,6 +595,8 @@ def fill_unknowns(arch: Architecture) -> tuple[Architecture, tuple[Assumption, .
     fill("context_length", TABLE_LENGTH, "position tables sized for this many tokens")
     if arch.tokenizer_vocab_size is not None:
         fill("vocab_size", arch.tokenizer_vocab_size, "the tokenizer's size, no padding")
+    if not updates:
+        return arch, ()
     return _replaced(arch, updates), tuple(made)
 
 

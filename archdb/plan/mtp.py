@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archdb.parts.norms import NormSpec
 from archdb.tally import Counted, Tally, linear_params
-
-from .norms import NormSpec
 
 MTP_NORMS = 3  # hidden-state norm, embedding norm, the module's final norm
 

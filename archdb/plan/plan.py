@@ -15,6 +15,29 @@ from dataclasses import dataclass, replace
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
 from archdb.mixers import MIXERS as MIXER_PLUGINS
+from archdb.parts.attention import Mixer
+from archdb.parts.compressed import HyperBlock, HyperConnection, HyperHead
+from archdb.parts.kernels import SoftmaxKernel
+from archdb.parts.mlp import (
+    CLAMPED_SWIGLU,
+    ActivationRule,
+    ClampedSwiGLU,
+    ClippedSwiGLU,
+    DenseMLP,
+    activation_rule,
+)
+from archdb.parts.moe import MoESpec, RouterSpec
+from archdb.parts.norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
+from archdb.parts.parallel import ParallelMixers, ScaledMixer, scaled
+from archdb.parts.positions import (
+    SCHEMES,
+    AbsolutePositions,
+    RotarySpec,
+    StackBias,
+    yarn_softmax_factor,
+)
+from archdb.parts.shared import SharedBlocks
+from archdb.parts.shortcut import ShortcutBlock
 from archdb.schema import (
     CHANNEL_ONLY,
     Activation,
@@ -30,8 +53,6 @@ from archdb.schema import (
 )
 from archdb.tally import Tally, linear_params
 
-from .attention import MIXERS, Mixer, SoftmaxKernel
-from .compressed import HyperBlock, HyperConnection, HyperHead
 from .layout import (
     HeadDims,
     LayerSpec,
@@ -45,23 +66,9 @@ from .layout import (
     learned_rows,
     relative_buckets,
 )
-from .mlp import (
-    CLAMPED_SWIGLU,
-    ActivationRule,
-    ClampedSwiGLU,
-    ClippedSwiGLU,
-    DenseMLP,
-    MoESpec,
-    RouterSpec,
-    activation_rule,
-)
 from .mtp import MTPModule, MTPStack
-from .norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
-from .parallel import ParallelMixers, ScaledMixer, scaled
-from .positions import SCHEMES, AbsolutePositions, RotarySpec, StackBias, yarn_softmax_factor
+from .readers import MIXERS, shared_blocks
 from .recurrent import RECURRENT, RecurrentMixer
-from .shared import SharedBlocks, shared_blocks
-from .shortcut import ShortcutBlock
 
 # --- specs ------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from archdb.plan.mlp import CLAMPED_SWIGLU
+from archdb.parts.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
     Architecture,
     AttentionVariant,
@@ -924,7 +924,9 @@ _EXPERT_ROW = re.compile(r"model\.layers\.\d+\.mlp\.experts\.(\d+)\.(?:gate|up)_
 def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
     """gate/up tensors of experts numbered from n_experts on: the zero-computation
     experts', which compute nothing (transformers before 5.25 allocated and saved them)."""
-    from archdb.builder.moe import Experts
+    from archdb.parts import moe as moe_part
+
+    Experts = moe_part.modules().Experts
 
     experts = next((m for m in model.modules() if isinstance(m, Experts)), None)
     if experts is None or not experts.zero_experts:

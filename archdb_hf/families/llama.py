@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archdb.plan.mlp import CLAMPED_SWIGLU
+from archdb.parts.mlp import CLAMPED_SWIGLU
 from archdb.schema import Architecture, LayerKind, NormAffine, NormType, QKNorm
 from archdb_hf.draft import Draft, HFImportError, read_layer_period
 from archdb_hf.families.card_to_config import (
@@ -185,7 +185,7 @@ def _gpt_oss_names() -> Names:
 def _apertus_names() -> Names:
     """Llama's names with Apertus's norm names; the xIELU's learned scalars, and its beta
     and eps saved as buffers (constants of the function: checked, not loaded)."""
-    from archdb.plan.mlp import XIELU_RULE
+    from archdb.parts.mlp import XIELU_RULE
 
     names = llama_names(
         {"attn.before": "attention_layernorm", "mlp.before": "feedforward_layernorm"}

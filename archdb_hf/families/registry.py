@@ -31,6 +31,7 @@ from archdb_hf.families import (
     rwkv,
     ssm,
     t5,
+    xlstm,
 )
 from archdb_hf.families.spec import FamilySpec
 
@@ -53,6 +54,7 @@ _LINEAGES = (
     rwkv,
     t5,
     bert,
+    xlstm,
 )
 SPECS: dict[str, FamilySpec] = {
     spec.model_type: spec
