@@ -560,7 +560,7 @@ def read_mtp(
         d.set("architecture.mtp.layers_per_module", layers, "config")
 
 
-def _sigmoid_router(
+def sigmoid_router(
     d: Draft, default_groups: int, default_top_groups: int, default_scale: float
 ) -> None:
     """transformers' DeepseekV3TopkRouter (GLM-4.5's too): sigmoid scores plus the

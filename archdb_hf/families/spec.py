@@ -6,8 +6,11 @@ A ``FamilySpec`` is everything archdb knows about one transformers ``model_type`
   parallel blocks, RoPE layout) and its config class's defaults. import-hf fills a card
   with them; the card -> config direction refuses a card that differs on them, so a
   comparison never passes by building a different model;
-- the two directions' own code where the fixed choices are not enough: ``read`` (config ->
-  card, a hook on import-hf's draft) and ``write`` (card -> config);
+- its config keys (``keys``, ``archdb_hf.keymap.Key``), each once: import-hf reads them
+  into the card and the reference writes them back, and the generic fixed-choice check
+  refuses what the keys do not carry; hooks only where a key cannot say it either way:
+  ``read`` (config -> card, on import-hf's draft) and ``write`` (its extra keys and checks,
+  wrapped in ``keymap.Writer``, the whole card -> config writer);
 - the checkpoint tensor names (``names``, for loading weights), the measured logit error
   (``logit_error``: the family is logit-exact) and the output-changing fields its cards
   must record (``function_fields``).

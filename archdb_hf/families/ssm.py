@@ -458,7 +458,7 @@ def _nemotron_h_moe(d: Draft, dense_d_ff: int | None) -> None:
         dense_d_ff=dense_d_ff,
     )
     # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
-    imp._sigmoid_router(d, 1, 1, default_scale=1.0)
+    imp.sigmoid_router(d, 1, 1, default_scale=1.0)
     # Nemotron 3 Super: the experts work in a latent width (fc1/fc2_latent_proj)
     latent = d.read("moe_latent_size")
     d.set("architecture.mlp.moe.latent_dim", latent, d.origin_of("moe_latent_size"))
