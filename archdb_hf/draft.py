@@ -61,6 +61,7 @@ from archdb.schema import (
     Architecture,
 )
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import fill_moe_layout, read_activation, read_fixed, read_keys
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -559,7 +560,7 @@ def read_mtp(
         d.set("architecture.mtp.layers_per_module", layers, "config")
 
 
-def _sigmoid_router(
+def sigmoid_router(
     d: Draft, default_groups: int, default_top_groups: int, default_scale: float
 ) -> None:
     """transformers' DeepseekV3TopkRouter (GLM-4.5's too): sigmoid scores plus the
@@ -654,29 +655,6 @@ def _serialized_float(value: Any) -> Any:
     if isinstance(value, dict) and value.get("__float__") == "Infinity":
         return math.inf
     return value
-
-
-# --- activations -------------------------------------------------------------------
-
-_GELU = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate",
-         "gelu_tanh"}  # fmt: skip
-
-
-def read_activation(raw: str, gated: bool) -> str | None:
-    name = raw.lower()
-    if name in _GELU:
-        return "geglu" if gated else "gelu"
-    if name in ("silu", "swish"):
-        return "swiglu" if gated else "silu"
-    if name == "relu":
-        return "reglu" if gated else "relu"
-    if name in ("relu2", "squared_relu", "relu_squared"):
-        return "squared-reglu" if gated else "squared-relu"
-    if name == "xielu" and not gated:  # Apertus: up, xIELU, down
-        return "xielu"
-    if name == "quick_gelu" and not gated:  # x * sigmoid(1.702 x), no GELU form
-        return "quick-gelu"
-    return None
 
 
 # --- the draft card --------------------------------------------------------------
@@ -855,6 +833,8 @@ def _norm(d: Draft) -> None:
 
 def _bias(d: Draft) -> None:
     f = d.family
+    if f.lm_head_bias:
+        d.set("architecture.bias.lm_head", True, "family")
     if f.fixed_bias is not None:
         for part, value in zip(("qkv", "attn_out", "mlp"), f.fixed_bias, strict=True):
             d.set(f"architecture.bias.{part}", value, "family")
@@ -1155,8 +1135,12 @@ def imported(
     d = Draft(decoder, family)
     for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, read_tied):
         step(d)
+    read_keys(d, family.keys)
+    fill_moe_layout(d)
+    read_fixed(d, family.fixed)
     if family.read:
         family.read(d)
+    read_fixed(d, family.fixed, parts=True)
     _qk_norm_terms(d)
     _function(d)
     for note in notes:

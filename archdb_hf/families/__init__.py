@@ -1,9 +1,10 @@
 """transformers families: one spec per ``model_type`` (``registry.SPECS``).
 
 Each lineage module (``llama``, ``gemma``, ``deepseek``, ``ssm``, ...) holds its families'
-knowledge once: import-hf's hooks on its draft card (config -> card), the writers the tests
-build transformers' models from (card -> config), the checkpoint tensor names, then the
-specs (``spec.FamilySpec``), each declared as a difference from its parent.
+knowledge once: the specs (``spec.FamilySpec``), each declared as a difference from its
+parent, with their fixed choices and config keys (``archdb_hf.keymap.Key``: read by
+import-hf, written by the reference), the small hooks for what a key cannot say either
+way, and the checkpoint tensor names.
 
 ``spec`` defines a family; ``registry`` collects the families and routes a card to its
 own; ``card_to_config`` writes a card as its family's config and ``round_trip`` reads it

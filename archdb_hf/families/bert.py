@@ -10,22 +10,11 @@ from archdb.schema import (
     Kind,
     LayerKind,
     NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
 )
 from archdb_hf.draft import Draft, HFImportError, shown_briefly
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    layer_types_of,
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
-    require,
-)
+from archdb_hf.families.card_to_config import layer_types_of
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source, first_ff, k_rows, q_rows, second_ff, v_rows
 
 # RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
@@ -101,93 +90,65 @@ def _read_modernbert(d: Draft) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _encoder_sizes(a: Architecture) -> dict:
-    """The checks and sizes every encoder family's config shares (one head per KV head,
-    heads of d_model / n_heads)."""
+def _encoder(a: Architecture) -> None:
+    """The checks every encoder family shares (one head per KV head, heads of d_model /
+    n_heads, the embeddings normed, no pooler)."""
     require(a.kind is Kind.ENCODER_ONLY and a.encoder is not None, "an encoder-only card")
     sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
     require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
     require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
     require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "intermediate_size": a.mlp.d_ff,
-        "tie_word_embeddings": bool(a.tied_embeddings),
-    }
+    require(bool(a.embedding_norm), "an embedding norm (embeddings.LayerNorm, embeddings.norm)")
+    require(not a.encoder.pooler, "transformers' masked-LM model has no pooler")
 
 
 def _masked_lm(a: Architecture, position_offset: int) -> dict:
-    sizes = _encoder_sizes(a)
+    _encoder(a)
     e = a.encoder
-    assert e is not None  # _encoder_sizes requires it
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
-    need_serial(a)
-    need_activation(a, Activation.GELU, Activation.RELU)
-    need_softmax_attention(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    need_dense(a)
-    ref.need_position(a, PositionType.LEARNED)
-    ref.need_bias(a, True, True, True, lm_head=True)
-    require(bool(a.embedding_norm), "an embedding LayerNorm (embeddings.LayerNorm)")
-    require(not e.pooler, "transformers' masked-LM model has no pooler")
     require(e.head_transform is a.mlp.activation, "the head transform uses hidden_act")
     require(e.head_transform_bias, "the head transform's dense layer has a bias")
     require(e.position_offset == position_offset, f"position_offset {position_offset}")
-    return sizes | {
-        "hidden_act": a.mlp.activation.value,
-        "max_position_embeddings": learned_rows(a),
-        "type_vocab_size": e.token_types,
-    }
+    return {}
 
 
-def bert(a: Architecture) -> dict:
+def _bert(a: Architecture) -> dict:
     return _masked_lm(a, 0)
 
 
-def roberta(a: Architecture) -> dict:
+def _roberta(a: Architecture) -> dict:
     offset = a.encoder.position_offset if a.encoder is not None else 0
     require(offset >= 1, "RoBERTa's positions start after its padding row")
     require(a.mlp.activation is Activation.GELU, "RobertaLMHead's GELU is the layers' too")
     return _masked_lm(a, offset) | {"pad_token_id": offset - 1}
 
 
-def modernbert(a: Architecture) -> dict:
-    sizes = _encoder_sizes(a)
+def _modernbert(a: Architecture) -> dict:
+    _encoder(a)
     e = a.encoder
-    assert e is not None  # _encoder_sizes requires it
-    affine = a.norm.affine
-    require(affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS), "LayerNorm with a scale")
-    ref.need_norm(a, NormType.LAYERNORM, affine, NormPosition.PRE)
+    require(
+        a.norm.affine in (NormAffine.SCALE, NormAffine.SCALE_AND_BIAS), "LayerNorm with a scale"
+    )
     require(a.norm.first_mixer_norm is False, "layer 0 has no attention norm")
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a)
-    need_pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
-    need_dense(a)
-    ref.need_position(a, PositionType.ROPE)
     require(a.position.rotary_fraction in (None, 1.0), "RoPE on every head dim")
     require(a.position.rope_scaling is None, "no RoPE scaling")
-    require(bool(a.embedding_norm), "an embedding norm (embeddings.norm)")
-    require(a.bias.qkv == a.bias.attn_out, "one attention_bias for Wqkv and Wo")
-    require(not e.token_types and not e.position_offset and not e.pooler, "no token types")
+    require(not e.token_types and not e.position_offset, "no token types")
     require(e.head_transform is Activation.GELU, "the head's classifier_activation gelu")
     local = a.position.rope_theta_local or a.position.rope_theta
     rope = {"full_attention": {"rope_type": "default", "rope_theta": a.position.rope_theta},
             "sliding_attention": {"rope_type": "default", "rope_theta": local}}  # fmt: skip
-    return sizes | {
-        "max_position_embeddings": a.context_length,
-        "layer_types": layer_types_of(a),
-        "local_attention": a.attention.sliding_window or 128,
-        "rope_parameters": rope,
-        "norm_bias": affine is NormAffine.SCALE_AND_BIAS,
-        "attention_bias": a.bias.qkv,
-        "mlp_bias": a.bias.mlp,
-        "decoder_bias": bool(a.bias.lm_head),
-        "classifier_bias": e.head_transform_bias,
-    }
+    return {"rope_parameters": rope}
+
+
+# the sizes every encoder config states (import-hf's generic steps read them)
+ENCODER_SIZES = (
+    Key("vocab_size", "vocab_size", read=False),
+    Key("hidden_size", "d_model", read=False),
+    Key("num_hidden_layers", "n_layers", read=False),
+    Key("num_attention_heads", "attention.n_heads", read=False),
+    Key("intermediate_size", "mlp.d_ff", read=False),
+    Key("tie_word_embeddings", "tied_embeddings", out=lambda a: bool(a.tied_embeddings),
+        read=False),
+)  # fmt: skip
 
 
 # --- weight names --------------------------------------------------------------------------
@@ -296,8 +257,17 @@ BERT = FamilySpec(
     tied_default=True,
     activation_default="gelu",
     eps_default=1e-12,
+    lm_head_bias=True,  # the decoder's own bias
+    builds_activations=("gelu", "relu"),
+    keys=(
+        *ENCODER_SIZES,
+        Key("hidden_act", out=lambda a: a.mlp.activation.value, read=False),
+        Key("max_position_embeddings", "position.learned_rows", out=learned_rows, read=False),
+        Key("type_vocab_size", "encoder.token_types", read=False),
+    ),
+    fixed=(("norm.final", False),),
     read=_read_bert,
-    write=bert,
+    write=_bert,
     extras=frozenset({"embedding_norm", "masked_lm"}),
     names=_bert_names,
     logit_error=0.0,  # tests/test_fidelity.py: the same operations in the same order
@@ -318,8 +288,30 @@ MODERNBERT = FamilySpec(
     mlp_bias=None,  # the config's mlp_bias
     default_pattern=("global", "local", "local"),
     full_layer="global",
+    kinds=("global", "local"),
+    keys=(
+        *ENCODER_SIZES,
+        Key("max_position_embeddings", "context_length", read=False),
+        Key("layer_types", out=layer_types_of, read=False),
+        Key(
+            "local_attention",
+            "attention.sliding_window",
+            read=False,
+            out=lambda a: a.attention.sliding_window or 128,
+        ),
+        Key(
+            "norm_bias",
+            "norm.affine",
+            read=False,
+            out=lambda a: a.norm.affine is NormAffine.SCALE_AND_BIAS,
+        ),
+        Key("attention_bias", "bias.qkv", read=False),
+        Key("mlp_bias", "bias.mlp", read=False),
+        Key("decoder_bias", "bias.lm_head", out=lambda a: bool(a.bias.lm_head), read=False),
+        Key("classifier_bias", "encoder.head_transform_bias", read=False),
+    ),
     read=_read_modernbert,
-    write=modernbert,
+    write=_modernbert,
     extras=frozenset({"embedding_norm", "masked_lm"}),
     names=_modernbert_names,
     logit_error=1.7e-07,
@@ -330,7 +322,7 @@ ROBERTA = BERT.derive(
     config_class="RobertaConfig",
     model_class="RobertaForMaskedLM",
     read=_read_roberta,
-    write=roberta,
+    write=_roberta,
     names=_roberta_names,
     logit_error=0.0,
 )

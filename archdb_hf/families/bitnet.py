@@ -9,27 +9,10 @@ are a quantization of these linear layers (BitLinear), not a different architect
 
 from __future__ import annotations
 
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
+from archdb.schema import Architecture
 from archdb_hf.draft import Draft
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
-    require,
-)
 from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -40,25 +23,18 @@ def _read_bitnet(d: Draft) -> None:
     d.set("architecture.norm.sublayer_norms", True, "family")
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key can write ------------------------------
 
 
-def bitnet(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SQUARED_REGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.ROPE)
+def _bitnet(a: Architecture) -> dict:
     require(not a.position.rotary_fraction, "every head dim rotates")
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
     require(bool(a.norm.sublayer_norms), "norm.sublayer_norms: BitNet's layers always have them")
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
+    require(a.bias.qkv == a.bias.attn_out, "attention_bias sets the q, k, v and o biases")
     require(
         a.attention.n_heads * a.head_dim_effective == a.d_model,
         "attn_sub_norm is hidden_size wide: n_heads * head_dim must equal d_model",
     )
-    return base_config(a) | {"attention_bias": a.bias.qkv, "hidden_act": "relu2"}
+    return {}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -75,15 +51,15 @@ def _bitnet_names() -> Names:
 
 BITNET = LLAMA.derive(
     "bitnet",
-    layer="BitNetDecoderLayer",
-    config_class="BitNetConfig",
-    model_class="BitNetForCausalLM",
+    classes="BitNet",
     mlp_bias=False,
     activation_default="relu2",
     rope_theta_default=500000.0,
     eps_default=1e-05,
+    keys=(Key("mlp_bias"), Key("hidden_act", out=lambda a: "relu2", read=False)),
+    fixed=(("norm.sublayer_norms", True),),
     read=_read_bitnet,
-    write=bitnet,
+    write=_bitnet,
     extras=frozenset({"sublayer_norms"}),
     names=_bitnet_names,
     logit_error=0.0,

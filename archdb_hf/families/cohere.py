@@ -2,73 +2,32 @@
 
 from __future__ import annotations
 
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    QKNorm,
-)
+from archdb.schema import Architecture, LayerKind, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_types_of,
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_softmax_attention,
-    require,
-)
-from archdb_hf.families.llama import LLAMA
+from archdb_hf.families.llama import LAYER_TYPES, LLAMA
+from archdb_hf.keymap import Key, from_keys, require
 from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
 def _read_cohere(d: Draft) -> None:
-    if d.read("use_qk_norm", default=False):  # a LayerNorm per head, each head its own scale
-        d.set("architecture.attention.qk_norm", "per-head-untied", "config")
     scale = d.read("logit_scale", default=0.0625)  # CohereConfig's default
     if scale:
         d.set("architecture.logit_scale", float(scale), d.origin_of("logit_scale"))
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def cohere(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
-    ref.need_parallel(a, shared=True)
-    need_activation(a, Activation.SWIGLU)
+def _qk_norm(a: Architecture) -> bool:
+    """use_qk_norm: a LayerNorm per head, each head its own scale."""
     require(
         a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD_UNTIED),
         "Cohere's QK norm is per head with untied weights",
     )
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return base_config(a) | {
-        "attention_bias": a.bias.qkv,
-        "use_qk_norm": a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED,
-    }
-
-
-def cohere2(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE, NormPosition.PRE)
-    ref.need_parallel(a, shared=True)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    need_dense(a)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return base_config(a) | {
-        "attention_bias": a.bias.qkv,
-        "layer_types": layer_types_of(a),
-        "sliding_window": a.attention.sliding_window or 4096,
-    }
+    return a.attention.qk_norm is QKNorm.PER_HEAD_UNTIED
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -90,9 +49,7 @@ def _cohere_names() -> Names:
 
 COHERE = LLAMA.derive(
     "cohere",
-    layer="CohereDecoderLayer",
-    config_class="CohereConfig",
-    model_class="CohereForCausalLM",
+    classes="Cohere",
     eps_key="layer_norm_eps",
     norm="layernorm",
     mlp_bias=False,
@@ -100,18 +57,28 @@ COHERE = LLAMA.derive(
     shared_norm_in_parallel=True,
     tied_default=True,
     rope_layout="interleaved",
+    keys=(
+        Key("mlp_bias"),
+        Key("use_qk_norm", "attention.qk_norm", default=False, out=_qk_norm,
+            into=lambda on: "per-head-untied" if on else "none"),
+    ),
     read=_read_cohere,
-    write=cohere,
+    write=from_keys,
     names=_cohere_names,
     logit_error=3.9e-07,
-)
+)  # fmt: skip
 COHERE2 = COHERE.derive(
     "cohere2",
-    layer="Cohere2DecoderLayer",
-    config_class="Cohere2Config",
-    model_class="Cohere2ForCausalLM",
+    classes="Cohere2",
     default_pattern=("local", "local", "local", "global-nope"),
     full_layer="global-nope",
-    write=cohere2,
+    kinds=tuple(LayerKind),
+    keys=(
+        Key("use_qk_norm"),
+        LAYER_TYPES,
+        Key("sliding_window", "attention.sliding_window", read=False,
+            out=lambda a: a.attention.sliding_window or 4096),
+    ),
+    write=from_keys,
     logit_error=2.6e-07,
-)
+)  # fmt: skip

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from archdb.parts.mlp import CLAMPED_SWIGLU
 from archdb.schema import (
-    Activation,
     Architecture,
     AttentionVariant,
     GroupScore,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
     QKNorm,
     RopeLayout,
     RouterScore,
 )
-from archdb_hf import draft as imp
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -33,17 +27,14 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
     mtp_config,
-    need_activation,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA
+from archdb_hf.families.llama import BIASES as LLAMA_BIASES
+from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
+from archdb_hf.keymap import Key, dropped, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -61,43 +52,40 @@ if TYPE_CHECKING:
 
 
 def _read_deepseek(d: Draft) -> None:
-    d.latent(
-        kv_lora_rank=d.read("kv_lora_rank", required=True),
-        q_lora_rank=d.read("q_lora_rank"),
-        qk_rope_head_dim=d.read("qk_rope_head_dim", required=True),
-        qk_nope_head_dim=d.read("qk_nope_head_dim", required=True),
-        v_head_dim=d.read("v_head_dim", required=True),
+    """MLA (its sizes: the keys): v_head_dim is the head width; DeepSeekMoE (its sizes: the
+    keys): the shared experts one MLP of moe_intermediate_size x n_shared_experts, the
+    dense layers intermediate_size wide, MoE every moe_layer_freq-th layer."""
+    d.set("architecture.attention.variant", "latent", "config")
+    d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
+    d.note(
+        "architecture.attention.head_dim",
+        "MLA: v_head_dim; each query/key head is qk_nope_head_dim + qk_rope_head_dim wide.",
     )
-    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
-    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
-    n_routed = d.read("n_routed_experts")
-    if n_routed is None:
+    if d.value("architecture.mlp.moe.n_experts") is None:
         return
-    dense_d_ff = d.value("architecture.mlp.d_ff")
-    expert_d_ff = d.read("moe_intermediate_size", required=True)
-    n_shared = d.read("n_shared_experts", default=0) or 0
-    first_dense = d.read("first_k_dense_replace", default=0)
     period = d.read("moe_layer_freq", default=1)
     if isinstance(period, list):
         raise HFImportError(
             "moe_layer_freq is a per-layer list: DeepSeek's MoE layers follow a period"
         )
-    d.set("architecture.mlp.d_ff", expert_d_ff, "config")
-    d.moe(
-        n_experts=n_routed,
-        n_active=d.read("num_experts_per_tok", required=True),
-        n_shared=n_shared,
-        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
-        first_dense_layers=first_dense,
-        layer_period=period,
-        dense_d_ff=dense_d_ff if first_dense or period > 1 else None,
-    )
+    d.set("architecture.mlp.moe.layer_period", period, "config")
+    _shared_and_dense(d)
+    read_mtp(d)
+
+
+def _shared_and_dense(d: Draft) -> None:
+    n_shared = d.value("architecture.mlp.moe.n_shared")
+    shared = d.value("architecture.mlp.d_ff") * n_shared if n_shared else None
+    d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
     d.note(
         "architecture.mlp.moe.shared_d_ff",
         "The shared experts form one MLP of "
         "moe_intermediate_size x n_shared_experts (the transformers implementation).",
     )
-    read_mtp(d)
+    if d.value("architecture.mlp.moe.first_dense_layers") or (
+        d.value("architecture.mlp.moe.layer_period") > 1
+    ):
+        d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size"), "config")
 
 
 def _read_deepseek_v2(d: Draft) -> None:
@@ -139,18 +127,19 @@ def _softmax_router(d: Draft) -> None:
     d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
 
 
-def _rope_interleave(d: Draft) -> None:  # DeepSeek-V3: rope_interleave (default true)
-    if d.value("architecture.position.type") == "rope":
-        interleaved = d.read("rope_interleave", default=True)
-        layout = "interleaved" if interleaved else "half-split"
-        d.set("architecture.position.rope_layout", layout, d.origin_of("rope_interleave"))
+def _sigmoid_router(d: Draft) -> None:
+    """transformers' DeepseekV3TopkRouter (GLM-4.5's too; its sizes: the keys): groups
+    ranked by their two best; scoring_func and topk_method are not read."""
+    for key in ("scoring_func", "topk_method"):
+        d.read(key)
+    if (d.value("architecture.mlp.moe.n_groups") or 1) > 1:
+        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
 
 
 def _read_deepseek_v3(d: Draft) -> None:
     _read_deepseek(d)
-    _rope_interleave(d)
     if d.value("architecture.mlp.moe.n_experts"):
-        imp._sigmoid_router(d, 8, 4, default_scale=2.5)  # DeepseekV3Config's defaults
+        _sigmoid_router(d)
 
 
 def _read_longcat_flash(d: Draft) -> None:
@@ -218,41 +207,13 @@ def _read_longcat_flash(d: Draft) -> None:
 
 
 def _read_glm4_moe(d: Draft) -> None:
-    """GLM-4.5: DeepSeek-V3's MoE layout and router on GQA attention (q/k/v bias only,
-    per-head QK norm when use_qk_norm, partial RoPE)."""
-    if d.read("use_qk_norm", default=False):
-        d.set("architecture.attention.qk_norm", "per-head", "config")
-    d.set("architecture.bias.attn_out", False, "family")  # o_proj has no bias
-    n_shared = d.read("n_shared_experts", default=1)  # defaults: Glm4MoeConfig's
-    dense_d_ff = d.value("architecture.mlp.d_ff")
-    expert_d_ff = d.read("moe_intermediate_size", default=1408)
-    first_dense = d.read("first_k_dense_replace", default=1)
-    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
-    d.moe(
-        n_experts=d.read("n_routed_experts", default=128),
-        n_active=d.read("num_experts_per_tok", default=8),
-        n_shared=n_shared,
-        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
-        first_dense_layers=first_dense,
-        dense_d_ff=dense_d_ff if first_dense else None,
-    )
-    imp._sigmoid_router(d, 1, 1, default_scale=1.0)  # Glm4MoeConfig's defaults
+    _shared_and_dense(d)
+    _sigmoid_router(d)
     read_mtp(d)
 
 
 def _sparse(d: Draft, interleaved: bool) -> None:
-    """DeepSeek Sparse Attention: the lightning indexer's sizes and top-k."""
-    d.set(
-        "architecture.attention.sparse.indexer_heads",
-        d.read("index_n_heads", required=True),
-        "config",
-    )
-    d.set(
-        "architecture.attention.sparse.indexer_head_dim",
-        d.read("index_head_dim", required=True),
-        "config",
-    )
-    d.set("architecture.attention.sparse.top_k", d.read("index_topk", required=True), "config")
+    """DeepSeek Sparse Attention: the lightning indexer's RoPE layout (its sizes: the keys)."""
     # GlmMoeDsaIndexer always interleaves; DeepseekV32Indexer always half-splits
     own = d.read("indexer_rope_interleave", default=interleaved)
     layout = "interleaved" if own else "half-split"
@@ -589,8 +550,6 @@ def kimi_linear(a: Architecture) -> dict:
     qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
     after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
     gates the output."""
-    need_pattern(a, LayerKind.KDA, LayerKind.GLOBAL)
-    ref.need_position(a, PositionType.NONE)
     config = _deepseek_moe(a)
     ref.need_sigmoid_router(a.mlp.moe)
     kda = a.mixers.kda if a.mixers is not None else None
@@ -611,7 +570,7 @@ def kimi_linear(a: Architecture) -> dict:
     first = moe.first_dense_layers
     names = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
     return (
-        base_config(a)
+        write_keys(SIZES, a)
         | _latent(a)
         | sizes
         | {
@@ -632,77 +591,50 @@ def kimi_linear(a: Architecture) -> dict:
 
 
 def _deepseek_moe(a: Architecture) -> dict:
-    """DeepSeekMoE's sizes: routed and shared experts after the first dense layers."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
+    """DeepSeekMoE's sizes (Kimi Linear's writer)."""
     moe = a.mlp.moe
     require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
-    shared = 0
-    if moe.n_shared:
-        require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
-        shared = moe.shared_d_ff // a.mlp.d_ff
-    return {
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-        "moe_intermediate_size": a.mlp.d_ff,
-        "n_routed_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "n_shared_experts": shared,
-        "first_k_dense_replace": moe.first_dense_layers,
-        "n_group": moe.n_groups or 1,
-        "topk_group": moe.top_k_groups or 1,
-        "routed_scaling_factor": moe.routed_scale or 1.0,  # null: the builder's 1
-    }
+    return write_keys(DEEPSEEK_MOE + V2_ROUTER[:3], a)
 
 
 def _latent(a: Architecture) -> dict:
     require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
     require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
-    lat = a.attention.latent
-    return {
-        "kv_lora_rank": lat.kv_lora_rank,
-        "q_lora_rank": lat.q_lora_rank,
-        "qk_rope_head_dim": lat.qk_rope_head_dim,
-        "qk_nope_head_dim": lat.qk_nope_head_dim,
-        "v_head_dim": lat.v_head_dim,
-        "head_dim": lat.qk_rope_head_dim,
-        "num_key_value_heads": a.attention.n_heads,
-        "attention_bias": a.bias.qkv,
-    }
+    return write_keys((*MLA, LLAMA_BIASES[0]), a)
 
 
-def deepseek_v2(a: Architecture) -> dict:
+def _shared_count(a: Architecture) -> int:
+    """n_shared_experts: the shared MLP's width in routed experts."""
+    moe = a.mlp.moe
+    if not moe.n_shared:
+        return 0
+    require(moe.shared_d_ff % a.mlp.d_ff == 0, "shared width a multiple of the expert's")
+    return moe.shared_d_ff // a.mlp.d_ff
+
+
+def _deepseek_v2(a: Architecture) -> dict:
     """Softmax shares, greedy or grouped by each group's best score, always scaled, never
     renormalized (transformers' DeepseekV2TopkRouter ignores norm_topk_prob)."""
-    config = _deepseek_moe(a)
+    _latent(a)
     moe = a.mlp.moe
     require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
     grouped = (moe.n_groups or 1) > 1
     require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
-    method = "group_limited_greedy" if grouped else "greedy"
-    return base_config(a) | _latent(a) | config | {"topk_method": method}
+    return {}
 
 
-def deepseek_v3(a: Architecture) -> dict:
+def _deepseek_v3(a: Architecture) -> dict:
     """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
-    config = _deepseek_moe(a)
+    if a.attention.variant is not AttentionVariant.SOFTMAX:  # GLM-4.5's is GQA
+        _latent(a)
     ref.need_sigmoid_router(a.mlp.moe)
-    return (
-        base_config(a)
-        | _latent(a)
-        | config
-        | {"norm_topk_prob": a.mlp.moe.normalize_top_k is not False}
-        | mtp_config(a, "num_nextn_predict_layers")
-    )
+    return mtp_config(a, "num_nextn_predict_layers")
 
 
 def longcat_flash(a: Architecture) -> dict:
     """LongCat-Flash: shortcut-connected MoE layers of MLA (scaled latents, q always
     through its bottleneck), a softmax router over routed and zero-computation experts with
     a correction bias, never renormalized, times routed_scaling_factor."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
     moe, lat = a.mlp.moe, a.attention.latent
     require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
     require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
@@ -736,56 +668,27 @@ def longcat_flash(a: Architecture) -> dict:
     } | rope_config(a)
 
 
-def glm4_moe(a: Architecture) -> dict:
-    """GLM-4.5: GQA with partial RoPE, optional per-head QK norm, q/k/v bias; V3's router."""
+def _glm4_qk(a: Architecture) -> bool:
     qk = a.attention.qk_norm
     require(qk in (QKNorm.NONE, QKNorm.PER_HEAD), "attention.qk_norm none or per-head")
-    need_softmax_attention(a, qk)
-    ref.need_position(a, PositionType.ROPE)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(not a.bias.attn_out and not a.bias.mlp, "no bias on o_proj or the MLPs")
-    config = _deepseek_moe(a)
-    ref.need_sigmoid_router(a.mlp.moe)
-    return (
-        base_config(a)
-        | config
-        | rope_config(a)
-        | mtp_config(a, "num_nextn_predict_layers")
-        | {
-            "attention_bias": a.bias.qkv,
-            "use_qk_norm": qk is QKNorm.PER_HEAD,
-            "partial_rotary_factor": a.position.rotary_fraction or 1.0,
-            "norm_topk_prob": a.mlp.moe.normalize_top_k is not False,
-        }
-    )
+    return qk is QKNorm.PER_HEAD
 
 
-def _dsa_config(a: Architecture, layout: RopeLayout) -> dict:
+def _dsa(layout: RopeLayout) -> Callable[[Architecture], dict]:
     """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
-    sparse = a.attention.sparse
-    require(sparse is not None, "attention.sparse (every layer of this family runs DSA)")
-    own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
-    require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
-    return deepseek_v3(a) | {
-        "index_n_heads": sparse.indexer_heads,
-        "index_head_dim": sparse.indexer_head_dim,
-        "index_topk": sparse.top_k,
-    }
 
+    def write(a: Architecture) -> dict:
+        sparse = a.attention.sparse
+        own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
+        require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+        config = _deepseek_v3(a)
+        if layout is RopeLayout.HALF_SPLIT and a.position.rope_scaling is not None:
+            # DeepSeek-V3.2: the card's YaRN, with DeepSeek's mscale keys where recorded
+            rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+            config["rope_parameters"] = rope | ref.rope_scaling_config(a)
+        return config
 
-def deepseek_v32(a: Architecture) -> dict:
-    """DSA on DeepSeek-V3; a card's YaRN as transformers' yarn, with DeepSeek's mscale keys
-    where the card records them."""
-    config = _dsa_config(a, RopeLayout.HALF_SPLIT)
-    if a.position.rope_scaling is not None:
-        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
-        config["rope_parameters"] = rope | ref.rope_scaling_config(a)
-    return config
-
-
-def glm_moe_dsa(a: Architecture) -> dict:
-    # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
-    return _dsa_config(a, RopeLayout.INTERLEAVED) | {"indexer_types": ["full"] * a.n_layers}
+    return write
 
 
 # DeepSeek-V4's layer kinds as transformers' layer_types
@@ -824,9 +727,6 @@ def _v4_moe_config(a: Architecture) -> dict:
 def deepseek_v4(a: Architecture) -> dict:
     """DeepSeek-V4: compressed attention (windows, CSA and HCA layers), mHC streams,
     hash-routed then top-k experts; YaRN on the compressed layers' rope only."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.CLIPPED_SWIGLU)
     att, comp, hc = a.attention, a.attention.compressed, a.hyper_connections
     require(comp is not None, "attention.variant compressed")
     require(hc is not None, "hyper_connections")
@@ -1036,6 +936,67 @@ def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
     return {k for k, m in found.items() if m and n <= int(m.group(1)) < n + zero}
 
 
+# --- the keys --------------------------------------------------------------------------
+
+LATENT = "architecture.attention.latent"
+EXPERTS = "mlp.moe.n_experts"  # the MoE keys are read where the config has experts
+MLA = (
+    Key("kv_lora_rank", "attention.latent.kv_lora_rank", required=True),
+    Key("q_lora_rank", "attention.latent.q_lora_rank"),
+    Key("qk_rope_head_dim", "attention.latent.qk_rope_head_dim", required=True),
+    Key("qk_nope_head_dim", "attention.latent.qk_nope_head_dim", required=True),
+    Key("v_head_dim", "attention.latent.v_head_dim", required=True),
+    Key("head_dim", "attention.head_dim", read=False,
+        out=lambda a: a.attention.latent.qk_rope_head_dim),
+    Key("num_key_value_heads", "attention.n_kv_heads", read=False,
+        out=lambda a: a.attention.n_heads),
+)  # fmt: skip
+DEEPSEEK_MOE = (
+    Key("n_routed_experts", "mlp.moe.n_experts"),
+    Key("moe_intermediate_size", "mlp.d_ff", required=True, given=EXPERTS),
+    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
+        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    Key("num_experts_per_tok", "mlp.moe.n_active", required=True, given=EXPERTS),
+    Key("n_shared_experts", "mlp.moe.n_shared", default=0, given=EXPERTS,
+        into=lambda n: n or 0, out=_shared_count),
+    Key("first_k_dense_replace", "mlp.moe.first_dense_layers", default=0, given=EXPERTS),
+)  # fmt: skip
+V2_ROUTER = (
+    Key("n_group", "mlp.moe.n_groups", read=False, out=lambda a: a.mlp.moe.n_groups or 1),
+    Key("topk_group", "mlp.moe.top_k_groups", read=False,
+        out=lambda a: a.mlp.moe.top_k_groups or 1),
+    Key("routed_scaling_factor", "mlp.moe.routed_scale", read=False,
+        out=lambda a: a.mlp.moe.routed_scale or 1.0),  # null: the builder's 1
+    Key("topk_method", read=False, out=lambda a: "group_limited_greedy"
+        if (a.mlp.moe.n_groups or 1) > 1 else "greedy"),
+)  # fmt: skip
+
+
+def v3_router(groups: int, top_groups: int, scale: float) -> tuple[Key, ...]:
+    """DeepSeek-V3's router keys, with a family's defaults for them; the renormalizing
+    switch is norm_topk_prob (null: the builder normalizes)."""
+    return (
+        Key("n_group", "mlp.moe.n_groups", default=groups, given=EXPERTS,
+            out=lambda a: a.mlp.moe.n_groups or 1),
+        Key("topk_group", "mlp.moe.top_k_groups", default=top_groups, given=EXPERTS,
+            out=lambda a: a.mlp.moe.top_k_groups or 1),
+        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, given=EXPERTS,
+            out=lambda a: a.mlp.moe.normalize_top_k is not False),
+        Key("routed_scaling_factor", "mlp.moe.routed_scale", default=scale, given=EXPERTS,
+            into=float, out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    )  # fmt: skip
+
+
+SIGMOID_SCORES = (("mlp.moe.score_function", "sigmoid"), ("mlp.moe.score_correction_bias", True))
+SPARSE = (
+    Key("index_n_heads", "attention.sparse.indexer_heads", required=True),
+    Key("index_head_dim", "attention.sparse.indexer_head_dim", required=True),
+    Key("index_topk", "attention.sparse.top_k", required=True),
+)
+# q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
+LATENT_NORM = ("attention.latent.norm_eps", 1e-6)
+
+
 # --- the families ----------------------------------------------------------------------
 
 # logit test: MLA; softmax shares, groups by their max, routed scale
@@ -1044,12 +1005,13 @@ DEEPSEEK_V2 = LLAMA.derive(
     # DeepSeek's remote-code router key, which the hooks check (transformers' V2/V3 classes
     # do not define it; deepseek_v4's does)
     released_keys=("scoring_func",),
-    layer="DeepseekV2DecoderLayer",
-    config_class="DeepseekV2Config",
-    model_class="DeepseekV2ForCausalLM",
+    classes="DeepseekV2",
     rope_layout="interleaved",
+    keys=(*MLA, *DEEPSEEK_MOE, *V2_ROUTER),
+    fixed=(LATENT_NORM,),
+    free=("attention.variant", "mlp.moe.shared_d_ff"),
     read=_read_deepseek_v2,
-    write=deepseek_v2,
+    write=_deepseek_v2,
     extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
     names=_deepseek_names,
     logit_error=3e-07,
@@ -1063,13 +1025,23 @@ DEEPSEEK_V2 = LLAMA.derive(
 # logit test: MLA; sigmoid, correction bias, groups by top-2 sum, scale
 DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     "deepseek_v3",
-    layer="DeepseekV3DecoderLayer",
-    config_class="DeepseekV3Config",
-    model_class="DeepseekV3ForCausalLM",
+    classes="DeepseekV3",
     mlp_bias=False,
     rope_layout="half-split",
+    keys=(
+        *v3_router(8, 4, 2.5),  # DeepseekV3Config's defaults
+        Key("topk_method"),
+        Key(
+            "rope_interleave",
+            "position.rope_layout",
+            default=True,
+            into=lambda on: "interleaved" if on else "half-split",
+            out=lambda a: a.position.rope_layout is not RopeLayout.HALF_SPLIT,
+        ),
+    ),
+    fixed=(LATENT_NORM, *SIGMOID_SCORES),
     read=_read_deepseek_v3,
-    write=deepseek_v3,
+    write=_deepseek_v3,
     extras=frozenset(
         {
             "correction_bias",
@@ -1093,13 +1065,12 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     "deepseek_v32",
     # the released MTP module (DeepSeek-V3.2), the router key
     released_keys=("num_nextn_predict_layers", "scoring_func"),
-    layer="DeepseekV32DecoderLayer",
-    config_class="DeepseekV32Config",
-    model_class="DeepseekV32ForCausalLM",
+    classes="DeepseekV32",
     rope_layout="interleaved",
     indexed_layer=True,
+    keys=SPARSE,
     read=_read_deepseek_v32,
-    write=deepseek_v32,
+    write=_dsa(RopeLayout.HALF_SPLIT),
     extras=frozenset(
         {
             "correction_bias",
@@ -1147,11 +1118,22 @@ V4_EXTRAS = frozenset(
 DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     "deepseek_v4",
     released_keys=V4_RELEASED_KEYS,
-    layer="DeepseekV4DecoderLayer",
-    config_class="DeepseekV4Config",
-    model_class="DeepseekV4ForCausalLM",
+    classes="DeepseekV4",
     rope_layout="interleaved",
     eps_default=1e-06,
+    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (DeepseekV4Config's names)
+    fixed=(),
+    builds_activations=("clipped-swiglu",),
+    kinds=tuple(LayerKind),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "position.type",
+        "position.rope_layout",
+        "bias.attn_out",
+        "mlp.moe",
+        "mlp.moe.n_shared",
+    ),
     read=_read_deepseek_v4,
     write=deepseek_v4,
     extras=V4_EXTRAS,
@@ -1168,11 +1150,11 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
     released_keys=("num_nextn_predict_layers", "scoring_func"),  # MTP module, router key
-    layer="GlmMoeDsaDecoderLayer",
-    config_class="GlmMoeDsaConfig",
-    model_class="GlmMoeDsaForCausalLM",
+    classes="GlmMoeDsa",
+    # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
+    keys=(Key("indexer_types", out=lambda a: ["full"] * a.n_layers, read=False),),
     read=_read_glm_moe_dsa,
-    write=glm_moe_dsa,
+    write=_dsa(RopeLayout.INTERLEAVED),
     extras=frozenset(
         {"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores", "sparse"}
     ),
@@ -1181,13 +1163,34 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
 # logit test: DeepSeek-V3's router on GQA with partial RoPE and QK norm
 GLM4_MOE = DEEPSEEK_V3.derive(
     "glm4_moe",
-    layer="Glm4MoeDecoderLayer",
-    config_class="Glm4MoeConfig",
-    model_class="Glm4MoeForCausalLM",
+    classes="Glm4Moe",
     rotary_fraction_default=0.5,
     eps_default=1e-05,
+    keys=(
+        *dropped(MLA[:5]),
+        *(k for k in SIZES if k.name in ("head_dim", "num_key_value_heads")),
+        Key("rope_interleave"),
+        # Glm4MoeConfig's defaults
+        Key("n_routed_experts", "mlp.moe.n_experts", default=128),
+        Key("moe_intermediate_size", "mlp.d_ff", default=1408),
+        Key("num_experts_per_tok", "mlp.moe.n_active", default=8),
+        Key("n_shared_experts", "mlp.moe.n_shared", default=1, out=_shared_count),
+        Key("first_k_dense_replace", "mlp.moe.first_dense_layers", default=1),
+        *v3_router(1, 1, 1.0),
+        Key(
+            "use_qk_norm",
+            "attention.qk_norm",
+            default=False,
+            out=_glm4_qk,
+            into=lambda on: "per-head" if on else "none",
+        ),
+        ROTARY_FRACTION,
+        ROPE,
+    ),
+    fixed=(("bias.attn_out", False), *SIGMOID_SCORES),  # o_proj has no bias
+    free=("mlp.moe.shared_d_ff",),
     read=_read_glm4_moe,
-    write=glm4_moe,
+    write=_deepseek_v3,
     extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
     names=qwen3_moe_names,
     logit_error=3.5e-07,
@@ -1204,13 +1207,21 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     "kimi_linear",
     # released form
     released_keys=("first_k_dense_replace", "num_nextn_predict_layers", "scoring_func"),
-    layer="KimiLinearDecoderLayer",
-    config_class="KimiLinearConfig",
-    model_class="KimiLinearForCausalLM",
+    classes="KimiLinear",
     rope_key=None,
     position="none",
     eps_default=1e-05,
     linear_layer="kda",
+    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (released and flat names)
+    fixed=(),
+    kinds=("kda", "global"),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "mlp.moe",
+        "mlp.moe.n_shared",
+        "mlp.moe.first_dense_layers",
+    ),
     read=_read_kimi_linear,
     write=kimi_linear,
     extras=frozenset({"correction_bias", "expert_groups", "kda", "routed_scale", "sigmoid_scores"}),
@@ -1229,12 +1240,20 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
 # zero experts; three seeds, three batches each)
 LONGCAT_FLASH = DEEPSEEK_V3.derive(
     "longcat_flash",
-    layer="LongcatFlashDecoderLayer",
-    config_class="LongcatFlashConfig",
-    model_class="LongcatFlashForCausalLM",
+    classes="LongcatFlash",
     rope_theta_default=10000000.0,
     eps_default=1e-05,
     rope_layout="interleaved",
+    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (LongcatFlashConfig's names)
+    fixed=(),
+    kinds=tuple(LayerKind),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "mlp.moe",
+        "mlp.moe.first_dense_layers",
+        "mlp.moe.layer_period",
+    ),
     read=_read_longcat_flash,
     write=longcat_flash,
     extras=frozenset(

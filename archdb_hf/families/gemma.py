@@ -8,12 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from archdb.schema import (
-    Activation,
     Architecture,
+    AttentionVariant,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
     PositionType,
     QKNorm,
 )
@@ -27,17 +24,11 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_types_of,
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, llama_names
+from archdb_hf.keymap import Key, dropped
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -236,15 +227,7 @@ def _read_gemma3n(d: Draft) -> None:
         if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
             d.set("architecture.position.rope_theta_local", 10_000.0, "family")
     _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
-    altup = {
-        "n_inputs": d.read("altup_num_inputs", default=4),
-        "active_index": d.read("altup_active_idx", default=0),
-        "correct_scale": d.read("altup_correct_scale", default=True),
-    }
-    for name, value in altup.items():
-        d.set(f"architecture.altup.{name}", value, "config")
     d.read("altup_coef_clip")  # clamps the coefficients in training mode only
-    d.set("architecture.laurel_rank", d.read("laurel_rank", default=64), "config")
     _activation_sparsity(d)
 
 
@@ -355,17 +338,11 @@ def _global_layer_sizes(d: Draft, per_layer: Mapping[str, Any]) -> tuple[Any, An
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def recurrent_gemma(a: Architecture) -> dict:
+def _recurrent_gemma(a: Architecture) -> dict:
     """Griffin's blocks (RecurrentGemma): RG-LRU layers and local attention tiled by
     block_types; pre-norm (1 + w) RMSNorms; a GeGLU MLP with biases (intermediate_size is
     both branches); attention with an output bias, q/k/v biased by attention_bias; head
     width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_dense(a)
-    need_pattern(a, LayerKind.RG_LRU, LayerKind.LOCAL)
-    ref.need_bias(a, a.bias.qkv, True, True)
     rg = a.mixers.rg_lru if a.mixers is not None else None
     require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
     heads = a.attention.n_heads if a.has_attention() else rg.n_heads
@@ -384,8 +361,9 @@ def recurrent_gemma(a: Architecture) -> dict:
     require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
     config["logits_soft_cap"] = a.final_logit_softcap
     if a.has_attention():
-        need_softmax_attention(a)
-        ref.need_position(a, PositionType.ROPE)
+        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
+        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
+        require(a.position.type is PositionType.ROPE, "position.type must be one of rope")
         require(
             a.head_dim_effective * heads == a.d_model,
             "attention.head_dim d_model / n_heads (the config has no head_dim)",
@@ -405,46 +383,25 @@ def _kinds_of(pattern: list[LayerKind]) -> list[str]:
     return ["recurrent" if k is LayerKind.RG_LRU else "attention" for k in pattern]
 
 
-def gemma(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
+def _tied(a: Architecture) -> dict:
     require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    return base_config(a)
+    return {}
 
 
-def gemma2(a: Architecture, qk: QKNorm = QKNorm.NONE) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a, qk)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
-    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    # the code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class
+def _query_pre_attn_scalar(a: Architecture) -> int:
+    """The code scales queries by query_pre_attn_scalar ** -0.5, an int in the config class."""
     scale = a.attention.scale
     scalar = scale**-2 if scale is not None else a.head_dim_effective
     require(
         math.isclose(scalar, round(scalar), rel_tol=1e-9),
         "attention.scale must be 1/sqrt(n) for a whole n (query_pre_attn_scalar)",
     )
-    return base_config(a) | {
-        "sliding_window": a.attention.sliding_window or 4096,
-        "layer_types": layer_types_of(a),
-        "query_pre_attn_scalar": round(scalar),
-        "attn_logit_softcapping": a.attention.logit_softcap,
-        "final_logit_softcapping": a.final_logit_softcap,
-    }
+    return round(scalar)
 
 
-def gemma3_text(a: Architecture) -> dict:
-    """Gemma 2 with per-head QK norms and a RoPE block per layer type: the scaling on the
-    full layers (rope_scaling goes there only), the sliding layers at their own base."""
-    config = gemma2(a, QKNorm.PER_HEAD)
+def _gemma3_text(a: Architecture) -> dict:
+    """A RoPE block per layer type: the scaling on the full layers (rope_scaling goes there
+    only), the sliding layers at their own base."""
     pos = a.position
     require(
         pos.rope_scaling is None
@@ -455,26 +412,29 @@ def gemma3_text(a: Architecture) -> dict:
     theta = pos.rope_theta or 10000.0
     full = {"rope_type": "default", "rope_theta": theta} | ref.rope_scaling_config(a)
     sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
-    return config | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
+    return _tied(a) | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
 
 
-def gemma4_text(a: Architecture) -> dict:
+# Gemma 2's keys, which import-hf's generic steps and Gemma's hook read
+GEMMA2_KEYS = (
+    Key("sliding_window", "attention.sliding_window", read=False,
+        out=lambda a: a.attention.sliding_window or 4096),
+    LAYER_TYPES,
+    Key("query_pre_attn_scalar", "attention.scale", out=_query_pre_attn_scalar, read=False),
+    Key("attn_logit_softcapping", "attention.logit_softcap", read=False),
+    Key("final_logit_softcapping", "final_logit_softcap", read=False),
+)  # fmt: skip
+
+
+def _gemma4_text(a: Architecture) -> dict:
     """Gemma 4's text model: global layers with their own sizes, values from keys, a
     value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a, QKNorm.PER_HEAD)
-    ref.need_position(a, PositionType.ROPE)
-    ref.need_bias(a, False, False, False)
-    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _tied(a)
     require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
     require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
     require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
     require(a.position.rotary_fraction is None, "local layers rotate every dim")
     g = a.attention.global_layers
-    hd = a.head_dim_effective
     k_eq_v = bool(g and g.values_from_keys)
     # transformers gives global layers their own KV heads only together with k_eq_v
     require(
@@ -488,11 +448,8 @@ def gemma4_text(a: Architecture) -> dict:
             "rope_type": "proportional",
             "partial_rotary_factor": g.rotary_fraction,
         }
-    out = base_config(a) | {
-        "sliding_window": a.attention.sliding_window or 512,
-        "layer_types": layer_types_of(a),
-        "final_logit_softcapping": a.final_logit_softcap,
-        "global_head_dim": (g.head_dim if g is not None else None) or hd,
+    out = {
+        "global_head_dim": (g.head_dim if g is not None else None) or a.head_dim_effective,
         "attention_k_eq_v": k_eq_v,
         "rope_parameters": {
             "sliding_attention": {
@@ -508,21 +465,14 @@ def gemma4_text(a: Architecture) -> dict:
     moe = a.mlp.moe
     if moe is not None:
         require(
-            moe.first_dense_layers == 0 and moe.layer_period == 1 and not moe.n_shared,
-            "Gemma 4's experts sit in every layer, without shared experts",
-        )
-        require(
             moe.dense_beside_d_ff is not None and bool(moe.router_scales),
             "Gemma 4's experts sit beside a dense MLP, with its scaled router",
         )
-        out |= {
-            "enable_moe_block": True,
-            "intermediate_size": moe.dense_beside_d_ff,
-            "moe_intermediate_size": a.mlp.d_ff,
-            "num_experts": moe.n_experts,
-            "top_k_experts": moe.n_active,
-        }
     return out
+
+
+def _moe(a: Architecture) -> bool:
+    return a.mlp.moe is not None
 
 
 def _gemma4_on_device(a: Architecture) -> dict:
@@ -540,18 +490,10 @@ def _gemma4_on_device(a: Architecture) -> dict:
     }
 
 
-def gemma3n_text(a: Architecture) -> dict:
+def _gemma3n_text(a: Architecture) -> dict:
     """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
     top-k; Gemma 4's attention without global-layer sizes."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.DOUBLE)
-    need_serial(a)
-    need_activation(a, Activation.GEGLU)
-    need_softmax_attention(a, QKNorm.PER_HEAD)
-    ref.need_position(a, PositionType.ROPE)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
-    require(bool(a.tied_embeddings), "Gemma ties its embeddings")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
+    _tied(a)
     require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
     require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
     require(not a.layer_scalar, "Gemma 3n has no layer scalar")
@@ -563,10 +505,7 @@ def gemma3n_text(a: Architecture) -> dict:
     theta = a.position.rope_theta or 10000.0
     sparsity = a.mlp.activation_sparsity
     first, target = (sparsity.first_layers, sparsity.target) if sparsity else (0, 0.0)
-    return base_config(a) | {
-        "sliding_window": a.attention.sliding_window or 512,
-        "layer_types": layer_types_of(a),
-        "final_logit_softcapping": a.final_logit_softcap,
+    return {
         "rope_parameters": {
             "sliding_attention": {
                 "rope_type": "default",
@@ -577,12 +516,17 @@ def gemma3n_text(a: Architecture) -> dict:
         "hidden_size_per_layer_input": ple.width,
         "vocab_size_per_layer_input": ple.vocab_size,
         "num_kv_shared_layers": a.attention.kv_shared_layers or 0,
-        "altup_num_inputs": alt.n_inputs,
-        "altup_active_idx": alt.active_index,
-        "altup_correct_scale": alt.correct_scale,
-        "laurel_rank": a.laurel_rank,
         "activation_sparsity_pattern": [target] * first + [0.0] * (a.n_layers - first),
     }
+
+
+# Gemma 3n's and Gemma 4's attention: unscaled scores, windows of 512 by default
+ON_DEVICE_KEYS = (
+    Key("query_pre_attn_scalar"),
+    Key("attn_logit_softcapping"),
+    Key("sliding_window", "attention.sliding_window", read=False,
+        out=lambda a: a.attention.sliding_window or 512),
+)  # fmt: skip
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -712,24 +656,24 @@ def _sandwich_names() -> Names:  # Gemma 2 and 3: a norm before and after each s
 
 GEMMA = LLAMA.derive(
     "gemma",
-    layer="GemmaDecoderLayer",
-    config_class="GemmaConfig",
-    model_class="GemmaForCausalLM",
+    classes="Gemma",
     mlp_bias=False,
     tied_default=True,
     activation_default="gelu_pytorch_tanh",
+    fixed_bias=(False, False, False),
+    keys=dropped(BIASES),
     read=_read_gemma,
-    write=gemma,
+    write=_tied,
     logit_error=2.4e-07,
 )
 GEMMA2 = GEMMA.derive(
     "gemma2",
-    layer="Gemma2DecoderLayer",
-    config_class="Gemma2Config",
-    model_class="Gemma2ForCausalLM",
+    classes="Gemma2",
     norm_position="double",
     default_pattern=("local", "global"),
-    write=gemma2,
+    kinds=("local", "global"),
+    keys=GEMMA2_KEYS,
+    write=_tied,
     names=_sandwich_names,
     logit_error=6.8e-07,
     function_fields=("architecture.attention.scale",),
@@ -743,7 +687,7 @@ GEMMA3_TEXT = GEMMA2.derive(
     qk_norm="per-head",
     default_pattern=("local", "local", "local", "local", "local", "global"),
     aliases=("gemma3",),
-    write=gemma3_text,
+    write=_gemma3_text,
     names=_sandwich_names,
     logit_error=9.7e-07,
 )
@@ -759,7 +703,14 @@ GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     default_pattern=("local", "local", "local", "local", "global"),
     read=_read_gemma3n,
     aliases=("gemma3n",),
-    write=gemma3n_text,
+    keys=(
+        *ON_DEVICE_KEYS,
+        Key("altup_num_inputs", "altup.n_inputs", default=4),
+        Key("altup_active_idx", "altup.active_index", default=0),
+        Key("altup_correct_scale", "altup.correct_scale", default=True),
+        Key("laurel_rank", "laurel_rank", default=64),
+    ),
+    write=_gemma3n_text,
     extras=frozenset(
         {
             "activation_sparsity",
@@ -785,7 +736,27 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
     default_pattern=("global",),
     read=_read_gemma4,
     aliases=("gemma4",),
-    write=gemma4_text,
+    keys=(
+        *ON_DEVICE_KEYS,
+        # 26B-A4B: experts beside a dense MLP (intermediate_size) in every layer
+        Key("enable_moe_block", out=_moe, read=False),
+        Key(
+            "intermediate_size",
+            "mlp.d_ff",
+            read=False,
+            out=lambda a: a.mlp.moe.dense_beside_d_ff if _moe(a) else a.mlp.d_ff,
+        ),
+        Key(
+            "moe_intermediate_size",
+            "mlp.moe.n_experts",
+            when=_moe,
+            read=False,
+            out=lambda a: a.mlp.d_ff,
+        ),
+        Key("num_experts", "mlp.moe.n_experts", when=_moe, read=False),
+        Key("top_k_experts", "mlp.moe.n_active", when=_moe, read=False),
+    ),
+    write=_gemma4_text,
     extras=frozenset(
         {
             "dense_beside",
@@ -805,12 +776,17 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
 # embedding scale (three seeds: 2.3e-7, 2.3e-7, 3.0e-7)
 RECURRENT_GEMMA = GEMMA.derive(
     "recurrent_gemma",
-    layer="RecurrentGemmaDecoderLayer",
-    config_class="RecurrentGemmaConfig",
-    model_class="RecurrentGemmaForCausalLM",
+    classes="RecurrentGemma",
     rotary_fraction_default=0.5,
+    fixed_bias=None,  # attention_bias: q, k and v; o_proj and the MLP always biased
+    mlp_bias=True,
+    kinds=("rg-lru", "local"),
+    keys=dropped(GEMMA.keys),  # Griffin's config: the hook writes it whole
+    fixed=(("bias.attn_out", True),),
+    # the attention's choices, checked where the card has attention layers
+    free=("attention.variant", "attention.qk_norm", "position.type"),
     read=_read_recurrent_gemma,
-    write=recurrent_gemma,
+    write=_recurrent_gemma,
     extras=frozenset({"rg_lru"}),
     names=_recurrent_gemma_names,
     logit_error=3.1e-07,

@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from archdb.plan.layout import embedding_width, learned_rows
-from archdb.schema import (
-    Activation,
-    Architecture,
-    GeluApproximation,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
+from archdb.schema import Architecture, GeluApproximation, LayerKind, NormPosition, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
-    require,
-)
+from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import Key, from_keys, require
 from archdb_hf.tensors import QKVO, Dims, Names, Source, k_rows, q_rows, v_rows
-
-if TYPE_CHECKING:
-    from archdb_hf.families.spec import FamilySpec
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
 def _read_gpt_neox(d: Draft) -> None:
-    parallel = d.read("use_parallel_residual", default=True)
-    d.set("architecture.parallel_layers", parallel, d.origin_of("use_parallel_residual"))
-    if parallel:  # input_layernorm feeds attention, post_attention_layernorm the MLP
+    if d.value("architecture.parallel_layers"):  # input_layernorm feeds attention, ...
         d.set("architecture.norm.shared_in_parallel", False, "family")
 
 
@@ -84,18 +60,11 @@ def _read_opt(d: Draft) -> None:
     uses_bias = d.read("enable_bias", default=True)
     for part in ("qkv", "attn_out", "mlp"):
         d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("enable_bias"))
-    embed = d.read("word_embed_proj_dim")
-    if embed is not None and embed != d.value("architecture.d_model"):
-        d.set("architecture.embedding_dim", embed, "config")
+    if d.value("architecture.embedding_dim") == d.value("architecture.d_model"):
+        d.clear("architecture.embedding_dim")  # no projection: the width is d_model's
     context = d.value("architecture.context_length")
     if context is not None:  # OPTLearnedPositionalEmbedding reserves two rows (offset 2)
         d.set("architecture.position.learned_rows", context + 2, "family")
-
-
-def _read_phi(d: Draft) -> None:
-    if d.read("qk_layernorm", default=False):  # one LayerNorm over head_dim, shared by heads
-        d.set("architecture.attention.qk_norm", "per-head", "config")
-    d.set("architecture.bias.lm_head", True, "family")  # PhiForCausalLM: Linear(bias=True)
 
 
 def _read_gptj(d: Draft) -> None:
@@ -108,175 +77,76 @@ def _read_gptj(d: Draft) -> None:
             rotary_dim / head_dim,
             d.origin_of("rotary_dim"),
         )
-    d.set("architecture.bias.lm_head", True, "family")  # GPTJForCausalLM: nn.Linear default bias
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def gpt2(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.GELU)
-    need_softmax_attention(a)
-    need_pattern(a, LayerKind.GLOBAL)  # GPT-2 attends densely in every layer (GPT-3 does not)
-    need_dense(a)
-    ref.need_position(a, PositionType.LEARNED)
-    ref.need_bias(a, True, True, True)
+def _gpt2(a: Architecture) -> dict:
     require(bool(a.tied_embeddings), "GPT-2 ties its embeddings")
     require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
-    return {
-        "vocab_size": a.vocab_size,
-        "n_embd": a.d_model,
-        "n_layer": a.n_layers,
-        "n_head": a.attention.n_heads,
-        "n_inner": a.mlp.d_ff,
-        "n_positions": learned_rows(a),
-    }
+    return {}
 
 
-def openai_gpt(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.POST, final=False)
-    need_serial(a)
-    need_activation(a, Activation.GELU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_position(a, PositionType.LEARNED)
-    ref.need_bias(a, True, True, True)
+def _openai_gpt(a: Architecture) -> dict:
     require(a.mlp.d_ff == 4 * a.d_model, "GPT-1's MLP is 4 x d_model")
     require(bool(a.tied_embeddings), "GPT-1 ties its embeddings")
-    return {
-        "vocab_size": a.vocab_size,
-        "n_embd": a.d_model,
-        "n_layer": a.n_layers,
-        "n_head": a.attention.n_heads,
-        "n_positions": learned_rows(a),
-    }
+    return {}
 
 
-def gptj(a: Architecture) -> dict:
-    """GPT-J; its output head always has a bias (a card without bias.lm_head differs)."""
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    ref.need_parallel(a, shared=True)
-    need_activation(a, Activation.GELU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_position(a, PositionType.ROPE)
-    require(
-        not a.bias.qkv and not a.bias.attn_out and a.bias.mlp, "GPT-J: no attention bias, MLP bias"
-    )
-    hd = a.head_dim_effective
-    return {
-        "vocab_size": a.vocab_size,
-        "n_embd": a.d_model,
-        "n_layer": a.n_layers,
-        "n_head": a.attention.n_heads,
-        "n_inner": a.mlp.d_ff,
-        "rotary_dim": int(hd * (a.position.rotary_fraction or 1.0)),
-        "n_positions": a.context_length,
-        "tie_word_embeddings": a.tied_embeddings,
-    }
-
-
-def gpt_neox(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+def _gpt_neox(a: Architecture) -> dict:
     if a.parallel_layers:  # else serial blocks (use_parallel_residual false: RedPajama-INCITE)
-        ref.need_parallel(a, shared=False)
-    need_activation(a, Activation.GELU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_bias(a, True, True, True)
-    # ACT2FN: gelu is the erf form, gelu_fast the tanh form (GPT-NeoX-20B's spelling, the
-    # formula of GPT-NeoX's fused bias_gelu); null is tanh, as the builder's
-    exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
-    hidden_act = "gelu" if exact else "gelu_fast"
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "intermediate_size": a.mlp.d_ff,
-        "use_parallel_residual": bool(a.parallel_layers),
-        "rotary_pct": a.position.rotary_fraction or 1.0,
-        "max_position_embeddings": a.context_length,
-        "tie_word_embeddings": a.tied_embeddings,
-        "hidden_act": hidden_act,
-    }
+        require(not a.norm.shared_in_parallel, "norm.shared_in_parallel must be False")
+    return {}
 
 
-def phi(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    ref.need_parallel(a, shared=True)
-    need_activation(a, Activation.GELU)
-    need_softmax_attention(a)
-    need_dense(a)
-    b = a.bias
-    require(b.qkv and b.attn_out and b.mlp, "Phi has a bias on every linear layer")
-    # Phi's output head always has a bias: a card without bias.lm_head counts differently
-    return base_config(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
+def _phi_qk(a: Architecture) -> bool:
+    """qk_layernorm: one LayerNorm over head_dim, shared by heads."""
+    require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.PER_HEAD), "attention.qk_norm per-head")
+    return a.attention.qk_norm is QKNorm.PER_HEAD
 
 
-def opt(a: Architecture) -> dict:
+def _opt(a: Architecture) -> dict:
     require(a.norm.position in (NormPosition.PRE, NormPosition.POST), "pre- or post-norm")
-    ref.need_norm(
-        a,
-        NormType.LAYERNORM,
-        NormAffine.SCALE_AND_BIAS,
-        a.norm.position,
-        final=a.norm.position is NormPosition.PRE,
-    )
-    need_serial(a)
-    need_activation(a, Activation.RELU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_position(a, PositionType.LEARNED)
-    ref.need_bias(a, True, True, True)
-    # OPT's table has max_position_embeddings + 2 rows; the config states the positions.
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "ffn_dim": a.mlp.d_ff,
-        "num_attention_heads": a.attention.n_heads,
-        "max_position_embeddings": a.context_length,
-        "word_embed_proj_dim": embedding_width(a),
-        "do_layer_norm_before": a.norm.position is NormPosition.PRE,
-        "tie_word_embeddings": a.tied_embeddings,
-    }
+    final = a.norm.position is NormPosition.PRE
+    require(a.norm.final is final, f"norm.final must be {final}")
+    return {}
 
 
-def falcon(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
+def _falcon(a: Architecture) -> dict:
     require(bool(a.parallel_layers), "parallel_layers (Falcon's parallel_attn)")
-    need_activation(a, Activation.GELU)
-    need_softmax_attention(a)
-    need_dense(a)
     b = a.bias
     require(b.qkv == b.attn_out == b.mlp, "Falcon's bias flag covers every linear layer")
-    shared = bool(a.norm.shared_in_parallel)
-    kv = a.attention.n_kv_heads
-    classic_mqa = kv == 1 and shared  # Falcon-7B: multi_query, one norm
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "num_kv_heads": kv,
-        "new_decoder_architecture": not classic_mqa,
-        "multi_query": kv == 1,
-        "parallel_attn": True,
-        "bias": b.qkv,
-        "ffn_hidden_size": a.mlp.d_ff,
-        "num_ln_in_parallel_attn": 1 if shared else 2,
-        "tie_word_embeddings": a.tied_embeddings,
-        "alibi": False,
-    } | _falcon_positions(a)
-
-
-def _falcon_positions(a: Architecture) -> dict:
-    """max_position_embeddings where the card records it (Falcon2-11B's config states 8192;
-    Falcon-7B's original config omits it and FalconConfig's default, 2048, is the card's)."""
+    # max_position_embeddings where the card records it (Falcon2-11B's config states 8192;
+    # Falcon-7B's original config omits it and FalconConfig's default, 2048, is the card's)
     return {} if a.context_length is None else {"max_position_embeddings": a.context_length}
+
+
+def _classic_mqa(a: Architecture) -> bool:
+    return a.attention.n_kv_heads == 1 and bool(a.norm.shared_in_parallel)  # Falcon-7B
+
+
+def _hidden_act(a: Architecture) -> str:
+    """ACT2FN: gelu is the erf form, gelu_fast the tanh form (GPT-NeoX-20B's spelling, the
+    formula of GPT-NeoX's fused bias_gelu); null is tanh, as the builder's."""
+    return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_fast"
+
+
+def _sized(*names: tuple[str, str]) -> tuple[Key, ...]:
+    """Keys import-hf's generic steps read under one of their spellings."""
+    return tuple(Key(name, path, read=False) for name, path in names)
+
+
+GPT_SIZES = _sized(("vocab_size", "vocab_size"), ("n_embd", "d_model"),
+                   ("n_layer", "n_layers"), ("n_head", "attention.n_heads"))  # fmt: skip
+NEOX_SIZES = _sized(
+    ("vocab_size", "vocab_size"),
+    ("hidden_size", "d_model"),
+    ("num_hidden_layers", "n_layers"),
+    ("num_attention_heads", "attention.n_heads"),
+    ("tie_word_embeddings", "tied_embeddings"),
+)
+LEARNED_ROWS = Key("n_positions", "context_length", out=learned_rows, read=False)
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -454,7 +324,8 @@ GPT2 = FamilySpec(
     tied_default=True,
     activation_default="gelu_new",
     d_ff_default_ratio=4,
-    write=gpt2,
+    keys=(*GPT_SIZES, Key("n_inner", "mlp.d_ff", read=False), LEARNED_ROWS),
+    write=_gpt2,
     names=_gpt2_names,
     logit_error=2.9e-07,
 )
@@ -465,83 +336,122 @@ GPTJ = GPT2.derive(
     model_class="GPTJForCausalLM",
     position="rope",
     fixed_bias=(False, False, True),
+    lm_head_bias=True,  # GPTJForCausalLM: nn.Linear's default bias
     parallel=True,
     shared_norm_in_parallel=True,
     tied_default=False,
     rope_layout="interleaved",
+    keys=(
+        Key("rotary_dim", "position.rotary_fraction", read=False,
+            out=lambda a: int(a.head_dim_effective * (a.position.rotary_fraction or 1.0))),
+        Key("n_positions", "context_length", read=False),
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+    ),
     read=_read_gptj,
-    write=gptj,
+    write=from_keys,
     names=_gptj_names,
     logit_error=3.4e-07,
-)
-GPT_NEOX = GPT2.derive(
+)  # fmt: skip
+GPT_NEOX = FamilySpec(
     "gpt_neox",
     layer="GPTNeoXLayer",
     config_class="GPTNeoXConfig",
     model_class="GPTNeoXForCausalLM",
     eps_key="layer_norm_eps",
-    rope_key="rope_parameters",
-    position="rope",
-    fixed_bias=None,
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    gated=False,
     attention_bias_default=True,
     mlp_bias=True,
-    tied_default=False,
     activation_default="gelu",
-    d_ff_default_ratio=None,
     rotary_fraction_default=0.25,
+    keys=(
+        *NEOX_SIZES,
+        Key("intermediate_size", "mlp.d_ff", read=False),
+        Key("use_parallel_residual", "parallel_layers", default=True,
+            out=lambda a: bool(a.parallel_layers)),
+        Key("rotary_pct", "position.rotary_fraction", read=False,
+            out=lambda a: a.position.rotary_fraction or 1.0),
+        Key("max_position_embeddings", "context_length", read=False),
+        Key("hidden_act", "mlp.gelu_approximation", out=_hidden_act, read=False),
+        Key("attention_bias", "bias.qkv", read=False),
+    ),
+    free=("norm.shared_in_parallel",),
     read=_read_gpt_neox,
-    write=gpt_neox,
+    write=_gpt_neox,
     names=_gpt_neox_names,
     logit_error=2.7e-07,
-)
+)  # fmt: skip
 PHI = GPTJ.derive(
     "phi",
-    layer="PhiDecoderLayer",
-    config_class="PhiConfig",
-    model_class="PhiForCausalLM",
+    classes="Phi",
     eps_key="layer_norm_eps",
     rope_key="rope_parameters",
-    fixed_bias=(True, True, True),
+    fixed_bias=(True, True, True),  # and the output head's: Linear(bias=True)
     d_ff_default_ratio=None,
     rotary_fraction_default=0.5,
     rope_layout="half-split",
-    read=_read_phi,
-    write=phi,
+    keys=(
+        *(Key(k.name) for k in GPTJ.keys),
+        *SIZES,
+        ROTARY_FRACTION,
+        Key("qk_layernorm", "attention.qk_norm", default=False, out=_phi_qk,
+            into=lambda on: "per-head" if on else "none"),
+    ),
+    read=None,
+    write=from_keys,
     names=_phi_names,
     logit_error=2.5e-07,
-)
+)  # fmt: skip
 OPT = GPT2.derive(
     "opt",
-    layer="OPTDecoderLayer",
-    config_class="OPTConfig",
-    model_class="OPTForCausalLM",
+    classes="OPT",
     eps_key=None,
-    fixed_bias=None,
     activation_default="relu",
     d_ff_default_ratio=None,
+    keys=(
+        *(Key(k.name) for k in GPT2.keys),
+        *NEOX_SIZES,
+        Key("ffn_dim", "mlp.d_ff", read=False),
+        Key("max_position_embeddings", "context_length", read=False),
+        Key("word_embed_proj_dim", "embedding_dim", out=embedding_width),
+        Key("do_layer_norm_before", "norm.position", read=False,
+            out=lambda a: a.norm.position is NormPosition.PRE),
+    ),
+    free=("norm.final",),
     read=_read_opt,
-    write=opt,
+    write=_opt,
     names=_opt_names,
     logit_error=0.0,
-)
+)  # fmt: skip
 FALCON = GPT_NEOX.derive(
     "falcon",
-    layer="FalconDecoderLayer",
-    config_class="FalconConfig",
-    model_class="FalconForCausalLM",
+    classes="Falcon",
     eps_key="layer_norm_epsilon",
     attention_bias_default=False,
     mlp_bias=False,
     tied_default=True,
     d_ff_default_ratio=4,
     rotary_fraction_default=None,
+    keys=(
+        *(Key(k.name) for k in GPT_NEOX.keys[5:]),
+        Key("num_kv_heads", "attention.n_kv_heads", read=False),
+        Key("new_decoder_architecture", out=lambda a: not _classic_mqa(a), read=False),
+        Key("multi_query", out=lambda a: a.attention.n_kv_heads == 1, read=False),
+        Key("parallel_attn", "parallel_layers", read=False),
+        Key("bias", "bias.qkv", read=False),
+        Key("ffn_hidden_size", "mlp.d_ff", read=False),
+        Key("num_ln_in_parallel_attn", "norm.shared_in_parallel", read=False,
+            out=lambda a: 1 if a.norm.shared_in_parallel else 2),
+        Key("alibi", "position.type", out=lambda a: False, read=False),
+    ),
+    free=("bias.attn_out", "bias.mlp", "norm.shared_in_parallel"),
     read=_read_falcon,
-    write=falcon,
+    write=_falcon,
     names=_falcon_names,
     logit_error=2.4e-07,
-)
-# Families archdb compares with but does not import: their writers check the card's
-# choices themselves (the fixed-choice fields above are not read for them).
+)  # fmt: skip
+# Families archdb compares with but does not import
 OPENAI_GPT = FamilySpec(
     "openai-gpt",
     module="openai",
@@ -551,5 +461,15 @@ OPENAI_GPT = FamilySpec(
     eps_key="layer_norm_epsilon",
     rope_key=None,
     imports=False,
-    write=openai_gpt,
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    norm_position="post",
+    gated=False,
+    position="learned",
+    fixed_bias=(True, True, True),
+    activation_default="gelu",
+    kinds=tuple(LayerKind),
+    keys=(*GPT_SIZES, LEARNED_ROWS),
+    fixed=(("norm.final", False),),
+    write=_openai_gpt,
 )

@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from archdb.schema import (
-    Activation,
     Architecture,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
     PositionType,
 )
-from archdb_hf.draft import Draft, expand_mamba2, no_time_step_clamp, read_positive
-from archdb_hf.families import card_to_config as ref
+from archdb_hf.draft import Draft, HFImportError, expand_mamba2, no_time_step_clamp
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
     mamba2_config,
-    need_activation,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA, read_mixtral
+from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
+from archdb_hf.keymap import Key, from_keys, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -43,27 +35,12 @@ from archdb_hf.tensors import (
 
 
 def _read_granite(d: Draft) -> None:
-    """Granite's four muP factors; GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head))."""
-    factors = (
-        ("embedding_multiplier", "architecture.embedding_multiplier"),
-        ("residual_multiplier", "architecture.residual_multiplier"),
-        ("attention_multiplier", "architecture.attention.scale"),
-    )
-    for key, path in factors:
-        d.set(path, read_positive(d, key), d.origin_of(key))
-    divisor = read_positive(d, "logits_scaling")
-    d.set("architecture.logit_scale", 1.0 / divisor, d.origin_of("logits_scaling"))
+    divisor = 1.0 / d.value("architecture.logit_scale")
     d.note(
         "architecture.logit_scale",
         f"GraniteForCausalLM divides the logits by logits_scaling ({divisor:g}); the card "
         "stores the factor 1/logits_scaling.",
     )
-
-
-def _read_granitemoe(d: Draft) -> None:
-    """GraniteMoe: Granite's factors; every layer's MLP is the experts (Mixtral's routing)."""
-    _read_granite(d)
-    read_mixtral(d)
 
 
 def _read_granitemoehybrid(d: Draft) -> None:
@@ -99,93 +76,62 @@ def _read_granitemoehybrid(d: Draft) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
+def _positive(key: str) -> Callable[[Any], float]:
+    """A multiplier: zero would erase the stream or divide by zero."""
+
+    def checked(value: Any) -> float:
+        if not value:
+            raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
+        return float(value)
+
+    return checked
+
+
+# Granite's four muP factors: GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head));
+# the card's value, 1 (or 1/sqrt(d_head)) where null
+MULTIPLIERS = (
+    Key("embedding_multiplier", "embedding_multiplier", default=1.0,
+        into=_positive("embedding_multiplier"), out=lambda a: a.embedding_multiplier or 1.0),
+    Key("residual_multiplier", "residual_multiplier", default=1.0,
+        into=_positive("residual_multiplier"), out=lambda a: a.residual_multiplier or 1.0),
+    Key("attention_multiplier", "attention.scale", default=1.0,
+        into=_positive("attention_multiplier"),
+        out=lambda a: a.attention.scale or a.head_dim_effective**-0.5),
+    Key("logits_scaling", "logit_scale", default=1.0,  # Granite divides by it
+        into=lambda value: 1.0 / _positive("logits_scaling")(value),
+        out=lambda a: 1.0 / (a.logit_scale or 1.0)),
+)  # fmt: skip
+
+
 def _multipliers(a: Architecture) -> dict:
-    """Granite's muP factors: each the card's value, 1 (or 1/sqrt(d_head)) where null."""
-    return {
-        "embedding_multiplier": a.embedding_multiplier or 1.0,
-        "residual_multiplier": a.residual_multiplier or 1.0,
-        "attention_multiplier": a.attention.scale or a.head_dim_effective**-0.5,
-        "logits_scaling": 1.0 / (a.logit_scale or 1.0),  # Granite divides by it
-    }
+    return write_keys(MULTIPLIERS, a)
 
 
-def granite(a: Architecture) -> dict:
-    """Llama's layout with the four multipliers."""
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(a.bias.qkv == a.bias.attn_out, "Granite's attention_bias covers q, k, v and o")
-    extras = {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
-    return base_config(a) | extras | rope_config(a) | _multipliers(a)
-
-
-def granitemoe(a: Architecture) -> dict:
-    """Mixtral's layout with Granite's multipliers; no MLP biases or shared experts."""
-    need_llama_like(a)
-    ref.need_bias(a, a.bias.qkv, a.bias.qkv, False)
-    need_pattern(a, LayerKind.GLOBAL)
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.layer_period == 1
-        and moe.n_shared == 0
-        and moe.normalize_top_k is not False,
-        "every layer MoE, no shared experts, softmax over the top-k logits",
-    )
-    return (
-        base_config(a)
-        | {
-            "attention_bias": a.bias.qkv,
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-        }
-        | rope_config(a)
-        | _multipliers(a)
-    )
-
-
-def granitemoehybrid(a: Architecture) -> dict:
+def _granitemoehybrid(a: Architecture) -> dict:
     """Granite 4.0-H: Mamba-2 and attention layers, each with routed experts beside a
     shared MLP (or that MLP alone), Granite's factors, RoPE or no positions."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.ROPE, PositionType.NONE)
-    need_pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
-    ref.need_bias(a, a.bias.qkv, a.bias.qkv, False)
+    position = a.position.type
+    require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     moe = a.mlp.moe
     require(
-        moe is None
-        or (
-            moe.first_dense_layers == 0
-            and moe.layer_period == 1
-            and moe.n_shared == 1
-            and moe.normalize_top_k is not False
-        ),
+        moe is None or (moe.n_shared == 1 and moe.normalize_top_k is not False),
         "a dense MLP, or every layer MoE with one shared MLP (softmax over the top-k logits)",
     )
-    names = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
-    out = (
-        base_config(a)
-        | _multipliers(a)
-        | {"attention_bias": a.bias.qkv, "layer_types": layer_kind_names(a, names)}
-    )
-    if moe is None:
-        out |= {"num_local_experts": 0, "shared_intermediate_size": a.mlp.d_ff}
-    else:
-        out |= {
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "shared_intermediate_size": moe.shared_d_ff,
-        }
-    if LayerKind.MAMBA2 in a.attention.layer_pattern:
-        require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-        out |= mamba2_config(a, "mamba_")
-    if a.position.type is PositionType.ROPE:
-        out |= rope_config(a) | {"position_embedding_type": "rope"}
-    return out
+    if LayerKind.MAMBA2 not in a.attention.layer_pattern:
+        return {}
+    require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
+    return mamba2_config(a, "mamba_")
+
+
+def _moe(a: Architecture) -> bool:
+    return a.mlp.moe is not None
+
+
+def _rope(a: Architecture) -> bool:
+    return a.position.type is PositionType.ROPE
+
+
+_HYBRID_LAYERS = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -235,36 +181,60 @@ def _granitemoehybrid_mlp(layer: dict[str, Source]) -> dict[str, Source]:
 
 GRANITE = LLAMA.derive(
     "granite",
-    layer="GraniteDecoderLayer",
-    config_class="GraniteConfig",
-    model_class="GraniteForCausalLM",
+    classes="Granite",
+    keys=(ROPE, *MULTIPLIERS),
     read=_read_granite,
-    write=granite,
+    write=from_keys,
     extras=frozenset({"residual_multiplier"}),
     logit_error=7.1e-08,
     function_fields=("architecture.attention.scale", "architecture.residual_multiplier"),
 )
 GRANITEMOE = GRANITE.derive(
     "granitemoe",
-    layer="GraniteMoeDecoderLayer",
-    config_class="GraniteMoeConfig",
-    model_class="GraniteMoeForCausalLM",
+    classes="GraniteMoe",
     mlp_bias=False,
-    read=_read_granitemoe,
-    write=granitemoe,
+    keys=(Key("mlp_bias"), *EXPERTS),
+    fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax over the top-k logits
+    write=from_keys,
     names=_granitemoe_names,
     logit_error=1.4e-07,
 )
 # logit test: Mamba-2 and NoPE attention, experts and a shared MLP
 GRANITEMOEHYBRID = GRANITEMOE.derive(
     "granitemoehybrid",
-    layer="GraniteMoeHybridDecoderLayer",
-    config_class="GraniteMoeHybridConfig",
-    model_class="GraniteMoeHybridForCausalLM",
+    classes="GraniteMoeHybrid",
     linear_layer="mamba2",
     type_aliases=(("mamba", "linear_attention"), ("attention", "full_attention")),
     read=_read_granitemoehybrid,
-    write=granitemoehybrid,
+    kinds=("mamba2", "global"),
+    keys=(  # read by its hook
+        Key(
+            "num_local_experts",
+            "mlp.moe.n_experts",
+            read=False,
+            out=lambda a: a.mlp.moe.n_experts if _moe(a) else 0,
+        ),
+        Key("num_experts_per_tok", "mlp.moe.n_active", when=_moe, read=False),
+        Key(
+            "shared_intermediate_size",
+            "mlp.moe.shared_d_ff",
+            read=False,
+            out=lambda a: a.mlp.moe.shared_d_ff if _moe(a) else a.mlp.d_ff,
+        ),
+        Key("layer_types", out=lambda a: layer_kind_names(a, _HYBRID_LAYERS), read=False),
+        Key(
+            "rope_parameters",
+            out=lambda a: rope_config(a)["rope_parameters"],
+            when=_rope,
+            read=False,
+        ),
+        Key(
+            "position_embedding_type", "position.type", out=lambda a: "rope", when=_rope, read=False
+        ),
+    ),
+    fixed=(),
+    free=("mlp.moe.n_shared",),
+    write=_granitemoehybrid,
     extras=frozenset({"mamba2", "residual_multiplier"}),
     names=_granitemoehybrid_names,
     logit_error=2.6e-07,

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from archdb.schema import (
-    Architecture,
-    LayerKind,
-    QKNorm,
-    RopeScalingType,
-    RouterScore,
-)
+from collections.abc import Callable
+from typing import Any
+
+from archdb.schema import Architecture, RopeScalingType
 from archdb_hf.draft import Draft, HFImportError, rope_parameters_of, shown_briefly
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    require,
-    rope_config,
-)
+from archdb_hf.families.card_to_config import rope_config, rope_scaling_config
 from archdb_hf.families.llama import LLAMA
+from archdb_hf.keymap import Key, from_keys, require
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -30,7 +20,6 @@ def _read_hunyuan(d: Draft) -> None:
     rope_scaling with an alpha is a fixed NTK stretch of the base (ntk-alpha). The released
     configs' switches transformers does not read are refused where they would change the
     model (cross-layer KV sharing, MLA)."""
-    d.set("architecture.attention.qk_norm_after_rope", True, "family")
     for key in ("use_cla", "use_mla"):
         if d.read(key, default=False):
             raise HFImportError(
@@ -82,15 +71,21 @@ def _read_hunyuan(d: Draft) -> None:
 
 def _one_per_layer(d: Draft, key: str, default: int) -> int:
     """A number Hunyuan's released configs repeat per layer; one value for every layer."""
-    value = d.read(key, default=default)
-    if isinstance(value, list):
-        if len(set(value)) != 1:
-            raise HFImportError(
-                f"config.json: {key} differs between layers ({shown_briefly(value)}): the card "
-                "holds one value for every layer"
-            )
-        value = value[0]
-    return value
+    return _uniform(key)(d.read(key, default=default))
+
+
+def _uniform(key: str) -> Callable[[Any], Any]:
+    def one(value: Any) -> Any:
+        if isinstance(value, list):
+            if len(set(value)) != 1:
+                raise HFImportError(
+                    f"config.json: {key} differs between layers ({shown_briefly(value)}): the "
+                    "card holds one value for every layer"
+                )
+            value = value[0]
+        return value
+
+    return one
 
 
 def _read_hunyuan_moe(d: Draft) -> None:
@@ -109,64 +104,28 @@ def _read_hunyuan_moe(d: Draft) -> None:
         raise HFImportError(
             "moe_layer_num_skipped is not 0, but transformers' Hunyuan makes every layer MoE"
         )
-    d.moe(
-        n_experts=d.read("num_experts", "num_local_experts", default=1),  # the config's defaults
-        n_active=_one_per_layer(d, "moe_topk", 1),
-        n_shared=1,
-        shared_d_ff=d_ff,
-    )
-    d.set("architecture.mlp.moe.score_function", "softmax", "family")
-    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
+    d.set("architecture.mlp.moe.shared_d_ff", d_ff, "config")
 
 
-# --- card -> config (the reference) ------------------------------------------------------
-
-
-def hunyuan_v1_dense(a: Architecture) -> dict:
-    """Hunyuan dense: Llama with a per-head RMS QK norm (applied after RoPE, which changes
-    outputs, not counts); attention_bias covers q, k, v and o, the MLP never has one."""
-    _hunyuan_attention(a)
-    need_dense(a)
-    return base_config(a) | _hunyuan_rope(a) | {"attention_bias": a.bias.qkv}
-
-
-def _hunyuan_attention(a: Architecture) -> None:
-    need_llama_like(a, QKNorm.PER_HEAD)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    require(a.attention.qk_norm_after_rope is not False, "the QK norm after RoPE")
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
 def _hunyuan_rope(a: Architecture) -> dict:
     """RoPE as Hunyuan's configs spell it: ntk-alpha is their "dynamic" scaling with an
     alpha (the code then fixes the base at rope_theta * alpha^(d/(d-2)); factor unused, 1)."""
-    config = rope_config(a)
+    params = rope_config(a)["rope_parameters"]
     s = a.position.rope_scaling
     if s is not None and s.type is RopeScalingType.NTK_ALPHA:
-        config["rope_parameters"] |= {"rope_type": "dynamic", "factor": 1.0, "alpha": s.factor}
+        params |= {"rope_type": "dynamic", "factor": 1.0, "alpha": s.factor}
     elif s is not None:
-        config["rope_parameters"] |= ref.rope_scaling_config(a)
-    return config
+        params |= rope_scaling_config(a)
+    return params
 
 
-def hunyuan_v1_moe(a: Architecture) -> dict:
-    """Hunyuan MoE: every layer's MLP is softmax-routed experts, the chosen renormalized,
-    plus one shared MLP; experts and shared MLP all intermediate_size wide."""
-    _hunyuan_attention(a)
+def _hunyuan_v1_moe(a: Architecture) -> dict:
     moe = a.mlp.moe
-    require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
-    require(
-        (moe.n_shared, moe.shared_d_ff, moe.first_dense_layers, moe.layer_period)
-        == (1, a.mlp.d_ff, 0, 1),
-        "one shared MLP as wide as an expert, experts in every layer",
-    )
-    require(moe.score_function is not RouterScore.SIGMOID, "mlp.moe.score_function softmax")
-    require(moe.normalize_top_k is not False, "the chosen scores renormalized")
-    return (
-        base_config(a)
-        | _hunyuan_rope(a)
-        | {"attention_bias": a.bias.qkv, "num_experts": moe.n_experts, "moe_topk": moe.n_active}
-    )
+    require(moe.shared_d_ff == a.mlp.d_ff, "one shared MLP as wide as an expert")
+    return {}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -211,14 +170,14 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
         "norm_topk_prob",
         "mlp_bias",
     ),
-    layer="HunYuanDenseV1DecoderLayer",
-    config_class="HunYuanDenseV1Config",
-    model_class="HunYuanDenseV1ForCausalLM",
+    classes="HunYuanDenseV1",
     qk_norm="per-head",
     mlp_bias=False,
     eps_default=1e-05,
+    keys=(Key("mlp_bias"), Key("rope_parameters", out=_hunyuan_rope, read=False)),
+    fixed=(("attention.qk_norm_after_rope", True),),
     read=_read_hunyuan,
-    write=hunyuan_v1_dense,
+    write=from_keys,
     extras=frozenset({"qk_norm_after_rope"}),
     names=_hunyuan_v1_dense_names,
     logit_error=0.0,
@@ -227,11 +186,21 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
 # logit test: Hunyuan dense, with softmax top-k renormalized beside a shared MLP
 HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
     "hunyuan_v1_moe",
-    layer="HunYuanMoEV1DecoderLayer",
-    config_class="HunYuanMoEV1Config",
-    model_class="HunYuanMoEV1ForCausalLM",
+    classes="HunYuanMoEV1",
+    # every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP
+    keys=(
+        Key("num_experts", "mlp.moe.n_experts", default=1, also=("num_local_experts",)),
+        Key("moe_topk", "mlp.moe.n_active", default=1, into=_uniform("moe_topk")),
+    ),
+    fixed=(
+        ("attention.qk_norm_after_rope", True),
+        ("mlp.moe.n_shared", 1),
+        ("mlp.moe.score_function", "softmax"),
+        ("mlp.moe.normalize_top_k", True),
+    ),
+    free=("mlp.moe.shared_d_ff",),
     read=_read_hunyuan_moe,
-    write=hunyuan_v1_moe,
+    write=_hunyuan_v1_moe,
     names=_hunyuan_v1_moe_names,
     logit_error=2.3e-07,
 )

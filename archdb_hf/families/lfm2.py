@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from archdb.schema import (
-    Architecture,
-    LayerKind,
-    QKNorm,
-    RouterScore,
-)
+from typing import Any
+
+from archdb.schema import Architecture, LayerKind
 from archdb_hf.draft import Draft, HFImportError, read_layer_period
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_kind_names,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    require,
-    rope_config,
-)
-from archdb_hf.families.llama import LLAMA
+from archdb_hf.families.card_to_config import layer_kind_names
+from archdb_hf.families.llama import LLAMA, ROPE
+from archdb_hf.keymap import Key, dropped, require
 from archdb_hf.tensors import QKVO, Names, Source, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -60,7 +49,6 @@ def _lfm2_layers(d: Draft) -> None:
               d.origin_of("conv_L_cache"))  # fmt: skip
         d.set("architecture.mixers.short_conv.bias", d.read("conv_bias", default=False),
               d.origin_of("conv_bias"))  # fmt: skip
-        d.set("architecture.mixers.short_conv.mlp", True, "family")
     else:
         d.read("conv_L_cache")
         d.read("conv_bias")
@@ -82,83 +70,25 @@ def _read_lfm2(d: Draft) -> None:
 
 def _read_lfm2_moe(d: Draft) -> None:
     """LFM2-MoE: num_dense_layers dense MLPs (intermediate_size, not adjusted), then routed
-    experts of moe_intermediate_size; a sigmoid router whose expert bias only chooses."""
-    first_dense = d.read("num_dense_layers", default=2)
-    dense_d_ff = d.value("architecture.mlp.d_ff")
-    d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
-    d.moe(
-        n_experts=d.read("num_experts", required=True),
-        n_active=d.read("num_experts_per_tok", required=True),
-        first_dense_layers=first_dense,
-        dense_d_ff=dense_d_ff if first_dense else None,
-    )
-    # Lfm2MoeTopKRouter: sigmoid scores, the expert bias only chooses, the chosen scores
-    # renormalized (norm_topk_prob), times routed_scaling_factor
-    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
-    d.set("architecture.mlp.moe.score_correction_bias", d.read("use_expert_bias", default=True),
-          "config")  # fmt: skip
-    d.set("architecture.mlp.moe.normalize_top_k", d.read("norm_topk_prob", default=True),
-          "config")  # fmt: skip
-    d.set("architecture.mlp.moe.routed_scale", d.read("routed_scaling_factor", default=1.0),
-          "config")  # fmt: skip
+    experts of moe_intermediate_size (the keys)."""
+    if d.value("architecture.mlp.moe.first_dense_layers"):
+        d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size"), "config")
     _lfm2_layers(d)
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def _lfm2_common(a: Architecture) -> dict:
-    """LFM2's shared layout: Llama's pre-norm block with per-head QK norm, no biases in
-    attention or MLP, short-conv layers where the pattern says (one conv_bias flag), the
-    head width d_model / n_heads (the config has no head_dim)."""
-    need_llama_like(a, QKNorm.PER_HEAD)
-    need_pattern(a, LayerKind.SHORT_CONV, LayerKind.GLOBAL)
-    ref.need_bias(a, False, False, False)
+def _lfm2(a: Architecture) -> dict:
     require(
         a.head_dim_effective * a.attention.n_heads == a.d_model,
         "attention.head_dim d_model / n_heads (LFM2's config has no head_dim)",
     )
-    c = a.mixers.short_conv if a.mixers is not None else None
-    require(c is None or c.mlp, "mixers.short_conv.mlp true: every LFM2 layer has the MLP")
-    names = {LayerKind.SHORT_CONV: "conv", LayerKind.GLOBAL: "full_attention"}
-    base = {k: v for k, v in base_config(a).items() if k != "head_dim"}
-    return (
-        base
-        | rope_config(a)
-        | {
-            "layer_types": layer_kind_names(a, names),
-            "conv_L_cache": c.conv_kernel if c is not None else 3,
-            "conv_bias": c.bias if c is not None else False,
-        }
-    )
+    return {}
 
 
-def lfm2(a: Architecture) -> dict:
-    need_dense(a)
-    return _lfm2_common(a) | {"block_auto_adjust_ff_dim": False}  # d_ff is the width used
-
-
-def lfm2_moe(a: Architecture) -> dict:
-    """LFM2-MoE: dense MLPs in the first layers, then routed experts, no shared expert; a
-    sigmoid router whose expert bias only chooses, renormalized, scaled (no groups)."""
-    common = _lfm2_common(a)
-    moe = a.mlp.moe
-    require(
-        moe is not None and moe.layer_period == 1 and moe.n_shared == 0,
-        "MoE after the first dense layers, every layer, no shared experts",
-    )
-    require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
-    require((moe.n_groups or 1) == 1, "no expert groups")
-    return common | {
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-        "moe_intermediate_size": a.mlp.d_ff,
-        "num_dense_layers": moe.first_dense_layers,
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "use_expert_bias": bool(moe.score_correction_bias),
-        "norm_topk_prob": moe.normalize_top_k is not False,
-        "routed_scaling_factor": moe.routed_scale or 1.0,
-    }
+def _short_conv(a: Architecture) -> Any:
+    return a.mixers.short_conv if a.mixers is not None else None
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -204,13 +134,13 @@ def _lfm2_moe_names() -> Names:
     return names
 
 
+_LAYER_TYPES = {LayerKind.SHORT_CONV: "conv", LayerKind.GLOBAL: "full_attention"}
+
 # --- the families ----------------------------------------------------------------------
 
 LFM2 = LLAMA.derive(
     "lfm2",
-    layer="Lfm2DecoderLayer",
-    config_class="Lfm2Config",
-    model_class="Lfm2ForCausalLM",
+    classes="Lfm2",
     eps_key="norm_eps",
     qk_norm="per-head",
     mlp_bias=False,
@@ -218,8 +148,29 @@ LFM2 = LLAMA.derive(
     rope_theta_default=1000000.0,
     eps_default=1e-05,
     conv_layer="short-conv",
+    fixed_bias=(False, False, False),
+    kinds=("short-conv", "global"),
+    keys=(
+        *dropped(("head_dim", "attention_bias", "mlp_bias")),
+        ROPE,
+        Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
+        Key(
+            "conv_L_cache",
+            "mixers.short_conv.conv_kernel",
+            read=False,
+            out=lambda a: _short_conv(a).conv_kernel if _short_conv(a) else 3,
+        ),
+        Key(
+            "conv_bias",
+            "mixers.short_conv.bias",
+            read=False,
+            out=lambda a: _short_conv(a).bias if _short_conv(a) else False,
+        ),
+        Key("block_auto_adjust_ff_dim", out=lambda a: False, read=False),  # d_ff: the width
+    ),
+    fixed=(("mixers.short_conv.mlp", True),),  # every LFM2 layer has the MLP
     read=_read_lfm2,
-    write=lfm2,
+    write=_lfm2,
     extras=frozenset({"short_conv"}),
     names=_lfm2_names,
     logit_error=2.4e-07,
@@ -227,11 +178,43 @@ LFM2 = LLAMA.derive(
 # logit test: sigmoid router whose expert bias only chooses, scaled
 LFM2_MOE = LFM2.derive(
     "lfm2_moe",
-    layer="Lfm2MoeDecoderLayer",
-    config_class="Lfm2MoeConfig",
-    model_class="Lfm2MoeForCausalLM",
+    classes="Lfm2Moe",
+    # Lfm2MoeTopKRouter: sigmoid scores, the expert bias only chooses, the chosen scores
+    # renormalized (norm_topk_prob), times routed_scaling_factor; no shared expert
+    keys=(
+        Key("block_auto_adjust_ff_dim"),
+        Key(
+            "intermediate_size",
+            "mlp.moe.dense_d_ff",
+            read=False,
+            out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff,
+        ),
+        Key("moe_intermediate_size", "mlp.d_ff", required=True),
+        Key("num_dense_layers", "mlp.moe.first_dense_layers", default=2),
+        Key("num_experts", "mlp.moe.n_experts", required=True),
+        Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
+        Key(
+            "use_expert_bias",
+            "mlp.moe.score_correction_bias",
+            default=True,
+            out=lambda a: bool(a.mlp.moe.score_correction_bias),
+        ),
+        Key(
+            "norm_topk_prob",
+            "mlp.moe.normalize_top_k",
+            default=True,
+            out=lambda a: a.mlp.moe.normalize_top_k is not False,
+        ),
+        Key(
+            "routed_scaling_factor",
+            "mlp.moe.routed_scale",
+            default=1.0,
+            out=lambda a: a.mlp.moe.routed_scale or 1.0,
+        ),
+    ),
+    fixed=(("mixers.short_conv.mlp", True), ("mlp.moe.score_function", "sigmoid")),
     read=_read_lfm2_moe,
-    write=lfm2_moe,
+    write=_lfm2,
     extras=frozenset({"correction_bias", "routed_scale", "short_conv", "sigmoid_scores"}),
     names=_lfm2_moe_names,
     logit_error=2.3e-07,

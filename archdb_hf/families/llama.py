@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from archdb.parts.mlp import CLAMPED_SWIGLU
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
-)
+from archdb.schema import Architecture, LayerKind, NormAffine, NormType, QKNorm
 from archdb_hf.draft import Draft, HFImportError, read_layer_period
-from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
     layer_types_of,
-    need_activation,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
-    require,
     rope_config,
+    rope_scaling_config,
 )
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import Key, from_keys, require
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -45,31 +27,7 @@ from archdb_hf.tensors import (
     v_rows,
 )
 
-if TYPE_CHECKING:
-    from archdb_hf.families.spec import FamilySpec
-
 # --- config -> card (import-hf) ----------------------------------------------------------
-
-
-def read_mixtral(d: Draft) -> None:
-    d.moe(
-        n_experts=d.read("num_local_experts", required=True),
-        n_active=d.read("num_experts_per_tok", required=True),
-    )
-    d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
-
-
-def _read_gpt_oss(d: Draft) -> None:
-    """gpt-oss: sinks, a biased router over biased experts, the clamped SwiGLU."""
-    read_mixtral(d)
-    d.set("architecture.mlp.moe.router_bias", True, "family")
-    d.set("architecture.bias.mlp", True, "family")  # the experts' projections
-    d.set("architecture.attention.sinks", True, "family")
-    d.set("architecture.mlp.activation", "clamped-swiglu", "family")  # GptOssExperts
-    limit = d.read("swiglu_limit", default=7.0)  # GptOssConfig's defaults
-    d.set("architecture.mlp.swiglu_limit", float(limit), d.origin_of("swiglu_limit"))
-    alpha = d.read("swiglu_alpha", default=1.702)
-    d.set("architecture.mlp.swiglu_alpha", float(alpha), d.origin_of("swiglu_alpha"))
 
 
 def _read_smollm3(d: Draft) -> None:
@@ -109,201 +67,76 @@ def _read_smollm3(d: Draft) -> None:
             d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
 
 
-def _read_seed_oss(d: Draft) -> None:
-    """Seed-OSS: Llama whose attention_bias covers q, k and v only (default true); o_proj
-    has its own attention_out_bias (default false)."""
-    out = d.read("attention_out_bias", default=False)  # SeedOssConfig's default
-    d.set("architecture.bias.attn_out", out, d.origin_of("attention_out_bias"))
+# --- card -> config (the reference): what no key can write ------------------------------
 
 
-# --- card -> config (the reference) ------------------------------------------------------
-
-
-def llama(a: Architecture) -> dict:
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(a.bias.qkv == a.bias.attn_out, "Llama's attention_bias covers q, k, v and o alike")
-    return base_config(a) | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp}
-
-
-def mistral(a: Architecture) -> dict:
-    need_llama_like(a)
-    need_dense(a)
-    require(len(set(a.attention.layer_pattern)) == 1, "one kind of layer: local or global")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    ref.need_bias(a, False, False, False)
-    return base_config(a) | {"sliding_window": a.attention.sliding_window}
-
-
-def phi3(a: Architecture) -> dict:
-    """Phi-3 and Phi-4: Llama's layout with fused qkv and gate/up (the same counts)."""
-    return mistral(a) | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
-
-
-def mixtral(a: Architecture) -> dict:
-    need_llama_like(a)
-    ref.need_bias(a, False, False, False)
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.layer_period == 1
-        and moe.n_shared == 0,
-        "every layer MoE, no shared experts",
-    )
-    return base_config(a) | {
-        "num_local_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "sliding_window": a.attention.sliding_window,
-    }
-
-
-def gpt_oss(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.CLAMPED_SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.ROPE)
+def _gpt_oss(a: Architecture) -> dict:
     require(not a.position.rotary_fraction, "every head dim rotates")
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
     require(bool(a.attention.sinks), "attention.sinks: gpt-oss always has them")
-    require(a.bias.qkv == a.bias.attn_out and a.bias.mlp, "attention_bias; biased experts")
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.layer_period == 1
-        and moe.n_shared == 0
-        and bool(moe.router_bias)
-        and moe.normalize_top_k is not False,
-        "every layer MoE with a biased router (softmax over the top k), no shared experts",
-    )
-    names = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
+    require(bool(a.mlp.moe.router_bias), "a biased router")
     rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
-    return base_config(a) | {
-        "attention_bias": a.bias.qkv,
-        "num_local_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "sliding_window": a.attention.sliding_window,
-        "layer_types": layer_kind_names(a, names),
-        "rope_parameters": rope | ref.rope_scaling_config(a),
-        "swiglu_limit": a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
-        "swiglu_alpha": a.mlp.swiglu_alpha or CLAMPED_SWIGLU.alpha,
-        "rms_norm_eps": a.norm.eps or 1e-5,
-    }
+    return {"rope_parameters": rope | rope_scaling_config(a), "rms_norm_eps": a.norm.eps or 1e-5}
 
 
-def apertus(a: Architecture) -> dict:
-    """Apertus: Llama's layout with per-head QK norms and an up/xIELU/down MLP."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.XIELU)
-    need_softmax_attention(a, QKNorm.PER_HEAD)
-    ref.need_position(a, PositionType.ROPE)
+def _apertus(a: Architecture) -> dict:
     require(not a.position.rotary_fraction, "every head dim rotates")
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias; no MLP bias")
     rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 12_000_000.0}
-    return base_config(a) | {
-        "attention_bias": a.bias.qkv,
-        "hidden_act": "xielu",
-        "rope_parameters": rope | ref.rope_scaling_config(a),
-        "rms_norm_eps": a.norm.eps or 1e-5,
-    }
+    return {"rope_parameters": rope | rope_scaling_config(a), "rms_norm_eps": a.norm.eps or 1e-5}
 
 
-def nemotron(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SQUARED_RELU)
-    need_softmax_attention(a)
-    need_dense(a)
-    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
-    return base_config(a) | {
-        "attention_bias": a.bias.qkv,
-        "mlp_bias": a.bias.mlp,
-        "partial_rotary_factor": a.position.rotary_fraction or 1.0,
-    }
-
-
-def llama4_text(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
-    ref.need_bias(a, False, False, False)
+def _llama4_text(a: Architecture) -> dict:
     moe = a.mlp.moe
-    require(moe is not None and moe.first_dense_layers == 0, "MoE without leading dense layers")
+    require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
     require(
         moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff,
         "one shared expert as wide as a routed one",
     )
-    nope = [int(k is LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()]
-    return base_config(a) | {
-        "intermediate_size_mlp": moe.dense_d_ff or 4 * a.d_model,
-        "num_local_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "interleave_moe_layer_step": moe.layer_period,
-        "use_qk_norm": a.attention.qk_norm is QKNorm.L2,
-        "no_rope_layers": [1 - x for x in nope],
-        "attention_chunk_size": a.attention.sliding_window,
-    }
+    return {}
 
 
-def smollm3(a: Architecture) -> dict:
-    """Llama with NoPE layers (no_rope_layers[i] == 0) and an optional sliding window on
-    the RoPE layers."""
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE, LayerKind.LOCAL)
-    require(a.bias.qkv == a.bias.attn_out, "SmolLM3's attention_bias covers q, k, v and o alike")
-    kinds = a.layer_kinds()
-    local = LayerKind.LOCAL in kinds
-    return (
-        base_config(a)
-        | rope_config(a)
-        | {
-            "attention_bias": a.bias.qkv,
-            "mlp_bias": a.bias.mlp,
-            "no_rope_layers": [int(k is not LayerKind.GLOBAL_NOPE) for k in kinds],
-            "use_sliding_window": local,
-            "sliding_window": a.attention.sliding_window if local else None,
-            "layer_types": layer_types_of(a),
-        }
-    )
-
-
-def seed_oss(a: Architecture) -> dict:
-    """Llama with separate bias flags: q/k/v (attention_bias) and o (attention_out_bias)."""
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL)
-    return (
-        base_config(a)
-        | rope_config(a)
-        | {
-            "attention_bias": a.bias.qkv,
-            "attention_out_bias": a.bias.attn_out,
-            "mlp_bias": a.bias.mlp,
-        }
-    )
-
-
-def chameleon(a: Architecture) -> dict:
+def _chameleon(a: Architecture) -> dict:
     # transformers' port learns one QK LayerNorm per head; the official checkpoint shares
     # one per model-parallel shard, which the port cannot express.
-    need_llama_like(a, QKNorm.PER_HEAD_UNTIED)
     require(
         a.attention.qk_norm_type is NormType.LAYERNORM
         and a.attention.qk_norm_affine is NormAffine.SCALE_AND_BIAS,
         "Chameleon's QK norm is a LayerNorm with scale and bias",
     )
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
     # the image tokenizer (vqmodel) is built with defaults and left out of the count
-    return base_config(a) | {"vq_config": {}, "vocabulary_map": {"<image>": 0}}
+    return {"vq_config": {}, "vocabulary_map": {"<image>": 0}}
+
+
+def _local(a: Architecture) -> bool:
+    return LayerKind.LOCAL in a.layer_kinds()
+
+
+# the sizes a Llama-style config states; import-hf's generic steps read them (and their
+# other spellings), so these keys are written only
+SIZES = (
+    Key("vocab_size", "vocab_size", read=False),
+    Key("hidden_size", "d_model", read=False),
+    Key("intermediate_size", "mlp.d_ff", read=False),
+    Key("num_hidden_layers", "n_layers", read=False),
+    Key("num_attention_heads", "attention.n_heads", read=False),
+    Key("num_key_value_heads", "attention.n_kv_heads", read=False),
+    Key("head_dim", "attention.head_dim", out=lambda a: a.head_dim_effective, read=False),
+    Key("max_position_embeddings", "context_length", read=False),
+    Key("tie_word_embeddings", "tied_embeddings", read=False),
+)
+BIASES = (Key("attention_bias", "bias.qkv", read=False), Key("mlp_bias", "bias.mlp", read=False))
+SLIDING_WINDOW = Key("sliding_window", "attention.sliding_window", read=False)
+ROTARY_FRACTION = Key(
+    "partial_rotary_factor",
+    "position.rotary_fraction",
+    out=lambda a: a.position.rotary_fraction or 1.0,
+    read=False,
+)
+EXPERTS = (
+    Key("num_local_experts", "mlp.moe.n_experts", required=True),
+    Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
+)
+ROPE = Key("rope_parameters", out=lambda a: rope_config(a)["rope_parameters"], read=False)
+LAYER_TYPES = Key("layer_types", out=layer_types_of, read=False)
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -367,111 +200,146 @@ def _apertus_names() -> Names:
 
 LLAMA = FamilySpec(
     "llama",
-    layer="LlamaDecoderLayer",
-    config_class="LlamaConfig",
-    model_class="LlamaForCausalLM",
+    classes="Llama",
     mlp_bias=None,
-    write=llama,
+    keys=SIZES + BIASES,
+    write=from_keys,
     names=llama_names,
     logit_error=0.0,
 )
 MISTRAL = LLAMA.derive(
     "mistral",
-    layer="MistralDecoderLayer",
-    config_class="MistralConfig",
-    model_class="MistralForCausalLM",
+    classes="Mistral",
+    fixed_bias=(False, False, False),
     mlp_bias=False,
     sliding_everywhere=True,
-    write=mistral,
+    kinds=("local", "global"),
+    keys=(Key("attention_bias"), Key("mlp_bias"), SLIDING_WINDOW),
+    write=from_keys,
     logit_error=3.2e-07,
 )
 MIXTRAL = MISTRAL.derive(
     "mixtral",
-    layer="MixtralDecoderLayer",
-    config_class="MixtralConfig",
-    model_class="MixtralForCausalLM",
+    classes="Mixtral",
     eps_default=1e-05,
-    read=read_mixtral,
-    write=mixtral,
+    keys=EXPERTS,
+    fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax of the top k
+    write=from_keys,
     names=mixtral_names,
     logit_error=3.3e-07,
 )
-PHI3 = LLAMA.derive(
+PHI3 = MISTRAL.derive(
     "phi3",
-    layer="Phi3DecoderLayer",
-    config_class="Phi3Config",
-    model_class="Phi3ForCausalLM",
-    mlp_bias=False,
+    classes="Phi3",
     eps_default=1e-05,
-    sliding_everywhere=True,
-    write=phi3,
+    keys=(ROTARY_FRACTION,),
+    write=from_keys,
     names=_phi3_names,
     logit_error=3e-07,
 )
 # logit test: Llama with NoPE layers
 SMOLLM3 = LLAMA.derive(
     "smollm3",
-    layer="SmolLM3DecoderLayer",
-    config_class="SmolLM3Config",
-    model_class="SmolLM3ForCausalLM",
+    classes="SmolLM3",
     tied_default=True,
     rope_theta_default=2000000.0,
+    kinds=("global", "global-nope", "local"),
+    keys=(
+        ROPE,
+        Key(
+            "no_rope_layers",
+            out=lambda a: [int(k is not LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()],
+            read=False,
+        ),
+        Key("use_sliding_window", out=_local, read=False),
+        Key(
+            "sliding_window",
+            "attention.sliding_window",
+            read=False,
+            out=lambda a: a.attention.sliding_window if _local(a) else None,
+        ),
+        LAYER_TYPES,
+    ),
     read=_read_smollm3,
-    write=smollm3,
+    write=from_keys,
     logit_error=0.0,
 )
 # logit test: Llama with q/k/v and o bias flags of their own
 SEED_OSS = LLAMA.derive(
     "seed_oss",
-    layer="SeedOssDecoderLayer",
-    config_class="SeedOssConfig",
-    model_class="SeedOssForCausalLM",
+    classes="SeedOss",
     attention_bias_default=True,
-    read=_read_seed_oss,
-    write=seed_oss,
+    keys=(ROPE, Key("attention_out_bias", "bias.attn_out", default=False)),
+    write=from_keys,
     logit_error=3.2e-07,
 )
 APERTUS = LLAMA.derive(
     "apertus",
-    layer="ApertusDecoderLayer",
-    config_class="ApertusConfig",
-    model_class="ApertusForCausalLM",
+    classes="Apertus",
     gated=False,
     qk_norm="per-head",
     mlp_bias=False,
     activation_default="xielu",
     rope_theta_default=12000000.0,
     eps_default=1e-05,
-    write=apertus,
+    keys=(Key("mlp_bias"), Key("hidden_act", out=lambda a: "xielu", read=False)),
+    write=_apertus,
     names=_apertus_names,
     logit_error=5.5e-07,
 )
 NEMOTRON = LLAMA.derive(
     "nemotron",
-    layer="NemotronDecoderLayer",
-    config_class="NemotronConfig",
-    model_class="NemotronForCausalLM",
+    classes="Nemotron",
     eps_key="norm_eps",
     norm="layernorm",
     norm_affine="scale-and-bias",
     gated=False,
     activation_default="relu2",
     rotary_fraction_default=0.5,
-    write=nemotron,
+    kinds=tuple(LayerKind),
+    keys=(ROTARY_FRACTION,),
+    write=from_keys,
     logit_error=0.0,
 )
 GPT_OSS = LLAMA.derive(
     "gpt_oss",
-    layer="GptOssDecoderLayer",
-    config_class="GptOssConfig",
-    model_class="GptOssForCausalLM",
-    mlp_bias=False,
-    read=_read_gpt_oss,
-    write=gpt_oss,
+    classes="GptOss",
+    mlp_bias=True,  # the experts' projections
+    builds_activations=("clamped-swiglu",),  # GptOssExperts
+    kinds=("local", "global"),
+    keys=(
+        Key("mlp_bias"),
+        *EXPERTS,
+        SLIDING_WINDOW,
+        Key("layer_types", out=lambda a: layer_kind_names(a, _GPT_OSS_LAYERS), read=False),
+        Key(
+            "swiglu_limit",
+            "mlp.swiglu_limit",
+            default=CLAMPED_SWIGLU.limit,
+            into=float,
+            out=lambda a: a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
+        ),
+        Key(
+            "swiglu_alpha",
+            "mlp.swiglu_alpha",
+            default=CLAMPED_SWIGLU.alpha,
+            into=float,
+            out=lambda a: a.mlp.swiglu_alpha or CLAMPED_SWIGLU.alpha,
+        ),
+    ),
+    fixed=(
+        ("mlp.moe.normalize_top_k", True),
+        ("mlp.moe.router_bias", True),
+        ("attention.sinks", True),
+        ("mlp.activation", "clamped-swiglu"),
+        ("bias.mlp", True),
+    ),
+    write=_gpt_oss,
     extras=frozenset({"router_bias", "sinks"}),
     names=_gpt_oss_names,
     logit_error=3.5e-07,
 )
+_GPT_OSS_LAYERS = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
 LLAMA4_TEXT = FamilySpec(
     "llama4_text",
     module="llama4",
@@ -479,7 +347,26 @@ LLAMA4_TEXT = FamilySpec(
     config_class="Llama4TextConfig",
     model_class="Llama4ForCausalLM",
     imports=False,
-    write=llama4_text,
+    fixed_bias=(False, False, False),
+    kinds=tuple(LayerKind),
+    keys=SIZES
+    + EXPERTS
+    + (
+        Key(
+            "intermediate_size_mlp",
+            "mlp.moe.dense_d_ff",
+            out=lambda a: a.mlp.moe.dense_d_ff or 4 * a.d_model,
+        ),
+        Key("interleave_moe_layer_step", "mlp.moe.layer_period"),
+        Key("use_qk_norm", "attention.qk_norm", out=lambda a: a.attention.qk_norm is QKNorm.L2),
+        Key(
+            "no_rope_layers",
+            out=lambda a: [int(k is not LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()],
+        ),
+        Key("attention_chunk_size", "attention.sliding_window"),
+    ),
+    free=("mlp.moe.n_shared", "mlp.moe.shared_d_ff"),
+    write=_llama4_text,
 )
 CHAMELEON = FamilySpec(
     "chameleon",
@@ -487,6 +374,9 @@ CHAMELEON = FamilySpec(
     config_class="ChameleonConfig",
     model_class="ChameleonForConditionalGeneration",
     imports=False,
-    write=chameleon,
+    qk_norm="per-head-untied",
+    fixed_bias=(False, False, False),
+    keys=SIZES,
+    write=_chameleon,
     decoder_only_of="vqmodel",
 )

@@ -6,20 +6,16 @@ from __future__ import annotations
 from archdb.schema import Architecture, LayerKind
 from archdb_hf import draft as imp
 from archdb_hf.draft import Draft, HFImportError, read_layer_period
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_kind_names,
-    need_llama_like,
-    need_pattern,
-    require,
-)
-from archdb_hf.families.llama import LLAMA
+from archdb_hf.families.card_to_config import layer_kind_names, need_sigmoid_router
+from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
+from archdb_hf.families.llama import LLAMA, SLIDING_WINDOW
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # MiMoV2FlashConfig's defaults (transformers 5.25), which its class also takes for the
 # released config's own spellings of them
 _FULL_THETA, _SLIDING_THETA, _ROTARY = 5_000_000.0, 10_000.0, 0.334
+_LAYER_TYPES = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -127,21 +123,16 @@ def _rope(d: Draft) -> None:
 
 
 def _moe_layers(d: Draft, n: int) -> None:
+    """Leading dense layers, then the experts (their sizes and router: the keys)."""
     dense = _dense_layers(d, n)
-    dense_d_ff = d.value("architecture.mlp.d_ff")
-    expert = d.read("moe_intermediate_size", default=2048)
-    d.set("architecture.mlp.d_ff", expert, d.origin_of("moe_intermediate_size"))
+    d.set("architecture.mlp.moe.first_dense_layers", dense, "config")
+    d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size") if dense else None,
+          "config")  # fmt: skip
     if d.read("n_shared_experts"):
         raise HFImportError("n_shared_experts: transformers' MiMoV2FlashMoE has no shared expert")
-    d.moe(
-        n_experts=d.read("n_routed_experts", "num_local_experts", default=256),
-        n_active=d.read("num_experts_per_tok", default=8),
-        first_dense_layers=dense,
-        dense_d_ff=dense_d_ff if dense else None,
-    )
-    for key in ("topk_method",):
-        d.read(key)
-    imp._sigmoid_router(d, 1, 1, default_scale=1.0)
+    d.read("topk_method")
+    if (d.value("architecture.mlp.moe.n_groups") or 1) > 1:
+        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
     if d.read("routed_scaling_factor") is None:  # null: MiMoV2FlashConfig makes it 1
         d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
 
@@ -149,10 +140,7 @@ def _moe_layers(d: Draft, n: int) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def mimo_v2_flash(a: Architecture) -> dict:
-    need_llama_like(a)
-    need_pattern(a, LayerKind.LOCAL, LayerKind.GLOBAL)
-    ref.need_bias(a, a.bias.qkv, False, False)
+def _mimo_v2_flash(a: Architecture) -> dict:
     att, g, pos = a.attention, a.attention.global_layers, a.position
     require(
         g is not None
@@ -164,12 +152,7 @@ def mimo_v2_flash(a: Architecture) -> dict:
         "global_layers.n_kv_heads half of n_kv_heads, nothing else of their own",
     )
     require(bool(att.sinks) and g.sinks is False, "sinks on the sliding layers only")
-    moe = a.mlp.moe
-    require(
-        moe is not None and moe.n_shared == 0 and moe.layer_period == 1,
-        "MoE after the dense first layers, no shared expert",
-    )
-    ref.need_sigmoid_router(moe)
+    need_sigmoid_router(a.mlp.moe)
     fraction = pos.rotary_fraction or 1.0
     theta = pos.rope_theta or _FULL_THETA
     rope = {
@@ -178,25 +161,11 @@ def mimo_v2_flash(a: Architecture) -> dict:
         "sliding_attention": {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta,
                               "partial_rotary_factor": fraction},
     }  # fmt: skip
-    kinds = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
-    dense = moe.first_dense_layers
-    return base_config(a) | {
+    dense = a.mlp.moe.first_dense_layers
+    return {
         "num_key_value_heads": g.n_kv_heads,
-        "v_head_dim": att.v_head_dim or a.head_dim_effective,
-        "attention_bias": a.bias.qkv,
-        "attention_value_scale": att.value_multiplier or 1.0,
-        "sliding_window": att.sliding_window,
-        "layer_types": layer_kind_names(a, kinds),
         "mlp_layer_types": ["dense"] * dense + ["sparse"] * (a.n_layers - dense),
         "rope_parameters": rope,
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-        "moe_intermediate_size": a.mlp.d_ff,
-        "n_routed_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "n_group": moe.n_groups or 1,
-        "topk_group": moe.top_k_groups or 1,
-        "norm_topk_prob": moe.normalize_top_k is not False,
-        "routed_scaling_factor": moe.routed_scale or 1.0,
     }
 
 
@@ -217,9 +186,7 @@ def _mimo_v2_flash_names() -> Names:
 
 MIMO_V2_FLASH = LLAMA.derive(
     "mimo_v2_flash",
-    layer="MiMoV2FlashDecoderLayer",
-    config_class="MiMoV2FlashConfig",
-    model_class="MiMoV2FlashForCausalLM",
+    classes="MiMoV2Flash",
     eps_default=1e-05,
     mlp_bias=False,
     released_keys=(
@@ -236,8 +203,38 @@ MIMO_V2_FLASH = LLAMA.derive(
         "partial_rotary_factor",
         "rope_theta",
     ),
+    kinds=("local", "global"),
+    fixed=(("bias.attn_out", False), ("attention.sinks", True), *SIGMOID_SCORES),
+    keys=(
+        Key("mlp_bias"),
+        Key(
+            "v_head_dim",
+            "attention.v_head_dim",
+            read=False,
+            out=lambda a: a.attention.v_head_dim or a.head_dim_effective,
+        ),
+        Key(
+            "attention_value_scale",
+            "attention.value_multiplier",
+            read=False,
+            out=lambda a: a.attention.value_multiplier or 1.0,
+        ),
+        SLIDING_WINDOW,
+        Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
+        Key(
+            "intermediate_size",
+            "mlp.moe.dense_d_ff",
+            read=False,
+            out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff,
+        ),
+        Key("moe_intermediate_size", "mlp.d_ff", default=2048),
+        Key("n_routed_experts", "mlp.moe.n_experts", default=256, also=("num_local_experts",)),
+        Key("num_experts_per_tok", "mlp.moe.n_active", default=8),
+        *v3_router(1, 1, 1.0),
+    ),
+    free=("mlp.moe.first_dense_layers",),
     read=_read_mimo_v2_flash,
-    write=mimo_v2_flash,
+    write=_mimo_v2_flash,
     extras=frozenset(
         {
             "sinks",

@@ -2,35 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from archdb.schema import (
-    Activation,
     Architecture,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
-    RouterScore,
 )
 from archdb_hf.draft import Draft, HFImportError, read_layer_period, read_mtp, shown_briefly
-from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     layer_kind_names,
-    need_activation,
-    need_llama_like,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
-    rope_config,
     sublayer_factors,
 )
-from archdb_hf.families.llama import MIXTRAL, mixtral_names, read_mixtral
+from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
+from archdb_hf.keymap import Key, value_at
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -40,16 +27,8 @@ def _read_minimax_m2(d: Draft) -> None:
     """MiniMax-M2: every layer's MLP is the experts (intermediate_size each, no shared
     expert); sigmoid scores, the correction bias choosing, the chosen scores renormalized;
     partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
-    d.moe(
-        n_experts=d.read("num_local_experts", "num_experts", default=256),  # the config's defaults
-        n_active=d.read("num_experts_per_tok", default=8),
-    )
     d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
     read_mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
-    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
-    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
-    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
-    d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
     rotary_dim = d.read("rotary_dim")
     if rotary_dim is None:
         return
@@ -70,7 +49,6 @@ def _read_minimax(d: Draft) -> None:
     MoE on every layer, the residual taken after each norm, alpha (skip) and beta (output)
     factors per sublayer kind. Reads transformers' keys or the released remote code's
     (attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)."""
-    read_mixtral(d)
     if not d.read("postnorm", default=True):
         raise HFImportError(
             "postnorm is false (the residual taken before each norm): transformers' minimax "
@@ -153,82 +131,32 @@ _MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def minimax(a: Architecture) -> dict:
-    """MiniMax-01: lightning layers and softmax attention (layer_types), each followed by
-    Mixtral's MoE; the residual taken after each norm (normed-skip) with alpha (skip) and
-    beta (output) factors per sublayer kind. Lightning's heads and head width are the
-    attention's (one num_attention_heads, one head_dim). transformers' MiniMax rotates the
-    whole head (its rotary ignores partial_rotary_factor): counts do not depend on it."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.NORMED_SKIP)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.ROPE)
-    need_pattern(a, LayerKind.LIGHTNING, LayerKind.GLOBAL)
-    ref.need_bias(a, False, False, False)
+def _minimax(a: Architecture) -> dict:
+    """Lightning's heads and head width are the attention's (one num_attention_heads, one
+    head_dim). transformers' MiniMax rotates the whole head (its rotary ignores
+    partial_rotary_factor): counts do not depend on it."""
     others = sorted(k for k in sublayer_factors(a) if k not in _MINIMAX_BETAS)
     require(not others, f"no {', '.join(others)} (MiniMax has none)")
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.layer_period == 1
-        and moe.n_shared == 0,
-        "every layer MoE, no shared experts",
-    )
     li = a.mixers.lightning if a.mixers is not None else None
-    factors: dict[str, float] = {}
-    if li is not None:
-        require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
-        require(
-            (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
-            "mixers.lightning n_heads and head_dim equal to attention's",
-        )
-        factors = {
-            "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
-            "linear_attn_beta_factor": li.output_multiplier or 1.0,
-        }
-    names = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
-    return (
-        base_config(a)
-        | rope_config(a)
-        | factors
-        | {
-            "layer_types": layer_kind_names(a, names),
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "full_attn_alpha_factor": a.attention.skip_multiplier or 1.0,
-            "full_attn_beta_factor": a.attention.output_multiplier or 1.0,
-            "mlp_alpha_factor": a.mlp.skip_multiplier or 1.0,
-            "mlp_beta_factor": a.mlp.output_multiplier or 1.0,
-        }
-    )
-
-
-_MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
-
-
-def minimax_m2(a: Architecture) -> dict:
-    """MiniMax-M2: GQA with full QK norm and partial RoPE; every layer's MLP the experts,
-    sigmoid scores with a correction bias, the chosen renormalized, no groups, no scale."""
-    need_llama_like(a, QKNorm.FULL)
-    need_pattern(a, LayerKind.GLOBAL)
-    ref.need_bias(a, False, False, False)
-    moe = a.mlp.moe
-    require(moe is not None, "every layer's MLP is the experts (mlp.moe)")
+    if li is None:
+        return {}
+    require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
     require(
-        (moe.n_shared, moe.first_dense_layers, moe.layer_period) == (0, 0, 1),
-        "no shared experts, no dense layers",
+        (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
+        "mixers.lightning n_heads and head_dim equal to attention's",
     )
-    # null (not recorded) is compared by count; its fidelity names the missing field
-    require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
-    require(moe.normalize_top_k is not False, "the chosen scores renormalized")
-    return (
-        base_config(a)
-        | rope_config(a)
-        | {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.n_active}
-        | _minimax_mtp(a)
-    )
+    return {
+        "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
+        "linear_attn_beta_factor": li.output_multiplier or 1.0,
+    }
+
+
+def _factor(path: str) -> Callable[[Architecture], float]:
+    return lambda a: value_at(a, path) or 1.0
+
+
+_LAYER_TYPES = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+_MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
 
 
 def _minimax_mtp(a: Architecture) -> dict:
@@ -320,13 +248,30 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
 MINIMAX_M2 = QWEN3_MOE.derive(
     "minimax_m2",
     released_keys=("scoring_func",),  # read (and overridden: sigmoid) by the hook
-    layer="MiniMaxM2DecoderLayer",
-    config_class="MiniMaxM2Config",
-    model_class="MiniMaxM2ForCausalLM",
+    classes="MiniMaxM2",
     qk_norm="full",
     rope_theta_default=5000000.0,
+    fixed_bias=(False, False, False),
+    keys=(
+        Key("attention_bias"),
+        Key("moe_intermediate_size"),
+        Key("intermediate_size", "mlp.d_ff", read=False),  # each expert's
+        Key("num_experts"),
+        Key("decoder_sparse_step"),
+        Key("norm_topk_prob"),
+        Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
+        Key("num_experts_per_tok", "mlp.moe.n_active", default=8),
+        ROPE,
+    ),
+    # sigmoid scores, the correction bias choosing, the chosen renormalized, no scale
+    fixed=(
+        ("mlp.moe.score_function", "sigmoid"),
+        ("mlp.moe.score_correction_bias", True),
+        ("mlp.moe.normalize_top_k", True),
+        ("mlp.moe.routed_scale", 1.0),
+    ),
     read=_read_minimax_m2,
-    write=minimax_m2,
+    write=_minimax_mtp,
     extras=frozenset({"correction_bias", "sigmoid_scores"}),
     names=_minimax_m2_names,
     logit_error=2.5e-07,
@@ -340,16 +285,31 @@ MINIMAX_M2 = QWEN3_MOE.derive(
 MINIMAX = MIXTRAL.derive(
     "minimax",
     released_keys=("rotary_dim",),  # MiniMax-Text-01's remote code: RoPE on part of a head
-    layer="MiniMaxDecoderLayer",
-    config_class="MiniMaxConfig",
-    model_class="MiniMaxForCausalLM",
+    classes="MiniMax",
     norm_position="normed-skip",
     rope_theta_default=1000000.0,
     sliding_everywhere=False,
     linear_layer="lightning",
+    kinds=("lightning", "global"),
+    # the residual taken after each norm, with alpha (skip) and beta (output) factors per
+    # sublayer kind, which the hook reads under the released remote code's names too
+    keys=(
+        Key("sliding_window"),
+        ROPE,
+        Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
+        *(
+            Key(name, path, out=_factor(path), read=False)
+            for name, path in (
+                ("full_attn_alpha_factor", "attention.skip_multiplier"),
+                ("full_attn_beta_factor", "attention.output_multiplier"),
+                ("mlp_alpha_factor", "mlp.skip_multiplier"),
+                ("mlp_beta_factor", "mlp.output_multiplier"),
+            )
+        ),
+    ),
     read=_read_minimax,
     aliases=("minimax_text_01", "minimax_m1"),
-    write=minimax,
+    write=_minimax,
     extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
     names=_minimax_names,
     logit_error=3.3e-07,

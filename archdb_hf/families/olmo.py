@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-    QKNorm,
-)
+from archdb.schema import Architecture, LayerKind
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -19,19 +10,9 @@ from archdb_hf.draft import (
     read_layer_period,
     rope_parameters_of,
 )
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_types_of,
-    need_activation,
-    need_dense,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
-    require,
-    rope_config,
-)
-from archdb_hf.families.llama import LLAMA, llama_names
+from archdb_hf.families.card_to_config import rope_scaling_config
+from archdb_hf.families.llama import LAYER_TYPES, LLAMA, ROPE, llama_names
+from archdb_hf.keymap import Key, from_keys, require
 from archdb_hf.tensors import Names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -92,34 +73,12 @@ def _read_exaone4(d: Draft) -> None:
         )
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def olmo(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.NONE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    need_dense(a)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return base_config(a) | {"attention_bias": a.bias.qkv}
-
-
-def olmo2(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a, QKNorm.FULL)
-    need_dense(a)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return base_config(a) | {"attention_bias": a.bias.qkv}
-
-
-def olmo3(a: Architecture) -> dict:
-    """OLMo 2 with sliding layers; RoPE scaling on the full layers, the sliding layers at
-    their own base (rope_theta_local) unscaled."""
-    config = olmo2(a)
-    need_pattern(a, LayerKind.GLOBAL, LayerKind.LOCAL)
+def _olmo3(a: Architecture) -> dict:
+    """RoPE scaling on the full layers, the sliding layers at their own base
+    (rope_theta_local) unscaled."""
     pos = a.position
     theta = pos.rope_theta or 500000.0
     local = LayerKind.LOCAL in a.layer_kinds()
@@ -127,40 +86,21 @@ def olmo3(a: Architecture) -> dict:
         pos.rope_scaling is None or not local or pos.rope_theta_local is not None,
         "OLMo 3 scales RoPE on full layers only: local layers need rope_theta_local",
     )
-    full = {"rope_type": "default", "rope_theta": theta} | ref.rope_scaling_config(a)
+    full = {"rope_type": "default", "rope_theta": theta} | rope_scaling_config(a)
     sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
-    return config | {
-        "layer_types": layer_types_of(a),
-        "sliding_window": a.attention.sliding_window or 4096,
-        "rope_parameters": {"full_attention": full, "sliding_attention": sliding},
-    }
+    return {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
 
 
-def exaone4(a: Architecture) -> dict:
-    """EXAONE 4: post-branch norms, per-head QK norm; with a window, RoPE on the sliding
-    layers only (full layers NoPE); without one, RoPE on every full layer."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.POST_BRANCH)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a, QKNorm.PER_HEAD)
-    ref.need_position(a, PositionType.ROPE)
-    need_dense(a)
-    ref.need_bias(a, False, False, False)
+def _exaone4(a: Architecture) -> dict:
+    """With a window, RoPE on the sliding layers only (full layers NoPE); without one,
+    RoPE on every full layer."""
     kinds = set(a.attention.layer_pattern)
     require(
         kinds <= {LayerKind.LOCAL, LayerKind.GLOBAL_NOPE} or kinds == {LayerKind.GLOBAL},
         "layer_pattern of local and global-nope layers (a window), or global only (none)",
     )
     windowed = LayerKind.GLOBAL not in kinds
-    names = {LayerKind.LOCAL: "sliding_attention"}
-    return (
-        base_config(a)
-        | rope_config(a)
-        | {
-            "layer_types": [names.get(k, "full_attention") for k in a.layer_kinds()],
-            "sliding_window": (a.attention.sliding_window or 4096) if windowed else None,
-        }
-    )
+    return {"sliding_window": (a.attention.sliding_window or 4096) if windowed else None}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -183,52 +123,56 @@ def _post_branch_names() -> Names:  # OLMo 2 and 3, EXAONE 4: norms on the branc
 
 OLMO = LLAMA.derive(
     "olmo",
-    layer="OlmoDecoderLayer",
-    config_class="OlmoConfig",
-    model_class="OlmoForCausalLM",
+    classes="Olmo",
     eps_key=None,
     norm="layernorm",
     norm_affine="none",
     mlp_bias=False,
-    write=olmo,
+    kinds=tuple(LayerKind),
+    keys=(Key("mlp_bias"),),
+    write=from_keys,
     names=_olmo_names,
     logit_error=0.0,
 )
-OLMO2 = LLAMA.derive(
+OLMO2 = OLMO.derive(
     "olmo2",
-    layer="Olmo2DecoderLayer",
-    config_class="Olmo2Config",
-    model_class="Olmo2ForCausalLM",
+    classes="Olmo2",
+    eps_key="rms_norm_eps",
+    norm="rmsnorm",
+    norm_affine="scale",
     norm_position="post-branch",
     qk_norm="full",
-    mlp_bias=False,
     eps_default=1e-05,
-    write=olmo2,
+    write=from_keys,
     names=_post_branch_names,
     logit_error=0.0,
 )
 # logit test: OLMo 2 with sliding layers; YaRN on the full layers only
 OLMO3 = OLMO2.derive(
     "olmo3",
-    layer="Olmo3DecoderLayer",
-    config_class="Olmo3Config",
-    model_class="Olmo3ForCausalLM",
+    classes="Olmo3",
     rope_theta_default=500000.0,
+    kinds=("global", "local"),
+    keys=(
+        LAYER_TYPES,
+        Key("sliding_window", "attention.sliding_window", read=False,
+            out=lambda a: a.attention.sliding_window or 4096),
+    ),
     read=_read_olmo3,
-    write=olmo3,
+    write=_olmo3,
     names=_post_branch_names,
     logit_error=6.8e-07,
-)
+)  # fmt: skip
 # logit test: post-branch norms, per-head QK norm, NoPE full layers
 EXAONE4 = OLMO2.derive(
     "exaone4",
-    layer="Exaone4DecoderLayer",
-    config_class="Exaone4Config",
-    model_class="Exaone4ForCausalLM",
+    classes="Exaone4",
     qk_norm="per-head",
     full_layer="global-nope",
+    fixed_bias=(False, False, False),
+    keys=(Key("attention_bias"), ROPE, LAYER_TYPES),
     read=_read_exaone4,
-    write=exaone4,
+    write=_exaone4,
     names=_post_branch_names,
     logit_error=6.5e-07,
 )

@@ -4,26 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archdb.schema import (
-    Activation,
-    Architecture,
-    LayerKind,
-    QKNorm,
-)
-from archdb_hf.draft import Draft, read_mtp, rope_parameters_of, short_text
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    base_config,
-    layer_kind_names,
-    mtp_config,
-    need_activation,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    require,
-    rope_config,
-)
-from archdb_hf.families.llama import LLAMA
+from archdb.schema import Architecture, LayerKind
+from archdb_hf.draft import Draft, rope_parameters_of, short_text
+from archdb_hf.families.card_to_config import layer_kind_names, mtp_config
+from archdb_hf.families.llama import LLAMA, ROPE
+from archdb_hf.keymap import Key, from_keys, read_keys, require, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -35,90 +20,43 @@ from archdb_hf.tensors import (
     qwen3_moe_names,
 )
 
-# --- config -> card (import-hf) ----------------------------------------------------------
+# --- config -> card (import-hf): what no key reads ------------------------------------
 
 
 def _read_qwen3_moe(d: Draft) -> None:
+    """Layers listed in mlp_only_layers are not recorded; with a decoder_sparse_step over
+    1, the layers between keep intermediate_size's dense MLP."""
     dense_layers = d.read("mlp_only_layers", default=[]) or []
     if dense_layers:
         d.unmapped["mlp_only_layers"] = dense_layers
-    period = d.read("decoder_sparse_step", default=1)
-    dense_d_ff = d.value("architecture.mlp.d_ff") if period > 1 else None
-    d.set("architecture.mlp.d_ff", d.read("moe_intermediate_size", required=True), "config")
-    d.moe(
-        n_experts=d.read("num_experts", "num_local_experts", required=True),
-        n_active=d.read("num_experts_per_tok", required=True),
-        layer_period=period,
-        dense_d_ff=dense_d_ff,
-    )
-    normalize = d.read("norm_topk_prob", default=False)  # Qwen3MoeConfig's default
-    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
-
-
-def _read_qwen2_moe(d: Draft) -> None:
-    """Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen3-MoE's experts (top-k weights are
-    shares of a softmax over all experts unless norm_topk_prob), plus one shared-expert MLP
-    scaled by sigmoid(shared_expert_gate)."""
-    _read_qwen3_moe(d)
-    _gated_shared_expert(d)
-
-
-def _read_qwen3_next(d: Draft) -> None:
-    """Qwen3-Next: Gated DeltaNet and gated attention layers, MoE with a gated shared expert."""
-    _read_qwen3_moe(d)
-    if d.read("norm_topk_prob") is None:  # Qwen3NextConfig's default, unlike Qwen3-MoE's
-        d.set("architecture.mlp.moe.normalize_top_k", True, "family")
-    _gated_shared_expert(d)
-    _read_gated_hybrid(d)
-
-
-def _gated_shared_expert(d: Draft) -> None:
-    """Qwen3-Next's shared expert: one MLP, its output scaled by sigmoid(shared_expert_gate)."""
-    shared = d.read("shared_expert_intermediate_size")
-    if shared:
-        d.set("architecture.mlp.moe.n_shared", 1, "family")
-        d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
-        d.set("architecture.mlp.moe.shared_gate", True, "family")
+    if d.value("architecture.mlp.moe.layer_period") > 1:
+        d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size"), "config")
 
 
 def _read_gated_hybrid(d: Draft) -> None:
-    """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet, and attention with a sigmoid
-    output gate per element; zero-centred RMSNorms (x * (1 + w))."""
-    d.read("attn_output_gate")  # Qwen3.5 configs state it; the modeling code always gates
-    read_mtp(d, "mtp_num_hidden_layers")
-    d.set("architecture.attention.output_gate", "elementwise", "family")
-    d.set("architecture.norm.unit_offset", True, "family")  # Qwen3NextRMSNorm: x * (1 + w)
-    if not d.read("layer_types"):  # released configs give the interval, not the list
+    """Qwen3-Next's and Qwen3.5's layers: released configs give the interval of full
+    attention layers, not the list; Qwen3.5 configs state attn_output_gate, which the
+    modeling code does not read (it always gates)."""
+    d.read("attn_output_gate")
+    if not d.read("layer_types"):
         interval = d.read("full_attention_interval", default=4)
         pattern = ["gated-deltanet"] * (interval - 1) + ["global"]
         d.set("architecture.attention.layer_pattern", pattern, "config")
-    if "gated-deltanet" in (d.value("architecture.attention.layer_pattern") or []):
-        sizes = {
-            "n_key_heads": d.read("linear_num_key_heads", required=True),
-            "n_value_heads": d.read("linear_num_value_heads", required=True),
-            "key_head_dim": d.read("linear_key_head_dim", required=True),
-            "value_head_dim": d.read("linear_value_head_dim", required=True),
-            "conv_kernel": d.read("linear_conv_kernel_dim", required=True),
-        }
-        for name, value in sizes.items():
-            d.set(f"architecture.mixers.gated_deltanet.{name}", value, "config")
-        d.set("architecture.mixers.gated_deltanet.mlp", True, "family")
+    read_keys(d, DELTANET)  # sized once the pattern is known
+
+
+def _read_qwen3_next(d: Draft) -> None:
+    _read_qwen3_moe(d)
+    _read_gated_hybrid(d)
 
 
 def _read_qwen3_5_text(d: Draft) -> None:
-    """Qwen3.5 (dense): Qwen3-Next's layers with a dense SwiGLU MLP on every layer; the
-    DeltaNet's projections are separate tensors (same sizes)."""
     _read_gated_hybrid(d)
     _mrope_note(d)
 
 
 def _read_qwen3_5_moe_text(d: Draft) -> None:
-    """Qwen3.5 MoE: every layer's MLP is the experts plus a gated shared expert; the router
-    always renormalizes its top k (Qwen3VLMoeTextTopKRouter, no norm_topk_prob key)."""
-    _read_qwen3_moe(d)
-    d.set("architecture.mlp.moe.normalize_top_k", True, "family")
-    _gated_shared_expert(d)
-    _read_gated_hybrid(d)
+    _read_qwen3_next(d)
     _mrope_note(d)
 
 
@@ -133,132 +71,71 @@ def _mrope_note(d: Draft) -> None:
         )
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def qwen2(a: Architecture) -> dict:
-    need_llama_like(a)
-    need_dense(a)
-    ref.need_bias(a, True, False, False)  # Qwen 2 hard-codes bias on q, k, v only
-    return base_config(a)
-
-
-def qwen2_moe(a: Architecture) -> dict:
-    """Qwen2's attention (bias on q, k and v, qkv_bias's default), experts and a gated
-    shared expert."""
-    need_llama_like(a)
-    ref.need_bias(a, True, False, False)
-    moe = _gated_shared_moe(a)
-    return base_config(a) | {
-        "moe_intermediate_size": a.mlp.d_ff,
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-        "shared_expert_intermediate_size": moe.shared_d_ff,
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "decoder_sparse_step": moe.layer_period,
-        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
-    }
-
-
-def qwen3(a: Architecture) -> dict:
-    need_llama_like(a, QKNorm.PER_HEAD)
-    need_dense(a)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    return base_config(a) | {"attention_bias": a.bias.qkv}
-
-
-def qwen3_moe(a: Architecture) -> dict:
-    need_llama_like(a, QKNorm.PER_HEAD)
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers q,k,v,o")
-    moe = a.mlp.moe
-    require(
-        moe is not None and moe.first_dense_layers == 0 and moe.n_shared == 0,
-        "MoE from the first layer, no shared experts",
-    )
-    return base_config(a) | {
-        "attention_bias": a.bias.qkv,
-        "moe_intermediate_size": a.mlp.d_ff,
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "decoder_sparse_step": moe.layer_period,
-        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
-    }
-
-
-def qwen3_next(a: Architecture) -> dict:
-    config = _gated_hybrid_config(a)
-    moe = _gated_shared_moe(a)
-    return config | {
-        "moe_intermediate_size": a.mlp.d_ff,
-        "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-        "shared_expert_intermediate_size": moe.shared_d_ff,
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "decoder_sparse_step": moe.layer_period,
-        "norm_topk_prob": moe.normalize_top_k is not False,  # null: the builder normalizes
-    }
-
-
-def _gated_shared_moe(a: Architecture):
-    moe = a.mlp.moe
-    require(
-        moe is not None
-        and moe.first_dense_layers == 0
-        and moe.n_shared == 1
-        and bool(moe.shared_gate),
-        "MoE from the first layer with one gated shared expert",
-    )
-    return moe
-
-
-def _gated_hybrid_config(a: Architecture) -> dict:
-    """Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet and gated attention (the config
-    keys both families share)."""
-    need_llama_like(a, QKNorm.PER_HEAD)
-    need_activation(a, Activation.SWIGLU)
-    need_pattern(a, LayerKind.GATED_DELTANET, LayerKind.GLOBAL)
-    require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
-    ref.need_bias(a, False, False, False)
+def _gated_hybrid(a: Architecture) -> dict:
     g = a.mixers.gated_deltanet if a.mixers is not None else None
-    names = {LayerKind.GATED_DELTANET: "linear_attention", LayerKind.GLOBAL: "full_attention"}
-    sizes = {}
-    if g is not None:
-        require(g.mlp, "mixers.gated_deltanet.mlp true")
-        sizes = {
-            "linear_num_key_heads": g.n_key_heads,
-            "linear_num_value_heads": g.n_value_heads,
-            "linear_key_head_dim": g.key_head_dim,
-            "linear_value_head_dim": g.value_head_dim,
-            "linear_conv_kernel_dim": g.conv_kernel,
-        }
-    mtp = mtp_config(a, "mtp_num_hidden_layers")
-    return (
-        base_config(a) | {"layer_types": layer_kind_names(a, names)} | sizes | rope_config(a) | mtp
+    require(g is None or g.mlp, "mixers.gated_deltanet.mlp true")
+    require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
+    return mtp_config(a, "mtp_num_hidden_layers")
+
+
+def _qwen3_5_moe_text(a: Architecture) -> dict:
+    require(a.mlp.moe.normalize_top_k is not False, "top-k weights renormalized")
+    return _gated_hybrid(a)
+
+
+def _normalized(a: Architecture) -> bool:
+    return a.mlp.moe.normalize_top_k is not False  # null: the builder normalizes
+
+
+QWEN_EXPERTS = (
+    Key("moe_intermediate_size", "mlp.d_ff", required=True),
+    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
+        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    Key("num_experts", "mlp.moe.n_experts", required=True, also=("num_local_experts",)),
+    Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
+    Key("decoder_sparse_step", "mlp.moe.layer_period", default=1),
+    Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=False, out=_normalized),
+)  # fmt: skip
+NORMALIZED_BY_DEFAULT = Key(
+    "norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=_normalized
+)  # Qwen3NextConfig's default, unlike Qwen3-MoE's
+SHARED_EXPERT = Key("shared_expert_intermediate_size", "mlp.moe.shared_d_ff")
+GATED_SHARED = (("mlp.moe.n_shared", 1), ("mlp.moe.shared_gate", True))
+DELTANET = tuple(
+    Key(f"linear_{name}", f"mixers.gated_deltanet.{field}", required="gated-deltanet",
+        when=uses(LayerKind.GATED_DELTANET))
+    for name, field in (
+        ("num_key_heads", "n_key_heads"),
+        ("num_value_heads", "n_value_heads"),
+        ("key_head_dim", "key_head_dim"),
+        ("value_head_dim", "value_head_dim"),
+        ("conv_kernel_dim", "conv_kernel"),
     )
-
-
-def qwen3_5_text(a: Architecture) -> dict:
-    """Qwen3.5 (dense): the hybrid layers, each with a dense SwiGLU MLP."""
-    need_dense(a)
-    return _gated_hybrid_config(a)
-
-
-def qwen3_5_moe_text(a: Architecture) -> dict:
-    """Qwen3.5 MoE: experts and a gated shared expert on every layer, top k renormalized."""
-    config = _gated_hybrid_config(a)
-    moe = _gated_shared_moe(a)
-    require(
-        moe.layer_period == 1 and moe.normalize_top_k is not False,
-        "every layer MoE, top-k weights renormalized",
-    )
-    del config["intermediate_size"]  # no dense MLP
-    return config | {
-        "moe_intermediate_size": a.mlp.d_ff,
-        "shared_expert_intermediate_size": moe.shared_d_ff,
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-    }
+)  # fmt: skip
+_HYBRID_LAYERS = {LayerKind.GATED_DELTANET: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+# Qwen3-Next's and Qwen3.5's: Gated DeltaNet beside attention with a sigmoid output gate
+# per element, zero-centred RMSNorms (Qwen3NextRMSNorm: x * (1 + w))
+GATED_HYBRID = dict(
+    fixed_bias=(False, False, False),
+    linear_layer="gated-deltanet",
+    kinds=("gated-deltanet", "global"),
+    keys=(
+        Key("attention_bias"),
+        ROPE,
+        Key("layer_types", out=lambda a: layer_kind_names(a, _HYBRID_LAYERS), read=False),
+        *(Key(k.name, k.path, when=k.when, read=False) for k in DELTANET),
+        Key("mtp_num_hidden_layers", "mtp.n_modules"),
+    ),
+    fixed=(
+        ("attention.output_gate", "elementwise"),
+        ("norm.unit_offset", True),
+        ("mixers.gated_deltanet.mlp", True),
+    ),
+    write=_gated_hybrid,
+)
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -349,80 +226,82 @@ _QWEN3_5_RELEASE = {
 
 QWEN2 = LLAMA.derive(
     "qwen2",
-    layer="Qwen2DecoderLayer",
-    config_class="Qwen2Config",
-    model_class="Qwen2ForCausalLM",
-    fixed_bias=(True, False, False),
+    classes="Qwen2",
+    fixed_bias=(True, False, False),  # Qwen 2 hard-codes bias on q, k, v only
     mlp_bias=False,
-    write=qwen2,
+    keys=(Key("attention_bias"), Key("mlp_bias")),
+    write=from_keys,
     logit_error=0.0,
 )
 QWEN2_MOE = QWEN2.derive(
     "qwen2_moe",
-    layer="Qwen2MoeDecoderLayer",
-    config_class="Qwen2MoeConfig",
-    model_class="Qwen2MoeForCausalLM",
-    read=_read_qwen2_moe,
-    write=qwen2_moe,
+    classes="Qwen2Moe",
+    keys=(*QWEN_EXPERTS, SHARED_EXPERT),
+    fixed=GATED_SHARED,
+    read=_read_qwen3_moe,
+    write=from_keys,
     extras=frozenset({"shared_gate"}),
     names=_qwen2_moe_names,
     logit_error=2.1e-07,
 )
 QWEN3 = LLAMA.derive(
     "qwen3",
-    layer="Qwen3DecoderLayer",
-    config_class="Qwen3Config",
-    model_class="Qwen3ForCausalLM",
+    classes="Qwen3",
     qk_norm="per-head",
     mlp_bias=False,
-    write=qwen3,
+    keys=(Key("mlp_bias"),),
+    write=from_keys,
     logit_error=3.7e-07,
 )
 QWEN3_MOE = QWEN3.derive(
     "qwen3_moe",
-    layer="Qwen3MoeDecoderLayer",
-    config_class="Qwen3MoeConfig",
-    model_class="Qwen3MoeForCausalLM",
+    classes="Qwen3Moe",
+    keys=QWEN_EXPERTS,
     read=_read_qwen3_moe,
-    write=qwen3_moe,
+    write=from_keys,
     names=qwen3_moe_names,
     logit_error=2.7e-07,
 )
 QWEN3_NEXT = QWEN3_MOE.derive(
     "qwen3_next",
-    layer="Qwen3NextDecoderLayer",
-    config_class="Qwen3NextConfig",
-    model_class="Qwen3NextForCausalLM",
-    linear_layer="gated-deltanet",
+    classes="Qwen3Next",
+    **GATED_HYBRID | {
+        "keys": (*GATED_HYBRID["keys"], SHARED_EXPERT, NORMALIZED_BY_DEFAULT),
+        "fixed": GATED_HYBRID["fixed"] + GATED_SHARED,
+    },
     read=_read_qwen3_next,
-    write=qwen3_next,
     extras=frozenset({"gated_deltanet", "output_gate", "shared_gate"}),
     names=_qwen3_next_names,
     logit_error=4.1e-07,
-)
-QWEN3_5_TEXT = QWEN3_NEXT.derive(
+)  # fmt: skip
+QWEN3_5_TEXT = QWEN3.derive(
     "qwen3_5_text",
     module="qwen3_5",
     layer="Qwen3_5DecoderLayer",
     config_class="Qwen3_5TextConfig",
     model_class="Qwen3_5ForCausalLM",
     rotary_fraction_default=0.25,
+    **GATED_HYBRID,
     read=_read_qwen3_5_text,
     aliases=("qwen3_5",),
-    write=qwen3_5_text,
     extras=frozenset({"gated_deltanet", "output_gate"}),
     names=_qwen3_5_text_names,
     logit_error=3.9e-07,
 )
-QWEN3_5_MOE_TEXT = QWEN3_5_TEXT.derive(
+# every layer's MLP is the experts plus a gated shared expert; the router always
+# renormalizes its top k (Qwen3VLMoeTextTopKRouter, no norm_topk_prob key)
+QWEN3_5_MOE_TEXT = QWEN3_NEXT.derive(
     "qwen3_5_moe_text",
     module="qwen3_5_moe",
     layer="Qwen3_5MoeDecoderLayer",
     config_class="Qwen3_5MoeTextConfig",
     model_class="Qwen3_5MoeForCausalLM",
+    rotary_fraction_default=0.25,
+    keys=(Key("intermediate_size"), Key("decoder_sparse_step"), Key("norm_topk_prob")),
+    fixed=(*QWEN3_NEXT.fixed, ("mlp.moe.normalize_top_k", True), ("mlp.moe.layer_period", 1)),
     read=_read_qwen3_5_moe_text,
     aliases=("qwen3_5_moe",),
-    write=qwen3_5_moe_text,
+    write=_qwen3_5_moe_text,
     extras=frozenset({"gated_deltanet", "output_gate", "shared_gate"}),
     names=_qwen3_5_moe_text_names,
     logit_error=3.5e-07,

@@ -4,11 +4,10 @@ mixing (``mlp.channel_mix``) in pre-norm LayerNorm layers, a LayerNorm on the em
 
 from __future__ import annotations
 
-from archdb.schema import Activation, Architecture, LayerKind, NormAffine, NormPosition, NormType
+from archdb.schema import Architecture
 from archdb_hf.draft import Draft, read_tied
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import require
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -68,28 +67,14 @@ def _read_rwkv(d: Draft) -> None:
     read_tied(d)
 
 
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def rwkv(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.LAYERNORM, NormAffine.SCALE_AND_BIAS, NormPosition.PRE)
-    require(list(a.attention.layer_pattern) == [LayerKind.RWKV], "every layer rwkv")
+def _rwkv(a: Architecture) -> dict:
     require(a.mixers is not None and a.mixers.rwkv is not None, "the rwkv sizes")
-    require(a.mlp.activation is Activation.SQUARED_RELU, "squared-ReLU channel mixing")
-    require(bool(a.mlp.channel_mix) and a.mlp.moe is None, "RWKV's channel mixing")
+    require(bool(a.mlp.channel_mix), "RWKV's channel mixing")
     require(bool(a.embedding_norm), "the first block's pre_ln")
-    require(not (a.bias.qkv or a.bias.attn_out or a.bias.mlp), "no biases")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "attention_hidden_size": a.mixers.rwkv.width,
-        "intermediate_size": a.mlp.d_ff,
-        "context_length": a.context_length,
-        "layer_norm_epsilon": a.norm.eps or 1e-5,
-        "rescale_every": 0,  # the unscaled model (the same function up to epsilon)
-        "tie_word_embeddings": bool(a.tied_embeddings),
-    }
+    return {}
 
 
 # --- weight names --------------------------------------------------------------------------
@@ -139,8 +124,27 @@ RWKV = FamilySpec(
     position="none",
     mlp_bias=False,
     activation_default="relu",
+    fixed_bias=(False, False, False),
+    builds_activations=("squared-relu",),  # channel mixing
+    kinds=("rwkv",),
+    keys=tuple(
+        Key(name, path, out=out, read=False)  # the steps read them
+        for name, path, out in (
+            ("vocab_size", "vocab_size", None),
+            ("hidden_size", "d_model", None),
+            ("num_hidden_layers", "n_layers", None),
+            ("attention_hidden_size", "mixers.rwkv.width", None),
+            ("intermediate_size", "mlp.d_ff", None),
+            ("context_length", "context_length", None),
+            ("layer_norm_epsilon", "norm.eps", lambda a: a.norm.eps or 1e-5),
+            # the unscaled model (the same function up to epsilon)
+            ("rescale_every", None, lambda a: 0),
+            ("tie_word_embeddings", "tied_embeddings", lambda a: bool(a.tied_embeddings)),
+        )
+    ),
+    free=("attention.qk_norm",),
     steps=(_read_rwkv,),
-    write=rwkv,
+    write=_rwkv,
     extras=frozenset({"embedding_norm", "rwkv", "channel_mix"}),
     names=_rwkv_names,
     logit_error=6.8e-06,  # tests/test_fidelity.py: the recurrence's float32 sums over tokens

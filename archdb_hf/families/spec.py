@@ -6,8 +6,11 @@ A ``FamilySpec`` is everything archdb knows about one transformers ``model_type`
   parallel blocks, RoPE layout) and its config class's defaults. import-hf fills a card
   with them; the card -> config direction refuses a card that differs on them, so a
   comparison never passes by building a different model;
-- the two directions' own code where the fixed choices are not enough: ``read`` (config ->
-  card, a hook on import-hf's draft) and ``write`` (card -> config);
+- its config keys (``keys``, ``archdb_hf.keymap.Key``), each once: import-hf reads them
+  into the card and the reference writes them back, and the generic fixed-choice check
+  refuses what the keys do not carry; hooks only where a key cannot say it either way:
+  ``read`` (config -> card, on import-hf's draft) and ``write`` (its extra keys and checks,
+  wrapped in ``keymap.Writer``, the whole card -> config writer);
 - the checkpoint tensor names (``names``, for loading weights), the measured logit error
   (``logit_error``: the family is logit-exact) and the output-changing fields its cards
   must record (``function_fields``).
@@ -24,6 +27,7 @@ from typing import Any
 
 from archdb.choices.norms import NORMS
 from archdb.schema import (
+    Activation,
     LayerKind,
     NormAffine,
     NormPosition,
@@ -32,18 +36,21 @@ from archdb.schema import (
     QKNorm,
     RopeLayout,
 )
+from archdb_hf.keymap import Key, Writer, merged, read_activation
 
 # fields a child never takes from its parent: they name or measure that one model_type
-NOT_INHERITED = ("model_type", "module", "layer", "config_class", "model_class", "write",
-                 "logit_error", "aliases")  # fmt: skip
+NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
+                 "write", "logit_error", "aliases")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class FamilySpec:
     model_type: str
-    layer: str  # the decoder-layer class, cited as the source's locator
-    config_class: str  # transformers' config class (the reference builds it)
-    model_class: str  # ... and its causal-LM class
+    # transformers' class stem X: XDecoderLayer, XConfig and XForCausalLM, unless named
+    classes: str = ""
+    layer: str = ""  # the decoder-layer class, cited as the source's locator
+    config_class: str = ""  # transformers' config class (the reference builds it)
+    model_class: str = ""  # ... and its causal-LM class
     module: str = ""  # transformers/models/<module>/modeling_<module>.py; "": the model_type
     parent: str | None = None  # the family this one is declared as a difference from
 
@@ -86,13 +93,27 @@ class FamilySpec:
     steps: tuple[Callable[[Any], None], ...] | None = None
     aliases: tuple[str, ...] = ()  # model_types read as this one (multimodal wrappers, remote code)
 
+    # --- both directions: the config keys, each once ------------------------------------
+    keys: tuple[Key, ...] = ()  # archdb_hf.keymap: read by import-hf, written by the reference
+    # the layer kinds its code builds, and the activations (none: activation_default's)
+    kinds: tuple[LayerKind, ...] = (LayerKind.GLOBAL,)
+    builds_activations: tuple[Activation, ...] = ()
+    lm_head_bias: bool = False  # the output head's bias, fixed in code
+    # card values the code fixes beyond the fields above (path, value): set on import,
+    # and a card stating another is refused
+    fixed: tuple[tuple[str, Any], ...] = ()
+    # card paths the hooks carry (a choice there is the card's; keys' paths are implied)
+    free: tuple[str, ...] = ()
+
     # --- card -> config (the reference) --------------------------------------------------
+    # the family's own writing beyond its keys (keymap.from_keys: none); the spec holds
+    # the whole writer (keymap.Writer: fixed choices checked, keys written, then this)
     write: Callable[[Any], dict] | None = None
     # where the config class keeps the norm epsilon and the RoPE base (None: nowhere,
     # the code fixes it); written for every card that records them
     eps_key: str | None = "rms_norm_eps"
     rope_key: str | None = "rope_parameters"
-    extras: frozenset[str] = frozenset()  # optional mechanisms (card_to_config.EXTRAS) it builds
+    extras: frozenset[str] = frozenset()  # optional mechanisms it builds (reference.EXTRAS)
     decoder_only_of: str | None = None  # count only this submodule (multimodal models)
 
     # --- weights and fidelity -------------------------------------------------------------
@@ -106,12 +127,28 @@ class FamilySpec:
         into the enums, so a misspelt choice fails where the family is declared."""
         if not self.module:
             object.__setattr__(self, "module", self.model_type)
+        named = {"layer": "DecoderLayer", "config_class": "Config", "model_class": "ForCausalLM"}
+        for name, suffix in named.items() if self.classes else ():
+            if not getattr(self, name):
+                object.__setattr__(self, name, self.classes + suffix)
         for name, vocabulary in _CHOICES.items():
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, vocabulary(value))
         pattern = tuple(LayerKind(kind) for kind in self.default_pattern)
         object.__setattr__(self, "default_pattern", pattern)
+        object.__setattr__(self, "kinds", tuple(LayerKind(kind) for kind in self.kinds))
+        built = tuple(Activation(a) for a in self.builds_activations)
+        object.__setattr__(self, "builds_activations", built)
+        if self.write is not None and not isinstance(self.write, Writer):
+            object.__setattr__(self, "write", Writer(self, self.write))
+
+    @property
+    def activations(self) -> tuple[Activation, ...]:
+        """The activations the code builds: its default's unless stated."""
+        if self.builds_activations:
+            return self.builds_activations
+        return (Activation(read_activation(self.activation_default, self.gated)),)
 
     @property
     def norm_eps_default(self) -> float:
@@ -124,10 +161,13 @@ class FamilySpec:
         """A family declared as this one plus ``changes``; the fields that name or measure
         a model_type (``NOT_INHERITED``) start empty unless given."""
         fresh = {f.name: f.default for f in fields(self) if f.name in NOT_INHERITED}
-        missing = [k for k in ("layer", "config_class", "model_class") if k not in changes]
+        named = ("layer", "config_class", "model_class")
+        missing = [k for k in named if k not in changes and "classes" not in changes]
         if missing:
             raise ValueError(f"{model_type}: a derived family names its own {', '.join(missing)}")
         own = {"model_type": model_type, "parent": self.model_type}
+        if "keys" in changes:
+            changes["keys"] = merged(self.keys, changes["keys"])
         return replace(self, **(fresh | own | changes))
 
 

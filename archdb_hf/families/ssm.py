@@ -12,12 +12,11 @@ from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.schema import (
     Activation,
     Architecture,
+    AttentionVariant,
     GeluApproximation,
     LayerKind,
-    NormAffine,
-    NormPosition,
-    NormType,
     PositionType,
+    QKNorm,
 )
 from archdb_hf import draft as imp
 from archdb_hf.draft import (
@@ -35,20 +34,14 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    base_config,
     mamba2_config,
     mamba2_sizes_of,
     mixer_config,
-    need_activation,
-    need_dense,
-    need_llama_like,
-    need_pattern,
-    need_serial,
-    need_softmax_attention,
     require,
     rope_config,
 )
-from archdb_hf.families.llama import LLAMA, MIXTRAL, llama_names
+from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
+from archdb_hf.keymap import Key, dropped
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -465,7 +458,7 @@ def _nemotron_h_moe(d: Draft, dense_d_ff: int | None) -> None:
         dense_d_ff=dense_d_ff,
     )
     # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
-    imp._sigmoid_router(d, 1, 1, default_scale=1.0)
+    imp.sigmoid_router(d, 1, 1, default_scale=1.0)
     # Nemotron 3 Super: the experts work in a latent width (fc1/fc2_latent_proj)
     latent = d.read("moe_latent_size")
     d.set("architecture.mlp.moe.latent_dim", latent, d.origin_of("moe_latent_size"))
@@ -648,41 +641,15 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _mixer_only(a: Architecture, kind: LayerKind, mixer_mlp: bool) -> dict:
-    """A stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
-    layer, no attention, no MLP; the sizes every such config holds."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    require(a.attention.layer_pattern == [kind], f"layer_pattern [{kind.value}]")
-    name = kind.value.replace("-", "_")
-    require(not mixer_mlp, f"mixers.{name}.mlp false: a layer is the mixer alone")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "tie_word_embeddings": a.tied_embeddings,
-    }
+def _mamba2(a: Architecture) -> dict:
+    require(not a.mixers.mamba2.mlp, "mixers.mamba2.mlp false: a layer is the mixer alone")
+    return mamba2_config(a, "")
 
 
-def mamba2(a: Architecture) -> dict:
-    return _mixer_only(a, LayerKind.MAMBA2, a.mixers.mamba2.mlp) | mamba2_config(a, "")
-
-
-def bamba(a: Architecture) -> dict:
-    need_llama_like(a)
-    need_softmax_attention(a)
-    need_dense(a)
-    need_activation(a, Activation.SWIGLU)
-    need_pattern(a, LayerKind.MAMBA2, LayerKind.GLOBAL)
+def _bamba(a: Architecture) -> dict:
     require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q,k,v,o")
     indices = [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL]
-    return (
-        base_config(a)
-        | {"attention_bias": a.bias.qkv, "mlp_bias": a.bias.mlp, "attn_layer_indices": indices}
-        | mamba2_config(a, "mamba_")
-        | rope_config(a)
-    )
+    return {"attn_layer_indices": indices} | mamba2_config(a, "mamba_")
 
 
 # hybrid_override_pattern: one character a layer
@@ -696,16 +663,12 @@ _NEMOTRON_H_CODES_WRITE = {
 
 def nemotron_h(a: Architecture) -> dict:
     """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SQUARED_RELU)
-    ref.need_position(a, PositionType.NONE)
-    need_pattern(a, *_NEMOTRON_H_CODES_WRITE)
     kinds = set(a.attention.layer_pattern)
     m = a.mixers.mamba2 if a.mixers is not None else None
     require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
     if LayerKind.GLOBAL in kinds:
-        need_softmax_attention(a)
+        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
+        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
         require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
     require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
     require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
@@ -755,44 +718,34 @@ def nemotron_h(a: Architecture) -> dict:
 
 def falcon_h1(a: Architecture) -> dict:
     """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
-    need_llama_like(a)
-    need_dense(a)
-    need_pattern(a, LayerKind.GLOBAL_MAMBA2)
-    require(a.bias.qkv == a.bias.attn_out, "attention_bias covers q, k, v and o")
     m = mamba2_sizes_of(a)
     require(m is not None, "mixers.mamba2 sizes")
     head_dim = a.head_dim_effective
     norm = m.norm or Mamba2Norm.GATED
-    return (
-        base_config(a)
-        | {
-            "attention_bias": a.bias.qkv,
-            "mlp_bias": a.bias.mlp,
-            "mamba_d_ssm": m.n_heads * m.head_dim,
-            "mamba_n_heads": m.n_heads,
-            "mamba_d_head": m.head_dim,
-            "mamba_d_state": m.state_size,
-            "mamba_n_groups": m.n_groups,
-            "mamba_d_conv": m.conv_kernel,
-            "mamba_conv_bias": m.conv_bias,
-            "mamba_proj_bias": m.proj_bias,
-            "projectors_bias": m.proj_bias,
-            "mamba_rms_norm": norm is not Mamba2Norm.NONE,
-            "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
-            "rms_norm_eps": a.norm.eps or 1e-5,
-            "embedding_multiplier": a.embedding_multiplier or 1.0,
-            "lm_head_multiplier": a.logit_scale or 1.0,
-            # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
-            "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
-            "attention_in_multiplier": a.attention.input_multiplier or 1.0,
-            "attention_out_multiplier": a.attention.output_multiplier or 1.0,
-            "ssm_in_multiplier": m.input_multiplier or 1.0,
-            "ssm_out_multiplier": m.output_multiplier or 1.0,
-            "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
-            "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
-        }
-        | rope_config(a)
-    )
+    return {
+        "mamba_d_ssm": m.n_heads * m.head_dim,
+        "mamba_n_heads": m.n_heads,
+        "mamba_d_head": m.head_dim,
+        "mamba_d_state": m.state_size,
+        "mamba_n_groups": m.n_groups,
+        "mamba_d_conv": m.conv_kernel,
+        "mamba_conv_bias": m.conv_bias,
+        "mamba_proj_bias": m.proj_bias,
+        "projectors_bias": m.proj_bias,
+        "mamba_rms_norm": norm is not Mamba2Norm.NONE,
+        "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
+        "rms_norm_eps": a.norm.eps or 1e-5,
+        "embedding_multiplier": a.embedding_multiplier or 1.0,
+        "lm_head_multiplier": a.logit_scale or 1.0,
+        # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
+        "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
+        "attention_in_multiplier": a.attention.input_multiplier or 1.0,
+        "attention_out_multiplier": a.attention.output_multiplier or 1.0,
+        "ssm_in_multiplier": m.input_multiplier or 1.0,
+        "ssm_out_multiplier": m.output_multiplier or 1.0,
+        "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
+        "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
+    }
 
 
 def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
@@ -814,20 +767,33 @@ def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> di
     return mixer_config(m, names, prefix, m.d_inner // a.d_model)
 
 
-def _mamba_only(a: Architecture, inner_norm: MambaInnerNorm) -> dict:
-    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
-    base = _mixer_only(a, LayerKind.MAMBA, a.mixers.mamba.mlp)
-    return base | {"layer_norm_epsilon": a.norm.eps or 1e-5} | _mamba_sizes(a, "", inner_norm)
+def _mamba(a: Architecture) -> dict:
+    """Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
+    return _mamba_sizes(a, "", MambaInnerNorm.NONE)
 
 
-def mamba(a: Architecture) -> dict:
-    return _mamba_only(a, MambaInnerNorm.NONE)
-
-
-def falcon_mamba(a: Architecture) -> dict:
+def _falcon_mamba(a: Architecture) -> dict:
     """Mamba's layout with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
     eps = a.mixers.mamba.inner_norm_eps if a.mixers and a.mixers.mamba else None
-    return _mamba_only(a, MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+    require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
+    return _mamba_sizes(a, "", MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
+
+
+# a stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
+# layer, no attention, no MLP; the sizes every such config holds (the steps read them)
+MIXER_ONLY = dict(
+    position="none",
+    fixed_bias=(False, False, False),
+    keys=(
+        *dropped(LLAMA.keys),
+        Key("vocab_size", "vocab_size", read=False),
+        Key("hidden_size", "d_model", read=False),
+        Key("num_hidden_layers", "n_layers", read=False),
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+    ),
+    free=("mlp.activation", "attention.qk_norm"),
+)
 
 
 def _jamba_experts(a: Architecture) -> dict:
@@ -855,13 +821,6 @@ def _jamba_experts(a: Architecture) -> dict:
 def jamba(a: Architecture) -> dict:
     """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
     attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.SWIGLU)
-    need_softmax_attention(a)
-    ref.need_position(a, PositionType.NONE)
-    ref.need_bias(a, False, False, False)
-    need_pattern(a, LayerKind.MAMBA, LayerKind.GLOBAL)
     pattern = a.attention.layer_pattern
     require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
     require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
@@ -869,8 +828,7 @@ def jamba(a: Architecture) -> dict:
     eps = a.norm.eps or 1e-6
     require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
     return (
-        base_config(a)
-        | {
+        {
             "attn_layer_period": len(pattern),
             "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
             "rms_norm_eps": eps,
@@ -888,13 +846,8 @@ def zamba2(a: Architecture) -> dict:
     """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
     2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
     the hybrid_layer_ids."""
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_position(a, PositionType.ROPE, PositionType.NONE)
-    need_activation(a, Activation.GEGLU, Activation.SWIGLU)
-    need_pattern(a, LayerKind.MAMBA2)
+    position = a.position.type
+    require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
     require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
@@ -1180,8 +1133,10 @@ MAMBA2 = LLAMA.derive(
     eps_key="layer_norm_epsilon",
     rope_key=None,
     mlp_bias=False,
+    kinds=("mamba2",),
+    **MIXER_ONLY,
     steps=(_read_mamba2,),
-    write=mamba2,
+    write=_mamba2,
     extras=frozenset({"mamba2"}),
     names=_mamba2_names,
     logit_error=4.7e-07,
@@ -1193,8 +1148,10 @@ MAMBA = MAMBA2.derive(
     config_class="MambaConfig",
     model_class="MambaForCausalLM",
     eps_default=1e-05,
+    kinds=("mamba",),
+    keys=(Key("layer_norm_epsilon", "norm.eps", out=lambda a: a.norm.eps or 1e-5, read=False),),
     steps=(_read_mamba,),
-    write=mamba,
+    write=_mamba,
     extras=frozenset({"mamba"}),
     names=_mamba_names,
     logit_error=3e-07,
@@ -1206,17 +1163,17 @@ FALCON_MAMBA = MAMBA.derive(
     config_class="FalconMambaConfig",
     model_class="FalconMambaForCausalLM",
     steps=(_read_falcon_mamba,),
-    write=falcon_mamba,
+    write=_falcon_mamba,
     logit_error=2.2e-07,
     function_fields=("architecture.mixers.mamba.inner_norm_eps",),
 )
 BAMBA = LLAMA.derive(
     "bamba",
-    layer="BambaDecoderLayer",
-    config_class="BambaConfig",
-    model_class="BambaForCausalLM",
+    classes="Bamba",
+    kinds=("mamba2", "global"),
+    keys=(ROPE,),
     read=_read_bamba,
-    write=bamba,
+    write=_bamba,
     extras=frozenset({"mamba2"}),
     names=_bamba_names,
     logit_error=4.4e-07,
@@ -1227,6 +1184,18 @@ NEMOTRON_H = MAMBA2.derive(
     layer="NemotronHBlock",
     config_class="NemotronHConfig",
     model_class="NemotronHForCausalLM",
+    fixed_bias=None,  # attention unbiased (the writer checks), the MLP's as mlp_bias says
+    mlp_bias=None,
+    builds_activations=("squared-relu",),
+    kinds=tuple(_NEMOTRON_H_CODES_WRITE),
+    free=(
+        "attention.variant",
+        "attention.qk_norm",
+        "mlp.moe",
+        "mlp.moe.n_shared",
+        "mlp.moe.first_dense_layers",
+        "mlp.moe.layer_period",
+    ),
     steps=(_read_nemotron_h,),
     write=nemotron_h,
     extras=frozenset(
@@ -1250,9 +1219,9 @@ NEMOTRON_H = MAMBA2.derive(
 # logit test: attention beside Mamba-2, every muP factor; three mixer norms
 FALCON_H1 = BAMBA.derive(
     "falcon_h1",
-    layer="FalconH1DecoderLayer",
-    config_class="FalconH1Config",
-    model_class="FalconH1ForCausalLM",
+    classes="FalconH1",
+    kinds=("global+mamba2",),
+    keys=dropped((ROPE,)),
     read=_read_falcon_h1,
     write=falcon_h1,
     extras=frozenset({"mamba2_norm", "parallel_mamba2", "sublayer_multipliers"}),
@@ -1281,6 +1250,10 @@ JAMBA = MIXTRAL.derive(
     eps_default=None,
     sliding_everywhere=False,
     read=_read_jamba,
+    keys=dropped(("num_local_experts", "num_experts_per_tok", "sliding_window")),  # the hook's
+    fixed=(),
+    kinds=("mamba", "global"),
+    free=("mlp.moe", "mlp.moe.n_shared", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
     write=jamba,
     extras=frozenset({"mamba"}),
     names=_jamba_names,
@@ -1300,6 +1273,10 @@ ZAMBA2 = MAMBA2.derive(
     tied_default=True,
     activation_default="gelu",
     eps_default=1e-05,
+    fixed_bias=None,
+    mlp_bias=None,
+    builds_activations=("geglu", "swiglu"),
+    free=("position.type",),
     steps=(_read_zamba2,),
     write=zamba2,
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),

@@ -2,58 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from archdb.schema import (
-    Activation,
-    Architecture,
-    Kind,
-    NormAffine,
-    NormPosition,
-    NormType,
-    PositionType,
-)
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    need_activation,
-    need_dense,
-    need_serial,
-    need_softmax_attention,
-    require,
-)
+from archdb.schema import Architecture, Kind
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source
 
-if TYPE_CHECKING:
-    from archdb_hf.families.spec import FamilySpec
-
-# --- card -> config (the reference) ------------------------------------------------------
+# --- card -> config (the reference): what no key writes ---------------------------------
 
 
-def t5(a: Architecture) -> dict:
+def _t5(a: Architecture) -> dict:
     require(a.kind is Kind.ENCODER_DECODER, "an encoder-decoder")
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    need_serial(a)
-    need_activation(a, Activation.RELU, Activation.GEGLU)
-    need_softmax_attention(a)
-    need_dense(a)
-    ref.need_position(a, PositionType.RELATIVE_BIAS)
-    ref.need_bias(a, False, False, False)
     # transformers 5 forces tie_word_embeddings=True for the whole T5 family
     # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
     require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
-    return {
-        "vocab_size": a.vocab_size,
-        "d_model": a.d_model,
-        "d_kv": a.head_dim_effective,
-        "d_ff": a.mlp.d_ff,
-        "num_layers": a.n_encoder_layers,
-        "num_decoder_layers": a.n_layers,
-        "num_heads": a.attention.n_heads,
-        "relative_attention_num_buckets": a.position.relative_buckets or 32,
-        "feed_forward_proj": "gated-gelu" if a.mlp.activation.gated else "relu",
-        "tie_word_embeddings": a.tied_embeddings,
-    }
+    return {}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -116,7 +78,26 @@ T5 = FamilySpec(
     eps_key="layer_norm_epsilon",
     rope_key=None,
     imports=False,
-    write=t5,
+    position="relative-bias",
+    fixed_bias=(False, False, False),
+    builds_activations=("relu", "geglu"),
+    keys=(
+        Key("vocab_size", "vocab_size"),
+        Key("d_model", "d_model"),
+        Key("d_kv", "attention.head_dim", out=lambda a: a.head_dim_effective),
+        Key("d_ff", "mlp.d_ff"),
+        Key("num_layers", "n_encoder_layers"),
+        Key("num_decoder_layers", "n_layers"),
+        Key("num_heads", "attention.n_heads"),
+        Key(
+            "relative_attention_num_buckets",
+            "position.relative_buckets",
+            out=lambda a: a.position.relative_buckets or 32,
+        ),
+        Key("feed_forward_proj", out=lambda a: "gated-gelu" if a.mlp.activation.gated else "relu"),
+        Key("tie_word_embeddings", "tied_embeddings"),
+    ),
+    write=_t5,
     names=_t5_names,
     logit_error=2.9e-07,
     function_fields=("architecture.attention.scale",),

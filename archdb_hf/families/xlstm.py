@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import math
 
-from archdb.schema import Activation, Architecture, LayerKind, NormAffine, NormPosition, NormType
+from archdb.schema import Architecture
 from archdb_hf.draft import Draft, HFImportError
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import require
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.keymap import require
 from archdb_hf.tensors import Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -175,18 +174,12 @@ def _factor(width: int, d_model: int) -> float:
     return exact if int(d_model * exact) == width else (width + 0.5) / d_model
 
 
-def xlstm(a: Architecture) -> dict:
-    ref.need_norm(a, NormType.RMSNORM, NormAffine.SCALE, NormPosition.PRE)
-    ref.need_serial(a)
-    require(list(a.attention.layer_pattern) == [LayerKind.MLSTM], "every layer mlstm")
+def _xlstm(a: Architecture) -> dict:
     require(a.mixers is not None and a.mixers.mlstm is not None, "the mlstm sizes")
     m = a.mixers.mlstm
     require(m.mlp, "mixers.mlstm.mlp true: every xLSTM block has its feed-forward")
     require(m.gate_soft_cap is not None, "mixers.mlstm.gate_soft_cap (xLSTMConfig needs one)")
     require(a.final_logit_softcap is not None, "final_logit_softcap (xLSTMConfig needs one)")
-    ref.need_activation(a, Activation.SWIGLU)
-    ref.need_dense(a)
-    ref.need_bias(a, False, False, False)
     require(not a.tied_embeddings, "an untied head (xLSTMForCausalLM ties none)")
     d, d_ff = a.d_model, a.mlp.d_ff
     return {
@@ -250,8 +243,11 @@ XLSTM = FamilySpec(
     position="none",
     mlp_bias=False,
     eps_default=1e-6,
+    fixed_bias=(False, False, False),
+    kinds=("mlstm",),
+    free=("attention.variant", "attention.qk_norm"),  # no attention
     steps=(_read_xlstm,),
-    write=xlstm,
+    write=_xlstm,
     names=_xlstm_names,
     logit_error=1.9e-06,  # tests/test_fidelity.py (80 tokens: a parallel chunk, then steps)
 )
