@@ -25,14 +25,17 @@ the key, never a traceback; every step is linear in the config's size.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import math
 import re
-from collections.abc import Mapping
+import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import annotated_types
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -42,7 +45,9 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    create_model,
 )
+from pydantic.fields import FieldInfo
 
 from archdb.errors import ArchdbError
 from archdb.fields import get_path, set_path, unwrap
@@ -61,7 +66,7 @@ from archdb.schema import (
     Architecture,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import fill_moe_layout, read_activation, read_fixed, read_keys
+from archdb_hf.keymap import Key, fill_moe_layout, read_activation, read_fixed, read_keys
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -198,7 +203,10 @@ class LinearAttnConfig(_Keys):
 
 
 class ConfigShape(_Keys):
-    """The type and range of every key import_config reads (bounds: archdb.schema's)."""
+    """The type and range of the keys import_config reads that no family ``Key`` reads
+    straight into a card field (those are derived from the field: ``config_shape``): the
+    generic steps' keys and other spellings, keys written only or converted on reading,
+    and the hooks' keys (bounds: archdb.schema's)."""
 
     model_type: Name | None = None
     name_or_path: Name | None = Field(None, alias="_name_or_path")
@@ -207,13 +215,10 @@ class ConfigShape(_Keys):
     hidden_size: Width | None = None
     n_embd: Width | None = None
     n_embed: Width | None = None
-    d_model: Width | None = None
     num_hidden_layers: Layers | None = None
     n_layer: Layers | None = None
-    num_layers: Layers | None = None
     num_attention_heads: Heads | None = None
     n_head: Heads | None = None
-    num_heads: Heads | None = None
     num_key_value_heads: Heads | None = None
     num_kv_heads: Heads | None = None
     n_head_kv: Heads | None = None
@@ -229,7 +234,6 @@ class ConfigShape(_Keys):
     n_inner: Width | None = None
     ffn_hidden_size: Width | None = None
     ffn_dim: Width | None = None
-    word_embed_proj_dim: Width | None = None
     # activation
     hidden_activation: Name | None = None
     hidden_act: Name | None = None
@@ -276,22 +280,16 @@ class ConfigShape(_Keys):
     norm_epsilon: Number | None = None
     norm_eps: Number | None = None
     rope_interleave: StrictBool | None = None
-    norm_topk_prob: StrictBool | None = None
     swiglu_limit: Number | None = None
     swiglu_alpha: Number | None = None
     # blocks, norms, biases, embeddings
-    use_parallel_residual: StrictBool | None = None
     parallel_attn: StrictBool | None = None
     num_ln_in_parallel_attn: _sized(1, 2) | None = None
     do_layer_norm_before: StrictBool | None = None
     remove_final_layer_norm: StrictBool | None = Field(None, alias="_remove_final_layer_norm")
     layer_norm_elementwise_affine: StrictBool | None = None
     attention_bias: StrictBool | None = None
-    attention_out_bias: StrictBool | None = None  # Seed-OSS: o_proj's own bias flag
     # ERNIE 4.5 MoE: experts, and which layers have them
-    moe_num_experts: Heads | None = None
-    moe_k: Heads | None = None
-    moe_num_shared_experts: _sized(0, MAX_COUNT) | None = None
     moe_layer_start_index: _sized(0, MAX_DEPTH) | None = None
     moe_layer_end_index: Annotated[StrictInt, Field(ge=-1, le=MAX_DEPTH)] | None = None
     moe_layer_interval: Layers | None = None
@@ -303,24 +301,17 @@ class ConfigShape(_Keys):
     # mixture of experts and latent attention
     num_local_experts: _sized(0, MAX_COUNT) | None = None  # 0: dense (Granite 4.0-H Micro)
     num_experts: Heads | None = None
-    n_routed_experts: Heads | None = None
     num_experts_per_tok: Heads | None = None
     n_shared_experts: _sized(0, MAX_COUNT) | None = None
     # a per-layer list only in Hunyuan's released configs (_PER_LAYER_LISTS)
     moe_intermediate_size: Width | Annotated[list[Width], Field(max_length=MAX_DEPTH)] | None = None
-    decoder_sparse_step: Layers | None = None
     mlp_only_layers: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = (
         None
     )
-    first_k_dense_replace: _sized(0, MAX_DEPTH) | None = None
     # a period (DeepSeek), or one 0/1 per layer (MiMo-V2-Flash's released config)
     moe_layer_freq: Layers | Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = (
         None
     )
-    kv_lora_rank: Width | None = None
-    q_lora_rank: Width | None = None
-    qk_rope_head_dim: Width | None = None
-    qk_nope_head_dim: Width | None = None
     v_head_dim: Width | None = None
     num_nextn_predict_layers: _sized(0, MAX_DEPTH) | None = None
     # routers (DeepSeek-V2/V3, GLM-4.5)
@@ -342,7 +333,6 @@ class ConfigShape(_Keys):
     linear_key_head_dim: Width | None = None
     linear_value_head_dim: Width | None = None
     linear_conv_kernel_dim: Width | None = None
-    shared_expert_intermediate_size: Width | None = None
     # hybrid Mamba-2 models (Bamba)
     attn_layer_indices: (
         Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None
@@ -383,8 +373,6 @@ class ConfigShape(_Keys):
     block_ffn_dim_multiplier: Number | None = None
     block_multiple_of: Width | None = None
     tie_embedding: StrictBool | None = None
-    num_dense_layers: _sized(0, MAX_DEPTH) | None = None
-    use_expert_bias: StrictBool | None = None
     routed_scaling_factor: Number | None = None
     # single-sublayer stacks (Nemotron-H, Nemotron 3)
     hybrid_override_pattern: Annotated[str, Field(max_length=MAX_PATTERN)] | None = None
@@ -459,7 +447,6 @@ class ConfigShape(_Keys):
     use_mixed_mlp_moe: StrictBool | None = None
     moe_layer_num_skipped: _sized(0, MAX_DEPTH) | None = None
     # multi-token-prediction modules under their families' names (architecture.mtp)
-    mtp_num_hidden_layers: _sized(0, MAX_DEPTH) | None = None
     num_mtp_modules: _sized(0, MAX_DEPTH) | None = None
     mtp_transformer_layers: Layers | None = None
     use_mtp: StrictBool | None = None
@@ -473,10 +460,88 @@ class ConfigShape(_Keys):
     attention_method: Name | None = None
 
 
-def check_shape(config: Mapping[str, Any], prefix: str = "") -> None:
+def config_shape(keys: Iterable[Key]) -> type[ConfigShape]:
+    """``ConfigShape`` plus every key the families read straight into one card field (each
+    ``Key`` of the name has a path, is read, and converts nothing): its type and range are
+    the field's (archdb.schema), so such keys are not listed again above. A key written
+    only, converted, or read into fields of different types keeps its entry above."""
+    found: dict[str, set[Any]] = {}
+    mixed: set[str] = set()
+    for key in keys:
+        if key.path is None:
+            continue
+        for name in (key.name, *key.also):
+            if not key.read or key.into is not None:
+                mixed.add(name)
+            found.setdefault(name, set()).add(_config_type(field_at(key.path)))
+    derived: dict[str, Any] = {
+        name: (kinds.pop() | None, None)
+        for name, kinds in sorted(found.items())
+        if len(kinds) == 1 and None not in kinds and name not in mixed
+        and name not in ConfigShape.model_fields
+    }  # fmt: skip
+    return create_model("DerivedConfigShape", __base__=ConfigShape, **derived)
+
+
+def field_at(path: str) -> FieldInfo | None:
+    """The schema field at a dotted path under architecture (None: no such field)."""
+    model: Any = Architecture
+    info = None
+    for part in path.split("."):
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return None
+        info = fields[part]
+        model = unwrap(info.annotation)[0]
+    return info
+
+
+def _config_type(info: FieldInfo | None) -> Any:
+    """A config value's type for a schema field: its bounds, any JSON number for a float
+    (configs write 10000 for 10000.0); None for what a config does not spell as the card
+    does (lists, sub-models, free text)."""
+    if info is None:
+        return None
+    held, is_list, _ = unwrap(info.annotation)
+    if is_list:
+        return None
+    bounds = [
+        annotated_types.Ge(1) if isinstance(b, annotated_types.Gt) and b.gt == 0 and held is int
+        else b
+        for b in _bounds(info)
+    ]  # fmt: skip
+    if held is bool:
+        return StrictBool
+    if held is int:
+        return Annotated[(StrictInt, *bounds)] if bounds else StrictInt
+    if held is float:
+        return Annotated[(float, BeforeValidator(_finite_number), *bounds)]
+    if isinstance(held, type) and issubclass(held, enum.Enum):
+        return held
+    return None
+
+
+def _bounds(info: FieldInfo) -> list[Any]:
+    """The numeric bounds of a field, wherever pydantic keeps them."""
+    found, stack = [], [*info.metadata, info.annotation]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, annotated_types.Gt | annotated_types.Ge | annotated_types.Le):
+            if item not in found:
+                found.append(item)
+        elif isinstance(item, FieldInfo):
+            stack.extend(item.metadata)
+        elif typing.get_args(item):
+            stack.extend(typing.get_args(item))
+    return sorted(found, key=lambda b: type(b).__name__)
+
+
+def check_shape(
+    config: Mapping[str, Any], prefix: str = "", shape: type[ConfigShape] = ConfigShape
+) -> None:
     """HFImportError naming the first keys whose type or range is wrong."""
     try:
-        ConfigShape.model_validate(config)
+        shape.model_validate(config)
     except ValidationError as exc:
         problems = []
         for err in exc.errors()[:3]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from archdb_hf.draft import (
@@ -20,6 +21,7 @@ from archdb_hf.draft import (
     Imported,
     architectures_of,
     check_shape,
+    config_shape,
     decoder_config,
     guess_identity,
     imported,
@@ -52,10 +54,10 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     """A card for the model a config.json describes; HFImportError if it cannot be mapped."""
     if not re.match(r"^https?://\S+$", source_url or ""):
         raise HFImportError("a source is required: give the config's URL (https://...)")
-    check_shape(config)
+    check_shape(config, shape=families_shape())
     decoder, wrapper_note = decoder_config(config)
     if wrapper_note:
-        check_shape(decoder, prefix="text_config.")
+        check_shape(decoder, prefix="text_config.", shape=families_shape())
     model_type, via = _family_of(decoder, config)
     _refuse_per_layer_lists(decoder, model_type)
     foreign = foreign_keys(decoder, model_type)  # other families' keys: never read
@@ -70,6 +72,12 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     if foreign:
         result.ignored[:] = sorted({*result.ignored, *foreign})
     return result
+
+
+@cache
+def families_shape() -> type:
+    """The type and range of every key: hand-written, and derived from the families' keys."""
+    return config_shape(key for spec in SPECS.values() for key in spec.keys)
 
 
 def _refuse_per_layer_lists(decoder: Mapping[str, Any], model_type: str) -> None:

@@ -63,6 +63,12 @@ def edited(name: str, **changes) -> dict:
         ("llama-2-7b-hf", "tie_word_embeddings", "false", "valid boolean"),
         ("llama-2-7b-hf", "hidden_act", ["silu"], "valid string"),
         ("mixtral-8x7b-v0.1", "num_local_experts", 8.5, "valid integer"),
+        # keys whose type and range come from the card field a family Key reads them into
+        ("deepseek-v2-lite", "kv_lora_rank", 0, "greater than or equal to 1"),
+        ("deepseek-v2-lite", "first_k_dense_replace", -1, "greater than or equal to 0"),
+        ("deepseek-v2-lite", "n_routed_experts", "64", "valid integer"),
+        ("qwen3-30b-a3b", "norm_topk_prob", "yes", "valid boolean"),
+        ("deepseek-v2-lite", "index_topk", 2**40, "less than or equal to"),
     ],
 )
 def test_wrong_types_and_ranges_are_refused_naming_the_key(base, key, value, fragment):
@@ -70,6 +76,23 @@ def test_wrong_types_and_ranges_are_refused_naming_the_key(base, key, value, fra
     assert message.startswith(f"config.json: {key}")
     assert fragment in message
     assert len(message) < 400  # the hostile value is shown in brief
+
+
+def test_the_shape_of_a_key_read_into_a_field_is_the_fields():
+    """A key a family reads straight into a card field is checked with the field's type
+    and bounds (archdb.schema), not a second hand-written entry; one converted on the way
+    or read by the generic steps keeps its own (Granite 4.0-H Micro: 0 local experts)."""
+    from archdb.field_types import MAX_DEPTH
+    from archdb_hf.draft import ConfigShape
+    from archdb_hf.importer import families_shape
+
+    derived = families_shape().model_fields
+    assert "kv_lora_rank" in derived and "kv_lora_rank" not in ConfigShape.model_fields
+    assert "first_k_dense_replace" not in ConfigShape.model_fields
+    limits = [m for m in derived["first_k_dense_replace"].annotation.__args__[0].__metadata__]
+    assert any(getattr(m, "le", None) == MAX_DEPTH for m in limits)
+    hand = ConfigShape.model_fields["num_local_experts"]
+    assert derived["num_local_experts"].annotation == hand.annotation
 
 
 def test_decoder_sparse_step_must_be_an_int():
