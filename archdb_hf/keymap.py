@@ -43,23 +43,26 @@ class Key:
     """One config key and the card field (``path``, under ``architecture``) it holds.
 
     ``default`` is the config class's value when a config leaves the key out; ``required``
-    refuses a config without it. ``when`` writes the key only for the cards it holds for;
-    ``out`` writes a value computed from the card, ``into`` reads the config's value into
-    the field's; ``also``: other spellings import-hf reads. ``read=False``: import-hf's
-    generic steps read the key (under its other spellings too), the map only writes it.
-    A key without path or ``out`` removes the parent family's key of that name.
+    refuses a config without it. ``kind``: a key of one layer kind's part (a mixer's
+    sizes), read (and required) only where the layer pattern has the kind. ``when``
+    writes the key only for the cards it holds for; ``out`` writes a value computed from
+    the card, ``into`` reads the config's value into the field's; ``also``: other
+    spellings import-hf reads. ``read=False``: import-hf's generic steps read the key
+    (under its other spellings too), the map only writes it. A key without path or
+    ``out`` removes the parent family's key of that name.
     """
 
     name: str
     path: str | None = None
     default: Any = None
-    required: bool | str = False  # a layer kind: required (and read) where layers have it
+    required: bool = False
     when: Callable[[Architecture], bool] | None = None
     out: Callable[[Architecture], Any] | None = None
     into: Callable[[Any], Any] | None = None
     read: bool = True
     also: tuple[str, ...] = ()  # other spellings import-hf accepts
     given: str | None = None  # read only where the draft holds this field (an MoE's keys)
+    kind: str | None = None  # a layer kind: read only where layers have it
 
     @property
     def removed(self) -> bool:
@@ -100,12 +103,11 @@ def read_keys(d: Draft, keys: Iterable[Key]) -> None:
             continue
         if key.given is not None and d.value(f"architecture.{key.given}") is None:
             continue
-        required = key.required
-        if isinstance(required, str):
-            if required not in (d.value("architecture.attention.layer_pattern") or ()):
-                continue
-            required = True
-        value = d.read(key.name, *key.also, default=key.default, required=required)
+        if key.kind is not None and key.kind not in (
+            d.value("architecture.attention.layer_pattern") or ()
+        ):
+            continue
+        value = d.read(key.name, *key.also, default=key.default, required=key.required)
         if value is None:
             continue
         d.set(f"architecture.{key.path}", key.into(value) if key.into else value,
@@ -233,9 +235,10 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
         set(arch.attention.layer_pattern) <= kinds,
         f"layer_pattern may use only {', '.join(x.value for x in spec.kinds)}",
     )
+    pattern = arch.attention.layer_pattern
     for key in spec.keys:  # the optional parts (an MoE, MLA, an indexer) its config requires
         part = (key.path or "").rpartition(".")[0]
-        if key.required is True and "." in part:
+        if key.required and "." in part and key.kind in (None, *pattern):
             require(value_at(arch, part) is not None,
                     f"{part}: {spec.model_type}'s config requires {key.name}")  # fmt: skip
     if "mlp.moe" not in free:

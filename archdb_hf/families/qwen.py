@@ -105,8 +105,8 @@ NORMALIZED_BY_DEFAULT = Key(
 SHARED_EXPERT = Key("shared_expert_intermediate_size", "mlp.moe.shared_d_ff")
 GATED_SHARED = (("mlp.moe.n_shared", 1), ("mlp.moe.shared_gate", True))
 DELTANET = tuple(
-    Key(f"linear_{name}", f"mixers.gated_deltanet.{field}", required="gated-deltanet",
-        when=uses(LayerKind.GATED_DELTANET))
+    Key(f"linear_{name}", f"mixers.gated_deltanet.{field}", required=True,
+        kind="gated-deltanet", when=uses(LayerKind.GATED_DELTANET))
     for name, field in (
         ("num_key_heads", "n_key_heads"),
         ("num_value_heads", "n_value_heads"),
