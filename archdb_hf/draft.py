@@ -678,33 +678,28 @@ def _unclamped(limit: Any) -> bool:
     return low_ok and (high == float("inf") or high == _SAVED_INFINITY)
 
 
-def expand_mamba2(d: Draft, mixer: str, required: bool, **defaults: int) -> None:
-    """The mamba_* sizes of a mixer as wide as mamba_expand x hidden_size (Bamba, Granite
-    4.0-H), whose layers also have the MLP; ``defaults`` where the config class has them."""
-    d_model = d.value("architecture.d_model")
-    heads = d.read("mamba_n_heads", required=required, default=defaults.get("n_heads"))
-    inner = int(d.read("mamba_expand", required=required, default=defaults.get("expand")) * d_model)
-    head_dim = d.read("mamba_d_head", default="auto")
+def check_mamba2_width(
+    d: Draft, expand_key: str, mixer: str, expand: float | None = None, width_key: str = ""
+) -> None:
+    """A Mamba-2 mixer's heads (its sizes: the family's keys) against its inner width,
+    ``expand_key`` x hidden_size (or ``width_key``'s); a head width of "auto" is that
+    width over the heads."""
+    sizes = "architecture.mixers.mamba2."
+    inner = d.read(width_key) if width_key else None
+    if inner is None:
+        factor = d.read(expand_key, required=expand is None, default=expand)
+        inner = int(factor * d.value("architecture.d_model"))
+    heads, head_dim = d.value(sizes + "n_heads"), d.value(sizes + "head_dim")
     if head_dim == "auto":
         head_dim = inner // heads
+        d.set(sizes + "head_dim", head_dim, "family")
     if heads * head_dim != inner:
+        own = expand_key == "expand"  # a Mamba-2 config's names, else a hybrid's
+        names = ("num_heads", "head_dim") if own else ("mamba_n_heads", "mamba_d_head")
         raise HFImportError(
-            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from mamba_expand x "
-            f"hidden_size ({inner}): transformers' {mixer} cannot run this config"
+            f"{names[0]} x {names[1]} ({heads} x {head_dim}) differs from the mixer width "
+            f"({inner}): transformers' {mixer} cannot run this config"
         )
-    silu_conv(d)
-    sizes = {
-        "n_heads": heads,
-        "head_dim": head_dim,
-        "state_size": d.read("mamba_d_state", required=required, default=defaults.get("state")),
-        "n_groups": d.read("mamba_n_groups", default=1),
-        "conv_kernel": d.read("mamba_d_conv", required=required, default=defaults.get("conv")),
-        "conv_bias": d.read("mamba_conv_bias", default=True),
-        "proj_bias": d.read("mamba_proj_bias", default=False),
-    }
-    for name, value in sizes.items():
-        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
-    d.set("architecture.mixers.mamba2.mlp", True, "family")
 
 
 def no_time_step_clamp(d: Draft) -> None:
@@ -882,7 +877,7 @@ def _mlp(d: Draft) -> None:
     d.set("architecture.mlp.moe", None, "family")
 
 
-def _norm(d: Draft) -> None:
+def read_norm(d: Draft) -> None:
     f = d.family
     for name, value in (
         ("type", f.norm),
@@ -896,7 +891,7 @@ def _norm(d: Draft) -> None:
         d.set("architecture.norm.shared_in_parallel", f.shared_norm_in_parallel, "family")
 
 
-def _bias(d: Draft) -> None:
+def read_bias(d: Draft) -> None:
     f = d.family
     if f.lm_head_bias:
         d.set("architecture.bias.lm_head", True, "family")
@@ -921,7 +916,7 @@ def rope_parameters_of(d: Draft) -> tuple[dict[str, Any], dict[str, Any]]:
     return params, {}
 
 
-def _position(d: Draft) -> None:
+def read_position(d: Draft) -> None:
     f = d.family
     d.set("architecture.position.type", f.position, "family")
     if f.position != "rope":
@@ -1198,7 +1193,15 @@ def imported(
     checked by ``check_shape`` and stripped of other families' keys): its steps, its read
     hook, the function fields; ``notes`` on the architecture (a wrapper, a recognition)."""
     d = Draft(decoder, family)
-    for step in family.steps or (_sizes, _norm, _attention, _position, _mlp, _bias, read_tied):
+    for step in family.steps or (
+        _sizes,
+        read_norm,
+        _attention,
+        read_position,
+        _mlp,
+        read_bias,
+        read_tied,
+    ):
         step(d)
     read_keys(d, family.keys)
     fill_moe_layout(d)

@@ -69,6 +69,26 @@ class Key:
         return self.path is None and self.out is None
 
 
+def part_keys(
+    part: str,
+    spelled: dict[str, str],
+    defaults: dict[str, Any] | None = None,
+    *,
+    required: Iterable[str] = (),
+    kind: str | None = None,
+) -> tuple[Key, ...]:
+    """The keys of one part's fields (field -> config key, under ``part``), with the config
+    class's defaults; with ``kind``, read where layers have it and written for cards that
+    have them (a hybrid's mixer sizes)."""
+    defaults, required = defaults or {}, set(required)
+    when = uses(LayerKind(kind)) if kind else None
+    return tuple(
+        Key(name, f"{part}.{field}", default=defaults.get(field), required=field in required,
+            kind=kind, when=when)
+        for field, name in spelled.items()
+    )  # fmt: skip
+
+
 def dropped(keys: Iterable[Key | str]) -> tuple[Key, ...]:
     """Keys that remove each of ``keys`` (or key names) from a derived family."""
     return tuple(Key(k if isinstance(k, str) else k.name) for k in keys)

@@ -63,33 +63,6 @@ def layer_kind_names(a: Architecture, names: dict[LayerKind, str]) -> list[str]:
     return [names[k] for k in a.layer_kinds()]
 
 
-def mamba2_config(a: Architecture, prefix: str) -> dict:
-    m = a.mixers.mamba2 if a.mixers is not None else None
-    require(m is not None, "mixers.mamba2 sizes")
-    inner = m.n_heads * m.head_dim
-    require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
-    names = {
-        "n_heads": ("num_heads", "mamba_n_heads"),
-        "head_dim": ("head_dim", "mamba_d_head"),
-        "state_size": ("state_size", "mamba_d_state"),
-        "n_groups": ("n_groups", "mamba_n_groups"),
-        "conv_kernel": ("conv_kernel", "mamba_d_conv"),
-        "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
-        "proj_bias": ("use_bias", "mamba_proj_bias"),
-    }
-    return mixer_config(m, names, prefix, inner // a.d_model)
-
-
-def mixer_config(
-    mixer: object, names: dict[str, tuple[str, str]], prefix: str, expand: int
-) -> dict:
-    """A mixer's sizes under the config's names: (its own config's, a hybrid's
-    "mamba_"-prefixed), plus the expansion factor of its inner width."""
-    out = {keys[1] if prefix else keys[0]: getattr(mixer, name) for name, keys in names.items()}
-    out["mamba_expand" if prefix else "expand"] = expand
-    return out
-
-
 def rope_scaling_config(a: Architecture) -> dict:
     """The card's RoPE scaling as transformers' rope_parameters keys (none: {})."""
     s = a.position.rope_scaling

@@ -10,15 +10,21 @@ from archdb.schema import (
     LayerKind,
     PositionType,
 )
-from archdb_hf.draft import Draft, HFImportError, expand_mamba2, no_time_step_clamp
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    check_mamba2_width,
+    no_time_step_clamp,
+    silu_conv,
+)
 from archdb_hf.families.card_to_config import (
     layer_kind_names,
-    mamba2_config,
     require,
     rope_config,
 )
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
-from archdb_hf.keymap import Key, from_keys, write_keys
+from archdb_hf.families.ssm import hybrid_mamba2
+from archdb_hf.keymap import Key, from_keys, read_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -51,9 +57,9 @@ def _read_granitemoehybrid(d: Draft) -> None:
     if not d.read("layer_types"):  # the config class's default: every layer linear_attention
         d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
     if "mamba2" in d.value("architecture.attention.layer_pattern"):
-        expand_mamba2(
-            d, "GraniteMoeHybridMambaLayer", False, n_heads=128, expand=2, state=256, conv=4
-        )
+        read_keys(d, HYBRID_MIXER)  # sized once the pattern is known
+        check_mamba2_width(d, "mamba_expand", "GraniteMoeHybridMambaLayer", expand=2)
+        silu_conv(d)
         no_time_step_clamp(d)
         d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
     shared = d.read("shared_intermediate_size", default=1024)
@@ -103,10 +109,6 @@ MULTIPLIERS = (
 )  # fmt: skip
 
 
-def _multipliers(a: Architecture) -> dict:
-    return write_keys(MULTIPLIERS, a)
-
-
 def _granitemoehybrid(a: Architecture) -> dict:
     """Granite 4.0-H: Mamba-2 and attention layers, each with routed experts beside a
     shared MLP (or that MLP alone), Granite's factors, RoPE or no positions."""
@@ -117,10 +119,7 @@ def _granitemoehybrid(a: Architecture) -> dict:
         moe is None or (moe.n_shared == 1 and moe.normalize_top_k is not False),
         "a dense MLP, or every layer MoE with one shared MLP (softmax over the top-k logits)",
     )
-    if LayerKind.MAMBA2 not in a.attention.layer_pattern:
-        return {}
-    require(a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-    return mamba2_config(a, "mamba_")
+    return {}
 
 
 def _moe(a: Architecture) -> bool:
@@ -131,6 +130,7 @@ def _rope(a: Architecture) -> bool:
     return a.position.type is PositionType.ROPE
 
 
+HYBRID_MIXER = hybrid_mamba2(n_heads=128, state_size=256, conv_kernel=4)
 _HYBRID_LAYERS = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_attention"}
 
 
@@ -231,8 +231,9 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
         Key(
             "position_embedding_type", "position.type", out=lambda a: "rope", when=_rope, read=False
         ),
+        *HYBRID_MIXER,
     ),
-    fixed=(),
+    fixed=(("mixers.mamba2.mlp", True),),
     free=("mlp.moe.n_shared",),
     write=_granitemoehybrid,
     extras=frozenset({"mamba2", "residual_multiplier"}),

@@ -7,7 +7,6 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from archdb.mixers.mamba import MambaInnerNorm
 from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.schema import (
     Activation,
@@ -22,10 +21,13 @@ from archdb_hf import draft as imp
 from archdb_hf.draft import (
     Draft,
     HFImportError,
-    expand_mamba2,
+    check_mamba2_width,
     no_time_step_clamp,
     read_activation,
+    read_bias,
     read_layer_period,
+    read_norm,
+    read_position,
     read_positive,
     read_tied,
     rope_parameters_of,
@@ -34,14 +36,12 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
-    mamba2_config,
     mamba2_sizes_of,
-    mixer_config,
     require,
     rope_config,
 )
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
-from archdb_hf.keymap import Key, dropped
+from archdb_hf.keymap import Key, dropped, from_keys, part_keys, read_keys, uses
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -52,112 +52,66 @@ if TYPE_CHECKING:
 _ATTENTION_FREE = (
     "Attention-free: every layer is a Mamba-2 mixer (the transformers implementation)."
 )
+_LABELS = {"mamba": "Mamba", "mamba2": "Mamba-2"}
 
 
-def _read_mamba2(d: Draft) -> None:
-    """Mamba-2: norm, mixer, residual per layer; no attention, no MLP, no positions."""
-    d_model = d.read("hidden_size", required=True)
-    d.set("architecture.d_model", d_model, "config")
-    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
-    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
-    heads, head_dim = d.read("num_heads", required=True), d.read("head_dim", required=True)
-    expand = d.read("expand", required=True)
-    if heads * head_dim != int(expand * d_model):
-        raise HFImportError(
-            f"num_heads x head_dim ({heads} x {head_dim}) differs from expand x hidden_size "
-            f"({int(expand * d_model)}): transformers' Mamba2Mixer cannot run this config"
-        )
-    silu_conv(d)
-    mamba2 = {
-        "n_heads": heads,
-        "head_dim": head_dim,
-        "state_size": d.read("state_size", required=True),
-        "n_groups": d.read("n_groups", default=1),
-        "conv_kernel": d.read("conv_kernel", required=True),
-        "conv_bias": d.read("use_conv_bias", default=True),
-        "proj_bias": d.read("use_bias", default=False),
-    }
-    for name, value in mamba2.items():
-        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
-    d.set("architecture.mixers.mamba2.mlp", False, "family")
-    _mixer_only_stack(d, "mamba2", "Mamba-2")
-
-
-def _mixer_only_stack(d: Draft, kind: str, label: str) -> None:
-    """What transformers fixes for a stack of mixer-only layers (Mamba, Mamba-2): pre
-    RMSNorm, no attention, MLP, positions or biases; the output head as the config says."""
-    for path, value in (
-        ("norm.type", "rmsnorm"),
-        ("norm.position", "pre"),
-        ("norm.affine", "scale"),
-        ("norm.final", True),
-        ("attention.variant", "softmax"),
-        ("attention.n_heads", None),
-        ("attention.n_kv_heads", None),
-        ("attention.qk_norm", None),
-        ("attention.logit_softcap", None),
-        ("attention.sliding_window", None),
-        ("attention.layer_pattern", [kind]),
-        ("position.type", "none"),
-        ("mlp.activation", None),
-        ("mlp.d_ff", None),
-        ("mlp.moe", None),
-        ("bias.qkv", False),
-        ("bias.attn_out", False),
-        ("bias.mlp", False),
-        ("parallel_layers", False),
-        ("final_logit_softcap", None),
-    ):
-        d.set(f"architecture.{path}", value, "family")
+def _mixer_only_stack(d: Draft) -> None:
+    """The step of a stack of mixer-only layers (Mamba, Mamba-2; their sizes: the keys):
+    the family's pre RMSNorm, no attention, MLP, positions or biases."""
+    kind = d.family.kinds[0].value
+    label = _LABELS[kind]
+    for step in (read_norm, read_position, read_bias, read_tied):
+        step(d)
+    d.set("architecture.attention.variant", "softmax", "family")
+    d.set("architecture.attention.layer_pattern", [kind], "family")
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm",
+                 "attention.logit_softcap", "attention.sliding_window", "mlp.activation",
+                 "mlp.d_ff", "mlp.moe", "final_logit_softcap"):  # fmt: skip
+        d.set(f"architecture.{path}", None, "family")
     free = f"Attention-free: every layer is a {label} mixer (the transformers implementation)."
     for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
         d.note(f"architecture.{path}", free)
     for path in ("mlp.activation", "mlp.d_ff"):
         d.note(f"architecture.{path}", f"No MLP: a {label} layer is the mixer alone.")
     d.note("architecture.context_length", f"{label} has no position limit in its config.")
-    read_tied(d)
 
 
-def _mamba_dt_rank(d: Draft, key: str) -> int:
-    """time_step_rank / mamba_dt_rank; "auto" is ceil(hidden_size / 16) in transformers."""
-    rank = d.read(key, default="auto")
-    return math.ceil(d.value("architecture.d_model") / 16) if rank == "auto" else rank
+def _read_mamba2(d: Draft) -> None:
+    check_mamba2_width(d, "expand", "Mamba2Mixer")
+    silu_conv(d)
 
 
-def _mamba_layers(d: Draft, inner_norm: str) -> None:
-    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
-    d_model = d.read("hidden_size", required=True)
-    d.set("architecture.d_model", d_model, "config")
-    d.set("architecture.n_layers", d.read("num_hidden_layers", required=True), "config")
-    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
-    if str(d.read("hidden_act", default="silu")).lower() not in ("silu", "swish"):
-        raise HFImportError("hidden_act: the Mamba mixer's gate and conv use SiLU only")
-    inner = d.read("intermediate_size") or int(d.read("expand", default=2) * d_model)
-    sizes = {
-        "d_inner": inner,
-        "state_size": d.read("state_size", default=16),
-        "conv_kernel": d.read("conv_kernel", default=4),
-        "dt_rank": _mamba_dt_rank(d, "time_step_rank"),
-        "conv_bias": d.read("use_conv_bias", default=True),
-        "proj_bias": d.read("use_bias", default=False),
-    }
-    for name, value in sizes.items():
-        d.set(f"architecture.mixers.mamba.{name}", value, "config")
-    d.set("architecture.mixers.mamba.inner_norm", inner_norm, "family")
-    if inner_norm == "rms":
-        eps = float(d.read("mixer_rms_eps", default=1e-6))
-        d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("mixer_rms_eps"))
-    d.set("architecture.mixers.mamba.mlp", False, "family")
-    _mixer_only_stack(d, "mamba", "Mamba")
+def _read_bamba(d: Draft) -> None:
+    """Bamba: Mamba-2 layers, attention at attn_layer_indices; every layer has the MLP."""
+    n_layers = d.value("architecture.n_layers")
+    indices = set(d.read("attn_layer_indices", default=[]) or [])
+    if any(i >= n_layers for i in indices):
+        raise HFImportError(
+            f"attn_layer_indices names a layer beyond num_hidden_layers ({n_layers})"
+        )
+    kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
+    read_keys(d, BAMBA_MIXER)  # sized once the pattern is known
+    check_mamba2_width(d, "mamba_expand", "BambaMixer")
+    silu_conv(d)
+
+
+def _mamba_inner(d: Draft, expand_key: str, rank_key: str) -> None:
+    """Mamba-1's inner width (intermediate_size, else expand x hidden_size) and dt rank
+    ("auto": ceil(hidden_size / 16) in transformers)."""
+    d_model, sizes = d.value("architecture.d_model"), "architecture.mixers.mamba."
+    inner = d.read("intermediate_size") if expand_key == "expand" else None
+    inner = inner or int(d.read(expand_key, default=2) * d_model)
+    d.set(sizes + "d_inner", inner, "config")
+    rank = d.read(rank_key, default="auto")
+    d.set(sizes + "dt_rank", math.ceil(d_model / 16) if rank == "auto" else rank, "config")
 
 
 def _read_mamba(d: Draft) -> None:
-    _mamba_layers(d, "none")
-
-
-def _read_falcon_mamba(d: Draft) -> None:
-    """Falcon Mamba: Mamba with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
-    _mamba_layers(d, "rms")
+    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
+    if str(d.read("hidden_act", default="silu")).lower() not in ("silu", "swish"):
+        raise HFImportError("hidden_act: the Mamba mixer's gate and conv use SiLU only")
+    _mamba_inner(d, "expand", "time_step_rank")
 
 
 def _read_jamba(d: Draft) -> None:
@@ -190,33 +144,10 @@ def _read_jamba(d: Draft) -> None:
     else:
         d.set("architecture.mlp.moe", None, "config")
     if "mamba" in kinds:
-        sizes = {
-            "d_inner": int(d.read("mamba_expand", default=2) * d.value("architecture.d_model")),
-            "state_size": d.read("mamba_d_state", default=16),
-            "conv_kernel": d.read("mamba_d_conv", default=4),
-            "dt_rank": _mamba_dt_rank(d, "mamba_dt_rank"),
-            "conv_bias": d.read("mamba_conv_bias", default=True),
-            "proj_bias": d.read("mamba_proj_bias", default=False),
-        }
-        for name, value in sizes.items():
-            d.set(f"architecture.mixers.mamba.{name}", value, "config")
-        d.set("architecture.mixers.mamba.inner_norm", "rms-scaled", "family")
+        read_keys(d, JAMBA_MIXER)  # sized once the pattern is known
+        _mamba_inner(d, "mamba_expand", "mamba_dt_rank")
         eps = float(d.read("rms_norm_eps", default=1e-6))
         d.set("architecture.mixers.mamba.inner_norm_eps", eps, d.origin_of("rms_norm_eps"))
-        d.set("architecture.mixers.mamba.mlp", True, "family")
-
-
-def _read_bamba(d: Draft) -> None:
-    """Bamba: Mamba-2 layers, attention at attn_layer_indices; every layer has the MLP."""
-    n_layers = d.value("architecture.n_layers")
-    indices = set(d.read("attn_layer_indices", default=[]) or [])
-    if any(i >= n_layers for i in indices):
-        raise HFImportError(
-            f"attn_layer_indices names a layer beyond num_hidden_layers ({n_layers})"
-        )
-    kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
-    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
-    expand_mamba2(d, "BambaMixer", required=True)
 
 
 def _read_falcon_h1(d: Draft) -> None:
@@ -641,15 +572,56 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _mamba2(a: Architecture) -> dict:
-    require(not a.mixers.mamba2.mlp, "mixers.mamba2.mlp false: a layer is the mixer alone")
-    return mamba2_config(a, "")
+def _mamba2_expand(a: Architecture) -> int:
+    """expand: a Mamba-2 mixer's inner width (heads x head width) over d_model."""
+    m = mamba2_sizes_of(a)
+    require(m is not None, "mixers.mamba2 sizes")
+    inner = m.n_heads * m.head_dim
+    require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
+    return inner // a.d_model
 
 
-def _bamba(a: Architecture) -> dict:
-    require(a.mixers is not None and a.mixers.mamba2.mlp, "mixers.mamba2.mlp true")
-    indices = [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL]
-    return {"attn_layer_indices": indices} | mamba2_config(a, "mamba_")
+def _mamba_expand(a: Architecture) -> int:
+    """expand: a Mamba-1 mixer's d_inner over d_model."""
+    m = a.mixers.mamba if a.mixers is not None else None
+    require(m is not None, "mixers.mamba sizes")
+    require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
+    return m.d_inner // a.d_model
+
+
+# the Mamba-2 sizes under a Mamba-2 config's names and under the hybrids' (mamba_ ...)
+MAMBA2_SIZES = ("n_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "conv_bias",
+                "proj_bias")  # fmt: skip
+MAMBA2_OWN = dict(zip(MAMBA2_SIZES, ("num_heads", "head_dim", "state_size", "n_groups",
+                  "conv_kernel", "use_conv_bias", "use_bias"), strict=True))  # fmt: skip
+_HYBRID_NAMES = ("n_heads", "d_head", "d_state", "n_groups", "d_conv", "conv_bias", "proj_bias")
+MAMBA2_HYBRID = {k: f"mamba_{n}" for k, n in zip(MAMBA2_SIZES, _HYBRID_NAMES, strict=True)}
+BIASES_ON = {"conv_bias": True, "proj_bias": False}  # the config classes' defaults
+
+
+def hybrid_mamba2(**defaults: object) -> tuple[Key, ...]:
+    """A hybrid's Mamba-2 sizes (mamba_ keys, head width "auto" unless given), read where
+    layers are Mamba-2 (the hook checks them: ``check_mamba2_width``), and its expand."""
+    given = {"head_dim": "auto", "n_groups": 1} | BIASES_ON | defaults
+    required = () if "n_heads" in defaults else ("n_heads", "state_size", "conv_kernel")
+    return (
+        *part_keys("mixers.mamba2", MAMBA2_HYBRID, given, required=required, kind="mamba2"),
+        Key("mamba_expand", out=_mamba2_expand, read=False, when=uses(LayerKind.MAMBA2)),
+    )
+
+
+BAMBA_MIXER = hybrid_mamba2()
+# Mamba-1's sizes (MambaConfig's names, or Jamba's mamba_ ones) and their defaults
+MAMBA_DEFAULTS = {"state_size": 16, "conv_kernel": 4} | BIASES_ON
+MAMBA_OWN = {"state_size": "state_size", "conv_kernel": "conv_kernel",
+             "conv_bias": "use_conv_bias", "proj_bias": "use_bias"}  # fmt: skip
+JAMBA_MIXER = (
+    *part_keys("mixers.mamba", {"state_size": "mamba_d_state", "conv_kernel": "mamba_d_conv",
+               "conv_bias": "mamba_conv_bias", "proj_bias": "mamba_proj_bias"},
+               MAMBA_DEFAULTS, kind="mamba"),
+    Key("mamba_dt_rank", "mixers.mamba.dt_rank", read=False),
+    Key("mamba_expand", out=_mamba_expand, read=False),
+)  # fmt: skip
 
 
 # hybrid_override_pattern: one character a layer
@@ -748,52 +720,22 @@ def falcon_h1(a: Architecture) -> dict:
     }
 
 
-def _mamba_sizes(a: Architecture, prefix: str, inner_norm: MambaInnerNorm) -> dict:
-    """Mamba-1 sizes as MambaConfig (prefix "") or JambaConfig (prefix "mamba_") names."""
-    m = a.mixers.mamba if a.mixers is not None else None
-    require(m is not None, "mixers.mamba sizes")
-    require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
-    require(
-        (m.inner_norm or MambaInnerNorm.NONE) is inner_norm,
-        f"mixers.mamba.inner_norm must be {inner_norm.value}",
-    )
-    names = {
-        "state_size": ("state_size", "mamba_d_state"),
-        "conv_kernel": ("conv_kernel", "mamba_d_conv"),
-        "dt_rank": ("time_step_rank", "mamba_dt_rank"),
-        "conv_bias": ("use_conv_bias", "mamba_conv_bias"),
-        "proj_bias": ("use_bias", "mamba_proj_bias"),
-    }
-    return mixer_config(m, names, prefix, m.d_inner // a.d_model)
-
-
-def _mamba(a: Architecture) -> dict:
-    """Mamba: norm, mixer, residual per layer; no attention, no MLP."""
-    require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
-    return _mamba_sizes(a, "", MambaInnerNorm.NONE)
-
-
-def _falcon_mamba(a: Architecture) -> dict:
-    """Mamba's layout with parameter-free RMSNorms on dt, B and C (mixer_rms_eps)."""
-    eps = a.mixers.mamba.inner_norm_eps if a.mixers and a.mixers.mamba else None
-    require(not a.mixers.mamba.mlp, "mixers.mamba.mlp false: a layer is the mixer alone")
-    return _mamba_sizes(a, "", MambaInnerNorm.RMS) | {"mixer_rms_eps": eps or 1e-6}
-
-
 # a stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
-# layer, no attention, no MLP; the sizes every such config holds (the steps read them)
+# layer, no attention, no MLP; the sizes every such config holds
 MIXER_ONLY = dict(
     position="none",
     fixed_bias=(False, False, False),
     keys=(
         *dropped(LLAMA.keys),
-        Key("vocab_size", "vocab_size", read=False),
-        Key("hidden_size", "d_model", read=False),
-        Key("num_hidden_layers", "n_layers", read=False),
+        Key("vocab_size", "vocab_size", required=True),
+        Key("hidden_size", "d_model", required=True),
+        Key("num_hidden_layers", "n_layers", required=True),
         Key("tie_word_embeddings", "tied_embeddings", read=False),
     ),
     free=("mlp.activation", "attention.qk_norm"),
 )
+# ... written by the families whose steps read them their own way (Nemotron-H, Zamba2)
+WRITTEN_SIZES = tuple(replace(k, read=False, required=False) for k in MIXER_ONLY["keys"][-4:])
 
 
 def _jamba_experts(a: Architecture) -> dict:
@@ -827,15 +769,11 @@ def jamba(a: Architecture) -> dict:
     require(a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads")
     eps = a.norm.eps or 1e-6
     require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
-    return (
-        {
-            "attn_layer_period": len(pattern),
-            "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
-            "rms_norm_eps": eps,
-        }
-        | _jamba_experts(a)
-        | _mamba_sizes(a, "mamba_", MambaInnerNorm.RMS_SCALED)
-    )
+    return {
+        "attn_layer_period": len(pattern),
+        "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
+        "rms_norm_eps": eps,
+    } | _jamba_experts(a)
 
 
 # Zamba2's GELU spellings: its MLP applies ACT2FN[hidden_act] to the gate
@@ -1134,9 +1072,23 @@ MAMBA2 = LLAMA.derive(
     rope_key=None,
     mlp_bias=False,
     kinds=("mamba2",),
-    **MIXER_ONLY,
-    steps=(_read_mamba2,),
-    write=_mamba2,
+    **MIXER_ONLY
+    | {
+        "keys": (
+            *MIXER_ONLY["keys"],
+            *part_keys(
+                "mixers.mamba2",
+                MAMBA2_OWN,
+                {"n_groups": 1} | BIASES_ON,
+                required=("n_heads", "head_dim", "state_size", "conv_kernel"),
+            ),
+            Key("expand", out=_mamba2_expand, read=False),
+        )
+    },
+    fixed=(("mixers.mamba2.mlp", False),),
+    steps=(_mixer_only_stack,),
+    read=_read_mamba2,
+    write=from_keys,
     extras=frozenset({"mamba2"}),
     names=_mamba2_names,
     logit_error=4.7e-07,
@@ -1149,9 +1101,17 @@ MAMBA = MAMBA2.derive(
     model_class="MambaForCausalLM",
     eps_default=1e-05,
     kinds=("mamba",),
-    keys=(Key("layer_norm_epsilon", "norm.eps", out=lambda a: a.norm.eps or 1e-5, read=False),),
-    steps=(_read_mamba,),
-    write=_mamba,
+    keys=(
+        *dropped(MAMBA2.keys),
+        *MIXER_ONLY["keys"],
+        *part_keys("mixers.mamba", MAMBA_OWN, MAMBA_DEFAULTS),
+        Key("time_step_rank", "mixers.mamba.dt_rank", read=False),
+        Key("expand", out=_mamba_expand, read=False),
+        Key("layer_norm_epsilon", "norm.eps", out=lambda a: a.norm.eps or 1e-5, read=False),
+    ),
+    fixed=(("mixers.mamba.mlp", False), ("mixers.mamba.inner_norm", "none")),
+    read=_read_mamba,
+    write=from_keys,
     extras=frozenset({"mamba"}),
     names=_mamba_names,
     logit_error=3e-07,
@@ -1162,8 +1122,17 @@ FALCON_MAMBA = MAMBA.derive(
     layer="FalconMambaBlock",
     config_class="FalconMambaConfig",
     model_class="FalconMambaForCausalLM",
-    steps=(_read_falcon_mamba,),
-    write=_falcon_mamba,
+    keys=(
+        Key(
+            "mixer_rms_eps",
+            "mixers.mamba.inner_norm_eps",
+            default=1e-6,
+            into=float,
+            out=lambda a: a.mixers.mamba.inner_norm_eps or 1e-6,
+        ),
+    ),
+    fixed=(("mixers.mamba.mlp", False), ("mixers.mamba.inner_norm", "rms")),
+    write=from_keys,
     logit_error=2.2e-07,
     function_fields=("architecture.mixers.mamba.inner_norm_eps",),
 )
@@ -1171,9 +1140,18 @@ BAMBA = LLAMA.derive(
     "bamba",
     classes="Bamba",
     kinds=("mamba2", "global"),
-    keys=(ROPE,),
+    keys=(
+        ROPE,
+        *BAMBA_MIXER,
+        Key(
+            "attn_layer_indices",
+            read=False,
+            out=lambda a: [i for i, k in enumerate(a.layer_kinds()) if k is LayerKind.GLOBAL],
+        ),
+    ),
+    fixed=(("mixers.mamba2.mlp", True),),
     read=_read_bamba,
-    write=_bamba,
+    write=from_keys,
     extras=frozenset({"mamba2"}),
     names=_bamba_names,
     logit_error=4.4e-07,
@@ -1196,7 +1174,9 @@ NEMOTRON_H = MAMBA2.derive(
         "mlp.moe.first_dense_layers",
         "mlp.moe.layer_period",
     ),
+    keys=(*dropped(MAMBA2.keys), *WRITTEN_SIZES),
     steps=(_read_nemotron_h,),
+    read=None,
     write=nemotron_h,
     extras=frozenset(
         {
@@ -1250,8 +1230,11 @@ JAMBA = MIXTRAL.derive(
     eps_default=None,
     sliding_everywhere=False,
     read=_read_jamba,
-    keys=dropped(("num_local_experts", "num_experts_per_tok", "sliding_window")),  # the hook's
-    fixed=(),
+    keys=(
+        *dropped(("num_local_experts", "num_experts_per_tok", "sliding_window")),  # the hook's
+        *JAMBA_MIXER,
+    ),
+    fixed=(("mixers.mamba.mlp", True), ("mixers.mamba.inner_norm", "rms-scaled")),
     kinds=("mamba", "global"),
     free=("mlp.moe", "mlp.moe.n_shared", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
     write=jamba,
@@ -1277,7 +1260,9 @@ ZAMBA2 = MAMBA2.derive(
     mlp_bias=None,
     builds_activations=("geglu", "swiglu"),
     free=("position.type",),
+    keys=(*dropped(MAMBA2.keys), *WRITTEN_SIZES),
     steps=(_read_zamba2,),
+    read=None,
     write=zamba2,
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
     names=_zamba2_names,
