@@ -625,22 +625,14 @@ def read_mtp(
         d.set("architecture.mtp.layers_per_module", layers, "config")
 
 
-def sigmoid_router(
-    d: Draft, default_groups: int, default_top_groups: int, default_scale: float
-) -> None:
-    """transformers' DeepseekV3TopkRouter (GLM-4.5's too): sigmoid scores plus the
-    e_score_correction_bias to choose, groups ranked by their two best, the chosen scores
-    renormalized when norm_topk_prob, times routed_scaling_factor (noaux_tc)."""
-    for key in ("scoring_func", "topk_method"):  # transformers does not read them
+def sigmoid_router(d: Draft) -> None:
+    """transformers' DeepseekV3TopkRouter (GLM-4.5's, Nemotron 3's; its sizes and switches:
+    the family's keys, its sigmoid scores and correction bias: fixed): groups ranked by
+    their two best; scoring_func and topk_method are not read."""
+    for key in ("scoring_func", "topk_method"):
         d.read(key)
-    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
-    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
-    normalize = d.read("norm_topk_prob", default=True)
-    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("norm_topk_prob"))
-    n_groups = d.read("n_group", default=default_groups)
-    read_groups(d, "top2-sum", n_groups, d.read("topk_group", default=default_top_groups))
-    scale = d.read("routed_scaling_factor", default=default_scale)
-    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+    if (d.value("architecture.mlp.moe.n_groups") or 1) > 1:
+        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
 
 
 def read_groups(d: Draft, score: str, n_groups: int, top_k_groups: int) -> None:

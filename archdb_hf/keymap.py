@@ -293,6 +293,11 @@ def _check_bias(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
     )
 
 
+def has_moe(arch: Architecture) -> bool:
+    """Write only for cards with a mixture of experts."""
+    return arch.mlp.moe is not None
+
+
 def uses(kind: LayerKind) -> Callable[[Architecture], bool]:
     """Write only for cards with layers of this kind."""
     return lambda arch: kind in arch.attention.layer_pattern

@@ -24,6 +24,7 @@ from archdb_hf.draft import (
     read_mtp,
     short_text,
     shown_briefly,
+    sigmoid_router,
 )
 from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
@@ -34,7 +35,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, write_keys
+from archdb_hf.keymap import Key, dropped, has_moe, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -127,19 +128,10 @@ def _softmax_router(d: Draft) -> None:
     d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
 
 
-def _sigmoid_router(d: Draft) -> None:
-    """transformers' DeepseekV3TopkRouter (GLM-4.5's too; its sizes: the keys): groups
-    ranked by their two best; scoring_func and topk_method are not read."""
-    for key in ("scoring_func", "topk_method"):
-        d.read(key)
-    if (d.value("architecture.mlp.moe.n_groups") or 1) > 1:
-        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
-
-
 def _read_deepseek_v3(d: Draft) -> None:
     _read_deepseek(d)
     if d.value("architecture.mlp.moe.n_experts"):
-        _sigmoid_router(d)
+        sigmoid_router(d)
 
 
 def _read_longcat_flash(d: Draft) -> None:
@@ -208,7 +200,7 @@ def _read_longcat_flash(d: Draft) -> None:
 
 def _read_glm4_moe(d: Draft) -> None:
     _shared_and_dense(d)
-    _sigmoid_router(d)
+    sigmoid_router(d)
     read_mtp(d)
 
 
@@ -976,14 +968,14 @@ def v3_router(groups: int, top_groups: int, scale: float) -> tuple[Key, ...]:
     """DeepSeek-V3's router keys, with a family's defaults for them; the renormalizing
     switch is norm_topk_prob (null: the builder normalizes)."""
     return (
-        Key("n_group", "mlp.moe.n_groups", default=groups, given=EXPERTS,
+        Key("n_group", "mlp.moe.n_groups", default=groups, given=EXPERTS, when=has_moe,
             out=lambda a: a.mlp.moe.n_groups or 1),
         Key("topk_group", "mlp.moe.top_k_groups", default=top_groups, given=EXPERTS,
-            out=lambda a: a.mlp.moe.top_k_groups or 1),
+            when=has_moe, out=lambda a: a.mlp.moe.top_k_groups or 1),
         Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, given=EXPERTS,
-            out=lambda a: a.mlp.moe.normalize_top_k is not False),
+            when=has_moe, out=lambda a: a.mlp.moe.normalize_top_k is not False),
         Key("routed_scaling_factor", "mlp.moe.routed_scale", default=scale, given=EXPERTS,
-            into=float, out=lambda a: a.mlp.moe.routed_scale or 1.0),
+            when=has_moe, into=float, out=lambda a: a.mlp.moe.routed_scale or 1.0),
     )  # fmt: skip
 
 

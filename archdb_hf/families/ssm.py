@@ -17,7 +17,6 @@ from archdb.schema import (
     PositionType,
     QKNorm,
 )
-from archdb_hf import draft as imp
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -32,6 +31,7 @@ from archdb_hf.draft import (
     read_tied,
     rope_parameters_of,
     shown_briefly,
+    sigmoid_router,
     silu_conv,
 )
 from archdb_hf.families import card_to_config as ref
@@ -40,8 +40,9 @@ from archdb_hf.families.card_to_config import (
     require,
     rope_config,
 )
+from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
-from archdb_hf.keymap import Key, dropped, from_keys, part_keys, read_keys, uses
+from archdb_hf.keymap import Key, dropped, from_keys, has_moe, part_keys, read_keys, uses
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -273,7 +274,9 @@ def _nemotron_h_kinds(d: Draft) -> list[str]:
 
 def _read_nemotron_h(d: Draft) -> None:
     """Nemotron-H and Nemotron 3: each layer is one pre-normed sublayer (a Mamba-2 mixer,
-    attention without positions, a ReLU^2 MLP or an MoE), listed per layer by the config."""
+    attention without positions, a ReLU^2 MLP or an MoE), listed per layer by the config;
+    the sizes are the keys (the attention's where a layer attends, the MoE's where one
+    routes, the mixer's where one is Mamba-2)."""
     kinds = _nemotron_h_kinds(d)
     stated = d.read("num_hidden_layers")
     if stated is not None and stated != len(kinds):
@@ -281,36 +284,24 @@ def _read_nemotron_h(d: Draft) -> None:
             f"the layer pattern lists {len(kinds)} layers but num_hidden_layers is {stated}: "
             "the config contradicts itself"
         )
-    d.set("architecture.d_model", d.read("hidden_size", required=True), "config")
     d.set("architecture.n_layers", len(kinds), "config")
-    d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
-    d.set("architecture.context_length", d.read("max_position_embeddings", default=4096),
-          d.origin_of("max_position_embeddings"))  # fmt: skip
     d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
-    for path, value in (
-        ("norm.type", "rmsnorm"),
-        ("norm.position", "pre"),
-        ("norm.affine", "scale"),
-        ("norm.final", True),
-        ("parallel_layers", False),
-        ("position.type", "none"),
-        ("attention.variant", "softmax"),
-        ("attention.qk_norm", "none"),
-        ("attention.logit_softcap", None),
-        ("attention.sliding_window", None),
-        ("final_logit_softcap", None),
-    ):
+    for step in (read_norm, read_position, read_bias):
+        step(d)
+    for path, value in (("attention.variant", "softmax"), ("attention.qk_norm", "none"),
+                        ("attention.logit_softcap", None), ("attention.sliding_window", None),
+                        ("final_logit_softcap", None), ("mlp.moe", None)):  # fmt: skip
         d.set(f"architecture.{path}", value, "family")
-    attention_bias = d.read("attention_bias", default=False)
-    for path in ("bias.qkv", "bias.attn_out"):
-        d.set(f"architecture.{path}", attention_bias, d.origin_of("attention_bias"))
     mixer_act = d.read("mamba_hidden_act", default="silu")
     if mixer_act != "silu":
         raise HFImportError(
             f"mamba_hidden_act is {shown_briefly(mixer_act)}: the card's Mamba-2 mixer gates "
             "with silu"
         )
-    _nemotron_h_attention(d, "global" in kinds)
+    if "global" in kinds:  # an attention layer is the attention alone
+        d.set("architecture.attention.mlp", False, "family")
+    else:
+        d.note("architecture.attention", _ATTENTION_FREE)
     if d.read("sliding_window") is not None:
         d.unmapped["sliding_window"] = d.config["sliding_window"]
     raw = str(d.read("mlp_hidden_act", default="relu2"))
@@ -319,27 +310,8 @@ def _read_nemotron_h(d: Draft) -> None:
     if activation is None:
         d.unmapped["mlp_hidden_act"] = raw
         d.note("architecture.mlp.activation", f"config activation {raw!r} has no schema value.")
-    dense = d.read("intermediate_size", default=21504)
-    d.set("architecture.mlp.d_ff", dense, d.origin_of("intermediate_size"))
-    d.set("architecture.mlp.moe", None, "family")
-    d.set("architecture.bias.mlp", d.read("mlp_bias", default=False), d.origin_of("mlp_bias"))
-    if "moe" in kinds:
-        _nemotron_h_moe(d, dense if "mlp" in kinds else None)
-    if "mamba2" in kinds:
-        sizes = {
-            "n_heads": d.read("mamba_num_heads", default=128),
-            "head_dim": d.read("mamba_head_dim", default=64),
-            "state_size": d.read("ssm_state_size", default=128),
-            "n_groups": d.read("n_groups", default=8),
-            "conv_kernel": d.read("conv_kernel", default=4),
-            "conv_bias": d.read("use_conv_bias", default=True),
-            "proj_bias": d.read("use_bias", default=False),
-        }
-        for name, value in sizes.items():
-            d.set(f"architecture.mixers.mamba2.{name}", value, "config")
-        d.set("architecture.mixers.mamba2.mlp", False, "family")
-        # NemotronHMamba2Mixer sizes itself from heads x head_dim; expand is not read
-        d.used.update(k for k in ("expand", "mamba_proj_bias") if k in d.config)
+    # NemotronHMamba2Mixer sizes itself from heads x head_dim; expand is not read
+    d.used.update(k for k in ("expand", "mamba_proj_bias") if k in d.config)
     if d.read("tie_word_embeddings", default=False):  # read as transformers builds it
         d.note(
             "architecture.tied_embeddings",
@@ -358,41 +330,18 @@ def _read_nemotron_h(d: Draft) -> None:
         )
 
 
-def _nemotron_h_attention(d: Draft, attends: bool) -> None:
-    """Head sizes where some layer attends (else null: an attention-free pattern)."""
-    for path, key, default in (
-        ("n_heads", "num_attention_heads", 32),
-        ("n_kv_heads", "num_key_value_heads", 8),
-        ("head_dim", "head_dim", 128),
-    ):
-        # Nemotron-H's first configs spell the head width attention_head_dim
-        keys = (key, "attention_head_dim") if key == "head_dim" else (key,)
-        value = d.read(*keys, default=default) if attends else None
-        d.set(f"architecture.attention.{path}", value, d.origin_of(key) if attends else "family")
-    if attends:  # an attention layer is the attention alone
-        d.set("architecture.attention.mlp", False, "family")
-    else:
-        d.note("architecture.attention", _ATTENTION_FREE)
-
-
-def _nemotron_h_moe(d: Draft, dense_d_ff: int | None) -> None:
-    """Nemotron 3's MoE layers: ReLU^2 experts and one ReLU^2 shared expert (transformers
-    builds it whatever n_shared_experts says), routed by DeepSeek-V3's sigmoid router."""
-    expert = d.read("moe_intermediate_size", default=7688)
-    d.set("architecture.mlp.d_ff", expert, d.origin_of("moe_intermediate_size"))
+def _read_nemotron_h_moe(d: Draft) -> None:
+    """Nemotron 3's MoE layers (their sizes: the keys): ReLU^2 experts and one ReLU^2
+    shared expert (transformers builds it whatever n_shared_experts says), DeepSeek-V3's
+    sigmoid router; the dense layers keep intermediate_size."""
+    if d.value("architecture.mlp.moe.n_experts") is None:
+        return
     d.read("n_shared_experts")
-    d.moe(
-        n_experts=d.read("n_routed_experts", "num_local_experts", default=8),
-        n_active=d.read("num_experts_per_tok", default=2),
-        n_shared=1,
-        shared_d_ff=d.read("moe_shared_expert_intermediate_size", default=7688),
-        dense_d_ff=dense_d_ff,
-    )
-    # NemotronHTopkRouter is DeepSeek-V3's (NemotronHConfig's defaults: no groups, scale 1)
-    imp.sigmoid_router(d, 1, 1, default_scale=1.0)
-    # Nemotron 3 Super: the experts work in a latent width (fc1/fc2_latent_proj)
-    latent = d.read("moe_latent_size")
-    d.set("architecture.mlp.moe.latent_dim", latent, d.origin_of("moe_latent_size"))
+    d.set("architecture.mlp.moe.n_shared", 1, "family")
+    if "mlp" in d.value("architecture.attention.layer_pattern"):
+        dense = d.read("intermediate_size", default=_DENSE_WIDTH)
+        d.set("architecture.mlp.moe.dense_d_ff", dense, d.origin_of("intermediate_size"))
+    sigmoid_router(d)
 
 
 def _read_zamba2(d: Draft) -> None:
@@ -635,57 +584,55 @@ _NEMOTRON_H_CODES_WRITE = {
 
 def nemotron_h(a: Architecture) -> dict:
     """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
-    kinds = set(a.attention.layer_pattern)
-    m = a.mixers.mamba2 if a.mixers is not None else None
-    require(m is None or not m.mlp, "mixers.mamba2.mlp false: a layer is one sublayer")
-    if LayerKind.GLOBAL in kinds:
+    if LayerKind.GLOBAL in a.attention.layer_pattern:
         require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
         require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
         require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
     require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
     require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
-    out = {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "intermediate_size": a.mlp.d_ff,
-        "hybrid_override_pattern": "".join(_NEMOTRON_H_CODES_WRITE[k] for k in a.layer_kinds()),
-        "num_attention_heads": a.attention.n_heads or 1,
-        "num_key_value_heads": a.attention.n_kv_heads or 1,
-        "head_dim": a.head_dim_effective or 1,
-        "max_position_embeddings": a.context_length,
-        "tie_word_embeddings": a.tied_embeddings,
-        "mlp_bias": bool(a.bias.mlp),
-        "mlp_hidden_act": "relu2",
-    }
-    if m is not None:
-        out |= {
-            "mamba_num_heads": m.n_heads,
-            "mamba_head_dim": m.head_dim,
-            "ssm_state_size": m.state_size,
-            "n_groups": m.n_groups,
-            "conv_kernel": m.conv_kernel,
-            "use_conv_bias": m.conv_bias,
-            "use_bias": m.proj_bias,
-        }
     moe = a.mlp.moe
     if moe is not None:
         require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
         require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
         ref.need_sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
-        out |= {
-            "intermediate_size": moe.dense_d_ff or a.mlp.d_ff,
-            "moe_intermediate_size": a.mlp.d_ff,
-            "moe_shared_expert_intermediate_size": moe.shared_d_ff,
-            "n_routed_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "n_shared_experts": 1,
-            "n_group": moe.n_groups or 1,
-            "topk_group": moe.top_k_groups or 1,
-            "routed_scaling_factor": moe.routed_scale or 1.0,
-            "norm_topk_prob": moe.normalize_top_k is not False,
-            "moe_latent_size": moe.latent_dim,
-        }
-    return out
+    return {}
+
+
+_DENSE_WIDTH = 21504  # NemotronHConfig's intermediate_size
+
+
+NEMOTRON_H_KEYS = (
+    Key("vocab_size", "vocab_size", required=True),
+    Key("hidden_size", "d_model", required=True),
+    Key("max_position_embeddings", "context_length", default=4096),
+    Key("hybrid_override_pattern", read=False,
+        out=lambda a: "".join(_NEMOTRON_H_CODES_WRITE[k] for k in a.layer_kinds())),
+    # NemotronHConfig's defaults, the attention's read where a layer attends
+    Key("num_attention_heads", "attention.n_heads", default=32, kind="global",
+        out=lambda a: a.attention.n_heads or 1),
+    Key("num_key_value_heads", "attention.n_kv_heads", default=8, kind="global",
+        out=lambda a: a.attention.n_kv_heads or 1),
+    Key("head_dim", "attention.head_dim", default=128, kind="global",
+        also=("attention_head_dim",), out=lambda a: a.head_dim_effective or 1),
+    Key("intermediate_size", "mlp.d_ff", default=_DENSE_WIDTH,
+        out=lambda a: (a.mlp.moe.dense_d_ff if has_moe(a) else None) or a.mlp.d_ff),
+    Key("mlp_bias", "bias.mlp", read=False, out=lambda a: bool(a.bias.mlp)),
+    Key("mlp_hidden_act", out=lambda a: "relu2", read=False),
+    *part_keys("mixers.mamba2", dict(zip(MAMBA2_SIZES, ("mamba_num_heads", "mamba_head_dim",
+               "ssm_state_size", "n_groups", "conv_kernel", "use_conv_bias", "use_bias"),
+               strict=True)), {"n_heads": 128, "head_dim": 64, "state_size": 128,
+               "n_groups": 8, "conv_kernel": 4} | BIASES_ON, kind="mamba2"),
+    # Nemotron 3's MoE layers, read where one routes
+    Key("moe_intermediate_size", "mlp.d_ff", default=7688, kind="moe", when=has_moe),
+    Key("moe_shared_expert_intermediate_size", "mlp.moe.shared_d_ff", default=7688,
+        kind="moe", when=has_moe),
+    Key("n_routed_experts", "mlp.moe.n_experts", default=8, also=("num_local_experts",),
+        kind="moe", when=has_moe),
+    Key("num_experts_per_tok", "mlp.moe.n_active", default=2, kind="moe", when=has_moe),
+    Key("n_shared_experts", out=lambda a: 1, when=has_moe, read=False),
+    Key("moe_latent_size", "mlp.moe.latent_dim", kind="moe", when=has_moe),
+    *v3_router(1, 1, 1.0),  # NemotronHTopkRouter's defaults: no groups, scale 1
+)  # fmt: skip
 
 
 def falcon_h1(a: Architecture) -> dict:
@@ -1174,9 +1121,10 @@ NEMOTRON_H = MAMBA2.derive(
         "mlp.moe.first_dense_layers",
         "mlp.moe.layer_period",
     ),
-    keys=(*dropped(MAMBA2.keys), *WRITTEN_SIZES),
+    keys=(*dropped(MAMBA2.keys), *WRITTEN_SIZES, *NEMOTRON_H_KEYS),
+    fixed=(("mixers.mamba2.mlp", False), *SIGMOID_SCORES),
     steps=(_read_nemotron_h,),
-    read=None,
+    read=_read_nemotron_h_moe,
     write=nemotron_h,
     extras=frozenset(
         {
