@@ -42,8 +42,7 @@ from archdb_hf.tensors import (
 
 
 def _read_gemma(d: Draft) -> None:
-    # Gemma's RMSNorm applies (1 + w); the embeddings are scaled by sqrt(hidden_size)
-    d.set("architecture.norm.unit_offset", True, "family")
+    # the embeddings are scaled by sqrt(hidden_size)
     d.set("architecture.embedding_multiplier", d.value("architecture.d_model") ** 0.5, "family")
     scalar = d.read("query_pre_attn_scalar", default=256)  # Gemma 2's and 3's default
     if scalar and d.family.module != "gemma":  # Gemma 2/3 scale by query_pre_attn_scalar**-0.5
@@ -112,7 +111,6 @@ def _read_recurrent_gemma(d: Draft) -> None:
     )
     for part in ("attn_out", "mlp"):  # o_proj and the MLP always have biases
         d.set(f"architecture.bias.{part}", True, "family")
-    d.set("architecture.norm.unit_offset", True, "family")
     d_model = d.value("architecture.d_model")
     d.set("architecture.embedding_multiplier", _bfloat16(d_model**0.5), "family")
     d.note(
@@ -155,11 +153,7 @@ def _read_gemma4(d: Draft) -> None:
     own KV heads and no value projection), proportional partial RoPE on them only, a value
     norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
     d_model = d.value("architecture.d_model")
-    d.set("architecture.norm.unit_offset", False, "family")  # Gemma4RMSNorm: x * w
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
-    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
-    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
-    d.set("architecture.layer_scalar", True, "family")  # layer_scalar on each layer's output
     _gemma4_pattern(d)
     _gemma4_global_layers(d)
     _gemma_on_device(d, per_layer_default=256)  # Gemma4TextConfig's default width
@@ -216,10 +210,7 @@ def _read_gemma3n(d: Draft) -> None:
     unscaled scores, a value norm) without global-layer sizes or layer scalar; AltUp,
     LAuReL, per-layer embeddings, KV sharing and gaussian top-k on the first MLP gates."""
     d_model = d.value("architecture.d_model")
-    d.set("architecture.norm.unit_offset", False, "family")  # Gemma3nRMSNorm: x * w
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
-    d.set("architecture.attention.scale", 1.0, "family")  # self.scaling = 1.0
-    d.set("architecture.attention.value_norm", True, "family")  # v_norm, without a scale
     if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
         d.set("architecture.final_logit_softcap", 30.0, "family")
     if d.value("architecture.position.rope_theta_local") is None:
@@ -431,8 +422,6 @@ def _gemma4_text(a: Architecture) -> dict:
     value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
     _tied(a)
     require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
-    require(bool(a.attention.value_norm), "Gemma 4 norms its values (attention.value_norm)")
-    require(bool(a.layer_scalar), "Gemma 4 scales each layer's output (layer_scalar)")
     require(a.position.rotary_fraction is None, "local layers rotate every dim")
     g = a.attention.global_layers
     k_eq_v = bool(g and g.values_from_keys)
@@ -494,7 +483,6 @@ def _gemma3n_text(a: Architecture) -> dict:
     """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
     top-k; Gemma 4's attention without global-layer sizes."""
     _tied(a)
-    require(bool(a.attention.value_norm), "Gemma 3n norms its values (attention.value_norm)")
     require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
     require(not a.layer_scalar, "Gemma 3n has no layer scalar")
     require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
@@ -527,6 +515,15 @@ ON_DEVICE_KEYS = (
     Key("sliding_window", "attention.sliding_window", read=False,
         out=lambda a: a.attention.sliding_window or 512),
 )  # fmt: skip
+
+
+# Gemma 3n's and Gemma 4's RMSNorm applies w (not 1 + w), scores are unscaled
+# (self.scaling = 1.0) and values normed (v_norm, without a scale)
+ON_DEVICE_FIXED = (
+    ("norm.unit_offset", False),
+    ("attention.scale", 1.0),
+    ("attention.value_norm", True),
+)
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -662,6 +659,7 @@ GEMMA = LLAMA.derive(
     activation_default="gelu_pytorch_tanh",
     fixed_bias=(False, False, False),
     keys=dropped(BIASES),
+    fixed=(("norm.unit_offset", True),),  # GemmaRMSNorm applies (1 + w)
     read=_read_gemma,
     write=_tied,
     logit_error=2.4e-07,
@@ -701,6 +699,7 @@ GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     model_class="Gemma3nForCausalLM",
     rope_theta_default=1000000.0,
     default_pattern=("local", "local", "local", "local", "global"),
+    fixed=ON_DEVICE_FIXED,
     read=_read_gemma3n,
     aliases=("gemma3n",),
     keys=(
@@ -734,6 +733,7 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
     config_class="Gemma4TextConfig",
     model_class="Gemma4ForCausalLM",
     default_pattern=("global",),
+    fixed=(*ON_DEVICE_FIXED, ("layer_scalar", True)),  # a scalar on each layer's output
     read=_read_gemma4,
     aliases=("gemma4",),
     keys=(
@@ -782,7 +782,7 @@ RECURRENT_GEMMA = GEMMA.derive(
     mlp_bias=True,
     kinds=("rg-lru", "local"),
     keys=dropped(GEMMA.keys),  # Griffin's config: the hook writes it whole
-    fixed=(("bias.attn_out", True),),
+    fixed=(*GEMMA.fixed, ("bias.attn_out", True)),
     # the attention's choices, checked where the card has attention layers
     free=("attention.variant", "attention.qk_norm", "position.type"),
     read=_read_recurrent_gemma,
