@@ -35,7 +35,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, write_keys
+from archdb_hf.keymap import Key, dropped, has_moe, part_keys, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -135,27 +135,20 @@ def _read_deepseek_v3(d: Draft) -> None:
 
 
 def _read_longcat_flash(d: Draft) -> None:
-    """LongCat-Flash (transformers' LongcatFlashDecoderLayer): num_layers layers of two MLA
-    sublayers and two dense MLPs (ffn_hidden_size) with the experts beside them
-    (expert_ffn_hidden_size); MLA always through the query bottleneck, its latents scaled;
-    a softmax router over n_routed_experts + zero_expert_num candidates, a correction bias
-    to choose, the chosen scores never renormalized, times routed_scaling_factor."""
-    d.latent(
-        kv_lora_rank=d.read("kv_lora_rank", default=512),
-        q_lora_rank=d.read("q_lora_rank", default=1536),
-        qk_rope_head_dim=d.read("qk_rope_head_dim", default=64),
-        qk_nope_head_dim=d.read("qk_nope_head_dim", default=128),
-        v_head_dim=d.read("v_head_dim", default=128),
-    )
-    qk = d.value("architecture.attention.latent.qk_nope_head_dim") + d.value(
-        "architecture.attention.latent.qk_rope_head_dim"
-    )
+    """LongCat-Flash (transformers' LongcatFlashDecoderLayer; its sizes: the keys): num_layers
+    layers of two MLA sublayers and two dense MLPs (ffn_hidden_size) with the experts
+    beside them (expert_ffn_hidden_size); MLA always through the query bottleneck, its
+    latents scaled; a softmax router over n_routed_experts + zero_expert_num candidates,
+    a correction bias to choose, the chosen scores never renormalized, times
+    routed_scaling_factor."""
+    d.set("architecture.attention.variant", "latent", "family")
+    d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
+    qk = d.value(f"{LATENT}.qk_nope_head_dim") + d.value(f"{LATENT}.qk_rope_head_dim")
     if d.read("qk_head_dim", default=qk) != qk:
         raise HFImportError(
             "config.json: qk_head_dim is not qk_nope_head_dim + qk_rope_head_dim: the query "
             "heads would not split into the MLA parts"
         )
-    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")  # the RMSNorm default
     if d.read("attention_method", default="MLA") != "MLA":
         raise HFImportError("config.json: attention_method is not MLA, the only one archdb builds")
     # the released remote code scales each latent when its switch is on; transformers' code
@@ -166,33 +159,16 @@ def _read_longcat_flash(d: Draft) -> None:
             "config.json: mla_scale_q_lora and mla_scale_kv_lora differ; "
             "attention.latent.lora_scaled scales both latents or neither"
         )
-    origin = "config" if "mla_scale_q_lora" in d.config else "family"
-    d.set("architecture.attention.latent.lora_scaled", q_scaled, origin)
+    d.set(f"{LATENT}.lora_scaled", q_scaled, d.origin_of("mla_scale_q_lora"))
     if d.read("zero_expert_type", default="identity") != "identity":
         raise HFImportError(
             "config.json: zero_expert_type is not identity: archdb's zero experts return their "
             "input"
         )
-    dense_d_ff = d.value("architecture.mlp.d_ff") or 12288  # ffn_hidden_size
-    expert_d_ff = d.read("expert_ffn_hidden_size", default=2048)
-    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("expert_ffn_hidden_size"))
-    top_k = d.read("moe_topk", default=12)
-    if isinstance(top_k, list):
-        raise HFImportError("config.json: moe_topk is a list; LongCat-Flash's is one number")
-    d.moe(n_experts=d.read("n_routed_experts", default=512), n_active=top_k)
-    moe = "architecture.mlp.moe"
-    origin = "config" if "ffn_hidden_size" in d.config else "family"
-    d.set(f"{moe}.shortcut_dense_d_ff", dense_d_ff, origin)
-    d.set(f"{moe}.zero_experts", d.read("zero_expert_num", default=256) or 0, "config")
     if d.read("router_bias", default=False):
-        d.set(f"{moe}.router_bias", True, "config")
-    d.set(f"{moe}.score_function", "softmax", "family")
-    d.set(f"{moe}.score_correction_bias", True, "family")
-    d.set(f"{moe}.normalize_top_k", False, "family")
-    scale = d.read("routed_scaling_factor", default=6.0)
-    d.set(f"{moe}.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+        d.set("architecture.mlp.moe.router_bias", True, "config")
     d.note(
-        f"{moe}.zero_experts",
+        "architecture.mlp.moe.zero_experts",
         "transformers' LongcatFlashExperts before 5.25 also allocated gate_up_proj rows for "
         "the zero experts, which it never read; the card counts none.",
     )
@@ -630,34 +606,33 @@ def longcat_flash(a: Architecture) -> dict:
     moe, lat = a.mlp.moe, a.attention.latent
     require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
     require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
-    require(moe.score_function is not RouterScore.SIGMOID, "softmax router scores")
-    require(moe.normalize_top_k is not True, "the chosen weights are never renormalized")
     require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
     require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
     require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
     require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_layers": a.n_layers,
-        "num_attention_heads": a.attention.n_heads,
-        "max_position_embeddings": a.context_length,
-        "tie_word_embeddings": a.tied_embeddings,
-        "ffn_hidden_size": moe.shortcut_dense_d_ff,
-        "expert_ffn_hidden_size": a.mlp.d_ff,
-        "n_routed_experts": moe.n_experts,
-        "moe_topk": moe.n_active,
-        "zero_expert_num": moe.zero_experts or 0,
-        "routed_scaling_factor": moe.routed_scale or 1.0,
-        "kv_lora_rank": lat.kv_lora_rank,
-        "q_lora_rank": lat.q_lora_rank,
-        "qk_rope_head_dim": lat.qk_rope_head_dim,
-        "qk_nope_head_dim": lat.qk_nope_head_dim,
-        "v_head_dim": lat.v_head_dim,
-        "head_dim": lat.qk_rope_head_dim,
-        "attention_bias": a.bias.qkv,
-        "rms_norm_eps": a.norm.eps or 1e-5,
-    } | rope_config(a)
+    return {"rms_norm_eps": a.norm.eps or 1e-5} | rope_config(a)
+
+
+# LongcatFlashConfig's names and defaults
+LONGCAT_KEYS = (
+    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_attention_heads",
+                                     "max_position_embeddings", "tie_word_embeddings")),
+    LLAMA_BIASES[0],
+    Key("num_layers", "n_layers", read=False),
+    Key("ffn_hidden_size", "mlp.moe.shortcut_dense_d_ff", default=12288),
+    Key("expert_ffn_hidden_size", "mlp.d_ff", default=2048),
+    Key("n_routed_experts", "mlp.moe.n_experts", default=512),
+    Key("moe_topk", "mlp.moe.n_active", default=12),
+    Key("zero_expert_num", "mlp.moe.zero_experts", default=256, into=lambda n: n or 0,
+        out=lambda a: a.mlp.moe.zero_experts or 0),
+    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=6.0, into=float,
+        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    *part_keys("attention.latent", {k: k for k in ("kv_lora_rank", "q_lora_rank",
+               "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")},
+               {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
+                "qk_nope_head_dim": 128, "v_head_dim": 128}),
+    Key("head_dim", out=lambda a: a.attention.latent.qk_rope_head_dim, read=False),
+)  # fmt: skip
 
 
 def _glm4_qk(a: Architecture) -> bool:
@@ -1236,8 +1211,13 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
     rope_theta_default=10000000.0,
     eps_default=1e-05,
     rope_layout="interleaved",
-    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (LongcatFlashConfig's names)
-    fixed=(),
+    keys=(*dropped(DEEPSEEK_V3.keys), *LONGCAT_KEYS),
+    fixed=(
+        LATENT_NORM,
+        ("mlp.moe.score_function", "softmax"),
+        ("mlp.moe.score_correction_bias", True),
+        ("mlp.moe.normalize_top_k", False),
+    ),
     kinds=tuple(LayerKind),
     free=(
         "attention.variant",
