@@ -61,12 +61,15 @@ def test_every_card_round_trips_through_its_family_config(model_type):
 
 def test_a_derived_family_inherits_fixed_choices_but_not_what_names_its_parent():
     from archdb_hf.families.gemma import GEMMA2, GEMMA3_TEXT
+    from archdb_hf.keymap import from_keys
 
     assert GEMMA3_TEXT.parent == "gemma2"
     assert (GEMMA3_TEXT.norm_position, GEMMA3_TEXT.tied_default) == ("double", True)
     assert GEMMA3_TEXT.write is not GEMMA2.write
     child = GEMMA2.derive("gemma2_like", layer="L", config_class="C", model_class="M")
-    assert child.write is None and child.logit_error is None and child.aliases == ()
+    # a writer of its own is not inherited: without one, the keys say everything
+    assert child.write.hook is from_keys and child.write is not GEMMA2.write
+    assert child.logit_error is None and child.aliases == ()
     assert child.norm_position == "double" and child.module == "gemma2_like"
     with pytest.raises(ValueError, match="names its own config_class, model_class"):
         GEMMA2.derive("nameless", layer="L")

@@ -6,7 +6,7 @@ from archdb.schema import Architecture, LayerKind, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA
-from archdb_hf.keymap import Key, from_keys, require
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -63,7 +63,6 @@ COHERE = LLAMA.derive(
             into=lambda on: "per-head-untied" if on else "none"),
     ),
     read=_read_cohere,
-    write=from_keys,
     names=_cohere_names,
     logit_error=3.9e-07,
 )  # fmt: skip
@@ -79,6 +78,5 @@ COHERE2 = COHERE.derive(
         Key("sliding_window", "attention.sliding_window", read=False,
             out=lambda a: a.attention.sliding_window or 4096),
     ),
-    write=from_keys,
     logit_error=2.6e-07,
 )  # fmt: skip

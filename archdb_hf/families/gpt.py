@@ -8,7 +8,7 @@ from archdb_hf import tensors as w
 from archdb_hf.draft import Draft
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, from_keys, require
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import QKVO, Dims, Names, Source, k_rows, q_rows, v_rows
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -348,7 +348,6 @@ GPTJ = GPT2.derive(
         Key("tie_word_embeddings", "tied_embeddings", read=False),
     ),
     read=_read_gptj,
-    write=from_keys,
     names=_gptj_names,
     logit_error=3.4e-07,
 )  # fmt: skip
@@ -399,7 +398,6 @@ PHI = GPTJ.derive(
             into=lambda on: "per-head" if on else "none"),
     ),
     read=None,
-    write=from_keys,
     names=_phi_names,
     logit_error=2.5e-07,
 )  # fmt: skip

@@ -24,7 +24,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
 from archdb_hf.families.ssm import hybrid_mamba2
-from archdb_hf.keymap import Key, from_keys, read_keys
+from archdb_hf.keymap import Key, read_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -184,7 +184,6 @@ GRANITE = LLAMA.derive(
     classes="Granite",
     keys=(ROPE, *MULTIPLIERS),
     read=_read_granite,
-    write=from_keys,
     extras=frozenset({"residual_multiplier"}),
     logit_error=7.1e-08,
     function_fields=("architecture.attention.scale", "architecture.residual_multiplier"),
@@ -195,7 +194,6 @@ GRANITEMOE = GRANITE.derive(
     mlp_bias=False,
     keys=(Key("mlp_bias"), *EXPERTS),
     fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax over the top-k logits
-    write=from_keys,
     names=_granitemoe_names,
     logit_error=1.4e-07,
 )

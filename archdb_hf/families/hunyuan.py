@@ -9,7 +9,7 @@ from archdb.schema import Architecture, RopeScalingType
 from archdb_hf.draft import Draft, HFImportError, rope_parameters_of, shown_briefly
 from archdb_hf.families.card_to_config import rope_config, rope_scaling_config
 from archdb_hf.families.llama import LLAMA
-from archdb_hf.keymap import Key, from_keys, require
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -177,7 +177,6 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
     keys=(Key("mlp_bias"), Key("rope_parameters", out=_hunyuan_rope, read=False)),
     fixed=(("attention.qk_norm_after_rope", True),),
     read=_read_hunyuan,
-    write=from_keys,
     extras=frozenset({"qk_norm_after_rope"}),
     names=_hunyuan_v1_dense_names,
     logit_error=0.0,

@@ -12,7 +12,7 @@ from archdb_hf.families.card_to_config import (
     rope_scaling_config,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, from_keys, require
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -203,7 +203,6 @@ LLAMA = FamilySpec(
     classes="Llama",
     mlp_bias=None,
     keys=SIZES + BIASES,
-    write=from_keys,
     names=llama_names,
     logit_error=0.0,
 )
@@ -215,7 +214,6 @@ MISTRAL = LLAMA.derive(
     sliding_everywhere=True,
     kinds=("local", "global"),
     keys=(Key("attention_bias"), Key("mlp_bias"), SLIDING_WINDOW),
-    write=from_keys,
     logit_error=3.2e-07,
 )
 MIXTRAL = MISTRAL.derive(
@@ -224,7 +222,6 @@ MIXTRAL = MISTRAL.derive(
     eps_default=1e-05,
     keys=EXPERTS,
     fixed=(("mlp.moe.normalize_top_k", True),),  # a softmax of the top k
-    write=from_keys,
     names=mixtral_names,
     logit_error=3.3e-07,
 )
@@ -233,7 +230,6 @@ PHI3 = MISTRAL.derive(
     classes="Phi3",
     eps_default=1e-05,
     keys=(ROTARY_FRACTION,),
-    write=from_keys,
     names=_phi3_names,
     logit_error=3e-07,
 )
@@ -261,7 +257,6 @@ SMOLLM3 = LLAMA.derive(
         LAYER_TYPES,
     ),
     read=_read_smollm3,
-    write=from_keys,
     logit_error=0.0,
 )
 # logit test: Llama with q/k/v and o bias flags of their own
@@ -270,7 +265,6 @@ SEED_OSS = LLAMA.derive(
     classes="SeedOss",
     attention_bias_default=True,
     keys=(ROPE, Key("attention_out_bias", "bias.attn_out", default=False)),
-    write=from_keys,
     logit_error=3.2e-07,
 )
 APERTUS = LLAMA.derive(
@@ -298,7 +292,6 @@ NEMOTRON = LLAMA.derive(
     rotary_fraction_default=0.5,
     kinds=tuple(LayerKind),
     keys=(ROTARY_FRACTION,),
-    write=from_keys,
     logit_error=0.0,
 )
 GPT_OSS = LLAMA.derive(

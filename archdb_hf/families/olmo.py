@@ -12,7 +12,7 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families.card_to_config import rope_scaling_config
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA, ROPE, llama_names
-from archdb_hf.keymap import Key, from_keys, require
+from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -130,7 +130,6 @@ OLMO = LLAMA.derive(
     mlp_bias=False,
     kinds=tuple(LayerKind),
     keys=(Key("mlp_bias"),),
-    write=from_keys,
     names=_olmo_names,
     logit_error=0.0,
 )
@@ -143,7 +142,6 @@ OLMO2 = OLMO.derive(
     norm_position="post-branch",
     qk_norm="full",
     eps_default=1e-05,
-    write=from_keys,
     names=_post_branch_names,
     logit_error=0.0,
 )

@@ -8,7 +8,7 @@ from archdb.schema import Architecture, LayerKind
 from archdb_hf.draft import Draft, rope_parameters_of, short_text
 from archdb_hf.families.card_to_config import layer_kind_names, mtp_config
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import Key, from_keys, read_keys, require, uses
+from archdb_hf.keymap import Key, read_keys, require, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -230,7 +230,6 @@ QWEN2 = LLAMA.derive(
     fixed_bias=(True, False, False),  # Qwen 2 hard-codes bias on q, k, v only
     mlp_bias=False,
     keys=(Key("attention_bias"), Key("mlp_bias")),
-    write=from_keys,
     logit_error=0.0,
 )
 QWEN2_MOE = QWEN2.derive(
@@ -239,7 +238,6 @@ QWEN2_MOE = QWEN2.derive(
     keys=(*QWEN_EXPERTS, SHARED_EXPERT),
     fixed=GATED_SHARED,
     read=_read_qwen3_moe,
-    write=from_keys,
     extras=frozenset({"shared_gate"}),
     names=_qwen2_moe_names,
     logit_error=2.1e-07,
@@ -250,7 +248,6 @@ QWEN3 = LLAMA.derive(
     qk_norm="per-head",
     mlp_bias=False,
     keys=(Key("mlp_bias"),),
-    write=from_keys,
     logit_error=3.7e-07,
 )
 QWEN3_MOE = QWEN3.derive(
@@ -258,7 +255,6 @@ QWEN3_MOE = QWEN3.derive(
     classes="Qwen3Moe",
     keys=QWEN_EXPERTS,
     read=_read_qwen3_moe,
-    write=from_keys,
     names=qwen3_moe_names,
     logit_error=2.7e-07,
 )

@@ -36,7 +36,7 @@ from archdb.schema import (
     QKNorm,
     RopeLayout,
 )
-from archdb_hf.keymap import Key, Writer, merged, read_activation
+from archdb_hf.keymap import Key, Writer, from_keys, merged, read_activation
 
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
@@ -106,8 +106,8 @@ class FamilySpec:
     free: tuple[str, ...] = ()
 
     # --- card -> config (the reference) --------------------------------------------------
-    # the family's own writing beyond its keys (keymap.from_keys: none); the spec holds
-    # the whole writer (keymap.Writer: fixed choices checked, keys written, then this)
+    # the family's own writing beyond its keys (None: none); the spec holds the whole
+    # writer (keymap.Writer: fixed choices checked, keys written, then this)
     write: Callable[[Any], dict] | None = None
     # where the config class keeps the norm epsilon and the RoPE base (None: nowhere,
     # the code fixes it); written for every card that records them
@@ -140,8 +140,8 @@ class FamilySpec:
         object.__setattr__(self, "kinds", tuple(LayerKind(kind) for kind in self.kinds))
         built = tuple(Activation(a) for a in self.builds_activations)
         object.__setattr__(self, "builds_activations", built)
-        if self.write is not None and not isinstance(self.write, Writer):
-            object.__setattr__(self, "write", Writer(self, self.write))
+        if not isinstance(self.write, Writer):  # no hook: the keys say everything
+            object.__setattr__(self, "write", Writer(self, self.write or from_keys))
 
     @property
     def activations(self) -> tuple[Activation, ...]:

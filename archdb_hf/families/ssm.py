@@ -42,7 +42,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
-from archdb_hf.keymap import Key, dropped, from_keys, has_moe, part_keys, read_keys, uses
+from archdb_hf.keymap import Key, dropped, has_moe, part_keys, read_keys, uses
 from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
 
 if TYPE_CHECKING:
@@ -1035,7 +1035,6 @@ MAMBA2 = LLAMA.derive(
     fixed=(("mixers.mamba2.mlp", False),),
     steps=(_mixer_only_stack,),
     read=_read_mamba2,
-    write=from_keys,
     extras=frozenset({"mamba2"}),
     names=_mamba2_names,
     logit_error=4.7e-07,
@@ -1058,7 +1057,6 @@ MAMBA = MAMBA2.derive(
     ),
     fixed=(("mixers.mamba.mlp", False), ("mixers.mamba.inner_norm", "none")),
     read=_read_mamba,
-    write=from_keys,
     extras=frozenset({"mamba"}),
     names=_mamba_names,
     logit_error=3e-07,
@@ -1079,7 +1077,6 @@ FALCON_MAMBA = MAMBA.derive(
         ),
     ),
     fixed=(("mixers.mamba.mlp", False), ("mixers.mamba.inner_norm", "rms")),
-    write=from_keys,
     logit_error=2.2e-07,
     function_fields=("architecture.mixers.mamba.inner_norm_eps",),
 )
@@ -1098,7 +1095,6 @@ BAMBA = LLAMA.derive(
     ),
     fixed=(("mixers.mamba2.mlp", True),),
     read=_read_bamba,
-    write=from_keys,
     extras=frozenset({"mamba2"}),
     names=_bamba_names,
     logit_error=4.4e-07,
