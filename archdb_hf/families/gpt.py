@@ -331,9 +331,8 @@ GPT2 = FamilySpec(
 )
 GPTJ = GPT2.derive(
     "gptj",
+    classes="GPTJ",
     layer="GPTJBlock",
-    config_class="GPTJConfig",
-    model_class="GPTJForCausalLM",
     position="rope",
     fixed_bias=(False, False, True),
     lm_head_bias=True,  # GPTJForCausalLM: nn.Linear's default bias
@@ -353,9 +352,8 @@ GPTJ = GPT2.derive(
 )  # fmt: skip
 GPT_NEOX = FamilySpec(
     "gpt_neox",
+    classes="GPTNeoX",
     layer="GPTNeoXLayer",
-    config_class="GPTNeoXConfig",
-    model_class="GPTNeoXForCausalLM",
     eps_key="layer_norm_eps",
     norm="layernorm",
     norm_affine="scale-and-bias",

@@ -113,9 +113,8 @@ def _rwkv_names() -> Names:
 
 RWKV = FamilySpec(
     "rwkv",
+    classes="Rwkv",
     layer="RwkvBlock",
-    config_class="RwkvConfig",
-    model_class="RwkvForCausalLM",
     eps_key="layer_norm_epsilon",
     rope_key=None,
     norm="layernorm",

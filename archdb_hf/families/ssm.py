@@ -1012,9 +1012,8 @@ def _falcon_h1_names() -> Names:
 
 MAMBA2 = LLAMA.derive(
     "mamba2",
+    classes="Mamba2",
     layer="Mamba2Block",
-    config_class="Mamba2Config",
-    model_class="Mamba2ForCausalLM",
     eps_key="layer_norm_epsilon",
     rope_key=None,
     mlp_bias=False,
@@ -1042,9 +1041,8 @@ MAMBA2 = LLAMA.derive(
 # logit test: Mamba-1's selective scan, recurrent form (three seeds each)
 MAMBA = MAMBA2.derive(
     "mamba",
+    classes="Mamba",
     layer="MambaBlock",
-    config_class="MambaConfig",
-    model_class="MambaForCausalLM",
     eps_default=1e-05,
     kinds=("mamba",),
     keys=(
@@ -1064,9 +1062,8 @@ MAMBA = MAMBA2.derive(
 # logit test: parameter-free RMSNorms on dt, B, C
 FALCON_MAMBA = MAMBA.derive(
     "falcon_mamba",
+    classes="FalconMamba",
     layer="FalconMambaBlock",
-    config_class="FalconMambaConfig",
-    model_class="FalconMambaForCausalLM",
     keys=(
         Key(
             "mixer_rms_eps",
@@ -1102,9 +1099,8 @@ BAMBA = LLAMA.derive(
 # logit test: Mamba-2, attention and MLP layers (M-M*-); MoE layers (ME*E-) too
 NEMOTRON_H = MAMBA2.derive(
     "nemotron_h",
+    classes="NemotronH",
     layer="NemotronHBlock",
-    config_class="NemotronHConfig",
-    model_class="NemotronHForCausalLM",
     fixed_bias=None,  # attention unbiased (the writer checks), the MLP's as mlp_bias says
     mlp_bias=None,
     builds_activations=("squared-relu",),
@@ -1166,9 +1162,8 @@ FALCON_H1 = BAMBA.derive(
 # logit test: scaled dt/B/C norms; attention without positions; unnormalized top-k
 JAMBA = MIXTRAL.derive(
     "jamba",
+    classes="Jamba",
     layer="JambaAttentionDecoderLayer",
-    config_class="JambaConfig",
-    model_class="JambaForCausalLM",
     rope_key=None,
     position="none",
     eps_default=None,
@@ -1192,9 +1187,8 @@ JAMBA = MIXTRAL.derive(
 # default init (three seeds, three batches each; 4.6e-7 at the default init)
 ZAMBA2 = MAMBA2.derive(
     "zamba2",
+    classes="Zamba2",
     layer="Zamba2HybridLayer",
-    config_class="Zamba2Config",
-    model_class="Zamba2ForCausalLM",
     eps_key="rms_norm_eps",
     rope_key="rope_parameters",
     tied_default=True,

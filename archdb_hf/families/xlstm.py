@@ -233,9 +233,8 @@ def _xlstm_names() -> Names:
 
 XLSTM = FamilySpec(
     "xlstm",
+    classes="xLSTM",
     layer="xLSTMBlock",
-    config_class="xLSTMConfig",
-    model_class="xLSTMForCausalLM",
     eps_key="norm_eps",
     rope_key=None,
     norm="rmsnorm",
