@@ -964,6 +964,15 @@ SPARSE = (
 LATENT_NORM = ("attention.latent.norm_eps", 1e-6)
 
 
+# the output-changing fields DeepSeek's cards record: its router's, the MLA norms' epsilon,
+# the indexer's RoPE layout; and what DeepSeek-V3's router builds
+ROUTER_FIELDS = tuple(f"architecture.mlp.moe.{name}" for name in (
+    "score_function", "n_groups", "score_correction_bias", "routed_scale"))  # fmt: skip
+LATENT_EPS = "architecture.attention.latent.norm_eps"
+INDEXER_LAYOUT = "architecture.attention.sparse.indexer_rope_layout"
+V3_EXTRAS = frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"})
+
+
 # --- the families ----------------------------------------------------------------------
 
 # logit test: MLA; softmax shares, groups by their max, routed scale
@@ -982,12 +991,7 @@ DEEPSEEK_V2 = LLAMA.derive(
     extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
     names=_deepseek_names,
     logit_error=3e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.n_groups",
-        "architecture.mlp.moe.routed_scale",
-        "architecture.attention.latent.norm_eps",
-    ),
+    function_fields=(*(f for f in ROUTER_FIELDS if "correction" not in f), LATENT_EPS),
 )
 # logit test: MLA; sigmoid, correction bias, groups by top-2 sum, scale
 DEEPSEEK_V3 = DEEPSEEK_V2.derive(
@@ -1009,23 +1013,9 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     fixed=(LATENT_NORM, *SIGMOID_SCORES),
     read=_read_deepseek_v3,
     write=_deepseek_v3,
-    extras=frozenset(
-        {
-            "correction_bias",
-            "expert_groups",
-            "routed_scale",
-            "sigmoid_scores",
-            "yarn_softmax_mscale",
-        }
-    ),
+    extras=V3_EXTRAS | {"yarn_softmax_mscale"},
     logit_error=3.2e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.n_groups",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-        "architecture.attention.latent.norm_eps",
-    ),
+    function_fields=(*ROUTER_FIELDS, LATENT_EPS),
 )
 # logit test: V3 with the lightning indexer (8 of 24 keys), MoE layers too
 DEEPSEEK_V32 = DEEPSEEK_V3.derive(
@@ -1038,26 +1028,10 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     keys=SPARSE,
     read=_read_deepseek_v32,
     write=_dsa(RopeLayout.HALF_SPLIT),
-    extras=frozenset(
-        {
-            "correction_bias",
-            "expert_groups",
-            "routed_scale",
-            "sigmoid_scores",
-            "sparse",
-            "yarn_softmax_mscale",
-        }
-    ),
+    extras=DEEPSEEK_V3.extras | {"sparse"},
     names=_dsa_names,
     logit_error=2.9e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.n_groups",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-        "architecture.attention.latent.norm_eps",
-        "architecture.attention.sparse.indexer_rope_layout",
-    ),
+    function_fields=(*DEEPSEEK_V3.function_fields, INDEXER_LAYOUT),
 )
 # the released configs' keys transformers folds in or ignores, which the hook reads
 V4_RELEASED_KEYS = (
@@ -1106,12 +1080,7 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     extras=V4_EXTRAS,
     names=_deepseek_v4_names,
     logit_error=5.9e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-        "architecture.attention.sparse.indexer_rope_layout",
-    ),
+    function_fields=(*(f for f in ROUTER_FIELDS if not f.endswith("n_groups")), INDEXER_LAYOUT),
 )
 # logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
@@ -1122,9 +1091,7 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
     keys=(Key("indexer_types", out=lambda a: ["full"] * a.n_layers, read=False),),
     read=_read_glm_moe_dsa,
     write=_dsa(RopeLayout.INTERLEAVED),
-    extras=frozenset(
-        {"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores", "sparse"}
-    ),
+    extras=V3_EXTRAS | {"sparse"},
     logit_error=2.1e-07,
 )
 # logit test: DeepSeek-V3's router on GQA with partial RoPE and QK norm
@@ -1158,15 +1125,10 @@ GLM4_MOE = DEEPSEEK_V3.derive(
     free=("mlp.moe.shared_d_ff",),
     read=_read_glm4_moe,
     write=_deepseek_v3,
-    extras=frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"}),
+    extras=V3_EXTRAS,
     names=qwen3_moe_names,
     logit_error=3.5e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.n_groups",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-    ),
+    function_fields=ROUTER_FIELDS,
 )
 # logit test: KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with
 # latent norms at 1e-6, V3's router after a dense layer (three token draws)
@@ -1191,16 +1153,9 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     ),
     read=_read_kimi_linear,
     write=kimi_linear,
-    extras=frozenset({"correction_bias", "expert_groups", "kda", "routed_scale", "sigmoid_scores"}),
+    extras=V3_EXTRAS | {"kda"},
     names=_kimi_linear_names,
     logit_error=3.1e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.n_groups",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-        "architecture.attention.latent.norm_eps",
-    ),
 )
 # logit test: LongCat-Flash: shortcut-connected MoE layers, MLA with scaled latents, 6
 # routed and 4 zero-computation experts (a random correction bias: 29-53% of the choices
