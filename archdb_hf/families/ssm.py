@@ -344,31 +344,29 @@ def _read_nemotron_h_moe(d: Draft) -> None:
     sigmoid_router(d)
 
 
+def _zamba2_choices(d: Draft) -> None:
+    """Zamba2's fixed choices (its sizes: the keys, Zamba2Config's defaults throughout;
+    its derived keys are checked by the read hook, not trusted)."""
+    read_norm(d)
+    d.set("architecture.final_logit_softcap", None, "family")
+    d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
+    for path, value in (("variant", "softmax"), ("qk_norm", "none"), ("logit_softcap", None),
+                        ("sliding_window", None)):  # fmt: skip
+        d.set(f"architecture.attention.{path}", value, "family")
+    d.set("architecture.mlp.moe", None, "family")
+    for path in ("bias.qkv", "bias.attn_out"):
+        d.set(f"architecture.{path}", False, "family")
+
+
 def _read_zamba2(d: Draft) -> None:
-    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block
-    (Zamba2Config's defaults throughout; its derived keys are checked, not trusted)."""
-    d_model = d.read("hidden_size", default=2560)
-    n_layers = d.read("num_hidden_layers", default=54)
-    d.set("architecture.d_model", d_model, d.origin_of("hidden_size"))
-    d.set("architecture.n_layers", n_layers, d.origin_of("num_hidden_layers"))
-    d.set("architecture.vocab_size", d.read("vocab_size", default=32000), "config")
-    context = d.read("max_position_embeddings", default=4096)
+    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block."""
+    d_model, n_layers = d.value("architecture.d_model"), d.value("architecture.n_layers")
     if d.read("use_long_context", default=False):  # Zamba2Config sets 16384
-        context = 16384
+        d.set("architecture.context_length", 16384, "family")
         d.note("architecture.context_length", "use_long_context: Zamba2Config sets 16384.")
-    d.set("architecture.context_length", context, d.origin_of("max_position_embeddings"))
     hybrid = _zamba2_hybrid_layers(d, n_layers)
     _zamba2_mamba2(d, d_model)
     _zamba2_block(d, d_model, hybrid)
-    for path, value in (
-        ("norm.type", "rmsnorm"),
-        ("norm.position", "pre"),
-        ("norm.affine", "scale"),
-        ("norm.final", True),
-        ("parallel_layers", False),
-        ("final_logit_softcap", None),
-    ):
-        d.set(f"architecture.{path}", value, "family")
     if not d.read("tie_word_embeddings", default=True):
         raise HFImportError(
             "tie_word_embeddings is false: transformers then leaves Zamba2's shared blocks "
@@ -422,9 +420,11 @@ def _zamba2_hybrid_layers(d: Draft, n_layers: int) -> list[int]:
 
 
 def _zamba2_mamba2(d: Draft, d_model: int) -> None:
-    """Zamba2MambaMixer: a conv bias always (use_conv_bias is not read), SiLU, dt clamped
-    below at time_step_min, the gated norm at 1e-5; add_bias_linear on in/out_proj."""
-    heads = d.read("n_mamba_heads", default=8)
+    """Zamba2MambaMixer (its sizes: the keys): a conv bias always (use_conv_bias is not
+    read), SiLU, dt clamped below at time_step_min, the gated norm at 1e-5; add_bias_linear
+    on in/out_proj (and the blocks' MLP)."""
+    sizes = "architecture.mixers.mamba2."
+    heads = d.value(sizes + "n_heads")
     inner = int(d.read("mamba_expand", default=2) * d_model)
     head_dim = inner // heads
     declared = d.read("mamba_headdim")
@@ -433,51 +433,33 @@ def _zamba2_mamba2(d: Draft, d_model: int) -> None:
             f"n_mamba_heads ({heads}) does not split mamba_expand x hidden_size ({inner}) "
             f"into heads of mamba_headdim ({declared}): transformers cannot run this config"
         )
+    d.set(sizes + "head_dim", head_dim, "config")
     if d.read("use_conv_bias", default=True) is False:
         d.note(
-            "architecture.mixers.mamba2.conv_bias",
+            sizes + "conv_bias",
             "use_conv_bias is false, but Zamba2MambaMixer's conv always has a bias "
             "(transformers ignores the key).",
         )
-    floor = float(d.read("time_step_min", default=0.001))
-    sizes = {
-        "n_heads": heads,
-        "head_dim": head_dim,
-        "state_size": d.read("mamba_d_state", default=64),
-        "n_groups": d.read("mamba_ngroups", default=1),
-        "conv_kernel": d.read("mamba_d_conv", default=4),
-        "conv_bias": True,
-        "proj_bias": d.read("add_bias_linear", default=False),
-        "mlp": False,
-        "time_step_floor": floor,
-    }
-    for name, value in sizes.items():
-        key = {"n_heads": "n_mamba_heads", "time_step_floor": "time_step_min"}.get(name, name)
-        d.set(f"architecture.mixers.mamba2.{name}", value, d.origin_of(key))
+    d.set(sizes + "conv_bias", True, "family")
+    bias = d.value(sizes + "proj_bias")
+    d.set("architecture.bias.mlp", bias, d.origin_of("add_bias_linear"))
 
 
 def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
-    """The shared blocks: attention over [x, embeddings] with heads 2 d_model / n_heads
-    wide and scores scaled by (head_dim / 2) ** -0.5, the gated MLP, adapters, a projection."""
-    heads = d.read("num_attention_heads", default=32)
+    """The shared blocks (their adapters: the keys): attention over [x, embeddings] with
+    heads 2 d_model / n_heads wide and scores scaled by (head_dim / 2) ** -0.5, the gated
+    MLP, adapters, a projection."""
+    heads = d.value("architecture.attention.n_heads")
     kv = d.read("num_key_value_heads", default=heads)
+    d.set("architecture.attention.n_kv_heads", kv, d.origin_of("num_key_value_heads"))
     head_dim = 2 * d_model // heads
     if d.read("attention_head_dim", "head_dim") not in (None, head_dim):
         raise HFImportError(
             f"attention_head_dim is not 2 x hidden_size / num_attention_heads ({head_dim}): "
             "Zamba2Config derives it"
         )
-    for path, value, origin in (
-        ("variant", "softmax", "family"),
-        ("n_heads", heads, d.origin_of("num_attention_heads")),
-        ("n_kv_heads", kv, d.origin_of("num_key_value_heads")),
-        ("head_dim", head_dim, "family"),
-        ("qk_norm", "none", "family"),
-        ("logit_softcap", None, "family"),
-        ("sliding_window", None, "family"),
-        ("scale", (head_dim / 2) ** -0.5, "family"),
-    ):
-        d.set(f"architecture.attention.{path}", value, origin)
+    d.set("architecture.attention.head_dim", head_dim, "family")
+    d.set("architecture.attention.scale", (head_dim / 2) ** -0.5, "family")
     if d.read("use_mem_rope", default=False):
         d.set("architecture.position.type", "rope", d.origin_of("use_mem_rope"))
         full, _ = rope_parameters_of(d)
@@ -494,28 +476,12 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
         )
     d.set("architecture.mlp.activation", activation, d.origin_of("hidden_act"))
     d.set("architecture.mlp.d_ff", d.read("intermediate_size") or 4 * d_model, "config")
-    d.set("architecture.mlp.moe", None, "family")
-    bias = d.read("add_bias_linear", default=False)
-    d.set("architecture.bias.qkv", False, "family")
-    d.set("architecture.bias.attn_out", False, "family")
-    d.set("architecture.bias.mlp", bias, d.origin_of("add_bias_linear"))
-    n_blocks = d.read("num_mem_blocks", default=1)
-    blocks = {
-        "n_blocks": min(n_blocks, len(hybrid)),  # transformers ties at most one per layer
-        "layers": hybrid,
-        "concat_embeddings": True,
-        "adapter_rank": d.read("adapter_rank", default=128),
-        "mlp_adapters": True,
-        "attention_adapters": d.read("use_shared_attention_adapter", default=False),
-        "output_projection": True,
-    }
-    for name, value in blocks.items():
-        origin = (
-            "family"
-            if name in ("concat_embeddings", "mlp_adapters", "output_projection")
-            else "config"
-        )
-        d.set(f"architecture.shared_blocks.{name}", value, origin)
+    n_blocks = d.read("num_mem_blocks", default=1)  # transformers ties at most one per layer
+    blocks = "architecture.shared_blocks."
+    d.set(blocks + "n_blocks", min(n_blocks, len(hybrid)), "config")
+    d.set(blocks + "layers", hybrid, "config")
+    for name in ("concat_embeddings", "mlp_adapters", "output_projection"):
+        d.set(blocks + name, True, "family")
 
 
 # --- card -> config (the reference) ------------------------------------------------------
@@ -604,6 +570,8 @@ _DENSE_WIDTH = 21504  # NemotronHConfig's intermediate_size
 NEMOTRON_H_KEYS = (
     Key("vocab_size", "vocab_size", required=True),
     Key("hidden_size", "d_model", required=True),
+    Key("num_hidden_layers", "n_layers", read=False),  # the hook's: the pattern's length
+    Key("tie_word_embeddings", "tied_embeddings", read=False),
     Key("max_position_embeddings", "context_length", default=4096),
     Key("hybrid_override_pattern", read=False,
         out=lambda a: "".join(_NEMOTRON_H_CODES_WRITE[k] for k in a.layer_kinds())),
@@ -681,8 +649,6 @@ MIXER_ONLY = dict(
     ),
     free=("mlp.activation", "attention.qk_norm"),
 )
-# ... written by the families whose steps read them their own way (Nemotron-H, Zamba2)
-WRITTEN_SIZES = tuple(replace(k, read=False, required=False) for k in MIXER_ONLY["keys"][-4:])
 
 
 def _jamba_experts(a: Architecture) -> dict:
@@ -735,7 +701,6 @@ def zamba2(a: Architecture) -> dict:
     require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
-    require(not m.mlp, "mixers.mamba2.mlp false: a Mamba-2 layer is the mixer alone")
     require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
     require(
         a.bias.mlp == m.proj_bias and not a.bias.qkv and not a.bias.attn_out,
@@ -758,35 +723,42 @@ def zamba2(a: Architecture) -> dict:
         act = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
     hybrid = set(sb.layers)
     types = ["hybrid" if i in hybrid else "mamba" for i in range(a.n_layers)]
-    inner = m.n_heads * m.head_dim
-    require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
-    rope = a.position.type is PositionType.ROPE
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "layers_block_type": types,
-        "max_position_embeddings": a.context_length,
-        "tie_word_embeddings": a.tied_embeddings,
-        "rms_norm_eps": a.norm.eps or 1e-5,
-        "intermediate_size": a.mlp.d_ff,
-        "hidden_act": act,
-        "num_attention_heads": a.attention.n_heads,
-        "num_key_value_heads": a.attention.n_kv_heads,
-        "num_mem_blocks": sb.n_blocks,
-        "use_shared_attention_adapter": sb.attention_adapters,
-        "adapter_rank": sb.adapter_rank,
-        "use_mem_rope": rope,
-        "add_bias_linear": m.proj_bias,
-        "mamba_d_state": m.state_size,
-        "mamba_d_conv": m.conv_kernel,
-        "mamba_expand": inner // a.d_model,
-        "mamba_ngroups": m.n_groups,
-        "n_mamba_heads": m.n_heads,
-        # transformers always clamps dt below at time_step_min: a card without the floor
-        # (Zyphra's reference code) differs in outputs only, where dt < 0.001
-        "time_step_min": m.time_step_floor or 0.001,
-    } | (rope_config(a) if rope else {})
+    return {"layers_block_type": types, "hidden_act": act}
+
+
+def _rope(a: Architecture) -> bool:
+    return a.position.type is PositionType.ROPE
+
+
+# Zamba2Config's names and defaults
+ZAMBA2_KEYS = (
+    Key("vocab_size", "vocab_size", default=32000),
+    Key("hidden_size", "d_model", default=2560),
+    Key("num_hidden_layers", "n_layers", default=54),
+    Key("max_position_embeddings", "context_length", default=4096),
+    Key("tie_word_embeddings", "tied_embeddings", read=False),
+    Key("rms_norm_eps", out=lambda a: a.norm.eps or 1e-5, read=False),
+    Key("intermediate_size", "mlp.d_ff", read=False),
+    Key("num_attention_heads", "attention.n_heads", default=32),
+    Key("num_key_value_heads", "attention.n_kv_heads", read=False),
+    Key("use_mem_rope", out=_rope, read=False),
+    Key("rope_parameters", out=lambda a: rope_config(a)["rope_parameters"], when=_rope,
+        read=False),
+    # the shared blocks
+    Key("num_mem_blocks", "shared_blocks.n_blocks", read=False),
+    Key("use_shared_attention_adapter", "shared_blocks.attention_adapters", default=False),
+    Key("adapter_rank", "shared_blocks.adapter_rank", default=128),
+    # the Mamba-2 layers
+    *part_keys("mixers.mamba2", {"n_heads": "n_mamba_heads", "state_size": "mamba_d_state",
+               "conv_kernel": "mamba_d_conv", "n_groups": "mamba_ngroups",
+               "proj_bias": "add_bias_linear"}, {"n_heads": 8, "state_size": 64,
+               "conv_kernel": 4, "n_groups": 1, "proj_bias": False}),
+    Key("mamba_expand", out=_mamba2_expand, read=False),
+    # transformers always clamps dt below at time_step_min: a card without the floor
+    # (Zyphra's reference code) differs in outputs only, where dt < 0.001
+    Key("time_step_min", "mixers.mamba2.time_step_floor", default=0.001, into=float,
+        out=lambda a: a.mixers.mamba2.time_step_floor or 0.001),
+)  # fmt: skip
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -1113,7 +1085,7 @@ NEMOTRON_H = MAMBA2.derive(
         "mlp.moe.first_dense_layers",
         "mlp.moe.layer_period",
     ),
-    keys=(*dropped(MAMBA2.keys), *WRITTEN_SIZES, *NEMOTRON_H_KEYS),
+    keys=(*dropped(MAMBA2.keys), *NEMOTRON_H_KEYS),
     fixed=(("mixers.mamba2.mlp", False), *SIGMOID_SCORES),
     steps=(_read_nemotron_h,),
     read=_read_nemotron_h_moe,
@@ -1198,9 +1170,9 @@ ZAMBA2 = MAMBA2.derive(
     mlp_bias=None,
     builds_activations=("geglu", "swiglu"),
     free=("position.type",),
-    keys=(*dropped(MAMBA2.keys), *WRITTEN_SIZES),
-    steps=(_read_zamba2,),
-    read=None,
+    keys=(*dropped(MAMBA2.keys), *ZAMBA2_KEYS),
+    steps=(_zamba2_choices,),
+    read=_read_zamba2,
     write=zamba2,
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
     names=_zamba2_names,
