@@ -30,7 +30,7 @@ import json
 import math
 import re
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -66,7 +66,7 @@ from archdb.schema import (
     Architecture,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, fill_moe_layout, read_activation, read_fixed, read_keys
+from archdb_hf.keymap import Key, fill_moe_layout, read_activation, read_fixed, read_keys, value_at
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -597,12 +597,26 @@ MUST_BE = {"is_encoder_decoder": False, "use_bidirectional_attention": False}
 # --- the families ----------------------------------------------------------------
 
 
+def positive(key: str) -> Callable[[Any], float]:
+    """A multiplier's reading: zero would erase the stream or divide by zero."""
+
+    def checked(value: Any) -> float:
+        if not value:
+            raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
+        return float(value)
+
+    return checked
+
+
 def read_positive(d: Draft, key: str) -> float:
-    """A multiplier (default 1.0): zero would erase the stream or divide by zero."""
-    value = d.read(key, default=1.0)
-    if not value:
-        raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
-    return float(value)
+    """A multiplier (default 1.0), positive."""
+    return positive(key)(d.read(key, default=1.0))
+
+
+def multiplier(key: str, path: str) -> Key:
+    """A factor's key (the config classes' default 1.0), read positive, written as the
+    card's (1.0 where null)."""
+    return Key(key, path, default=1.0, into=positive(key), out=lambda a: value_at(a, path) or 1.0)
 
 
 def read_mtp(
@@ -671,25 +685,18 @@ def _unclamped(limit: Any) -> bool:
 
 
 def check_mamba2_width(
-    d: Draft, expand_key: str, mixer: str, expand: float | None = None, width_key: str = ""
+    d: Draft, inner: int, mixer: str, keys: tuple[str, str] = ("mamba_n_heads", "mamba_d_head")
 ) -> None:
-    """A Mamba-2 mixer's heads (its sizes: the family's keys) against its inner width,
-    ``expand_key`` x hidden_size (or ``width_key``'s); a head width of "auto" is that
-    width over the heads."""
+    """A Mamba-2 mixer's heads (its sizes: the family's keys, spelled ``keys``) against its
+    inner width; a head width of "auto" is that width over the heads."""
     sizes = "architecture.mixers.mamba2."
-    inner = d.read(width_key) if width_key else None
-    if inner is None:
-        factor = d.read(expand_key, required=expand is None, default=expand)
-        inner = int(factor * d.value("architecture.d_model"))
     heads, head_dim = d.value(sizes + "n_heads"), d.value(sizes + "head_dim")
     if head_dim == "auto":
         head_dim = inner // heads
         d.set(sizes + "head_dim", head_dim, "family")
     if heads * head_dim != inner:
-        own = expand_key == "expand"  # a Mamba-2 config's names, else a hybrid's
-        names = ("num_heads", "head_dim") if own else ("mamba_n_heads", "mamba_d_head")
         raise HFImportError(
-            f"{names[0]} x {names[1]} ({heads} x {head_dim}) differs from the mixer width "
+            f"{keys[0]} x {keys[1]} ({heads} x {head_dim}) differs from the mixer width "
             f"({inner}): transformers' {mixer} cannot run this config"
         )
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from archdb.schema import (
     Architecture,
     LayerKind,
@@ -12,9 +9,10 @@ from archdb.schema import (
 )
 from archdb_hf.draft import (
     Draft,
-    HFImportError,
     check_mamba2_width,
+    multiplier,
     no_time_step_clamp,
+    positive,
     silu_conv,
 )
 from archdb_hf.families.card_to_config import (
@@ -58,7 +56,8 @@ def _read_granitemoehybrid(d: Draft) -> None:
         d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
     if "mamba2" in d.value("architecture.attention.layer_pattern"):
         read_keys(d, HYBRID_MIXER)  # sized once the pattern is known
-        check_mamba2_width(d, "mamba_expand", "GraniteMoeHybridMambaLayer", expand=2)
+        inner = int(d.read("mamba_expand", default=2) * d.value("architecture.d_model"))
+        check_mamba2_width(d, inner, "GraniteMoeHybridMambaLayer")
         silu_conv(d)
         no_time_step_clamp(d)
         d.read("mamba_chunk_size")  # the chunked kernel's block: no effect on outputs
@@ -82,29 +81,16 @@ def _read_granitemoehybrid(d: Draft) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _positive(key: str) -> Callable[[Any], float]:
-    """A multiplier: zero would erase the stream or divide by zero."""
-
-    def checked(value: Any) -> float:
-        if not value:
-            raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
-        return float(value)
-
-    return checked
-
-
 # Granite's four muP factors: GraniteConfig's defaults are 1.0 each (no 1/sqrt(d_head));
 # the card's value, 1 (or 1/sqrt(d_head)) where null
 MULTIPLIERS = (
-    Key("embedding_multiplier", "embedding_multiplier", default=1.0,
-        into=_positive("embedding_multiplier"), out=lambda a: a.embedding_multiplier or 1.0),
-    Key("residual_multiplier", "residual_multiplier", default=1.0,
-        into=_positive("residual_multiplier"), out=lambda a: a.residual_multiplier or 1.0),
+    multiplier("embedding_multiplier", "embedding_multiplier"),
+    multiplier("residual_multiplier", "residual_multiplier"),
     Key("attention_multiplier", "attention.scale", default=1.0,
-        into=_positive("attention_multiplier"),
+        into=positive("attention_multiplier"),
         out=lambda a: a.attention.scale or a.head_dim_effective**-0.5),
     Key("logits_scaling", "logit_scale", default=1.0,  # Granite divides by it
-        into=lambda value: 1.0 / _positive("logits_scaling")(value),
+        into=lambda value: 1.0 / positive("logits_scaling")(value),
         out=lambda a: 1.0 / (a.logit_scale or 1.0)),
 )  # fmt: skip
 

@@ -21,6 +21,7 @@ from archdb_hf.draft import (
     Draft,
     HFImportError,
     check_mamba2_width,
+    multiplier,
     no_time_step_clamp,
     read_activation,
     read_bias,
@@ -78,7 +79,8 @@ def _mixer_only_stack(d: Draft) -> None:
 
 
 def _read_mamba2(d: Draft) -> None:
-    check_mamba2_width(d, "expand", "Mamba2Mixer")
+    inner = int(d.read("expand", required=True) * d.value("architecture.d_model"))
+    check_mamba2_width(d, inner, "Mamba2Mixer", ("num_heads", "head_dim"))
     silu_conv(d)
 
 
@@ -93,7 +95,8 @@ def _read_bamba(d: Draft) -> None:
     kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
     d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     read_keys(d, BAMBA_MIXER)  # sized once the pattern is known
-    check_mamba2_width(d, "mamba_expand", "BambaMixer")
+    inner = int(d.read("mamba_expand", required=True) * d.value("architecture.d_model"))
+    check_mamba2_width(d, inner, "BambaMixer")
     silu_conv(d)
 
 
@@ -152,23 +155,12 @@ def _read_jamba(d: Draft) -> None:
 
 
 def _read_falcon_h1(d: Draft) -> None:
-    """Falcon-H1: attention beside a Mamba-2 mixer in every layer, and its muP factors."""
+    """Falcon-H1: attention beside a Mamba-2 mixer in every layer (its sizes and muP
+    factors: the keys; FalconH1Config's defaults throughout)."""
     d.read("layers_block_type")  # always "hybrid" per layer: the pattern below says so
     d.set("architecture.attention.layer_pattern", ["global+mamba2"], "family")
-    d_model, heads = d.value("architecture.d_model"), d.read("mamba_n_heads", default=128)
-    inner = d.read("mamba_d_ssm", default=1024)  # FalconH1Config's defaults throughout
-    if inner is None:
-        inner = int(d.read("mamba_expand", default=2) * d_model)
-    head_dim = d.read("mamba_d_head", default="auto")
-    if head_dim == "auto":
-        head_dim = inner // heads
-    if heads * head_dim != inner:
-        raise HFImportError(
-            f"mamba_n_heads x mamba_d_head ({heads} x {head_dim}) differs from the mixer width "
-            f"({inner}): transformers' FalconH1Mixer cannot run this config"
-        )
-    proj_bias = d.read("mamba_proj_bias", default=False)
-    if d.read("projectors_bias", default=False) != proj_bias:
+    check_mamba2_width(d, d.read("mamba_d_ssm", default=1024), "FalconH1Mixer")
+    if d.read("projectors_bias", default=False) != d.value("architecture.mixers.mamba2.proj_bias"):
         raise HFImportError(
             "mamba_proj_bias (in_proj) and projectors_bias (out_proj) differ: "
             "mixers.mamba2.proj_bias holds one bias setting for both"
@@ -179,34 +171,7 @@ def _read_falcon_h1(d: Draft) -> None:
     if d.read("mamba_rms_norm", default=False):
         before = d.read("mamba_norm_before_gate", default=True)
         norm = "before-gate" if before else "gated"
-    sizes = {
-        "n_heads": heads,
-        "head_dim": head_dim,
-        "state_size": d.read("mamba_d_state", default=256),
-        "n_groups": d.read("mamba_n_groups", default=1),
-        "conv_kernel": d.read("mamba_d_conv", default=4),
-        "conv_bias": d.read("mamba_conv_bias", default=True),
-        "proj_bias": proj_bias,
-    }
-    for name, value in sizes.items():
-        d.set(f"architecture.mixers.mamba2.{name}", value, "config")
-    d.set("architecture.mixers.mamba2.mlp", True, "family")
     d.set("architecture.mixers.mamba2.norm", norm, d.origin_of("mamba_rms_norm"))
-    _falcon_h1_factors(d)
-
-
-def _falcon_h1_factors(d: Draft) -> None:
-    """Falcon-H1's multipliers (FalconH1Config's defaults are 1.0 each)."""
-    factors = (
-        ("embedding_multiplier", "architecture.embedding_multiplier"),
-        ("lm_head_multiplier", "architecture.logit_scale"),
-        ("attention_in_multiplier", "architecture.attention.input_multiplier"),
-        ("attention_out_multiplier", "architecture.attention.output_multiplier"),
-        ("ssm_in_multiplier", "architecture.mixers.mamba2.input_multiplier"),
-        ("ssm_out_multiplier", "architecture.mixers.mamba2.output_multiplier"),
-    )
-    for key, path in factors:
-        d.set(path, read_positive(d, key), d.origin_of(key))
     head_dim = d.value("architecture.attention.head_dim")
     if head_dim is None:
         head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
@@ -487,11 +452,16 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _mamba2_expand(a: Architecture) -> int:
-    """expand: a Mamba-2 mixer's inner width (heads x head width) over d_model."""
+def _mamba2_width(a: Architecture) -> int:
+    """A Mamba-2 mixer's inner width: heads x head width."""
     m = mamba2_sizes_of(a)
     require(m is not None, "mixers.mamba2 sizes")
-    inner = m.n_heads * m.head_dim
+    return m.n_heads * m.head_dim
+
+
+def _mamba2_expand(a: Architecture) -> int:
+    """expand: a Mamba-2 mixer's inner width over d_model."""
+    inner = _mamba2_width(a)
     require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
     return inner // a.d_model
 
@@ -603,36 +573,38 @@ NEMOTRON_H_KEYS = (
 )  # fmt: skip
 
 
-def falcon_h1(a: Architecture) -> dict:
-    """Falcon-H1: attention beside Mamba-2 in every layer, a SwiGLU MLP, muP factors."""
-    m = mamba2_sizes_of(a)
-    require(m is not None, "mixers.mamba2 sizes")
+def _key_multiplier(a: Architecture) -> float:
+    """FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)."""
     head_dim = a.head_dim_effective
-    norm = m.norm or Mamba2Norm.GATED
-    return {
-        "mamba_d_ssm": m.n_heads * m.head_dim,
-        "mamba_n_heads": m.n_heads,
-        "mamba_d_head": m.head_dim,
-        "mamba_d_state": m.state_size,
-        "mamba_n_groups": m.n_groups,
-        "mamba_d_conv": m.conv_kernel,
-        "mamba_conv_bias": m.conv_bias,
-        "mamba_proj_bias": m.proj_bias,
-        "projectors_bias": m.proj_bias,
-        "mamba_rms_norm": norm is not Mamba2Norm.NONE,
-        "mamba_norm_before_gate": norm is Mamba2Norm.BEFORE_GATE,
-        "rms_norm_eps": a.norm.eps or 1e-5,
-        "embedding_multiplier": a.embedding_multiplier or 1.0,
-        "lm_head_multiplier": a.logit_scale or 1.0,
-        # FalconH1 scales keys by key_multiplier and scores by 1/sqrt(head_dim)
-        "key_multiplier": (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim),
-        "attention_in_multiplier": a.attention.input_multiplier or 1.0,
-        "attention_out_multiplier": a.attention.output_multiplier or 1.0,
-        "ssm_in_multiplier": m.input_multiplier or 1.0,
-        "ssm_out_multiplier": m.output_multiplier or 1.0,
-        "ssm_multipliers": list(m.projection_multipliers or [1.0] * 5),
-        "mlp_multipliers": [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0],
-    }
+    return (a.attention.scale or head_dim**-0.5) * math.sqrt(head_dim)
+
+
+def _mamba2_norm(a: Architecture) -> Mamba2Norm:
+    return mamba2_sizes_of(a).norm or Mamba2Norm.GATED
+
+
+FALCON_H1_KEYS = (
+    *part_keys("mixers.mamba2", MAMBA2_HYBRID, {"n_heads": 128, "head_dim": "auto",
+               "state_size": 256, "n_groups": 1, "conv_kernel": 4} | BIASES_ON),
+    Key("mamba_d_ssm", read=False, out=lambda a: _mamba2_width(a)),
+    Key("projectors_bias", "mixers.mamba2.proj_bias", read=False),
+    Key("mamba_rms_norm", read=False, out=lambda a: _mamba2_norm(a) is not Mamba2Norm.NONE),
+    Key("mamba_norm_before_gate", read=False,
+        out=lambda a: _mamba2_norm(a) is Mamba2Norm.BEFORE_GATE),
+    Key("rms_norm_eps", out=lambda a: a.norm.eps or 1e-5, read=False),
+    *(multiplier(key, path) for key, path in (
+        ("embedding_multiplier", "embedding_multiplier"),
+        ("lm_head_multiplier", "logit_scale"),
+        ("attention_in_multiplier", "attention.input_multiplier"),
+        ("attention_out_multiplier", "attention.output_multiplier"),
+        ("ssm_in_multiplier", "mixers.mamba2.input_multiplier"),
+        ("ssm_out_multiplier", "mixers.mamba2.output_multiplier"))),
+    Key("key_multiplier", out=_key_multiplier, read=False),
+    Key("ssm_multipliers", read=False,
+        out=lambda a: list(mamba2_sizes_of(a).projection_multipliers or [1.0] * 5)),
+    Key("mlp_multipliers", read=False,
+        out=lambda a: [a.mlp.gate_multiplier or 1.0, a.mlp.output_multiplier or 1.0]),
+)  # fmt: skip
 
 
 # a stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
@@ -1113,9 +1085,8 @@ FALCON_H1 = BAMBA.derive(
     "falcon_h1",
     classes="FalconH1",
     kinds=("global+mamba2",),
-    keys=dropped((ROPE,)),
+    keys=(*dropped((ROPE, *BAMBA_MIXER, "attn_layer_indices")), *FALCON_H1_KEYS),
     read=_read_falcon_h1,
-    write=falcon_h1,
     extras=frozenset({"mamba2_norm", "parallel_mamba2", "sublayer_multipliers"}),
     names=_falcon_h1_names,
     logit_error=4.7e-07,
