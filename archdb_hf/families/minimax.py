@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from archdb.schema import (
@@ -17,7 +16,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
-from archdb_hf.keymap import Key, value_at
+from archdb_hf.keymap import Key, read_keys, uses, value_at
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -75,14 +74,6 @@ def _read_minimax(d: Draft) -> None:
             f"shared_intermediate_size is {shown_briefly(shared)}: the remote code's shared expert "
             "(gated by a learned coefficient) is not in transformers' minimax nor the card"
         )
-    factors = (
-        ("attention.skip_multiplier", "full_attn_alpha_factor", "layernorm_full_attention_alpha"),
-        ("attention.output_multiplier", "full_attn_beta_factor", "layernorm_full_attention_beta"),
-        ("mlp.skip_multiplier", "mlp_alpha_factor", "layernorm_mlp_alpha"),
-        ("mlp.output_multiplier", "mlp_beta_factor", "layernorm_mlp_beta"),
-    )
-    for path, key, legacy in factors:
-        d.set(f"architecture.{path}", float(d.read(key, legacy, default=1.0)), d.origin_of(key))
     if "lightning" in (d.value("architecture.attention.layer_pattern") or []):
         heads = d.value("architecture.attention.n_heads")
         if d.config.get("model_type") in _MINIMAX_REMOTE and heads & (heads - 1):
@@ -102,12 +93,7 @@ def _read_minimax(d: Draft) -> None:
         }
         for name, (value, origin) in lightning.items():
             d.set(f"architecture.mixers.lightning.{name}", value, origin)
-        for name, key, legacy in (
-            ("skip_multiplier", "linear_attn_alpha_factor", "layernorm_linear_attention_alpha"),
-            ("output_multiplier", "linear_attn_beta_factor", "layernorm_linear_attention_beta"),
-        ):
-            value = float(d.read(key, legacy, default=1.0))
-            d.set(f"architecture.mixers.lightning.{name}", value, d.origin_of(key))
+        read_keys(d, FACTORS[4:])  # the lightning layers' (the pattern is known now)
     rotary_dim = d.read("rotary_dim")  # the released config's rotating share of head_dim
     if rotary_dim is not None:
         head_dim = d.value("architecture.attention.head_dim") or (
@@ -145,15 +131,27 @@ def _minimax(a: Architecture) -> dict:
         (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
         "mixers.lightning n_heads and head_dim equal to attention's",
     )
-    return {
-        "linear_attn_alpha_factor": li.skip_multiplier or 1.0,
-        "linear_attn_beta_factor": li.output_multiplier or 1.0,
-    }
+    return {}
 
 
-def _factor(path: str) -> Callable[[Architecture], float]:
-    return lambda a: value_at(a, path) or 1.0
-
+# the alpha (skip) and beta (output) factors per sublayer kind (1.0: none), under
+# transformers' names and the released remote code's
+FACTORS = tuple(
+    Key(name, path, default=1.0, also=(legacy,), into=float,
+        out=lambda a, path=path: value_at(a, path) or 1.0,
+        kind="lightning" if "lightning" in path else None,
+        when=uses(LayerKind.LIGHTNING) if "lightning" in path else None)
+    for name, legacy, path in (
+        ("full_attn_alpha_factor", "layernorm_full_attention_alpha", "attention.skip_multiplier"),
+        ("full_attn_beta_factor", "layernorm_full_attention_beta", "attention.output_multiplier"),
+        ("mlp_alpha_factor", "layernorm_mlp_alpha", "mlp.skip_multiplier"),
+        ("mlp_beta_factor", "layernorm_mlp_beta", "mlp.output_multiplier"),
+        ("linear_attn_alpha_factor", "layernorm_linear_attention_alpha",
+         "mixers.lightning.skip_multiplier"),
+        ("linear_attn_beta_factor", "layernorm_linear_attention_beta",
+         "mixers.lightning.output_multiplier"),
+    )
+)  # fmt: skip
 
 _LAYER_TYPES = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full_attention"}
 _MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
@@ -291,21 +289,12 @@ MINIMAX = MIXTRAL.derive(
     sliding_everywhere=False,
     linear_layer="lightning",
     kinds=("lightning", "global"),
-    # the residual taken after each norm, with alpha (skip) and beta (output) factors per
-    # sublayer kind, which the hook reads under the released remote code's names too
+    # the residual taken after each norm, with alpha (skip) and beta (output) factors
     keys=(
         Key("sliding_window"),
         ROPE,
         Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
-        *(
-            Key(name, path, out=_factor(path), read=False)
-            for name, path in (
-                ("full_attn_alpha_factor", "attention.skip_multiplier"),
-                ("full_attn_beta_factor", "attention.output_multiplier"),
-                ("mlp_alpha_factor", "mlp.skip_multiplier"),
-                ("mlp_beta_factor", "mlp.output_multiplier"),
-            )
-        ),
+        *FACTORS,
     ),
     read=_read_minimax,
     aliases=("minimax_text_01", "minimax_m1"),
