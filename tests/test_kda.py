@@ -174,7 +174,7 @@ def test_kimi_linear_card_counts_equal_transformers_model(changes):
         ({"mixers": {"kda": kda_dims(decay_rank=8, output_gate_rank=16)}}, "decay_rank equal"),
         (
             {"mixers": {"kda": kda_dims(decay_rank=16, output_gate=False, output_gate_rank=None)}},
-            "output_gate true",
+            "mixers.kda.output_gate True",
         ),
         ({"position.type": "rope", "position.rope_theta": 10000.0}, "position.type must be"),
     ],

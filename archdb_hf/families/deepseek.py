@@ -35,7 +35,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, part_keys, write_keys
+from archdb_hf.keymap import Key, dropped, has_moe, part_keys, read_keys, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -56,12 +56,7 @@ def _read_deepseek(d: Draft) -> None:
     """MLA (its sizes: the keys): v_head_dim is the head width; DeepSeekMoE (its sizes: the
     keys): the shared experts one MLP of moe_intermediate_size x n_shared_experts, the
     dense layers intermediate_size wide, MoE every moe_layer_freq-th layer."""
-    d.set("architecture.attention.variant", "latent", "config")
-    d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
-    d.note(
-        "architecture.attention.head_dim",
-        "MLA: v_head_dim; each query/key head is qk_nope_head_dim + qk_rope_head_dim wide.",
-    )
+    _mla(d)
     if d.value("architecture.mlp.moe.n_experts") is None:
         return
     period = d.read("moe_layer_freq", default=1)
@@ -72,6 +67,16 @@ def _read_deepseek(d: Draft) -> None:
     d.set("architecture.mlp.moe.layer_period", period, "config")
     _shared_and_dense(d)
     read_mtp(d)
+
+
+def _mla(d: Draft) -> None:
+    """MLA (its sizes: the keys): v_head_dim is the head width."""
+    d.set("architecture.attention.variant", "latent", "config")
+    d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
+    d.note(
+        "architecture.attention.head_dim",
+        "MLA: v_head_dim; each query/key head is qk_nope_head_dim + qk_rope_head_dim wide.",
+    )
 
 
 def _shared_and_dense(d: Draft) -> None:
@@ -141,8 +146,7 @@ def _read_longcat_flash(d: Draft) -> None:
     latents scaled; a softmax router over n_routed_experts + zero_expert_num candidates,
     a correction bias to choose, the chosen scores never renormalized, times
     routed_scaling_factor."""
-    d.set("architecture.attention.variant", "latent", "family")
-    d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
+    _mla(d)
     qk = d.value(f"{LATENT}.qk_nope_head_dim") + d.value(f"{LATENT}.qk_rope_head_dim")
     if d.read("qk_head_dim", default=qk) != qk:
         raise HFImportError(
@@ -384,43 +388,27 @@ def _read_glm_moe_dsa(d: Draft) -> None:
 
 def _read_kimi_linear(d: Draft) -> None:
     """Kimi Linear: KDA and MLA layers (MLA without positions), DeepSeek-V3's MoE and
-    router after dense first layers. Released configs give linear_attn_config (sizes and
-    1-based layer lists) and their own MoE key names; transformers' saved configs add
-    the flat linear_* keys and the per-layer lists (KimiLinearConfig reads both)."""
+    router after dense first layers (the sizes: the keys). Released configs give
+    linear_attn_config (sizes and 1-based layer lists) and their own MoE key names;
+    transformers' saved configs add the flat linear_* keys and the per-layer lists
+    (KimiLinearConfig reads both)."""
     linear = d.read("linear_attn_config", default={}) or {}
     _kimi_layers(d, linear)
-    sizes = {  # linear_attn_config over the flat keys, as KimiLinearConfig reads them
-        "n_heads": ("num_heads", "linear_num_heads", 32),
-        "head_dim": ("head_dim", "linear_head_dim", 128),
-        "conv_kernel": ("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
-    }
-    for name, (nested, flat, default) in sizes.items():
-        value = d.read(flat, default=default)
-        origin = d.origin_of(flat)
-        if linear.get(nested) is not None:
-            value, origin = linear[nested], "config"
-        d.set(f"architecture.mixers.kda.{name}", value, origin)
-    head_dim = d.value("architecture.mixers.kda.head_dim")
-    d.set("architecture.mixers.kda.decay_rank", head_dim, "family")  # KimiLinearForgetGate
-    d.set("architecture.mixers.kda.output_gate", True, "family")
-    d.set("architecture.mixers.kda.output_gate_rank", head_dim, "family")
-    d.set("architecture.mixers.kda.mlp", True, "family")
+    if "kda" in d.value("architecture.attention.layer_pattern"):
+        read_keys(d, KIMI_KEYS)  # the KDA sizes, once the pattern is known
+        for name, nested in (("n_heads", "num_heads"), ("head_dim", "head_dim"),
+                             ("conv_kernel", "short_conv_kernel_size")):  # fmt: skip
+            if linear.get(nested) is not None:  # linear_attn_config over the flat keys
+                d.set(f"architecture.mixers.kda.{name}", linear[nested], "config")
+        head_dim = d.value("architecture.mixers.kda.head_dim")
+        d.set("architecture.mixers.kda.decay_rank", head_dim, "family")  # KimiLinearForgetGate
+        d.set("architecture.mixers.kda.output_gate_rank", head_dim, "family")
     if d.read("mla_use_nope", default=True) is False:
         d.note("architecture.position", "config.json sets mla_use_nope false, which "
                "transformers' kimi_linear does not read: its MLA layers never rotate.")  # fmt: skip
     for key in ("qk_head_dim", "rope_theta", "rope_scaling"):  # derived, or unused (NoPE)
         d.read(key)
-    d.latent(
-        kv_lora_rank=d.read("kv_lora_rank", default=512),  # defaults: KimiLinearConfig's
-        q_lora_rank=d.read("q_lora_rank"),
-        qk_rope_head_dim=d.read("qk_rope_head_dim", default=64),
-        qk_nope_head_dim=d.read("qk_nope_head_dim", default=128),
-        v_head_dim=d.read("v_head_dim", default=128),
-    )
-    # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
-    d.set("architecture.attention.latent.norm_eps", 1e-6, "family")
-    context = d.read("model_max_length", "max_position_embeddings", default=1048576)
-    d.set("architecture.context_length", context, d.origin_of("model_max_length"))
+    _mla(d)
     tied = d.read("tie_word_embeddings", default=False)
     d.set("architecture.tied_embeddings", False, "family")  # _tied_weights_keys is empty
     if tied:
@@ -456,12 +444,10 @@ def _kimi_layers(d: Draft, linear: Mapping[str, Any]) -> None:
 
 
 def _kimi_moe(d: Draft) -> None:
-    """KimiLinearMoE: routed experts plus one shared MLP after the dense first layers;
-    KimiLinearTopkRouter scores with a sigmoid, picks with the correction bias, groups by
-    their two best, renormalizes when moe_renormalize, scales by routed_scaling_factor."""
-    dense_d_ff = d.value("architecture.mlp.d_ff")
-    expert_d_ff = d.read("moe_intermediate_size", default=1024)
-    n_shared = d.read("num_shared_experts", "n_shared_experts", default=1)
+    """KimiLinearMoE (its sizes and router switches: the keys): routed experts plus one
+    shared MLP after the dense first layers; KimiLinearTopkRouter scores with a sigmoid,
+    picks with the correction bias, groups by their two best, renormalizes when
+    moe_renormalize, scales by routed_scaling_factor."""
     types = d.per_layer("mlp_layer_types", d.value("architecture.n_layers"))
     first = d.read("first_k_dense_replace", default=1)
     if types is not None:
@@ -484,27 +470,12 @@ def _kimi_moe(d: Draft) -> None:
             "scores experts with a sigmoid"
         )
     d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
-    d.set("architecture.mlp.d_ff", expert_d_ff, d.origin_of("moe_intermediate_size"))
-    d.moe(
-        n_experts=d.read("num_experts", "num_local_experts", default=256),
-        n_active=d.read("num_experts_per_token", "num_experts_per_tok", default=8),
-        n_shared=n_shared,
-        shared_d_ff=expert_d_ff * n_shared if n_shared else None,
-        first_dense_layers=first,
-        dense_d_ff=dense_d_ff if first else None,
-    )
-    d.set("architecture.mlp.moe.score_function", "sigmoid", "family")
-    d.set("architecture.mlp.moe.score_correction_bias", True, "family")
-    normalize = d.read("moe_renormalize", "norm_topk_prob", default=True)
-    d.set("architecture.mlp.moe.normalize_top_k", normalize, d.origin_of("moe_renormalize"))
-    n_groups = d.read("num_expert_group", "n_group", default=1)
-    d.set("architecture.mlp.moe.n_groups", n_groups, d.origin_of("num_expert_group"))
-    d.set("architecture.mlp.moe.top_k_groups", d.read("topk_group", default=1),
-          d.origin_of("topk_group"))  # fmt: skip
-    if n_groups > 1:
-        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
-    scale = d.read("routed_scaling_factor", default=2.446)
-    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
+    moe = "architecture.mlp.moe."
+    n_shared, expert_d_ff = d.value(moe + "n_shared"), d.value("architecture.mlp.d_ff")
+    d.set(moe + "shared_d_ff", expert_d_ff * n_shared if n_shared else None, "config")
+    d.set(moe + "first_dense_layers", first, "config")
+    d.set(moe + "dense_d_ff", d.read("intermediate_size") if first else None, "config")
+    sigmoid_router(d)
     mtp = d.read("num_nextn_predict_layers")
     if mtp:
         d.unmapped["num_nextn_predict_layers"] = mtp
@@ -518,51 +489,16 @@ def kimi_linear(a: Architecture) -> dict:
     qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
     after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
     gates the output."""
-    config = _deepseek_moe(a)
-    ref.need_sigmoid_router(a.mlp.moe)
-    kda = a.mixers.kda if a.mixers is not None else None
-    sizes = {}
-    if kda is not None:
-        require(kda.mlp, "mixers.kda.mlp true: every Kimi Linear layer has its MLP")
-        require(kda.decay_rank == kda.head_dim, "mixers.kda.decay_rank equal to head_dim")
-        require(
-            kda.output_gate and kda.output_gate_rank == kda.head_dim,
-            "mixers.kda.output_gate true with output_gate_rank equal to head_dim",
-        )
-        sizes = {
-            "linear_num_heads": kda.n_heads,
-            "linear_head_dim": kda.head_dim,
-            "linear_conv_kernel_dim": kda.conv_kernel,
-        }
-    moe = a.mlp.moe
-    first = moe.first_dense_layers
-    names = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
-    return (
-        write_keys(SIZES, a)
-        | _latent(a)
-        | sizes
-        | {
-            "intermediate_size": config["intermediate_size"],
-            "moe_intermediate_size": a.mlp.d_ff,
-            "num_local_experts": moe.n_experts,
-            "num_experts_per_tok": moe.n_active,
-            "n_shared_experts": config["n_shared_experts"],
-            "n_group": config["n_group"],
-            "topk_group": config["topk_group"],
-            "routed_scaling_factor": config["routed_scaling_factor"],
-            "norm_topk_prob": moe.normalize_top_k is not False,
-            "layer_types": layer_kind_names(a, names),
-            "mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first),
-            "rms_norm_eps": a.norm.eps or 1e-5,
-        }
-    )
-
-
-def _deepseek_moe(a: Architecture) -> dict:
-    """DeepSeekMoE's sizes (Kimi Linear's writer)."""
+    _latent(a)
     moe = a.mlp.moe
     require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
-    return write_keys(DEEPSEEK_MOE + V2_ROUTER[:3], a)
+    ref.need_sigmoid_router(moe)
+    kda = a.mixers.kda if a.mixers is not None else None
+    if kda is not None:
+        require(kda.decay_rank == kda.head_dim, "mixers.kda.decay_rank equal to head_dim")
+        require(kda.output_gate_rank == kda.head_dim, "mixers.kda.output_gate_rank = head_dim")
+    first = moe.first_dense_layers
+    return {"mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first)}
 
 
 def _latent(a: Architecture) -> dict:
@@ -611,28 +547,6 @@ def longcat_flash(a: Architecture) -> dict:
     require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
     require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
     return {"rms_norm_eps": a.norm.eps or 1e-5} | rope_config(a)
-
-
-# LongcatFlashConfig's names and defaults
-LONGCAT_KEYS = (
-    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_attention_heads",
-                                     "max_position_embeddings", "tie_word_embeddings")),
-    LLAMA_BIASES[0],
-    Key("num_layers", "n_layers", read=False),
-    Key("ffn_hidden_size", "mlp.moe.shortcut_dense_d_ff", default=12288),
-    Key("expert_ffn_hidden_size", "mlp.d_ff", default=2048),
-    Key("n_routed_experts", "mlp.moe.n_experts", default=512),
-    Key("moe_topk", "mlp.moe.n_active", default=12),
-    Key("zero_expert_num", "mlp.moe.zero_experts", default=256, into=lambda n: n or 0,
-        out=lambda a: a.mlp.moe.zero_experts or 0),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=6.0, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
-    *part_keys("attention.latent", {k: k for k in ("kv_lora_rank", "q_lora_rank",
-               "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")},
-               {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
-                "qk_nope_head_dim": 128, "v_head_dim": 128}),
-    Key("head_dim", out=lambda a: a.attention.latent.qk_rope_head_dim, read=False),
-)  # fmt: skip
 
 
 def _glm4_qk(a: Architecture) -> bool:
@@ -907,17 +821,26 @@ def _zero_expert_rows(model: nn.Module, names: list[str]) -> set[str]:
 
 LATENT = "architecture.attention.latent"
 EXPERTS = "mlp.moe.n_experts"  # the MoE keys are read where the config has experts
-MLA = (
-    Key("kv_lora_rank", "attention.latent.kv_lora_rank", required=True),
-    Key("q_lora_rank", "attention.latent.q_lora_rank"),
-    Key("qk_rope_head_dim", "attention.latent.qk_rope_head_dim", required=True),
-    Key("qk_nope_head_dim", "attention.latent.qk_nope_head_dim", required=True),
-    Key("v_head_dim", "attention.latent.v_head_dim", required=True),
-    Key("head_dim", "attention.head_dim", read=False,
-        out=lambda a: a.attention.latent.qk_rope_head_dim),
-    Key("num_key_value_heads", "attention.n_kv_heads", read=False,
-        out=lambda a: a.attention.n_heads),
-)  # fmt: skip
+LATENT_SIZES = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                "v_head_dim")  # fmt: skip
+
+
+def mla_keys(defaults: dict[str, int] | None = None) -> tuple[Key, ...]:
+    """MLA's sizes (all but q_lora_rank required, unless the config class has defaults),
+    and the head width and KV heads its config states for them."""
+    required = () if defaults else ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                                    "v_head_dim")  # fmt: skip
+    return (
+        *part_keys("attention.latent", {k: k for k in LATENT_SIZES}, defaults,
+                   required=required),
+        Key("head_dim", "attention.head_dim", read=False,
+            out=lambda a: a.attention.latent.qk_rope_head_dim),
+        Key("num_key_value_heads", "attention.n_kv_heads", read=False,
+            out=lambda a: a.attention.n_heads),
+    )  # fmt: skip
+
+
+MLA = mla_keys()
 DEEPSEEK_MOE = (
     Key("n_routed_experts", "mlp.moe.n_experts"),
     Key("moe_intermediate_size", "mlp.d_ff", required=True, given=EXPERTS),
@@ -971,6 +894,57 @@ ROUTER_FIELDS = tuple(f"architecture.mlp.moe.{name}" for name in (
 LATENT_EPS = "architecture.attention.latent.norm_eps"
 INDEXER_LAYOUT = "architecture.attention.sparse.indexer_rope_layout"
 V3_EXTRAS = frozenset({"correction_bias", "expert_groups", "routed_scale", "sigmoid_scores"})
+
+
+_KIMI_LAYERS = {LayerKind.KDA: "linear_attention", LayerKind.GLOBAL: "full_attention"}
+# KimiLinearConfig's names (transformers' flat ones; the released ones read too) and defaults
+KIMI_KEYS = (
+    *SIZES,
+    Key("max_position_embeddings", "context_length", default=1048576,
+        also=("model_max_length",)),
+    Key("rms_norm_eps", out=lambda a: a.norm.eps or 1e-5, read=False),
+    Key("layer_types", out=lambda a: layer_kind_names(a, _KIMI_LAYERS), read=False),
+    *part_keys("mixers.kda", {"n_heads": "linear_num_heads", "head_dim": "linear_head_dim",
+               "conv_kernel": "linear_conv_kernel_dim"},
+               {"n_heads": 32, "head_dim": 128, "conv_kernel": 4}, kind="kda"),
+    *mla_keys({"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+               "v_head_dim": 128}),
+    LLAMA_BIASES[0],
+    Key("moe_intermediate_size", "mlp.d_ff", default=1024),
+    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
+        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
+    Key("num_experts_per_tok", "mlp.moe.n_active", default=8, also=("num_experts_per_token",)),
+    Key("n_shared_experts", "mlp.moe.n_shared", default=1, also=("num_shared_experts",),
+        out=_shared_count),
+    Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, also=("moe_renormalize",),
+        out=lambda a: a.mlp.moe.normalize_top_k is not False),
+    Key("n_group", "mlp.moe.n_groups", default=1, also=("num_expert_group",),
+        out=lambda a: a.mlp.moe.n_groups or 1),
+    Key("topk_group", "mlp.moe.top_k_groups", default=1, out=lambda a: a.mlp.moe.top_k_groups or 1),
+    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=2.446, into=float,
+        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+)  # fmt: skip
+
+
+# LongcatFlashConfig's names and defaults
+LONGCAT_KEYS = (
+    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_attention_heads",
+                                     "max_position_embeddings", "tie_word_embeddings")),
+    LLAMA_BIASES[0],
+    Key("num_layers", "n_layers", read=False),
+    Key("ffn_hidden_size", "mlp.moe.shortcut_dense_d_ff", default=12288),
+    Key("expert_ffn_hidden_size", "mlp.d_ff", default=2048),
+    Key("n_routed_experts", "mlp.moe.n_experts", default=512),
+    Key("moe_topk", "mlp.moe.n_active", default=12),
+    Key("zero_expert_num", "mlp.moe.zero_experts", default=256, into=lambda n: n or 0,
+        out=lambda a: a.mlp.moe.zero_experts or 0),
+    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=6.0, into=float,
+        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    *mla_keys({"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
+               "qk_nope_head_dim": 128, "v_head_dim": 128}),
+    Key("num_key_value_heads"),  # not in LongcatFlashConfig
+)  # fmt: skip
 
 
 # --- the families ----------------------------------------------------------------------
@@ -1141,8 +1115,13 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     position="none",
     eps_default=1e-05,
     linear_layer="kda",
-    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (released and flat names)
-    fixed=(),
+    keys=(*dropped(DEEPSEEK_V3.keys), *KIMI_KEYS),
+    fixed=(
+        LATENT_NORM,
+        *SIGMOID_SCORES,
+        ("mixers.kda.output_gate", True),
+        ("mixers.kda.mlp", True),
+    ),
     kinds=("kda", "global"),
     free=(
         "attention.variant",
