@@ -15,14 +15,14 @@ from archdb.builder.model import build_model
 from archdb.measure.analytic import cache_size, param_count
 from archdb.parts.compressed import visible_entries
 from archdb.plan.layout import BuildError
-from archdb_hf.families.deepseek import deepseek_v4
+from archdb_hf.families.deepseek import DEEPSEEK_V4
 from tests.conftest import V4_ATTENTION, V4_LAYER, make_arch, shipped_catalogue
 
 transformers = pytest.importorskip("transformers")
 
 
 def _hf_model(arch, device: str | None = None):
-    config = transformers.DeepseekV4Config(**deepseek_v4(arch))
+    config = transformers.DeepseekV4Config(**DEEPSEEK_V4.write(arch))
     config._attn_implementation = "eager"
     with torch.device(device or "cpu"):
         return transformers.DeepseekV4ForCausalLM(config)
@@ -211,7 +211,7 @@ def test_a_released_style_config_imports_to_the_card(card_id):
     from archdb_hf.importer import import_config
 
     card = next(c for c in shipped_catalogue() if c.id == card_id)
-    config = _released_style(deepseek_v4(card.architecture))
+    config = _released_style(DEEPSEEK_V4.write(card.architecture))
     identity = Identity("deepseek-v4-x", "V4", "deepseek-v4", "DeepSeek-AI", "2026-04-24")
     result = import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
     imported = validate_card(result.card).architecture

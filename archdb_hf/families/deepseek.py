@@ -14,7 +14,6 @@ from archdb.schema import (
     LayerKind,
     QKNorm,
     RopeLayout,
-    RouterScore,
 )
 from archdb_hf.draft import (
     Draft,
@@ -238,36 +237,24 @@ V4_RATIO_KINDS = {0: "local", 4: "compressed-sparse", 128: "heavily-compressed"}
 
 
 def _read_deepseek_v4(d: Draft) -> None:
-    """DeepSeek-V4 (transformers' deepseek_v4), from its released config (compress_ratios,
-    num_hash_layers, rope_scaling, qk_rope_head_dim) or transformers' own (layer_types,
-    mlp_layer_types, compress_rates, rope_parameters main/compress)."""
+    """DeepSeek-V4 (transformers' deepseek_v4; its sizes: the keys), from its released
+    config (compress_ratios, num_hash_layers, rope_scaling, qk_rope_head_dim) or
+    transformers' own (layer_types, mlp_layer_types, compress_rates, rope_parameters
+    main/compress)."""
     n = d.value("architecture.n_layers")
-    head_dim = d.read("head_dim", default=512)
-    d.set("architecture.attention.head_dim", head_dim, d.origin_of("head_dim"))
     if d.value("architecture.attention.n_kv_heads") != 1:
         raise HFImportError("deepseek_v4 has one shared key=value head: num_key_value_heads 1")
-    d.set("architecture.attention.variant", "compressed", "family")
-    d.set("architecture.attention.sinks", True, "family")
     pattern = _v4_pattern(d, n)
     d.set("architecture.attention.layer_pattern", read_layer_period(pattern), "config")
-    d.set("architecture.attention.sliding_window", d.read("sliding_window", default=128), "config")
     d.unmapped.pop("sliding_window", None)  # every V4 layer reads its window
-    _v4_compressed(d, head_dim)
+    _v4_compressed(d, d.value("architecture.attention.head_dim"))
     if "compressed-sparse" in pattern:
-        for path, key, default in (("indexer_heads", "index_n_heads", 64),
-                                   ("indexer_head_dim", "index_head_dim", 128),
-                                   ("top_k", "index_topk", 512)):  # fmt: skip
-            path = f"architecture.attention.sparse.{path}"
-            d.set(path, d.read(key, default=default), d.origin_of(key))
-        d.set("architecture.attention.sparse.indexer_rope_layout", "interleaved", "family")
+        read_keys(d, V4_INDEXER)  # once the pattern is known
+        d.set(INDEXER_LAYOUT, "interleaved", "family")
     d.clear("architecture.position.rotary_fraction")  # the rotated dims: compressed.rope_dim
     d.clear("architecture.position.rope_scaling")
     _v4_rope_scaling(d)
     _read_v4_moe(d, n)
-    hc = {"n_streams": ("hc_mult", 4), "sinkhorn_iters": ("hc_sinkhorn_iters", 20),
-          "eps": ("hc_eps", 1e-6)}  # fmt: skip
-    for name, (key, default) in hc.items():
-        d.set(f"architecture.hyper_connections.{name}", d.read(key, default=default), "config")
     if d.read("num_nextn_predict_layers"):
         d.note(
             "architecture.mtp",
@@ -306,15 +293,10 @@ def _v4_compressed(d: Draft, head_dim: int) -> None:
     if rope is None:
         rope = int(head_dim * d.read("partial_rotary_factor", default=0.125))
     d.set(path + "rope_dim", rope, "config")
-    d.set(path + "q_lora_rank", d.read("q_lora_rank", default=1024), d.origin_of("q_lora_rank"))
-    d.set(path + "output_groups", d.read("o_groups", default=8), d.origin_of("o_groups"))
-    d.set(path + "output_rank", d.read("o_lora_rank", default=1024), d.origin_of("o_lora_rank"))
     csa = d.read("compress_rate_csa") or rates.get("compressed_sparse_attention", 4)
     hca = d.read("compress_rate_hca") or rates.get("heavily_compressed_attention", 128)
     d.set(path + "sparse_ratio", csa, "config")
     d.set(path + "heavy_ratio", hca, "config")
-    theta = d.read("compress_rope_theta", default=160000.0)
-    d.set(path + "compress_rope_theta", float(theta), d.origin_of("compress_rope_theta"))
 
 
 def _v4_rope_scaling(d: Draft) -> None:
@@ -339,29 +321,17 @@ def _v4_rope_scaling(d: Draft) -> None:
 
 
 def _read_v4_moe(d: Draft, n: int) -> None:
-    """One shared expert of the routed width; sqrt-softplus scores with a correction bias,
-    always renormalized, times routed_scaling_factor; hash routing in the first layers."""
+    """One shared expert of the routed width (its sizes: the keys); sqrt-softplus scores
+    with a correction bias, always renormalized, times routed_scaling_factor; hash
+    routing in the first layers."""
     scoring = d.read("scoring_func", default="sqrtsoftplus")
     if scoring != "sqrtsoftplus":
         raise HFImportError(f"scoring_func {short_text(scoring)}: V4 scores by sqrtsoftplus")
     if d.read("n_shared_experts", default=1) != 1:
         raise HFImportError("deepseek_v4 builds one shared expert (n_shared_experts 1)")
-    width = d.read("moe_intermediate_size", "intermediate_size", required=True)
-    d.set("architecture.mlp.d_ff", width, "config")
-    d.set("architecture.mlp.activation", "clipped-swiglu", "family")
-    d.set("architecture.mlp.swiglu_limit", float(d.read("swiglu_limit", default=10.0)), "config")
-    d.moe(
-        n_experts=d.read("n_routed_experts", required=True),
-        n_active=d.read("num_experts_per_tok", required=True),
-        n_shared=1,
-        shared_d_ff=width,
-    )
-    moe = "architecture.mlp.moe."
-    d.set(moe + "score_function", "sqrt-softplus", "family")
-    d.set(moe + "score_correction_bias", True, "family")
+    d.set("architecture.mlp.moe.n_shared", 1, "family")
+    d.set("architecture.mlp.moe.shared_d_ff", d.value("architecture.mlp.d_ff"), "config")
     d.read("norm_topk_prob")  # the top-k weights are renormalized whatever it says
-    d.set(moe + "normalize_top_k", True, "family")
-    d.set(moe + "routed_scale", float(d.read("routed_scaling_factor", default=1.5)), "config")
     types = d.read("mlp_layer_types")
     if types is None:
         hashed = d.read("num_hash_layers", default=3)
@@ -371,7 +341,7 @@ def _read_v4_moe(d: Draft, n: int) -> None:
             hashed += 1
         if list(types) != ["hash_moe"] * hashed + ["moe"] * (n - hashed):
             raise HFImportError("mlp_layer_types: hash_moe layers must lead, then moe layers")
-    d.set(moe + "hash_layers", min(hashed, n), "config")
+    d.set("architecture.mlp.moe.hash_layers", min(hashed, n), "config")
 
 
 def _read_glm_moe_dsa(d: Draft) -> None:
@@ -580,72 +550,36 @@ V4_LAYER_TYPES = {
 }
 
 
-def _v4_moe_config(a: Architecture) -> dict:
-    """V4's experts: one shared expert of the routed width, sqrt-softplus scores with a
-    correction bias, renormalized and scaled; the first hash_layers routed by token id."""
-    moe = a.mlp.moe
+def _deepseek_v4(a: Architecture) -> dict:
+    """DeepSeek-V4: compressed attention (windows, CSA and HCA layers), mHC streams,
+    hash-routed then top-k experts (one shared expert of the routed width); YaRN on the
+    compressed layers' rope only."""
+    att, comp, moe = a.attention, a.attention.compressed, a.mlp.moe
+    require(comp is not None, "attention.variant compressed")
+    require(a.hyper_connections is not None, "hyper_connections")
+    require(not a.tied_embeddings and not any((a.bias.qkv, a.bias.mlp)), "no biases, untied")
     require(moe is not None, "a mixture of experts in every layer")
-    require(moe.first_dense_layers == 0 and moe.layer_period == 1, "MoE in every layer")
     require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
-    require(moe.score_function is RouterScore.SQRT_SOFTPLUS, "sqrt-softplus router scores")
-    require(bool(moe.score_correction_bias), "a score correction bias")
-    require(moe.normalize_top_k is True, "the top-k weights renormalized")
     require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
+    rope = ref.rope_scaling_config(a) if a.position.rope_scaling is not None else None
     hashed = moe.hash_layers or 0
     return {
-        "moe_intermediate_size": a.mlp.d_ff,
-        "n_routed_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "n_shared_experts": 1,
-        "scoring_func": "sqrtsoftplus",
-        "norm_topk_prob": True,
-        "routed_scaling_factor": moe.routed_scale or 1.0,
-        "mlp_layer_types": ["hash_moe"] * hashed + ["moe"] * (a.n_layers - hashed),
-        "swiglu_limit": a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit,
-    }
-
-
-def deepseek_v4(a: Architecture) -> dict:
-    """DeepSeek-V4: compressed attention (windows, CSA and HCA layers), mHC streams,
-    hash-routed then top-k experts; YaRN on the compressed layers' rope only."""
-    att, comp, hc = a.attention, a.attention.compressed, a.hyper_connections
-    require(comp is not None, "attention.variant compressed")
-    require(hc is not None, "hyper_connections")
-    require(not a.tied_embeddings and not any((a.bias.qkv, a.bias.mlp)), "no biases, untied")
-    sparse = att.sparse
-    rope = None
-    if a.position.rope_scaling is not None:  # the compressed layers' stretch
-        rope = ref.rope_scaling_config(a)
-    return {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": att.n_heads,
         "num_key_value_heads": 1,
-        "head_dim": att.head_dim,
-        "q_lora_rank": comp.q_lora_rank,
         "partial_rotary_factor": comp.rope_dim / att.head_dim,
-        "max_position_embeddings": a.context_length,
         "rope_theta": a.position.rope_theta or 10000.0,
-        "rope_parameters": rope,
-        "compress_rope_theta": comp.compress_rope_theta,
+        "rope_parameters": rope,  # the compressed layers' stretch
         "layer_types": layer_kind_names(a, V4_LAYER_TYPES),
         "compress_rates": {
             "compressed_sparse_attention": comp.sparse_ratio,
             "heavily_compressed_attention": comp.heavy_ratio,
         },
-        "sliding_window": att.sliding_window,
-        "o_groups": comp.output_groups,
-        "o_lora_rank": comp.output_rank,
-        "index_n_heads": sparse.indexer_heads if sparse else 1,
-        "index_head_dim": sparse.indexer_head_dim if sparse else comp.rope_dim,
-        "index_topk": sparse.top_k if sparse else 1,
-        "hc_mult": hc.n_streams,
-        "hc_sinkhorn_iters": hc.sinkhorn_iters,
-        "hc_eps": hc.eps,
         "rms_norm_eps": a.norm.eps or 1e-6,
         "tie_word_embeddings": False,
-    } | _v4_moe_config(a)
+        "n_shared_experts": 1,
+        "scoring_func": "sqrtsoftplus",
+        "norm_topk_prob": True,
+        "mlp_layer_types": ["hash_moe"] * hashed + ["moe"] * (a.n_layers - hashed),
+    }
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -947,6 +881,45 @@ LONGCAT_KEYS = (
 )  # fmt: skip
 
 
+# DeepseekV4Config's names and defaults
+def _indexer(field: str, unused: Callable[[Architecture], int]) -> Callable[[Architecture], int]:
+    """The indexer's size, or (a card without CSA layers) one transformers accepts."""
+    return lambda a: getattr(a.attention.sparse, field) if a.attention.sparse else unused(a)
+
+
+V4_INDEXER = (
+    Key("index_n_heads", "attention.sparse.indexer_heads", default=64,
+        kind="compressed-sparse", out=_indexer("indexer_heads", lambda a: 1)),
+    Key("index_head_dim", "attention.sparse.indexer_head_dim", default=128,
+        kind="compressed-sparse",
+        out=_indexer("indexer_head_dim", lambda a: a.attention.compressed.rope_dim)),
+    Key("index_topk", "attention.sparse.top_k", default=512, kind="compressed-sparse",
+        out=_indexer("top_k", lambda a: 1)),
+)  # fmt: skip
+V4_KEYS = (
+    *(k for k in SIZES if k.name not in ("intermediate_size", "num_key_value_heads",
+                                         "tie_word_embeddings")),
+    Key("head_dim", "attention.head_dim", default=512),
+    Key("sliding_window", "attention.sliding_window", default=128),
+    *part_keys("attention.compressed", {"q_lora_rank": "q_lora_rank",
+               "output_groups": "o_groups", "output_rank": "o_lora_rank"},
+               {"q_lora_rank": 1024, "output_groups": 8, "output_rank": 1024}),
+    Key("compress_rope_theta", "attention.compressed.compress_rope_theta", default=160000.0,
+        into=float),
+    *V4_INDEXER,
+    *part_keys("hyper_connections", {"n_streams": "hc_mult",
+               "sinkhorn_iters": "hc_sinkhorn_iters", "eps": "hc_eps"},
+               {"n_streams": 4, "sinkhorn_iters": 20, "eps": 1e-6}),
+    Key("moe_intermediate_size", "mlp.d_ff", required=True, also=("intermediate_size",)),
+    Key("swiglu_limit", "mlp.swiglu_limit", default=10.0, into=float,
+        out=lambda a: a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit),
+    Key("n_routed_experts", "mlp.moe.n_experts", required=True),
+    Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
+    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=1.5, into=float,
+        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+)  # fmt: skip
+
+
 # --- the families ----------------------------------------------------------------------
 
 # logit test: MLA; softmax shares, groups by their max, routed scale
@@ -1036,8 +1009,15 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     classes="DeepseekV4",
     rope_layout="interleaved",
     eps_default=1e-06,
-    keys=dropped(DEEPSEEK_V3.keys),  # the writer's own (DeepseekV4Config's names)
-    fixed=(),
+    keys=(*dropped(DEEPSEEK_V3.keys), *V4_KEYS),
+    fixed=(
+        ("attention.variant", "compressed"),
+        ("attention.sinks", True),
+        ("mlp.activation", "clipped-swiglu"),
+        ("mlp.moe.score_function", "sqrt-softplus"),
+        ("mlp.moe.score_correction_bias", True),
+        ("mlp.moe.normalize_top_k", True),
+    ),
     builds_activations=("clipped-swiglu",),
     kinds=tuple(LayerKind),
     free=(
@@ -1050,7 +1030,7 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
         "mlp.moe.n_shared",
     ),
     read=_read_deepseek_v4,
-    write=deepseek_v4,
+    write=_deepseek_v4,
     extras=V4_EXTRAS,
     names=_deepseek_v4_names,
     logit_error=5.9e-07,
