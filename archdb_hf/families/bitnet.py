@@ -10,18 +10,9 @@ are a quantization of these linear layers (BitLinear), not a different architect
 from __future__ import annotations
 
 from archdb.schema import Architecture
-from archdb_hf.draft import Draft
 from archdb_hf.families.llama import LLAMA, llama_names
 from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source
-
-# --- config -> card (import-hf) ----------------------------------------------------------
-
-
-def _read_bitnet(d: Draft) -> None:
-    """The sub-norms are in BitNet's code, not its config."""
-    d.set("architecture.norm.sublayer_norms", True, "family")
-
 
 # --- card -> config (the reference): what no key can write ------------------------------
 
@@ -29,7 +20,6 @@ def _read_bitnet(d: Draft) -> None:
 def _bitnet(a: Architecture) -> dict:
     require(not a.position.rotary_fraction, "every head dim rotates")
     require(bool(a.norm.sublayer_norms), "norm.sublayer_norms: BitNet's layers always have them")
-    require(a.bias.qkv == a.bias.attn_out, "attention_bias sets the q, k, v and o biases")
     require(
         a.attention.n_heads * a.head_dim_effective == a.d_model,
         "attn_sub_norm is hidden_size wide: n_heads * head_dim must equal d_model",
@@ -58,7 +48,6 @@ BITNET = LLAMA.derive(
     eps_default=1e-05,
     keys=(Key("mlp_bias"), Key("hidden_act", out=lambda a: "relu2", read=False)),
     fixed=(("norm.sublayer_norms", True),),
-    read=_read_bitnet,
     write=_bitnet,
     extras=frozenset({"sublayer_norms"}),
     names=_bitnet_names,

@@ -736,6 +736,16 @@ ZAMBA2_KEYS = (
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 _MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
+# the Mamba releases' top-level tensors (under backbone.), and Llama's with the final norm
+# named final_layernorm (Bamba, Zamba2, Jamba, Falcon-H1)
+BACKBONE_TOP = {
+    "embed.table.weight": Source("backbone.embeddings.weight"),
+    "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
+    "head.lm_head.weight": Source("lm_head.weight"),
+}
+FINAL_LAYERNORM_TOP = LLAMA_TOP | {
+    "decoder.final_norm.weight": Source("model.final_layernorm.weight")
+}
 
 
 def _mamba2_mixer(theirs: str) -> dict[str, Source]:
@@ -752,13 +762,8 @@ def _mamba2_mixer(theirs: str) -> dict[str, Source]:
 
 
 def _mamba2_names() -> Names:
-    top = {
-        "embed.table.weight": Source("backbone.embeddings.weight"),
-        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
     layer = {"attn.before.weight": Source("norm.weight")} | _mamba2_mixer("mixer")
-    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+    return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
 
 
 def _bamba_names() -> Names:
@@ -772,14 +777,14 @@ def _bamba_names() -> Names:
         }
     )
     names.layer.update(_mamba2_mixer("mamba"))
-    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    top = FINAL_LAYERNORM_TOP
     return replace(names, top=top)  # LLAMA_TOP is shared: never changed in place
 
 
 def _zamba2_names() -> Names:
     """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
     linear and the shared block it runs): see ``_zamba2_shared``."""
-    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    top = FINAL_LAYERNORM_TOP
     layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
     return Names(
         top,
@@ -860,11 +865,6 @@ def _nemotron_h_names() -> Names:
     """One pre-normed sublayer a layer, each transformers' "mixer", saved under NVIDIA's
     "backbone." names: archdb keeps the norm before its mixer (Mamba-2, attention) or its
     MLP (the mlp entries)."""
-    top = {
-        "embed.table.weight": Source("backbone.embeddings.weight"),
-        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
     layer = {
         "attn.before.weight": Source("norm.weight"),
         "mlp.before.weight": Source("norm.weight"),
@@ -885,7 +885,7 @@ def _nemotron_h_names() -> Names:
     # Nemotron 3 Super's latent MoE: projections into and out of the experts' width
     layer["mlp.sublayer.latent_in.weight"] = Source("mixer.fc1_latent_proj.weight")
     layer["mlp.sublayer.latent_out.weight"] = Source("mixer.fc2_latent_proj.weight")
-    return Names(top, layer, prefix="backbone.layers.{i}.")
+    return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.")
 
 
 def _mamba_mixer(prefix: str) -> dict[str, Source]:
@@ -905,13 +905,8 @@ def _mamba_mixer(prefix: str) -> dict[str, Source]:
 
 def _mamba_names() -> Names:
     """Mamba and Falcon Mamba: a norm and the mixer per layer under backbone."""
-    top = {
-        "embed.table.weight": Source("backbone.embeddings.weight"),
-        "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
     layer = _mamba_mixer("mixer") | {"attn.before.weight": Source("norm.weight")}
-    return Names(top, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+    return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
 
 
 def _jamba_names() -> Names:
@@ -921,7 +916,7 @@ def _jamba_names() -> Names:
     layer = llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
     layer |= moe_names("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
                   "down_proj")  # fmt: skip
-    top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_layernorm.weight")}
+    top = FINAL_LAYERNORM_TOP
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
@@ -944,12 +939,7 @@ def _falcon_h1_names() -> Names:
              "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
     for ours, theirs in mamba.items():
         layer[f"attn.sublayer.recurrent.{ours}"] = Source(f"mamba.{theirs}")
-    top = {
-        "embed.table.weight": Source("model.embed_tokens.weight"),
-        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
-    return Names(top, layer, tied_head=("lm_head.weight",))
+    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
 
 
 # --- the families ----------------------------------------------------------------------
