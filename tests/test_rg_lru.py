@@ -223,7 +223,7 @@ def test_an_attention_free_config_imports_and_counts_as_transformers():
         ({"_block_types": ["recurrent", "mamba"]}, "'mamba' is not a Griffin block"),
         ({"_block_types": []}, "block_types is empty"),
         ({"hidden_activation": "silu"}, "gate branch is tanh GELU only"),
-        ({"logits_soft_cap": 0.0}, "logits_soft_cap must be positive"),
+        ({"logits_soft_cap": 0.0}, "logits_soft_cap must be a positive number (got 0.0)"),
     ],
 )
 def test_import_refuses_what_recurrent_gemma_cannot_build(changes, message):

@@ -18,6 +18,7 @@ from archdb_hf.draft import (
     GELU_TANH,
     Draft,
     HFImportError,
+    positive,
     read_layer_period,
     rope_parameters_of,
     shown_briefly,
@@ -27,8 +28,8 @@ from archdb_hf.families.card_to_config import (
     require,
     rope_config,
 )
-from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, llama_names
-from archdb_hf.keymap import Key, dropped
+from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, SIZES, llama_names
+from archdb_hf.keymap import Key, dropped, read_keys, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -84,9 +85,9 @@ def _bfloat16(value: float) -> float:
 
 def _read_recurrent_gemma(d: Draft) -> None:
     """RecurrentGemma (Griffin): block_types tiled over the layers, RG-LRU blocks and local
-    attention of attention_window_size; the MLP's intermediate_size is both GeGLU branches;
-    biases on the MLP and attention's output; (1 + w) RMSNorms; embeddings times
-    sqrt(hidden_size) held in bfloat16; logits soft-capped at logits_soft_cap."""
+    attention of attention_window_size (the sizes: the keys); the MLP's intermediate_size
+    is both GeGLU branches; biases on the MLP and attention's output; (1 + w) RMSNorms;
+    embeddings times sqrt(hidden_size) held in bfloat16; logits soft-capped."""
     n_layers = d.value("architecture.n_layers")
     types = d.read("block_types", "_block_types", default=["recurrent", "recurrent", "attention"])
     if not types:
@@ -100,17 +101,14 @@ def _read_recurrent_gemma(d: Draft) -> None:
     tiled = (types * (n_layers // len(types) + 1))[:n_layers]  # transformers' tiling
     kinds = read_layer_period([_GRIFFIN_BLOCKS[t] for t in tiled])
     d.set("architecture.attention.layer_pattern", kinds, d.origin_of("block_types"))
-    window = d.read("attention_window_size", default=2048)
-    d.set("architecture.attention.sliding_window", window if "local" in kinds else None,
-          d.origin_of("attention_window_size"))  # fmt: skip
+    d.set("architecture.attention.sliding_window", None, "config")
+    read_keys(d, GRIFFIN_KEYS)  # the blocks' sizes, once the pattern is known
     configured = d.value("architecture.mlp.d_ff")
     d.set("architecture.mlp.d_ff", configured // 2, "config")
     d.note(
         "architecture.mlp.d_ff",
         f"One GeGLU branch: RecurrentGemmaMlp halves intermediate_size ({configured}).",
     )
-    for part in ("attn_out", "mlp"):  # o_proj and the MLP always have biases
-        d.set(f"architecture.bias.{part}", True, "family")
     d_model = d.value("architecture.d_model")
     d.set("architecture.embedding_multiplier", _bfloat16(d_model**0.5), "family")
     d.note(
@@ -123,10 +121,6 @@ def _read_recurrent_gemma(d: Draft) -> None:
             "architecture.embedding_multiplier",
             "The config says embeddings_scale_by_sqrt_dim false; transformers scales anyway.",
         )
-    cap = d.read("logits_soft_cap", default=30.0)
-    if not cap:
-        raise HFImportError("logits_soft_cap must be positive: transformers divides by it")
-    d.set("architecture.final_logit_softcap", float(cap), d.origin_of("logits_soft_cap"))
     d.used.update(
         k for k in ("w_init_variance_scale", "final_w_init_variance_scale") if k in d.config
     )
@@ -134,17 +128,11 @@ def _read_recurrent_gemma(d: Draft) -> None:
         return
     if str(d.read("hidden_activation", default="gelu_pytorch_tanh")).lower() not in GELU_TANH:
         raise HFImportError("hidden_activation: the RG-LRU block's gate branch is tanh GELU only")
-    sizes = {
-        "lru_width": d.read("lru_width", default=d_model),
-        "n_heads": d.value("architecture.attention.n_heads"),
-        "conv_kernel": d.read("conv1d_width", default=4),
-    }
-    for name, value in sizes.items():
-        d.set(f"architecture.mixers.rg_lru.{name}", value, "config")
-    d.set("architecture.mixers.rg_lru.mlp", True, "family")
+    sizes = "architecture.mixers.rg_lru."
+    d.set(sizes + "lru_width", d.read("lru_width", default=d_model), "config")
+    d.set(sizes + "n_heads", d.value("architecture.attention.n_heads"), "config")
     d.note(
-        "architecture.mixers.rg_lru.n_heads",
-        "num_attention_heads: transformers uses it for the gates' blocks too.",
+        sizes + "n_heads", "num_attention_heads: transformers uses it for the gates' blocks too."
     )
 
 
@@ -335,22 +323,9 @@ def _recurrent_gemma(a: Architecture) -> dict:
     both branches); attention with an output bias, q/k/v biased by attention_bias; head
     width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
     rg = a.mixers.rg_lru if a.mixers is not None else None
-    require(rg is None or rg.mlp, "mixers.rg_lru.mlp true: every layer has the MLP")
     heads = a.attention.n_heads if a.has_attention() else rg.n_heads
     require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
-    config = {
-        "vocab_size": a.vocab_size,
-        "hidden_size": a.d_model,
-        "intermediate_size": 2 * a.mlp.d_ff,
-        "num_hidden_layers": a.n_layers,
-        "num_attention_heads": heads,
-        "tie_word_embeddings": a.tied_embeddings,
-        "block_types": _kinds_of(a.attention.layer_pattern),
-    }
-    if rg is not None:
-        config |= {"lru_width": rg.lru_width, "conv1d_width": rg.conv_kernel}
     require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
-    config["logits_soft_cap"] = a.final_logit_softcap
     if a.has_attention():
         require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
         require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
@@ -359,14 +334,40 @@ def _recurrent_gemma(a: Architecture) -> dict:
             a.head_dim_effective * heads == a.d_model,
             "attention.head_dim d_model / n_heads (the config has no head_dim)",
         )
-        config |= rope_config(a) | {
-            "num_key_value_heads": a.attention.n_kv_heads,
-            "attention_window_size": a.attention.sliding_window,
-            "attention_bias": a.bias.qkv,
-        }
-        fraction = a.position.rotary_fraction or 1.0
-        config["rope_parameters"]["partial_rotary_factor"] = fraction  # the class's default: 0.5
-    return config
+    return {"num_attention_heads": heads}
+
+
+def _attends(a: Architecture) -> bool:
+    return a.has_attention()
+
+
+def _griffin_rope(a: Architecture) -> dict:
+    """The class's default share is 0.5: the card's, always written."""
+    rope = rope_config(a)["rope_parameters"]
+    return rope | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
+
+
+# RecurrentGemmaConfig's names and defaults: the blocks' sizes (read where the pattern has
+# each kind), the rest read by import-hf's generic steps
+GRIFFIN_KEYS = (
+    Key("attention_window_size", "attention.sliding_window", default=2048, kind="local",
+        when=_attends),
+    Key("lru_width", "mixers.rg_lru.lru_width", read=False, when=uses(LayerKind.RG_LRU)),
+    Key("conv1d_width", "mixers.rg_lru.conv_kernel", default=4, kind="rg-lru",
+        when=uses(LayerKind.RG_LRU)),
+)  # fmt: skip
+RECURRENT_GEMMA_KEYS = (
+    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_hidden_layers",
+                                     "tie_word_embeddings")),
+    Key("intermediate_size", "mlp.d_ff", read=False, out=lambda a: 2 * a.mlp.d_ff),
+    Key("block_types", read=False, out=lambda a: _kinds_of(a.attention.layer_pattern)),
+    Key("logits_soft_cap", "final_logit_softcap", default=30.0,
+        into=positive("logits_soft_cap")),
+    Key("num_key_value_heads", "attention.n_kv_heads", read=False, when=_attends),
+    Key("attention_bias", "bias.qkv", read=False, when=_attends),
+    Key("rope_parameters", read=False, when=_attends, out=_griffin_rope),
+    *GRIFFIN_KEYS,
+)  # fmt: skip
 
 
 def _kinds_of(pattern: list[LayerKind]) -> list[str]:
@@ -781,8 +782,8 @@ RECURRENT_GEMMA = GEMMA.derive(
     fixed_bias=None,  # attention_bias: q, k and v; o_proj and the MLP always biased
     mlp_bias=True,
     kinds=("rg-lru", "local"),
-    keys=dropped(GEMMA.keys),  # Griffin's config: the hook writes it whole
-    fixed=(*GEMMA.fixed, ("bias.attn_out", True)),
+    keys=(*dropped(GEMMA.keys), *RECURRENT_GEMMA_KEYS),
+    fixed=(*GEMMA.fixed, ("bias.attn_out", True), ("mixers.rg_lru.mlp", True)),
     # the attention's choices, checked where the card has attention layers
     free=("attention.variant", "attention.qk_norm", "position.type"),
     read=_read_recurrent_gemma,
