@@ -10,54 +10,20 @@ not state it yet fall back to their catalogue family (``_BY_FAMILY``).
 
 from __future__ import annotations
 
+import importlib
 import re
 
 from archdb.schema import Card
-from archdb_hf.families import (
-    bert,
-    bitnet,
-    cohere,
-    deepseek,
-    ernie,
-    gemma,
-    gpt,
-    granite,
-    hunyuan,
-    lfm2,
-    llama,
-    mimo,
-    minimax,
-    olmo,
-    qwen,
-    rwkv,
-    ssm,
-    t5,
-    xlstm,
-)
 from archdb_hf.families.spec import FamilySpec
 
-# one module per lineage; each declares its families after its parents'
-_LINEAGES = (
-    llama,
-    bitnet,
-    gpt,
-    qwen,
-    mimo,
-    ernie,
-    hunyuan,
-    granite,
-    olmo,
-    cohere,
-    gemma,
-    deepseek,
-    minimax,
-    lfm2,
-    ssm,
-    rwkv,
-    t5,
-    bert,
-    xlstm,
-)
+# one module per lineage (archdb_hf.families.<name>); each declares its families after its
+# parents', and a lineage after the ones it derives from
+_LINEAGES = tuple(
+    importlib.import_module(f"archdb_hf.families.{name}")
+    for name in ("llama", "bitnet", "gpt", "qwen", "mimo", "ernie", "hunyuan", "granite",
+                 "olmo", "cohere", "gemma", "deepseek", "minimax", "lfm2", "ssm", "rwkv",
+                 "t5", "bert", "xlstm")
+)  # fmt: skip
 SPECS: dict[str, FamilySpec] = {
     spec.model_type: spec
     for lineage in _LINEAGES
@@ -190,20 +156,21 @@ _BY_FAMILY: dict[str, str] = {
     "qwen3.6": "qwen3_5_text",  # Qwen3.6's configs are model_type qwen3_5 / qwen3_5_moe
     "kimi-linear": "kimi_linear",
     "minimax-01": "minimax",
+    "recurrentgemma": "recurrent_gemma",
+    "griffin": "recurrent_gemma",
+    "zamba2": "zamba2",
+    "longcat-flash": "longcat_flash",
+    "bitnet": "bitnet",
+    "hunyuan": "hunyuan_v1_dense",
 }
-_BY_FAMILY |= {"recurrentgemma": "recurrent_gemma", "griffin": "recurrent_gemma"}
-_BY_FAMILY["zamba2"] = "zamba2"
-_BY_FAMILY["longcat-flash"] = "longcat_flash"
-_BY_FAMILY["bitnet"] = "bitnet"
 _MOE_OF: dict[str, str] = {
     "qwen3": "qwen3_moe",
     "granite": "granitemoe",
     "lfm2": "lfm2_moe",
     "qwen3_5_text": "qwen3_5_moe_text",
+    "ernie4_5": "ernie4_5_moe",
+    "hunyuan_v1_dense": "hunyuan_v1_moe",
 }
-_MOE_OF["ernie4_5"] = "ernie4_5_moe"
-_BY_FAMILY["hunyuan"] = "hunyuan_v1_dense"
-_MOE_OF["hunyuan_v1_dense"] = "hunyuan_v1_moe"
 
 
 # the families whose tiny checkpoints archdb reproduces, with the measured error (a view)
