@@ -272,13 +272,21 @@ def llama_layer(norms: dict[str, str], mlp: str = "mlp") -> dict[str, Source]:
     return layer
 
 
+def top_names(
+    embed: str, final_norm: str = "", head: str = "lm_head.weight", head_bias: str = ""
+) -> dict[str, Source]:
+    """The top-level tensors of most checkpoints: the embedding table, the final norm's
+    weight and bias (``final_norm``: their module), the output head and its bias."""
+    top = {"embed.table.weight": Source(embed), "head.lm_head.weight": Source(head)}
+    for t in ("weight", "bias") if final_norm else ():
+        top[f"decoder.final_norm.{t}"] = Source(f"{final_norm}.{t}")
+    if head_bias:
+        top["head.lm_head.bias"] = Source(head_bias)
+    return top
+
+
 PRE_NORMS = {"attn.before": "input_layernorm", "mlp.before": "post_attention_layernorm"}
-LLAMA_TOP = {
-    "embed.table.weight": Source("model.embed_tokens.weight"),
-    "decoder.final_norm.weight": Source("model.norm.weight"),
-    "decoder.final_norm.bias": Source("model.norm.bias"),  # Nemotron's LayerNorm1P
-    "head.lm_head.weight": Source("lm_head.weight"),
-}
+LLAMA_TOP = top_names("model.embed_tokens.weight", "model.norm")  # the bias: Nemotron's
 
 
 def moe_names(router: str, experts: str, gate: str, up: str, down: str) -> dict[str, Source]:

@@ -43,6 +43,7 @@ from archdb_hf.tensors import (
     llama_layer,
     moe_names,
     qwen3_moe_names,
+    top_names,
 )
 
 if TYPE_CHECKING:
@@ -608,11 +609,7 @@ def _deepseek_v4_names() -> Names:
     """DeepSeek-V4 as transformers saves it (DeepSeek's own names: wq_a, wkv, wo_a, ape,
     attn_sink, ffn.experts.{e}.w1/w2/w3, hc_attn_fn, ...); archdb's HyperBlock has no
     Residual wrappers, so its names carry no "sublayer"."""
-    top = {
-        "embed.table.weight": Source("model.embed_tokens.weight"),
-        "decoder.final_norm.weight": Source("model.norm.weight"),
-        "head.lm_head.weight": Source("head.weight"),
-    }
+    top = top_names("model.embed_tokens.weight", "model.norm", "head.weight")
     top |= {
         f"decoder.streams.{p}": Source(f"model.hc_head.hc_{p}") for p in ("fn", "base", "scale")
     }

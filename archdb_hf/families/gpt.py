@@ -174,13 +174,8 @@ def _gpt2_names() -> Names:
     for p, cut in (("q", q_rows), ("k", k_rows), ("v", v_rows)):
         layer[f"attn.sublayer.{p}.weight"] = conv("attn.c_attn.weight", cut)
         layer[f"attn.sublayer.{p}.bias"] = bias("attn.c_attn.bias", cut)
-    top = {
-        "embed.table.weight": Source("transformer.wte.weight"),
-        "positions.table.weight": Source("transformer.wpe.weight"),
-        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
-        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
+    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
+    top["positions.table.weight"] = Source("transformer.wpe.weight")
     return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
@@ -207,36 +202,21 @@ def _gpt_neox_names() -> Names:
         for where in ("mlp", "mlp.sublayer"):
             layer[f"{where}.up.{t}"] = Source(f"mlp.dense_h_to_4h.{t}")
             layer[f"{where}.down.{t}"] = Source(f"mlp.dense_4h_to_h.{t}")
-    top = {
-        "embed.table.weight": Source("gpt_neox.embed_in.weight"),
-        "decoder.final_norm.weight": Source("gpt_neox.final_layer_norm.weight"),
-        "decoder.final_norm.bias": Source("gpt_neox.final_layer_norm.bias"),
-        "head.lm_head.weight": Source("embed_out.weight"),
-    }
+    top = w.top_names("gpt_neox.embed_in.weight", "gpt_neox.final_layer_norm", "embed_out.weight")
     return Names(top, layer, prefix="gpt_neox.layers.{i}.", tied_head=("embed_out.weight",))
 
 
 def _gptj_names() -> Names:
-    top = {
-        "embed.table.weight": Source("transformer.wte.weight"),
-        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
-        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-        "head.lm_head.bias": Source("lm_head.bias"),
-    }
+    top = w.top_names("transformer.wte.weight", "transformer.ln_f", head_bias="lm_head.bias")
     projections = QKVO | {"o": "out_proj"}
     mlp = {"up": "mlp.fc_in", "down": "mlp.fc_out"}
     return w.parallel_names("transformer.h.{i}.", "ln_1", "attn", projections, mlp, top)
 
 
 def _phi_names() -> Names:
-    top = {
-        "embed.table.weight": Source("model.embed_tokens.weight"),
-        "decoder.final_norm.weight": Source("model.final_layernorm.weight"),
-        "decoder.final_norm.bias": Source("model.final_layernorm.bias"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-        "head.lm_head.bias": Source("lm_head.bias"),
-    }
+    top = w.top_names(
+        "model.embed_tokens.weight", "model.final_layernorm", head_bias="lm_head.bias"
+    )
     projections = QKVO | {"o": "dense"}
     names = w.parallel_names(
         "model.layers.{i}.", "input_layernorm", "self_attn", projections,
@@ -257,12 +237,7 @@ def _falcon_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
 
 
 def _falcon_names() -> Names:
-    top = {
-        "embed.table.weight": Source("transformer.word_embeddings.weight"),
-        "decoder.final_norm.weight": Source("transformer.ln_f.weight"),
-        "decoder.final_norm.bias": Source("transformer.ln_f.bias"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
+    top = w.top_names("transformer.word_embeddings.weight", "transformer.ln_f")
     names = w.parallel_names(
         "transformer.h.{i}.", "input_layernorm", "self_attention", {"o": "dense"},
         {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}, top,
@@ -295,12 +270,9 @@ def _opt_names() -> Names:
         layer[f"mlp.before.{t}"] = layer[f"mlp.after.{t}"] = Source(f"final_layer_norm.{t}")
         layer[f"mlp.sublayer.up.{t}"] = Source(f"fc1.{t}")
         layer[f"mlp.sublayer.down.{t}"] = Source(f"fc2.{t}")
-    top = {
-        "embed.table.weight": Source("model.decoder.embed_tokens.weight"),
+    top = w.top_names("model.decoder.embed_tokens.weight", "model.decoder.final_layer_norm")
+    top |= {
         "positions.table.weight": Source("model.decoder.embed_positions.weight", roll=-2),
-        "decoder.final_norm.weight": Source("model.decoder.final_layer_norm.weight"),
-        "decoder.final_norm.bias": Source("model.decoder.final_layer_norm.bias"),
-        "head.lm_head.weight": Source("lm_head.weight"),
         "embed.proj.weight": Source("model.decoder.project_in.weight"),  # OPT-350M
         "head.proj.weight": Source("model.decoder.project_out.weight"),
     }

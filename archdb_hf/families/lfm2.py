@@ -9,7 +9,7 @@ from archdb_hf.draft import Draft, HFImportError, read_layer_period
 from archdb_hf.families.card_to_config import layer_kind_names
 from archdb_hf.families.llama import LLAMA, ROPE
 from archdb_hf.keymap import Key, dropped, require
-from archdb_hf.tensors import QKVO, Names, Source, moe_names
+from archdb_hf.tensors import QKVO, Names, Source, moe_names, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -114,11 +114,7 @@ def _lfm2_names() -> Names:
         layer[f"mlp.sublayer.{ours}.weight"] = Source(f"feed_forward.{theirs}.weight")
     layer["attn.before.weight"] = Source("operator_norm.weight")
     layer["mlp.before.weight"] = Source("ffn_norm.weight")
-    top = {
-        "embed.table.weight": Source("model.embed_tokens.weight"),
-        "decoder.final_norm.weight": Source("model.embedding_norm.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
+    top = top_names("model.embed_tokens.weight", "model.embedding_norm")
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 

@@ -44,7 +44,7 @@ from archdb_hf.families.card_to_config import (
 from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
 from archdb_hf.keymap import Key, dropped, has_moe, part_keys, read_keys, uses
-from archdb_hf.tensors import LLAMA_TOP, Names, Source, first_ff, llama_layer, moe_names, second_ff
+from archdb_hf.tensors import Names, Source, first_ff, llama_layer, moe_names, second_ff, top_names
 
 if TYPE_CHECKING:
     from torch import nn
@@ -738,14 +738,8 @@ ZAMBA2_KEYS = (
 _MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
 # the Mamba releases' top-level tensors (under backbone.), and Llama's with the final norm
 # named final_layernorm (Bamba, Zamba2, Jamba, Falcon-H1)
-BACKBONE_TOP = {
-    "embed.table.weight": Source("backbone.embeddings.weight"),
-    "decoder.final_norm.weight": Source("backbone.norm_f.weight"),
-    "head.lm_head.weight": Source("lm_head.weight"),
-}
-FINAL_LAYERNORM_TOP = LLAMA_TOP | {
-    "decoder.final_norm.weight": Source("model.final_layernorm.weight")
-}
+BACKBONE_TOP = top_names("backbone.embeddings.weight", "backbone.norm_f")
+FINAL_LAYERNORM_TOP = top_names("model.embed_tokens.weight", "model.final_layernorm")
 
 
 def _mamba2_mixer(theirs: str) -> dict[str, Source]:

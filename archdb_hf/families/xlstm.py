@@ -10,7 +10,7 @@ from archdb.schema import Architecture
 from archdb_hf.draft import Draft, HFImportError
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import require
-from archdb_hf.tensors import Names, Source
+from archdb_hf.tensors import Names, Source, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -221,11 +221,7 @@ def _xlstm_names() -> Names:
         layer[f"attn.sublayer.{part}.weight"] = Source(f"mlstm_layer.{part}.weight")
     for gate in ("igate_preact", "fgate_preact"):
         layer[f"attn.sublayer.{gate}.bias"] = Source(f"mlstm_layer.{gate}.bias")
-    top = {
-        "embed.table.weight": Source("backbone.embeddings.weight"),
-        "decoder.final_norm.weight": Source("backbone.out_norm.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-    }
+    top = top_names("backbone.embeddings.weight", "backbone.out_norm")
     return Names(top, layer, prefix="backbone.blocks.{i}.")
 
 
