@@ -890,6 +890,34 @@ def read_norm(d: Draft) -> None:
         d.set("architecture.norm.shared_in_parallel", f.shared_norm_in_parallel, "family")
 
 
+# a stack of one recurrent mixer (Mamba, RWKV, xLSTM): no attention, positions or
+# attention biases, one sublayer path
+_ATTENTION_FREE = {
+    "attention.variant": "softmax",
+    "attention.n_heads": None,
+    "attention.n_kv_heads": None,
+    "attention.qk_norm": None,
+    "attention.logit_softcap": None,
+    "attention.sliding_window": None,
+    "position.type": "none",
+    "bias.qkv": False,
+    "bias.attn_out": False,
+    "final_logit_softcap": None,
+}
+
+
+def attention_free(d: Draft, kind: str, what: str) -> None:
+    """A stack whose every layer is the recurrent mixer ``kind`` (``what``, in the notes):
+    the family's norms, and none of attention's fields."""
+    read_norm(d)
+    for path, value in _ATTENTION_FREE.items():
+        d.set(f"architecture.{path}", value, "family")
+    d.set("architecture.attention.layer_pattern", [kind], "family")
+    free = f"Attention-free: every layer is {what} (the transformers implementation)."
+    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
+        d.note(f"architecture.{path}", free)
+
+
 def read_bias(d: Draft) -> None:
     f = d.family
     if f.lm_head_bias:

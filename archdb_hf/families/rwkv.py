@@ -5,35 +5,19 @@ mixing (``mlp.channel_mix``) in pre-norm LayerNorm layers, a LayerNorm on the em
 from __future__ import annotations
 
 from archdb.schema import Architecture
-from archdb_hf.draft import Draft, read_tied
+from archdb_hf.draft import Draft, attention_free, read_tied
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
-# what RwkvModel fixes in code: LayerNorms with bias everywhere, no attention, no biases
+# what RwkvModel fixes in code beyond an attention-free stack of LayerNorms with bias
 _FIXED = {
-    "norm.type": "layernorm",
-    "norm.position": "pre",
-    "norm.affine": "scale-and-bias",
-    "norm.final": True,
-    "attention.variant": "softmax",
-    "attention.n_heads": None,
-    "attention.n_kv_heads": None,
-    "attention.qk_norm": None,
-    "attention.logit_softcap": None,
-    "attention.sliding_window": None,
-    "attention.layer_pattern": ["rwkv"],
-    "position.type": "none",
     "mlp.activation": "squared-relu",
     "mlp.moe": None,
     "mlp.channel_mix": True,
-    "bias.qkv": False,
-    "bias.attn_out": False,
     "bias.mlp": False,
-    "parallel_layers": False,
-    "final_logit_softcap": None,
     "embedding_norm": True,
     "mixers.rwkv.mlp": True,
 }
@@ -52,11 +36,9 @@ def _read_rwkv(d: Draft) -> None:
     d.set("architecture.mlp.d_ff", d_ff, d.origin_of("intermediate_size"))
     eps = float(d.read("layer_norm_epsilon", default=1e-5))
     d.set("architecture.norm.eps", eps, d.origin_of("layer_norm_epsilon"))
+    attention_free(d, "rwkv", "RWKV's time mixing")
     for path, value in _FIXED.items():
         d.set(f"architecture.{path}", value, "family")
-    free = "Attention-free: every layer is RWKV's time mixing (the transformers implementation)."
-    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
-        d.note(f"architecture.{path}", free)
     if d.read("rescale_every", default=6):
         d.note(
             "architecture",

@@ -20,6 +20,7 @@ from archdb.schema import (
 from archdb_hf.draft import (
     Draft,
     HFImportError,
+    attention_free,
     check_mamba2_width,
     multiplier,
     no_time_step_clamp,
@@ -62,17 +63,11 @@ def _mixer_only_stack(d: Draft) -> None:
     the family's pre RMSNorm, no attention, MLP, positions or biases."""
     kind = d.family.kinds[0].value
     label = _LABELS[kind]
-    for step in (read_norm, read_position, read_bias, read_tied):
-        step(d)
-    d.set("architecture.attention.variant", "softmax", "family")
-    d.set("architecture.attention.layer_pattern", [kind], "family")
-    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm",
-                 "attention.logit_softcap", "attention.sliding_window", "mlp.activation",
-                 "mlp.d_ff", "mlp.moe", "final_logit_softcap"):  # fmt: skip
+    attention_free(d, kind, f"a {label} mixer")
+    read_tied(d)
+    d.set("architecture.bias.mlp", False, "family")
+    for path in ("mlp.activation", "mlp.d_ff", "mlp.moe"):
         d.set(f"architecture.{path}", None, "family")
-    free = f"Attention-free: every layer is a {label} mixer (the transformers implementation)."
-    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
-        d.note(f"architecture.{path}", free)
     for path in ("mlp.activation", "mlp.d_ff"):
         d.note(f"architecture.{path}", f"No MLP: a {label} layer is the mixer alone.")
     d.note("architecture.context_length", f"{label} has no position limit in its config.")

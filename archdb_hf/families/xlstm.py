@@ -7,34 +7,19 @@ from __future__ import annotations
 import math
 
 from archdb.schema import Architecture
-from archdb_hf.draft import Draft, HFImportError
+from archdb_hf.draft import Draft, HFImportError, attention_free
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import require
 from archdb_hf.tensors import Names, Source, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
-# what xLSTMModel fixes in code: RMSNorms with a scale, the final one always applied
-# (whatever add_out_norm says), no attention, a gated SiLU feed-forward, no positions
+# what xLSTMModel fixes in code beyond an attention-free stack of RMSNorms with a scale
+# (the final one always applied, whatever add_out_norm says): a gated SiLU feed-forward
 _FIXED = {
-    "norm.type": "rmsnorm",
-    "norm.position": "pre",
-    "norm.affine": "scale",
-    "norm.final": True,
-    "attention.variant": "softmax",
-    "attention.n_heads": None,
-    "attention.n_kv_heads": None,
-    "attention.qk_norm": None,
-    "attention.logit_softcap": None,
-    "attention.sliding_window": None,
-    "attention.layer_pattern": ["mlstm"],
-    "position.type": "none",
     "mlp.activation": "swiglu",
     "mlp.moe": None,
-    "bias.qkv": False,
-    "bias.attn_out": False,
     "bias.mlp": False,
-    "parallel_layers": False,
     "mixers.mlstm.mlp": True,
     # xLSTMForCausalLM declares no tied weights: its head is its own whatever
     # tie_word_embeddings says
@@ -134,14 +119,12 @@ def _read_xlstm(d: Draft) -> None:
     multiple = int(_positive(d, "ffn_round_up_to_multiple_of", integer=True, upper=2**20))
     d_ff = _round_up(d_model * factor, multiple)
     d.set("architecture.mlp.d_ff", d_ff, d.origin_of("ffn_proj_factor"))
+    attention_free(d, "mlstm", "an mLSTM")
     cap = float(_positive(d, "output_logit_soft_cap"))
     d.set("architecture.final_logit_softcap", cap, d.origin_of("output_logit_soft_cap"))
     for path, value in _FIXED.items():
         d.set(f"architecture.{path}", value, "family")
     _read_layout_keys(d)
-    free = "Attention-free: every layer is an mLSTM (the transformers implementation)."
-    for path in ("attention.n_heads", "attention.n_kv_heads", "attention.qk_norm"):
-        d.note(f"architecture.{path}", free)
     d.note("architecture.context_length", "xLSTM has no position limit in its config.")
 
 
