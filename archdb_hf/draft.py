@@ -18,8 +18,10 @@ no card field is reported, so nothing is dropped silently.
 
 A config is hostile input: ``read_config`` bounds the bytes read, the number of digits and
 the nesting of the JSON, and ``import_config`` checks the type and range of every key it
-reads (``ConfigShape``) before mapping anything, so a wrong type is an HFImportError naming
-the key, never a traceback; every step is linear in the config's size.
+reads before mapping anything (``config_shape``: a key a family reads into a card field has
+that field's type and bounds, the others are listed in ``ConfigShape``), so a wrong type
+is an HFImportError naming the key, never a traceback; every step is linear in the
+config's size.
 """
 
 from __future__ import annotations
