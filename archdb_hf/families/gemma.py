@@ -201,10 +201,7 @@ def _read_gemma3n(d: Draft) -> None:
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
     if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
         d.set("architecture.final_logit_softcap", 30.0, "family")
-    if d.value("architecture.position.rope_theta_local") is None:
-        _, local = rope_parameters_of(d)
-        if local.get("rope_theta") is None and d.config.get("rope_local_base_freq") is None:
-            d.set("architecture.position.rope_theta_local", 10_000.0, "family")
+    _gemma3_rope_defaults(d)  # the full layers' base: Gemma3nTextConfig's default already
     _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
     d.read("altup_coef_clip")  # clamps the coefficients in training mode only
     _activation_sparsity(d)
