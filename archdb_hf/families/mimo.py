@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from archdb.schema import Architecture, LayerKind
 from archdb_hf import draft as imp
-from archdb_hf.draft import Draft, HFImportError, read_layer_period
+from archdb_hf.draft import Draft, HFImportError, read_layer_period, sigmoid_router
 from archdb_hf.families.card_to_config import layer_kind_names, need_sigmoid_router
-from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
+from archdb_hf.families.deepseek import SIGMOID_SCORES, V3_EXTRAS, v3_router
 from archdb_hf.families.llama import LLAMA, SLIDING_WINDOW
 from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
@@ -84,7 +84,6 @@ def _read_mimo_v2_flash(d: Draft) -> None:
     d.set("architecture.attention.head_dim", head_dim, "config")
     d.set("architecture.attention.v_head_dim", v_dim, "config")
     d.read("swa_num_attention_heads")
-    d.set("architecture.bias.attn_out", False, "family")  # o_proj never has a bias
     # transformers puts sinks on the sliding layers and none on the full ones
     for key, expected in (
         ("add_swa_attention_sink_bias", True),
@@ -92,7 +91,6 @@ def _read_mimo_v2_flash(d: Draft) -> None:
     ):
         if d.read(key, default=expected) is not expected:
             raise HFImportError(f"{key} must be {str(expected).lower()} (transformers fixes it)")
-    d.set("architecture.attention.sinks", True, "family")
     d.set("architecture.attention.global_layers.sinks", False, "family")
     scale = d.read("attention_value_scale", default=0.707)
     d.set(
@@ -130,9 +128,7 @@ def _moe_layers(d: Draft, n: int) -> None:
           "config")  # fmt: skip
     if d.read("n_shared_experts"):
         raise HFImportError("n_shared_experts: transformers' MiMoV2FlashMoE has no shared expert")
-    d.read("topk_method")
-    if (d.value("architecture.mlp.moe.n_groups") or 1) > 1:
-        d.set("architecture.mlp.moe.group_score", "top2-sum", "family")
+    sigmoid_router(d)
     if d.read("routed_scaling_factor") is None:  # null: MiMoV2FlashConfig makes it 1
         d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
 
@@ -235,16 +231,7 @@ MIMO_V2_FLASH = LLAMA.derive(
     free=("mlp.moe.first_dense_layers",),
     read=_read_mimo_v2_flash,
     write=_mimo_v2_flash,
-    extras=frozenset(
-        {
-            "sinks",
-            "global_layers",
-            "correction_bias",
-            "expert_groups",
-            "routed_scale",
-            "sigmoid_scores",
-        }
-    ),
+    extras=V3_EXTRAS | {"sinks", "global_layers"},
     names=_mimo_v2_flash_names,
     logit_error=2.2e-07,
     function_fields=(
