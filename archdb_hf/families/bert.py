@@ -29,7 +29,6 @@ def _read_encoder(d: Draft, position_offset: int) -> None:
         raise HFImportError("config.json: is_decoder/add_cross_attention make a decoder")
     d.set("architecture.kind", "encoder-only", "family")
     d.set("architecture.embedding_norm", True, "family")  # embeddings.LayerNorm
-    d.set("architecture.norm.final", False, "family")
     d.set("architecture.bias.lm_head", True, "family")  # the decoder's own bias
     rows = d.value("architecture.context_length")
     if rows is not None:
