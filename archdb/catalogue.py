@@ -25,7 +25,6 @@ Two passes keep loading fast and errors precise:
 from __future__ import annotations
 
 import codecs
-import gc
 import os
 import re
 from collections import Counter
@@ -38,6 +37,7 @@ import yaml_rs
 from pydantic import ValidationError
 
 from archdb import cache, files
+from archdb.collector import collector_paused
 from archdb.errors import ArchdbError, ArgumentError, UnknownCardError, close_names
 from archdb.locations import (  # noqa: F401 (re-exported: the rules that find the catalogue)
     CATALOGUE_ENV,
@@ -182,12 +182,15 @@ def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], li
     archdb.cache), so that query commands start faster. ``archdb validate`` never trusts
     the cache.
     """
-    _, cards, problems = _checked(path, use_cache)
+    _, cards, problems = _checked(path, use_cache, hashed=use_cache)
     return cards, problems
 
 
-def _checked(path: Path, use_cache: bool) -> tuple[str, list[Card], list[Problem]]:
-    """``check_catalogue``, with the SHA-256 of the bytes the cards were read from."""
+def _checked(
+    path: Path, use_cache: bool, hashed: bool = True
+) -> tuple[str, list[Card], list[Problem]]:
+    """``check_catalogue``, with the SHA-256 of the bytes the cards were read from (""
+    unless ``hashed``: hashing a large catalogue costs a validation a few percent)."""
     filename = str(path)
     try:
         raw = read_bounded(path)
@@ -197,15 +200,15 @@ def _checked(path: Path, use_cache: bool) -> tuple[str, list[Card], list[Problem
     if len(raw) > MAX_BYTES:
         message = f"file is larger than {MAX_BYTES // 2**20} MiB: refused"
         return "", [], [Problem(filename, 1, 1, None, None, message)]
-    sha256 = content_hash(raw)
-    if use_cache and (cached := cache.read(raw)) is not None:
+    sha256 = content_hash(raw) if hashed or use_cache else ""
+    if use_cache and (cached := cache.read(sha256)) is not None:
         return sha256, cached, []
     text, problems = decode_catalogue(raw, filename)
     if problems:
         return sha256, [], problems
     cards, problems = parse_cards(text, filename, screened=True)
     if use_cache and not problems:
-        cache.write(raw, cards)
+        cache.write(sha256, cards)
     return sha256, cards, problems
 
 
@@ -320,15 +323,9 @@ def parse_cards(
     """
     if not screened and (problems := screen_text(text, filename)):
         return [], problems
-    # Loading allocates many small objects that all stay alive: the cyclic collector
-    # would rescan them again and again (quadratic growth), so it pauses meanwhile.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # the cyclic collector would rescan the cards again and again (quadratic growth)
+    with collector_paused():
         return _parse_cards(text, filename, standalone)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _parse_cards(

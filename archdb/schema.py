@@ -26,8 +26,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Annotated
 
 from pydantic import (
@@ -35,6 +37,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     Field,
+    PrivateAttr,
     StrictBool,
     create_model,
     model_validator,
@@ -322,7 +325,12 @@ _CONTROL_IN_LINE = re.compile(f"[\n{_FORBIDDEN_EXCEPT_NEWLINE}]")
 
 
 def _refuse_controls(pattern: re.Pattern[str]) -> AfterValidator:
+    newlines = "\n" not in pattern.pattern
+
     def check(value: str) -> str:
+        # every forbidden character is unprintable: a printable text needs no search
+        if (value.replace("\n", " ") if newlines else value).isprintable():
+            return value
         found = pattern.search(value)
         if found:
             raise ValueError(
@@ -2328,6 +2336,11 @@ class Card(Strict):
         "Transformer, ResiDual, linear Transformer); left out of consensus trends.",
     )
 
+    # what each sourced value rests on, worked out by the validation (resting_kinds)
+    _resting: tuple[Architecture, list[Source], dict[str, SourceKind | None]] | None = PrivateAttr(
+        default=None
+    )
+
     @property
     def year(self) -> int:
         return self.release_date.year
@@ -2358,7 +2371,10 @@ class Card(Strict):
                 "lineage has no source: list lineage in the supports of the source (model "
                 "card, paper) that says the model descends from that card"
             )
-        uncovered = [p for p in sourced_paths(self) if not covered(p, supported)]
+        # one walk both checks the sources and finds what each value rests on (reports)
+        rests = _resting_kinds(self)
+        self._resting = (self.architecture, self.sources, rests)
+        uncovered = [p for p, kind in rests.items() if kind is None]
         if uncovered:
             raise ValueError(
                 f"{uncovered[0]} has no source: list it (or a prefix of it) in a source's "
@@ -2418,10 +2434,20 @@ def mirror_only_paths(card: Card) -> list[str]:
     return [p for p, kind in resting_kinds(card).items() if kind in SECONDARY_KINDS]
 
 
-def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
+def resting_kinds(card: Card) -> Mapping[str, SourceKind | None]:
     """Each sourced value and what it rests on: an official kind where one covers it
     (the first such source listed), else the strongest secondary kind (a verbatim copy
-    before a derived file before defaults); None where nothing covers it."""
+    before a derived file before defaults); None where nothing covers it.
+
+    Validation works this out once per card (a None is an unsourced value) and keeps it,
+    for as long as the card holds the same architecture and sources."""
+    kept = getattr(card, "_resting", None)
+    if kept is not None and kept[0] is card.architecture and kept[1] is card.sources:
+        return MappingProxyType(kept[2])
+    return _resting_kinds(card)
+
+
+def _resting_kinds(card: Card) -> dict[str, SourceKind | None]:
     official = [s for s in card.sources if s.kind not in SECONDARY_KINDS]
     secondary = sorted(
         (s for s in card.sources if s.kind in SECONDARY_KINDS),
