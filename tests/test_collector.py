@@ -33,5 +33,5 @@ def test_a_command_run_in_process_freezes_nothing():
     frozen = gc.get_freeze_count()
     result = run_cli("validate")
     assert result.returncode == 0, result.stderr
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() <= frozen  # frozen objects may die, none join
     assert gc.isenabled()
