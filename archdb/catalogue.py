@@ -249,19 +249,18 @@ def screen_text(text: str, filename: str) -> list[Problem]:
     return [] if _looks_clean(raw) else _character_problems(text, filename)
 
 
-# Fast screens over the bytes, each a C loop: only a file that fails one is scanned again
-# with the regular expressions that locate each problem.
+# A fast screen over the bytes, one C pass: only a file that fails it is scanned again
+# with the regular expressions that locate each problem. Forbidden control bytes become
+# NUL and digits "0" (underscores dropped: YAML reads 1_000 as one number), so a control
+# byte is a NUL and a run of digits a run of zeros.
 _C0_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
-_NOT_C0 = bytes(b for b in range(256) if b not in _C0_BYTES)
-_DIGITS_AS_ZERO = bytes(ord("0") if 0x30 <= b <= 0x39 else b for b in range(256))
-_NOT_YAML_NON_ASCII = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+_SCREEN = bytes(0 if b in _C0_BYTES else ord("0") if 0x30 <= b <= 0x39 else b for b in range(256))
 
 
 def _looks_clean(raw: bytes) -> bool:
     """No forbidden control byte, no forbidden non-ASCII character, no long digit run."""
-    if raw.translate(None, delete=_NOT_C0):
-        return False
-    if b"0" * (MAX_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO, delete=b"_"):
+    screened = raw.translate(_SCREEN, delete=b"_")
+    if b"\x00" in screened or b"0" * (MAX_DIGITS + 1) in screened:
         return False
     return raw.isascii() or not _forbidden_non_ascii(raw)
 
@@ -271,6 +270,7 @@ def _looks_clean(raw: bytes) -> bool:
 # (EF ...). They are rare in a catalogue, so each occurrence is looked at (a regular
 # expression over the whole decoded text costs more than the rest of the screen).
 _FORBIDDEN_LEADS = (b"\xc2", b"\xe2", b"\xef")
+_NOT_YAML_NON_ASCII = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def _forbidden_non_ascii(raw: bytes) -> bool:
