@@ -18,9 +18,10 @@ d_model a multiple of n_heads where the card's is); heads to
 4 (MHA) or 2 KV heads times the query groups; depth to one period of the layer pattern
 (and of the MoE layers, plus one dense layer if the card has leading dense layers and one
 if it has trailing ones, Step-3's last layer), at least 2; vocabulary to 256; context to
-64 tokens (or a stated ``seq_len``); local windows and chunks to a quarter of the toy context, 16 of 64 tokens (when the card's window is
-shorter than its context; else to the whole toy context); MLA head dims by a common factor
-to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4 heads.
+64 tokens (or a stated ``seq_len``); local windows and chunks to a quarter of the toy
+context, 16 of 64 tokens (when the card's window is shorter than its context; else to the
+whole toy context); MLA head dims by a common factor to an 8-dim RoPE key; DSA's top_k to
+the toy window and its indexer to at most 4 heads.
 Shared blocks (Zamba2) keep every weight set and run one invocation more than there are
 sets (so a set is reused), before layers 1, 3, 5, ...; their adapter rank keeps its ratio
 to d_model (at least 2).
