@@ -731,7 +731,7 @@ class Attention(Strict):
     )
     query_rank: Width | None = Field(
         default=None,
-        description="Low-rank query of softmax head attention (Step-3's Multi-Matrix "
+        description="Low-rank query of head attention, softmax or linear (Step-3's Multi-Matrix "
         "Factorization Attention, share_q_dim): q = W_up norm(W_down x), W_down from d_model "
         "to query_rank (with bias.qkv), a norm of the card's norm type, affine terms and "
         "epsilon over its query_rank features (Step-3's inter_norm), W_up to n_heads x "

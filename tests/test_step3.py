@@ -270,3 +270,10 @@ def test_step3_counts_exactly_what_its_released_shapes_give():
 def test_step3_caches_two_256_wide_heads_per_layer():
     arch = shipped_catalogue().get("step-3").architecture
     assert cache_size(arch, 4096, 2).per_token == 61 * 2 * 256 * 2  # 61 KiB in bf16
+
+
+def test_trailing_dense_layers_wait_for_a_known_depth():
+    """With n_layers unknown the last layers cannot be told: only the leading dense layers
+    are placed (no layer is taken for a trailing one)."""
+    arch = make_arch(**{**STEP3_LIKE, "n_layers": None})
+    assert [is_moe_layer(arch, i) for i in range(4)] == [False, True, True, True]

@@ -731,7 +731,8 @@ def _card_mlp(arch: Architecture, index: int, kind: LayerKind) -> str:
     moe = arch.mlp.moe
     if moe is None or index < (moe.first_dense_layers or 0):
         return DENSE
-    if index >= (arch.n_layers or 0) - (moe.last_dense_layers or 0):
+    last = moe.last_dense_layers or 0
+    if last and arch.n_layers is not None and index >= arch.n_layers - last:
         return DENSE
     return MOE
 

@@ -456,7 +456,8 @@ def is_moe_layer(arch: Architecture, index: int) -> bool:
         return False
     if LayerKind.MOE in pattern:
         return pattern[index % len(pattern)] is LayerKind.MOE
-    if index >= (arch.n_layers or 0) - (moe.last_dense_layers or 0):
+    last = moe.last_dense_layers or 0
+    if last and arch.n_layers is not None and index >= arch.n_layers - last:
         return False
     return (index - moe.first_dense_layers + 1) % moe.layer_period == 0
 
