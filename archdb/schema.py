@@ -737,6 +737,16 @@ class Attention(Strict):
         description="A parameter-free RMSNorm over each value head before attention (Gemma "
         "3n, Gemma 4 v_norm). Optional; null for none.",
     )
+    query_rank: Width | None = Field(
+        default=None,
+        description="Low-rank query of head attention, softmax or linear (Step-3's Multi-Matrix "
+        "Factorization Attention, share_q_dim): q = W_up norm(W_down x), W_down from d_model "
+        "to query_rank (with bias.qkv), a norm of the card's norm type, affine terms and "
+        "epsilon over its query_rank features (Step-3's inter_norm), W_up to n_heads x "
+        "head_dim without bias; keys and values are projected from the input as usual (MFA: "
+        "one shared key/value head, n_kv_heads 1). MLA states its own query bottleneck in "
+        "latent.q_lora_rank. Optional; null: a full-rank query projection.",
+    )
     qkv_clip: PositiveFloat | None = Field(
         default=None,
         description="Every query, key and value projection output clamped to [-clip, clip] "
@@ -1032,6 +1042,13 @@ class MoE(Strict):
         description="Hidden width of the shared expert block; null when n_shared is 0."
     )
     first_dense_layers: DepthOrZero = Field(description="Leading layers with a dense MLP.")
+    last_dense_layers: DepthOrZero | None = Field(
+        default=None,
+        description="Trailing layers with a dense MLP, after the MoE layers (Step-3: its last "
+        "layer; moe_layers_enum 4..59 of 61 layers). layer_period counts from "
+        "first_dense_layers as before; these last layers are dense whatever it says. "
+        "Optional; null or 0: none.",
+    )
     layer_period: Depth = Field(
         description="After the dense first layers, every k-th layer is MoE, counting from 1: "
         "layer i (0-based) is MoE when (i - first_dense_layers + 1) % k == 0; 1 for all of "
@@ -1608,6 +1625,18 @@ class Architecture(Strict):
     # --- cross-field rules --------------------------------------------------------
 
     @staticmethod
+    def _check_query_rank(att: Attention) -> None:
+        """A low-rank query (Step-3's MFA) is head attention's; MLA and DeepSeek-V4 state
+        their own query bottleneck."""
+        head = att.variant in (AttentionVariant.SOFTMAX, AttentionVariant.LINEAR)
+        if att.query_rank is not None and not head:
+            raise ValueError(
+                "attention.query_rank is for softmax or linear head attention: MLA states its "
+                "query bottleneck in attention.latent.q_lora_rank, DeepSeek-V4 in "
+                "attention.compressed.q_lora_rank"
+            )
+
+    @staticmethod
     def _check_value_heads(att: Attention) -> None:
         """Value heads of their own width, and sinks kept off the global layers."""
         g = att.global_layers
@@ -1669,6 +1698,7 @@ class Architecture(Strict):
         if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
             raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
         self._check_value_heads(att)
+        self._check_query_rank(att)
         if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()
@@ -1730,13 +1760,15 @@ class Architecture(Strict):
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
             self._check_shortcut(moe)
             _check_groups(moe)
+            self._check_last_dense(moe)
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
+            all_moe = all_moe and not moe.last_dense_layers
             if LayerKind.MOE in att.layer_pattern:  # placed by the pattern's moe entries
                 all_moe = LayerKind.MLP not in att.layer_pattern
             if all_moe != (moe.dense_d_ff is None):
                 raise ValueError(
                     "mlp.moe.dense_d_ff is required for, and only for, models with dense layers "
-                    "(first_dense_layers > 0 or layer_period > 1)"
+                    "(first_dense_layers > 0, last_dense_layers > 0 or layer_period > 1)"
                 )
         implied = self.implied_params_bound()
         if implied > MAX_IMPLIED_PARAMS:
@@ -1746,6 +1778,29 @@ class Architecture(Strict):
                 "the head counts, d_ff, the experts and vocab_size"
             )
         return self
+
+    def _check_last_dense(self, moe: MoE) -> None:
+        """Trailing dense layers leave at least one MoE layer between them and the leading
+        ones, and are placed by the layer count, not by the pattern's moe entries."""
+        if not moe.last_dense_layers:
+            return
+        if self.kind is not Kind.DECODER_ONLY:
+            raise ValueError("mlp.moe.last_dense_layers is for decoder-only models")
+        if LayerKind.MOE in self.attention.layer_pattern:
+            raise ValueError(
+                "mlp.moe.last_dense_layers with moe entries in layer_pattern: the entries place "
+                "the MoE layers; set last_dense_layers to null"
+            )
+        if moe.shortcut_dense_d_ff is not None:
+            raise ValueError(
+                "mlp.moe.shortcut_dense_d_ff needs every layer MoE: no last_dense_layers"
+            )
+        dense = moe.first_dense_layers + moe.last_dense_layers
+        if self.n_layers is not None and dense >= self.n_layers:
+            raise ValueError(
+                f"mlp.moe.first_dense_layers + last_dense_layers ({dense}) leave no MoE layer "
+                f"of n_layers ({self.n_layers})"
+            )
 
     def _check_shortcut(self, moe: MoE) -> None:
         """Shortcut-connected MoE layers: pre-norm serial attention layers, all of them MoE."""

@@ -599,6 +599,24 @@ GEMMA3N_LIKE: dict[str, Any] = {
 }
 
 
+# Step-3: MFA (one key/value head, a normed low-rank query) and a shared expert beside
+# softmax-share routing, the MoE layers between a leading and a trailing dense layer
+STEP3_LIKE: dict[str, Any] = {
+    "n_layers": 4,
+    "attention.n_kv_heads": 1,
+    "attention.head_dim": 32,
+    "attention.query_rank": 24,
+    "mlp.moe": moe_block(
+        n_shared=1,
+        shared_d_ff=64,
+        first_dense_layers=1,
+        last_dense_layers=1,
+        dense_d_ff=256,
+        normalize_top_k=False,
+    ),
+}
+
+
 def latent_dims(**changes: Any) -> dict[str, Any]:
     """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
     defaults = {
@@ -1071,6 +1089,7 @@ CHOICES = [
         if v not in (AttentionVariant.LATENT, AttentionVariant.COMPRESSED)
     ),
     {"mlp.moe": moe_block(n_shared=1, shared_d_ff=64, first_dense_layers=1, dense_d_ff=256)},
+    STEP3_LIKE,
     {
         "mlp.moe": moe_block(n_active=1, layer_period=2, dense_d_ff=256),
         "bias.mlp": True,

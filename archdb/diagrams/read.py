@@ -548,6 +548,8 @@ def _attention_extras(mixer: object) -> list[str]:
     if getattr(mixer, "reuses_kv", False):
         earlier = f"an earlier {mixer.kv_kind} layer" if mixer.kv_kind else "an earlier layer"
         out.append(f"reuses the keys and values of {earlier}")
+    if getattr(mixer, "query_rank", None):
+        out.append(f"low-rank query: {mixer.query_rank:,} wide, normed, then the heads")
     if getattr(mixer, "qkv_clip", None):
         out.append(f"q, k, v clipped to ±{mixer.qkv_clip:g}")
     biases = [name for name, on in (("q, k, v", mixer.qkv_bias), ("output", mixer.out_bias)) if on]
@@ -728,6 +730,9 @@ def _card_mlp(arch: Architecture, index: int, kind: LayerKind) -> str:
         return NO_MLP
     moe = arch.mlp.moe
     if moe is None or index < (moe.first_dense_layers or 0):
+        return DENSE
+    last = moe.last_dense_layers or 0
+    if last and arch.n_layers is not None and index >= arch.n_layers - last:
         return DENSE
     return MOE
 
