@@ -42,6 +42,7 @@ from archdb.schema import (
     CHANNEL_ONLY,
     Activation,
     Architecture,
+    BesideNorms,
     GeluApproximation,
     Kind,
     LayerKind,
@@ -810,9 +811,13 @@ class _Reader:
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
         )
         expert = DenseMLP(moe.latent_dim or self.d, spec.d_ff, act, bias, exact, clamp)
-        beside = None
-        if moe.dense_beside_d_ff is not None:
-            beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
+        out = _factor(a.mlp.output_multiplier)
+        beside = branch_norm = None
+        if moe.dense_beside_d_ff is not None:  # scaled as the experts are: their sum is
+            width = moe.dense_beside_d_ff
+            beside = DenseMLP(self.d, width, act, bias, exact, output_multiplier=out)
+            # Grok-2's branches share the block's norms; Gemma 4's have their own
+            branch_norm = None if moe.beside_norms is BesideNorms.SHARED else self.norm
         router = router_spec(self.d, moe)
         if spec.index < (moe.hash_layers or 0):  # experts chosen by the token id
             router = replace(router, hash_vocab=a.vocab_size, correction_bias=False)
@@ -822,9 +827,9 @@ class _Reader:
             shared,
             bool(moe.shared_gate),
             beside,
-            self.norm if beside is not None else None,
+            branch_norm,
             bool(moe.router_scales),
-            _factor(a.mlp.output_multiplier),
+            out,
             bias if moe.latent_dim is not None else None,
         )
 
@@ -844,6 +849,7 @@ def router_spec(d_model: int, moe: MoE) -> RouterSpec:
         correction_bias=bool(moe.score_correction_bias),
         scale=moe.routed_scale or 1.0,
         zero_experts=moe.zero_experts or 0,
+        softcap=moe.router_softcap,
     )
 
 
