@@ -801,6 +801,13 @@ class Attention(Strict):
         "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
         "null: not recorded (the builder uses 1).",
     )
+    temperature_length: Tokens | None = Field(
+        default=None,
+        description="xAI's attention temperature (Grok-2: attn_temperature_len 1024): the "
+        "logits of a query at 0-based position p > L, after any soft-cap, are multiplied by "
+        "log2(p) / log2(L), sharpening long-range attention; positions up to L keep 1. "
+        "Decoder-only models of global softmax attention. Optional; null for none.",
+    )
     kv_shared_layers: DepthOrZero | None = Field(
         default=None,
         description="Cross-layer KV sharing: the last this-many decoder layers compute no "

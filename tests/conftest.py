@@ -570,7 +570,8 @@ GEMMA4_MOE: dict[str, Any] = {
 
 # Grok-2's residual MoE: a dense MLP beside the experts on the block's pre-norm, their sum
 # scaled by 1/sqrt(2) before the block's post-norm; a soft-capped router without
-# renormalization; capped attention and output logits, scaled embeddings and logits
+# renormalization; capped attention and output logits, xAI's attention temperature past
+# position 4, scaled embeddings and logits
 GROK2_LIKE: dict[str, Any] = {
     "norm.position": "double",
     "mlp.activation": "geglu",
@@ -585,6 +586,7 @@ GROK2_LIKE: dict[str, Any] = {
     ),
     "mlp.output_multiplier": 0.7071067811865476,
     "attention.logit_softcap": 30.0,
+    "attention.temperature_length": 4,
     "final_logit_softcap": 50.0,
     "embedding_multiplier": 8.0,
     "logit_scale": 0.5,

@@ -1,7 +1,8 @@
-"""Grok-2's residual MoE: a dense MLP beside the routed experts on the block's one pre-norm,
-their sum scaled by 1/sqrt(2) before the block's post-norm, and a router whose logits are
-soft-capped before the softmax (SGLang's grok.py and moe/router.py); the grok-2 card's
-exact count."""
+"""Grok-2's mechanisms: the residual MoE (a dense MLP beside the routed experts on the
+block's one pre-norm, their sum scaled by 1/sqrt(2) before the block's post-norm), a router
+whose logits are soft-capped before the softmax, and xAI's attention temperature past
+attn_temperature_len (SGLang's grok.py, moe/router.py and decode_attention.py); the grok-2
+card's exact count."""
 
 from __future__ import annotations
 
@@ -14,15 +15,21 @@ from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
 from archdb.conventions import FlopClass as C
-from archdb.measure.analytic import param_count
+from archdb.measure.analytic import flops, param_count
+from archdb.measure.flops import measure_flops
+from archdb.parts import kernels as kernels_part
 from archdb.parts import moe as moe_part
+from archdb.parts.kernels import SoftmaxKernel
 from archdb.parts.moe import RouterSpec
+from archdb.plan.layout import BuildError
+from archdb.schema import LayerKind
 from archdb.tally import Tally
 from tests.conftest import GROK2_LIKE, make_arch, moe_block, shipped_catalogue
 
 SharedNormMoE = moe_part.modules().SharedNormMoE
 BesideMoE = moe_part.modules().BesideMoE
 Router = moe_part.modules().Router
+GlobalKernel = kernels_part.modules().GlobalKernel
 
 
 def _router(**changes) -> Router:
@@ -146,3 +153,50 @@ def test_grok_2_counts_its_official_module_shapes():
     assert counts.total == total == 269_515_497_472
     assert total * 2 == 539_030_994_944  # bfloat16 bytes: ~502 GiB, the README's ~500 GB
     assert counts.active == 114_896_674_816  # 2 of 8 experts per token
+
+
+# --- xAI's attention temperature -----------------------------------------------------------
+
+
+def test_queries_past_the_temperature_length_scale_their_capped_logits_by_log2_ratio():
+    kernel = GlobalKernel(8, causal=True, softcap=2.0)
+    kernel.temperature_length = 4
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 12, 8) * 3 for _ in range(3))
+    scores = 2.0 * torch.tanh(torch.matmul(q * 8**-0.5, k.transpose(-1, -2)) / 2.0)
+    factor = torch.tensor([max(1.0, math.log2(p) / 2) if p else 1.0 for p in range(12)])
+    assert factor[4] == 1.0 and factor[8] == 1.5  # 1 up to L = 4, then log2(p) / log2(4)
+    hidden = torch.ones(12, 12, dtype=torch.bool).triu(1)
+    probs = (scores * factor[:, None]).masked_fill(hidden, float("-inf")).softmax(dim=-1)
+    torch.testing.assert_close(kernel(q, k, v), torch.matmul(probs, v))
+    kernel.temperature_length = None
+    assert not torch.allclose(kernel(q, k, v)[..., 5:, :], torch.matmul(probs, v)[..., 5:, :])
+
+
+def test_the_temperature_costs_one_flop_per_score_and_three_per_query():
+    with_it = SoftmaxKernel(LayerKind.GLOBAL, 8, True, None, None, temperature_length=4)
+    without = SoftmaxKernel(LayerKind.GLOBAL, 8, True, None, None)
+    a, b = Tally(10), Tally(10)
+    with_it.flops(a, 2, 8)
+    without.flops(b, 2, 8)
+    assert a.dense[C.ATTENTION] - b.dense[C.ATTENTION] == 2 * 10 * 10 + 3 * 10
+    assert a.causal[C.ATTENTION] - b.causal[C.ATTENTION] == 2 * 55 + 3 * 10
+
+
+def test_a_grok_2_like_toy_counts_the_temperature_as_fvcore_does():
+    arch = make_arch(**GROK2_LIKE)  # temperature past position 4 of 64
+    model = build_model(arch)
+    assert measure_flops(model, 64).total == sum(flops(arch, 64).dense.values())
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 8},
+        {"kind": "encoder-decoder", "n_encoder_layers": 2},
+    ],
+)
+def test_the_temperature_is_refused_outside_decoder_only_global_attention(changes):
+    arch = make_arch(**{"attention.temperature_length": 4, **changes})
+    with pytest.raises(BuildError, match="temperature_length"):
+        build_model(arch)

@@ -738,7 +738,11 @@ class _Reader:
         softmax_factor = yarn_softmax_factor(self.a.position.rope_scaling)
         if softmax_factor != 1.0:
             scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
-        return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale)
+        # xAI's temperature on the decoder's own queries (the schema keeps it to global layers)
+        temperature = None if spec is None else self.a.attention.temperature_length
+        return SoftmaxKernel(
+            kind, qk_dim, causal, cap, window, sinks, scale, temperature_length=temperature
+        )
 
     def _has_sinks(self, spec: LayerSpec | None) -> bool:
         """Sinks on the card's self-attention layers, but not on global layers whose
