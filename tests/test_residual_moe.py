@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from archdb.builder.model import build_model, count_parameters
 from archdb.conventions import FlopClass as C
+from archdb.diagrams import describe
 from archdb.measure.analytic import flops, param_count
 from archdb.measure.flops import measure_flops
 from archdb.parts import kernels as kernels_part
@@ -200,3 +201,17 @@ def test_the_temperature_is_refused_outside_decoder_only_global_attention(change
     arch = make_arch(**{"attention.temperature_length": 4, **changes})
     with pytest.raises(BuildError, match="temperature_length"):
         build_model(arch)
+
+
+def _moe_words(card_id: str) -> str:
+    """The words of a card's MoE box in its diagram."""
+    diagram = describe(shipped_catalogue().get(card_id))
+    layers = [t for stack in diagram.stacks for t in stack.types]
+    return " ".join(p.words for t in layers for p in t.shape.sublayers if p.role == "moe")
+
+
+def test_the_diagram_names_the_capped_router_and_where_the_branches_norms_are():
+    grok = _moe_words("grok-2")
+    assert "router: softmax of logits capped at 30" in grok
+    assert "a dense MLP beside the experts: d_ff 32,768, on the block's norms" in grok
+    assert "d_ff 2,112, own norms per branch" in _moe_words("gemma-4-26b-a4b")
