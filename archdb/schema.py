@@ -163,6 +163,17 @@ class RouterScore(StrEnum):
     SQRT_SOFTPLUS = "sqrt-softplus"  # sqrt(softplus(logit)) per expert (DeepSeek-V4)
 
 
+class BesideNorms(StrEnum):
+    """Where the norms sit around a MoE layer with a dense MLP beside its routed experts."""
+
+    # each branch between its own pre- and post-norm, their sum through the block's
+    # post-norm; the router reads the un-normed stream (Gemma 4 26B-A4B)
+    PER_BRANCH = "per-branch"
+    # both branches read the block's pre-norm, their sum passes the block's post-norm, no
+    # norms of their own; the router reads the normed input (Grok-2's residual MoE)
+    SHARED = "shared"
+
+
 class GroupScore(StrEnum):
     """How group-limited routing ranks a group of experts."""
 
@@ -808,6 +819,13 @@ class Attention(Strict):
         "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
         "null: not recorded (the builder uses 1).",
     )
+    temperature_length: Tokens | None = Field(
+        default=None,
+        description="xAI's attention temperature (Grok-2: attn_temperature_len 1024): the "
+        "logits of a query at 0-based position p > L, after any soft-cap, are multiplied by "
+        "log2(p) / log2(L), sharpening long-range attention; positions up to L keep 1. "
+        "Decoder-only models of global softmax attention. Optional; null for none.",
+    )
     kv_shared_layers: DepthOrZero | None = Field(
         default=None,
         description="Cross-layer KV sharing: the last this-many decoder layers compute no "
@@ -1069,9 +1087,22 @@ class MoE(Strict):
     dense_beside_d_ff: Width | None = Field(
         default=None,
         description="Width of a dense MLP that runs beside the routed experts in every MoE "
-        "layer on the same input, the two outputs summed (Gemma 4 26B-A4B: 2112); under "
-        "sandwich norms each branch has its own pre- and post-norm and the sum the block's "
-        "post-norm. Optional; null for none.",
+        "layer on the same input, the two outputs summed (Gemma 4 26B-A4B: 2112; Grok-2: "
+        "32768), under double norms placed as beside_norms says; mlp.output_multiplier "
+        "scales both branches (their sum). Optional; null for none.",
+    )
+    beside_norms: BesideNorms | None = Field(
+        default=None,
+        description="With dense_beside_d_ff only: per-branch (each branch between its own "
+        "pre- and post-norm, their sum through the block's post-norm, the router on the "
+        "un-normed stream: Gemma 4) or shared (both branches and the router read the "
+        "block's pre-norm, their sum passes the block's post-norm: Grok-2's residual_moe). "
+        "Optional; null: per-branch.",
+    )
+    router_softcap: PositiveFloat | None = Field(
+        default=None,
+        description="Router logits soft-capped as c*tanh(x/c) before the score function "
+        "(Grok-2: router_logit_softcapping 30). Optional; null for none.",
     )
     latent_dim: Width | None = Field(
         default=None,
@@ -1166,6 +1197,22 @@ class MoE(Strict):
     )
 
 
+def _check_beside_norms(moe: MoE) -> None:
+    """The norm layout of a dense MLP beside the experts, and the routers it admits."""
+    if moe.beside_norms is not None and moe.dense_beside_d_ff is None:
+        raise ValueError("mlp.moe.beside_norms needs mlp.moe.dense_beside_d_ff")
+    if moe.router_scales and moe.beside_norms is BesideNorms.SHARED:
+        raise ValueError(
+            "mlp.moe.router_scales is Gemma 4's router on the un-normed stream: it needs "
+            "beside_norms per-branch (or null)"
+        )
+    if moe.router_scales and moe.router_softcap is not None:
+        raise ValueError(
+            "mlp.moe.router_softcap with router_scales: Gemma 4's router has no soft-cap, "
+            "and the builder does not combine them"
+        )
+
+
 def _check_groups(moe: MoE) -> None:
     """Group-limited routing: equal groups whose kept ones hold the top-k."""
     if (moe.n_groups is None) != (moe.top_k_groups is None):
@@ -1251,8 +1298,9 @@ class MLP(Strict):
     ] = Field(
         default=None,
         description="Factor on the MLP's output, after the down-projection (a MoE's: after "
-        "its experts are summed) (Falcon-H1: mlp_multipliers[1]; MiniMax: "
-        "layernorm_mlp_beta). Optional; null: not recorded (the builder uses 1).",
+        "its experts are summed; with a dense MLP beside the experts, that branch's too, so "
+        "their sum is scaled) (Falcon-H1: mlp_multipliers[1]; MiniMax: layernorm_mlp_beta; "
+        "Grok-2's residual MoE: 1/sqrt(2)). Optional; null: not recorded (the builder uses 1).",
     )
     skip_multiplier: Annotated[
         PositiveFloat | None,
@@ -1748,9 +1796,10 @@ class Architecture(Strict):
                 )
             if moe.dense_beside_d_ff is not None and self.norm.position is not NormPosition.DOUBLE:
                 raise ValueError(
-                    "mlp.moe.dense_beside_d_ff needs norm.position double (each branch has "
-                    "its own pre- and post-norm)"
+                    "mlp.moe.dense_beside_d_ff needs norm.position double (the branches sit "
+                    "between pre- and post-norms, as mlp.moe.beside_norms places them)"
                 )
+            _check_beside_norms(moe)
             if moe.latent_dim is not None and moe.dense_beside_d_ff is not None:
                 raise ValueError(
                     "mlp.moe.latent_dim with dense_beside_d_ff: no released model combines "

@@ -568,6 +568,30 @@ GEMMA4_MOE: dict[str, Any] = {
     "mlp.moe": moe_block(n_experts=8, n_active=2, dense_beside_d_ff=96, router_scales=True),
 }
 
+# Grok-2's residual MoE: a dense MLP beside the experts on the block's pre-norm, their sum
+# scaled by 1/sqrt(2) before the block's post-norm; a soft-capped router without
+# renormalization; capped attention and output logits, xAI's attention temperature past
+# position 4, scaled embeddings and logits
+GROK2_LIKE: dict[str, Any] = {
+    "norm.position": "double",
+    "mlp.activation": "geglu",
+    "mlp.d_ff": 32,
+    "mlp.moe": moe_block(
+        n_experts=8,
+        n_active=2,
+        dense_beside_d_ff=96,
+        beside_norms="shared",
+        router_softcap=30.0,
+        normalize_top_k=False,
+    ),
+    "mlp.output_multiplier": 0.7071067811865476,
+    "attention.logit_softcap": 30.0,
+    "attention.temperature_length": 4,
+    "final_logit_softcap": 50.0,
+    "embedding_multiplier": 8.0,
+    "logit_scale": 0.5,
+}
+
 
 # Gemma 4 E2B/E4B: per-layer embeddings; the last 6 of 12 layers attend with the keys and
 # values of the last local and the last global layer before them, through a double-wide
@@ -1036,6 +1060,7 @@ CHOICES = [
     {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
     GEMMA4_ATTENTION,
     {**GEMMA4_ATTENTION, **GEMMA4_MOE},
+    GROK2_LIKE,
     GEMMA4_ON_DEVICE,
     GEMMA3N_LIKE,
     {  # per-layer embeddings on a shorter table (Gemma 3n), KV sharing without a wider MLP

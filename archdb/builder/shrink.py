@@ -21,7 +21,8 @@ if it has trailing ones, Step-3's last layer), at least 2; vocabulary to 256; co
 64 tokens (or a stated ``seq_len``); local windows and chunks to a quarter of the toy
 context, 16 of 64 tokens (when the card's window is shorter than its context; else to the
 whole toy context); MLA head dims by a common factor to an 8-dim RoPE key; DSA's top_k to
-the toy window and its indexer to at most 4 heads.
+the toy window and its indexer to at most 4 heads; an attention temperature's length
+(Grok-2) as a window.
 Shared blocks (Zamba2) keep every weight set and run one invocation more than there are
 sets (so a set is reused), before layers 1, 3, 5, ...; their adapter rank keeps its ratio
 to d_model (at least 2).
@@ -172,6 +173,9 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if arch.attention.sliding_window is not None:
         short = arch.attention.sliding_window < (arch.context_length or math.inf)
         att["sliding_window"] = rule.window if short else rule.context
+    if (temper := arch.attention.temperature_length) is not None:  # as a window is shrunk
+        short = temper < (arch.context_length or math.inf)
+        att["temperature_length"] = rule.window if short else rule.context
     if arch.attention.latent is not None:
         att["latent"] = widths.latent
     if arch.attention.query_rank is not None:

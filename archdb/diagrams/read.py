@@ -571,6 +571,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
                 + (", gated" if mlp.shared_gate else "")
             )
         words = f"router: {router.score.value}"
+        if router.softcap is not None:
+            words += f" of logits capped at {router.softcap:g}"
         if router.n_groups > 1:
             words += f", {router.n_groups} groups, best {router.top_k_groups}"
         if router.correction_bias:
@@ -583,7 +585,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
         if router.zero_experts:
             lines.append(f"{router.zero_experts} zero-computation (identity) experts")
         if mlp.beside is not None:
-            lines.append(f"a dense MLP beside the experts: d_ff {mlp.beside.d_ff:,}")
+            norms = "own norms per branch" if mlp.branch_norm else "on the block's norms"
+            lines.append(f"a dense MLP beside the experts: d_ff {mlp.beside.d_ff:,}, {norms}")
         if mlp.output_multiplier is not None:
             lines.append(f"output × {mlp.output_multiplier:g}")
         title = f"MoE: {router.n_experts} experts, top-{router.top_k}"

@@ -126,6 +126,12 @@ def _unsupported(arch: Architecture) -> str | None:
         return "norm.position normed-skip outside serial decoder-only blocks"
     if (compressed := _unsupported_compressed(arch)) is not None:
         return compressed
+    if att.temperature_length is not None and (
+        arch.kind is not Kind.DECODER_ONLY
+        or att.variant is not AttentionVariant.SOFTMAX
+        or not kinds <= {LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE}
+    ):
+        return "attention.temperature_length outside decoder-only global softmax attention"
     extras = att.sinks or att.output_gate is not None or att.qkv_clip is not None
     compressed_sinks = att.variant is AttentionVariant.COMPRESSED and att.sinks
     if extras and att.variant is not AttentionVariant.SOFTMAX and not compressed_sinks:
