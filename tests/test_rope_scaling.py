@@ -254,3 +254,18 @@ def test_qk_norm_after_rope_needs_a_qk_norm():
     with pytest.raises(ValidationError, match="qk_norm_after_rope needs a qk_norm"):
         make_arch(**{"attention.qk_norm": "none", "attention.qk_norm_after_rope": True})
     assert make_arch(**qk_norm("per-head"), **{"attention.qk_norm_after_rope": True})
+
+
+def test_a_longrope_toy_takes_the_cards_factors_at_evenly_spaced_frequencies():
+    from archdb import api
+    from archdb.builder.shrink import shrink
+
+    card = api.card("phi-4-mini").architecture
+    toy = shrink(card).arch
+    full, cut = card.position.rope_scaling, toy.position.rope_scaling
+    pairs = int(toy.head_dim_effective * 0.75) // 2
+    assert len(cut.short_factor) == len(cut.long_factor) == pairs < len(full.long_factor)
+    assert (cut.long_factor[0], cut.long_factor[-1]) == (full.long_factor[0], full.long_factor[-1])
+    assert set(cut.long_factor) <= set(full.long_factor)
+    assert cut.original_context == full.original_context
+    assert build_model(toy)  # the toy builds
