@@ -143,6 +143,9 @@ class RopeScalingType(StrEnum):
     DYNAMIC = "dynamic"  # NTK-aware: the base grows with the sequence beyond original_context
     YARN = "yarn"  # YaRN (Peng et al. 2023): per-band interpolation and a logit temperature
     LLAMA3 = "llama3"  # Llama 3.1: low frequencies / factor, high kept, a smooth band between
+    # LongRoPE (Ding et al. 2024; Phi-3/3.5, Phi-4-mini): each frequency divided by a factor of
+    # its own, the short set for sequences up to original_context, the long set beyond
+    LONGROPE = "longrope"
     # Hunyuan: a fixed NTK-aware stretch of the base, theta * alpha^(d/(d-2)) with factor =
     # alpha, the same at every length (configs say "dynamic" with an alpha key)
     NTK_ALPHA = "ntk-alpha"
@@ -837,20 +840,46 @@ class Attention(Strict):
     )
 
 
+# LongRoPE's per-frequency divisors: one per rotated pair of dims, so at most MAX_WIDTH / 2
+LongRopeFactors = Annotated[
+    tuple[PositiveFloat, ...], Field(min_length=1, max_length=MAX_WIDTH // 2)
+]
+
+
 class RopeScaling(Strict):
     type: RopeScalingType = Field(
         description="linear (position interpolation), dynamic (NTK-aware base growth), yarn "
-        "or llama3 (band-wise), as transformers' rope_type; ntk-alpha (Hunyuan): the base "
-        "fixed at rope_theta * alpha^(d/(d-2)), d the rotated dims, at every length."
+        "or llama3 (band-wise), longrope (per-frequency factors), as transformers' rope_type; "
+        "ntk-alpha (Hunyuan): the base fixed at rope_theta * alpha^(d/(d-2)), d the rotated "
+        "dims, at every length."
     )
     factor: PositiveFloat = Field(
         description="Context extension factor (rope_scaling.factor); ntk-alpha: the alpha "
-        "(rope_scaling.alpha; Hunyuan's factor key is unused)."
+        "(rope_scaling.alpha; Hunyuan's factor key is unused); longrope: the config's factor, "
+        "or max_position_embeddings / original_max_position_embeddings where it has none "
+        "(transformers' rule), which sets only the default attention_factor."
     )
     original_context: Tokens | None = Field(
         default=None,
         description="Pre-training context the scaling starts from "
-        "(original_max_position_embeddings); required for dynamic, yarn and llama3.",
+        "(original_max_position_embeddings); required for dynamic, yarn, llama3 and longrope.",
+    )
+    short_factor: LongRopeFactors | None = Field(
+        default=None,
+        description="longrope only: one divisor per rotated frequency (rotated dims / 2 of "
+        "them, highest frequency first), used while a sequence is at most original_context "
+        "tokens long (rope_scaling.short_factor).",
+    )
+    long_factor: LongRopeFactors | None = Field(
+        default=None,
+        description="longrope only: the divisors used for a whole sequence longer than "
+        "original_context (rope_scaling.long_factor); same length as short_factor.",
+    )
+    attention_factor: PositiveFloat | None = Field(
+        default=None,
+        description="longrope only: the factor on the cos/sin tables (rope_scaling."
+        "attention_factor). Optional; null: transformers' default, sqrt(1 + ln factor / ln "
+        "original_context) for factor > 1, else 1.",
     )
     low_freq_factor: PositiveFloat | None = Field(
         default=None, description="llama3 only: wavelengths above original/low are divided."
@@ -911,7 +940,24 @@ class RopeScaling(Strict):
                 "position.rope_scaling.mscale needs mscale_all_dim: transformers' yarn reads "
                 "mscale only as the numerator of mscale / mscale_all_dim"
             )
+        self._check_longrope()
         return self
+
+    def _check_longrope(self) -> None:
+        longrope = self.type is RopeScalingType.LONGROPE
+        given = [f is not None for f in (self.short_factor, self.long_factor)]
+        if (longrope and not all(given)) or (not longrope and any(given)):
+            raise ValueError(
+                "position.rope_scaling.short_factor and long_factor are required for, and "
+                "only for, longrope"
+            )
+        if not longrope and self.attention_factor is not None:
+            raise ValueError("position.rope_scaling.attention_factor is longrope only")
+        if longrope and len(self.short_factor) != len(self.long_factor):
+            raise ValueError(
+                f"position.rope_scaling.short_factor has {len(self.short_factor)} values but "
+                f"long_factor {len(self.long_factor)}: one each per rotated frequency"
+            )
 
 
 class Position(Strict):
@@ -1755,6 +1801,7 @@ class Architecture(Strict):
         self._check_gemma3n()
         self._check_shared_blocks()
         self._check_layer_widths()
+        self._check_longrope_length()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1884,6 +1931,22 @@ class Architecture(Strict):
             raise ValueError(
                 "attention.qk_norm_type and qk_norm_affine are only for a per-head, "
                 "per-head-untied or full qk_norm"
+            )
+
+    def _check_longrope_length(self) -> None:
+        """LongRoPE divides each rotated frequency by a factor of its own: one per pair of
+        rotated dims, int(head_dim x rotary_fraction) / 2 (transformers' count)."""
+        scaling = self.position.rope_scaling
+        head_dim = self.head_dim_effective
+        if scaling is None or scaling.short_factor is None or head_dim is None:
+            return
+        fraction = self.position.rotary_fraction
+        pairs = int(head_dim * (fraction if fraction is not None else 1.0)) // 2
+        if len(scaling.short_factor) != pairs:
+            raise ValueError(
+                f"position.rope_scaling.short_factor and long_factor have "
+                f"{len(scaling.short_factor)} values, but the heads rotate {pairs} pairs of "
+                "dims: give one factor per rotated frequency"
             )
 
     def _check_mixers(self) -> None:

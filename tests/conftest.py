@@ -937,6 +937,15 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    {  # LongRoPE: both factor sets built (context 64 over an original 16)
+        "position.rope_scaling": {
+            "type": "longrope",
+            "factor": 4.0,
+            "original_context": 16,
+            "short_factor": [1.0, 1.1, 1.2, 1.4, 1.6, 2.0, 2.5, 3.0],
+            "long_factor": [1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 20.0],
+        }
+    },
     {
         "position.rope_scaling": {
             "type": "yarn",

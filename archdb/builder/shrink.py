@@ -56,6 +56,9 @@ Layer-wise scaling (``layer_widths``, OpenELM) keeps layers of different widths:
 takes the widths of card layers spread evenly from the first to the last, each layer's KV
 heads in their ratio to the card's widest (at least one) with its own query groups, and
 each dense width in its ratio to d_model (the width factor divides them all).
+LongRoPE's per-frequency factors follow the toy's rotated pairs: the card's factors at
+evenly spaced frequencies, its first (highest) and last (lowest) kept; the original context
+stays, so the toy's sequences use the short set, as the card's up to that length.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -220,11 +223,25 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if _per_layer_list(arch) and data["n_layers"] < arch.n_layers:  # the first layers' entries
         att["layer_pattern"] = att["layer_pattern"][: data["n_layers"]]
     pos = data["position"]
+    if attention and arch.position.rope_scaling is not None:
+        pos["rope_scaling"] = _toy_longrope(arch, widths.head_dim)
     if pos.get("learned_rows") is not None:
         pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
     toy = Architecture.model_validate(data)
     kept = _kept(arch, toy, heads)
     return Toy(toy, rule.describe(), kept, tuple(widths.approximated), toy_dims(toy))
+
+
+def _toy_longrope(arch: Architecture, head_dim: int) -> dict:
+    """The card's RoPE scaling, LongRoPE's factor lists cut to the toy's rotated pairs."""
+    scaling = arch.position.rope_scaling.model_dump()
+    if scaling.get("short_factor") is None:
+        return scaling
+    fraction = arch.position.rotary_fraction
+    pairs = int(head_dim * (fraction if fraction is not None else 1.0)) // 2
+    for name in ("short_factor", "long_factor"):
+        scaling[name] = [scaling[name][i] for i in toy_layer_indices(len(scaling[name]), pairs)]
+    return scaling
 
 
 TOY_SIZES = ("d_model", "n_layers", "mlp.d_ff", "attention.n_heads")  # what a toy scales
