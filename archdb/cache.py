@@ -32,7 +32,6 @@ from archdb import schema
 from archdb.seal import (
     HASH,
     cache_dir,
-    content_hash,
     read_sealed,
     source_fingerprint,
     usable_dir,
@@ -55,14 +54,16 @@ def schema_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def entry_name(raw: bytes) -> str:
-    """The validation record's name for these catalogue bytes (and this schema)."""
-    name = hashlib.sha256(f"{schema_fingerprint()}:{content_hash(raw)}".encode()).hexdigest()
+def entry_name(digest: str) -> str:
+    """The validation record's name for the catalogue bytes of this SHA-256 digest
+    (``seal.content_hash``: hashing a large catalogue costs, so callers hash it once) and
+    this schema."""
+    name = hashlib.sha256(f"{schema_fingerprint()}:{digest}".encode()).hexdigest()
     return f"{name}.json"
 
 
-def entry_path(raw: bytes) -> Path:
-    return cache_dir() / entry_name(raw)
+def entry_path(digest: str) -> Path:
+    return cache_dir() / entry_name(digest)
 
 
 class _Entry(BaseModel):
@@ -76,33 +77,34 @@ class _Entry(BaseModel):
     cards: list[schema.Card]
 
 
-def read(raw: bytes) -> list[Card] | None:
-    """The cards validated from exactly these bytes, or None (and the caller loads)."""
-    blob = read_sealed(entry_name(raw), MAX_ENTRY_BYTES)
+def read(digest: str) -> list[Card] | None:
+    """The cards validated from exactly the bytes of this digest, or None (and the caller
+    loads)."""
+    blob = read_sealed(entry_name(digest), MAX_ENTRY_BYTES)
     if blob is None:
         return None
     try:
         entry = _Entry.model_validate_json(blob)
     except (ValueError, RecursionError):  # ValidationError is a ValueError
         return None
-    if entry.catalogue_sha256 != content_hash(raw):
+    if entry.catalogue_sha256 != digest:
         return None  # copied from another catalogue's entry
     if entry.schema_fingerprint != schema_fingerprint():
         return None
     return list(entry.cards)
 
 
-def write(raw: bytes, cards: list[Any]) -> None:
+def write(digest: str, cards: list[Any]) -> None:
     """Store validated cards (sealed, atomically); failure to write only costs speed."""
     if usable_dir() is None:
         return
     entry = _Entry(
         format=FORMAT,
-        catalogue_sha256=content_hash(raw),
+        catalogue_sha256=digest,
         schema_fingerprint=schema_fingerprint(),
         cards=cards,
     )
-    write_sealed(entry_name(raw), entry.model_dump_json().encode())
+    write_sealed(entry_name(digest), entry.model_dump_json().encode())
 
 
 # --- derived figures ---------------------------------------------------------------------

@@ -25,7 +25,6 @@ Two passes keep loading fast and errors precise:
 from __future__ import annotations
 
 import codecs
-import gc
 import os
 import re
 from collections import Counter
@@ -38,6 +37,7 @@ import yaml_rs
 from pydantic import ValidationError
 
 from archdb import cache, files
+from archdb.collector import collector_paused
 from archdb.errors import ArchdbError, ArgumentError, UnknownCardError, close_names
 from archdb.locations import (  # noqa: F401 (re-exported: the rules that find the catalogue)
     CATALOGUE_ENV,
@@ -182,12 +182,15 @@ def check_catalogue(path: Path, use_cache: bool = False) -> tuple[list[Card], li
     archdb.cache), so that query commands start faster. ``archdb validate`` never trusts
     the cache.
     """
-    _, cards, problems = _checked(path, use_cache)
+    _, cards, problems = _checked(path, use_cache, hashed=use_cache)
     return cards, problems
 
 
-def _checked(path: Path, use_cache: bool) -> tuple[str, list[Card], list[Problem]]:
-    """``check_catalogue``, with the SHA-256 of the bytes the cards were read from."""
+def _checked(
+    path: Path, use_cache: bool, hashed: bool = True
+) -> tuple[str, list[Card], list[Problem]]:
+    """``check_catalogue``, with the SHA-256 of the bytes the cards were read from (""
+    unless ``hashed``: hashing a large catalogue costs a validation a few percent)."""
     filename = str(path)
     try:
         raw = read_bounded(path)
@@ -197,15 +200,15 @@ def _checked(path: Path, use_cache: bool) -> tuple[str, list[Card], list[Problem
     if len(raw) > MAX_BYTES:
         message = f"file is larger than {MAX_BYTES // 2**20} MiB: refused"
         return "", [], [Problem(filename, 1, 1, None, None, message)]
-    sha256 = content_hash(raw)
-    if use_cache and (cached := cache.read(raw)) is not None:
+    sha256 = content_hash(raw) if hashed or use_cache else ""
+    if use_cache and (cached := cache.read(sha256)) is not None:
         return sha256, cached, []
     text, problems = decode_catalogue(raw, filename)
     if problems:
         return sha256, [], problems
     cards, problems = parse_cards(text, filename, screened=True)
     if use_cache and not problems:
-        cache.write(raw, cards)
+        cache.write(sha256, cards)
     return sha256, cards, problems
 
 
@@ -246,19 +249,18 @@ def screen_text(text: str, filename: str) -> list[Problem]:
     return [] if _looks_clean(raw) else _character_problems(text, filename)
 
 
-# Fast screens over the bytes, each a C loop: only a file that fails one is scanned again
-# with the regular expressions that locate each problem.
+# A fast screen over the bytes, one C pass: only a file that fails it is scanned again
+# with the regular expressions that locate each problem. Forbidden control bytes become
+# NUL and digits "0" (underscores dropped: YAML reads 1_000 as one number), so a control
+# byte is a NUL and a run of digits a run of zeros.
 _C0_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
-_NOT_C0 = bytes(b for b in range(256) if b not in _C0_BYTES)
-_DIGITS_AS_ZERO = bytes(ord("0") if 0x30 <= b <= 0x39 else b for b in range(256))
-_NOT_YAML_NON_ASCII = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+_SCREEN = bytes(0 if b in _C0_BYTES else ord("0") if 0x30 <= b <= 0x39 else b for b in range(256))
 
 
 def _looks_clean(raw: bytes) -> bool:
     """No forbidden control byte, no forbidden non-ASCII character, no long digit run."""
-    if raw.translate(None, delete=_NOT_C0):
-        return False
-    if b"0" * (MAX_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO, delete=b"_"):
+    screened = raw.translate(_SCREEN, delete=b"_")
+    if b"\x00" in screened or b"0" * (MAX_DIGITS + 1) in screened:
         return False
     return raw.isascii() or not _forbidden_non_ascii(raw)
 
@@ -268,6 +270,7 @@ def _looks_clean(raw: bytes) -> bool:
 # (EF ...). They are rare in a catalogue, so each occurrence is looked at (a regular
 # expression over the whole decoded text costs more than the rest of the screen).
 _FORBIDDEN_LEADS = (b"\xc2", b"\xe2", b"\xef")
+_NOT_YAML_NON_ASCII = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def _forbidden_non_ascii(raw: bytes) -> bool:
@@ -320,15 +323,9 @@ def parse_cards(
     """
     if not screened and (problems := screen_text(text, filename)):
         return [], problems
-    # Loading allocates many small objects that all stay alive: the cyclic collector
-    # would rescan them again and again (quadratic growth), so it pauses meanwhile.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # the cyclic collector would rescan the cards again and again (quadratic growth)
+    with collector_paused():
         return _parse_cards(text, filename, standalone)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _parse_cards(

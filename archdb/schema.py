@@ -26,8 +26,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Annotated
 
 from pydantic import (
@@ -35,6 +37,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     Field,
+    PrivateAttr,
     StrictBool,
     create_model,
     model_validator,
@@ -140,6 +143,9 @@ class RopeScalingType(StrEnum):
     DYNAMIC = "dynamic"  # NTK-aware: the base grows with the sequence beyond original_context
     YARN = "yarn"  # YaRN (Peng et al. 2023): per-band interpolation and a logit temperature
     LLAMA3 = "llama3"  # Llama 3.1: low frequencies / factor, high kept, a smooth band between
+    # LongRoPE (Ding et al. 2024; Phi-3/3.5, Phi-4-mini): each frequency divided by a factor of
+    # its own, the short set for sequences up to original_context, the long set beyond
+    LONGROPE = "longrope"
     # Hunyuan: a fixed NTK-aware stretch of the base, theta * alpha^(d/(d-2)) with factor =
     # alpha, the same at every length (configs say "dynamic" with an alpha key)
     NTK_ALPHA = "ntk-alpha"
@@ -158,6 +164,17 @@ class RouterScore(StrEnum):
     SOFTMAX = "softmax"  # a softmax over all routed experts (Mixtral, DeepSeek-V2)
     SIGMOID = "sigmoid"  # each expert's sigmoid on its own (DeepSeek-V3, GLM-4.5)
     SQRT_SOFTPLUS = "sqrt-softplus"  # sqrt(softplus(logit)) per expert (DeepSeek-V4)
+
+
+class BesideNorms(StrEnum):
+    """Where the norms sit around a MoE layer with a dense MLP beside its routed experts."""
+
+    # each branch between its own pre- and post-norm, their sum through the block's
+    # post-norm; the router reads the un-normed stream (Gemma 4 26B-A4B)
+    PER_BRANCH = "per-branch"
+    # both branches read the block's pre-norm, their sum passes the block's post-norm, no
+    # norms of their own; the router reads the normed input (Grok-2's residual MoE)
+    SHARED = "shared"
 
 
 class GroupScore(StrEnum):
@@ -322,7 +339,12 @@ _CONTROL_IN_LINE = re.compile(f"[\n{_FORBIDDEN_EXCEPT_NEWLINE}]")
 
 
 def _refuse_controls(pattern: re.Pattern[str]) -> AfterValidator:
+    newlines = "\n" not in pattern.pattern
+
     def check(value: str) -> str:
+        # every forbidden character is unprintable: a printable text needs no search
+        if (value.replace("\n", " ") if newlines else value).isprintable():
+            return value
         found = pattern.search(value)
         if found:
             raise ValueError(
@@ -729,6 +751,16 @@ class Attention(Strict):
         description="A parameter-free RMSNorm over each value head before attention (Gemma "
         "3n, Gemma 4 v_norm). Optional; null for none.",
     )
+    query_rank: Width | None = Field(
+        default=None,
+        description="Low-rank query of head attention, softmax or linear (Step-3's Multi-Matrix "
+        "Factorization Attention, share_q_dim): q = W_up norm(W_down x), W_down from d_model "
+        "to query_rank (with bias.qkv), a norm of the card's norm type, affine terms and "
+        "epsilon over its query_rank features (Step-3's inter_norm), W_up to n_heads x "
+        "head_dim without bias; keys and values are projected from the input as usual (MFA: "
+        "one shared key/value head, n_kv_heads 1). MLA states its own query bottleneck in "
+        "latent.q_lora_rank. Optional; null: a full-rank query projection.",
+    )
     qkv_clip: PositiveFloat | None = Field(
         default=None,
         description="Every query, key and value projection output clamped to [-clip, clip] "
@@ -790,6 +822,13 @@ class Attention(Strict):
         "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
         "null: not recorded (the builder uses 1).",
     )
+    temperature_length: Tokens | None = Field(
+        default=None,
+        description="xAI's attention temperature (Grok-2: attn_temperature_len 1024): the "
+        "logits of a query at 0-based position p > L, after any soft-cap, are multiplied by "
+        "log2(p) / log2(L), sharpening long-range attention; positions up to L keep 1. "
+        "Decoder-only models of global softmax attention. Optional; null for none.",
+    )
     kv_shared_layers: DepthOrZero | None = Field(
         default=None,
         description="Cross-layer KV sharing: the last this-many decoder layers compute no "
@@ -801,20 +840,46 @@ class Attention(Strict):
     )
 
 
+# LongRoPE's per-frequency divisors: one per rotated pair of dims, so at most MAX_WIDTH / 2
+LongRopeFactors = Annotated[
+    tuple[PositiveFloat, ...], Field(min_length=1, max_length=MAX_WIDTH // 2)
+]
+
+
 class RopeScaling(Strict):
     type: RopeScalingType = Field(
         description="linear (position interpolation), dynamic (NTK-aware base growth), yarn "
-        "or llama3 (band-wise), as transformers' rope_type; ntk-alpha (Hunyuan): the base "
-        "fixed at rope_theta * alpha^(d/(d-2)), d the rotated dims, at every length."
+        "or llama3 (band-wise), longrope (per-frequency factors), as transformers' rope_type; "
+        "ntk-alpha (Hunyuan): the base fixed at rope_theta * alpha^(d/(d-2)), d the rotated "
+        "dims, at every length."
     )
     factor: PositiveFloat = Field(
         description="Context extension factor (rope_scaling.factor); ntk-alpha: the alpha "
-        "(rope_scaling.alpha; Hunyuan's factor key is unused)."
+        "(rope_scaling.alpha; Hunyuan's factor key is unused); longrope: the config's factor, "
+        "or max_position_embeddings / original_max_position_embeddings where it has none "
+        "(transformers' rule), which sets only the default attention_factor."
     )
     original_context: Tokens | None = Field(
         default=None,
         description="Pre-training context the scaling starts from "
-        "(original_max_position_embeddings); required for dynamic, yarn and llama3.",
+        "(original_max_position_embeddings); required for dynamic, yarn, llama3 and longrope.",
+    )
+    short_factor: LongRopeFactors | None = Field(
+        default=None,
+        description="longrope only: one divisor per rotated frequency (rotated dims / 2 of "
+        "them, highest frequency first), used while a sequence is at most original_context "
+        "tokens long (rope_scaling.short_factor).",
+    )
+    long_factor: LongRopeFactors | None = Field(
+        default=None,
+        description="longrope only: the divisors used for a whole sequence longer than "
+        "original_context (rope_scaling.long_factor); same length as short_factor.",
+    )
+    attention_factor: PositiveFloat | None = Field(
+        default=None,
+        description="longrope only: the factor on the cos/sin tables (rope_scaling."
+        "attention_factor). Optional; null: transformers' default, sqrt(1 + ln factor / ln "
+        "original_context) for factor > 1, else 1.",
     )
     low_freq_factor: PositiveFloat | None = Field(
         default=None, description="llama3 only: wavelengths above original/low are divided."
@@ -875,7 +940,24 @@ class RopeScaling(Strict):
                 "position.rope_scaling.mscale needs mscale_all_dim: transformers' yarn reads "
                 "mscale only as the numerator of mscale / mscale_all_dim"
             )
+        self._check_longrope()
         return self
+
+    def _check_longrope(self) -> None:
+        longrope = self.type is RopeScalingType.LONGROPE
+        given = [f is not None for f in (self.short_factor, self.long_factor)]
+        if (longrope and not all(given)) or (not longrope and any(given)):
+            raise ValueError(
+                "position.rope_scaling.short_factor and long_factor are required for, and "
+                "only for, longrope"
+            )
+        if not longrope and self.attention_factor is not None:
+            raise ValueError("position.rope_scaling.attention_factor is longrope only")
+        if longrope and len(self.short_factor) != len(self.long_factor):
+            raise ValueError(
+                f"position.rope_scaling.short_factor has {len(self.short_factor)} values but "
+                f"long_factor {len(self.long_factor)}: one each per rotated frequency"
+            )
 
 
 class Position(Strict):
@@ -1024,6 +1106,13 @@ class MoE(Strict):
         description="Hidden width of the shared expert block; null when n_shared is 0."
     )
     first_dense_layers: DepthOrZero = Field(description="Leading layers with a dense MLP.")
+    last_dense_layers: DepthOrZero | None = Field(
+        default=None,
+        description="Trailing layers with a dense MLP, after the MoE layers (Step-3: its last "
+        "layer; moe_layers_enum 4..59 of 61 layers). layer_period counts from "
+        "first_dense_layers as before; these last layers are dense whatever it says. "
+        "Optional; null or 0: none.",
+    )
     layer_period: Depth = Field(
         description="After the dense first layers, every k-th layer is MoE, counting from 1: "
         "layer i (0-based) is MoE when (i - first_dense_layers + 1) % k == 0; 1 for all of "
@@ -1044,9 +1133,22 @@ class MoE(Strict):
     dense_beside_d_ff: Width | None = Field(
         default=None,
         description="Width of a dense MLP that runs beside the routed experts in every MoE "
-        "layer on the same input, the two outputs summed (Gemma 4 26B-A4B: 2112); under "
-        "sandwich norms each branch has its own pre- and post-norm and the sum the block's "
-        "post-norm. Optional; null for none.",
+        "layer on the same input, the two outputs summed (Gemma 4 26B-A4B: 2112; Grok-2: "
+        "32768), under double norms placed as beside_norms says; mlp.output_multiplier "
+        "scales both branches (their sum). Optional; null for none.",
+    )
+    beside_norms: BesideNorms | None = Field(
+        default=None,
+        description="With dense_beside_d_ff only: per-branch (each branch between its own "
+        "pre- and post-norm, their sum through the block's post-norm, the router on the "
+        "un-normed stream: Gemma 4) or shared (both branches and the router read the "
+        "block's pre-norm, their sum passes the block's post-norm: Grok-2's residual_moe). "
+        "Optional; null: per-branch.",
+    )
+    router_softcap: PositiveFloat | None = Field(
+        default=None,
+        description="Router logits soft-capped as c*tanh(x/c) before the score function "
+        "(Grok-2: router_logit_softcapping 30). Optional; null for none.",
     )
     latent_dim: Width | None = Field(
         default=None,
@@ -1141,6 +1243,22 @@ class MoE(Strict):
     )
 
 
+def _check_beside_norms(moe: MoE) -> None:
+    """The norm layout of a dense MLP beside the experts, and the routers it admits."""
+    if moe.beside_norms is not None and moe.dense_beside_d_ff is None:
+        raise ValueError("mlp.moe.beside_norms needs mlp.moe.dense_beside_d_ff")
+    if moe.router_scales and moe.beside_norms is BesideNorms.SHARED:
+        raise ValueError(
+            "mlp.moe.router_scales is Gemma 4's router on the un-normed stream: it needs "
+            "beside_norms per-branch (or null)"
+        )
+    if moe.router_scales and moe.router_softcap is not None:
+        raise ValueError(
+            "mlp.moe.router_softcap with router_scales: Gemma 4's router has no soft-cap, "
+            "and the builder does not combine them"
+        )
+
+
 def _check_groups(moe: MoE) -> None:
     """Group-limited routing: equal groups whose kept ones hold the top-k."""
     if (moe.n_groups is None) != (moe.top_k_groups is None):
@@ -1226,8 +1344,9 @@ class MLP(Strict):
     ] = Field(
         default=None,
         description="Factor on the MLP's output, after the down-projection (a MoE's: after "
-        "its experts are summed) (Falcon-H1: mlp_multipliers[1]; MiniMax: "
-        "layernorm_mlp_beta). Optional; null: not recorded (the builder uses 1).",
+        "its experts are summed; with a dense MLP beside the experts, that branch's too, so "
+        "their sum is scaled) (Falcon-H1: mlp_multipliers[1]; MiniMax: layernorm_mlp_beta; "
+        "Grok-2's residual MoE: 1/sqrt(2)). Optional; null: not recorded (the builder uses 1).",
     )
     skip_multiplier: Annotated[
         PositiveFloat | None,
@@ -1600,6 +1719,18 @@ class Architecture(Strict):
     # --- cross-field rules --------------------------------------------------------
 
     @staticmethod
+    def _check_query_rank(att: Attention) -> None:
+        """A low-rank query (Step-3's MFA) is head attention's; MLA and DeepSeek-V4 state
+        their own query bottleneck."""
+        head = att.variant in (AttentionVariant.SOFTMAX, AttentionVariant.LINEAR)
+        if att.query_rank is not None and not head:
+            raise ValueError(
+                "attention.query_rank is for softmax or linear head attention: MLA states its "
+                "query bottleneck in attention.latent.q_lora_rank, DeepSeek-V4 in "
+                "attention.compressed.q_lora_rank"
+            )
+
+    @staticmethod
     def _check_value_heads(att: Attention) -> None:
         """Value heads of their own width, and sinks kept off the global layers."""
         g = att.global_layers
@@ -1661,6 +1792,7 @@ class Architecture(Strict):
         if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
             raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
         self._check_value_heads(att)
+        self._check_query_rank(att)
         if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()
@@ -1669,6 +1801,7 @@ class Architecture(Strict):
         self._check_gemma3n()
         self._check_shared_blocks()
         self._check_layer_widths()
+        self._check_longrope_length()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1710,9 +1843,10 @@ class Architecture(Strict):
                 )
             if moe.dense_beside_d_ff is not None and self.norm.position is not NormPosition.DOUBLE:
                 raise ValueError(
-                    "mlp.moe.dense_beside_d_ff needs norm.position double (each branch has "
-                    "its own pre- and post-norm)"
+                    "mlp.moe.dense_beside_d_ff needs norm.position double (the branches sit "
+                    "between pre- and post-norms, as mlp.moe.beside_norms places them)"
                 )
+            _check_beside_norms(moe)
             if moe.latent_dim is not None and moe.dense_beside_d_ff is not None:
                 raise ValueError(
                     "mlp.moe.latent_dim with dense_beside_d_ff: no released model combines "
@@ -1722,13 +1856,15 @@ class Architecture(Strict):
                 raise ValueError("mlp.moe.shared_gate needs shared experts (n_shared > 0)")
             self._check_shortcut(moe)
             _check_groups(moe)
+            self._check_last_dense(moe)
             all_moe = moe.first_dense_layers == 0 and moe.layer_period == 1
+            all_moe = all_moe and not moe.last_dense_layers
             if LayerKind.MOE in att.layer_pattern:  # placed by the pattern's moe entries
                 all_moe = LayerKind.MLP not in att.layer_pattern
             if all_moe != (moe.dense_d_ff is None):
                 raise ValueError(
                     "mlp.moe.dense_d_ff is required for, and only for, models with dense layers "
-                    "(first_dense_layers > 0 or layer_period > 1)"
+                    "(first_dense_layers > 0, last_dense_layers > 0 or layer_period > 1)"
                 )
         implied = self.implied_params_bound()
         if implied > MAX_IMPLIED_PARAMS:
@@ -1738,6 +1874,29 @@ class Architecture(Strict):
                 "the head counts, d_ff, the experts and vocab_size"
             )
         return self
+
+    def _check_last_dense(self, moe: MoE) -> None:
+        """Trailing dense layers leave at least one MoE layer between them and the leading
+        ones, and are placed by the layer count, not by the pattern's moe entries."""
+        if not moe.last_dense_layers:
+            return
+        if self.kind is not Kind.DECODER_ONLY:
+            raise ValueError("mlp.moe.last_dense_layers is for decoder-only models")
+        if LayerKind.MOE in self.attention.layer_pattern:
+            raise ValueError(
+                "mlp.moe.last_dense_layers with moe entries in layer_pattern: the entries place "
+                "the MoE layers; set last_dense_layers to null"
+            )
+        if moe.shortcut_dense_d_ff is not None:
+            raise ValueError(
+                "mlp.moe.shortcut_dense_d_ff needs every layer MoE: no last_dense_layers"
+            )
+        dense = moe.first_dense_layers + moe.last_dense_layers
+        if self.n_layers is not None and dense >= self.n_layers:
+            raise ValueError(
+                f"mlp.moe.first_dense_layers + last_dense_layers ({dense}) leave no MoE layer "
+                f"of n_layers ({self.n_layers})"
+            )
 
     def _check_shortcut(self, moe: MoE) -> None:
         """Shortcut-connected MoE layers: pre-norm serial attention layers, all of them MoE."""
@@ -1772,6 +1931,22 @@ class Architecture(Strict):
             raise ValueError(
                 "attention.qk_norm_type and qk_norm_affine are only for a per-head, "
                 "per-head-untied or full qk_norm"
+            )
+
+    def _check_longrope_length(self) -> None:
+        """LongRoPE divides each rotated frequency by a factor of its own: one per pair of
+        rotated dims, int(head_dim x rotary_fraction) / 2 (transformers' count)."""
+        scaling = self.position.rope_scaling
+        head_dim = self.head_dim_effective
+        if scaling is None or scaling.short_factor is None or head_dim is None:
+            return
+        fraction = self.position.rotary_fraction
+        pairs = int(head_dim * (fraction if fraction is not None else 1.0)) // 2
+        if len(scaling.short_factor) != pairs:
+            raise ValueError(
+                f"position.rope_scaling.short_factor and long_factor have "
+                f"{len(scaling.short_factor)} values, but the heads rotate {pairs} pairs of "
+                "dims: give one factor per rotated frequency"
             )
 
     def _check_mixers(self) -> None:
@@ -2328,6 +2503,11 @@ class Card(Strict):
         "Transformer, ResiDual, linear Transformer); left out of consensus trends.",
     )
 
+    # what each sourced value rests on, worked out by the validation (resting_kinds)
+    _resting: tuple[Architecture, list[Source], dict[str, SourceKind | None]] | None = PrivateAttr(
+        default=None
+    )
+
     @property
     def year(self) -> int:
         return self.release_date.year
@@ -2358,7 +2538,10 @@ class Card(Strict):
                 "lineage has no source: list lineage in the supports of the source (model "
                 "card, paper) that says the model descends from that card"
             )
-        uncovered = [p for p in sourced_paths(self) if not covered(p, supported)]
+        # one walk both checks the sources and finds what each value rests on (reports)
+        rests = _resting_kinds(self)
+        self._resting = (self.architecture, self.sources, rests)
+        uncovered = [p for p, kind in rests.items() if kind is None]
         if uncovered:
             raise ValueError(
                 f"{uncovered[0]} has no source: list it (or a prefix of it) in a source's "
@@ -2418,10 +2601,20 @@ def mirror_only_paths(card: Card) -> list[str]:
     return [p for p, kind in resting_kinds(card).items() if kind in SECONDARY_KINDS]
 
 
-def resting_kinds(card: Card) -> dict[str, SourceKind | None]:
+def resting_kinds(card: Card) -> Mapping[str, SourceKind | None]:
     """Each sourced value and what it rests on: an official kind where one covers it
     (the first such source listed), else the strongest secondary kind (a verbatim copy
-    before a derived file before defaults); None where nothing covers it."""
+    before a derived file before defaults); None where nothing covers it.
+
+    Validation works this out once per card (a None is an unsourced value) and keeps it,
+    for as long as the card holds the same architecture and sources."""
+    kept = getattr(card, "_resting", None)
+    if kept is not None and kept[0] is card.architecture and kept[1] is card.sources:
+        return MappingProxyType(kept[2])
+    return _resting_kinds(card)
+
+
+def _resting_kinds(card: Card) -> dict[str, SourceKind | None]:
     official = [s for s in card.sources if s.kind not in SECONDARY_KINDS]
     secondary = sorted(
         (s for s in card.sources if s.kind in SECONDARY_KINDS),

@@ -109,6 +109,8 @@ def _mapping(data: Mapping[str, Any], indent: int, depth: int) -> list[str]:
                 lines.extend(_mapping(value, indent + 2, depth + 1))
         elif isinstance(value, list) and value:
             lines.extend(_sequence(head, value, indent, depth))
+        elif isinstance(value, tuple) and value:
+            lines.extend(_wrapped_flow(head, value, indent))
         else:
             lines.extend(_scalar_lines(head, value, indent))
     return lines
@@ -130,6 +132,21 @@ def _sequence(head: str, items: list[Any], indent: int, depth: int) -> list[str]
         body[0] = " " * (indent + 2) + "- " + body[0].lstrip()
         lines.extend(body)
     return lines
+
+
+def _wrapped_flow(head: str, items: tuple[Any, ...], indent: int) -> list[str]:
+    """A long list of numbers (a tuple field: LongRoPE's factors) as one flow sequence over
+    as many lines as it needs, not one line per number."""
+    words = [_scalar(i) + "," for i in items]
+    words[-1] = words[-1].removesuffix(",") + "]"
+    lines, line = [], f"{head} [{words[0]}"
+    for word in words[1:]:
+        if len(line) + 1 + len(word) > WIDTH:
+            lines.append(line)
+            line = " " * (indent + 2) + word
+        else:
+            line += " " + word
+    return [*lines, line]
 
 
 def _flow_mapping(value: Mapping[str, Any]) -> str | None:

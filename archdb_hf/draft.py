@@ -988,7 +988,14 @@ _SCALING_KEYS = {  # card field -> config key, per scaling type (factor for all)
         "low_freq_factor": "low_freq_factor",
         "high_freq_factor": "high_freq_factor",
     },
+    "longrope": {
+        "original_context": "original_max_position_embeddings",
+        "short_factor": "short_factor",
+        "long_factor": "long_factor",
+        "attention_factor": "attention_factor",
+    },
 }
+_FACTOR_LISTS = {"short_factor", "long_factor"}  # longrope's per-frequency divisors
 _SCALING_BOOKKEEPING = {"rope_type", "type", "factor", "rope_theta", "partial_rotary_factor"}
 
 
@@ -997,6 +1004,8 @@ def _rope_scaling(d: Draft, scaling: dict[str, Any]) -> None:
     (unknown types and keys) is reported and noted."""
     kind = scaling.get("rope_type") or scaling.get("type")
     keys = _SCALING_KEYS.get(str(kind))
+    if kind == "longrope":
+        scaling = _longrope_block(d, scaling)
     factor = scaling.get("factor")
     if keys is None or not isinstance(factor, int | float) or factor <= 0:
         d.unmapped["rope_scaling"] = scaling
@@ -1012,6 +1021,8 @@ def _rope_scaling(d: Draft, scaling: dict[str, Any]) -> None:
         if name == "truncate":  # a flag (gpt-oss: false); anything else is reported below
             if isinstance(value, bool):
                 mapped[name] = value
+        elif name in _FACTOR_LISTS:
+            mapped[name] = _factor_list(key, value)
         elif value is not None:
             mapped[name] = value if name == "original_context" else float(value)
     for name, value in mapped.items():
@@ -1024,6 +1035,39 @@ def _rope_scaling(d: Draft, scaling: dict[str, Any]) -> None:
             "architecture.position.rope_scaling",
             f"config.json rope scaling also sets {short_text(rest)}, which the card does not hold.",
         )
+
+
+def _longrope_block(d: Draft, scaling: dict[str, Any]) -> dict[str, Any]:
+    """LongRoPE's block as transformers reads it: a top-level original_max_position_embeddings
+    wins over the block's (Phi-3 keeps it there), and without a factor key the factor is
+    max_position_embeddings / original_max_position_embeddings."""
+    scaling = dict(scaling)
+    top = d.read("original_max_position_embeddings")
+    if top is not None:
+        scaling["original_max_position_embeddings"] = top
+    original = scaling.get("original_max_position_embeddings")
+    context = d.value("architecture.context_length")
+    valid = isinstance(original, int) and not isinstance(original, bool) and original > 0
+    if not valid:
+        raise HFImportError(
+            "rope_scaling longrope needs original_max_position_embeddings, a positive whole "
+            f"number (got {shown_briefly(original)})"
+        )
+    if scaling.get("factor") is None and isinstance(context, int):
+        scaling["factor"] = context / original
+    return scaling
+
+
+def _factor_list(key: str, value: Any) -> list[float]:
+    """A longrope factor list as floats; anything but a list of positive numbers is refused."""
+    numbers = isinstance(value, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value
+    )
+    if not numbers or not value:
+        raise HFImportError(
+            f"rope_scaling {key} must be a list of positive numbers (got {shown_briefly(value)})"
+        )
+    return [float(v) for v in value]
 
 
 def short_text(value: Any) -> str:

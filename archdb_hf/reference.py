@@ -38,6 +38,11 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "global_layers": lambda a: a.attention.global_layers is not None,
     "value_norm": lambda a: bool(a.attention.value_norm),
     "sublayer_norms": lambda a: bool(a.norm.sublayer_norms),  # BitNet's subln
+    "query_rank": lambda a: a.attention.query_rank is not None,  # Step-3's MFA query
+    "last_dense_layers": lambda a: _moe_has(a, lambda m: bool(m.last_dense_layers)),
+    "token_shift": lambda a: bool(a.mlp.token_shift),  # RWKV-7's channel mixing
+    "router_softcap": lambda a: _moe_has(a, lambda m: m.router_softcap is not None),  # Grok-2
+    "temperature_length": lambda a: a.attention.temperature_length is not None,  # Grok-2
     "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),
     "moe_latent": lambda a: a.mlp.moe is not None and a.mlp.moe.latent_dim is not None,

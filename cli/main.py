@@ -12,16 +12,19 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
+
+from archdb.collector import collector_paused
 
 # pydantic looks for plugins by scanning every installed package's entry points on the first
 # validation (10-40 ms in an environment with torch and transformers); the CLI uses none.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-from collections.abc import Sequence
-from typing import Any
 
-import typer
-import typer.main
-from typer.core import TyperCommand, TyperGroup
+with collector_paused(freeze=True):  # imports live as long as the command
+    import typer
+    import typer.main
+    from typer.core import TyperCommand, TyperGroup
 
 # command -> the cli module whose register(app) defines it
 COMMANDS: dict[str, str] = {
@@ -51,6 +54,10 @@ class LazyCommands(TyperGroup):
     (CliRunner) alike: see ``common.run_guarded``.
     """
 
+    # the entry point's process ends with its command: the command's imports are frozen
+    # (archdb.collector); tests that run many commands in one process keep collecting them
+    freeze_imports = False
+
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
         from .common import (
             EXIT_USAGE,
@@ -77,7 +84,8 @@ class LazyCommands(TyperGroup):
         module_name = COMMANDS.get(cmd_name)
         if module_name is None:
             return None
-        module = importlib.import_module(f".{module_name}", __package__)
+        with collector_paused(freeze=self.freeze_imports):  # classes, tables, schemas
+            module = importlib.import_module(f".{module_name}", __package__)
         commands = typer.Typer(rich_markup_mode="rich", pretty_exceptions_enable=False)
         module.register(commands)
         # Only the command asked for: typer reads every registered signature to build one.
@@ -138,4 +146,5 @@ def main() -> None:
 
 def run() -> None:
     """Entry point (``archdb``): the group's ``main`` turns every error into a message."""
+    LazyCommands.freeze_imports = True
     app()

@@ -568,6 +568,30 @@ GEMMA4_MOE: dict[str, Any] = {
     "mlp.moe": moe_block(n_experts=8, n_active=2, dense_beside_d_ff=96, router_scales=True),
 }
 
+# Grok-2's residual MoE: a dense MLP beside the experts on the block's pre-norm, their sum
+# scaled by 1/sqrt(2) before the block's post-norm; a soft-capped router without
+# renormalization; capped attention and output logits, xAI's attention temperature past
+# position 4, scaled embeddings and logits
+GROK2_LIKE: dict[str, Any] = {
+    "norm.position": "double",
+    "mlp.activation": "geglu",
+    "mlp.d_ff": 32,
+    "mlp.moe": moe_block(
+        n_experts=8,
+        n_active=2,
+        dense_beside_d_ff=96,
+        beside_norms="shared",
+        router_softcap=30.0,
+        normalize_top_k=False,
+    ),
+    "mlp.output_multiplier": 0.7071067811865476,
+    "attention.logit_softcap": 30.0,
+    "attention.temperature_length": 4,
+    "final_logit_softcap": 50.0,
+    "embedding_multiplier": 8.0,
+    "logit_scale": 0.5,
+}
+
 
 # Gemma 4 E2B/E4B: per-layer embeddings; the last 6 of 12 layers attend with the keys and
 # values of the last local and the last global layer before them, through a double-wide
@@ -596,6 +620,24 @@ GEMMA3N_LIKE: dict[str, Any] = {
     "altup": {"n_inputs": 4, "active_index": 0, "correct_scale": True},
     "laurel_rank": 8,
     "mlp.activation_sparsity": {"target": 0.95, "first_layers": 3},
+}
+
+
+# Step-3: MFA (one key/value head, a normed low-rank query) and a shared expert beside
+# softmax-share routing, the MoE layers between a leading and a trailing dense layer
+STEP3_LIKE: dict[str, Any] = {
+    "n_layers": 4,
+    "attention.n_kv_heads": 1,
+    "attention.head_dim": 32,
+    "attention.query_rank": 24,
+    "mlp.moe": moe_block(
+        n_shared=1,
+        shared_d_ff=64,
+        first_dense_layers=1,
+        last_dense_layers=1,
+        dense_d_ff=256,
+        normalize_top_k=False,
+    ),
 }
 
 
@@ -895,6 +937,15 @@ def make_arch(**changes) -> Architecture:
 
 
 CHOICES = [
+    {  # LongRoPE: both factor sets built (context 64 over an original 16)
+        "position.rope_scaling": {
+            "type": "longrope",
+            "factor": 4.0,
+            "original_context": 16,
+            "short_factor": [1.0, 1.1, 1.2, 1.4, 1.6, 2.0, 2.5, 3.0],
+            "long_factor": [1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 20.0],
+        }
+    },
     {
         "position.rope_scaling": {
             "type": "yarn",
@@ -1018,6 +1069,7 @@ CHOICES = [
     {"attention.logit_softcap": 50.0, "final_logit_softcap": 30.0},
     GEMMA4_ATTENTION,
     {**GEMMA4_ATTENTION, **GEMMA4_MOE},
+    GROK2_LIKE,
     GEMMA4_ON_DEVICE,
     GEMMA3N_LIKE,
     {  # per-layer embeddings on a shorter table (Gemma 3n), KV sharing without a wider MLP
@@ -1071,6 +1123,7 @@ CHOICES = [
         if v not in (AttentionVariant.LATENT, AttentionVariant.COMPRESSED)
     ),
     {"mlp.moe": moe_block(n_shared=1, shared_d_ff=64, first_dense_layers=1, dense_d_ff=256)},
+    STEP3_LIKE,
     {
         "mlp.moe": moe_block(n_active=1, layer_period=2, dense_d_ff=256),
         "bias.mlp": True,

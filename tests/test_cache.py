@@ -8,6 +8,7 @@ import pytest
 
 from archdb import cache
 from archdb.catalogue import check_catalogue, load_catalogue
+from archdb.seal import content_hash
 from tests.conftest import VALID_CARD, store_sealed, stored_payload
 
 
@@ -15,7 +16,7 @@ def test_a_valid_file_is_cached_and_read_back(write_catalogue, private_cache):
     path = write_catalogue(VALID_CARD)
     first = load_catalogue(path)
     assert len(list(private_cache.glob("*.json"))) == 1
-    assert cache.read(path.read_bytes()) == list(first.cards)
+    assert cache.read(content_hash(path.read_bytes())) == list(first.cards)
     assert load_catalogue(path).cards == first.cards
 
 

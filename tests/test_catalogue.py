@@ -290,6 +290,22 @@ def test_each_value_rests_on_its_strongest_source_kind(kind, extra):
     assert all(count == 0 for k, (count, _) in shares.items() if k != kind)
 
 
+def test_what_values_rest_on_follows_a_copy_with_other_sources():
+    """Validation keeps each card's resting kinds; a copy given other sources (or another
+    architecture) is worked out again, never answered from the original's."""
+    (card,), _ = parse_cards(VALID_CARD, "m.yaml")
+    assert set(resting_kinds(card).values()) == {SourceKind.CONFIG}
+    mirror = card.sources[0].model_copy(
+        update={"kind": SourceKind.MIRROR, "copies": "https://example.org/config.json"}
+    )
+    copied = card.model_copy(update={"sources": [mirror]})
+    assert set(resting_kinds(copied).values()) == {SourceKind.MIRROR}
+    narrower = card.sources[0].model_copy(update={"supports": ["architecture.d_model"]})
+    unsourced = card.model_copy(update={"sources": [narrower]})
+    assert resting_kinds(unsourced)["architecture.d_model"] is SourceKind.CONFIG
+    assert resting_kinds(unsourced)["architecture.n_layers"] is None
+
+
 def test_lineage_must_name_a_card_of_the_catalogue():
     child = replace(
         "  open_weights: true\n", "  open_weights: true\n  lineage: toy-1b\n", card_text("toy-2b")

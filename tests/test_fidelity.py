@@ -461,14 +461,15 @@ def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
     return float((ours - reference).abs().max() / reference.abs().max())
 
 
-def _error_with_changes(model_type: str, directory, changes: dict) -> float:
+def _error_with_changes(model_type: str, directory, changes: dict, seq: int = SEQ) -> float:
     """The relative logit error of the tiny checkpoint's card with architecture paths
-    changed: how far a wrong value of a function field moves the outputs."""
+    changed, on sequences of ``seq`` tokens: how far a wrong value of a function field
+    moves the outputs."""
     reference = _tiny(model_type, directory)
     data = _card(directory).model_dump(mode="json")
     apply_changes(data["architecture"], changes)
     model = archdb.build(Card.model_validate(data), "full", weights=directory).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         return relative_error(model(tokens), reference(tokens).logits)
 
@@ -910,6 +911,52 @@ def test_each_deepseek_yarn_term_changes_the_logits(changes, tmp_path, monkeypat
         TINY, "deepseek_v3", TINY["deepseek_v3"] | {"rope_parameters": DEEPSEEK_YARN}
     )
     assert _error_with_changes("deepseek_v3", tmp_path, changes) > 100 * LOGIT_TOLERANCE
+
+
+# LongRoPE over an original context of 16 tokens: 6 rotated pairs (head_dim 16, 0.75 of it),
+# short and long divisors far apart so that the set a sequence uses shows in the logits
+PHI3_LONGROPE = {
+    "max_position_embeddings": 64,
+    "original_max_position_embeddings": 16,
+    "partial_rotary_factor": 0.75,
+    "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0,
+                        "short_factor": [1.0, 1.5, 2.0, 3.0, 5.0, 8.0],
+                        "long_factor": [1.0, 4.0, 9.0, 20.0, 40.0, 64.0]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("seq", [9, 16, 17, 40])
+def test_phi3_longrope_below_and_past_the_original_context_equals_transformers(
+    seq, tmp_path, monkeypatch
+):
+    """Up to 16 tokens the short factors rotate every position, past them the long ones
+    (transformers picks the set per forward pass, by length); cos/sin carry
+    sqrt(1 + ln 4 / ln 16) either way."""
+    monkeypatch.setitem(TINY, "phi3", TINY["phi3"] | PHI3_LONGROPE)
+    reference = _tiny("phi3", tmp_path)
+    card = _card(tmp_path)
+    scaling = card.architecture.position.rope_scaling
+    assert (scaling.type.value, scaling.factor, scaling.original_context) == ("longrope", 4.0, 16)
+    assert scaling.long_factor == (1.0, 4.0, 9.0, 20.0, 40.0, 64.0)
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("seq", "changes"),
+    [
+        (12, {"position.rope_scaling.short_factor": [1.0, 4.0, 9.0, 20.0, 40.0, 64.0]}),
+        (24, {"position.rope_scaling.long_factor": [1.0, 1.5, 2.0, 3.0, 5.0, 8.0]}),
+        (24, {"position.rope_scaling.original_context": 32}),  # the short set past 16
+        (12, {"position.rope_scaling.attention_factor": 1.0}),
+        (12, {"position.rope_scaling": None}),
+    ],
+)
+def test_each_longrope_term_changes_the_logits(seq, changes, tmp_path, monkeypatch):
+    monkeypatch.setitem(TINY, "phi3", TINY["phi3"] | PHI3_LONGROPE)
+    assert _error_with_changes("phi3", tmp_path, changes, seq) > 100 * LOGIT_TOLERANCE
 
 
 def test_gpt_oss_gate_and_up_are_read_from_interleaved_columns(tmp_path):

@@ -84,6 +84,12 @@ EXPECTED = [
                "norm.type": "layernorm"}),
     ("phi-3-mini-4k-instruct", {"attention.layer_pattern": ["local"],
                                 "attention.sliding_window": 2047}),
+    ("phi-3.5-mini-instruct", {"context_length": 131072, "attention.sliding_window": 262144,
+                               "position.rope_scaling.type": "longrope",
+                               "position.rope_scaling.original_context": 4096}),
+    ("phi-4-mini-instruct", {"attention.n_kv_heads": 8, "vocab_size": 200064,
+                             "position.rotary_fraction": 0.75, "tied_embeddings": True,
+                             "position.rope_scaling.factor": 32.0}),
     ("gpt2", {"d_model": 768, "position.type": "learned", "mlp.d_ff": 3072, "bias.mlp": True,
               "norm.affine": "scale-and-bias", "tied_embeddings": True, "context_length": 1024}),
     ("pythia-70m", {"parallel_layers": True, "norm.shared_in_parallel": False,
@@ -197,11 +203,60 @@ def test_yarn_truncate_is_a_flag_or_reported():
 
 def test_unknown_rope_scaling_types_are_reported_and_noted():
     cfg = config("llama-2-7b-hf")
-    cfg["rope_scaling"] = {"type": "longrope", "factor": 4.0}
+    cfg["rope_scaling"] = {"type": "proportional", "factor": 4.0}
     result = imported(cfg)
-    assert result.unmapped["rope_scaling"]["type"] == "longrope"
+    assert result.unmapped["rope_scaling"]["type"] == "proportional"
     assert "rope scaling" in result.card["notes"]["architecture.position"]
     assert validate_card(result.card).architecture.position.rope_scaling is None
+
+
+@pytest.mark.parametrize("name", ["phi-3.5-mini-instruct", "phi-4-mini-instruct"])
+def test_longrope_is_read_with_phi3s_top_level_original_context(name):
+    """Phi-3.5-mini and Phi-4-mini keep original_max_position_embeddings beside the block
+    and give no factor: transformers' max_position_embeddings / original (32)."""
+    cfg = config(name)
+    scaling = card_of(cfg).architecture.position.rope_scaling
+    assert (scaling.type.value, scaling.factor, scaling.original_context) == (
+        "longrope",
+        32.0,
+        4096,
+    )
+    assert list(scaling.short_factor) == cfg["rope_scaling"]["short_factor"]
+    assert list(scaling.long_factor) == cfg["rope_scaling"]["long_factor"]
+    assert scaling.attention_factor is None
+    cfg["rope_scaling"] |= {"factor": 16.0, "attention_factor": 1.5}
+    scaling = card_of(cfg).architecture.position.rope_scaling
+    assert (scaling.factor, scaling.attention_factor) == (16.0, 1.5)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"short_factor": "1, 2"}, "short_factor must be a list of positive numbers"),
+        ({"long_factor": [1.0, True]}, "long_factor must be a list of positive numbers"),
+        ({"long_factor": [1.0, -2.0]}, "long_factor must be a list of positive numbers"),
+        ({"short_factor": []}, "short_factor must be a list of positive numbers"),
+    ],
+)
+def test_malformed_longrope_factors_are_refused(change, message):
+    cfg = config("phi-4-mini-instruct")
+    cfg["rope_scaling"] |= change
+    with pytest.raises(HFImportError, match=message):
+        imported(cfg)
+
+
+def test_longrope_factors_of_the_wrong_length_name_the_field():
+    cfg = config("phi-4-mini-instruct")
+    cfg["partial_rotary_factor"] = 0.5  # 32 rotated pairs, 48 factors
+    with pytest.raises(WriteError, match="have 48 values, but the heads rotate 32 pairs"):
+        card_of(cfg)
+
+
+def test_longrope_without_an_original_context_is_refused():
+    cfg = config("phi-4-mini-instruct")
+    del cfg["original_max_position_embeddings"]
+    with pytest.raises(HFImportError, match="longrope needs original_max_position_embeddings"):
+        imported(cfg)
 
 
 @pytest.mark.parametrize(

@@ -17,13 +17,14 @@ import pytest
 
 from archdb import cache, seal
 from archdb.catalogue import check_catalogue, load_catalogue
+from archdb.seal import content_hash
 from tests.conftest import VALID_CARD, card_text, store_sealed, stored_payload
 
 INVALID = VALID_CARD.replace("n_kv_heads: 4", "n_kv_heads: 3")  # 4 does not divide 16 heads
 
 
 def entry_of(path: Path) -> Path:
-    return cache.entry_path(path.read_bytes())
+    return cache.entry_path(content_hash(path.read_bytes()))
 
 
 def test_entries_are_plain_json_holding_both_hashes(write_catalogue, private_cache):
@@ -67,9 +68,9 @@ def test_an_entry_copied_to_another_catalogues_key_is_refused(write_catalogue):
     bad = write_catalogue(INVALID, "bad.yaml")
     load_catalogue(good)
     entry_of(bad).write_bytes(entry_of(good).read_bytes())
-    assert cache.read(bad.read_bytes()) is None  # the seal names the other record
+    assert cache.read(content_hash(bad.read_bytes())) is None  # the seal names the other record
     store_sealed(entry_of(bad), stored_payload(entry_of(good)))
-    assert cache.read(bad.read_bytes()) is None  # the hash inside names other bytes
+    assert cache.read(content_hash(bad.read_bytes())) is None  # the hash inside names other bytes
     _cards, problems = check_catalogue(bad, use_cache=True)
     assert any("n_kv_heads" in str(p) for p in problems)
 
@@ -139,4 +140,4 @@ def test_an_entry_from_another_schema_is_ignored(write_catalogue):
     blob = json.loads(stored_payload(entry_of(path)))
     blob["schema_fingerprint"] = "0" * 64
     store_sealed(entry_of(path), json.dumps(blob))
-    assert cache.read(path.read_bytes()) is None
+    assert cache.read(content_hash(path.read_bytes())) is None

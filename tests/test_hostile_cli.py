@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from archdb import files
 from archdb.outputs import MANIFEST, OutputError, OwnedDirectory
+from archdb.seal import content_hash
 from tests.conftest import card_text, store_sealed
 
 runner = CliRunner()
@@ -568,7 +569,9 @@ def test_a_planted_cache_entry_changes_nothing_in_a_folder_that_is_not_the_users
         cards=load_planted_cards(),
     )
     private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-    store_sealed(cache.entry_path(raw), planted.model_dump_json())  # as if archdb wrote it
+    store_sealed(
+        cache.entry_path(content_hash(raw)), planted.model_dump_json()
+    )  # as if archdb wrote it
     control = run("list", "--json", catalogue=path)  # the user's own folder: entries are read
     assert [row["id"] for row in json.loads(control.stdout)] == ["llama-2-7b"]
     if wrong == "writable by others":

@@ -22,6 +22,7 @@ import pytest
 
 from archdb import cache, files, seal
 from archdb.reports import measured
+from archdb.seal import content_hash
 from tests.conftest import VALID_CARD, card_text, empty_report_memos, store_sealed, stored_payload
 from tests.hostile import process, run, snapshot
 
@@ -96,7 +97,9 @@ def _planted(store: str, catalogue: Path, private_cache: Path) -> tuple[Path, by
             schema_fingerprint=cache.schema_fingerprint(),
             cards=cards,
         )
-        return cache.entry_path(catalogue.read_bytes()), entry.model_dump_json().encode()
+        return cache.entry_path(
+            content_hash(catalogue.read_bytes())
+        ), entry.model_dump_json().encode()
     if store == "experiments":
         (path,) = (private_cache / "experiments").glob("*.json")
         doc = json.loads(stored_payload(path))
@@ -165,7 +168,9 @@ def test_a_planted_entry_for_an_invalid_catalogue_is_never_read(tmp_path, privat
         cards=list(load_catalogue(_valid(tmp_path))),
     )
     private_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cache.entry_path(bad.read_bytes()).write_text(entry.model_dump_json(), encoding="utf-8")
+    cache.entry_path(content_hash(bad.read_bytes())).write_text(
+        entry.model_dump_json(), encoding="utf-8"
+    )
     for args in (("validate", str(bad)), *[(*c, "-C", str(bad)) for c in COMMANDS]):
         result = run(*args)
         assert result.exit_code == 1, (args, result.output)
@@ -200,7 +205,7 @@ JUNK = [
 def test_malformed_records_are_recomputed(store, sealed, catalogue, private_cache):
     expected = _outputs(catalogue)
     path = (
-        cache.entry_path(catalogue.read_bytes())
+        cache.entry_path(content_hash(catalogue.read_bytes()))
         if store == "validation"
         else next(private_cache.glob(f"{store}-*.json"))
     )
@@ -219,7 +224,7 @@ def test_a_record_that_is_not_a_regular_file_is_never_opened(store, kind, catalo
     key) belongs: no read, no hang, the answer recomputed (a bad key: no cache, warned)."""
     expected = _outputs(catalogue)
     if store == "validation":
-        path = cache.entry_path(catalogue.read_bytes())
+        path = cache.entry_path(content_hash(catalogue.read_bytes()))
     elif store == "key":
         path = private_cache / seal.KEY_NAME
         seal._keys.clear()

@@ -1,8 +1,9 @@
-"""RoPE scaling: the four types' frequencies equal transformers', the schema asks for
-each type's parameters, and a scaled toy keeps its parameters but not its outputs."""
+"""RoPE scaling: each type's frequencies equal transformers', the schema asks for each
+type's parameters, and a scaled toy keeps its parameters but not its outputs."""
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 
@@ -82,9 +83,114 @@ def test_frequencies_equal_transformers(card, extra, length):
     assert not torch.allclose(ours, scaled_frequencies(64, 10000.0, length, None)[0])
 
 
+SHORT = [1.0, 1.1, 1.3, 1.6, 2.0, 2.6, 3.3, 4.0]
+LONG = [1.0, 2.0, 4.0, 8.0, 12.0, 20.0, 30.0, 48.0]
+
+
+@pytest.mark.parametrize("length", [1, 64, 65, 4096])
+@pytest.mark.parametrize("attention_factor", [None, 0.9])
+def test_longrope_frequencies_equal_transformers(length, attention_factor):
+    """transformers' _compute_longrope_parameters for a sequence of ``length`` tokens: the
+    short divisors up to original_max_position_embeddings (64), the long ones past it;
+    factor left out of the config: max_position_embeddings / original (4096 / 64)."""
+    import transformers
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    params = {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": SHORT,
+              "long_factor": LONG}  # fmt: skip
+    if attention_factor is not None:
+        params["attention_factor"] = attention_factor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.logging.set_verbosity_error()
+        config = transformers.Phi3Config(
+            hidden_size=128,
+            num_attention_heads=4,
+            partial_rotary_factor=0.5,
+            max_position_embeddings=4096,
+            original_max_position_embeddings=64,
+            rope_parameters=params,
+        )
+        expected, factor = ROPE_INIT_FUNCTIONS["longrope"](config, "cpu", seq_len=length)
+    scaling = RopeScaling(
+        type="longrope",
+        factor=64.0,
+        original_context=64,
+        short_factor=SHORT,
+        long_factor=LONG,
+        attention_factor=attention_factor,
+    )
+    ours, our_factor = scaled_frequencies(16, 10000.0, length, scaling)
+    assert torch.equal(ours, expected)  # the same arithmetic, bit for bit
+    assert our_factor == factor
+    plain, _ = scaled_frequencies(16, 10000.0, length, None)
+    assert torch.allclose(plain / torch.tensor(SHORT if length <= 64 else LONG), ours)
+
+
+def test_a_longrope_build_switches_sets_at_the_original_context():
+    """One table per set: a 16-token sequence rotates with the short divisors, a 17-token
+    one with the long ones at every position, its first 16 included."""
+    short = [1.0, 1.1, 1.2, 1.4, 1.6, 2.0, 2.5, 3.0]
+    long = [1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 20.0]
+    scaling = {"type": "longrope", "factor": 4.0, "original_context": 16,
+               "short_factor": short, "long_factor": long}  # fmt: skip
+    rotary = build_model(make_arch(**{"position.rope_scaling": scaling})).decoder.layers[0]
+    rotary = rotary.attn.sublayer.rotary
+    x = torch.ones(1, 17, 1, 16)
+    factor = (1 + math.log(4.0) / math.log(16)) ** 0.5
+    theta = 10000.0 ** (torch.arange(0, 16, 2, dtype=torch.float32) / 16)
+    for t, divisors in ((16, short), (17, long)):
+        (out,) = rotary(x[:, :t])
+        angle = (t - 1) / (torch.tensor(divisors) * theta)  # the last position
+        expected = torch.cat((angle.cos() - angle.sin(), angle.cos() + angle.sin())) * factor
+        assert torch.allclose(out[0, t - 1, 0], expected, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("scaling", "message"),
     [
+        (
+            {"type": "longrope", "factor": 4.0, "original_context": 16, "short_factor": SHORT},
+            "short_factor and long_factor are required for, and only for, longrope",
+        ),
+        (
+            {
+                "type": "yarn",
+                "factor": 4.0,
+                "original_context": 16,
+                "short_factor": SHORT,
+                "long_factor": LONG,
+            },
+            "short_factor and long_factor are required for, and only for, longrope",
+        ),
+        (
+            {
+                "type": "longrope",
+                "factor": 4.0,
+                "original_context": 16,
+                "short_factor": SHORT,
+                "long_factor": LONG[:7],
+            },
+            "short_factor has 8 values but long_factor 7",
+        ),
+        (
+            {
+                "type": "longrope",
+                "factor": 4.0,
+                "original_context": 16,
+                "short_factor": SHORT[:4],
+                "long_factor": LONG[:4],
+            },
+            "have 4 values, but the heads rotate 8 pairs of dims",
+        ),
+        (
+            {"type": "longrope", "factor": 4.0, "short_factor": SHORT, "long_factor": LONG},
+            "original_context is required for longrope",
+        ),
+        (
+            {"type": "linear", "factor": 2.0, "attention_factor": 1.0},
+            "attention_factor is longrope only",
+        ),
         ({"type": "yarn", "factor": 4.0}, "original_context is required for yarn"),
         (
             {"type": "llama3", "factor": 8.0, "original_context": 8192},
@@ -148,3 +254,18 @@ def test_qk_norm_after_rope_needs_a_qk_norm():
     with pytest.raises(ValidationError, match="qk_norm_after_rope needs a qk_norm"):
         make_arch(**{"attention.qk_norm": "none", "attention.qk_norm_after_rope": True})
     assert make_arch(**qk_norm("per-head"), **{"attention.qk_norm_after_rope": True})
+
+
+def test_a_longrope_toy_takes_the_cards_factors_at_evenly_spaced_frequencies():
+    from archdb import api
+    from archdb.builder.shrink import shrink
+
+    card = api.card("phi-4-mini").architecture
+    toy = shrink(card).arch
+    full, cut = card.position.rope_scaling, toy.position.rope_scaling
+    pairs = int(toy.head_dim_effective * 0.75) // 2
+    assert len(cut.short_factor) == len(cut.long_factor) == pairs < len(full.long_factor)
+    assert (cut.long_factor[0], cut.long_factor[-1]) == (full.long_factor[0], full.long_factor[-1])
+    assert set(cut.long_factor) <= set(full.long_factor)
+    assert cut.original_context == full.original_context
+    assert build_model(toy)  # the toy builds

@@ -34,7 +34,7 @@ from archdb.parts import compressed, moe, shared
 from archdb.parts import mlp as mlp_part
 from archdb.parts import norms as norms_part
 from archdb.parts import positions as positions_part
-from archdb.parts.positions import RelativeXLSpec
+from archdb.parts.positions import RelativeXLSpec, longrope_switches
 from archdb.plan import plan as P
 from archdb.schema import Architecture
 
@@ -438,7 +438,15 @@ class BuildContext:
             self.rotary_tables[key] = rotary_tables(
                 dims, theta, context, scaling, interleaved, rotating_pairs
             )
-        return Rotary(dims, theta, context, self.rotary_tables[key], interleaved)
+        short = None
+        if longrope_switches(scaling, context):  # the short factors' tables, up to original
+            short_key = (*key, "short")
+            if short_key not in self.rotary_tables:
+                self.rotary_tables[short_key] = rotary_tables(
+                    dims, theta, scaling.original_context, scaling, interleaved, rotating_pairs
+                )
+            short = self.rotary_tables[short_key]
+        return Rotary(dims, theta, context, self.rotary_tables[key], interleaved, short)
 
     def trailing_rotary(self, rope) -> compressed.modules().TrailingRotary:
         """DeepSeek-V4's rotation of one rope type; its tables shared by every user."""

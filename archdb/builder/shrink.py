@@ -4,7 +4,8 @@ The toy keeps every categorical choice of the card (norm type, position and affi
 activation, position scheme, attention variant, QK norm, soft-caps, biases, parallel
 blocks, tied embeddings, the layer pattern, MoE routing) and these ratios exactly:
 
-- d_ff/d_model (and the dense, shared-expert, embedding and MLA-rank widths over d_model),
+- d_ff/d_model (and the dense, shared-expert, embedding, MLA-rank and low-rank query widths
+  over d_model),
 - query groups n_heads/n_kv_heads (MHA stays MHA, MQA stays MQA),
 - n_heads*head_dim/d_model, and the rotary fraction of a head,
 - the layer pattern's period (of a pattern that lists every layer, the first layers:
@@ -15,11 +16,13 @@ It shrinks: every width by one common factor, chosen as the smallest d_model >= 
 which all the ratios above come out as integers (with head_dim >= 8 and even, and
 d_model a multiple of n_heads where the card's is); heads to
 4 (MHA) or 2 KV heads times the query groups; depth to one period of the layer pattern
-(and of the MoE layers, plus one dense layer if the card has leading dense layers), at
-least 2; vocabulary to 256; context to 64 tokens (or a stated ``seq_len``); local windows
-and chunks to a quarter of the toy context, 16 of 64 tokens (when the card's window is
-shorter than its context; else to the whole toy context); MLA head dims by a common factor
-to an 8-dim RoPE key; DSA's top_k to the toy window and its indexer to at most 4 heads.
+(and of the MoE layers, plus one dense layer if the card has leading dense layers and one
+if it has trailing ones, Step-3's last layer), at least 2; vocabulary to 256; context to
+64 tokens (or a stated ``seq_len``); local windows and chunks to a quarter of the toy
+context, 16 of 64 tokens (when the card's window is shorter than its context; else to the
+whole toy context); MLA head dims by a common factor to an 8-dim RoPE key; DSA's top_k to
+the toy window and its indexer to at most 4 heads; an attention temperature's length
+(Grok-2) as a window.
 Shared blocks (Zamba2) keep every weight set and run one invocation more than there are
 sets (so a set is reused), before layers 1, 3, 5, ...; their adapter rank keeps its ratio
 to d_model (at least 2).
@@ -53,6 +56,9 @@ Layer-wise scaling (``layer_widths``, OpenELM) keeps layers of different widths:
 takes the widths of card layers spread evenly from the first to the last, each layer's KV
 heads in their ratio to the card's widest (at least one) with its own query groups, and
 each dense width in its ratio to d_model (the width factor divides them all).
+LongRoPE's per-frequency factors follow the toy's rotated pairs: the card's factors at
+evenly spaced frequencies, its first (highest) and last (lowest) kept; the original context
+stays, so the toy's sequences use the short set, as the card's up to that length.
 Where no width factor keeps a ratio exactly, the toy rounds it and says so in
 ``approximated``.
 """
@@ -94,7 +100,8 @@ class ToyRule:
             f"{self.d_model_min} that keeps d_ff/d_model, n_heads*head_dim/d_model and the "
             f"other width ratios exact (head_dim >= {self.head_dim_min}, even); "
             f"{self.mha_heads} heads for MHA, else min(kv_heads, {self.kv_heads_max}) KV heads "
-            f"x the query groups; depth = one period of the layer pattern and MoE layers, "
+            f"x the query groups; depth = one period of the layer pattern and MoE layers "
+            f"(plus at most one leading and one trailing dense layer), "
             f"or for a per-layer pattern the fewest first layers holding every kind of "
             f"layer (>= {self.min_layers}); vocab {self.vocab}; context {self.context}; windows "
             f"{self.window}{self._window_rule()}; routed experts <= {self.experts_max} (groups "
@@ -137,7 +144,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     _require_sizes(arch)
     attention = arch.has_attention()
     heads = _toy_heads(arch, rule) if attention else _Heads(0, 0, 1)
-    n_layers, n_enc, first_dense = _toy_depth(arch, rule)
+    n_layers, n_enc, first_dense, last_dense = _toy_depth(arch, rule)
     widths = _toy_widths(arch, heads, rule) if attention else _attention_free_widths(arch, rule)
     data = arch.model_dump()
     data.update(
@@ -169,8 +176,13 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if arch.attention.sliding_window is not None:
         short = arch.attention.sliding_window < (arch.context_length or math.inf)
         att["sliding_window"] = rule.window if short else rule.context
+    if (temper := arch.attention.temperature_length) is not None:  # as a window is shrunk
+        short = temper < (arch.context_length or math.inf)
+        att["temperature_length"] = rule.window if short else rule.context
     if arch.attention.latent is not None:
         att["latent"] = widths.latent
+    if arch.attention.query_rank is not None:
+        att["query_rank"] = widths.scaled["query_rank"]
     if arch.attention.compressed is not None:  # DeepSeek-V4 (its indexer too)
         att["compressed"] = _toy_compressed(arch, widths, rule)
         if arch.attention.sparse is not None:
@@ -199,6 +211,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if moe is not None:
         moe["n_experts"], moe["n_active"] = _toy_experts(arch.mlp.moe, rule)
         moe["first_dense_layers"] = first_dense
+        moe["last_dense_layers"] = last_dense if arch.mlp.moe.last_dense_layers else None
         moe["dense_d_ff"] = widths.scaled.get("dense_d_ff")
         moe["shared_d_ff"] = widths.scaled.get("shared_d_ff")
         moe["dense_beside_d_ff"] = widths.scaled.get("dense_beside_d_ff")
@@ -210,11 +223,25 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if _per_layer_list(arch) and data["n_layers"] < arch.n_layers:  # the first layers' entries
         att["layer_pattern"] = att["layer_pattern"][: data["n_layers"]]
     pos = data["position"]
+    if attention and arch.position.rope_scaling is not None:
+        pos["rope_scaling"] = _toy_longrope(arch, widths.head_dim)
     if pos.get("learned_rows") is not None:
         pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
     toy = Architecture.model_validate(data)
     kept = _kept(arch, toy, heads)
     return Toy(toy, rule.describe(), kept, tuple(widths.approximated), toy_dims(toy))
+
+
+def _toy_longrope(arch: Architecture, head_dim: int) -> dict:
+    """The card's RoPE scaling, LongRoPE's factor lists cut to the toy's rotated pairs."""
+    scaling = arch.position.rope_scaling.model_dump()
+    if scaling.get("short_factor") is None:
+        return scaling
+    fraction = arch.position.rotary_fraction
+    pairs = int(head_dim * (fraction if fraction is not None else 1.0)) // 2
+    for name in ("short_factor", "long_factor"):
+        scaling[name] = [scaling[name][i] for i in toy_layer_indices(len(scaling[name]), pairs)]
+    return scaling
 
 
 TOY_SIZES = ("d_model", "n_layers", "mlp.d_ff", "attention.n_heads")  # what a toy scales
@@ -291,22 +318,25 @@ def _toy_zero_experts(moe: MoE, toy_experts: int) -> int | None:
     return max(1, round(moe.zero_experts * toy_experts / moe.n_experts))
 
 
-def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int]:
-    """(decoder layers, encoder layers, leading dense layers) of the toy."""
+def _toy_depth(arch: Architecture, rule: ToyRule) -> tuple[int, int, int, int]:
+    """(decoder layers, encoder layers, leading dense layers, trailing dense layers) of
+    the toy: at most one of each kind of dense layers, and a whole period between them."""
     moe = arch.mlp.moe
     period = len(arch.attention.layer_pattern)
     first_dense = min(moe.first_dense_layers, 1) if moe else 0
+    last_dense = min(moe.last_dense_layers or 0, 1) if moe else 0
     moe_period = moe.layer_period if moe else 1
     if _per_layer_list(arch):
         n = min(arch.n_layers, max(rule.min_layers, _prefix_of_every_kind(arch, first_dense)))
     else:
-        n = min(arch.n_layers, max(rule.min_layers, first_dense + lcm(period, moe_period)))
+        whole = first_dense + lcm(period, moe_period) + last_dense
+        n = min(arch.n_layers, max(rule.min_layers, whole))
     if arch.attention.kv_shared_layers:  # a period that keeps its KV, then one that reuses
         n = min(arch.n_layers, 2 * lcm(period, moe_period))
     n_enc = 0
     if arch.n_encoder_layers:
         n_enc = max(1, round(arch.n_encoder_layers * n / arch.n_layers))
-    return n, n_enc, first_dense
+    return n, n_enc, first_dense, last_dense
 
 
 def _per_layer_list(arch: Architecture) -> bool:
@@ -409,6 +439,7 @@ def _width_fields(arch: Architecture) -> dict[str, int]:
         out |= {"shortcut_dense_d_ff": moe.shortcut_dense_d_ff, "moe_latent": moe.latent_dim}
     if lat is not None:
         out |= {"kv_lora_rank": lat.kv_lora_rank, "q_lora_rank": lat.q_lora_rank}
+    out["query_rank"] = arch.attention.query_rank
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -666,8 +697,16 @@ def _kept(full: Architecture, toy: Architecture, heads: _Heads) -> tuple[str, ..
             f"MoE: {moe.n_experts} experts, top-{moe.n_active}{capped}, {moe.n_shared} shared, "
             f"layer period {moe.layer_period}, first dense layers "
             f"{full.mlp.moe.first_dense_layers} -> {moe.first_dense_layers}"
+            + _last_dense_kept(full_moe, moe)
         )
     return tuple(kept)
+
+
+def _last_dense_kept(full: MoE, toy: MoE) -> str:
+    """The trailing dense layers as the toy keeps them (nothing without them)."""
+    if not full.last_dense_layers:
+        return ""
+    return f", last dense layers {full.last_dense_layers} -> {toy.last_dense_layers}"
 
 
 def _pattern_kept(full: Architecture, toy: Architecture) -> str:

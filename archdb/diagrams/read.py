@@ -548,6 +548,8 @@ def _attention_extras(mixer: object) -> list[str]:
     if getattr(mixer, "reuses_kv", False):
         earlier = f"an earlier {mixer.kv_kind} layer" if mixer.kv_kind else "an earlier layer"
         out.append(f"reuses the keys and values of {earlier}")
+    if getattr(mixer, "query_rank", None):
+        out.append(f"low-rank query: {mixer.query_rank:,} wide, normed, then the heads")
     if getattr(mixer, "qkv_clip", None):
         out.append(f"q, k, v clipped to ±{mixer.qkv_clip:g}")
     biases = [name for name, on in (("q, k, v", mixer.qkv_bias), ("output", mixer.out_bias)) if on]
@@ -569,6 +571,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
                 + (", gated" if mlp.shared_gate else "")
             )
         words = f"router: {router.score.value}"
+        if router.softcap is not None:
+            words += f" of logits capped at {router.softcap:g}"
         if router.n_groups > 1:
             words += f", {router.n_groups} groups, best {router.top_k_groups}"
         if router.correction_bias:
@@ -581,7 +585,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
         if router.zero_experts:
             lines.append(f"{router.zero_experts} zero-computation (identity) experts")
         if mlp.beside is not None:
-            lines.append(f"a dense MLP beside the experts: d_ff {mlp.beside.d_ff:,}")
+            norms = "own norms per branch" if mlp.branch_norm else "on the block's norms"
+            lines.append(f"a dense MLP beside the experts: d_ff {mlp.beside.d_ff:,}, {norms}")
         if mlp.output_multiplier is not None:
             lines.append(f"output × {mlp.output_multiplier:g}")
         title = f"MoE: {router.n_experts} experts, top-{router.top_k}"
@@ -728,6 +733,9 @@ def _card_mlp(arch: Architecture, index: int, kind: LayerKind) -> str:
         return NO_MLP
     moe = arch.mlp.moe
     if moe is None or index < (moe.first_dense_layers or 0):
+        return DENSE
+    last = moe.last_dense_layers or 0
+    if last and arch.n_layers is not None and index >= arch.n_layers - last:
         return DENSE
     return MOE
 

@@ -119,6 +119,7 @@ ELEMENTWISE_OPS = (
     "pow",
     "elu",
     "exp",
+    "log2",  # xAI's attention temperature (Grok-2)
     "sigmoid",
     "softplus",
     "rsqrt",

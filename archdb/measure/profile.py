@@ -112,6 +112,7 @@ ELEMENTWISE = frozenset(
         "neg",
         "exp",
         "log",
+        "log2",
         "tanh",
         "sigmoid",
         "relu",

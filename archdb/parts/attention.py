@@ -1,5 +1,6 @@
-"""Attention: head attention (MHA, GQA, MQA; softmax or linear kernel) and latent attention
-(DeepSeek's MLA), spec and torch module.
+"""Attention: head attention (MHA, GQA, MQA; softmax or linear kernel; optionally with a
+low-rank normed query, Step-3's MFA) and latent attention (DeepSeek's MLA), spec and torch
+module.
 
 Each spec carries its parameters, FLOPs, KV cache, decode FLOPs and state; its kernel
 (``archdb.parts.kernels``) says which keys a query scores. Which spec a layer gets is read
@@ -60,6 +61,9 @@ class HeadAttention(ScoredThroughKernel):
     value_scale: float | None = None  # factor on the projected values (MiMo-V2-Flash)
     # a norm over the heads' concatenated outputs before o (BitNet's attn_sub_norm)
     sub_norm: NormSpec | None = None
+    # a low-rank query (Step-3's MFA): down to query_rank, this norm, up to the heads
+    query_rank: int | None = None
+    query_norm: NormSpec | None = None
 
     @property
     def value_width(self) -> int:
@@ -85,6 +89,28 @@ class HeadAttention(ScoredThroughKernel):
             return 0
         return 1 if self.values_from_keys else 2
 
+    def query_params(self) -> int:
+        """The query projection: d_model to the heads, or through the low-rank bottleneck
+        (down with the q/k/v bias, the norm, up without bias)."""
+        out = self.n_heads * (self.head_dim + self.gate_width)
+        rank = self.query_rank
+        if rank is None:
+            return linear_params(self.d_model, out, self.qkv_bias)
+        assert self.query_norm is not None
+        down = linear_params(self.d_model, rank, self.qkv_bias)
+        return down + self.query_norm.params(rank) + linear_params(rank, out, False)
+
+    def query_flops(self, tally: Tally) -> None:
+        out = self.n_heads * (self.head_dim + self.gate_width)
+        rank = self.query_rank
+        if rank is None:
+            tally.linear(self.d_model, out, self.qkv_bias)
+            return
+        assert self.query_norm is not None
+        tally.linear(self.d_model, rank, self.qkv_bias)
+        self.query_norm.flops(tally, rank)
+        tally.linear(rank, out, False)
+
     def params(self) -> int:
         d, h, kv, hd, vd = (
             self.d_model,
@@ -93,7 +119,7 @@ class HeadAttention(ScoredThroughKernel):
             self.head_dim,
             self.value_width,
         )
-        n = linear_params(d, h * (hd + self.gate_width), self.qkv_bias)
+        n = self.query_params()
         n += 0 if self.reuses_kv else linear_params(d, kv * hd, self.qkv_bias)
         n += linear_params(d, kv * vd, self.qkv_bias) if self.own_values else 0
         n += linear_params(h * vd, d, self.out_bias) + self.kernel.params()
@@ -109,7 +135,7 @@ class HeadAttention(ScoredThroughKernel):
             self.head_dim,
             self.value_width,
         )
-        tally.linear(d, h * (hd + self.gate_width), self.qkv_bias)
+        self.query_flops(tally)
         projected = 0 if self.reuses_kv else kv * hd  # keys, then values of their own
         if not self.reuses_kv:
             tally.linear(d, kv * hd, self.qkv_bias)
@@ -300,6 +326,8 @@ def modules() -> SimpleNamespace:
             v_dim: int | None = None,
             value_scale: float | None = None,
             sub_norm: nn.Module | None = None,
+            query_rank: int | None = None,
+            query_norm: nn.Module | None = None,
         ) -> None:
             super().__init__()
             set_plain(
@@ -315,7 +343,16 @@ def modules() -> SimpleNamespace:
                 # an output gate widens each query head by its gate values (Qwen3-Next's layout)
                 gate_width=gate_width,
             )
-            self.q = linear(d_model, n_heads * (head_dim + gate_width), bias=qkv_bias)
+            q_width = n_heads * (head_dim + gate_width)
+            if query_rank is None:
+                self.q = linear(d_model, q_width, bias=qkv_bias)
+            else:  # Step-3's MFA: a normed low-rank bottleneck (q_proj, inter_norm, wq)
+                assert query_norm is not None
+                self.q = nn.Sequential(
+                    linear(d_model, query_rank, bias=qkv_bias),
+                    query_norm,
+                    linear(query_rank, q_width, bias=False),
+                )
             # cross-layer KV sharing (Gemma 3n/4): "store" leaves this layer's keys and values
             # in the model's store (a plain dict shared by the layers, not a submodule) under
             # its kind, "reuse" attends with them and has no k or v
@@ -400,6 +437,8 @@ def modules() -> SimpleNamespace:
 
         def extra_repr(self) -> str:
             text = f"heads={self.n_heads}, kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"
+            if isinstance(self.q, nn.Sequential):
+                text += f", query_rank={self.q[0].out_features}"
             return text + (f", kv={self.kv_sharing} {self.kv_kind}" if self.kv_sharing else "")
 
     def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -522,6 +561,8 @@ def modules() -> SimpleNamespace:
             s.v_dim,
             s.value_scale,
             norm_module(s.sub_norm, s.n_heads * s.value_width) if s.sub_norm else None,
+            s.query_rank,
+            norm_module(s.query_norm, s.query_rank) if s.query_norm else None,
         )
 
     def latent_attention(s: spec.LatentAttention, ctx) -> LatentAttention:

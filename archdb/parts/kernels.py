@@ -116,6 +116,8 @@ class SoftmaxKernel:
     sink_heads: int = 0  # heads with a learned sink logit (gpt-oss); 0 for none
     scale: float | None = None  # multiplier of q.k; None: 1/sqrt(qk_dim)
     top_k: int | None = None  # DSA: keys a query reads, chosen by an indexer (global only)
+    # xAI's temperature (Grok-2): logits of queries at p > L times log2(p) / log2(L)
+    temperature_length: int | None = None
 
     @property
     def rule(self) -> KernelRule:
@@ -150,6 +152,9 @@ class SoftmaxKernel:
         per_score = self.matmuls_per_score(vd) + per_score_extra  # QK^T and AV (+ bias)
         if self.softcap is not None:
             per_score += cv.SOFTCAP
+        if self.temperature_length is not None:  # each query's factor: log2, scale, floor 1
+            per_score += cv.ELEMENTWISE
+            tally.add(C.ATTENTION, t * 3 * cv.ELEMENTWISE)
         tally.add(C.ATTENTION, h * dense * per_score, h * useful * per_score)
         tally.add(C.SOFTMAX, h * dense * cv.SOFTMAX, h * useful * cv.SOFTMAX)
         if self.sink_heads:  # one more logit per query and head in the softmax
@@ -245,17 +250,25 @@ def modules() -> SimpleNamespace:
         ) -> None:
             super().__init__()
             set_plain(self, scale=1.0 / math.sqrt(qk_dim), causal=causal, softcap=softcap)
+            self.temperature_length: int | None = None  # xAI's (Grok-2), set from the spec
             # gpt-oss's attention sinks: a learned logit per head in every query's softmax
             self.sinks = nn.Parameter(torch.zeros(sink_heads)) if sink_heads else None
 
         def probabilities(
-            self, scores: torch.Tensor, bias: torch.Tensor | None, hidden: torch.Tensor | None
+            self,
+            scores: torch.Tensor,
+            bias: torch.Tensor | None,
+            hidden: torch.Tensor | None,
+            temperature: torch.Tensor | None = None,
         ) -> torch.Tensor:
-            """``hidden``: True where a query may not read a key (its score becomes -inf)."""
+            """``hidden``: True where a query may not read a key (its score becomes -inf);
+            ``temperature``: (Tq, 1) factors on each query's capped logits."""
             if bias is not None:
                 scores = scores + bias
             if self.softcap is not None:  # Gemma 2, Grok-1: c * tanh(x / c)
                 scores = torch.tanh(scores / self.softcap) * self.softcap
+            if temperature is not None:
+                scores = scores * temperature
             if hidden is not None:
                 scores = scores.masked_fill(hidden, float("-inf"))
             if self.sinks is None:
@@ -264,8 +277,19 @@ def modules() -> SimpleNamespace:
             sink = self.sinks.view(shape).expand(*scores.shape[:-1], 1)
             return torch.cat([scores, sink], dim=-1).softmax(dim=-1)[..., :-1]
 
+        def temperature(self, t: int, device: torch.device) -> torch.Tensor | None:
+            """xAI's attention temperature for queries at positions 0..t-1, as (t, 1): 1 up to
+            L, log2(p) / log2(L) past it (SGLang's xai_temperature_len); None without it."""
+            if self.temperature_length is None:
+                return None
+            positions = torch.arange(t, device=device, dtype=torch.float32)
+            ratio = torch.log2(positions) * (1.0 / math.log2(self.temperature_length))
+            return ratio.clamp(min=1.0).unsqueeze(-1)  # log2(0) = -inf: 1 as well
+
         def extra_repr(self) -> str:
             cap = f", softcap={self.softcap:g}" if self.softcap else ""
+            if self.temperature_length is not None:
+                cap += f", temperature_length={self.temperature_length}"
             return (
                 f"{type(self).__name__.removesuffix('Kernel').lower()}, causal={self.causal}{cap}"
             )
@@ -284,7 +308,8 @@ def modules() -> SimpleNamespace:
             hidden = future_mask(q.shape[2], q.device) if self.causal else None
             if selected is not None:
                 hidden = ~selected
-            return torch.matmul(self.probabilities(scores, bias, hidden), v)
+            temperature = self.temperature(q.shape[2], q.device)  # queries from position 0
+            return torch.matmul(self.probabilities(scores, bias, hidden, temperature), v)
 
     class LocalKernel(SoftmaxKernel):
         """Each query scores its ``window`` latest keys (itself included), padding masked; not
@@ -428,6 +453,7 @@ def modules() -> SimpleNamespace:
             kernel = cls(s.qk_dim, s.causal, s.softcap, sink_heads=s.sink_heads)
         if s.scale is not None:
             kernel.scale = s.scale
+        kernel.temperature_length = s.temperature_length
         return kernel
 
     def linear_kernel(s: spec.LinearKernel, ctx: object = None) -> LinearKernel:

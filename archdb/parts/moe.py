@@ -70,8 +70,9 @@ class RouterSpec:
     4. the k experts with the highest choice; their weights are their *scores*;
     5. normalize: weights / their sum; then weights * scale.
 
-    Softmax scores normalized, without bias or groups, take Mixtral's shorter route (a
-    softmax over the k chosen logits): the same weights, fewer operations.
+    A soft-cap, where set, bounds the logits first, c * tanh(logits / c) (Grok-2). Softmax
+    scores normalized, without bias or groups, take Mixtral's shorter route (a softmax
+    over the k chosen logits): the same weights, fewer operations.
     """
 
     d_model: int
@@ -89,6 +90,7 @@ class RouterSpec:
     # DeepSeek-V4's hash layers: the experts are a (hash_vocab, top_k) buffer's row for the
     # token id, not the top-k of the scores, which still weight them; 0: top-k routing
     hash_vocab: int = 0
+    softcap: float | None = None  # c * tanh(logits / c) before the scores (Grok-2)
 
     @property
     def candidates(self) -> int:
@@ -115,6 +117,8 @@ class RouterSpec:
     def flops(self, tally: Tally) -> None:
         e, k = self.candidates, self.top_k
         tally.linear(self.d_model, e, self.bias)
+        if self.softcap is not None:
+            tally.elementwise(e * cv.SOFTCAP)
         if self.softmax_of_top_k:
             tally.add(C.SOFTMAX, tally.seq_len * cv.SOFTMAX * k)
             return
@@ -142,8 +146,9 @@ class MoESpec:
     expert: DenseMLP
     shared: DenseMLP | None
     shared_gate: bool = False  # sigmoid(Linear(d -> 1)) scales the shared experts' output
-    # Gemma 4: a dense MLP beside the experts, and the norms of the two branches (the dense
-    # branch's post-norm, the experts' pre- and post-norm; the block holds the other two)
+    # a dense MLP beside the experts (Gemma 4, Grok-2), and the norm of the two branches'
+    # own norms (Gemma 4: the dense branch's post-norm, the experts' pre- and post-norm;
+    # the block holds the other two); None: the branches share the block's (Grok-2)
     beside: DenseMLP | None = None
     branch_norm: NormSpec | None = None
     router_scales: bool = False  # Gemma 4's router: own bare norm, channel and expert scales
@@ -174,7 +179,7 @@ class MoESpec:
     @property
     def reads_residual(self) -> bool:
         """The sublayer takes the residual stream un-normed and norms each branch itself."""
-        return self.beside is not None
+        return self.beside is not None and self.branch_norm is not None
 
     def params(self) -> int:
         n = self.router.params()
@@ -185,8 +190,9 @@ class MoESpec:
             n += linear_params(self.latent, self.d_model, bool(self.latent_bias))
         n += linear_params(self.d_model, 1, False) if self.shared_gate else 0
         if self.beside is not None:
-            assert self.branch_norm is not None
-            n += self.beside.params() + self.BRANCH_NORMS * self.branch_norm.params(self.d_model)
+            n += self.beside.params()
+        if self.branch_norm is not None:
+            n += self.BRANCH_NORMS * self.branch_norm.params(self.d_model)
         return n + (self.shared.params() if self.shared else 0)
 
     def inactive_params(self) -> int:
@@ -202,10 +208,10 @@ class MoESpec:
             tally.elementwise(cv.REDUCTION * k + 2 * k)  # sum, divide, * expert scale
         else:
             self.router.flops(tally)
-        if self.beside is not None:
-            assert self.branch_norm is not None
+        if self.branch_norm is not None:
             for _ in range(self.BRANCH_NORMS):
                 self.branch_norm.flops(tally, d)
+        if self.beside is not None:
             self.beside.flops(tally)
             tally.elementwise(d)  # dense + experts
         # k experts per token; with zero experts that is the most a token can run
@@ -268,17 +274,24 @@ def modules() -> SimpleNamespace:
             self.proj = linear(spec.d_model, spec.candidates, bias=spec.bias)
             self.top_k = spec.top_k
             self.score = spec.rule.fn
+            self.softcap = spec.softcap
             if spec.correction_bias:  # a checkpoint tensor, not trained by gradient
                 self.register_buffer("correction_bias", torch.zeros(spec.candidates))
             else:
                 self.correction_bias = None
 
+        def logits(self, x: torch.Tensor) -> torch.Tensor:  # x: (N, d) -> (N, E)
+            logits = self.proj(x)
+            if self.softcap is None:
+                return logits
+            return torch.tanh(logits / self.softcap) * self.softcap  # Grok-2
+
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
             spec = self.spec
             if spec.softmax_of_top_k:  # Mixtral
-                logits, index = self.proj(x).topk(self.top_k, dim=-1)  # (N, k)
+                logits, index = self.logits(x).topk(self.top_k, dim=-1)  # (N, k)
                 return index, logits.softmax(dim=-1)
-            scores = self.score(self.proj(x))  # (N, E)
+            scores = self.score(self.logits(x))  # (N, E)
             choice = scores if self.correction_bias is None else scores + self.correction_bias
             if spec.grouped:
                 choice = self._keep_best_groups(choice)
@@ -303,9 +316,10 @@ def modules() -> SimpleNamespace:
             groups = (
                 f", groups={s.top_k_groups}/{s.n_groups} by {s.group_score}" if s.grouped else ""
             )
+            cap = f", softcap={s.softcap:g}" if s.softcap is not None else ""
             return (
                 f"score={s.score}, top_k={s.top_k}, normalize={s.normalize}, "
-                f"correction_bias={s.correction_bias}, scale={s.scale:g}{groups}"
+                f"correction_bias={s.correction_bias}, scale={s.scale:g}{groups}{cap}"
             )
 
     class TokenIds:
@@ -330,7 +344,7 @@ def modules() -> SimpleNamespace:
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # x: (N, d)
             spec, ids = self.spec, self.tokens.ids
             assert ids is not None  # the model sets them before its stack runs
-            scores = self.score(self.proj(x))  # (N, E)
+            scores = self.score(self.logits(x))  # (N, E)
             index = self.table[ids.reshape(-1)]  # (N, k)
             return index, chosen_weights(scores, index, spec)
 
@@ -490,6 +504,18 @@ def modules() -> SimpleNamespace:
             routed = self.experts_after(self.moe(self.experts_before(x), route_from=x))
             return dense + routed
 
+    class SharedNormMoE(nn.Module):
+        """A dense MLP beside the routed experts, both (and the router) reading the block's
+        normed input, their outputs summed (Grok-2's residual MoE; the block's post-norm
+        follows)."""
+
+        def __init__(self, dense: nn.Module, moe: MoE) -> None:
+            super().__init__()
+            self.dense, self.moe = dense, moe
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: the block's normed input
+            return self.dense(x) + self.moe(x)
+
     # --- from specs ----------------------------------------------------------------------------
 
     def router(s: RouterSpec, ctx: object = None) -> Router:
@@ -515,7 +541,8 @@ def modules() -> SimpleNamespace:
             layer.add_latent(s.latent, bool(s.latent_bias))
         if s.beside is None:
             return layer
-        assert s.branch_norm is not None
+        if s.branch_norm is None:
+            return SharedNormMoE(s.beside.module(), layer)
         norms = [norm_module(s.branch_norm, s.d_model) for _ in range(1 + s.BRANCH_NORMS)]
         return BesideMoE(s.beside.module(), layer, *norms)
 
@@ -532,6 +559,7 @@ def modules() -> SimpleNamespace:
         _apply=_apply,
         MoE=MoE,
         BesideMoE=BesideMoE,
+        SharedNormMoE=SharedNormMoE,
         router=router,
         _router_of=_router_of,
         moe=moe,

@@ -15,7 +15,7 @@ from typing import Any
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
-from archdb.schema import PositionType, RopeScaling
+from archdb.schema import PositionType, RopeScaling, RopeScalingType
 from archdb.tally import Tally
 
 T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
@@ -35,6 +35,27 @@ def yarn_rotary_factor(scaling: RopeScaling) -> float:
             scaling.factor, scaling.mscale_all_dim
         )
     return yarn_mscale(scaling.factor)
+
+
+def longrope_attention_factor(scaling: RopeScaling) -> float:
+    """LongRoPE's factor on the cos/sin tables: the card's, else transformers' default
+    sqrt(1 + ln factor / ln original_context), 1 where nothing is stretched."""
+    if scaling.attention_factor is not None:
+        return scaling.attention_factor
+    if scaling.factor <= 1:
+        return 1.0
+    return math.sqrt(1 + math.log(scaling.factor) / math.log(scaling.original_context))
+
+
+def longrope_switches(scaling: RopeScaling | None, context: int) -> bool:
+    """Whether a rotary table of ``context`` positions needs LongRoPE's short set beside its
+    long one: a sequence up to original_context uses the short factors, a longer one the
+    long factors at every position (transformers decides per forward pass, by length)."""
+    return (
+        scaling is not None
+        and scaling.type is RopeScalingType.LONGROPE
+        and context > scaling.original_context
+    )
 
 
 def yarn_softmax_factor(scaling: RopeScaling | None) -> float:
@@ -217,6 +238,7 @@ def modules() -> SimpleNamespace:
             max_len: int,
             tables: tuple[torch.Tensor, torch.Tensor] | None = None,
             interleaved: bool = False,
+            short_tables: tuple[torch.Tensor, torch.Tensor] | None = None,
         ) -> None:
             super().__init__()
             self.dims, self.theta, self.interleaved = dims, theta, interleaved
@@ -225,13 +247,20 @@ def modules() -> SimpleNamespace:
             cos, sin = tables
             self.register_buffer("cos", cos, persistent=False)
             self.register_buffer("sin", sin, persistent=False)
+            # LongRoPE: the tables a sequence of at most len(short_cos) tokens uses instead
+            self.short_len = 0
+            if short_tables is not None:
+                self.short_len = short_tables[0].shape[0]
+                self.register_buffer("short_cos", short_tables[0], persistent=False)
+                self.register_buffer("short_sin", short_tables[1], persistent=False)
 
         def forward(self, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
             """Each x (B, T, heads, head_dim) rotated, the tables sliced once for all (a
             layer's queries and keys): fewer traced nodes, the same arithmetic."""
             t = xs[0].shape[1]
-            cos = self.cos[:t].unsqueeze(1)  # (T, 1, dims)
-            sin = self.sin[:t].unsqueeze(1)
+            short = t <= self.short_len
+            cos = (self.short_cos if short else self.cos)[:t].unsqueeze(1)  # (T, 1, dims)
+            sin = (self.short_sin if short else self.sin)[:t].unsqueeze(1)
             return tuple(self._rotate(x, cos, sin) for x in xs)
 
         def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -282,7 +311,9 @@ def modules() -> SimpleNamespace:
         """RoPE's inverse frequencies (dims/2,) after scaling, and YaRN's cos/sin factor.
 
         dynamic: the NTK base for a sequence of ``max_len`` tokens (the tables' length), as
-        transformers computes it for that length; unchanged up to original_context."""
+        transformers computes it for that length; unchanged up to original_context. longrope:
+        likewise the factor set a sequence of ``max_len`` tokens uses (the long one past
+        original_context), and its attention factor."""
         exponents = torch.arange(0, dims, 2, dtype=torch.float32) / dims
         inv = 1.0 / theta**exponents
         if scaling is None:
@@ -295,6 +326,10 @@ def modules() -> SimpleNamespace:
             return 1.0 / base**exponents, 1.0
         original = scaling.original_context
         assert original is not None  # the schema requires it for the other types
+        if kind == "longrope":  # one divisor per frequency: the set a max_len sequence uses
+            chosen = scaling.long_factor if max_len > original else scaling.short_factor
+            divisors = torch.tensor(chosen, dtype=torch.float32)
+            return 1.0 / (divisors * theta**exponents), longrope_attention_factor(scaling)
         if kind == "dynamic":
             if max_len <= original:
                 return inv, 1.0

@@ -126,6 +126,12 @@ def _unsupported(arch: Architecture) -> str | None:
         return "norm.position normed-skip outside serial decoder-only blocks"
     if (compressed := _unsupported_compressed(arch)) is not None:
         return compressed
+    if att.temperature_length is not None and (
+        arch.kind is not Kind.DECODER_ONLY
+        or att.variant is not AttentionVariant.SOFTMAX
+        or not kinds <= {LayerKind.GLOBAL, LayerKind.GLOBAL_NOPE}
+    ):
+        return "attention.temperature_length outside decoder-only global softmax attention"
     extras = att.sinks or att.output_gate is not None or att.qkv_clip is not None
     compressed_sinks = att.variant is AttentionVariant.COMPRESSED and att.sinks
     if extras and att.variant is not AttentionVariant.SOFTMAX and not compressed_sinks:
@@ -205,8 +211,12 @@ def _unsupported_shared(arch: Architecture) -> str | None:
     if arch.norm.position is not NormPosition.PRE:
         return "shared blocks in a stack that is not pre-norm (they join a layer's norm input)"
     extras = att.sinks or att.output_gate is not None or att.value_norm or att.sparse
+    extras = extras or att.query_rank is not None
     if extras or att.global_layers is not None or att.qk_norm not in (None, QKNorm.NONE):
-        return "shared blocks with a QK norm, sinks, output gate, value norm or global_layers"
+        return (
+            "shared blocks with a QK norm, sinks, output gate, value norm, low-rank query or "
+            "global_layers"
+        )
     if arch.position.type not in (PositionType.ROPE, PositionType.NONE):
         return "shared blocks with positions other than rope or none"
     if arch.layer_scalar or arch.mlp.gate_multiplier or arch.mlp.output_multiplier:
@@ -444,13 +454,17 @@ def shared_reuse(arch: Architecture) -> int:
 
 
 def is_moe_layer(arch: Architecture, index: int) -> bool:
-    """MoE layers: the pattern's moe entries where it has any (Nemotron 3); else, after
-    the dense ones, every layer_period-th (Llama 4: 1, 3, 5, ...)."""
+    """MoE layers: the pattern's moe entries where it has any (Nemotron 3); else, between
+    the leading and the trailing dense ones (Step-3: its last layer), every layer_period-th
+    (Llama 4: 1, 3, 5, ...)."""
     moe, pattern = arch.mlp.moe, arch.attention.layer_pattern
     if moe is None or index < moe.first_dense_layers:
         return False
     if LayerKind.MOE in pattern:
         return pattern[index % len(pattern)] is LayerKind.MOE
+    last = moe.last_dense_layers or 0
+    if last and arch.n_layers is not None and index >= arch.n_layers - last:
+        return False
     return (index - moe.first_dense_layers + 1) % moe.layer_period == 0
 
 

@@ -42,6 +42,7 @@ from archdb.schema import (
     CHANNEL_ONLY,
     Activation,
     Architecture,
+    BesideNorms,
     GeluApproximation,
     Kind,
     LayerKind,
@@ -737,7 +738,11 @@ class _Reader:
         softmax_factor = yarn_softmax_factor(self.a.position.rope_scaling)
         if softmax_factor != 1.0:
             scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
-        return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale)
+        # xAI's temperature on the decoder's own queries (the schema keeps it to global layers)
+        temperature = None if spec is None else self.a.attention.temperature_length
+        return SoftmaxKernel(
+            kind, qk_dim, causal, cap, window, sinks, scale, temperature_length=temperature
+        )
 
     def _has_sinks(self, spec: LayerSpec | None) -> bool:
         """Sinks on the card's self-attention layers, but not on global layers whose
@@ -810,9 +815,13 @@ class _Reader:
             DenseMLP(self.d, moe.shared_d_ff, act, bias, exact, clamp) if moe.n_shared else None
         )
         expert = DenseMLP(moe.latent_dim or self.d, spec.d_ff, act, bias, exact, clamp)
-        beside = None
-        if moe.dense_beside_d_ff is not None:
-            beside = DenseMLP(self.d, moe.dense_beside_d_ff, act, bias, exact)
+        out = _factor(a.mlp.output_multiplier)
+        beside = branch_norm = None
+        if moe.dense_beside_d_ff is not None:  # scaled as the experts are: their sum is
+            width = moe.dense_beside_d_ff
+            beside = DenseMLP(self.d, width, act, bias, exact, output_multiplier=out)
+            # Grok-2's branches share the block's norms; Gemma 4's have their own
+            branch_norm = None if moe.beside_norms is BesideNorms.SHARED else self.norm
         router = router_spec(self.d, moe)
         if spec.index < (moe.hash_layers or 0):  # experts chosen by the token id
             router = replace(router, hash_vocab=a.vocab_size, correction_bias=False)
@@ -822,9 +831,9 @@ class _Reader:
             shared,
             bool(moe.shared_gate),
             beside,
-            self.norm if beside is not None else None,
+            branch_norm,
             bool(moe.router_scales),
-            _factor(a.mlp.output_multiplier),
+            out,
             bias if moe.latent_dim is not None else None,
         )
 
@@ -844,6 +853,7 @@ def router_spec(d_model: int, moe: MoE) -> RouterSpec:
         correction_bias=bool(moe.score_correction_bias),
         scale=moe.routed_scale or 1.0,
         zero_experts=moe.zero_experts or 0,
+        softcap=moe.router_softcap,
     )
 
 

@@ -140,6 +140,8 @@ def _head_attention(r: Reader, spec: LayerSpec | None, causal: bool) -> HeadAtte
         v_dim=dims.v_dim if dims.v_dim != dims.qk_dim else None,
         value_scale=_factor_or_none(att.value_multiplier),
         sub_norm=r.norm if a.norm.sublayer_norms else None,
+        query_rank=att.query_rank,
+        query_norm=r.norm if att.query_rank is not None else None,
     )
 
 

@@ -77,9 +77,13 @@ def rope_scaling_config(a: Architecture) -> dict:
         "truncate": "truncate",
         "mscale": "mscale",
         "mscale_all_dim": "mscale_all_dim",
+        "short_factor": "short_factor",
+        "long_factor": "long_factor",
+        "attention_factor": "attention_factor",
     }
     out = {"rope_type": s.type.value, "factor": s.factor}
     given = {key: getattr(s, name) for name, key in keys.items()}
+    given = {key: list(v) if isinstance(v, tuple) else v for key, v in given.items()}
     return out | {key: value for key, value in given.items() if value is not None}
 
 

@@ -225,11 +225,24 @@ MIXTRAL = MISTRAL.derive(
     names=mixtral_names,
     logit_error=3.3e-07,
 )
+
+
+def _phi3_original_context(a: Architecture) -> int:
+    """Phi3Config's original_max_position_embeddings, which transformers prefers to the
+    one in the RoPE block: LongRoPE's switch point; otherwise the context (unused)."""
+    scaling = a.position.rope_scaling
+    original = scaling.original_context if scaling is not None else None
+    return original or a.context_length
+
+
 PHI3 = MISTRAL.derive(
     "phi3",
     classes="Phi3",
     eps_default=1e-05,
-    keys=(ROTARY_FRACTION,),
+    keys=(
+        ROTARY_FRACTION,
+        Key("original_max_position_embeddings", out=_phi3_original_context, read=False),
+    ),
     names=_phi3_names,
     logit_error=3e-07,
 )
