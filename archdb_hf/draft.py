@@ -68,7 +68,7 @@ from archdb.schema import (
     Architecture,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, fill_moe_layout, read_activation, read_fixed, read_keys, value_at
+from archdb_hf.keymap import MOE_LAYOUT, Key, read_activation, value_at
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -1476,3 +1476,49 @@ def guess_identity(config: Mapping[str, Any], source_url: str) -> dict[str, str]
     parts = card_id.split("-")
     size_at = next((i for i, p in enumerate(parts) if i and _SIZE.match(p)), len(parts))
     return {"id": card_id, "name": repo.replace("-", " "), "family": "-".join(parts[:size_at])}
+
+
+# --- a family's keys and fixed choices, read into the draft ----------------------------
+
+
+def read_keys(d: Draft, keys: Iterable[Key]) -> None:
+    """Every key the draft's generic steps do not read, into its field; absent and
+    without a default, the field is left to the steps and hooks."""
+    for key in keys:
+        if not key.read or key.path is None:
+            continue
+        if key.given is not None and d.value(f"architecture.{key.given}") is None:
+            continue
+        if key.kind is not None and key.kind not in (
+            d.value("architecture.attention.layer_pattern") or ()
+        ):
+            continue
+        value = d.read(key.name, *key.also, default=key.default, required=key.required)
+        if value is None:
+            continue
+        d.set(f"architecture.{key.path}", key.into(value) if key.into else value,
+              d.origin_of(key.name))  # fmt: skip
+
+
+def read_fixed(d: Draft, fixed: Iterable[tuple[str, Any]], parts: bool = False) -> None:
+    """The card values the family's code fixes: before the read hook those of the parts
+    every model has; after it (``parts``) those of an optional part (an MoE, a mixer),
+    where the config has the part."""
+    for path, value in fixed:
+        part = "architecture." + path.rsplit(".", 1)[0] + "."
+        if path.startswith(("mlp.moe.", "mixers.")) != parts:
+            continue
+        if not parts or any(p.startswith(part) for p in d.values):
+            d.set(f"architecture.{path}", value, "family")
+
+
+def fill_moe_layout(d: Draft) -> None:
+    """An MoE the keys read: the layout its config does not state is the code's (no shared
+    experts, experts from the first layer on every layer)."""
+    if not any(p.startswith("architecture.mlp.moe.") for p in d.values):
+        return
+    if d.value("architecture.mlp.moe.n_experts") is None:
+        return
+    for name, value in MOE_LAYOUT.items():
+        if d.value(f"architecture.mlp.moe.{name}") is None:
+            d.set(f"architecture.mlp.moe.{name}", value, "family")

@@ -2,10 +2,12 @@
 
 A ``Key`` names one key of a transformers config and the card field it holds. A family
 lists its keys beside its fixed choices (``archdb_hf.families.spec.FamilySpec``), and both
-directions follow from the list: import-hf reads every key into its field (``read_keys``),
-and the reference writes every field back under its key (``write_config``). The fixed
-choices the keys do not carry are checked once for every family (``check_fixed``), so a
-card that differs from them is refused, never compared with a different model.
+directions follow from the list: import-hf reads every key into its field
+(``archdb_hf.draft.read_keys``), and the reference writes every field back under its key
+(``write_keys``). The fixed choices the keys do not carry are checked once for every
+family (``archdb_hf.families.spec.check_fixed``), so a card that differs from them is
+refused, never compared with a different model. This module knows neither the draft nor
+the family spec: both build on it.
 
 Hooks remain for what a key cannot say one way or the other: a value computed from
 several fields, a list spelled per layer, a switch that picks among layouts.
@@ -14,19 +16,10 @@ several fields, a list spelled per layer, a switch that picks among layouts.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from archdb.schema import (
-    Architecture,
-    AttentionVariant,
-    LayerKind,
-    PositionType,
-)
-
-if TYPE_CHECKING:
-    from archdb_hf.draft import Draft
-    from archdb_hf.families.spec import FamilySpec
+from archdb.schema import Architecture, LayerKind
 
 
 class NotRepresentable(ValueError):
@@ -115,50 +108,7 @@ def value_at(arch: Architecture, path: str) -> Any:
 # --- config -> card ----------------------------------------------------------------------
 
 
-def read_keys(d: Draft, keys: Iterable[Key]) -> None:
-    """Every key the draft's generic steps do not read, into its field; absent and
-    without a default, the field is left to the steps and hooks."""
-    for key in keys:
-        if not key.read or key.path is None:
-            continue
-        if key.given is not None and d.value(f"architecture.{key.given}") is None:
-            continue
-        if key.kind is not None and key.kind not in (
-            d.value("architecture.attention.layer_pattern") or ()
-        ):
-            continue
-        value = d.read(key.name, *key.also, default=key.default, required=key.required)
-        if value is None:
-            continue
-        d.set(f"architecture.{key.path}", key.into(value) if key.into else value,
-              d.origin_of(key.name))  # fmt: skip
-
-
-def read_fixed(d: Draft, fixed: Iterable[tuple[str, Any]], parts: bool = False) -> None:
-    """The card values the family's code fixes: before the read hook those of the parts
-    every model has; after it (``parts``) those of an optional part (an MoE, a mixer),
-    where the config has the part."""
-    for path, value in fixed:
-        part = "architecture." + path.rsplit(".", 1)[0] + "."
-        if path.startswith(("mlp.moe.", "mixers.")) != parts:
-            continue
-        if not parts or any(p.startswith(part) for p in d.values):
-            d.set(f"architecture.{path}", value, "family")
-
-
 MOE_LAYOUT = {"n_shared": 0, "first_dense_layers": 0, "layer_period": 1}
-
-
-def fill_moe_layout(d: Draft) -> None:
-    """An MoE the keys read: the layout its config does not state is the code's (no shared
-    experts, experts from the first layer on every layer)."""
-    if not any(p.startswith("architecture.mlp.moe.") for p in d.values):
-        return
-    if d.value("architecture.mlp.moe.n_experts") is None:
-        return
-    for name, value in MOE_LAYOUT.items():
-        if d.value(f"architecture.mlp.moe.{name}") is None:
-            d.set(f"architecture.mlp.moe.{name}", value, "family")
 
 
 # --- card -> config ----------------------------------------------------------------------
@@ -179,120 +129,6 @@ def from_keys(arch: Architecture) -> dict:
 
 
 @dataclass(frozen=True, eq=False)
-class Writer:
-    """A family's card -> config writer: its fixed choices checked, its keys written, then
-    its own hook (keys no ``Key`` can write, and checks of its own)."""
-
-    spec: FamilySpec = field(repr=False)
-    hook: Callable[[Architecture], dict]
-
-    def __call__(self, arch: Architecture) -> dict:
-        check_fixed(self.spec, arch)
-        return write_keys(self.spec.keys, arch) | self.hook(arch)
-
-
-def covered(spec: FamilySpec) -> set[str]:
-    """The card paths the family's config carries (its keys, and the fields its hooks
-    own): choices there are the card's, not fixed."""
-    paths = {k.path for k in spec.keys if k.path} | set(spec.free) | {p for p, _ in spec.fixed}
-    return paths | {p.rsplit(".", 1)[0] for p in paths if p.startswith("mlp.moe.")}
-
-
-def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
-    """NotRepresentable naming the first choice the card makes differently from the
-    family's code: norms, blocks, activation, attention, positions, layers, MLP, biases;
-    a choice one of the family's keys carries is the card's to make."""
-    free = covered(spec)
-    n = arch.norm
-    for name, want in (
-        ("type", spec.norm),
-        ("affine", spec.norm_affine),
-        ("position", spec.norm_position),
-    ):
-        if f"norm.{name}" not in free:
-            got = getattr(n, name)
-            require(got is want, f"norm.{name} must be {want.value}")
-    if "norm.final" not in free:
-        require(n.final is True, "norm.final must be True")
-    if "parallel_layers" not in free:
-        if spec.parallel:
-            require(bool(arch.parallel_layers), "parallel_layers must be true")
-            shared = bool(spec.shared_norm_in_parallel)
-            require(
-                bool(n.shared_in_parallel) is shared, f"norm.shared_in_parallel must be {shared}"
-            )
-        else:
-            require(not arch.parallel_layers, "parallel_layers must be false")
-    if "mlp.activation" not in free:
-        allowed = spec.activations
-        require(
-            arch.mlp.activation in allowed,
-            f"mlp.activation must be one of {', '.join(x.value for x in allowed)}",
-        )
-    if "attention.variant" not in free:
-        variant = arch.attention.variant
-        require(variant is AttentionVariant.SOFTMAX, "attention.variant must be softmax")
-    if "attention.qk_norm" not in free:
-        qk = spec.qk_norm
-        require(arch.attention.qk_norm is qk, f"attention.qk_norm must be {qk.value}")
-    if "position.type" not in free:
-        require(arch.position.type is spec.position,
-                f"position.type must be one of {spec.position.value}")  # fmt: skip
-    layout = arch.position.rope_layout
-    if arch.position.type is PositionType.ROPE and "position.rope_layout" not in free:
-        require(layout in (None, spec.rope_layout),
-                f"position.rope_layout must be {spec.rope_layout.value}")  # fmt: skip
-    for path, value in spec.fixed:
-        got = value_at(arch, path)
-        require(
-            got is None or got == value,
-            f"{path} {_shown(value)} ({spec.model_type}'s code fixes it)",
-        )
-    if spec.sliding_everywhere:
-        require(len(set(arch.attention.layer_pattern)) == 1, "one kind of layer: local or global")
-    kinds = set(spec.kinds)
-    require(
-        set(arch.attention.layer_pattern) <= kinds,
-        f"layer_pattern may use only {', '.join(x.value for x in spec.kinds)}",
-    )
-    pattern = arch.attention.layer_pattern
-    for key in spec.keys:  # the optional parts (an MoE, MLA, an indexer) its config requires
-        part = (key.path or "").rpartition(".")[0]
-        if key.required and "." in part and key.kind in (None, *pattern):
-            require(value_at(arch, part) is not None,
-                    f"{part}: {spec.model_type}'s config requires {key.name}")  # fmt: skip
-    if "mlp.moe" not in free:
-        require(arch.mlp.moe is None, "a dense MLP (mlp.moe null)")
-    elif arch.mlp.moe is not None:
-        moe = arch.mlp.moe
-        wrong = [
-            f"mlp.moe.{name} {value}"
-            for name, value in MOE_LAYOUT.items()
-            if f"mlp.moe.{name}" not in free and getattr(moe, name) != value
-        ]
-        require(not wrong, f"{spec.model_type}'s MoE layout fixes {', '.join(wrong)}")
-    _check_bias(spec, arch, free)
-
-
-def _shown(value: Any) -> str:
-    return str(getattr(value, "value", value))
-
-
-def _check_bias(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
-    b = arch.bias
-    got = (b.qkv, b.attn_out, b.mlp, bool(b.lm_head))
-    want = [*(spec.fixed_bias or (None, None, spec.mlp_bias)), spec.lm_head_bias]
-    if spec.fixed_bias is None and "bias.attn_out" not in free:
-        require(b.qkv == b.attn_out, "attention_bias covers q, k, v and o alike")
-    for index, part in enumerate(("qkv", "attn_out", "mlp", "lm_head")):
-        if f"bias.{part}" in free or want[index] is None:
-            want[index] = got[index]
-    require(
-        got == tuple(want),
-        f"bias (qkv, attn_out, mlp, lm_head) must be {tuple(want)}, got {got}",
-    )
-
-
 def has_moe(arch: Architecture) -> bool:
     """Write only for cards with a mixture of experts."""
     return arch.mlp.moe is not None

@@ -19,6 +19,7 @@ from archdb_hf.draft import (
     Draft,
     HFImportError,
     read_groups,
+    read_keys,
     read_layer_period,
     read_mtp,
     short_text,
@@ -34,7 +35,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, part_keys, read_keys, write_keys
+from archdb_hf.keymap import Key, dropped, has_moe, part_keys, write_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,

@@ -19,6 +19,7 @@ from archdb_hf.draft import (
     Draft,
     HFImportError,
     positive,
+    read_keys,
     read_layer_period,
     rope_parameters_of,
     shown_briefly,
@@ -29,7 +30,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, SIZES, llama_names
-from archdb_hf.keymap import Key, dropped, read_keys, uses
+from archdb_hf.keymap import Key, dropped, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,

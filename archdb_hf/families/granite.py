@@ -13,6 +13,7 @@ from archdb_hf.draft import (
     multiplier,
     no_time_step_clamp,
     positive,
+    read_keys,
     silu_conv,
 )
 from archdb_hf.families.card_to_config import (
@@ -22,7 +23,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
 from archdb_hf.families.ssm import hybrid_mamba2
-from archdb_hf.keymap import Key, read_keys
+from archdb_hf.keymap import Key
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,

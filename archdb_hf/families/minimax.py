@@ -8,7 +8,14 @@ from archdb.schema import (
     Architecture,
     LayerKind,
 )
-from archdb_hf.draft import Draft, HFImportError, read_layer_period, read_mtp, shown_briefly
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    read_keys,
+    read_layer_period,
+    read_mtp,
+    shown_briefly,
+)
 from archdb_hf.families.card_to_config import (
     layer_kind_names,
     require,
@@ -16,7 +23,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
-from archdb_hf.keymap import Key, read_keys, uses, value_at
+from archdb_hf.keymap import Key, uses, value_at
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------

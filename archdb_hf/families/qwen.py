@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archdb.schema import Architecture, LayerKind
-from archdb_hf.draft import Draft, rope_parameters_of, short_text
+from archdb_hf.draft import Draft, read_keys, rope_parameters_of, short_text
 from archdb_hf.families.card_to_config import layer_kind_names, mtp_config
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import Key, read_keys, require, uses
+from archdb_hf.keymap import Key, require, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,

@@ -10,7 +10,7 @@ A ``FamilySpec`` is everything archdb knows about one transformers ``model_type`
   into the card and the reference writes them back, and the generic fixed-choice check
   refuses what the keys do not carry; hooks only where a key cannot say it either way:
   ``read`` (config -> card, on import-hf's draft) and ``write`` (its extra keys and checks,
-  wrapped in ``keymap.Writer``, the whole card -> config writer);
+  wrapped in ``Writer``, the whole card -> config writer);
 - the checkpoint tensor names (``names``, for loading weights), the measured logit error
   (``logit_error``: the family is logit-exact) and the output-changing fields its cards
   must record (``function_fields``).
@@ -22,12 +22,14 @@ modular files declare a model as a difference from the one it copies.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from archdb.choices.norms import NORMS
 from archdb.schema import (
     Activation,
+    Architecture,
+    AttentionVariant,
     LayerKind,
     NormAffine,
     NormPosition,
@@ -36,7 +38,16 @@ from archdb.schema import (
     QKNorm,
     RopeLayout,
 )
-from archdb_hf.keymap import Key, Writer, from_keys, merged, read_activation
+from archdb_hf.keymap import (
+    MOE_LAYOUT,
+    Key,
+    from_keys,
+    merged,
+    read_activation,
+    require,
+    value_at,
+    write_keys,
+)
 
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
@@ -107,7 +118,7 @@ class FamilySpec:
 
     # --- card -> config (the reference) --------------------------------------------------
     # the family's own writing beyond its keys (None: none); the spec holds the whole
-    # writer (keymap.Writer: fixed choices checked, keys written, then this)
+    # writer (Writer: fixed choices checked, keys written, then this)
     write: Callable[[Any], dict] | None = None
     # where the config class keeps the norm epsilon and the RoPE base (None: nowhere,
     # the code fixes it); written for every card that records them
@@ -182,3 +193,120 @@ _CHOICES = {
     "linear_layer": LayerKind,
     "conv_layer": LayerKind,
 }
+
+
+# --- the card -> config writer, and the check of the fixed choices ---------------------
+
+
+class Writer:
+    """A family's card -> config writer: its fixed choices checked, its keys written, then
+    its own hook (keys no ``Key`` can write, and checks of its own)."""
+
+    spec: FamilySpec = field(repr=False)
+    hook: Callable[[Architecture], dict]
+
+    def __call__(self, arch: Architecture) -> dict:
+        check_fixed(self.spec, arch)
+        return write_keys(self.spec.keys, arch) | self.hook(arch)
+
+
+def covered(spec: FamilySpec) -> set[str]:
+    """The card paths the family's config carries (its keys, and the fields its hooks
+    own): choices there are the card's, not fixed."""
+    paths = {k.path for k in spec.keys if k.path} | set(spec.free) | {p for p, _ in spec.fixed}
+    return paths | {p.rsplit(".", 1)[0] for p in paths if p.startswith("mlp.moe.")}
+
+
+def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
+    """NotRepresentable naming the first choice the card makes differently from the
+    family's code: norms, blocks, activation, attention, positions, layers, MLP, biases;
+    a choice one of the family's keys carries is the card's to make."""
+    free = covered(spec)
+    n = arch.norm
+    for name, want in (
+        ("type", spec.norm),
+        ("affine", spec.norm_affine),
+        ("position", spec.norm_position),
+    ):
+        if f"norm.{name}" not in free:
+            got = getattr(n, name)
+            require(got is want, f"norm.{name} must be {want.value}")
+    if "norm.final" not in free:
+        require(n.final is True, "norm.final must be True")
+    if "parallel_layers" not in free:
+        if spec.parallel:
+            require(bool(arch.parallel_layers), "parallel_layers must be true")
+            shared = bool(spec.shared_norm_in_parallel)
+            require(
+                bool(n.shared_in_parallel) is shared, f"norm.shared_in_parallel must be {shared}"
+            )
+        else:
+            require(not arch.parallel_layers, "parallel_layers must be false")
+    if "mlp.activation" not in free:
+        allowed = spec.activations
+        require(
+            arch.mlp.activation in allowed,
+            f"mlp.activation must be one of {', '.join(x.value for x in allowed)}",
+        )
+    if "attention.variant" not in free:
+        variant = arch.attention.variant
+        require(variant is AttentionVariant.SOFTMAX, "attention.variant must be softmax")
+    if "attention.qk_norm" not in free:
+        qk = spec.qk_norm
+        require(arch.attention.qk_norm is qk, f"attention.qk_norm must be {qk.value}")
+    if "position.type" not in free:
+        require(arch.position.type is spec.position,
+                f"position.type must be one of {spec.position.value}")  # fmt: skip
+    layout = arch.position.rope_layout
+    if arch.position.type is PositionType.ROPE and "position.rope_layout" not in free:
+        require(layout in (None, spec.rope_layout),
+                f"position.rope_layout must be {spec.rope_layout.value}")  # fmt: skip
+    for path, value in spec.fixed:
+        got = value_at(arch, path)
+        require(
+            got is None or got == value,
+            f"{path} {_shown(value)} ({spec.model_type}'s code fixes it)",
+        )
+    if spec.sliding_everywhere:
+        require(len(set(arch.attention.layer_pattern)) == 1, "one kind of layer: local or global")
+    kinds = set(spec.kinds)
+    require(
+        set(arch.attention.layer_pattern) <= kinds,
+        f"layer_pattern may use only {', '.join(x.value for x in spec.kinds)}",
+    )
+    pattern = arch.attention.layer_pattern
+    for key in spec.keys:  # the optional parts (an MoE, MLA, an indexer) its config requires
+        part = (key.path or "").rpartition(".")[0]
+        if key.required and "." in part and key.kind in (None, *pattern):
+            require(value_at(arch, part) is not None,
+                    f"{part}: {spec.model_type}'s config requires {key.name}")  # fmt: skip
+    if "mlp.moe" not in free:
+        require(arch.mlp.moe is None, "a dense MLP (mlp.moe null)")
+    elif arch.mlp.moe is not None:
+        moe = arch.mlp.moe
+        wrong = [
+            f"mlp.moe.{name} {value}"
+            for name, value in MOE_LAYOUT.items()
+            if f"mlp.moe.{name}" not in free and getattr(moe, name) != value
+        ]
+        require(not wrong, f"{spec.model_type}'s MoE layout fixes {', '.join(wrong)}")
+    _check_bias(spec, arch, free)
+
+
+def _shown(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _check_bias(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
+    b = arch.bias
+    got = (b.qkv, b.attn_out, b.mlp, bool(b.lm_head))
+    want = [*(spec.fixed_bias or (None, None, spec.mlp_bias)), spec.lm_head_bias]
+    if spec.fixed_bias is None and "bias.attn_out" not in free:
+        require(b.qkv == b.attn_out, "attention_bias covers q, k, v and o alike")
+    for index, part in enumerate(("qkv", "attn_out", "mlp", "lm_head")):
+        if f"bias.{part}" in free or want[index] is None:
+            want[index] = got[index]
+    require(
+        got == tuple(want),
+        f"bias (qkv, attn_out, mlp, lm_head) must be {tuple(want)}, got {got}",
+    )

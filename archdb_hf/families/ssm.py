@@ -26,6 +26,7 @@ from archdb_hf.draft import (
     no_time_step_clamp,
     read_activation,
     read_bias,
+    read_keys,
     read_layer_period,
     read_norm,
     read_position,
@@ -44,7 +45,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
-from archdb_hf.keymap import Key, dropped, has_moe, part_keys, read_keys, uses
+from archdb_hf.keymap import Key, dropped, has_moe, part_keys, uses
 from archdb_hf.tensors import Names, Source, first_ff, llama_layer, moe_names, second_ff, top_names
 
 if TYPE_CHECKING:
