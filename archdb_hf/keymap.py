@@ -128,7 +128,6 @@ def from_keys(arch: Architecture) -> dict:
     return {}
 
 
-@dataclass(frozen=True, eq=False)
 def has_moe(arch: Architecture) -> bool:
     """Write only for cards with a mixture of experts."""
     return arch.mlp.moe is not None

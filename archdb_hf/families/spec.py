@@ -198,6 +198,7 @@ _CHOICES = {
 # --- the card -> config writer, and the check of the fixed choices ---------------------
 
 
+@dataclass(frozen=True, eq=False)
 class Writer:
     """A family's card -> config writer: its fixed choices checked, its keys written, then
     its own hook (keys no ``Key`` can write, and checks of its own)."""
