@@ -16,10 +16,12 @@ from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
 from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.parts.attention import Mixer
+from archdb.parts.blocksparse import BlockSparseLayout
 from archdb.parts.compressed import HyperBlock, HyperConnection, HyperHead
 from archdb.parts.kernels import SoftmaxKernel
 from archdb.parts.mlp import (
     CLAMPED_SWIGLU,
+    GEGELU,
     ActivationRule,
     ClampedSwiGLU,
     ClippedSwiGLU,
@@ -737,7 +739,10 @@ class _Reader:
         softmax_factor = yarn_softmax_factor(self.a.position.rope_scaling)
         if softmax_factor != 1.0:
             scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
-        return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale)
+        blocks = None
+        if kind is LayerKind.BLOCKSPARSE and (layout := self.a.attention.block_sparse) is not None:
+            blocks = BlockSparseLayout.of(layout, self.dims_of(spec).n_heads)
+        return SoftmaxKernel(kind, qk_dim, causal, cap, window, sinks, scale, blocks=blocks)
 
     def _has_sinks(self, spec: LayerSpec | None) -> bool:
         """Sinks on the card's self-attention layers, but not on global layers whose
@@ -770,8 +775,11 @@ class _Reader:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
 
     def clamp(self) -> ClampedSwiGLU | ClippedSwiGLU | None:
-        """A clamped SwiGLU's limit and alpha (gpt-oss's where the card records none)."""
+        """A clamped SwiGLU's limit and alpha (gpt-oss's where the card records none); a
+        gegelu's limit (Phi-3-small's 20.0 where none) with quick_gelu's fixed gain."""
         m = self.a.mlp
+        if m.activation is Activation.GEGELU:
+            return replace(GEGELU, limit=m.gegelu_limit or GEGELU.limit)
         if m.activation is Activation.CLIPPED_SWIGLU:
             return ClippedSwiGLU(m.swiglu_limit or CLAMPED_SWIGLU.limit)
         if m.activation is not Activation.CLAMPED_SWIGLU:
