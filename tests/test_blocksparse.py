@@ -265,7 +265,7 @@ def test_gegelu_is_phi3_small_s_clamped_quick_gelu_unit():
 
 
 def test_gegelu_limit_is_for_gegelu_only():
-    with pytest.raises(ValidationError, match="mlp.gegelu_limit is for gegelu only"):
+    with pytest.raises(ValidationError, match="gegelu_limit is for gegelu only"):
         make_arch(**{"mlp.gegelu_limit": 2.0})
 
 
