@@ -290,3 +290,14 @@ def test_blocksparse_is_not_built_with_a_position_bias():
     )
     with pytest.raises(BuildError, match="blocksparse layers outside a decoder-only model"):
         build_model(arch)
+
+
+def test_counts_are_closed_form_at_any_context():
+    """The crossover bisects up to the schema's largest context: the counts are O(heads)
+    there, and equal the per-query sum at Phi-3-small's own 8,192 tokens."""
+    att = PHI3_SMALL.architecture.attention
+    layout = BlockSparseLayout.of(att.block_sparse, att.n_heads)
+    t = 8192 + 37  # a partial last block too
+    by_query = sum(layout.keys_read(i, h) for h in range(att.n_heads) for i in range(t))
+    assert layout.useful_keys(t) == by_query
+    assert 0 < layout.mean_keys(1e12) < 1e12 / 2

@@ -60,19 +60,40 @@ class BlockSparseLayout:
         vertical = self._vertical_blocks(self._far_blocks(block), self.head_shifts[head])
         return position - band_start + 1 + self.block_size * vertical
 
+    def _floor_sum(self, m: int) -> int:
+        """sum of j // vertical_stride for j in [0, m)."""
+        whole, rest = divmod(max(m, 0), self.vertical_stride)
+        return self.vertical_stride * whole * (whole - 1) // 2 + rest * whole
+
+    def _vertical_total(self, blocks: int, shift: int) -> int:
+        """Vertical blocks one head reads, summed over query blocks 0 .. blocks - 1."""
+        far = blocks - self.local_blocks  # query blocks with far blocks: n = 1 .. far of them
+        if far <= 0:
+            return 0
+        lead = self.vertical_stride - 1 - (self.vertical_stride - 1 - shift) % self.vertical_stride
+        return self._floor_sum(far + 1 + lead) - self._floor_sum(1 + lead)
+
+    def _band_offsets(self, blocks: int) -> int:
+        """sum of min(b, local_blocks - 1) over query blocks 0 .. blocks - 1."""
+        cap = self.local_blocks - 1
+        if blocks <= cap + 1:
+            return blocks * (blocks - 1) // 2
+        return cap * (cap + 1) // 2 + (blocks - cap - 1) * cap
+
     def useful_keys(self, t: int) -> int:
-        """Keys read by t queries, summed over the heads, in O(blocks x heads)."""
-        total, size = 0, self.block_size
-        for block in range((t + size - 1) // size):
-            first, end = block * size, min(t, (block + 1) * size)
-            queries = end - first
-            band_start = size * max(0, self._far_blocks(block))
-            # sum over the block's queries of (position - band_start + 1)
-            band = queries * (first - band_start + 1) + queries * (queries - 1) // 2
-            vertical = sum(
-                self._vertical_blocks(self._far_blocks(block), s) for s in self.head_shifts
-            )
-            total += self.n_heads * band + queries * size * vertical
+        """Keys read by t queries, summed over the heads, in closed form (O(heads))."""
+        size, heads = self.block_size, self.n_heads
+        full, rest = divmod(t, size)
+        # a full block's queries: size x (its band's earlier blocks x size + 1) + a triangle
+        band = size * size * self._band_offsets(full) + full * (size + size * (size - 1) // 2)
+        vertical = sum(self._vertical_total(full, s) for s in self.head_shifts)
+        total = heads * band + size * size * vertical
+        if rest:  # the last, partial block: rest queries
+            offset = size * min(full, self.local_blocks - 1)
+            last_band = rest * (offset + 1) + rest * (rest - 1) // 2
+            far = self._far_blocks(full)
+            last_vertical = sum(self._vertical_blocks(far, s) for s in self.head_shifts)
+            total += heads * last_band + rest * size * last_vertical
         return total
 
     def mean_keys(self, context: float) -> float:
