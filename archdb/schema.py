@@ -177,11 +177,6 @@ _BUILT_IN_KINDS = (
     ("LOCAL", "local"),
     ("GLOBAL_NOPE", "global-nope"),  # full attention without position encoding (Llama 4)
     ("CHUNKED", "chunked"),  # attention within fixed blocks of `sliding_window` tokens (Llama 4)
-    # Phi-3-small's block-sparse layers: causal attention over blocks of tokens, a query
-    # reading its latest attention.block_sparse.local_blocks blocks and every
-    # vertical_stride-th block before them (each head's stride shifted); sizes in
-    # attention.block_sparse
-    ("BLOCKSPARSE", "blocksparse"),
     ("MLP", "mlp"),  # the card's dense MLP alone, no token mixer (Nemotron-H's "-" layers)
     ("MOE", "moe"),  # the card's MoE alone, no token mixer (Nemotron 3's "E" layers)
     # full attention and a Mamba-2 mixer (the mamba2 plugin, archdb.mixers.mamba2) side by
@@ -194,6 +189,11 @@ _BUILT_IN_KINDS = (
     # per query (CSA), or one per heavy_ratio tokens, all read (HCA)
     ("COMPRESSED_SPARSE", "compressed-sparse"),
     ("HEAVILY_COMPRESSED", "heavily-compressed"),
+    # Phi-3-small's block-sparse layers: causal attention over blocks of tokens, a query
+    # reading its latest attention.block_sparse.local_blocks blocks and every
+    # vertical_stride-th block before them (each head's stride shifted); sizes in
+    # attention.block_sparse
+    ("BLOCKSPARSE", "blocksparse"),
 )
 
 
