@@ -60,6 +60,8 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
         fields += ["architecture.mlp.swiglu_limit", "architecture.mlp.swiglu_alpha"]
     if arch.mlp.activation is Activation.CLIPPED_SWIGLU:
         fields.append("architecture.mlp.swiglu_limit")
+    if arch.mlp.activation is Activation.GEGELU:
+        fields.append("architecture.mlp.gegelu_limit")
     scaling = arch.position.rope_scaling
     if scaling is not None and scaling.type is RopeScalingType.YARN:
         fields.append("architecture.position.rope_scaling.truncate")

@@ -206,6 +206,11 @@ _BUILT_IN_KINDS = (
     # per query (CSA), or one per heavy_ratio tokens, all read (HCA)
     ("COMPRESSED_SPARSE", "compressed-sparse"),
     ("HEAVILY_COMPRESSED", "heavily-compressed"),
+    # Phi-3-small's block-sparse layers: causal attention over blocks of tokens, a query
+    # reading its latest attention.block_sparse.local_blocks blocks and every
+    # vertical_stride-th block before them (each head's stride shifted); sizes in
+    # attention.block_sparse
+    ("BLOCKSPARSE", "blocksparse"),
 )
 
 
@@ -379,6 +384,10 @@ def _gelu(a: Architecture) -> bool:
 
 def _clamped(a: Architecture) -> bool:
     return a.mlp.activation in (Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU)
+
+
+def _gegelu(a: Architecture) -> bool:
+    return a.mlp.activation is Activation.GEGELU
 
 
 def _yarn(a: Architecture) -> bool:
@@ -574,6 +583,32 @@ class SparseAttention(Strict):
         description="Pairing of the indexer's rotated dims: half-split (i, i + dims/2; "
         "DeepSeek-V3.2 in transformers) or interleaved (2i, 2i + 1; GLM-5's "
         "indexer_rope_interleave). Optional; null: not recorded (the builder uses half-split).",
+    )
+
+
+class BlockSparse(Strict):
+    """Phi-3-small's block-sparse attention (configuration_phi3_small.py; vLLM's
+    blocksparse_attention utils compute the same layout). Tokens are cut into blocks of
+    block_size from the start of the sequence; a query in block b reads, causally, the keys of
+    blocks b - local_blocks + 1 .. b and of every earlier block j with
+    (j + 1 + shift_h) mod vertical_stride == 0, where shift_h = h * max(1, vertical_stride //
+    n_heads) for query head h when head_shifted, else 0. Shifted heads read different
+    vertical blocks, so a layer's heads together read every block. Every key is cached (a
+    later query of some head may read it)."""
+
+    block_size: Tokens = Field(description="Tokens per block (blocksparse_block_size).")
+    local_blocks: Count = Field(
+        description="Latest blocks every query reads, its own included "
+        "(blocksparse_num_local_blocks): a local band of local_blocks x block_size tokens."
+    )
+    vertical_stride: Count = Field(
+        description="Beyond the local band, one block in this many is read "
+        "(blocksparse_vert_stride)."
+    )
+    head_shifted: StrictBool = Field(
+        description="Each query head shifts its vertical blocks by h x max(1, vertical_stride "
+        "// n_heads) blocks (blocksparse_homo_head_pattern false); false: every head reads the "
+        "same blocks."
     )
 
 
@@ -828,6 +863,11 @@ class Attention(Strict):
         "logits of a query at 0-based position p > L, after any soft-cap, are multiplied by "
         "log2(p) / log2(L), sharpening long-range attention; positions up to L keep 1. "
         "Decoder-only models of global softmax attention. Optional; null for none.",
+    )
+    block_sparse: BlockSparse | None = Field(
+        default=None,
+        description="Layout of the pattern's blocksparse layers (Phi-3-small; see "
+        "BlockSparse); required for, and only for, a pattern with blocksparse layers.",
     )
     kv_shared_layers: DepthOrZero | None = Field(
         default=None,
@@ -1329,6 +1369,14 @@ class MLP(Strict):
         description="clamped-swiglu only: the gain in gate * sigmoid(alpha * gate) (gpt-oss: "
         "1.702, swiglu_alpha). Optional; null: not recorded (the builder uses 1.702).",
     )
+    gegelu_limit: Annotated[
+        PositiveFloat | None, OutputOnly(20.0, "Phi-3-small's clamp of its gegelu", _gegelu)
+    ] = Field(
+        default=None,
+        description="gegelu only: the gate is clamped to at most this value and the linear "
+        "branch to [-limit, limit] (Phi-3-small: gegelu_limit 20.0). Optional; null: not "
+        "recorded (the builder uses 20.0, the default of Phi3SmallConfig).",
+    )
     gate_multiplier: Annotated[
         PositiveFloat | None,
         OutputOnly(1.0, "the gate projection enters the activation unscaled", _with_mamba2),
@@ -1394,6 +1442,8 @@ class MLP(Strict):
             raise ValueError("mlp.swiglu_limit is for clamped-swiglu and clipped-swiglu only")
         if not clamped and self.swiglu_alpha is not None:
             raise ValueError("mlp.swiglu_alpha is clamped-swiglu only")
+        if self.activation is not Activation.GEGELU and self.gegelu_limit is not None:
+            raise ValueError("mlp.gegelu_limit is for gegelu only")
         if self.gate_multiplier is not None and self.activation and not self.activation.gated:
             raise ValueError("mlp.gate_multiplier is for gated units only")
         if self.channel_mix and (
@@ -1750,6 +1800,18 @@ class Architecture(Strict):
         if g is not None and g.sinks is not None and not att.sinks:
             raise ValueError("attention.global_layers.sinks needs attention.sinks")
 
+    @staticmethod
+    def _check_block_sparse(att: Attention) -> None:
+        """Block-sparse layouts go with blocksparse layers of softmax attention."""
+        blocksparse = LayerKind.BLOCKSPARSE in att.layer_pattern
+        if blocksparse != (att.block_sparse is not None):
+            raise ValueError(
+                "attention.block_sparse is required for, and only for, a layer_pattern with "
+                "blocksparse layers"
+            )
+        if blocksparse and att.variant is not AttentionVariant.SOFTMAX:
+            raise ValueError("blocksparse layers are softmax attention: set variant softmax")
+
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
         att, pos, moe = self.attention, self.position, self.mlp.moe
@@ -1793,6 +1855,7 @@ class Architecture(Strict):
             raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
         self._check_value_heads(att)
         self._check_query_rank(att)
+        self._check_block_sparse(att)
         if self.mtp is not None and self.mtp.n_modules and self.kind is not Kind.DECODER_ONLY:
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
         self._check_mixers()

@@ -512,6 +512,11 @@ ARCH_BASE: dict[str, Any] = {
 }
 
 
+# a block-sparse layout whose vertical blocks fall inside a 20-token test sequence: blocks of
+# 2 tokens, a local band of 2 blocks, every third block before it, shifted per head
+BLOCK_SPARSE = {"block_size": 2, "local_blocks": 2, "vertical_stride": 3, "head_shifted": True}
+
+
 def moe_block(**changes: Any) -> dict[str, Any]:
     """A mixture of experts for ``mlp.moe``: 4 experts, top-2, MoE from the first layer."""
     defaults = {
@@ -1079,6 +1084,15 @@ CHOICES = [
         "per_layer_embeddings": {"width": 8, "vocab_size": 100},
     },
     {"attention.layer_pattern": ["local", "global"], "attention.sliding_window": 16},
+    {  # Phi-3-small's block-sparse layers beside dense ones, its gegelu and muP factors
+        "attention.layer_pattern": ["blocksparse", "global"],
+        "attention.block_sparse": BLOCK_SPARSE,
+        "attention.scale": 0.0625,
+        "mlp.activation": "gegelu",
+        "mlp.gegelu_limit": 2.0,
+        "embedding_multiplier": 10.0,
+        "logit_scale": 0.125,
+    },
     {
         "attention.layer_pattern": ["local"] * 5 + ["global"],
         "attention.sliding_window": 8,

@@ -22,7 +22,9 @@ if it has trailing ones, Step-3's last layer), at least 2; vocabulary to 256; co
 context, 16 of 64 tokens (when the card's window is shorter than its context; else to the
 whole toy context); MLA head dims by a common factor to an 8-dim RoPE key; DSA's top_k to
 the toy window and its indexer to at most 4 heads; an attention temperature's length
-(Grok-2) as a window.
+(Grok-2) as a window; a block-sparse layout's blocks to the toy window over its
+local blocks (at least one token), so the local band is the toy window, its local blocks
+and vertical stride kept.
 Shared blocks (Zamba2) keep every weight set and run one invocation more than there are
 sets (so a set is reused), before layers 1, 3, 5, ...; their adapter rank keeps its ratio
 to d_model (at least 2).
@@ -179,6 +181,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     if (temper := arch.attention.temperature_length) is not None:  # as a window is shrunk
         short = temper < (arch.context_length or math.inf)
         att["temperature_length"] = rule.window if short else rule.context
+    if (blocks := arch.attention.block_sparse) is not None:  # the local band: the toy window
+        att["block_sparse"]["block_size"] = max(1, rule.window // blocks.local_blocks)
     if arch.attention.latent is not None:
         att["latent"] = widths.latent
     if arch.attention.query_rank is not None:

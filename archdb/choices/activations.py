@@ -40,6 +40,9 @@ class Activation(StrEnum):
     # x * sigmoid(1.702 x): OpenAI's sigmoid approximation of GELU (CLIP; transformers'
     # ``quick_gelu``), a different function from either GELU form
     QUICK_GELU = "quick-gelu"
+    # Phi-3-small: (clamp(up, -limit, limit) + 1) * quick_gelu(min(gate, limit)), the
+    # "GEGLU" of the Phi-3 report with its config's gegelu_limit
+    GEGELU = "gegelu"
 
     @property
     def gated(self) -> bool:
@@ -97,6 +100,10 @@ class ClampedSwiGLU:
 
 
 CLAMPED_SWIGLU = ClampedSwiGLU()  # gpt-oss's limit and alpha: the defaults of null fields
+# Phi-3-small's gegelu is the same function with the 1.702 of quick_gelu (x sigmoid(1.702 x),
+# its GELU) as the gain: the clamp above at the limit, the linear branch to [-limit, limit],
+# then (up + 1) * gate * sigmoid(1.702 gate); the limit is gegelu_limit (20.0 in its config)
+GEGELU = ClampedSwiGLU(limit=20.0, alpha=1.702)
 
 
 @dataclass(frozen=True)
@@ -187,6 +194,10 @@ ACTIVATIONS: dict[Activation, ActivationRule] = {
         flops_per_element=6,
         combine=CLAMPED_SWIGLU,
         gated=True,
+    ),
+    # per element: as the clamped SwiGLU (two clamps, 1.702 *, sigmoid, gate *, up + 1)
+    Activation.GEGELU: ActivationRule(
+        "gegelu", GEGELU.gate, flops_per_element=6, combine=GEGELU, gated=True
     ),
     # per element: two clamps, silu (and the product)
     Activation.CLIPPED_SWIGLU: ActivationRule(

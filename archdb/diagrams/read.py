@@ -62,6 +62,7 @@ MIXER_WORDS: dict[LayerKind, tuple[str, str]] = {
     LayerKind.LOCAL: ("local (sliding-window) attention", "#56B4E9"),
     LayerKind.GLOBAL_NOPE: ("global attention, no positions", "#CC79A7"),
     LayerKind.CHUNKED: ("chunked attention", "#009E73"),
+    LayerKind.BLOCKSPARSE: ("block-sparse attention (local and strided blocks)", "#117733"),
     LayerKind.MAMBA2: ("Mamba-2 (state space)", "#E69F00"),
     LayerKind.MAMBA: ("Mamba (state space)", "#E69F00"),
     LayerKind.GATED_DELTANET: ("Gated DeltaNet (linear attention)", "#D55E00"),
@@ -472,6 +473,8 @@ def _scope(kernel: object, cross: bool) -> str:
         return f"chunked attention, chunks of {window:,}" if window else "chunked attention"
     if kind is LayerKind.GLOBAL_NOPE:
         return "global attention, no positions"
+    if (blocks := getattr(kernel, "blocks", None)) is not None:
+        return blocks.describe()
     return "global attention"
 
 

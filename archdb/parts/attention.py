@@ -183,7 +183,8 @@ class HeadAttention(ScoredThroughKernel):
         attention: its state)."""
         if isinstance(self.kernel, LinearKernel):
             return self.kernel.decode_flops(self.n_heads, self.head_dim, self.value_width)
-        return self.score_flops_per_key() * self.kernel.cached_keys(context)
+        per_key = self.kernel.matmuls_per_score(self.value_width)  # one head's, per key read
+        return per_key * self.kernel.newest_keys(context, self.n_heads)
 
     def state_entries(self) -> int:
         """Linear attention's fixed-size state (0 for a softmax kernel: its K/V cache is

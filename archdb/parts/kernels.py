@@ -16,6 +16,7 @@ from typing import Any
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
+from archdb.parts.blocksparse import BlockSparseLayout
 from archdb.schema import LayerKind
 from archdb.tally import Tally
 
@@ -101,6 +102,9 @@ KERNELS: dict[LayerKind, KernelRule] = {
     # are counted by archdb.parts.compressed)
     LayerKind.COMPRESSED_SPARSE: KernelRule(_local_dense, _local_causal, windowed=True),
     LayerKind.HEAVILY_COMPRESSED: KernelRule(_local_dense, _local_causal, windowed=True),
+    # Phi-3-small's block-sparse layers: every key scored and cached, as a global layer's;
+    # the keys a query reads are the kernel's layout (SoftmaxKernel.blocks)
+    LayerKind.BLOCKSPARSE: _GLOBAL,
 }
 
 
@@ -118,6 +122,7 @@ class SoftmaxKernel:
     top_k: int | None = None  # DSA: keys a query reads, chosen by an indexer (global only)
     # xAI's temperature (Grok-2): logits of queries at p > L times log2(p) / log2(L)
     temperature_length: int | None = None
+    blocks: BlockSparseLayout | None = None  # Phi-3-small's block-sparse layout (per head)
 
     @property
     def rule(self) -> KernelRule:
@@ -134,11 +139,30 @@ class SoftmaxKernel:
             return t * t, _local_causal(self.top_k, t)
         return self.rule.dense_keys(self.window, t), self.rule.causal_keys(self.window, t)
 
+    def head_keys(self, t: int, h: int) -> tuple[int, int]:
+        """(computed, useful) scores of t queries summed over h heads: ``keys`` per head,
+        or, block-sparse, every score computed and the layout's keys read."""
+        if self.blocks is None:
+            dense, useful = self.keys(t)
+            return h * dense, h * useful
+        if self.blocks.n_heads != h:
+            raise ValueError(f"a block-sparse layout of {self.blocks.n_heads} heads read by {h}")
+        return h * t * t, self.blocks.useful_keys(t)
+
     def cached_keys(self, context: int) -> int:
         return min(context, self.window) if self.rule.windowed else context
 
+    def newest_keys(self, context: int, h: int) -> int:
+        """Keys the newest of ``context`` tokens reads from the cache, summed over h heads."""
+        if self.blocks is not None:
+            return self.blocks.newest_keys(context)
+        return h * self.cached_keys(context)
+
     def mean_keys(self, context: float, causal: bool = True, windows: bool = True) -> float:
-        """Keys one query scores on average at ``context`` (``mean_scored_keys``)."""
+        """Keys one query scores on average at ``context`` (``mean_scored_keys``; a
+        block-sparse layer's, the layout's mean when ``windows``)."""
+        if self.blocks is not None and causal and windows:
+            return self.blocks.mean_keys(context)
         return mean_scored_keys(self.kind, self.window, context, causal, windows)
 
     def matmuls_per_score(self, vd: int) -> int:
@@ -147,7 +171,7 @@ class SoftmaxKernel:
 
     def flops(self, tally: Tally, h: int, vd: int, per_score_extra: int = 0) -> None:
         t, qk = tally.seq_len, self.qk_dim
-        dense, useful = self.keys(t)
+        dense, useful = self.head_keys(t, h)
         tally.add(C.ATTENTION, t * h * qk)  # q * 1/sqrt(d)
         per_score = self.matmuls_per_score(vd) + per_score_extra  # QK^T and AV (+ bias)
         if self.softcap is not None:
@@ -155,8 +179,8 @@ class SoftmaxKernel:
         if self.temperature_length is not None:  # each query's factor: log2, scale, floor 1
             per_score += cv.ELEMENTWISE
             tally.add(C.ATTENTION, t * 3 * cv.ELEMENTWISE)
-        tally.add(C.ATTENTION, h * dense * per_score, h * useful * per_score)
-        tally.add(C.SOFTMAX, h * dense * cv.SOFTMAX, h * useful * cv.SOFTMAX)
+        tally.add(C.ATTENTION, dense * per_score, useful * per_score)
+        tally.add(C.SOFTMAX, dense * cv.SOFTMAX, useful * cv.SOFTMAX)
         if self.sink_heads:  # one more logit per query and head in the softmax
             tally.add(C.SOFTMAX, t * h * cv.SOFTMAX)
 
@@ -237,6 +261,7 @@ def modules() -> SimpleNamespace:
     from torch import nn
 
     # this module, for the specs: the torch classes below take the same names
+    from archdb.parts import blocksparse as blocksparse_part
     from archdb.parts import kernels as spec
     from archdb.parts.attributes import set_plain
 
@@ -406,6 +431,44 @@ def modules() -> SimpleNamespace:
         def extra_repr(self) -> str:
             return f"{super().extra_repr()}, chunk={self.chunk}"
 
+    class BlockSparseKernel(GlobalKernel):
+        """Phi-3-small's block-sparse layers: each head scores every key and reads those
+        its layout allows (archdb.parts.blocksparse), causally."""
+
+        def __init__(
+            self,
+            qk_dim: int,
+            causal: bool,
+            softcap: float | None,
+            layout: spec.BlockSparseLayout,
+            sink_heads: int = 0,
+        ) -> None:
+            super().__init__(qk_dim, causal, softcap, sink_heads)
+            set_plain(self, layout=layout)
+            # each head's shift, a buffer so the traced mask reads it rather than a constant
+            shifts = torch.tensor(layout.head_shifts, dtype=torch.long)
+            self.register_buffer("head_shifts", shifts, persistent=False)
+
+        def forward(
+            self,
+            q: torch.Tensor,
+            k: torch.Tensor,
+            v: torch.Tensor,
+            bias: torch.Tensor | None = None,
+            selected: torch.Tensor | None = None,
+        ) -> torch.Tensor:
+            readable = blocksparse_part.modules().readable(
+                self.layout, q.shape[2], self.head_shifts
+            )
+            return super().forward(q, k, v, bias, selected=readable)
+
+        def extra_repr(self) -> str:
+            lay = self.layout
+            return (
+                f"{super().extra_repr()}, block_size={lay.block_size}, "
+                f"local_blocks={lay.local_blocks}, vertical_stride={lay.vertical_stride}"
+            )
+
     def future_mask(t: int, device: torch.device) -> torch.Tensor:
         """(t, t) booleans, True above the diagonal: the keys a causal query may not read."""
         return torch.ones(t, t, dtype=torch.bool, device=device).triu(1)
@@ -447,7 +510,9 @@ def modules() -> SimpleNamespace:
 
     def softmax_kernel(s: spec.SoftmaxKernel, ctx: object = None) -> SoftmaxKernel:
         cls = _SOFTMAX_KERNELS[s.rule]
-        if s.rule.windowed:
+        if s.blocks is not None:
+            kernel = BlockSparseKernel(s.qk_dim, s.causal, s.softcap, s.blocks, s.sink_heads)
+        elif s.rule.windowed:
             kernel = cls(s.qk_dim, s.causal, s.softcap, s.window, s.sink_heads)
         else:
             kernel = cls(s.qk_dim, s.causal, s.softcap, sink_heads=s.sink_heads)
@@ -464,6 +529,7 @@ def modules() -> SimpleNamespace:
         GlobalKernel=GlobalKernel,
         LocalKernel=LocalKernel,
         ChunkedKernel=ChunkedKernel,
+        BlockSparseKernel=BlockSparseKernel,
         future_mask=future_mask,
         LinearKernel=LinearKernel,
         _SOFTMAX_KERNELS=_SOFTMAX_KERNELS,

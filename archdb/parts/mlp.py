@@ -21,6 +21,7 @@ from archdb.choices.activations import (
     ClippedSwiGLU,
 )
 from archdb.choices.activations import CLAMPED_SWIGLU as CLAMPED_SWIGLU  # re-exported
+from archdb.choices.activations import GEGELU as GEGELU  # re-exported
 from archdb.choices.activations import XIELU_RULE as XIELU_RULE  # re-exported
 from archdb.conventions import FlopClass as C
 from archdb.parts.norms import NormSpec
@@ -36,17 +37,21 @@ def _gelu_exact(x):  # the erf form (GPT-NeoX, BERT)
 GELU_EXACT = ActivationRule("gelu-exact", _gelu_exact)  # GELU/GeGLU with gelu_approximation exact
 
 
+# the gated units whose limits (and gain) a card states: their rule takes the card's clamp
+CLAMPED_UNITS = (Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU, Activation.GEGELU)
+
+
 def activation_rule(
     activation: Activation,
     gelu_exact: bool = False,
     clamp: ClampedSwiGLU | ClippedSwiGLU | None = None,
 ) -> ActivationRule:
     """The rule of an activation; GELU and GeGLU by erf when ``gelu_exact``; a clamped or
-    clipped SwiGLU with the card's ``clamp`` (limit, and alpha) when given."""
+    clipped SwiGLU, or a gegelu, with the card's ``clamp`` (limit, and alpha) when given."""
     if gelu_exact and activation in (Activation.GELU, Activation.GEGLU):
         return GELU_EXACT
     rule = ACTIVATIONS[activation]
-    if clamp is not None and activation in (Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU):
+    if clamp is not None and activation in CLAMPED_UNITS:
         return ActivationRule(rule.name, clamp.gate, rule.flops_per_element, clamp)
     return rule
 

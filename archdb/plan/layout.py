@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from archdb.errors import ArchdbError
 from archdb.fields import OutputOnly, Unknown, with_role
+from archdb.parts.mlp import CLAMPED_UNITS
 from archdb.parts.positions import SCHEMES
 from archdb.schema import (
     MIXER_ENTRIES,
@@ -87,6 +88,8 @@ def _unsupported(arch: Architecture) -> str | None:
         arch.kind is not Kind.DECODER_ONLY or att.variant is not AttentionVariant.SOFTMAX
     ):
         return "relative-xl positions outside softmax attention in a decoder-only model"
+    if LayerKind.BLOCKSPARSE in kinds and (arch.kind is not Kind.DECODER_ONLY or scheme.score_bias):
+        return "blocksparse layers outside a decoder-only model, or with a position bias"
     if arch.kind is Kind.ENCODER_DECODER and kinds != {LayerKind.GLOBAL}:
         return "encoder-decoder models with a layer pattern other than [global]"
     if arch.kind is Kind.ENCODER_ONLY and not _encoder_layers_built(arch):
@@ -162,7 +165,7 @@ def _unsupported(arch: Architecture) -> str | None:
             "embeddings, double norms, serial decoder-only layers of softmax attention and "
             "a dense MLP, no layer scalar or residual multiplier)"
         )
-    plain = (None, Activation.XIELU, Activation.CLAMPED_SWIGLU, Activation.CLIPPED_SWIGLU)
+    plain = (None, Activation.XIELU, *CLAMPED_UNITS)
     if arch.per_layer_embeddings is not None and arch.mlp.activation in plain:
         return "per-layer embeddings without a plain MLP activation for their gate"
     moe = arch.mlp.moe

@@ -16,10 +16,12 @@ from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
 from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.parts.attention import Mixer
+from archdb.parts.blocksparse import BlockSparseLayout
 from archdb.parts.compressed import HyperBlock, HyperConnection, HyperHead
 from archdb.parts.kernels import SoftmaxKernel
 from archdb.parts.mlp import (
     CLAMPED_SWIGLU,
+    GEGELU,
     ActivationRule,
     ClampedSwiGLU,
     ClippedSwiGLU,
@@ -740,8 +742,19 @@ class _Reader:
             scale = (scale if scale is not None else qk_dim**-0.5) * softmax_factor
         # xAI's temperature on the decoder's own queries (the schema keeps it to global layers)
         temperature = None if spec is None else self.a.attention.temperature_length
+        blocks = None
+        if kind is LayerKind.BLOCKSPARSE and (layout := self.a.attention.block_sparse) is not None:
+            blocks = BlockSparseLayout.of(layout, self.dims_of(spec).n_heads)
         return SoftmaxKernel(
-            kind, qk_dim, causal, cap, window, sinks, scale, temperature_length=temperature
+            kind,
+            qk_dim,
+            causal,
+            cap,
+            window,
+            sinks,
+            scale,
+            blocks=blocks,
+            temperature_length=temperature,
         )
 
     def _has_sinks(self, spec: LayerSpec | None) -> bool:
@@ -775,8 +788,11 @@ class _Reader:
         return spec is not None and self.scheme.score_bias and spec.kind.positional
 
     def clamp(self) -> ClampedSwiGLU | ClippedSwiGLU | None:
-        """A clamped SwiGLU's limit and alpha (gpt-oss's where the card records none)."""
+        """A clamped SwiGLU's limit and alpha (gpt-oss's where the card records none); a
+        gegelu's limit (Phi-3-small's 20.0 where none) with quick_gelu's fixed gain."""
         m = self.a.mlp
+        if m.activation is Activation.GEGELU:
+            return replace(GEGELU, limit=m.gegelu_limit or GEGELU.limit)
         if m.activation is Activation.CLIPPED_SWIGLU:
             return ClippedSwiGLU(m.swiglu_limit or CLAMPED_SWIGLU.limit)
         if m.activation is not Activation.CLAMPED_SWIGLU:
