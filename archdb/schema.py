@@ -344,11 +344,11 @@ _CONTROL_IN_LINE = re.compile(f"[\n{_FORBIDDEN_EXCEPT_NEWLINE}]")
 
 
 def _refuse_controls(pattern: re.Pattern[str]) -> AfterValidator:
-    newlines = "\n" not in pattern.pattern
+    newlines_allowed = "\n" not in pattern.pattern
 
     def check(value: str) -> str:
         # every forbidden character is unprintable: a printable text needs no search
-        if (value.replace("\n", " ") if newlines else value).isprintable():
+        if (value.replace("\n", " ") if newlines_allowed else value).isprintable():
             return value
         found = pattern.search(value)
         if found:
