@@ -9,6 +9,7 @@ Exit codes: 0 success, 1 invalid data or not found, 2 usage error.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -21,7 +22,7 @@ from archdb.collector import collector_paused
 # validation (10-40 ms in an environment with torch and transformers); the CLI uses none.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-with collector_paused(freeze=True):  # imports live as long as the command
+with collector_paused():  # typer's imports (the entry point freezes them: run)
     import typer
     import typer.main
     from typer.core import TyperCommand, TyperGroup
@@ -147,4 +148,5 @@ def main() -> None:
 def run() -> None:
     """Entry point (``archdb``): the group's ``main`` turns every error into a message."""
     LazyCommands.freeze_imports = True
+    gc.freeze()  # what is loaded so far lives as long as the command (archdb.collector)
     app()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import pytest
 from archdb_cli.main import LazyCommands
@@ -35,3 +37,15 @@ def test_a_command_run_in_process_freezes_nothing():
     assert result.returncode == 0, result.stderr
     assert gc.get_freeze_count() <= frozen  # frozen objects may die, none join
     assert gc.isenabled()
+
+
+def test_importing_the_cli_freezes_nothing():
+    """Importing the CLI module (as an embedding app or a test does) leaves the collector
+    as it was; only the entry point freezes."""
+    code = (
+        "import gc; before = gc.get_freeze_count(); import archdb_cli.main; "
+        "print(gc.isenabled(), gc.get_freeze_count() <= before)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True"]
