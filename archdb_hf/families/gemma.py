@@ -5,15 +5,10 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from archdb.schema import (
-    Architecture,
-    AttentionVariant,
-    LayerKind,
-    PositionType,
-    QKNorm,
-)
+from archdb.schema import Architecture, LayerKind
 from archdb_hf.draft import (
     GELU_TANH,
     Draft,
@@ -24,13 +19,10 @@ from archdb_hf.draft import (
     rope_parameters_of,
     shown_briefly,
 )
-from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    require,
-    rope_config,
-)
+from archdb_hf.families.card_to_config import rope_config, rope_scaling_config
 from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, SIZES, llama_names
-from archdb_hf.keymap import Key, dropped, uses
+from archdb_hf.families.spec import check_fixed
+from archdb_hf.keymap import Key, dropped, has_moe, require, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -39,6 +31,8 @@ from archdb_hf.tensors import (
     llama_layer,
     second_expert_ff,
 )
+
+_WB = ("weight", "bias")
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -175,16 +169,9 @@ def _gemma_on_device(d: Draft, per_layer_default: int, shared_default: int = 0) 
     width = d.read("hidden_size_per_layer_input", default=per_layer_default)
     rows = d.read("vocab_size_per_layer_input", default=262_144)  # both configs' default
     if width:
-        d.set(
-            "architecture.per_layer_embeddings.width",
-            width,
-            d.origin_of("hidden_size_per_layer_input"),
-        )
-        d.set(
-            "architecture.per_layer_embeddings.vocab_size",
-            rows,
-            d.origin_of("vocab_size_per_layer_input"),
-        )
+        ple = "architecture.per_layer_embeddings."
+        d.set(ple + "width", width, d.origin_of("hidden_size_per_layer_input"))
+        d.set(ple + "vocab_size", rows, d.origin_of("vocab_size_per_layer_input"))
     shared = d.read("num_kv_shared_layers", default=shared_default)
     if shared:
         origin = d.origin_of("num_kv_shared_layers")
@@ -225,17 +212,9 @@ def _activation_sparsity(d: Draft) -> None:
             "then zeros (the card's activation_sparsity)"
         )
     if first:
-        target = float(pattern[0])
-        d.set(
-            "architecture.mlp.activation_sparsity.target",
-            target,
-            d.origin_of("activation_sparsity_pattern"),
-        )
-        d.set(
-            "architecture.mlp.activation_sparsity.first_layers",
-            first,
-            d.origin_of("activation_sparsity_pattern"),
-        )
+        origin = d.origin_of("activation_sparsity_pattern")
+        d.set("architecture.mlp.activation_sparsity.target", float(pattern[0]), origin)
+        d.set("architecture.mlp.activation_sparsity.first_layers", first, origin)
 
 
 def _gemma4_pattern(d: Draft) -> None:
@@ -315,64 +294,6 @@ def _global_layer_sizes(d: Draft, per_layer: Mapping[str, Any]) -> tuple[Any, An
 # --- card -> config (the reference) ------------------------------------------------------
 
 
-def _recurrent_gemma(a: Architecture) -> dict:
-    """Griffin's blocks (RecurrentGemma): RG-LRU layers and local attention tiled by
-    block_types; pre-norm (1 + w) RMSNorms; a GeGLU MLP with biases (intermediate_size is
-    both branches); attention with an output bias, q/k/v biased by attention_bias; head
-    width d_model / n_heads; one head count for the attention and the RG-LRU's gate blocks."""
-    rg = a.mixers.rg_lru if a.mixers is not None else None
-    heads = a.attention.n_heads if a.has_attention() else rg.n_heads
-    require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
-    require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
-    if a.has_attention():
-        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
-        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
-        require(a.position.type is PositionType.ROPE, "position.type must be one of rope")
-        require(
-            a.head_dim_effective * heads == a.d_model,
-            "attention.head_dim d_model / n_heads (the config has no head_dim)",
-        )
-    return {"num_attention_heads": heads}
-
-
-def _attends(a: Architecture) -> bool:
-    return a.has_attention()
-
-
-def _griffin_rope(a: Architecture) -> dict:
-    """The class's default share is 0.5: the card's, always written."""
-    rope = rope_config(a)["rope_parameters"]
-    return rope | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
-
-
-# RecurrentGemmaConfig's names and defaults: the blocks' sizes (read where the pattern has
-# each kind), the rest read by import-hf's generic steps
-GRIFFIN_KEYS = (
-    Key("attention_window_size", "attention.sliding_window", default=2048, kind="local",
-        when=_attends),
-    Key("lru_width", "mixers.rg_lru.lru_width", read=False, when=uses(LayerKind.RG_LRU)),
-    Key("conv1d_width", "mixers.rg_lru.conv_kernel", default=4, kind="rg-lru",
-        when=uses(LayerKind.RG_LRU)),
-)  # fmt: skip
-RECURRENT_GEMMA_KEYS = (
-    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_hidden_layers",
-                                     "tie_word_embeddings")),
-    Key("intermediate_size", "mlp.d_ff", read=False, out=lambda a: 2 * a.mlp.d_ff),
-    Key("block_types", read=False, out=lambda a: _kinds_of(a.attention.layer_pattern)),
-    Key("logits_soft_cap", "final_logit_softcap", default=30.0,
-        into=positive("logits_soft_cap")),
-    Key("num_key_value_heads", "attention.n_kv_heads", read=False, when=_attends),
-    Key("attention_bias", "bias.qkv", read=False, when=_attends),
-    Key("rope_parameters", read=False, when=_attends, out=_griffin_rope),
-    *GRIFFIN_KEYS,
-)  # fmt: skip
-
-
-def _kinds_of(pattern: list[LayerKind]) -> list[str]:
-    """RecurrentGemma's block_types, tiled over the layers as the card's pattern is."""
-    return ["recurrent" if k is LayerKind.RG_LRU else "attention" for k in pattern]
-
-
 def _tied(a: Architecture) -> dict:
     require(bool(a.tied_embeddings), "Gemma ties its embeddings")
     return {}
@@ -389,22 +310,6 @@ def _query_pre_attn_scalar(a: Architecture) -> int:
     return round(scalar)
 
 
-def _gemma3_text(a: Architecture) -> dict:
-    """A RoPE block per layer type: the scaling on the full layers (rope_scaling goes there
-    only), the sliding layers at their own base."""
-    pos = a.position
-    require(
-        pos.rope_scaling is None
-        or LayerKind.LOCAL not in a.layer_kinds()
-        or pos.rope_theta_local is not None,
-        "Gemma 3 scales RoPE on full layers only: local layers need rope_theta_local",
-    )
-    theta = pos.rope_theta or 10000.0
-    full = {"rope_type": "default", "rope_theta": theta} | ref.rope_scaling_config(a)
-    sliding = {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta}
-    return _tied(a) | {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
-
-
 # Gemma 2's keys, which import-hf's generic steps and Gemma's hook read
 GEMMA2_KEYS = (
     Key("sliding_window", "attention.sliding_window", read=False,
@@ -416,9 +321,39 @@ GEMMA2_KEYS = (
 )  # fmt: skip
 
 
+def _rope_by_layer_type(a: Architecture, full: dict) -> dict:
+    """Gemma 3 on: a RoPE block per layer type, the full layers' (the card's base, then
+    ``full``) and the sliding layers' at their own base."""
+    theta = a.position.rope_theta or 10000.0
+    sliding = {"rope_type": "default", "rope_theta": a.position.rope_theta_local or theta}
+    full = {"rope_type": "default", "rope_theta": theta} | full
+    return {"rope_parameters": {"full_attention": full, "sliding_attention": sliding}}
+
+
+def _gemma3_text(a: Architecture) -> dict:
+    require(
+        a.position.rope_scaling is None
+        or LayerKind.LOCAL not in a.layer_kinds()
+        or a.position.rope_theta_local is not None,
+        "Gemma 3 scales RoPE on full layers only: local layers need rope_theta_local",
+    )
+    return _tied(a) | _rope_by_layer_type(a, rope_scaling_config(a))
+
+
+def _on_device(a: Architecture) -> dict:
+    """Gemma 3n's and Gemma 4's per-layer embeddings (none: width 0) and KV sharing."""
+    ple = a.per_layer_embeddings
+    return {
+        "hidden_size_per_layer_input": ple.width if ple is not None else 0,
+        "vocab_size_per_layer_input": ple.vocab_size if ple is not None else a.vocab_size,
+        "num_kv_shared_layers": a.attention.kv_shared_layers or 0,
+    }
+
+
 def _gemma4_text(a: Architecture) -> dict:
-    """Gemma 4's text model: global layers with their own sizes, values from keys, a
-    value norm, and (26B-A4B) experts beside a dense MLP in every layer."""
+    """Global layers with their own sizes and values from keys; E2B/E4B: the reusing
+    layers' MLP at twice the width (use_double_wide_mlp, the only other width
+    transformers builds); 26B-A4B: experts beside a dense MLP."""
     _tied(a)
     require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
     require(a.position.rotary_fraction is None, "local layers rotate every dim")
@@ -429,82 +364,39 @@ def _gemma4_text(a: Architecture) -> dict:
         g is None or g.n_kv_heads is None or k_eq_v,
         "global_layers.n_kv_heads needs values_from_keys in transformers' Gemma 4",
     )
-    theta = a.position.rope_theta or 10000.0
-    global_rope = {"rope_type": "default", "rope_theta": theta}
+    wide = a.mlp.kv_shared_d_ff
+    require(wide is None or wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
+    moe = a.mlp.moe
+    require(
+        moe is None or (moe.dense_beside_d_ff is not None and bool(moe.router_scales)),
+        "Gemma 4's experts sit beside a dense MLP, with its scaled router",
+    )
+    proportional = {}
     if g is not None and g.rotary_fraction is not None:
-        global_rope = global_rope | {
-            "rope_type": "proportional",
-            "partial_rotary_factor": g.rotary_fraction,
-        }
-    out = {
-        "global_head_dim": (g.head_dim if g is not None else None) or a.head_dim_effective,
-        "attention_k_eq_v": k_eq_v,
-        "rope_parameters": {
-            "sliding_attention": {
-                "rope_type": "default",
-                "rope_theta": a.position.rope_theta_local or theta,
-            },
-            "full_attention": global_rope,
-        },
-        **_gemma4_on_device(a),
-    }
+        proportional = {"rope_type": "proportional", "partial_rotary_factor": g.rotary_fraction}
+    out = _rope_by_layer_type(a, proportional) | _on_device(a)
+    out["global_head_dim"] = (g.head_dim if g is not None else None) or a.head_dim_effective
+    out["attention_k_eq_v"] = k_eq_v
+    out["use_double_wide_mlp"] = wide is not None
     if g is not None and g.n_kv_heads is not None:
         out["num_global_key_value_heads"] = g.n_kv_heads
-    moe = a.mlp.moe
-    if moe is not None:
-        require(
-            moe.dense_beside_d_ff is not None and bool(moe.router_scales),
-            "Gemma 4's experts sit beside a dense MLP, with its scaled router",
-        )
     return out
 
 
-def _moe(a: Architecture) -> bool:
-    return a.mlp.moe is not None
-
-
-def _gemma4_on_device(a: Architecture) -> dict:
-    """Gemma 4 E2B/E4B: per-layer embeddings, KV sharing, and the reusing layers' MLP at
-    twice the width (use_double_wide_mlp, the only other width transformers builds)."""
-    ple, shared, wide = a.per_layer_embeddings, a.attention.kv_shared_layers or 0, None
-    if a.mlp.kv_shared_d_ff is not None:
-        wide = a.mlp.kv_shared_d_ff
-        require(wide == 2 * (a.mlp.d_ff or 0), "mlp.kv_shared_d_ff must be 2 x d_ff")
-    return {
-        "hidden_size_per_layer_input": ple.width if ple is not None else 0,
-        "vocab_size_per_layer_input": ple.vocab_size if ple is not None else a.vocab_size,
-        "num_kv_shared_layers": shared,
-        "use_double_wide_mlp": wide is not None,
-    }
-
-
 def _gemma3n_text(a: Architecture) -> dict:
-    """Gemma 3n's text model: AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian
-    top-k; Gemma 4's attention without global-layer sizes."""
+    """AltUp, LAuReL, per-layer embeddings, KV sharing, gaussian top-k; Gemma 4's
+    attention without global-layer sizes."""
     _tied(a)
     require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
     require(not a.layer_scalar, "Gemma 3n has no layer scalar")
     require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
-    alt, ple = a.altup, a.per_layer_embeddings
-    require(alt is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
-    require(ple is not None, "Gemma 3n has per-layer embeddings")
+    require(a.altup is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
+    require(a.per_layer_embeddings is not None, "Gemma 3n has per-layer embeddings")
     require(a.mlp.kv_shared_d_ff is None, "Gemma 3n's KV-sharing layers keep d_ff")
-    theta = a.position.rope_theta or 10000.0
     sparsity = a.mlp.activation_sparsity
     first, target = (sparsity.first_layers, sparsity.target) if sparsity else (0, 0.0)
-    return {
-        "rope_parameters": {
-            "sliding_attention": {
-                "rope_type": "default",
-                "rope_theta": a.position.rope_theta_local or theta,
-            },
-            "full_attention": {"rope_type": "default", "rope_theta": theta},
-        },
-        "hidden_size_per_layer_input": ple.width,
-        "vocab_size_per_layer_input": ple.vocab_size,
-        "num_kv_shared_layers": a.attention.kv_shared_layers or 0,
-        "activation_sparsity_pattern": [target] * first + [0.0] * (a.n_layers - first),
-    }
+    pattern = [target] * first + [0.0] * (a.n_layers - first)
+    return _rope_by_layer_type(a, {}) | _on_device(a) | {"activation_sparsity_pattern": pattern}
 
 
 # Gemma 3n's and Gemma 4's attention: unscaled scores, windows of 512 by default
@@ -514,8 +406,6 @@ ON_DEVICE_KEYS = (
     Key("sliding_window", "attention.sliding_window", read=False,
         out=lambda a: a.attention.sliding_window or 512),
 )  # fmt: skip
-
-
 # Gemma 3n's and Gemma 4's RMSNorm applies w (not 1 + w), scores are unscaled
 # (self.scaling = 1.0) and values normed (v_norm, without a scale)
 ON_DEVICE_FIXED = (
@@ -523,6 +413,59 @@ ON_DEVICE_FIXED = (
     ("attention.scale", 1.0),
     ("attention.value_norm", True),
 )
+ON_DEVICE_EXTRAS = frozenset({"kv_sharing", "per_layer_embeddings", "value_norm"})
+
+
+def _recurrent_gemma(a: Architecture) -> dict:
+    """One head count for the attention and the RG-LRU's gate blocks; the attention's head
+    width is d_model / n_heads."""
+    rg = a.mixers.rg_lru if a.mixers is not None else None
+    heads = a.attention.n_heads if a.has_attention() else rg.n_heads
+    require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
+    require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
+    if a.has_attention():  # the attention's choices, free in the spec for RG-LRU-only cards
+        check_fixed(replace(RECURRENT_GEMMA, free=()), a)
+        require(
+            a.head_dim_effective * heads == a.d_model,
+            "attention.head_dim d_model / n_heads (the config has no head_dim)",
+        )
+    return {"num_attention_heads": heads}
+
+
+def _griffin_rope(a: Architecture) -> dict:
+    """The class's default share is 0.5: the card's, always written."""
+    rope = rope_config(a)["rope_parameters"]
+    return rope | {"partial_rotary_factor": a.position.rotary_fraction or 1.0}
+
+
+def _block_types(a: Architecture) -> list[str]:
+    """RecurrentGemma's block_types, tiled over the layers as the card's pattern is."""
+    return [
+        "recurrent" if k is LayerKind.RG_LRU else "attention" for k in a.attention.layer_pattern
+    ]
+
+
+_ATTENDS, _RG_LRU = Architecture.has_attention, uses(LayerKind.RG_LRU)
+# RecurrentGemmaConfig's names and defaults: the blocks' sizes (read where the pattern has
+# each kind), the rest read by import-hf's generic steps
+GRIFFIN_KEYS = (
+    Key("attention_window_size", "attention.sliding_window", default=2048, kind="local",
+        when=_ATTENDS),
+    Key("lru_width", "mixers.rg_lru.lru_width", read=False, when=_RG_LRU),
+    Key("conv1d_width", "mixers.rg_lru.conv_kernel", default=4, kind="rg-lru", when=_RG_LRU),
+)  # fmt: skip
+RECURRENT_GEMMA_KEYS = (
+    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_hidden_layers",
+                                     "tie_word_embeddings")),
+    Key("intermediate_size", "mlp.d_ff", read=False, out=lambda a: 2 * a.mlp.d_ff),
+    Key("block_types", read=False, out=_block_types),
+    Key("logits_soft_cap", "final_logit_softcap", default=30.0,
+        into=positive("logits_soft_cap")),
+    Key("num_key_value_heads", "attention.n_kv_heads", read=False, when=_ATTENDS),
+    Key("attention_bias", "bias.qkv", read=False, when=_ATTENDS),
+    Key("rope_parameters", read=False, when=_ATTENDS, out=_griffin_rope),
+    *GRIFFIN_KEYS,
+)  # fmt: skip
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -533,37 +476,6 @@ _SANDWICH = {
     "mlp.before": "pre_feedforward_layernorm",
     "mlp.branch": "post_feedforward_layernorm",
 }
-
-
-def _gemma4_names() -> Names:
-    """Sandwich norms, the layer scalar; 26B-A4B: the dense MLP beside fused experts."""
-    layer = llama_layer(_SANDWICH)
-    layer["layer_scalar"] = Source("layer_scalar")
-    dense = {"dense_before": "pre_feedforward_layernorm",
-             "dense_after": "post_feedforward_layernorm_1",
-             "experts_before": "pre_feedforward_layernorm_2",
-             "experts_after": "post_feedforward_layernorm_2"}  # fmt: skip
-    for ours, theirs in dense.items():
-        layer[f"mlp.sublayer.{ours}.weight"] = Source(f"{theirs}.weight")
-    for p in ("gate", "up", "down"):
-        layer[f"mlp.sublayer.dense.{p}.weight"] = Source(f"mlp.{p}_proj.weight")
-    router = {"scale": "router.scale", "per_expert_scale": "router.per_expert_scale",
-              "proj.weight": "router.proj.weight"}  # fmt: skip
-    for ours, theirs in router.items():
-        layer[f"mlp.sublayer.moe.router.{ours}"] = Source(theirs)
-    # fused (experts, 2 * d_ff, d) gate and up rows, (experts, d, d_ff) down: archdb's
-    # (experts, in, out) is their transpose
-    layer["mlp.sublayer.moe.experts.gate"] = Source(
-        "experts.gate_up_proj", cut=first_expert_ff, experts=True
-    )
-    layer["mlp.sublayer.moe.experts.up"] = Source(
-        "experts.gate_up_proj", cut=second_expert_ff, experts=True
-    )
-    layer["mlp.sublayer.moe.experts.down"] = Source("experts.down_proj", experts=True)
-    top = LLAMA_TOP | _PER_LAYER_TOP
-    return Names(top, layer | _PER_LAYER_GATE, tied_head=("lm_head.weight",))
-
-
 # Per-layer embeddings (Gemma 3n, Gemma 4 E2B/E4B): the token table, projection and norm
 # of archdb's per_layer module, and each layer's gate (in the layer: per_layer.*)
 _PER_LAYER_TOP = {
@@ -571,13 +483,36 @@ _PER_LAYER_TOP = {
     "per_layer.proj.weight": Source("model.per_layer_model_projection.weight"),
     "per_layer.norm.weight": Source("model.per_layer_projection_norm.weight"),
 }
-
-
 _PER_LAYER_GATE = {
     "per_layer.gate.weight": Source("per_layer_input_gate.weight"),
     "per_layer.proj.weight": Source("per_layer_projection.weight"),
     "per_layer.norm.weight": Source("post_per_layer_input_norm.weight"),
 }
+# Gemma 4 26B-A4B's feed-forward (under mlp.sublayer.): the dense MLP, the router and the
+# norms before and after each
+_GEMMA4_MLP = {
+    "dense_before.weight": "pre_feedforward_layernorm.weight",
+    "dense_after.weight": "post_feedforward_layernorm_1.weight",
+    "experts_before.weight": "pre_feedforward_layernorm_2.weight",
+    "experts_after.weight": "post_feedforward_layernorm_2.weight",
+    **{f"dense.{p}.weight": f"mlp.{p}_proj.weight" for p in ("gate", "up", "down")},
+    **{f"moe.router.{p}": f"router.{p}" for p in ("scale", "per_expert_scale", "proj.weight")},
+}
+
+
+def _gemma4_names() -> Names:
+    """Sandwich norms, the layer scalar; 26B-A4B: the dense MLP beside fused experts."""
+    layer = llama_layer(_SANDWICH) | _PER_LAYER_GATE
+    layer["layer_scalar"] = Source("layer_scalar")
+    layer |= {f"mlp.sublayer.{ours}": Source(theirs) for ours, theirs in _GEMMA4_MLP.items()}
+    # fused (experts, 2 * d_ff, d) gate and up rows, (experts, d, d_ff) down: archdb's
+    # (experts, in, out) is their transpose
+    experts = "mlp.sublayer.moe.experts."
+    gate_up = "experts.gate_up_proj"
+    layer[experts + "gate"] = Source(gate_up, cut=first_expert_ff, experts=True)
+    layer[experts + "up"] = Source(gate_up, cut=second_expert_ff, experts=True)
+    layer[experts + "down"] = Source("experts.down_proj", experts=True)
+    return Names(LLAMA_TOP | _PER_LAYER_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _gemma3n_names() -> Names:
@@ -591,19 +526,16 @@ def _gemma3n_names() -> Names:
                          ("norm", "post_laurel_norm")):  # fmt: skip
         layer[f"laurel.{ours}.weight"] = Source(f"laurel.{theirs}.weight")
     top = LLAMA_TOP | _PER_LAYER_TOP
-    for i in range(_MAX_STREAMS):
-        top[f"decoder.streams.projections.{i}.weight"] = Source(
-            f"model.altup_projections.{i}.weight"
-        )
-        top[f"decoder.streams.unembed.{i}.weight"] = Source(
-            f"model.altup_unembed_projections.{i}.weight"
-        )
+    streams = {"projections": "altup_projections", "unembed": "altup_unembed_projections"}
+    top |= {
+        f"decoder.streams.{ours}.{i}.weight": Source(f"model.{theirs}.{i}.weight")
+        for ours, theirs in streams.items()
+        for i in range(_MAX_STREAMS)
+    }
     return Names(top, layer, tied_head=("lm_head.weight",), **_GEMMA3N_RELEASE)
 
 
 _MAX_STREAMS = 64  # AltUp projections named (one fewer than the streams; Gemma 3n: 3)
-
-
 # Gemma 3n's released checkpoints (Gemma3nForConditionalGeneration): the decoder under
 # model.language_model., the vision and audio towers and their embedders outside the card
 _GEMMA3N_RELEASE = {
@@ -617,27 +549,15 @@ def _recurrent_gemma_names() -> Names:
     """RecurrentGemma: each layer's temporal_block is attention (q/k/v/o_proj) or Griffin's
     recurrent block (linear_x, linear_y, conv_1d, rg_lru's gates and recurrent_param,
     linear_out); temporal_pre_norm and channel_pre_norm; mlp_block; final_norm."""
-    block = "temporal_block"
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"{block}.{p}_proj.{t}")
-        for p in "qkvo"
-        for t in ("weight", "bias")
-    }
-    for part in ("linear_x", "linear_y", "linear_out", "conv_1d"):
-        layer |= {
-            f"attn.sublayer.{part}.{t}": Source(f"{block}.{part}.{t}") for t in ("weight", "bias")
-        }
+    block = "attn.sublayer."
+    parts = {block + p: f"temporal_block.{p}_proj" for p in "qkvo"}
+    parts |= {block + p: f"temporal_block.{p}" for p in ("linear_x", "linear_y", "linear_out")}
+    parts[block + "conv_1d"] = "temporal_block.conv_1d"
+    parts |= {f"mlp.sublayer.{p}": f"mlp_block.{p}_proj" for p in ("gate", "up", "down")}
+    layer = {f"{ours}.{t}": Source(f"{theirs}.{t}") for ours, theirs in parts.items() for t in _WB}
     for gate in ("input_gate", "recurrent_gate"):
-        layer |= {
-            f"attn.sublayer.{gate}.{t}": Source(f"{block}.rg_lru.{gate}_{t}")
-            for t in ("weight", "bias")
-        }
-    layer["attn.sublayer.recurrent_param"] = Source(f"{block}.rg_lru.recurrent_param")
-    layer |= {
-        f"mlp.sublayer.{p}.{t}": Source(f"mlp_block.{p}_proj.{t}")
-        for p in ("gate", "up", "down")
-        for t in ("weight", "bias")
-    }
+        layer |= {f"{block}{gate}.{t}": Source(f"temporal_block.rg_lru.{gate}_{t}") for t in _WB}
+    layer[block + "recurrent_param"] = Source("temporal_block.rg_lru.recurrent_param")
     layer["attn.before.weight"] = Source("temporal_pre_norm.weight")
     layer["mlp.before.weight"] = Source("channel_pre_norm.weight")
     top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_norm.weight")}
@@ -709,16 +629,7 @@ GEMMA3N_TEXT = GEMMA3_TEXT.derive(
         Key("laurel_rank", "laurel_rank", default=64),
     ),
     write=_gemma3n_text,
-    extras=frozenset(
-        {
-            "activation_sparsity",
-            "altup",
-            "kv_sharing",
-            "laurel",
-            "per_layer_embeddings",
-            "value_norm",
-        }
-    ),
+    extras=ON_DEVICE_EXTRAS | {"activation_sparsity", "altup", "laurel"},
     names=_gemma3n_names,
     logit_error=4e-06,
 )
@@ -738,35 +649,25 @@ GEMMA4_TEXT = GEMMA3_TEXT.derive(
     keys=(
         *ON_DEVICE_KEYS,
         # 26B-A4B: experts beside a dense MLP (intermediate_size) in every layer
-        Key("enable_moe_block", out=_moe, read=False),
+        Key("enable_moe_block", out=has_moe, read=False),
         Key(
             "intermediate_size",
             "mlp.d_ff",
             read=False,
-            out=lambda a: a.mlp.moe.dense_beside_d_ff if _moe(a) else a.mlp.d_ff,
+            out=lambda a: a.mlp.moe.dense_beside_d_ff if has_moe(a) else a.mlp.d_ff,
         ),
         Key(
             "moe_intermediate_size",
             "mlp.moe.n_experts",
-            when=_moe,
+            when=has_moe,
             read=False,
             out=lambda a: a.mlp.d_ff,
         ),
-        Key("num_experts", "mlp.moe.n_experts", when=_moe, read=False),
-        Key("top_k_experts", "mlp.moe.n_active", when=_moe, read=False),
+        Key("num_experts", "mlp.moe.n_experts", when=has_moe, read=False),
+        Key("top_k_experts", "mlp.moe.n_active", when=has_moe, read=False),
     ),
     write=_gemma4_text,
-    extras=frozenset(
-        {
-            "dense_beside",
-            "global_layers",
-            "kv_sharing",
-            "layer_scalar",
-            "per_layer_embeddings",
-            "router_scales",
-            "value_norm",
-        }
-    ),
+    extras=ON_DEVICE_EXTRAS | {"dense_beside", "global_layers", "layer_scalar", "router_scales"},
     names=_gemma4_names,
     logit_error=7.3e-06,
     function_fields=("architecture.attention.scale", "architecture.layer_scalar"),
