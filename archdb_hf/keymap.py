@@ -158,3 +158,16 @@ def read_activation(raw: str, gated: bool) -> str | None:
     if name == "quick_gelu" and not gated:  # x * sigmoid(1.702 x), no GELU form
         return "quick-gelu"
     return None
+
+
+# --- keys several families share ---------------------------------------------------------
+
+
+def sliding_window_key(default: int) -> Key:
+    """sliding_window, written as the card's window, else the config class's default."""
+    return Key(
+        "sliding_window",
+        "attention.sliding_window",
+        read=False,
+        out=lambda a: a.attention.sliding_window or default,
+    )

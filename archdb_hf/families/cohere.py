@@ -6,7 +6,7 @@ from archdb.schema import Architecture, LayerKind, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA
-from archdb_hf.keymap import Key, require
+from archdb_hf.keymap import Key, require, sliding_window_key
 from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -72,11 +72,6 @@ COHERE2 = COHERE.derive(
     default_pattern=("local", "local", "local", "global-nope"),
     full_layer="global-nope",
     kinds=tuple(LayerKind),
-    keys=(
-        Key("use_qk_norm"),
-        LAYER_TYPES,
-        Key("sliding_window", "attention.sliding_window", read=False,
-            out=lambda a: a.attention.sliding_window or 4096),
-    ),
+    keys=(Key("use_qk_norm"), LAYER_TYPES, sliding_window_key(4096)),
     logit_error=2.6e-07,
-)  # fmt: skip
+)

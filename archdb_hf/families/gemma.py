@@ -22,7 +22,7 @@ from archdb_hf.draft import (
 from archdb_hf.families.card_to_config import rope_config, rope_scaling_config
 from archdb_hf.families.llama import BIASES, LAYER_TYPES, LLAMA, SIZES, llama_names
 from archdb_hf.families.spec import check_fixed
-from archdb_hf.keymap import Key, dropped, has_moe, require, uses
+from archdb_hf.keymap import Key, dropped, has_moe, require, sliding_window_key, uses
 from archdb_hf.tensors import (
     LLAMA_TOP,
     Names,
@@ -312,8 +312,7 @@ def _query_pre_attn_scalar(a: Architecture) -> int:
 
 # Gemma 2's keys, which import-hf's generic steps and Gemma's hook read
 GEMMA2_KEYS = (
-    Key("sliding_window", "attention.sliding_window", read=False,
-        out=lambda a: a.attention.sliding_window or 4096),
+    sliding_window_key(4096),
     LAYER_TYPES,
     Key("query_pre_attn_scalar", "attention.scale", out=_query_pre_attn_scalar, read=False),
     Key("attn_logit_softcapping", "attention.logit_softcap", read=False),
@@ -403,8 +402,7 @@ def _gemma3n_text(a: Architecture) -> dict:
 ON_DEVICE_KEYS = (
     Key("query_pre_attn_scalar"),
     Key("attn_logit_softcapping"),
-    Key("sliding_window", "attention.sliding_window", read=False,
-        out=lambda a: a.attention.sliding_window or 512),
+    sliding_window_key(512),
 )  # fmt: skip
 # Gemma 3n's and Gemma 4's RMSNorm applies w (not 1 + w), scores are unscaled
 # (self.scaling = 1.0) and values normed (v_norm, without a scale)
@@ -546,9 +544,7 @@ _GEMMA3N_RELEASE = {
 
 
 def _recurrent_gemma_names() -> Names:
-    """RecurrentGemma: each layer's temporal_block is attention (q/k/v/o_proj) or Griffin's
-    recurrent block (linear_x, linear_y, conv_1d, rg_lru's gates and recurrent_param,
-    linear_out); temporal_pre_norm and channel_pre_norm; mlp_block; final_norm."""
+    """Each layer's temporal_block is attention or Griffin's recurrent block."""
     block = "attn.sublayer."
     parts = {block + p: f"temporal_block.{p}_proj" for p in "qkvo"}
     parts |= {block + p: f"temporal_block.{p}" for p in ("linear_x", "linear_y", "linear_out")}
@@ -562,10 +558,6 @@ def _recurrent_gemma_names() -> Names:
     layer["mlp.before.weight"] = Source("channel_pre_norm.weight")
     top = LLAMA_TOP | {"decoder.final_norm.weight": Source("model.final_norm.weight")}
     return Names(top, layer, tied_head=("lm_head.weight",))
-
-
-def _sandwich_names() -> Names:  # Gemma 2 and 3: a norm before and after each sublayer
-    return llama_names(_SANDWICH)
 
 
 # --- the families ----------------------------------------------------------------------
@@ -591,7 +583,7 @@ GEMMA2 = GEMMA.derive(
     kinds=("local", "global"),
     keys=GEMMA2_KEYS,
     write=_tied,
-    names=_sandwich_names,
+    names=lambda: llama_names(_SANDWICH),  # a norm before and after each sublayer
     logit_error=6.8e-07,
     function_fields=("architecture.attention.scale",),
 )
@@ -605,11 +597,9 @@ GEMMA3_TEXT = GEMMA2.derive(
     default_pattern=("local", "local", "local", "local", "local", "global"),
     aliases=("gemma3",),
     write=_gemma3_text,
-    names=_sandwich_names,
     logit_error=9.7e-07,
 )
-# logit test: AltUp, LAuReL, gaussian top-k, per-layer embeddings, KV sharing (three
-# seeds)
+# logit test: AltUp, LAuReL, gaussian top-k, per-layer embeddings, KV sharing (three seeds)
 GEMMA3N_TEXT = GEMMA3_TEXT.derive(
     "gemma3n_text",
     module="gemma3n",
