@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archdb.schema import Architecture, Kind
+from archdb.schema import Architecture
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import Names, Source
@@ -11,7 +11,6 @@ from archdb_hf.tensors import Names, Source
 
 
 def _t5(a: Architecture) -> dict:
-    require(a.kind is Kind.ENCODER_DECODER, "an encoder-decoder")
     # transformers 5 forces tie_word_embeddings=True for the whole T5 family
     # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
     require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
@@ -81,6 +80,7 @@ T5 = FamilySpec(
     position="relative-bias",
     fixed_bias=(False, False, False),
     builds_activations=("relu", "geglu"),
+    fixed=(("kind", "encoder-decoder"),),
     keys=(
         Key("vocab_size", "vocab_size"),
         Key("d_model", "d_model"),
