@@ -139,7 +139,7 @@ def _read_gemma4(d: Draft) -> None:
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
     _gemma4_pattern(d)
     _gemma4_global_layers(d)
-    _gemma_on_device(d, per_layer_default=256)  # Gemma4TextConfig's default width
+    _gemma_on_device(d)
     bidirectional = d.read("use_bidirectional_attention")
     if bidirectional == "vision":
         d.note(
@@ -163,10 +163,10 @@ def _read_gemma4(d: Draft) -> None:
         d.read("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
 
 
-def _gemma_on_device(d: Draft, per_layer_default: int, shared_default: int = 0) -> None:
+def _gemma_on_device(d: Draft, shared_default: int = 0) -> None:
     """Gemma 3n / Gemma 4 E2B and E4B: per-layer embeddings and cross-layer KV sharing;
     Gemma 4's use_double_wide_mlp doubles the reusing layers' MLP."""
-    width = d.read("hidden_size_per_layer_input", default=per_layer_default)
+    width = d.read("hidden_size_per_layer_input", default=256)  # both configs' default
     rows = d.read("vocab_size_per_layer_input", default=262_144)  # both configs' default
     if width:
         ple = "architecture.per_layer_embeddings."
@@ -190,7 +190,7 @@ def _read_gemma3n(d: Draft) -> None:
     if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
         d.set("architecture.final_logit_softcap", 30.0, "family")
     _gemma3_rope_defaults(d)  # the full layers' base: Gemma3nTextConfig's default already
-    _gemma_on_device(d, per_layer_default=256, shared_default=15)  # the config's defaults
+    _gemma_on_device(d, shared_default=15)  # Gemma3nTextConfig's default
     d.read("altup_coef_clip")  # clamps the coefficients in training mode only
     _activation_sparsity(d)
 
@@ -317,7 +317,7 @@ GEMMA2_KEYS = (
     Key("query_pre_attn_scalar", "attention.scale", out=_query_pre_attn_scalar, read=False),
     Key("attn_logit_softcapping", "attention.logit_softcap", read=False),
     Key("final_logit_softcapping", "final_logit_softcap", read=False),
-)  # fmt: skip
+)
 
 
 def _rope_by_layer_type(a: Architecture, full: dict) -> dict:
@@ -403,7 +403,7 @@ ON_DEVICE_KEYS = (
     Key("query_pre_attn_scalar"),
     Key("attn_logit_softcapping"),
     sliding_window_key(512),
-)  # fmt: skip
+)
 # Gemma 3n's and Gemma 4's RMSNorm applies w (not 1 + w), scores are unscaled
 # (self.scaling = 1.0) and values normed (v_norm, without a scale)
 ON_DEVICE_FIXED = (
@@ -443,12 +443,12 @@ def _block_types(a: Architecture) -> list[str]:
     ]
 
 
-_ATTENDS, _RG_LRU = Architecture.has_attention, uses(LayerKind.RG_LRU)
+_RG_LRU = uses(LayerKind.RG_LRU)
 # RecurrentGemmaConfig's names and defaults: the blocks' sizes (read where the pattern has
 # each kind), the rest read by import-hf's generic steps
 GRIFFIN_KEYS = (
     Key("attention_window_size", "attention.sliding_window", default=2048, kind="local",
-        when=_ATTENDS),
+        when=Architecture.has_attention),
     Key("lru_width", "mixers.rg_lru.lru_width", read=False, when=_RG_LRU),
     Key("conv1d_width", "mixers.rg_lru.conv_kernel", default=4, kind="rg-lru", when=_RG_LRU),
 )  # fmt: skip
@@ -459,9 +459,9 @@ RECURRENT_GEMMA_KEYS = (
     Key("block_types", read=False, out=_block_types),
     Key("logits_soft_cap", "final_logit_softcap", default=30.0,
         into=positive("logits_soft_cap")),
-    Key("num_key_value_heads", "attention.n_kv_heads", read=False, when=_ATTENDS),
-    Key("attention_bias", "bias.qkv", read=False, when=_ATTENDS),
-    Key("rope_parameters", read=False, when=_ATTENDS, out=_griffin_rope),
+    Key("num_key_value_heads", "attention.n_kv_heads", read=False, when=Architecture.has_attention),
+    Key("attention_bias", "bias.qkv", read=False, when=Architecture.has_attention),
+    Key("rope_parameters", read=False, when=Architecture.has_attention, out=_griffin_rope),
     *GRIFFIN_KEYS,
 )  # fmt: skip
 
