@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from archdb.schema import Architecture, LayerKind, QKNorm
-from archdb_hf import tensors as w
 from archdb_hf.draft import Draft
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA
 from archdb_hf.keymap import Key, require, sliding_window_key
-from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source
+from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source, parallel_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -36,7 +35,7 @@ def _qk_norm(a: Architecture) -> bool:
 def _cohere_names() -> Names:
     projections = QKVO | {"o": "o_proj"}
     mlp = {p: f"mlp.{p}_proj" for p in ("gate", "up", "down")}
-    names = w.parallel_names(
+    names = parallel_names(
         "model.layers.{i}.", "input_layernorm", "self_attn", projections, mlp,
         LLAMA_TOP, tied_head=("lm_head.weight",),
     )  # fmt: skip

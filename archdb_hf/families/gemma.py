@@ -547,8 +547,8 @@ def _recurrent_gemma_names() -> Names:
     """Each layer's temporal_block is attention or Griffin's recurrent block."""
     block = "attn.sublayer."
     parts = {block + p: f"temporal_block.{p}_proj" for p in "qkvo"}
-    parts |= {block + p: f"temporal_block.{p}" for p in ("linear_x", "linear_y", "linear_out")}
-    parts[block + "conv_1d"] = "temporal_block.conv_1d"
+    griffin = ("linear_x", "linear_y", "conv_1d", "linear_out")
+    parts |= {block + p: f"temporal_block.{p}" for p in griffin}
     parts |= {f"mlp.sublayer.{p}": f"mlp_block.{p}_proj" for p in ("gate", "up", "down")}
     layer = {f"{ours}.{t}": Source(f"{theirs}.{t}") for ours, theirs in parts.items() for t in _WB}
     for gate in ("input_gate", "recurrent_gate"):
