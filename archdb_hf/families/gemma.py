@@ -245,8 +245,6 @@ def _gemma4_global_layers(d: Draft) -> None:
     fraction = full.get("partial_rotary_factor")
     if kind == "proportional" and fraction is not None and fraction < 1:
         overrides["rotary_fraction"] = float(fraction)
-    head_dim = d.value("architecture.attention.head_dim")
-    kv = d.value("architecture.attention.n_kv_heads")
     k_eq_v = d.read("attention_k_eq_v", default=False)
     if k_eq_v:
         overrides["values_from_keys"] = True
@@ -259,10 +257,9 @@ def _gemma4_global_layers(d: Draft) -> None:
         if global_kv is not None and not k_eq_v:
             d.unmapped["num_global_key_value_heads"] = f"{global_kv} (unused without k_eq_v)"
             global_kv = None
-    if global_head_dim is not None and global_head_dim != head_dim:
-        overrides["head_dim"] = global_head_dim
-    if global_kv is not None and global_kv != kv:
-        overrides["n_kv_heads"] = global_kv
+    for name, value in (("head_dim", global_head_dim), ("n_kv_heads", global_kv)):
+        if value is not None and value != d.value(f"architecture.attention.{name}"):
+            overrides[name] = value
     if "global" not in (d.value("architecture.attention.layer_pattern") or []):
         return
     for name, value in overrides.items():
