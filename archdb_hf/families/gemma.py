@@ -79,10 +79,9 @@ def _bfloat16(value: float) -> float:
 
 
 def _read_recurrent_gemma(d: Draft) -> None:
-    """RecurrentGemma (Griffin): block_types tiled over the layers, RG-LRU blocks and local
-    attention of attention_window_size (the sizes: the keys); the MLP's intermediate_size
-    is both GeGLU branches; biases on the MLP and attention's output; (1 + w) RMSNorms;
-    embeddings times sqrt(hidden_size) held in bfloat16; logits soft-capped."""
+    """Griffin: block_types tiled over the layers (the blocks' sizes: the keys);
+    intermediate_size is both GeGLU branches; embeddings times sqrt(hidden_size) held in
+    bfloat16."""
     n_layers = d.value("architecture.n_layers")
     types = d.read("block_types", "_block_types", default=["recurrent", "recurrent", "attention"])
     if not types:
@@ -132,9 +131,8 @@ def _read_recurrent_gemma(d: Draft) -> None:
 
 
 def _read_gemma4(d: Draft) -> None:
-    """Gemma 4: global layers with their own head width (and, with attention_k_eq_v, their
-    own KV heads and no value projection), proportional partial RoPE on them only, a value
-    norm, unscaled scores, RMSNorm applying w; 26B-A4B: experts beside a dense MLP."""
+    """Global layers with their own head width (and, with attention_k_eq_v, their own KV
+    heads and no value projection) and partial RoPE; 26B-A4B: experts beside a dense MLP."""
     d_model = d.value("architecture.d_model")
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
     _gemma4_pattern(d)
@@ -182,9 +180,8 @@ def _gemma_on_device(d: Draft, shared_default: int = 0) -> None:
 
 
 def _read_gemma3n(d: Draft) -> None:
-    """Gemma 3n's text model: Gemma 4's attention and sandwich norms (RMSNorm applying w,
-    unscaled scores, a value norm) without global-layer sizes or layer scalar; AltUp,
-    LAuReL, per-layer embeddings, KV sharing and gaussian top-k on the first MLP gates."""
+    """Per-layer embeddings, KV sharing and gaussian top-k on the first layers' MLP gates
+    (AltUp's and LAuReL's sizes: the keys)."""
     d_model = d.value("architecture.d_model")
     d.set("architecture.embedding_multiplier", d_model**0.5, "family")
     if "final_logit_softcapping" not in d.config:  # Gemma3nTextConfig's default
