@@ -5,7 +5,7 @@ from __future__ import annotations
 from archdb.schema import Architecture
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, require
-from archdb_hf.tensors import Names, Source
+from archdb_hf.tensors import Names, Source, top_names
 
 # --- card -> config (the reference): what no key writes ---------------------------------
 
@@ -46,12 +46,10 @@ def _t5_names() -> Names:
     encoder blocks [self-attention, MLP]. A tied head is the shared embedding (T5 1.0),
     an untied one lm_head (T5 1.1); its d_model ** -0.5 rescale is the card's logit_scale."""
     bias = "block.0.layer.0.SelfAttention.relative_attention_bias.weight"
-    top = {
-        "embed.table.weight": Source("shared.weight"),
-        "head.lm_head.weight": Source("lm_head.weight"),
-        **{f"{s}.final_norm.weight": Source(f"{s}.final_layer_norm.weight") for s in _STACKS},
-        **{f"{s}.position_bias.table.weight": Source(f"{s}.{bias}") for s in _STACKS},
-    }
+    top = top_names("shared.weight")
+    for s in _STACKS:
+        top[f"{s}.final_norm.weight"] = Source(f"{s}.final_layer_norm.weight")
+        top[f"{s}.position_bias.table.weight"] = Source(f"{s}.{bias}")
     decoder = _t5_attention("attn", "SelfAttention", 0)
     decoder |= _t5_attention("cross", "EncDecAttention", 1) | _t5_mlp(2)
     return Names(
