@@ -32,8 +32,6 @@ from archdb_hf.tensors import (
     second_expert_ff,
 )
 
-_WB = ("weight", "bias")
-
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
@@ -535,6 +533,9 @@ _GEMMA3N_RELEASE = {
     "outside": ("model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
                 "model.embed_audio."),
 }  # fmt: skip
+
+
+_WB = ("weight", "bias")
 
 
 def _recurrent_gemma_names() -> Names:
