@@ -158,3 +158,13 @@ def read_activation(raw: str, gated: bool) -> str | None:
     if name == "quick_gelu" and not gated:  # x * sigmoid(1.702 x), no GELU form
         return "quick-gelu"
     return None
+
+
+# --- shared by several families ----------------------------------------------------------
+
+
+def one_bias_flag(arch: Architecture) -> bool:
+    """The one config flag for the biases of q, k, v, o and the MLP: the card's agree."""
+    b = arch.bias
+    require(b.qkv == b.attn_out == b.mlp, "one bias flag covers q, k, v, o and the MLP")
+    return b.qkv
