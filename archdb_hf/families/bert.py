@@ -17,7 +17,7 @@ ROBERTA_PAD_DEFAULT = 1
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_encoder(d: Draft, position_offset: int) -> None:
+def _read_bert(d: Draft, position_offset: int = 0) -> None:
     """What BertForMaskedLM and RobertaForMaskedLM build around the stack."""
     if d.read("is_decoder", default=False) or d.read("add_cross_attention", default=False):
         raise HFImportError("config.json: is_decoder/add_cross_attention make a decoder")
@@ -31,13 +31,9 @@ def _read_encoder(d: Draft, position_offset: int) -> None:
     d.set("architecture.encoder.head_transform", d.value("architecture.mlp.activation"), "family")
 
 
-def _read_bert(d: Draft) -> None:
-    _read_encoder(d, 0)
-
-
 def _read_roberta(d: Draft) -> None:
     pad = d.read("pad_token_id", default=ROBERTA_PAD_DEFAULT)
-    _read_encoder(d, pad + 1)
+    _read_bert(d, pad + 1)
     # RobertaLMHead applies GELU whatever hidden_act says: a card states one activation
     # for both only when they agree
     if d.value("architecture.mlp.activation") != Activation.GELU.value:
