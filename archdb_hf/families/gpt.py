@@ -395,24 +395,20 @@ FALCON = GPT_NEOX.derive(
     logit_error=2.4e-07,
 )  # fmt: skip
 # Families archdb compares with but does not import
-OPENAI_GPT = FamilySpec(
+OPENAI_GPT = GPT2.derive(
     "openai-gpt",
     module="openai",
     layer="Block",
     config_class="OpenAIGPTConfig",
     model_class="OpenAIGPTLMHeadModel",
-    eps_key="layer_norm_epsilon",
-    rope_key=None,
     imports=False,
-    norm="layernorm",
-    norm_affine="scale-and-bias",
     norm_position="post",
-    gated=False,
-    position="learned",
-    fixed_bias=(True, True, True),
+    tied_default=False,
     activation_default="gelu",
+    d_ff_default_ratio=None,
     kinds=tuple(LayerKind),
-    keys=(*GPT_SIZES, LEARNED_ROWS),
+    keys=(Key("n_inner"),),
     fixed=(("norm.final", False),),
     write=_openai_gpt,
+    names=None,
 )
