@@ -356,8 +356,13 @@ OPT = GPT2.derive(
         Key("ffn_dim", "mlp.d_ff", read=False),
         Key("max_position_embeddings", "context_length", read=False),
         Key("word_embed_proj_dim", "embedding_dim", out=embedding_width),
-        Key("do_layer_norm_before", "norm.position", default=True,
-            into=lambda pre: "pre" if pre else "post", out=_layer_norm_before),
+        Key(
+            "do_layer_norm_before",
+            "norm.position",
+            default=True,
+            into=lambda pre: "pre" if pre else "post",
+            out=_layer_norm_before,
+        ),
     ),
     free=("norm.final",),
     read=_read_opt,
@@ -386,8 +391,12 @@ FALCON = GPT_NEOX.derive(
         Key("alibi", "position.type", out=lambda a: False, read=False),
         # where the card records it (Falcon2-11B's config states 8192; Falcon-7B's omits
         # it and FalconConfig's default, 2048, is the card's)
-        Key("max_position_embeddings", "context_length", read=False,
-            when=lambda a: a.context_length is not None),
+        Key(
+            "max_position_embeddings",
+            "context_length",
+            read=False,
+            when=lambda a: a.context_length is not None,
+        ),
     ),
     free=("bias.attn_out", "bias.mlp", "norm.shared_in_parallel"),
     read=_read_falcon,
