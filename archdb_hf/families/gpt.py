@@ -8,7 +8,7 @@ from archdb_hf import tensors as w
 from archdb_hf.draft import Draft, read_bias_flag
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, one_bias_flag, require
+from archdb_hf.keymap import Key, dropped, merged, one_bias_flag, require
 from archdb_hf.tensors import QKV_CUTS, QKVO, Dims, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -119,20 +119,16 @@ def _hidden_act(a: Architecture) -> str:
     return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_fast"
 
 
-def _sized(*names: tuple[str, str]) -> tuple[Key, ...]:
-    """Keys import-hf's generic steps read under one of their spellings."""
-    return tuple(Key(name, path, read=False) for name, path in names)
-
-
-GPT_SIZES = _sized(("vocab_size", "vocab_size"), ("n_embd", "d_model"),
-                   ("n_layer", "n_layers"), ("n_head", "attention.n_heads"))  # fmt: skip
-NEOX_SIZES = _sized(
-    ("vocab_size", "vocab_size"),
-    ("hidden_size", "d_model"),
-    ("num_hidden_layers", "n_layers"),
-    ("num_attention_heads", "attention.n_heads"),
-    ("tie_word_embeddings", "tied_embeddings"),
+# the sizes import-hf's generic steps read (under one of their spellings)
+GPT_SIZES = (
+    Key("vocab_size", "vocab_size", read=False),
+    Key("n_embd", "d_model", read=False),
+    Key("n_layer", "n_layers", read=False),
+    Key("n_head", "attention.n_heads", read=False),
 )
+# Llama's sizes but the MLP width (each family names it), one key/value head per query
+# head and heads of d_model / n_heads
+NEOX_SIZES = merged(SIZES, dropped(("intermediate_size", "num_key_value_heads", "head_dim")))
 LEARNED_ROWS = Key("n_positions", "context_length", out=learned_rows, read=False)
 
 
@@ -315,7 +311,6 @@ GPT_NEOX = FamilySpec(
         Key("use_parallel_residual", "parallel_layers", default=True, out=_parallel_residual),
         Key("rotary_pct", "position.rotary_fraction", read=False,
             out=lambda a: a.position.rotary_fraction or 1.0),
-        Key("max_position_embeddings", "context_length", read=False),
         Key("hidden_act", "mlp.gelu_approximation", out=_hidden_act, read=False),
         Key("attention_bias", "bias.qkv", read=False),
     ),
@@ -334,7 +329,7 @@ PHI = GPTJ.derive(
     rotary_fraction_default=0.5,
     rope_layout="half-split",
     keys=(
-        *(Key(k.name) for k in GPTJ.keys),
+        *dropped(GPTJ.keys),
         *SIZES,
         ROTARY_FRACTION,
         Key("qk_layernorm", "attention.qk_norm", default=False, out=_phi_qk,
@@ -351,10 +346,9 @@ OPT = GPT2.derive(
     activation_default="relu",
     d_ff_default_ratio=None,
     keys=(
-        *(Key(k.name) for k in GPT2.keys),
+        *dropped(GPT2.keys),
         *NEOX_SIZES,
         Key("ffn_dim", "mlp.d_ff", read=False),
-        Key("max_position_embeddings", "context_length", read=False),
         Key("word_embed_proj_dim", "embedding_dim", out=embedding_width),
         Key(
             "do_layer_norm_before",
@@ -379,7 +373,7 @@ FALCON = GPT_NEOX.derive(
     d_ff_default_ratio=4,
     rotary_fraction_default=None,
     keys=(
-        *(Key(k.name) for k in GPT_NEOX.keys[5:]),
+        *dropped(k for k in GPT_NEOX.keys if k not in NEOX_SIZES),
         Key("num_kv_heads", "attention.n_kv_heads", read=False),
         Key("new_decoder_architecture", out=lambda a: not _classic_mqa(a), read=False),
         Key("multi_query", out=lambda a: a.attention.n_kv_heads == 1, read=False),
