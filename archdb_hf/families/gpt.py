@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from archdb.plan.layout import embedding_width, learned_rows
-from archdb.schema import (
-    Architecture,
-    GeluApproximation,
-    LayerKind,
-    NormPosition,
-    PositionType,
-    QKNorm,
-)
+from archdb.schema import Architecture, GeluApproximation, LayerKind, NormPosition, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft, read_bias_flag
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
@@ -109,12 +102,6 @@ def _layer_norm_before(a: Architecture) -> bool:
     pre = a.norm.position is NormPosition.PRE
     require(a.norm.final is pre, f"norm.final must be {pre}")
     return pre
-
-
-def _alibi(a: Architecture) -> bool:
-    # the key frees position.type from the generic check: ALiBi imports, but is not written
-    require(a.position.type is PositionType.ROPE, "position.type must be rope")
-    return False
 
 
 def _parallel_attn(a: Architecture) -> bool:
@@ -395,7 +382,8 @@ FALCON = GPT_NEOX.derive(
         Key("ffn_hidden_size", "mlp.d_ff", read=False),
         Key("num_ln_in_parallel_attn", "norm.shared_in_parallel", read=False,
             out=lambda a: 1 if a.norm.shared_in_parallel else 2),
-        Key("alibi", "position.type", out=_alibi, read=False),
+        # no path: ALiBi imports, but the generic check refuses it (the key writes false)
+        Key("alibi", out=lambda a: False, read=False),
         # where the card records it (Falcon2-11B's config states 8192; Falcon-7B's omits
         # it and FalconConfig's default, 2048, is the card's)
         Key(
