@@ -1522,3 +1522,13 @@ def fill_moe_layout(d: Draft) -> None:
     for name, value in MOE_LAYOUT.items():
         if d.value(f"architecture.mlp.moe.{name}") is None:
             d.set(f"architecture.mlp.moe.{name}", value, "family")
+
+
+# --- shared by several families ----------------------------------------------------------
+
+
+def read_bias_flag(d: Draft, key: str, default: bool) -> None:
+    """One config flag for the biases of q, k, v, o and the MLP alike."""
+    on = d.read(key, default=default)
+    for part in ("qkv", "attn_out", "mlp"):
+        d.set(f"architecture.bias.{part}", on, d.origin_of(key))

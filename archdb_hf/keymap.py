@@ -171,3 +171,10 @@ def sliding_window_key(default: int) -> Key:
         read=False,
         out=lambda a: a.attention.sliding_window or default,
     )
+
+
+def one_bias_flag(arch: Architecture) -> bool:
+    """The one config flag for the biases of q, k, v, o and the MLP: the card's agree."""
+    b = arch.bias
+    require(b.qkv == b.attn_out == b.mlp, "one bias flag covers q, k, v, o and the MLP")
+    return b.qkv

@@ -332,3 +332,8 @@ def parallel_names(
 
 
 QKVO = {"q": "q_proj", "k": "k_proj", "v": "v_proj"}
+
+
+# --- shared by several families -----------------------------------------------------------
+
+QKV_CUTS = (("q", q_rows), ("k", k_rows), ("v", v_rows))  # a fused [q, k, v] projection's rows

@@ -189,3 +189,14 @@ def test_transformers_default_config_of_every_family_round_trips(model_type):
     )
     card = validate_card(imported.card)
     assert round_trip_losses(card.architecture, model_type) == set()
+
+
+def test_a_falcon_card_with_alibi_positions_is_refused_not_written_as_rope():
+    """Falcon's alibi key writes false: it must leave position.type to the generic check,
+    which refuses ALiBi, rather than claim the field."""
+    card = next(c for c in shipped_catalogue() if model_type_of(c) == "falcon")
+    arch = card.architecture
+    alibi = arch.position.model_copy(update={"type": "alibi", "rope_theta": None})
+    with pytest.raises(NotRepresentable, match=r"position\.type must be one of rope"):
+        SPECS["falcon"].write(arch.model_copy(update={"position": alibi}))
+    assert SPECS["falcon"].write(arch)["alibi"] is False

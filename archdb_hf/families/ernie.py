@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from archdb.schema import Architecture
-from archdb_hf.draft import Draft, HFImportError
+from archdb_hf.draft import Draft, HFImportError, read_bias_flag
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import Key, require
+from archdb_hf.keymap import Key, one_bias_flag, require
 from archdb_hf.tensors import Names, Source, qwen3_moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
-
-
-def _read_ernie4_5(d: Draft) -> None:
-    """ERNIE 4.5: use_bias puts a bias on q, k, v, o and the MLP (not the head)."""
-    uses_bias = d.read("use_bias", default=False)  # Ernie4_5Config's default
-    for part in ("qkv", "attn_out", "mlp"):
-        d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("use_bias"))
 
 
 def _read_ernie4_5_moe(d: Draft) -> None:
@@ -27,7 +22,7 @@ def _read_ernie4_5_moe(d: Draft) -> None:
             "use_bias is true: biased dense and shared MLPs beside unbiased experts have no "
             "card field"
         )
-    _read_ernie4_5(d)
+    read_bias_flag(d, "use_bias", False)
     n = d.value("architecture.n_layers")
     start = d.read("moe_layer_start_index", default=1)  # Ernie4_5_MoeConfig's defaults
     end = d.read("moe_layer_end_index", default=-1)
@@ -56,12 +51,6 @@ def _read_ernie4_5_moe(d: Draft) -> None:
 
 
 # --- card -> config (the reference): what no key writes ---------------------------------
-
-
-def _ernie4_5(a: Architecture) -> dict:
-    b = a.bias
-    require(b.qkv == b.attn_out == b.mlp, "use_bias covers q, k, v, o and the MLP")
-    return {}
 
 
 def _ernie4_5_moe(a: Architecture) -> dict:
@@ -99,10 +88,15 @@ ERNIE4_5 = LLAMA.derive(
     rope_theta_default=500000.0,
     eps_default=1e-05,
     rope_layout="interleaved",
-    keys=(Key("attention_bias"), Key("mlp_bias"), ROPE, Key("use_bias", "bias.qkv", read=False)),
+    keys=(
+        Key("attention_bias"),
+        Key("mlp_bias"),
+        ROPE,
+        Key("use_bias", "bias.qkv", out=one_bias_flag, read=False),
+    ),
     free=("bias.attn_out", "bias.mlp"),
-    read=_read_ernie4_5,
-    write=_ernie4_5,
+    # use_bias: a bias on q, k, v, o and the MLP (not the head); false by default
+    read=partial(read_bias_flag, key="use_bias", default=False),
     logit_error=2.5e-07,
 )
 # logit test: ERNIE 4.5's dense layers then experts every k-th layer (the shared experts

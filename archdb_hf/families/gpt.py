@@ -5,11 +5,11 @@ from __future__ import annotations
 from archdb.plan.layout import embedding_width, learned_rows
 from archdb.schema import Architecture, GeluApproximation, LayerKind, NormPosition, QKNorm
 from archdb_hf import tensors as w
-from archdb_hf.draft import Draft
+from archdb_hf.draft import Draft, read_bias_flag
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, require
-from archdb_hf.tensors import QKVO, Dims, Names, Source, k_rows, q_rows, v_rows
+from archdb_hf.keymap import Key, dropped, merged, one_bias_flag, require
+from archdb_hf.tensors import QKV_CUTS, QKVO, Dims, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -27,9 +27,7 @@ def _read_falcon(d: Draft) -> None:
         d.set(
             "architecture.attention.n_kv_heads", d.value("architecture.attention.n_heads"), "family"
         )
-    parallel = d.read("parallel_attn", default=True)
-    d.set("architecture.parallel_layers", parallel, d.origin_of("parallel_attn"))
-    if parallel:
+    if d.value("architecture.parallel_layers"):
         norms = d.read("num_ln_in_parallel_attn", default=2 if new_arch else 1)
         d.set(
             "architecture.norm.shared_in_parallel",
@@ -39,27 +37,20 @@ def _read_falcon(d: Draft) -> None:
     if d.read("alibi", default=False):
         d.set("architecture.position.type", "alibi", "config")
         d.clear("architecture.position.rope_theta")
-    uses_bias = d.read("bias", default=False)
-    for part in ("qkv", "attn_out", "mlp"):
-        d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("bias"))
+    read_bias_flag(d, "bias", False)
 
 
 def _read_opt(d: Draft) -> None:
-    pre = d.read("do_layer_norm_before", default=True)
-    d.set(
-        "architecture.norm.position", "pre" if pre else "post", d.origin_of("do_layer_norm_before")
-    )
+    pre = d.value("architecture.norm.position") == "pre"
     removed = d.read("_remove_final_layer_norm", default=False)
-    d.set("architecture.norm.final", bool(pre and not removed), d.origin_of("do_layer_norm_before"))
+    d.set("architecture.norm.final", pre and not removed, d.origin_of("do_layer_norm_before"))
     affine = d.read("layer_norm_elementwise_affine", default=True)
     d.set(
         "architecture.norm.affine",
         "scale-and-bias" if affine else "none",
         d.origin_of("layer_norm_elementwise_affine"),
     )
-    uses_bias = d.read("enable_bias", default=True)
-    for part in ("qkv", "attn_out", "mlp"):
-        d.set(f"architecture.bias.{part}", uses_bias, d.origin_of("enable_bias"))
+    read_bias_flag(d, "enable_bias", True)
     if d.value("architecture.embedding_dim") == d.value("architecture.d_model"):
         d.clear("architecture.embedding_dim")  # no projection: the width is d_model's
     context = d.value("architecture.context_length")
@@ -94,10 +85,10 @@ def _openai_gpt(a: Architecture) -> dict:
     return {}
 
 
-def _gpt_neox(a: Architecture) -> dict:
+def _parallel_residual(a: Architecture) -> bool:
     if a.parallel_layers:  # else serial blocks (use_parallel_residual false: RedPajama-INCITE)
         require(not a.norm.shared_in_parallel, "norm.shared_in_parallel must be False")
-    return {}
+    return bool(a.parallel_layers)
 
 
 def _phi_qk(a: Architecture) -> bool:
@@ -106,20 +97,16 @@ def _phi_qk(a: Architecture) -> bool:
     return a.attention.qk_norm is QKNorm.PER_HEAD
 
 
-def _opt(a: Architecture) -> dict:
+def _layer_norm_before(a: Architecture) -> bool:
     require(a.norm.position in (NormPosition.PRE, NormPosition.POST), "pre- or post-norm")
-    final = a.norm.position is NormPosition.PRE
-    require(a.norm.final is final, f"norm.final must be {final}")
-    return {}
+    pre = a.norm.position is NormPosition.PRE
+    require(a.norm.final is pre, f"norm.final must be {pre}")
+    return pre
 
 
-def _falcon(a: Architecture) -> dict:
+def _parallel_attn(a: Architecture) -> bool:
     require(bool(a.parallel_layers), "parallel_layers (Falcon's parallel_attn)")
-    b = a.bias
-    require(b.qkv == b.attn_out == b.mlp, "Falcon's bias flag covers every linear layer")
-    # max_position_embeddings where the card records it (Falcon2-11B's config states 8192;
-    # Falcon-7B's original config omits it and FalconConfig's default, 2048, is the card's)
-    return {} if a.context_length is None else {"max_position_embeddings": a.context_length}
+    return True
 
 
 def _classic_mqa(a: Architecture) -> bool:
@@ -132,20 +119,16 @@ def _hidden_act(a: Architecture) -> str:
     return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_fast"
 
 
-def _sized(*names: tuple[str, str]) -> tuple[Key, ...]:
-    """Keys import-hf's generic steps read under one of their spellings."""
-    return tuple(Key(name, path, read=False) for name, path in names)
-
-
-GPT_SIZES = _sized(("vocab_size", "vocab_size"), ("n_embd", "d_model"),
-                   ("n_layer", "n_layers"), ("n_head", "attention.n_heads"))  # fmt: skip
-NEOX_SIZES = _sized(
-    ("vocab_size", "vocab_size"),
-    ("hidden_size", "d_model"),
-    ("num_hidden_layers", "n_layers"),
-    ("num_attention_heads", "attention.n_heads"),
-    ("tie_word_embeddings", "tied_embeddings"),
+# the sizes import-hf's generic steps read (under one of their spellings)
+GPT_SIZES = (
+    Key("vocab_size", "vocab_size", read=False),
+    Key("n_embd", "d_model", read=False),
+    Key("n_layer", "n_layers", read=False),
+    Key("n_head", "attention.n_heads", read=False),
 )
+# Llama's sizes but the MLP width (each family names it), one key/value head per query
+# head and heads of d_model / n_heads
+NEOX_SIZES = merged(SIZES, dropped(("intermediate_size", "num_key_value_heads", "head_dim")))
 LEARNED_ROWS = Key("n_positions", "context_length", out=learned_rows, read=False)
 
 
@@ -153,27 +136,19 @@ LEARNED_ROWS = Key("n_positions", "context_length", out=learned_rows, read=False
 
 
 def _gpt2_names() -> Names:
-    def conv(name: str, cut=None) -> Source:  # Conv1D stores (in, out)
-        return Source(name, cut=cut, transpose=True)
-
-    def bias(name: str, cut=None) -> Source:
-        return Source(name, cut=cut)
-
-    layer = {
-        "attn.before.weight": Source("ln_1.weight"),
-        "attn.before.bias": Source("ln_1.bias"),
-        "mlp.before.weight": Source("ln_2.weight"),
-        "mlp.before.bias": Source("ln_2.bias"),
-        "attn.sublayer.o.weight": conv("attn.c_proj.weight"),
-        "attn.sublayer.o.bias": bias("attn.c_proj.bias"),
-        "mlp.sublayer.up.weight": conv("mlp.c_fc.weight"),
-        "mlp.sublayer.up.bias": bias("mlp.c_fc.bias"),
-        "mlp.sublayer.down.weight": conv("mlp.c_proj.weight"),
-        "mlp.sublayer.down.bias": bias("mlp.c_proj.bias"),
-    }
-    for p, cut in (("q", q_rows), ("k", k_rows), ("v", v_rows)):
-        layer[f"attn.sublayer.{p}.weight"] = conv("attn.c_attn.weight", cut)
-        layer[f"attn.sublayer.{p}.bias"] = bias("attn.c_attn.bias", cut)
+    layer: dict[str, Source] = {}
+    for t in ("weight", "bias"):
+        conv = t == "weight"  # Conv1D stores its weight (in, out)
+        layer[f"attn.before.{t}"] = Source(f"ln_1.{t}")
+        layer[f"mlp.before.{t}"] = Source(f"ln_2.{t}")
+        for ours, theirs in (
+            ("attn.sublayer.o", "attn.c_proj"),
+            ("mlp.sublayer.up", "mlp.c_fc"),
+            ("mlp.sublayer.down", "mlp.c_proj"),
+        ):
+            layer[f"{ours}.{t}"] = Source(f"{theirs}.{t}", transpose=conv)
+        for p, cut in QKV_CUTS:
+            layer[f"attn.sublayer.{p}.{t}"] = Source(f"attn.c_attn.{t}", cut=cut, transpose=conv)
     top = w.top_names("transformer.wte.weight", "transformer.ln_f")
     top["positions.table.weight"] = Source("transformer.wpe.weight")
     return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
@@ -243,15 +218,11 @@ def _falcon_names() -> Names:
         {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}, top,
         tied_head=("lm_head.weight",),
     )  # fmt: skip
-    for p, cut in (
-        ("q", q_rows),
-        ("k", k_rows),
-        ("v", v_rows),
-    ):  # [q heads, k, v] per key/value group
-        for t in ("weight", "bias"):
+    for t in ("weight", "bias"):
+        for p, cut in QKV_CUTS:  # [q heads, k, v] per key/value group
             fused = f"self_attention.query_key_value.{t}"
             names.layer[f"attn.{p}.{t}"] = Source(fused, cut=cut, grouped=_falcon_groups)
-    for t in ("weight", "bias"):  # two norms (num_ln_in_parallel_attn 2: Falcon-40B, 180B)
+        # two norms (num_ln_in_parallel_attn 2: Falcon-40B, 180B)
         names.layer[f"before_attn.{t}"] = Source(f"input_layernorm.{t}", fallback=f"ln_attn.{t}")
         names.layer[f"before_mlp.{t}"] = Source(f"ln_mlp.{t}")
     return names
@@ -337,17 +308,14 @@ GPT_NEOX = FamilySpec(
     keys=(
         *NEOX_SIZES,
         Key("intermediate_size", "mlp.d_ff", read=False),
-        Key("use_parallel_residual", "parallel_layers", default=True,
-            out=lambda a: bool(a.parallel_layers)),
+        Key("use_parallel_residual", "parallel_layers", default=True, out=_parallel_residual),
         Key("rotary_pct", "position.rotary_fraction", read=False,
             out=lambda a: a.position.rotary_fraction or 1.0),
-        Key("max_position_embeddings", "context_length", read=False),
         Key("hidden_act", "mlp.gelu_approximation", out=_hidden_act, read=False),
         Key("attention_bias", "bias.qkv", read=False),
     ),
     free=("norm.shared_in_parallel",),
     read=_read_gpt_neox,
-    write=_gpt_neox,
     names=_gpt_neox_names,
     logit_error=2.7e-07,
 )  # fmt: skip
@@ -361,7 +329,7 @@ PHI = GPTJ.derive(
     rotary_fraction_default=0.5,
     rope_layout="half-split",
     keys=(
-        *(Key(k.name) for k in GPTJ.keys),
+        *dropped(GPTJ.keys),
         *SIZES,
         ROTARY_FRACTION,
         Key("qk_layernorm", "attention.qk_norm", default=False, out=_phi_qk,
@@ -378,17 +346,20 @@ OPT = GPT2.derive(
     activation_default="relu",
     d_ff_default_ratio=None,
     keys=(
-        *(Key(k.name) for k in GPT2.keys),
+        *dropped(GPT2.keys),
         *NEOX_SIZES,
         Key("ffn_dim", "mlp.d_ff", read=False),
-        Key("max_position_embeddings", "context_length", read=False),
         Key("word_embed_proj_dim", "embedding_dim", out=embedding_width),
-        Key("do_layer_norm_before", "norm.position", read=False,
-            out=lambda a: a.norm.position is NormPosition.PRE),
+        Key(
+            "do_layer_norm_before",
+            "norm.position",
+            default=True,
+            into=lambda pre: "pre" if pre else "post",
+            out=_layer_norm_before,
+        ),
     ),
     free=("norm.final",),
     read=_read_opt,
-    write=_opt,
     names=_opt_names,
     logit_error=0.0,
 )  # fmt: skip
@@ -402,42 +373,46 @@ FALCON = GPT_NEOX.derive(
     d_ff_default_ratio=4,
     rotary_fraction_default=None,
     keys=(
-        *(Key(k.name) for k in GPT_NEOX.keys[5:]),
+        *dropped(k for k in GPT_NEOX.keys if k not in NEOX_SIZES),
         Key("num_kv_heads", "attention.n_kv_heads", read=False),
         Key("new_decoder_architecture", out=lambda a: not _classic_mqa(a), read=False),
         Key("multi_query", out=lambda a: a.attention.n_kv_heads == 1, read=False),
-        Key("parallel_attn", "parallel_layers", read=False),
-        Key("bias", "bias.qkv", read=False),
+        Key("parallel_attn", "parallel_layers", default=True, out=_parallel_attn),
+        Key("bias", "bias.qkv", out=one_bias_flag, read=False),
         Key("ffn_hidden_size", "mlp.d_ff", read=False),
         Key("num_ln_in_parallel_attn", "norm.shared_in_parallel", read=False,
             out=lambda a: 1 if a.norm.shared_in_parallel else 2),
-        Key("alibi", "position.type", out=lambda a: False, read=False),
+        # no path: ALiBi imports, but the generic check refuses it (the key writes false)
+        Key("alibi", out=lambda a: False, read=False),
+        # where the card records it (Falcon2-11B's config states 8192; Falcon-7B's omits
+        # it and FalconConfig's default, 2048, is the card's)
+        Key(
+            "max_position_embeddings",
+            "context_length",
+            read=False,
+            when=lambda a: a.context_length is not None,
+        ),
     ),
     free=("bias.attn_out", "bias.mlp", "norm.shared_in_parallel"),
     read=_read_falcon,
-    write=_falcon,
     names=_falcon_names,
     logit_error=2.4e-07,
 )  # fmt: skip
 # Families archdb compares with but does not import
-OPENAI_GPT = FamilySpec(
+OPENAI_GPT = GPT2.derive(
     "openai-gpt",
     module="openai",
     layer="Block",
     config_class="OpenAIGPTConfig",
     model_class="OpenAIGPTLMHeadModel",
-    eps_key="layer_norm_epsilon",
-    rope_key=None,
     imports=False,
-    norm="layernorm",
-    norm_affine="scale-and-bias",
     norm_position="post",
-    gated=False,
-    position="learned",
-    fixed_bias=(True, True, True),
+    tied_default=False,
     activation_default="gelu",
+    d_ff_default_ratio=None,
     kinds=tuple(LayerKind),
-    keys=(*GPT_SIZES, LEARNED_ROWS),
+    keys=(Key("n_inner"),),
     fixed=(("norm.final", False),),
     write=_openai_gpt,
+    names=None,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from archdb.schema import Architecture, RopeScalingType
@@ -69,23 +69,16 @@ def _read_hunyuan(d: Draft) -> None:
     )
 
 
-def _one_per_layer(d: Draft, key: str, default: int) -> int:
-    """A number Hunyuan's released configs repeat per layer; one value for every layer."""
-    return _uniform(key)(d.read(key, default=default))
-
-
-def _uniform(key: str) -> Callable[[Any], Any]:
-    def one(value: Any) -> Any:
-        if isinstance(value, list):
-            if len(set(value)) != 1:
-                raise HFImportError(
-                    f"config.json: {key} differs between layers ({shown_briefly(value)}): the "
-                    "card holds one value for every layer"
-                )
-            value = value[0]
-        return value
-
-    return one
+def _uniform(key: str, value: Any) -> Any:
+    """A number Hunyuan's released configs may repeat per layer: one for every layer."""
+    if isinstance(value, list):
+        if len(set(value)) != 1:
+            raise HFImportError(
+                f"config.json: {key} differs between layers ({shown_briefly(value)}): the "
+                "card holds one value for every layer"
+            )
+        value = value[0]
+    return value
 
 
 def _read_hunyuan_moe(d: Draft) -> None:
@@ -93,8 +86,8 @@ def _read_hunyuan_moe(d: Draft) -> None:
     all intermediate_size wide (transformers reads no moe_intermediate_size)."""
     _read_hunyuan(d)
     d_ff = d.value("architecture.mlp.d_ff")
-    widths = _one_per_layer(d, "moe_intermediate_size", d_ff)
-    shared = _one_per_layer(d, "num_shared_expert", 1)
+    widths = _uniform("moe_intermediate_size", d.read("moe_intermediate_size", default=d_ff))
+    shared = _uniform("num_shared_expert", d.read("num_shared_expert", default=1))
     if widths != d_ff or shared != 1 or not d.read("use_mixed_mlp_moe", default=True):
         raise HFImportError(
             f"moe_intermediate_size {widths}, num_shared_expert {shared}: transformers' "
@@ -186,10 +179,9 @@ HUNYUAN_V1_DENSE = LLAMA.derive(
 HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
     "hunyuan_v1_moe",
     classes="HunYuanMoEV1",
-    # every layer: softmax-routed experts (the chosen renormalized) plus one shared MLP
     keys=(
         Key("num_experts", "mlp.moe.n_experts", default=1, also=("num_local_experts",)),
-        Key("moe_topk", "mlp.moe.n_active", default=1, into=_uniform("moe_topk")),
+        Key("moe_topk", "mlp.moe.n_active", default=1, into=partial(_uniform, "moe_topk")),
     ),
     fixed=(
         ("attention.qk_norm_after_rope", True),

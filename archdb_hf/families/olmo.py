@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from archdb.schema import Architecture, LayerKind
 from archdb_hf.draft import (
     Draft,
@@ -13,7 +15,6 @@ from archdb_hf.draft import (
 from archdb_hf.families.card_to_config import rope_scaling_config
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA, ROPE, llama_names
 from archdb_hf.keymap import Key, require
-from archdb_hf.tensors import Names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -103,22 +104,6 @@ def _exaone4(a: Architecture) -> dict:
     return {"sliding_window": (a.attention.sliding_window or 4096) if windowed else None}
 
 
-# --- checkpoint names (loading weights) --------------------------------------------------
-
-_POST_BRANCH = {
-    "attn.branch": "post_attention_layernorm",
-    "mlp.branch": "post_feedforward_layernorm",
-}
-
-
-def _olmo_names() -> Names:  # non-parametric LayerNorms: no norm tensors
-    return llama_names({})
-
-
-def _post_branch_names() -> Names:  # OLMo 2 and 3, EXAONE 4: norms on the branch outputs
-    return llama_names(_POST_BRANCH)
-
-
 # --- the families ----------------------------------------------------------------------
 
 OLMO = LLAMA.derive(
@@ -130,7 +115,7 @@ OLMO = LLAMA.derive(
     mlp_bias=False,
     kinds=tuple(LayerKind),
     keys=(Key("mlp_bias"),),
-    names=_olmo_names,
+    names=partial(llama_names, {}),  # non-parametric LayerNorms: no norm tensors
     logit_error=0.0,
 )
 OLMO2 = OLMO.derive(
@@ -142,7 +127,11 @@ OLMO2 = OLMO.derive(
     norm_position="post-branch",
     qk_norm="full",
     eps_default=1e-05,
-    names=_post_branch_names,
+    # OLMo 2 and 3, EXAONE 4: norms on the branch outputs
+    names=partial(
+        llama_names,
+        {"attn.branch": "post_attention_layernorm", "mlp.branch": "post_feedforward_layernorm"},
+    ),
     logit_error=0.0,
 )
 # logit test: OLMo 2 with sliding layers; YaRN on the full layers only
@@ -158,7 +147,6 @@ OLMO3 = OLMO2.derive(
     ),
     read=_read_olmo3,
     write=_olmo3,
-    names=_post_branch_names,
     logit_error=6.8e-07,
 )  # fmt: skip
 # logit test: post-branch norms, per-head QK norm, NoPE full layers
@@ -171,6 +159,5 @@ EXAONE4 = OLMO2.derive(
     keys=(Key("attention_bias"), ROPE, LAYER_TYPES),
     read=_read_exaone4,
     write=_exaone4,
-    names=_post_branch_names,
     logit_error=6.5e-07,
 )
