@@ -44,7 +44,7 @@ from archdb_hf.families.card_to_config import (
     rope_config,
 )
 from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
-from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
+from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE
 from archdb_hf.keymap import Key, dropped, has_moe, part_keys, uses
 from archdb_hf.tensors import Names, Source, first_ff, llama_layer, moe_names, second_ff, top_names
 
@@ -731,44 +731,55 @@ ZAMBA2_KEYS = (
 
 # --- checkpoint names (loading weights) --------------------------------------------------
 
-_MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
 # the Mamba releases' top-level tensors (under backbone.), and Llama's with the final norm
 # named final_layernorm (Bamba, Zamba2, Jamba, Falcon-H1)
 BACKBONE_TOP = top_names("backbone.embeddings.weight", "backbone.norm_f")
 FINAL_LAYERNORM_TOP = top_names("model.embed_tokens.weight", "model.final_layernorm")
+_HYBRID_NORMS = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
 
 
-def _mamba2_mixer(theirs: str) -> dict[str, Source]:
-    """A Mamba-2 mixer (archdb's sits in the attention slot) as transformers names it:
-    in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels, 1, kernel)."""
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"{theirs}.{p}.{t}")
-        for p in _MAMBA2_MIXER
-        for t in ("weight", "bias")
-    }
-    layer |= {f"attn.sublayer.{p}": Source(f"{theirs}.{p}") for p in ("dt_bias", "A_log", "D")}
-    layer["attn.sublayer.norm_weight"] = Source(f"{theirs}.norm.weight")  # grouped, gated
+def _mixer(theirs: str, ours: str, linears: tuple[str, ...], params: tuple[str, ...]) -> dict:
+    """A recurrent mixer's tensors (archdb's sits in the attention slot, ``ours``) as
+    transformers names them under ``theirs``."""
+    names = {f"{p}.{t}": f"{p}.{t}" for p in linears for t in ("weight", "bias")}
+    names |= {p: p for p in params}
+    return {f"{ours}.{o}": Source(f"{theirs}.{t}") for o, t in names.items()}
+
+
+def _mamba2_mixer(theirs: str, ours: str = "attn.sublayer") -> dict[str, Source]:
+    """A Mamba-2 mixer: in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels,
+    1, kernel); the grouped, gated norm."""
+    layer = _mixer(theirs, ours, ("in_proj", "conv1d", "out_proj"), ("dt_bias", "A_log", "D"))
+    return layer | {f"{ours}.norm_weight": Source(f"{theirs}.norm.weight")}
+
+
+def _mamba_mixer(theirs: str) -> dict[str, Source]:
+    """A Mamba-1 mixer, with Jamba's scaled norms on dt, B and C."""
+    linears = ("in_proj", "conv1d", "x_proj", "dt_proj", "out_proj")
+    layer = _mixer(theirs, "attn.sublayer", linears, ("A_log", "D"))
+    for x in ("dt", "b", "c"):
+        layer[f"attn.sublayer.{x}_norm_weight"] = Source(f"{theirs}.{x}_layernorm.weight")
     return layer
 
 
-def _mamba2_names() -> Names:
-    layer = {"attn.before.weight": Source("norm.weight")} | _mamba2_mixer("mixer")
+def _backbone(mixer: dict[str, Source]) -> Names:
+    """Mamba, Falcon Mamba and Mamba-2: a norm and the mixer per layer, under backbone."""
+    layer = {"attn.before.weight": Source("norm.weight")} | mixer
     return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _mamba2_names() -> Names:
+    return _backbone(_mamba2_mixer("mixer"))
+
+
+def _mamba_names() -> Names:
+    return _backbone(_mamba_mixer("mixer"))
 
 
 def _bamba_names() -> Names:
     """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
-    names = llama_names({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
-    names.layer.update(
-        {
-            f"mlp.sublayer.{p}.{t}": Source(f"feed_forward.{p}_proj.{t}")
-            for p in ("gate", "up", "down")
-            for t in ("weight", "bias")
-        }
-    )
-    names.layer.update(_mamba2_mixer("mamba"))
-    top = FINAL_LAYERNORM_TOP
-    return replace(names, top=top)  # LLAMA_TOP is shared: never changed in place
+    layer = llama_layer(_HYBRID_NORMS, "feed_forward") | _mamba2_mixer("mamba")
+    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _zamba2_names() -> Names:
@@ -859,15 +870,10 @@ def _nemotron_h_names() -> Names:
         "attn.before.weight": Source("norm.weight"),
         "mlp.before.weight": Source("norm.weight"),
     }
+    layer |= _mamba2_mixer("mixer")
     for t in ("weight", "bias"):
         layer |= {f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in "qkvo"}
         layer |= {f"mlp.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in ("up", "down")}
-        layer |= {
-            f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}.{t}")
-            for p in ("in_proj", "conv1d", "out_proj")
-        }
-    layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
-    layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
     # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
     layer |= moe_names("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
     for p in ("up", "down"):
@@ -878,58 +884,30 @@ def _nemotron_h_names() -> Names:
     return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.")
 
 
-def _mamba_mixer(prefix: str) -> dict[str, Source]:
-    """A Mamba-1 mixer's tensors (transformers' MambaMixer names under ``prefix``)."""
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"{prefix}.{p}.{t}")
-        for p in ("in_proj", "conv1d", "x_proj", "dt_proj", "out_proj")
-        for t in ("weight", "bias")
-    }
-    layer |= {f"attn.sublayer.{p}": Source(f"{prefix}.{p}") for p in ("A_log", "D")}
-    layer |= {  # Jamba's scaled norms on dt, B and C
-        f"attn.sublayer.{x}_norm_weight": Source(f"{prefix}.{x}_layernorm.weight")
-        for x in ("dt", "b", "c")
-    }
-    return layer
-
-
-def _mamba_names() -> Names:
-    """Mamba and Falcon Mamba: a norm and the mixer per layer under backbone."""
-    layer = _mamba_mixer("mixer") | {"attn.before.weight": Source("norm.weight")}
-    return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
-
-
 def _jamba_names() -> Names:
     """Jamba: Llama-style attention layers and Mamba layers, each with feed_forward (an
     MLP, or per-expert weights and a router)."""
-    norms = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
-    layer = llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
+    layer = llama_layer(_HYBRID_NORMS, mlp="feed_forward") | _mamba_mixer("mamba")
     layer |= moe_names("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
                   "down_proj")  # fmt: skip
-    top = FINAL_LAYERNORM_TOP
-    return Names(top, layer, tied_head=("lm_head.weight",))
+    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
 
 
-# transformers model_type -> its names (one place per family)
 def _falcon_h1_names() -> Names:
-    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
-    input_layernorm and pre_ff_layernorm, its MLP feed_forward; the attention sits one
-    module deeper (.inner) when it has input or output factors."""
-    layer = llama_layer(
-        {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}, "feed_forward"
-    )
+    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its MLP
+    feed_forward; the attention sits one module deeper (.inner) when it has input or
+    output factors."""
+    layer = llama_layer(_HYBRID_NORMS, "feed_forward")
     for key in [k for k in layer if k.startswith("attn.sublayer.")]:
         rest = key.removeprefix("attn.sublayer.")
         source = layer.pop(key)
         layer[f"attn.sublayer.attention.{rest}"] = source
         layer[f"attn.sublayer.attention.inner.{rest}"] = source
-    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
-             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
-             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
-             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
-    for ours, theirs in mamba.items():
-        layer[f"attn.sublayer.recurrent.{ours}"] = Source(f"mamba.{theirs}")
-    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(
+        FINAL_LAYERNORM_TOP,
+        layer | _mamba2_mixer("mamba", "attn.sublayer.recurrent"),
+        tied_head=("lm_head.weight",),
+    )
 
 
 # --- the families ----------------------------------------------------------------------
