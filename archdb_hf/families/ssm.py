@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archdb.mixers.mamba2 import Mamba2Norm
@@ -785,10 +784,9 @@ def _bamba_names() -> Names:
 def _zamba2_names() -> Names:
     """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
     linear and the shared block it runs): see ``_zamba2_shared``."""
-    top = FINAL_LAYERNORM_TOP
     layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
     return Names(
-        top,
+        FINAL_LAYERNORM_TOP,
         layer,
         tied_head=("lm_head.weight",),
         of_model=_zamba2_shared,
@@ -799,14 +797,18 @@ def _zamba2_names() -> Names:
 _ZAMBA2_SHARED = re.compile(r"^model\.layers\.(\d+)\.shared_transformer\.(.+)$")
 
 
+def _zamba2_hybrid(model: nn.Module) -> tuple[list[int], int]:
+    """The hybrid layers in invocation order, and the number of shared blocks."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return [], 0
+    return sorted(shared.at, key=shared.at.__getitem__), len(shared.blocks)
+
+
 def _zamba2_copies(model: nn.Module, names: list[str]) -> dict[str, str]:
     """A checkpoint may hold each shared block again under every later hybrid layer that
     runs it (transformers' state_dict does; save_pretrained drops the tied copies)."""
-    shared = getattr(model.decoder, "shared", None)
-    if shared is None:
-        return {}
-    hybrid = sorted(shared.at, key=shared.at.__getitem__)
-    n = len(shared.blocks)
+    hybrid, n = _zamba2_hybrid(model)
     first = {layer: hybrid[i % n] for i, layer in enumerate(hybrid) if i >= n}
     copies = {}
     for name in names:
@@ -821,19 +823,12 @@ def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
     """transformers saves shared block b once, under the first hybrid layer that runs it
     (the b-th), with every adapter of the invocations it serves (adapter list index = the
     invocation); each hybrid layer keeps its own linear and Mamba-2 layer."""
-    shared = getattr(model.decoder, "shared", None)
-    if shared is None:
-        return {}
-    hybrid = sorted(shared.at, key=shared.at.__getitem__)  # invocation order
-    n = len(shared.blocks)
+    hybrid, n = _zamba2_hybrid(model)
     out: dict[str, Source] = {}
     for layer in hybrid:
-        theirs = f"model.layers.{layer}.mamba_decoder."
-        out[f"decoder.layers.{layer}.attn.before.weight"] = Source(
-            theirs + "input_layernorm.weight"
-        )
-        for ours, src in _mamba2_mixer("mamba").items():
-            out[f"decoder.layers.{layer}.{ours}"] = replace(src, name=theirs + src.name)
+        theirs, ours = f"model.layers.{layer}.mamba_decoder.", f"decoder.layers.{layer}."
+        out[ours + "attn.before.weight"] = Source(theirs + "input_layernorm.weight")
+        out |= _mamba2_mixer(theirs + "mamba", ours + "attn.sublayer")
     for b in range(n):
         theirs, ours = (
             f"model.layers.{hybrid[b]}.shared_transformer.",
@@ -849,10 +844,8 @@ def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
             out[ours + f"mlp.up.{t}"] = Source(fused, cut=second_ff)
             out[ours + f"mlp.down.{t}"] = Source(theirs + f"feed_forward.down_proj.{t}")
     for i, layer in enumerate(hybrid):
-        block, ours = (
-            f"model.layers.{hybrid[i % n]}.shared_transformer.",
-            f"decoder.shared.invocations.{i}.",
-        )
+        block = f"model.layers.{hybrid[i % n]}.shared_transformer."
+        ours = f"decoder.shared.invocations.{i}."
         adapters = {f"{p}_adapter": f"self_attn.linear_{p}_adapter_list.{i}" for p in "qkv"}
         adapters["gate_up_adapter"] = f"feed_forward.gate_up_proj_adapter_list.{i}"
         for name, theirs in adapters.items():
