@@ -10,11 +10,9 @@ from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.schema import (
     Activation,
     Architecture,
-    AttentionVariant,
     GeluApproximation,
     LayerKind,
     PositionType,
-    QKNorm,
 )
 from archdb_hf.draft import (
     Draft,
@@ -194,20 +192,17 @@ def _factor_list(d: Draft, key: str, n: int) -> list[float]:
     return [float(v) for v in values]
 
 
-# Nemotron-H's layer kinds: hybrid_override_pattern's characters, layers_block_type's names
-_NEMOTRON_H_CODES_READ = {"M": "mamba2", "*": "global", "-": "mlp", "E": "moe"}
-
-
-_NEMOTRON_H_TYPES = {
-    "linear_attention": "mamba2",
-    "mamba": "mamba2",
-    "full_attention": "global",
-    "attention": "global",
-    "mlp": "mlp",
-    "moe": "moe",
+# Nemotron-H's layer kinds: hybrid_override_pattern's characters (written, and read from
+# older configs) and layers_block_type's names
+_NEMOTRON_H_CODES = {
+    LayerKind.MAMBA2: "M",
+    LayerKind.GLOBAL: "*",
+    LayerKind.MLP: "-",
+    LayerKind.MOE: "E",
 }
-
-
+_NEMOTRON_H_TYPES = dict.fromkeys(("linear_attention", "mamba"), "mamba2")
+_NEMOTRON_H_TYPES |= dict.fromkeys(("full_attention", "attention"), "global")
+_NEMOTRON_H_TYPES |= {"mlp": "mlp", "moe": "moe"}
 _NEMOTRON_H_DEFAULT = ["mamba2", "moe", "global", "mlp"]  # NemotronHConfig without a pattern
 
 
@@ -220,7 +215,8 @@ def _nemotron_h_kinds(d: Draft) -> list[str]:
         pattern = d.read("hybrid_override_pattern")
         if pattern is None:
             return list(_NEMOTRON_H_DEFAULT)
-        table, where, entries = _NEMOTRON_H_CODES_READ, "hybrid_override_pattern", list(pattern)
+        table = {code: kind.value for kind, code in _NEMOTRON_H_CODES.items()}
+        where, entries = "hybrid_override_pattern", list(pattern)
     for index, entry in enumerate(entries):
         if entry not in table:
             raise HFImportError(
@@ -248,10 +244,7 @@ def _read_nemotron_h(d: Draft) -> None:
     d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     for step in (read_norm, read_position, read_bias):
         step(d)
-    for path, value in (("attention.variant", "softmax"), ("attention.qk_norm", "none"),
-                        ("attention.logit_softcap", None), ("attention.sliding_window", None),
-                        ("final_logit_softcap", None), ("mlp.moe", None)):  # fmt: skip
-        d.set(f"architecture.{path}", value, "family")
+    d.set("architecture.mlp.moe", None, "family")
     mixer_act = d.read("mamba_hidden_act", default="silu")
     if mixer_act != "silu":
         raise HFImportError(
@@ -296,31 +289,19 @@ def _read_nemotron_h_moe(d: Draft) -> None:
     sigmoid router; the dense layers keep intermediate_size."""
     if d.value("architecture.mlp.moe.n_experts") is None:
         return
-    d.read("n_shared_experts")
-    d.set("architecture.mlp.moe.n_shared", 1, "family")
+    d.read("n_shared_experts")  # one shared expert, whatever it says (fixed)
     if "mlp" in d.value("architecture.attention.layer_pattern"):
         dense = d.read("intermediate_size", default=_DENSE_WIDTH)
         d.set("architecture.mlp.moe.dense_d_ff", dense, d.origin_of("intermediate_size"))
     sigmoid_router(d)
 
 
-def _zamba2_choices(d: Draft) -> None:
-    """Zamba2's fixed choices (its sizes: the keys, Zamba2Config's defaults throughout;
-    its derived keys are checked by the read hook, not trusted)."""
-    read_norm(d)
-    d.set("architecture.final_logit_softcap", None, "family")
-    d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
-    for path, value in (("variant", "softmax"), ("qk_norm", "none"), ("logit_softcap", None),
-                        ("sliding_window", None)):  # fmt: skip
-        d.set(f"architecture.attention.{path}", value, "family")
-    d.set("architecture.mlp.moe", None, "family")
-    for path in ("bias.qkv", "bias.attn_out"):
-        d.set(f"architecture.{path}", False, "family")
-
-
 def _read_zamba2(d: Draft) -> None:
-    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block."""
+    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block
+    (its sizes: the keys, Zamba2Config's defaults throughout; its derived keys are checked
+    here, not trusted)."""
     d_model, n_layers = d.value("architecture.d_model"), d.value("architecture.n_layers")
+    d.set("architecture.mlp.moe", None, "family")
     if d.read("use_long_context", default=False):  # Zamba2Config sets 16384
         d.set("architecture.context_length", 16384, "family")
         d.note("architecture.context_length", "use_long_context: Zamba2Config sets 16384.")
@@ -504,28 +485,15 @@ JAMBA_MIXER = (
 )  # fmt: skip
 
 
-# hybrid_override_pattern: one character a layer
-_NEMOTRON_H_CODES_WRITE = {
-    LayerKind.MAMBA2: "M",
-    LayerKind.GLOBAL: "*",
-    LayerKind.MLP: "-",
-    LayerKind.MOE: "E",
-}
-
-
 def nemotron_h(a: Architecture) -> dict:
     """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
     if LayerKind.GLOBAL in a.attention.layer_pattern:
-        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
-        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
         require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
     require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
     require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
-    moe = a.mlp.moe
-    if moe is not None:
-        require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
+    if a.mlp.moe is not None:
         require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
-        ref.need_sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
+        ref.need_sigmoid_router(a.mlp.moe)  # NemotronHTopkRouter is DeepSeek-V3's
     return {}
 
 
@@ -539,7 +507,7 @@ NEMOTRON_H_KEYS = (
     Key("tie_word_embeddings", "tied_embeddings", read=False),
     Key("max_position_embeddings", "context_length", default=4096),
     Key("hybrid_override_pattern", read=False,
-        out=lambda a: "".join(_NEMOTRON_H_CODES_WRITE[k] for k in a.layer_kinds())),
+        out=lambda a: "".join(_NEMOTRON_H_CODES[k] for k in a.layer_kinds())),
     # NemotronHConfig's defaults, the attention's read where a layer attends
     Key("num_attention_heads", "attention.n_heads", default=32, kind="global",
         out=lambda a: a.attention.n_heads or 1),
@@ -602,19 +570,20 @@ FALCON_H1_KEYS = (
 )  # fmt: skip
 
 
-# a stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
-# layer, no attention, no MLP; the sizes every such config holds
-MIXER_ONLY = dict(
-    position="none",
-    fixed_bias=(False, False, False),
-    keys=(
-        *dropped(LLAMA.keys),
-        Key("vocab_size", "vocab_size", required=True),
-        Key("hidden_size", "d_model", required=True),
-        Key("num_hidden_layers", "n_layers", required=True),
-        Key("tie_word_embeddings", "tied_embeddings", read=False),
-    ),
-    free=("mlp.activation", "attention.qk_norm"),
+# the sizes every config of a stack of one mixer kind alone (Mamba, Mamba-2) holds
+STACK_KEYS = (
+    Key("vocab_size", "vocab_size", required=True),
+    Key("hidden_size", "d_model", required=True),
+    Key("num_hidden_layers", "n_layers", required=True),
+    Key("tie_word_embeddings", "tied_embeddings", read=False),
+)
+# attention as the hybrids' code builds it (Nemotron-H, Zamba2)
+PLAIN_ATTENTION = (
+    ("attention.variant", "softmax"),
+    ("attention.qk_norm", "none"),
+    ("attention.logit_softcap", None),
+    ("attention.sliding_window", None),
+    ("final_logit_softcap", None),
 )
 
 
@@ -624,13 +593,10 @@ def _jamba_experts(a: Architecture) -> dict:
     if moe is None:
         return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
     require(
-        moe.first_dense_layers == 0
-        and moe.n_shared == 0
-        and moe.dense_d_ff in (None, a.mlp.d_ff)
+        moe.dense_d_ff in (None, a.mlp.d_ff)
         and moe.normalize_top_k is False
         and not moe.router_bias,
-        "MoE every layer_period-th layer from the first, no shared experts, dense width "
-        "d_ff, top-k weights left unnormalized, no router bias",
+        "dense width d_ff, top-k weights left unnormalized, no router bias",
     )
     return {
         "num_experts": moe.n_experts,
@@ -669,10 +635,7 @@ def zamba2(a: Architecture) -> dict:
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
     require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
-    require(
-        a.bias.mlp == m.proj_bias and not a.bias.qkv and not a.bias.attn_out,
-        "add_bias_linear covers in_proj, out_proj and the MLP; the attention has no bias",
-    )
+    require(a.bias.mlp == m.proj_bias, "add_bias_linear covers in_proj, out_proj and the MLP")
     width = 2 * a.d_model
     require(
         sb.concat_embeddings and a.attention.n_heads * a.head_dim_effective == width,
@@ -688,8 +651,7 @@ def zamba2(a: Architecture) -> dict:
         act = "silu"
     else:
         act = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
-    hybrid = set(sb.layers)
-    types = ["hybrid" if i in hybrid else "mamba" for i in range(a.n_layers)]
+    types = ["hybrid" if i in sb.layers else "mamba" for i in range(a.n_layers)]
     return {"layers_block_type": types, "hidden_act": act}
 
 
@@ -911,21 +873,22 @@ MAMBA2 = LLAMA.derive(
     layer="Mamba2Block",
     eps_key="layer_norm_epsilon",
     rope_key=None,
+    position="none",  # pre-RMSNorm, mixer, residual per layer: no attention, no MLP
+    fixed_bias=(False, False, False),
     mlp_bias=False,
     kinds=("mamba2",),
-    **MIXER_ONLY
-    | {
-        "keys": (
-            *MIXER_ONLY["keys"],
-            *part_keys(
-                "mixers.mamba2",
-                MAMBA2_OWN,
-                {"n_groups": 1} | BIASES_ON,
-                required=("n_heads", "head_dim", "state_size", "conv_kernel"),
-            ),
-            Key("expand", out=_mamba2_expand, read=False),
-        )
-    },
+    keys=(
+        *dropped(LLAMA.keys),
+        *STACK_KEYS,
+        *part_keys(
+            "mixers.mamba2",
+            MAMBA2_OWN,
+            {"n_groups": 1} | BIASES_ON,
+            required=("n_heads", "head_dim", "state_size", "conv_kernel"),
+        ),
+        Key("expand", out=_mamba2_expand, read=False),
+    ),
+    free=("mlp.activation", "attention.qk_norm"),
     fixed=(("mixers.mamba2.mlp", False),),
     steps=(_mixer_only_stack,),
     read=_read_mamba2,
@@ -942,7 +905,7 @@ MAMBA = MAMBA2.derive(
     kinds=("mamba",),
     keys=(
         *dropped(MAMBA2.keys),
-        *MIXER_ONLY["keys"],
+        *STACK_KEYS,
         *part_keys("mixers.mamba", MAMBA_OWN, MAMBA_DEFAULTS),
         Key("time_step_rank", "mixers.mamba.dt_rank", read=False),
         Key("expand", out=_mamba_expand, read=False),
@@ -999,17 +962,16 @@ NEMOTRON_H = MAMBA2.derive(
     fixed_bias=None,  # attention unbiased (the writer checks), the MLP's as mlp_bias says
     mlp_bias=None,
     builds_activations=("squared-relu",),
-    kinds=tuple(_NEMOTRON_H_CODES_WRITE),
-    free=(
-        "attention.variant",
-        "attention.qk_norm",
-        "mlp.moe",
-        "mlp.moe.n_shared",
-        "mlp.moe.first_dense_layers",
-        "mlp.moe.layer_period",
-    ),
+    kinds=tuple(_NEMOTRON_H_CODES),
+    free=("mlp.moe", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
     keys=(*dropped(MAMBA2.keys), *NEMOTRON_H_KEYS),
-    fixed=(("mixers.mamba2.mlp", False), *SIGMOID_SCORES),
+    # one shared expert: transformers always builds it
+    fixed=(
+        ("mixers.mamba2.mlp", False),
+        *PLAIN_ATTENTION,
+        ("mlp.moe.n_shared", 1),
+        *SIGMOID_SCORES,
+    ),
     steps=(_read_nemotron_h,),
     read=_read_nemotron_h_moe,
     write=nemotron_h,
@@ -1069,7 +1031,7 @@ JAMBA = MIXTRAL.derive(
     ),
     fixed=(("mixers.mamba.mlp", True), ("mixers.mamba.inner_norm", "rms-scaled")),
     kinds=("mamba", "global"),
-    free=("mlp.moe", "mlp.moe.n_shared", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
+    free=("mlp.moe", "mlp.moe.layer_period"),
     write=jamba,
     extras=frozenset({"mamba"}),
     names=_jamba_names,
@@ -1093,7 +1055,13 @@ ZAMBA2 = MAMBA2.derive(
     builds_activations=("geglu", "swiglu"),
     free=("position.type",),
     keys=(*dropped(MAMBA2.keys), *ZAMBA2_KEYS),
-    steps=(_zamba2_choices,),
+    fixed=(
+        ("mixers.mamba2.mlp", False),
+        *PLAIN_ATTENTION,
+        ("bias.qkv", False),
+        ("bias.attn_out", False),
+    ),
+    steps=(read_norm,),
     read=_read_zamba2,
     write=zamba2,
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
