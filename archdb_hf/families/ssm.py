@@ -7,13 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from archdb.mixers.mamba2 import Mamba2Norm
-from archdb.schema import (
-    Activation,
-    Architecture,
-    GeluApproximation,
-    LayerKind,
-    PositionType,
-)
+from archdb.schema import Activation, Architecture, GeluApproximation, LayerKind, PositionType
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -34,9 +28,9 @@ from archdb_hf.draft import (
     sigmoid_router,
     silu_conv,
 )
-from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
     mamba2_sizes_of,
+    need_sigmoid_router,
     require,
     rope_config,
 )
@@ -130,12 +124,11 @@ def _read_jamba(d: Draft) -> None:
                 f"expert_layer_offset ({e_offset}) other than expert_layer_period - 1: the "
                 "card's MoE layers are every layer_period-th counting from 1"
             )
-        d_ff = d.value("architecture.mlp.d_ff")
         d.moe(
             n_experts=experts,
             n_active=d.read("num_experts_per_tok", default=2),
             layer_period=e_period,
-            dense_d_ff=d_ff if e_period > 1 else None,
+            dense_d_ff=d.value("architecture.mlp.d_ff") if e_period > 1 else None,
         )
         d.set("architecture.mlp.moe.normalize_top_k", False, "family")  # JambaTopKRouter
     else:
@@ -165,9 +158,9 @@ def _read_falcon_h1(d: Draft) -> None:
         before = d.read("mamba_norm_before_gate", default=True)
         norm = "before-gate" if before else "gated"
     d.set("architecture.mixers.mamba2.norm", norm, d.origin_of("mamba_rms_norm"))
-    head_dim = d.value("architecture.attention.head_dim")
-    if head_dim is None:
-        head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    head_dim = d.value("architecture.attention.head_dim") or (
+        d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    )
     key = read_positive(d, "key_multiplier")
     d.set("architecture.attention.scale", key / math.sqrt(head_dim), d.origin_of("key_multiplier"))
     d.note(
@@ -381,9 +374,7 @@ def _zamba2_mamba2(d: Draft, d_model: int) -> None:
             "use_conv_bias is false, but Zamba2MambaMixer's conv always has a bias "
             "(transformers ignores the key).",
         )
-    d.set(sizes + "conv_bias", True, "family")
-    bias = d.value(sizes + "proj_bias")
-    d.set("architecture.bias.mlp", bias, d.origin_of("add_bias_linear"))
+    d.set("architecture.bias.mlp", d.value(sizes + "proj_bias"), d.origin_of("add_bias_linear"))
 
 
 def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
@@ -421,8 +412,6 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
     blocks = "architecture.shared_blocks."
     d.set(blocks + "n_blocks", min(n_blocks, len(hybrid)), "config")
     d.set(blocks + "layers", hybrid, "config")
-    for name in ("concat_embeddings", "mlp_adapters", "output_projection"):
-        d.set(blocks + name, True, "family")
 
 
 # --- card -> config (the reference) ------------------------------------------------------
@@ -493,7 +482,7 @@ def nemotron_h(a: Architecture) -> dict:
     require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
     if a.mlp.moe is not None:
         require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
-        ref.need_sigmoid_router(a.mlp.moe)  # NemotronHTopkRouter is DeepSeek-V3's
+        need_sigmoid_router(a.mlp.moe)  # NemotronHTopkRouter is DeepSeek-V3's
     return {}
 
 
@@ -611,7 +600,6 @@ def jamba(a: Architecture) -> dict:
     attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
     pattern = a.attention.layer_pattern
     require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
-    require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
     require(a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads")
     eps = a.norm.eps or 1e-6
     require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
@@ -634,14 +622,12 @@ def zamba2(a: Architecture) -> dict:
     require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
-    require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
     require(a.bias.mlp == m.proj_bias, "add_bias_linear covers in_proj, out_proj and the MLP")
     width = 2 * a.d_model
     require(
-        sb.concat_embeddings and a.attention.n_heads * a.head_dim_effective == width,
+        a.attention.n_heads * a.head_dim_effective == width,
         "shared blocks over [x, embeddings] with n_heads x head_dim = 2 d_model",
     )
-    require(sb.mlp_adapters and sb.output_projection, "MLP adapters and an output projection")
     # transformers ties the blocks' copies through tie_word_embeddings (untied: one copy
     # per invocation, which is not the shared architecture)
     require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
@@ -1060,6 +1046,10 @@ ZAMBA2 = MAMBA2.derive(
         *PLAIN_ATTENTION,
         ("bias.qkv", False),
         ("bias.attn_out", False),
+        ("mixers.mamba2.conv_bias", True),  # use_conv_bias is not read
+        ("shared_blocks.concat_embeddings", True),
+        ("shared_blocks.mlp_adapters", True),
+        ("shared_blocks.output_projection", True),
     ),
     steps=(read_norm,),
     read=_read_zamba2,
