@@ -34,7 +34,7 @@ from archdb_hf.families.card_to_config import (
     require,
     rope_config,
 )
-from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
+from archdb_hf.families.deepseek import ROUTER_FIELDS, SIGMOID_SCORES, V3_EXTRAS, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE
 from archdb_hf.keymap import Key, dropped, has_moe, part_keys, uses
 from archdb_hf.tensors import Names, Source, first_ff, llama_layer, moe_names, second_ff, top_names
@@ -235,8 +235,6 @@ def _read_nemotron_h(d: Draft) -> None:
         )
     d.set("architecture.n_layers", len(kinds), "config")
     d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
-    for step in (read_norm, read_position, read_bias):
-        step(d)
     d.set("architecture.mlp.moe", None, "family")
     mixer_act = d.read("mamba_hidden_act", default="silu")
     if mixer_act != "silu":
@@ -418,21 +416,18 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
 
 
 def _mamba2_width(a: Architecture) -> int:
-    """A Mamba-2 mixer's inner width: heads x head width."""
     m = mamba2_sizes_of(a)
     require(m is not None, "mixers.mamba2 sizes")
     return m.n_heads * m.head_dim
 
 
 def _mamba2_expand(a: Architecture) -> int:
-    """expand: a Mamba-2 mixer's inner width over d_model."""
     inner = _mamba2_width(a)
     require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
     return inner // a.d_model
 
 
 def _mamba_expand(a: Architecture) -> int:
-    """expand: a Mamba-1 mixer's d_inner over d_model."""
     m = a.mixers.mamba if a.mixers is not None else None
     require(m is not None, "mixers.mamba sizes")
     require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
@@ -958,26 +953,13 @@ NEMOTRON_H = MAMBA2.derive(
         ("mlp.moe.n_shared", 1),
         *SIGMOID_SCORES,
     ),
-    steps=(_read_nemotron_h,),
+    steps=(read_norm, read_position, read_bias, _read_nemotron_h),
     read=_read_nemotron_h_moe,
     write=nemotron_h,
-    extras=frozenset(
-        {
-            "correction_bias",
-            "expert_groups",
-            "mamba2",
-            "moe_latent",
-            "routed_scale",
-            "sigmoid_scores",
-        }
-    ),
+    extras=V3_EXTRAS | {"mamba2", "moe_latent"},
     names=_nemotron_h_names,
     logit_error=3.5e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-    ),
+    function_fields=tuple(f for f in ROUTER_FIELDS if not f.endswith("n_groups")),
 )
 # logit test: attention beside Mamba-2, every muP factor; three mixer norms
 FALCON_H1 = BAMBA.derive(
