@@ -390,13 +390,11 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
         )
     d.set("architecture.attention.head_dim", head_dim, "family")
     d.set("architecture.attention.scale", (head_dim / 2) ** -0.5, "family")
-    if d.read("use_mem_rope", default=False):
-        d.set("architecture.position.type", "rope", d.origin_of("use_mem_rope"))
+    if d.value("architecture.position.type") == "rope":  # use_mem_rope
         full, _ = rope_parameters_of(d)
         theta = d.read("rope_theta") or full.get("rope_theta") or 10000.0
         d.set("architecture.position.rope_theta", float(theta), "config")
     else:
-        d.set("architecture.position.type", "none", d.origin_of("use_mem_rope"))
         d.read("rope_theta", "rope_parameters")  # not applied without use_mem_rope
     raw = str(d.read("hidden_act", default="gelu"))
     activation = read_activation(raw, gated=True)
@@ -613,14 +611,13 @@ def zamba2(a: Architecture) -> dict:
     """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
     2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
     the hybrid_layer_ids."""
-    position = a.position.type
-    require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
+    rope_or_none = (PositionType.ROPE, PositionType.NONE)
+    require(a.position.type in rope_or_none, "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
     require(a.bias.mlp == m.proj_bias, "add_bias_linear covers in_proj, out_proj and the MLP")
-    width = 2 * a.d_model
     require(
-        a.attention.n_heads * a.head_dim_effective == width,
+        a.attention.n_heads * a.head_dim_effective == 2 * a.d_model,
         "shared blocks over [x, embeddings] with n_heads x head_dim = 2 d_model",
     )
     # transformers ties the blocks' copies through tie_word_embeddings (untied: one copy
@@ -651,7 +648,8 @@ ZAMBA2_KEYS = (
     Key("intermediate_size", "mlp.d_ff", read=False),
     Key("num_attention_heads", "attention.n_heads", default=32),
     Key("num_key_value_heads", "attention.n_kv_heads", read=False),
-    Key("use_mem_rope", out=_rope, read=False),
+    Key("use_mem_rope", "position.type", default=False, out=_rope,
+        into=lambda rope: "rope" if rope else "none"),
     Key("rope_parameters", out=lambda a: rope_config(a)["rope_parameters"], when=_rope,
         read=False),
     # the shared blocks
@@ -1021,7 +1019,7 @@ ZAMBA2 = MAMBA2.derive(
     fixed_bias=None,
     mlp_bias=None,
     builds_activations=("geglu", "swiglu"),
-    free=("position.type",),
+    free=(),
     keys=(*dropped(MAMBA2.keys), *ZAMBA2_KEYS),
     fixed=(
         ("mixers.mamba2.mlp", False),
