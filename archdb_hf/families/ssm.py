@@ -569,38 +569,29 @@ PLAIN_ATTENTION = (
 )
 
 
-def _jamba_experts(a: Architecture) -> dict:
-    """Jamba's MoE layers are those with i % expert_layer_period == expert_layer_offset."""
-    moe = a.mlp.moe
-    if moe is None:
-        return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
-    require(
-        moe.dense_d_ff in (None, a.mlp.d_ff)
-        and moe.normalize_top_k is False
-        and not moe.router_bias,
-        "dense width d_ff, top-k weights left unnormalized, no router bias",
-    )
-    return {
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "expert_layer_period": moe.layer_period,
-        "expert_layer_offset": moe.layer_period - 1,
-    }
-
-
 def jamba(a: Architecture) -> dict:
-    """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
-    attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
-    pattern = a.attention.layer_pattern
+    """Attention at i % attn_layer_period == attn_layer_offset, experts at
+    i % expert_layer_period == expert_layer_offset."""
+    pattern, moe = a.attention.layer_pattern, a.mlp.moe
     require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
     require(a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads")
     eps = a.norm.eps or 1e-6
     require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
+    if moe is not None:
+        fits = moe.dense_d_ff in (None, a.mlp.d_ff) and not moe.router_bias
+        require(
+            fits and moe.normalize_top_k is False,
+            "dense width d_ff, top-k weights left unnormalized, no router bias",
+        )
+    period = moe.layer_period if moe else 1
     return {
         "attn_layer_period": len(pattern),
         "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
         "rms_norm_eps": eps,
-    } | _jamba_experts(a)
+        "num_experts": moe.n_experts if moe else 1,
+        "expert_layer_period": period,
+        "expert_layer_offset": period - 1,
+    }
 
 
 # Zamba2's GELU spellings: its MLP applies ACT2FN[hidden_act] to the gate
@@ -625,10 +616,8 @@ def zamba2(a: Architecture) -> dict:
     require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
     # Zamba2Attention scales scores by (head_dim / 2) ** -0.5, a function of the sizes: the
     # card's attention.scale is that figure (a toy keeps the card's, as for every family)
-    if a.mlp.activation is Activation.SWIGLU:
-        act = "silu"
-    else:
-        act = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
+    gelu = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
+    act = "silu" if a.mlp.activation is Activation.SWIGLU else gelu
     types = ["hybrid" if i in sb.layers else "mamba" for i in range(a.n_layers)]
     return {"layers_block_type": types, "hidden_act": act}
 
@@ -992,7 +981,8 @@ JAMBA = MIXTRAL.derive(
     sliding_everywhere=False,
     read=_read_jamba,
     keys=(
-        *dropped(("num_local_experts", "num_experts_per_tok", "sliding_window")),  # the hook's
+        *dropped(("num_local_experts", "sliding_window")),  # the hook's
+        Key("num_experts_per_tok", "mlp.moe.n_active", when=has_moe, read=False),
         *JAMBA_MIXER,
     ),
     fixed=(("mixers.mamba.mlp", True), ("mixers.mamba.inner_norm", "rms-scaled")),
