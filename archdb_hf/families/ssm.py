@@ -99,7 +99,6 @@ def _mamba_inner(d: Draft, expand_key: str, rank_key: str) -> None:
 
 
 def _read_mamba(d: Draft) -> None:
-    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
     if str(d.read("hidden_act", default="silu")).lower() not in ("silu", "swish"):
         raise HFImportError("hidden_act: the Mamba mixer's gate and conv use SiLU only")
     _mamba_inner(d, "expand", "time_step_rank")
@@ -599,9 +598,7 @@ _ZAMBA2_ACT = {"exact": "gelu", "tanh": "gelu_pytorch_tanh"}
 
 
 def zamba2(a: Architecture) -> dict:
-    """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
-    2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
-    the hybrid_layer_ids."""
+    """Zamba2: Mamba-2 layers, the shared blocks (``_zamba2_block``) before the hybrid ones."""
     rope_or_none = (PositionType.ROPE, PositionType.NONE)
     require(a.position.type in rope_or_none, "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
