@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archdb.mixers.mamba2 import Mamba2Norm
@@ -32,7 +33,6 @@ from archdb_hf.families.card_to_config import (
     mamba2_sizes_of,
     need_sigmoid_router,
     require,
-    rope_config,
 )
 from archdb_hf.families.deepseek import ROUTER_FIELDS, SIGMOID_SCORES, V3_EXTRAS, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE
@@ -636,8 +636,7 @@ ZAMBA2_KEYS = (
     Key("num_key_value_heads", "attention.n_kv_heads", read=False),
     Key("use_mem_rope", "position.type", default=False, out=_rope,
         into=lambda rope: "rope" if rope else "none"),
-    Key("rope_parameters", out=lambda a: rope_config(a)["rope_parameters"], when=_rope,
-        read=False),
+    replace(ROPE, when=_rope),
     # the shared blocks
     Key("num_mem_blocks", "shared_blocks.n_blocks", read=False),
     Key("use_shared_attention_adapter", "shared_blocks.attention_adapters", default=False),
