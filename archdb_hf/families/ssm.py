@@ -8,15 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archdb.mixers.mamba2 import Mamba2Norm
-from archdb.schema import (
-    Activation,
-    Architecture,
-    AttentionVariant,
-    GeluApproximation,
-    LayerKind,
-    PositionType,
-    QKNorm,
-)
+from archdb.schema import Activation, Architecture, GeluApproximation, LayerKind, PositionType
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -37,14 +29,13 @@ from archdb_hf.draft import (
     sigmoid_router,
     silu_conv,
 )
-from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import (
     mamba2_sizes_of,
+    need_sigmoid_router,
     require,
-    rope_config,
 )
-from archdb_hf.families.deepseek import SIGMOID_SCORES, v3_router
-from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE, llama_names
+from archdb_hf.families.deepseek import ROUTER_FIELDS, SIGMOID_SCORES, V3_EXTRAS, v3_router
+from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE
 from archdb_hf.keymap import Key, dropped, has_moe, part_keys, uses
 from archdb_hf.tensors import Names, Source, first_ff, llama_layer, moe_names, second_ff, top_names
 
@@ -108,7 +99,6 @@ def _mamba_inner(d: Draft, expand_key: str, rank_key: str) -> None:
 
 
 def _read_mamba(d: Draft) -> None:
-    """Mamba and Falcon Mamba: norm, mixer, residual per layer; no attention, no MLP."""
     if str(d.read("hidden_act", default="silu")).lower() not in ("silu", "swish"):
         raise HFImportError("hidden_act: the Mamba mixer's gate and conv use SiLU only")
     _mamba_inner(d, "expand", "time_step_rank")
@@ -133,12 +123,11 @@ def _read_jamba(d: Draft) -> None:
                 f"expert_layer_offset ({e_offset}) other than expert_layer_period - 1: the "
                 "card's MoE layers are every layer_period-th counting from 1"
             )
-        d_ff = d.value("architecture.mlp.d_ff")
         d.moe(
             n_experts=experts,
             n_active=d.read("num_experts_per_tok", default=2),
             layer_period=e_period,
-            dense_d_ff=d_ff if e_period > 1 else None,
+            dense_d_ff=d.value("architecture.mlp.d_ff") if e_period > 1 else None,
         )
         d.set("architecture.mlp.moe.normalize_top_k", False, "family")  # JambaTopKRouter
     else:
@@ -168,9 +157,9 @@ def _read_falcon_h1(d: Draft) -> None:
         before = d.read("mamba_norm_before_gate", default=True)
         norm = "before-gate" if before else "gated"
     d.set("architecture.mixers.mamba2.norm", norm, d.origin_of("mamba_rms_norm"))
-    head_dim = d.value("architecture.attention.head_dim")
-    if head_dim is None:
-        head_dim = d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    head_dim = d.value("architecture.attention.head_dim") or (
+        d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
+    )
     key = read_positive(d, "key_multiplier")
     d.set("architecture.attention.scale", key / math.sqrt(head_dim), d.origin_of("key_multiplier"))
     d.note(
@@ -195,20 +184,17 @@ def _factor_list(d: Draft, key: str, n: int) -> list[float]:
     return [float(v) for v in values]
 
 
-# Nemotron-H's layer kinds: hybrid_override_pattern's characters, layers_block_type's names
-_NEMOTRON_H_CODES_READ = {"M": "mamba2", "*": "global", "-": "mlp", "E": "moe"}
-
-
-_NEMOTRON_H_TYPES = {
-    "linear_attention": "mamba2",
-    "mamba": "mamba2",
-    "full_attention": "global",
-    "attention": "global",
-    "mlp": "mlp",
-    "moe": "moe",
+# Nemotron-H's layer kinds: hybrid_override_pattern's characters (written, and read from
+# older configs) and layers_block_type's names
+_NEMOTRON_H_CODES = {
+    LayerKind.MAMBA2: "M",
+    LayerKind.GLOBAL: "*",
+    LayerKind.MLP: "-",
+    LayerKind.MOE: "E",
 }
-
-
+_NEMOTRON_H_TYPES = dict.fromkeys(("linear_attention", "mamba"), "mamba2")
+_NEMOTRON_H_TYPES |= dict.fromkeys(("full_attention", "attention"), "global")
+_NEMOTRON_H_TYPES |= {"mlp": "mlp", "moe": "moe"}
 _NEMOTRON_H_DEFAULT = ["mamba2", "moe", "global", "mlp"]  # NemotronHConfig without a pattern
 
 
@@ -221,7 +207,8 @@ def _nemotron_h_kinds(d: Draft) -> list[str]:
         pattern = d.read("hybrid_override_pattern")
         if pattern is None:
             return list(_NEMOTRON_H_DEFAULT)
-        table, where, entries = _NEMOTRON_H_CODES_READ, "hybrid_override_pattern", list(pattern)
+        table = {code: kind.value for kind, code in _NEMOTRON_H_CODES.items()}
+        where, entries = "hybrid_override_pattern", list(pattern)
     for index, entry in enumerate(entries):
         if entry not in table:
             raise HFImportError(
@@ -247,12 +234,7 @@ def _read_nemotron_h(d: Draft) -> None:
         )
     d.set("architecture.n_layers", len(kinds), "config")
     d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
-    for step in (read_norm, read_position, read_bias):
-        step(d)
-    for path, value in (("attention.variant", "softmax"), ("attention.qk_norm", "none"),
-                        ("attention.logit_softcap", None), ("attention.sliding_window", None),
-                        ("final_logit_softcap", None), ("mlp.moe", None)):  # fmt: skip
-        d.set(f"architecture.{path}", value, "family")
+    d.set("architecture.mlp.moe", None, "family")
     mixer_act = d.read("mamba_hidden_act", default="silu")
     if mixer_act != "silu":
         raise HFImportError(
@@ -297,31 +279,19 @@ def _read_nemotron_h_moe(d: Draft) -> None:
     sigmoid router; the dense layers keep intermediate_size."""
     if d.value("architecture.mlp.moe.n_experts") is None:
         return
-    d.read("n_shared_experts")
-    d.set("architecture.mlp.moe.n_shared", 1, "family")
+    d.read("n_shared_experts")  # one shared expert, whatever it says (fixed)
     if "mlp" in d.value("architecture.attention.layer_pattern"):
         dense = d.read("intermediate_size", default=_DENSE_WIDTH)
         d.set("architecture.mlp.moe.dense_d_ff", dense, d.origin_of("intermediate_size"))
     sigmoid_router(d)
 
 
-def _zamba2_choices(d: Draft) -> None:
-    """Zamba2's fixed choices (its sizes: the keys, Zamba2Config's defaults throughout;
-    its derived keys are checked by the read hook, not trusted)."""
-    read_norm(d)
-    d.set("architecture.final_logit_softcap", None, "family")
-    d.set("architecture.attention.layer_pattern", ["mamba2"], "family")
-    for path, value in (("variant", "softmax"), ("qk_norm", "none"), ("logit_softcap", None),
-                        ("sliding_window", None)):  # fmt: skip
-        d.set(f"architecture.attention.{path}", value, "family")
-    d.set("architecture.mlp.moe", None, "family")
-    for path in ("bias.qkv", "bias.attn_out"):
-        d.set(f"architecture.{path}", False, "family")
-
-
 def _read_zamba2(d: Draft) -> None:
-    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block."""
+    """Zamba2: a Mamba-2 layer everywhere, and before each "hybrid" layer a shared block
+    (its sizes: the keys, Zamba2Config's defaults throughout; its derived keys are checked
+    here, not trusted)."""
     d_model, n_layers = d.value("architecture.d_model"), d.value("architecture.n_layers")
+    d.set("architecture.mlp.moe", None, "family")
     if d.read("use_long_context", default=False):  # Zamba2Config sets 16384
         d.set("architecture.context_length", 16384, "family")
         d.note("architecture.context_length", "use_long_context: Zamba2Config sets 16384.")
@@ -401,9 +371,7 @@ def _zamba2_mamba2(d: Draft, d_model: int) -> None:
             "use_conv_bias is false, but Zamba2MambaMixer's conv always has a bias "
             "(transformers ignores the key).",
         )
-    d.set(sizes + "conv_bias", True, "family")
-    bias = d.value(sizes + "proj_bias")
-    d.set("architecture.bias.mlp", bias, d.origin_of("add_bias_linear"))
+    d.set("architecture.bias.mlp", d.value(sizes + "proj_bias"), d.origin_of("add_bias_linear"))
 
 
 def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
@@ -421,13 +389,11 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
         )
     d.set("architecture.attention.head_dim", head_dim, "family")
     d.set("architecture.attention.scale", (head_dim / 2) ** -0.5, "family")
-    if d.read("use_mem_rope", default=False):
-        d.set("architecture.position.type", "rope", d.origin_of("use_mem_rope"))
+    if d.value("architecture.position.type") == "rope":  # use_mem_rope
         full, _ = rope_parameters_of(d)
         theta = d.read("rope_theta") or full.get("rope_theta") or 10000.0
         d.set("architecture.position.rope_theta", float(theta), "config")
     else:
-        d.set("architecture.position.type", "none", d.origin_of("use_mem_rope"))
         d.read("rope_theta", "rope_parameters")  # not applied without use_mem_rope
     raw = str(d.read("hidden_act", default="gelu"))
     activation = read_activation(raw, gated=True)
@@ -441,29 +407,24 @@ def _zamba2_block(d: Draft, d_model: int, hybrid: list[int]) -> None:
     blocks = "architecture.shared_blocks."
     d.set(blocks + "n_blocks", min(n_blocks, len(hybrid)), "config")
     d.set(blocks + "layers", hybrid, "config")
-    for name in ("concat_embeddings", "mlp_adapters", "output_projection"):
-        d.set(blocks + name, True, "family")
 
 
 # --- card -> config (the reference) ------------------------------------------------------
 
 
 def _mamba2_width(a: Architecture) -> int:
-    """A Mamba-2 mixer's inner width: heads x head width."""
     m = mamba2_sizes_of(a)
     require(m is not None, "mixers.mamba2 sizes")
     return m.n_heads * m.head_dim
 
 
 def _mamba2_expand(a: Architecture) -> int:
-    """expand: a Mamba-2 mixer's inner width over d_model."""
     inner = _mamba2_width(a)
     require(inner % a.d_model == 0, "the inner width a whole multiple of d_model (expand)")
     return inner // a.d_model
 
 
 def _mamba_expand(a: Architecture) -> int:
-    """expand: a Mamba-1 mixer's d_inner over d_model."""
     m = a.mixers.mamba if a.mixers is not None else None
     require(m is not None, "mixers.mamba sizes")
     require(m.d_inner % a.d_model == 0, "d_inner a whole multiple of d_model (expand)")
@@ -505,28 +466,15 @@ JAMBA_MIXER = (
 )  # fmt: skip
 
 
-# hybrid_override_pattern: one character a layer
-_NEMOTRON_H_CODES_WRITE = {
-    LayerKind.MAMBA2: "M",
-    LayerKind.GLOBAL: "*",
-    LayerKind.MLP: "-",
-    LayerKind.MOE: "E",
-}
-
-
 def nemotron_h(a: Architecture) -> dict:
     """Nemotron-H and Nemotron 3: every layer one pre-normed sublayer (M, *, -, E)."""
     if LayerKind.GLOBAL in a.attention.layer_pattern:
-        require(a.attention.variant is AttentionVariant.SOFTMAX, "attention.variant softmax")
-        require(a.attention.qk_norm is QKNorm.NONE, "attention.qk_norm must be none")
         require(a.attention.mlp is False, "attention.mlp false: a layer is one sublayer")
     require(not a.bias.qkv and not a.bias.attn_out, "attention without biases (hard-coded)")
     require(not a.tied_embeddings, "a separate output head (NemotronH never ties it)")
-    moe = a.mlp.moe
-    if moe is not None:
-        require(moe.n_shared == 1, "one shared expert (transformers always builds it)")
+    if a.mlp.moe is not None:
         require(not a.bias.mlp, "no MLP biases: transformers' experts have none")
-        ref.need_sigmoid_router(moe)  # NemotronHTopkRouter is DeepSeek-V3's
+        need_sigmoid_router(a.mlp.moe)  # NemotronHTopkRouter is DeepSeek-V3's
     return {}
 
 
@@ -540,7 +488,7 @@ NEMOTRON_H_KEYS = (
     Key("tie_word_embeddings", "tied_embeddings", read=False),
     Key("max_position_embeddings", "context_length", default=4096),
     Key("hybrid_override_pattern", read=False,
-        out=lambda a: "".join(_NEMOTRON_H_CODES_WRITE[k] for k in a.layer_kinds())),
+        out=lambda a: "".join(_NEMOTRON_H_CODES[k] for k in a.layer_kinds())),
     # NemotronHConfig's defaults, the attention's read where a layer attends
     Key("num_attention_heads", "attention.n_heads", default=32, kind="global",
         out=lambda a: a.attention.n_heads or 1),
@@ -603,58 +551,46 @@ FALCON_H1_KEYS = (
 )  # fmt: skip
 
 
-# a stack of one mixer kind alone (Mamba, Mamba-2): pre-RMSNorm, mixer, residual per
-# layer, no attention, no MLP; the sizes every such config holds
-MIXER_ONLY = dict(
-    position="none",
-    fixed_bias=(False, False, False),
-    keys=(
-        *dropped(LLAMA.keys),
-        Key("vocab_size", "vocab_size", required=True),
-        Key("hidden_size", "d_model", required=True),
-        Key("num_hidden_layers", "n_layers", required=True),
-        Key("tie_word_embeddings", "tied_embeddings", read=False),
-    ),
-    free=("mlp.activation", "attention.qk_norm"),
+# the sizes every config of a stack of one mixer kind alone (Mamba, Mamba-2) holds
+STACK_KEYS = (
+    Key("vocab_size", "vocab_size", required=True),
+    Key("hidden_size", "d_model", required=True),
+    Key("num_hidden_layers", "n_layers", required=True),
+    Key("tie_word_embeddings", "tied_embeddings", read=False),
+)
+# attention as the hybrids' code builds it (Nemotron-H, Zamba2)
+PLAIN_ATTENTION = (
+    ("attention.variant", "softmax"),
+    ("attention.qk_norm", "none"),
+    ("attention.logit_softcap", None),
+    ("attention.sliding_window", None),
+    ("final_logit_softcap", None),
 )
 
 
-def _jamba_experts(a: Architecture) -> dict:
-    """Jamba's MoE layers are those with i % expert_layer_period == expert_layer_offset."""
-    moe = a.mlp.moe
-    if moe is None:
-        return {"num_experts": 1, "expert_layer_period": 1, "expert_layer_offset": 0}
-    require(
-        moe.first_dense_layers == 0
-        and moe.n_shared == 0
-        and moe.dense_d_ff in (None, a.mlp.d_ff)
-        and moe.normalize_top_k is False
-        and not moe.router_bias,
-        "MoE every layer_period-th layer from the first, no shared experts, dense width "
-        "d_ff, top-k weights left unnormalized, no router bias",
-    )
-    return {
-        "num_experts": moe.n_experts,
-        "num_experts_per_tok": moe.n_active,
-        "expert_layer_period": moe.layer_period,
-        "expert_layer_offset": moe.layer_period - 1,
-    }
-
-
 def jamba(a: Architecture) -> dict:
-    """Mamba-1 layers (scaled dt/B/C norms) and attention without positions, 1 in
-    attn_layer_period; every layer has the MLP, MoE every expert_layer_period-th."""
-    pattern = a.attention.layer_pattern
+    """Attention at i % attn_layer_period == attn_layer_offset, experts at
+    i % expert_layer_period == expert_layer_offset."""
+    pattern, moe = a.attention.layer_pattern, a.mlp.moe
     require(pattern.count(LayerKind.GLOBAL) == 1, "one attention layer per pattern period")
-    require(a.mixers is not None and a.mixers.mamba.mlp, "mixers.mamba.mlp true")
     require(a.head_dim_effective * a.attention.n_heads == a.d_model, "head_dim = d_model / n_heads")
     eps = a.norm.eps or 1e-6
     require((a.mixers.mamba.inner_norm_eps or 1e-6) == eps, "the dt/B/C norms share rms_norm_eps")
+    if moe is not None:
+        fits = moe.dense_d_ff in (None, a.mlp.d_ff) and not moe.router_bias
+        require(
+            fits and moe.normalize_top_k is False,
+            "dense width d_ff, top-k weights left unnormalized, no router bias",
+        )
+    period = moe.layer_period if moe else 1
     return {
         "attn_layer_period": len(pattern),
         "attn_layer_offset": pattern.index(LayerKind.GLOBAL),
         "rms_norm_eps": eps,
-    } | _jamba_experts(a)
+        "num_experts": moe.n_experts if moe else 1,
+        "expert_layer_period": period,
+        "expert_layer_offset": period - 1,
+    }
 
 
 # Zamba2's GELU spellings: its MLP applies ACT2FN[hidden_act] to the gate
@@ -662,35 +598,24 @@ _ZAMBA2_ACT = {"exact": "gelu", "tanh": "gelu_pytorch_tanh"}
 
 
 def zamba2(a: Architecture) -> dict:
-    """Zamba2: Mamba-2 layers; shared blocks (attention over [x, embeddings] with heads
-    2 d_model / n_heads wide, a gated MLP, adapters, a projection per invocation) before
-    the hybrid_layer_ids."""
-    position = a.position.type
-    require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
+    """Zamba2: Mamba-2 layers, the shared blocks (``_zamba2_block``) before the hybrid ones."""
+    rope_or_none = (PositionType.ROPE, PositionType.NONE)
+    require(a.position.type in rope_or_none, "position.type rope or none")
     sb, m = a.shared_blocks, mamba2_sizes_of(a)
     require(sb is not None, "shared_blocks (Zamba2's shared transformer blocks)")
-    require(m.conv_bias, "mixers.mamba2.conv_bias true (Zamba2's conv always has a bias)")
+    require(a.bias.mlp == m.proj_bias, "add_bias_linear covers in_proj, out_proj and the MLP")
     require(
-        a.bias.mlp == m.proj_bias and not a.bias.qkv and not a.bias.attn_out,
-        "add_bias_linear covers in_proj, out_proj and the MLP; the attention has no bias",
-    )
-    width = 2 * a.d_model
-    require(
-        sb.concat_embeddings and a.attention.n_heads * a.head_dim_effective == width,
+        a.attention.n_heads * a.head_dim_effective == 2 * a.d_model,
         "shared blocks over [x, embeddings] with n_heads x head_dim = 2 d_model",
     )
-    require(sb.mlp_adapters and sb.output_projection, "MLP adapters and an output projection")
     # transformers ties the blocks' copies through tie_word_embeddings (untied: one copy
     # per invocation, which is not the shared architecture)
     require(bool(a.tied_embeddings), "tied_embeddings true (the blocks' weights tie with it)")
     # Zamba2Attention scales scores by (head_dim / 2) ** -0.5, a function of the sizes: the
     # card's attention.scale is that figure (a toy keeps the card's, as for every family)
-    if a.mlp.activation is Activation.SWIGLU:
-        act = "silu"
-    else:
-        act = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
-    hybrid = set(sb.layers)
-    types = ["hybrid" if i in hybrid else "mamba" for i in range(a.n_layers)]
+    gelu = _ZAMBA2_ACT[(a.mlp.gelu_approximation or GeluApproximation.TANH).value]
+    act = "silu" if a.mlp.activation is Activation.SWIGLU else gelu
+    types = ["hybrid" if i in sb.layers else "mamba" for i in range(a.n_layers)]
     return {"layers_block_type": types, "hidden_act": act}
 
 
@@ -709,9 +634,9 @@ ZAMBA2_KEYS = (
     Key("intermediate_size", "mlp.d_ff", read=False),
     Key("num_attention_heads", "attention.n_heads", default=32),
     Key("num_key_value_heads", "attention.n_kv_heads", read=False),
-    Key("use_mem_rope", out=_rope, read=False),
-    Key("rope_parameters", out=lambda a: rope_config(a)["rope_parameters"], when=_rope,
-        read=False),
+    Key("use_mem_rope", "position.type", default=False, out=_rope,
+        into=lambda rope: "rope" if rope else "none"),
+    replace(ROPE, when=_rope),
     # the shared blocks
     Key("num_mem_blocks", "shared_blocks.n_blocks", read=False),
     Key("use_shared_attention_adapter", "shared_blocks.attention_adapters", default=False),
@@ -731,53 +656,63 @@ ZAMBA2_KEYS = (
 
 # --- checkpoint names (loading weights) --------------------------------------------------
 
-_MAMBA2_MIXER = ("in_proj", "conv1d", "out_proj")
 # the Mamba releases' top-level tensors (under backbone.), and Llama's with the final norm
 # named final_layernorm (Bamba, Zamba2, Jamba, Falcon-H1)
 BACKBONE_TOP = top_names("backbone.embeddings.weight", "backbone.norm_f")
 FINAL_LAYERNORM_TOP = top_names("model.embed_tokens.weight", "model.final_layernorm")
+_HYBRID_NORMS = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
 
 
-def _mamba2_mixer(theirs: str) -> dict[str, Source]:
-    """A Mamba-2 mixer (archdb's sits in the attention slot) as transformers names it:
-    in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels, 1, kernel)."""
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"{theirs}.{p}.{t}")
-        for p in _MAMBA2_MIXER
-        for t in ("weight", "bias")
-    }
-    layer |= {f"attn.sublayer.{p}": Source(f"{theirs}.{p}") for p in ("dt_bias", "A_log", "D")}
-    layer["attn.sublayer.norm_weight"] = Source(f"{theirs}.norm.weight")  # grouped, gated
+def _mixer(theirs: str, ours: str, linears: tuple[str, ...], params: tuple[str, ...]) -> dict:
+    """A recurrent mixer's tensors (archdb's sits in the attention slot, ``ours``) as
+    transformers names them under ``theirs``."""
+    names = {f"{p}.{t}": f"{p}.{t}" for p in linears for t in ("weight", "bias")}
+    names |= {p: p for p in params}
+    return {f"{ours}.{o}": Source(f"{theirs}.{t}") for o, t in names.items()}
+
+
+def _mamba2_mixer(theirs: str, ours: str = "attn.sublayer") -> dict[str, Source]:
+    """A Mamba-2 mixer: in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels,
+    1, kernel); the grouped, gated norm."""
+    layer = _mixer(theirs, ours, ("in_proj", "conv1d", "out_proj"), ("dt_bias", "A_log", "D"))
+    return layer | {f"{ours}.norm_weight": Source(f"{theirs}.norm.weight")}
+
+
+def _mamba_mixer(theirs: str) -> dict[str, Source]:
+    """A Mamba-1 mixer, with Jamba's scaled norms on dt, B and C."""
+    linears = ("in_proj", "conv1d", "x_proj", "dt_proj", "out_proj")
+    layer = _mixer(theirs, "attn.sublayer", linears, ("A_log", "D"))
+    for x in ("dt", "b", "c"):
+        layer[f"attn.sublayer.{x}_norm_weight"] = Source(f"{theirs}.{x}_layernorm.weight")
     return layer
 
 
-def _mamba2_names() -> Names:
-    layer = {"attn.before.weight": Source("norm.weight")} | _mamba2_mixer("mixer")
+def _backbone(mixer: dict[str, Source]) -> Names:
+    """Mamba, Falcon Mamba and Mamba-2: a norm and the mixer per layer, under backbone."""
+    layer = {"attn.before.weight": Source("norm.weight")} | mixer
     return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
+
+
+def _mamba2_names() -> Names:
+    return _backbone(_mamba2_mixer("mixer"))
+
+
+def _mamba_names() -> Names:
+    return _backbone(_mamba_mixer("mixer"))
 
 
 def _bamba_names() -> Names:
     """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
-    names = llama_names({"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"})
-    names.layer.update(
-        {
-            f"mlp.sublayer.{p}.{t}": Source(f"feed_forward.{p}_proj.{t}")
-            for p in ("gate", "up", "down")
-            for t in ("weight", "bias")
-        }
-    )
-    names.layer.update(_mamba2_mixer("mamba"))
-    top = FINAL_LAYERNORM_TOP
-    return replace(names, top=top)  # LLAMA_TOP is shared: never changed in place
+    layer = llama_layer(_HYBRID_NORMS, "feed_forward") | _mamba2_mixer("mamba")
+    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _zamba2_names() -> Names:
     """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
     linear and the shared block it runs): see ``_zamba2_shared``."""
-    top = FINAL_LAYERNORM_TOP
     layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
     return Names(
-        top,
+        FINAL_LAYERNORM_TOP,
         layer,
         tied_head=("lm_head.weight",),
         of_model=_zamba2_shared,
@@ -788,14 +723,18 @@ def _zamba2_names() -> Names:
 _ZAMBA2_SHARED = re.compile(r"^model\.layers\.(\d+)\.shared_transformer\.(.+)$")
 
 
+def _zamba2_hybrid(model: nn.Module) -> tuple[list[int], int]:
+    """The hybrid layers in invocation order, and the number of shared blocks."""
+    shared = getattr(model.decoder, "shared", None)
+    if shared is None:
+        return [], 0
+    return sorted(shared.at, key=shared.at.__getitem__), len(shared.blocks)
+
+
 def _zamba2_copies(model: nn.Module, names: list[str]) -> dict[str, str]:
     """A checkpoint may hold each shared block again under every later hybrid layer that
     runs it (transformers' state_dict does; save_pretrained drops the tied copies)."""
-    shared = getattr(model.decoder, "shared", None)
-    if shared is None:
-        return {}
-    hybrid = sorted(shared.at, key=shared.at.__getitem__)
-    n = len(shared.blocks)
+    hybrid, n = _zamba2_hybrid(model)
     first = {layer: hybrid[i % n] for i, layer in enumerate(hybrid) if i >= n}
     copies = {}
     for name in names:
@@ -810,19 +749,12 @@ def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
     """transformers saves shared block b once, under the first hybrid layer that runs it
     (the b-th), with every adapter of the invocations it serves (adapter list index = the
     invocation); each hybrid layer keeps its own linear and Mamba-2 layer."""
-    shared = getattr(model.decoder, "shared", None)
-    if shared is None:
-        return {}
-    hybrid = sorted(shared.at, key=shared.at.__getitem__)  # invocation order
-    n = len(shared.blocks)
+    hybrid, n = _zamba2_hybrid(model)
     out: dict[str, Source] = {}
     for layer in hybrid:
-        theirs = f"model.layers.{layer}.mamba_decoder."
-        out[f"decoder.layers.{layer}.attn.before.weight"] = Source(
-            theirs + "input_layernorm.weight"
-        )
-        for ours, src in _mamba2_mixer("mamba").items():
-            out[f"decoder.layers.{layer}.{ours}"] = replace(src, name=theirs + src.name)
+        theirs, ours = f"model.layers.{layer}.mamba_decoder.", f"decoder.layers.{layer}."
+        out[ours + "attn.before.weight"] = Source(theirs + "input_layernorm.weight")
+        out |= _mamba2_mixer(theirs + "mamba", ours + "attn.sublayer")
     for b in range(n):
         theirs, ours = (
             f"model.layers.{hybrid[b]}.shared_transformer.",
@@ -838,10 +770,8 @@ def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
             out[ours + f"mlp.up.{t}"] = Source(fused, cut=second_ff)
             out[ours + f"mlp.down.{t}"] = Source(theirs + f"feed_forward.down_proj.{t}")
     for i, layer in enumerate(hybrid):
-        block, ours = (
-            f"model.layers.{hybrid[i % n]}.shared_transformer.",
-            f"decoder.shared.invocations.{i}.",
-        )
+        block = f"model.layers.{hybrid[i % n]}.shared_transformer."
+        ours = f"decoder.shared.invocations.{i}."
         adapters = {f"{p}_adapter": f"self_attn.linear_{p}_adapter_list.{i}" for p in "qkv"}
         adapters["gate_up_adapter"] = f"feed_forward.gate_up_proj_adapter_list.{i}"
         for name, theirs in adapters.items():
@@ -859,15 +789,10 @@ def _nemotron_h_names() -> Names:
         "attn.before.weight": Source("norm.weight"),
         "mlp.before.weight": Source("norm.weight"),
     }
+    layer |= _mamba2_mixer("mixer")
     for t in ("weight", "bias"):
         layer |= {f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in "qkvo"}
         layer |= {f"mlp.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in ("up", "down")}
-        layer |= {
-            f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}.{t}")
-            for p in ("in_proj", "conv1d", "out_proj")
-        }
-    layer |= {f"attn.sublayer.{p}": Source(f"mixer.{p}") for p in ("dt_bias", "A_log", "D")}
-    layer["attn.sublayer.norm_weight"] = Source("mixer.norm.weight")
     # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
     layer |= moe_names("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
     for p in ("up", "down"):
@@ -878,58 +803,30 @@ def _nemotron_h_names() -> Names:
     return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.")
 
 
-def _mamba_mixer(prefix: str) -> dict[str, Source]:
-    """A Mamba-1 mixer's tensors (transformers' MambaMixer names under ``prefix``)."""
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"{prefix}.{p}.{t}")
-        for p in ("in_proj", "conv1d", "x_proj", "dt_proj", "out_proj")
-        for t in ("weight", "bias")
-    }
-    layer |= {f"attn.sublayer.{p}": Source(f"{prefix}.{p}") for p in ("A_log", "D")}
-    layer |= {  # Jamba's scaled norms on dt, B and C
-        f"attn.sublayer.{x}_norm_weight": Source(f"{prefix}.{x}_layernorm.weight")
-        for x in ("dt", "b", "c")
-    }
-    return layer
-
-
-def _mamba_names() -> Names:
-    """Mamba and Falcon Mamba: a norm and the mixer per layer under backbone."""
-    layer = _mamba_mixer("mixer") | {"attn.before.weight": Source("norm.weight")}
-    return Names(BACKBONE_TOP, layer, prefix="backbone.layers.{i}.", tied_head=("lm_head.weight",))
-
-
 def _jamba_names() -> Names:
     """Jamba: Llama-style attention layers and Mamba layers, each with feed_forward (an
     MLP, or per-expert weights and a router)."""
-    norms = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}
-    layer = llama_layer(norms, mlp="feed_forward") | _mamba_mixer("mamba")
+    layer = llama_layer(_HYBRID_NORMS, mlp="feed_forward") | _mamba_mixer("mamba")
     layer |= moe_names("feed_forward.router", "feed_forward.experts", "gate_proj", "up_proj",
                   "down_proj")  # fmt: skip
-    top = FINAL_LAYERNORM_TOP
-    return Names(top, layer, tied_head=("lm_head.weight",))
+    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
 
 
-# transformers model_type -> its names (one place per family)
 def _falcon_h1_names() -> Names:
-    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its norms
-    input_layernorm and pre_ff_layernorm, its MLP feed_forward; the attention sits one
-    module deeper (.inner) when it has input or output factors."""
-    layer = llama_layer(
-        {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layernorm"}, "feed_forward"
-    )
+    """Falcon-H1: self_attn and mamba side by side (archdb's ParallelMixers), its MLP
+    feed_forward; the attention sits one module deeper (.inner) when it has input or
+    output factors."""
+    layer = llama_layer(_HYBRID_NORMS, "feed_forward")
     for key in [k for k in layer if k.startswith("attn.sublayer.")]:
         rest = key.removeprefix("attn.sublayer.")
         source = layer.pop(key)
         layer[f"attn.sublayer.attention.{rest}"] = source
         layer[f"attn.sublayer.attention.inner.{rest}"] = source
-    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
-             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
-             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
-             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
-    for ours, theirs in mamba.items():
-        layer[f"attn.sublayer.recurrent.{ours}"] = Source(f"mamba.{theirs}")
-    return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
+    return Names(
+        FINAL_LAYERNORM_TOP,
+        layer | _mamba2_mixer("mamba", "attn.sublayer.recurrent"),
+        tied_head=("lm_head.weight",),
+    )
 
 
 # --- the families ----------------------------------------------------------------------
@@ -940,21 +837,22 @@ MAMBA2 = LLAMA.derive(
     layer="Mamba2Block",
     eps_key="layer_norm_epsilon",
     rope_key=None,
+    position="none",  # pre-RMSNorm, mixer, residual per layer: no attention, no MLP
+    fixed_bias=(False, False, False),
     mlp_bias=False,
     kinds=("mamba2",),
-    **MIXER_ONLY
-    | {
-        "keys": (
-            *MIXER_ONLY["keys"],
-            *part_keys(
-                "mixers.mamba2",
-                MAMBA2_OWN,
-                {"n_groups": 1} | BIASES_ON,
-                required=("n_heads", "head_dim", "state_size", "conv_kernel"),
-            ),
-            Key("expand", out=_mamba2_expand, read=False),
-        )
-    },
+    keys=(
+        *dropped(LLAMA.keys),
+        *STACK_KEYS,
+        *part_keys(
+            "mixers.mamba2",
+            MAMBA2_OWN,
+            {"n_groups": 1} | BIASES_ON,
+            required=("n_heads", "head_dim", "state_size", "conv_kernel"),
+        ),
+        Key("expand", out=_mamba2_expand, read=False),
+    ),
+    free=("mlp.activation", "attention.qk_norm"),
     fixed=(("mixers.mamba2.mlp", False),),
     steps=(_mixer_only_stack,),
     read=_read_mamba2,
@@ -971,7 +869,7 @@ MAMBA = MAMBA2.derive(
     kinds=("mamba",),
     keys=(
         *dropped(MAMBA2.keys),
-        *MIXER_ONLY["keys"],
+        *STACK_KEYS,
         *part_keys("mixers.mamba", MAMBA_OWN, MAMBA_DEFAULTS),
         Key("time_step_rank", "mixers.mamba.dt_rank", read=False),
         Key("expand", out=_mamba_expand, read=False),
@@ -1028,37 +926,23 @@ NEMOTRON_H = MAMBA2.derive(
     fixed_bias=None,  # attention unbiased (the writer checks), the MLP's as mlp_bias says
     mlp_bias=None,
     builds_activations=("squared-relu",),
-    kinds=tuple(_NEMOTRON_H_CODES_WRITE),
-    free=(
-        "attention.variant",
-        "attention.qk_norm",
-        "mlp.moe",
-        "mlp.moe.n_shared",
-        "mlp.moe.first_dense_layers",
-        "mlp.moe.layer_period",
-    ),
+    kinds=tuple(_NEMOTRON_H_CODES),
+    free=("mlp.moe", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
     keys=(*dropped(MAMBA2.keys), *NEMOTRON_H_KEYS),
-    fixed=(("mixers.mamba2.mlp", False), *SIGMOID_SCORES),
-    steps=(_read_nemotron_h,),
+    # one shared expert: transformers always builds it
+    fixed=(
+        ("mixers.mamba2.mlp", False),
+        *PLAIN_ATTENTION,
+        ("mlp.moe.n_shared", 1),
+        *SIGMOID_SCORES,
+    ),
+    steps=(read_norm, read_position, read_bias, _read_nemotron_h),
     read=_read_nemotron_h_moe,
     write=nemotron_h,
-    extras=frozenset(
-        {
-            "correction_bias",
-            "expert_groups",
-            "mamba2",
-            "moe_latent",
-            "routed_scale",
-            "sigmoid_scores",
-        }
-    ),
+    extras=V3_EXTRAS | {"mamba2", "moe_latent"},
     names=_nemotron_h_names,
     logit_error=3.5e-07,
-    function_fields=(
-        "architecture.mlp.moe.score_function",
-        "architecture.mlp.moe.score_correction_bias",
-        "architecture.mlp.moe.routed_scale",
-    ),
+    function_fields=tuple(f for f in ROUTER_FIELDS if not f.endswith("n_groups")),
 )
 # logit test: attention beside Mamba-2, every muP factor; three mixer norms
 FALCON_H1 = BAMBA.derive(
@@ -1093,12 +977,13 @@ JAMBA = MIXTRAL.derive(
     sliding_everywhere=False,
     read=_read_jamba,
     keys=(
-        *dropped(("num_local_experts", "num_experts_per_tok", "sliding_window")),  # the hook's
+        *dropped(("num_local_experts", "sliding_window")),  # the hook's
+        Key("num_experts_per_tok", "mlp.moe.n_active", when=has_moe, read=False),
         *JAMBA_MIXER,
     ),
     fixed=(("mixers.mamba.mlp", True), ("mixers.mamba.inner_norm", "rms-scaled")),
     kinds=("mamba", "global"),
-    free=("mlp.moe", "mlp.moe.n_shared", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
+    free=("mlp.moe", "mlp.moe.layer_period"),
     write=jamba,
     extras=frozenset({"mamba"}),
     names=_jamba_names,
@@ -1120,9 +1005,19 @@ ZAMBA2 = MAMBA2.derive(
     fixed_bias=None,
     mlp_bias=None,
     builds_activations=("geglu", "swiglu"),
-    free=("position.type",),
+    free=(),
     keys=(*dropped(MAMBA2.keys), *ZAMBA2_KEYS),
-    steps=(_zamba2_choices,),
+    fixed=(
+        ("mixers.mamba2.mlp", False),
+        *PLAIN_ATTENTION,
+        ("bias.qkv", False),
+        ("bias.attn_out", False),
+        ("mixers.mamba2.conv_bias", True),  # use_conv_bias is not read
+        ("shared_blocks.concat_embeddings", True),
+        ("shared_blocks.mlp_adapters", True),
+        ("shared_blocks.output_projection", True),
+    ),
+    steps=(read_norm,),
     read=_read_zamba2,
     write=zamba2,
     extras=frozenset({"mamba2", "shared_blocks", "time_step_floor"}),
