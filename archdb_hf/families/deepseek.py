@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from archdb.parts.mlp import CLAMPED_SWIGLU
@@ -53,10 +54,11 @@ if TYPE_CHECKING:
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_deepseek(d: Draft) -> None:
+def _read_deepseek(d: Draft, router: Callable[[Draft], None] = sigmoid_router) -> None:
     """MLA (its sizes: the keys): v_head_dim is the head width; DeepSeekMoE (its sizes: the
     keys): the shared experts one MLP of moe_intermediate_size x n_shared_experts, the
-    dense layers intermediate_size wide, MoE every moe_layer_freq-th layer."""
+    dense layers intermediate_size wide, MoE every moe_layer_freq-th layer; routed by
+    ``router`` (V3's, or V2's softmax one)."""
     _mla(d)
     if d.value("architecture.mlp.moe.n_experts") is None:
         return
@@ -68,10 +70,11 @@ def _read_deepseek(d: Draft) -> None:
     d.set("architecture.mlp.moe.layer_period", period, "config")
     _shared_and_dense(d)
     read_mtp(d)
+    if d.value("architecture.mlp.moe.n_experts"):
+        router(d)
 
 
 def _mla(d: Draft) -> None:
-    """MLA (its sizes: the keys): v_head_dim is the head width."""
     d.set("architecture.attention.variant", "latent", "config")
     d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
     d.note(
@@ -80,38 +83,31 @@ def _mla(d: Draft) -> None:
     )
 
 
-def _shared_and_dense(d: Draft) -> None:
+def _shared_and_dense(d: Draft, note: bool = True) -> None:
     n_shared = d.value("architecture.mlp.moe.n_shared")
     shared = d.value("architecture.mlp.d_ff") * n_shared if n_shared else None
     d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
-    d.note(
-        "architecture.mlp.moe.shared_d_ff",
-        "The shared experts form one MLP of "
-        "moe_intermediate_size x n_shared_experts (the transformers implementation).",
-    )
+    if note:
+        d.note(
+            "architecture.mlp.moe.shared_d_ff",
+            "The shared experts form one MLP of "
+            "moe_intermediate_size x n_shared_experts (the transformers implementation).",
+        )
     if d.value("architecture.mlp.moe.first_dense_layers") or (
         d.value("architecture.mlp.moe.layer_period") > 1
     ):
         d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size"), "config")
 
 
-def _read_deepseek_v2(d: Draft) -> None:
-    _read_deepseek(d)
-    if d.value("architecture.mlp.moe.n_experts"):
-        _softmax_router(d)
-
-
 def _softmax_router(d: Draft) -> None:
-    """transformers' DeepseekV2TopkRouter: softmax shares of all experts, greedy or
-    group-limited (groups ranked by their best score), times routed_scaling_factor;
-    it never renormalizes (norm_topk_prob is not read)."""
+    """transformers' DeepseekV2TopkRouter (its softmax scores, never renormalized: fixed):
+    greedy or group-limited (groups ranked by their best score), times
+    routed_scaling_factor; it does not read norm_topk_prob."""
     scoring = d.read("scoring_func", default="softmax")
     if scoring != "softmax":
         raise HFImportError(
             f"scoring_func {short_text(scoring)}: transformers' deepseek_v2 scores by softmax"
         )
-    d.set("architecture.mlp.moe.score_function", "softmax", "family")
-    d.set("architecture.mlp.moe.normalize_top_k", False, "family")
     if d.read("norm_topk_prob", default=False):
         d.note(
             "architecture.mlp.moe.normalize_top_k",
@@ -132,12 +128,6 @@ def _softmax_router(d: Draft) -> None:
         read_groups(d, "max", d.read("n_group"), d.read("topk_group"))
     scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
     d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
-
-
-def _read_deepseek_v3(d: Draft) -> None:
-    _read_deepseek(d)
-    if d.value("architecture.mlp.moe.n_experts"):
-        sigmoid_router(d)
 
 
 def _read_longcat_flash(d: Draft) -> None:
@@ -185,17 +175,17 @@ def _read_glm4_moe(d: Draft) -> None:
     read_mtp(d)
 
 
-def _sparse(d: Draft, interleaved: bool) -> None:
-    """DeepSeek Sparse Attention: the lightning indexer's RoPE layout (its sizes: the keys)."""
-    # GlmMoeDsaIndexer always interleaves; DeepseekV32Indexer always half-splits
+def _read_dsa(d: Draft, interleaved: bool) -> None:
+    """DeepSeek-V3 with DeepSeek Sparse Attention: the lightning indexer (its sizes: the
+    keys) rotates as indexer_rope_interleave says, by default as its code does
+    (``interleaved``); mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
+    _read_deepseek(d)
     own = d.read("indexer_rope_interleave", default=interleaved)
-    layout = "interleaved" if own else "half-split"
-    path = "architecture.attention.sparse.indexer_rope_layout"
-    d.set(path, layout, d.origin_of("indexer_rope_interleave"))
-
-
-def _dense_then_moe(d: Draft) -> None:
-    """DeepSeek-V3.2's mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
+    d.set(
+        INDEXER_LAYOUT,
+        "interleaved" if own else "half-split",
+        d.origin_of("indexer_rope_interleave"),
+    )
     types = d.read("mlp_layer_types")
     moe_first = d.value("architecture.mlp.moe.first_dense_layers")
     n = d.value("architecture.n_layers")
@@ -206,12 +196,6 @@ def _dense_then_moe(d: Draft) -> None:
             "config.json's mlp_layer_types is not first_k_dense_replace dense layers then MoE "
             "layers: the card's mlp.moe cannot express it"
         )
-
-
-def _read_deepseek_v32(d: Draft) -> None:
-    _read_deepseek_v3(d)
-    _sparse(d, interleaved=False)
-    _dense_then_moe(d)
 
 
 def _indexer_modes(d: Draft, n_layers: int) -> list[str]:
@@ -347,9 +331,7 @@ def _read_v4_moe(d: Draft, n: int) -> None:
 
 
 def _read_glm_moe_dsa(d: Draft) -> None:
-    _read_deepseek_v3(d)
-    _sparse(d, interleaved=True)
-    _dense_then_moe(d)
+    _read_dsa(d, interleaved=True)  # GlmMoeDsaIndexer always interleaves
     modes = _indexer_modes(d, d.read("num_hidden_layers", required=True))
     if any(mode != "full" for mode in modes):
         raise HFImportError(
@@ -381,9 +363,7 @@ def _read_kimi_linear(d: Draft) -> None:
     for key in ("qk_head_dim", "rope_theta", "rope_scaling"):  # derived, or unused (NoPE)
         d.read(key)
     _mla(d)
-    tied = d.read("tie_word_embeddings", default=False)
-    d.set("architecture.tied_embeddings", False, "family")  # _tied_weights_keys is empty
-    if tied:
+    if d.read("tie_word_embeddings", default=False):  # untied: fixed
         d.note("architecture.tied_embeddings", "config.json says tie_word_embeddings, which "
                "KimiLinearForCausalLM ignores: its head is its own.")  # fmt: skip
     _kimi_moe(d)
@@ -442,11 +422,8 @@ def _kimi_moe(d: Draft) -> None:
             "scores experts with a sigmoid"
         )
     d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
-    moe = "architecture.mlp.moe."
-    n_shared, expert_d_ff = d.value(moe + "n_shared"), d.value("architecture.mlp.d_ff")
-    d.set(moe + "shared_d_ff", expert_d_ff * n_shared if n_shared else None, "config")
-    d.set(moe + "first_dense_layers", first, "config")
-    d.set(moe + "dense_d_ff", d.read("intermediate_size") if first else None, "config")
+    d.set("architecture.mlp.moe.first_dense_layers", first, "config")
+    _shared_and_dense(d, note=False)
     sigmoid_router(d)
     mtp = d.read("num_nextn_predict_layers")
     if mtp:
@@ -461,9 +438,8 @@ def kimi_linear(a: Architecture) -> dict:
     qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
     after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
     gates the output."""
-    _latent(a)
     moe = a.mlp.moe
-    require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
+    require(moe is not None, "MoE in every layer after the dense ones")
     ref.need_sigmoid_router(moe)
     kda = a.mixers.kda if a.mixers is not None else None
     if kda is not None:
@@ -473,10 +449,8 @@ def kimi_linear(a: Architecture) -> dict:
     return {"mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first)}
 
 
-def _latent(a: Architecture) -> dict:
-    require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
-    return write_keys((*MLA, LLAMA_BIASES[0]), a)
+def _no_mlp_bias(a: Architecture) -> None:
+    require(not a.bias.mlp, "attention_bias covers MLA")
 
 
 def _shared_count(a: Architecture) -> int:
@@ -489,11 +463,9 @@ def _shared_count(a: Architecture) -> int:
 
 
 def _deepseek_v2(a: Architecture) -> dict:
-    """Softmax shares, greedy or grouped by each group's best score, always scaled, never
-    renormalized (transformers' DeepseekV2TopkRouter ignores norm_topk_prob)."""
-    _latent(a)
+    """Greedy or grouped by each group's best score (transformers' DeepseekV2TopkRouter)."""
+    _no_mlp_bias(a)
     moe = a.mlp.moe
-    require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
     grouped = (moe.n_groups or 1) > 1
     require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
     return {}
@@ -501,8 +473,8 @@ def _deepseek_v2(a: Architecture) -> dict:
 
 def _deepseek_v3(a: Architecture) -> dict:
     """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
-    if a.attention.variant is not AttentionVariant.SOFTMAX:  # GLM-4.5's is GQA
-        _latent(a)
+    if a.attention.variant is AttentionVariant.LATENT:  # GLM-4.5's is GQA
+        _no_mlp_bias(a)
     ref.need_sigmoid_router(a.mlp.moe)
     return mtp_config(a, "num_nextn_predict_layers")
 
@@ -513,11 +485,9 @@ def longcat_flash(a: Architecture) -> dict:
     a correction bias, never renormalized, times routed_scaling_factor."""
     moe, lat = a.mlp.moe, a.attention.latent
     require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
-    require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
-    require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
+    require((moe.n_groups or 1) == 1, "no expert groups")
+    require(lat.q_lora_rank is not None, "MLA with a query bottleneck")
     require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
-    require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
     return {"rms_norm_eps": a.norm.eps or 1e-5} | rope_config(a)
 
 
@@ -559,7 +529,7 @@ def _deepseek_v4(a: Architecture) -> dict:
     att, comp, moe = a.attention, a.attention.compressed, a.mlp.moe
     require(comp is not None, "attention.variant compressed")
     require(a.hyper_connections is not None, "hyper_connections")
-    require(not a.tied_embeddings and not any((a.bias.qkv, a.bias.mlp)), "no biases, untied")
+    require(not a.tied_embeddings and not a.bias.qkv, "no biases, untied")
     require(moe is not None, "a mixture of experts in every layer")
     require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
     require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
@@ -817,6 +787,7 @@ SPARSE = (
 )
 # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
 LATENT_NORM = ("attention.latent.norm_eps", 1e-6)
+MLA_FIXED = (LATENT_NORM, ("attention.variant", "latent"))
 
 
 # the output-changing fields DeepSeek's cards record: its router's, the MLA norms' epsilon,
@@ -929,9 +900,13 @@ DEEPSEEK_V2 = LLAMA.derive(
     classes="DeepseekV2",
     rope_layout="interleaved",
     keys=(*MLA, *DEEPSEEK_MOE, *V2_ROUTER),
-    fixed=(LATENT_NORM,),
-    free=("attention.variant", "mlp.moe.shared_d_ff"),
-    read=_read_deepseek_v2,
+    fixed=(
+        *MLA_FIXED,
+        ("mlp.moe.score_function", "softmax"),
+        ("mlp.moe.normalize_top_k", False),  # DeepseekV2TopkRouter never renormalizes
+    ),
+    free=("mlp.moe.shared_d_ff",),
+    read=partial(_read_deepseek, router=_softmax_router),
     write=_deepseek_v2,
     extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
     names=_deepseek_names,
@@ -955,8 +930,8 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
             out=lambda a: a.position.rope_layout is not RopeLayout.HALF_SPLIT,
         ),
     ),
-    fixed=(LATENT_NORM, *SIGMOID_SCORES),
-    read=_read_deepseek_v3,
+    fixed=(*MLA_FIXED, *SIGMOID_SCORES),
+    read=_read_deepseek,
     write=_deepseek_v3,
     extras=V3_EXTRAS | {"yarn_softmax_mscale"},
     logit_error=3.2e-07,
@@ -971,7 +946,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     indexed_layer=True,
     keys=SPARSE,
-    read=_read_deepseek_v32,
+    read=partial(_read_dsa, interleaved=False),  # DeepseekV32Indexer always half-splits
     write=_dsa(RopeLayout.HALF_SPLIT),
     extras=DEEPSEEK_V3.extras | {"sparse"},
     names=_dsa_names,
@@ -1095,14 +1070,14 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     linear_layer="kda",
     keys=(*dropped(DEEPSEEK_V3.keys), *KIMI_KEYS),
     fixed=(
-        LATENT_NORM,
+        *MLA_FIXED,
         *SIGMOID_SCORES,
+        ("tied_embeddings", False),  # KimiLinearForCausalLM's _tied_weights_keys is empty
         ("mixers.kda.output_gate", True),
         ("mixers.kda.mlp", True),
     ),
     kinds=("kda", "global"),
     free=(
-        "attention.variant",
         "attention.qk_norm",
         "mlp.moe",
         "mlp.moe.n_shared",
@@ -1125,14 +1100,13 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     keys=(*dropped(DEEPSEEK_V3.keys), *LONGCAT_KEYS),
     fixed=(
-        LATENT_NORM,
+        *MLA_FIXED,
         ("mlp.moe.score_function", "softmax"),
         ("mlp.moe.score_correction_bias", True),
         ("mlp.moe.normalize_top_k", False),
     ),
     kinds=tuple(LayerKind),
     free=(
-        "attention.variant",
         "attention.qk_norm",
         "mlp.moe",
         "mlp.moe.first_dense_layers",
