@@ -36,7 +36,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, part_keys, write_keys
+from archdb_hf.keymap import Key, dropped, has_moe, part_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
