@@ -158,3 +158,12 @@ def read_activation(raw: str, gated: bool) -> str | None:
     if name == "quick_gelu" and not gated:  # x * sigmoid(1.702 x), no GELU form
         return "quick-gelu"
     return None
+
+
+# --- a key whose null card value is written as the builder's -----------------------------
+
+
+def key_or(name: str, path: str, fallback: Any, **options: Any) -> Key:
+    """A key written as the card's value, or as ``fallback`` (what the builder takes for
+    null: one expert group, a scale of 1) where the card has none."""
+    return Key(name, path, out=lambda a: value_at(a, path) or fallback, **options)

@@ -36,7 +36,7 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, part_keys
+from archdb_hf.keymap import Key, dropped, has_moe, key_or, part_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -557,23 +557,31 @@ def _deepseek_v4(a: Architecture) -> dict:
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
+# MLA's projections and norms: archdb's names -> DeepSeek's (q.0-q.2: the query bottleneck;
+# without one, q is q_proj as in Llama)
+MLA_NAMES = {
+    "q.0": "q_a_proj",
+    "q.1": "q_a_layernorm",
+    "q.2": "q_b_proj",
+    "kv_down": "kv_a_proj_with_mqa",
+    "kv_norm": "kv_a_layernorm",
+    "kv_up": "kv_b_proj",
+}
+
+
+def _mla_names(ours: str, theirs: str, names: dict[str, str] = MLA_NAMES) -> dict[str, Source]:
+    return {
+        f"{ours}.{o}.{t}": Source(f"{theirs}.{n}.{t}")
+        for o, n in names.items()
+        for t in ("weight", "bias")
+    }
+
+
 def _deepseek_names() -> Names:
     """Latent attention (MLA) and DeepSeekMoE's routed and shared experts."""
-    layer = llama_layer(PRE_NORMS)
-    layer |= moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
-    attn = {
-        "q.0": "q_a_proj",  # with a query bottleneck (q_lora_rank)
-        "q.1": "q_a_layernorm",
-        "q.2": "q_b_proj",
-        "q": "q_proj",  # without one
-        "kv_down": "kv_a_proj_with_mqa",
-        "kv_norm": "kv_a_layernorm",
-        "kv_up": "kv_b_proj",
-    }
-    for ours, theirs in attn.items():
-        for t in ("weight", "bias"):
-            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    names = qwen3_moe_names()
+    names.layer.update(_mla_names("attn.sublayer", "self_attn"))
+    return names
 
 
 def _deepseek_v4_names() -> Names:
@@ -634,31 +642,21 @@ def _kimi_linear_names() -> Names:
     conv over [q, k, v]), the decay's f_a/f_b, dt_bias and A_log (1, 1, heads, 1) on the
     attention, o_norm; every MLP under block_sparse_moe., the dense first layers' too,
     experts as w1 (gate), w3 (up), w2 (down)."""
-    names = _deepseek_names()
-    mlp = "block_sparse_moe"
-    names.layer.update(llama_layer(PRE_NORMS, mlp=mlp))
-    names.layer.update(moe_names(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2"))
-    names.layer.update(
-        {
-            f"mlp.sublayer.shared.{p}.weight": Source(f"{mlp}.shared_experts.{p}_proj.weight")
-            for p in ("gate", "up", "down")
-        }
-    )
-    ours, theirs = "attn.sublayer.", "self_attn."
-    kda = ("q_proj", "k_proj", "v_proj", "f_a_proj", "f_b_proj", "b_proj", "g_a_proj", "g_b_proj")
-    names.layer.update({ours + f"{p}.weight": Source(theirs + f"{p}.weight") for p in kda})
-    names.layer.update(
-        {
-            ours + "o_proj.weight": Source(theirs + "o_proj.weight"),
-            ours + "conv1d.weight": Source(
-                theirs + "q_conv1d.weight",
-                joined=(theirs + "k_conv1d.weight", theirs + "v_conv1d.weight"),
-            ),
-            ours + "dt_bias": Source(theirs + "dt_bias"),
-            ours + "A_log": Source(theirs + "A_log", flatten=True),
-            ours + "norm_weight": Source(theirs + "o_norm.weight"),
-        }
-    )
+    names, mlp, attn = _deepseek_names(), "block_sparse_moe", "self_attn."
+    layer = llama_layer(PRE_NORMS, mlp=mlp)
+    layer |= moe_names(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2")
+    for p in ("gate", "up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"{mlp}.shared_experts.{p}_proj.weight")
+    for p in ("q", "k", "v", "f_a", "f_b", "b", "g_a", "g_b", "o"):
+        layer[f"attn.sublayer.{p}_proj.weight"] = Source(f"{attn}{p}_proj.weight")
+    joined = (attn + "k_conv1d.weight", attn + "v_conv1d.weight")
+    layer |= {
+        "attn.sublayer.conv1d.weight": Source(attn + "q_conv1d.weight", joined=joined),
+        "attn.sublayer.dt_bias": Source(attn + "dt_bias"),
+        "attn.sublayer.A_log": Source(attn + "A_log", flatten=True),
+        "attn.sublayer.norm_weight": Source(attn + "o_norm.weight"),
+    }
+    names.layer.update(layer)
     return names
 
 
@@ -668,19 +666,8 @@ def _longcat_flash_names() -> Names:
     the experts (mlp.router.classifier, mlp.experts.{e}); the MTP layers (model.mtp) are
     outside the card, as transformers leaves them."""
     layer: dict[str, Source] = {}
-    attn = {
-        "q.0": "q_a_proj",
-        "q.1": "q_a_layernorm",
-        "q.2": "q_b_proj",
-        "kv_down": "kv_a_proj_with_mqa",
-        "kv_norm": "kv_a_layernorm",
-        "kv_up": "kv_b_proj",
-        "o": "o_proj",
-    }
     for j in (0, 1):
-        for ours, theirs in attn.items():
-            for t in ("weight", "bias"):
-                layer[f"attn.{j}.{ours}.{t}"] = Source(f"self_attn.{j}.{theirs}.{t}")
+        layer |= _mla_names(f"attn.{j}", f"self_attn.{j}", MLA_NAMES | {"o": "o_proj"})
         for part in ("gate", "up", "down"):
             layer[f"dense.{j}.{part}.weight"] = Source(f"mlps.{j}.{part}_proj.weight")
         layer[f"attn_norms.{j}.weight"] = Source(f"input_layernorm.{j}.weight")
@@ -743,22 +730,21 @@ def mla_keys(defaults: dict[str, int] | None = None) -> tuple[Key, ...]:
 
 
 MLA = mla_keys()
+DENSE_D_FF = Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
+                 out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff)  # fmt: skip
 DEEPSEEK_MOE = (
     Key("n_routed_experts", "mlp.moe.n_experts"),
     Key("moe_intermediate_size", "mlp.d_ff", required=True, given=EXPERTS),
-    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    DENSE_D_FF,
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True, given=EXPERTS),
     Key("n_shared_experts", "mlp.moe.n_shared", default=0, given=EXPERTS,
         into=lambda n: n or 0, out=_shared_count),
     Key("first_k_dense_replace", "mlp.moe.first_dense_layers", default=0, given=EXPERTS),
 )  # fmt: skip
 V2_ROUTER = (
-    Key("n_group", "mlp.moe.n_groups", read=False, out=lambda a: a.mlp.moe.n_groups or 1),
-    Key("topk_group", "mlp.moe.top_k_groups", read=False,
-        out=lambda a: a.mlp.moe.top_k_groups or 1),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", read=False,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),  # null: the builder's 1
+    key_or("n_group", "mlp.moe.n_groups", 1, read=False),
+    key_or("topk_group", "mlp.moe.top_k_groups", 1, read=False),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, read=False),
     Key("topk_method", read=False, out=lambda a: "group_limited_greedy"
         if (a.mlp.moe.n_groups or 1) > 1 else "greedy"),
 )  # fmt: skip
@@ -767,16 +753,19 @@ V2_ROUTER = (
 def v3_router(groups: int, top_groups: int, scale: float) -> tuple[Key, ...]:
     """DeepSeek-V3's router keys, with a family's defaults for them; the renormalizing
     switch is norm_topk_prob (null: the builder normalizes)."""
+    moe = {"given": EXPERTS, "when": has_moe}
     return (
-        Key("n_group", "mlp.moe.n_groups", default=groups, given=EXPERTS, when=has_moe,
-            out=lambda a: a.mlp.moe.n_groups or 1),
-        Key("topk_group", "mlp.moe.top_k_groups", default=top_groups, given=EXPERTS,
-            when=has_moe, out=lambda a: a.mlp.moe.top_k_groups or 1),
-        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, given=EXPERTS,
-            when=has_moe, out=lambda a: a.mlp.moe.normalize_top_k is not False),
-        Key("routed_scaling_factor", "mlp.moe.routed_scale", default=scale, given=EXPERTS,
-            when=has_moe, into=float, out=lambda a: a.mlp.moe.routed_scale or 1.0),
-    )  # fmt: skip
+        key_or("n_group", "mlp.moe.n_groups", 1, default=groups, **moe),
+        key_or("topk_group", "mlp.moe.top_k_groups", 1, default=top_groups, **moe),
+        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=_normalizes, **moe),
+        key_or(
+            "routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=scale, into=float, **moe
+        ),
+    )
+
+
+def _normalizes(a: Architecture) -> bool:
+    return a.mlp.moe.normalize_top_k is not False  # null: the builder normalizes
 
 
 SIGMOID_SCORES = (("mlp.moe.score_function", "sigmoid"), ("mlp.moe.score_correction_bias", True))
@@ -814,19 +803,16 @@ KIMI_KEYS = (
                "v_head_dim": 128}),
     LLAMA_BIASES[0],
     Key("moe_intermediate_size", "mlp.d_ff", default=1024),
-    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    DENSE_D_FF,
     Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
     Key("num_experts_per_tok", "mlp.moe.n_active", default=8, also=("num_experts_per_token",)),
     Key("n_shared_experts", "mlp.moe.n_shared", default=1, also=("num_shared_experts",),
         out=_shared_count),
     Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, also=("moe_renormalize",),
-        out=lambda a: a.mlp.moe.normalize_top_k is not False),
-    Key("n_group", "mlp.moe.n_groups", default=1, also=("num_expert_group",),
-        out=lambda a: a.mlp.moe.n_groups or 1),
-    Key("topk_group", "mlp.moe.top_k_groups", default=1, out=lambda a: a.mlp.moe.top_k_groups or 1),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=2.446, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+        out=_normalizes),
+    key_or("n_group", "mlp.moe.n_groups", 1, default=1, also=("num_expert_group",)),
+    key_or("topk_group", "mlp.moe.top_k_groups", 1, default=1),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=2.446, into=float),
 )  # fmt: skip
 
 
@@ -840,10 +826,8 @@ LONGCAT_KEYS = (
     Key("expert_ffn_hidden_size", "mlp.d_ff", default=2048),
     Key("n_routed_experts", "mlp.moe.n_experts", default=512),
     Key("moe_topk", "mlp.moe.n_active", default=12),
-    Key("zero_expert_num", "mlp.moe.zero_experts", default=256, into=lambda n: n or 0,
-        out=lambda a: a.mlp.moe.zero_experts or 0),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=6.0, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    key_or("zero_expert_num", "mlp.moe.zero_experts", 0, default=256, into=lambda n: n or 0),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=6.0, into=float),
     *mla_keys({"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
                "qk_nope_head_dim": 128, "v_head_dim": 128}),
     Key("num_key_value_heads"),  # not in LongcatFlashConfig
@@ -880,12 +864,10 @@ V4_KEYS = (
                "sinkhorn_iters": "hc_sinkhorn_iters", "eps": "hc_eps"},
                {"n_streams": 4, "sinkhorn_iters": 20, "eps": 1e-6}),
     Key("moe_intermediate_size", "mlp.d_ff", required=True, also=("intermediate_size",)),
-    Key("swiglu_limit", "mlp.swiglu_limit", default=10.0, into=float,
-        out=lambda a: a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit),
+    key_or("swiglu_limit", "mlp.swiglu_limit", CLAMPED_SWIGLU.limit, default=10.0, into=float),
     Key("n_routed_experts", "mlp.moe.n_experts", required=True),
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=1.5, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=1.5, into=float),
 )  # fmt: skip
 
 
