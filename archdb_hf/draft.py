@@ -1522,3 +1522,14 @@ def fill_moe_layout(d: Draft) -> None:
     for name, value in MOE_LAYOUT.items():
         if d.value(f"architecture.mlp.moe.{name}") is None:
             d.set(f"architecture.mlp.moe.{name}", value, "family")
+
+
+# --- a key whose only value is the code's -----------------------------------------------
+
+
+def read_only(d: Draft, key: str, want: Any, why: str) -> None:
+    """Reads ``key`` (absent: ``want``), refused unless it is ``want``, the one choice the
+    family's code builds; ``why`` says so."""
+    value = d.read(key, default=want)
+    if value != want:
+        raise HFImportError(f"config.json: {key} {shown_briefly(value)}: {why}")

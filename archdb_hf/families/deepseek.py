@@ -23,6 +23,7 @@ from archdb_hf.draft import (
     read_keys,
     read_layer_period,
     read_mtp,
+    read_only,
     short_text,
     shown_briefly,
     sigmoid_router,
@@ -103,11 +104,7 @@ def _softmax_router(d: Draft) -> None:
     """transformers' DeepseekV2TopkRouter (its softmax scores, never renormalized: fixed):
     greedy or group-limited (groups ranked by their best score), times
     routed_scaling_factor; it does not read norm_topk_prob."""
-    scoring = d.read("scoring_func", default="softmax")
-    if scoring != "softmax":
-        raise HFImportError(
-            f"scoring_func {short_text(scoring)}: transformers' deepseek_v2 scores by softmax"
-        )
+    read_only(d, "scoring_func", "softmax", "transformers' deepseek_v2 scores by softmax")
     if d.read("norm_topk_prob", default=False):
         d.note(
             "architecture.mlp.moe.normalize_top_k",
@@ -144,8 +141,7 @@ def _read_longcat_flash(d: Draft) -> None:
             "config.json: qk_head_dim is not qk_nope_head_dim + qk_rope_head_dim: the query "
             "heads would not split into the MLA parts"
         )
-    if d.read("attention_method", default="MLA") != "MLA":
-        raise HFImportError("config.json: attention_method is not MLA, the only one archdb builds")
+    read_only(d, "attention_method", "MLA", "MLA is the only one archdb builds")
     # the released remote code scales each latent when its switch is on; transformers' code
     # always scales both
     q_scaled = d.read("mla_scale_q_lora", default=True)
@@ -155,11 +151,7 @@ def _read_longcat_flash(d: Draft) -> None:
             "attention.latent.lora_scaled scales both latents or neither"
         )
     d.set(f"{LATENT}.lora_scaled", q_scaled, d.origin_of("mla_scale_q_lora"))
-    if d.read("zero_expert_type", default="identity") != "identity":
-        raise HFImportError(
-            "config.json: zero_expert_type is not identity: archdb's zero experts return their "
-            "input"
-        )
+    read_only(d, "zero_expert_type", "identity", "archdb's zero experts return their input")
     if d.read("router_bias", default=False):
         d.set("architecture.mlp.moe.router_bias", True, "config")
     d.note(
@@ -310,11 +302,8 @@ def _read_v4_moe(d: Draft, n: int) -> None:
     """One shared expert of the routed width (its sizes: the keys); sqrt-softplus scores
     with a correction bias, always renormalized, times routed_scaling_factor; hash
     routing in the first layers."""
-    scoring = d.read("scoring_func", default="sqrtsoftplus")
-    if scoring != "sqrtsoftplus":
-        raise HFImportError(f"scoring_func {short_text(scoring)}: V4 scores by sqrtsoftplus")
-    if d.read("n_shared_experts", default=1) != 1:
-        raise HFImportError("deepseek_v4 builds one shared expert (n_shared_experts 1)")
+    read_only(d, "scoring_func", "sqrtsoftplus", "V4 scores by sqrtsoftplus")
+    read_only(d, "n_shared_experts", 1, "deepseek_v4 builds one shared expert")
     d.set("architecture.mlp.moe.n_shared", 1, "family")
     d.set("architecture.mlp.moe.shared_d_ff", d.value("architecture.mlp.d_ff"), "config")
     d.read("norm_topk_prob")  # the top-k weights are renormalized whatever it says
@@ -415,12 +404,8 @@ def _kimi_moe(d: Draft) -> None:
             "config.json's moe_layer_freq is not read by transformers' kimi_linear: every "
             "layer after the dense ones is MoE.",
         )
-    activation = d.read("moe_router_activation_func", default="sigmoid")
-    if activation != "sigmoid":
-        raise HFImportError(
-            f"moe_router_activation_func {shown_briefly(activation)}: transformers' kimi_linear "
-            "scores experts with a sigmoid"
-        )
+    why = "transformers' kimi_linear scores experts with a sigmoid"
+    read_only(d, "moe_router_activation_func", "sigmoid", why)
     d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
     d.set("architecture.mlp.moe.first_dense_layers", first, "config")
     _shared_and_dense(d, note=False)
@@ -887,7 +872,6 @@ DEEPSEEK_V2 = LLAMA.derive(
         ("mlp.moe.score_function", "softmax"),
         ("mlp.moe.normalize_top_k", False),  # DeepseekV2TopkRouter never renormalizes
     ),
-    free=("mlp.moe.shared_d_ff",),
     read=partial(_read_deepseek, router=_softmax_router),
     write=_deepseek_v2,
     extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
@@ -976,12 +960,10 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
     builds_activations=("clipped-swiglu",),
     kinds=tuple(LayerKind),
     free=(
-        "attention.variant",
         "attention.qk_norm",
         "position.type",
         "position.rope_layout",
         "bias.attn_out",
-        "mlp.moe",
         "mlp.moe.n_shared",
     ),
     read=_read_deepseek_v4,
@@ -1031,7 +1013,6 @@ GLM4_MOE = DEEPSEEK_V3.derive(
         ROPE,
     ),
     fixed=(("bias.attn_out", False), *SIGMOID_SCORES),  # o_proj has no bias
-    free=("mlp.moe.shared_d_ff",),
     read=_read_glm4_moe,
     write=_deepseek_v3,
     extras=V3_EXTRAS,
@@ -1059,12 +1040,7 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
         ("mixers.kda.mlp", True),
     ),
     kinds=("kda", "global"),
-    free=(
-        "attention.qk_norm",
-        "mlp.moe",
-        "mlp.moe.n_shared",
-        "mlp.moe.first_dense_layers",
-    ),
+    free=("attention.qk_norm", "mlp.moe.first_dense_layers"),
     read=_read_kimi_linear,
     write=kimi_linear,
     extras=V3_EXTRAS | {"kda"},
@@ -1088,12 +1064,7 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
         ("mlp.moe.normalize_top_k", False),
     ),
     kinds=tuple(LayerKind),
-    free=(
-        "attention.qk_norm",
-        "mlp.moe",
-        "mlp.moe.first_dense_layers",
-        "mlp.moe.layer_period",
-    ),
+    free=("attention.qk_norm", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
     read=_read_longcat_flash,
     write=longcat_flash,
     extras=frozenset(
