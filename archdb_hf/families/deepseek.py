@@ -434,10 +434,6 @@ def kimi_linear(a: Architecture) -> dict:
     return {"mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first)}
 
 
-def _no_mlp_bias(a: Architecture) -> None:
-    require(not a.bias.mlp, "attention_bias covers MLA")
-
-
 def _shared_count(a: Architecture) -> int:
     """n_shared_experts: the shared MLP's width in routed experts."""
     moe = a.mlp.moe
@@ -449,7 +445,7 @@ def _shared_count(a: Architecture) -> int:
 
 def _deepseek_v2(a: Architecture) -> dict:
     """Greedy or grouped by each group's best score (transformers' DeepseekV2TopkRouter)."""
-    _no_mlp_bias(a)
+    require(not a.bias.mlp, "attention_bias covers MLA")
     moe = a.mlp.moe
     grouped = (moe.n_groups or 1) > 1
     require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
@@ -458,8 +454,8 @@ def _deepseek_v2(a: Architecture) -> dict:
 
 def _deepseek_v3(a: Architecture) -> dict:
     """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
-    if a.attention.variant is AttentionVariant.LATENT:  # GLM-4.5's is GQA
-        _no_mlp_bias(a)
+    latent = a.attention.variant is AttentionVariant.LATENT  # GLM-4.5's is GQA
+    require(not latent or not a.bias.mlp, "attention_bias covers MLA")
     ref.need_sigmoid_router(a.mlp.moe)
     return mtp_config(a, "num_nextn_predict_layers")
 
@@ -482,29 +478,19 @@ def _glm4_qk(a: Architecture) -> bool:
     return qk is QKNorm.PER_HEAD
 
 
-def _dsa(layout: RopeLayout) -> Callable[[Architecture], dict]:
-    """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
-
-    def write(a: Architecture) -> dict:
-        sparse = a.attention.sparse
-        own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
-        require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
-        config = _deepseek_v3(a)
-        if layout is RopeLayout.HALF_SPLIT and a.position.rope_scaling is not None:
-            # DeepSeek-V3.2: the card's YaRN, with DeepSeek's mscale keys where recorded
-            rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
-            config["rope_parameters"] = rope | ref.rope_scaling_config(a)
-        return config
-
-    return write
+def _dsa(a: Architecture, layout: RopeLayout) -> dict:
+    """DeepSeek Sparse Attention's indexer (its RoPE ``layout``) on DeepSeek-V3's MLA and MoE."""
+    own = a.attention.sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
+    require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+    config = _deepseek_v3(a)
+    if layout is RopeLayout.HALF_SPLIT and a.position.rope_scaling is not None:
+        # DeepSeek-V3.2: the card's YaRN, with DeepSeek's mscale keys where recorded
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | ref.rope_scaling_config(a)
+    return config
 
 
-# DeepSeek-V4's layer kinds as transformers' layer_types
-V4_LAYER_TYPES = {
-    LayerKind.LOCAL: "sliding_attention",
-    LayerKind.COMPRESSED_SPARSE: "compressed_sparse_attention",
-    LayerKind.HEAVILY_COMPRESSED: "heavily_compressed_attention",
-}
+V4_LAYER_TYPES = {LayerKind(kind): name for name, kind in V4_KINDS.items()}
 
 
 def _deepseek_v4(a: Architecture) -> dict:
@@ -702,8 +688,7 @@ LATENT_SIZES = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head
 def mla_keys(defaults: dict[str, int] | None = None) -> tuple[Key, ...]:
     """MLA's sizes (all but q_lora_rank required, unless the config class has defaults),
     and the head width and KV heads its config states for them."""
-    required = () if defaults else ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                                    "v_head_dim")  # fmt: skip
+    required = () if defaults else [k for k in LATENT_SIZES if k != "q_lora_rank"]
     return (
         *part_keys("attention.latent", {k: k for k in LATENT_SIZES}, defaults,
                    required=required),
@@ -913,7 +898,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     indexed_layer=True,
     keys=SPARSE,
     read=partial(_read_dsa, interleaved=False),  # DeepseekV32Indexer always half-splits
-    write=_dsa(RopeLayout.HALF_SPLIT),
+    write=partial(_dsa, layout=RopeLayout.HALF_SPLIT),
     extras=DEEPSEEK_V3.extras | {"sparse"},
     names=_dsa_names,
     logit_error=2.9e-07,
@@ -981,7 +966,7 @@ GLM_MOE_DSA = DEEPSEEK_V32.derive(
     # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
     keys=(Key("indexer_types", out=lambda a: ["full"] * a.n_layers, read=False),),
     read=_read_glm_moe_dsa,
-    write=_dsa(RopeLayout.INTERLEAVED),
+    write=partial(_dsa, layout=RopeLayout.INTERLEAVED),
     extras=V3_EXTRAS | {"sparse"},
     logit_error=2.1e-07,
 )
