@@ -8,14 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from archdb.parts.mlp import CLAMPED_SWIGLU
-from archdb.schema import (
-    Architecture,
-    AttentionVariant,
-    GroupScore,
-    LayerKind,
-    QKNorm,
-    RopeLayout,
-)
+from archdb.schema import Architecture, AttentionVariant, GroupScore, LayerKind, QKNorm, RopeLayout
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -29,12 +22,7 @@ from archdb_hf.draft import (
     sigmoid_router,
 )
 from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    layer_kind_names,
-    mtp_config,
-    require,
-    rope_config,
-)
+from archdb_hf.families.card_to_config import layer_kind_names, mtp_config, require, rope_config
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
 from archdb_hf.keymap import Key, dropped, has_moe, key_or, part_keys
