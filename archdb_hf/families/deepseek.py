@@ -169,13 +169,21 @@ def _read_dsa(d: Draft, interleaved: bool) -> None:
     types = d.read("mlp_layer_types")
     moe_first = d.value("architecture.mlp.moe.first_dense_layers")
     n = d.value("architecture.n_layers")
-    if types is None or moe_first is None or n is None:
-        return
-    if list(types) != ["dense"] * moe_first + ["sparse"] * (n - moe_first):
+    if types is not None and moe_first is not None and n is not None:
+        _leading(types, "dense", "sparse", n, moe_first)
+
+
+def _leading(types: Any, lead: str, rest: str, n: int, count: int | None = None) -> int:
+    """How many ``lead`` layers open mlp_layer_types (``count``: as many as the config says
+    elsewhere), refused unless the other layers are ``rest``: mlp.moe holds one run of each."""
+    if count is None:
+        count = next((i for i, t in enumerate(types) if t != lead), len(types))
+    if list(types) != [lead] * count + [rest] * (n - count):
         raise HFImportError(
-            "config.json's mlp_layer_types is not first_k_dense_replace dense layers then MoE "
-            "layers: the card's mlp.moe cannot express it"
+            f"config.json's mlp_layer_types is not {lead} layers then {rest} layers: the card's "
+            "mlp.moe cannot express it"
         )
+    return count
 
 
 def _indexer_modes(d: Draft, n_layers: int) -> list[str]:
@@ -299,11 +307,7 @@ def _read_v4_moe(d: Draft, n: int) -> None:
     if types is None:
         hashed = d.read("num_hash_layers", default=3)
     else:
-        hashed = 0
-        while hashed < len(types) and types[hashed] == "hash_moe":
-            hashed += 1
-        if list(types) != ["hash_moe"] * hashed + ["moe"] * (n - hashed):
-            raise HFImportError("mlp_layer_types: hash_moe layers must lead, then moe layers")
+        hashed = _leading(types, "hash_moe", "moe", n)
     d.set("architecture.mlp.moe.hash_layers", min(hashed, n), "config")
 
 
@@ -380,12 +384,7 @@ def _kimi_moe(d: Draft) -> None:
     types = d.per_layer("mlp_layer_types", d.value("architecture.n_layers"))
     first = d.read("first_k_dense_replace", default=1)
     if types is not None:
-        first = next((i for i, t in enumerate(types) if t != "dense"), len(types))
-        if list(types) != ["dense"] * first + ["sparse"] * (len(types) - first):
-            raise HFImportError(
-                "config.json's mlp_layer_types is not dense layers then MoE layers: the "
-                "card's mlp.moe cannot express it"
-            )
+        first = _leading(types, "dense", "sparse", len(types))
     if d.read("moe_layer_freq", default=1) != 1:
         d.note(
             "architecture.mlp.moe.layer_period",
