@@ -124,11 +124,8 @@ def _read_longcat_flash(d: Draft) -> None:
     routed_scaling_factor."""
     _mla(d)
     qk = d.value(f"{LATENT}.qk_nope_head_dim") + d.value(f"{LATENT}.qk_rope_head_dim")
-    if d.read("qk_head_dim", default=qk) != qk:
-        raise HFImportError(
-            "config.json: qk_head_dim is not qk_nope_head_dim + qk_rope_head_dim: the query "
-            "heads would not split into the MLA parts"
-        )
+    why = f"MLA's query heads are qk_nope_head_dim + qk_rope_head_dim ({qk}) wide"
+    read_only(d, "qk_head_dim", qk, why)
     read_only(d, "attention_method", "MLA", "MLA is the only one archdb builds")
     # the released remote code scales each latent when its switch is on; transformers' code
     # always scales both
@@ -160,12 +157,10 @@ def _read_dsa(d: Draft, interleaved: bool) -> None:
     keys) rotates as indexer_rope_interleave says, by default as its code does
     (``interleaved``); mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
     _read_deepseek(d)
-    own = d.read("indexer_rope_interleave", default=interleaved)
-    d.set(
-        INDEXER_LAYOUT,
-        "interleaved" if own else "half-split",
-        d.origin_of("indexer_rope_interleave"),
+    layout = (
+        "interleaved" if d.read("indexer_rope_interleave", default=interleaved) else "half-split"
     )
+    d.set(INDEXER_LAYOUT, layout, d.origin_of("indexer_rope_interleave"))
     types = d.read("mlp_layer_types")
     moe_first = d.value("architecture.mlp.moe.first_dense_layers")
     n = d.value("architecture.n_layers")
