@@ -480,7 +480,6 @@ def _deepseek_v4(a: Architecture) -> dict:
     hash-routed then top-k experts (one shared expert of the routed width); YaRN on the
     compressed layers' rope only."""
     att, comp, moe = a.attention, a.attention.compressed, a.mlp.moe
-    require(comp is not None, "attention.variant compressed")
     require(a.hyper_connections is not None, "hyper_connections")
     require(not a.tied_embeddings and not a.bias.qkv, "no biases, untied")
     require(moe is not None, "a mixture of experts in every layer")
