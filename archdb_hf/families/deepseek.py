@@ -681,12 +681,11 @@ def mla_keys(defaults: dict[str, int] | None = None) -> tuple[Key, ...]:
 
 
 MLA = mla_keys()
-DENSE_D_FF = Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-                 out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff)  # fmt: skip
 DEEPSEEK_MOE = (
     Key("n_routed_experts", "mlp.moe.n_experts"),
     Key("moe_intermediate_size", "mlp.d_ff", required=True, given=EXPERTS),
-    DENSE_D_FF,
+    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
+        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True, given=EXPERTS),
     Key("n_shared_experts", "mlp.moe.n_shared", default=0, given=EXPERTS,
         into=lambda n: n or 0, out=_shared_count),
@@ -754,7 +753,8 @@ KIMI_KEYS = (
                "v_head_dim": 128}),
     LLAMA_BIASES[0],
     Key("moe_intermediate_size", "mlp.d_ff", default=1024),
-    DENSE_D_FF,
+    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
+        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
     Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
     Key("num_experts_per_tok", "mlp.moe.n_active", default=8, also=("num_experts_per_token",)),
     Key("n_shared_experts", "mlp.moe.n_shared", default=1, also=("num_shared_experts",),
