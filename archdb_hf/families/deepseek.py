@@ -1,4 +1,4 @@
-"""DeepSeek-V2, V3, V3.2, GLM-4.5/5, Kimi Linear and LongCat-Flash."""
+"""DeepSeek-V2, V3, V3.2, V4, GLM-4.5/5, Kimi Linear and LongCat-Flash."""
 
 from __future__ import annotations
 
