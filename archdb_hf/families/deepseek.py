@@ -942,7 +942,6 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
 # logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
-    released_keys=("num_nextn_predict_layers", "scoring_func"),  # MTP module, router key
     classes="GlmMoeDsa",
     # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
     keys=(Key("indexer_types", out=lambda a: ["full"] * a.n_layers, read=False),),
