@@ -91,7 +91,7 @@ def _shared_and_dense(d: Draft, note: bool = True) -> None:
 def _softmax_router(d: Draft) -> None:
     """transformers' DeepseekV2TopkRouter (its softmax scores, never renormalized: fixed):
     greedy or group-limited (groups ranked by their best score), times
-    routed_scaling_factor; it does not read norm_topk_prob."""
+    routed_scaling_factor (a key); it does not read norm_topk_prob."""
     read_only(d, "scoring_func", "softmax", "transformers' deepseek_v2 scores by softmax")
     if d.read("norm_topk_prob", default=False):
         d.note(
@@ -111,8 +111,6 @@ def _softmax_router(d: Draft) -> None:
         # greedy reads no groups; one group holding every expert is greedy too (V2-Lite's
         # config states it); other group counts stay reported as unread
         read_groups(d, "max", d.read("n_group"), d.read("topk_group"))
-    scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
-    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
 
 
 def _read_longcat_flash(d: Draft) -> None:
@@ -694,7 +692,8 @@ DEEPSEEK_MOE = (
 V2_ROUTER = (
     key_or("n_group", "mlp.moe.n_groups", 1, read=False),
     key_or("topk_group", "mlp.moe.top_k_groups", 1, read=False),
-    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, read=False),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=1.0, into=float,
+           given=EXPERTS),  # DeepseekV2Config's default
     Key("topk_method", read=False, out=lambda a: "group_limited_greedy"
         if (a.mlp.moe.n_groups or 1) > 1 else "greedy"),
 )  # fmt: skip
