@@ -293,7 +293,6 @@ def _read_v4_moe(d: Draft, n: int) -> None:
     routing in the first layers."""
     read_only(d, "scoring_func", "sqrtsoftplus", "V4 scores by sqrtsoftplus")
     read_only(d, "n_shared_experts", 1, "deepseek_v4 builds one shared expert")
-    d.set("architecture.mlp.moe.n_shared", 1, "family")
     d.set("architecture.mlp.moe.shared_d_ff", d.value("architecture.mlp.d_ff"), "config")
     d.read("norm_topk_prob")  # the top-k weights are renormalized whatever it says
     types = d.read("mlp_layer_types")
@@ -481,7 +480,7 @@ def _deepseek_v4(a: Architecture) -> dict:
     require(a.hyper_connections is not None, "hyper_connections")
     require(not a.tied_embeddings and not a.bias.qkv, "no biases, untied")
     require(moe is not None, "a mixture of experts in every layer")
-    require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
+    require(moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
     require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
     rope = ref.rope_scaling_config(a) if a.position.rope_scaling is not None else None
     hashed = moe.hash_layers or 0
@@ -921,16 +920,11 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
         ("mlp.moe.score_function", "sqrt-softplus"),
         ("mlp.moe.score_correction_bias", True),
         ("mlp.moe.normalize_top_k", True),
+        ("mlp.moe.n_shared", 1),
     ),
     builds_activations=("clipped-swiglu",),
     kinds=tuple(LayerKind),
-    free=(
-        "attention.qk_norm",
-        "position.type",
-        "position.rope_layout",
-        "bias.attn_out",
-        "mlp.moe.n_shared",
-    ),
+    free=("attention.qk_norm", "position.type", "position.rope_layout", "bias.attn_out"),
     read=_read_deepseek_v4,
     write=_deepseek_v4,
     extras=V4_EXTRAS,
