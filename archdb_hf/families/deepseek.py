@@ -445,7 +445,6 @@ def longcat_flash(a: Architecture) -> dict:
     a correction bias, never renormalized, times routed_scaling_factor."""
     moe, lat = a.mlp.moe, a.attention.latent
     require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
-    require((moe.n_groups or 1) == 1, "no expert groups")
     require(lat.q_lora_rank is not None, "MLA with a query bottleneck")
     require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
     return {"rms_norm_eps": a.norm.eps or 1e-5} | rope_config(a)
@@ -481,7 +480,6 @@ def _deepseek_v4(a: Architecture) -> dict:
     require(not a.tied_embeddings and not a.bias.qkv, "no biases, untied")
     require(moe is not None, "a mixture of experts in every layer")
     require(moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
-    require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
     rope = ref.rope_scaling_config(a) if a.position.rope_scaling is not None else None
     hashed = moe.hash_layers or 0
     return {
