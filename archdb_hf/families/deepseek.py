@@ -478,7 +478,6 @@ def _deepseek_v4(a: Architecture) -> dict:
     att, comp, moe = a.attention, a.attention.compressed, a.mlp.moe
     require(a.hyper_connections is not None, "hyper_connections")
     require(not a.tied_embeddings and not a.bias.qkv, "no biases, untied")
-    require(moe is not None, "a mixture of experts in every layer")
     require(moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
     rope = ref.rope_scaling_config(a) if a.position.rope_scaling is not None else None
     hashed = moe.hash_layers or 0
