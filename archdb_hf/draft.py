@@ -1532,3 +1532,11 @@ def read_bias_flag(d: Draft, key: str, default: bool) -> None:
     on = d.read(key, default=default)
     for part in ("qkv", "attn_out", "mlp"):
         d.set(f"architecture.bias.{part}", on, d.origin_of(key))
+
+
+def read_only(d: Draft, key: str, want: Any, why: str) -> None:
+    """Reads ``key`` (absent: ``want``), refused unless it is ``want``, the one choice the
+    family's code builds; ``why`` says so."""
+    value = d.read(key, default=want)
+    if value != want:
+        raise HFImportError(f"config.json: {key} {shown_briefly(value)}: {why}")

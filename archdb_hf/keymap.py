@@ -163,18 +163,19 @@ def read_activation(raw: str, gated: bool) -> str | None:
 # --- keys several families share ---------------------------------------------------------
 
 
-def sliding_window_key(default: int) -> Key:
-    """sliding_window, written as the card's window, else the config class's default."""
-    return Key(
-        "sliding_window",
-        "attention.sliding_window",
-        read=False,
-        out=lambda a: a.attention.sliding_window or default,
-    )
-
-
 def one_bias_flag(arch: Architecture) -> bool:
     """The one config flag for the biases of q, k, v, o and the MLP: the card's agree."""
     b = arch.bias
     require(b.qkv == b.attn_out == b.mlp, "one bias flag covers q, k, v, o and the MLP")
     return b.qkv
+
+
+def key_or(name: str, path: str, fallback: Any, **options: Any) -> Key:
+    """A key written as the card's value, or as ``fallback`` (what the builder takes for
+    null: one expert group, a scale of 1) where the card has none."""
+    return Key(name, path, out=lambda a: value_at(a, path) or fallback, **options)
+
+
+def sliding_window_key(default: int) -> Key:
+    """sliding_window, written as the card's window, else the config class's default."""
+    return key_or("sliding_window", "attention.sliding_window", default, read=False)

@@ -219,6 +219,19 @@ def test_a_released_style_config_imports_to_the_card(card_id):
     assert "mtp" in " ".join(result.card["notes"])  # the MTP layer: said, not recorded
 
 
+def test_hash_layers_must_open_the_model():
+    from archdb_hf.draft import HFImportError, Identity
+    from archdb_hf.importer import import_config
+
+    card = next(c for c in shipped_catalogue() if c.id == "deepseek-v4-flash")
+    config = DEEPSEEK_V4.write(card.architecture) | {"model_type": "deepseek_v4"}
+    assert config["mlp_layer_types"][:2] == ["hash_moe", "hash_moe"]
+    config["mlp_layer_types"] = ["moe", *config["mlp_layer_types"][1:]]
+    identity = Identity("deepseek-v4-x", "V4", "deepseek-v4", "DeepSeek-AI", "2026-04-24")
+    with pytest.raises(HFImportError, match="not hash_moe layers then moe layers"):
+        import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
+
+
 def test_a_decode_step_reads_the_window_and_the_entries():
     """One query at 64 tokens, 512 FLOPs a key (4 heads, q.k and AV of 32): the local
     layer its 8-token window; the CSA layer its window and 3 of 16 entries, after the

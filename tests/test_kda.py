@@ -381,3 +381,11 @@ def test_import_hf_kimi_linear_refuses_a_softmax_router():
 
     with pytest.raises(HFImportError, match="scores experts with a sigmoid"):
         _import({**RELEASED_FORM, "moe_router_activation_func": "softmax"})
+
+
+def test_import_hf_kimi_linear_refuses_moe_layers_between_dense_ones():
+    from archdb_hf.importer import HFImportError
+
+    types = ["dense", "sparse", "dense", *["sparse"] * 4]
+    with pytest.raises(HFImportError, match="mlp_layer_types is not dense layers then sparse"):
+        _import({**RELEASED_FORM, "mlp_layer_types": types})

@@ -99,7 +99,7 @@ def test_import_reads_the_released_configs_switches():
     assert off.attention.latent.lora_scaled is False
     with pytest.raises(HFImportError, match="mla_scale_q_lora and mla_scale_kv_lora differ"):
         _imported(mla_scale_q_lora=False)
-    with pytest.raises(HFImportError, match="zero_expert_type is not identity"):
+    with pytest.raises(HFImportError, match="zero_expert_type 'copy': archdb's zero experts"):
         _imported(zero_expert_type="copy")
     with pytest.raises(HFImportError, match="qk_head_dim"):
         _imported(qk_head_dim=100)

@@ -174,7 +174,7 @@ def _mla(**moe):
         ("mixtral", {"score_function": "sigmoid"}, "has no sigmoid_scores"),
         ("qwen3_moe", {"routed_scale": 2.0}, "has no routed_scale"),
         ("deepseek_v2", {"score_correction_bias": True}, "has no correction_bias"),
-        ("deepseek_v2", {"normalize_top_k": True}, "V2 never normalizes"),
+        ("deepseek_v2", {"normalize_top_k": True}, "normalize_top_k False .deepseek_v2.s code"),
         ("deepseek_v2", {**GROUPED}, "groups ranked by their max"),
         ("deepseek_v3", {"score_function": "softmax"}, "score_function sigmoid"),
         ("deepseek_v3", {**GROUPED, "group_score": "max"}, "groups by top2-sum"),

@@ -1,20 +1,14 @@
-"""DeepSeek-V2, V3, V3.2, GLM-4.5/5, Kimi Linear and LongCat-Flash."""
+"""DeepSeek-V2, V3, V3.2, V4, GLM-4.5/5, Kimi Linear and LongCat-Flash."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from archdb.parts.mlp import CLAMPED_SWIGLU
-from archdb.schema import (
-    Architecture,
-    AttentionVariant,
-    GroupScore,
-    LayerKind,
-    QKNorm,
-    RopeLayout,
-)
+from archdb.schema import Architecture, AttentionVariant, GroupScore, LayerKind, QKNorm, RopeLayout
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -22,20 +16,16 @@ from archdb_hf.draft import (
     read_keys,
     read_layer_period,
     read_mtp,
+    read_only,
     short_text,
     shown_briefly,
     sigmoid_router,
 )
 from archdb_hf.families import card_to_config as ref
-from archdb_hf.families.card_to_config import (
-    layer_kind_names,
-    mtp_config,
-    require,
-    rope_config,
-)
+from archdb_hf.families.card_to_config import layer_kind_names, mtp_config, require, rope_config
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, part_keys, write_keys
+from archdb_hf.keymap import Key, dropped, has_moe, key_or, part_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -53,10 +43,11 @@ if TYPE_CHECKING:
 # --- config -> card (import-hf) ----------------------------------------------------------
 
 
-def _read_deepseek(d: Draft) -> None:
+def _read_deepseek(d: Draft, router: Callable[[Draft], None] = sigmoid_router) -> None:
     """MLA (its sizes: the keys): v_head_dim is the head width; DeepSeekMoE (its sizes: the
     keys): the shared experts one MLP of moe_intermediate_size x n_shared_experts, the
-    dense layers intermediate_size wide, MoE every moe_layer_freq-th layer."""
+    dense layers intermediate_size wide, MoE every moe_layer_freq-th layer; routed by
+    ``router`` (V3's, or V2's softmax one)."""
     _mla(d)
     if d.value("architecture.mlp.moe.n_experts") is None:
         return
@@ -68,10 +59,11 @@ def _read_deepseek(d: Draft) -> None:
     d.set("architecture.mlp.moe.layer_period", period, "config")
     _shared_and_dense(d)
     read_mtp(d)
+    if d.value("architecture.mlp.moe.n_experts"):
+        router(d)
 
 
 def _mla(d: Draft) -> None:
-    """MLA (its sizes: the keys): v_head_dim is the head width."""
     d.set("architecture.attention.variant", "latent", "config")
     d.set("architecture.attention.head_dim", d.value(f"{LATENT}.v_head_dim"), "config")
     d.note(
@@ -80,38 +72,27 @@ def _mla(d: Draft) -> None:
     )
 
 
-def _shared_and_dense(d: Draft) -> None:
+def _shared_and_dense(d: Draft, note: bool = True) -> None:
     n_shared = d.value("architecture.mlp.moe.n_shared")
     shared = d.value("architecture.mlp.d_ff") * n_shared if n_shared else None
     d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
-    d.note(
-        "architecture.mlp.moe.shared_d_ff",
-        "The shared experts form one MLP of "
-        "moe_intermediate_size x n_shared_experts (the transformers implementation).",
-    )
+    if note:
+        d.note(
+            "architecture.mlp.moe.shared_d_ff",
+            "The shared experts form one MLP of "
+            "moe_intermediate_size x n_shared_experts (the transformers implementation).",
+        )
     if d.value("architecture.mlp.moe.first_dense_layers") or (
         d.value("architecture.mlp.moe.layer_period") > 1
     ):
         d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size"), "config")
 
 
-def _read_deepseek_v2(d: Draft) -> None:
-    _read_deepseek(d)
-    if d.value("architecture.mlp.moe.n_experts"):
-        _softmax_router(d)
-
-
 def _softmax_router(d: Draft) -> None:
-    """transformers' DeepseekV2TopkRouter: softmax shares of all experts, greedy or
-    group-limited (groups ranked by their best score), times routed_scaling_factor;
-    it never renormalizes (norm_topk_prob is not read)."""
-    scoring = d.read("scoring_func", default="softmax")
-    if scoring != "softmax":
-        raise HFImportError(
-            f"scoring_func {short_text(scoring)}: transformers' deepseek_v2 scores by softmax"
-        )
-    d.set("architecture.mlp.moe.score_function", "softmax", "family")
-    d.set("architecture.mlp.moe.normalize_top_k", False, "family")
+    """transformers' DeepseekV2TopkRouter (its softmax scores, never renormalized: fixed):
+    greedy or group-limited (groups ranked by their best score), times
+    routed_scaling_factor (a key); it does not read norm_topk_prob."""
+    read_only(d, "scoring_func", "softmax", "transformers' deepseek_v2 scores by softmax")
     if d.read("norm_topk_prob", default=False):
         d.note(
             "architecture.mlp.moe.normalize_top_k",
@@ -130,14 +111,6 @@ def _softmax_router(d: Draft) -> None:
         # greedy reads no groups; one group holding every expert is greedy too (V2-Lite's
         # config states it); other group counts stay reported as unread
         read_groups(d, "max", d.read("n_group"), d.read("topk_group"))
-    scale = d.read("routed_scaling_factor", default=1.0)  # DeepseekV2Config's default
-    d.set("architecture.mlp.moe.routed_scale", float(scale), d.origin_of("routed_scaling_factor"))
-
-
-def _read_deepseek_v3(d: Draft) -> None:
-    _read_deepseek(d)
-    if d.value("architecture.mlp.moe.n_experts"):
-        sigmoid_router(d)
 
 
 def _read_longcat_flash(d: Draft) -> None:
@@ -149,13 +122,9 @@ def _read_longcat_flash(d: Draft) -> None:
     routed_scaling_factor."""
     _mla(d)
     qk = d.value(f"{LATENT}.qk_nope_head_dim") + d.value(f"{LATENT}.qk_rope_head_dim")
-    if d.read("qk_head_dim", default=qk) != qk:
-        raise HFImportError(
-            "config.json: qk_head_dim is not qk_nope_head_dim + qk_rope_head_dim: the query "
-            "heads would not split into the MLA parts"
-        )
-    if d.read("attention_method", default="MLA") != "MLA":
-        raise HFImportError("config.json: attention_method is not MLA, the only one archdb builds")
+    why = f"MLA's query heads are qk_nope_head_dim + qk_rope_head_dim ({qk}) wide"
+    read_only(d, "qk_head_dim", qk, why)
+    read_only(d, "attention_method", "MLA", "MLA is the only one archdb builds")
     # the released remote code scales each latent when its switch is on; transformers' code
     # always scales both
     q_scaled = d.read("mla_scale_q_lora", default=True)
@@ -165,11 +134,7 @@ def _read_longcat_flash(d: Draft) -> None:
             "attention.latent.lora_scaled scales both latents or neither"
         )
     d.set(f"{LATENT}.lora_scaled", q_scaled, d.origin_of("mla_scale_q_lora"))
-    if d.read("zero_expert_type", default="identity") != "identity":
-        raise HFImportError(
-            "config.json: zero_expert_type is not identity: archdb's zero experts return their "
-            "input"
-        )
+    read_only(d, "zero_expert_type", "identity", "archdb's zero experts return their input")
     if d.read("router_bias", default=False):
         d.set("architecture.mlp.moe.router_bias", True, "config")
     d.note(
@@ -185,33 +150,33 @@ def _read_glm4_moe(d: Draft) -> None:
     read_mtp(d)
 
 
-def _sparse(d: Draft, interleaved: bool) -> None:
-    """DeepSeek Sparse Attention: the lightning indexer's RoPE layout (its sizes: the keys)."""
-    # GlmMoeDsaIndexer always interleaves; DeepseekV32Indexer always half-splits
-    own = d.read("indexer_rope_interleave", default=interleaved)
-    layout = "interleaved" if own else "half-split"
-    path = "architecture.attention.sparse.indexer_rope_layout"
-    d.set(path, layout, d.origin_of("indexer_rope_interleave"))
-
-
-def _dense_then_moe(d: Draft) -> None:
-    """DeepSeek-V3.2's mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
+def _read_dsa(d: Draft, interleaved: bool) -> None:
+    """DeepSeek-V3 with DeepSeek Sparse Attention: the lightning indexer (its sizes: the
+    keys) rotates as indexer_rope_interleave says, by default as its code does
+    (``interleaved``); mlp_layer_types must be first_k_dense_replace dense layers, then MoE."""
+    _read_deepseek(d)
+    layout = (
+        "interleaved" if d.read("indexer_rope_interleave", default=interleaved) else "half-split"
+    )
+    d.set(INDEXER_LAYOUT, layout, d.origin_of("indexer_rope_interleave"))
     types = d.read("mlp_layer_types")
     moe_first = d.value("architecture.mlp.moe.first_dense_layers")
     n = d.value("architecture.n_layers")
-    if types is None or moe_first is None or n is None:
-        return
-    if list(types) != ["dense"] * moe_first + ["sparse"] * (n - moe_first):
+    if types is not None and moe_first is not None and n is not None:
+        _leading(types, "dense", "sparse", n, moe_first)
+
+
+def _leading(types: Any, lead: str, rest: str, n: int, count: int | None = None) -> int:
+    """How many ``lead`` layers open mlp_layer_types (``count``: as many as the config says
+    elsewhere), refused unless the other layers are ``rest``: mlp.moe holds one run of each."""
+    if count is None:
+        count = next((i for i, t in enumerate(types) if t != lead), len(types))
+    if list(types) != [lead] * count + [rest] * (n - count):
         raise HFImportError(
-            "config.json's mlp_layer_types is not first_k_dense_replace dense layers then MoE "
-            "layers: the card's mlp.moe cannot express it"
+            f"config.json's mlp_layer_types is not {lead} layers then {rest} layers: the card's "
+            "mlp.moe cannot express it"
         )
-
-
-def _read_deepseek_v32(d: Draft) -> None:
-    _read_deepseek_v3(d)
-    _sparse(d, interleaved=False)
-    _dense_then_moe(d)
+    return count
 
 
 def _indexer_modes(d: Draft, n_layers: int) -> list[str]:
@@ -326,30 +291,20 @@ def _read_v4_moe(d: Draft, n: int) -> None:
     """One shared expert of the routed width (its sizes: the keys); sqrt-softplus scores
     with a correction bias, always renormalized, times routed_scaling_factor; hash
     routing in the first layers."""
-    scoring = d.read("scoring_func", default="sqrtsoftplus")
-    if scoring != "sqrtsoftplus":
-        raise HFImportError(f"scoring_func {short_text(scoring)}: V4 scores by sqrtsoftplus")
-    if d.read("n_shared_experts", default=1) != 1:
-        raise HFImportError("deepseek_v4 builds one shared expert (n_shared_experts 1)")
-    d.set("architecture.mlp.moe.n_shared", 1, "family")
+    read_only(d, "scoring_func", "sqrtsoftplus", "V4 scores by sqrtsoftplus")
+    read_only(d, "n_shared_experts", 1, "deepseek_v4 builds one shared expert")
     d.set("architecture.mlp.moe.shared_d_ff", d.value("architecture.mlp.d_ff"), "config")
     d.read("norm_topk_prob")  # the top-k weights are renormalized whatever it says
     types = d.read("mlp_layer_types")
     if types is None:
         hashed = d.read("num_hash_layers", default=3)
     else:
-        hashed = 0
-        while hashed < len(types) and types[hashed] == "hash_moe":
-            hashed += 1
-        if list(types) != ["hash_moe"] * hashed + ["moe"] * (n - hashed):
-            raise HFImportError("mlp_layer_types: hash_moe layers must lead, then moe layers")
+        hashed = _leading(types, "hash_moe", "moe", n)
     d.set("architecture.mlp.moe.hash_layers", min(hashed, n), "config")
 
 
 def _read_glm_moe_dsa(d: Draft) -> None:
-    _read_deepseek_v3(d)
-    _sparse(d, interleaved=True)
-    _dense_then_moe(d)
+    _read_dsa(d, interleaved=True)  # GlmMoeDsaIndexer always interleaves
     modes = _indexer_modes(d, d.read("num_hidden_layers", required=True))
     if any(mode != "full" for mode in modes):
         raise HFImportError(
@@ -381,9 +336,7 @@ def _read_kimi_linear(d: Draft) -> None:
     for key in ("qk_head_dim", "rope_theta", "rope_scaling"):  # derived, or unused (NoPE)
         d.read(key)
     _mla(d)
-    tied = d.read("tie_word_embeddings", default=False)
-    d.set("architecture.tied_embeddings", False, "family")  # _tied_weights_keys is empty
-    if tied:
+    if d.read("tie_word_embeddings", default=False):  # untied: fixed
         d.note("architecture.tied_embeddings", "config.json says tie_word_embeddings, which "
                "KimiLinearForCausalLM ignores: its head is its own.")  # fmt: skip
     _kimi_moe(d)
@@ -423,30 +376,18 @@ def _kimi_moe(d: Draft) -> None:
     types = d.per_layer("mlp_layer_types", d.value("architecture.n_layers"))
     first = d.read("first_k_dense_replace", default=1)
     if types is not None:
-        first = next((i for i, t in enumerate(types) if t != "dense"), len(types))
-        if list(types) != ["dense"] * first + ["sparse"] * (len(types) - first):
-            raise HFImportError(
-                "config.json's mlp_layer_types is not dense layers then MoE layers: the "
-                "card's mlp.moe cannot express it"
-            )
+        first = _leading(types, "dense", "sparse", len(types))
     if d.read("moe_layer_freq", default=1) != 1:
         d.note(
             "architecture.mlp.moe.layer_period",
             "config.json's moe_layer_freq is not read by transformers' kimi_linear: every "
             "layer after the dense ones is MoE.",
         )
-    activation = d.read("moe_router_activation_func", default="sigmoid")
-    if activation != "sigmoid":
-        raise HFImportError(
-            f"moe_router_activation_func {shown_briefly(activation)}: transformers' kimi_linear "
-            "scores experts with a sigmoid"
-        )
+    why = "transformers' kimi_linear scores experts with a sigmoid"
+    read_only(d, "moe_router_activation_func", "sigmoid", why)
     d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
-    moe = "architecture.mlp.moe."
-    n_shared, expert_d_ff = d.value(moe + "n_shared"), d.value("architecture.mlp.d_ff")
-    d.set(moe + "shared_d_ff", expert_d_ff * n_shared if n_shared else None, "config")
-    d.set(moe + "first_dense_layers", first, "config")
-    d.set(moe + "dense_d_ff", d.read("intermediate_size") if first else None, "config")
+    d.set("architecture.mlp.moe.first_dense_layers", first, "config")
+    _shared_and_dense(d, note=False)
     sigmoid_router(d)
     mtp = d.read("num_nextn_predict_layers")
     if mtp:
@@ -461,9 +402,8 @@ def kimi_linear(a: Architecture) -> dict:
     qk_rope_head_dim is still projected, never rotated); DeepSeek-V3's MoE and router
     after dense first layers. transformers fixes both KDA gate ranks to head_dim and always
     gates the output."""
-    _latent(a)
     moe = a.mlp.moe
-    require(moe is not None and moe.layer_period == 1, "MoE in every layer after the dense ones")
+    require(moe is not None, "MoE in every layer after the dense ones")
     ref.need_sigmoid_router(moe)
     kda = a.mixers.kda if a.mixers is not None else None
     if kda is not None:
@@ -471,12 +411,6 @@ def kimi_linear(a: Architecture) -> dict:
         require(kda.output_gate_rank == kda.head_dim, "mixers.kda.output_gate_rank = head_dim")
     first = moe.first_dense_layers
     return {"mlp_layer_types": ["dense"] * first + ["sparse"] * (a.n_layers - first)}
-
-
-def _latent(a: Architecture) -> dict:
-    require(a.attention.variant is AttentionVariant.LATENT, "latent attention")
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
-    return write_keys((*MLA, LLAMA_BIASES[0]), a)
 
 
 def _shared_count(a: Architecture) -> int:
@@ -489,11 +423,9 @@ def _shared_count(a: Architecture) -> int:
 
 
 def _deepseek_v2(a: Architecture) -> dict:
-    """Softmax shares, greedy or grouped by each group's best score, always scaled, never
-    renormalized (transformers' DeepseekV2TopkRouter ignores norm_topk_prob)."""
-    _latent(a)
+    """Greedy or grouped by each group's best score (transformers' DeepseekV2TopkRouter)."""
+    require(not a.bias.mlp, "attention_bias covers MLA")
     moe = a.mlp.moe
-    require(moe.normalize_top_k is not True, "mlp.moe.normalize_top_k: V2 never normalizes")
     grouped = (moe.n_groups or 1) > 1
     require(not grouped or moe.group_score is GroupScore.MAX, "groups ranked by their max")
     return {}
@@ -501,8 +433,8 @@ def _deepseek_v2(a: Architecture) -> dict:
 
 def _deepseek_v3(a: Architecture) -> dict:
     """Sigmoid scores, a correction bias (zero: none), groups by their top-2 sum."""
-    if a.attention.variant is not AttentionVariant.SOFTMAX:  # GLM-4.5's is GQA
-        _latent(a)
+    latent = a.attention.variant is AttentionVariant.LATENT  # GLM-4.5's is GQA
+    require(not latent or not a.bias.mlp, "attention_bias covers MLA")
     ref.need_sigmoid_router(a.mlp.moe)
     return mtp_config(a, "num_nextn_predict_layers")
 
@@ -513,11 +445,8 @@ def longcat_flash(a: Architecture) -> dict:
     a correction bias, never renormalized, times routed_scaling_factor."""
     moe, lat = a.mlp.moe, a.attention.latent
     require(moe is not None and moe.shortcut_dense_d_ff is not None, "shortcut MoE layers")
-    require(not moe.n_shared and (moe.n_groups or 1) == 1, "no shared experts or groups")
-    require(lat is not None and lat.q_lora_rank is not None, "MLA with a query bottleneck")
+    require(lat.q_lora_rank is not None, "MLA with a query bottleneck")
     require(bool(lat.lora_scaled), "attention.latent.lora_scaled (the latents are scaled)")
-    require(a.position.rope_layout is not RopeLayout.HALF_SPLIT, "RoPE on interleaved pairs")
-    require(a.bias.qkv == a.bias.attn_out and not a.bias.mlp, "attention_bias covers MLA")
     return {"rms_norm_eps": a.norm.eps or 1e-5} | rope_config(a)
 
 
@@ -527,29 +456,19 @@ def _glm4_qk(a: Architecture) -> bool:
     return qk is QKNorm.PER_HEAD
 
 
-def _dsa(layout: RopeLayout) -> Callable[[Architecture], dict]:
-    """DeepSeek Sparse Attention's indexer on DeepSeek-V3's MLA and MoE."""
-
-    def write(a: Architecture) -> dict:
-        sparse = a.attention.sparse
-        own = sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
-        require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
-        config = _deepseek_v3(a)
-        if layout is RopeLayout.HALF_SPLIT and a.position.rope_scaling is not None:
-            # DeepSeek-V3.2: the card's YaRN, with DeepSeek's mscale keys where recorded
-            rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
-            config["rope_parameters"] = rope | ref.rope_scaling_config(a)
-        return config
-
-    return write
+def _dsa(a: Architecture, layout: RopeLayout) -> dict:
+    """DeepSeek Sparse Attention's indexer (its RoPE ``layout``) on DeepSeek-V3's MLA and MoE."""
+    own = a.attention.sparse.indexer_rope_layout or RopeLayout.HALF_SPLIT
+    require(own is layout, f"attention.sparse.indexer_rope_layout must be {layout.value}")
+    config = _deepseek_v3(a)
+    if layout is RopeLayout.HALF_SPLIT and a.position.rope_scaling is not None:
+        # DeepSeek-V3.2: the card's YaRN, with DeepSeek's mscale keys where recorded
+        rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
+        config["rope_parameters"] = rope | ref.rope_scaling_config(a)
+    return config
 
 
-# DeepSeek-V4's layer kinds as transformers' layer_types
-V4_LAYER_TYPES = {
-    LayerKind.LOCAL: "sliding_attention",
-    LayerKind.COMPRESSED_SPARSE: "compressed_sparse_attention",
-    LayerKind.HEAVILY_COMPRESSED: "heavily_compressed_attention",
-}
+V4_LAYER_TYPES = {LayerKind(kind): name for name, kind in V4_KINDS.items()}
 
 
 def _deepseek_v4(a: Architecture) -> dict:
@@ -557,12 +476,9 @@ def _deepseek_v4(a: Architecture) -> dict:
     hash-routed then top-k experts (one shared expert of the routed width); YaRN on the
     compressed layers' rope only."""
     att, comp, moe = a.attention, a.attention.compressed, a.mlp.moe
-    require(comp is not None, "attention.variant compressed")
     require(a.hyper_connections is not None, "hyper_connections")
-    require(not a.tied_embeddings and not any((a.bias.qkv, a.bias.mlp)), "no biases, untied")
-    require(moe is not None, "a mixture of experts in every layer")
-    require(moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
-    require((moe.n_groups or 1) == 1 and not moe.router_bias, "no expert groups or router bias")
+    require(not a.tied_embeddings and not a.bias.qkv, "no biases, untied")
+    require(moe.shared_d_ff == a.mlp.d_ff, "one shared expert of d_ff")
     rope = ref.rope_scaling_config(a) if a.position.rope_scaling is not None else None
     hashed = moe.hash_layers or 0
     return {
@@ -587,23 +503,31 @@ def _deepseek_v4(a: Architecture) -> dict:
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
+# MLA's projections and norms: archdb's names -> DeepSeek's (q.0-q.2: the query bottleneck;
+# without one, q is q_proj as in Llama)
+MLA_NAMES = {
+    "q.0": "q_a_proj",
+    "q.1": "q_a_layernorm",
+    "q.2": "q_b_proj",
+    "kv_down": "kv_a_proj_with_mqa",
+    "kv_norm": "kv_a_layernorm",
+    "kv_up": "kv_b_proj",
+}
+
+
+def _mla_names(ours: str, theirs: str, names: dict[str, str] = MLA_NAMES) -> dict[str, Source]:
+    return {
+        f"{ours}.{o}.{t}": Source(f"{theirs}.{n}.{t}")
+        for o, n in names.items()
+        for t in ("weight", "bias")
+    }
+
+
 def _deepseek_names() -> Names:
     """Latent attention (MLA) and DeepSeekMoE's routed and shared experts."""
-    layer = llama_layer(PRE_NORMS)
-    layer |= moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
-    attn = {
-        "q.0": "q_a_proj",  # with a query bottleneck (q_lora_rank)
-        "q.1": "q_a_layernorm",
-        "q.2": "q_b_proj",
-        "q": "q_proj",  # without one
-        "kv_down": "kv_a_proj_with_mqa",
-        "kv_norm": "kv_a_layernorm",
-        "kv_up": "kv_b_proj",
-    }
-    for ours, theirs in attn.items():
-        for t in ("weight", "bias"):
-            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"self_attn.{theirs}.{t}")
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    names = qwen3_moe_names()
+    names.layer.update(_mla_names("attn.sublayer", "self_attn"))
+    return names
 
 
 def _deepseek_v4_names() -> Names:
@@ -664,31 +588,21 @@ def _kimi_linear_names() -> Names:
     conv over [q, k, v]), the decay's f_a/f_b, dt_bias and A_log (1, 1, heads, 1) on the
     attention, o_norm; every MLP under block_sparse_moe., the dense first layers' too,
     experts as w1 (gate), w3 (up), w2 (down)."""
-    names = _deepseek_names()
-    mlp = "block_sparse_moe"
-    names.layer.update(llama_layer(PRE_NORMS, mlp=mlp))
-    names.layer.update(moe_names(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2"))
-    names.layer.update(
-        {
-            f"mlp.sublayer.shared.{p}.weight": Source(f"{mlp}.shared_experts.{p}_proj.weight")
-            for p in ("gate", "up", "down")
-        }
-    )
-    ours, theirs = "attn.sublayer.", "self_attn."
-    kda = ("q_proj", "k_proj", "v_proj", "f_a_proj", "f_b_proj", "b_proj", "g_a_proj", "g_b_proj")
-    names.layer.update({ours + f"{p}.weight": Source(theirs + f"{p}.weight") for p in kda})
-    names.layer.update(
-        {
-            ours + "o_proj.weight": Source(theirs + "o_proj.weight"),
-            ours + "conv1d.weight": Source(
-                theirs + "q_conv1d.weight",
-                joined=(theirs + "k_conv1d.weight", theirs + "v_conv1d.weight"),
-            ),
-            ours + "dt_bias": Source(theirs + "dt_bias"),
-            ours + "A_log": Source(theirs + "A_log", flatten=True),
-            ours + "norm_weight": Source(theirs + "o_norm.weight"),
-        }
-    )
+    names, mlp, attn = _deepseek_names(), "block_sparse_moe", "self_attn."
+    layer = llama_layer(PRE_NORMS, mlp=mlp)
+    layer |= moe_names(f"{mlp}.gate", f"{mlp}.experts", "w1", "w3", "w2")
+    for p in ("gate", "up", "down"):
+        layer[f"mlp.sublayer.shared.{p}.weight"] = Source(f"{mlp}.shared_experts.{p}_proj.weight")
+    for p in ("q", "k", "v", "f_a", "f_b", "b", "g_a", "g_b", "o"):
+        layer[f"attn.sublayer.{p}_proj.weight"] = Source(f"{attn}{p}_proj.weight")
+    joined = (attn + "k_conv1d.weight", attn + "v_conv1d.weight")
+    layer |= {
+        "attn.sublayer.conv1d.weight": Source(attn + "q_conv1d.weight", joined=joined),
+        "attn.sublayer.dt_bias": Source(attn + "dt_bias"),
+        "attn.sublayer.A_log": Source(attn + "A_log", flatten=True),
+        "attn.sublayer.norm_weight": Source(attn + "o_norm.weight"),
+    }
+    names.layer.update(layer)
     return names
 
 
@@ -698,19 +612,8 @@ def _longcat_flash_names() -> Names:
     the experts (mlp.router.classifier, mlp.experts.{e}); the MTP layers (model.mtp) are
     outside the card, as transformers leaves them."""
     layer: dict[str, Source] = {}
-    attn = {
-        "q.0": "q_a_proj",
-        "q.1": "q_a_layernorm",
-        "q.2": "q_b_proj",
-        "kv_down": "kv_a_proj_with_mqa",
-        "kv_norm": "kv_a_layernorm",
-        "kv_up": "kv_b_proj",
-        "o": "o_proj",
-    }
     for j in (0, 1):
-        for ours, theirs in attn.items():
-            for t in ("weight", "bias"):
-                layer[f"attn.{j}.{ours}.{t}"] = Source(f"self_attn.{j}.{theirs}.{t}")
+        layer |= _mla_names(f"attn.{j}", f"self_attn.{j}", MLA_NAMES | {"o": "o_proj"})
         for part in ("gate", "up", "down"):
             layer[f"dense.{j}.{part}.weight"] = Source(f"mlps.{j}.{part}_proj.weight")
         layer[f"attn_norms.{j}.weight"] = Source(f"input_layernorm.{j}.weight")
@@ -760,8 +663,7 @@ LATENT_SIZES = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head
 def mla_keys(defaults: dict[str, int] | None = None) -> tuple[Key, ...]:
     """MLA's sizes (all but q_lora_rank required, unless the config class has defaults),
     and the head width and KV heads its config states for them."""
-    required = () if defaults else ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                                    "v_head_dim")  # fmt: skip
+    required = () if defaults else [k for k in LATENT_SIZES if k != "q_lora_rank"]
     return (
         *part_keys("attention.latent", {k: k for k in LATENT_SIZES}, defaults,
                    required=required),
@@ -784,11 +686,10 @@ DEEPSEEK_MOE = (
     Key("first_k_dense_replace", "mlp.moe.first_dense_layers", default=0, given=EXPERTS),
 )  # fmt: skip
 V2_ROUTER = (
-    Key("n_group", "mlp.moe.n_groups", read=False, out=lambda a: a.mlp.moe.n_groups or 1),
-    Key("topk_group", "mlp.moe.top_k_groups", read=False,
-        out=lambda a: a.mlp.moe.top_k_groups or 1),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", read=False,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),  # null: the builder's 1
+    key_or("n_group", "mlp.moe.n_groups", 1, read=False),
+    key_or("topk_group", "mlp.moe.top_k_groups", 1, read=False),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=1.0, into=float,
+           given=EXPERTS),  # DeepseekV2Config's default
     Key("topk_method", read=False, out=lambda a: "group_limited_greedy"
         if (a.mlp.moe.n_groups or 1) > 1 else "greedy"),
 )  # fmt: skip
@@ -797,16 +698,19 @@ V2_ROUTER = (
 def v3_router(groups: int, top_groups: int, scale: float) -> tuple[Key, ...]:
     """DeepSeek-V3's router keys, with a family's defaults for them; the renormalizing
     switch is norm_topk_prob (null: the builder normalizes)."""
+    moe = {"given": EXPERTS, "when": has_moe}
     return (
-        Key("n_group", "mlp.moe.n_groups", default=groups, given=EXPERTS, when=has_moe,
-            out=lambda a: a.mlp.moe.n_groups or 1),
-        Key("topk_group", "mlp.moe.top_k_groups", default=top_groups, given=EXPERTS,
-            when=has_moe, out=lambda a: a.mlp.moe.top_k_groups or 1),
-        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, given=EXPERTS,
-            when=has_moe, out=lambda a: a.mlp.moe.normalize_top_k is not False),
-        Key("routed_scaling_factor", "mlp.moe.routed_scale", default=scale, given=EXPERTS,
-            when=has_moe, into=float, out=lambda a: a.mlp.moe.routed_scale or 1.0),
-    )  # fmt: skip
+        key_or("n_group", "mlp.moe.n_groups", 1, default=groups, **moe),
+        key_or("topk_group", "mlp.moe.top_k_groups", 1, default=top_groups, **moe),
+        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=_normalizes, **moe),
+        key_or(
+            "routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=scale, into=float, **moe
+        ),
+    )
+
+
+def _normalizes(a: Architecture) -> bool:
+    return a.mlp.moe.normalize_top_k is not False  # null: the builder normalizes
 
 
 SIGMOID_SCORES = (("mlp.moe.score_function", "sigmoid"), ("mlp.moe.score_correction_bias", True))
@@ -817,6 +721,7 @@ SPARSE = (
 )
 # q_a_layernorm and kv_a_layernorm take the RMSNorm class's default, not rms_norm_eps
 LATENT_NORM = ("attention.latent.norm_eps", 1e-6)
+MLA_FIXED = (LATENT_NORM, ("attention.variant", "latent"))
 
 
 # the output-changing fields DeepSeek's cards record: its router's, the MLA norms' epsilon,
@@ -850,12 +755,10 @@ KIMI_KEYS = (
     Key("n_shared_experts", "mlp.moe.n_shared", default=1, also=("num_shared_experts",),
         out=_shared_count),
     Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, also=("moe_renormalize",),
-        out=lambda a: a.mlp.moe.normalize_top_k is not False),
-    Key("n_group", "mlp.moe.n_groups", default=1, also=("num_expert_group",),
-        out=lambda a: a.mlp.moe.n_groups or 1),
-    Key("topk_group", "mlp.moe.top_k_groups", default=1, out=lambda a: a.mlp.moe.top_k_groups or 1),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=2.446, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+        out=_normalizes),
+    key_or("n_group", "mlp.moe.n_groups", 1, default=1, also=("num_expert_group",)),
+    key_or("topk_group", "mlp.moe.top_k_groups", 1, default=1),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=2.446, into=float),
 )  # fmt: skip
 
 
@@ -869,10 +772,8 @@ LONGCAT_KEYS = (
     Key("expert_ffn_hidden_size", "mlp.d_ff", default=2048),
     Key("n_routed_experts", "mlp.moe.n_experts", default=512),
     Key("moe_topk", "mlp.moe.n_active", default=12),
-    Key("zero_expert_num", "mlp.moe.zero_experts", default=256, into=lambda n: n or 0,
-        out=lambda a: a.mlp.moe.zero_experts or 0),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=6.0, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    key_or("zero_expert_num", "mlp.moe.zero_experts", 0, default=256, into=lambda n: n or 0),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=6.0, into=float),
     *mla_keys({"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
                "qk_nope_head_dim": 128, "v_head_dim": 128}),
     Key("num_key_value_heads"),  # not in LongcatFlashConfig
@@ -909,12 +810,10 @@ V4_KEYS = (
                "sinkhorn_iters": "hc_sinkhorn_iters", "eps": "hc_eps"},
                {"n_streams": 4, "sinkhorn_iters": 20, "eps": 1e-6}),
     Key("moe_intermediate_size", "mlp.d_ff", required=True, also=("intermediate_size",)),
-    Key("swiglu_limit", "mlp.swiglu_limit", default=10.0, into=float,
-        out=lambda a: a.mlp.swiglu_limit or CLAMPED_SWIGLU.limit),
+    key_or("swiglu_limit", "mlp.swiglu_limit", CLAMPED_SWIGLU.limit, default=10.0, into=float),
     Key("n_routed_experts", "mlp.moe.n_experts", required=True),
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
-    Key("routed_scaling_factor", "mlp.moe.routed_scale", default=1.5, into=float,
-        out=lambda a: a.mlp.moe.routed_scale or 1.0),
+    key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=1.5, into=float),
 )  # fmt: skip
 
 
@@ -929,9 +828,12 @@ DEEPSEEK_V2 = LLAMA.derive(
     classes="DeepseekV2",
     rope_layout="interleaved",
     keys=(*MLA, *DEEPSEEK_MOE, *V2_ROUTER),
-    fixed=(LATENT_NORM,),
-    free=("attention.variant", "mlp.moe.shared_d_ff"),
-    read=_read_deepseek_v2,
+    fixed=(
+        *MLA_FIXED,
+        ("mlp.moe.score_function", "softmax"),
+        ("mlp.moe.normalize_top_k", False),  # DeepseekV2TopkRouter never renormalizes
+    ),
+    read=partial(_read_deepseek, router=_softmax_router),
     write=_deepseek_v2,
     extras=frozenset({"expert_groups", "routed_scale", "yarn_softmax_mscale"}),
     names=_deepseek_names,
@@ -955,8 +857,8 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
             out=lambda a: a.position.rope_layout is not RopeLayout.HALF_SPLIT,
         ),
     ),
-    fixed=(LATENT_NORM, *SIGMOID_SCORES),
-    read=_read_deepseek_v3,
+    fixed=(*MLA_FIXED, *SIGMOID_SCORES),
+    read=_read_deepseek,
     write=_deepseek_v3,
     extras=V3_EXTRAS | {"yarn_softmax_mscale"},
     logit_error=3.2e-07,
@@ -971,8 +873,8 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     indexed_layer=True,
     keys=SPARSE,
-    read=_read_deepseek_v32,
-    write=_dsa(RopeLayout.HALF_SPLIT),
+    read=partial(_read_dsa, interleaved=False),  # DeepseekV32Indexer always half-splits
+    write=partial(_dsa, layout=RopeLayout.HALF_SPLIT),
     extras=DEEPSEEK_V3.extras | {"sparse"},
     names=_dsa_names,
     logit_error=2.9e-07,
@@ -1015,18 +917,11 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
         ("mlp.moe.score_function", "sqrt-softplus"),
         ("mlp.moe.score_correction_bias", True),
         ("mlp.moe.normalize_top_k", True),
+        ("mlp.moe.n_shared", 1),
     ),
     builds_activations=("clipped-swiglu",),
     kinds=tuple(LayerKind),
-    free=(
-        "attention.variant",
-        "attention.qk_norm",
-        "position.type",
-        "position.rope_layout",
-        "bias.attn_out",
-        "mlp.moe",
-        "mlp.moe.n_shared",
-    ),
+    free=("attention.qk_norm", "position.type", "position.rope_layout", "bias.attn_out"),
     read=_read_deepseek_v4,
     write=_deepseek_v4,
     extras=V4_EXTRAS,
@@ -1037,12 +932,11 @@ DEEPSEEK_V4 = DEEPSEEK_V3.derive(
 # logit test: V3.2's DSA, interleaved indexer RoPE, MoE; latent norms at 1e-6
 GLM_MOE_DSA = DEEPSEEK_V32.derive(
     "glm_moe_dsa",
-    released_keys=("num_nextn_predict_layers", "scoring_func"),  # MTP module, router key
     classes="GlmMoeDsa",
     # every layer runs its own indexer (no "shared" indexer_types: the schema has none)
     keys=(Key("indexer_types", out=lambda a: ["full"] * a.n_layers, read=False),),
     read=_read_glm_moe_dsa,
-    write=_dsa(RopeLayout.INTERLEAVED),
+    write=partial(_dsa, layout=RopeLayout.INTERLEAVED),
     extras=V3_EXTRAS | {"sparse"},
     logit_error=2.1e-07,
 )
@@ -1074,7 +968,6 @@ GLM4_MOE = DEEPSEEK_V3.derive(
         ROPE,
     ),
     fixed=(("bias.attn_out", False), *SIGMOID_SCORES),  # o_proj has no bias
-    free=("mlp.moe.shared_d_ff",),
     read=_read_glm4_moe,
     write=_deepseek_v3,
     extras=V3_EXTRAS,
@@ -1095,19 +988,14 @@ KIMI_LINEAR = DEEPSEEK_V3.derive(
     linear_layer="kda",
     keys=(*dropped(DEEPSEEK_V3.keys), *KIMI_KEYS),
     fixed=(
-        LATENT_NORM,
+        *MLA_FIXED,
         *SIGMOID_SCORES,
+        ("tied_embeddings", False),  # KimiLinearForCausalLM's _tied_weights_keys is empty
         ("mixers.kda.output_gate", True),
         ("mixers.kda.mlp", True),
     ),
     kinds=("kda", "global"),
-    free=(
-        "attention.variant",
-        "attention.qk_norm",
-        "mlp.moe",
-        "mlp.moe.n_shared",
-        "mlp.moe.first_dense_layers",
-    ),
+    free=("attention.qk_norm", "mlp.moe.first_dense_layers"),
     read=_read_kimi_linear,
     write=kimi_linear,
     extras=V3_EXTRAS | {"kda"},
@@ -1125,19 +1013,13 @@ LONGCAT_FLASH = DEEPSEEK_V3.derive(
     rope_layout="interleaved",
     keys=(*dropped(DEEPSEEK_V3.keys), *LONGCAT_KEYS),
     fixed=(
-        LATENT_NORM,
+        *MLA_FIXED,
         ("mlp.moe.score_function", "softmax"),
         ("mlp.moe.score_correction_bias", True),
         ("mlp.moe.normalize_top_k", False),
     ),
     kinds=tuple(LayerKind),
-    free=(
-        "attention.variant",
-        "attention.qk_norm",
-        "mlp.moe",
-        "mlp.moe.first_dense_layers",
-        "mlp.moe.layer_period",
-    ),
+    free=("attention.qk_norm", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
     read=_read_longcat_flash,
     write=longcat_flash,
     extras=frozenset(
