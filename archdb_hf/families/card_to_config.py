@@ -92,8 +92,15 @@ def layer_types_of(a: Architecture) -> list[str]:
     return [names.get(k, "full_attention") for k in a.layer_kinds()]
 
 
-def need_sigmoid_router(moe: MoE) -> None:
+def moe_of(a: Architecture) -> MoE:
+    """The card's mixture of experts, which an MoE family's code always builds."""
+    require(a.mlp.moe is not None, "a mixture of experts (mlp.moe)")
+    return a.mlp.moe
+
+
+def need_sigmoid_router(moe: MoE | None) -> None:
     """transformers' DeepSeek-V3 and GLM-4.5 routers: sigmoid scores, always."""
+    require(moe is not None, "a mixture of experts (mlp.moe)")
     require(moe.score_function is not RouterScore.SOFTMAX, "mlp.moe.score_function sigmoid")
     grouped = (moe.n_groups or 1) > 1
     require(not grouped or moe.group_score is GroupScore.TOP2_SUM, "groups by top2-sum")

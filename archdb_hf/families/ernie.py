@@ -6,6 +6,7 @@ from functools import partial
 
 from archdb.schema import Architecture
 from archdb_hf.draft import Draft, HFImportError, read_bias_flag
+from archdb_hf.families.card_to_config import moe_of
 from archdb_hf.families.llama import LLAMA, ROPE
 from archdb_hf.keymap import Key, one_bias_flag, require
 from archdb_hf.tensors import Names, Source, qwen3_moe_names
@@ -54,7 +55,7 @@ def _read_ernie4_5_moe(d: Draft) -> None:
 
 
 def _ernie4_5_moe(a: Architecture) -> dict:
-    moe = a.mlp.moe
+    moe = moe_of(a)
     require(
         moe.first_dense_layers % moe.layer_period == 0,
         "the first MoE layer a multiple of layer_period (moe_layer_interval) from 0",

@@ -7,7 +7,7 @@ from typing import Any
 
 from archdb.schema import Architecture, RopeScalingType
 from archdb_hf.draft import Draft, HFImportError, rope_parameters_of, shown_briefly
-from archdb_hf.families.card_to_config import rope_config, rope_scaling_config
+from archdb_hf.families.card_to_config import moe_of, rope_config, rope_scaling_config
 from archdb_hf.families.llama import LLAMA
 from archdb_hf.keymap import Key, require
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
@@ -116,7 +116,7 @@ def _hunyuan_rope(a: Architecture) -> dict:
 
 
 def _hunyuan_v1_moe(a: Architecture) -> dict:
-    moe = a.mlp.moe
+    moe = moe_of(a)
     require(moe.shared_d_ff == a.mlp.d_ff, "one shared MLP as wide as an expert")
     return {}
 

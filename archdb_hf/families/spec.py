@@ -208,7 +208,8 @@ class Writer:
 
     def __call__(self, arch: Architecture) -> dict:
         check_fixed(self.spec, arch)
-        return write_keys(self.spec.keys, arch) | self.hook(arch)
+        own = self.hook(arch)  # its checks first: a key's value may rely on them
+        return write_keys(self.spec.keys, arch) | own
 
 
 def covered(spec: FamilySpec) -> set[str]:
