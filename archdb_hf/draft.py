@@ -1522,3 +1522,16 @@ def fill_moe_layout(d: Draft) -> None:
     for name, value in MOE_LAYOUT.items():
         if d.value(f"architecture.mlp.moe.{name}") is None:
             d.set(f"architecture.mlp.moe.{name}", value, "family")
+
+
+# --- a read hook of several ---------------------------------------------------------------
+
+
+def in_order(*hooks: Callable[[Draft], None]) -> Callable[[Draft], None]:
+    """One read hook that runs ``hooks`` one after another (a family's and its parent's)."""
+
+    def read(d: Draft) -> None:
+        for hook in hooks:
+            hook(d)
+
+    return read
