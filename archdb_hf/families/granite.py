@@ -108,16 +108,12 @@ _HYBRID_LAYERS = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_
 
 def _granitemoe_names() -> Names:
     """GraniteMoe: the experts' gate and up fused in one stacked input_linear."""
-    moe = "block_sparse_moe"
+    moe, fused = "block_sparse_moe", "block_sparse_moe.input_linear.weight"
     return llama_with(
         {
             "mlp.sublayer.router.proj.weight": Source(f"{moe}.router.layer.weight"),
-            "mlp.sublayer.experts.gate": Source(
-                f"{moe}.input_linear.weight", cut=first_expert_ff, experts=True
-            ),
-            "mlp.sublayer.experts.up": Source(
-                f"{moe}.input_linear.weight", cut=second_expert_ff, experts=True
-            ),
+            "mlp.sublayer.experts.gate": Source(fused, cut=first_expert_ff, experts=True),
+            "mlp.sublayer.experts.up": Source(fused, cut=second_expert_ff, experts=True),
             "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", experts=True),
         }
     )

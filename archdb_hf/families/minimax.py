@@ -198,13 +198,11 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
     each must equal what its decay_factors computes from that slope_rate."""
     import torch
 
-    if not ckpt.has(layer_prefix + "self_attn.slope_rate"):
+    attn = layer_prefix + "self_attn."
+    if not ckpt.has(attn + "slope_rate"):
         return  # a softmax attention layer
-    slope = ckpt.take(layer_prefix + "self_attn.slope_rate").float()
-    stored = {
-        n: layer_prefix + "self_attn." + n for n in ("query_decay", "key_decay", "diagonal_decay")
-    }
-    block = ckpt.shape(stored["query_decay"])[1]
+    slope = ckpt.take(attn + "slope_rate").float()
+    block = ckpt.shape(attn + "query_decay")[1]
     steps = torch.arange(block, dtype=torch.float32) + 1
     gaps = steps[:, None] - steps[None, :]
     expected = {
@@ -214,13 +212,11 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
             torch.where(gaps >= 0, -slope[None] * gaps, torch.tensor(float("-inf")))
         ),
     }
-    for name, full in stored.items():
-        value = ckpt.take(full).float()
-        if value.shape != expected[name].shape or not torch.allclose(
-            value, expected[name], rtol=1e-3, atol=1e-6
-        ):
+    for name, want in expected.items():
+        value = ckpt.take(attn + name).float()
+        if value.shape != want.shape or not torch.allclose(value, want, rtol=1e-3, atol=1e-6):
             raise WeightsError(
-                f"checkpoint tensor {full!r} is not the block decay its slope_rate gives"
+                f"checkpoint tensor {attn + name!r} is not the block decay its slope_rate gives"
             )
 
 
