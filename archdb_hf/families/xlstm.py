@@ -58,11 +58,6 @@ def _positive(d: Draft, key: str, *, integer: bool = False, upper: float = 1e9) 
     return value
 
 
-def _round_up(x: float, multiple: int) -> int:
-    """xLSTM's round_up_to_next_multiple_of, on the same float."""
-    return int(((x + multiple - 1) // multiple) * multiple)
-
-
 def _head_width(d: Draft, key: str, d_model: int, heads: int) -> int:
     """int(d_model x factor) / heads, as xLSTMLayer sizes q/k and v, checked to split."""
     width = int(d_model * _positive(d, key, upper=_MAX_FACTOR))
@@ -107,7 +102,8 @@ def _read_xlstm(d: Draft) -> None:
         d.set(f"architecture.mixers.mlstm.{name}", value, d.origin_of(key))
     factor = _positive(d, "ffn_proj_factor", upper=_MAX_FACTOR)
     multiple = int(_positive(d, "ffn_round_up_to_multiple_of", integer=True, upper=2**20))
-    d_ff = _round_up(d_model * factor, multiple)
+    # xLSTM's round_up_to_next_multiple_of, on the same float
+    d_ff = int(((d_model * factor + multiple - 1) // multiple) * multiple)
     d.set("architecture.mlp.d_ff", d_ff, d.origin_of("ffn_proj_factor"))
     attention_free(d, "mlstm", "an mLSTM")
     cap = float(_positive(d, "output_logit_soft_cap"))
