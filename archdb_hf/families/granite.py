@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from archdb.schema import Architecture, LayerKind, PositionType
 from archdb_hf.draft import (
     Draft,
@@ -12,7 +14,7 @@ from archdb_hf.draft import (
     read_keys,
     silu_conv,
 )
-from archdb_hf.families.card_to_config import layer_kind_names, require, rope_config
+from archdb_hf.families.card_to_config import layer_kind_names, require
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
 from archdb_hf.families.ssm import hybrid_mamba2
 from archdb_hf.keymap import Key, has_moe, key_or
@@ -169,12 +171,7 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
         Key("num_experts_per_tok", "mlp.moe.n_active", when=has_moe, read=False),
         key_or("shared_intermediate_size", "mlp.moe.shared_d_ff", lambda a: a.mlp.d_ff, read=False),
         Key("layer_types", out=lambda a: layer_kind_names(a, _HYBRID_LAYERS), read=False),
-        Key(
-            "rope_parameters",
-            out=lambda a: rope_config(a)["rope_parameters"],
-            when=_rope,
-            read=False,
-        ),
+        replace(ROPE, when=_rope),
         Key(
             "position_embedding_type", "position.type", out=lambda a: "rope", when=_rope, read=False
         ),
