@@ -130,14 +130,13 @@ def _moe_layers(d: Draft, n: int) -> None:
     if d.read("n_shared_experts"):
         raise HFImportError("n_shared_experts: transformers' MiMoV2FlashMoE has no shared expert")
     sigmoid_router(d)
-    if d.read("routed_scaling_factor") is None:  # null: MiMoV2FlashConfig makes it 1
-        d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
 
 
 # --- card -> config (the reference) ------------------------------------------------------
 
 
 def _mimo_v2_flash(a: Architecture) -> dict:
+    require(a.mlp.moe is not None, "mlp.moe: MiMo-V2-Flash's layers after the dense ones are MoE")
     att, g, pos = a.attention, a.attention.global_layers, a.position
     require(
         g is not None
