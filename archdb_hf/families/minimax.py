@@ -85,7 +85,7 @@ def _read_minimax(d: Draft) -> None:
         d.value("architecture.attention.head_dim") or d.value("architecture.d_model") // heads
     )
     if "lightning" in (d.value("architecture.attention.layer_pattern") or []):
-        if d.config.get("model_type") in _MINIMAX_REMOTE and heads & (heads - 1):
+        if d.config.get("model_type") in d.family.aliases and heads & (heads - 1):
             raise HFImportError(
                 f"num_attention_heads is {heads}, not a power of 2: MiniMax's remote code then "
                 "interleaves ALiBi's slopes of the next power, not the decay rule the card "
@@ -103,10 +103,6 @@ def _read_minimax(d: Draft) -> None:
             "rotates rotary_dim of head_dim, as the card does.",
         )
 
-
-# MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
-# (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
-_MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
 
 # --- card -> config (the reference) ------------------------------------------------------
 
@@ -278,6 +274,8 @@ MINIMAX = MIXTRAL.derive(
     ),
     fixed=(*MIXTRAL.fixed, ("mixers.lightning.decay", "minimax"), ("mixers.lightning.mlp", True)),
     read=_read_minimax,
+    # MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
+    # (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
     aliases=("minimax_text_01", "minimax_m1"),
     write=_minimax,
     extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),
