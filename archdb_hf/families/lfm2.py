@@ -162,12 +162,7 @@ LFM2_MOE = LFM2.derive(
         Key("num_dense_layers", "mlp.moe.first_dense_layers", default=2),
         Key("num_experts", "mlp.moe.n_experts", required=True),
         Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
-        Key(
-            "use_expert_bias",
-            "mlp.moe.score_correction_bias",
-            default=True,
-            out=lambda a: bool(a.mlp.moe.score_correction_bias),
-        ),
+        key_or("use_expert_bias", "mlp.moe.score_correction_bias", False, default=True),
         Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=normalizes_top_k),
         key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=1.0),
     ),
