@@ -78,9 +78,8 @@ def _read_granitemoehybrid(d: Draft) -> None:
 MULTIPLIERS = (
     multiplier("embedding_multiplier", "embedding_multiplier"),
     multiplier("residual_multiplier", "residual_multiplier"),
-    Key("attention_multiplier", "attention.scale", default=1.0,
-        into=positive("attention_multiplier"),
-        out=lambda a: a.attention.scale or a.head_dim_effective**-0.5),
+    key_or("attention_multiplier", "attention.scale", lambda a: a.head_dim_effective**-0.5,
+           default=1.0, into=positive("attention_multiplier")),
     Key("logits_scaling", "logit_scale", default=1.0,  # Granite divides by it
         into=lambda value: 1.0 / positive("logits_scaling")(value),
         out=lambda a: 1.0 / (a.logit_scale or 1.0)),

@@ -16,7 +16,7 @@ from archdb_hf.draft import (
 from archdb_hf.families.card_to_config import layer_kind_names, require, sublayer_factors
 from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
-from archdb_hf.keymap import Key, uses, value_at
+from archdb_hf.keymap import Key, key_or, uses, value_at
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -124,10 +124,9 @@ def _minimax(a: Architecture) -> dict:
 # the alpha (skip) and beta (output) factors per sublayer kind (1.0: none), under
 # transformers' names and the released remote code's
 FACTORS = tuple(
-    Key(name, path, default=1.0, also=(legacy,), into=float,
-        out=lambda a, path=path: value_at(a, path) or 1.0,
-        kind="lightning" if "lightning" in path else None,
-        when=uses(LayerKind.LIGHTNING) if "lightning" in path else None)
+    key_or(name, path, 1.0, default=1.0, also=(legacy,), into=float,
+           kind="lightning" if "lightning" in path else None,
+           when=uses(LayerKind.LIGHTNING) if "lightning" in path else None)
     for name, legacy, path in (
         ("full_attn_alpha_factor", "layernorm_full_attention_alpha", "attention.skip_multiplier"),
         ("full_attn_beta_factor", "layernorm_full_attention_beta", "attention.output_multiplier"),
