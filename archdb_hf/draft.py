@@ -1540,3 +1540,13 @@ def read_only(d: Draft, key: str, want: Any, why: str) -> None:
     value = d.read(key, default=want)
     if value != want:
         raise HFImportError(f"config.json: {key} {shown_briefly(value)}: {why}")
+
+
+def in_order(*hooks: Callable[[Draft], None]) -> Callable[[Draft], None]:
+    """One read hook that runs ``hooks`` one after another (a family's and its parent's)."""
+
+    def read(d: Draft) -> None:
+        for hook in hooks:
+            hook(d)
+
+    return read

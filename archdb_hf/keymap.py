@@ -170,12 +170,29 @@ def one_bias_flag(arch: Architecture) -> bool:
     return b.qkv
 
 
-def key_or(name: str, path: str, fallback: Any, **options: Any) -> Key:
-    """A key written as the card's value, or as ``fallback`` (what the builder takes for
-    null: one expert group, a scale of 1) where the card has none."""
-    return Key(name, path, out=lambda a: value_at(a, path) or fallback, **options)
+def key_or(name: str, path: str, fallback: Any, **given: Any) -> Key:
+    """A key written as the card's value at ``path``, or where that is null as ``fallback``
+    (a value, or one computed from the card): what the config class assumes without it."""
+
+    def out(arch: Architecture) -> Any:
+        value = value_at(arch, path)
+        if value is not None:
+            return value
+        return fallback(arch) if callable(fallback) else fallback
+
+    return Key(name, path, out=out, **given)
 
 
 def sliding_window_key(default: int) -> Key:
     """sliding_window, written as the card's window, else the config class's default."""
     return key_or("sliding_window", "attention.sliding_window", default, read=False)
+
+
+def normalizes_top_k(arch: Architecture) -> bool:
+    """norm_topk_prob for the card's MoE: null renormalizes, as archdb's builder does."""
+    return arch.mlp.moe.normalize_top_k is not False
+
+
+# intermediate_size beside experts of moe_intermediate_size: the dense MLPs' width, the
+# experts' where the card has no dense MLP
+DENSE_D_FF = key_or("intermediate_size", "mlp.moe.dense_d_ff", lambda a: a.mlp.d_ff, read=False)

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archdb.errors import ArchdbError
 from archdb.files import read_bounded
@@ -337,3 +337,9 @@ QKVO = {"q": "q_proj", "k": "k_proj", "v": "v_proj"}
 # --- shared by several families -----------------------------------------------------------
 
 QKV_CUTS = (("q", q_rows), ("k", k_rows), ("v", v_rows))  # a fused [q, k, v] projection's rows
+
+
+def llama_with(layer: dict[str, Source], **names: Any) -> Names:
+    """Llama's names (its pre-norms, a tied head) with the family's ``layer`` tensors added
+    or renamed, and ``names``' other fields (a multimodal release's layout)."""
+    return Names(LLAMA_TOP, llama_layer(PRE_NORMS) | layer, tied_head=("lm_head.weight",), **names)

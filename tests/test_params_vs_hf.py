@@ -1024,6 +1024,9 @@ def test_a_different_model_is_refused_not_compared():
         hf_parameter_count(make_arch(**dsa), "deepseek_v3")
     with pytest.raises(NotRepresentable, match="indexer_rope_layout must be interleaved"):
         hf_parameter_count(make_arch(**dsa), "glm_moe_dsa")
+    dense_mimo = dict(SMALL_CONFIGS)["mimo_v2_flash"] | {"mlp.moe": None}
+    with pytest.raises(NotRepresentable, match="layers after the dense ones are MoE"):
+        hf_parameter_count(make_arch(**dense_mimo), "mimo_v2_flash")
 
 
 def _catalogue_toys():

@@ -246,7 +246,9 @@ def test_import_hf_lfm2_refuses_attention_indices_beyond_the_stack():
 
     config = {**LFM2_SMALL, "model_type": "lfm2", "full_attn_idxs": [1, 6]}
     identity = Identity("lfm2-tiny", "LFM2 tiny", "lfm2", "Example Lab", "2025-07-10")
-    with pytest.raises(HFImportError, match=re.escape("full_attn_idxs names a layer beyond")):
+    with pytest.raises(
+        HFImportError, match=re.escape("full_attn_idxs names layer 6, outside layers 0 to 5")
+    ):
         import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from archdb.schema import (
-    Architecture,
-    LayerKind,
-    PositionType,
-)
+from dataclasses import replace
+
+from archdb.schema import Architecture, LayerKind, PositionType
 from archdb_hf.draft import (
     Draft,
     check_mamba2_width,
@@ -16,22 +14,16 @@ from archdb_hf.draft import (
     read_keys,
     silu_conv,
 )
-from archdb_hf.families.card_to_config import (
-    layer_kind_names,
-    require,
-    rope_config,
-)
+from archdb_hf.families.card_to_config import layer_kind_names, require
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
 from archdb_hf.families.ssm import hybrid_mamba2
-from archdb_hf.keymap import Key
+from archdb_hf.keymap import Key, has_moe, key_or
 from archdb_hf.tensors import (
-    LLAMA_TOP,
-    PRE_NORMS,
     Names,
     Source,
     first_expert_ff,
     first_ff,
-    llama_layer,
+    llama_with,
     second_expert_ff,
     second_ff,
 )
@@ -65,9 +57,8 @@ def _read_granitemoehybrid(d: Draft) -> None:
     shared = d.read("shared_intermediate_size", default=1024)
     n_experts = d.read("num_local_experts", default=8)
     n_active = d.read("num_experts_per_tok", default=2)
-    if n_experts:
+    if n_experts:  # a softmax of the top-k (a fixed choice)
         d.moe(n_experts=n_experts, n_active=n_active, n_shared=1, shared_d_ff=shared)
-        d.set("architecture.mlp.moe.normalize_top_k", True, "family")  # softmax of the top-k
     else:  # the shared MLP is the layer's only MLP
         d.set("architecture.mlp.d_ff", shared, d.origin_of("shared_intermediate_size"))
     if d.read("position_embedding_type") != "rope":
@@ -87,9 +78,8 @@ def _read_granitemoehybrid(d: Draft) -> None:
 MULTIPLIERS = (
     multiplier("embedding_multiplier", "embedding_multiplier"),
     multiplier("residual_multiplier", "residual_multiplier"),
-    Key("attention_multiplier", "attention.scale", default=1.0,
-        into=positive("attention_multiplier"),
-        out=lambda a: a.attention.scale or a.head_dim_effective**-0.5),
+    key_or("attention_multiplier", "attention.scale", lambda a: a.head_dim_effective**-0.5,
+           default=1.0, into=positive("attention_multiplier")),
     Key("logits_scaling", "logit_scale", default=1.0,  # Granite divides by it
         into=lambda value: 1.0 / positive("logits_scaling")(value),
         out=lambda a: 1.0 / (a.logit_scale or 1.0)),
@@ -102,15 +92,8 @@ def _granitemoehybrid(a: Architecture) -> dict:
     position = a.position.type
     require(position in (PositionType.ROPE, PositionType.NONE), "position.type rope or none")
     moe = a.mlp.moe
-    require(
-        moe is None or (moe.n_shared == 1 and moe.normalize_top_k is not False),
-        "a dense MLP, or every layer MoE with one shared MLP (softmax over the top-k logits)",
-    )
+    require(moe is None or moe.n_shared == 1, "a dense MLP, or every layer MoE with one shared MLP")
     return {}
-
-
-def _moe(a: Architecture) -> bool:
-    return a.mlp.moe is not None
 
 
 def _rope(a: Architecture) -> bool:
@@ -126,42 +109,32 @@ _HYBRID_LAYERS = {LayerKind.MAMBA2: "linear_attention", LayerKind.GLOBAL: "full_
 
 def _granitemoe_names() -> Names:
     """GraniteMoe: the experts' gate and up fused in one stacked input_linear."""
-    layer = llama_layer(PRE_NORMS)
-    moe = "block_sparse_moe"
-    layer |= {
-        "mlp.sublayer.router.proj.weight": Source(f"{moe}.router.layer.weight"),
-        "mlp.sublayer.experts.gate": Source(
-            f"{moe}.input_linear.weight", cut=first_expert_ff, experts=True
-        ),
-        "mlp.sublayer.experts.up": Source(
-            f"{moe}.input_linear.weight", cut=second_expert_ff, experts=True
-        ),
-        "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", experts=True),
-    }
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    moe, fused = "block_sparse_moe", "block_sparse_moe.input_linear.weight"
+    return llama_with(
+        {
+            "mlp.sublayer.router.proj.weight": Source(f"{moe}.router.layer.weight"),
+            "mlp.sublayer.experts.gate": Source(fused, cut=first_expert_ff, experts=True),
+            "mlp.sublayer.experts.up": Source(fused, cut=second_expert_ff, experts=True),
+            "mlp.sublayer.experts.down": Source(f"{moe}.output_linear.weight", experts=True),
+        }
+    )
 
 
 def _granitemoehybrid_names() -> Names:
     """Granite 4.0-H: attention (self_attn) or Mamba-2 (mamba) layers; routed experts
     (GraniteMoe's fused input_linear) beside shared_mlp, whose gate and up are one fused
     input_linear too; with no experts the shared MLP is the layer's MLP."""
-    layer = _granitemoehybrid_mlp(_granitemoe_names().layer)
-    mamba = {"in_proj.weight": "in_proj.weight", "in_proj.bias": "in_proj.bias",
-             "conv1d.weight": "conv1d.weight", "conv1d.bias": "conv1d.bias",
-             "dt_bias": "dt_bias", "A_log": "A_log", "D": "D", "norm_weight": "norm.weight",
-             "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}  # fmt: skip
-    for ours, theirs in mamba.items():
-        layer[f"attn.sublayer.{ours}"] = Source(f"mamba.{theirs}")
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
-
-
-def _granitemoehybrid_mlp(layer: dict[str, Source]) -> dict[str, Source]:
-    shared = "shared_mlp"
+    names = _granitemoe_names()
+    layer = names.layer
     for prefix in ("mlp.sublayer.shared", "mlp.sublayer"):  # beside experts, or alone
-        layer[f"{prefix}.gate.weight"] = Source(f"{shared}.input_linear.weight", cut=first_ff)
-        layer[f"{prefix}.up.weight"] = Source(f"{shared}.input_linear.weight", cut=second_ff)
-        layer[f"{prefix}.down.weight"] = Source(f"{shared}.output_linear.weight")
-    return layer
+        layer[f"{prefix}.gate.weight"] = Source("shared_mlp.input_linear.weight", cut=first_ff)
+        layer[f"{prefix}.up.weight"] = Source("shared_mlp.input_linear.weight", cut=second_ff)
+        layer[f"{prefix}.down.weight"] = Source("shared_mlp.output_linear.weight")
+    mamba = [f"{p}.{t}" for p in ("in_proj", "conv1d", "out_proj") for t in ("weight", "bias")]
+    for p in (*mamba, "dt_bias", "A_log", "D"):
+        layer[f"attn.sublayer.{p}"] = Source(f"mamba.{p}")
+    layer["attn.sublayer.norm_weight"] = Source("mamba.norm.weight")
+    return names
 
 
 # --- the families ----------------------------------------------------------------------
@@ -193,32 +166,17 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
     read=_read_granitemoehybrid,
     kinds=("mamba2", "global"),
     keys=(  # read by its hook
-        Key(
-            "num_local_experts",
-            "mlp.moe.n_experts",
-            read=False,
-            out=lambda a: a.mlp.moe.n_experts if _moe(a) else 0,
-        ),
-        Key("num_experts_per_tok", "mlp.moe.n_active", when=_moe, read=False),
-        Key(
-            "shared_intermediate_size",
-            "mlp.moe.shared_d_ff",
-            read=False,
-            out=lambda a: a.mlp.moe.shared_d_ff if _moe(a) else a.mlp.d_ff,
-        ),
+        key_or("num_local_experts", "mlp.moe.n_experts", 0, read=False),
+        Key("num_experts_per_tok", "mlp.moe.n_active", when=has_moe, read=False),
+        key_or("shared_intermediate_size", "mlp.moe.shared_d_ff", lambda a: a.mlp.d_ff, read=False),
         Key("layer_types", out=lambda a: layer_kind_names(a, _HYBRID_LAYERS), read=False),
-        Key(
-            "rope_parameters",
-            out=lambda a: rope_config(a)["rope_parameters"],
-            when=_rope,
-            read=False,
-        ),
+        replace(ROPE, when=_rope),
         Key(
             "position_embedding_type", "position.type", out=lambda a: "rope", when=_rope, read=False
         ),
         *HYBRID_MIXER,
     ),
-    fixed=(("mixers.mamba2.mlp", True),),
+    fixed=(*GRANITEMOE.fixed, ("mixers.mamba2.mlp", True)),
     free=("mlp.moe.n_shared",),
     write=_granitemoehybrid,
     extras=frozenset({"mamba2", "residual_multiplier"}),

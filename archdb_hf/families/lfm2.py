@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from archdb.schema import Architecture, LayerKind
-from archdb_hf.draft import Draft, HFImportError, read_layer_period
+from archdb_hf.draft import Draft, read_keys, read_layer_period
 from archdb_hf.families.card_to_config import layer_kind_names
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import Key, dropped, require
-from archdb_hf.tensors import QKVO, Names, Source, moe_names, top_names
+from archdb_hf.keymap import DENSE_D_FF, Key, dropped, key_or, normalizes_top_k, require
+from archdb_hf.tensors import Names, Source, moe_names, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -37,21 +35,12 @@ def _lfm2_layers(d: Draft) -> None:
     n_layers = d.value("architecture.n_layers")
     indices = d.read("full_attn_idxs")
     if not d.read("layer_types") and indices is not None:
-        if any(i >= n_layers for i in indices):
-            raise HFImportError(
-                f"full_attn_idxs names a layer beyond num_hidden_layers ({n_layers})"
-            )
-        attention = set(indices)
+        attention = set(d.layer_numbers("full_attn_idxs", indices, n_layers))
         kinds = ["global" if i in attention else "short-conv" for i in range(n_layers)]
         d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
-    if "short-conv" in (d.value("architecture.attention.layer_pattern") or []):
-        d.set("architecture.mixers.short_conv.conv_kernel", d.read("conv_L_cache", default=3),
-              d.origin_of("conv_L_cache"))  # fmt: skip
-        d.set("architecture.mixers.short_conv.bias", d.read("conv_bias", default=False),
-              d.origin_of("conv_bias"))  # fmt: skip
-    else:
-        d.read("conv_L_cache")
-        d.read("conv_bias")
+    for key in SHORT_CONV:
+        d.read(key.name)  # whether or not a layer convolves
+    read_keys(d, SHORT_CONV)  # sized once the pattern is known
 
 
 def _read_lfm2(d: Draft) -> None:
@@ -87,10 +76,6 @@ def _lfm2(a: Architecture) -> dict:
     return {}
 
 
-def _short_conv(a: Architecture) -> Any:
-    return a.mixers.short_conv if a.mixers is not None else None
-
-
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
@@ -98,18 +83,17 @@ def _lfm2_names() -> Names:
     """LFM2: short-conv layers (conv.in_proj, conv.conv, conv.out_proj) or attention with
     out_proj and q/k_layernorm; the MLP's w1 (gate), w3 (up), w2 (down); operator_norm and
     ffn_norm; the final norm is called embedding_norm."""
+    modules = {p: f"self_attn.{p}_proj" for p in "qkv"} | {"o": "self_attn.out_proj"}
+    modules |= {p: f"conv.{p}" for p in ("in_proj", "conv", "out_proj")}
     layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
-        for p, theirs in (QKVO | {"o": "out_proj"}).items()
+        f"attn.sublayer.{p}.{t}": Source(f"{module}.{t}")
+        for p, module in modules.items()
         for t in ("weight", "bias")
     }
     for qk in ("q", "k"):
         layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
             f"self_attn.{qk}_layernorm.weight"
         )
-    for part in ("in_proj", "conv", "out_proj"):
-        for t in ("weight", "bias"):
-            layer[f"attn.sublayer.{part}.{t}"] = Source(f"conv.{part}.{t}")
     for ours, theirs in (("gate", "w1"), ("up", "w3"), ("down", "w2")):
         layer[f"mlp.sublayer.{ours}.weight"] = Source(f"feed_forward.{theirs}.weight")
     layer["attn.before.weight"] = Source("operator_norm.weight")
@@ -131,6 +115,11 @@ def _lfm2_moe_names() -> Names:
 
 
 _LAYER_TYPES = {LayerKind.SHORT_CONV: "conv", LayerKind.GLOBAL: "full_attention"}
+# the short convolutions' sizes: read where layers convolve, written for every card
+SHORT_CONV = (
+    key_or("conv_L_cache", "mixers.short_conv.conv_kernel", 3, default=3, kind="short-conv"),
+    key_or("conv_bias", "mixers.short_conv.bias", False, default=False, kind="short-conv"),
+)
 
 # --- the families ----------------------------------------------------------------------
 
@@ -150,18 +139,7 @@ LFM2 = LLAMA.derive(
         *dropped(("head_dim", "attention_bias", "mlp_bias")),
         ROPE,
         Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
-        Key(
-            "conv_L_cache",
-            "mixers.short_conv.conv_kernel",
-            read=False,
-            out=lambda a: _short_conv(a).conv_kernel if _short_conv(a) else 3,
-        ),
-        Key(
-            "conv_bias",
-            "mixers.short_conv.bias",
-            read=False,
-            out=lambda a: _short_conv(a).bias if _short_conv(a) else False,
-        ),
+        *SHORT_CONV,
         Key("block_auto_adjust_ff_dim", out=lambda a: False, read=False),  # d_ff: the width
     ),
     fixed=(("mixers.short_conv.mlp", True),),  # every LFM2 layer has the MLP
@@ -179,36 +157,16 @@ LFM2_MOE = LFM2.derive(
     # renormalized (norm_topk_prob), times routed_scaling_factor; no shared expert
     keys=(
         Key("block_auto_adjust_ff_dim"),
-        Key(
-            "intermediate_size",
-            "mlp.moe.dense_d_ff",
-            read=False,
-            out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff,
-        ),
+        DENSE_D_FF,
         Key("moe_intermediate_size", "mlp.d_ff", required=True),
         Key("num_dense_layers", "mlp.moe.first_dense_layers", default=2),
         Key("num_experts", "mlp.moe.n_experts", required=True),
         Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
-        Key(
-            "use_expert_bias",
-            "mlp.moe.score_correction_bias",
-            default=True,
-            out=lambda a: bool(a.mlp.moe.score_correction_bias),
-        ),
-        Key(
-            "norm_topk_prob",
-            "mlp.moe.normalize_top_k",
-            default=True,
-            out=lambda a: a.mlp.moe.normalize_top_k is not False,
-        ),
-        Key(
-            "routed_scaling_factor",
-            "mlp.moe.routed_scale",
-            default=1.0,
-            out=lambda a: a.mlp.moe.routed_scale or 1.0,
-        ),
+        key_or("use_expert_bias", "mlp.moe.score_correction_bias", False, default=True),
+        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=normalizes_top_k),
+        key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=1.0),
     ),
-    fixed=(("mixers.short_conv.mlp", True), ("mlp.moe.score_function", "sigmoid")),
+    fixed=(*LFM2.fixed, ("mlp.moe.score_function", "sigmoid")),
     read=_read_lfm2_moe,
     write=_lfm2,
     extras=frozenset({"correction_bias", "routed_scale", "short_conv", "sigmoid_scores"}),

@@ -3,19 +3,23 @@ sliding layers only, value heads narrower than the query/key heads, DeepSeek-V3'
 
 from __future__ import annotations
 
-from archdb.schema import Architecture, LayerKind
-from archdb_hf import draft as imp
-from archdb_hf.draft import Draft, HFImportError, read_layer_period, sigmoid_router
-from archdb_hf.families.card_to_config import layer_kind_names, need_sigmoid_router
+from archdb.schema import Architecture
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    read_layer_period,
+    rope_parameters_of,
+    sigmoid_router,
+)
+from archdb_hf.families.card_to_config import need_sigmoid_router
 from archdb_hf.families.deepseek import SIGMOID_SCORES, V3_EXTRAS, v3_router
-from archdb_hf.families.llama import LLAMA, SLIDING_WINDOW
-from archdb_hf.keymap import Key, require
-from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
+from archdb_hf.families.llama import LAYER_TYPES, LLAMA, SLIDING_WINDOW
+from archdb_hf.keymap import DENSE_D_FF, Key, key_or, require
+from archdb_hf.tensors import Names, Source, llama_with, moe_names
 
 # MiMoV2FlashConfig's defaults (transformers 5.25), which its class also takes for the
 # released config's own spellings of them
 _FULL_THETA, _SLIDING_THETA, _ROTARY = 5_000_000.0, 10_000.0, 0.334
-_LAYER_TYPES = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -93,11 +97,8 @@ def _read_mimo_v2_flash(d: Draft) -> None:
             raise HFImportError(f"{key} must be {str(expected).lower()} (transformers fixes it)")
     d.set("architecture.attention.global_layers.sinks", False, "family")
     scale = d.read("attention_value_scale", default=0.707)
-    d.set(
-        "architecture.attention.value_multiplier",
-        float(scale or 1.0),
-        d.origin_of("attention_value_scale"),
-    )
+    origin = d.origin_of("attention_value_scale")
+    d.set("architecture.attention.value_multiplier", float(scale or 1.0), origin)
     _rope(d)
     _moe_layers(d, n)
 
@@ -106,7 +107,7 @@ def _rope(d: Draft) -> None:
     """Per-type RoPE: transformers' rope_parameters, else its defaults (the released config's
     rope_theta, swa_rope_theta and partial_rotary_factor are those values and are not read
     by MiMoV2FlashConfig)."""
-    full, local = imp.rope_parameters_of(d)
+    full, local = rope_parameters_of(d)
     for key in ("rope_theta", "swa_rope_theta", "partial_rotary_factor"):
         d.read(key)
     theta = float(full.get("rope_theta", _FULL_THETA))
@@ -129,14 +130,13 @@ def _moe_layers(d: Draft, n: int) -> None:
     if d.read("n_shared_experts"):
         raise HFImportError("n_shared_experts: transformers' MiMoV2FlashMoE has no shared expert")
     sigmoid_router(d)
-    if d.read("routed_scaling_factor") is None:  # null: MiMoV2FlashConfig makes it 1
-        d.set("architecture.mlp.moe.routed_scale", 1.0, "family")
 
 
 # --- card -> config (the reference) ------------------------------------------------------
 
 
 def _mimo_v2_flash(a: Architecture) -> dict:
+    require(a.mlp.moe is not None, "mlp.moe: MiMo-V2-Flash's layers after the dense ones are MoE")
     att, g, pos = a.attention, a.attention.global_layers, a.position
     require(
         g is not None
@@ -151,12 +151,11 @@ def _mimo_v2_flash(a: Architecture) -> dict:
     need_sigmoid_router(a.mlp.moe)
     fraction = pos.rotary_fraction or 1.0
     theta = pos.rope_theta or _FULL_THETA
+    thetas = {"full_attention": theta, "sliding_attention": pos.rope_theta_local or theta}
     rope = {
-        "full_attention": {"rope_type": "default", "rope_theta": theta,
-                           "partial_rotary_factor": fraction},
-        "sliding_attention": {"rope_type": "default", "rope_theta": pos.rope_theta_local or theta,
-                              "partial_rotary_factor": fraction},
-    }  # fmt: skip
+        kind: {"rope_type": "default", "rope_theta": t, "partial_rotary_factor": fraction}
+        for kind, t in thetas.items()
+    }
     dense = a.mlp.moe.first_dense_layers
     return {
         "num_key_value_heads": g.n_kv_heads,
@@ -171,11 +170,9 @@ def _mimo_v2_flash(a: Architecture) -> dict:
 def _mimo_v2_flash_names() -> Names:
     """Llama's layer names, V3-style router and experts, and the sliding layers' sinks
     under the released checkpoint's name (transformers saves its sinks as that too)."""
-    layer = llama_layer(PRE_NORMS) | moe_names(
-        "mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj"
-    )
+    layer = moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
     layer["attn.sublayer.kernel.sinks"] = Source("self_attn.attention_sink_bias")
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+    return llama_with(layer)
 
 
 # --- the family --------------------------------------------------------------------------
@@ -203,26 +200,11 @@ MIMO_V2_FLASH = LLAMA.derive(
     fixed=(("bias.attn_out", False), ("attention.sinks", True), *SIGMOID_SCORES),
     keys=(
         Key("mlp_bias"),
-        Key(
-            "v_head_dim",
-            "attention.v_head_dim",
-            read=False,
-            out=lambda a: a.attention.v_head_dim or a.head_dim_effective,
-        ),
-        Key(
-            "attention_value_scale",
-            "attention.value_multiplier",
-            read=False,
-            out=lambda a: a.attention.value_multiplier or 1.0,
-        ),
+        key_or("v_head_dim", "attention.v_head_dim", lambda a: a.head_dim_effective, read=False),
+        key_or("attention_value_scale", "attention.value_multiplier", 1.0, read=False),
         SLIDING_WINDOW,
-        Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
-        Key(
-            "intermediate_size",
-            "mlp.moe.dense_d_ff",
-            read=False,
-            out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff,
-        ),
+        LAYER_TYPES,
+        DENSE_D_FF,
         Key("moe_intermediate_size", "mlp.d_ff", default=2048),
         Key("n_routed_experts", "mlp.moe.n_experts", default=256, also=("num_local_experts",)),
         Key("num_experts_per_tok", "mlp.moe.n_active", default=8),

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archdb.schema import (
-    Architecture,
-    LayerKind,
-)
+from archdb.schema import Architecture, LayerKind
 from archdb_hf.draft import (
     Draft,
     HFImportError,
@@ -16,14 +13,10 @@ from archdb_hf.draft import (
     read_mtp,
     shown_briefly,
 )
-from archdb_hf.families.card_to_config import (
-    layer_kind_names,
-    require,
-    sublayer_factors,
-)
+from archdb_hf.families.card_to_config import layer_kind_names, require, sublayer_factors
 from archdb_hf.families.llama import MIXTRAL, ROPE, mixtral_names
 from archdb_hf.families.qwen import QWEN3_MOE
-from archdb_hf.keymap import Key, uses, value_at
+from archdb_hf.keymap import Key, key_or, uses, value_at
 from archdb_hf.tensors import Checkpoint, Names, Source, WeightsError
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -35,13 +28,19 @@ def _read_minimax_m2(d: Draft) -> None:
     partial RoPE from the legacy rotary_dim (of head_dim) when no partial_rotary_factor."""
     d.read("scoring_func")  # MiniMaxM2TopKRouter is sigmoid whatever the config says
     read_mtp(d, "num_mtp_modules", "mtp_transformer_layers", switch="use_mtp")
+    head_dim = d.value("architecture.attention.head_dim") or 128  # MiniMaxM2Config's default
+    _read_rotary_dim(d, head_dim, strict=True)
+
+
+def _read_rotary_dim(d: Draft, head_dim: int, strict: bool = False) -> None:
+    """The legacy rotary_dim (of head_dim) as the rotating share where it is partial;
+    ``strict``: refused where partial_rotary_factor gives another."""
     rotary_dim = d.read("rotary_dim")
     if rotary_dim is None:
         return
-    head_dim = d.value("architecture.attention.head_dim") or 128  # MiniMaxM2Config's default
     fraction = rotary_dim / head_dim
     given = d.value("architecture.position.rotary_fraction")
-    if given is not None and abs(given - fraction) > 1e-9:
+    if strict and given is not None and abs(given - fraction) > 1e-9:
         raise HFImportError(
             f"rotary_dim {rotary_dim} of head_dim {head_dim} contradicts partial_rotary_factor "
             f"{given}: the config contradicts itself"
@@ -81,33 +80,21 @@ def _read_minimax(d: Draft) -> None:
             f"shared_intermediate_size is {shown_briefly(shared)}: the remote code's shared expert "
             "(gated by a learned coefficient) is not in transformers' minimax nor the card"
         )
+    heads = d.value("architecture.attention.n_heads")
+    head_dim = (
+        d.value("architecture.attention.head_dim") or d.value("architecture.d_model") // heads
+    )
     if "lightning" in (d.value("architecture.attention.layer_pattern") or []):
-        heads = d.value("architecture.attention.n_heads")
-        if d.config.get("model_type") in _MINIMAX_REMOTE and heads & (heads - 1):
+        if d.config.get("model_type") in d.family.aliases and heads & (heads - 1):
             raise HFImportError(
                 f"num_attention_heads is {heads}, not a power of 2: MiniMax's remote code then "
                 "interleaves ALiBi's slopes of the next power, not the decay rule the card "
                 "names (minimax, transformers')"
             )
-        head_dim = (
-            d.value("architecture.attention.head_dim") or d.value("architecture.d_model") // heads
-        )
-        lightning = {
-            "n_heads": (heads, "config"),
-            "head_dim": (head_dim, "config"),
-            "decay": ("minimax", "family"),
-            "mlp": (True, "family"),
-        }
-        for name, (value, origin) in lightning.items():
-            d.set(f"architecture.mixers.lightning.{name}", value, origin)
+        d.set("architecture.mixers.lightning.n_heads", heads, "config")
+        d.set("architecture.mixers.lightning.head_dim", head_dim, "config")
         read_keys(d, FACTORS[4:])  # the lightning layers' (the pattern is known now)
-    rotary_dim = d.read("rotary_dim")  # the released config's rotating share of head_dim
-    if rotary_dim is not None:
-        head_dim = d.value("architecture.attention.head_dim") or (
-            d.value("architecture.d_model") // d.value("architecture.attention.n_heads")
-        )
-        if rotary_dim < head_dim:
-            d.set("architecture.position.rotary_fraction", rotary_dim / head_dim, "config")
+    _read_rotary_dim(d, head_dim)  # the released config's rotating share of head_dim
     if d.value("architecture.position.rotary_fraction") is not None:
         d.note(
             "architecture.position.rotary_fraction",
@@ -116,10 +103,6 @@ def _read_minimax(d: Draft) -> None:
             "rotates rotary_dim of head_dim, as the card does.",
         )
 
-
-# MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
-# (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
-_MINIMAX_REMOTE = ("minimax_text_01", "minimax_m1")
 
 # --- card -> config (the reference) ------------------------------------------------------
 
@@ -130,12 +113,9 @@ def _minimax(a: Architecture) -> dict:
     partial_rotary_factor): counts do not depend on it."""
     others = sorted(k for k in sublayer_factors(a) if k not in _MINIMAX_BETAS)
     require(not others, f"no {', '.join(others)} (MiniMax has none)")
-    li = a.mixers.lightning if a.mixers is not None else None
-    if li is None:
-        return {}
-    require(li.mlp, "mixers.lightning.mlp true: every MiniMax layer has the MoE")
+    li = value_at(a, "mixers.lightning")
     require(
-        (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
+        li is None or (li.n_heads, li.head_dim) == (a.attention.n_heads, a.head_dim_effective),
         "mixers.lightning n_heads and head_dim equal to attention's",
     )
     return {}
@@ -144,10 +124,9 @@ def _minimax(a: Architecture) -> dict:
 # the alpha (skip) and beta (output) factors per sublayer kind (1.0: none), under
 # transformers' names and the released remote code's
 FACTORS = tuple(
-    Key(name, path, default=1.0, also=(legacy,), into=float,
-        out=lambda a, path=path: value_at(a, path) or 1.0,
-        kind="lightning" if "lightning" in path else None,
-        when=uses(LayerKind.LIGHTNING) if "lightning" in path else None)
+    key_or(name, path, 1.0, default=1.0, also=(legacy,), into=float,
+           kind="lightning" if "lightning" in path else None,
+           when=uses(LayerKind.LIGHTNING) if "lightning" in path else None)
     for name, legacy, path in (
         ("full_attn_alpha_factor", "layernorm_full_attention_alpha", "attention.skip_multiplier"),
         ("full_attn_beta_factor", "layernorm_full_attention_beta", "attention.output_multiplier"),
@@ -164,16 +143,16 @@ _LAYER_TYPES = {LayerKind.LIGHTNING: "linear_attention", LayerKind.GLOBAL: "full
 _MINIMAX_BETAS = frozenset({"attention.output_multiplier", "mlp.output_multiplier"})
 
 
-def _minimax_mtp(a: Architecture) -> dict:
-    """MiniMax-M2: use_mtp switches num_mtp_modules modules of mtp_transformer_layers blocks."""
-    if a.mtp is None:
-        return {}
-    n = a.mtp.n_modules
-    return {
-        "use_mtp": n > 0,
-        "num_mtp_modules": n,
-        "mtp_transformer_layers": a.mtp.layers_per_module,
-    }
+def _has_mtp(a: Architecture) -> bool:
+    return a.mtp is not None
+
+
+# MiniMax-M2: use_mtp switches num_mtp_modules modules of mtp_transformer_layers blocks
+_MTP = (
+    Key("use_mtp", out=lambda a: a.mtp.n_modules > 0, when=_has_mtp, read=False),
+    Key("num_mtp_modules", "mtp.n_modules", when=_has_mtp, read=False),
+    Key("mtp_transformer_layers", "mtp.layers_per_module", when=_has_mtp, read=False),
+)
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -203,16 +182,9 @@ def _minimax_names() -> Names:
             if (rest := name.removeprefix("attn.sublayer.")) != name
         }
     )
-    ours, theirs = "attn.sublayer.", "self_attn."
-    names.layer.update(
-        {
-            ours + "qkv_proj.weight": Source(theirs + "qkv_proj.weight"),
-            ours + "output_gate.weight": Source(theirs + "output_gate.weight"),
-            ours + "out_proj.weight": Source(theirs + "out_proj.weight"),
-            ours + "norm_weight": Source(theirs + "norm.weight"),
-            ours + "slope_rate": Source(theirs + "slope_rate"),
-        }
-    )
+    lightning = ("qkv_proj.weight", "output_gate.weight", "out_proj.weight", "slope_rate")
+    names.layer.update({f"attn.sublayer.{p}": Source(f"self_attn.{p}") for p in lightning})
+    names.layer["attn.sublayer.norm_weight"] = Source("self_attn.norm.weight")
     return replace(names, derived=_minimax_block_decays)
 
 
@@ -221,13 +193,11 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
     each must equal what its decay_factors computes from that slope_rate."""
     import torch
 
-    if not ckpt.has(layer_prefix + "self_attn.slope_rate"):
+    attn = layer_prefix + "self_attn."
+    if not ckpt.has(attn + "slope_rate"):
         return  # a softmax attention layer
-    slope = ckpt.take(layer_prefix + "self_attn.slope_rate").float()
-    stored = {
-        n: layer_prefix + "self_attn." + n for n in ("query_decay", "key_decay", "diagonal_decay")
-    }
-    block = ckpt.shape(stored["query_decay"])[1]
+    slope = ckpt.take(attn + "slope_rate").float()
+    block = ckpt.shape(attn + "query_decay")[1]
     steps = torch.arange(block, dtype=torch.float32) + 1
     gaps = steps[:, None] - steps[None, :]
     expected = {
@@ -237,13 +207,11 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
             torch.where(gaps >= 0, -slope[None] * gaps, torch.tensor(float("-inf")))
         ),
     }
-    for name, full in stored.items():
-        value = ckpt.take(full).float()
-        if value.shape != expected[name].shape or not torch.allclose(
-            value, expected[name], rtol=1e-3, atol=1e-6
-        ):
+    for name, want in expected.items():
+        value = ckpt.take(attn + name).float()
+        if value.shape != want.shape or not torch.allclose(value, want, rtol=1e-3, atol=1e-6):
             raise WeightsError(
-                f"checkpoint tensor {full!r} is not the block decay its slope_rate gives"
+                f"checkpoint tensor {attn + name!r} is not the block decay its slope_rate gives"
             )
 
 
@@ -267,6 +235,7 @@ MINIMAX_M2 = QWEN3_MOE.derive(
         Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
         Key("num_experts_per_tok", "mlp.moe.n_active", default=8),
         ROPE,
+        *_MTP,
     ),
     # sigmoid scores, the correction bias choosing, the chosen renormalized, no scale
     fixed=(
@@ -276,7 +245,6 @@ MINIMAX_M2 = QWEN3_MOE.derive(
         ("mlp.moe.routed_scale", 1.0),
     ),
     read=_read_minimax_m2,
-    write=_minimax_mtp,
     extras=frozenset({"correction_bias", "sigmoid_scores"}),
     names=_minimax_m2_names,
     logit_error=2.5e-07,
@@ -303,7 +271,10 @@ MINIMAX = MIXTRAL.derive(
         Key("layer_types", out=lambda a: layer_kind_names(a, _LAYER_TYPES), read=False),
         *FACTORS,
     ),
+    fixed=(*MIXTRAL.fixed, ("mixers.lightning.decay", "minimax"), ("mixers.lightning.mlp", True)),
     read=_read_minimax,
+    # MiniMax-01's and MiniMax-M1's remote code: the layout transformers' minimax implements
+    # (the importer reads their attn_type_list, layernorm_*_alpha/beta, rotary_dim, postnorm)
     aliases=("minimax_text_01", "minimax_m1"),
     write=_minimax,
     extras=frozenset({"lightning", "skip_multipliers", "sublayer_multipliers"}),

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from archdb.schema import Architecture, LayerKind
-from archdb_hf.draft import Draft, read_keys, rope_parameters_of, short_text
+from archdb_hf.draft import Draft, in_order, read_keys, rope_parameters_of, short_text
 from archdb_hf.families.card_to_config import layer_kind_names, mtp_config
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import Key, require, uses
-from archdb_hf.tensors import (
-    LLAMA_TOP,
-    PRE_NORMS,
-    Dims,
-    Names,
-    Source,
-    llama_layer,
-    moe_names,
-    qwen3_moe_names,
-)
+from archdb_hf.keymap import DENSE_D_FF, Key, normalizes_top_k, part_keys, require
+from archdb_hf.tensors import Dims, Source, llama_with, moe_names, qwen3_moe_names
 
 # --- config -> card (import-hf): what no key reads ------------------------------------
 
@@ -45,21 +34,6 @@ def _read_gated_hybrid(d: Draft) -> None:
     read_keys(d, DELTANET)  # sized once the pattern is known
 
 
-def _read_qwen3_next(d: Draft) -> None:
-    _read_qwen3_moe(d)
-    _read_gated_hybrid(d)
-
-
-def _read_qwen3_5_text(d: Draft) -> None:
-    _read_gated_hybrid(d)
-    _mrope_note(d)
-
-
-def _read_qwen3_5_moe_text(d: Draft) -> None:
-    _read_qwen3_next(d)
-    _mrope_note(d)
-
-
 def _mrope_note(d: Draft) -> None:
     full, _ = rope_parameters_of(d)
     if full.get("mrope_section") is not None:
@@ -75,46 +49,34 @@ def _mrope_note(d: Draft) -> None:
 
 
 def _gated_hybrid(a: Architecture) -> dict:
-    g = a.mixers.gated_deltanet if a.mixers is not None else None
-    require(g is None or g.mlp, "mixers.gated_deltanet.mlp true")
     require(a.attention.output_gate == "elementwise", "attention.output_gate elementwise")
     return mtp_config(a, "mtp_num_hidden_layers")
 
 
-def _qwen3_5_moe_text(a: Architecture) -> dict:
-    require(a.mlp.moe.normalize_top_k is not False, "top-k weights renormalized")
-    return _gated_hybrid(a)
-
-
-def _normalized(a: Architecture) -> bool:
-    return a.mlp.moe.normalize_top_k is not False  # null: the builder normalizes
-
-
 QWEN_EXPERTS = (
     Key("moe_intermediate_size", "mlp.d_ff", required=True),
-    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    DENSE_D_FF,
     Key("num_experts", "mlp.moe.n_experts", required=True, also=("num_local_experts",)),
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
     Key("decoder_sparse_step", "mlp.moe.layer_period", default=1),
-    Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=False, out=_normalized),
-)  # fmt: skip
+    Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=False, out=normalizes_top_k),
+)
+# Qwen3NextConfig's default, unlike Qwen3-MoE's
 NORMALIZED_BY_DEFAULT = Key(
-    "norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=_normalized
-)  # Qwen3NextConfig's default, unlike Qwen3-MoE's
+    "norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=normalizes_top_k
+)
 SHARED_EXPERT = Key("shared_expert_intermediate_size", "mlp.moe.shared_d_ff")
 GATED_SHARED = (("mlp.moe.n_shared", 1), ("mlp.moe.shared_gate", True))
-DELTANET = tuple(
-    Key(f"linear_{name}", f"mixers.gated_deltanet.{field}", required=True,
-        kind="gated-deltanet", when=uses(LayerKind.GATED_DELTANET))
-    for name, field in (
-        ("num_key_heads", "n_key_heads"),
-        ("num_value_heads", "n_value_heads"),
-        ("key_head_dim", "key_head_dim"),
-        ("value_head_dim", "value_head_dim"),
-        ("conv_kernel_dim", "conv_kernel"),
-    )
-)  # fmt: skip
+_DELTANET_SIZES = {
+    "n_key_heads": "linear_num_key_heads",
+    "n_value_heads": "linear_num_value_heads",
+    "key_head_dim": "linear_key_head_dim",
+    "value_head_dim": "linear_value_head_dim",
+    "conv_kernel": "linear_conv_kernel_dim",
+}
+DELTANET = part_keys(
+    "mixers.gated_deltanet", _DELTANET_SIZES, required=_DELTANET_SIZES, kind="gated-deltanet"
+)
 _HYBRID_LAYERS = {LayerKind.GATED_DELTANET: "linear_attention", LayerKind.GLOBAL: "full_attention"}
 # Qwen3-Next's and Qwen3.5's: Gated DeltaNet beside attention with a sigmoid output gate
 # per element, zero-centred RMSNorms (Qwen3NextRMSNorm: x * (1 + w))
@@ -151,69 +113,39 @@ def _ba_groups(d: Dims) -> tuple[int, tuple[int, ...]]:
     return hk, (hv // hk, hv // hk)  # per key head: its value heads' b, then a
 
 
-def _gated_shared_expert_names() -> dict[str, Source]:
-    """The experts and the sigmoid-gated shared expert (Qwen2-MoE, Qwen3-Next)."""
-    layer = moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
-    layer |= {
-        f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_expert.{p}_proj.weight")
-        for p in ("gate", "up", "down")
+# the experts and the sigmoid-gated shared expert (Qwen2-MoE, Qwen3-Next, Qwen3.5 MoE)
+_GATED_SHARED_EXPERT = moe_names("mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+_GATED_SHARED_EXPERT |= {
+    f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_expert.{p}_proj.weight")
+    for p in ("gate", "up", "down")
+}
+_GATED_SHARED_EXPERT["mlp.sublayer.shared_gate.weight"] = Source("mlp.shared_expert_gate.weight")
+
+
+def _deltanet(qkvz: Source, ba: Source) -> dict[str, Source]:
+    """Gated DeltaNet (``linear_attn.``), its fused input projections read from ``qkvz``
+    and ``ba``; conv1d's channels are [q, k, v], as archdb's."""
+    parts = ("conv1d.weight", "out_proj.weight", "dt_bias", "A_log")
+    layer = {f"attn.sublayer.{p}": Source(f"linear_attn.{p}") for p in parts}
+    return layer | {
+        "attn.sublayer.in_proj_qkvz.weight": qkvz,
+        "attn.sublayer.in_proj_ba.weight": ba,
+        "attn.sublayer.norm_weight": Source("linear_attn.norm.weight"),
     }
-    layer["mlp.sublayer.shared_gate.weight"] = Source("mlp.shared_expert_gate.weight")
-    return layer
 
 
-def _qwen2_moe_names() -> Names:
-    """Qwen2's attention (biased q, k, v) and the experts with a gated shared expert."""
-    layer = llama_layer(PRE_NORMS) | _gated_shared_expert_names()
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
-
-
-def _qwen3_next_names() -> Names:
-    """Gated attention (q_proj rows per head [query, gate], as archdb's), Gated DeltaNet
-    (``linear_attn.``: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint,
-    per part in archdb), MoE with a sigmoid-gated shared expert."""
-    layer = llama_layer(PRE_NORMS) | _gated_shared_expert_names()
-    ours, theirs = "attn.sublayer.", "linear_attn."
-    layer |= {
-        ours + "in_proj_qkvz.weight": Source(theirs + "in_proj_qkvz.weight", grouped=_qkvz_groups),
-        ours + "in_proj_ba.weight": Source(theirs + "in_proj_ba.weight", grouped=_ba_groups),
-        ours + "conv1d.weight": Source(theirs + "conv1d.weight"),  # channels [q, k, v]: as ours
-        ours + "norm_weight": Source(theirs + "norm.weight"),
-    }
-    layer |= {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
-
-
-def _qwen3_5_deltanet() -> dict[str, Source]:
-    """Qwen3.5's Gated DeltaNet: in_proj_qkv and in_proj_z (in_proj_b and in_proj_a) are
-    separate tensors, each per part, whose rows stack into archdb's fused projections."""
-    ours, theirs = "attn.sublayer.", "linear_attn."
-    layer = {
-        ours + "in_proj_qkvz.weight": Source(
-            theirs + "in_proj_qkv.weight", joined=(theirs + "in_proj_z.weight",)
-        ),
-        ours + "in_proj_ba.weight": Source(
-            theirs + "in_proj_b.weight", joined=(theirs + "in_proj_a.weight",)
-        ),
-        ours + "conv1d.weight": Source(theirs + "conv1d.weight"),
-        ours + "norm_weight": Source(theirs + "norm.weight"),
-    }
-    return layer | {ours + p: Source(theirs + p) for p in ("out_proj.weight", "dt_bias", "A_log")}
-
-
-def _qwen3_5_text_names() -> Names:
-    """Qwen3.5 (dense): Qwen3-Next's gated attention, its own DeltaNet names, Llama's MLP."""
-    layer = llama_layer(PRE_NORMS) | _qwen3_5_deltanet()
-    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",), **_QWEN3_5_RELEASE)
-
-
-def _qwen3_5_moe_text_names() -> Names:
-    """Qwen3.5 MoE: Qwen3-Next's experts and gated shared expert, Qwen3.5's DeltaNet."""
-    names = _qwen3_next_names()
-    names.layer.update(_qwen3_5_deltanet())  # replaces Qwen3-Next's grouped projections
-    return replace(names, **_QWEN3_5_RELEASE)
-
-
+# Qwen3-Next: in_proj_qkvz and in_proj_ba grouped per key head in the checkpoint, per part
+# in archdb (its attention's q_proj rows per head [query, gate], as archdb's)
+_QWEN3_NEXT_DELTANET = _deltanet(
+    Source("linear_attn.in_proj_qkvz.weight", grouped=_qkvz_groups),
+    Source("linear_attn.in_proj_ba.weight", grouped=_ba_groups),
+)
+# Qwen3.5: in_proj_qkv and in_proj_z (in_proj_b and in_proj_a) are separate tensors, each
+# per part, whose rows stack into archdb's fused projections
+_QWEN3_5_DELTANET = _deltanet(
+    Source("linear_attn.in_proj_qkv.weight", joined=("linear_attn.in_proj_z.weight",)),
+    Source("linear_attn.in_proj_b.weight", joined=("linear_attn.in_proj_a.weight",)),
+)
 # Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
 # model.language_model., the vision tower under model.visual., the MTP layer under mtp.
 _QWEN3_5_RELEASE = {
@@ -239,7 +171,7 @@ QWEN2_MOE = QWEN2.derive(
     fixed=GATED_SHARED,
     read=_read_qwen3_moe,
     extras=frozenset({"shared_gate"}),
-    names=_qwen2_moe_names,
+    names=lambda: llama_with(_GATED_SHARED_EXPERT),
     logit_error=2.1e-07,
 )
 QWEN3 = LLAMA.derive(
@@ -265,9 +197,9 @@ QWEN3_NEXT = QWEN3_MOE.derive(
         "keys": (*GATED_HYBRID["keys"], SHARED_EXPERT, NORMALIZED_BY_DEFAULT),
         "fixed": GATED_HYBRID["fixed"] + GATED_SHARED,
     },
-    read=_read_qwen3_next,
+    read=in_order(_read_qwen3_moe, _read_gated_hybrid),
     extras=frozenset({"gated_deltanet", "output_gate", "shared_gate"}),
-    names=_qwen3_next_names,
+    names=lambda: llama_with(_GATED_SHARED_EXPERT | _QWEN3_NEXT_DELTANET),
     logit_error=4.1e-07,
 )  # fmt: skip
 QWEN3_5_TEXT = QWEN3.derive(
@@ -278,10 +210,10 @@ QWEN3_5_TEXT = QWEN3.derive(
     model_class="Qwen3_5ForCausalLM",
     rotary_fraction_default=0.25,
     **GATED_HYBRID,
-    read=_read_qwen3_5_text,
+    read=in_order(_read_gated_hybrid, _mrope_note),
     aliases=("qwen3_5",),
     extras=frozenset({"gated_deltanet", "output_gate"}),
-    names=_qwen3_5_text_names,
+    names=lambda: llama_with(_QWEN3_5_DELTANET, **_QWEN3_5_RELEASE),
     logit_error=3.9e-07,
 )
 # every layer's MLP is the experts plus a gated shared expert; the router always
@@ -295,10 +227,10 @@ QWEN3_5_MOE_TEXT = QWEN3_NEXT.derive(
     rotary_fraction_default=0.25,
     keys=(Key("intermediate_size"), Key("decoder_sparse_step"), Key("norm_topk_prob")),
     fixed=(*QWEN3_NEXT.fixed, ("mlp.moe.normalize_top_k", True), ("mlp.moe.layer_period", 1)),
-    read=_read_qwen3_5_moe_text,
+    read=in_order(_read_qwen3_moe, _read_gated_hybrid, _mrope_note),
     aliases=("qwen3_5_moe",),
-    write=_qwen3_5_moe_text,
+    write=_gated_hybrid,
     extras=frozenset({"gated_deltanet", "output_gate", "shared_gate"}),
-    names=_qwen3_5_moe_text_names,
+    names=lambda: llama_with(_GATED_SHARED_EXPERT | _QWEN3_5_DELTANET, **_QWEN3_5_RELEASE),
     logit_error=3.5e-07,
 )

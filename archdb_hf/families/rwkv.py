@@ -8,7 +8,7 @@ from archdb.schema import Architecture
 from archdb_hf.draft import Draft, attention_free, read_tied
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, require
-from archdb_hf.tensors import Names, Source
+from archdb_hf.tensors import Names, Source, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -81,13 +81,8 @@ def _rwkv_names() -> Names:
     for t in ("weight", "bias"):
         layer[f"attn.before.{t}"] = Source(f"ln1.{t}")
         layer[f"mlp.before.{t}"] = Source(f"ln2.{t}")
-    top = {
-        "embed.table.weight": Source("rwkv.embeddings.weight"),
-        "head.lm_head.weight": Source("head.weight"),
-    }
-    for t in ("weight", "bias"):
-        top[f"embed_norm.{t}"] = Source(f"rwkv.blocks.0.pre_ln.{t}")
-        top[f"decoder.final_norm.{t}"] = Source(f"rwkv.ln_out.{t}")
+    top = top_names("rwkv.embeddings.weight", "rwkv.ln_out", head="head.weight")
+    top |= {f"embed_norm.{t}": Source(f"rwkv.blocks.0.pre_ln.{t}") for t in ("weight", "bias")}
     return Names(top, layer, prefix="rwkv.blocks.{i}.", tied_head=("head.weight",))
 
 

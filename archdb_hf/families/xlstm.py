@@ -16,15 +16,7 @@ from archdb_hf.tensors import Names, Source, top_names
 
 # what xLSTMModel fixes in code beyond an attention-free stack of RMSNorms with a scale
 # (the final one always applied, whatever add_out_norm says): a gated SiLU feed-forward
-_FIXED = {
-    "mlp.activation": "swiglu",
-    "mlp.moe": None,
-    "bias.mlp": False,
-    "mixers.mlstm.mlp": True,
-    # xLSTMForCausalLM declares no tied weights: its head is its own whatever
-    # tie_word_embeddings says
-    "tied_embeddings": False,
-}
+_FIXED = {"mlp.activation": "swiglu", "mlp.moe": None, "bias.mlp": False}
 # xLSTMConfig's defaults (NX-AI/xLSTM-7b's sizes), for keys a config leaves out
 _DEFAULTS = {
     "hidden_size": 4096,
@@ -66,11 +58,6 @@ def _positive(d: Draft, key: str, *, integer: bool = False, upper: float = 1e9) 
     return value
 
 
-def _round_up(x: float, multiple: int) -> int:
-    """xLSTM's round_up_to_next_multiple_of, on the same float."""
-    return int(((x + multiple - 1) // multiple) * multiple)
-
-
 def _head_width(d: Draft, key: str, d_model: int, heads: int) -> int:
     """int(d_model x factor) / heads, as xLSTMLayer sizes q/k and v, checked to split."""
     width = int(d_model * _positive(d, key, upper=_MAX_FACTOR))
@@ -105,19 +92,18 @@ def _read_xlstm(d: Draft) -> None:
             "every projection and norm but its out_norm (xLSTM 7B has none)"
         )
     heads = int(_positive(d, "num_heads", integer=True))
-    mlstm = {
-        "n_heads": heads,
-        "key_head_dim": _head_width(d, "qk_dim_factor", d_model, heads),
-        "value_head_dim": _head_width(d, "v_dim_factor", d_model, heads),
-        "gate_soft_cap": float(_positive(d, "gate_soft_cap")),
-        "denominator_eps": float(_positive(d, "eps", upper=1.0)),
-    }
-    keys = ("num_heads", "qk_dim_factor", "v_dim_factor", "gate_soft_cap", "eps")
-    for (name, value), key in zip(mlstm.items(), keys, strict=True):
+    for name, key, value in (
+        ("n_heads", "num_heads", heads),
+        ("key_head_dim", "qk_dim_factor", _head_width(d, "qk_dim_factor", d_model, heads)),
+        ("value_head_dim", "v_dim_factor", _head_width(d, "v_dim_factor", d_model, heads)),
+        ("gate_soft_cap", "gate_soft_cap", float(_positive(d, "gate_soft_cap"))),
+        ("denominator_eps", "eps", float(_positive(d, "eps", upper=1.0))),
+    ):
         d.set(f"architecture.mixers.mlstm.{name}", value, d.origin_of(key))
     factor = _positive(d, "ffn_proj_factor", upper=_MAX_FACTOR)
     multiple = int(_positive(d, "ffn_round_up_to_multiple_of", integer=True, upper=2**20))
-    d_ff = _round_up(d_model * factor, multiple)
+    # xLSTM's round_up_to_next_multiple_of, on the same float
+    d_ff = int(((d_model * factor + multiple - 1) // multiple) * multiple)
     d.set("architecture.mlp.d_ff", d_ff, d.origin_of("ffn_proj_factor"))
     attention_free(d, "mlstm", "an mLSTM")
     cap = float(_positive(d, "output_logit_soft_cap"))
@@ -160,10 +146,8 @@ def _factor(width: int, d_model: int) -> float:
 def _xlstm(a: Architecture) -> dict:
     require(a.mixers is not None and a.mixers.mlstm is not None, "the mlstm sizes")
     m = a.mixers.mlstm
-    require(m.mlp, "mixers.mlstm.mlp true: every xLSTM block has its feed-forward")
     require(m.gate_soft_cap is not None, "mixers.mlstm.gate_soft_cap (xLSTMConfig needs one)")
     require(a.final_logit_softcap is not None, "final_logit_softcap (xLSTMConfig needs one)")
-    require(not a.tied_embeddings, "an untied head (xLSTMForCausalLM ties none)")
     d, d_ff = a.d_model, a.mlp.d_ff
     return {
         "vocab_size": a.vocab_size,
@@ -224,6 +208,9 @@ XLSTM = FamilySpec(
     fixed_bias=(False, False, False),
     kinds=("mlstm",),
     free=("attention.variant", "attention.qk_norm"),  # no attention
+    # every block has its feed-forward; xLSTMForCausalLM declares no tied weights: its head
+    # is its own whatever tie_word_embeddings says
+    fixed=(("mixers.mlstm.mlp", True), ("tied_embeddings", False)),
     steps=(_read_xlstm,),
     write=_xlstm,
     names=_xlstm_names,
