@@ -8,7 +8,7 @@ from archdb.schema import Activation, Architecture, LayerKind, NormAffine
 from archdb_hf.draft import Draft, HFImportError, shown_briefly
 from archdb_hf.families.card_to_config import layer_types_of
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, require
+from archdb_hf.keymap import Key, key_or, require
 from archdb_hf.tensors import QKV_CUTS, Names, Source, first_ff, second_ff
 
 # RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
@@ -256,12 +256,7 @@ MODERNBERT = FamilySpec(
         *ENCODER_SIZES,
         Key("max_position_embeddings", "context_length", read=False),
         Key("layer_types", out=layer_types_of, read=False),
-        Key(
-            "local_attention",
-            "attention.sliding_window",
-            read=False,
-            out=lambda a: a.attention.sliding_window or 128,
-        ),
+        key_or("local_attention", "attention.sliding_window", 128, read=False),
         Key(
             "norm_bias",
             "norm.affine",

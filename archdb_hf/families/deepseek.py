@@ -25,7 +25,7 @@ from archdb_hf.families import card_to_config as ref
 from archdb_hf.families.card_to_config import layer_kind_names, mtp_config, require, rope_config
 from archdb_hf.families.llama import BIASES as LLAMA_BIASES
 from archdb_hf.families.llama import LLAMA, ROPE, ROTARY_FRACTION, SIZES
-from archdb_hf.keymap import Key, dropped, has_moe, key_or, part_keys
+from archdb_hf.keymap import DENSE_D_FF, Key, dropped, has_moe, key_or, normalizes_top_k, part_keys
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -678,8 +678,7 @@ MLA = mla_keys()
 DEEPSEEK_MOE = (
     Key("n_routed_experts", "mlp.moe.n_experts"),
     Key("moe_intermediate_size", "mlp.d_ff", required=True, given=EXPERTS),
-    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    DENSE_D_FF,
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True, given=EXPERTS),
     Key("n_shared_experts", "mlp.moe.n_shared", default=0, given=EXPERTS,
         into=lambda n: n or 0, out=_shared_count),
@@ -702,15 +701,11 @@ def v3_router(groups: int, top_groups: int, scale: float) -> tuple[Key, ...]:
     return (
         key_or("n_group", "mlp.moe.n_groups", 1, default=groups, **moe),
         key_or("topk_group", "mlp.moe.top_k_groups", 1, default=top_groups, **moe),
-        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=_normalizes, **moe),
+        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, out=normalizes_top_k, **moe),
         key_or(
             "routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=scale, into=float, **moe
         ),
     )
-
-
-def _normalizes(a: Architecture) -> bool:
-    return a.mlp.moe.normalize_top_k is not False  # null: the builder normalizes
 
 
 SIGMOID_SCORES = (("mlp.moe.score_function", "sigmoid"), ("mlp.moe.score_correction_bias", True))
@@ -748,14 +743,13 @@ KIMI_KEYS = (
                "v_head_dim": 128}),
     LLAMA_BIASES[0],
     Key("moe_intermediate_size", "mlp.d_ff", default=1024),
-    Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-        out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+    DENSE_D_FF,
     Key("num_local_experts", "mlp.moe.n_experts", default=256, also=("num_experts",)),
     Key("num_experts_per_tok", "mlp.moe.n_active", default=8, also=("num_experts_per_token",)),
     Key("n_shared_experts", "mlp.moe.n_shared", default=1, also=("num_shared_experts",),
         out=_shared_count),
     Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=True, also=("moe_renormalize",),
-        out=_normalizes),
+        out=normalizes_top_k),
     key_or("n_group", "mlp.moe.n_groups", 1, default=1, also=("num_expert_group",)),
     key_or("topk_group", "mlp.moe.top_k_groups", 1, default=1),
     key_or("routed_scaling_factor", "mlp.moe.routed_scale", 1.0, default=2.446, into=float),

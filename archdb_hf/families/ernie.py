@@ -8,7 +8,7 @@ from archdb.schema import Architecture
 from archdb_hf.draft import Draft, HFImportError, read_bias_flag
 from archdb_hf.families.card_to_config import moe_of
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import Key, one_bias_flag, require
+from archdb_hf.keymap import DENSE_D_FF, Key, one_bias_flag, require
 from archdb_hf.tensors import Names, Source, qwen3_moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -109,8 +109,7 @@ ERNIE4_5_MOE = ERNIE4_5.derive(
     keys=(
         Key("use_bias", out=lambda a: False, read=False),
         Key("moe_intermediate_size", "mlp.d_ff", default=1536),  # Ernie4_5_MoeConfig's defaults
-        Key("intermediate_size", "mlp.moe.dense_d_ff", read=False,
-            out=lambda a: a.mlp.moe.dense_d_ff or a.mlp.d_ff),
+        DENSE_D_FF,
         Key("moe_num_experts", "mlp.moe.n_experts", default=64, also=("num_experts",)),
         Key("moe_k", "mlp.moe.n_active", default=6, also=("num_experts_per_tok",)),
         Key("moe_num_shared_experts", "mlp.moe.n_shared", default=2),

@@ -14,7 +14,7 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families.card_to_config import rope_scaling_config
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA, ROPE, llama_names
-from archdb_hf.keymap import Key, require
+from archdb_hf.keymap import Key, require, sliding_window_key
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -142,8 +142,7 @@ OLMO3 = OLMO2.derive(
     kinds=("global", "local"),
     keys=(
         LAYER_TYPES,
-        Key("sliding_window", "attention.sliding_window", read=False,
-            out=lambda a: a.attention.sliding_window or 4096),
+        sliding_window_key(4096),
     ),
     read=_read_olmo3,
     write=_olmo3,
