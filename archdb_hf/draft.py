@@ -186,10 +186,25 @@ class _Keys(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
-class RopeParameters(_Keys):
+class RopeScaling(_Keys):
+    """A RoPE scaling block's numbers (its factor is checked where it is read: a factor
+    no card field holds is reported, not refused)."""
+
+    original_max_position_embeddings: Tokens | None = None
+    beta_fast: Number | None = None
+    beta_slow: Number | None = None
+    mscale: Number | None = None
+    mscale_all_dim: Number | None = None
+    low_freq_factor: Number | None = None
+    high_freq_factor: Number | None = None
+    attention_factor: Number | None = None
+
+
+class RopeParameters(RopeScaling):
     rope_theta: Number | None = None
     partial_rotary_factor: Share | None = None
     rope_type: Name | None = None
+    compress: RopeParameters | None = None  # DeepSeek-V4's compressed layers
     full_attention: RopeParameters | None = None
     sliding_attention: RopeParameters | None = None
 
@@ -249,7 +264,7 @@ class ConfigShape(_Keys):
     rope_local_base_freq: Number | None = None
     partial_rotary_factor: Share | None = None
     rotary_pct: Share | None = None
-    rope_scaling: dict[str, Any] | None = None
+    rope_scaling: RopeScaling | None = None
     rotary: StrictBool | None = None
     rotary_dim: _sized(0, MAX_WIDTH) | None = None
     alibi: StrictBool | None = None
@@ -408,6 +423,16 @@ class ConfigShape(_Keys):
     num_shared_experts: _sized(0, MAX_COUNT) | None = None
     num_expert_group: Heads | None = None
     model_max_length: Width | None = None
+    # the hooks' per-layer kinds (DeepSeek-V3.2, V4, Kimi Linear, MiMo-V2-Flash) and
+    # DeepSeek-V4's compression rates
+    mlp_layer_types: Annotated[list[Name], Field(max_length=MAX_DEPTH)] | None = None
+    compress_rates: Annotated[dict[Name, Width], Field(max_length=MAX_PATTERN)] | None = None
+    compress_ratios: (
+        Annotated[list[_sized(0, MAX_CONTEXT)], Field(max_length=MAX_DEPTH + 1)] | None
+    ) = None
+    compress_rate_csa: Width | None = None
+    compress_rate_hca: Width | None = None
+    attention_value_scale: Number | None = None  # MiMo-V2-Flash
     # Griffin's RG-LRU blocks (RecurrentGemma); the first released configs spell the
     # pattern _block_types
     lru_width: Width | None = None
@@ -603,8 +628,10 @@ def positive(key: str) -> Callable[[Any], float]:
     """A multiplier's reading: zero would erase the stream or divide by zero."""
 
     def checked(value: Any) -> float:
-        if not value:
-            raise HFImportError(f"config.json: {key} must be a positive number (got {value!r})")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise HFImportError(
+                f"config.json: {key} must be a positive number (got {shown_briefly(value)})"
+            )
         return float(value)
 
     return checked
@@ -1496,8 +1523,11 @@ def read_keys(d: Draft, keys: Iterable[Key]) -> None:
         value = d.read(key.name, *key.also, default=key.default, required=key.required)
         if value is None:
             continue
-        d.set(f"architecture.{key.path}", key.into(value) if key.into else value,
-              d.origin_of(key.name))  # fmt: skip
+        try:
+            value = key.into(value) if key.into else value
+        except (TypeError, ValueError) as exc:  # a converted key's type is the converter's
+            raise HFImportError(f"config.json: {key.name} {shown_briefly(value)}: {exc}") from exc
+        d.set(f"architecture.{key.path}", value, d.origin_of(key.name))
 
 
 def read_fixed(d: Draft, fixed: Iterable[tuple[str, Any]], parts: bool = False) -> None:

@@ -7,6 +7,7 @@ in linear time: never a traceback, a MemoryError or a hang.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from archdb.writer import validate_card
 from archdb_hf.draft import MAX_CONFIG_BYTES
+from archdb_hf.families.registry import SPECS
 from archdb_hf.importer import HFImportError, Identity, import_config, read_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
@@ -259,3 +261,33 @@ def test_per_layer_lists_are_checked_alike_for_every_model_type(model_type, chan
     cfg = _default_config(model_type)
     cfg.update(change(cfg))
     assert fragment in refused(cfg)
+
+
+HOSTILE_VALUES = ("x", "\x1b[31m", None, -1, 0, 10**12, 1.5, True, [], [1], {}, {"a": 1})
+
+
+def _key_paths(config: dict, prefix: tuple[str, ...] = ()):
+    for key, value in config.items():
+        yield (*prefix, key)
+        if isinstance(value, dict):
+            yield from _key_paths(value, (*prefix, key))
+
+
+@pytest.mark.parametrize("model_type", sorted(m for m, s in SPECS.items() if s.imports))
+def test_any_key_made_hostile_is_imported_or_refused_never_a_crash(model_type):
+    """Every key of a family's config (transformers' default, nested blocks too), replaced
+    by a value of another type or an absurd size: import-hf gives a card or an
+    HFImportError saying what is wrong, never another exception (a traceback)."""
+    base = _default_config(model_type)
+    crashes = []
+    for path in _key_paths(base):
+        for value in HOSTILE_VALUES:
+            cfg = copy.deepcopy(base)
+            functools.reduce(dict.__getitem__, path[:-1], cfg)[path[-1]] = value
+            try:
+                importing(cfg)
+            except HFImportError:
+                continue
+            except Exception as exc:  # the test lists every crash
+                crashes.append(f"{'.'.join(path)}={value!r}: {type(exc).__name__}: {exc}")
+    assert not crashes, crashes[:5]

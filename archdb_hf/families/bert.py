@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from archdb.field_types import MAX_VOCAB
 from archdb.plan.layout import learned_rows
 from archdb.schema import Activation, Architecture, LayerKind, NormAffine
 from archdb_hf.draft import Draft, HFImportError, shown_briefly
@@ -33,6 +34,9 @@ def _read_bert(d: Draft, position_offset: int = 0) -> None:
 
 def _read_roberta(d: Draft) -> None:
     pad = d.read("pad_token_id", default=ROBERTA_PAD_DEFAULT)
+    if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < MAX_VOCAB:
+        # the position table starts after the padding index
+        raise HFImportError(f"config.json: pad_token_id {shown_briefly(pad)} is not a token id")
     _read_bert(d, pad + 1)
     # RobertaLMHead applies GELU whatever hidden_act says: a card states one activation
     # for both only when they agree

@@ -277,7 +277,10 @@ def _v4_rope_scaling(d: Draft) -> None:
         return
     path = "architecture.position.rope_scaling."
     d.set(path + "type", "yarn", "config")
-    d.set(path + "factor", float(scaling["factor"]), "config")
+    factor = scaling.get("factor")
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not factor > 0:
+        raise HFImportError(f"config.json: the YaRN factor {shown_briefly(factor)} is not positive")
+    d.set(path + "factor", float(factor), "config")
     for name, key in (("original_context", "original_max_position_embeddings"),
                       ("beta_fast", "beta_fast"), ("beta_slow", "beta_slow")):  # fmt: skip
         if scaling.get(key) is not None:

@@ -96,6 +96,8 @@ def _read_recurrent_gemma(d: Draft) -> None:
     d.set("architecture.attention.sliding_window", None, "config")
     read_keys(d, GRIFFIN_KEYS)  # the blocks' sizes, once the pattern is known
     configured = d.value("architecture.mlp.d_ff")
+    if configured is None:
+        raise HFImportError("config.json has no intermediate_size: cannot map it")
     d.set("architecture.mlp.d_ff", configured // 2, "config")
     d.note(
         "architecture.mlp.d_ff",

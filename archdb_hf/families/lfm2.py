@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archdb.schema import Architecture, LayerKind
-from archdb_hf.draft import Draft, read_keys, read_layer_period
+from archdb_hf.draft import Draft, HFImportError, read_keys, read_layer_period
 from archdb_hf.families.card_to_config import layer_kind_names
 from archdb_hf.families.llama import LLAMA, ROPE
 from archdb_hf.keymap import DENSE_D_FF, Key, dropped, key_or, normalizes_top_k, require
@@ -45,6 +45,8 @@ def _lfm2_layers(d: Draft) -> None:
 
 def _read_lfm2(d: Draft) -> None:
     configured = d.read("block_ff_dim", "intermediate_size", required=True)
+    if not isinstance(configured, int):  # a per-layer list (Gemma 3n's spelling) has no LFM2 form
+        raise HFImportError("config.json: block_ff_dim or intermediate_size must be one width")
     width = _lfm2_ff_width(d, configured)
     d.set("architecture.mlp.d_ff", width, "config")
     if width != configured:

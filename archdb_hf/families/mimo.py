@@ -103,6 +103,12 @@ def _read_mimo_v2_flash(d: Draft) -> None:
     _moe_layers(d, n)
 
 
+def _given(block: dict, key: str, default: float) -> float:
+    """A RoPE block's value (typed by the config shape); absent or null, the default."""
+    value = block.get(key)
+    return default if value is None else value
+
+
 def _rope(d: Draft) -> None:
     """Per-type RoPE: transformers' rope_parameters, else its defaults (the released config's
     rope_theta, swa_rope_theta and partial_rotary_factor are those values and are not read
@@ -110,10 +116,10 @@ def _rope(d: Draft) -> None:
     full, local = rope_parameters_of(d)
     for key in ("rope_theta", "swa_rope_theta", "partial_rotary_factor"):
         d.read(key)
-    theta = float(full.get("rope_theta", _FULL_THETA))
-    local_theta = float(local.get("rope_theta", _SLIDING_THETA))
-    fraction = float(full.get("partial_rotary_factor", _ROTARY))
-    if float(local.get("partial_rotary_factor", _ROTARY)) != fraction:
+    theta = float(_given(full, "rope_theta", _FULL_THETA))
+    local_theta = float(_given(local, "rope_theta", _SLIDING_THETA))
+    fraction = float(_given(full, "partial_rotary_factor", _ROTARY))
+    if float(_given(local, "partial_rotary_factor", _ROTARY)) != fraction:
         raise HFImportError("both layer kinds must rotate the same share of a head")
     origin = "config" if full else "family"
     d.set("architecture.position.rope_theta", theta, origin)
