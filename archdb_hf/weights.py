@@ -145,6 +145,7 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
     dims = _dims(model)
     targets = _loadable_tensors(model)
     values: dict[str, torch.Tensor] = {}
+    cuts: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
     for name, param in targets.items():
         source = _source(names, name)
         if source is None:
@@ -152,13 +153,20 @@ def match_weights(model: nn.Module, ckpt: Checkpoint, model_type: str) -> dict[s
                 f"archdb tensor {name} {tuple(param.shape)} has no source in the "
                 f"{model_type} name mapping"
             )
-        value = _read(ckpt, source, dims)
+        try:
+            value = _read(ckpt, source, dims, cuts)
+        except (RuntimeError, IndexError, ValueError) as exc:  # a fused tensor of another shape
+            raise WeightsError(
+                f"archdb {name} is {tuple(param.shape)}; the checkpoint's {_shown(source)} "
+                f"cannot give it ({str(exc)[:200]})"
+            ) from None
         if tuple(value.shape) != tuple(param.shape):
             raise WeightsError(
                 f"shape mismatch: archdb {name} is {tuple(param.shape)}, the checkpoint's "
                 f"{_shown(source)} gives {tuple(value.shape)}"
             )
         values[name] = value
+    _check_cuts(cuts)
     _check_constants(ckpt, names)
     if names.derived is not None:
         for i in range(len(getattr(getattr(model, "decoder", None), "layers", ()))):
@@ -318,7 +326,33 @@ def _source(names: Names, name: str) -> Source | None:
     )
 
 
-def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
+def _check_cuts(cuts: dict[tuple[str, int], list[tuple[int, int, int]]]) -> None:
+    """Every row of a fused tensor is read once: rows left over or read twice mean the
+    card's sizes (heads, widths) are not the checkpoint's, and the cuts would load
+    other rows than the model's."""
+    for (name, axis), reads in cuts.items():
+        length, expected = reads[0][0], 0
+        for _, start, stop in sorted(reads, key=lambda r: r[1]):
+            if start != expected:
+                break
+            expected = stop
+        if expected != length or any(r[0] != length for r in reads):
+            spans = ", ".join(f"{start}:{stop}" for _, start, stop in sorted(reads))
+            raise WeightsError(
+                f"the checkpoint's {name} has {length} entries along dimension {axis}, but "
+                f"archdb reads {spans} of it: the card's sizes differ from the checkpoint's"
+            )
+
+
+def _cut(value: torch.Tensor, source: Source, dims: Dims, axis: int, cuts: dict) -> torch.Tensor:
+    """The rows (axis 0) or columns (axis 1) of a fused tensor that ``source`` names,
+    recorded so that ``_check_cuts`` can see the whole tensor is read."""
+    start, stop = source.cut(dims)
+    cuts.setdefault((source.name, axis), []).append((value.shape[axis], start, stop))
+    return value[start:stop] if axis == 0 else value[:, start:stop]
+
+
+def _read(ckpt: Checkpoint, source: Source, dims: Dims, cuts: dict) -> torch.Tensor:
     import torch
 
     if source.fallback is not None and not ckpt.has(source.name) and ckpt.has(source.fallback):
@@ -326,8 +360,7 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
     if source.experts and "{e}" not in source.name:  # fused (experts, out, in) -> (.., in, out)
         value = ckpt.take(source.name)
         if source.cut is not None:
-            start, stop = source.cut(dims)
-            value = value[:, start:stop]
+            value = _cut(value, source, dims, 1, cuts)
         return value.transpose(1, 2).contiguous()
     if source.experts:  # (out, in) per expert -> (experts, in, out)
         parts = [ckpt.take(source.name.replace("{e}", str(e))) for e in range(dims.n_experts)]
@@ -355,8 +388,7 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims) -> torch.Tensor:
         parts = value.reshape(groups, sum(widths), *value.shape[1:]).split(widths, dim=1)
         value = torch.cat([part.reshape(-1, *value.shape[1:]) for part in parts])
     if source.cut is not None:
-        start, stop = source.cut(dims)
-        value = value[start:stop]
+        value = _cut(value, source, dims, 0, cuts)
     return value.contiguous()
 
 

@@ -764,6 +764,32 @@ def test_an_unexpected_tensor_is_an_error_naming_it(tmp_path):
         archdb.build(_card(tmp_path), "full", weights=tmp_path)
 
 
+def test_a_fused_tensor_with_rows_left_over_is_an_error_not_a_partial_read(tmp_path):
+    """A card with fewer KV heads than the checkpoint cuts k and v of the card's widths
+    from Phi-3's fused qkv_proj: every cut fits, but the rows past them are the
+    checkpoint's, so the card's sizes are refused rather than the wrong rows loaded."""
+    _tiny("phi3", tmp_path)
+    card = _card(tmp_path)
+    attention = card.architecture.attention.model_copy(update={"n_kv_heads": 1})
+    fewer = card.model_copy(
+        update={"architecture": card.architecture.model_copy(update={"attention": attention})}
+    )
+    with pytest.raises(WeightsError, match=r"qkv_proj\.weight has 128 entries .* reads 0:64"):
+        archdb.build(fewer, "full", weights=tmp_path)
+
+
+def test_a_fused_per_head_tensor_of_another_shape_is_an_error_naming_it(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _tiny("gpt_neox", tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    name = "gpt_neox.layers.0.attention.query_key_value.weight"
+    tensors[name] = tensors[name][:-1].clone()  # one row short: it no longer splits per head
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=r"query_key_value\.weight .*cannot give it"):
+        archdb.build(_card(tmp_path), "full", weights=tmp_path)
+
+
 def test_shards_load_like_one_file(tmp_path):
     import transformers
 
