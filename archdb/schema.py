@@ -1875,6 +1875,12 @@ class Architecture(Strict):
             )
         if pos.type is not PositionType.LEARNED and pos.learned_rows is not None:
             raise ValueError("position.learned_rows is set but position.type is not learned")
+        rows, context = pos.learned_rows, self.context_length
+        if rows is not None and context is not None and rows < context:
+            raise ValueError(
+                f"position.learned_rows ({rows}) is below context_length ({context}): a "
+                "learned position table holds a row for every position"
+            )
         if (self.kind is Kind.ENCODER_DECODER) != (self.n_encoder_layers is not None):
             raise ValueError("n_encoder_layers is required for, and only for, encoder-decoder")
         if (self.kind is Kind.ENCODER_ONLY) != (self.encoder is not None):

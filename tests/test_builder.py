@@ -436,6 +436,15 @@ def test_tied_embeddings_share_one_tensor_and_factorized_embeddings_project():
     assert factorized.embed.proj.in_features == 32 and factorized.head.proj.out_features == 32
 
 
+def test_a_learned_table_shorter_than_the_context_is_refused():
+    """Positions past the table's rows would have no row: the card says so, rather than the
+    toy shrinking it to a negative row count."""
+    learned = {"position.type": "learned", "position.rope_theta": None}
+    with pytest.raises(ValueError, match=r"learned_rows \(60\) is below context_length \(64\)"):
+        make_arch(**learned, context_length=64, **{"position.learned_rows": 60})
+    assert make_arch(**learned, context_length=64, **{"position.learned_rows": 66})
+
+
 def test_position_blocks():
     learned = build_model(
         make_arch(
