@@ -1887,6 +1887,10 @@ class Architecture(Strict):
             raise ValueError("encoder is required for, and only for, encoder-only")
         if self.kind is Kind.ENCODER_ONLY and self.mtp is not None and self.mtp.n_modules:
             raise ValueError("mtp modules are for decoder-only models (DeepSeek-V3's layout)")
+        moe = self.mlp.moe
+        if self.kind is not Kind.DECODER_ONLY and moe is not None and moe.hash_layers:
+            # a hash router reads the ids of the tokens its stack runs on: one stream of them
+            raise ValueError("mlp.moe.hash_layers is for decoder-only models (DeepSeek-V4's)")
         if self.encoder is not None:
             self._check_encoder(self.encoder)
         self._check_first_mixer_norm()

@@ -445,6 +445,15 @@ def test_a_learned_table_shorter_than_the_context_is_refused():
     assert make_arch(**learned, context_length=64, **{"position.learned_rows": 66})
 
 
+def test_hash_routing_is_for_decoder_only_models():
+    """A hash router reads the ids of the tokens its own stack runs on; an encoder and a
+    decoder each have their own, so such a card is refused rather than built unrunnable."""
+    switch = {"mlp.moe": moe_block(n_experts=4, n_active=1, hash_layers=1)}
+    with pytest.raises(ValueError, match="hash_layers is for decoder-only models"):
+        make_arch(**switch, kind="encoder-decoder", n_encoder_layers=2)
+    assert make_arch(**switch).mlp.moe.hash_layers == 1
+
+
 def test_position_blocks():
     learned = build_model(
         make_arch(
