@@ -1311,6 +1311,9 @@ def _check_groups(moe: MoE) -> None:
         raise ValueError(
             f"mlp.moe.n_groups ({moe.n_groups}) must divide n_experts ({moe.n_experts})"
         )
+    if moe.n_groups > 1 and moe.zero_experts:
+        # LongCat-Flash's zero experts compete with the routed ones ungrouped
+        raise ValueError("mlp.moe.zero_experts with n_groups > 1: no group holds a zero expert")
     if moe.top_k_groups > moe.n_groups:
         raise ValueError(
             f"mlp.moe.top_k_groups ({moe.top_k_groups}) exceeds n_groups ({moe.n_groups})"

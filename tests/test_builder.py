@@ -454,6 +454,15 @@ def test_hash_routing_is_for_decoder_only_models():
     assert make_arch(**switch).mlp.moe.hash_layers == 1
 
 
+def test_zero_experts_are_not_grouped():
+    """Group-limited routing ranks groups of routed experts; a zero-computation expert
+    belongs to none, so a card with both is refused rather than built unrunnable."""
+    grouped = moe_block(n_experts=8, n_active=2, n_groups=4, top_k_groups=2, group_score="max")
+    with pytest.raises(ValueError, match="zero_experts with n_groups > 1"):
+        make_arch(**{"mlp.moe": grouped | {"zero_experts": 2}})
+    assert make_arch(**{"mlp.moe": grouped}).mlp.moe.n_groups == 4
+
+
 def test_position_blocks():
     learned = build_model(
         make_arch(
