@@ -327,17 +327,18 @@ def _source(names: Names, name: str) -> Source | None:
 
 
 def _check_cuts(cuts: dict[tuple[str, int], list[tuple[int, int, int]]]) -> None:
-    """Every row of a fused tensor is read once: rows left over or read twice mean the
+    """The cuts of a fused tensor tile it: rows left over or cuts that overlap mean the
     card's sizes (heads, widths) are not the checkpoint's, and the cuts would load
-    other rows than the model's."""
+    other rows than the model's. (One cut read again, by a shared block's copies, is
+    one cut.)"""
     for (name, axis), reads in cuts.items():
         length, expected = reads[0][0], 0
-        for _, start, stop in sorted(reads, key=lambda r: r[1]):
+        for _, start, stop in sorted(set(reads), key=lambda r: r[1]):
             if start != expected:
                 break
             expected = stop
         if expected != length or any(r[0] != length for r in reads):
-            spans = ", ".join(f"{start}:{stop}" for _, start, stop in sorted(reads))
+            spans = ", ".join(f"{start}:{stop}" for _, start, stop in sorted(set(reads)))
             raise WeightsError(
                 f"the checkpoint's {name} has {length} entries along dimension {axis}, but "
                 f"archdb reads {spans} of it: the card's sizes differ from the checkpoint's"
