@@ -436,6 +436,20 @@ def test_tied_embeddings_share_one_tensor_and_factorized_embeddings_project():
     assert factorized.embed.proj.in_features == 32 and factorized.head.proj.out_features == 32
 
 
+def test_heads_far_narrower_than_d_model_keep_the_toy_within_the_rule():
+    """8 heads of 2 dims on d_model 4096: no toy width keeps the ratio with heads of at
+    least 8 dims, so the ratio moves, rather than the toy growing to 16,384 wide (four
+    times the card) to keep it."""
+    full = make_arch(d_model=4096, **{"mlp.d_ff": 8192, "attention.n_heads": 8},
+                     **{"attention.n_kv_heads": 2, "attention.head_dim": 2})  # fmt: skip
+    toy = shrink(full)
+    assert toy.arch.d_model == TOY_RULE.d_model_max
+    assert toy.arch.attention.head_dim == TOY_RULE.head_dim_min
+    assert "n_heads*head_dim/d_model 0.003906 -> 0.0625" in toy.approximated
+    logits = build_model(toy.arch)(torch.randint(0, 256, (1, 8)))
+    assert logits.shape == (1, 8, 256)
+
+
 def test_a_learned_table_shorter_than_the_context_is_refused():
     """Positions past the table's rows would have no row: the card says so, rather than the
     toy shrinking it to a negative row count."""

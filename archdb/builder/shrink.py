@@ -619,8 +619,10 @@ def _approximate(
     """No common factor keeps every ratio: round each width and list what moved."""
     d = arch.d_model
     d_t = min(d, rule.d_model_min)
-    if inner is not None:  # wide enough for the toy's heads at the card's head ratio
-        d_t = max(d_t, math.ceil(heads.n_heads * rule.head_dim_min * d / inner))
+    if inner is not None:  # wide enough for the toy's heads at the card's head ratio, as
+        # far as the rule's widest toy and the card allow (narrow heads: the ratio moves)
+        wide = math.ceil(heads.n_heads * rule.head_dim_min * d / inner)
+        d_t = max(d_t, min(wide, rule.d_model_max, d))
     approximated: list[str] = []
     scaled = {}
     for name, width in fields.items():
