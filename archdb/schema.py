@@ -419,6 +419,12 @@ def _with_value_heads(a: Architecture) -> bool:
     return a.attention.v_head_dim is not None
 
 
+T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
+# T5's buckets: half per direction, of which half are exact distances (at least one) and
+# the rest log-spaced up to the max distance, so the exact ones must stay below it
+RELATIVE_BUCKETS = range(4, 2 * T5_MAX_DISTANCE)
+
+
 def _windowed_answer(card: dict) -> bool:
     """``archdb new`` asks for a window after a pattern with local or chunked layers."""
     pattern = card.get("architecture", {}).get("attention", {}).get("layer_pattern") or []
@@ -1867,7 +1873,7 @@ class Architecture(Strict):
         self._check_gemma3n()
         self._check_shared_blocks()
         self._check_layer_widths()
-        self._check_longrope_length()
+        self._check_rotated_pairs()
         if pos.type is not PositionType.ROPE:
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
@@ -1875,6 +1881,12 @@ class Architecture(Strict):
         if pos.type is not PositionType.RELATIVE_BIAS and pos.relative_buckets is not None:
             raise ValueError(
                 "position.relative_buckets is set but position.type is not relative-bias"
+            )
+        if (buckets := pos.relative_buckets) is not None and buckets not in RELATIVE_BUCKETS:
+            raise ValueError(
+                f"position.relative_buckets ({buckets}) must be {RELATIVE_BUCKETS.start} to "
+                f"{RELATIVE_BUCKETS.stop - 1}: a quarter of T5's buckets are exact distances "
+                f"(at least one), the rest log-spaced up to a distance of {T5_MAX_DISTANCE}"
             )
         if pos.type is not PositionType.LEARNED and pos.learned_rows is not None:
             raise ValueError("position.learned_rows is set but position.type is not learned")
@@ -1900,6 +1912,8 @@ class Architecture(Strict):
         self._check_sublayer_norms()
         if self.norm.shared_in_parallel is not None and not self.parallel_layers:
             raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
+        if self.parallel_layers and self.attention.mlp is False:
+            raise ValueError("parallel_layers sums attention and the MLP: attention.mlp is true")
         if self.parallel_layers and self.norm.shared_in_parallel is None:
             raise ValueError(
                 "norm.shared_in_parallel is required with parallel_layers: true (true: one "
@@ -2009,16 +2023,22 @@ class Architecture(Strict):
                 "per-head-untied or full qk_norm"
             )
 
-    def _check_longrope_length(self) -> None:
+    def _check_rotated_pairs(self) -> None:
         """LongRoPE divides each rotated frequency by a factor of its own: one per pair of
-        rotated dims, int(head_dim x rotary_fraction) / 2 (transformers' count)."""
+        rotated dims, int(head_dim x rotary_fraction) / 2 (transformers' count). Hunyuan's
+        NTK alpha raises alpha to d / (d - 2), d the rotated dims: it needs two pairs."""
         scaling = self.position.rope_scaling
         head_dim = self.head_dim_effective
-        if scaling is None or scaling.short_factor is None or head_dim is None:
+        if scaling is None or head_dim is None:
             return
         fraction = self.position.rotary_fraction
         pairs = int(head_dim * (fraction if fraction is not None else 1.0)) // 2
-        if len(scaling.short_factor) != pairs:
+        if scaling.type is RopeScalingType.NTK_ALPHA and pairs < 2:
+            raise ValueError(
+                f"position.rope_scaling ntk-alpha raises alpha to d / (d - 2), d the rotated "
+                f"dims: the heads rotate {2 * pairs}, and it needs at least 4"
+            )
+        if scaling.short_factor is not None and len(scaling.short_factor) != pairs:
             raise ValueError(
                 f"position.rope_scaling.short_factor and long_factor have "
                 f"{len(scaling.short_factor)} values, but the heads rotate {pairs} pairs of "

@@ -4,6 +4,7 @@ rule keeps what it says it keeps, and masks hide what they should."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 from operator import attrgetter
 
@@ -24,7 +25,15 @@ from archdb.parts import norms as norms_part
 from archdb.parts import positions as positions_part
 from archdb.plan.layout import BuildError, fill_unknowns, is_moe_layer, null_fields, rotary_dims
 from archdb.schema import Architecture, NormType
-from tests.conftest import CHOICES, card_text, make_arch, moe_block, qk_norm, shipped_catalogue
+from tests.conftest import (
+    CHOICES,
+    MAMBA2_ONLY,
+    card_text,
+    make_arch,
+    moe_block,
+    qk_norm,
+    shipped_catalogue,
+)
 
 HeadAttention, LatentAttention = attrgetter("HeadAttention", "LatentAttention")(
     attention_part.modules()
@@ -104,6 +113,8 @@ def test_toy_rule_keeps_ratios_pattern_and_experts(card):
         )
     if attends:
         assert t.query_groups == full.query_groups
+    if attends and (v := full.attention.v_head_dim) is not None:  # value heads scaled alike
+        assert abs(t.attention.v_head_dim - v * t.head_dim_effective / full.head_dim_effective) < 2
     moe, tmoe = full.mlp.moe, t.mlp.moe
     if moe is not None:
         assert (tmoe.n_shared, tmoe.layer_period) == (moe.n_shared, moe.layer_period)
@@ -475,6 +486,50 @@ def test_zero_experts_are_not_grouped():
     with pytest.raises(ValueError, match="zero_experts with n_groups > 1"):
         make_arch(**{"mlp.moe": grouped | {"zero_experts": 2}})
     assert make_arch(**{"mlp.moe": grouped}).mlp.moe.n_groups == 4
+
+
+def test_t5_buckets_need_one_exact_distance_per_direction_below_the_max_distance():
+    """T5's encoder splits its buckets by direction, then half into exact distances and
+    half log-spaced up to 128: 2 buckets left no exact one (a division by zero), 256 would
+    put the exact ones past the max distance."""
+    t5 = {"position.type": "relative-bias", "position.rope_theta": None}
+    for buckets in (2, 3, 256):
+        with pytest.raises(ValueError, match=rf"relative_buckets \({buckets}\) must be 4 to 255"):
+            make_arch(**t5, **{"position.relative_buckets": buckets})
+    for buckets in (4, 255):
+        model = build_model(make_arch(**t5, **{"position.relative_buckets": buckets}))
+        assert model(torch.randint(0, 128, (1, 8))).isfinite().all()
+
+
+def test_parallel_layers_have_an_mlp_beside_attention():
+    with pytest.raises(ValueError, match="parallel_layers sums attention and the MLP"):
+        make_arch(parallel_layers=True, **{"norm.shared_in_parallel": True, "attention.mlp": False})
+
+
+def test_heads_of_an_attention_free_card_size_nothing_in_its_toy():
+    """Heads that no layer uses (transformers' Bamba config without attention layers
+    keeps its num_attention_heads) need not divide the toy's width."""
+    unused = {"d_model": 768, "attention.n_heads": 128, "attention.v_head_dim": 128}
+    toy = shrink(make_arch(**MAMBA2_ONLY | unused)).arch
+    assert toy.d_model < 128
+    assert toy.attention.n_heads is toy.attention.v_head_dim is None
+    assert build_model(toy)(torch.randint(0, 256, (1, 8))).shape == (1, 8, 256)
+
+
+def test_ntk_alpha_needs_two_rotated_pairs():
+    """Hunyuan's alpha^(d / (d - 2)) has no value for heads that rotate 2 dims."""
+    ntk = {"position.rope_scaling": {"type": "ntk-alpha", "factor": 1000.0}}
+    with pytest.raises(ValueError, match="the heads rotate 2, and it needs at least 4"):
+        make_arch(**ntk, **{"attention.head_dim": 2})
+    assert build_model(make_arch(**ntk, **{"attention.head_dim": 4}))
+
+
+def test_a_toy_the_schema_refuses_is_a_build_error():
+    with pytest.raises(
+        BuildError,
+        match="toy rule cannot shrink this card: vocab_size: Input should be greater than 0",
+    ):
+        shrink(make_arch(), replace(TOY_RULE, vocab=0))
 
 
 def test_position_blocks():

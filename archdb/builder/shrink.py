@@ -71,6 +71,8 @@ import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from pydantic import ValidationError
+
 from archdb.fields import get_path, schema_fields
 from archdb.mixers import MIXERS, ToyFrame
 from archdb.plan.layout import BuildError, is_moe_layer, lcm, null_fields, rotary_dims
@@ -164,6 +166,8 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         att.update(n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads, head_dim=widths.head_dim)
         if arch.attention.v_head_dim is not None:
             att["v_head_dim"] = _toy_value_width(arch, widths.head_dim)
+    else:  # head sizes that size nothing (a config's defaults) would not fit the toy
+        att.update(n_heads=None, n_kv_heads=None, head_dim=None, v_head_dim=None)
     if arch.attention.global_layers is not None:
         att["global_layers"] = _toy_global_layers(arch, heads, widths.head_dim)
     if arch.mixers is not None:
@@ -231,7 +235,15 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
         pos["rope_scaling"] = _toy_longrope(arch, widths.head_dim)
     if pos.get("learned_rows") is not None:
         pos["learned_rows"] = rule.context + pos["learned_rows"] - (arch.context_length or 0)
-    toy = Architecture.model_validate(data)
+    try:
+        toy = Architecture.model_validate(data)
+    except ValidationError as exc:  # a valid card whose toy the schema refuses
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"]))
+        problem = error["msg"].removeprefix("Value error, ")
+        raise BuildError(
+            f"the toy rule cannot shrink this card: {where + ': ' if where else ''}{problem}"
+        ) from None
     kept = _kept(arch, toy, heads)
     return Toy(toy, rule.describe(), kept, tuple(widths.approximated), toy_dims(toy))
 

@@ -15,10 +15,8 @@ from typing import Any
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
-from archdb.schema import PositionType, RopeScaling, RopeScalingType
+from archdb.schema import T5_MAX_DISTANCE, PositionType, RopeScaling, RopeScalingType
 from archdb.tally import Tally
-
-T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
 
 
 def yarn_mscale(factor: float, weight: float = 1.0) -> float:
