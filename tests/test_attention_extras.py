@@ -364,6 +364,18 @@ def test_value_heads_and_sliding_only_sinks_equal_mimo_v2_flash_attention():
     assert out.shape == (1, 12, arch.vocab_size)
 
 
+def test_a_value_norm_spans_the_value_heads_own_width():
+    """Values 16 wide beside 24-wide keys: the value norm normalizes 16 dims."""
+    arch = make_arch(
+        **{"attention.head_dim": 24, "attention.v_head_dim": 16, "attention.value_norm": True}
+    )
+    model = build_model(arch)
+    attention = model.decoder.layers[0].attn.sublayer
+    v = torch.randn(1, 2, 3, 16) * 5
+    assert torch.allclose(attention.value_norm(v).pow(2).mean(-1), torch.ones(1, 2, 3), atol=1e-3)
+    assert model(torch.randint(0, arch.vocab_size, (1, 12))).isfinite().all()
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

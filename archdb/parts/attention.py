@@ -553,7 +553,7 @@ def modules() -> SimpleNamespace:
             s.takes_bias,
             s.gate_width,
             s.values_from_keys,
-            norm_module(s.value_norm, s.head_dim) if s.value_norm else None,
+            norm_module(s.value_norm, s.value_width) if s.value_norm else None,
             s.kv_sharing,
             ctx.kv_store if s.kv_sharing else None,
             s.kv_kind,
