@@ -420,8 +420,9 @@ def _with_value_heads(a: Architecture) -> bool:
 
 
 T5_MAX_DISTANCE = 128  # T5's relative-bias max_distance (not on cards; the T5 default)
-# T5's buckets: half per direction, of which half are exact distances (at least one) and
-# the rest log-spaced up to the max distance, so the exact ones must stay below it
+# T5's buckets: half per direction (a causal stack has one), of which half are exact
+# distances (at least one) and the rest log-spaced up to the max distance, so the exact
+# ones must stay below it
 RELATIVE_BUCKETS = range(4, 2 * T5_MAX_DISTANCE)
 
 
@@ -1885,8 +1886,8 @@ class Architecture(Strict):
         if (buckets := pos.relative_buckets) is not None and buckets not in RELATIVE_BUCKETS:
             raise ValueError(
                 f"position.relative_buckets ({buckets}) must be {RELATIVE_BUCKETS.start} to "
-                f"{RELATIVE_BUCKETS.stop - 1}: a quarter of T5's buckets are exact distances "
-                f"(at least one), the rest log-spaced up to a distance of {T5_MAX_DISTANCE}"
+                f"{RELATIVE_BUCKETS.stop - 1}: T5 keeps a quarter of them (half in a causal "
+                f"stack) for exact distances, at least one, below its max of {T5_MAX_DISTANCE}"
             )
         if pos.type is not PositionType.LEARNED and pos.learned_rows is not None:
             raise ValueError("position.learned_rows is set but position.type is not learned")
@@ -1913,7 +1914,9 @@ class Architecture(Strict):
         if self.norm.shared_in_parallel is not None and not self.parallel_layers:
             raise ValueError("norm.shared_in_parallel is only for parallel_layers: true")
         if self.parallel_layers and self.attention.mlp is False:
-            raise ValueError("parallel_layers sums attention and the MLP: attention.mlp is true")
+            raise ValueError(
+                "parallel_layers sums attention and the MLP: attention.mlp cannot be false"
+            )
         if self.parallel_layers and self.norm.shared_in_parallel is None:
             raise ValueError(
                 "norm.shared_in_parallel is required with parallel_layers: true (true: one "
