@@ -461,6 +461,16 @@ def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
     return float((ours - reference).abs().max() / reference.abs().max())
 
 
+def _logit_error(card: Card, directory, reference, seq: int = SEQ, low: int = 0) -> float:
+    """The relative logit error of the card's model, its weights loaded from
+    ``directory``, against transformers' ``reference`` on BATCH sequences of ``seq``
+    tokens (ids from ``low``)."""
+    model = archdb.build(card, "full", weights=directory).eval()
+    tokens = torch.randint(low, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return relative_error(model(tokens), reference(tokens).logits)
+
+
 def _error_with_changes(model_type: str, directory, changes: dict, seq: int = SEQ) -> float:
     """The relative logit error of the tiny checkpoint's card with architecture paths
     changed, on sequences of ``seq`` tokens: how far a wrong value of a function field
@@ -468,10 +478,7 @@ def _error_with_changes(model_type: str, directory, changes: dict, seq: int = SE
     reference = _tiny(model_type, directory)
     data = _card(directory).model_dump(mode="json")
     apply_changes(data["architecture"], changes)
-    model = archdb.build(Card.model_validate(data), "full", weights=directory).eval()
-    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        return relative_error(model(tokens), reference(tokens).logits)
+    return _logit_error(Card.model_validate(data), directory, reference, seq)
 
 
 @pytest.mark.parametrize("model_type", sorted(TINY))
@@ -660,10 +667,7 @@ def test_family_variants_equal_transformers(model_type, changes, tmp_path, monke
     monkeypatch.setitem(TINY, model_type, {**TINY[model_type], **changes})
     reference = _tiny(model_type, tmp_path)
     card = _card(tmp_path)
-    model = archdb.build(card, "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+    assert _logit_error(card, tmp_path, reference) < LOGIT_TOLERANCE
 
 
 # --- unusual but valid settings, for every family whose config class has them ------------
@@ -718,11 +722,8 @@ def test_unusual_settings_load_and_equal_transformers(
         with pytest.raises(HFImportError, match=re.escape(REFUSED[model_type, key])):
             _card(tmp_path)
         return
-    model = archdb.build(_card(tmp_path), "full", weights=tmp_path).eval()
     seq, low = SEQ_FOR.get(model_type, SEQ), FIRST_TOKEN.get(model_type, 0)
-    tokens = torch.randint(low, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+    assert _logit_error(_card(tmp_path), tmp_path, reference, seq, low=low) < LOGIT_TOLERANCE
 
 
 def test_every_logit_exact_family_is_tested_here():
@@ -894,10 +895,7 @@ def test_falcons_new_decoder_architecture_equals_transformers(norms, tmp_path, m
     card = _card(tmp_path)
     assert card.architecture.norm.shared_in_parallel is (norms == 1)
     assert card.architecture.attention.n_kv_heads == 2
-    model = archdb.build(card, "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+    assert _logit_error(card, tmp_path, reference) < LOGIT_TOLERANCE
 
 
 # DeepSeek's YaRN over an original context of 8 tokens (SEQ reads three times past it), its
@@ -917,10 +915,7 @@ def test_deepseek_yarn_past_the_original_context_equals_transformers(
     scaling = card.architecture.position.rope_scaling
     assert (scaling.type.value, scaling.original_context) == ("yarn", 8)
     assert (scaling.mscale, scaling.mscale_all_dim) == (1.0, 2.0)
-    model = archdb.build(card, "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+    assert _logit_error(card, tmp_path, reference) < LOGIT_TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -964,10 +959,7 @@ def test_phi3_longrope_below_and_past_the_original_context_equals_transformers(
     scaling = card.architecture.position.rope_scaling
     assert (scaling.type.value, scaling.factor, scaling.original_context) == ("longrope", 4.0, 16)
     assert scaling.long_factor == (1.0, 4.0, 9.0, 20.0, 40.0, 64.0)
-    model = archdb.build(card, "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, seq), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+    assert _logit_error(card, tmp_path, reference, seq) < LOGIT_TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -1214,10 +1206,7 @@ def test_qwen3_moe_routing_follows_norm_topk_prob(normalize, tmp_path, monkeypat
     reference = _tiny("qwen3_moe", tmp_path)
     card = _card(tmp_path)
     assert card.architecture.mlp.moe.normalize_top_k is normalize
-    model = archdb.build(card, "full", weights=tmp_path).eval()
-    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert relative_error(model(tokens), reference(tokens).logits) < LOGIT_TOLERANCE
+    assert _logit_error(card, tmp_path, reference) < LOGIT_TOLERANCE
 
 
 @pytest.mark.parametrize(

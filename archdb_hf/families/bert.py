@@ -8,6 +8,7 @@ from archdb.plan.layout import learned_rows
 from archdb.schema import Activation, Architecture, LayerKind, NormAffine
 from archdb_hf.draft import Draft, HFImportError, shown_briefly
 from archdb_hf.families.card_to_config import layer_types_of
+from archdb_hf.families.llama import SIZES
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, key_or, require
 from archdb_hf.tensors import QKV_CUTS, Names, Source, first_ff, second_ff
@@ -109,13 +110,11 @@ def _norm_bias(a: Architecture) -> bool:
     return a.norm.affine is NormAffine.SCALE_AND_BIAS
 
 
-# the sizes every encoder config states (import-hf's generic steps read them)
+# the sizes every encoder config states (import-hf's generic steps read them): five of
+# Llama's, and the tie written as a bool
 ENCODER_SIZES = (
-    Key("vocab_size", "vocab_size", read=False),
-    Key("hidden_size", "d_model", read=False),
-    Key("num_hidden_layers", "n_layers", read=False),
-    Key("num_attention_heads", "attention.n_heads", read=False),
-    Key("intermediate_size", "mlp.d_ff", read=False),
+    *(k for k in SIZES if k.name in ("vocab_size", "hidden_size", "num_hidden_layers",
+                                     "num_attention_heads", "intermediate_size")),
     Key("tie_word_embeddings", "tied_embeddings", out=lambda a: bool(a.tied_embeddings),
         read=False),
 )  # fmt: skip
