@@ -333,15 +333,16 @@ def _check_cuts(cuts: dict[tuple[str, int], list[tuple[int, int, int]]]) -> None
     one cut.)"""
     for (name, axis), reads in cuts.items():
         length, expected = reads[0][0], 0
-        for _, start, stop in sorted(set(reads), key=lambda r: r[1]):
+        spans = sorted(set(reads))  # by start: every read of one tensor has its length
+        for _, start, stop in spans:
             if start != expected:
                 break
             expected = stop
         if expected != length or any(r[0] != length for r in reads):
-            spans = ", ".join(f"{start}:{stop}" for _, start, stop in sorted(set(reads)))
+            shown = ", ".join(f"{start}:{stop}" for _, start, stop in spans)
             raise WeightsError(
                 f"the checkpoint's {name} has {length} entries along dimension {axis}, but "
-                f"archdb reads {spans} of it: the card's sizes differ from the checkpoint's"
+                f"archdb reads {shown} of it: the card's sizes differ from the checkpoint's"
             )
 
 
