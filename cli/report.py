@@ -276,7 +276,7 @@ def _numeric_grid(trend: NumericTrend) -> Grid:
     notes = [
         f"{_weighting_note(trend.weighting)}; families, cards = known / all; "
         "too few = known for under half the year's families",
-        trend.cutoff.note(),
+        trend.cutoff.note(trend.years),
     ]
     return Grid(
         f"{trend.title}{group}: by release year, {trend.weighting}-weighted",
@@ -306,7 +306,8 @@ def _grid(result: Adoption) -> Grid:
     """One choice: a row per value, a column per year (weighted share of known values)."""
     years = result.shown_years()
     c = result.choice
-    unknown = f"; unknown: {len(result.unknown)} cards" if result.unknown else ""
+    n = len(result.unknown)
+    unknown = f"; unknown: {n} card{'s' if n != 1 else ''}" if n else ""
     name = c.title if c.title == c.key else f"{c.title} ({c.key})"
     headers = ["value", *map(result.cutoff.short_label, years), "first", ">50%", "consensus"]
     rows = []
@@ -341,7 +342,7 @@ def _grid(result: Adoption) -> Grid:
     notes = [
         f"{_weighting_note(result.weighting)}; n = known / all{unknown}",
         "consensus: the 95% interval (Wilson, on families) above 50% with 5+ families known",
-        result.cutoff.note(),
+        result.cutoff.note(years),
     ]
     return Grid(
         f"{name}: share of each year's {'families' if result.weighting == 'family' else 'cards'}",

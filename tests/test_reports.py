@@ -485,6 +485,11 @@ def test_trends_table_and_json(tmp_path: Path) -> None:
     assert "1/2" in table.output  # 2023: one known value of two models
     assert "2024* is partial: the catalogue runs to 2024-06-01" in table.output
     assert "family-weighted" in table.output
+    assert "unknown: 1 card\n" in table.output  # one card, said as one
+    for what in ("norm.type", "d_ff_ratio"):  # a window without the partial year: no footnote
+        before = runner.invoke(app, ["trends", what, "--until", "2023", "-C", str(path)])
+        assert before.exit_code == 0 and "family-weighted" in before.output
+        assert "is partial" not in before.output
     by_card = runner.invoke(
         app, ["trends", "norm-type", "--weight", "card", "--json", "-C", str(path)]
     )

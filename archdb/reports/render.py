@@ -152,7 +152,7 @@ def adoption_section(adoption: Adoption, figure_path: str | None) -> str:
                 cells.append(f"{year.cards_known} / {year.cards}")
         rows.append([f"*n {what}: known / all*", *cells, "", "", ""])
     parts.append(table(headers, rows, right=range(1, len(years) + 1)))
-    notes = [cut.note()]
+    notes = [cut.note(years)]
     if adoption.unknown:
         notes.append(f"Unknown for {len(adoption.unknown)}: {', '.join(adoption.unknown)}.")
     parts += [line for n in notes if n for line in ("", n)]

@@ -383,10 +383,10 @@ class Cutoff:
         """``2026*`` for the partial year (a footnote says what * means)."""
         return f"{year}*" if self.is_partial(year) else str(year)
 
-    def note(self) -> str:
+    def note(self, shown: Iterable[int] | None = None) -> str:
         """The footnote for ``short_label`` (``2026* is partial: ...``); empty when no year
-        is partial."""
-        if not self.partial:
+        is partial, or the partial year is not among the ``shown`` years of a table."""
+        if not self.partial or (shown is not None and self.year not in set(shown)):
             return ""
         return f"{self.year}* is partial: the catalogue runs to {self.date}"
 
