@@ -92,8 +92,7 @@ def fidelities(cards: Iterable[Card]) -> dict[str, Fidelity]:
 def _judged(card: Card) -> Fidelity:
     from archdb.plan.layout import fill_unknowns
     from archdb_hf.families.registry import SPECS, model_type_of
-    from archdb_hf.families.round_trip import round_trip_losses
-    from archdb_hf.reference import NotRepresentable, convert
+    from archdb_hf.reference import NotRepresentable, convert, round_trip_losses
 
     model_type = model_type_of(card)
     spec = SPECS.get(model_type or "")

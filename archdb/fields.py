@@ -52,6 +52,12 @@ class OutputOnly:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """A mechanism switched on by true; null means off, as false does ("null for none"):
+    false records nothing more than null."""
+
+
+@dataclass(frozen=True)
 class Asked:
     """``archdb new`` prompts for this field (as it does for every Unknown one) when
     ``applies`` to the answers so far (a plain dict card): RoPE's base only for RoPE

@@ -70,7 +70,7 @@ from archdb.field_types import (
     Vocab,
     Width,
 )
-from archdb.fields import Asked, OutputOnly, Unknown, Usual, get_path, with_role
+from archdb.fields import Asked, OutputOnly, Switch, Unknown, Usual, get_path, with_role
 from archdb.mixers import MIXERS, in_schema_order
 
 # re-exported: one dotted-path helper (archdb.fields), the vocabularies declared beside
@@ -484,13 +484,13 @@ class Norm(Strict):
         description="The scale is stored as w and applied as (1 + w) (Gemma's RMSNorm). "
         "Optional; null: not recorded (the builder applies w).",
     )
-    first_mixer_norm: StrictBool | None = Field(
+    first_mixer_norm: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="Pre-norm only: false when the first layer's attention reads the "
         "embedding norm's output with no norm of its own (ModernBERT: attn_norm is an "
         "identity in layer 0). Optional; null: every layer has its norms.",
     )
-    sublayer_norms: StrictBool | None = Field(
+    sublayer_norms: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="A norm inside each sublayer, before its output projection: over the "
         "heads' concatenated outputs before o_proj, and over act(gate) * up (or act(up)) "
@@ -551,7 +551,7 @@ class GlobalLayers(Strict):
         "head_dim/2 rotate with frequency base^(-2i/head_dim), the other pairs stay as they "
         "are. Optional; null: the card's position scheme unchanged.",
     )
-    values_from_keys: StrictBool | None = Field(
+    values_from_keys: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="Global layers have no value projection: the values are the key "
         "projection's output, taken before the key norm and RoPE (Gemma 4 "
@@ -756,7 +756,7 @@ class Attention(Strict):
         description="DeepSeek-V4's attention sizes (see CompressedAttention); variant "
         "compressed only. Optional; null otherwise.",
     )
-    sinks: StrictBool | None = Field(
+    sinks: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="Attention sinks: a learned logit per head joins each query's softmax "
         "and takes probability mass without a value (gpt-oss). Optional; null for none.",
@@ -788,7 +788,7 @@ class Attention(Strict):
         "other layers': KV heads, head width, proportional RoPE fraction, values taken from "
         "the keys (Gemma 4). Optional; null when every attention layer has the same sizes.",
     )
-    value_norm: StrictBool | None = Field(
+    value_norm: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="A parameter-free RMSNorm over each value head before attention (Gemma "
         "3n, Gemma 4 v_norm). Optional; null for none.",
@@ -1168,11 +1168,11 @@ class MoE(Strict):
     dense_d_ff: Width | None = Field(
         description="Hidden width of the dense MLP layers; null when every layer is MoE."
     )
-    router_bias: StrictBool | None = Field(
+    router_bias: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="Bias on the router's logit projection (gpt-oss). Optional; null for none.",
     )
-    shared_gate: StrictBool | None = Field(
+    shared_gate: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="A per-token sigmoid gate, Linear(d_model -> 1), scales the shared experts' "
         "output (Qwen2-MoE, Qwen3-Next). Optional; null for none; needs n_shared > 0.",
@@ -1205,7 +1205,7 @@ class MoE(Strict):
         "experts, with the MLP's bias. The router and the shared experts stay at d_model. "
         "Optional; null: the experts work at d_model.",
     )
-    router_scales: StrictBool | None = Field(
+    router_scales: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="Gemma 4's router: it reads the residual stream through its own "
         "parameter-free RMSNorm, a learned per-channel scale and d_model^-0.5, and a learned "
@@ -1247,7 +1247,7 @@ class MoE(Strict):
         "DeepSeek-V2 group_limited_greedy) or top2-sum (the sum of its two best scores "
         "after the correction bias, DeepSeek-V3 noaux_tc). Required when n_groups > 1.",
     )
-    score_correction_bias: StrictBool | None = Field(
+    score_correction_bias: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="A per-expert bias added to the scores to choose the experts, not to "
         "weight them (DeepSeek-V3's auxiliary-loss-free balancing, e_score_correction_bias; "
@@ -1428,7 +1428,7 @@ class MLP(Strict):
         description="Statistical top-k on the gate of the first layers' MLPs (Gemma 3n "
         "activation_sparsity_pattern): see ActivationSparsity. Optional; null for none.",
     )
-    channel_mix: StrictBool | None = Field(
+    channel_mix: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="RWKV's channel mixing (Peng et al. 2023): the MLP reads each token "
         "interpolated with the previous one (a learned weight per channel, one for the key "
@@ -1436,7 +1436,7 @@ class MLP(Strict):
         "d_model x d_model projection: sigmoid(r(x_r)) * down(act(up(x_k))), no biases. "
         "Optional; null: a plain MLP.",
     )
-    token_shift: StrictBool | None = Field(
+    token_shift: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="RWKV-7's channel mixing (Peng et al. 2025, arXiv 2503.14456): the MLP "
         "reads each token interpolated with the previous one, x + (previous - x) m with one "
@@ -1581,7 +1581,7 @@ class Bias(Strict):
     mlp: Annotated[StrictBool | None, Unknown()] = Field(
         description="Bias on the MLP's linear layers."
     )
-    lm_head: StrictBool | None = Field(
+    lm_head: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="Bias on the output head (GPT-J, Phi-2). Optional; null for none.",
     )
@@ -1637,7 +1637,7 @@ class Architecture(Strict):
         "sqrt(d_model); Granite: embedding_multiplier; MiniCPM: scale_emb). Optional; null: "
         "not recorded (the builder uses 1).",
     )
-    embedding_norm: StrictBool | None = Field(
+    embedding_norm: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="A norm of the card's norm type and terms (norm.type, affine, eps) on the "
         "embedded tokens before the first block, after any position table is added (BLOOM's "
@@ -1652,7 +1652,7 @@ class Architecture(Strict):
         "MiniCPM: dim_model_base/d_model, its head reading h / (d_model/dim_model_base)). "
         "Optional; null: not recorded (the builder uses 1).",
     )
-    layer_scalar: StrictBool | None = Field(
+    layer_scalar: Annotated[StrictBool | None, Switch()] = Field(
         default=None,
         description="A learned scalar multiplies each layer's output, residual stream "
         "included (Gemma 4 layer_scalar, Google's skip_scale). Held as a checkpoint buffer "

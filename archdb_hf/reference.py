@@ -3,14 +3,21 @@
 The tests and the fidelity levels build transformers' model of a card from this config.
 Each family's writer (``FamilySpec.write``) is derived from its keys and fixed choices
 (``archdb_hf.keymap``); here sit what every writer shares: the optional mechanisms a
-family must build (``EXTRAS``) and the output-only keys every config keeps.
+family must build (``EXTRAS``), the output-only keys every config keeps, and the round
+trip (``round_trip_losses``: a written config read back by import-hf, and what it lost).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from functools import cache
 
+from pydantic import ValidationError
+
+from archdb.fields import Switch, with_role
 from archdb.mixers.mamba2 import Mamba2Norm
+from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, LayerKind, MoE, PositionType, RouterScore
 from archdb_hf.families.card_to_config import (
     mamba2_sizes_of,
@@ -20,9 +27,10 @@ from archdb_hf.families.card_to_config import (
 )
 from archdb_hf.families.registry import SPECS
 from archdb_hf.families.spec import FamilySpec
+from archdb_hf.importer import HFImportError, Identity, import_config
 from archdb_hf.keymap import NotRepresentable
 
-__all__ = ["NotRepresentable", "convert"]
+__all__ = ["NotRepresentable", "convert", "round_trip_losses"]
 
 
 # Optional mechanisms a family's code must build for a comparison to mean anything: a card
@@ -133,3 +141,68 @@ def convert(arch: Architecture, model_type: str) -> dict:
     check_extras(arch, spec)
     written = spec.write(arch)
     return written | function_keys(spec, arch, written)
+
+
+# --- the round trip card -> config -> card ---------------------------------------------
+# A card written as its family's config and read back by import-hf should be the card
+# again. Each recorded value that does not come back is a choice transformers' family
+# would not build from that config.
+
+# values that live outside a transformers config (the tokenizer's own vocabulary)
+NOT_CONFIG = frozenset({"tokenizer_vocab_size"})
+REFUSED = "(import-hf cannot read the written config back into a valid card)"
+_URL = "https://example.org/config.json"
+_IDENTITY = Identity("round-trip", "Round trip", "round-trip", "archdb", "2024-01-01")
+
+
+def _flat(data: dict, prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+@cache
+def _switches() -> frozenset[str]:
+    return frozenset(path for path, _ in with_role(Architecture, Switch))
+
+
+def recorded(arch: Architecture) -> dict[str, object]:
+    """The values a card records (nulls are 'not recorded', and so is false for a switch,
+    whose null is off too), head width as built."""
+    switches = _switches()
+    values = {
+        k: v
+        for k, v in _flat(arch.model_dump(mode="json")).items()
+        if v is not None and not (v is False and k in switches)
+    }
+    values["attention.head_dim"] = arch.head_dim_effective
+    return {k: v for k, v in values.items() if k not in NOT_CONFIG}
+
+
+def read_back(config: dict, model_type: str) -> Architecture | None:
+    """The card import-hf reads from a written config, as a saved config.json holds it;
+    None where it refuses the config, or reads it into a card the schema refuses."""
+    saved = json.loads(json.dumps(config | {"model_type": model_type}))
+    try:
+        card = import_config(saved, source_url=_URL, identity=_IDENTITY).card
+        return Architecture.model_validate(card["architecture"])
+    except (HFImportError, ValidationError):
+        return None
+
+
+def round_trip_losses(arch: Architecture, model_type: str) -> set[str]:
+    """The card's recorded values that do not come back through config.json (``REFUSED``
+    when import-hf cannot read the written config); what the build assumes for the card's
+    nulls is not recorded, so never a loss. NotRepresentable when the family cannot build
+    the card at all."""
+    filled, assumed = fill_unknowns(arch)
+    back = read_back(convert(filled, model_type), model_type)
+    if back is None:
+        return {REFUSED}
+    theirs = recorded(back)
+    lost = {path for path, value in recorded(filled).items() if theirs.get(path) != value}
+    return lost - {a.field for a in assumed}

@@ -23,8 +23,7 @@ from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, Card, LayerKind, NormType
 from archdb_hf.families.card_to_config import NotRepresentable
 from archdb_hf.families.registry import SPECS, model_type_of
-from archdb_hf.families.round_trip import REFUSED, round_trip_losses
-from archdb_hf.reference import convert
+from archdb_hf.reference import REFUSED, convert, read_back, round_trip_losses
 from tests.conftest import shipped_catalogue
 
 # family -> card fields its writer does not yet carry into the config
@@ -237,6 +236,68 @@ def test_transformers_default_config_of_every_family_round_trips(model_type):
     )
     card = validate_card(imported.card)
     assert round_trip_losses(card.architecture, model_type) == set()
+
+
+# (family, card): a card another family's writer accepts though the config loses values
+# that change no count and no logit of transformers' causal LM
+CROSS_FAMILY_GAPS: dict[tuple[str, str], frozenset[str]] = {
+    # MTP modules: no causal-LM class builds them, and these configs have no key for them
+    **{pair: frozenset({"mtp.n_modules", "mtp.layers_per_module"})
+       for pair in (("deepseek_v2", "kimi-k2.6"), ("qwen2", "mimo-7b"), ("seed_oss", "mimo-7b"))},
+    # GPT2Config's activation_function is not written: an exact-GELU card reads back tanh
+    **{("gpt2", f"cerebras-gpt-{size}"): frozenset({"mlp.gelu_approximation"})
+       for size in ("111m", "256m", "590m", "1.3b", "2.7b", "6.7b", "13b")},
+    ("cohere2", "command-a"): frozenset({REFUSED}),  # see ROUND_TRIP_GAPS
+}  # fmt: skip
+
+
+def test_every_family_writes_only_what_its_config_carries():
+    """Any shipped card, written by any family that accepts it and read back, is the card
+    again: a writer refuses a card whose values its config would drop or change (GPT-2
+    given StarCoder's one KV head, Falcon given Pythia's quarter of rotated dims), so no
+    comparison passes by building another model."""
+    losses = {}
+    for card in shipped_catalogue():
+        for model_type, spec in SPECS.items():
+            if not spec.imports:
+                continue
+            try:
+                lost = round_trip_losses(card.architecture, model_type)
+            except NotRepresentable:
+                continue
+            if lost != CROSS_FAMILY_GAPS.get((model_type, card.id), set()):
+                losses[model_type, card.id] = lost
+    assert not losses
+
+
+@pytest.mark.parametrize(
+    ("card_id", "model_type", "named"),
+    [
+        ("starcoder", "gpt2", "n_kv_heads"),
+        ("pythia-1.4b", "falcon", "rotary_fraction"),
+        ("phi-4-mini", "mistral", "rotary_fraction"),
+        ("chameleon-7b", "qwen3", "QK norm of the blocks' kind"),
+        ("openelm-1.1b", "qwen3", "layer_widths"),
+        ("olmo-3-7b", "olmo2", "layer_pattern may use only global"),
+        ("aya-23-8b", "cohere2", "layer_pattern may use only local, global-nope"),
+    ],
+)
+def test_a_writer_refuses_what_its_family_code_does_not_build(card_id, model_type, named):
+    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    with pytest.raises(NotRepresentable, match=named):
+        convert(fill_unknowns(card.architecture)[0], model_type)
+
+
+def test_a_config_read_back_into_an_invalid_card_is_a_refusal_not_a_crash():
+    """Six LongRoPE factors for a head that rotates 4 pairs of dims: import-hf reads the
+    config, the schema refuses the card, and the round trip says so."""
+    rope = {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0,
+            "original_max_position_embeddings": 64, "short_factor": [1.0] * 6,
+            "long_factor": [1.0] * 6}  # fmt: skip
+    config = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+              "head_dim": 8, "max_position_embeddings": 256, "rope_parameters": rope}  # fmt: skip
+    assert read_back(config, "mistral") is None
 
 
 def test_a_falcon_card_with_alibi_positions_is_refused_not_written_as_rope():

@@ -21,9 +21,8 @@ from archdb.plan import make_plan
 from archdb.plan import params as plan_params
 from archdb.writer import validate_card
 from archdb_hf.families.card_to_config import NotRepresentable
-from archdb_hf.families.round_trip import round_trip_losses
 from archdb_hf.importer import HFImportError, Identity, import_config, read_config
-from archdb_hf.reference import convert
+from archdb_hf.reference import convert, round_trip_losses
 from archdb_hf.testing import hf_parameter_count
 from tests.conftest import (
     apply_changes,

@@ -7,8 +7,9 @@ import-hf, written by the reference), the small hooks for what a key cannot say 
 way, and the checkpoint tensor names.
 
 ``spec`` defines a family; ``registry`` collects the families and routes a card to its
-own; ``card_to_config`` writes a card as its family's config and ``round_trip`` reads it
-back. import-hf (``archdb_hf.importer``), the checkpoint names (``archdb_hf.weights``) and the
+own; ``card_to_config`` holds the values several writers share (the reference,
+``archdb_hf.reference``, writes a card as its family's config and reads it back).
+import-hf (``archdb_hf.importer``), the checkpoint names (``archdb_hf.weights``) and the
 fidelity levels (``archdb.fidelity``) read the same specs. The registry is imported on
 demand: it pulls in the importer and the writers, which the query commands never need.
 """

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from archdb.schema import Architecture, LayerKind, QKNorm
-from archdb_hf.draft import Draft
+from archdb.schema import Architecture, QKNorm
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA
-from archdb_hf.keymap import Key, require, sliding_window_key
+from archdb_hf.keymap import Key, key_or, require, sliding_window_key
 from archdb_hf.tensors import LLAMA_TOP, QKVO, Names, Source, parallel_names
-
-# --- config -> card (import-hf) ----------------------------------------------------------
-
-
-def _read_cohere(d: Draft) -> None:
-    scale = d.read("logit_scale", default=0.0625)  # CohereConfig's default
-    if scale:
-        d.set("architecture.logit_scale", float(scale), d.origin_of("logit_scale"))
-
 
 # --- card -> config (the reference): what no key writes ---------------------------------
 
@@ -60,8 +50,8 @@ COHERE = LLAMA.derive(
         Key("mlp_bias"),
         Key("use_qk_norm", "attention.qk_norm", default=False, out=_qk_norm,
             into=lambda on: "per-head-untied" if on else "none"),
+        key_or("logit_scale", "logit_scale", 0.0625, default=0.0625),  # CohereConfig's
     ),
-    read=_read_cohere,
     names=_cohere_names,
     logit_error=3.9e-07,
 )  # fmt: skip
@@ -70,7 +60,7 @@ COHERE2 = COHERE.derive(
     classes="Cohere2",
     default_pattern=("local", "local", "local", "global-nope"),
     full_layer="global-nope",
-    kinds=tuple(LayerKind),
+    kinds=("local", "global-nope"),
     keys=(Key("use_qk_norm"), LAYER_TYPES, sliding_window_key(4096)),
     logit_error=2.6e-07,
 )

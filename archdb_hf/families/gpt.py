@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archdb.plan.layout import embedding_width, learned_rows
-from archdb.schema import Architecture, GeluApproximation, LayerKind, NormPosition, QKNorm
+from archdb.schema import Architecture, GeluApproximation, NormPosition, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft, read_bias_flag
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
@@ -410,7 +410,6 @@ OPENAI_GPT = GPT2.derive(
     tied_default=False,
     activation_default="gelu",
     d_ff_default_ratio=None,
-    kinds=tuple(LayerKind),
     keys=(Key("n_inner"),),
     fixed=(("norm.final", False),),
     write=_openai_gpt,

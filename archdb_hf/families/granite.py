@@ -177,7 +177,7 @@ GRANITEMOEHYBRID = GRANITEMOE.derive(
         *HYBRID_MIXER,
     ),
     fixed=(*GRANITEMOE.fixed, ("mixers.mamba2.mlp", True)),
-    free=("mlp.moe.n_shared",),
+    free=("mlp.moe.n_shared", "position.rotary_fraction"),
     write=_granitemoehybrid,
     extras=frozenset({"mamba2", "residual_multiplier"}),
     names=_granitemoehybrid_names,

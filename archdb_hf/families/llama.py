@@ -135,7 +135,11 @@ EXPERTS = (
     Key("num_local_experts", "mlp.moe.n_experts", required=True),
     Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
 )
-ROPE = Key("rope_parameters", out=lambda a: rope_config(a)["rope_parameters"], read=False)
+ROPE = Key(
+    "rope_parameters",
+    out=lambda a: rope_config(a)["rope_parameters"] | rope_scaling_config(a),
+    read=False,
+)
 LAYER_TYPES = Key("layer_types", out=layer_types_of, read=False)
 
 
@@ -249,6 +253,7 @@ PHI3 = MISTRAL.derive(
 # logit test: Llama with NoPE layers
 SMOLLM3 = LLAMA.derive(
     "smollm3",
+    free=("position.rotary_fraction",),  # rope_parameters carry the rotating share
     classes="SmolLM3",
     tied_default=True,
     rope_theta_default=2000000.0,
@@ -303,7 +308,6 @@ NEMOTRON = LLAMA.derive(
     gated=False,
     activation_default="relu2",
     rotary_fraction_default=0.5,
-    kinds=tuple(LayerKind),
     keys=(ROTARY_FRACTION,),
     logit_error=0.0,
 )
@@ -376,6 +380,7 @@ LLAMA4_TEXT = FamilySpec(
 )
 CHAMELEON = FamilySpec(
     "chameleon",
+    free=("attention.qk_norm_type",),  # its hook: LayerNorm QK norms in RMSNorm blocks
     layer="ChameleonDecoderLayer",
     config_class="ChameleonConfig",
     model_class="ChameleonForConditionalGeneration",

@@ -216,7 +216,7 @@ MIMO_V2_FLASH = LLAMA.derive(
         Key("num_experts_per_tok", "mlp.moe.n_active", default=8),
         *v3_router(1, 1, 1.0),
     ),
-    free=("mlp.moe.first_dense_layers",),
+    free=("mlp.moe.first_dense_layers", "position.rotary_fraction"),
     read=_read_mimo_v2_flash,
     write=_mimo_v2_flash,
     extras=V3_EXTRAS | {"sinks", "global_layers"},

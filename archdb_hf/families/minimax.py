@@ -220,6 +220,7 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
 # logit test: sigmoid scores with a correction bias, full QK norm, partial RoPE
 MINIMAX_M2 = QWEN3_MOE.derive(
     "minimax_m2",
+    free=("position.rotary_fraction",),  # its hook writes the rotating share
     released_keys=("scoring_func",),  # read (and overridden: sigmoid) by the hook
     classes="MiniMaxM2",
     qk_norm="full",
@@ -257,6 +258,7 @@ MINIMAX_M2 = QWEN3_MOE.derive(
 # softmax attention, Mixtral's MoE, every alpha/beta factor off 1 (three token seeds)
 MINIMAX = MIXTRAL.derive(
     "minimax",
+    free=("position.rotary_fraction",),  # its hook writes the rotating share
     released_keys=("rotary_dim",),  # MiniMax-Text-01's remote code: RoPE on part of a head
     classes="MiniMax",
     norm_position="normed-skip",

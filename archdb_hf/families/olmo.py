@@ -113,7 +113,6 @@ OLMO = LLAMA.derive(
     norm="layernorm",
     norm_affine="none",
     mlp_bias=False,
-    kinds=tuple(LayerKind),
     keys=(Key("mlp_bias"),),
     names=partial(llama_names, {}),  # non-parametric LayerNorms: no norm tensors
     logit_error=0.0,
@@ -151,6 +150,7 @@ OLMO3 = OLMO2.derive(
 # logit test: post-branch norms, per-head QK norm, NoPE full layers
 EXAONE4 = OLMO2.derive(
     "exaone4",
+    kinds=("local", "global", "global-nope"),
     classes="Exaone4",
     qk_norm="per-head",
     full_layer="global-nope",

@@ -192,6 +192,7 @@ QWEN3_MOE = QWEN3.derive(
 )
 QWEN3_NEXT = QWEN3_MOE.derive(
     "qwen3_next",
+    free=("position.rotary_fraction",),  # its hook writes the rotating share
     classes="Qwen3Next",
     **GATED_HYBRID | {
         "keys": (*GATED_HYBRID["keys"], SHARED_EXPERT, NORMALIZED_BY_DEFAULT),

@@ -259,6 +259,7 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
     if "position.type" not in free:
         require(arch.position.type is spec.position,
                 f"position.type must be one of {spec.position.value}")  # fmt: skip
+    _check_sizes(spec, arch, free)
     layout = arch.position.rope_layout
     if arch.position.type is PositionType.ROPE and "position.rope_layout" not in free:
         require(layout in (None, spec.rope_layout),
@@ -293,6 +294,27 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
         ]
         require(not wrong, f"{spec.model_type}'s MoE layout fixes {', '.join(wrong)}")
     _check_bias(spec, arch, free)
+
+
+def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
+    """Sizes no key of the family carries are the ones its code builds: every head dim
+    rotates (or the code's share), one key/value head per query head, one width for
+    every layer, a QK norm of the blocks' own kind (import-hf reads them so)."""
+    a = arch.attention
+    fraction = arch.position.rotary_fraction
+    if arch.position.type is PositionType.ROPE and "position.rotary_fraction" not in free:
+        built = spec.rotary_fraction_default or 1.0
+        require(
+            fraction in (None, built), f"position.rotary_fraction must be {built:g}, as its code"
+        )
+    if "attention.n_kv_heads" not in free and a.n_kv_heads is not None:
+        require(a.n_kv_heads == a.n_heads, "attention.n_kv_heads must equal n_heads (no key)")
+    if "layer_widths" not in free:
+        require(arch.layer_widths is None, "one width for every layer (layer_widths null)")
+    if a.qk_norm is not None and a.qk_norm.learned and "attention.qk_norm_type" not in free:
+        n = arch.norm
+        require(a.qk_norm_type in (None, n.type) and a.qk_norm_affine in (None, n.affine),
+                f"a QK norm of the blocks' kind ({n.type.value}, {n.affine.value})")  # fmt: skip
 
 
 def _shown(value: Any) -> str:

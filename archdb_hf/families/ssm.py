@@ -82,9 +82,10 @@ def _read_bamba(d: Draft) -> None:
     kinds = ["global" if i in indices else "mamba2" for i in range(n_layers)]
     d.set("architecture.attention.layer_pattern", read_layer_period(kinds), "config")
     read_keys(d, BAMBA_MIXER)  # sized once the pattern is known
-    inner = int(d.read("mamba_expand", required=True) * d.value("architecture.d_model"))
-    check_mamba2_width(d, inner, "BambaMixer")
-    silu_conv(d)
+    if "mamba2" in kinds:  # an attention-only stack has no mixer to size
+        inner = int(d.read("mamba_expand", required=True) * d.value("architecture.d_model"))
+        check_mamba2_width(d, inner, "BambaMixer")
+        silu_conv(d)
 
 
 def _mamba_inner(d: Draft, expand_key: str, rank_key: str) -> None:
@@ -901,6 +902,7 @@ FALCON_MAMBA = MAMBA.derive(
 )
 BAMBA = LLAMA.derive(
     "bamba",
+    free=("position.rotary_fraction",),  # its hook writes the rotating share
     classes="Bamba",
     kinds=("mamba2", "global"),
     keys=(
