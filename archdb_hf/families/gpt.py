@@ -119,6 +119,12 @@ def _hidden_act(a: Architecture) -> str:
     return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_fast"
 
 
+def _gelu_form(a: Architecture) -> str:
+    """GPT-2's and GPT-J's activation_function: gelu_new (tanh) unless the card's GELU is
+    the erf form (Cerebras-GPT)."""
+    return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_new"
+
+
 # the sizes import-hf's generic steps read (under one of their spellings)
 GPT_SIZES = (
     Key("vocab_size", "vocab_size", read=False),
@@ -267,7 +273,12 @@ GPT2 = FamilySpec(
     tied_default=True,
     activation_default="gelu_new",
     d_ff_default_ratio=4,
-    keys=(*GPT_SIZES, Key("n_inner", "mlp.d_ff", read=False), LEARNED_ROWS),
+    keys=(
+        *GPT_SIZES,
+        Key("n_inner", "mlp.d_ff", read=False),
+        LEARNED_ROWS,
+        Key("activation_function", "mlp.gelu_approximation", out=_gelu_form, read=False),
+    ),
     write=_gpt2,
     names=_gpt2_names,
     logit_error=2.9e-07,
@@ -410,7 +421,7 @@ OPENAI_GPT = GPT2.derive(
     tied_default=False,
     activation_default="gelu",
     d_ff_default_ratio=None,
-    keys=(Key("n_inner"),),
+    keys=(Key("n_inner"), *dropped(("activation_function",))),  # its config's afn
     fixed=(("norm.final", False),),
     write=_openai_gpt,
     names=None,
