@@ -68,12 +68,11 @@ def _read_modernbert(d: Draft) -> None:
 
 
 def _encoder(a: Architecture) -> None:
-    """The checks every encoder family shares (one head per KV head, heads of d_model /
-    n_heads, the embeddings normed)."""
+    """The checks every encoder family shares (heads of d_model / n_heads, the embeddings
+    normed)."""
     require(a.encoder is not None, "an encoder-only card")
     sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
     require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
-    require(a.attention.n_kv_heads == a.attention.n_heads, "one key/value head per query head")
     require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
     require(bool(a.embedding_norm), "an embedding norm (embeddings.LayerNorm, embeddings.norm)")
 
@@ -94,7 +93,6 @@ def _roberta(a: Architecture) -> dict:
 def _modernbert(a: Architecture) -> dict:
     _encoder(a)
     require(a.norm.first_mixer_norm is False, "layer 0 has no attention norm")
-    require(a.position.rotary_fraction in (None, 1.0), "RoPE on every head dim")
     require(a.position.rope_scaling is None, "no RoPE scaling")
     require(a.encoder.head_transform is Activation.GELU, "the head's classifier_activation gelu")
     local = a.position.rope_theta_local or a.position.rope_theta

@@ -18,7 +18,6 @@ from archdb_hf.tensors import Names, Source
 
 
 def _bitnet(a: Architecture) -> dict:
-    require(not a.position.rotary_fraction, "every head dim rotates")
     require(bool(a.norm.sublayer_norms), "norm.sublayer_norms: BitNet's layers always have them")
     require(
         a.attention.n_heads * a.head_dim_effective == a.d_model,

@@ -349,7 +349,6 @@ def _gemma4_text(a: Architecture) -> dict:
     transformers builds); 26B-A4B: experts beside a dense MLP."""
     _tied(a)
     require(a.layer_kinds()[-1] is LayerKind.GLOBAL, "Gemma 4's last layer is global")
-    require(a.position.rotary_fraction is None, "local layers rotate every dim")
     g = a.attention.global_layers
     k_eq_v = bool(g and g.values_from_keys)
     # transformers gives global layers their own KV heads only together with k_eq_v
@@ -382,7 +381,6 @@ def _gemma3n_text(a: Architecture) -> dict:
     _tied(a)
     require(a.attention.global_layers is None, "Gemma 3n's layers share their sizes")
     require(not a.layer_scalar, "Gemma 3n has no layer scalar")
-    require(a.position.rotary_fraction is None, "Gemma 3n rotates every dim")
     require(a.altup is not None and a.laurel_rank is not None, "Gemma 3n has AltUp and LAuReL")
     require(a.per_layer_embeddings is not None, "Gemma 3n has per-layer embeddings")
     require(a.mlp.kv_shared_d_ff is None, "Gemma 3n's KV-sharing layers keep d_ff")

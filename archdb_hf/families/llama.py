@@ -71,7 +71,6 @@ def _read_smollm3(d: Draft) -> None:
 
 
 def _gpt_oss(a: Architecture) -> dict:
-    require(not a.position.rotary_fraction, "every head dim rotates")
     require(bool(a.attention.sinks), "attention.sinks: gpt-oss always has them")
     require(bool(a.mlp.moe.router_bias), "a biased router")
     rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 10000.0}
@@ -79,7 +78,6 @@ def _gpt_oss(a: Architecture) -> dict:
 
 
 def _apertus(a: Architecture) -> dict:
-    require(not a.position.rotary_fraction, "every head dim rotates")
     rope = {"rope_type": "default", "rope_theta": a.position.rope_theta or 12_000_000.0}
     return {"rope_parameters": rope | rope_scaling_config(a), "rms_norm_eps": a.norm.eps or 1e-5}
 
