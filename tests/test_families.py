@@ -21,18 +21,14 @@ from pydantic import BaseModel
 
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, Card, LayerKind, NormType
+from archdb_hf.families import config_keys
 from archdb_hf.families.card_to_config import NotRepresentable
 from archdb_hf.families.registry import SPECS, model_type_of
-from archdb_hf.reference import REFUSED, convert, read_back, round_trip_losses
-from tests.conftest import shipped_catalogue
+from archdb_hf.reference import convert, read_back, round_trip_losses
+from tests.conftest import apply_changes, shipped_catalogue
 
 # family -> card fields its writer does not yet carry into the config
-ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {
-    # command-a leaves n_layers, the head counts and vocab_size unknown (its config.json is
-    # unread): the written config has num_hidden_layers null, which import-hf cannot map;
-    # no writer can carry a size the card does not know (closes when the card is sourced)
-    "cohere2": frozenset({REFUSED}),
-}
+ROUND_TRIP_GAPS: dict[str, frozenset[str]] = {}
 
 
 def _cards_by_family():
@@ -244,7 +240,6 @@ CROSS_FAMILY_GAPS: dict[tuple[str, str], frozenset[str]] = {
     # MTP modules: no causal-LM class builds them, and these configs have no key for them
     **{pair: frozenset({"mtp.n_modules", "mtp.layers_per_module"})
        for pair in (("deepseek_v2", "kimi-k2.6"), ("qwen2", "mimo-7b"), ("seed_oss", "mimo-7b"))},
-    ("cohere2", "command-a"): frozenset({REFUSED}),  # see ROUND_TRIP_GAPS
 }  # fmt: skip
 
 
@@ -267,6 +262,24 @@ def test_every_family_writes_only_what_its_config_carries():
     assert not losses
 
 
+def test_every_key_a_writer_writes_is_one_its_config_class_reads():
+    """A key the config class does not define is dropped as another family's on import and
+    ignored by transformers (DeepSeek-V3's mlp_bias, V3.2's rope_interleave): the card's
+    value would silently not be built. The released keys a family keeps are declared."""
+    unread = {}
+    for card in shipped_catalogue():
+        filled = fill_unknowns(card.architecture)[0]
+        for model_type in SPECS:
+            try:
+                written = convert(filled, model_type)
+            except NotRepresentable:
+                continue
+            extra = set(written) - config_keys.table()[model_type]
+            if extra:
+                unread.setdefault(model_type, set()).update(extra)
+    assert not unread
+
+
 @pytest.mark.parametrize(
     ("card_id", "model_type", "named"),
     [
@@ -283,6 +296,27 @@ def test_a_writer_refuses_what_its_family_code_does_not_build(card_id, model_typ
     card = next(c for c in shipped_catalogue() if c.id == card_id)
     with pytest.raises(NotRepresentable, match=named):
         convert(fill_unknowns(card.architecture)[0], model_type)
+
+
+@pytest.mark.parametrize(
+    ("card_id", "changes", "named"),
+    [  # a value of its own family's card that no key carries, each changing the count
+        ("llama-2-7b", {"embedding_dim": 1024}, "embeddings as wide as d_model"),
+        ("llama-2-7b", {"attention.v_head_dim": 64}, "values as wide as the keys"),
+        ("llama-2-7b", {"attention.mlp": False}, "every attention layer has its MLP"),
+        ("opt-1.3b", {"attention.head_dim": 32}, "heads of d_model / n_heads"),
+        ("gemma-3-1b", {"kind": "encoder-decoder", "n_encoder_layers": 2}, "decoder-only"),
+        ("llama-2-7b", {"d_model": None}, "d_model unknown"),
+        ("zamba2-1.2b", {"norm.eps": 1e-6}, "norm.eps 1e-05"),
+    ],
+)
+def test_a_writer_refuses_a_size_its_config_would_drop(card_id, changes, named):
+    """Mutants the writer fuzz found written with the value silently dropped, so that
+    "count-exact" would have claimed a count transformers does not build."""
+    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    data = apply_changes(card.architecture.model_dump(mode="json"), changes)
+    with pytest.raises(NotRepresentable, match=named):
+        convert(fill_unknowns(Architecture.model_validate(data))[0], model_type_of(card))
 
 
 def test_a_config_read_back_into_an_invalid_card_is_a_refusal_not_a_crash():

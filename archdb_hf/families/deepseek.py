@@ -846,6 +846,7 @@ DEEPSEEK_V3 = DEEPSEEK_V2.derive(
     keys=(
         *v3_router(8, 4, 2.5),  # DeepseekV3Config's defaults
         Key("topk_method"),
+        *dropped(("mlp_bias",)),  # DeepseekV3Config has none: its MLPs are unbiased
         Key(
             "rope_interleave",
             "position.rope_layout",
@@ -869,7 +870,7 @@ DEEPSEEK_V32 = DEEPSEEK_V3.derive(
     classes="DeepseekV32",
     rope_layout="interleaved",
     indexed_layer=True,
-    keys=SPARSE,
+    keys=(*SPARSE, *dropped(("rope_interleave",))),  # DeepseekV32Config has no such key
     read=partial(_read_dsa, interleaved=False),  # DeepseekV32Indexer always half-splits
     write=partial(_dsa, layout=RopeLayout.HALF_SPLIT),
     extras=DEEPSEEK_V3.extras | {"sparse"},

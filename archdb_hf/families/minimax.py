@@ -221,7 +221,9 @@ def _minimax_block_decays(ckpt: Checkpoint, layer_prefix: str) -> None:
 MINIMAX_M2 = QWEN3_MOE.derive(
     "minimax_m2",
     free=("position.rotary_fraction",),  # its hook writes the rotating share
-    released_keys=("scoring_func",),  # read (and overridden: sigmoid) by the hook
+    # scoring_func: read (and overridden: sigmoid) by the hook; the MTP keys: kept as
+    # attributes (card_to_config.mtp_config)
+    released_keys=("scoring_func", "use_mtp", "num_mtp_modules", "mtp_transformer_layers"),
     classes="MiniMaxM2",
     qk_norm="full",
     rope_theta_default=5000000.0,

@@ -192,6 +192,7 @@ QWEN3_MOE = QWEN3.derive(
 )
 QWEN3_NEXT = QWEN3_MOE.derive(
     "qwen3_next",
+    released_keys=("mtp_num_hidden_layers",),  # the MTP count, kept as an attribute
     free=("position.rotary_fraction",),  # its hook writes the rotating share
     classes="Qwen3Next",
     **GATED_HYBRID | {
@@ -205,6 +206,7 @@ QWEN3_NEXT = QWEN3_MOE.derive(
 )  # fmt: skip
 QWEN3_5_TEXT = QWEN3.derive(
     "qwen3_5_text",
+    released_keys=("mtp_num_hidden_layers",),  # the MTP count, kept as an attribute
     module="qwen3_5",
     layer="Qwen3_5DecoderLayer",
     config_class="Qwen3_5TextConfig",

@@ -30,6 +30,7 @@ from archdb.schema import (
     Activation,
     Architecture,
     AttentionVariant,
+    Kind,
     LayerKind,
     NormAffine,
     NormPosition,
@@ -299,8 +300,17 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
 def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
     """Sizes no key of the family carries are the ones its code builds: every head dim
     rotates (or the code's share), one key/value head per query head, one width for
-    every layer, a QK norm of the blocks' own kind (import-hf reads them so)."""
+    every layer and embeddings of d_model, heads of d_model / n_heads with values as wide,
+    an MLP in every attention layer, a QK norm of the blocks' own kind (import-hf reads
+    them so)."""
     a = arch.attention
+    if "kind" not in free:
+        require(arch.kind is Kind.DECODER_ONLY, "kind decoder-only (a causal LM)")
+    sizes = {"d_model": arch.d_model, "n_layers": arch.n_layers, "vocab_size": arch.vocab_size}
+    if arch.has_attention():
+        sizes["attention.n_heads"] = a.n_heads
+    unknown = [name for name, value in sizes.items() if value is None]
+    require(not unknown, f"{', '.join(unknown)} unknown, and a config states every size")
     fraction = arch.position.rotary_fraction
     if arch.position.type is PositionType.ROPE and "position.rotary_fraction" not in free:
         built = spec.rotary_fraction_default or 1.0
@@ -311,6 +321,14 @@ def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
         require(a.n_kv_heads == a.n_heads, "attention.n_kv_heads must equal n_heads (no key)")
     if "layer_widths" not in free:
         require(arch.layer_widths is None, "one width for every layer (layer_widths null)")
+    if "embedding_dim" not in free:
+        require(arch.embedding_dim in (None, arch.d_model), "embeddings as wide as d_model")
+    if "attention.head_dim" not in free and a.head_dim is not None and a.n_heads:
+        require(a.head_dim * a.n_heads == arch.d_model, "heads of d_model / n_heads (no key)")
+    if "attention.v_head_dim" not in free:
+        require(a.v_head_dim in (None, arch.head_dim_effective), "values as wide as the keys")
+    if "attention.mlp" not in free:
+        require(a.mlp is not False, "every attention layer has its MLP")
     if a.qk_norm is not None and a.qk_norm.learned and "attention.qk_norm_type" not in free:
         n = arch.norm
         require(a.qk_norm_type in (None, n.type) and a.qk_norm_affine in (None, n.affine),

@@ -929,11 +929,12 @@ NEMOTRON_H = MAMBA2.derive(
     mlp_bias=None,
     builds_activations=("squared-relu",),
     kinds=tuple(_NEMOTRON_H_CODES),
-    free=("mlp.moe", "mlp.moe.first_dense_layers", "mlp.moe.layer_period"),
+    free=("mlp.moe", "mlp.moe.first_dense_layers", "mlp.moe.layer_period", "attention.mlp"),
     keys=(*dropped(MAMBA2.keys), *NEMOTRON_H_KEYS),
     # one shared expert: transformers always builds it
     fixed=(
         ("mixers.mamba2.mlp", False),
+        ("norm.eps", 1e-05),  # the Mamba-2 norm keeps 1e-5 and archdb's takes the card's one
         *PLAIN_ATTENTION,
         ("mlp.moe.n_shared", 1),
         *SIGMOID_SCORES,
@@ -1007,10 +1008,11 @@ ZAMBA2 = MAMBA2.derive(
     fixed_bias=None,
     mlp_bias=None,
     builds_activations=("geglu", "swiglu"),
-    free=(),
+    free=("attention.head_dim",),  # its hook: heads of 2 x d_model / n_heads
     keys=(*dropped(MAMBA2.keys), *ZAMBA2_KEYS),
     fixed=(
         ("mixers.mamba2.mlp", False),
+        ("norm.eps", 1e-05),  # the Mamba-2 norm keeps 1e-5 and archdb's takes the card's one
         *PLAIN_ATTENTION,
         ("bias.qkv", False),
         ("bias.attn_out", False),
