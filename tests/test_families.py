@@ -304,7 +304,7 @@ def test_a_writer_refuses_what_its_family_code_does_not_build(card_id, model_typ
         ("llama-2-7b", {"embedding_dim": 1024}, "embeddings as wide as d_model"),
         ("llama-2-7b", {"attention.v_head_dim": 64}, "values as wide as the keys"),
         ("llama-2-7b", {"attention.mlp": False}, "every attention layer has its MLP"),
-        ("opt-1.3b", {"attention.head_dim": 32}, "heads of d_model / n_heads"),
+        ("opt-1.3b", {"attention.head_dim": 32}, "head_dim d_model / n_heads"),
         ("gemma-3-1b", {"kind": "encoder-decoder", "n_encoder_layers": 2}, "decoder-only"),
         ("llama-2-7b", {"d_model": None}, "d_model unknown"),
         ("zamba2-1.2b", {"norm.eps": 1e-6}, "norm.eps 1e-05"),

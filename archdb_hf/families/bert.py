@@ -73,7 +73,6 @@ def _encoder(a: Architecture) -> None:
     require(a.encoder is not None, "an encoder-only card")
     sizes = (a.vocab_size, a.d_model, a.n_layers, a.mlp.d_ff, a.context_length)
     require(None not in sizes, "every size known (vocab_size, d_model, n_layers, d_ff)")
-    require(a.attention.n_heads * a.head_dim_effective == a.d_model, "n_heads*head_dim = d_model")
     require(bool(a.embedding_norm), "an embedding norm (embeddings.LayerNorm, embeddings.norm)")
 
 

@@ -407,18 +407,13 @@ ON_DEVICE_EXTRAS = frozenset({"kv_sharing", "per_layer_embeddings", "value_norm"
 
 
 def _recurrent_gemma(a: Architecture) -> dict:
-    """One head count for the attention and the RG-LRU's gate blocks; the attention's head
-    width is d_model / n_heads."""
+    """One head count for the attention and the RG-LRU's gate blocks."""
     rg = a.mixers.rg_lru if a.mixers is not None else None
     heads = a.attention.n_heads if a.has_attention() else rg.n_heads
     require(rg is None or rg.n_heads == heads, "mixers.rg_lru.n_heads = attention.n_heads")
     require(bool(a.final_logit_softcap), "final_logit_softcap: RecurrentGemma always caps")
     if a.has_attention():  # the attention's choices, free in the spec for RG-LRU-only cards
         check_fixed(replace(RECURRENT_GEMMA, free=()), a)
-        require(
-            a.head_dim_effective * heads == a.d_model,
-            "attention.head_dim d_model / n_heads (the config has no head_dim)",
-        )
     return {"num_attention_heads": heads}
 
 

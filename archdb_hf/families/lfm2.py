@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from archdb.schema import Architecture, LayerKind
+from archdb.schema import LayerKind
 from archdb_hf.draft import Draft, HFImportError, read_keys, read_layer_period
 from archdb_hf.families.card_to_config import layer_kind_names
 from archdb_hf.families.llama import LLAMA, ROPE
-from archdb_hf.keymap import DENSE_D_FF, Key, dropped, key_or, normalizes_top_k, require
+from archdb_hf.keymap import DENSE_D_FF, Key, dropped, key_or, normalizes_top_k
 from archdb_hf.tensors import Names, Source, moe_names, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -65,17 +65,6 @@ def _read_lfm2_moe(d: Draft) -> None:
     if d.value("architecture.mlp.moe.first_dense_layers"):
         d.set("architecture.mlp.moe.dense_d_ff", d.read("intermediate_size"), "config")
     _lfm2_layers(d)
-
-
-# --- card -> config (the reference): what no key writes ---------------------------------
-
-
-def _lfm2(a: Architecture) -> dict:
-    require(
-        a.head_dim_effective * a.attention.n_heads == a.d_model,
-        "attention.head_dim d_model / n_heads (LFM2's config has no head_dim)",
-    )
-    return {}
 
 
 # --- checkpoint names (loading weights) --------------------------------------------------
@@ -146,7 +135,6 @@ LFM2 = LLAMA.derive(
     ),
     fixed=(("mixers.short_conv.mlp", True),),  # every LFM2 layer has the MLP
     read=_read_lfm2,
-    write=_lfm2,
     extras=frozenset({"short_conv"}),
     names=_lfm2_names,
     logit_error=2.4e-07,
@@ -170,7 +158,6 @@ LFM2_MOE = LFM2.derive(
     ),
     fixed=(*LFM2.fixed, ("mlp.moe.score_function", "sigmoid")),
     read=_read_lfm2_moe,
-    write=_lfm2,
     extras=frozenset({"correction_bias", "routed_scale", "short_conv", "sigmoid_scores"}),
     names=_lfm2_moe_names,
     logit_error=2.3e-07,

@@ -323,8 +323,9 @@ def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
         require(arch.layer_widths is None, "one width for every layer (layer_widths null)")
     if "embedding_dim" not in free:
         require(arch.embedding_dim in (None, arch.d_model), "embeddings as wide as d_model")
-    if "attention.head_dim" not in free and a.head_dim is not None and a.n_heads:
-        require(a.head_dim * a.n_heads == arch.d_model, "heads of d_model / n_heads (no key)")
+    if "attention.head_dim" not in free and a.n_heads:
+        require(arch.head_dim_effective * a.n_heads == arch.d_model,
+                "attention.head_dim d_model / n_heads (no key for another)")  # fmt: skip
     if "attention.v_head_dim" not in free:
         require(a.v_head_dim in (None, arch.head_dim_effective), "values as wide as the keys")
     if "attention.mlp" not in free:
