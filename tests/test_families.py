@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import random
 
 import pytest
 from pydantic import BaseModel
@@ -97,6 +98,67 @@ def test_every_family_writes_any_card_or_says_why_not():
                 except Exception as exc:  # the test lists every crash
                     crashes.append(f"{card.id} as {model_type}: {type(exc).__name__}: {exc}")
     assert not crashes, crashes[:5]
+
+
+def _mutants(count: int, seed: int = 0):
+    """Shipped cards with one or two architecture values replaced by another card's value
+    at the same path (or null), as long as the schema accepts them."""
+    rnd = random.Random(seed)
+    cards = list(shipped_catalogue())
+    dumps = {card.id: card.architecture.model_dump(mode="json") for card in cards}
+    seen: dict[str, list] = {}
+    for data in dumps.values():
+        for path, value in _leaves(data):
+            seen.setdefault(path, []).append(value)
+    made = 0
+    while made < count:
+        card = rnd.choice(cards)
+        data = copy.deepcopy(dumps[card.id])
+        for _ in range(rnd.choice((1, 1, 2))):
+            path = rnd.choice(sorted(p for p, _ in _leaves(data)))
+            apply_changes(data, {path: rnd.choice([*seen.get(path, []), None])})
+        try:
+            arch = Architecture.model_validate(data)
+        except ValueError:
+            continue
+        made += 1
+        yield card, arch
+
+
+def _leaves(data: dict, prefix: str = ""):
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        elif value is not None:
+            yield f"{prefix}{key}", value
+
+
+def test_a_config_any_writer_accepts_builds_the_count_the_card_has():
+    """Writer fuzz, seeded: 1,500 mutants of shipped cards, each written by its own family
+    and by one other. Where a writer accepts a mutant, transformers' model of the config
+    (the card import-hf reads back) has the mutant's exact parameter count: a value the
+    config drops without changing the count only changes outputs ("count-exact")."""
+    import archdb
+    from archdb.errors import ArchdbError
+
+    rnd = random.Random(1)
+    importing = sorted(m for m, spec in SPECS.items() if spec.imports)
+    wrong = []
+    for card, arch in _mutants(1500):
+        filled = fill_unknowns(arch)[0]
+        for model_type in {model_type_of(card), rnd.choice(importing)} & set(importing):
+            try:
+                back = read_back(convert(filled, model_type), model_type)
+                mine = archdb.params(card.model_copy(update={"architecture": filled})).total
+            except (NotRepresentable, ArchdbError):
+                continue
+            # OPT's two extra position rows are the card's to state (card_to_config)
+            if model_type == "opt" and filled.position.learned_rows is not None:
+                continue
+            theirs = back and archdb.params(card.model_copy(update={"architecture": back})).total
+            if theirs != mine:
+                wrong.append(f"{card.id} as {model_type}: {mine} != {theirs}")
+    assert not wrong, wrong[:5]
 
 
 # --- the specs --------------------------------------------------------------------------
