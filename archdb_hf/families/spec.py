@@ -298,11 +298,11 @@ def check_fixed(spec: FamilySpec, arch: Architecture) -> None:
 
 
 def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
-    """Sizes no key of the family carries are the ones its code builds: every head dim
-    rotates (or the code's share), one key/value head per query head, one width for
-    every layer and embeddings of d_model, heads of d_model / n_heads with values as wide,
-    an MLP in every attention layer, a QK norm of the blocks' own kind (import-hf reads
-    them so)."""
+    """A causal LM whose core sizes are known; and where no key or hook of the family
+    carries them, the sizes its code builds (as import-hf reads them): every head dim
+    rotates (or the code's share), one key/value head per query head, one width for every
+    layer and embeddings of d_model, heads of d_model / n_heads with values as wide, an
+    MLP in every attention layer, a QK norm of the blocks' own kind."""
     a = arch.attention
     if "kind" not in free:
         require(arch.kind is Kind.DECODER_ONLY, "kind decoder-only (a causal LM)")
@@ -314,9 +314,8 @@ def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
     fraction = arch.position.rotary_fraction
     if arch.position.type is PositionType.ROPE and "position.rotary_fraction" not in free:
         built = spec.rotary_fraction_default or 1.0
-        require(
-            fraction in (None, built), f"position.rotary_fraction must be {built:g}, as its code"
-        )
+        why = f"position.rotary_fraction must be {built:g}: the share its code rotates"
+        require(fraction in (None, built), why)
     if "attention.n_kv_heads" not in free and a.n_kv_heads is not None:
         require(a.n_kv_heads == a.n_heads, "attention.n_kv_heads must equal n_heads (no key)")
     if "layer_widths" not in free:
