@@ -934,7 +934,6 @@ NEMOTRON_H = MAMBA2.derive(
     # one shared expert: transformers always builds it
     fixed=(
         ("mixers.mamba2.mlp", False),
-        ("norm.eps", 1e-05),  # the Mamba-2 norm keeps 1e-5 and archdb's takes the card's one
         *PLAIN_ATTENTION,
         ("mlp.moe.n_shared", 1),
         *SIGMOID_SCORES,
