@@ -163,13 +163,15 @@ def content_hash(raw: bytes) -> str:
 
 @memoize
 def source_fingerprint() -> str:
-    """A hash of every source file of archdb and of archdb_hf beside it (a card's fidelity
-    is judged through the transformers families): a record computed by this code is read
-    only by this code (an edited formula or family never reads old figures)."""
+    """A hash of every source and data file of archdb and of archdb_hf beside it (a card's
+    fidelity is judged through the transformers families, and import-hf through their
+    config_keys.json): a record computed by this code is read only by this code (an edited
+    formula, family or key table never reads old figures)."""
     digest = hashlib.sha256()
     root = Path(__file__).parent
     for package in (root, root.parent / "archdb_hf"):
-        for path in sorted(package.rglob("*.py")):
+        files = [p for p in package.rglob("*") if p.suffix in (".py", ".json")]
+        for path in sorted(files):
             digest.update(path.relative_to(root.parent).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()

@@ -123,9 +123,11 @@ def test_fidelity_is_judged_once_per_card_and_code(private_cache, monkeypatch):
             fidelity.fidelity(card)  # a tampered store is ignored whole
 
 
-def test_the_source_fingerprint_covers_the_transformers_families(monkeypatch):
-    """A card's fidelity is judged through archdb_hf's families: an edit there must not
-    leave a cached verdict (or a query snapshot holding one) in place."""
+@pytest.mark.parametrize("name", ["gpt.py", "config_keys.json"])
+def test_the_source_fingerprint_covers_the_transformers_families(monkeypatch, name):
+    """A card's fidelity is judged through archdb_hf's families and import-hf's key table:
+    an edit there must not leave a cached verdict (or a query snapshot holding one) in
+    place."""
     from pathlib import Path
 
     from archdb import seal
@@ -135,7 +137,7 @@ def test_the_source_fingerprint_covers_the_transformers_families(monkeypatch):
     read = Path.read_bytes
 
     def edited(path: Path) -> bytes:
-        extra = b"# edited\n" if path.name == "gpt.py" and "archdb_hf" in path.parts else b""
+        extra = b" " if path.name == name and "archdb_hf" in path.parts else b""
         return read(path) + extra
 
     monkeypatch.setattr(Path, "read_bytes", edited)
