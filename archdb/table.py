@@ -41,7 +41,7 @@ from archdb.columns import (
     columns_json,
     size_band,
 )
-from archdb.fields import FieldFact, field_at, schema_fields
+from archdb.fields import FieldFact, field_at, leaf_values, schema_fields
 from archdb.schema import (
     CHANNEL_ONLY,
     RECURRENT_KINDS,
@@ -371,19 +371,6 @@ def column_table() -> list[FieldSpec]:
 # --- the table ---------------------------------------------------------------------
 
 
-def _leaves(model: BaseModel, prefix: str = "", into: Row | None = None) -> Row:
-    """Every field value of a card under its dotted path, nested models walked once (40%
-    faster than a getattr chain per column); the fields of an absent (null) model have no
-    entry."""
-    leaves: Row = {} if into is None else into
-    for name, value in model.__dict__.items():
-        if isinstance(value, BaseModel):
-            _leaves(value, f"{prefix}{name}.", leaves)
-        else:
-            leaves[f"{prefix}{name}"] = value
-    return leaves
-
-
 def card_row(card: Card, counts: bool = True, figures: dict[str, Any] | None = None) -> Row:
     """One card as a flat row: its fields by dotted path, then the derived columns.
 
@@ -391,7 +378,7 @@ def card_row(card: Card, counts: bool = True, figures: dict[str, Any] | None = N
     a millisecond a card, leaving them null), for commands that only count choices, such as
     trends; ``figures`` gives those counts when they are already known.
     """
-    leaves = _leaves(card)
+    leaves = leaf_values(card)
     row: Row = {path: _scalar(leaves.get(path)) for path in _FIELD_PATHS}
     derived = _derived(card, counts, figures)
     row.update((k, derived[k]) for k in DERIVED_COLUMNS)

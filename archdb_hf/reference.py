@@ -15,7 +15,7 @@ from functools import cache
 
 from pydantic import ValidationError
 
-from archdb.fields import Switch, with_role
+from archdb.fields import Switch, leaf_values, with_role
 from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, LayerKind, MoE, PositionType, RouterScore
@@ -155,16 +155,6 @@ _URL = "https://example.org/config.json"
 _IDENTITY = Identity("round-trip", "Round trip", "round-trip", "archdb", "2024-01-01")
 
 
-def _flat(data: dict, prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            flat |= _flat(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 @cache
 def _switches() -> frozenset[str]:
     return frozenset(path for path, _ in with_role(Architecture, Switch))
@@ -176,7 +166,7 @@ def recorded(arch: Architecture) -> dict[str, object]:
     switches = _switches()
     values = {
         k: v
-        for k, v in _flat(arch.model_dump(mode="json")).items()
+        for k, v in leaf_values(arch).items()
         if v is not None and not (v is False and k in switches)
     }
     values["attention.head_dim"] = arch.head_dim_effective
