@@ -9,7 +9,7 @@ raise these.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 EXIT_DATA = 1  # invalid data, or something not found
@@ -49,3 +49,9 @@ class UnknownCardError(ArchdbError, KeyError):
 def close_names(name: str, names: Iterable[str]) -> list[str]:
     """Up to five of ``names`` (card ids and family names) spelled like ``name``."""
     return difflib.get_close_matches(name, sorted(set(names)), n=5, cutoff=0.5)
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """One pydantic error's message as a person reads it: without the "Value error, "
+    pydantic puts before a validator's own words."""
+    return str(error["msg"]).removeprefix("Value error, ")

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 import yaml
 from pydantic import ValidationError
 
+from archdb.errors import validation_message
 from archdb.fields import field_at
 from archdb.problems import ALIAS_EXPANSION_LIMIT, Problem
 from archdb.schema import Card
@@ -300,7 +301,7 @@ _PATH_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*) ")
 def _locate(filename: str, card_node: yaml.Node, card_id: str | None, err: dict) -> Problem:
     """Map a pydantic error to the node it concerns; cross-field messages name their field."""
     loc = tuple(err["loc"])
-    message = str(err["msg"]).removeprefix("Value error, ")
+    message = validation_message(err)
     if err["type"] == "value_error" and (m := _PATH_PREFIX.match(message)):
         refined = (*loc, *m.group(1).split("."))
         if _find(card_node, refined, exact=True) is not None:

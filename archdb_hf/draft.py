@@ -51,7 +51,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from archdb.errors import ArchdbError
+from archdb.errors import ArchdbError, validation_message
 from archdb.fields import get_path, set_path, unwrap
 from archdb.files import read_bounded
 from archdb.schema import (
@@ -573,7 +573,7 @@ def check_shape(
         problems = []
         for err in exc.errors()[:3]:
             key = prefix + ".".join(str(p) for p in err["loc"])
-            message = str(err["msg"]).removeprefix("Value error, ")
+            message = validation_message(err)
             problems.append(f"{key}: {message} (got {shown_briefly(err.get('input'))})")
         more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
         raise HFImportError(f"config.json: {'; '.join(problems)}{more}") from None

@@ -73,6 +73,7 @@ from fractions import Fraction
 
 from pydantic import ValidationError
 
+from archdb.errors import validation_message
 from archdb.fields import get_path, schema_fields
 from archdb.mixers import MIXERS, ToyFrame
 from archdb.plan.layout import BuildError, is_moe_layer, lcm, null_fields, rotary_dims
@@ -240,7 +241,7 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
     except ValidationError as exc:  # a valid card whose toy the schema refuses
         error = exc.errors()[0]
         where = ".".join(map(str, error["loc"]))
-        problem = error["msg"].removeprefix("Value error, ")
+        problem = validation_message(error)
         raise BuildError(
             f"the toy rule cannot shrink this card: {where + ': ' if where else ''}{problem}"
         ) from None

@@ -36,7 +36,7 @@ from pydantic import (
 
 from archdb import files
 from archdb.conventions import PASSES
-from archdb.errors import ArchdbError
+from archdb.errors import ArchdbError, validation_message
 from archdb.schema import Card
 
 PROFILE_CLASSES = ("tensor contraction", "norm", "softmax", "element-wise", "other")
@@ -443,7 +443,7 @@ def _problem(error: Any) -> str:
         return f"not valid JSON ({error['msg'].removeprefix('Invalid JSON: ')})"
     if error["type"] == "model_type" and not error["loc"]:
         return "expected a JSON object at the top level"
-    return _where(error["loc"]) + error["msg"].removeprefix("Value error, ")
+    return _where(error["loc"]) + validation_message(error)
 
 
 def _where(location: tuple[int | str, ...]) -> str:
