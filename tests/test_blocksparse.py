@@ -32,7 +32,7 @@ GlobalKernel = kernels_part.modules().GlobalKernel
 Act = mlp_part.modules().Act
 readable = blocksparse_part.modules().readable
 
-PHI3_SMALL = next(c for c in shipped_catalogue() if c.id == "phi-3-small")
+PHI3_SMALL = shipped_catalogue().get("phi-3-small")
 BLOCKSPARSE_ARCH = {"attention.layer_pattern": ["blocksparse", "global"]}
 
 

@@ -43,7 +43,7 @@ def test_toy_counts_transformers_parameters():
 )
 def test_released_sizes_count_transformers_parameters(card_id, total):
     """The cards' full sizes, built by transformers from the config the card writes back."""
-    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    card = shipped_catalogue().get(card_id)
     assert param_count(card.architecture).total == _hf_params(card.architecture) == total
 
 
@@ -210,7 +210,7 @@ def test_a_released_style_config_imports_to_the_card(card_id):
     from archdb_hf.draft import Identity
     from archdb_hf.importer import import_config
 
-    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    card = shipped_catalogue().get(card_id)
     config = _released_style(DEEPSEEK_V4.write(card.architecture))
     identity = Identity("deepseek-v4-x", "V4", "deepseek-v4", "DeepSeek-AI", "2026-04-24")
     result = import_config(config, source_url="https://huggingface.co/o/m", identity=identity)
@@ -223,7 +223,7 @@ def test_hash_layers_must_open_the_model():
     from archdb_hf.draft import HFImportError, Identity
     from archdb_hf.importer import import_config
 
-    card = next(c for c in shipped_catalogue() if c.id == "deepseek-v4-flash")
+    card = shipped_catalogue().get("deepseek-v4-flash")
     config = DEEPSEEK_V4.write(card.architecture) | {"model_type": "deepseek_v4"}
     assert config["mlp_layer_types"][:2] == ["hash_moe", "hash_moe"]
     config["mlp_layer_types"] = ["moe", *config["mlp_layer_types"][1:]]
@@ -244,5 +244,5 @@ def test_a_decode_step_reads_the_window_and_the_entries():
     local, csa, hca = per_key * 8, per_key * (8 + 3) + 16 * 2 * 36, per_key * (8 + 8)
     assert attention_decode_flops(arch, 64) == local + csa + hca
     # the entries grow with the context, so attention overtakes the MLP even with windows
-    card = next(c for c in shipped_catalogue() if c.id == "deepseek-v4-flash")
+    card = shipped_catalogue().get("deepseek-v4-flash")
     assert card_crossover(card).contexts[Mode.WINDOWED.value] is not None

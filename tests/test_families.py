@@ -355,7 +355,7 @@ def test_every_key_a_writer_writes_is_one_its_config_class_reads():
     ],
 )
 def test_a_writer_refuses_what_its_family_code_does_not_build(card_id, model_type, named):
-    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    card = shipped_catalogue().get(card_id)
     with pytest.raises(NotRepresentable, match=named):
         convert(fill_unknowns(card.architecture)[0], model_type)
 
@@ -375,7 +375,7 @@ def test_a_writer_refuses_what_its_family_code_does_not_build(card_id, model_typ
 def test_a_writer_refuses_a_size_its_config_would_drop(card_id, changes, named):
     """Mutants the writer fuzz found written with the value silently dropped, so that
     "count-exact" would have claimed a count transformers does not build."""
-    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    card = shipped_catalogue().get(card_id)
     data = apply_changes(card.architecture.model_dump(mode="json"), changes)
     with pytest.raises(NotRepresentable, match=named):
         convert(fill_unknowns(Architecture.model_validate(data))[0], model_type_of(card))

@@ -160,7 +160,7 @@ def _official_count(arch) -> int:
 
 @pytest.mark.parametrize("card_id", list(OPENELM))
 def test_openelm_cards_count_the_released_parameters(card_id):
-    card = next(c for c in shipped_catalogue() if c.id == card_id)
+    card = shipped_catalogue().get(card_id)
     arch = fill_unknowns(card.architecture)[0]
     assert _official_count(arch) == OPENELM[card_id]
     assert param_count(arch).total == OPENELM[card_id]
