@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from archdb.schema import Architecture, LayerKind
+from archdb.schema import Architecture, GeluApproximation, LayerKind
 
 
 class NotRepresentable(ValueError):
@@ -168,6 +168,16 @@ def one_bias_flag(arch: Architecture) -> bool:
     b = arch.bias
     require(b.qkv == b.attn_out == b.mlp, "one bias flag covers q, k, v, o and the MLP")
     return b.qkv
+
+
+def gelu_key(name: str, tanh: str) -> Key:
+    """The activation key of a GELU family: "gelu" (ACT2FN's erf form) where the card's
+    GELU is exact, else the family's spelling of the tanh form."""
+
+    def out(arch: Architecture) -> str:
+        return "gelu" if arch.mlp.gelu_approximation is GeluApproximation.EXACT else tanh
+
+    return Key(name, "mlp.gelu_approximation", out=out, read=False)
 
 
 def key_or(name: str, path: str, fallback: Any, **given: Any) -> Key:

@@ -47,7 +47,12 @@ GPT_OSS_ROPE = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "beta_f
 TINY: dict[str, dict] = {
     "llama": {**_DENSE, "rms_norm_eps": 1e-5, "rope_theta": 500000.0},
     "mistral": {**_DENSE, "sliding_window": WINDOW},
+    # LayerNorms, a plain tanh-GELU MLP, every projection biased (use_bias), a window
+    "starcoder2": {**_DENSE, "sliding_window": WINDOW, "norm_epsilon": 1e-3},
     "qwen2": {**_DENSE},
+    # LayerNorms; q/k/v biases without o's; half of each head rotating (the default: 0.25)
+    "stablelm": {**_DENSE, "use_qkv_bias": True, "partial_rotary_factor": 0.5,
+                 "layer_norm_eps": 1e-3},
     "qwen3": {**_DENSE, "head_dim": 24},
     "gemma": {**_DENSE, "head_dim": 24},
     "gemma2": {**_DENSE, "head_dim": 16, "sliding_window": WINDOW, "query_pre_attn_scalar": 24,
@@ -84,6 +89,11 @@ TINY: dict[str, dict] = {
     "olmo": {**_DENSE},
     "cohere": {**_DENSE, "logit_scale": 0.25, "use_qk_norm": True},
     "phi": {**_DENSE, "num_key_value_heads": None, "qk_layernorm": True},
+    # multi-query attention (StarCoder's); the erf GELU
+    "gpt_bigcode": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
+                    "activation_function": "gelu"},
+    # fused per-head q/k/v rows, per-head QK LayerNorms, half the head dims rotating
+    "persimmon": {**_DENSE, "num_key_value_heads": None, "layer_norm_eps": 1e-3},
     "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
              "rotary_dim": 8},
     "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,
@@ -620,6 +630,7 @@ def test_a_t5_checkpoint_loads_by_its_names(tmp_path):
 VARIANTS = [  # a family's other layouts, each off the TINY config
     ("gpt_neox", {"hidden_act": "quick_gelu"}),  # x * sigmoid(1.702 x): no GELU form
     ("gpt_neox", {"use_parallel_residual": False}),  # serial blocks (RedPajama-INCITE)
+    ("gpt_bigcode", {"multi_query": False}),  # per head [q, k, v] rows in c_attn
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}),
     ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": False}),
     ("granitemoehybrid", {"num_local_experts": 0, "position_embedding_type": "rope"}),

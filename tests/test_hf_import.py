@@ -838,3 +838,14 @@ def test_no_qk_norm_imports_no_qk_norm_terms():
     card = card_of(config("llama-2-7b-hf"))
     assert card.architecture.attention.qk_norm.value == "none"
     assert card.architecture.attention.qk_norm_type is None
+
+
+@pytest.mark.parametrize("key", ["qk_layernorm", "use_parallel_residual"])
+def test_stablelm_layouts_without_a_weight_map_are_refused_by_name(key):
+    sizes = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "intermediate_size": 128, "vocab_size": 128}  # fmt: skip
+    assert (
+        card_of({"model_type": "stablelm", **sizes}).architecture.position.rotary_fraction == 0.25
+    )
+    with pytest.raises(HFImportError, match=f"config.json: {key} True: StableLM's"):
+        imported({"model_type": "stablelm", **sizes, key: True})

@@ -107,6 +107,18 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("llama", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True, "n_layers": 3}),
     ("mistral", {"attention.layer_pattern": ["local"], "attention.sliding_window": 16}),
     ("mistral", {"attention.head_dim": 32}),
+    (
+        "starcoder2",
+        {
+            **GPT,
+            "position.type": "rope",
+            "position.rope_theta": 1e4,
+            "tied_embeddings": False,
+            "attention.layer_pattern": ["local"],
+            "attention.sliding_window": 16,
+        },
+    ),
+    ("stablelm", {**LAYERNORM, "bias.qkv": True, "position.rotary_fraction": 0.25}),
     ("mixtral", {"mlp.moe": MOE}),
     ("phi3", {"attention.layer_pattern": ["local"], "attention.sliding_window": 16}),
     ("qwen2", {"bias.qkv": True, "tied_embeddings": True}),
@@ -352,6 +364,20 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
         },
     ),
     ("gpt2", GPT),
+    (
+        "persimmon",
+        {
+            **GPT,
+            "position.type": "rope",
+            "position.rope_theta": 1e4,
+            "tied_embeddings": False,
+            "mlp.activation": "squared-relu",
+            "position.rotary_fraction": 0.5,
+            **qk_norm("per-head", "layernorm", "scale-and-bias"),
+        },
+    ),
+    ("gpt_bigcode", {**GPT, "attention.n_kv_heads": 1}),  # multi-query (StarCoder)
+    ("gpt_bigcode", {**GPT, "tied_embeddings": False}),  # one key/value head per query head
     ("openai-gpt", {**GPT, "norm.position": "post", "norm.final": False}),
     (
         "gptj",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from archdb.plan.layout import embedding_width, learned_rows
-from archdb.schema import Architecture, GeluApproximation, NormPosition, QKNorm
+from archdb.schema import Architecture, NormPosition, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import Draft, read_bias_flag
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, dropped, merged, one_bias_flag, require
+from archdb_hf.keymap import Key, dropped, gelu_key, merged, one_bias_flag, require
 from archdb_hf.tensors import QKV_CUTS, QKVO, Dims, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -38,6 +40,12 @@ def _read_falcon(d: Draft) -> None:
         d.set("architecture.position.type", "alibi", "config")
         d.clear("architecture.position.rope_theta")
     read_bias_flag(d, "bias", False)
+
+
+def _read_gpt_bigcode(d: Draft) -> None:
+    """multi_query: one key/value head (StarCoder, SantaCoder), else one per query head."""
+    heads = 1 if d.read("multi_query", default=True) else d.value("architecture.attention.n_heads")
+    d.set("architecture.attention.n_kv_heads", heads, d.origin_of("multi_query"))
 
 
 def _read_opt(d: Draft) -> None:
@@ -84,6 +92,12 @@ def _openai_gpt(a: Architecture) -> dict:
     return {}
 
 
+def _multi_query(a: Architecture) -> bool:
+    kv = a.attention.n_kv_heads
+    require(kv in (None, 1, a.attention.n_heads), "one key/value head, or one per query head")
+    return kv == 1
+
+
 def _parallel_residual(a: Architecture) -> bool:
     if a.parallel_layers:  # else serial blocks (use_parallel_residual false: RedPajama-INCITE)
         require(not a.norm.shared_in_parallel, "norm.shared_in_parallel must be False")
@@ -112,18 +126,6 @@ def _classic_mqa(a: Architecture) -> bool:
     return a.attention.n_kv_heads == 1 and bool(a.norm.shared_in_parallel)  # Falcon-7B
 
 
-def _hidden_act(a: Architecture) -> str:
-    """ACT2FN: gelu is the erf form, gelu_fast the tanh form (GPT-NeoX-20B's spelling, the
-    formula of GPT-NeoX's fused bias_gelu); null is tanh, as the builder's."""
-    return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_fast"
-
-
-def _gelu_form(a: Architecture) -> str:
-    """GPT-2's and GPT-J's activation_function: gelu_new (tanh) unless the card's GELU is
-    the erf form (Cerebras-GPT)."""
-    return "gelu" if a.mlp.gelu_approximation is GeluApproximation.EXACT else "gelu_new"
-
-
 # the sizes import-hf's generic steps read (under one of their spellings)
 GPT_SIZES = (
     Key("vocab_size", "vocab_size", read=False),
@@ -134,6 +136,8 @@ GPT_SIZES = (
 # Llama's sizes but the MLP width (each family names it), one key/value head per query
 # head and heads of d_model / n_heads
 NEOX_SIZES = merged(SIZES, dropped(("intermediate_size", "num_key_value_heads", "head_dim")))
+QK_LAYERNORM = Key("qk_layernorm", "attention.qk_norm", default=False, out=_phi_qk,
+                   into=lambda on: "per-head" if on else "none")  # fmt: skip
 LEARNED_ROWS = Key("n_positions", "context_length", out=learned_rows, read=False)
 
 
@@ -163,9 +167,10 @@ def _neox_heads(d: Dims) -> tuple[int, int, int]:
     return d.n_heads, 3, d.head_dim  # rows grouped per head as [q, k, v]
 
 
-def _gpt_neox_names() -> Names:
-    """Parallel blocks name their norms before_attn/before_mlp and sublayers directly;
-    serial ones (use_parallel_residual false) wrap them in residuals."""
+def _fused_heads_layer(attn: str) -> dict[str, Source]:
+    """GPT-NeoX's layer names (Persimmon's with its ``attn`` module): q, k and v rows
+    grouped per head in query_key_value. Parallel blocks name their norms
+    before_attn/before_mlp and sublayers directly; serial ones wrap them in residuals."""
     layer: dict[str, Source] = {}
     norms = {"attn": "input_layernorm", "mlp": "post_attention_layernorm"}
     for t in ("weight", "bias"):
@@ -174,16 +179,30 @@ def _gpt_neox_names() -> Names:
         for where in ("attn", "attn.sublayer"):
             for index, p in enumerate("qkv"):
                 layer[f"{where}.{p}.{t}"] = Source(
-                    f"attention.query_key_value.{t}",
+                    f"{attn}.query_key_value.{t}",
                     cut=lambda d, i=index: (i, i + 1),
                     per_head=_neox_heads,
                 )
-            layer[f"{where}.o.{t}"] = Source(f"attention.dense.{t}")
+            layer[f"{where}.o.{t}"] = Source(f"{attn}.dense.{t}")
         for where in ("mlp", "mlp.sublayer"):
             layer[f"{where}.up.{t}"] = Source(f"mlp.dense_h_to_4h.{t}")
             layer[f"{where}.down.{t}"] = Source(f"mlp.dense_4h_to_h.{t}")
+    return layer
+
+
+def _gpt_neox_names() -> Names:
     top = w.top_names("gpt_neox.embed_in.weight", "gpt_neox.final_layer_norm", "embed_out.weight")
+    layer = _fused_heads_layer("attention")
     return Names(top, layer, prefix="gpt_neox.layers.{i}.", tied_head=("embed_out.weight",))
+
+
+def _persimmon_names() -> Names:
+    layer = _fused_heads_layer("self_attn")
+    for qk in ("q", "k"):  # one LayerNorm over head_dim, shared by the heads
+        for t in ("weight", "bias"):
+            layer[f"attn.sublayer.qk_norm.{qk}_norm.{t}"] = Source(f"self_attn.{qk}_layernorm.{t}")
+    top = w.top_names("model.embed_tokens.weight", "model.final_layernorm")
+    return Names(top, layer, tied_head=("lm_head.weight",))
 
 
 def _gptj_names() -> Names:
@@ -233,6 +252,24 @@ def _falcon_names() -> Names:
     return names
 
 
+def _gpt_bigcode_names() -> Names:
+    """GPT-2's layout in nn.Linear (out, in) tensors; c_attn holds, per key/value head, its
+    query heads, then its key and its value (Falcon's grouping: [q, k, v] per head, or
+    every query head then the one key and value under multi_query)."""
+    layer: dict[str, Source] = {}
+    for t in ("weight", "bias"):
+        for ours, theirs in (("attn.before", "ln_1"), ("mlp.before", "ln_2"),
+                             ("attn.sublayer.o", "attn.c_proj"), ("mlp.sublayer.up", "mlp.c_fc"),
+                             ("mlp.sublayer.down", "mlp.c_proj")):  # fmt: skip
+            layer[f"{ours}.{t}"] = Source(f"{theirs}.{t}")
+        for p, cut in QKV_CUTS:
+            fused = Source(f"attn.c_attn.{t}", cut=cut, grouped=_falcon_groups)
+            layer[f"attn.sublayer.{p}.{t}"] = fused
+    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
+    top["positions.table.weight"] = Source("transformer.wpe.weight")
+    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+
+
 def _opt_names() -> Names:
     """OPT's learned table reserves its first two rows (positions start at row 2): they
     are rotated to the end, so archdb's row p is OPT's row p + 2 (a lossless reorder)."""
@@ -276,11 +313,27 @@ GPT2 = FamilySpec(
         *GPT_SIZES,
         Key("n_inner", "mlp.d_ff", read=False),
         LEARNED_ROWS,
-        Key("activation_function", "mlp.gelu_approximation", out=_gelu_form, read=False),
+        # ACT2FN: gelu is the erf form (Cerebras-GPT's), gelu_new the tanh form
+        gelu_key("activation_function", "gelu_new"),
     ),
     write=_gpt2,
     names=_gpt2_names,
     logit_error=2.9e-07,
+)
+# GPT-2 in nn.Linear layers, with multi-query attention
+GPT_BIGCODE = GPT2.derive(
+    "gpt_bigcode",
+    classes="GPTBigCode",
+    layer="GPTBigCodeBlock",
+    activation_default="gelu_pytorch_tanh",
+    keys=(
+        gelu_key("activation_function", "gelu_pytorch_tanh"),
+        Key("multi_query", "attention.n_kv_heads", out=_multi_query, read=False),
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+    ),
+    read=_read_gpt_bigcode,
+    names=_gpt_bigcode_names,
+    logit_error=0.0,
 )
 GPTJ = GPT2.derive(
     "gptj",
@@ -321,7 +374,8 @@ GPT_NEOX = FamilySpec(
         Key("use_parallel_residual", "parallel_layers", default=True, out=_parallel_residual),
         Key("rotary_pct", "position.rotary_fraction", read=False,
             out=lambda a: a.position.rotary_fraction or 1.0),
-        Key("hidden_act", "mlp.gelu_approximation", out=_hidden_act, read=False),
+        # gelu_fast: GPT-NeoX-20B's spelling, the formula of GPT-NeoX's fused bias_gelu
+        gelu_key("hidden_act", "gelu_fast"),
         Key("attention_bias", "bias.qkv", read=False),
     ),
     free=("norm.shared_in_parallel",),
@@ -342,8 +396,7 @@ PHI = GPTJ.derive(
         *dropped(GPTJ.keys),
         *SIZES,
         ROTARY_FRACTION,
-        Key("qk_layernorm", "attention.qk_norm", default=False, out=_phi_qk,
-            into=lambda on: "per-head" if on else "none"),
+        QK_LAYERNORM,
     ),
     read=None,
     names=_phi_names,
@@ -408,6 +461,25 @@ FALCON = GPT_NEOX.derive(
     names=_falcon_names,
     logit_error=2.4e-07,
 )  # fmt: skip
+# GPT-NeoX's serial layout with squared-ReLU and per-head QK LayerNorms
+PERSIMMON = GPT_NEOX.derive(
+    "persimmon",
+    classes="Persimmon",
+    attention_bias_default=True,
+    fixed_bias=(True, True, True),
+    activation_default="relu2",
+    rotary_fraction_default=0.5,
+    qk_norm="per-head",
+    keys=(
+        *dropped(("use_parallel_residual", "rotary_pct", "hidden_act", "attention_bias")),
+        ROTARY_FRACTION,
+        replace(QK_LAYERNORM, default=True),
+    ),
+    free=(),
+    read=None,
+    names=_persimmon_names,
+    logit_error=0.0,
+)
 # Families archdb compares with but does not import
 OPENAI_GPT = GPT2.derive(
     "openai-gpt",

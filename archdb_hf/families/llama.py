@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from archdb.parts.mlp import CLAMPED_SWIGLU
 from archdb.schema import Architecture, LayerKind, NormAffine, NormType, QKNorm
-from archdb_hf.draft import Draft, HFImportError, read_layer_period
+from archdb_hf.draft import Draft, HFImportError, read_bias_flag, read_layer_period, read_only
 from archdb_hf.families.card_to_config import (
     layer_kind_names,
     layer_types_of,
@@ -12,7 +12,7 @@ from archdb_hf.families.card_to_config import (
     rope_scaling_config,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, require
+from archdb_hf.keymap import Key, dropped, gelu_key, one_bias_flag, require
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
@@ -21,6 +21,7 @@ from archdb_hf.tensors import (
     first_ff,
     k_rows,
     llama_layer,
+    llama_with,
     moe_names,
     q_rows,
     second_ff,
@@ -65,6 +66,16 @@ def _read_smollm3(d: Draft) -> None:
         d.set("architecture.attention.sliding_window", None, "config")
         if window:
             d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
+
+
+def _read_starcoder2(d: Draft) -> None:
+    read_bias_flag(d, "use_bias", True)
+
+
+def _read_stablelm(d: Draft) -> None:
+    # StableLM 2 12B's layout: neither has a tested weight map here
+    read_only(d, "qk_layernorm", False, "StableLM's per-head LayerNorm list is not mapped")
+    read_only(d, "use_parallel_residual", False, "StableLM's parallel blocks are not mapped")
 
 
 # --- card -> config (the reference): what no key can write ------------------------------
@@ -159,6 +170,17 @@ def _phi3_names() -> Names:
     return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
+def _starcoder2_names() -> Names:
+    mlp = (("up", "c_fc"), ("down", "c_proj"))
+    return llama_with(
+        {
+            f"mlp.sublayer.{p}.{t}": Source(f"mlp.{n}.{t}")
+            for p, n in mlp
+            for t in ("weight", "bias")
+        }
+    )
+
+
 def mixtral_names() -> Names:
     layer = llama_layer(PRE_NORMS)
     layer |= moe_names("block_sparse_moe.gate", "block_sparse_moe.experts", "w1", "w3", "w2")
@@ -228,6 +250,28 @@ MIXTRAL = MISTRAL.derive(
     logit_error=3.3e-07,
 )
 
+# Mistral with LayerNorms, a plain GELU MLP (c_fc, c_proj) and one use_bias flag
+STARCODER2 = MISTRAL.derive(
+    "starcoder2",
+    classes="Starcoder2",
+    eps_key="norm_epsilon",
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    gated=False,
+    fixed_bias=None,
+    mlp_bias=None,
+    tied_default=True,
+    activation_default="gelu_pytorch_tanh",
+    keys=(
+        *dropped(("attention_bias", "mlp_bias", "head_dim")),
+        Key("use_bias", "bias.qkv", out=one_bias_flag, read=False),
+        gelu_key("hidden_act", "gelu_pytorch_tanh"),
+    ),
+    read=_read_starcoder2,
+    names=_starcoder2_names,
+    logit_error=3e-07,
+)
+
 
 def _phi3_original_context(a: Architecture) -> int:
     """Phi3Config's original_max_position_embeddings, which transformers prefers to the
@@ -247,6 +291,23 @@ PHI3 = MISTRAL.derive(
     ),
     names=_phi3_names,
     logit_error=3e-07,
+)
+# Llama with LayerNorms, a quarter of each head rotating and q/k/v biases only
+STABLELM = LLAMA.derive(
+    "stablelm",
+    classes="StableLm",
+    eps_key="layer_norm_eps",
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    fixed_bias=(None, False, False),
+    rotary_fraction_default=0.25,
+    keys=(
+        *dropped(("attention_bias", "mlp_bias", "head_dim")),
+        Key("use_qkv_bias", "bias.qkv", default=False),
+        ROTARY_FRACTION,
+    ),
+    read=_read_stablelm,
+    logit_error=0.0,
 )
 # logit test: Llama with NoPE layers
 SMOLLM3 = LLAMA.derive(
