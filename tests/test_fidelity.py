@@ -87,6 +87,8 @@ TINY: dict[str, dict] = {
     "qwen3_moe": {**_DENSE, "moe_intermediate_size": 32, "num_experts": 4,
                   "num_experts_per_tok": 2, "norm_topk_prob": False},
     "olmo": {**_DENSE},
+    # full-width QK norms over GQA's narrower keys; top-k shares of a softmax over all experts
+    "olmoe": {**_DENSE, "intermediate_size": 32, "num_experts": 4, "num_experts_per_tok": 2},
     "cohere": {**_DENSE, "logit_scale": 0.25, "use_qk_norm": True},
     "phi": {**_DENSE, "num_key_value_heads": None, "qk_layernorm": True},
     # multi-query attention (StarCoder's); the erf GELU
@@ -94,6 +96,10 @@ TINY: dict[str, dict] = {
                     "activation_function": "gelu"},
     # fused per-head q/k/v rows, per-head QK LayerNorms, half the head dims rotating
     "persimmon": {**_DENSE, "num_key_value_heads": None, "layer_norm_eps": 1e-3},
+    # ALiBi over 6 heads (not a power of two: the paper's interleaved slopes), the
+    # embeddings' LayerNorm, fused per-head q/k/v rows
+    "bloom": {"hidden_size": 48, "n_layer": 2, "n_head": 6, "vocab_size": 128,
+              "layer_norm_epsilon": 1e-3},
     "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
              "rotary_dim": 8},
     "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,

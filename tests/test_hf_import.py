@@ -849,3 +849,21 @@ def test_stablelm_layouts_without_a_weight_map_are_refused_by_name(key):
     )
     with pytest.raises(HFImportError, match=f"config.json: {key} True: StableLM's"):
         imported({"model_type": "stablelm", **sizes, key: True})
+
+
+def test_olmoe_clip_qkv_is_refused_by_name():
+    sizes = {"model_type": "olmoe", "hidden_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "intermediate_size": 32, "vocab_size": 128,
+             "num_experts": 4, "num_experts_per_tok": 2}  # fmt: skip
+    assert card_of(sizes).architecture.mlp.moe.normalize_top_k is False  # OlmoeConfig's
+    with pytest.raises(HFImportError, match=r"clip_qkv 8\.0: OLMoE clamps q, k and v after"):
+        imported({**sizes, "clip_qkv": 8.0})
+
+
+def test_bloom_residuals_after_the_norm_are_refused_by_name():
+    sizes = {"model_type": "bloom", "hidden_size": 48, "n_layer": 2, "n_head": 6,
+             "vocab_size": 128}  # fmt: skip
+    arch = card_of(sizes).architecture
+    assert (arch.position.type.value, arch.embedding_norm, arch.mlp.d_ff) == ("alibi", True, 192)
+    with pytest.raises(HFImportError, match="apply_residual_connection_post_layernorm True"):
+        imported({**sizes, "apply_residual_connection_post_layernorm": True})

@@ -120,6 +120,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ),
     ("stablelm", {**LAYERNORM, "bias.qkv": True, "position.rotary_fraction": 0.25}),
     ("mixtral", {"mlp.moe": MOE}),
+    ("olmoe", {"mlp.moe": MOE, **qk_norm("full"), "mlp.moe.normalize_top_k": False}),
     ("phi3", {"attention.layer_pattern": ["local"], "attention.sliding_window": 16}),
     ("qwen2", {"bias.qkv": True, "tied_embeddings": True}),
     ("qwen3", {**qk_norm("per-head"), "attention.head_dim": 32}),
@@ -374,6 +375,15 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.activation": "squared-relu",
             "position.rotary_fraction": 0.5,
             **qk_norm("per-head", "layernorm", "scale-and-bias"),
+        },
+    ),
+    (
+        "bloom",
+        {
+            **GPT,
+            "position.type": "alibi",
+            "embedding_norm": True,
+            "mlp.gelu_approximation": "tanh",
         },
     ),
     ("gpt_bigcode", {**GPT, "attention.n_kv_heads": 1}),  # multi-query (StarCoder)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from archdb.plan.layout import embedding_width, learned_rows
 from archdb.schema import Architecture, NormPosition, QKNorm
 from archdb_hf import tensors as w
-from archdb_hf.draft import Draft, read_bias_flag
+from archdb_hf.draft import Draft, read_bias_flag, read_only
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, dropped, gelu_key, merged, one_bias_flag, require
@@ -46,6 +46,11 @@ def _read_gpt_bigcode(d: Draft) -> None:
     """multi_query: one key/value head (StarCoder, SantaCoder), else one per query head."""
     heads = 1 if d.read("multi_query", default=True) else d.value("architecture.attention.n_heads")
     d.set("architecture.attention.n_kv_heads", heads, d.origin_of("multi_query"))
+
+
+def _read_bloom(d: Draft) -> None:
+    why = "the card's residual stream carries the block input, not its normalized copy"
+    read_only(d, "apply_residual_connection_post_layernorm", False, why)
 
 
 def _read_opt(d: Draft) -> None:
@@ -96,6 +101,11 @@ def _multi_query(a: Architecture) -> bool:
     kv = a.attention.n_kv_heads
     require(kv in (None, 1, a.attention.n_heads), "one key/value head, or one per query head")
     return kv == 1
+
+
+def _bloom(a: Architecture) -> dict:
+    require(a.mlp.d_ff == 4 * a.d_model, "BLOOM's MLP is 4 x d_model")
+    return {}
 
 
 def _parallel_residual(a: Architecture) -> bool:
@@ -194,6 +204,14 @@ def _gpt_neox_names() -> Names:
     top = w.top_names("gpt_neox.embed_in.weight", "gpt_neox.final_layer_norm", "embed_out.weight")
     layer = _fused_heads_layer("attention")
     return Names(top, layer, prefix="gpt_neox.layers.{i}.", tied_head=("embed_out.weight",))
+
+
+def _bloom_names() -> Names:
+    top = w.top_names("transformer.word_embeddings.weight", "transformer.ln_f")
+    for t in ("weight", "bias"):
+        top[f"embed_norm.{t}"] = Source(f"transformer.word_embeddings_layernorm.{t}")
+    layer = _fused_heads_layer("self_attention")
+    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _persimmon_names() -> Names:
@@ -479,6 +497,36 @@ PERSIMMON = GPT_NEOX.derive(
     read=None,
     names=_persimmon_names,
     logit_error=0.0,
+)
+# GPT-NeoX's fused heads with ALiBi, a LayerNorm on the embeddings and a 4 x d_model MLP
+BLOOM = FamilySpec(
+    "bloom",
+    classes="Bloom",
+    layer="BloomBlock",
+    eps_key="layer_norm_epsilon",
+    rope_key=None,
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    gated=False,
+    position="alibi",
+    fixed_bias=(True, True, True),
+    tied_default=True,
+    activation_default="gelu_pytorch_tanh",  # bloom_gelu_forward: the tanh form, in code
+    d_ff_default_ratio=4,
+    keys=(
+        *GPT_SIZES[:1],
+        Key("hidden_size", "d_model", read=False),
+        *GPT_SIZES[2:],
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+        Key("seq_length", "context_length", read=False),  # the training context (no table)
+    ),
+    released_keys=("seq_length",),
+    fixed=(("embedding_norm", True), ("mlp.gelu_approximation", "tanh")),
+    extras=frozenset({"embedding_norm"}),
+    read=_read_bloom,
+    write=_bloom,
+    names=_bloom_names,
+    logit_error=2.8e-07,
 )
 # Families archdb compares with but does not import
 OPENAI_GPT = GPT2.derive(

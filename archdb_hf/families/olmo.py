@@ -1,4 +1,4 @@
-"""OLMo 1, 2 and 3, and EXAONE 4."""
+"""OLMo 1, 2 and 3, OLMoE, and EXAONE 4."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from archdb_hf.draft import (
     HFImportError,
     pattern_letters,
     read_layer_period,
+    read_only,
     rope_parameters_of,
 )
 from archdb_hf.families.card_to_config import rope_scaling_config
 from archdb_hf.families.llama import LAYER_TYPES, LLAMA, ROPE, llama_names
-from archdb_hf.keymap import Key, require, sliding_window_key
+from archdb_hf.keymap import Key, normalizes_top_k, require, sliding_window_key
+from archdb_hf.tensors import qwen3_moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -74,6 +76,11 @@ def _read_exaone4(d: Draft) -> None:
         )
 
 
+def _read_olmoe(d: Draft) -> None:
+    why = "OLMoE clamps q, k and v after its QK norms, archdb's attention before them"
+    read_only(d, "clip_qkv", None, why)
+
+
 # --- card -> config (the reference): what no key writes ---------------------------------
 
 
@@ -131,6 +138,23 @@ OLMO2 = OLMO.derive(
         llama_names,
         {"attn.branch": "post_attention_layernorm", "mlp.branch": "post_feedforward_layernorm"},
     ),
+    logit_error=0.0,
+)
+# Llama with full-width QK RMSNorms and experts in every layer under a softmax router
+OLMOE = LLAMA.derive(
+    "olmoe",
+    classes="Olmoe",
+    qk_norm="full",
+    mlp_bias=False,
+    eps_default=1e-05,
+    keys=(
+        Key("mlp_bias"),
+        Key("num_experts", "mlp.moe.n_experts", required=True),
+        Key("num_experts_per_tok", "mlp.moe.n_active", required=True),
+        Key("norm_topk_prob", "mlp.moe.normalize_top_k", default=False, out=normalizes_top_k),
+    ),
+    read=_read_olmoe,
+    names=qwen3_moe_names,
     logit_error=0.0,
 )
 # logit test: OLMo 2 with sliding layers; YaRN on the full layers only
