@@ -100,6 +100,10 @@ TINY: dict[str, dict] = {
     # embeddings' LayerNorm, fused per-head q/k/v rows
     "bloom": {"hidden_size": 48, "n_layer": 2, "n_head": 6, "vocab_size": 128,
               "layer_norm_epsilon": 1e-3},
+    # scores left unscaled; a local layer whose window binds, between global ones
+    "gpt_neo": {"hidden_size": 64, "num_layers": 3, "num_heads": 4, "vocab_size": 128,
+                "max_position_embeddings": 64, "window_size": WINDOW,
+                "attention_types": [[["global", "local", "global"], 1]]},
     "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
              "rotary_dim": 8},
     "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,

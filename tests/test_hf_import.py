@@ -867,3 +867,23 @@ def test_bloom_residuals_after_the_norm_are_refused_by_name():
     assert (arch.position.type.value, arch.embedding_norm, arch.mlp.d_ff) == ("alibi", True, 192)
     with pytest.raises(HFImportError, match="apply_residual_connection_post_layernorm True"):
         imported({**sizes, "apply_residual_connection_post_layernorm": True})
+
+
+@pytest.mark.parametrize(
+    "types",
+    [
+        [[["global", "local"], 10**12]],  # far more layers than num_layers: no list is built
+        [[["global", "sparse"], 1]],
+        [["global", 2]],
+        "global",
+    ],
+)
+def test_gpt_neo_attention_types_that_do_not_give_its_layers_are_refused(types):
+    sizes = {"model_type": "gpt_neo", "hidden_size": 64, "num_layers": 2, "num_heads": 4,
+             "vocab_size": 128, "attention_types": [[["global", "local"], 1]]}  # fmt: skip
+    assert [k.value for k in card_of(sizes).architecture.attention.layer_pattern] == [
+        "global",
+        "local",
+    ]
+    with pytest.raises(HFImportError, match="attention_types is not"):
+        imported({**sizes, "attention_types": types})

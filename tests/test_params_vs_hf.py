@@ -386,6 +386,17 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.gelu_approximation": "tanh",
         },
     ),
+    (
+        "gpt_neo",
+        {
+            **GPT,
+            "bias.qkv": False,
+            "attention.scale": 1.0,
+            "n_layers": 4,
+            "attention.layer_pattern": ["global", "local"],
+            "attention.sliding_window": 16,
+        },
+    ),
     ("gpt_bigcode", {**GPT, "attention.n_kv_heads": 1}),  # multi-query (StarCoder)
     ("gpt_bigcode", {**GPT, "tied_embeddings": False}),  # one key/value head per query head
     ("openai-gpt", {**GPT, "norm.position": "post", "norm.final": False}),

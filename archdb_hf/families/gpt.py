@@ -7,10 +7,10 @@ from dataclasses import replace
 from archdb.plan.layout import embedding_width, learned_rows
 from archdb.schema import Architecture, NormPosition, QKNorm
 from archdb_hf import tensors as w
-from archdb_hf.draft import Draft, read_bias_flag, read_only
+from archdb_hf.draft import Draft, HFImportError, read_bias_flag, read_layer_period, read_only
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import Key, dropped, gelu_key, merged, one_bias_flag, require
+from archdb_hf.keymap import Key, dropped, gelu_key, key_or, merged, one_bias_flag, require
 from archdb_hf.tensors import QKV_CUTS, QKVO, Dims, Names, Source
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -51,6 +51,28 @@ def _read_gpt_bigcode(d: Draft) -> None:
 def _read_bloom(d: Draft) -> None:
     why = "the card's residual stream carries the block input, not its normalized copy"
     read_only(d, "apply_residual_connection_post_layernorm", False, why)
+
+
+def _read_gpt_neo(d: Draft) -> None:
+    """attention_types: [[kinds, repeats], ...], expanded as GPTNeoConfig does; the
+    layer count is checked before any list is built (a hostile repeat count builds none)."""
+    types = d.read("attention_types", default=[[["global", "local"], 12]])
+    n = d.value("architecture.n_layers")
+    ok = isinstance(types, list) and all(
+        isinstance(t, list) and len(t) == 2 and isinstance(t[0], list)
+        and all(k in ("global", "local") for k in t[0]) and isinstance(t[1], int) and t[1] >= 0
+        for t in types
+    )  # fmt: skip
+    if not ok or sum(len(kinds) * repeats for kinds, repeats in types) != n:
+        raise HFImportError(
+            f"attention_types is not [[kinds, repeats], ...] of global and local layers "
+            f"for num_layers {n}"
+        )
+    layers = [kind for kinds, repeats in types for _ in range(repeats) for kind in kinds]
+    origin = d.origin_of("attention_types")
+    d.set("architecture.attention.layer_pattern", read_layer_period(layers), origin)
+    if "local" not in layers:
+        d.set("architecture.attention.sliding_window", None, "config")
 
 
 def _read_opt(d: Draft) -> None:
@@ -101,6 +123,12 @@ def _multi_query(a: Architecture) -> bool:
     kv = a.attention.n_kv_heads
     require(kv in (None, 1, a.attention.n_heads), "one key/value head, or one per query head")
     return kv == 1
+
+
+def _attention_types(a: Architecture) -> list:
+    pattern = [kind.value for kind in a.attention.layer_pattern]
+    require(a.n_layers % len(pattern) == 0, "layer_pattern tiles n_layers")
+    return [[pattern, a.n_layers // len(pattern)]]
 
 
 def _bloom(a: Architecture) -> dict:
@@ -204,6 +232,18 @@ def _gpt_neox_names() -> Names:
     top = w.top_names("gpt_neox.embed_in.weight", "gpt_neox.final_layer_norm", "embed_out.weight")
     layer = _fused_heads_layer("attention")
     return Names(top, layer, prefix="gpt_neox.layers.{i}.", tied_head=("embed_out.weight",))
+
+
+def _gpt_neo_names() -> Names:
+    modules = {"attn.before": "ln_1", "mlp.before": "ln_2", "mlp.sublayer.up": "mlp.c_fc",
+               "mlp.sublayer.down": "mlp.c_proj"}  # fmt: skip
+    modules |= {f"attn.sublayer.{p}": f"attn.attention.{p}_proj" for p in "qkvo"}
+    modules["attn.sublayer.o"] = "attn.attention.out_proj"
+    layer = {f"{ours}.{t}": Source(f"{theirs}.{t}")
+             for ours, theirs in modules.items() for t in ("weight", "bias")}  # fmt: skip
+    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
+    top["positions.table.weight"] = Source("transformer.wpe.weight")
+    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _bloom_names() -> Names:
@@ -498,6 +538,31 @@ PERSIMMON = GPT_NEOX.derive(
     names=_persimmon_names,
     logit_error=0.0,
 )
+# GPT-2 in nn.Linear layers, global and 256-token local layers, scores left unscaled
+GPT_NEO = GPT2.derive(
+    "gpt_neo",
+    classes="GPTNeo",
+    layer="GPTNeoBlock",
+    fixed_bias=(False, True, True),
+    kinds=("global", "local"),
+    keys=(
+        *dropped(GPT2.keys),
+        Key("vocab_size", "vocab_size", read=False),
+        Key("hidden_size", "d_model", read=False),
+        Key("num_layers", "n_layers", read=False),
+        Key("num_heads", "attention.n_heads", read=False),
+        Key("intermediate_size", "mlp.d_ff", read=False),
+        Key("max_position_embeddings", "context_length", out=learned_rows, read=False),
+        key_or("window_size", "attention.sliding_window", 256, default=256),
+        Key("attention_types", "attention.layer_pattern", out=_attention_types, read=False),
+        gelu_key("activation_function", "gelu_new"),
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+    ),
+    fixed=(("attention.scale", 1.0),),  # q.k, no 1/sqrt(head_dim)
+    read=_read_gpt_neo,
+    names=_gpt_neo_names,
+    logit_error=2.8e-07,
+)  # fmt: skip
 # GPT-NeoX's fused heads with ALiBi, a LayerNorm on the embeddings and a 4 x d_model MLP
 BLOOM = FamilySpec(
     "bloom",
