@@ -234,8 +234,10 @@ class ConfigShape(_Keys):
     n_embed: Width | None = None
     num_hidden_layers: Layers | None = None
     n_layer: Layers | None = None
+    num_layers: Layers | None = None
     num_attention_heads: Heads | None = None
     n_head: Heads | None = None
+    num_heads: Heads | None = None
     num_key_value_heads: Heads | None = None
     num_kv_heads: Heads | None = None
     n_head_kv: Heads | None = None
@@ -1324,11 +1326,18 @@ def architectures_of(config: Mapping[str, Any]) -> list[str]:
     return [n for n in names[:16] if isinstance(n, str) and len(n) <= 200]
 
 
+OUTER_KEYS = ("tie_word_embeddings",)  # a multimodal release's keys its decoder obeys
+
+
 def decoder_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """A multimodal config's language decoder (text_config); the release's own
+    tie_word_embeddings, where it states one, is the one its model reads (Gemma 3's,
+    Qwen3-VL's and Qwen3.5's ForConditionalGeneration tie by the outer key)."""
     text = config.get("text_config")
     if isinstance(text, Mapping):
         outer = config.get("model_type", "a multimodal model")
-        return {**text, "model_type": text.get("model_type", outer)}, (
+        tied = {k: config[k] for k in OUTER_KEYS if k in config}
+        return {**text, "model_type": text.get("model_type", outer), **tied}, (
             f"{outer} is multimodal: the card records its language decoder (text_config)."
         )
     return config, None
@@ -1402,7 +1411,7 @@ def _result(
         elif key not in d.used and key not in IGNORED_KEYS and key not in unmapped:
             unmapped[key] = value
     if original is not d.config:
-        ignored += sorted(k for k in original if k != "text_config")
+        ignored += sorted(k for k in original if k not in ("text_config", *OUTER_KEYS))
     return Imported(card, model_type, from_config, from_family, unmapped, ignored, unknown)
 
 

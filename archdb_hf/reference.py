@@ -173,10 +173,26 @@ def recorded(arch: Architecture) -> dict[str, object]:
     return {k: v for k, v in values.items() if k not in NOT_CONFIG}
 
 
+def saved_config(config: dict, model_type: str) -> dict:
+    """A written config as its release's config.json holds it: flat, or for a text decoder
+    released only inside a multimodal model (``released_as``), as that model's text_config
+    with the embeddings' tie beside it."""
+    released = SPECS[model_type].released_as
+    if released is None:
+        return config | {"model_type": model_type}
+    text = {k: v for k, v in config.items() if k != "tie_word_embeddings"}
+    tied = (
+        {"tie_word_embeddings": config["tie_word_embeddings"]}
+        if "tie_word_embeddings" in config
+        else {}
+    )
+    return {"model_type": released, "text_config": text | {"model_type": model_type}} | tied
+
+
 def read_back(config: dict, model_type: str) -> Architecture | None:
     """The card import-hf reads from a written config, as a saved config.json holds it;
     None where it refuses the config, or reads it into a card the schema refuses."""
-    saved = json.loads(json.dumps(config | {"model_type": model_type}))
+    saved = json.loads(json.dumps(saved_config(config, model_type)))
     try:
         card = import_config(saved, source_url=_URL, identity=_IDENTITY).card
         return Architecture.model_validate(card["architecture"])

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture
+from archdb_hf.draft import OUTER_KEYS
 from archdb_hf.families.registry import SPECS
+from archdb_hf.families.spec import FamilySpec
 from archdb_hf.reference import convert
 
 # Sizes transformers' default config of a family leaves unset (None), which its model cannot
@@ -57,11 +59,7 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
 
     spec = SPECS[model_type]
     arch, _ = fill_unknowns(arch)
-    # special-token ids are not parameters; the configs' defaults may lie outside a toy's
-    # vocabulary, which transformers warns about or refuses
-    kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-    kwargs |= convert(arch, model_type)
-    config = getattr(transformers, spec.config_class)(**kwargs)
+    config = reference_config(spec, convert(arch, model_type))
     with torch.device("meta"):
         model = getattr(transformers, spec.model_class)(config)
     skip = set()
@@ -74,6 +72,24 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     skip |= {id(p) for p in model.parameters() if not p.requires_grad}
     total = sum(p.numel() for p in model.parameters() if id(p) not in skip)
     return total - unread_expert_rows(model)
+
+
+def reference_config(spec: FamilySpec, written: dict):
+    """transformers' config of a written card: its family's config class, or for a text
+    decoder built only inside its multimodal release, the release's config holding it as
+    text_config (the release ties the embeddings; its vision tower keeps its defaults)."""
+    import transformers
+
+    # special-token ids are not parameters; the configs' defaults may lie outside a toy's
+    # vocabulary, which transformers warns about or refuses
+    kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None} | written
+    if spec.released_as is None:
+        return getattr(transformers, spec.config_class)(**kwargs)
+    tied = kwargs.pop("tie_word_embeddings", False)
+    text = getattr(transformers, spec.config_class)(**kwargs).to_dict()
+    return transformers.AutoConfig.for_model(
+        spec.released_as, text_config=text, tie_word_embeddings=tied
+    )
 
 
 def unread_expert_rows(model) -> int:
@@ -126,7 +142,10 @@ def config_keys_table() -> dict:
         consumed = set(pops.findall(setup)) | base
         consumed |= set(inspect.signature(type(config).__init__).parameters) - {"self", "kwargs"}
         own = set(config.to_dict()) | set(config.attribute_map) | used | consumed
-        keys[model_type] = sorted(own | set(SPECS[model_type].released_keys))
+        spec = SPECS[model_type]
+        # a decoder released inside a multimodal model obeys the release's own tie switch
+        outer = set(OUTER_KEYS) if spec.released_as else set()
+        keys[model_type] = sorted(own | set(spec.released_keys) | outer)
     return {"transformers": transformers.__version__, "keys": keys}
 
 

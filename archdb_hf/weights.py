@@ -354,6 +354,17 @@ def _cut(value: torch.Tensor, source: Source, dims: Dims, axis: int, cuts: dict)
     return value[start:stop] if axis == 0 else value[:, start:stop]
 
 
+def _stored_in_out(value: torch.Tensor, source: Source, dims: Dims) -> bool:
+    """Whether fused experts are stored (experts, in, out) where transformers keeps (experts,
+    out, in) (Qwen3-VL-MoE's releases): told by the axis of the expert width, as
+    transformers' loader tells (a shape that fits both reads as (experts, out, in))."""
+    if source.cut is not None:  # gate and up: two widths of outputs
+        width, axis = 2 * dims.expert_d_ff, 1
+    else:  # down: a width of inputs
+        width, axis = dims.expert_d_ff, 2
+    return value.ndim == 3 and value.shape[axis] != width and value.shape[3 - axis] == width
+
+
 def _read(ckpt: Checkpoint, source: Source, dims: Dims, cuts: dict) -> torch.Tensor:
     import torch
 
@@ -361,6 +372,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims, cuts: dict) -> torch.Ten
         source = replace(source, name=source.fallback, fallback=None)
     if source.experts and "{e}" not in source.name:  # fused (experts, out, in) -> (.., in, out)
         value = ckpt.take(source.name)
+        if source.transpose and _stored_in_out(value, source, dims):
+            value = value.transpose(1, 2)
         if source.cut is not None:
             value = _cut(value, source, dims, 1, cuts)
         return value.transpose(1, 2).contiguous()

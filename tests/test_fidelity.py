@@ -715,7 +715,8 @@ def _unusual(model_type: str) -> list[tuple[str, object]]:
     the type's config class has them."""
     import transformers
 
-    config = transformers.AutoConfig.for_model(model_type)
+    # no special-token ids: a default may lie outside the default vocabulary (StarCoder 2's)
+    config = transformers.AutoConfig.for_model(model_type, bos_token_id=None, eos_token_id=None)
     keys = set(config.to_dict()) | set(getattr(config, "attribute_map", {}))
     base = TINY[model_type]
     width = base.get("hidden_size") or base.get("n_embd") or 64
@@ -747,9 +748,65 @@ def test_unusual_settings_load_and_equal_transformers(
     assert _logit_error(_card(tmp_path), tmp_path, reference, seq, low=low) < LOGIT_TOLERANCE
 
 
+# text decoders transformers builds only inside their multimodal release: the release's
+# config (text_config, a one-block vision tower) and its ForConditionalGeneration
+RELEASED_TINY: dict[str, tuple[str, dict]] = {
+    "qwen3_vl_text": ("qwen3_vl", {**_DENSE, "head_dim": 16, "tie_word_embeddings": False}),
+    # every layer's experts (renormalized top k), GQA, a tied head
+    "qwen3_vl_moe_text": ("qwen3_vl_moe", {**_DENSE, "head_dim": 16, "moe_intermediate_size": 24,
+                                           "num_experts": 4, "num_experts_per_tok": 2}),
+}  # fmt: skip
+_TINY_VISION = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                "out_hidden_size": 64, "num_position_embeddings": 16,
+                "deepstack_visual_indexes": [0]}  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", sorted(RELEASED_TINY))
+def test_a_text_decoder_inside_its_multimodal_release_equals_transformers(model_type, tmp_path):
+    """The release's checkpoint (decoder under model.language_model., vision tower under
+    model.visual.): archdb imports the release's config, loads the decoder, skips the
+    tower, and equals the release's logits on text."""
+    import transformers
+
+    release, text = RELEASED_TINY[model_type]
+    torch.manual_seed(0)
+    text = text | {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+    tied = text.pop("tie_word_embeddings", True)
+    config = transformers.AutoConfig.for_model(
+        release, text_config=text, vision_config=_TINY_VISION, tie_word_embeddings=tied
+    )
+    config._attn_implementation = "eager"
+    reference = transformers.AutoModelForImageTextToText.from_config(config).eval()
+    with torch.no_grad():
+        for p in reference.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    reference.save_pretrained(tmp_path)
+    card = _card(tmp_path)
+    assert card.architecture.tied_embeddings is tied
+    model = archdb.build(card, "full", weights=tmp_path).eval()
+    assert model.archdb_loaded.model_type == model_type
+    tokens = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(input_ids=tokens).logits
+        assert relative_error(model(tokens), expected) < LOGIT_TOLERANCE
+    if release == "qwen3_vl_moe":  # as released: fused experts stored (experts, in, out)
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(tmp_path / "model.safetensors")
+        fused = [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]
+        assert fused
+        for name in fused:
+            tensors[name] = tensors[name].transpose(1, 2).contiguous()
+        save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+        model = archdb.build(card, "full", weights=tmp_path).eval()
+        with torch.no_grad():
+            assert relative_error(model(tokens), expected) < LOGIT_TOLERANCE
+
+
 def test_every_logit_exact_family_is_tested_here():
     encoder_decoders = {model_type for model_type, _, _ in ENCODER_DECODER_TINY.values()}
-    assert set(LOGIT_EXACT) == set(TINY) | encoder_decoders
+    assert set(LOGIT_EXACT) == set(TINY) | encoder_decoders | set(RELEASED_TINY)
 
 
 def test_a_wrong_shape_is_an_error_naming_the_tensor(tmp_path):

@@ -121,14 +121,12 @@ def _assert_takes_the_released_names(card, model, model_type: str) -> None:
     transformers = pytest.importorskip("transformers")
     from archdb_hf.families.card_to_config import NotRepresentable
     from archdb_hf.families.registry import SPECS
+    from archdb_hf.testing import reference_config
     from archdb_hf.weights import TensorCheckpoint, checkpoint_buffers, match_weights
 
     spec = SPECS[model_type]
     try:
-        kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-        config = getattr(transformers, spec.config_class)(
-            **kwargs | spec.write(fill_unknowns(card.architecture)[0])
-        )
+        config = reference_config(spec, spec.write(fill_unknowns(card.architecture)[0]))
     except NotRepresentable as exc:
         pytest.skip(f"counts equal; transformers' {model_type} cannot build this card: {exc}")
     with torch.device("meta"), _no_init_weights():  # shapes only: skip the random fills

@@ -124,6 +124,9 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("phi3", {"attention.layer_pattern": ["local"], "attention.sliding_window": 16}),
     ("qwen2", {"bias.qkv": True, "tied_embeddings": True}),
     ("qwen3", {**qk_norm("per-head"), "attention.head_dim": 32}),
+    ("qwen3_vl_text", {**qk_norm("per-head"), "attention.head_dim": 32}),
+    ("qwen3_vl_text", {**qk_norm("per-head"), "tied_embeddings": True}),
+    ("qwen3_vl_moe_text", {**qk_norm("per-head"), "mlp.moe": MOE}),
     (
         "gemma",
         {

@@ -1,4 +1,4 @@
-"""Qwen 2, 2-MoE, 3, 3-Next and 3.5."""
+"""Qwen 2, 2-MoE, 3, 3-VL, 3-Next and 3.5."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from archdb_hf.draft import Draft, in_order, read_keys, rope_parameters_of, shor
 from archdb_hf.families.card_to_config import layer_kind_names, mtp_config
 from archdb_hf.families.llama import LLAMA, ROPE
 from archdb_hf.keymap import DENSE_D_FF, Key, normalizes_top_k, part_keys, require
-from archdb_hf.tensors import Dims, Source, llama_with, moe_names, qwen3_moe_names
+from archdb_hf.tensors import (
+    Dims,
+    Source,
+    first_expert_ff,
+    llama_with,
+    moe_names,
+    qwen3_moe_names,
+    second_expert_ff,
+)
 
 # --- config -> card (import-hf): what no key reads ------------------------------------
 
@@ -148,6 +156,20 @@ _QWEN3_5_DELTANET = _deltanet(
 )
 # Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
 # model.language_model., the vision tower under model.visual., the MTP layer under mtp.
+# Qwen3-VL: the decoder under model.language_model., the vision tower under model.visual.
+_QWEN3_VL_RELEASE = {"wrapped": {"model.language_model.": "model."}, "outside": ("model.visual.",)}
+# Qwen3-VL-MoE's experts, fused: released as (experts, in, out), saved by transformers as
+# (experts, out, in); either is read, as transformers' loader reads them
+_QWEN3_VL_EXPERTS = {
+    "mlp.sublayer.router.proj.weight": Source("mlp.gate.weight"),
+    "mlp.sublayer.experts.gate": Source(
+        "mlp.experts.gate_up_proj", cut=first_expert_ff, experts=True, transpose=True
+    ),
+    "mlp.sublayer.experts.up": Source(
+        "mlp.experts.gate_up_proj", cut=second_expert_ff, experts=True, transpose=True
+    ),
+    "mlp.sublayer.experts.down": Source("mlp.experts.down_proj", experts=True, transpose=True),
+}
 _QWEN3_5_RELEASE = {
     "wrapped": {"model.language_model.": "model."},
     "outside": ("model.visual.", "mtp."),
@@ -218,6 +240,35 @@ QWEN3_5_TEXT = QWEN3.derive(
     extras=frozenset({"gated_deltanet", "output_gate"}),
     names=lambda: llama_with(_QWEN3_5_DELTANET, **_QWEN3_5_RELEASE),
     logit_error=3.9e-07,
+)
+# Qwen3 inside its multimodal release: text tokens take plain RoPE (M-RoPE's three axes
+# turn alike); deepstack adds image features only
+QWEN3_VL_TEXT = QWEN3.derive(
+    "qwen3_vl_text",
+    module="qwen3_vl",
+    layer="Qwen3VLTextDecoderLayer",
+    config_class="Qwen3VLTextConfig",
+    model_class="Qwen3VLForConditionalGeneration",
+    released_as="qwen3_vl",
+    decoder_only_of="visual",
+    read=_mrope_note,
+    names=lambda: llama_with({}, **_QWEN3_VL_RELEASE),
+    logit_error=0.0,
+)
+# ... and Qwen3-MoE's: every layer's experts, the router always renormalizing its top k
+QWEN3_VL_MOE_TEXT = QWEN3_MOE.derive(
+    "qwen3_vl_moe_text",
+    module="qwen3_vl_moe",
+    layer="Qwen3VLMoeTextDecoderLayer",
+    config_class="Qwen3VLMoeTextConfig",
+    model_class="Qwen3VLMoeForConditionalGeneration",
+    released_as="qwen3_vl_moe",
+    decoder_only_of="visual",
+    keys=(Key("norm_topk_prob"),),
+    fixed=(("mlp.moe.normalize_top_k", True),),
+    read=in_order(_read_qwen3_moe, _mrope_note),
+    names=lambda: llama_with(_QWEN3_VL_EXPERTS, **_QWEN3_VL_RELEASE),
+    logit_error=1.4e-07,
 )
 # every layer's MLP is the experts plus a gated shared expert; the router always
 # renormalizes its top k (Qwen3VLMoeTextTopKRouter, no norm_topk_prob key)

@@ -31,7 +31,11 @@ SPECS: dict[str, FamilySpec] = {
     if isinstance(spec, FamilySpec)
 }
 # model_types read as another (multimodal wrappers, remote code) -> that family
-ALIASES: dict[str, str] = {a: s.model_type for s in SPECS.values() for a in s.aliases}
+ALIASES: dict[str, str] = {
+    a: s.model_type
+    for s in SPECS.values()
+    for a in (*s.aliases, *([s.released_as] if s.released_as else []))
+}
 
 # the model classes transformers names after a decoder layer's prefix (LlamaDecoderLayer:
 # LlamaForCausalLM, LlamaModel); a class name matches a family only with one of these

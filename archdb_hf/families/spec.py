@@ -52,7 +52,7 @@ from archdb_hf.keymap import (
 
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
-                 "write", "logit_error", "aliases")  # fmt: skip
+                 "write", "logit_error", "aliases", "released_as")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,10 @@ class FamilySpec:
     layer: str = ""  # the decoder-layer class, cited as the source's locator
     config_class: str = ""  # transformers' config class (the reference builds it)
     model_class: str = ""  # ... and its causal-LM class
+    # a text decoder transformers builds only inside its multimodal release (Qwen3-VL): the
+    # release's model_type, whose config holds config_class's keys as its text_config and
+    # the tie_word_embeddings switch (read as this family); model_class is the release's
+    released_as: str | None = None
     module: str = ""  # transformers/models/<module>/modeling_<module>.py; "": the model_type
     parent: str | None = None  # the family this one is declared as a difference from
 
