@@ -219,6 +219,17 @@ class LinearAttnConfig(_Keys):
     full_attn_layers: Annotated[list[Layers], Field(max_length=MAX_DEPTH)] | None = None
 
 
+class MptAttnConfig(_Keys):
+    """MPT's attn_config: the attention settings transformers' MPT port reads or ignores."""
+
+    attn_type: Name | None = None
+    alibi: StrictBool | None = None
+    alibi_bias_max: Number | None = None
+    clip_qkv: Number | None = None
+    qk_ln: StrictBool | None = None
+    softmax_scale: Number | None = None
+
+
 class ConfigShape(_Keys):
     """The type and range of the keys import_config reads that no family ``Key`` reads
     straight into a card field (those are derived from the field: ``config_shape``): the
@@ -228,16 +239,22 @@ class ConfigShape(_Keys):
     model_type: Name | None = None
     name_or_path: Name | None = Field(None, alias="_name_or_path")
     text_config: dict[str, Any] | None = None
+    attn_config: MptAttnConfig | None = None  # MPT's
+    expansion_ratio: Heads | None = None  # MPT's MLP width, in d_model
+    no_bias: StrictBool | None = None  # MPT's
     # sizes
     hidden_size: Width | None = None
     n_embd: Width | None = None
     n_embed: Width | None = None
+    d_model: Width | None = None
     num_hidden_layers: Layers | None = None
     n_layer: Layers | None = None
     num_layers: Layers | None = None
+    n_layers: Layers | None = None
     num_attention_heads: Heads | None = None
     n_head: Heads | None = None
     num_heads: Heads | None = None
+    n_heads: Heads | None = None
     num_key_value_heads: Heads | None = None
     num_kv_heads: Heads | None = None
     n_head_kv: Heads | None = None
@@ -247,6 +264,7 @@ class ConfigShape(_Keys):
     n_positions: Tokens | None = None
     max_sequence_length: Tokens | None = None
     seq_length: Tokens | None = None
+    max_seq_len: Tokens | None = None
     n_ctx: Tokens | None = None
     # one width, or one per layer (Gemma 3n; only equal widths map to a card)
     intermediate_size: Width | Annotated[list[Width], Field(max_length=MAX_DEPTH)] | None = None
@@ -863,10 +881,10 @@ def _sizes(d: Draft) -> None:
     d.set("architecture.d_model", d_model, "config")
     d.set(
         "architecture.n_layers",
-        d.read("num_hidden_layers", "n_layer", "num_layers", required=True),
+        d.read("num_hidden_layers", "n_layer", "num_layers", "n_layers", required=True),
         "config",
     )
-    n_heads = d.read("num_attention_heads", "n_head", "num_heads", required=True)
+    n_heads = d.read("num_attention_heads", "n_head", "num_heads", "n_heads", required=True)
     d.set("architecture.attention.n_heads", n_heads, "config")
     kv = d.read("num_key_value_heads", "num_kv_heads", "n_head_kv", default=n_heads)
     d.set("architecture.attention.n_kv_heads", kv, d.origin_of("num_key_value_heads"))
@@ -874,7 +892,9 @@ def _sizes(d: Draft) -> None:
     if head_dim is not None:
         d.set("architecture.attention.head_dim", head_dim, "config")
     d.set("architecture.vocab_size", d.read("vocab_size", required=True), "config")
-    context = d.read("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+    context = d.read(
+        "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len"
+    )
     if context is not None:
         d.set("architecture.context_length", context, "config")
     if d.config.get("n_ctx") == context:

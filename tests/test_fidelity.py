@@ -104,6 +104,9 @@ TINY: dict[str, dict] = {
     "gpt_neo": {"hidden_size": 64, "num_layers": 3, "num_heads": 4, "vocab_size": 128,
                 "max_position_embeddings": 64, "window_size": WINDOW,
                 "attention_types": [[["global", "local", "global"], 1]]},
+    # ALiBi, no biases, LayerNorms without bias; q, k and v clamped; a scale of its own
+    "mpt": {"d_model": 64, "n_heads": 4, "n_layers": 2, "vocab_size": 128, "max_seq_len": 64,
+            "attn_config": {"clip_qkv": 0.5, "softmax_scale": 0.2}},
     "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
              "rotary_dim": 8},
     "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import warnings
 from operator import attrgetter
 from pathlib import Path
@@ -895,3 +896,23 @@ def test_gpt_neo_attention_types_that_do_not_give_its_layers_are_refused(types):
     ]
     with pytest.raises(HFImportError, match="attention_types is not"):
         imported({**sizes, "attention_types": types})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"expansion_ratio": 3}, "expansion_ratio 3: transformers' MPT builds a 4 x d_model"),
+        ({"no_bias": False}, "no_bias False: transformers' MPT builds no biases"),
+        ({"n_heads": 6}, "n_heads 6: MPT's ALiBi slopes"),
+        ({"attn_config": {"qk_ln": True}}, "attn_config.qk_ln True"),
+        ({"attn_config": {"attn_type": "multiquery_attention"}}, "multi-head attention only"),
+        ({"attn_config": {"alibi": False}}, "ALiBi and no position table"),
+    ],
+)
+def test_mpt_settings_its_port_does_not_build_are_refused_by_name(change, message):
+    sizes = {"model_type": "mpt", "d_model": 48, "n_layers": 2, "n_heads": 4,
+             "vocab_size": 128, "max_seq_len": 64}  # fmt: skip
+    arch = card_of({**sizes, "attn_config": {"clip_qkv": 6}}).architecture
+    assert (arch.mlp.d_ff, arch.attention.qkv_clip, arch.position.type.value) == (192, 6, "alibi")
+    with pytest.raises(HFImportError, match=re.escape(message)):
+        imported({**sizes, **change})

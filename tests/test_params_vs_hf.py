@@ -400,6 +400,19 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "attention.sliding_window": 16,
         },
     ),
+    (
+        "mpt",
+        {
+            **GPT,
+            "position.type": "alibi",
+            "norm.affine": "scale",
+            "bias.qkv": False,
+            "bias.attn_out": False,
+            "bias.mlp": False,
+            "mlp.gelu_approximation": "exact",
+            "attention.qkv_clip": 6.0,
+        },
+    ),
     ("gpt_bigcode", {**GPT, "attention.n_kv_heads": 1}),  # multi-query (StarCoder)
     ("gpt_bigcode", {**GPT, "tied_embeddings": False}),  # one key/value head per query head
     ("openai-gpt", {**GPT, "norm.position": "post", "norm.final": False}),

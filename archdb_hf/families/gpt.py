@@ -7,7 +7,14 @@ from dataclasses import replace
 from archdb.plan.layout import embedding_width, learned_rows
 from archdb.schema import Architecture, NormPosition, QKNorm
 from archdb_hf import tensors as w
-from archdb_hf.draft import Draft, HFImportError, read_bias_flag, read_layer_period, read_only
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    read_bias_flag,
+    read_layer_period,
+    read_only,
+    shown_briefly,
+)
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, dropped, gelu_key, key_or, merged, one_bias_flag, require
@@ -75,6 +82,36 @@ def _read_gpt_neo(d: Draft) -> None:
         d.set("architecture.attention.sliding_window", None, "config")
 
 
+def _read_mpt(d: Draft) -> None:
+    """transformers' MPT port: ALiBi over power-of-two heads (its slopes for other counts
+    are not the paper's), multi-head attention, a 4 x d_model MLP, no biases; the
+    attn_config switches it does not read are refused unless off."""
+    read_only(d, "expansion_ratio", 4, "transformers' MPT builds a 4 x d_model MLP")
+    read_only(d, "no_bias", True, "transformers' MPT builds no biases")
+    attn = d.read("attn_config", default={}) or {}
+    for key, want, why in _MPT_ATTENTION:
+        if attn.get(key, want) != want:
+            raise HFImportError(f"config.json: attn_config.{key} {shown_briefly(attn[key])}: {why}")
+    heads = d.value("architecture.attention.n_heads")
+    if heads & (heads - 1):
+        raise HFImportError(
+            f"n_heads {heads}: MPT's ALiBi slopes for a head count other than a power of "
+            "two are not the paper's"
+        )
+    if attn.get("clip_qkv") is not None:
+        d.set("architecture.attention.qkv_clip", attn["clip_qkv"], "config")
+    if attn.get("softmax_scale") is not None:
+        d.set("architecture.attention.scale", attn["softmax_scale"], "config")
+
+
+_MPT_ATTENTION = (  # attn_config key, the one value transformers' port builds, why
+    ("attn_type", "multihead_attention", "transformers' MPT builds multi-head attention only"),
+    ("alibi", True, "transformers' MPT has ALiBi and no position table"),
+    ("alibi_bias_max", 8, "the card's ALiBi slopes are the paper's (bias max 8)"),
+    ("qk_ln", False, "transformers' MPT has no QK LayerNorm"),
+)
+
+
 def _read_opt(d: Draft) -> None:
     pre = d.value("architecture.norm.position") == "pre"
     removed = d.read("_remove_final_layer_norm", default=False)
@@ -129,6 +166,18 @@ def _attention_types(a: Architecture) -> list:
     pattern = [kind.value for kind in a.attention.layer_pattern]
     require(a.n_layers % len(pattern) == 0, "layer_pattern tiles n_layers")
     return [[pattern, a.n_layers // len(pattern)]]
+
+
+def _mpt(a: Architecture) -> dict:
+    require(a.mlp.d_ff == 4 * a.d_model, "transformers' MPT builds a 4 x d_model MLP")
+    heads = a.attention.n_heads
+    require(heads & (heads - 1) == 0, "n_heads a power of two (MPT's ALiBi slopes)")
+    attn = {"alibi": True}
+    if a.attention.qkv_clip is not None:
+        attn["clip_qkv"] = a.attention.qkv_clip
+    if a.attention.scale is not None:
+        attn["softmax_scale"] = a.attention.scale
+    return {"attn_config": attn}
 
 
 def _bloom(a: Architecture) -> dict:
@@ -244,6 +293,17 @@ def _gpt_neo_names() -> Names:
     top = w.top_names("transformer.wte.weight", "transformer.ln_f")
     top["positions.table.weight"] = Source("transformer.wpe.weight")
     return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+
+
+def _mpt_names() -> Names:
+    layer = {
+        f"attn.sublayer.{p}.weight": Source("attn.Wqkv.weight", cut=cut) for p, cut in QKV_CUTS
+    }
+    modules = {"attn.before": "norm_1", "mlp.before": "norm_2", "attn.sublayer.o": "attn.out_proj",
+               "mlp.sublayer.up": "ffn.up_proj", "mlp.sublayer.down": "ffn.down_proj"}  # fmt: skip
+    layer |= {f"{ours}.weight": Source(f"{theirs}.weight") for ours, theirs in modules.items()}
+    top = w.top_names("transformer.wte.weight", "transformer.norm_f")
+    return Names(top, layer, prefix="transformer.blocks.{i}.", tied_head=("lm_head.weight",))
 
 
 def _bloom_names() -> Names:
@@ -563,6 +623,38 @@ GPT_NEO = GPT2.derive(
     names=_gpt_neo_names,
     logit_error=2.8e-07,
 )  # fmt: skip
+# MPT as transformers ports it: ALiBi, LayerNorms without bias, no biases anywhere,
+# a fused Wqkv, an exact-GELU MLP 4 x d_model wide (expansion_ratio is not read)
+MPT = FamilySpec(
+    "mpt",
+    classes="Mpt",
+    layer="MptBlock",
+    eps_key="layer_norm_epsilon",
+    rope_key=None,
+    norm="layernorm",
+    norm_affine="scale",
+    gated=False,
+    position="alibi",
+    fixed_bias=(False, False, False),
+    tied_default=True,
+    activation_default="gelu",
+    d_ff_default_ratio=4,
+    keys=(
+        Key("vocab_size", "vocab_size", read=False),
+        Key("d_model", "d_model", read=False),
+        Key("n_layers", "n_layers", read=False),
+        Key("n_heads", "attention.n_heads", read=False),
+        Key("max_seq_len", "context_length", read=False),
+        Key("tie_word_embeddings", "tied_embeddings", read=False),
+    ),
+    fixed=(("mlp.gelu_approximation", "exact"),),
+    free=("attention.qkv_clip",),
+    extras=frozenset({"qkv_clip"}),
+    read=_read_mpt,
+    write=_mpt,
+    names=_mpt_names,
+    logit_error=2.5e-07,
+)
 # GPT-NeoX's fused heads with ALiBi, a LayerNorm on the embeddings and a 4 x d_model MLP
 BLOOM = FamilySpec(
     "bloom",

@@ -93,6 +93,7 @@ _BY_FAMILY: dict[str, str] = {
     "gpt-neox": "gpt_neox",
     "pythia": "gpt_neox",
     "opt": "opt",
+    "opt-iml": "opt",  # OPT instruction-tuned: OPT's architecture (metaseq's launcher)
     "llama": "llama",
     "llama-2": "llama",
     "llama-3": "llama",
