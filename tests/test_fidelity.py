@@ -178,6 +178,14 @@ TINY: dict[str, dict] = {
                  "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
                  "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
                  "routed_scaling_factor": 1.7, "norm_topk_prob": True},
+    # Sarvam-30B's and -105B's configs on GLM-4.5's and DeepSeek-V3's code: their classes'
+    # defaults (QK norms on, every head dim rotating, one group, a 2.5 routed scale)
+    "sarvam_moe": {**_DENSE, "num_hidden_layers": 3, "head_dim": 16, "n_routed_experts": 8,
+                   "num_experts_per_tok": 3, "moe_intermediate_size": 32, "n_shared_experts": 1},
+    "sarvam_mla": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                   "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                   "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+                   "v_head_dim": 16},
     # DSA: an indexer of 8 heads keeps 8 of the 24 keys, on V3's MLA and V3's router
     # (groups that bind, a routed scale, a random correction bias)
     "deepseek_v32": {**_DENSE, "num_hidden_layers": 3, "num_key_value_heads": 4,

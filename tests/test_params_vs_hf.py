@@ -278,6 +278,40 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             },
         },
     ),
+    (  # Sarvam-105B's class on DeepSeek-V3's code: one expert group
+        "sarvam_mla",
+        {
+            "attention.variant": "latent",
+            "attention.n_kv_heads": 4,
+            "attention.latent": MLA,
+            "n_layers": 3,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+            },
+        },
+    ),
+    (  # Sarvam-30B's class on GLM-4.5's code: QK norms, every head dim rotating
+        "sarvam_moe",
+        {
+            "n_layers": 3,
+            **qk_norm("per-head"),
+            "attention.head_dim": 32,
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 1,
+                "shared_d_ff": 128,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+                "score_function": "sigmoid",
+                "score_correction_bias": True,
+                "routed_scale": 2.5,
+            },
+        },
+    ),
     (  # DeepSeek-V3.2: V3 plus a lightning indexer per layer (half-split indexer RoPE)
         "deepseek_v32",
         {

@@ -29,6 +29,7 @@ from archdb_hf.keymap import DENSE_D_FF, Key, dropped, has_moe, key_or, normaliz
 from archdb_hf.tensors import (
     LLAMA_TOP,
     PRE_NORMS,
+    QKV_CUTS,
     Names,
     Source,
     llama_layer,
@@ -814,6 +815,25 @@ V4_KEYS = (
 )  # fmt: skip
 
 
+def _sarvam_moe_names() -> Names:
+    """Sarvam-30B as released (Bailing's names): one fused [q | k | v] projection, dense
+    for o, query/key layernorms, word_embeddings, the correction bias as expert_bias."""
+    layer = llama_layer(PRE_NORMS) | moe_names(
+        "mlp.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj"
+    )
+    for t in ("weight", "bias"):
+        for p, cut in QKV_CUTS:
+            layer[f"attn.sublayer.{p}.{t}"] = Source(f"attention.query_key_value.{t}", cut=cut)
+        layer[f"attn.sublayer.o.{t}"] = Source(f"attention.dense.{t}")
+    for qk, theirs in (("q", "query"), ("k", "key")):
+        layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
+            f"attention.{theirs}_layernorm.weight"
+        )
+    layer["mlp.sublayer.router.correction_bias"] = Source("mlp.gate.expert_bias")
+    top = LLAMA_TOP | {"embed.table.weight": Source("model.word_embeddings.weight")}
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
 # --- the families ----------------------------------------------------------------------
 
 # logit test: MLA; softmax shares, groups by their max, routed scale
@@ -978,6 +998,42 @@ GLM4_MOE = DEEPSEEK_V3.derive(
     names=qwen3_moe_names,
     logit_error=3.5e-07,
     function_fields=ROUTER_FIELDS,
+)
+# Sarvam-30B: GLM-4.5's code (Glm4MoeForCausalLM) under SarvamMoEConfig's defaults
+SARVAM_MOE = GLM4_MOE.derive(
+    "sarvam_moe",
+    module="glm4_moe",
+    layer="Glm4MoeDecoderLayer",
+    config_class="SarvamMoEConfig",
+    model_class="Glm4MoeForCausalLM",
+    write=_deepseek_v3,
+    names=_sarvam_moe_names,
+    rotary_fraction_default=None,
+    rope_theta_default=8_000_000.0,
+    eps_default=1e-06,
+    keys=(
+        Key("moe_intermediate_size", "mlp.d_ff", default=1024),
+        Key("num_experts_per_tok", "mlp.moe.n_active", default=6),
+        *v3_router(1, 1, 2.5),
+        Key("use_qk_norm", "attention.qk_norm", default=True, out=_glm4_qk,
+            into=lambda on: "per-head" if on else "none"),
+    ),
+    logit_error=0.0,
+)  # fmt: skip
+# Sarvam-105B: DeepSeek-V3's code (DeepseekV3ForCausalLM) under SarvamMLAConfig's defaults
+SARVAM_MLA = DEEPSEEK_V3.derive(
+    "sarvam_mla",
+    module="deepseek_v3",
+    layer="DeepseekV3DecoderLayer",
+    config_class="SarvamMLAConfig",
+    model_class="DeepseekV3ForCausalLM",
+    write=_deepseek_v3,
+    keys=(
+        *v3_router(1, 1, 2.5),
+        Key("n_routed_experts", "mlp.moe.n_experts", default=128),
+        Key("first_k_dense_replace", "mlp.moe.first_dense_layers", default=1, given=EXPERTS),
+    ),
+    logit_error=1.2e-07,
 )
 # logit test: KDA (recurrent form vs transformers' chunks of 64) and NoPE MLA with
 # latent norms at 1e-6, V3's router after a dense layer (three token draws)
