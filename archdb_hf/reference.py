@@ -19,6 +19,7 @@ from archdb.fields import Switch, leaf_values, with_role
 from archdb.mixers.mamba2 import Mamba2Norm
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Architecture, LayerKind, MoE, PositionType, RouterScore
+from archdb_hf.draft import OUTER_KEYS
 from archdb_hf.families.card_to_config import (
     mamba2_sizes_of,
     require,
@@ -176,17 +177,13 @@ def recorded(arch: Architecture) -> dict[str, object]:
 def saved_config(config: dict, model_type: str) -> dict:
     """A written config as its release's config.json holds it: flat, or for a text decoder
     released only inside a multimodal model (``released_as``), as that model's text_config
-    with the embeddings' tie beside it."""
+    with the keys the release keeps outside it (the embeddings' tie) beside it."""
     released = SPECS[model_type].released_as
     if released is None:
         return config | {"model_type": model_type}
-    text = {k: v for k, v in config.items() if k != "tie_word_embeddings"}
-    tied = (
-        {"tie_word_embeddings": config["tie_word_embeddings"]}
-        if "tie_word_embeddings" in config
-        else {}
-    )
-    return {"model_type": released, "text_config": text | {"model_type": model_type}} | tied
+    text = {k: v for k, v in config.items() if k not in OUTER_KEYS}
+    outer = {k: v for k, v in config.items() if k in OUTER_KEYS}
+    return {"model_type": released, "text_config": text | {"model_type": model_type}} | outer
 
 
 def read_back(config: dict, model_type: str) -> Architecture | None:

@@ -77,7 +77,7 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
 def reference_config(spec: FamilySpec, written: dict):
     """transformers' config of a written card: its family's config class, or for a text
     decoder built only inside its multimodal release, the release's config holding it as
-    text_config (the release ties the embeddings; its vision tower keeps its defaults)."""
+    text_config and the keys it keeps outside it (its vision tower keeps its defaults)."""
     import transformers
 
     # special-token ids are not parameters; the configs' defaults may lie outside a toy's
@@ -85,11 +85,9 @@ def reference_config(spec: FamilySpec, written: dict):
     kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None} | written
     if spec.released_as is None:
         return getattr(transformers, spec.config_class)(**kwargs)
-    tied = kwargs.pop("tie_word_embeddings", False)
+    outer = {k: kwargs.pop(k) for k in OUTER_KEYS if k in kwargs}
     text = getattr(transformers, spec.config_class)(**kwargs).to_dict()
-    return transformers.AutoConfig.for_model(
-        spec.released_as, text_config=text, tie_word_embeddings=tied
-    )
+    return transformers.AutoConfig.for_model(spec.released_as, text_config=text, **outer)
 
 
 def unread_expert_rows(model) -> int:

@@ -213,13 +213,18 @@ def _classic_mqa(a: Architecture) -> bool:
     return a.attention.n_kv_heads == 1 and bool(a.norm.shared_in_parallel)  # Falcon-7B
 
 
-# the sizes import-hf's generic steps read (under one of their spellings)
-GPT_SIZES = (
-    Key("vocab_size", "vocab_size", read=False),
-    Key("n_embd", "d_model", read=False),
-    Key("n_layer", "n_layers", read=False),
-    Key("n_head", "attention.n_heads", read=False),
-)
+def size_keys(d_model: str, n_layers: str, n_heads: str) -> tuple[Key, ...]:
+    """The core sizes under a family's spellings of them, which import-hf's generic steps
+    read: the keys are written only."""
+    return (
+        Key("vocab_size", "vocab_size", read=False),
+        Key(d_model, "d_model", read=False),
+        Key(n_layers, "n_layers", read=False),
+        Key(n_heads, "attention.n_heads", read=False),
+    )
+
+
+GPT_SIZES = size_keys("n_embd", "n_layer", "n_head")
 # Llama's sizes but the MLP width (each family names it), one key/value head per query
 # head and heads of d_model / n_heads
 NEOX_SIZES = merged(SIZES, dropped(("intermediate_size", "num_key_value_heads", "head_dim")))
@@ -255,8 +260,8 @@ def _neox_heads(d: Dims) -> tuple[int, int, int]:
 
 
 def _fused_heads_layer(attn: str) -> dict[str, Source]:
-    """GPT-NeoX's layer names (Persimmon's with its ``attn`` module): q, k and v rows
-    grouped per head in query_key_value. Parallel blocks name their norms
+    """GPT-NeoX's layer names (Persimmon's and BLOOM's under their ``attn`` module): q, k
+    and v rows grouped per head in query_key_value. Parallel blocks name their norms
     before_attn/before_mlp and sublayers directly; serial ones wrap them in residuals."""
     layer: dict[str, Source] = {}
     norms = {"attn": "input_layernorm", "mlp": "post_attention_layernorm"}
@@ -607,10 +612,7 @@ GPT_NEO = GPT2.derive(
     kinds=("global", "local"),
     keys=(
         *dropped(GPT2.keys),
-        Key("vocab_size", "vocab_size", read=False),
-        Key("hidden_size", "d_model", read=False),
-        Key("num_layers", "n_layers", read=False),
-        Key("num_heads", "attention.n_heads", read=False),
+        *size_keys("hidden_size", "num_layers", "num_heads"),
         Key("intermediate_size", "mlp.d_ff", read=False),
         Key("max_position_embeddings", "context_length", out=learned_rows, read=False),
         key_or("window_size", "attention.sliding_window", 256, default=256),
@@ -640,10 +642,7 @@ MPT = FamilySpec(
     activation_default="gelu",
     d_ff_default_ratio=4,
     keys=(
-        Key("vocab_size", "vocab_size", read=False),
-        Key("d_model", "d_model", read=False),
-        Key("n_layers", "n_layers", read=False),
-        Key("n_heads", "attention.n_heads", read=False),
+        *size_keys("d_model", "n_layers", "n_heads"),
         Key("max_seq_len", "context_length", read=False),
         Key("tie_word_embeddings", "tied_embeddings", read=False),
     ),
@@ -671,9 +670,7 @@ BLOOM = FamilySpec(
     activation_default="gelu_pytorch_tanh",  # bloom_gelu_forward: the tanh form, in code
     d_ff_default_ratio=4,
     keys=(
-        *GPT_SIZES[:1],
-        Key("hidden_size", "d_model", read=False),
-        *GPT_SIZES[2:],
+        *size_keys("hidden_size", "n_layer", "n_head"),
         Key("tie_word_embeddings", "tied_embeddings", read=False),
         Key("seq_length", "context_length", read=False),  # the training context (no table)
     ),

@@ -154,8 +154,6 @@ _QWEN3_5_DELTANET = _deltanet(
     Source("linear_attn.in_proj_qkv.weight", joined=("linear_attn.in_proj_z.weight",)),
     Source("linear_attn.in_proj_b.weight", joined=("linear_attn.in_proj_a.weight",)),
 )
-# Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
-# model.language_model., the vision tower under model.visual., the MTP layer under mtp.
 # Qwen3-VL: the decoder under model.language_model., the vision tower under model.visual.
 _QWEN3_VL_RELEASE = {"wrapped": {"model.language_model.": "model."}, "outside": ("model.visual.",)}
 # Qwen3-VL-MoE's experts, fused: released as (experts, in, out), saved by transformers as
@@ -170,6 +168,8 @@ _QWEN3_VL_EXPERTS = {
     ),
     "mlp.sublayer.experts.down": Source("mlp.experts.down_proj", experts=True, transpose=True),
 }
+# Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
+# model.language_model., the vision tower under model.visual., the MTP layer under mtp.
 _QWEN3_5_RELEASE = {
     "wrapped": {"model.language_model.": "model."},
     "outside": ("model.visual.", "mtp."),
