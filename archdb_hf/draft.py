@@ -219,8 +219,8 @@ class LinearAttnConfig(_Keys):
     full_attn_layers: Annotated[list[Layers], Field(max_length=MAX_DEPTH)] | None = None
 
 
-class MptAttnConfig(_Keys):
-    """MPT's attn_config: the attention settings transformers' MPT port reads or ignores."""
+class AttnConfig(_Keys):
+    """MPT's and DBRX's attn_config: attention settings their ports read or ignore."""
 
     attn_type: Name | None = None
     alibi: StrictBool | None = None
@@ -228,6 +228,18 @@ class MptAttnConfig(_Keys):
     clip_qkv: Number | None = None
     qk_ln: StrictBool | None = None
     softmax_scale: Number | None = None
+    kv_n_heads: Heads | None = None
+    rope_theta: Number | None = None
+
+
+class FfnConfig(_Keys):
+    """DBRX's ffn_config: its experts and router."""
+
+    ffn_hidden_size: Width | None = None
+    moe_num_experts: Heads | None = None
+    moe_top_k: Heads | None = None
+    moe_normalize_expert_weights: Number | None = None
+    ffn_act_fn: dict[str, Name] | None = None
 
 
 class ConfigShape(_Keys):
@@ -239,7 +251,8 @@ class ConfigShape(_Keys):
     model_type: Name | None = None
     name_or_path: Name | None = Field(None, alias="_name_or_path")
     text_config: dict[str, Any] | None = None
-    attn_config: MptAttnConfig | None = None  # MPT's
+    attn_config: AttnConfig | None = None  # MPT's, DBRX's
+    ffn_config: FfnConfig | None = None  # DBRX's
     expansion_ratio: Heads | None = None  # MPT's MLP width, in d_model
     no_bias: StrictBool | None = None  # MPT's
     # sizes

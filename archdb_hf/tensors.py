@@ -148,7 +148,8 @@ class Source:
     experts' (out, in) weights stacked as (experts, in, out) when ``experts``. ``cut``
     gives the (start, stop) rows of a fused projection, or with ``per_head`` (heads,
     parts, width) the parts each head's rows group into (GPT-NeoX's [q, k, v] per head);
-    ``transpose`` reads Conv1D's (in, out) layout (fused experts: either layout, by shape).
+    ``transpose`` reads Conv1D's (in, out) layout (fused experts, stored (experts, out, in)
+    or with their rows stacked (experts x out, in): either layout, by shape).
     """
 
     name: str

@@ -17,6 +17,8 @@ from archdb_hf.reference import convert
 # be built without; released configs set them (the test and benchmark of default configs).
 DEFAULT_COMPLETIONS: dict[str, dict] = {
     "nemotron": {"num_key_value_heads": 48},
+    # DbrxAttention reads attn_config.rope_theta, which DbrxAttentionConfig does not define
+    "dbrx": {"attn_config": {"rope_theta": 10000.0}},
     "deepseek_v2": {"num_experts_per_tok": 6},
     # 4096 / 96 heads is not whole: transformers floors it to 42, released configs say
     "glm4_moe": {"head_dim": 128},

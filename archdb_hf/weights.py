@@ -372,6 +372,8 @@ def _read(ckpt: Checkpoint, source: Source, dims: Dims, cuts: dict) -> torch.Ten
         source = replace(source, name=source.fallback, fallback=None)
     if source.experts and "{e}" not in source.name:  # fused (experts, out, in) -> (.., in, out)
         value = ckpt.take(source.name)
+        if value.ndim == 2 and dims.n_experts and value.shape[0] % dims.n_experts == 0:
+            value = value.reshape(dims.n_experts, -1, value.shape[1])  # stacked rows (DBRX)
         if source.transpose and _stored_in_out(value, source, dims):
             value = value.transpose(1, 2)
         if source.cut is not None:

@@ -107,6 +107,12 @@ TINY: dict[str, dict] = {
     # ALiBi, no biases, LayerNorms without bias; q, k and v clamped; a scale of its own
     "mpt": {"d_model": 64, "n_heads": 4, "n_layers": 2, "vocab_size": 128, "max_seq_len": 64,
             "attn_config": {"clip_qkv": 0.5, "softmax_scale": 0.2}},
+    # every layer's experts (top 2 of 4, renormalized), GQA through a clamped fused Wqkv,
+    # the RoPE base where the release states it and where transformers reads it
+    "dbrx": {"d_model": 64, "n_heads": 4, "n_layers": 2, "vocab_size": 128, "max_seq_len": 64,
+             "attn_config": {"kv_n_heads": 2, "clip_qkv": 0.5, "rope_theta": 500.0},
+             "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 4, "moe_top_k": 2},
+             "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
     "gptj": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64,
              "rotary_dim": 8},
     "falcon": {**_DENSE, "num_key_value_heads": None, "intermediate_size": None,
@@ -718,7 +724,10 @@ REFUSED = {
     ("zamba2", "tie_word_embeddings"): "leaves Zamba2's shared blocks untied",
 }
 # settings transformers itself refuses (not valid configs of the family)
-INVALID = {("mamba2", "head_dim")}  # Mamba2Config checks head_dim against its heads
+INVALID = {
+    ("mamba2", "head_dim"),  # Mamba2Config checks head_dim against its heads
+    ("dbrx", "tie_word_embeddings"),  # DbrxConfig refuses a tied head
+}
 
 
 def _unusual(model_type: str) -> list[tuple[str, object]]:

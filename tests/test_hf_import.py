@@ -916,3 +916,28 @@ def test_mpt_settings_its_port_does_not_build_are_refused_by_name(change, messag
     assert (arch.mlp.d_ff, arch.attention.qkv_clip, arch.position.type.value) == (192, 6, "alibi")
     with pytest.raises(HFImportError, match=re.escape(message)):
         imported({**sizes, **change})
+
+
+def test_dbrx_reads_its_sub_configs_and_refuses_what_its_card_cannot_hold():
+    """attn_config and ffn_config become the card's heads, clamp, RoPE base and experts;
+    an expert activation or a weight normalization the card cannot hold is refused."""
+    cfg = {"model_type": "dbrx", "d_model": 64, "n_heads": 4, "n_layers": 2, "vocab_size": 128,
+           "max_seq_len": 64, "attn_config": {"kv_n_heads": 2, "clip_qkv": 8, "rope_theta": 5e5},
+           "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 16,
+                          "moe_top_k": 4}}  # fmt: skip
+    arch = card_of(cfg).architecture
+    assert (arch.attention.n_kv_heads, arch.attention.qkv_clip) == (2, 8)
+    assert (arch.position.rope_theta, arch.mlp.d_ff) == (5e5, 48)
+    assert (arch.mlp.moe.n_experts, arch.mlp.moe.n_active, arch.mlp.moe.normalize_top_k) == (
+        16,
+        4,
+        True,
+    )
+    off = {**cfg, "ffn_config": {**cfg["ffn_config"], "moe_normalize_expert_weights": None}}
+    assert card_of(off).architecture.mlp.moe.normalize_top_k is False
+    for change, message in (
+        ({"moe_normalize_expert_weights": 2.0}, "moe_normalize_expert_weights 2.0"),
+        ({"ffn_act_fn": {"name": "gelu"}}, "ffn_config.ffn_act_fn 'gelu'"),
+    ):
+        with pytest.raises(HFImportError, match=re.escape(message)):
+            imported({**cfg, "ffn_config": {**cfg["ffn_config"], **change}})

@@ -447,6 +447,15 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "attention.qkv_clip": 6.0,
         },
     ),
+    (
+        "dbrx",
+        {
+            "norm.type": "layernorm",
+            "norm.affine": "scale",
+            "attention.qkv_clip": 8.0,
+            "mlp.moe": {**MOE, "normalize_top_k": True},
+        },
+    ),
     ("gpt_bigcode", {**GPT, "attention.n_kv_heads": 1}),  # multi-query (StarCoder)
     ("gpt_bigcode", {**GPT, "tied_embeddings": False}),  # one key/value head per query head
     ("openai-gpt", {**GPT, "norm.position": "post", "norm.final": False}),

@@ -112,6 +112,37 @@ _MPT_ATTENTION = (  # attn_config key, the one value transformers' port builds, 
 )
 
 
+def _read_dbrx(d: Draft) -> None:
+    """DBRX's attn_config (key/value heads, the clamp, the RoPE base) and ffn_config (every
+    layer's experts under a softmax router; moe_normalize_expert_weights 1: the top k's
+    shares rescaled to sum to 1, null: kept), with DbrxConfig's sub-config defaults."""
+    read_only(d, "tie_word_embeddings", False, "transformers' DBRX refuses a tied head")
+    attn = d.read("attn_config", default={}) or {}
+    ffn = d.read("ffn_config", default={}) or {}
+    d.set("architecture.attention.n_kv_heads", attn.get("kv_n_heads", 1), "config")
+    if attn.get("clip_qkv") is not None:
+        d.set("architecture.attention.qkv_clip", attn["clip_qkv"], "config")
+    # the released configs give the base here; transformers 5.25 reads only rope_parameters
+    # (10000 when absent), a difference the card does not take
+    d.set("architecture.position.rope_theta", attn.get("rope_theta", 10000.0), "config")
+    act = (ffn.get("ffn_act_fn") or {}).get("name", "silu")
+    if act != "silu":
+        raise HFImportError(
+            f"ffn_config.ffn_act_fn {shown_briefly(act)}: the card's DBRX experts are SwiGLU"
+        )
+    norm = ffn.get("moe_normalize_expert_weights", 1.0)
+    if norm not in (None, 1):
+        raise HFImportError(
+            f"ffn_config.moe_normalize_expert_weights {shown_briefly(norm)}: the top k's shares "
+            "are rescaled by their sum (1) or kept (null)"
+        )
+    moe = {"n_experts": ffn.get("moe_num_experts", 4), "n_active": ffn.get("moe_top_k", 1),
+           "n_shared": 0, "first_dense_layers": 0, "layer_period": 1,
+           "normalize_top_k": norm is not None}  # fmt: skip
+    d.set("architecture.mlp.moe", moe, "config")
+    d.set("architecture.mlp.d_ff", ffn.get("ffn_hidden_size", 3584), "config")
+
+
 def _read_opt(d: Draft) -> None:
     pre = d.value("architecture.norm.position") == "pre"
     removed = d.read("_remove_final_layer_norm", default=False)
@@ -178,6 +209,23 @@ def _mpt(a: Architecture) -> dict:
     if a.attention.scale is not None:
         attn["softmax_scale"] = a.attention.scale
     return {"attn_config": attn}
+
+
+def _dbrx(a: Architecture) -> dict:
+    moe = a.mlp.moe
+    require(moe is not None, "a mixture of experts in every layer (mlp.moe)")
+    require(not a.tied_embeddings, "an untied head (transformers' DBRX refuses a tie)")
+    theta = a.position.rope_theta or 10000.0
+    # the released configs' base (attn_config.rope_theta, which DbrxAttention requires) and
+    # the one transformers 5.25 rotates by (rope_parameters)
+    attn = {"kv_n_heads": a.attention.n_kv_heads or a.attention.n_heads, "rope_theta": theta}
+    if a.attention.qkv_clip is not None:
+        attn["clip_qkv"] = a.attention.qkv_clip
+    renormalized = 1.0 if moe.normalize_top_k is not False else None
+    ffn = {"ffn_hidden_size": a.mlp.d_ff, "moe_num_experts": moe.n_experts,
+           "moe_top_k": moe.n_active, "moe_normalize_expert_weights": renormalized}  # fmt: skip
+    rope = {"rope_type": "default", "rope_theta": theta}
+    return {"attn_config": attn, "ffn_config": ffn, "rope_parameters": rope}
 
 
 def _bloom(a: Architecture) -> dict:
@@ -309,6 +357,24 @@ def _mpt_names() -> Names:
     layer |= {f"{ours}.weight": Source(f"{theirs}.weight") for ours, theirs in modules.items()}
     top = w.top_names("transformer.wte.weight", "transformer.norm_f")
     return Names(top, layer, prefix="transformer.blocks.{i}.", tied_head=("lm_head.weight",))
+
+
+def _dbrx_names() -> Names:
+    """Fused q | k | v rows; each expert's gate (w1) and up (v1) rows, and its down
+    projection's columns (w2), stacked experts after experts."""
+    layer = {f"attn.sublayer.{p}.weight": Source("norm_attn_norm.attn.Wqkv.weight", cut=cut)
+             for p, cut in QKV_CUTS}  # fmt: skip
+    layer |= {
+        "attn.before.weight": Source("norm_attn_norm.norm_1.weight"),
+        "mlp.before.weight": Source("norm_attn_norm.norm_2.weight"),
+        "attn.sublayer.o.weight": Source("norm_attn_norm.attn.out_proj.weight"),
+        "mlp.sublayer.router.proj.weight": Source("ffn.router.layer.weight"),
+    }
+    for ours, theirs in (("gate", "w1"), ("up", "v1"), ("down", "w2")):
+        name = f"ffn.experts.mlp.{theirs}"  # w2 holds (in, out) per expert: read transposed
+        layer[f"mlp.sublayer.experts.{ours}"] = Source(name, experts=True, transpose=ours == "down")
+    top = w.top_names("transformer.wte.weight", "transformer.norm_f")
+    return Names(top, layer, prefix="transformer.blocks.{i}.")
 
 
 def _bloom_names() -> Names:
@@ -654,6 +720,29 @@ MPT = FamilySpec(
     names=_mpt_names,
     logit_error=2.5e-07,
 )
+# DBRX: a fused Wqkv (GQA, clamped), LayerNorms without bias at their default epsilon,
+# every layer's SwiGLU experts under a softmax router, untied
+DBRX = FamilySpec(
+    "dbrx",
+    classes="Dbrx",
+    layer="DbrxBlock",
+    eps_key=None,
+    rope_key=None,
+    norm="layernorm",
+    norm_affine="scale",
+    fixed_bias=(False, False, False),
+    keys=(
+        *size_keys("d_model", "n_layers", "n_heads"),
+        Key("max_seq_len", "context_length", read=False),
+    ),
+    free=("attention.n_kv_heads", "attention.qkv_clip", "position.rope_theta", "mlp.d_ff",
+          "mlp.moe.n_experts", "mlp.moe.n_active", "mlp.moe.normalize_top_k"),
+    extras=frozenset({"qkv_clip"}),
+    read=_read_dbrx,
+    write=_dbrx,
+    names=_dbrx_names,
+    logit_error=2.4e-07,
+)  # fmt: skip
 # GPT-NeoX's fused heads with ALiBi, a LayerNorm on the embeddings and a 4 x d_model MLP
 BLOOM = FamilySpec(
     "bloom",
