@@ -720,24 +720,22 @@ MPT = FamilySpec(
     names=_mpt_names,
     logit_error=2.5e-07,
 )
-# DBRX: a fused Wqkv (GQA, clamped), LayerNorms without bias at their default epsilon,
-# every layer's SwiGLU experts under a softmax router, untied
-DBRX = FamilySpec(
+# DBRX (MPT's llm-foundry lineage): RoPE, GQA through the clamped Wqkv, LayerNorms at
+# their default epsilon, every layer's SwiGLU experts under a softmax router, untied
+DBRX = MPT.derive(
     "dbrx",
     classes="Dbrx",
     layer="DbrxBlock",
     eps_key=None,
-    rope_key=None,
-    norm="layernorm",
-    norm_affine="scale",
-    fixed_bias=(False, False, False),
-    keys=(
-        *size_keys("d_model", "n_layers", "n_heads"),
-        Key("max_seq_len", "context_length", read=False),
-    ),
+    gated=True,
+    position="rope",
+    tied_default=False,
+    activation_default="silu",
+    d_ff_default_ratio=None,
+    keys=dropped(("tie_word_embeddings",)),
+    fixed=(),
     free=("attention.n_kv_heads", "attention.qkv_clip", "position.rope_theta", "mlp.d_ff",
           "mlp.moe.n_experts", "mlp.moe.n_active", "mlp.moe.normalize_top_k"),
-    extras=frozenset({"qkv_clip"}),
     read=_read_dbrx,
     write=_dbrx,
     names=_dbrx_names,
