@@ -936,6 +936,22 @@ def test_each_function_field_changes_the_logits(path, value, tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("model_type", "other"),
+    [("gpt2", "exact"), ("gpt_bigcode", "tanh"), ("gpt_neox", "tanh"), ("starcoder2", "exact"),
+     ("bloom", "exact")],
+)  # fmt: skip
+def test_the_gelu_form_changes_the_logits(model_type, other, tmp_path, monkeypatch):
+    """The tanh and erf GELUs differ by under 1e-3, which the tiny checkpoints' small
+    weights hide (GPT-BigCode's logits move by 4e-6); with weights ten times larger the
+    right form still matches and the other fails the comparison."""
+    monkeypatch.setitem(TINY, model_type, {**TINY[model_type], "initializer_range": 0.2})
+    reference = _tiny(model_type, tmp_path)
+    assert _logit_error(_card(tmp_path), tmp_path, reference) < LOGIT_TOLERANCE
+    changes = {"mlp.gelu_approximation": other}
+    assert _error_with_changes(model_type, tmp_path, changes) > 10 * LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
     ("path", "value"),
     [
         ("mlp.swiglu_limit", None),  # gpt-oss's 7.0 clamps nothing here
