@@ -1275,7 +1275,10 @@ def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
     ("card_id", "line"),
     [
         ("llama-2-7b", "Fidelity: logit-exact (llama, relative error < 1e-05)"),
-        ("llama-7b", "Fidelity: count-exact (llama is logit-exact; card lacks norm.eps)"),
+        (
+            "bert-base",
+            "Fidelity: count-exact (bert is logit-exact; card lacks mlp.gelu_approximation)",
+        ),
         ("palm-540b", "Fidelity: not comparable (no transformers family implements this card)"),
         ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),
     ],
