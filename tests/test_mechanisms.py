@@ -33,7 +33,7 @@ from archdb.plan.layout import fill_unknowns
 from archdb.reports import claims
 from archdb.reports import mechanisms as page
 from archdb.reports.claims import Verdict
-from archdb.schema import Activation
+from archdb.schema import Activation, RopeLayout
 from archdb.table import catalogue_frame
 from tests.conftest import shipped_catalogue
 
@@ -180,8 +180,11 @@ def test_grouped_experts_compute_what_the_builder_computes() -> None:
 # --- decode steps -------------------------------------------------------------------------
 
 
-def test_cached_attention_equals_the_full_forward_at_the_last_token() -> None:
-    toy = shrink(arch_of("llama-3-8b")).arch.model_copy(update={"n_layers": 1})
+@pytest.mark.parametrize("layout", ["half-split", "interleaved"])
+def test_cached_attention_equals_the_full_forward_at_the_last_token(layout) -> None:
+    toy = shrink(arch_of("llama-3-8b")).arch
+    position = toy.position.model_copy(update={"rope_layout": RopeLayout(layout)})
+    toy = toy.model_copy(update={"n_layers": 1, "position": position})
     torch.manual_seed(0)
     attn = build_model(toy).decoder.layers[0].attn.sublayer
     b, t = 2, 9

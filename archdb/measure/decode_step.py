@@ -31,11 +31,7 @@ def rotate_at(rotary: Rotary, x: torch.Tensor, position: int) -> torch.Tensor:
     """RoPE of one token at ``position`` (x: (B, 1, heads, D)). Past the table's end the
     last angle is reused: decode timings do not depend on the angle."""
     position = min(position, rotary.cos.shape[0] - 1)
-    half = rotary.dims // 2
-    cos, sin = rotary.cos[position], rotary.sin[position]
-    rot, keep = x[..., : rotary.dims], x[..., rotary.dims :]
-    swapped = torch.cat((rot[..., half:], rot[..., :half]), -1)
-    return torch.cat((rot * cos + swapped * sin, keep), -1)
+    return rotary.rotate(x, rotary.cos[position], rotary.sin[position])  # its own pair layout
 
 
 class CachedAttention(nn.Module):

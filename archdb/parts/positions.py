@@ -259,9 +259,11 @@ def modules() -> SimpleNamespace:
             short = t <= self.short_len
             cos = (self.short_cos if short else self.cos)[:t].unsqueeze(1)  # (T, 1, dims)
             sin = (self.short_sin if short else self.sin)[:t].unsqueeze(1)
-            return tuple(self._rotate(x, cos, sin) for x in xs)
+            return tuple(self.rotate(x, cos, sin) for x in xs)
 
-        def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        def rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+            """x rotated by the angles of ``cos`` and ``sin`` (rows of the tables), in the
+            module's pair layout."""
             half = self.dims // 2
             partial = x.shape[-1] > self.dims
             rot = x[..., : self.dims] if partial else x
