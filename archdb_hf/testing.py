@@ -11,7 +11,7 @@ from archdb.schema import Architecture
 from archdb_hf.draft import OUTER_KEYS
 from archdb_hf.families.registry import SPECS
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.reference import convert
+from archdb_hf.reference import convert, saved_config
 
 # Sizes transformers' default config of a family leaves unset (None), which its model cannot
 # be built without; released configs set them (the test and benchmark of default configs).
@@ -64,13 +64,19 @@ def hf_parameter_count(arch: Architecture, model_type: str) -> int:
     config = reference_config(spec, convert(arch, model_type))
     with torch.device("meta"):
         model = getattr(transformers, spec.model_class)(config)
+    return card_parameters(model, spec)
+
+
+def card_parameters(model, spec: FamilySpec) -> int:
+    """The parameters of transformers' ``model`` a card of ``spec`` counts: not a
+    multimodal release's other parts (``decoder_only_of``), not frozen statistics
+    (requires_grad false: ERNIE 4.5's correction bias, a buffer in archdb as DeepSeek-V3's
+    is in transformers), not expert rows no forward pass reads."""
     skip = set()
     if spec.decoder_only_of is not None:
         for name, module in model.named_modules():
             if name.endswith(spec.decoder_only_of):
                 skip |= {id(p) for p in module.parameters()}
-    # frozen statistics (requires_grad false: ERNIE 4.5's correction bias) are buffers in
-    # archdb, as DeepSeek-V3's correction bias is in transformers: not parameters
     skip |= {id(p) for p in model.parameters() if not p.requires_grad}
     total = sum(p.numel() for p in model.parameters() if id(p) not in skip)
     return total - unread_expert_rows(model)
@@ -87,9 +93,8 @@ def reference_config(spec: FamilySpec, written: dict):
     kwargs = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None} | written
     if spec.released_as is None:
         return getattr(transformers, spec.config_class)(**kwargs)
-    outer = {k: kwargs.pop(k) for k in OUTER_KEYS if k in kwargs}
-    text = getattr(transformers, spec.config_class)(**kwargs).to_dict()
-    return transformers.AutoConfig.for_model(spec.released_as, text_config=text, **outer)
+    saved = saved_config(kwargs, spec.model_type)  # as the release's config.json holds it
+    return transformers.AutoConfig.for_model(saved.pop("model_type"), **saved)
 
 
 def unread_expert_rows(model) -> int:

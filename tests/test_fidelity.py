@@ -458,6 +458,15 @@ SEQ_FOR = dict.fromkeys(
 IDENTITY = Identity("tiny-1", "Tiny 1", "tiny", "Tests", "2024-01-01")
 
 
+def _nudge_vectors(model: torch.nn.Module) -> None:
+    """Norms start at 1 (or 0), biases at 0: give every vector values a wrong form would
+    show."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+
+
 def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
     import transformers
 
@@ -469,10 +478,8 @@ def _tiny(model_type: str, directory) -> transformers.PreTrainedModel:
     auto = transformers.AutoModelForMaskedLM if model_type in MASKED_LM else None
     auto = auto or transformers.AutoModelForCausalLM
     model = auto.from_config(config, attn_implementation="eager")
-    with torch.no_grad():  # norms start at 1 (or 0): give them values a wrong form would show
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
+    _nudge_vectors(model)
+    with torch.no_grad():
         # DeepSeek-V3's correction bias (ERNIE 4.5's: a frozen parameter) starts at 0, as
         # do the RG-LRU's (2-D) gate biases
         for name, b in [*model.named_buffers(), *model.named_parameters()]:
@@ -583,10 +590,7 @@ def _tiny_encoder_decoder(variant: str, directory) -> tuple[Card, transformers.P
     config = transformers.T5Config(**kwargs)
     config._attn_implementation = "eager"
     reference = transformers.T5ForConditionalGeneration(config).eval()
-    with torch.no_grad():
-        for p in reference.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
+    _nudge_vectors(reference)
     reference.save_pretrained(directory)
     if not arch.tied_embeddings:
         tensors = load_file(directory / "model.safetensors")
@@ -797,10 +801,7 @@ def test_a_text_decoder_inside_its_multimodal_release_equals_transformers(model_
     )
     config._attn_implementation = "eager"
     reference = transformers.AutoModelForImageTextToText.from_config(config).eval()
-    with torch.no_grad():
-        for p in reference.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
+    _nudge_vectors(reference)
     reference.save_pretrained(tmp_path)
     card = _card(tmp_path)
     assert card.architecture.tied_embeddings is tied
@@ -1160,10 +1161,7 @@ def test_a_qwen3_5_release_loads_its_text_decoder(tmp_path):
     config = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
     config._attn_implementation = "eager"
     reference = transformers.Qwen3_5ForConditionalGeneration(config).eval()
-    with torch.no_grad():
-        for p in reference.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
+    _nudge_vectors(reference)
     reference.save_pretrained(tmp_path)
     tensors = load_file(tmp_path / "model.safetensors")
     assert any(n.startswith("model.visual.") for n in tensors)

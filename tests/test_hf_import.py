@@ -429,18 +429,9 @@ def test_every_family_matches_transformers_on_its_default_config(model_type):
             model = getattr(transformers, spec.model_class)(hf_config)
     cfg = {**hf_config.to_dict(), "model_type": released}
     ours = count_parameters(build_model(card_of(cfg).architecture, device="meta"))
-    # frozen statistics (ERNIE 4.5's correction bias) are buffers, as DeepSeek-V3's are;
-    # rows transformers allocates for LongCat-Flash's zero experts and never reads are none;
-    # a release's vision tower is not the card's
-    from archdb_hf.testing import unread_expert_rows
+    from archdb_hf.testing import card_parameters
 
-    tower = f"{spec.decoder_only_of}." if spec.decoder_only_of else None
-    expected = sum(
-        p.numel()
-        for name, p in model.named_parameters()
-        if p.requires_grad and not (tower and tower in name)
-    )
-    assert ours == expected - unread_expert_rows(model)
+    assert ours == card_parameters(model, spec)
 
 
 def test_qwen3_next_without_layer_types_reads_the_full_attention_interval():

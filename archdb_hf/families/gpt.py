@@ -200,7 +200,6 @@ def _attention_types(a: Architecture) -> list:
 
 
 def _mpt(a: Architecture) -> dict:
-    require(a.mlp.d_ff == 4 * a.d_model, "transformers' MPT builds a 4 x d_model MLP")
     heads = a.attention.n_heads
     require(heads & (heads - 1) == 0, "n_heads a power of two (MPT's ALiBi slopes)")
     attn = {"alibi": True}
@@ -226,11 +225,6 @@ def _dbrx(a: Architecture) -> dict:
            "moe_top_k": moe.n_active, "moe_normalize_expert_weights": renormalized}  # fmt: skip
     rope = {"rope_type": "default", "rope_theta": theta}
     return {"attn_config": attn, "ffn_config": ffn, "rope_parameters": rope}
-
-
-def _bloom(a: Architecture) -> dict:
-    require(a.mlp.d_ff == 4 * a.d_model, "BLOOM's MLP is 4 x d_model")
-    return {}
 
 
 def _parallel_residual(a: Architecture) -> bool:
@@ -284,6 +278,12 @@ LEARNED_ROWS = Key("n_positions", "context_length", out=learned_rows, read=False
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
+def _gpt2_top() -> dict[str, Source]:
+    """GPT-2's top-level tensors (GPT-BigCode's and GPT-Neo's too): wte, wpe, ln_f."""
+    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
+    return top | {"positions.table.weight": Source("transformer.wpe.weight")}
+
+
 def _gpt2_names() -> Names:
     layer: dict[str, Source] = {}
     for t in ("weight", "bias"):
@@ -298,9 +298,7 @@ def _gpt2_names() -> Names:
             layer[f"{ours}.{t}"] = Source(f"{theirs}.{t}", transpose=conv)
         for p, cut in QKV_CUTS:
             layer[f"attn.sublayer.{p}.{t}"] = Source(f"attn.c_attn.{t}", cut=cut, transpose=conv)
-    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
-    top["positions.table.weight"] = Source("transformer.wpe.weight")
-    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+    return Names(_gpt2_top(), layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _neox_heads(d: Dims) -> tuple[int, int, int]:
@@ -343,9 +341,7 @@ def _gpt_neo_names() -> Names:
     modules["attn.sublayer.o"] = "attn.attention.out_proj"
     layer = {f"{ours}.{t}": Source(f"{theirs}.{t}")
              for ours, theirs in modules.items() for t in ("weight", "bias")}  # fmt: skip
-    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
-    top["positions.table.weight"] = Source("transformer.wpe.weight")
-    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+    return Names(_gpt2_top(), layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _mpt_names() -> Names:
@@ -454,9 +450,7 @@ def _gpt_bigcode_names() -> Names:
         for p, cut in QKV_CUTS:
             fused = Source(f"attn.c_attn.{t}", cut=cut, grouped=_falcon_groups)
             layer[f"attn.sublayer.{p}.{t}"] = fused
-    top = w.top_names("transformer.wte.weight", "transformer.ln_f")
-    top["positions.table.weight"] = Source("transformer.wpe.weight")
-    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+    return Names(_gpt2_top(), layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _opt_names() -> Names:
@@ -765,7 +759,6 @@ BLOOM = FamilySpec(
     fixed=(("embedding_norm", True), ("mlp.gelu_approximation", "tanh")),
     extras=frozenset({"embedding_norm"}),
     read=_read_bloom,
-    write=_bloom,
     names=_bloom_names,
     logit_error=2.8e-07,
 )

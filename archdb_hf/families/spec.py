@@ -306,7 +306,8 @@ def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
     carries them, the sizes its code builds (as import-hf reads them): every head dim
     rotates (or the code's share), one key/value head per query head, one width for every
     layer and embeddings of d_model, heads of d_model / n_heads with values as wide, an
-    MLP in every attention layer, a QK norm of the blocks' own kind."""
+    MLP in every attention layer (d_ff_default_ratio x d_model wide where no key sets it),
+    a QK norm of the blocks' own kind."""
     a = arch.attention
     if "kind" not in free:
         require(arch.kind is Kind.DECODER_ONLY, "kind decoder-only (a causal LM)")
@@ -333,6 +334,9 @@ def _check_sizes(spec: FamilySpec, arch: Architecture, free: set[str]) -> None:
         require(a.v_head_dim in (None, arch.head_dim_effective), "values as wide as the keys")
     if "attention.mlp" not in free:
         require(a.mlp is not False, "every attention layer has its MLP")
+    ratio = spec.d_ff_default_ratio
+    if ratio and "mlp.d_ff" not in free:  # no key: the code fixes the width (BLOOM, MPT)
+        require(arch.mlp.d_ff == ratio * arch.d_model, f"mlp.d_ff {ratio} x d_model (no key)")
     if a.qk_norm is not None and a.qk_norm.learned and "attention.qk_norm_type" not in free:
         n = arch.norm
         require(a.qk_norm_type in (None, n.type) and a.qk_norm_affine in (None, n.affine),
