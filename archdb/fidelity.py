@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 
+from archdb.fields import OutputOnly, field_at
 from archdb.schema import Activation, Card, PositionType, RopeScalingType, get_path
 
 LOGIT_TOLERANCE = 1e-5  # max |archdb - transformers| / max |transformers| over the logits
@@ -47,9 +48,10 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
 
     arch = card.architecture
     spec = SPECS.get(model_type or "")
-    fields = list(FUNCTION_FIELDS) + list(spec.function_fields if spec is not None else ())
-    if arch.mlp.moe is None:  # a family's router fields bind its MoE cards only
-        fields = [p for p in fields if not p.startswith("architecture.mlp.moe.")]
+    own = spec.function_fields if spec is not None else ()
+    # a family's router fields bind its MoE cards only, and an output-only choice the
+    # cards where it is in play (Llama 4's QK norm in the rotating layers only: Scout's)
+    fields = list(FUNCTION_FIELDS) + [p for p in own if _in_play(card, p)]
     if arch.position.type is PositionType.ROPE:
         fields.append("architecture.position.rope_layout")
     if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):
@@ -66,6 +68,13 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     if scaling is not None and scaling.type is RopeScalingType.YARN:
         fields.append("architecture.position.rope_scaling.truncate")
     return fields
+
+
+def _in_play(card: Card, path: str) -> bool:
+    if path.startswith("architecture.mlp.moe.") and card.architecture.mlp.moe is None:
+        return False
+    role = field_at(Card, path).role(OutputOnly)
+    return role is None or role.in_play(card.architecture)
 
 
 def fidelity(card: Card) -> Fidelity:

@@ -404,6 +404,11 @@ def _with_qk_norm(a: Architecture) -> bool:
     return a.attention.qk_norm not in (None, QKNorm.NONE)
 
 
+def _with_qk_norm_and_nope(a: Architecture) -> bool:
+    """A QK norm beside NoPE layers: whether those layers norm too is a choice."""
+    return _with_qk_norm(a) and LayerKind.GLOBAL_NOPE in a.attention.layer_pattern
+
+
 def _with_residual_factors(a: Architecture) -> bool:
     """MiniMax-01's residual factors: in play only beside a mixer that declares them
     (lightning attention; archdb.mixers' ``residual_factors``)."""
@@ -593,6 +598,16 @@ class SparseAttention(Strict):
     )
 
 
+class NopeTemperature(Strict):
+    """Llama 4's attention temperature tuning (transformers' Llama4TextAttention, after
+    arXiv 2501.19399): in the global-nope layers the query at 0-based position p is
+    multiplied by 1 + scale x ln(1 + floor((p + 1) / floor_scale)), so positions before
+    floor_scale - 1 keep 1 and later queries sharpen step by step."""
+
+    floor_scale: Tokens = Field(description="Positions per step of the factor (floor_scale).")
+    scale: PositiveFloat = Field(description="Factor per unit of the logarithm (attn_scale).")
+
+
 class BlockSparse(Strict):
     """Phi-3-small's block-sparse attention (configuration_phi3_small.py; vLLM's
     blocksparse_attention utils compute the same layout). Tokens are cut into blocks of
@@ -715,6 +730,16 @@ class Attention(Strict):
         description="The QK norm applies to the rotated queries and keys (Hunyuan: "
         "query_layernorm after apply_rotary_pos_emb); false: before RoPE (Qwen 3, OLMo 2). "
         "Optional; null: not recorded (the builder norms before RoPE).",
+    )
+    qk_norm_rope_only: Annotated[
+        StrictBool | None,
+        OutputOnly(False, "the global-nope layers norm q and k too", _with_qk_norm_and_nope),
+    ] = Field(
+        default=None,
+        description="Only the layers that rotate q and k have the QK norm; the pattern's "
+        "global-nope layers have none (Llama 4 Scout: Llama4TextAttention builds qk_norm only "
+        "where use_rope). Optional; null: not recorded (the builder norms in every attention "
+        "layer).",
     )
     sliding_window: Annotated[Tokens | None, Asked(_windowed_answer, after="layer_pattern")] = (
         Field(
@@ -863,6 +888,11 @@ class Attention(Strict):
         "it: a * x + f(x), x normed first under norm.position normed-skip (MiniMax: "
         "layernorm_full_attention_alpha, transformers full_attn_alpha_factor). Optional; "
         "null: not recorded (the builder uses 1).",
+    )
+    nope_temperature: NopeTemperature | None = Field(
+        default=None,
+        description="Llama 4's attention temperature tuning on the pattern's global-nope "
+        "layers (attn_temperature_tuning; see NopeTemperature). Optional; null for none.",
     )
     temperature_length: Tokens | None = Field(
         default=None,
@@ -1260,6 +1290,12 @@ class MoE(Strict):
         description="The routed experts' weights are multiplied by this after any top-k "
         "normalization, before the shared experts are added (routed_scaling_factor). "
         "Optional; null: not recorded (the builder uses 1).",
+    )
+    weighted_input: Annotated[StrictBool | None, Switch()] = Field(
+        default=None,
+        description="Each chosen expert's weight multiplies its input rather than its output "
+        "(Llama 4: routed_in = x * score); through a gated MLP the two differ. Optional; null "
+        "for the output.",
     )
     zero_experts: CountOrZero | None = Field(
         default=None,
@@ -1863,6 +1899,17 @@ class Architecture(Strict):
             self._check_sparse(att)
         if att.qk_norm_after_rope and att.qk_norm in (None, QKNorm.NONE):
             raise ValueError("attention.qk_norm_after_rope needs a qk_norm")
+        if att.qk_norm_rope_only and not _with_qk_norm_and_nope(self):
+            raise ValueError("attention.qk_norm_rope_only needs a qk_norm and global-nope layers")
+        if att.nope_temperature is not None and (
+            LayerKind.GLOBAL_NOPE not in kinds or att.variant is not AttentionVariant.SOFTMAX
+        ):
+            raise ValueError("attention.nope_temperature needs global-nope softmax layers")
+        if att.nope_temperature is not None and att.temperature_length is not None:
+            raise ValueError(
+                "attention.nope_temperature and temperature_length: a model has one attention "
+                "temperature (Llama 4's or xAI's)"
+            )
         self._check_value_heads(att)
         self._check_query_rank(att)
         self._check_block_sparse(att)

@@ -448,6 +448,16 @@ class ConfigShape(_Keys):
     # SmolLM3: which layers rotate (1) and which are NoPE (0), or every n-th layer NoPE
     no_rope_layers: Annotated[list[_sized(0, 1)], Field(max_length=MAX_DEPTH)] | None = None
     no_rope_layer_interval: Layers | None = None
+    # Llama 4: its chunks, MoE period and the NoPE layers' temperature tuning (released
+    # configs state the switch as a number, read as transformers does: by its truth)
+    attention_chunk_size: Tokens | None = None
+    interleave_moe_layer_step: Layers | None = None
+    moe_layers: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = None
+    intermediate_size_mlp: Width | None = None
+    use_qk_norm: StrictBool | None = None
+    attn_temperature_tuning: StrictBool | _sized(0, MAX_COUNT) | None = None
+    floor_scale: Tokens | None = None
+    attn_scale: Number | None = None
     # Kimi Linear: KDA sizes (in linear_attn_config, or transformers' flat keys), its MoE
     linear_attn_config: LinearAttnConfig | None = None
     linear_num_heads: Heads | None = None

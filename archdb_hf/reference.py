@@ -52,6 +52,10 @@ EXTRAS: dict[str, Callable[[Architecture], bool]] = {
     "token_shift": lambda a: bool(a.mlp.token_shift),  # RWKV-7's channel mixing
     "router_softcap": lambda a: _moe_has(a, lambda m: m.router_softcap is not None),  # Grok-2
     "temperature_length": lambda a: a.attention.temperature_length is not None,  # Grok-2
+    # Llama 4: NoPE layers' temperature and no QK norm, each expert's input weighted
+    "nope_temperature": lambda a: a.attention.nope_temperature is not None,
+    "qk_norm_rope_only": lambda a: bool(a.attention.qk_norm_rope_only),
+    "weighted_input": lambda a: _moe_has(a, lambda m: bool(m.weighted_input)),
     "blocksparse": lambda a: LayerKind.BLOCKSPARSE in a.attention.layer_pattern,  # Phi-3-small
     "dense_beside": lambda a: a.mlp.moe is not None and a.mlp.moe.dense_beside_d_ff is not None,
     "router_scales": lambda a: a.mlp.moe is not None and bool(a.mlp.moe.router_scales),

@@ -248,6 +248,24 @@ def second_expert_ff(d: Dims) -> tuple[int, int]:
     return d.expert_d_ff, 2 * d.expert_d_ff
 
 
+def fused_experts(router: str, experts: str) -> dict[str, Source]:
+    """A router and fused experts (gate_up_proj holding each expert's gate then up,
+    down_proj), stored (experts, in, out), as Qwen3-VL-MoE releases them and transformers
+    saves Llama 4's, or (experts, out, in), as it saves Qwen3-VL-MoE's: either layout is read,
+    by shape, as transformers' loader reads them."""
+    gate_up = f"{experts}.gate_up_proj"
+    return {
+        "mlp.sublayer.router.proj.weight": Source(f"{router}.weight"),
+        "mlp.sublayer.experts.gate": Source(
+            gate_up, cut=first_expert_ff, experts=True, transpose=True
+        ),
+        "mlp.sublayer.experts.up": Source(
+            gate_up, cut=second_expert_ff, experts=True, transpose=True
+        ),
+        "mlp.sublayer.experts.down": Source(f"{experts}.down_proj", experts=True, transpose=True),
+    }
+
+
 def llama_layer(norms: dict[str, str], mlp: str = "mlp") -> dict[str, Source]:
     """A Llama-style layer: separate projections, norms named per family."""
     layer = {

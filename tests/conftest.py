@@ -645,6 +645,28 @@ STEP3_LIKE: dict[str, Any] = {
     ),
 }
 
+# Llama 4 Scout: three chunked RoPE layers and a NoPE layer; the L2 QK norm only where q and
+# k rotate, the NoPE layer's queries tempered from position 3 (floor_scale 4); top-1 of 4
+# experts by sigmoid, each expert's input weighted, beside a shared expert; interleaved RoPE
+LLAMA4_LIKE: dict[str, Any] = {
+    "n_layers": 4,
+    "attention.layer_pattern": ["chunked", "chunked", "chunked", "global-nope"],
+    "attention.sliding_window": 8,
+    "attention.qk_norm": "l2",
+    "attention.qk_norm_rope_only": True,
+    "attention.nope_temperature": {"floor_scale": 4, "scale": 0.1},
+    "position.rope_layout": "interleaved",
+    "mlp.d_ff": 32,
+    "mlp.moe": moe_block(
+        n_active=1,
+        n_shared=1,
+        shared_d_ff=32,
+        score_function="sigmoid",
+        normalize_top_k=False,
+        weighted_input=True,
+    ),
+}
+
 
 def latent_dims(**changes: Any) -> dict[str, Any]:
     """Latent-attention (MLA) dims for ``attention.latent``, no query bottleneck."""
@@ -1138,6 +1160,7 @@ CHOICES = [
     ),
     {"mlp.moe": moe_block(n_shared=1, shared_d_ff=64, first_dense_layers=1, dense_d_ff=256)},
     STEP3_LIKE,
+    LLAMA4_LIKE,
     {
         "mlp.moe": moe_block(n_active=1, layer_period=2, dense_d_ff=256),
         "bias.mlp": True,

@@ -62,6 +62,12 @@ TINY: dict[str, dict] = {
     "olmo2": {**_DENSE},
     "phi3": {**_DENSE, "sliding_window": WINDOW},
     "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "openai-gpt": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "llama4_text": {"hidden_size": 64, "intermediate_size": 24, "intermediate_size_mlp": 96,
+                    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                    "head_dim": 16, "vocab_size": 128, "num_local_experts": 4,
+                    "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+                    "attention_chunk_size": 8, "floor_scale": 4, "rms_norm_eps": 1e-4},
     "gpt_neox": {**_DENSE, "num_key_value_heads": None},
     "mixtral": {**_DENSE, "num_local_experts": 4, "num_experts_per_tok": 2,
                 "sliding_window": WINDOW},
@@ -980,6 +986,21 @@ def test_each_gpt_oss_function_field_changes_the_logits(path, value, tmp_path):
 def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
     """Granite's muP factors: each one dropped (or a near value) breaks the comparison."""
     assert _error_with_changes("granite", tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("attention.nope_temperature", None),  # the NoPE layer's queries untempered
+        ("attention.qk_norm_rope_only", False),  # the NoPE layer's q and k normed too
+        ("mlp.moe.weighted_input", None),  # each expert's output weighted, not its input
+        ("mlp.moe.score_function", "softmax"),
+        ("norm.eps", 1e-6),  # the QK norm's epsilon is the blocks'
+    ],
+)
+def test_each_llama4_function_field_changes_the_logits(path, value, tmp_path):
+    """Llama 4's mechanisms: each one dropped (or the default epsilon) breaks the comparison."""
+    assert _error_with_changes("llama4_text", tmp_path, {path: value}) > 10 * LOGIT_TOLERANCE
 
 
 def test_bitnets_squared_gate_changes_the_logits(tmp_path):

@@ -592,7 +592,8 @@ def test_exaone4_pattern_letters_other_than_l_and_g_are_refused():
 
 def test_smollm3_no_rope_layers_of_the_wrong_length_are_refused():
     base = {**_EXAONE4, "model_type": "smollm3", "no_rope_layers": [1, 1, 0]}
-    with pytest.raises(HFImportError, match="no_rope_layers lists 3 layers"):
+    message = "no_rope_layers is not a 0/1 entry for each of the 8 layers"
+    with pytest.raises(HFImportError, match=message):
         imported(base)
 
 

@@ -210,7 +210,7 @@ def test_a_missing_qk_norm_type_is_located_at_the_cards_qk_norm(write_catalogue)
 
 
 def test_the_plan_reads_the_qk_norm_as_stated_not_the_blocks_norm():
-    from archdb.parts.norms import BARE_RMS
+    from archdb.parts.norms import bare_rms
     from archdb.plan import make_plan
     from archdb.schema import NormType
 
@@ -223,7 +223,9 @@ def test_the_plan_reads_the_qk_norm_as_stated_not_the_blocks_norm():
     assert rms.params() == 2 * 16  # q and k, head_dim 16
     biased = qk(**qk_norm("full", "layernorm", "scale-and-bias"))  # under RMSNorm blocks
     assert biased.norm.type is NormType.LAYERNORM and biased.params() == 2 * (64 + 2 * 16)
-    assert qk(**qk_norm("l2")).norm == BARE_RMS and qk(**qk_norm("none")) is None
+    # l2: a bare RMS norm at the blocks' epsilon (Llama4TextL2Norm(rms_norm_eps))
+    assert qk(**qk_norm("l2"), **{"norm.eps": 1e-4}).norm == bare_rms(1e-4)
+    assert qk(**qk_norm("none")) is None
 
 
 def test_new_asks_for_the_qk_norm_terms_only_after_a_qk_norm_with_parameters():

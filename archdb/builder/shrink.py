@@ -180,12 +180,13 @@ def shrink(arch: Architecture, rule: ToyRule = TOY_RULE, seq_len: int | None = N
             widths.head_dim if attention else None,
         )
         data["mixers"] = _toy_mixers(arch, frame)
-    if arch.attention.sliding_window is not None:
-        short = arch.attention.sliding_window < (arch.context_length or math.inf)
-        att["sliding_window"] = rule.window if short else rule.context
-    if (temper := arch.attention.temperature_length) is not None:  # as a window is shrunk
-        short = temper < (arch.context_length or math.inf)
-        att["temperature_length"] = rule.window if short else rule.context
+    # token lengths (a window, the temperatures' steps) shrink as the context does
+    if (window := arch.attention.sliding_window) is not None:
+        att["sliding_window"] = _toy_length(window, arch, rule)
+    if (temper := arch.attention.temperature_length) is not None:
+        att["temperature_length"] = _toy_length(temper, arch, rule)
+    if (nope := arch.attention.nope_temperature) is not None:
+        att["nope_temperature"]["floor_scale"] = _toy_length(nope.floor_scale, arch, rule)
     if (blocks := arch.attention.block_sparse) is not None:  # the local band: the toy window
         att["block_sparse"]["block_size"] = max(1, rule.window // blocks.local_blocks)
     if arch.attention.latent is not None:
@@ -298,6 +299,12 @@ def _toy_value_width(arch: Architecture, head_dim: int) -> int:
     assert v is not None and hd
     width = max(2, v * head_dim // hd)
     return width - width % 2
+
+
+def _toy_length(tokens: int, arch: Architecture, rule: ToyRule) -> int:
+    """A length in tokens within the toy: the toy window where it is shorter than the
+    context (the mechanism stays in play), else the toy context."""
+    return rule.window if tokens < (arch.context_length or math.inf) else rule.context
 
 
 def _toy_global_layers(arch: Architecture, heads: _Heads, head_dim: int) -> dict:

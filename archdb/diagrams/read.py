@@ -539,6 +539,10 @@ def _attention_extras(mixer: object) -> list[str]:
         out.append(f"attention logits soft-capped at {kernel.softcap:g}")
     if getattr(kernel, "sink_heads", 0):
         out.append("a learned sink logit per head")
+    if length := getattr(kernel, "temperature_length", None):  # Grok-2
+        out.append(f"logits past position {length:,} × log2(p) / log2({length:,})")
+    if (floor := getattr(kernel, "floor_temperature", None)) is not None:  # Llama 4
+        out.append(f"queries × 1 + {floor.scale:g} ln(1 + floor((p + 1) / {floor.floor_scale:,}))")
     if getattr(kernel, "top_k", None):
         out.append(f"sparse: each query reads its top {kernel.top_k:,} keys (an indexer)")
     gate = getattr(mixer, "output_gate", None)
@@ -585,6 +589,8 @@ def _mlp_part(mlp: DenseMLP | MoESpec, n_shared: int = 1) -> Part:
         if router.scale != 1.0:
             words += f", × {router.scale:g}"
         lines.append(words)
+        if mlp.weighted_input:
+            lines.append("each expert's input × its weight (not its output)")
         if router.zero_experts:
             lines.append(f"{router.zero_experts} zero-computation (identity) experts")
         if mlp.beside is not None:

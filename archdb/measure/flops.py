@@ -120,6 +120,7 @@ ELEMENTWISE_OPS = (
     "elu",
     "exp",
     "log2",  # xAI's attention temperature (Grok-2)
+    "log1p",  # Llama 4's attention temperature tuning
     "sigmoid",
     "softplus",
     "rsqrt",

@@ -421,7 +421,8 @@ class GroupedExperts(nn.Module):
                 continue
             rows = order[start : start + count]
             start += count
-            xe = x[token[rows]]  # (count, d)
+            # x: (N, d), or (N, k, d) an input per pair (Llama 4's weighted inputs)
+            xe = x.flatten(0, 1)[rows] if x.dim() == 3 else x[token[rows]]  # (count, d)
             up = _bias(xe @ ups[e], ex.up_bias, e)
             if gates is not None:
                 h = ex.act(_bias(xe @ gates[e], ex.gate_bias, e), up)

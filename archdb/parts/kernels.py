@@ -109,6 +109,17 @@ KERNELS: dict[LayerKind, KernelRule] = {
 
 
 @dataclass(frozen=True)
+class FloorLogTemperature:
+    """Llama 4's attention temperature tuning on its NoPE layers: the logits of the query
+    at 0-based position p times 1 + scale * ln(1 + floor((p + 1) / floor_scale))."""
+
+    floor_scale: int
+    scale: float
+
+    OPS_PER_QUERY = 6  # + 1, / floor_scale, floor, log1p, * scale, + 1
+
+
+@dataclass(frozen=True)
 class SoftmaxKernel:
     """Scores, softmax and the weighted sum of values, for one layer kind."""
 
@@ -123,6 +134,7 @@ class SoftmaxKernel:
     # xAI's temperature (Grok-2): logits of queries at p > L times log2(p) / log2(L)
     temperature_length: int | None = None
     blocks: BlockSparseLayout | None = None  # Phi-3-small's block-sparse layout (per head)
+    floor_temperature: FloorLogTemperature | None = None  # Llama 4's, on its NoPE layers
 
     @property
     def rule(self) -> KernelRule:
@@ -179,6 +191,9 @@ class SoftmaxKernel:
         if self.temperature_length is not None:  # each query's factor: log2, scale, floor 1
             per_score += cv.ELEMENTWISE
             tally.add(C.ATTENTION, t * 3 * cv.ELEMENTWISE)
+        if (floor := self.floor_temperature) is not None:
+            per_score += cv.ELEMENTWISE
+            tally.add(C.ATTENTION, t * floor.OPS_PER_QUERY * cv.ELEMENTWISE)
         tally.add(C.ATTENTION, dense * per_score, useful * per_score)
         tally.add(C.SOFTMAX, dense * cv.SOFTMAX, useful * cv.SOFTMAX)
         if self.sink_heads:  # one more logit per query and head in the softmax
@@ -276,6 +291,7 @@ def modules() -> SimpleNamespace:
             super().__init__()
             set_plain(self, scale=1.0 / math.sqrt(qk_dim), causal=causal, softcap=softcap)
             self.temperature_length: int | None = None  # xAI's (Grok-2), set from the spec
+            self.floor_temperature: FloorLogTemperature | None = None  # Llama 4's NoPE layers
             # gpt-oss's attention sinks: a learned logit per head in every query's softmax
             self.sinks = nn.Parameter(torch.zeros(sink_heads)) if sink_heads else None
 
@@ -303,11 +319,16 @@ def modules() -> SimpleNamespace:
             return torch.cat([scores, sink], dim=-1).softmax(dim=-1)[..., :-1]
 
         def temperature(self, t: int, device: torch.device) -> torch.Tensor | None:
-            """xAI's attention temperature for queries at positions 0..t-1, as (t, 1): 1 up to
-            L, log2(p) / log2(L) past it (SGLang's xai_temperature_len); None without it."""
-            if self.temperature_length is None:
+            """The attention temperature of queries at positions 0..t-1, as (t, 1): xAI's, 1
+            up to L and log2(p) / log2(L) past it (SGLang's xai_temperature_len), or Llama
+            4's floor-log factor; None without one."""
+            floor = self.floor_temperature
+            if floor is None and self.temperature_length is None:
                 return None
             positions = torch.arange(t, device=device, dtype=torch.float32)
+            if floor is not None:
+                steps = torch.floor((positions + 1.0) / floor.floor_scale)
+                return (torch.log1p(steps) * floor.scale + 1.0).unsqueeze(-1)
             ratio = torch.log2(positions) * (1.0 / math.log2(self.temperature_length))
             return ratio.clamp(min=1.0).unsqueeze(-1)  # log2(0) = -inf: 1 as well
 
@@ -315,6 +336,8 @@ def modules() -> SimpleNamespace:
             cap = f", softcap={self.softcap:g}" if self.softcap else ""
             if self.temperature_length is not None:
                 cap += f", temperature_length={self.temperature_length}"
+            if (floor := self.floor_temperature) is not None:
+                cap += f", floor_temperature={floor.floor_scale}x{floor.scale:g}"
             return (
                 f"{type(self).__name__.removesuffix('Kernel').lower()}, causal={self.causal}{cap}"
             )
@@ -519,6 +542,7 @@ def modules() -> SimpleNamespace:
         if s.scale is not None:
             kernel.scale = s.scale
         kernel.temperature_length = s.temperature_length
+        kernel.floor_temperature = s.floor_temperature
         return kernel
 
     def linear_kernel(s: spec.LinearKernel, ctx: object = None) -> LinearKernel:

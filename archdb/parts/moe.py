@@ -156,6 +156,7 @@ class MoESpec:
     # latent MoE (Nemotron 3 Super): the experts work at expert.d_model; projections into
     # and out of that width around them, with this bias (None: no latent projections)
     latent_bias: bool | None = None
+    weighted_input: bool = False  # each chosen expert reads x times its weight (Llama 4)
 
     BRANCH_NORMS = 3  # beyond the block's pre- and post-norm of the MLP sublayer
 
@@ -221,7 +222,7 @@ class MoESpec:
             tally.elementwise(2 * k * self.latent)
             tally.linear(self.latent, d, bool(self.latent_bias))
         else:
-            tally.elementwise(2 * k * d)  # weight each expert's output, sum them
+            tally.elementwise(2 * k * d)  # weight each expert's output (or input), sum them
         if self.shared is not None:
             self.shared.flops(tally)
             tally.elementwise(d)
@@ -388,13 +389,15 @@ def modules() -> SimpleNamespace:
             self.zero_experts = 0
 
         def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-            # x: (N, d), index: (N, k) -> (N, k, d). The (token, expert) pairs are sorted by
-            # expert and each expert's rows go through its weights in one matmul: gathering a
-            # weight copy per pair instead took minutes and gigabytes on a 64-token toy.
+            # x: (N, d), or (N, k, d) an input per pair (Llama 4's weighted inputs); index:
+            # (N, k) -> (N, k, d). The (token, expert) pairs are sorted by expert and each
+            # expert's rows go through its weights in one matmul: gathering a weight copy
+            # per pair instead took minutes and gigabytes on a 64-token toy.
             n, k = index.shape
             flat = index.reshape(-1)  # (N*k,)
             order = flat.argsort()
-            rows = x.repeat_interleave(k, dim=0)[order]  # (N*k, d), grouped by expert
+            pairs = x.flatten(0, 1) if x.dim() == 3 else x.repeat_interleave(k, dim=0)
+            rows = pairs[order]  # (N*k, d), grouped by expert
             n_real = self.up.shape[0]
             counts = torch.bincount(flat, minlength=n_real + self.zero_experts).tolist()
             # each weight stack unbound once, not indexed per expert: fewer traced nodes (fvcore)
@@ -444,9 +447,11 @@ def modules() -> SimpleNamespace:
             shared: nn.Module | None,
             shared_gate: bool = False,
             output_multiplier: float | None = None,
+            weighted_input: bool = False,
         ) -> None:
             super().__init__()
             self.output_multiplier = output_multiplier  # MiniMax's MLP beta
+            self.weighted_input = weighted_input  # Llama 4: the weights scale the inputs
             self.router = router
             self.experts = experts
             self.shared = shared
@@ -469,7 +474,11 @@ def modules() -> SimpleNamespace:
             source = flat if route_from is None else route_from.reshape(flat.shape)
             index, weight = self.router(source)
             inputs = flat if self.latent_in is None else self.latent_in(flat)
-            y = (self.experts(inputs, index) * weight.unsqueeze(-1)).sum(dim=1)  # (N, d or latent)
+            if self.weighted_input:  # each pair's input times its weight, then the expert
+                pairs = inputs.unsqueeze(1) * weight.unsqueeze(-1)  # (N, k, d)
+                y = self.experts(pairs, index).sum(dim=1)
+            else:
+                y = (self.experts(inputs, index) * weight.unsqueeze(-1)).sum(dim=1)
             if self.latent_out is not None:
                 y = self.latent_out(y)
             if self.shared is not None:
@@ -536,7 +545,8 @@ def modules() -> SimpleNamespace:
         experts.zero_experts = s.router.zero_experts
         experts.archdb_active = s.n_active  # read by the measured parameter count
         shared = s.shared.module() if s.shared is not None else None
-        layer = MoE(_router_of(s, ctx), experts, shared, s.shared_gate, s.output_multiplier)
+        router = _router_of(s, ctx)
+        layer = MoE(router, experts, shared, s.shared_gate, s.output_multiplier, s.weighted_input)
         if s.latent is not None:
             layer.add_latent(s.latent, bool(s.latent_bias))
         if s.beside is None:

@@ -60,9 +60,6 @@ class NormSpec:
             tally.add(C.NORM, width)
 
 
-BARE_RMS = NormSpec(NormType.RMSNORM, scale=False, bias=False)  # x / rms(x), no parameters
-
-
 def bare_rms(eps: float | None = None) -> NormSpec:
     """x / rms(x) without parameters, with the card's epsilon (Gemma 4's value norm)."""
     return NormSpec(NormType.RMSNORM, scale=False, bias=False, eps=eps)
@@ -116,8 +113,8 @@ class QKNormSpec:
 
     def flops(self, tally: Tally) -> None:
         # every kind costs one norm per element of q and k (l2: a bare RMS norm)
-        norm = BARE_RMS if self.kind is QKNorm.L2 else self.norm
-        norm.flops(tally, self.head_dim, tally.seq_len * (self.n_heads + self.n_kv_heads))
+        rows = tally.seq_len * (self.n_heads + self.n_kv_heads)
+        self.norm.flops(tally, self.head_dim, rows)
 
     def module(self, ctx: Any = None) -> Any:
         return modules().qk_norm_module(self, ctx)
@@ -264,7 +261,7 @@ def modules() -> SimpleNamespace:
         return FlatNorm(q), FlatNorm(norm_module(s.norm, s.n_kv_heads * s.head_dim))
 
     def _l2(s: QKNormSpec) -> tuple[nn.Module, nn.Module]:  # x / rms(x) per head (Llama 4)
-        return norm_module(BARE_RMS, s.head_dim), norm_module(BARE_RMS, s.head_dim)
+        return norm_module(s.norm, s.head_dim), norm_module(s.norm, s.head_dim)
 
     _QK_NORM_SHAPES = {QKNorm.PER_HEAD: _per_head, QKNorm.PER_HEAD_UNTIED: _untied}
     _QK_NORM_SHAPES |= {QKNorm.FULL: _full, QKNorm.L2: _l2}

@@ -18,7 +18,7 @@ from archdb.mixers import MIXERS as MIXER_PLUGINS
 from archdb.parts.attention import Mixer
 from archdb.parts.blocksparse import BlockSparseLayout
 from archdb.parts.compressed import HyperBlock, HyperConnection, HyperHead
-from archdb.parts.kernels import SoftmaxKernel
+from archdb.parts.kernels import FloorLogTemperature, SoftmaxKernel
 from archdb.parts.mlp import (
     CLAMPED_SWIGLU,
     GEGELU,
@@ -29,7 +29,7 @@ from archdb.parts.mlp import (
     activation_rule,
 )
 from archdb.parts.moe import MoESpec, RouterSpec
-from archdb.parts.norms import BARE_RMS, NORM_SLOTS, NormSlots, NormSpec, QKNormSpec
+from archdb.parts.norms import NORM_SLOTS, NormSlots, NormSpec, QKNormSpec, bare_rms
 from archdb.parts.parallel import ParallelMixers, ScaledMixer, scaled
 from archdb.parts.positions import (
     SCHEMES,
@@ -719,13 +719,15 @@ class _Reader:
         att, dims = self.a.attention, self.dims_of(spec)
         if att.qk_norm is QKNorm.NONE:
             return None
+        if att.qk_norm_rope_only and spec is not None and spec.kind is LayerKind.GLOBAL_NOPE:
+            return None  # Llama 4 Scout: only the rotating layers norm q and k
         if att.qk_norm.learned:  # its own type and terms, stated on the card (validated)
             kind, affine = att.qk_norm_type, att.qk_norm_affine
             # the QK norm shares the blocks' epsilon, and their (1 + w) scale when of their kind
             offset = self.a.norm.unit_offset if kind is self.a.norm.type else None
             norm = NormSpec.of(kind, affine, self.a.norm.eps, offset)
-        else:  # l2: parameter-free, x / rms(x) per head
-            norm = BARE_RMS
+        else:  # l2: parameter-free, x / rms(x) per head, at the blocks' epsilon
+            norm = bare_rms(self.a.norm.eps)
         keys = 0 if spec is not None and spec.reuses_kv else dims.n_kv_heads  # queries only
         return QKNormSpec(att.qk_norm, norm, dims.n_heads, keys, dims.qk_dim)
 
@@ -745,6 +747,9 @@ class _Reader:
         blocks = None
         if kind is LayerKind.BLOCKSPARSE and (layout := self.a.attention.block_sparse) is not None:
             blocks = BlockSparseLayout.of(layout, self.dims_of(spec).n_heads)
+        floor = None  # Llama 4's temperature tuning, on its NoPE layers
+        if kind is LayerKind.GLOBAL_NOPE and (nope := self.a.attention.nope_temperature):
+            floor = FloorLogTemperature(nope.floor_scale, nope.scale)
         return SoftmaxKernel(
             kind,
             qk_dim,
@@ -755,6 +760,7 @@ class _Reader:
             scale,
             blocks=blocks,
             temperature_length=temperature,
+            floor_temperature=floor,
         )
 
     def _has_sinks(self, spec: LayerSpec | None) -> bool:
@@ -851,6 +857,7 @@ class _Reader:
             bool(moe.router_scales),
             out,
             bias if moe.latent_dim is not None else None,
+            bool(moe.weighted_input),
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archdb.plan.layout import embedding_width, learned_rows
-from archdb.schema import Architecture, NormPosition, QKNorm
+from archdb.schema import Architecture, GeluApproximation, NormPosition, QKNorm
 from archdb_hf import tensors as w
 from archdb_hf.draft import (
     Draft,
@@ -143,6 +143,25 @@ def _read_dbrx(d: Draft) -> None:
     d.set("architecture.mlp.d_ff", ffn.get("ffn_hidden_size", 3584), "config")
 
 
+# OpenAIGPT's own ACT_FNS, not ACT2FN: its "gelu" is gelu_new, the tanh form (GPT-1's gelu())
+_OPENAI_AFN = {"gelu": ("gelu", "tanh"), "relu": ("relu", None), "silu": ("silu", None),
+               "swish": ("silu", None)}  # fmt: skip
+
+
+def _read_openai_gpt(d: Draft) -> None:
+    """afn through OpenAIGPT's ACT_FNS; the MLP is 4 x n_embd whatever the config says."""
+    raw = d.read("afn", default="gelu")
+    if not isinstance(raw, str) or raw not in _OPENAI_AFN:
+        raise HFImportError(
+            f"afn {shown_briefly(raw)}: OpenAIGPT's ACT_FNS has {', '.join(_OPENAI_AFN)}"
+        )
+    activation, form = _OPENAI_AFN[raw]
+    d.set("architecture.mlp.activation", activation, d.origin_of("afn"))
+    if form is not None:
+        d.set("architecture.mlp.gelu_approximation", form, d.origin_of("afn"))
+    d.set("architecture.mlp.d_ff", 4 * d.value("architecture.d_model"), "family")
+
+
 def _read_opt(d: Draft) -> None:
     pre = d.value("architecture.norm.position") == "pre"
     removed = d.read("_remove_final_layer_norm", default=False)
@@ -181,10 +200,14 @@ def _gpt2(a: Architecture) -> dict:
     return {}
 
 
-def _openai_gpt(a: Architecture) -> dict:
-    require(a.mlp.d_ff == 4 * a.d_model, "GPT-1's MLP is 4 x d_model")
-    require(bool(a.tied_embeddings), "GPT-1 ties its embeddings")
-    return {}
+def _afn(a: Architecture) -> str:
+    activation = a.mlp.activation.value
+    if activation == "gelu":
+        exact = a.mlp.gelu_approximation is GeluApproximation.EXACT
+        require(not exact, "the tanh GELU: OpenAIGPT's ACT_FNS has no erf form")
+    else:
+        require(activation in _OPENAI_AFN, "mlp.activation gelu, relu or silu (ACT_FNS)")
+    return activation
 
 
 def _multi_query(a: Architecture) -> bool:
@@ -299,6 +322,15 @@ def _gpt2_names() -> Names:
         for p, cut in QKV_CUTS:
             layer[f"attn.sublayer.{p}.{t}"] = Source(f"attn.c_attn.{t}", cut=cut, transpose=conv)
     return Names(_gpt2_top(), layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+
+
+def _openai_gpt_names() -> Names:
+    """GPT-2's layers (Conv1D, fused c_attn) with their LayerNorms after each sublayer;
+    tokens_embed and positions_embed, no final norm."""
+    top = w.top_names("transformer.tokens_embed.weight")
+    top["positions.table.weight"] = Source("transformer.positions_embed.weight")
+    layer = {k.replace(".before.", ".after."): v for k, v in _gpt2_names().layer.items()}
+    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _neox_heads(d: Dims) -> tuple[int, int, int]:
@@ -762,20 +794,23 @@ BLOOM = FamilySpec(
     names=_bloom_names,
     logit_error=2.8e-07,
 )
-# Families archdb compares with but does not import
 OPENAI_GPT = GPT2.derive(
     "openai-gpt",
     module="openai",
     layer="Block",
     config_class="OpenAIGPTConfig",
     model_class="OpenAIGPTLMHeadModel",
-    imports=False,
     norm_position="post",
-    tied_default=False,
-    activation_default="gelu",
-    d_ff_default_ratio=None,
-    keys=(Key("n_inner"), *dropped(("activation_function",))),  # its config's afn
+    activation_default="gelu_new",
+    # its MLP is 4 x n_embd (no n_inner); afn, not activation_function
+    keys=(
+        Key("n_inner"),
+        Key("activation_function"),
+        Key("afn", "mlp.activation", out=_afn, read=False),
+    ),
+    builds_activations=("gelu", "relu", "silu"),
     fixed=(("norm.final", False),),
-    write=_openai_gpt,
-    names=None,
+    read=_read_openai_gpt,
+    names=_openai_gpt_names,
+    logit_error=9.3e-08,
 )

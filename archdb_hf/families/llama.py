@@ -19,6 +19,7 @@ from archdb_hf.tensors import (
     Names,
     Source,
     first_ff,
+    fused_experts,
     k_rows,
     llama_layer,
     llama_with,
@@ -34,18 +35,7 @@ from archdb_hf.tensors import (
 def _read_smollm3(d: Draft) -> None:
     """SmolLM3: Llama whose layers with no_rope_layers[i] == 0 skip RoPE (by default every
     no_rope_layer_interval-th); a sliding window only with use_sliding_window."""
-    n = d.value("architecture.n_layers")
-    rotates = d.read("no_rope_layers")
-    if rotates is None:
-        interval = d.read("no_rope_layer_interval", default=4)  # SmolLM3Config's default
-        rotates = [int((i + 1) % interval != 0) for i in range(n)]
-    else:
-        d.read("no_rope_layer_interval")  # only builds no_rope_layers when it is absent
-    if len(rotates) != n:
-        raise HFImportError(
-            f"no_rope_layers lists {len(rotates)} layers but num_hidden_layers is {n}: "
-            "the config contradicts itself"
-        )
+    rotates = _rotating_layers(d, d.value("architecture.n_layers"), empty_is_absent=False)
     pattern = d.value("architecture.attention.layer_pattern")
     windowed = bool(d.read("use_sliding_window", default=False))  # SmolLM3Config's default
     kinds = []
@@ -66,6 +56,74 @@ def _read_smollm3(d: Draft) -> None:
         d.set("architecture.attention.sliding_window", None, "config")
         if window:
             d.unmapped["sliding_window"] = f"{window} (not applied: use_sliding_window false)"
+
+
+def _rotating_layers(d: Draft, n: int, empty_is_absent: bool) -> list[int]:
+    """no_rope_layers (1: the layer rotates), else a NoPE layer every
+    no_rope_layer_interval-th (SmolLM3Config's and Llama4TextConfig's derivation; Llama 4's
+    takes an empty list as absent)."""
+    rotates = d.read("no_rope_layers")
+    if rotates is None or (empty_is_absent and rotates == []):
+        interval = d.read("no_rope_layer_interval", default=4)  # ConfigShape: >= 1
+        return [int((i + 1) % interval != 0) for i in range(n)]
+    d.read("no_rope_layer_interval")  # only builds no_rope_layers when it is absent
+    if not isinstance(rotates, list) or len(rotates) != n or not set(rotates) <= {0, 1}:
+        raise HFImportError(
+            f"no_rope_layers is not a 0/1 entry for each of the {n} layers (num_hidden_layers): "
+            "the config contradicts itself"
+        )
+    return rotates
+
+
+def _read_llama4_text(d: Draft) -> None:
+    """Llama 4's text decoder (transformers' Llama4TextDecoderLayer; its sizes: the keys):
+    the rotating layers chunked by attention_chunk_size (full without one), the others NoPE
+    with attn_temperature_tuning's factor (floor_scale, attn_scale); use_qk_norm's
+    weightless RMS norm only where q and k rotate; the MoE layers every
+    interleave_moe_layer_step-th, top-k of the router's logits through a sigmoid, each
+    expert's input times its score, beside one shared expert as wide; the other layers'
+    MLP intermediate_size_mlp wide."""
+    n = d.value("architecture.n_layers")
+    rotates = _rotating_layers(d, n, empty_is_absent=True)
+    chunk = d.read("attention_chunk_size", default=8192)
+    if "attention_chunk_size" in d.config and d.config["attention_chunk_size"] is None:
+        chunk = None  # stated null: the rotating layers attend in full
+    rotating = "chunked" if chunk is not None else "global"
+    kinds = [rotating if rope else "global-nope" for rope in rotates]
+    names = {"chunked": "chunked_attention", "global": "full_attention"}
+    types = d.read("layer_types")
+    if types is not None and types != [names.get(k, "full_attention") for k in kinds]:
+        raise HFImportError(
+            "layer_types differs from what no_rope_layers and attention_chunk_size derive: a "
+            "NoPE layer is full attention, a rotating one chunked where a chunk size is set"
+        )
+    origin = d.origin_of("no_rope_layers")
+    d.set("architecture.attention.layer_pattern", read_layer_period(kinds), origin)
+    d.set("architecture.attention.sliding_window", chunk if "chunked" in kinds else None, "config")
+    nope = "global-nope" in kinds
+    if d.read("use_qk_norm", default=True):
+        d.set("architecture.attention.qk_norm", "l2", d.origin_of("use_qk_norm"))
+        if nope:  # Llama4TextAttention builds qk_norm only where use_rope
+            d.set("architecture.attention.qk_norm_rope_only", True, "family")
+    else:
+        d.set("architecture.attention.qk_norm", "none", d.origin_of("use_qk_norm"))
+    floor, scale = d.read("floor_scale", default=8192), d.read("attn_scale", default=0.1)
+    if d.read("attn_temperature_tuning", default=True) and nope:
+        tuning = {"floor_scale": floor, "scale": scale}
+        d.set("architecture.attention.nope_temperature", tuning, d.origin_of("floor_scale"))
+    step = d.read("interleave_moe_layer_step", default=1)
+    moe_layers = d.read("moe_layers")
+    if moe_layers is not None and moe_layers != list(range(step - 1, n, step)):
+        raise HFImportError(
+            "moe_layers is not every interleave_moe_layer_step-th layer: the card's MoE "
+            "layers follow a period"
+        )
+    d.set("architecture.mlp.moe.layer_period", step, d.origin_of("interleave_moe_layer_step"))
+    d_ff = d.value("architecture.mlp.d_ff")
+    d.set("architecture.mlp.moe.n_shared", 1, "family")
+    d.set("architecture.mlp.moe.shared_d_ff", d_ff, "family")
+    dense = d.read("intermediate_size_mlp", default=16384)
+    d.set("architecture.mlp.moe.dense_d_ff", dense if step > 1 else None, "config")
 
 
 def _read_starcoder2(d: Draft) -> None:
@@ -94,13 +152,29 @@ def _apertus(a: Architecture) -> dict:
 
 
 def _llama4_text(a: Architecture) -> dict:
-    moe = a.mlp.moe
-    require(a.attention.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
+    """Llama 4's layout beyond its keys: rotating layers all chunked or all full, one
+    shared expert as wide as a routed one, no QK norm in the NoPE layers."""
+    moe, att = a.mlp.moe, a.attention
+    kinds = set(att.layer_pattern)
+    require(not {LayerKind.CHUNKED, LayerKind.GLOBAL} <= kinds,
+            "the rotating layers all chunked or all full (one attention_chunk_size)")  # fmt: skip
+    require(att.qk_norm in (QKNorm.NONE, QKNorm.L2), "Llama 4's QK norm is l2")
+    if att.qk_norm is QKNorm.L2 and LayerKind.GLOBAL_NOPE in kinds:
+        require(att.qk_norm_rope_only is not False,
+                "attention.qk_norm_rope_only: Llama 4's NoPE layers norm no q or k")  # fmt: skip
     require(
         moe.n_shared == 1 and moe.shared_d_ff == a.mlp.d_ff,
         "one shared expert as wide as a routed one",
     )
     return {}
+
+
+def _nope_temperature(a: Architecture) -> bool:
+    return a.attention.nope_temperature is not None
+
+
+def _chunked(a: Architecture) -> bool:
+    return LayerKind.CHUNKED in a.attention.layer_pattern
 
 
 def _chameleon(a: Architecture) -> dict:
@@ -157,6 +231,18 @@ LAYER_TYPES = Key("layer_types", out=layer_types_of, read=False)
 
 def llama_names(norms: dict[str, str] = PRE_NORMS) -> Names:
     return Names(LLAMA_TOP, llama_layer(norms), tied_head=("lm_head.weight",))
+
+
+def _llama4_names() -> Names:
+    """Llama's attention and norms; feed_forward holds a dense MLP, or the router, the
+    fused experts and the shared expert."""
+    layer = llama_layer(PRE_NORMS, mlp="feed_forward")
+    layer |= fused_experts("feed_forward.router", "feed_forward.experts")
+    layer |= {
+        f"mlp.sublayer.shared.{p}.weight": Source(f"feed_forward.shared_expert.{p}_proj.weight")
+        for p in ("gate", "up", "down")
+    }
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _phi3_names() -> Names:
@@ -409,33 +495,48 @@ GPT_OSS = LLAMA.derive(
     logit_error=3.5e-07,
 )
 _GPT_OSS_LAYERS = {LayerKind.LOCAL: "sliding_attention", LayerKind.GLOBAL: "full_attention"}
+# Llama4TextConfig's keys beyond the sizes and experts; the read hook reads them
+LLAMA4_KEYS = (
+    Key("intermediate_size_mlp", "mlp.moe.dense_d_ff", read=False,
+        out=lambda a: a.mlp.moe.dense_d_ff or 4 * a.d_model),
+    Key("interleave_moe_layer_step", "mlp.moe.layer_period", read=False),
+    Key("use_qk_norm", "attention.qk_norm", read=False,
+        out=lambda a: a.attention.qk_norm is QKNorm.L2),
+    Key("no_rope_layers", "attention.layer_pattern", read=False,
+        out=lambda a: [int(k is not LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()]),
+    Key("attention_chunk_size", "attention.sliding_window", read=False,
+        out=lambda a: a.attention.sliding_window if _chunked(a) else None),
+    Key("attn_temperature_tuning", out=_nope_temperature, read=False),
+    Key("floor_scale", "attention.nope_temperature.floor_scale", read=False,
+        when=_nope_temperature),
+    Key("attn_scale", "attention.nope_temperature.scale", read=False, when=_nope_temperature),
+)  # fmt: skip
 LLAMA4_TEXT = FamilySpec(
     "llama4_text",
     module="llama4",
     layer="Llama4TextDecoderLayer",
     config_class="Llama4TextConfig",
     model_class="Llama4ForCausalLM",
-    imports=False,
     fixed_bias=(False, False, False),
-    kinds=tuple(LayerKind),
-    keys=SIZES
-    + EXPERTS
-    + (
-        Key(
-            "intermediate_size_mlp",
-            "mlp.moe.dense_d_ff",
-            out=lambda a: a.mlp.moe.dense_d_ff or 4 * a.d_model,
-        ),
-        Key("interleave_moe_layer_step", "mlp.moe.layer_period"),
-        Key("use_qk_norm", "attention.qk_norm", out=lambda a: a.attention.qk_norm is QKNorm.L2),
-        Key(
-            "no_rope_layers",
-            out=lambda a: [int(k is not LayerKind.GLOBAL_NOPE) for k in a.layer_kinds()],
-        ),
-        Key("attention_chunk_size", "attention.sliding_window"),
+    kinds=("chunked", "global", "global-nope"),
+    rope_layout="interleaved",  # apply_rotary_emb: complex pairs (2i, 2i + 1)
+    keys=SIZES + EXPERTS + LLAMA4_KEYS,
+    free=("mlp.moe.n_shared", "mlp.moe.shared_d_ff", "attention.qk_norm_rope_only"),
+    fixed=(
+        ("mlp.moe.score_function", "sigmoid"),  # Llama4Router: sigmoid of the top k logits
+        ("mlp.moe.normalize_top_k", False),
+        ("mlp.moe.weighted_input", True),  # Llama4TextMoe: routed_in = x * score
     ),
-    free=("mlp.moe.n_shared", "mlp.moe.shared_d_ff"),
+    extras=frozenset({"sigmoid_scores", "nope_temperature", "qk_norm_rope_only", "weighted_input"}),
+    function_fields=(
+        "architecture.attention.qk_norm_rope_only",
+        "architecture.mlp.moe.score_function",
+        "architecture.mlp.moe.weighted_input",
+    ),
+    read=_read_llama4_text,
     write=_llama4_text,
+    names=_llama4_names,
+    logit_error=3.6e-07,
 )
 CHAMELEON = FamilySpec(
     "chameleon",

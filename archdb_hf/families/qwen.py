@@ -10,11 +10,10 @@ from archdb_hf.keymap import DENSE_D_FF, Key, normalizes_top_k, part_keys, requi
 from archdb_hf.tensors import (
     Dims,
     Source,
-    first_expert_ff,
+    fused_experts,
     llama_with,
     moe_names,
     qwen3_moe_names,
-    second_expert_ff,
 )
 
 # --- config -> card (import-hf): what no key reads ------------------------------------
@@ -156,18 +155,8 @@ _QWEN3_5_DELTANET = _deltanet(
 )
 # Qwen3-VL: the decoder under model.language_model., the vision tower under model.visual.
 _QWEN3_VL_RELEASE = {"wrapped": {"model.language_model.": "model."}, "outside": ("model.visual.",)}
-# Qwen3-VL-MoE's experts, fused: released as (experts, in, out), saved by transformers as
-# (experts, out, in); either is read, as transformers' loader reads them
-_QWEN3_VL_EXPERTS = {
-    "mlp.sublayer.router.proj.weight": Source("mlp.gate.weight"),
-    "mlp.sublayer.experts.gate": Source(
-        "mlp.experts.gate_up_proj", cut=first_expert_ff, experts=True, transpose=True
-    ),
-    "mlp.sublayer.experts.up": Source(
-        "mlp.experts.gate_up_proj", cut=second_expert_ff, experts=True, transpose=True
-    ),
-    "mlp.sublayer.experts.down": Source("mlp.experts.down_proj", experts=True, transpose=True),
-}
+# Qwen3-VL-MoE's experts, fused
+_QWEN3_VL_EXPERTS = fused_experts("mlp.gate", "mlp.experts")
 # Qwen3.5's released checkpoints (Qwen3_5ForConditionalGeneration): the decoder under
 # model.language_model., the vision tower under model.visual., the MTP layer under mtp.
 _QWEN3_5_RELEASE = {
