@@ -451,13 +451,10 @@ class ConfigShape(_Keys):
     # Llama 4: its chunks, MoE period and the NoPE layers' temperature tuning (released
     # configs state the switch as a number, read as transformers does: by its truth)
     attention_chunk_size: Tokens | None = None
-    interleave_moe_layer_step: Layers | None = None
     moe_layers: Annotated[list[_sized(0, MAX_DEPTH)], Field(max_length=MAX_DEPTH)] | None = None
     intermediate_size_mlp: Width | None = None
     use_qk_norm: StrictBool | None = None
     attn_temperature_tuning: StrictBool | _sized(0, MAX_COUNT) | None = None
-    floor_scale: Tokens | None = None
-    attn_scale: Number | None = None
     # Kimi Linear: KDA sizes (in linear_attn_config, or transformers' flat keys), its MoE
     linear_attn_config: LinearAttnConfig | None = None
     linear_num_heads: Heads | None = None
@@ -531,17 +528,19 @@ class ConfigShape(_Keys):
 
 
 def config_shape(keys: Iterable[Key]) -> type[ConfigShape]:
-    """``ConfigShape`` plus every key the families read straight into one card field (each
-    ``Key`` of the name has a path, is read, and converts nothing): its type and range are
-    the field's (archdb.schema), so such keys are not listed again above. A key written
-    only, converted, or read into fields of different types keeps its entry above."""
+    """``ConfigShape`` plus every key that holds one card field as it is (each ``Key`` of
+    the name has a path and is read unconverted, by the map or, written as the field, by
+    a hook): its type and range are the field's (archdb.schema), so such keys are not
+    listed again above. A converted key, or one held in fields of different types, keeps
+    its entry above."""
     found: dict[str, set[Any]] = {}
     mixed: set[str] = set()
     for key in keys:
         if key.path is None:
             continue
         for name in (key.name, *key.also):
-            if not key.read or key.into is not None:
+            # a hook reads a written-only key: as the field, unless written converted
+            if key.into is not None or (not key.read and key.out is not None):
                 mixed.add(name)
             found.setdefault(name, set()).add(_config_type(field_at(key.path)))
     derived: dict[str, Any] = {

@@ -132,6 +132,30 @@ def test_logits_equal_transformers_masked_lm(model_type):
     assert (got - expected).abs().max() / expected.abs().max() < 1e-5
 
 
+def test_a_tanh_gelu_bert_is_written_gelu_new_and_matches_transformers():
+    """Google's BERT code computes the tanh GELU since February 2019: a card stating it is
+    written as ACT2FN's gelu_new, which transformers builds, and the logits agree; RoBERTa's
+    head keeps the erf GELU, so its cards must too."""
+    from archdb_hf.reference import NotRepresentable, convert
+
+    card = _card("bert", **{"mlp.gelu_approximation": "tanh"})
+    config = convert(card, "bert")
+    assert config["hidden_act"] == "gelu_new"
+    assert convert(_card("bert"), "bert")["hidden_act"] == "gelu"
+    torch.manual_seed(0)
+    built = _config("bert", hidden_act="gelu_new", attn_implementation="eager")
+    theirs = transformers.AutoModelForMaskedLM.from_config(built).eval()
+    ours = build_model(card).eval()
+    _copy_weights(ours, theirs, "bert")
+    tokens = torch.randint(3, 128, (2, 20))
+    with torch.no_grad():
+        expected = theirs(input_ids=tokens).logits
+        assert (ours(tokens) - expected).abs().max() / expected.abs().max() < 1e-5
+    tanh_roberta = _card("roberta", **{"mlp.gelu_approximation": "tanh"})
+    with pytest.raises(NotRepresentable, match="RobertaLMHead's gelu is the erf form"):
+        convert(tanh_roberta, "roberta")
+
+
 def test_every_position_reads_every_other():
     """Bidirectional: changing the last token changes the first position's logits."""
     torch.manual_seed(0)
@@ -276,3 +300,15 @@ def _import_bert(changes: dict):
     config = {**transformers.BertConfig().to_dict(), **changes}
     identity = Identity("bert-x", "BERT x", "bert", "Lab", "2019-01-01")
     return import_config(config, source_url="https://example.org/config.json", identity=identity)
+
+
+@pytest.mark.parametrize("act", ["gelu_new", "relu"])
+def test_import_hf_refuses_a_roberta_whose_layers_and_head_would_differ(act):
+    """RobertaLMHead applies the erf GELU whatever hidden_act says: another activation (the
+    tanh GELU included) would give the layers one the card cannot state beside it."""
+    from archdb_hf.importer import HFImportError, Identity, import_config
+
+    config = {**transformers.RobertaConfig().to_dict(), "hidden_act": act}
+    identity = Identity("roberta-x", "RoBERTa x", "roberta", "Lab", "2019-07-26")
+    with pytest.raises(HFImportError, match="RoBERTa's masked-LM head uses the erf GELU"):
+        import_config(config, source_url="https://example.org/config.json", identity=identity)

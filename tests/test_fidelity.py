@@ -63,6 +63,9 @@ TINY: dict[str, dict] = {
     "phi3": {**_DENSE, "sliding_window": WINDOW},
     "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
     "openai-gpt": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    # Hy3: a dense layer, then sigmoid-routed experts beside two shared ones, scaled
+    "hy_v3": {**_DENSE, "num_experts": 4, "num_experts_per_tok": 2, "num_shared_experts": 2,
+              "moe_intermediate_size": 24, "router_scaling_factor": 2.5},
     "llama4_text": {"hidden_size": 64, "intermediate_size": 24, "intermediate_size_mlp": 96,
                     "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
                     "head_dim": 16, "vocab_size": 128, "num_local_experts": 4,
@@ -1295,8 +1298,9 @@ def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
     [
         ("llama-2-7b", "Fidelity: logit-exact (llama, relative error < 1e-05)"),
         (
-            "bert-base",
-            "Fidelity: count-exact (bert is logit-exact; card lacks mlp.gelu_approximation)",
+            "granite-4.1-8b",
+            "Fidelity: count-exact (granite is logit-exact; card lacks norm.eps, "
+            "embedding_multiplier, logit_scale, attention.scale, residual_multiplier)",
         ),
         ("palm-540b", "Fidelity: not comparable (no transformers family implements this card)"),
         ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),

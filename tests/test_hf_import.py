@@ -761,6 +761,45 @@ HUNYUAN_A13B = {
 }  # fmt: skip
 
 
+# tencent/Hy3-preview-Base config.json, its architecture keys (hy_v3, with the released
+# switches transformers' HYV3Config does not define: it always builds them)
+HY3_PREVIEW = {
+    "model_type": "hy_v3", "architectures": ["HYV3ForCausalLM"], "hidden_size": 4096,
+    "num_hidden_layers": 80, "num_nextn_predict_layers": 1, "vocab_size": 120832,
+    "max_position_embeddings": 262144, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "head_dim": 128, "qk_norm": True, "rms_norm_eps": 1e-05,
+    "rope_parameters": {"rope_theta": 11158840.0, "rope_type": "default"},
+    "hidden_act": "silu", "intermediate_size": 13312, "first_k_dense_replace": 1,
+    "moe_intermediate_size": 1536, "expert_hidden_dim": 1536, "num_experts": 192,
+    "num_experts_per_tok": 8, "num_shared_experts": 1, "moe_router_use_sigmoid": True,
+    "moe_router_enable_expert_bias": True, "route_norm": True, "router_scaling_factor": 2.826,
+    "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_the_hy3_preview_config_is_the_catalogue_card():
+    arch = card_of(HY3_PREVIEW).architecture
+    carded = shipped_catalogue().get("hy3").architecture
+    assert arch.model_dump(exclude={"residual_multiplier"}) == carded.model_dump(
+        exclude={"residual_multiplier"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"route_norm": False}, "route_norm False: transformers' HYV3 always builds it"),
+        ({"qk_norm": False}, "qk_norm False"),
+        ({"first_k_dense_replace": 2}, "first_k_dense_replace 2 disagrees with mlp_layer_types"),
+        ({"mlp_layer_types": ["dense"] * 80}, "mlp_layer_types has no sparse layer"),
+        ({"mlp_layer_types": ["sparse", "dense"] * 40}, "is not dense layers then sparse"),
+    ],
+)
+def test_hy3_configs_transformers_builds_otherwise_are_refused(changes, message):
+    with pytest.raises(HFImportError, match=message):
+        imported({**HY3_PREVIEW, **changes})
+
+
 def test_hunyuan_a13b_released_config_is_the_catalogue_card_and_transformers_count():
     """Read through its architectures (model_type hunyuan is custom), the per-layer lists
     as one value: the catalogue's card, with transformers' exact count."""

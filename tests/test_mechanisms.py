@@ -27,18 +27,13 @@ from archdb.measure import profile as P
 from archdb.measure.analytic import param_count
 from archdb.measure.crossover import Mode, card_crossover, crossover_context
 from archdb.measure.decode_step import CachedAttention, CachedLatentAttention, attach_caches
-from archdb.parts import mlp as mlp_part
-from archdb.parts import moe as moe_part
 from archdb.plan.layout import fill_unknowns
 from archdb.reports import claims
 from archdb.reports import mechanisms as page
 from archdb.reports.claims import Verdict
-from archdb.schema import Activation, RopeLayout
+from archdb.schema import RopeLayout
 from archdb.table import catalogue_frame
 from tests.conftest import shipped_catalogue
-
-Act = mlp_part.modules().Act
-Experts = moe_part.modules().Experts
 
 CATALOGUE = shipped_catalogue()
 
@@ -164,17 +159,6 @@ def test_profiler_smoke_counts_a_toy_layer_exactly() -> None:
     runtime_b, flops_b, _ = P.profile_pass(stack, x.requires_grad_(), True, "cpu")
     assert flops_b["tensor contraction"] == 3 * flops["tensor contraction"]
     assert flops_b["norm"] > flops["norm"] and runtime_b["norm"] > 0
-
-
-def test_grouped_experts_compute_what_the_builder_computes() -> None:
-    torch.manual_seed(0)
-    experts = Experts(6, 8, 12, Act(Activation.SWIGLU), gated=True, bias=True)
-    for p in (experts.up_bias, experts.gate_bias, experts.down_bias):
-        torch.nn.init.normal_(p)
-    x = torch.randn(10, 8)
-    index = torch.randint(0, 6, (10, 2))
-    index[:, 1] = (index[:, 0] + 1) % 6
-    torch.testing.assert_close(P.GroupedExperts(experts)(x, index), experts(x, index))
 
 
 # --- decode steps -------------------------------------------------------------------------

@@ -804,6 +804,24 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 128},
         },
     ),
+    (
+        "hy_v3",
+        {
+            "n_layers": 3,
+            **qk_norm("per-head"),
+            "mlp.moe": {
+                **MOE,
+                "n_shared": 2,
+                "shared_d_ff": 256,
+                "first_dense_layers": 1,
+                "dense_d_ff": 256,
+                "normalize_top_k": True,
+                "score_function": "sigmoid",
+                "score_correction_bias": True,
+                "routed_scale": 2.5,
+            },
+        },
+    ),
     ("seed_oss", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
     (
         "exaone4",
@@ -1177,6 +1195,7 @@ _NEW_FAMILIES = (
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
 _NEW_FAMILIES += ("mimo_v2_flash",)
+_NEW_FAMILIES += ("hy_v3",)
 
 
 @pytest.mark.parametrize(

@@ -44,12 +44,10 @@ from archdb import conventions as cv
 from archdb.builder.model import build_model
 from archdb.choices.activations import activation_ops
 from archdb.conventions import PASSES
-from archdb.parts import moe as moe_part
 from archdb.parts import norms as norms_part
 from archdb.plan.layout import fill_unknowns
 from archdb.schema import Activation, Card
 
-Experts = moe_part.modules().Experts
 Norm = norms_part.modules().Norm
 
 
@@ -385,64 +383,13 @@ def target_architecture(card: Card, target: Target):
 
 
 def layer_stack(card: Card, target: Target, device: str = "cpu") -> tuple[nn.Module, int]:
-    """The stack of layers to profile (MoE experts dispatched per expert), and d_model."""
+    """The stack of layers to profile, and d_model. The builder's experts already run
+    expert by expert over the tokens routed to each, as real implementations do."""
     torch.manual_seed(0)
     arch = target_architecture(card, target)
     model = build_model(arch, device=device)
     stack = model.encoder if target.encoder else model.decoder
-    group_experts(stack)
     return stack, arch.d_model
-
-
-class GroupedExperts(nn.Module):
-    """The builder's Experts, computed expert by expert over the tokens routed to it.
-
-    The builder gathers one weight matrix per (token, expert) pair, which at full width
-    would need terabytes; real implementations group tokens by expert. Same parameters,
-    same result (tests check it).
-    """
-
-    def __init__(self, experts: Experts) -> None:
-        super().__init__()
-        self.experts = experts
-
-    def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        ex = self.experts
-        n, k = index.shape
-        flat = index.reshape(-1)  # (N*k,)
-        token = torch.arange(n, device=x.device).repeat_interleave(k)
-        order = torch.argsort(flat, stable=True)
-        counts = torch.bincount(flat, minlength=ex.up.shape[0]).tolist()
-        ups, downs = ex.up.unbind(0), ex.down.unbind(0)
-        gates = ex.gate.unbind(0) if ex.gate is not None else None
-        outs, start = [], 0
-        for e, count in enumerate(counts):
-            if not count:
-                continue
-            rows = order[start : start + count]
-            start += count
-            # x: (N, d), or (N, k, d) an input per pair (Llama 4's weighted inputs)
-            xe = x.flatten(0, 1)[rows] if x.dim() == 3 else x[token[rows]]  # (count, d)
-            up = _bias(xe @ ups[e], ex.up_bias, e)
-            if gates is not None:
-                h = ex.act(_bias(xe @ gates[e], ex.gate_bias, e), up)
-            else:
-                h = ex.act(up)
-            outs.append(_bias(h @ downs[e], ex.down_bias, e))
-        out = torch.empty(n * k, x.shape[-1], dtype=x.dtype, device=x.device)
-        out[order] = torch.cat(outs)
-        return out.view(n, k, -1)
-
-
-def _bias(y: torch.Tensor, bias: torch.Tensor | None, e: int) -> torch.Tensor:
-    return y if bias is None else y + bias[e]
-
-
-def group_experts(model: nn.Module) -> None:
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, Experts):
-                setattr(parent, name, GroupedExperts(child))
 
 
 def mark_norms(model: nn.Module) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from archdb.field_types import MAX_VOCAB
 from archdb.plan.layout import learned_rows
-from archdb.schema import Activation, Architecture, LayerKind, NormAffine
+from archdb.schema import Activation, Architecture, GeluApproximation, LayerKind, NormAffine
 from archdb_hf.draft import Draft, HFImportError, shown_briefly
 from archdb_hf.families.card_to_config import layer_types_of
 from archdb_hf.families.llama import SIZES
@@ -41,10 +41,10 @@ def _read_roberta(d: Draft) -> None:
     _read_bert(d, pad + 1)
     # RobertaLMHead applies GELU whatever hidden_act says: a card states one activation
     # for both only when they agree
-    if d.value("architecture.mlp.activation") != Activation.GELU.value:
+    if d.read("hidden_act", default="gelu") != "gelu":
         raise HFImportError(
-            "config.json: RoBERTa's masked-LM head uses GELU, and a hidden_act other than "
-            "gelu gives its layers another activation, which a card cannot state"
+            "config.json: RoBERTa's masked-LM head uses the erf GELU, and a hidden_act other "
+            "than gelu gives its layers another activation, which a card cannot state"
         )
 
 
@@ -82,10 +82,20 @@ def _bert(a: Architecture) -> dict:
     return {}
 
 
+def _hidden_act(a: Architecture) -> str:
+    """BERT's activation in ACT2FN's spelling: "gelu" is the erf form, "gelu_new" the tanh
+    one (the google-research/bert code after February 2019)."""
+    if a.mlp.gelu_approximation is GeluApproximation.TANH:
+        return "gelu_new"
+    return a.mlp.activation.value
+
+
 def _roberta(a: Architecture) -> dict:
     offset = a.encoder.position_offset if a.encoder is not None else 0
     require(offset >= 1, "RoBERTa's positions start after its padding row")
     require(a.mlp.activation is Activation.GELU, "RobertaLMHead's GELU is the layers' too")
+    tanh = a.mlp.gelu_approximation is GeluApproximation.TANH
+    require(not tanh, "the erf GELU: RobertaLMHead's gelu is the erf form, the layers' too")
     return _bert(a) | {"pad_token_id": offset - 1}
 
 
@@ -224,7 +234,7 @@ BERT = FamilySpec(
     builds_activations=("gelu", "relu"),
     keys=(
         *ENCODER_SIZES,
-        Key("hidden_act", out=lambda a: a.mlp.activation.value, read=False),
+        Key("hidden_act", out=_hidden_act, read=False),
         Key("max_position_embeddings", "position.learned_rows", out=learned_rows, read=False),
         Key("type_vocab_size", "encoder.token_types", default=2),
     ),

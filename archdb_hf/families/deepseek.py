@@ -58,7 +58,7 @@ def _read_deepseek(d: Draft, router: Callable[[Draft], None] = sigmoid_router) -
             "moe_layer_freq is a per-layer list: DeepSeek's MoE layers follow a period"
         )
     d.set("architecture.mlp.moe.layer_period", period, "config")
-    _shared_and_dense(d)
+    shared_and_dense(d)
     read_mtp(d)
     if d.value("architecture.mlp.moe.n_experts"):
         router(d)
@@ -73,7 +73,7 @@ def _mla(d: Draft) -> None:
     )
 
 
-def _shared_and_dense(d: Draft, note: bool = True) -> None:
+def shared_and_dense(d: Draft, note: bool = True) -> None:
     n_shared = d.value("architecture.mlp.moe.n_shared")
     shared = d.value("architecture.mlp.d_ff") * n_shared if n_shared else None
     d.set("architecture.mlp.moe.shared_d_ff", shared, "config")
@@ -146,7 +146,7 @@ def _read_longcat_flash(d: Draft) -> None:
 
 
 def _read_glm4_moe(d: Draft) -> None:
-    _shared_and_dense(d)
+    shared_and_dense(d)
     sigmoid_router(d)
     read_mtp(d)
 
@@ -164,10 +164,10 @@ def _read_dsa(d: Draft, interleaved: bool) -> None:
     moe_first = d.value("architecture.mlp.moe.first_dense_layers")
     n = d.value("architecture.n_layers")
     if types is not None and moe_first is not None and n is not None:
-        _leading(types, "dense", "sparse", n, moe_first)
+        leading_layers(types, "dense", "sparse", n, moe_first)
 
 
-def _leading(types: Any, lead: str, rest: str, n: int, count: int | None = None) -> int:
+def leading_layers(types: Any, lead: str, rest: str, n: int, count: int | None = None) -> int:
     """How many ``lead`` layers open mlp_layer_types (``count``: as many as the config says
     elsewhere), refused unless the other layers are ``rest``: mlp.moe holds one run of each."""
     if count is None:
@@ -303,7 +303,7 @@ def _read_v4_moe(d: Draft, n: int) -> None:
     if types is None:
         hashed = d.read("num_hash_layers", default=3)
     else:
-        hashed = _leading(types, "hash_moe", "moe", n)
+        hashed = leading_layers(types, "hash_moe", "moe", n)
     d.set("architecture.mlp.moe.hash_layers", min(hashed, n), "config")
 
 
@@ -380,7 +380,7 @@ def _kimi_moe(d: Draft) -> None:
     types = d.per_layer("mlp_layer_types", d.value("architecture.n_layers"))
     first = d.read("first_k_dense_replace", default=1)
     if types is not None:
-        first = _leading(types, "dense", "sparse", len(types))
+        first = leading_layers(types, "dense", "sparse", len(types))
     if d.read("moe_layer_freq", default=1) != 1:
         d.note(
             "architecture.mlp.moe.layer_period",
@@ -391,7 +391,7 @@ def _kimi_moe(d: Draft) -> None:
     read_only(d, "moe_router_activation_func", "sigmoid", why)
     d.read("use_grouped_topk")  # KimiLinearTopkRouter always ranks groups (one: a no-op)
     d.set("architecture.mlp.moe.first_dense_layers", first, "config")
-    _shared_and_dense(d, note=False)
+    shared_and_dense(d, note=False)
     sigmoid_router(d)
     mtp = d.read("num_nextn_predict_layers")
     if mtp:

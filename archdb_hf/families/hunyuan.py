@@ -6,10 +6,24 @@ from functools import partial
 from typing import Any
 
 from archdb.schema import Architecture, RopeScalingType
-from archdb_hf.draft import Draft, HFImportError, rope_parameters_of, shown_briefly
-from archdb_hf.families.card_to_config import moe_of, rope_config, rope_scaling_config
-from archdb_hf.families.llama import LLAMA
-from archdb_hf.keymap import Key, require
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    read_mtp,
+    read_only,
+    rope_parameters_of,
+    shown_briefly,
+)
+from archdb_hf.families.card_to_config import (
+    moe_of,
+    mtp_config,
+    rope_config,
+    rope_scaling_config,
+)
+from archdb_hf.families.deepseek import SIGMOID_SCORES, leading_layers, shared_and_dense
+from archdb_hf.families.llama import LLAMA, ROPE
+from archdb_hf.families.qwen import QWEN3_MOE
+from archdb_hf.keymap import Key, key_or, require
 from archdb_hf.tensors import LLAMA_TOP, PRE_NORMS, Names, Source, llama_layer, moe_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
@@ -100,6 +114,33 @@ def _read_hunyuan_moe(d: Draft) -> None:
     d.set("architecture.mlp.moe.shared_d_ff", d_ff, "config")
 
 
+def _read_hy_v3(d: Draft) -> None:
+    """Hy3 (transformers' HYV3DecoderLayer; its sizes: the keys): dense layers, then MoE
+    layers, as mlp_layer_types lists them (by default one dense layer); the shared experts
+    one MLP of moe_intermediate_size x num_shared_experts. The released configs' switches
+    for what transformers always builds (the QK norm, the sigmoid router with its bias and
+    renormalization) are read, and refused unless on."""
+    n = d.value("architecture.n_layers")
+    types = d.per_layer("mlp_layer_types", n)
+    if types is None:  # HYV3Config's default
+        types = ["dense"] * min(n, 1) + ["sparse"] * max(n - 1, 0)
+    first = leading_layers(types, "dense", "sparse", n)
+    if first == n:
+        raise HFImportError("mlp_layer_types has no sparse layer: the card is of an MoE model")
+    stated = d.read("first_k_dense_replace", default=first)  # the released configs' key
+    if stated != first:
+        raise HFImportError(
+            f"first_k_dense_replace {shown_briefly(stated)} disagrees with mlp_layer_types "
+            f"({first} dense layers), which transformers builds"
+        )
+    d.set("architecture.mlp.moe.first_dense_layers", first, d.origin_of("mlp_layer_types"))
+    shared_and_dense(d)
+    for key in ("qk_norm", "moe_router_use_sigmoid", "moe_router_enable_expert_bias",
+                "route_norm"):  # fmt: skip
+        read_only(d, key, True, "transformers' HYV3 always builds it")
+    read_mtp(d)
+
+
 # --- card -> config (the reference): what no key writes ---------------------------------
 
 
@@ -124,6 +165,16 @@ def _hunyuan_v1_moe(a: Architecture) -> dict:
 # --- checkpoint names (loading weights) --------------------------------------------------
 
 
+def _hy_v3(a: Architecture) -> dict:
+    """mlp_layer_types from the dense layers, and the MTP count kept as an attribute."""
+    moe = a.mlp.moe
+    require(moe.shared_d_ff == moe.n_shared * a.mlp.d_ff,
+            "the shared experts one MLP of moe_intermediate_size x num_shared_experts")  # fmt: skip
+    dense = moe.first_dense_layers
+    types = ["dense"] * dense + ["sparse"] * (a.n_layers - dense)
+    return {"mlp_layer_types": types} | mtp_config(a, "num_nextn_predict_layers")
+
+
 def _hunyuan_layer() -> dict[str, Source]:
     """Llama's names; the per-head QK norms are query_layernorm and key_layernorm."""
     layer = llama_layer(PRE_NORMS)
@@ -133,6 +184,19 @@ def _hunyuan_layer() -> dict[str, Source]:
         )
         del layer[f"attn.sublayer.qk_norm.{qk}_norm.norm.weight"]
     return layer
+
+
+def _hy_v3_names() -> Names:
+    """Llama's layer; the MoE layers under the released checkpoints' names (which
+    transformers keeps when it saves)."""
+    layer = llama_layer(PRE_NORMS)
+    layer |= moe_names("mlp.router.gate", "mlp.experts", "gate_proj", "up_proj", "down_proj")
+    layer["mlp.sublayer.router.correction_bias"] = Source("mlp.expert_bias")
+    layer |= {
+        f"mlp.sublayer.shared.{p}.weight": Source(f"mlp.shared_mlp.{p}_proj.weight")
+        for p in ("gate", "up", "down")
+    }
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _hunyuan_v1_dense_names() -> Names:
@@ -195,3 +259,32 @@ HUNYUAN_V1_MOE = HUNYUAN_V1_DENSE.derive(
     names=_hunyuan_v1_moe_names,
     logit_error=2.3e-07,
 )
+# logit test: Qwen3-MoE's attention and experts, dense layers first, DeepSeek-V3's sigmoid
+# router without groups beside shared experts
+HY_V3 = QWEN3_MOE.derive(
+    "hy_v3",
+    # Tencent's released keys, read to refuse what transformers would build otherwise
+    released_keys=("first_k_dense_replace", "qk_norm", "moe_router_use_sigmoid",
+                   "moe_router_enable_expert_bias", "route_norm", "num_nextn_predict_layers"),
+    classes="HYV3",
+    rope_theta_default=11_158_840.0,
+    eps_default=1e-05,
+    keys=(
+        Key("decoder_sparse_step"),
+        Key("norm_topk_prob"),
+        Key("num_shared_experts", "mlp.moe.n_shared", default=1),
+        key_or("router_scaling_factor", "mlp.moe.routed_scale", 1.0, default=2.826, into=float),
+        ROPE,
+    ),
+    fixed=(*SIGMOID_SCORES, ("mlp.moe.normalize_top_k", True)),
+    free=("mlp.moe.shared_d_ff", "mlp.moe.first_dense_layers", "mlp.moe.dense_d_ff", "mtp"),
+    read=_read_hy_v3,
+    write=_hy_v3,
+    extras=frozenset({"correction_bias", "sigmoid_scores", "routed_scale"}),
+    names=_hy_v3_names,
+    logit_error=3.7e-07,
+    function_fields=tuple(
+        f"architecture.mlp.moe.{name}"
+        for name in ("score_function", "score_correction_bias", "routed_scale")
+    ),
+)  # fmt: skip
