@@ -59,6 +59,16 @@ def import_config(config: Mapping[str, Any], *, source_url: str, identity: Ident
     if wrapper_note:
         check_shape(decoder, prefix="text_config.", shape=families_shape())
     model_type, via = _family_of(decoder, config)
+    released_form = SPECS[model_type].released_form
+    if released_form is not None and (spelled := released_form(decoder)) is not None:
+        declared = decoder["model_type"]  # the alias itself: released_form recognised it
+        renamed = f"{declared}'s remote-code keys read as {SPECS[model_type].config_class}'s"
+        try:  # the renamed keys meet the shape the original names escaped
+            check_shape(spelled, shape=families_shape())
+        except HFImportError as exc:
+            raise HFImportError(f"{exc} ({renamed})") from None
+        via = f"{via}; {renamed}" if via else renamed
+        decoder = spelled
     _refuse_per_layer_lists(decoder, model_type)
     foreign = foreign_keys(decoder, model_type)  # other families' keys: never read
     if foreign:

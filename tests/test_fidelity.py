@@ -66,6 +66,7 @@ TINY: dict[str, dict] = {
     # Hy3: a dense layer, then sigmoid-routed experts beside two shared ones, scaled
     "hy_v3": {**_DENSE, "num_experts": 4, "num_experts_per_tok": 2, "num_shared_experts": 2,
               "moe_intermediate_size": 24, "router_scaling_factor": 2.5},
+    "glm": {**_DENSE, "head_dim": 16, "rms_norm_eps": 1e-4},
     "llama4_text": {"hidden_size": 64, "intermediate_size": 24, "intermediate_size_mlp": 96,
                     "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
                     "head_dim": 16, "vocab_size": 128, "num_local_experts": 4,

@@ -800,6 +800,73 @@ def test_hy3_configs_transformers_builds_otherwise_are_refused(changes, message)
         imported({**HY3_PREVIEW, **changes})
 
 
+# THUDM's ChatGLM configs (remote code, model_type chatglm), their architecture keys:
+# GLM-4-9B-Chat (THUDM/glm-4-9b-chat, commit 731ca7f) and ChatGLM3-6B
+GLM_4_9B_CHAT = {
+    "model_type": "chatglm", "architectures": ["ChatGLMModel"], "hidden_size": 4096,
+    "num_layers": 40, "num_attention_heads": 32, "multi_query_attention": True,
+    "multi_query_group_num": 2, "kv_channels": 128, "ffn_hidden_size": 13696,
+    "add_qkv_bias": True, "add_bias_linear": False, "rmsnorm": True,
+    "layernorm_epsilon": 1.5625e-07, "post_layer_norm": True,
+    "apply_residual_connection_post_layernorm": False, "rope_ratio": 500, "original_rope": True,
+    "seq_length": 131072, "padded_vocab_size": 151552, "tie_word_embeddings": False,
+}  # fmt: skip
+CHATGLM3_6B = {
+    **{k: v for k, v in GLM_4_9B_CHAT.items() if k != "rope_ratio"},
+    "num_layers": 28, "layernorm_epsilon": 1e-05, "seq_length": 8192,
+    "padded_vocab_size": 65024,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "card_id"), [(GLM_4_9B_CHAT, "glm-4-9b-chat"), (CHATGLM3_6B, "chatglm3-6b")]
+)
+def test_chatglm_configs_read_as_glm_are_the_catalogue_cards(config, card_id):
+    """ChatGLM's remote-code keys, read as GlmConfig's: the catalogue's card, RoPE at
+    10000 x rope_ratio on interleaved pairs of half of each head's dims."""
+    result = imported(config)
+    assert result.model_type == "glm"
+    arch = validate_card(result.card).architecture
+    carded = shipped_catalogue().get(card_id).architecture
+    # the card states the head's bias false where import leaves the unset switch null
+    left_out = {"residual_multiplier": True, "bias": {"lm_head"}}
+    assert arch.model_dump(exclude=left_out) == carded.model_dump(exclude=left_out)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"rmsnorm": False}, "rmsnorm False: GlmForCausalLM builds only rmsnorm True"),
+        ({"add_bias_linear": True}, "add_bias_linear True"),
+        ({"apply_residual_connection_post_layernorm": True}, "post_layernorm True"),
+        ({"post_layer_norm": False}, "post_layer_norm False"),
+        ({"original_rope": False}, "original_rope False"),
+        ({"rope_ratio": "big"}, "rope_ratio 'big' is not a ratio"),
+        ({"rope_ratio": -1}, "rope_ratio -1 is not a ratio"),
+    ],
+)
+def test_chatglm_switches_glm_does_not_build_are_refused(changes, message):
+    with pytest.raises(HFImportError, match=re.escape(message)):
+        imported({**GLM_4_9B_CHAT, **changes})
+
+
+def test_any_chatglm_key_made_hostile_is_read_or_refused_never_a_crash():
+    """ChatGLM's keys are translated before the config shape sees GlmConfig's: each made
+    hostile still ends in a card or an HFImportError naming a key."""
+    from tests.test_hostile_hf_import import HOSTILE_VALUES
+
+    crashes = []
+    for key in GLM_4_9B_CHAT:
+        for value in HOSTILE_VALUES:
+            try:
+                imported({**GLM_4_9B_CHAT, key: value})
+            except HFImportError:
+                continue
+            except Exception as exc:  # the test lists every crash
+                crashes.append(f"{key}={value!r}: {type(exc).__name__}: {exc}")
+    assert not crashes, crashes[:5]
+
+
 def test_hunyuan_a13b_released_config_is_the_catalogue_card_and_transformers_count():
     """Read through its architectures (model_type hunyuan is custom), the per-layer lists
     as one value: the catalogue's card, with transformers' exact count."""

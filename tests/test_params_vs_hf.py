@@ -822,6 +822,15 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             },
         },
     ),
+    (
+        "glm",
+        {
+            "attention.head_dim": 32,
+            "position.rotary_fraction": 0.5,
+            "position.rope_layout": "interleaved",
+            "bias.qkv": True,
+        },
+    ),
     ("seed_oss", {"bias.qkv": True, "bias.attn_out": True, "bias.mlp": True}),
     (
         "exaone4",
@@ -1195,7 +1204,7 @@ _NEW_FAMILIES = (
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
 _NEW_FAMILIES += ("mimo_v2_flash",)
-_NEW_FAMILIES += ("hy_v3",)
+_NEW_FAMILIES += ("hy_v3", "glm")
 
 
 @pytest.mark.parametrize(

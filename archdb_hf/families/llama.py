@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from archdb.parts.mlp import CLAMPED_SWIGLU
 from archdb.schema import Architecture, LayerKind, NormAffine, NormType, QKNorm
-from archdb_hf.draft import Draft, HFImportError, read_bias_flag, read_layer_period, read_only
+from archdb_hf.draft import (
+    Draft,
+    HFImportError,
+    read_bias_flag,
+    read_layer_period,
+    read_only,
+    shown_briefly,
+)
 from archdb_hf.families.card_to_config import (
     layer_kind_names,
     layer_types_of,
@@ -126,6 +136,52 @@ def _read_llama4_text(d: Draft) -> None:
     d.set("architecture.mlp.moe.dense_d_ff", dense if step > 1 else None, "config")
 
 
+# ChatGLM's remote-code config keys (ChatGLM2/3, GLM-4-9B) -> GlmConfig's, as transformers'
+# conversion of THUDM's checkpoints to GlmForCausalLM spells them
+_CHATGLM_KEYS = {
+    "padded_vocab_size": "vocab_size",
+    "num_layers": "num_hidden_layers",
+    "kv_channels": "head_dim",
+    "ffn_hidden_size": "intermediate_size",
+    "seq_length": "max_position_embeddings",
+    "layernorm_epsilon": "rms_norm_eps",
+    "add_qkv_bias": "attention_bias",
+}
+# ChatGLM's switches whose other setting GlmForCausalLM does not build
+_CHATGLM_BUILT = {
+    "rmsnorm": True,
+    "add_bias_linear": False,
+    "apply_residual_connection_post_layernorm": False,
+    "post_layer_norm": True,
+    "original_rope": True,
+}
+
+
+def _glm_from_chatglm(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ChatGLM config (model_type chatglm) as GlmConfig's keys: its sizes renamed, the
+    key/value groups of multi-query attention, RoPE at 10000 x rope_ratio on half of each
+    head's dims; refused where ChatGLM's code would build what GlmForCausalLM does not
+    (LayerNorms, biases beyond q/k/v, post-norm residuals, no final norm)."""
+    if config.get("model_type") != "chatglm":
+        return None
+    for key, built in _CHATGLM_BUILT.items():
+        if config.get(key, built) is not built:
+            raise HFImportError(
+                f"config.json: {key} {shown_briefly(config[key])}: GlmForCausalLM builds only "
+                f"{key} {built}"
+            )
+    spelled = {_CHATGLM_KEYS.get(k, k): v for k, v in config.items() if k not in _CHATGLM_BUILT}
+    grouped = spelled.pop("multi_query_attention", False)
+    groups = spelled.pop("multi_query_group_num", None)
+    if grouped is True and groups is not None:
+        spelled["num_key_value_heads"] = groups
+    ratio = spelled.pop("rope_ratio", 1)
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio < 1e6:
+        raise HFImportError(f"config.json: rope_ratio {shown_briefly(ratio)} is not a ratio")
+    rope = {"rope_type": "default", "rope_theta": 10000.0 * ratio, "partial_rotary_factor": 0.5}
+    return spelled | {"model_type": "glm", "rope_parameters": rope}
+
+
 def _read_starcoder2(d: Draft) -> None:
     read_bias_flag(d, "use_bias", True)
 
@@ -242,6 +298,13 @@ def _llama4_names() -> Names:
         f"mlp.sublayer.shared.{p}.weight": Source(f"feed_forward.shared_expert.{p}_proj.weight")
         for p in ("gate", "up", "down")
     }
+    return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
+
+
+def _glm_names() -> Names:
+    layer = llama_layer(PRE_NORMS)
+    layer["mlp.sublayer.gate.weight"] = Source("mlp.gate_up_proj.weight", cut=first_ff)
+    layer["mlp.sublayer.up.weight"] = Source("mlp.gate_up_proj.weight", cut=second_ff)
     return Names(LLAMA_TOP, layer, tied_head=("lm_head.weight",))
 
 
@@ -420,6 +483,22 @@ SMOLLM3 = LLAMA.derive(
         LAYER_TYPES,
     ),
     read=_read_smollm3,
+    logit_error=0.0,
+)
+# GLM-4-9B (and ChatGLM's remote code, read as GlmConfig): Llama with q/k/v biases only,
+# Phi-3's fused MLP, RoPE on interleaved pairs of half of each head's dims
+GLM = LLAMA.derive(
+    "glm",
+    classes="Glm",
+    aliases=("chatglm",),
+    released_form=_glm_from_chatglm,
+    rope_layout="interleaved",  # rotate_half over x[..., 0::2] and x[..., 1::2]
+    rotary_fraction_default=0.5,
+    eps_default=1.5625e-07,
+    fixed_bias=(None, False, False),
+    mlp_bias=False,
+    keys=(Key("mlp_bias"), Key("attention_bias", "bias.qkv", default=True), ROTARY_FRACTION),
+    names=_glm_names,
     logit_error=0.0,
 )
 # logit test: Llama with q/k/v and o bias flags of their own

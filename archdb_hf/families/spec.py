@@ -52,7 +52,7 @@ from archdb_hf.keymap import (
 
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
-                 "write", "logit_error", "aliases", "released_as")  # fmt: skip
+                 "write", "logit_error", "aliases", "released_as", "released_form")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,9 @@ class FamilySpec:
     # the whole mapping, for families whose layers are not attention + MLP (Mamba-2)
     steps: tuple[Callable[[Any], None], ...] | None = None
     aliases: tuple[str, ...] = ()  # model_types read as this one (multimodal wrappers, remote code)
+    # an alias's remote-code config spelled as config_class's keys (None: already in its
+    # format), as transformers' conversion of those checkpoints spells it (ChatGLM -> Glm)
+    released_form: Callable[[Any], dict | None] | None = None
 
     # --- both directions: the config keys, each once ------------------------------------
     keys: tuple[Key, ...] = ()  # archdb_hf.keymap: read by import-hf, written by the reference
