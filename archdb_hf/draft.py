@@ -1098,6 +1098,10 @@ def _rope_scaling(d: Draft, scaling: dict[str, Any]) -> None:
             mapped[name] = value if name == "original_context" else float(value)
     for name, value in mapped.items():
         d.set(f"architecture.position.rope_scaling.{name}", value, "config")
+    context = d.value("architecture.context_length")
+    if kind == "dynamic" and "original_context" not in mapped and context is not None:
+        # transformers' dynamic NTK stretches past max_position_embeddings (InternLM2)
+        d.set("architecture.position.rope_scaling.original_context", context, "family")
     held = {key for name, key in keys.items() if name != "truncate" or name in mapped}
     rest = {k: v for k, v in scaling.items() if k not in _SCALING_BOOKKEEPING and k not in held}
     if rest:

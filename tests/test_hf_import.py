@@ -850,6 +850,28 @@ def test_chatglm_switches_glm_does_not_build_are_refused(changes, message):
         imported({**GLM_4_9B_CHAT, **changes})
 
 
+# internlm/internlm2_5-7b config.json (remote code, model_type internlm2): its keys
+INTERNLM2_5_7B = {
+    "model_type": "internlm2", "architectures": ["InternLM2ForCausalLM"], "hidden_size": 4096,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "intermediate_size": 14336, "hidden_act": "silu", "bias": False, "rms_norm_eps": 1e-05,
+    "rope_theta": 1000000, "rope_scaling": {"type": "dynamic", "factor": 2.0},
+    "max_position_embeddings": 32768, "tie_word_embeddings": False, "vocab_size": 92544,
+}  # fmt: skip
+
+
+def test_the_internlm2_config_read_as_llama_is_the_catalogue_card():
+    """InternLM2's one bias switch is Llama's attention_bias; the rest are Llama's keys."""
+    result = imported(INTERNLM2_5_7B)
+    assert result.model_type == "llama"
+    arch = validate_card(result.card).architecture
+    carded = shipped_catalogue().get("internlm2.5-7b").architecture
+    left_out = {"residual_multiplier": True, "bias": {"lm_head"}}
+    assert arch.model_dump(exclude=left_out) == carded.model_dump(exclude=left_out)
+    biased = validate_card(imported({**INTERNLM2_5_7B, "bias": True}).card).architecture
+    assert (biased.bias.qkv, biased.bias.attn_out, biased.bias.mlp) == (True, True, False)
+
+
 def test_any_chatglm_key_made_hostile_is_read_or_refused_never_a_crash():
     """ChatGLM's keys are translated before the config shape sees GlmConfig's: each made
     hostile still ends in a card or an HFImportError naming a key."""

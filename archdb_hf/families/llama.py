@@ -182,6 +182,16 @@ def _glm_from_chatglm(config: Mapping[str, Any]) -> dict[str, Any] | None:
     return spelled | {"model_type": "glm", "rope_parameters": rope}
 
 
+def _llama_from_internlm2(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """InternLM2's remote-code config (model_type internlm2) as LlamaConfig's keys: its one
+    bias switch (wqkv and wo) is attention_bias; its layers are Llama's with q, k and v
+    fused into wqkv (modeling_internlm2.py)."""
+    if config.get("model_type") != "internlm2":
+        return None
+    spelled = {("attention_bias" if k == "bias" else k): v for k, v in config.items()}
+    return spelled | {"model_type": "llama", "mlp_bias": False}
+
+
 def _read_starcoder2(d: Draft) -> None:
     read_bias_flag(d, "use_bias", True)
 
@@ -374,6 +384,8 @@ def _apertus_names() -> Names:
 LLAMA = FamilySpec(
     "llama",
     classes="Llama",
+    aliases=("internlm2",),
+    released_form=_llama_from_internlm2,
     mlp_bias=None,
     keys=SIZES + BIASES,
     names=llama_names,

@@ -95,6 +95,8 @@ _BY_FAMILY: dict[str, str] = {
     "opt": "opt",
     "opt-iml": "opt",  # OPT instruction-tuned: OPT's architecture (metaseq's launcher)
     "llama": "llama",
+    "internlm": "llama",  # InternLM (v1): Llama with biased q, k, v and o (its remote code)
+    "baichuan": "llama",  # Baichuan-7B: Llama with q, k, v fused (W_pack, its remote code)
     "llama-2": "llama",
     "llama-3": "llama",
     "llama-3.1": "llama",
