@@ -872,16 +872,39 @@ def test_the_internlm2_config_read_as_llama_is_the_catalogue_card():
     assert (biased.bias.qkv, biased.bias.attn_out, biased.bias.mlp) == (True, True, False)
 
 
-def test_any_chatglm_key_made_hostile_is_read_or_refused_never_a_crash():
-    """ChatGLM's keys are translated before the config shape sees GlmConfig's: each made
+# openbmb/MiniCPM-2B-sft-bf16 config.json (remote code, model_type minicpm): its keys
+MINICPM_2B = {
+    "model_type": "minicpm", "architectures": ["MiniCPMForCausalLM"], "hidden_act": "silu",
+    "hidden_size": 2304, "intermediate_size": 5760, "max_position_embeddings": 4096,
+    "num_attention_heads": 36, "num_hidden_layers": 40, "num_key_value_heads": 36,
+    "rms_norm_eps": 1e-05, "tie_word_embeddings": True, "vocab_size": 122753, "scale_emb": 12,
+    "dim_model_base": 256, "scale_depth": 1.4,
+}  # fmt: skip
+
+
+def test_the_minicpm_config_read_as_granite_is_the_catalogue_card():
+    """MiniCPM's muP factors are Granite's multipliers, its scores 1 / sqrt(head_dim)."""
+    result = imported(MINICPM_2B)
+    assert result.model_type == "granite"
+    arch = validate_card(result.card).architecture
+    carded = shipped_catalogue().get("minicpm-2b").architecture
+    left_out = {"bias": {"lm_head"}}
+    assert arch.model_dump(exclude=left_out) == carded.model_dump(exclude=left_out)
+    with pytest.raises(HFImportError, match="MiniCPM-MoE's experts are not read"):
+        imported({**MINICPM_2B, "num_experts": 8, "num_experts_per_tok": 2})
+
+
+@pytest.mark.parametrize("config", [GLM_4_9B_CHAT, MINICPM_2B, INTERNLM2_5_7B])
+def test_any_remote_code_key_made_hostile_is_read_or_refused_never_a_crash(config):
+    """Remote-code keys are renamed before the config shape sees the class's: each made
     hostile still ends in a card or an HFImportError naming a key."""
     from tests.test_hostile_hf_import import HOSTILE_VALUES
 
     crashes = []
-    for key in GLM_4_9B_CHAT:
+    for key in config:
         for value in HOSTILE_VALUES:
             try:
-                imported({**GLM_4_9B_CHAT, key: value})
+                imported({**config, key: value})
             except HFImportError:
                 continue
             except Exception as exc:  # the test lists every crash

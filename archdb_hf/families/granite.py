@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from archdb.schema import Architecture, LayerKind, PositionType
 from archdb_hf.draft import (
     Draft,
+    HFImportError,
     check_mamba2_width,
     multiplier,
     no_time_step_clamp,
     positive,
     read_keys,
+    shown_briefly,
     silu_conv,
 )
 from archdb_hf.families.card_to_config import layer_kind_names, require
@@ -68,6 +73,38 @@ def _read_granitemoehybrid(d: Draft) -> None:
             "architecture.position.type",
             "GraniteMoeHybridModel applies RoPE only when position_embedding_type is rope.",
         )
+
+
+# MiniCPM's muP factors (its remote code) and MiniCPMConfig's defaults for them
+_MINICPM_FACTORS = {"scale_emb": 1, "scale_depth": 1, "dim_model_base": 1}
+
+
+def _granite_from_minicpm(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """MiniCPM's remote-code config (model_type minicpm) as GraniteConfig's keys: its muP
+    factors are Granite's multipliers (embeddings x scale_emb, each sublayer's output x
+    scale_depth / sqrt(num_hidden_layers), logits / (hidden_size / dim_model_base)) and its
+    scores 1 / sqrt(head_dim) Granite's attention_multiplier. MiniCPM-MoE's experts are
+    refused: their code was not compared with GraniteMoe's."""
+    if config.get("model_type") != "minicpm":
+        return None
+    if config.get("num_experts"):
+        raise HFImportError("config.json: num_experts: MiniCPM-MoE's experts are not read")
+    sizes = ("hidden_size", "num_hidden_layers", "num_attention_heads")
+    values = {k: config.get(k, _MINICPM_FACTORS.get(k)) for k in (*_MINICPM_FACTORS, *sizes)}
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
+            raise HFImportError(f"config.json: {key} {shown_briefly(value)}: a positive number")
+    head_dim = config.get("head_dim") or values["hidden_size"] / values["num_attention_heads"]
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int | float) or head_dim <= 0:
+        raise HFImportError(f"config.json: head_dim {shown_briefly(head_dim)}: a positive number")
+    factors = {
+        "embedding_multiplier": values["scale_emb"],
+        "residual_multiplier": values["scale_depth"] / math.sqrt(values["num_hidden_layers"]),
+        "logits_scaling": values["hidden_size"] / values["dim_model_base"],
+        "attention_multiplier": head_dim**-0.5,
+    }
+    spelled = {k: v for k, v in config.items() if k not in _MINICPM_FACTORS}
+    return spelled | factors | {"model_type": "granite"}
 
 
 # --- card -> config (the reference) ------------------------------------------------------
@@ -142,6 +179,8 @@ def _granitemoehybrid_names() -> Names:
 GRANITE = LLAMA.derive(
     "granite",
     classes="Granite",
+    aliases=("minicpm",),
+    released_form=_granite_from_minicpm,
     keys=(ROPE, *MULTIPLIERS),
     read=_read_granite,
     extras=frozenset({"residual_multiplier"}),
