@@ -777,14 +777,6 @@ HY3_PREVIEW = {
 }  # fmt: skip
 
 
-def test_the_hy3_preview_config_is_the_catalogue_card():
-    arch = card_of(HY3_PREVIEW).architecture
-    carded = shipped_catalogue().get("hy3").architecture
-    assert arch.model_dump(exclude={"residual_multiplier"}) == carded.model_dump(
-        exclude={"residual_multiplier"}
-    )
-
-
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -819,21 +811,6 @@ CHATGLM3_6B = {
 
 
 @pytest.mark.parametrize(
-    ("config", "card_id"), [(GLM_4_9B_CHAT, "glm-4-9b-chat"), (CHATGLM3_6B, "chatglm3-6b")]
-)
-def test_chatglm_configs_read_as_glm_are_the_catalogue_cards(config, card_id):
-    """ChatGLM's remote-code keys, read as GlmConfig's: the catalogue's card, RoPE at
-    10000 x rope_ratio on interleaved pairs of half of each head's dims."""
-    result = imported(config)
-    assert result.model_type == "glm"
-    arch = validate_card(result.card).architecture
-    carded = shipped_catalogue().get(card_id).architecture
-    # the card states the head's bias false where import leaves the unset switch null
-    left_out = {"residual_multiplier": True, "bias": {"lm_head"}}
-    assert arch.model_dump(exclude=left_out) == carded.model_dump(exclude=left_out)
-
-
-@pytest.mark.parametrize(
     ("changes", "message"),
     [
         ({"rmsnorm": False}, "rmsnorm False: GlmForCausalLM builds only rmsnorm True"),
@@ -860,14 +837,7 @@ INTERNLM2_5_7B = {
 }  # fmt: skip
 
 
-def test_the_internlm2_config_read_as_llama_is_the_catalogue_card():
-    """InternLM2's one bias switch is Llama's attention_bias; the rest are Llama's keys."""
-    result = imported(INTERNLM2_5_7B)
-    assert result.model_type == "llama"
-    arch = validate_card(result.card).architecture
-    carded = shipped_catalogue().get("internlm2.5-7b").architecture
-    left_out = {"residual_multiplier": True, "bias": {"lm_head"}}
-    assert arch.model_dump(exclude=left_out) == carded.model_dump(exclude=left_out)
+def test_internlm2s_one_bias_switch_is_llamas_attention_bias():
     biased = validate_card(imported({**INTERNLM2_5_7B, "bias": True}).card).architecture
     assert (biased.bias.qkv, biased.bias.attn_out, biased.bias.mlp) == (True, True, False)
 
@@ -882,14 +852,32 @@ MINICPM_2B = {
 }  # fmt: skip
 
 
-def test_the_minicpm_config_read_as_granite_is_the_catalogue_card():
-    """MiniCPM's muP factors are Granite's multipliers, its scores 1 / sqrt(head_dim)."""
-    result = imported(MINICPM_2B)
-    assert result.model_type == "granite"
+@pytest.mark.parametrize(
+    ("config", "model_type", "card_id"),
+    [
+        (HY3_PREVIEW, "hy_v3", "hy3"),
+        # remote-code configs, their keys renamed as the family's config class's
+        (GLM_4_9B_CHAT, "glm", "glm-4-9b-chat"),
+        (CHATGLM3_6B, "glm", "chatglm3-6b"),
+        (INTERNLM2_5_7B, "llama", "internlm2.5-7b"),  # bias: attention_bias
+        (MINICPM_2B, "granite", "minicpm-2b"),  # muP factors: Granite's multipliers
+    ],
+)
+def test_released_configs_import_to_their_catalogue_cards(config, model_type, card_id):
+    """import-hf reads each release into the catalogue's card, field for field (the card
+    states the head's bias false where import leaves the unset switch null, and leaves
+    null the residual factor import states as 1 where no family key sets it)."""
+    result = imported(config)
+    assert result.model_type == model_type
     arch = validate_card(result.card).architecture
-    carded = shipped_catalogue().get("minicpm-2b").architecture
-    left_out = {"bias": {"lm_head"}}
+    carded = shipped_catalogue().get(card_id).architecture
+    left_out: dict = {"bias": {"lm_head"}}
+    if carded.residual_multiplier is None:
+        left_out["residual_multiplier"] = True
     assert arch.model_dump(exclude=left_out) == carded.model_dump(exclude=left_out)
+
+
+def test_minicpm_moe_experts_are_refused():
     with pytest.raises(HFImportError, match="MiniCPM-MoE's experts are not read"):
         imported({**MINICPM_2B, "num_experts": 8, "num_experts_per_tok": 2})
 
