@@ -54,6 +54,8 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     fields = list(FUNCTION_FIELDS) + [p for p in own if _in_play(card, p)]
     if arch.position.type is PositionType.ROPE:
         fields.append("architecture.position.rope_layout")
+    if arch.position.type is PositionType.SINUSOIDAL:
+        fields.append("architecture.position.sinusoid_layout")
     if arch.mlp.activation in (Activation.GELU, Activation.GEGLU):
         fields.append("architecture.mlp.gelu_approximation")
     if arch.mlp.moe is not None:

@@ -303,6 +303,19 @@ class RopeLayout(StrEnum):
     INTERLEAVED = "interleaved"  # dims 2i and 2i + 1 (Su et al. 2021, GPT-J, Meta's Llama code)
 
 
+class SinusoidLayout(StrEnum):
+    """Where a sinusoidal table puts each frequency's sine and cosine, and which
+    frequencies and positions it uses."""
+
+    # sin and cos of frequency 10000^(-2k/d) at dims 2k and 2k + 1 (Vaswani et al. 2017)
+    INTERLEAVED = "interleaved"
+    # the sines of those frequencies in the first half, the cosines in the second (CTRL)
+    HALVES = "halves"
+    # fairseq's: halves, frequencies 10000^(-k/(d/2 - 1)), positions counted from 2 after
+    # the padding index (XGLM)
+    FAIRSEQ = "fairseq"
+
+
 class SourceKind(StrEnum):
     PAPER = "paper"
     CONFIG = "config"  # an official released config file
@@ -376,6 +389,10 @@ Text = Annotated[str, Field(max_length=10_000), _refuse_controls(_CONTROL_IN_TEX
 
 def _rope(a: Architecture) -> bool:
     return a.position.type is PositionType.ROPE
+
+
+def _sinusoidal(a: Architecture) -> bool:
+    return a.position.type is PositionType.SINUSOIDAL
 
 
 def _gelu(a: Architecture) -> bool:
@@ -1076,6 +1093,15 @@ class Position(Strict):
         "interleaved pairs of their original checkpoints, whose conversion permutes the q/k "
         "rows to half-split. RoPE only. Optional; null: not recorded (the builder uses "
         "half-split).",
+    )
+    sinusoid_layout: Annotated[
+        SinusoidLayout | None,
+        OutputOnly("interleaved", "sines and cosines interleaved (Vaswani et al.)", _sinusoidal),
+    ] = Field(
+        default=None,
+        description="The sinusoidal table's layout (see SinusoidLayout): interleaved (the "
+        "original Transformer), halves (CTRL) or fairseq's (XGLM). Sinusoidal only. Optional; "
+        "null: not recorded (the builder uses interleaved).",
     )
 
 
@@ -1926,6 +1952,8 @@ class Architecture(Strict):
             for name in ("rope_theta", "rope_theta_local", "rotary_fraction", "rope_scaling"):
                 if getattr(pos, name) is not None:
                     raise ValueError(f"position.{name} is set but position.type is not rope")
+        if pos.type is not PositionType.SINUSOIDAL and pos.sinusoid_layout is not None:
+            raise ValueError("position.sinusoid_layout is set but position.type is not sinusoidal")
         if pos.type is not PositionType.RELATIVE_BIAS and pos.relative_buckets is not None:
             raise ValueError(
                 "position.relative_buckets is set but position.type is not relative-bias"

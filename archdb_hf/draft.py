@@ -268,6 +268,7 @@ class ConfigShape(_Keys):
     n_head: Heads | None = None
     num_heads: Heads | None = None
     n_heads: Heads | None = None
+    attention_heads: Heads | None = None  # XGLM
     num_key_value_heads: Heads | None = None
     num_kv_heads: Heads | None = None
     n_head_kv: Heads | None = None
@@ -284,6 +285,7 @@ class ConfigShape(_Keys):
     n_inner: Width | None = None
     ffn_hidden_size: Width | None = None
     ffn_dim: Width | None = None
+    dff: Width | None = None  # CTRL
     # activation
     hidden_activation: Name | None = None
     hidden_act: Name | None = None
@@ -906,7 +908,9 @@ def _sizes(d: Draft) -> None:
         d.read("num_hidden_layers", "n_layer", "num_layers", "n_layers", required=True),
         "config",
     )
-    n_heads = d.read("num_attention_heads", "n_head", "num_heads", "n_heads", required=True)
+    n_heads = d.read(
+        "num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads", required=True
+    )
     d.set("architecture.attention.n_heads", n_heads, "config")
     kv = d.read("num_key_value_heads", "num_kv_heads", "n_head_kv", default=n_heads)
     d.set("architecture.attention.n_kv_heads", kv, d.origin_of("num_key_value_heads"))
@@ -921,7 +925,7 @@ def _sizes(d: Draft) -> None:
         d.set("architecture.context_length", context, "config")
     if d.config.get("n_ctx") == context:
         d.used.add("n_ctx")
-    d_ff = d.read("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim")
+    d_ff = d.read("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", "dff")
     if isinstance(d_ff, list):  # one width per layer (Gemma 3n): the card holds one
         if len(set(d_ff)) != 1:
             raise HFImportError(

@@ -67,6 +67,10 @@ TINY: dict[str, dict] = {
     "hy_v3": {**_DENSE, "num_experts": 4, "num_experts_per_tok": 2, "num_shared_experts": 2,
               "moe_intermediate_size": 24, "router_scaling_factor": 2.5},
     "glm": {**_DENSE, "head_dim": 16, "rms_norm_eps": 1e-4},
+    "xglm": {"d_model": 64, "num_layers": 2, "attention_heads": 4, "ffn_dim": 128,
+             "vocab_size": 128, "max_position_embeddings": 64},
+    "ctrl": {"n_embd": 64, "n_layer": 2, "n_head": 4, "dff": 128, "vocab_size": 128,
+             "n_positions": 64},
     "llama4_text": {"hidden_size": 64, "intermediate_size": 24, "intermediate_size_mlp": 96,
                     "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
                     "head_dim": 16, "vocab_size": 128, "num_local_experts": 4,
@@ -1005,6 +1009,23 @@ def test_each_granite_multiplier_changes_the_logits(path, value, tmp_path):
 def test_each_llama4_function_field_changes_the_logits(path, value, tmp_path):
     """Llama 4's mechanisms: each one dropped (or the default epsilon) breaks the comparison."""
     assert _error_with_changes("llama4_text", tmp_path, {path: value}) > 10 * LOGIT_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("model_type", "path", "value"),
+    [
+        ("xglm", "position.sinusoid_layout", "interleaved"),
+        ("xglm", "position.sinusoid_layout", "halves"),  # fairseq's frequencies, position 2
+        ("xglm", "embedding_multiplier", None),
+        ("ctrl", "position.sinusoid_layout", "interleaved"),
+        ("ctrl", "embedding_multiplier", None),
+    ],
+)
+def test_the_sinusoid_layout_and_embedding_scale_change_the_logits(
+    model_type, path, value, tmp_path
+):
+    """XGLM's and CTRL's tables and their sqrt(d_model) embeddings are not decoration."""
+    assert _error_with_changes(model_type, tmp_path, {path: value}) > 100 * LOGIT_TOLERANCE
 
 
 def test_bitnets_squared_gate_changes_the_logits(tmp_path):

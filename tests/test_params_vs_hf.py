@@ -460,6 +460,27 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     ("gpt_bigcode", {**GPT, "tied_embeddings": False}),  # one key/value head per query head
     ("openai-gpt", {**GPT, "norm.position": "post", "norm.final": False}),
     (
+        "xglm",
+        {
+            **GPT,
+            "position.type": "sinusoidal",
+            "position.sinusoid_layout": "fairseq",
+            "embedding_multiplier": 8.0,
+        },
+    ),
+    (
+        "ctrl",
+        {
+            **GPT,
+            "mlp.activation": "relu",
+            "position.type": "sinusoidal",
+            "position.sinusoid_layout": "halves",
+            "embedding_multiplier": 8.0,
+            "norm.eps": 1e-6,
+            "bias.lm_head": True,
+        },
+    ),
+    (
         "gptj",
         {
             **LAYERNORM,
@@ -1204,7 +1225,7 @@ _NEW_FAMILIES = (
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
 _NEW_FAMILIES += ("mimo_v2_flash",)
-_NEW_FAMILIES += ("hy_v3", "glm")
+_NEW_FAMILIES += ("hy_v3", "glm", "xglm", "ctrl")
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,13 @@ from typing import Any
 
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
-from archdb.schema import T5_MAX_DISTANCE, PositionType, RopeScaling, RopeScalingType
+from archdb.schema import (
+    T5_MAX_DISTANCE,
+    PositionType,
+    RopeScaling,
+    RopeScalingType,
+    SinusoidLayout,
+)
 from archdb.tally import Tally
 
 
@@ -89,6 +95,9 @@ SCHEMES: dict[PositionType, Scheme] = {
 }
 
 
+FAIRSEQ_FIRST = 2  # fairseq's first position: after its padding index 1 (XGLM)
+
+
 @dataclass(frozen=True)
 class AbsolutePositions:
     """A table added to the token embeddings: fixed sinusoids or learned rows."""
@@ -97,6 +106,7 @@ class AbsolutePositions:
     rows: int
     d_model: int
     offset: int = 0  # rows before the first token's (RoBERTa: 2)
+    layout: SinusoidLayout = SinusoidLayout.INTERLEAVED  # a sinusoidal table's
 
     def params(self) -> int:
         return self.rows * self.d_model if self.type is PositionType.LEARNED else 0
@@ -193,16 +203,21 @@ def modules() -> SimpleNamespace:
     # --- absolute: added to the token embeddings -------------------------------------------
 
     class SinusoidalPositions(nn.Module):
-        """Vaswani et al. 2017 (https://arxiv.org/abs/1706.03762), Section 3.5."""
+        """Vaswani et al. 2017 (https://arxiv.org/abs/1706.03762), Section 3.5, in the
+        table's layout (``sinusoid_table``)."""
 
         flop_class = "embedding"
 
-        def __init__(self, max_len: int, d_model: int) -> None:
+        def __init__(
+            self, max_len: int, d_model: int, layout: SinusoidLayout = SinusoidLayout.INTERLEAVED
+        ) -> None:
             super().__init__()
-            self.register_buffer("table", sinusoid_table(max_len, d_model), persistent=False)
+            self.first = FAIRSEQ_FIRST if layout is SinusoidLayout.FAIRSEQ else 0
+            table = sinusoid_table(self.first + max_len, d_model, layout)
+            self.register_buffer("table", table, persistent=False)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d)
-            return x + self.table[: x.shape[1]]
+            return x + self.table[self.first : self.first + x.shape[1]]
 
     class LearnedPositions(nn.Module):
         """A learned vector per position (GPT-1/2/3, OPT)."""
@@ -474,15 +489,27 @@ def modules() -> SimpleNamespace:
         def extra_repr(self) -> str:
             return f"heads={self.n_heads}, head_dim={self.head_dim}"
 
-    def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
-        """(max_len, d_model) sinusoids of positions (or distances) 0 .. max_len - 1."""
+    def sinusoid_table(
+        max_len: int, d_model: int, layout: SinusoidLayout = SinusoidLayout.INTERLEAVED
+    ) -> torch.Tensor:
+        """(max_len, d_model) sinusoids of positions (or distances) 0 .. max_len - 1: each
+        frequency's sine and cosine interleaved, or the sines then the cosines (halves;
+        fairseq's with its own frequencies); an odd width's last column zero."""
         if on_meta():
             return torch.empty(max_len, d_model)
         pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
-        freq = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10_000.0) / d_model))
+        half = d_model // 2
+        if layout is SinusoidLayout.FAIRSEQ:  # 10000^(-k / (half - 1))
+            freq = torch.exp(torch.arange(half).float() * (-math.log(10_000.0) / (half - 1)))
+        else:  # 10000^(-2k / d)
+            freq = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10_000.0) / d_model))
         table = torch.zeros(max_len, d_model)
-        table[:, 0::2] = torch.sin(pos * freq)
-        table[:, 1::2] = torch.cos(pos * freq)[:, : d_model // 2]
+        if layout is SinusoidLayout.INTERLEAVED:
+            table[:, 0::2] = torch.sin(pos * freq)
+            table[:, 1::2] = torch.cos(pos * freq)[:, :half]
+        else:
+            table[:, :half] = torch.sin(pos * freq[:half])
+            table[:, half : 2 * half] = torch.cos(pos * freq[:half])
         return table
 
     def distance_index(max_len: int) -> torch.Tensor:
@@ -498,7 +525,7 @@ def modules() -> SimpleNamespace:
             table = LearnedPositions(s.rows, s.d_model, s.offset)
             table.archdb_embedding = True
             return table
-        return SinusoidalPositions(s.rows, s.d_model)
+        return SinusoidalPositions(s.rows, s.d_model, s.layout)
 
     def stack_bias(s: StackBias, ctx: object = None) -> nn.Module:
         if s.type is PositionType.ALIBI:

@@ -53,6 +53,7 @@ from archdb.schema import (
     QKNorm,
     RopeLayout,
     RouterScore,
+    SinusoidLayout,
 )
 from archdb.tally import Tally, linear_params
 
@@ -549,7 +550,8 @@ class _Reader:
         positions = None
         if self.scheme.absolute:
             offset = a.encoder.position_offset if a.encoder is not None else 0
-            positions = AbsolutePositions(a.position.type, learned_rows(a), self.d, offset)
+            layout = a.position.sinusoid_layout or SinusoidLayout.INTERLEAVED
+            positions = AbsolutePositions(a.position.type, learned_rows(a), self.d, offset, layout)
         return Plan(
             embedding=TokenEmbedding(a.vocab_size, width, self.d, _factor(a.embedding_multiplier)),
             positions=positions,

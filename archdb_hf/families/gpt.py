@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from archdb.plan.layout import embedding_width, learned_rows
@@ -18,7 +19,7 @@ from archdb_hf.draft import (
 from archdb_hf.families.llama import ROTARY_FRACTION, SIZES
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, dropped, gelu_key, key_or, merged, one_bias_flag, require
-from archdb_hf.tensors import QKV_CUTS, QKVO, Dims, Names, Source
+from archdb_hf.tensors import QKV_CUTS, QKVO, Dims, Names, Source, llama_layer
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -162,6 +163,32 @@ def _read_openai_gpt(d: Draft) -> None:
     d.set("architecture.mlp.d_ff", 4 * d.value("architecture.d_model"), "family")
 
 
+def _scaled_embeddings(d: Draft, key: str | None) -> None:
+    """Token embeddings x sqrt(d_model) (XGLM's scale_embedding, CTRL always)."""
+    scaled = d.read(key, default=True) if key else True
+    d_model = d.value("architecture.d_model")
+    factor = math.sqrt(d_model) if scaled else 1.0
+    d.set("architecture.embedding_multiplier", factor, d.origin_of(key) if key else "family")
+
+
+def _read_xglm(d: Draft) -> None:
+    """XGLM: fairseq's sinusoids from position 2; the table's padding row (pad_token_id)
+    must lie before them, as fairseq's index 1 does."""
+    _scaled_embeddings(d, "scale_embedding")
+    pad = d.read("pad_token_id", default=1)
+    if pad is not None and not (isinstance(pad, int) and not isinstance(pad, bool) and pad < 2):
+        raise HFImportError(
+            f"config.json: pad_token_id {shown_briefly(pad)}: XGLM zeroes that row of its "
+            "position table, which from 2 on holds a token's position"
+        )
+
+
+def _read_ctrl(d: Draft) -> None:
+    """CTRL: the blocks' LayerNorms fix 1e-6, the final one layer_norm_epsilon; both one."""
+    _scaled_embeddings(d, None)
+    read_only(d, "layer_norm_epsilon", 1e-6, "CTRL's blocks fix their LayerNorms at 1e-6")
+
+
 def _read_opt(d: Draft) -> None:
     pre = d.value("architecture.norm.position") == "pre"
     removed = d.read("_remove_final_layer_norm", default=False)
@@ -198,6 +225,13 @@ def _read_gptj(d: Draft) -> None:
 def _gpt2(a: Architecture) -> dict:
     require(bool(a.tied_embeddings), "GPT-2 ties its embeddings")
     return {}
+
+
+def _scales_embeddings(a: Architecture) -> bool:
+    """scale_embedding: the card's factor is sqrt(d_model), the one other than 1 XGLM
+    builds (the round trip shows any other factor as lost, as for CTRL and Gemma)."""
+    factor = a.embedding_multiplier
+    return factor is not None and math.isclose(factor, math.sqrt(a.d_model))
 
 
 def _afn(a: Architecture) -> str:
@@ -330,6 +364,29 @@ def _openai_gpt_names() -> Names:
     top = w.top_names("transformer.tokens_embed.weight")
     top["positions.table.weight"] = Source("transformer.positions_embed.weight")
     layer = {k.replace(".before.", ".after."): v for k, v in _gpt2_names().layer.items()}
+    return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+
+
+def _xglm_names() -> Names:
+    top = w.top_names("model.embed_tokens.weight", "model.layer_norm")
+    layer = llama_layer({"attn.before": "self_attn_layer_norm", "mlp.before": "final_layer_norm"})
+    for t in ("weight", "bias"):
+        layer[f"attn.sublayer.o.{t}"] = Source(f"self_attn.out_proj.{t}")
+        layer[f"mlp.sublayer.up.{t}"] = Source(f"fc1.{t}")
+        layer[f"mlp.sublayer.down.{t}"] = Source(f"fc2.{t}")
+    return Names(top, layer, tied_head=("lm_head.weight",))
+
+
+def _ctrl_names() -> Names:
+    top = w.top_names("transformer.w.weight", "transformer.layernorm", head_bias="lm_head.bias")
+    layer: dict[str, Source] = {}
+    for t in ("weight", "bias"):
+        layer[f"attn.before.{t}"] = Source(f"layernorm1.{t}")
+        layer[f"mlp.before.{t}"] = Source(f"layernorm2.{t}")
+        for ours, theirs in (("q", "Wq"), ("k", "Wk"), ("v", "Wv"), ("o", "dense")):
+            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"multi_head_attention.{theirs}.{t}")
+        layer[f"mlp.sublayer.up.{t}"] = Source(f"ffn.0.{t}")
+        layer[f"mlp.sublayer.down.{t}"] = Source(f"ffn.2.{t}")
     return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
@@ -813,4 +870,59 @@ OPENAI_GPT = GPT2.derive(
     read=_read_openai_gpt,
     names=_openai_gpt_names,
     logit_error=9.3e-08,
+)
+# fairseq's decoder (XGLM): pre-norm LayerNorms, biased projections, GELU, embeddings x
+# sqrt(d_model), fairseq's sinusoids
+XGLM = FamilySpec(
+    "xglm",
+    classes="XGLM",
+    eps_key=None,  # nn.LayerNorm's 1e-5, no key
+    rope_key=None,
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    gated=False,
+    position="sinusoidal",
+    fixed_bias=(True, True, True),
+    tied_default=True,
+    activation_default="gelu",
+    eps_default=1e-5,
+    keys=(
+        *size_keys("d_model", "num_layers", "attention_heads"),
+        Key("ffn_dim", "mlp.d_ff", read=False),
+        Key("max_position_embeddings", "context_length", read=False),
+        Key("scale_embedding", "embedding_multiplier", out=_scales_embeddings, read=False),
+        gelu_key("activation_function", "gelu_new"),
+    ),
+    fixed=(("position.sinusoid_layout", "fairseq"),),
+    read=_read_xglm,
+    names=_xglm_names,
+    logit_error=0.0,
+)
+# Salesforce's CTRL: pre-norm LayerNorms at 1e-6, biased projections and head, ReLU,
+# embeddings x sqrt(d_model), sinusoids in halves
+CTRL = FamilySpec(
+    "ctrl",
+    layer="EncoderLayer",
+    config_class="CTRLConfig",
+    model_class="CTRLLMHeadModel",
+    eps_key=None,  # the blocks' 1e-6 is fixed; layer_norm_epsilon only the final norm's
+    rope_key=None,
+    norm="layernorm",
+    norm_affine="scale-and-bias",
+    gated=False,
+    position="sinusoidal",
+    fixed_bias=(True, True, True),
+    lm_head_bias=True,
+    tied_default=True,
+    activation_default="relu",
+    eps_default=1e-6,
+    keys=(
+        *GPT_SIZES,
+        Key("dff", "mlp.d_ff", read=False),
+        Key("n_positions", "context_length", read=False),
+    ),
+    fixed=(("position.sinusoid_layout", "halves"), ("norm.eps", 1e-6)),
+    read=_read_ctrl,
+    names=_ctrl_names,
+    logit_error=1.8e-07,
 )

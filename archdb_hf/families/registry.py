@@ -87,6 +87,8 @@ _BY_FAMILY: dict[str, str] = {
     "bert": "bert",
     "roberta": "roberta",
     "gpt-1": "openai-gpt",
+    "xglm": "xglm",
+    "ctrl": "ctrl",
     "gpt-2": "gpt2",
     "gpt-3": "gpt2",
     "gpt-j": "gptj",
