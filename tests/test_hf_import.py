@@ -900,6 +900,18 @@ def test_any_remote_code_key_made_hostile_is_read_or_refused_never_a_crash(confi
     assert not crashes, crashes[:5]
 
 
+def test_hy_v3_is_written_only_with_a_shared_expert():
+    """HYV3MLP sizes a shared MLP of zero experts as intermediate_size: a card without
+    shared experts is not HYV3's model."""
+    from archdb_hf.reference import NotRepresentable, convert
+    from tests.conftest import make_arch, moe_block
+
+    moe = moe_block(score_function="sigmoid", score_correction_bias=True, normalize_top_k=True)
+    arch = make_arch(**{"mlp.moe": moe, **qk_norm("per-head")})
+    with pytest.raises(NotRepresentable, match="n_shared at least 1"):
+        convert(arch, "hy_v3")
+
+
 def test_hunyuan_a13b_released_config_is_the_catalogue_card_and_transformers_count():
     """Read through its architectures (model_type hunyuan is custom), the per-layer lists
     as one value: the catalogue's card, with transformers' exact count."""

@@ -162,17 +162,19 @@ def _hunyuan_v1_moe(a: Architecture) -> dict:
     return {}
 
 
-# --- checkpoint names (loading weights) --------------------------------------------------
-
-
 def _hy_v3(a: Architecture) -> dict:
     """mlp_layer_types from the dense layers, and the MTP count kept as an attribute."""
     moe = a.mlp.moe
+    # HYV3MLP sizes a zero-width shared MLP as intermediate_size: at least one is built
+    require(moe.n_shared >= 1, "mlp.moe.n_shared at least 1 (HYV3 always builds one)")
     require(moe.shared_d_ff == moe.n_shared * a.mlp.d_ff,
             "the shared experts one MLP of moe_intermediate_size x num_shared_experts")  # fmt: skip
     dense = moe.first_dense_layers
     types = ["dense"] * dense + ["sparse"] * (a.n_layers - dense)
     return {"mlp_layer_types": types} | mtp_config(a, "num_nextn_predict_layers")
+
+
+# --- checkpoint names (loading weights) --------------------------------------------------
 
 
 def _hunyuan_layer() -> dict[str, Source]:
