@@ -25,7 +25,7 @@ from archdb.builder.model import build_model, count_parameters
 from archdb.writer import validate_card
 from archdb_hf.families.registry import LOGIT_EXACT, SPECS
 from archdb_hf.importer import Identity, import_config, supported_model_types
-from archdb_hf.testing import DEFAULT_COMPLETIONS, unread_expert_rows
+from archdb_hf.testing import DEFAULT_COMPLETIONS, card_parameters
 
 IDENTITY = Identity("default-1b", "Default 1B", "default", "Benchmark Lab", "2025-01-01")
 
@@ -34,22 +34,23 @@ def measure(model_type: str) -> dict:
     import torch
     import transformers
 
+    spec = SPECS[model_type]
+    released = spec.released_as or model_type  # Qwen3-VL's decoder: its release's config
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = transformers.AutoConfig.for_model(
-            model_type, **DEFAULT_COMPLETIONS.get(model_type, {})
+            released, **DEFAULT_COMPLETIONS.get(model_type, {})
         )
         with torch.device("meta"):  # the family's own model class (BERT's masked-LM model)
-            model = getattr(transformers, SPECS[model_type].model_class)(config)
-    # entries transformers allocates but no forward pass reads (LongCat-Flash's zero
-    # experts' gate/up rows) are not parameters of the model it computes
-    theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    theirs -= unread_expert_rows(model)
+            model = getattr(transformers, spec.model_class)(config)
+    # what a card counts: not a release's vision tower, frozen statistics or expert rows
+    # no forward pass reads (as the default-config test counts)
+    theirs = card_parameters(model, spec)
     started = time.perf_counter()
-    ours = _count({**config.to_dict(), "model_type": model_type})
+    ours = _count({**config.to_dict(), "model_type": released})
     seconds = time.perf_counter() - started
     # what save_pretrained writes (use_diff=True): keys equal to the defaults left out
-    diff = _count({**config.to_diff_dict(), "model_type": model_type})
+    diff = _count({**config.to_diff_dict(), "model_type": released})
     return {
         "model_type": model_type,
         "ours": ours,
