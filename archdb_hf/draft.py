@@ -818,6 +818,15 @@ class Draft:
         self.key_origin[keys[0]] = "family"
         return default
 
+    def read_nullable(self, key: str, default: Any) -> Any:
+        """``key``'s value, ``default`` when absent, and None when the config states null:
+        a config class that takes an explicit null as off (Exaone 4's sliding_window)."""
+        if key in self.config and self.config[key] is None:
+            self.used.add(key)
+            self.key_origin[key] = "config"
+            return None
+        return self.read(key, default=default)
+
     def per_layer(self, key: str, n_layers: int) -> list[Any] | None:
         """A per-layer list of the config (None when absent), refused unless it has one
         entry per layer: transformers would index past it, or leave layers unset."""

@@ -47,6 +47,15 @@ pytestmark = needs_transformers
 
 MOE = moe_block()
 MLA = latent_dims(q_lora_rank=24)
+# DeepSeek-V3's layout: MLA, a dense first layer, then experts beside a shared one
+V3_SMALL = {
+    "attention.variant": "latent",
+    "attention.n_kv_heads": 4,
+    "attention.latent": MLA,
+    "n_layers": 3,
+    "mlp.moe": {**MOE, "n_shared": 1, "shared_d_ff": 128, "first_dense_layers": 1,
+                "dense_d_ff": 256},
+}  # fmt: skip
 LAYERNORM = {"norm.type": "layernorm", "norm.affine": "scale-and-bias"}
 GPT = {
     **LAYERNORM,
@@ -262,38 +271,8 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "mlp.moe": {**MOE, "layer_period": 2, "dense_d_ff": 256},
         },
     ),
-    (
-        "deepseek_v3",
-        {
-            "attention.variant": "latent",
-            "attention.n_kv_heads": 4,
-            "attention.latent": MLA,
-            "n_layers": 3,
-            "mlp.moe": {
-                **MOE,
-                "n_shared": 1,
-                "shared_d_ff": 128,
-                "first_dense_layers": 1,
-                "dense_d_ff": 256,
-            },
-        },
-    ),
-    (  # Sarvam-105B's class on DeepSeek-V3's code: one expert group
-        "sarvam_mla",
-        {
-            "attention.variant": "latent",
-            "attention.n_kv_heads": 4,
-            "attention.latent": MLA,
-            "n_layers": 3,
-            "mlp.moe": {
-                **MOE,
-                "n_shared": 1,
-                "shared_d_ff": 128,
-                "first_dense_layers": 1,
-                "dense_d_ff": 256,
-            },
-        },
-    ),
+    ("deepseek_v3", V3_SMALL),
+    ("sarvam_mla", V3_SMALL),  # Sarvam-105B's class on DeepSeek-V3's code: one expert group
     (  # Sarvam-30B's class on GLM-4.5's code: QK norms, every head dim rotating
         "sarvam_moe",
         {

@@ -19,9 +19,10 @@ def _lfm2_ff_width(d: Draft, width: int) -> int:
     if not d.read("block_auto_adjust_ff_dim", default=True):
         return width
     width = int(2 * width / 3)
-    if "block_ffn_dim_multiplier" in d.config and d.config["block_ffn_dim_multiplier"] is None:
+    factor = d.read_nullable("block_ffn_dim_multiplier", 1.0)
+    if factor is None:
         return width
-    width = int(d.read("block_ffn_dim_multiplier", default=1.0) * width)
+    width = int(factor * width)
     multiple = d.read("block_multiple_of", default=256)
     return multiple * ((width + multiple - 1) // multiple)
 

@@ -95,9 +95,8 @@ def _read_llama4_text(d: Draft) -> None:
     MLP intermediate_size_mlp wide."""
     n = d.value("architecture.n_layers")
     rotates = _rotating_layers(d, n, empty_is_absent=True)
-    chunk = d.read("attention_chunk_size", default=8192)
-    if "attention_chunk_size" in d.config and d.config["attention_chunk_size"] is None:
-        chunk = None  # stated null: the rotating layers attend in full
+    # stated null: the rotating layers attend in full
+    chunk = d.read_nullable("attention_chunk_size", 8192)
     rotating = "chunked" if chunk is not None else "global"
     kinds = [rotating if rope else "global-nope" for rope in rotates]
     names = {"chunked": "chunked_attention", "global": "full_attention"}

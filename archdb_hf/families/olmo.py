@@ -52,9 +52,8 @@ def _read_olmo3(d: Draft) -> None:
 def _read_exaone4(d: Draft) -> None:
     """EXAONE 4: with a sliding window, sliding layers (RoPE) and full layers without RoPE
     (by default three to one, windows of 4096); without one, every layer full with RoPE."""
-    window = d.read("sliding_window", default=4096)  # Exaone4Config's default when absent
-    if "sliding_window" in d.config and d.config["sliding_window"] is None:
-        window = None  # an explicit null: no sliding layers
+    # Exaone4Config's default when absent; an explicit null: no sliding layers
+    window = d.read_nullable("sliding_window", 4096)
     n = d.value("architecture.n_layers")
     types = d.read("layer_types")
     if types:
