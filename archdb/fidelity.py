@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 
-from archdb.fields import OutputOnly, field_at
+from archdb.fields import OutputOnly, Switch, field_at
 from archdb.schema import Activation, Card, PositionType, RopeScalingType, get_path
 
 LOGIT_TOLERANCE = 1e-5  # max |archdb - transformers| / max |transformers| over the logits
@@ -72,6 +72,11 @@ def function_fields(card: Card, model_type: str | None = None) -> list[str]:
     return fields
 
 
+def _switch(path: str) -> bool:
+    """A field whose null is a recorded "off" (fields.Switch), not a value left out."""
+    return field_at(Card, path).role(Switch) is not None
+
+
 def _in_play(card: Card, path: str) -> bool:
     if path.startswith("architecture.mlp.moe.") and card.architecture.mlp.moe is None:
         return False
@@ -119,10 +124,15 @@ def _judged(card: Card) -> Fidelity:
         return Fidelity("not comparable", f"transformers' {model_type} cannot build it: {exc}")
     if spec.logit_error is None:
         return Fidelity("count-exact", f"{model_type}: outputs not verified for this family")
-    missing = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
+    nulls = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
+    missing = [p for p in nulls if not _switch(p)]
     if missing:
         shown = ", ".join(p.removeprefix("architecture.") for p in missing)
         return Fidelity("count-exact", f"{model_type} is logit-exact; card lacks {shown}")
+    if nulls:  # a switch's null is off: the family's code has the mechanism, the card's not
+        shown = ", ".join(p.removeprefix("architecture.") for p in nulls)
+        why = f"transformers' {model_type} always applies {shown}; the card's model does not"
+        return Fidelity("count-exact", why)
     if lost:  # the reference would compute another function than the card's
         shown = ", ".join(sorted(lost))
         return Fidelity("count-exact", f"{model_type}: the config written for it loses {shown}")

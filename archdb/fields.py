@@ -53,8 +53,9 @@ class OutputOnly:
 
 @dataclass(frozen=True)
 class Switch:
-    """A mechanism switched on by true; null means off, as false does ("null for none"):
-    false records nothing more than null."""
+    """A mechanism switched on by true, or by its value (a clamp's floor); null means off,
+    as false does ("null for none"): false records nothing more than null, and a null is
+    a recorded choice, never a value left out."""
 
 
 @dataclass(frozen=True)

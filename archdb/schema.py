@@ -2804,12 +2804,14 @@ def _resting_kinds(card: Card) -> dict[str, SourceKind | None]:
     # one walk of the values: a source that supports a path covers everything under it
     def walk(model: BaseModel, prefix: str, best: int | None) -> None:
         for name, value in model.__dict__.items():
+            if value is None:  # most fields are unset: nothing to rest on
+                continue
             path = f"{prefix}.{name}"
             here = first.get(path)
             rank = best if here is None else here if best is None else min(best, here)
             if isinstance(value, BaseModel):
                 walk(value, path, rank)
-            elif value is not None and name not in _UNSOURCED_LEAVES:
+            elif name not in _UNSOURCED_LEAVES:
                 rests[path] = None if rank is None else ordered[rank].kind
 
     walk(card.architecture, "architecture", first.get("architecture"))

@@ -1333,6 +1333,11 @@ def test_an_imported_card_of_a_verified_family_is_logit_exact(tmp_path):
             "Fidelity: count-exact (granite is logit-exact; card lacks norm.eps, "
             "embedding_multiplier, logit_scale, attention.scale, residual_multiplier)",
         ),
+        (  # null is Zamba2's recorded "no clamp" (a switch), not a value left out
+            "zamba2-2.7b",
+            "Fidelity: count-exact (transformers' zamba2 always applies "
+            "mixers.mamba2.time_step_floor; the card's model does not)",
+        ),
         ("palm-540b", "Fidelity: not comparable (no transformers family implements this card)"),
         ("t5-v1.1-xxl", "Fidelity: not comparable (transformers' t5 cannot build it: "),
     ],

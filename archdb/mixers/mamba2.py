@@ -16,7 +16,7 @@ from pydantic import Field, StrictBool
 from archdb import conventions as cv
 from archdb.conventions import FlopClass as C
 from archdb.field_types import Count, PositiveFloat, Strict, Width
-from archdb.fields import OutputOnly
+from archdb.fields import OutputOnly, Switch
 from archdb.tally import Tally
 
 from ._common import conv_flops, linear_params
@@ -82,7 +82,7 @@ class Mamba2(Strict):
         description="Factor on the mixer's output, after out_proj (Falcon-H1: "
         "ssm_out_multiplier). Optional; null: not recorded (the builder uses 1).",
     )
-    time_step_floor: PositiveFloat | None = Field(
+    time_step_floor: Annotated[PositiveFloat | None, Switch()] = Field(
         default=None,
         description="Lower clamp of the time step softplus(dt + dt_bias) (Zamba2: "
         "time_step_limit (time_step_min, inf), 0.001). Optional; null: no clamp.",

@@ -57,7 +57,8 @@ def page_sections(found: list[CardFidelity]) -> list[str]:
         "factors, RoPE layout, GELU form, top-k renormalization, attention scale where its "
         "family needs one). **count-exact**: transformers builds the card with archdb's exact "
         "parameter count, but its outputs are not verified (its family is not verified, or "
-        "the card lacks a field, named in *why*). **not comparable**: no transformers family "
+        "the card lacks a field, or the family's code always applies a mechanism the card's "
+        "model has not, named in *why*). **not comparable**: no transformers family "
         "represents the card."
     )
     counts = render.table(["level", "cards"], level_counts(found), right=[1])
