@@ -123,7 +123,8 @@ def _judged(card: Card) -> Fidelity:
     except NotRepresentable as exc:
         return Fidelity("not comparable", f"transformers' {model_type} cannot build it: {exc}")
     if spec.logit_error is None:
-        return Fidelity("count-exact", f"{model_type}: outputs not verified for this family")
+        why = f": {spec.unverified}" if spec.unverified else " for this family"
+        return Fidelity("count-exact", f"{model_type}: outputs not verified{why}")
     nulls = [p for p in function_fields(card, model_type) if get_path(card, p) is None]
     missing = [p for p in nulls if not _switch(p)]
     if missing:

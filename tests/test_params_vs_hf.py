@@ -70,6 +70,16 @@ GPT = {
     "bias.mlp": True,
 }
 NO_ROPE = {"position.rope_theta": None}
+SWITCH = {  # T5 1.0's layers, as the Switch Transformer's
+    "kind": "encoder-decoder",
+    "n_encoder_layers": 4,
+    "mlp.activation": "relu",
+    "attention.n_kv_heads": 4,
+    "tied_embeddings": True,
+    "position.type": "relative-bias",
+    "position.relative_buckets": 32,
+    **NO_ROPE,
+}
 # LFM2's layout: conv, conv, attention, conv with per-head QK norm (tests/test_short_conv.py);
 # the shortest period, as import-hf writes it
 LFM2_HYBRID = {
@@ -559,6 +569,22 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             "position.type": "relative-bias",
             "position.relative_buckets": 32,
             **NO_ROPE,
+        },
+    ),
+    (  # Switch: experts in every second layer of both stacks, a tied head
+        "switch_transformers",
+        {
+            **SWITCH,
+            "mlp.moe": moe_block(n_experts=8, n_active=1, layer_period=2, dense_d_ff=128),
+        },
+    ),
+    (  # experts in every layer (Switch-C), heads narrower than d_model
+        "switch_transformers",
+        {
+            **SWITCH,
+            "n_encoder_layers": 3,
+            "attention.head_dim": 8,
+            "mlp.moe": moe_block(n_experts=5, n_active=1),
         },
     ),
     (
@@ -1157,6 +1183,15 @@ def test_a_different_model_is_refused_not_compared():
         hf_parameter_count(make_arch(**dsa), "deepseek_v3")
     with pytest.raises(NotRepresentable, match="indexer_rope_layout must be interleaved"):
         hf_parameter_count(make_arch(**dsa), "glm_moe_dsa")
+    switch = dict(SMALL_CONFIGS)["switch_transformers"]
+    with pytest.raises(NotRepresentable, match="each stack an embedding table of its own"):
+        hf_parameter_count(make_arch(**switch | {"tied_embeddings": False}), "switch_transformers")
+    every_third = switch | {"mlp.moe": moe_block(n_active=1, layer_period=3, dense_d_ff=128)}
+    with pytest.raises(NotRepresentable, match="every second from layer 1"):
+        hf_parameter_count(make_arch(**every_third | {"n_layers": 3, "n_encoder_layers": 3}),
+                           "switch_transformers")  # fmt: skip
+    with pytest.raises(NotRepresentable, match=r"mlp\.moe\.n_active 1"):
+        hf_parameter_count(make_arch(**switch | {"mlp.moe": MOE}), "switch_transformers")
     dense_mimo = dict(SMALL_CONFIGS)["mimo_v2_flash"] | {"mlp.moe": None}
     with pytest.raises(NotRepresentable, match="layers after the dense ones are MoE"):
         hf_parameter_count(make_arch(**dense_mimo), "mimo_v2_flash")

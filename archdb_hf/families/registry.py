@@ -140,6 +140,7 @@ _BY_FAMILY: dict[str, str] = {
     "glm-5": "glm_moe_dsa",
     "t5": "t5",
     "t5-v1.1": "t5",
+    "switch-transformer": "switch_transformers",
     "phi-2": "phi",
     "phi-1.5": "phi",
     "chameleon": "chameleon",

@@ -12,8 +12,8 @@ A ``FamilySpec`` is everything archdb knows about one transformers ``model_type`
   ``read`` (config -> card, on import-hf's draft) and ``write`` (its extra keys and checks,
   wrapped in ``Writer``, the whole card -> config writer);
 - the checkpoint tensor names (``names``, for loading weights), the measured logit error
-  (``logit_error``: the family is logit-exact) and the output-changing fields its cards
-  must record (``function_fields``).
+  (``logit_error``: the family is logit-exact, else ``unverified`` says why not) and the
+  output-changing fields its cards must record (``function_fields``).
 
 A spec is declared as a difference from its parent family (``derive``), as transformers'
 modular files declare a model as a difference from the one it copies.
@@ -52,7 +52,8 @@ from archdb_hf.keymap import (
 
 # fields a child never takes from its parent: they name or measure that one model_type
 NOT_INHERITED = ("model_type", "module", "classes", "layer", "config_class", "model_class",
-                 "write", "logit_error", "aliases", "released_as", "released_form")  # fmt: skip
+                 "write", "logit_error", "unverified", "aliases", "released_as",
+                 "released_form")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class FamilySpec:
     # --- weights and fidelity -------------------------------------------------------------
     names: Callable[[], Any] | None = None  # archdb_hf.weights.Names of its checkpoints
     logit_error: float | None = None  # measured max relative logit error: logit-exact
+    unverified: str = ""  # without logit_error: why outputs are not compared, if known
     # output-changing fields whose null default is not this family's function
     function_fields: tuple[str, ...] = ()
 
