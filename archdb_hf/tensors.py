@@ -12,7 +12,7 @@ Only the ``safetensors`` package is needed (no transformers).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -266,23 +266,21 @@ def fused_experts(router: str, experts: str) -> dict[str, Source]:
     }
 
 
+def renamed(modules: Mapping[str, str]) -> dict[str, Source]:
+    """Each archdb module's weight and bias, read from the family's module of that name
+    (``modules``: archdb's -> the checkpoint's); a bias the model lacks is never read."""
+    return {
+        f"{ours}.{t}": Source(f"{theirs}.{t}")
+        for ours, theirs in modules.items()
+        for t in ("weight", "bias")
+    }
+
+
 def llama_layer(norms: dict[str, str], mlp: str = "mlp") -> dict[str, Source]:
     """A Llama-style layer: separate projections, norms named per family."""
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{p}_proj.{t}")
-        for p in "qkvo"
-        for t in ("weight", "bias")
-    }
-    layer |= {
-        f"mlp.sublayer.{p}.{t}": Source(f"{mlp}.{p}_proj.{t}")
-        for p in ("gate", "up", "down")
-        for t in ("weight", "bias")
-    }
-    layer |= {
-        f"{slot}.{t}": Source(f"{name}.{t}")
-        for slot, name in norms.items()
-        for t in ("weight", "bias")
-    }
+    modules = {f"attn.sublayer.{p}": f"self_attn.{p}_proj" for p in "qkvo"}
+    modules |= {f"mlp.sublayer.{p}": f"{mlp}.{p}_proj" for p in ("gate", "up", "down")}
+    layer = renamed(modules | norms)
     for qk in ("q", "k"):  # per-head norms are a Norm; OLMo 2's full norms wrap one
         layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(f"self_attn.{qk}_norm.weight")
         layer[f"attn.sublayer.qk_norm.{qk}_norm.norm.weight"] = Source(
@@ -297,8 +295,8 @@ def top_names(
     """The top-level tensors of most checkpoints: the embedding table, the final norm's
     weight and bias (``final_norm``: their module), the output head and its bias."""
     top = {"embed.table.weight": Source(embed), "head.lm_head.weight": Source(head)}
-    for t in ("weight", "bias") if final_norm else ():
-        top[f"decoder.final_norm.{t}"] = Source(f"{final_norm}.{t}")
+    if final_norm:
+        top |= renamed({"decoder.final_norm": final_norm})
     if head_bias:
         top["head.lm_head.bias"] = Source(head_bias)
     return top
@@ -340,14 +338,10 @@ def parallel_names(
 ) -> Names:
     """A parallel block with one shared norm: x + attn(n(x)) + mlp(n(x)) (GPT-J, Phi-2,
     Command R, Falcon); ``projections`` and ``mlp`` map archdb's names to the family's."""
-    layer: dict[str, Source] = {}
-    for t in ("weight", "bias"):
-        layer[f"before_attn.{t}"] = Source(f"{norm}.{t}")
-        for ours, theirs in projections.items():
-            layer[f"attn.{ours}.{t}"] = Source(f"{attn}.{theirs}.{t}")
-        for ours, theirs in mlp.items():
-            layer[f"mlp.{ours}.{t}"] = Source(f"{theirs}.{t}")
-    return Names(top, layer, prefix=prefix, tied_head=tied_head)
+    modules = {"before_attn": norm}
+    modules |= {f"attn.{ours}": f"{attn}.{theirs}" for ours, theirs in projections.items()}
+    modules |= {f"mlp.{ours}": theirs for ours, theirs in mlp.items()}
+    return Names(top, renamed(modules), prefix=prefix, tied_head=tied_head)
 
 
 QKVO = {"q": "q_proj", "k": "k_proj", "v": "v_proj"}

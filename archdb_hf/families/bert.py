@@ -11,7 +11,7 @@ from archdb_hf.families.card_to_config import layer_types_of
 from archdb_hf.families.llama import SIZES
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, key_or, require
-from archdb_hf.tensors import QKV_CUTS, Names, Source, first_ff, second_ff
+from archdb_hf.tensors import QKV_CUTS, Names, Source, first_ff, renamed, second_ff
 
 # RobertaEmbeddings: positions count from padding_idx + 1 (the config's pad_token_id)
 ROBERTA_PAD_DEFAULT = 1
@@ -141,7 +141,6 @@ MASKED_LM = (
 def _names(base: str, head: str, transform: str, head_norm: str) -> Names:
     """*ForMaskedLM's tensors: ``base`` the encoder model's attribute, ``head`` the
     masked-LM head's, ``transform`` and ``head_norm`` the head's dense layer and norm."""
-    layer: dict[str, Source] = {}
     top = {
         "embed.table.weight": Source(f"{base}.embeddings.word_embeddings.weight"),
         "positions.table.weight": Source(f"{base}.embeddings.position_embeddings.weight"),
@@ -149,17 +148,14 @@ def _names(base: str, head: str, transform: str, head_norm: str) -> Names:
         "head.lm_head.bias": Source(f"{head}.decoder.bias", fallback=f"{head}.bias"),
         "head.lm_head.weight": Source(f"{head}.decoder.weight"),  # read only when untied
     }
-    for t in ("weight", "bias"):
-        for ours, theirs in (("q", "query"), ("k", "key"), ("v", "value")):
-            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"attention.self.{theirs}.{t}")
-        layer[f"attn.sublayer.o.{t}"] = Source(f"attention.output.dense.{t}")
-        layer[f"attn.after.{t}"] = Source(f"attention.output.LayerNorm.{t}")
-        layer[f"mlp.sublayer.up.{t}"] = Source(f"intermediate.dense.{t}")
-        layer[f"mlp.sublayer.down.{t}"] = Source(f"output.dense.{t}")
-        layer[f"mlp.after.{t}"] = Source(f"output.LayerNorm.{t}")
-        top[f"embed_norm.{t}"] = Source(f"{base}.embeddings.LayerNorm.{t}")
-        top[f"transform.dense.{t}"] = Source(f"{transform}.{t}")
-        top[f"transform.norm.{t}"] = Source(f"{head_norm}.{t}")
+    modules = {f"attn.sublayer.{ours}": f"attention.self.{theirs}"
+               for ours, theirs in (("q", "query"), ("k", "key"), ("v", "value"))}  # fmt: skip
+    modules |= {"attn.sublayer.o": "attention.output.dense",
+                "attn.after": "attention.output.LayerNorm", "mlp.sublayer.up": "intermediate.dense",
+                "mlp.sublayer.down": "output.dense", "mlp.after": "output.LayerNorm"}  # fmt: skip
+    layer = renamed(modules)
+    top |= renamed({"embed_norm": f"{base}.embeddings.LayerNorm", "transform.dense": transform,
+                    "transform.norm": head_norm})  # fmt: skip
     # tied (transformers 5 ties both when tie_word_embeddings): the decoder's weight is
     # the word table and its bias the head's; untied, the decoder has its own bias and the
     # head's bias is a parameter no forward pass reads
@@ -176,25 +172,20 @@ def _names(base: str, head: str, transform: str, head_norm: str) -> Names:
 def _modernbert_names() -> Names:
     """ModernBertForMaskedLM: fused Wqkv ([q, k, v] rows) and Wi ([activated, linear]
     rows); layer 0 has no attn_norm; biases and norm biases where the config has them."""
-    layer: dict[str, Source] = {}
     top = {
         "embed.table.weight": Source("model.embeddings.tok_embeddings.weight"),
         "head.lm_head.bias": Source("decoder.bias"),
         "head.lm_head.weight": Source("decoder.weight"),  # read only when untied
     }
+    layer = renamed({"attn.sublayer.o": "attn.Wo", "mlp.sublayer.down": "mlp.Wo",
+                     "attn.before": "attn_norm", "mlp.before": "mlp_norm"})  # fmt: skip
     for t in ("weight", "bias"):
         for ours, cut in QKV_CUTS:
             layer[f"attn.sublayer.{ours}.{t}"] = Source(f"attn.Wqkv.{t}", cut=cut)
-        layer[f"attn.sublayer.o.{t}"] = Source(f"attn.Wo.{t}")
         layer[f"mlp.sublayer.gate.{t}"] = Source(f"mlp.Wi.{t}", cut=first_ff)
         layer[f"mlp.sublayer.up.{t}"] = Source(f"mlp.Wi.{t}", cut=second_ff)
-        layer[f"mlp.sublayer.down.{t}"] = Source(f"mlp.Wo.{t}")
-        layer[f"attn.before.{t}"] = Source(f"attn_norm.{t}")
-        layer[f"mlp.before.{t}"] = Source(f"mlp_norm.{t}")
-        top[f"embed_norm.{t}"] = Source(f"model.embeddings.norm.{t}")
-        top[f"encoder.final_norm.{t}"] = Source(f"model.final_norm.{t}")
-        top[f"transform.dense.{t}"] = Source(f"head.dense.{t}")
-        top[f"transform.norm.{t}"] = Source(f"head.norm.{t}")
+    top |= renamed({"embed_norm": "model.embeddings.norm", "encoder.final_norm": "model.final_norm",
+                    "transform.dense": "head.dense", "transform.norm": "head.norm"})  # fmt: skip
     prefix = "model.layers.{i}."
     return Names(top, {}, tied_head=("decoder.weight",), encoder_layer=layer, encoder_prefix=prefix)
 

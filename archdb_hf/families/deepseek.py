@@ -35,6 +35,7 @@ from archdb_hf.tensors import (
     llama_layer,
     moe_names,
     qwen3_moe_names,
+    renamed,
     top_names,
 )
 
@@ -520,11 +521,7 @@ MLA_NAMES = {
 
 
 def _mla_names(ours: str, theirs: str, names: dict[str, str] = MLA_NAMES) -> dict[str, Source]:
-    return {
-        f"{ours}.{o}.{t}": Source(f"{theirs}.{n}.{t}")
-        for o, n in names.items()
-        for t in ("weight", "bias")
-    }
+    return renamed({f"{ours}.{o}": f"{theirs}.{n}" for o, n in names.items()})
 
 
 def _deepseek_names() -> Names:
@@ -824,7 +821,7 @@ def _sarvam_moe_names() -> Names:
     for t in ("weight", "bias"):
         for p, cut in QKV_CUTS:
             layer[f"attn.sublayer.{p}.{t}"] = Source(f"attention.query_key_value.{t}", cut=cut)
-        layer[f"attn.sublayer.o.{t}"] = Source(f"attention.dense.{t}")
+    layer |= renamed({"attn.sublayer.o": "attention.dense"})
     for qk, theirs in (("q", "query"), ("k", "key")):
         layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
             f"attention.{theirs}_layernorm.weight"

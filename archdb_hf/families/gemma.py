@@ -29,6 +29,7 @@ from archdb_hf.tensors import (
     Source,
     first_expert_ff,
     llama_layer,
+    renamed,
     second_expert_ff,
 )
 
@@ -540,8 +541,8 @@ def _recurrent_gemma_names() -> Names:
     griffin = ("linear_x", "linear_y", "conv_1d", "linear_out")
     parts |= {block + p: f"temporal_block.{p}" for p in griffin}
     parts |= {f"mlp.sublayer.{p}": f"mlp_block.{p}_proj" for p in ("gate", "up", "down")}
-    layer = {f"{ours}.{t}": Source(f"{theirs}.{t}") for ours, theirs in parts.items() for t in _WB}
-    for gate in ("input_gate", "recurrent_gate"):
+    layer = renamed(parts)
+    for gate in ("input_gate", "recurrent_gate"):  # rg_lru's gates: weights and biases
         layer |= {f"{block}{gate}.{t}": Source(f"temporal_block.rg_lru.{gate}_{t}") for t in _WB}
     layer[block + "recurrent_param"] = Source("temporal_block.rg_lru.recurrent_param")
     layer["attn.before.weight"] = Source("temporal_pre_norm.weight")

@@ -370,23 +370,23 @@ def _openai_gpt_names() -> Names:
 def _xglm_names() -> Names:
     top = w.top_names("model.embed_tokens.weight", "model.layer_norm")
     layer = llama_layer({"attn.before": "self_attn_layer_norm", "mlp.before": "final_layer_norm"})
-    for t in ("weight", "bias"):
-        layer[f"attn.sublayer.o.{t}"] = Source(f"self_attn.out_proj.{t}")
-        layer[f"mlp.sublayer.up.{t}"] = Source(f"fc1.{t}")
-        layer[f"mlp.sublayer.down.{t}"] = Source(f"fc2.{t}")
+    layer |= w.renamed(
+        {
+            "attn.sublayer.o": "self_attn.out_proj",
+            "mlp.sublayer.up": "fc1",
+            "mlp.sublayer.down": "fc2",
+        }
+    )
     return Names(top, layer, tied_head=("lm_head.weight",))
 
 
 def _ctrl_names() -> Names:
     top = w.top_names("transformer.w.weight", "transformer.layernorm", head_bias="lm_head.bias")
-    layer: dict[str, Source] = {}
-    for t in ("weight", "bias"):
-        layer[f"attn.before.{t}"] = Source(f"layernorm1.{t}")
-        layer[f"mlp.before.{t}"] = Source(f"layernorm2.{t}")
-        for ours, theirs in (("q", "Wq"), ("k", "Wk"), ("v", "Wv"), ("o", "dense")):
-            layer[f"attn.sublayer.{ours}.{t}"] = Source(f"multi_head_attention.{theirs}.{t}")
-        layer[f"mlp.sublayer.up.{t}"] = Source(f"ffn.0.{t}")
-        layer[f"mlp.sublayer.down.{t}"] = Source(f"ffn.2.{t}")
+    modules = {"attn.before": "layernorm1", "mlp.before": "layernorm2",
+               "mlp.sublayer.up": "ffn.0", "mlp.sublayer.down": "ffn.2"}  # fmt: skip
+    for ours, theirs in (("q", "Wq"), ("k", "Wk"), ("v", "Wv"), ("o", "dense")):
+        modules[f"attn.sublayer.{ours}"] = f"multi_head_attention.{theirs}"
+    layer = w.renamed(modules)
     return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
@@ -428,9 +428,9 @@ def _gpt_neo_names() -> Names:
                "mlp.sublayer.down": "mlp.c_proj"}  # fmt: skip
     modules |= {f"attn.sublayer.{p}": f"attn.attention.{p}_proj" for p in "qkvo"}
     modules["attn.sublayer.o"] = "attn.attention.out_proj"
-    layer = {f"{ours}.{t}": Source(f"{theirs}.{t}")
-             for ours, theirs in modules.items() for t in ("weight", "bias")}  # fmt: skip
-    return Names(_gpt2_top(), layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
+    return Names(
+        _gpt2_top(), w.renamed(modules), prefix="transformer.h.{i}.", tied_head=("lm_head.weight",)
+    )
 
 
 def _mpt_names() -> Names:
@@ -464,17 +464,17 @@ def _dbrx_names() -> Names:
 
 def _bloom_names() -> Names:
     top = w.top_names("transformer.word_embeddings.weight", "transformer.ln_f")
-    for t in ("weight", "bias"):
-        top[f"embed_norm.{t}"] = Source(f"transformer.word_embeddings_layernorm.{t}")
+    top |= w.renamed({"embed_norm": "transformer.word_embeddings_layernorm"})
     layer = _fused_heads_layer("self_attention")
     return Names(top, layer, prefix="transformer.h.{i}.", tied_head=("lm_head.weight",))
 
 
 def _persimmon_names() -> Names:
     layer = _fused_heads_layer("self_attn")
-    for qk in ("q", "k"):  # one LayerNorm over head_dim, shared by the heads
-        for t in ("weight", "bias"):
-            layer[f"attn.sublayer.qk_norm.{qk}_norm.{t}"] = Source(f"self_attn.{qk}_layernorm.{t}")
+    # one LayerNorm over head_dim, shared by the heads
+    layer |= w.renamed(
+        {f"attn.sublayer.qk_norm.{qk}_norm": f"self_attn.{qk}_layernorm" for qk in "qk"}
+    )
     top = w.top_names("model.embed_tokens.weight", "model.final_layernorm")
     return Names(top, layer, tied_head=("lm_head.weight",))
 
@@ -495,9 +495,10 @@ def _phi_names() -> Names:
         "model.layers.{i}.", "input_layernorm", "self_attn", projections,
         {"up": "mlp.fc1", "down": "mlp.fc2"}, top,
     )  # fmt: skip
-    for qk in ("q", "k"):  # qk_layernorm: one LayerNorm per head, shared by heads
-        for t in ("weight", "bias"):
-            names.layer[f"attn.qk_norm.{qk}_norm.{t}"] = Source(f"self_attn.{qk}_layernorm.{t}")
+    # qk_layernorm: one LayerNorm per head, shared by heads
+    names.layer.update(
+        w.renamed({f"attn.qk_norm.{qk}_norm": f"self_attn.{qk}_layernorm" for qk in "qk"})
+    )
     return names
 
 
@@ -530,12 +531,10 @@ def _gpt_bigcode_names() -> Names:
     """GPT-2's layout in nn.Linear (out, in) tensors; c_attn holds, per key/value head, its
     query heads, then its key and its value (Falcon's grouping: [q, k, v] per head, or
     every query head then the one key and value under multi_query)."""
-    layer: dict[str, Source] = {}
+    modules = {"attn.before": "ln_1", "mlp.before": "ln_2", "attn.sublayer.o": "attn.c_proj",
+               "mlp.sublayer.up": "mlp.c_fc", "mlp.sublayer.down": "mlp.c_proj"}  # fmt: skip
+    layer = w.renamed(modules)
     for t in ("weight", "bias"):
-        for ours, theirs in (("attn.before", "ln_1"), ("mlp.before", "ln_2"),
-                             ("attn.sublayer.o", "attn.c_proj"), ("mlp.sublayer.up", "mlp.c_fc"),
-                             ("mlp.sublayer.down", "mlp.c_proj")):  # fmt: skip
-            layer[f"{ours}.{t}"] = Source(f"{theirs}.{t}")
         for p, cut in QKV_CUTS:
             fused = Source(f"attn.c_attn.{t}", cut=cut, grouped=_falcon_groups)
             layer[f"attn.sublayer.{p}.{t}"] = fused
@@ -545,16 +544,12 @@ def _gpt_bigcode_names() -> Names:
 def _opt_names() -> Names:
     """OPT's learned table reserves its first two rows (positions start at row 2): they
     are rotated to the end, so archdb's row p is OPT's row p + 2 (a lossless reorder)."""
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"self_attn.{theirs}.{t}")
-        for p, theirs in (QKVO | {"o": "out_proj"}).items()
-        for t in ("weight", "bias")
-    }
-    for t in ("weight", "bias"):
-        layer[f"attn.before.{t}"] = layer[f"attn.after.{t}"] = Source(f"self_attn_layer_norm.{t}")
-        layer[f"mlp.before.{t}"] = layer[f"mlp.after.{t}"] = Source(f"final_layer_norm.{t}")
-        layer[f"mlp.sublayer.up.{t}"] = Source(f"fc1.{t}")
-        layer[f"mlp.sublayer.down.{t}"] = Source(f"fc2.{t}")
+    modules = {f"attn.sublayer.{p}": f"self_attn.{theirs}"
+               for p, theirs in (QKVO | {"o": "out_proj"}).items()}  # fmt: skip
+    modules |= {"mlp.sublayer.up": "fc1", "mlp.sublayer.down": "fc2"}
+    for slot in ("before", "after"):  # pre- or post-norm (do_layer_norm_before)
+        modules |= {f"attn.{slot}": "self_attn_layer_norm", f"mlp.{slot}": "final_layer_norm"}
+    layer = w.renamed(modules)
     top = w.top_names("model.decoder.embed_tokens.weight", "model.decoder.final_layer_norm")
     top |= {
         "positions.table.weight": Source("model.decoder.embed_positions.weight", roll=-2),

@@ -21,7 +21,7 @@ from archdb_hf.draft import (
 )
 from archdb_hf.families.card_to_config import layer_kind_names, require
 from archdb_hf.families.llama import EXPERTS, LLAMA, ROPE
-from archdb_hf.families.ssm import hybrid_mamba2
+from archdb_hf.families.ssm import hybrid_mamba2, mamba2_mixer
 from archdb_hf.keymap import Key, has_moe, key_or
 from archdb_hf.tensors import (
     Names,
@@ -167,10 +167,7 @@ def _granitemoehybrid_names() -> Names:
         layer[f"{prefix}.gate.weight"] = Source("shared_mlp.input_linear.weight", cut=first_ff)
         layer[f"{prefix}.up.weight"] = Source("shared_mlp.input_linear.weight", cut=second_ff)
         layer[f"{prefix}.down.weight"] = Source("shared_mlp.output_linear.weight")
-    mamba = [f"{p}.{t}" for p in ("in_proj", "conv1d", "out_proj") for t in ("weight", "bias")]
-    for p in (*mamba, "dt_bias", "A_log", "D"):
-        layer[f"attn.sublayer.{p}"] = Source(f"mamba.{p}")
-    layer["attn.sublayer.norm_weight"] = Source("mamba.norm.weight")
+    layer |= mamba2_mixer("mamba")
     return names
 
 

@@ -7,7 +7,7 @@ from archdb_hf.draft import Draft, HFImportError, read_keys, read_layer_period
 from archdb_hf.families.card_to_config import layer_kind_names
 from archdb_hf.families.llama import LLAMA, ROPE
 from archdb_hf.keymap import DENSE_D_FF, Key, dropped, key_or, normalizes_top_k
-from archdb_hf.tensors import Names, Source, moe_names, top_names
+from archdb_hf.tensors import Names, Source, moe_names, renamed, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -77,11 +77,7 @@ def _lfm2_names() -> Names:
     ffn_norm; the final norm is called embedding_norm."""
     modules = {p: f"self_attn.{p}_proj" for p in "qkv"} | {"o": "self_attn.out_proj"}
     modules |= {p: f"conv.{p}" for p in ("in_proj", "conv", "out_proj")}
-    layer = {
-        f"attn.sublayer.{p}.{t}": Source(f"{module}.{t}")
-        for p, module in modules.items()
-        for t in ("weight", "bias")
-    }
+    layer = renamed({f"attn.sublayer.{p}": module for p, module in modules.items()})
     for qk in ("q", "k"):
         layer[f"attn.sublayer.qk_norm.{qk}_norm.weight"] = Source(
             f"self_attn.{qk}_layernorm.weight"

@@ -35,6 +35,7 @@ from archdb_hf.tensors import (
     llama_with,
     moe_names,
     q_rows,
+    renamed,
     second_ff,
     v_rows,
 )
@@ -329,14 +330,7 @@ def _phi3_names() -> Names:
 
 
 def _starcoder2_names() -> Names:
-    mlp = (("up", "c_fc"), ("down", "c_proj"))
-    return llama_with(
-        {
-            f"mlp.sublayer.{p}.{t}": Source(f"mlp.{n}.{t}")
-            for p, n in mlp
-            for t in ("weight", "bias")
-        }
-    )
+    return llama_with(renamed({"mlp.sublayer.up": "mlp.c_fc", "mlp.sublayer.down": "mlp.c_proj"}))
 
 
 def mixtral_names() -> Names:

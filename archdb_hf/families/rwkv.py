@@ -8,7 +8,7 @@ from archdb.schema import Architecture
 from archdb_hf.draft import Draft, attention_free, read_tied
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, require
-from archdb_hf.tensors import Names, Source, top_names
+from archdb_hf.tensors import Names, Source, renamed, top_names
 
 # --- config -> card (import-hf) ----------------------------------------------------------
 
@@ -78,11 +78,9 @@ def _rwkv_names() -> Names:
     for part in ("key", "value", "receptance"):
         layer[f"attn.sublayer.mix_{part}"] = Source(f"attention.time_mix_{part}", flatten=True)
         layer[f"attn.sublayer.{part}.weight"] = Source(f"attention.{part}.weight")
-    for t in ("weight", "bias"):
-        layer[f"attn.before.{t}"] = Source(f"ln1.{t}")
-        layer[f"mlp.before.{t}"] = Source(f"ln2.{t}")
+    layer |= renamed({"attn.before": "ln1", "mlp.before": "ln2"})
     top = top_names("rwkv.embeddings.weight", "rwkv.ln_out", head="head.weight")
-    top |= {f"embed_norm.{t}": Source(f"rwkv.blocks.0.pre_ln.{t}") for t in ("weight", "bias")}
+    top |= renamed({"embed_norm": "rwkv.blocks.0.pre_ln"})
     return Names(top, layer, prefix="rwkv.blocks.{i}.", tied_head=("head.weight",))
 
 

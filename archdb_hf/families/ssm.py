@@ -37,7 +37,16 @@ from archdb_hf.families.card_to_config import (
 from archdb_hf.families.deepseek import ROUTER_FIELDS, SIGMOID_SCORES, V3_EXTRAS, v3_router
 from archdb_hf.families.llama import LLAMA, MIXTRAL, ROPE
 from archdb_hf.keymap import Key, dropped, has_moe, part_keys, uses
-from archdb_hf.tensors import Names, Source, first_ff, llama_layer, moe_names, second_ff, top_names
+from archdb_hf.tensors import (
+    Names,
+    Source,
+    first_ff,
+    llama_layer,
+    moe_names,
+    renamed,
+    second_ff,
+    top_names,
+)
 
 if TYPE_CHECKING:
     from torch import nn
@@ -667,12 +676,11 @@ _HYBRID_NORMS = {"attn.before": "input_layernorm", "mlp.before": "pre_ff_layerno
 def _mixer(theirs: str, ours: str, linears: tuple[str, ...], params: tuple[str, ...]) -> dict:
     """A recurrent mixer's tensors (archdb's sits in the attention slot, ``ours``) as
     transformers names them under ``theirs``."""
-    names = {f"{p}.{t}": f"{p}.{t}" for p in linears for t in ("weight", "bias")}
-    names |= {p: p for p in params}
-    return {f"{ours}.{o}": Source(f"{theirs}.{t}") for o, t in names.items()}
+    layer = renamed({f"{ours}.{p}": f"{theirs}.{p}" for p in linears})
+    return layer | {f"{ours}.{p}": Source(f"{theirs}.{p}") for p in params}
 
 
-def _mamba2_mixer(theirs: str, ours: str = "attn.sublayer") -> dict[str, Source]:
+def mamba2_mixer(theirs: str, ours: str = "attn.sublayer") -> dict[str, Source]:
     """A Mamba-2 mixer: in_proj fused as [z, x, B, C, dt] rows in both; conv1d (channels,
     1, kernel); the grouped, gated norm."""
     layer = _mixer(theirs, ours, ("in_proj", "conv1d", "out_proj"), ("dt_bias", "A_log", "D"))
@@ -695,7 +703,7 @@ def _backbone(mixer: dict[str, Source]) -> Names:
 
 
 def _mamba2_names() -> Names:
-    return _backbone(_mamba2_mixer("mixer"))
+    return _backbone(mamba2_mixer("mixer"))
 
 
 def _mamba_names() -> Names:
@@ -704,14 +712,14 @@ def _mamba_names() -> Names:
 
 def _bamba_names() -> Names:
     """Llama-style attention layers, Mamba-2 layers (``mamba.``), an MLP after each."""
-    layer = llama_layer(_HYBRID_NORMS, "feed_forward") | _mamba2_mixer("mamba")
+    layer = llama_layer(_HYBRID_NORMS, "feed_forward") | mamba2_mixer("mamba")
     return Names(FINAL_LAYERNORM_TOP, layer, tied_head=("lm_head.weight",))
 
 
 def _zamba2_names() -> Names:
     """Mamba-2 layers (``mamba.``; a hybrid layer's under ``mamba_decoder.``, beside its
     linear and the shared block it runs): see ``_zamba2_shared``."""
-    layer = {"attn.before.weight": Source("input_layernorm.weight")} | _mamba2_mixer("mamba")
+    layer = {"attn.before.weight": Source("input_layernorm.weight")} | mamba2_mixer("mamba")
     return Names(
         FINAL_LAYERNORM_TOP,
         layer,
@@ -755,7 +763,7 @@ def _zamba2_shared(model: nn.Module) -> dict[str, Source]:
     for layer in hybrid:
         theirs, ours = f"model.layers.{layer}.mamba_decoder.", f"decoder.layers.{layer}."
         out[ours + "attn.before.weight"] = Source(theirs + "input_layernorm.weight")
-        out |= _mamba2_mixer(theirs + "mamba", ours + "attn.sublayer")
+        out |= mamba2_mixer(theirs + "mamba", ours + "attn.sublayer")
     for b in range(n):
         theirs, ours = (
             f"model.layers.{hybrid[b]}.shared_transformer.",
@@ -790,10 +798,9 @@ def _nemotron_h_names() -> Names:
         "attn.before.weight": Source("norm.weight"),
         "mlp.before.weight": Source("norm.weight"),
     }
-    layer |= _mamba2_mixer("mixer")
-    for t in ("weight", "bias"):
-        layer |= {f"attn.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in "qkvo"}
-        layer |= {f"mlp.sublayer.{p}.{t}": Source(f"mixer.{p}_proj.{t}") for p in ("up", "down")}
+    layer |= mamba2_mixer("mixer")
+    layer |= renamed({f"attn.sublayer.{p}": f"mixer.{p}_proj" for p in "qkvo"})
+    layer |= renamed({f"mlp.sublayer.{p}": f"mixer.{p}_proj" for p in ("up", "down")})
     # Nemotron 3's MoE layers: non-gated experts and one shared expert, V3's router
     layer |= moe_names("mixer.gate", "mixer.experts", "gate_proj", "up_proj", "down_proj")
     for p in ("up", "down"):
@@ -825,7 +832,7 @@ def _falcon_h1_names() -> Names:
         layer[f"attn.sublayer.attention.inner.{rest}"] = source
     return Names(
         FINAL_LAYERNORM_TOP,
-        layer | _mamba2_mixer("mamba", "attn.sublayer.recurrent"),
+        layer | mamba2_mixer("mamba", "attn.sublayer.recurrent"),
         tied_head=("lm_head.weight",),
     )
 
