@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -56,12 +57,22 @@ _UNSAFE = [
     *range(0x202A, 0x202F),
     *range(0x2066, 0x206A),
 ]
-_VISIBLE = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
+
+
+def _escaper(escapes: dict[int, str]) -> Callable[[str], str]:
+    """A function writing each of ``escapes``' characters as its escape. A regular
+    expression finds the rare ones in C (str.translate looks up every character: 150 ms
+    on list --json's 3 MB, against 9 ms)."""
+    found = re.compile("[" + "".join(re.escape(chr(c)) for c in escapes) + "]")
+    return lambda text: found.sub(lambda m: escapes[ord(m.group())], text)
+
+
+_visible = _escaper({c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE})
 
 
 def visible(text: str) -> str:
     """``text`` with every control character written as an escape (``\\x1b``)."""
-    return text.translate(_VISIBLE)
+    return _visible(text)
 
 
 def has_control(text: str) -> bool:
@@ -251,12 +262,12 @@ def snapshot(path: Path | None = None) -> Snapshot:
 def print_json(data: Any) -> None:
     """JSON to stdout, unstyled so scripts can parse it (C1 controls escaped as \\u00XX)."""
     text = json.dumps(data, indent=2, default=str, ensure_ascii=False)
-    sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
+    sys.stdout.write(_json_escaped(text) + "\n")
 
 
 # json.dumps escapes C0 controls itself; these it leaves raw. Inside a JSON string (the only
 # place they can occur) \\uNNNN is the same character for a parser.
-_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7F}
+_json_escaped = _escaper({c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7F})
 
 
 # --- errors: one boundary -------------------------------------------------------------

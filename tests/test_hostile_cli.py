@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from archdb_cli.common import EXIT_INTERNAL, visible
+from archdb_cli.common import EXIT_INTERNAL, print_json, visible
 from archdb_cli.main import app
 from typer.testing import CliRunner
 
@@ -169,6 +169,16 @@ def test_control_characters_in_card_strings_never_reach_the_terminal(write_catal
         assert result.exit_code in (0, 1), result.output  # shown escaped, or refused
         if result.exit_code == 0 and args[0] == "show":
             assert "\\x1b]0;pwned" in result.output
+
+
+def test_print_json_escapes_what_a_terminal_would_act_on(capsys):
+    """JSON escapes C0 controls itself; C1 controls and bidi overrides become \\uNNNN, the
+    same characters to a parser."""
+    value = {"s": "a\x9b31mb\u202ec\x1b[0m\u2066"}
+    print_json(value)
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x9b\u202e\x1b\u2066"), repr(out)
+    assert "\\u009b" in out and json.loads(out) == value
 
 
 def test_visible_escapes_every_control_but_tab_and_newline():
