@@ -646,7 +646,8 @@ IGNORED_KEYS = frozenset(
         "id2label", "label2id", "problem_type", "use_bfloat16", "attention_dropout",
         "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob",
         "attention_probs_dropout_prob", "classifier_dropout", "embedding_dropout", "dropout",
-        "activation_dropout", "ffn_dropout", "scale_attn_weights", "reorder_and_upcast_attn",
+        "activation_dropout", "ffn_dropout", "dropout_rate", "scale_attn_weights",
+        "reorder_and_upcast_attn",
         "scale_attn_by_inverse_layer_idx", "use_flash_attn", "_attn_implementation",
         # PretrainedConfig's serialization and generation defaults, and training-only knobs
         "chunk_size_feed_forward", "is_decoder", "add_cross_attention", "tie_encoder_decoder",

@@ -26,6 +26,9 @@ DEFAULT_COMPLETIONS: dict[str, dict] = {
     # HunYuan configs leave head_dim None, which transformers' attention cannot size
     "hunyuan_v1_dense": {"head_dim": 128},
     "hunyuan_v1_moe": {"head_dim": 128},
+    # SwitchTransformersConfig's 3 sparse of 12 layers (1, 5, 9) is no released layout; the
+    # released Switch models have experts in every second layer (6 of 12)
+    "switch_transformers": {"num_sparse_encoder_layers": 6, "num_sparse_decoder_layers": 6},
     "lfm2_moe": {
         "layer_types": [
             "full_attention" if i in (2, 6, 10, 14, 18, 21, 24, 27) else "conv" for i in range(32)

@@ -565,8 +565,9 @@ GEMMA4_ON_DEVICE = {
 
 
 # --- encoder-decoders: model(input_ids, decoder_input_ids) ---------------------------------
-# No import-hf for T5: the card (a catalogue card made tiny) is the start, transformers'
-# config comes from the card -> config converter (archdb_hf.families.card_to_config).
+# The card (a catalogue card made tiny) is the start, transformers' config comes from the
+# card -> config converter (archdb_hf.reference.convert): transformers 5 ties every T5
+# head, so a T5 1.1 config would not load as its release does.
 _T5_TINY = {"d_model": 64, "n_layers": 3, "n_encoder_layers": 2, "vocab_size": 128,
             "attention.n_heads": 4, "attention.n_kv_heads": 4,
             "attention.head_dim": 24,  # d_kv off d_model / n_heads

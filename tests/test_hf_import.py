@@ -1084,3 +1084,81 @@ def test_dbrx_reads_its_sub_configs_and_refuses_what_its_card_cannot_hold():
     ):
         with pytest.raises(HFImportError, match=re.escape(message)):
             imported({**cfg, "ffn_config": {**cfg["ffn_config"], **change}})
+
+
+# --- encoder-decoders: T5 and the Switch Transformer -----------------------------------
+
+# a T5 1.1 config as its releases state it (transformers 4), and a Switch Transformer's
+T5_V11 = {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"],
+          "vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 1024, "num_layers": 8,
+          "num_decoder_layers": 8, "num_heads": 6, "relative_attention_num_buckets": 32,
+          "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
+          "is_encoder_decoder": True, "layer_norm_epsilon": 1e-6, "n_positions": 512,
+          "dropout_rate": 0.1}  # fmt: skip
+SWITCH = {"model_type": "switch_transformers", "vocab_size": 32128, "d_model": 768, "d_kv": 64,
+          "d_ff": 3072, "num_layers": 12, "num_decoder_layers": 12, "num_heads": 12,
+          "num_experts": 8, "num_sparse_encoder_layers": 6, "num_sparse_decoder_layers": 6,
+          "expert_capacity": 64, "router_z_loss_coef": 0.001, "router_dtype": "float32",
+          "dense_act_fn": "relu", "is_encoder_decoder": True}  # fmt: skip
+
+
+def test_a_t5_config_imports_as_the_released_encoder_decoder():
+    """T5 1.1: gated GELU in its tanh form, an untied head read unscaled, T5's fixed
+    unscaled scores; transformers 5 ties every T5 head, so the card is not compared."""
+    from archdb.fidelity import fidelity
+
+    result = imported(T5_V11)
+    card = validate_card(result.card)
+    a = card.architecture
+    assert (a.kind.value, a.n_encoder_layers, a.n_layers) == ("encoder-decoder", 8, 8)
+    assert (a.mlp.activation.value, a.mlp.gelu_approximation.value) == ("geglu", "tanh")
+    assert (a.tied_embeddings, a.logit_scale, a.attention.scale) == (False, 1.0, 1.0)
+    assert (a.attention.head_dim, a.context_length, a.norm.eps) == (64, 512, 1e-6)
+    assert result.unmapped == {}
+    assert "ties every T5 model's output layer" in fidelity(card).why
+    tied = validate_card(imported(T5_V11 | {"tie_word_embeddings": True}).card)
+    assert tied.architecture.logit_scale == 512**-0.5  # T5 1.0's tied head, rescaled
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"feed_forward_proj": "gated-silu"}, "feed_forward_proj 'gated-silu'"),
+        ({"feed_forward_proj": ["relu"]}, "feed_forward_proj a list"),
+        ({"relative_attention_max_distance": 64}, "reaches T5's 128 positions"),
+        ({"is_encoder_decoder": False}, "T5's encoder-decoder"),
+    ],
+)
+def test_a_t5_config_the_card_cannot_hold_is_refused(changes, message):
+    with pytest.raises(HFImportError, match=re.escape(message)):
+        imported(T5_V11 | changes)
+
+
+def test_a_switch_config_imports_its_experts_every_second_layer():
+    result = imported(SWITCH)
+    card = validate_card(result.card)
+    moe = card.architecture.mlp.moe
+    assert (moe.n_experts, moe.n_active, moe.layer_period, moe.dense_d_ff) == (8, 1, 2, 3072)
+    assert card.architecture.position.relative_buckets == 32  # the config class's default
+    assert moe.normalize_top_k is False and card.architecture.mlp.activation.value == "relu"
+    assert "expert_capacity 64" in card.notes["architecture.mlp.moe"]
+    assert result.unmapped == {}
+    every = validate_card(imported(SWITCH | {"num_sparse_encoder_layers": 12,
+                                             "num_sparse_decoder_layers": 12}).card)  # fmt: skip
+    assert every.architecture.mlp.moe.layer_period == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [  # transformers' default: experts in layers 1, 5 and 9, which mlp.moe cannot place
+        ({"num_sparse_encoder_layers": 3, "num_sparse_decoder_layers": 3}, "3 of 12 layers"),
+        ({"num_sparse_decoder_layers": 12}, "place their experts differently"),
+        ({"num_sparse_encoder_layers": 0}, "num_sparse_encoder_layers 0 of 12"),
+        ({"num_sparse_encoder_layers": True}, "num_sparse_encoder_layers True"),
+        ({"router_bias": True}, "router has no bias"),
+        ({"dense_act_fn": "gelu"}, "ReLU"),
+    ],
+)
+def test_a_switch_config_the_card_cannot_hold_is_refused(changes, message):
+    with pytest.raises(HFImportError, match=re.escape(message)):
+        imported(SWITCH | changes)

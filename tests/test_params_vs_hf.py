@@ -1239,7 +1239,7 @@ _NEW_FAMILIES = (
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
 _NEW_FAMILIES += ("mimo_v2_flash",)
-_NEW_FAMILIES += ("hy_v3", "glm", "xglm", "ctrl")
+_NEW_FAMILIES += ("hy_v3", "glm", "xglm", "ctrl", "t5", "switch_transformers")
 
 
 @pytest.mark.parametrize(

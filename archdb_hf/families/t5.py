@@ -1,13 +1,50 @@
-"""T5 and the Switch Transformer (encoder-decoders; compared, not imported)."""
+"""T5 and the Switch Transformer (encoder-decoders)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from archdb.schema import Architecture
+from archdb.schema import T5_MAX_DISTANCE, Architecture
+from archdb_hf.draft import Draft, HFImportError, read_only, shown_briefly
 from archdb_hf.families.spec import FamilySpec
 from archdb_hf.keymap import Key, dropped, require
 from archdb_hf.tensors import Names, Source, top_names
+
+# --- config -> card (import-hf) ----------------------------------------------------------
+
+# feed_forward_proj -> (activation, GELU form): T5 1.0's ReLU, 1.1's gated GELU, which
+# T5Config turns into gelu_new, the tanh form
+_FEED_FORWARD = {"relu": ("relu", None), "gated-gelu": ("geglu", "tanh")}
+
+
+def _read_t5(d: Draft) -> None:
+    """The MLP from feed_forward_proj, and what T5 and Switch share (_read_stacks)."""
+    proj = d.read("feed_forward_proj", default="relu")
+    if not isinstance(proj, str) or proj not in _FEED_FORWARD:
+        raise HFImportError(
+            f"config.json: feed_forward_proj {shown_briefly(proj)}: the card reads T5's relu "
+            "(1.0) and gated-gelu (1.1)"
+        )
+    activation, form = _FEED_FORWARD[proj]
+    d.set("architecture.mlp.activation", activation, d.origin_of("feed_forward_proj"))
+    if form is not None:
+        d.set("architecture.mlp.gelu_approximation", form, d.origin_of("feed_forward_proj"))
+    d.used.update(k for k in ("dense_act_fn", "is_gated_act") if k in d.config)  # derived
+    _read_stacks(d)
+
+
+def _read_stacks(d: Draft) -> None:
+    """An encoder-decoder; a tied head reads the decoder's output at d_model ** -0.5, an
+    untied one as it is (transformers' scale_decoder_outputs, where a config states it); the
+    relative bias over T5's 128 positions."""
+    read_only(d, "is_encoder_decoder", True, "the card is T5's encoder-decoder")
+    key = "scale_decoder_outputs" if "scale_decoder_outputs" in d.config else "tie_word_embeddings"
+    scaled = d.read(key) if key in d.config else d.value("architecture.tied_embeddings")
+    scale = d.value("architecture.d_model") ** -0.5 if scaled else 1.0
+    d.set("architecture.logit_scale", scale, d.origin_of(key))
+    why = f"archdb's relative bias reaches T5's {T5_MAX_DISTANCE} positions"
+    read_only(d, "relative_attention_max_distance", T5_MAX_DISTANCE, why)
+
 
 # --- card -> config (the reference): what no key writes ---------------------------------
 
@@ -37,6 +74,59 @@ def _switch(a: Architecture) -> dict:
     )  # fmt: skip
     require(moe.dense_d_ff in (None, a.mlp.d_ff), "mlp.moe.dense_d_ff equal to mlp.d_ff")
     return {}
+
+
+def _read_switch(d: Draft) -> None:
+    """T5 1.0's layers (dense_act_fn, not feed_forward_proj, names the MLP's activation);
+    experts every second layer of both stacks, or in every layer, as num_sparse_*_layers
+    say; one expert a token, its softmax share as it is. expert_capacity is read and
+    noted: the card holds no capacity."""
+    read_only(d, "dense_act_fn", "relu", "the card's Switch MLPs are ReLU (T5 1.0's)")
+    read_only(d, "router_bias", False, "the card's Switch router has no bias")
+    _read_stacks(d)
+    # training only (the router's losses, its dtype, its padding rule, returned logits), or
+    # derived from num_sparse_*_layers
+    d.used.update(k for k in d.config if k.startswith("router_") or k in _SWITCH_DERIVED)
+    encoder = d.read("num_layers", default=12)
+    decoder = d.read("num_decoder_layers") or encoder  # T5Config: as deep as the encoder
+    periods = {
+        _switch_period(d, "num_sparse_encoder_layers", encoder),
+        _switch_period(d, "num_sparse_decoder_layers", decoder),
+    }
+    if len(periods) != 1:
+        raise HFImportError(
+            "config.json: the encoder and the decoder place their experts differently; the "
+            "card's mlp.moe holds one layout for both stacks"
+        )
+    period = periods.pop()
+    moe = {"n_experts": d.read("num_experts", default=8), "n_active": 1, "n_shared": 0,
+           "first_dense_layers": 0, "layer_period": period, "normalize_top_k": False,
+           "dense_d_ff": d.value("architecture.mlp.d_ff") if period > 1 else None}  # fmt: skip
+    d.set("architecture.mlp.moe", moe, "config")
+    capacity = d.read("expert_capacity", default=64)
+    d.note(
+        "architecture.mlp.moe",
+        f"config.json's expert_capacity {shown_briefly(capacity)}: transformers drops the "
+        "tokens past it in each expert and sequence; the card records no capacity.",
+    )
+
+
+_SWITCH_DERIVED = ("add_router_probs", "encoder_sparse_step", "decoder_sparse_step")
+
+
+def _switch_period(d: Draft, sparse_key: str, layers: object) -> int:
+    """SwitchTransformersStack's sparse layers as a card period: i % step == 1 with step
+    layers // num_sparse (layers 1, 3, 5, ... at step 2), or every layer at step 1."""
+    sparse = d.read(sparse_key, default=3)
+    counts = (layers, sparse)
+    ok = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in counts)
+    step = layers // sparse if ok and sparse <= layers else 0
+    if step not in (1, 2) or layers % step:
+        raise HFImportError(
+            f"config.json: {sparse_key} {shown_briefly(sparse)} of {shown_briefly(layers)} "
+            "layers: the card's experts sit in every layer or every second one from layer 1"
+        )
+    return step
 
 
 def _sparse_layers(layers: int, a: Architecture) -> int:
@@ -114,11 +204,13 @@ T5 = FamilySpec(
     model_class="T5ForConditionalGeneration",
     eps_key="layer_norm_epsilon",
     rope_key=None,
-    imports=False,
     position="relative-bias",
     fixed_bias=(False, False, False),
+    gated=False,
+    activation_default="relu",  # feed_forward_proj's default
     builds_activations=("relu", "geglu"),
-    fixed=(("kind", "encoder-decoder"),),
+    # q.k unscaled: T5 folds 1/sqrt(d_kv) into the query's initialization
+    fixed=(("kind", "encoder-decoder"), ("attention.scale", 1.0)),
     keys=(
         Key("vocab_size", "vocab_size"),
         Key("d_model", "d_model"),
@@ -130,11 +222,20 @@ T5 = FamilySpec(
         Key(
             "relative_attention_num_buckets",
             "position.relative_buckets",
+            default=32,
             out=lambda a: a.position.relative_buckets or 32,
         ),
-        Key("feed_forward_proj", out=lambda a: "gated-gelu" if a.mlp.activation.gated else "relu"),
-        Key("tie_word_embeddings", "tied_embeddings"),
+        Key(
+            "feed_forward_proj",
+            out=lambda a: "gated-gelu" if a.mlp.activation.gated else "relu",
+            read=False,
+        ),
+        Key("tie_word_embeddings", "tied_embeddings", default=True),
+        Key("n_positions", "context_length", read=False),  # the released configs' context
     ),
+    released_keys=("n_positions",),
+    free=("mlp.gelu_approximation", "logit_scale"),
+    read=_read_t5,
     write=_t5,
     names=_t5_names,
     logit_error=2.9e-07,
@@ -151,17 +252,22 @@ SWITCH_TRANSFORMERS = T5.derive(
     builds_activations=("relu",),  # its DenseActDense is never gated
     keys=(
         *dropped(("feed_forward_proj",)),
-        Key("dense_act_fn", out=lambda a: "relu"),
-        Key("num_experts", "mlp.moe.n_experts"),
-        Key("num_sparse_encoder_layers", out=lambda a: _sparse_layers(a.n_encoder_layers, a)),
-        Key("num_sparse_decoder_layers", out=lambda a: _sparse_layers(a.n_layers, a)),
+        Key("dense_act_fn", out=lambda a: "relu", read=False),
+        Key("num_experts", "mlp.moe.n_experts", read=False),
+        Key(
+            "num_sparse_encoder_layers",
+            out=lambda a: _sparse_layers(a.n_encoder_layers, a),
+            read=False,
+        ),
+        Key("num_sparse_decoder_layers", out=lambda a: _sparse_layers(a.n_layers, a), read=False),
     ),
     fixed=(
-        ("kind", "encoder-decoder"),
+        *T5.fixed,
         ("mlp.moe.n_active", 1),
         ("mlp.moe.normalize_top_k", False),  # the top expert's softmax share, as it is
     ),
-    free=("mlp.moe.layer_period", "mlp.moe.dense_d_ff"),
+    free=(*T5.free, "mlp.moe.layer_period", "mlp.moe.dense_d_ff"),
+    read=_read_switch,
     write=_switch,
     names=lambda: _t5_names(_switch_mlp),
     unverified="transformers drops the tokens past each expert's expert_capacity in a "
