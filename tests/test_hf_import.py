@@ -1127,6 +1127,7 @@ def test_a_t5_config_imports_as_the_released_encoder_decoder():
         ({"feed_forward_proj": ["relu"]}, "feed_forward_proj a list"),
         ({"relative_attention_max_distance": 64}, "reaches T5's 128 positions"),
         ({"is_encoder_decoder": False}, "T5's encoder-decoder"),
+        ({"scale_decoder_outputs": "no"}, "scale_decoder_outputs 'no' is not true or false"),
     ],
 )
 def test_a_t5_config_the_card_cannot_hold_is_refused(changes, message):

@@ -40,6 +40,8 @@ def _read_stacks(d: Draft) -> None:
     read_only(d, "is_encoder_decoder", True, "the card is T5's encoder-decoder")
     key = "scale_decoder_outputs" if "scale_decoder_outputs" in d.config else "tie_word_embeddings"
     scaled = d.read(key) if key in d.config else d.value("architecture.tied_embeddings")
+    if not isinstance(scaled, bool):
+        raise HFImportError(f"config.json: {key} {shown_briefly(scaled)} is not true or false")
     scale = d.value("architecture.d_model") ** -0.5 if scaled else 1.0
     d.set("architecture.logit_scale", scale, d.origin_of(key))
     why = f"archdb's relative bias reaches T5's {T5_MAX_DISTANCE} positions"
