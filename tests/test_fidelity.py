@@ -577,6 +577,8 @@ _T5_TINY = {"d_model": 64, "n_layers": 3, "n_encoder_layers": 2, "vocab_size": 1
 ENCODER_DECODER_TINY: dict[str, tuple[str, str, dict]] = {
     "t5": ("t5", "t5-small", {**_T5_TINY, "logit_scale": 64**-0.5}),
     "t5-v1.1": ("t5", "t5-v1.1-small", {**_T5_TINY, "logit_scale": 1.0}),
+    # mT5 as transformers builds it: T5 1.1's layers, a tied head never rescaled
+    "mt5": ("mt5", "mt5-small", {**_T5_TINY, "tied_embeddings": True, "logit_scale": 1.0}),
     # experts in layer 1 of each stack (4 layers each); no token past an expert's capacity
     "switch": (
         "switch_transformers",

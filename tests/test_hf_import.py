@@ -1163,3 +1163,17 @@ def test_a_switch_config_imports_its_experts_every_second_layer():
 def test_a_switch_config_the_card_cannot_hold_is_refused(changes, message):
     with pytest.raises(HFImportError, match=re.escape(message)):
         imported(SWITCH | changes)
+
+
+def test_an_mt5_config_imports_with_its_head_never_rescaled():
+    """MT5ForConditionalGeneration reads the decoder's output as it is, tied or not; the
+    released mT5 models are untied, which transformers 5 cannot build."""
+    from archdb.fidelity import fidelity
+
+    released = T5_V11 | {"model_type": "mt5", "vocab_size": 250112}
+    card = validate_card(imported(released).card)
+    assert (card.architecture.tied_embeddings, card.architecture.logit_scale) == (False, 1.0)
+    assert "ties every mT5 model's output layer" in fidelity(card).why
+    tied = validate_card(imported(released | {"tie_word_embeddings": True}).card)
+    assert tied.architecture.logit_scale == 1.0
+    assert str(fidelity(tied)) == "logit-exact (mt5, relative error < 1e-05)"

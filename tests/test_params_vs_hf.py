@@ -571,6 +571,16 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
             **NO_ROPE,
         },
     ),
+    (  # mT5 as transformers builds it: T5 1.1's gated GELU, a tied head not rescaled
+        "mt5",
+        {
+            **SWITCH,
+            "mlp.activation": "geglu",
+            "mlp.gelu_approximation": "tanh",
+            "logit_scale": 1.0,
+            "attention.scale": 1.0,
+        },
+    ),
     (  # Switch: experts in every second layer of both stacks, a tied head
         "switch_transformers",
         {
@@ -1239,7 +1249,7 @@ _NEW_FAMILIES = (
 _NEW_FAMILIES += ("recurrent_gemma",)
 _NEW_FAMILIES += ("longcat_flash",)
 _NEW_FAMILIES += ("mimo_v2_flash",)
-_NEW_FAMILIES += ("hy_v3", "glm", "xglm", "ctrl", "t5", "switch_transformers")
+_NEW_FAMILIES += ("hy_v3", "glm", "xglm", "ctrl", "t5", "switch_transformers", "mt5")
 
 
 @pytest.mark.parametrize(

@@ -142,6 +142,7 @@ _BY_FAMILY: dict[str, str] = {
     "t5-v1.1": "t5",
     "flan-t5": "t5",  # T5 1.1's architecture, released as model_type t5
     "byt5": "t5",  # likewise, over bytes
+    "mt5": "mt5",
     "switch-transformer": "switch_transformers",
     "phi-2": "phi",
     "phi-1.5": "phi",

@@ -1,4 +1,4 @@
-"""T5 and the Switch Transformer (encoder-decoders)."""
+"""T5, mT5 and the Switch Transformer (encoder-decoders)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,19 @@ _FEED_FORWARD = {"relu": ("relu", None), "gated-gelu": ("geglu", "tanh")}
 
 def _read_t5(d: Draft) -> None:
     """The MLP from feed_forward_proj, and what T5 and Switch share (_read_stacks)."""
-    proj = d.read("feed_forward_proj", default="relu")
+    _read_feed_forward(d, "relu")
+    _read_stacks(d)
+
+
+def _read_mt5(d: Draft) -> None:
+    """T5's reading, but MT5ForConditionalGeneration never rescales the decoder's output
+    (logit_scale: fixed at 1), tied or not."""
+    _read_feed_forward(d, "gated-gelu")
+    _read_stacks(d, rescaled=False)
+
+
+def _read_feed_forward(d: Draft, default: str) -> None:
+    proj = d.read("feed_forward_proj", default=default)
     if not isinstance(proj, str) or proj not in _FEED_FORWARD:
         raise HFImportError(
             f"config.json: feed_forward_proj {shown_briefly(proj)}: the card reads T5's relu "
@@ -30,20 +42,28 @@ def _read_t5(d: Draft) -> None:
     if form is not None:
         d.set("architecture.mlp.gelu_approximation", form, d.origin_of("feed_forward_proj"))
     d.used.update(k for k in ("dense_act_fn", "is_gated_act") if k in d.config)  # derived
-    _read_stacks(d)
 
 
-def _read_stacks(d: Draft) -> None:
+def _read_stacks(d: Draft, rescaled: bool = True) -> None:
     """An encoder-decoder; a tied head reads the decoder's output at d_model ** -0.5, an
-    untied one as it is (transformers' scale_decoder_outputs, where a config states it); the
-    relative bias over T5's 128 positions."""
+    untied one as it is (transformers' scale_decoder_outputs, where a config states it; not
+    ``rescaled``: never); the relative bias over T5's 128 positions."""
     read_only(d, "is_encoder_decoder", True, "the card is T5's encoder-decoder")
+    if not rescaled:
+        d.read("tie_word_embeddings")
+        d.set("architecture.logit_scale", 1.0, "family")
+        _read_distance(d)
+        return
     key = "scale_decoder_outputs" if "scale_decoder_outputs" in d.config else "tie_word_embeddings"
     scaled = d.read(key) if key in d.config else d.value("architecture.tied_embeddings")
     if not isinstance(scaled, bool):
         raise HFImportError(f"config.json: {key} {shown_briefly(scaled)} is not true or false")
     scale = d.value("architecture.d_model") ** -0.5 if scaled else 1.0
     d.set("architecture.logit_scale", scale, d.origin_of(key))
+    _read_distance(d)
+
+
+def _read_distance(d: Draft) -> None:
     why = f"archdb's relative bias reaches T5's {T5_MAX_DISTANCE} positions"
     read_only(d, "relative_attention_max_distance", T5_MAX_DISTANCE, why)
 
@@ -55,6 +75,11 @@ def _t5(a: Architecture) -> dict:
     # transformers 5 forces tie_word_embeddings=True for the whole T5 family
     # (configuration_t5.py), so T5 v1.1's untied output layer has no transformers twin.
     require(bool(a.tied_embeddings), "transformers 5 ties every T5 model's output layer")
+    return {}
+
+
+def _mt5(a: Architecture) -> dict:
+    require(bool(a.tied_embeddings), "transformers 5 ties every mT5 model's output layer")
     return {}
 
 
@@ -274,4 +299,18 @@ SWITCH_TRANSFORMERS = T5.derive(
     names=lambda: _t5_names(_switch_mlp),
     unverified="transformers drops the tokens past each expert's expert_capacity in a "
     "sequence (64 in the released configs), which no card field holds",
+)
+# T5 1.1's layers as transformers' MT5 builds them: its config forces a tied head, which
+# its model never rescales (the released mT5 models are untied: not comparable)
+MT5 = T5.derive(
+    "mt5",
+    classes="MT5",
+    layer="MT5Block",
+    model_class="MT5ForConditionalGeneration",
+    fixed=(*T5.fixed, ("logit_scale", 1.0)),
+    free=("mlp.gelu_approximation",),
+    read=_read_mt5,
+    write=_mt5,
+    names=_t5_names,
+    logit_error=2.8e-07,  # tests/test_fidelity.py, a tied tiny checkpoint
 )
