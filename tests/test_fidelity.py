@@ -598,9 +598,9 @@ SOURCE_SEQ, TARGET_SEQ = 30, 20  # distances past T5's 8 exact buckets (16 per d
 def _tiny_encoder_decoder(
     variant: str, directory, **config: object
 ) -> tuple[Card, transformers.PreTrainedModel]:
-    """The tiny card and transformers' model of it (T5ForConditionalGeneration, or the
-    Switch Transformer's), saved (float32, eager), with ``config`` keys changed; an untied
-    card's checkpoint carries lm_head.weight as T5 1.1's releases do."""
+    """The tiny card and transformers' model of it (its family's model class), saved
+    (float32, eager), with ``config`` keys changed; an untied card's checkpoint carries
+    lm_head.weight as T5 1.1's releases do."""
     import transformers
     from safetensors.torch import load_file, save_file
 

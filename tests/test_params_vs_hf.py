@@ -70,7 +70,7 @@ GPT = {
     "bias.mlp": True,
 }
 NO_ROPE = {"position.rope_theta": None}
-SWITCH = {  # T5 1.0's layers, as the Switch Transformer's
+ENCODER_DECODER = {  # T5 1.0's layers (the Switch Transformer's too)
     "kind": "encoder-decoder",
     "n_encoder_layers": 4,
     "mlp.activation": "relu",
@@ -574,7 +574,7 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     (  # mT5 as transformers builds it: T5 1.1's gated GELU, a tied head not rescaled
         "mt5",
         {
-            **SWITCH,
+            **ENCODER_DECODER,
             "mlp.activation": "geglu",
             "mlp.gelu_approximation": "tanh",
             "logit_scale": 1.0,
@@ -584,14 +584,14 @@ SMALL_CONFIGS: list[tuple[str, dict]] = [
     (  # Switch: experts in every second layer of both stacks, a tied head
         "switch_transformers",
         {
-            **SWITCH,
+            **ENCODER_DECODER,
             "mlp.moe": moe_block(n_experts=8, n_active=1, layer_period=2, dense_d_ff=128),
         },
     ),
     (  # experts in every layer (Switch-C), heads narrower than d_model
         "switch_transformers",
         {
-            **SWITCH,
+            **ENCODER_DECODER,
             "n_encoder_layers": 3,
             "attention.head_dim": 8,
             "mlp.moe": moe_block(n_experts=5, n_active=1),
