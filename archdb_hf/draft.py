@@ -647,8 +647,8 @@ IGNORED_KEYS = frozenset(
         "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob",
         "attention_probs_dropout_prob", "classifier_dropout", "embedding_dropout", "dropout",
         "activation_dropout", "ffn_dropout", "dropout_rate", "scale_attn_weights",
-        "reorder_and_upcast_attn",
-        "scale_attn_by_inverse_layer_idx", "use_flash_attn", "_attn_implementation",
+        "reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx", "use_flash_attn",
+        "_attn_implementation",
         # PretrainedConfig's serialization and generation defaults, and training-only knobs
         "chunk_size_feed_forward", "is_decoder", "add_cross_attention", "tie_encoder_decoder",
         "cross_attention_hidden_size", "output_router_logits", "router_jitter_noise",
