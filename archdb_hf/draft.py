@@ -68,7 +68,7 @@ from archdb.schema import (
     Architecture,
 )
 from archdb_hf.families.spec import FamilySpec
-from archdb_hf.keymap import MOE_LAYOUT, Key, read_activation, value_at
+from archdb_hf.keymap import MOE_LAYOUT, ROPE_SCALING_KEYS, Key, read_activation, value_at
 
 TRANSFORMERS_MODELS = (
     "https://github.com/huggingface/transformers/blob/main/src/transformers/models"
@@ -1057,29 +1057,6 @@ def read_position(d: Draft) -> None:
         _rope_scaling(d, dict(scaling))
 
 
-_SCALING_KEYS = {  # card field -> config key, per scaling type (factor for all)
-    "linear": {},
-    "dynamic": {"original_context": "original_max_position_embeddings"},
-    "yarn": {
-        "original_context": "original_max_position_embeddings",
-        "beta_fast": "beta_fast",
-        "beta_slow": "beta_slow",
-        "truncate": "truncate",
-        "mscale": "mscale",
-        "mscale_all_dim": "mscale_all_dim",
-    },
-    "llama3": {
-        "original_context": "original_max_position_embeddings",
-        "low_freq_factor": "low_freq_factor",
-        "high_freq_factor": "high_freq_factor",
-    },
-    "longrope": {
-        "original_context": "original_max_position_embeddings",
-        "short_factor": "short_factor",
-        "long_factor": "long_factor",
-        "attention_factor": "attention_factor",
-    },
-}
 _FACTOR_LISTS = {"short_factor", "long_factor"}  # longrope's per-frequency divisors
 _SCALING_BOOKKEEPING = {"rope_type", "type", "factor", "rope_theta", "partial_rotary_factor"}
 
@@ -1088,7 +1065,7 @@ def _rope_scaling(d: Draft, scaling: dict[str, Any]) -> None:
     """position.rope_scaling from a config's scaling block; what the card cannot hold
     (unknown types and keys) is reported and noted."""
     kind = scaling.get("rope_type") or scaling.get("type")
-    keys = _SCALING_KEYS.get(str(kind))
+    keys = ROPE_SCALING_KEYS.get(str(kind))
     if kind == "longrope":
         scaling = _longrope_block(d, scaling)
     factor = scaling.get("factor")

@@ -105,6 +105,33 @@ def value_at(arch: Architecture, path: str) -> Any:
     return value
 
 
+# position.rope_scaling's fields as rope_parameters keys, per scaling type (factor for all):
+# import-hf reads them, the reference writes them
+ROPE_SCALING_KEYS: dict[str, dict[str, str]] = {
+    "linear": {},
+    "dynamic": {"original_context": "original_max_position_embeddings"},
+    "yarn": {
+        "original_context": "original_max_position_embeddings",
+        "beta_fast": "beta_fast",
+        "beta_slow": "beta_slow",
+        "truncate": "truncate",
+        "mscale": "mscale",
+        "mscale_all_dim": "mscale_all_dim",
+    },
+    "llama3": {
+        "original_context": "original_max_position_embeddings",
+        "low_freq_factor": "low_freq_factor",
+        "high_freq_factor": "high_freq_factor",
+    },
+    "longrope": {
+        "original_context": "original_max_position_embeddings",
+        "short_factor": "short_factor",
+        "long_factor": "long_factor",
+        "attention_factor": "attention_factor",
+    },
+}
+
+
 # --- config -> card ----------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from archdb.schema import (
     MoE,
     RouterScore,
 )
-from archdb_hf.keymap import NotRepresentable, require
+from archdb_hf.keymap import ROPE_SCALING_KEYS, NotRepresentable, require
 
 __all__ = ["NotRepresentable", "require"]
 
@@ -68,19 +68,7 @@ def rope_scaling_config(a: Architecture) -> dict:
     s = a.position.rope_scaling
     if s is None:
         return {}
-    keys = {
-        "original_context": "original_max_position_embeddings",
-        "low_freq_factor": "low_freq_factor",
-        "high_freq_factor": "high_freq_factor",
-        "beta_fast": "beta_fast",
-        "beta_slow": "beta_slow",
-        "truncate": "truncate",
-        "mscale": "mscale",
-        "mscale_all_dim": "mscale_all_dim",
-        "short_factor": "short_factor",
-        "long_factor": "long_factor",
-        "attention_factor": "attention_factor",
-    }
+    keys = ROPE_SCALING_KEYS.get(s.type.value, {})  # a family's own type writes its own keys
     out = {"rope_type": s.type.value, "factor": s.factor}
     given = {key: getattr(s, name) for name, key in keys.items()}
     given = {key: list(v) if isinstance(v, tuple) else v for key, v in given.items()}
