@@ -22,6 +22,7 @@ from archdb.columns import number_text
 
 from .common import (
     EXIT_USAGE,
+    BytesOption,
     CataloguePath,
     JsonFlag,
     console,
@@ -45,19 +46,6 @@ CardArg = Annotated[
     str, typer.Argument(metavar="ID", help="Card id, or a family (its largest model).")
 ]
 MAX_TOY_SEQ_LEN = 8192  # a toy's position tables and scores grow with its context
-ContextOption = Annotated[
-    int,
-    typer.Option("--context", min=1, help="KV cache: for a sequence of this many tokens."),
-]
-BytesOption = Annotated[
-    float,
-    typer.Option(
-        "--bytes-per-element",
-        min=0.125,
-        max=16,
-        help="KV cache: bytes per cached element (2: bf16/fp16; 1: fp8).",
-    ),
-]
 
 
 def register(app: typer.Typer) -> None:

@@ -241,6 +241,18 @@ CataloguePath = Annotated[
     ),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+KV_BYTES_RANGE = {"min": 0.125, "max": 16}  # bytes per cached element: 1-bit to 128-bit
+ContextOption = Annotated[
+    int, typer.Option("--context", min=1, help="KV cache: for a sequence of this many tokens.")
+]
+BytesOption = Annotated[
+    float,
+    typer.Option(
+        "--bytes-per-element",
+        **KV_BYTES_RANGE,
+        help="KV cache: bytes per cached element (2: bf16/fp16; 1: fp8).",
+    ),
+]
 
 
 def load(path: Path | None = None) -> Catalogue:

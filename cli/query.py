@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 from .common import (
     EXIT_USAGE,
+    KV_BYTES_RANGE,
+    BytesOption,
     CataloguePath,
+    ContextOption,
     Grid,
     JsonFlag,
     console,
@@ -171,7 +174,7 @@ def list_cards(
     ] = None,
     bytes_per_element: Annotated[
         float | None,
-        typer.Option("--bytes-per-element", min=0.125, max=16, help="kv_bytes: bytes per element."),
+        typer.Option("--bytes-per-element", **KV_BYTES_RANGE, help="kv_bytes: bytes per element."),
     ] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
@@ -263,14 +266,8 @@ def show(
             metavar="ID", help="Card id, or a family (its largest).", autocompletion=complete_card
         ),
     ],
-    context: Annotated[
-        int,
-        typer.Option("--context", min=1, help="KV cache per token for a sequence this long."),
-    ] = cv.DEFAULT_KV_CONTEXT,
-    bytes_per_element: Annotated[
-        float,
-        typer.Option("--bytes-per-element", min=0.125, max=16, help="KV cache: bytes per element."),
-    ] = cv.DEFAULT_KV_DTYPE_BYTES,
+    context: ContextOption = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: BytesOption = cv.DEFAULT_KV_DTYPE_BYTES,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
@@ -381,14 +378,8 @@ def compare(
     only_diff: Annotated[
         bool, typer.Option("--only-diff", "-d", help="Only rows that differ.")
     ] = False,
-    context: Annotated[
-        int,
-        typer.Option("--context", min=1, help="KV cache per token for a sequence this long."),
-    ] = cv.DEFAULT_KV_CONTEXT,
-    bytes_per_element: Annotated[
-        float,
-        typer.Option("--bytes-per-element", min=0.125, max=16, help="KV cache: bytes per element."),
-    ] = cv.DEFAULT_KV_DTYPE_BYTES,
+    context: ContextOption = cv.DEFAULT_KV_CONTEXT,
+    bytes_per_element: BytesOption = cv.DEFAULT_KV_DTYPE_BYTES,
     as_json: JsonFlag = False,
     catalogue: CataloguePath = None,
 ) -> None:
