@@ -83,10 +83,11 @@ TRACED_TOKENS = 40
 FUSED_EXPERTS_ON_DISK = {"gpt_oss"}  # (experts, in, out) tensors
 
 
-def _released_names(card) -> str | None:
+def _released_names(card) -> tuple[str, dict] | None:
     """The transformers model_type whose released checkpoint names the card's full-size
     model must take (open weights, a names mapping, experts saved as held in memory, a
-    card the family's code builds: T5 1.1's untied head has no transformers 5 twin)."""
+    card the family's code builds: T5 1.1's untied head has no transformers 5 twin), with
+    the config its writer makes of the card."""
     from archdb_hf.families.card_to_config import NotRepresentable
     from archdb_hf.families.registry import SPECS, model_type_of
 
@@ -95,10 +96,9 @@ def _released_names(card) -> str | None:
     if not (card.open_weights and dense and model_type in SPECS and SPECS[model_type].names):
         return None
     try:
-        SPECS[model_type].write(fill_unknowns(card.architecture)[0])
+        return model_type, SPECS[model_type].write(fill_unknowns(card.architecture)[0])
     except NotRepresentable:
         return None
-    return model_type
 
 
 @pytest.mark.parametrize("card", [c for c in CARDS if _buildable(c)], ids=lambda c: c.id)
@@ -119,18 +119,18 @@ def test_the_full_size_meta_model_counts_the_formula_and_takes_the_released_name
         assert measured.relative_difference == pytest.approx(
             (measured.total - card.params_published) / card.params_published
         )
-    if (model_type := _released_names(card)) is not None:
-        _assert_takes_the_released_names(card, model, model_type)
+    if (released := _released_names(card)) is not None:
+        _assert_takes_the_released_names(card, model, *released)
 
 
-def _assert_takes_the_released_names(card, model, model_type: str) -> None:
+def _assert_takes_the_released_names(card, model, model_type: str, written: dict) -> None:
     transformers = pytest.importorskip("transformers")
     from archdb_hf.families.registry import SPECS
     from archdb_hf.testing import reference_config
     from archdb_hf.weights import TensorCheckpoint, checkpoint_buffers, match_weights
 
     spec = SPECS[model_type]
-    config = reference_config(spec, spec.write(fill_unknowns(card.architecture)[0]))
+    config = reference_config(spec, written)
     with torch.device("meta"), _no_init_weights():  # shapes only: skip the random fills
         theirs = getattr(transformers, spec.model_class)(config)
     state = theirs.state_dict()
